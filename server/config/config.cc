@@ -1,0 +1,300 @@
+#include "server/config/config.h"
+
+#include <charconv>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "server/core/log.h"
+
+extern char** environ;
+
+namespace seqd {
+
+namespace {
+
+struct Option {
+  const char* name;  // file key; flag is --name with '_' → '-'
+  const char* help;
+  std::function<Status(Config&, std::string_view)> set;
+  std::function<std::string(const Config&)> show;
+};
+
+Status ParseInt(std::string_view text, int64_t lo, int64_t hi, int64_t& out) {
+  int64_t v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || v < lo || v > hi) {
+    return MakeError(ErrorCode::kInvalidArgument, "expected an integer in [" + std::to_string(lo) +
+                                                      ", " + std::to_string(hi) + "], got '" +
+                                                      std::string(text) + "'");
+  }
+  out = v;
+  return OkStatus();
+}
+
+Option IntOption(const char* name, const char* help, int64_t Config::*field, int64_t lo,
+                 int64_t hi) {
+  return Option{name, help,
+                [=](Config& c, std::string_view v) { return ParseInt(v, lo, hi, c.*field); },
+                [=](const Config& c) { return std::to_string(c.*field); }};
+}
+
+Option StringOption(const char* name, const char* help, std::string Config::*field) {
+  return Option{name, help,
+                [=](Config& c, std::string_view v) {
+                  c.*field = std::string(v);
+                  return OkStatus();
+                },
+                [=](const Config& c) { return c.*field; }};
+}
+
+std::string FormatRules(const std::vector<AutoKeyRule>& rules) {
+  std::string out;
+  for (const auto& r : rules) {
+    if (!out.empty()) out += ",";
+    out += r.prefix + ":" + std::to_string(r.step);
+  }
+  return out;
+}
+
+const std::vector<Option>& Options() {
+  static const std::vector<Option> options = {
+      StringOption("config", "Config file (key = value lines, # comments).", &Config::config_file),
+      Option{"store",
+             "Where IDs are kept: sqlite:PATH (embedded) or mysql://user:pass@host:port/db.",
+             [](Config& c, std::string_view v) {
+               if (!v.starts_with("sqlite:") && !v.starts_with("mysql://")) {
+                 return Status(MakeError(ErrorCode::kInvalidArgument,
+                                         "expected sqlite:PATH or mysql://user:pass@host:port/db"));
+               }
+               c.store = std::string(v);
+               return OkStatus();
+             },
+             [](const Config& c) { return c.store; }},
+      StringOption("http_address", "Address the HTTP listener binds.", &Config::http_address),
+      IntOption("http_port", "HTTP port (0 picks a free one).", &Config::http_port, 0, 65535),
+      IntOption("threads", "Network threads; 0 means one per core.", &Config::threads, 0, 256),
+      IntOption("db_threads", "Threads (and MySQL connections) for blocking store calls.",
+                &Config::db_threads, 1, 256),
+      Option{"prefetch_fraction",
+             "Reserve the next segment once this fraction of the current one is used.",
+             [](Config& c, std::string_view v) {
+               try {
+                 size_t used = 0;
+                 double d = std::stod(std::string(v), &used);
+                 if (used != v.size() || !(d >= 0.0 && d < 1.0)) throw std::invalid_argument("");
+                 c.prefetch_fraction = d;
+                 return OkStatus();
+               } catch (const std::exception&) {
+                 return Status(
+                     MakeError(ErrorCode::kInvalidArgument,
+                               "expected a number in [0, 1), got '" + std::string(v) + "'"));
+               }
+             },
+             [](const Config& c) {
+               std::ostringstream o;
+               o << c.prefetch_fraction;
+               return o.str();
+             }},
+      IntOption("wait_deadline_ms",
+                "How long a request waits for a segment when both buffers are empty, then 503.",
+                &Config::wait_deadline_ms, 1, 60'000),
+      IntOption("segment_duration_s", "Target lifetime of a segment; drives the dynamic step.",
+                &Config::segment_duration_s, 1, 86'400),
+      IntOption("max_step", "Upper bound of the dynamic step.", &Config::max_step, 1,
+                1'000'000'000),
+      IntOption("max_count", "Largest batch (count) one request may ask for.", &Config::max_count,
+                1, 1'000'000),
+      IntOption("key_idle_timeout_s", "Keys unused this long leave memory.",
+                &Config::key_idle_timeout_s, 1, 30 * 86'400),
+      IntOption("key_refresh_interval_s",
+                "How often registered keys are checked against leaf_alloc (deleted rows go).",
+                &Config::key_refresh_interval_s, 1, 86'400),
+      Option{"auto_keys", "Auto-created key rules, PREFIX:STEP[,PREFIX:STEP...]; empty disables.",
+             [](Config& c, std::string_view v) {
+               std::vector<AutoKeyRule> rules;
+               while (!v.empty()) {
+                 size_t comma = v.find(',');
+                 std::string_view item = v.substr(0, comma);
+                 auto rule = ParseAutoKeyRule(item);
+                 if (!rule) return Status(rule.error());
+                 rules.push_back(*rule);
+                 v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
+               }
+               c.auto_keys = std::move(rules);
+               return OkStatus();
+             },
+             [](const Config& c) { return FormatRules(c.auto_keys); }},
+      IntOption("http_max_header_bytes", "Largest accepted request header.",
+                &Config::http_max_header_bytes, 1024, 1 << 20),
+      IntOption("http_max_body_bytes", "Largest accepted request body.",
+                &Config::http_max_body_bytes, 0, 64 << 20),
+      IntOption("http_idle_timeout_s", "Close connections idle (or trickling) this long.",
+                &Config::http_idle_timeout_s, 1, 3600),
+      IntOption("http_max_connections", "Open HTTP connections allowed at once.",
+                &Config::http_max_connections, 1, 1'000'000),
+      Option{"log_level", "debug, info, warn or error.",
+             [](Config& c, std::string_view v) {
+               if (auto l = ParseLogLevel(v); !l) return Status(l.error());
+               c.log_level = std::string(v);
+               return OkStatus();
+             },
+             [](const Config& c) { return c.log_level; }},
+  };
+  return options;
+}
+
+std::string FlagName(std::string_view name) {
+  std::string out = "--";
+  for (char c : name) out += c == '_' ? '-' : c;
+  return out;
+}
+
+std::string EnvName(std::string_view name) {
+  std::string out = "SEQD_";
+  for (char c : name) out += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+const Option* FindOption(std::string_view name) {
+  for (const Option& o : Options()) {
+    if (name == o.name) return &o;
+  }
+  return nullptr;
+}
+
+Status Apply(Config& c, const Option& o, std::string_view value, const std::string& source) {
+  if (auto s = o.set(c, value); !s) {
+    return MakeError(ErrorCode::kInvalidArgument, source + ": " + s.error().message);
+  }
+  return OkStatus();
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return s;
+}
+
+Status ApplyFile(Config& c, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return MakeError(ErrorCode::kInvalidArgument, "--config: cannot read '" + path + "'");
+  std::string line;
+  for (int lineno = 1; std::getline(in, line); ++lineno) {
+    std::string_view text = Trim(line);
+    if (text.empty() || text.front() == '#') continue;
+    const std::string where = path + ":" + std::to_string(lineno);
+    size_t eq = text.find('=');
+    if (eq == std::string_view::npos) {
+      return MakeError(ErrorCode::kInvalidArgument, where + ": expected 'name = value'");
+    }
+    std::string name(Trim(text.substr(0, eq)));
+    const Option* o = FindOption(name);
+    if (!o || name == "config") {
+      return MakeError(ErrorCode::kInvalidArgument, where + ": unknown option '" + name + "'");
+    }
+    if (auto s = Apply(c, *o, Trim(text.substr(eq + 1)), where + ": " + name); !s) return s;
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<Config> LoadConfig(int argc, const char* const* argv,
+                          const std::map<std::string, std::string>& env) {
+  Config c;
+  // Flags are collected first so --config can come from any source.
+  std::vector<std::pair<const Option*, std::string>> flags;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      c.show_help = true;
+      continue;
+    }
+    if (arg == "--version") {
+      c.show_version = true;
+      continue;
+    }
+    if (!arg.starts_with("--")) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "unexpected argument '" + std::string(arg) + "' (see --help)");
+    }
+    std::string_view name = arg.substr(2);
+    std::optional<std::string> value;
+    if (size_t eq = name.find('='); eq != std::string_view::npos) {
+      value = std::string(name.substr(eq + 1));
+      name = name.substr(0, eq);
+    }
+    std::string key(name);
+    for (char& ch : key) ch = ch == '-' ? '_' : ch;
+    const Option* o = FindOption(key);
+    if (!o) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "unknown flag '--" + std::string(name) + "' (see --help)");
+    }
+    if (!value) {
+      if (i + 1 >= argc) {
+        return MakeError(ErrorCode::kInvalidArgument, FlagName(key) + ": needs a value");
+      }
+      value = argv[++i];
+    }
+    flags.emplace_back(o, *value);
+  }
+  if (c.show_help || c.show_version) return c;
+
+  std::string config_file;
+  if (auto it = env.find("SEQD_CONFIG"); it != env.end()) config_file = it->second;
+  for (auto& [o, v] : flags) {
+    if (std::string_view(o->name) == "config") config_file = v;
+  }
+  if (!config_file.empty()) {
+    c.config_file = config_file;
+    if (auto s = ApplyFile(c, config_file); !s) return s.error();
+  }
+  for (const Option& o : Options()) {
+    if (std::string_view(o.name) == "config") continue;
+    const std::string var = EnvName(o.name);
+    if (auto it = env.find(var); it != env.end()) {
+      if (auto s = Apply(c, o, it->second, var); !s) return s.error();
+    }
+  }
+  for (auto& [o, v] : flags) {
+    if (std::string_view(o->name) == "config") continue;
+    if (auto s = Apply(c, *o, v, FlagName(o->name)); !s) return s.error();
+  }
+  return c;
+}
+
+std::map<std::string, std::string> ProcessEnvironment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view kv = *e;
+    if (!kv.starts_with("SEQD_")) continue;
+    size_t eq = kv.find('=');
+    if (eq == std::string_view::npos) continue;
+    env.emplace(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
+  }
+  return env;
+}
+
+std::string ConfigHelp() {
+  const Config defaults;
+  std::ostringstream out;
+  out << "seqd " << SEQD_VERSION
+      << ": segment IDs and per-conversation sequences over HTTP.\n\n"
+         "Usage: seqd [--option value | --option=value]...\n\n"
+         "Each option can also be set as SEQD_<NAME> in the environment or as\n"
+         "<name> = value in the --config file. Flags beat the environment, which\n"
+         "beats the file.\n\nOptions:\n";
+  for (const Option& o : Options()) {
+    out << "  " << FlagName(o.name) << "  (env " << EnvName(o.name) << ")\n"
+        << "      " << o.help << "\n";
+    const std::string def = o.show(defaults);
+    if (!def.empty()) out << "      default: " << def << "\n";
+  }
+  out << "  --help       Show this text.\n  --version    Show the version.\n";
+  return out.str();
+}
+
+}  // namespace seqd

@@ -1,0 +1,56 @@
+// seqd's settings: defaults, then the config file, then SEQD_* environment
+// variables, then command-line flags (each later source wins).
+//
+// Every option has one name used three ways: `max_step` in the file,
+// SEQD_MAX_STEP in the environment, --max-step on the command line.
+//
+// Thread safety: plain data; build once at start-up, then read-only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "server/core/key_rules.h"
+#include "storage/error.h"
+
+namespace seqd {
+
+struct Config {
+  std::string config_file;  // --config; empty means none
+  std::string store = "sqlite:./data/seqd.db";
+  std::string http_address = "127.0.0.1";
+  int64_t http_port = 8080;
+  int64_t threads = 0;     // network threads; 0 = one per core
+  int64_t db_threads = 4;  // threads (and MySQL connections) for blocking store calls
+  double prefetch_fraction = 0.1;
+  int64_t wait_deadline_ms = 1000;
+  int64_t segment_duration_s = 900;
+  int64_t max_step = 1'000'000;
+  int64_t max_count = 10'000;
+  int64_t key_idle_timeout_s = 600;
+  int64_t key_refresh_interval_s = 60;
+  std::vector<AutoKeyRule> auto_keys = DefaultAutoKeyRules();
+  int64_t http_max_header_bytes = 8192;
+  int64_t http_max_body_bytes = 65536;
+  int64_t http_idle_timeout_s = 30;
+  int64_t http_max_connections = 10000;
+  std::string log_level = "info";
+
+  bool show_help = false;
+  bool show_version = false;
+};
+
+// Parses everything. `env` is the process environment as name → value.
+// Errors name the option and the source ("--max-step: ...").
+Result<Config> LoadConfig(int argc, const char* const* argv,
+                          const std::map<std::string, std::string>& env);
+
+// The environment of this process, for LoadConfig.
+std::map<std::string, std::string> ProcessEnvironment();
+
+// The text printed by --help: every option with its flag, env var, default.
+std::string ConfigHelp();
+
+}  // namespace seqd

@@ -1,0 +1,54 @@
+#include "server/core/key_admin.h"
+
+namespace seqd {
+
+Status KeyAdmin::ValidateStep(int64_t step) const {
+  const int64_t max = allocator_.options().max_step;
+  if (step < 1 || step > max) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "step must be an integer in [1, " + std::to_string(max) + "]");
+  }
+  return OkStatus();
+}
+
+void KeyAdmin::ListKeys(std::string after, size_t limit, Callback<std::vector<KeyRow>> done) {
+  if (limit < 1 || limit > kMaxListLimit) {
+    return done(MakeError(ErrorCode::kInvalidArgument,
+                          "limit must be in [1, " + std::to_string(kMaxListLimit) + "]"));
+  }
+  db_.Post([this, after = std::move(after), limit, done = std::move(done)] {
+    done(store_.ListKeys(after, limit));
+  });
+}
+
+void KeyAdmin::GetKey(std::string key, Callback<KeyRow> done) {
+  if (auto s = KeyRules::Validate(key); !s) return done(s.error());
+  db_.Post([this, key = std::move(key), done = std::move(done)] { done(store_.GetKey(key)); });
+}
+
+void KeyAdmin::CreateKey(std::string key, int64_t step, std::string description,
+                         Callback<KeyRow> done) {
+  if (auto s = KeyRules::Validate(key); !s) return done(s.error());
+  if (auto s = ValidateStep(step); !s) return done(s.error());
+  if (description.size() > kMaxDescriptionLength) {
+    return done(MakeError(ErrorCode::kInvalidArgument, "description is longer than 256 bytes"));
+  }
+  db_.Post([this, key = std::move(key), step, description = std::move(description),
+            done = std::move(done)] { done(store_.CreateKey(key, step, description)); });
+}
+
+void KeyAdmin::SetStep(std::string key, int64_t step, Callback<KeyRow> done) {
+  if (auto s = KeyRules::Validate(key); !s) return done(s.error());
+  if (auto s = ValidateStep(step); !s) return done(s.error());
+  db_.Post([this, key = std::move(key), step, done = std::move(done)] {
+    Result<KeyRow> row = store_.SetStep(key, step);
+    if (row) allocator_.OnTableStepChanged(key, row->step);
+    done(std::move(row));
+  });
+}
+
+void KeyAdmin::CheckStore(std::function<void(Status)> done) {
+  db_.Post([this, done = std::move(done)] { done(store_.Ping()); });
+}
+
+}  // namespace seqd

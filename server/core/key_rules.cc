@@ -1,0 +1,68 @@
+#include "server/core/key_rules.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace seqd {
+
+std::vector<AutoKeyRule> DefaultAutoKeyRules() { return {{"si_", 50}, {"sg_", 100}, {"n_", 50}}; }
+
+KeyRules::KeyRules(std::vector<AutoKeyRule> rules) : rules_(std::move(rules)) {
+  std::stable_sort(rules_.begin(), rules_.end(), [](const AutoKeyRule& a, const AutoKeyRule& b) {
+    return a.prefix.size() > b.prefix.size();
+  });
+}
+
+static bool IsKeyChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-' || c == '.' || c == ':' || c == '@';
+}
+
+Status KeyRules::Validate(std::string_view key) {
+  if (key.empty()) return MakeError(ErrorCode::kInvalidArgument, "key is empty");
+  if (key.size() > kMaxKeyLength) {
+    return MakeError(ErrorCode::kInvalidArgument, "key is " + std::to_string(key.size()) +
+                                                      " bytes; the limit is " +
+                                                      std::to_string(kMaxKeyLength));
+  }
+  for (char c : key) {
+    if (!IsKeyChar(c)) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "key may only contain letters, digits and _ - . : @");
+    }
+  }
+  return OkStatus();
+}
+
+const AutoKeyRule* KeyRules::Match(std::string_view key) const {
+  for (const AutoKeyRule& rule : rules_) {
+    if (key.size() > rule.prefix.size() && key.substr(0, rule.prefix.size()) == rule.prefix) {
+      return &rule;
+    }
+  }
+  return nullptr;
+}
+
+Result<AutoKeyRule> ParseAutoKeyRule(std::string_view text) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "expected PREFIX:STEP, got '" + std::string(text) + "'");
+  }
+  AutoKeyRule rule;
+  rule.prefix = std::string(text.substr(0, colon));
+  std::string_view step = text.substr(colon + 1);
+  auto [ptr, ec] = std::from_chars(step.data(), step.data() + step.size(), rule.step);
+  if (ec != std::errc() || ptr != step.data() + step.size() || rule.step < 1 ||
+      rule.step > 1'000'000'000) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "step in '" + std::string(text) + "' must be an integer in [1, 1000000000]");
+  }
+  if (auto s = KeyRules::Validate(rule.prefix); !s) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "prefix in '" + std::string(text) + "': " + s.error().message);
+  }
+  return rule;
+}
+
+}  // namespace seqd

@@ -1,0 +1,49 @@
+// Which keys exist and how auto-created keys are born.
+//
+// Key charset (documented in README): ASCII letters, digits and `_ - . : @`,
+// 1 to 128 bytes. Anything else is rejected before it reaches the store.
+//
+// Thread safety: immutable after construction; safe to share.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "storage/error.h"
+
+namespace seqd {
+
+inline constexpr size_t kMaxKeyLength = 128;
+
+// Keys starting with `prefix` are created on first use with `step`.
+struct AutoKeyRule {
+  std::string prefix;
+  int64_t step = 0;
+};
+
+// OpenIM's conversation id prefixes: single chat, group, notification.
+std::vector<AutoKeyRule> DefaultAutoKeyRules();
+
+class KeyRules {
+ public:
+  explicit KeyRules(std::vector<AutoKeyRule> rules = {});
+
+  // kInvalidArgument naming the problem, or OK.
+  static Status Validate(std::string_view key);
+
+  // The longest matching rule, if any.
+  const AutoKeyRule* Match(std::string_view key) const;
+
+  const std::vector<AutoKeyRule>& rules() const { return rules_; }
+
+ private:
+  std::vector<AutoKeyRule> rules_;  // sorted by prefix length, longest first
+};
+
+// Parses "prefix:step" (as used by --auto-key). kInvalidArgument on error.
+Result<AutoKeyRule> ParseAutoKeyRule(std::string_view text);
+
+}  // namespace seqd

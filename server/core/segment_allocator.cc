@@ -1,0 +1,465 @@
+#include "server/core/segment_allocator.h"
+
+#include <algorithm>
+#include <deque>
+
+namespace seqd {
+
+int64_t IdBatch::count() const {
+  int64_t n = 0;
+  for (const IdRange& r : ranges) n += r.size();
+  return n;
+}
+
+namespace {
+
+constexpr size_t kShardCount = 64;
+
+// One reserved segment being served. Empty when next > last.
+struct Buffer {
+  int64_t first = 0;
+  int64_t next = 1;
+  int64_t last = 0;
+  int64_t step = 0;
+  int64_t remaining() const { return last - next + 1; }
+  int64_t size() const { return last - first + 1; }
+  int64_t used() const { return next - first; }
+};
+
+}  // namespace
+
+// A request parked until a reservation lands. Guarded by its key's mutex.
+struct SegmentAllocator::Waiter {
+  int64_t need = 0;  // IDs still missing
+  IdBatch got;
+  TakeCallback done;
+};
+
+struct SegmentAllocator::KeyState {
+  explicit KeyState(std::string k) : key(std::move(k)) {}
+
+  const std::string key;
+  mutable std::mutex mu;
+  // Everything below is guarded by mu.
+  bool auto_created = false;
+  int64_t auto_step = 0;  // the rule's initial step, if auto_created
+  bool erased = false;    // no longer in the map; new requests must re-insert
+  bool has_current = false;
+  Buffer current;
+  bool has_next = false;
+  Buffer next;
+  bool loading = false;
+  int64_t table_step = 0;  // 0 until the first reservation tells us
+  int64_t step = 0;        // dynamic step
+  int64_t reservations = 0;
+  Clock::TimePoint last_reserved_at{};
+  Clock::TimePoint last_used{};
+  Clock::TimePoint retry_at{};  // no reservation before this (after a failure)
+  bool retry_scheduled = false;
+  std::optional<std::string> last_error;
+  std::deque<std::shared_ptr<Waiter>> parked;
+};
+
+namespace {
+// Lets the key map be searched with a string_view, without a copy.
+struct KeyHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view k) const { return std::hash<std::string_view>{}(k); }
+};
+}  // namespace
+
+struct SegmentAllocator::Shard {
+  mutable std::mutex mu;
+  // guarded by mu
+  std::unordered_map<std::string, std::shared_ptr<KeyState>, KeyHash, std::equal_to<>> keys;
+};
+
+SegmentAllocator::SegmentAllocator(SegmentStore& store, TaskRunner& db, Clock& clock,
+                                   KeyRules rules, AllocatorOptions options)
+    : store_(store),
+      db_(db),
+      clock_(clock),
+      rules_(std::move(rules)),
+      options_(options),
+      shards_(new Shard[kShardCount]) {}
+
+SegmentAllocator::~SegmentAllocator() = default;
+
+SegmentAllocator::Shard& SegmentAllocator::ShardFor(std::string_view key) const {
+  return shards_[std::hash<std::string_view>{}(key) % kShardCount];
+}
+
+std::shared_ptr<SegmentAllocator::KeyState> SegmentAllocator::Find(std::string_view key) const {
+  Shard& shard = ShardFor(key);
+  std::lock_guard lock(shard.mu);
+  auto it = shard.keys.find(key);
+  return it == shard.keys.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<SegmentAllocator::KeyState> SegmentAllocator::FindOrInsert(std::string_view key,
+                                                                           bool* inserted) {
+  Shard& shard = ShardFor(key);
+  std::lock_guard lock(shard.mu);
+  auto it = shard.keys.find(key);
+  if (it != shard.keys.end()) {
+    *inserted = false;
+    return it->second;
+  }
+  auto state = std::make_shared<KeyState>(std::string(key));
+  shard.keys.emplace(state->key, state);
+  *inserted = true;
+  return state;
+}
+
+void SegmentAllocator::Erase(const std::shared_ptr<KeyState>& state) {
+  Shard& shard = ShardFor(state->key);
+  std::lock_guard lock(shard.mu);
+  auto it = shard.keys.find(state->key);
+  if (it != shard.keys.end() && it->second == state) shard.keys.erase(it);
+}
+
+void SegmentAllocator::Take(std::string_view key, int64_t count, TakeCallback done) {
+  if (shutting_down_) return done(MakeError(ErrorCode::kShuttingDown, "server is shutting down"));
+  if (count < 1 || count > options_.max_count) {
+    return done(
+        MakeError(ErrorCode::kInvalidArgument,
+                  "count must be an integer in [1, " + std::to_string(options_.max_count) + "]"));
+  }
+  if (auto s = KeyRules::Validate(key); !s) return done(s.error());
+
+  for (;;) {
+    bool inserted = false;
+    std::shared_ptr<KeyState> state = FindOrInsert(key, &inserted);
+    auto waiter = std::make_shared<Waiter>();
+    waiter->need = count;
+    {
+      std::unique_lock lock(state->mu);
+      if (state->erased) {  // lost a race with eviction; use a fresh entry
+        lock.unlock();
+        Erase(state);
+        continue;
+      }
+      if (inserted) {
+        if (const AutoKeyRule* rule = rules_.Match(key)) {
+          state->auto_created = true;
+          state->auto_step = rule->step;
+        }
+      }
+      state->last_used = clock_.Now();
+      if (ServeLocked(*state, *waiter)) {
+        MaybeReserveLocked(state);
+        lock.unlock();
+        ids_issued_ += count;
+        return done(std::move(waiter->got));
+      }
+      // Both buffers are empty: park until a reservation lands or the deadline.
+      waiter->done = std::move(done);
+      state->parked.push_back(waiter);
+      ++parked_now_;
+      MaybeReserveLocked(state);
+    }
+    clock_.RunAt(clock_.Now() + options_.wait_deadline,
+                 [this, state, waiter] { OnDeadline(state, waiter); });
+    return;
+  }
+}
+
+bool SegmentAllocator::ServeLocked(KeyState& state, Waiter& w) {
+  while (w.need > 0) {
+    if (!state.has_current || state.current.remaining() == 0) {
+      if (!state.has_next) return false;
+      state.current = state.next;
+      state.has_current = true;
+      state.has_next = false;
+    }
+    Buffer& b = state.current;
+    const int64_t n = std::min(w.need, b.remaining());
+    if (!w.got.ranges.empty() && w.got.ranges.back().last + 1 == b.next) {
+      w.got.ranges.back().last += n;
+    } else {
+      w.got.ranges.push_back(IdRange{b.next, b.next + n - 1});
+    }
+    b.next += n;
+    w.need -= n;
+  }
+  return true;
+}
+
+int64_t SegmentAllocator::NextStepLocked(KeyState& state, int64_t demand) {
+  const Clock::TimePoint now = clock_.Now();
+  int64_t floor = state.table_step > 0 ? state.table_step : 1;
+  if (state.step == 0) state.step = floor;
+  // The first two reservations use the table step (as Leaf does): the first
+  // has no previous segment to measure, the second measures a partial one.
+  if (state.reservations >= 2) {
+    const Clock::Duration lasted = now - state.last_reserved_at;
+    if (lasted < options_.segment_duration) {
+      state.step = std::min(state.step * 2, options_.max_step);
+    } else if (lasted > 2 * options_.segment_duration) {
+      state.step = state.step / 2;
+    }
+  }
+  // A table step above max_step wins: we never reserve less than the row says.
+  const int64_t ceiling = std::max(options_.max_step, floor);
+  state.step = std::clamp(state.step, floor, ceiling);
+  return std::clamp(std::max(state.step, demand), floor, ceiling);
+}
+
+void SegmentAllocator::MaybeReserveLocked(const std::shared_ptr<KeyState>& state) {
+  KeyState& s = *state;
+  if (s.loading || s.has_next || shutting_down_) return;
+  int64_t demand = 0;
+  for (const auto& w : s.parked) demand += w->need;
+  const bool current_empty = !s.has_current || s.current.remaining() == 0;
+  const bool due =
+      current_empty || s.current.used() > s.current.size() * options_.prefetch_fraction;
+  if (!due) return;
+  const Clock::TimePoint now = clock_.Now();
+  if (now < s.retry_at) {
+    // A reservation failed recently: retry later, and only if someone waits.
+    if (!s.parked.empty() && !s.retry_scheduled) {
+      s.retry_scheduled = true;
+      clock_.RunAt(s.retry_at, [this, state] {
+        std::lock_guard lock(state->mu);
+        state->retry_scheduled = false;
+        MaybeReserveLocked(state);
+      });
+    }
+    return;
+  }
+  // Before the first reservation we do not know the table step; the store
+  // uses the row's own step then.
+  const int64_t step = s.reservations == 0 ? 0 : NextStepLocked(s, demand);
+  s.loading = true;
+  db_.Post([this, state, step] { RunReservation(state, step); });
+}
+
+void SegmentAllocator::RunReservation(std::shared_ptr<KeyState> state, int64_t step) {
+  std::optional<int64_t> by;
+  if (step > 0) by = step;
+  Result<ReservedSegment> result = store_.Reserve(state->key, by);
+  if (!result && result.error().code == ErrorCode::kUnknownKey && state->auto_created) {
+    // First use of an auto-created key: create its row, then reserve. A
+    // concurrent creator (another process) makes CreateKey fail with
+    // kKeyExists, which is fine.
+    Result<KeyRow> created = store_.CreateKey(state->key, state->auto_step, "auto-created");
+    if (created || created.error().code == ErrorCode::kKeyExists) {
+      result = store_.Reserve(state->key, by);
+    } else {
+      result = created.error();
+    }
+  }
+  OnReserved(state, std::move(result));
+}
+
+void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
+                                  Result<ReservedSegment> result) {
+  std::vector<std::pair<std::shared_ptr<Waiter>, Result<IdBatch>>> finished;
+  bool erase_key = false;
+  {
+    std::lock_guard lock(state->mu);
+    KeyState& s = *state;
+    s.loading = false;
+    if (result) {
+      ++reservations_;
+      const ReservedSegment& seg = *result;
+      Buffer b{seg.first, seg.first, seg.last, seg.last - seg.first + 1};
+      if (!s.has_current || s.current.remaining() == 0) {
+        s.current = b;
+        s.has_current = true;
+      } else {
+        s.next = b;
+        s.has_next = true;
+      }
+      s.table_step = seg.table_step;
+      if (s.step == 0) s.step = std::max<int64_t>(seg.table_step, 1);
+      s.last_reserved_at = clock_.Now();
+      ++s.reservations;
+      s.last_error.reset();
+      while (!s.parked.empty()) {
+        Waiter& w = *s.parked.front();
+        if (!ServeLocked(s, w)) break;
+        finished.emplace_back(s.parked.front(), std::move(w.got));
+        s.parked.pop_front();
+      }
+    } else {
+      ++reservation_failures_;
+      s.last_error = result.error().message;
+      if (result.error().code == ErrorCode::kUnknownKey) {
+        // The row is gone (or never existed): fail everyone and forget the key.
+        for (auto& w : s.parked) {
+          finished.emplace_back(w,
+                                MakeError(ErrorCode::kUnknownKey, "unknown key '" + s.key + "'"));
+        }
+        s.parked.clear();
+        s.erased = true;
+        erase_key = true;
+      } else {
+        s.retry_at = clock_.Now() + options_.retry_backoff;
+      }
+    }
+    if (!s.erased) MaybeReserveLocked(state);
+  }
+  if (erase_key) Erase(state);
+  for (auto& [w, r] : finished) {
+    --parked_now_;
+    if (r) ids_issued_ += r->count();
+    w->done(std::move(r));
+  }
+}
+
+void SegmentAllocator::OnDeadline(const std::shared_ptr<KeyState>& state,
+                                  const std::shared_ptr<Waiter>& w) {
+  {
+    std::lock_guard lock(state->mu);
+    auto it = std::find(state->parked.begin(), state->parked.end(), w);
+    if (it == state->parked.end()) return;  // already served
+    state->parked.erase(it);
+  }
+  --parked_now_;
+  ++timeouts_;
+  std::string why = "no IDs available for this key within the deadline";
+  {
+    std::lock_guard lock(state->mu);
+    if (state->last_error) why += ": " + *state->last_error;
+  }
+  w->done(MakeError(ErrorCode::kStoreUnavailable, why));
+}
+
+void SegmentAllocator::OnTableStepChanged(std::string_view key, int64_t table_step) {
+  std::shared_ptr<KeyState> state = Find(key);
+  if (!state) return;
+  std::lock_guard lock(state->mu);
+  state->table_step = table_step;
+  state->step = std::max(state->step, table_step);
+}
+
+size_t SegmentAllocator::EvictIdle() {
+  const Clock::TimePoint now = clock_.Now();
+  size_t dropped = 0;
+  for (size_t i = 0; i < kShardCount; ++i) {
+    Shard& shard = shards_[i];
+    std::lock_guard shard_lock(shard.mu);
+    for (auto it = shard.keys.begin(); it != shard.keys.end();) {
+      KeyState& s = *it->second;
+      std::lock_guard lock(s.mu);
+      if (!s.loading && s.parked.empty() && now - s.last_used >= options_.idle_timeout) {
+        s.erased = true;
+        it = shard.keys.erase(it);
+        ++dropped;
+      } else {
+        ++it;
+      }
+    }
+  }
+  return dropped;
+}
+
+void SegmentAllocator::RefreshRegisteredKeys(std::function<void(Result<size_t>)> done) {
+  db_.Post([this, done = std::move(done)] {
+    // Check each registered key held in memory against the table.
+    std::vector<std::shared_ptr<KeyState>> registered;
+    for (size_t i = 0; i < kShardCount; ++i) {
+      std::lock_guard lock(shards_[i].mu);
+      for (auto& [k, state] : shards_[i].keys) {
+        if (!rules_.Match(k)) registered.push_back(state);
+      }
+    }
+    std::sort(registered.begin(), registered.end(),
+              [](const auto& a, const auto& b) { return a->key < b->key; });
+    std::vector<std::shared_ptr<KeyState>> gone;
+    for (const auto& state : registered) {
+      Result<KeyRow> row = store_.GetKey(state->key);
+      if (row) continue;
+      if (row.error().code != ErrorCode::kUnknownKey) {
+        if (done) done(row.error());
+        return;
+      }
+      std::lock_guard lock(state->mu);
+      if (state->loading || !state->parked.empty()) continue;  // its reservation will tell
+      state->erased = true;
+      gone.push_back(state);
+    }
+    for (const auto& state : gone) Erase(state);
+    if (done) done(gone.size());
+  });
+}
+
+void SegmentAllocator::Shutdown() {
+  shutting_down_ = true;
+  std::vector<std::shared_ptr<Waiter>> failed;
+  for (size_t i = 0; i < kShardCount; ++i) {
+    std::lock_guard shard_lock(shards_[i].mu);
+    for (auto& [k, state] : shards_[i].keys) {
+      std::lock_guard lock(state->mu);
+      for (auto& w : state->parked) failed.push_back(w);
+      state->parked.clear();
+    }
+  }
+  for (auto& w : failed) {
+    --parked_now_;
+    w->done(MakeError(ErrorCode::kShuttingDown, "server is shutting down"));
+  }
+}
+
+KeySnapshot SegmentAllocator::SnapshotLocked(const KeyState& s) const {
+  auto buffer = [](bool ready, const Buffer& b) {
+    BufferSnapshot out;
+    out.ready = ready && b.remaining() > 0;
+    out.first = b.first;
+    out.next = b.next;
+    out.last = b.last;
+    out.step = b.step;
+    return out;
+  };
+  KeySnapshot snap;
+  snap.key = s.key;
+  snap.auto_created = s.auto_created;
+  snap.loading = s.loading;
+  snap.current = buffer(s.has_current, s.current);
+  snap.next = buffer(s.has_next, s.next);
+  snap.step = s.step;
+  snap.table_step = s.table_step;
+  snap.parked = static_cast<int64_t>(s.parked.size());
+  snap.reservations = s.reservations;
+  snap.last_error = s.last_error;
+  snap.idle_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now() - s.last_used).count();
+  return snap;
+}
+
+std::vector<KeySnapshot> SegmentAllocator::Snapshot() const {
+  std::vector<KeySnapshot> out;
+  for (size_t i = 0; i < kShardCount; ++i) {
+    std::lock_guard shard_lock(shards_[i].mu);
+    for (auto& [k, state] : shards_[i].keys) {
+      std::lock_guard lock(state->mu);
+      out.push_back(SnapshotLocked(*state));
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
+  return out;
+}
+
+std::optional<KeySnapshot> SegmentAllocator::SnapshotKey(std::string_view key) const {
+  std::shared_ptr<KeyState> state = Find(key);
+  if (!state) return std::nullopt;
+  std::lock_guard lock(state->mu);
+  return SnapshotLocked(*state);
+}
+
+AllocatorStats SegmentAllocator::stats() const {
+  AllocatorStats st;
+  st.ids_issued = ids_issued_;
+  st.reservations = reservations_;
+  st.reservation_failures = reservation_failures_;
+  st.parked_now = parked_now_;
+  st.timeouts = timeouts_;
+  for (size_t i = 0; i < kShardCount; ++i) {
+    std::lock_guard lock(shards_[i].mu);
+    st.keys_in_memory += static_cast<int64_t>(shards_[i].keys.size());
+  }
+  return st;
+}
+
+}  // namespace seqd

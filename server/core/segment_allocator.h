@@ -1,0 +1,164 @@
+// Double-buffered segment allocation (Leaf's segment mode, without spinning).
+//
+// Per key the allocator holds the current segment and, once more than
+// `prefetch_fraction` of it is used, reserves the next one on the database
+// runner (at most one reservation in flight per key). A request that finds
+// both segments empty is parked and completed when the reservation lands, or
+// failed with kStoreUnavailable at its deadline.
+//
+// Dynamic step: each reservation after the first measures how long the
+// previous segment lasted (time between reservations). Shorter than
+// `segment_duration` doubles the step; longer than twice that halves it; the
+// step never leaves [table step, max_step]. A reservation is also never
+// smaller than the demand of the requests parked on it (capped at max_step).
+//
+// Thread safety: every public method is safe from any thread and never
+// blocks on I/O. Callbacks run exactly once, on the calling thread (fast
+// path), a database runner thread (after a reservation) or a clock timer
+// thread (deadline). They must not block; post to your own executor.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "server/core/clock.h"
+#include "server/core/key_rules.h"
+#include "server/core/task_runner.h"
+#include "storage/segment_store.h"
+
+namespace seqd {
+
+struct AllocatorOptions {
+  double prefetch_fraction = 0.1;                           // reserve next after this much is used
+  Clock::Duration wait_deadline = std::chrono::seconds(1);  // parked request limit
+  Clock::Duration segment_duration = std::chrono::minutes(15);
+  int64_t max_step = 1'000'000;
+  int64_t max_count = 10'000;                                      // largest batch per call
+  Clock::Duration idle_timeout = std::chrono::minutes(10);         // evict keys unused this long
+  Clock::Duration retry_backoff = std::chrono::milliseconds(200);  // after a failed reservation
+};
+
+// An inclusive range of IDs.
+struct IdRange {
+  int64_t first = 0;
+  int64_t last = 0;
+  int64_t size() const { return last - first + 1; }
+  bool operator==(const IdRange&) const = default;
+};
+
+// The IDs of one call, as the contiguous ranges they span, in increasing order.
+struct IdBatch {
+  std::vector<IdRange> ranges;
+  int64_t count() const;
+};
+
+using TakeCallback = std::function<void(Result<IdBatch>)>;
+
+// One segment buffer as seen by admin pages.
+struct BufferSnapshot {
+  bool ready = false;
+  int64_t first = 0, next = 0, last = 0;  // next = position (next ID to hand out)
+  int64_t step = 0;
+};
+
+struct KeySnapshot {
+  std::string key;
+  bool auto_created = false;
+  bool loading = false;  // a reservation is in flight
+  BufferSnapshot current, next;
+  int64_t step = 0;        // dynamic step for the next reservation
+  int64_t table_step = 0;  // the row's step; floor of the dynamic step
+  int64_t parked = 0;      // requests waiting for a reservation
+  int64_t reservations = 0;
+  std::optional<std::string> last_error;  // of the latest failed reservation
+  int64_t idle_ms = 0;
+};
+
+struct AllocatorStats {
+  int64_t ids_issued = 0;
+  int64_t reservations = 0;
+  int64_t reservation_failures = 0;
+  int64_t parked_now = 0;
+  int64_t timeouts = 0;
+  int64_t keys_in_memory = 0;
+};
+
+class SegmentAllocator {
+ public:
+  // `store`, `db` and `clock` must outlive the allocator. Store calls run
+  // only on `db`.
+  SegmentAllocator(SegmentStore& store, TaskRunner& db, Clock& clock, KeyRules rules,
+                   AllocatorOptions options);
+  ~SegmentAllocator();
+  SegmentAllocator(const SegmentAllocator&) = delete;
+  SegmentAllocator& operator=(const SegmentAllocator&) = delete;
+
+  // Hands out `count` IDs of `key` to `done`. Errors: kInvalidArgument (bad
+  // key or count), kUnknownKey, kStoreUnavailable (deadline passed),
+  // kShuttingDown.
+  void Take(std::string_view key, int64_t count, TakeCallback done);
+
+  // Applies a step changed by an admin call to the in-memory state.
+  void OnTableStepChanged(std::string_view key, int64_t table_step);
+
+  // Drops keys unused for idle_timeout (never one with work in flight).
+  // Returns how many were dropped.
+  size_t EvictIdle();
+
+  // Drops registered keys (those no rule matches) whose rows are gone. Runs
+  // the store scan on the db runner; `done` (optional) gets the count dropped.
+  void RefreshRegisteredKeys(std::function<void(Result<size_t>)> done = {});
+
+  // Fails every parked request with kShuttingDown and refuses new ones.
+  void Shutdown();
+
+  std::vector<KeySnapshot> Snapshot() const;
+  std::optional<KeySnapshot> SnapshotKey(std::string_view key) const;
+  AllocatorStats stats() const;
+  const KeyRules& rules() const { return rules_; }
+  const AllocatorOptions& options() const { return options_; }
+
+ private:
+  struct KeyState;
+  struct Waiter;
+  struct Shard;
+
+  std::shared_ptr<KeyState> FindOrInsert(std::string_view key, bool* inserted);
+  std::shared_ptr<KeyState> Find(std::string_view key) const;
+  void Erase(const std::shared_ptr<KeyState>& state);
+  Shard& ShardFor(std::string_view key) const;
+
+  // REQUIRES: state->mu held. Serves `w` from the buffers; true if complete.
+  bool ServeLocked(KeyState& state, Waiter& w);
+  // REQUIRES: state->mu held. Starts a reservation if one is due and allowed.
+  void MaybeReserveLocked(const std::shared_ptr<KeyState>& state);
+  int64_t NextStepLocked(KeyState& state, int64_t demand);
+  void RunReservation(std::shared_ptr<KeyState> state, int64_t step);
+  void OnReserved(const std::shared_ptr<KeyState>& state, Result<ReservedSegment> result);
+  void OnDeadline(const std::shared_ptr<KeyState>& state, const std::shared_ptr<Waiter>& w);
+  KeySnapshot SnapshotLocked(const KeyState& state) const;
+
+  SegmentStore& store_;
+  TaskRunner& db_;
+  Clock& clock_;
+  const KeyRules rules_;
+  const AllocatorOptions options_;
+  std::unique_ptr<Shard[]> shards_;
+  std::atomic<bool> shutting_down_{false};
+
+  std::atomic<int64_t> ids_issued_{0};
+  std::atomic<int64_t> reservations_{0};
+  std::atomic<int64_t> reservation_failures_{0};
+  std::atomic<int64_t> parked_now_{0};
+  std::atomic<int64_t> timeouts_{0};
+};
+
+}  // namespace seqd

@@ -1,0 +1,156 @@
+// seqd: wires the store, the allocator and the HTTP listener, and runs them
+// until SIGTERM/SIGINT, then drains and exits 0.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cstdio>
+#include <iostream>
+#include <thread>
+
+#include "server/config/config.h"
+#include "server/core/asio_clock.h"
+#include "server/core/key_admin.h"
+#include "server/core/log.h"
+#include "server/core/segment_allocator.h"
+#include "server/core/task_runner.h"
+#include "server/http/api_router.h"
+#include "server/http/http_server.h"
+#include "storage/store_factory.h"
+
+namespace seqd {
+namespace {
+
+// Runs `task` every `period` on the io_context until `stopped` is set.
+class PeriodicTask {
+ public:
+  PeriodicTask(boost::asio::io_context& io, std::chrono::milliseconds period,
+               std::function<void()> task)
+      : timer_(io), period_(period), task_(std::move(task)) {
+    Arm();
+  }
+  void Cancel() {
+    stopped_ = true;
+    timer_.cancel();
+  }
+
+ private:
+  void Arm() {
+    timer_.expires_after(period_);
+    timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec || stopped_) return;
+      task_();
+      Arm();
+    });
+  }
+  boost::asio::steady_timer timer_;
+  std::chrono::milliseconds period_;
+  std::function<void()> task_;
+  bool stopped_ = false;
+};
+
+AllocatorOptions ToAllocatorOptions(const Config& c) {
+  AllocatorOptions o;
+  o.prefetch_fraction = c.prefetch_fraction;
+  o.wait_deadline = std::chrono::milliseconds(c.wait_deadline_ms);
+  o.segment_duration = std::chrono::seconds(c.segment_duration_s);
+  o.max_step = c.max_step;
+  o.max_count = c.max_count;
+  o.idle_timeout = std::chrono::seconds(c.key_idle_timeout_s);
+  return o;
+}
+
+HttpOptions ToHttpOptions(const Config& c) {
+  HttpOptions o;
+  o.address = c.http_address;
+  o.port = static_cast<uint16_t>(c.http_port);
+  o.max_header_bytes = static_cast<size_t>(c.http_max_header_bytes);
+  o.max_body_bytes = static_cast<size_t>(c.http_max_body_bytes);
+  o.idle_timeout = std::chrono::seconds(c.http_idle_timeout_s);
+  o.max_connections = static_cast<size_t>(c.http_max_connections);
+  return o;
+}
+
+int Run(const Config& config) {
+  SetLogLevel(*ParseLogLevel(config.log_level));
+  auto store = OpenStore(config.store);
+  if (!store) {
+    SEQD_LOG(kError) << "cannot open store: " << store.error().message;
+    return 1;
+  }
+
+  const size_t threads = config.threads > 0 ? static_cast<size_t>(config.threads)
+                                            : std::max(1u, std::thread::hardware_concurrency());
+  boost::asio::io_context io(static_cast<int>(threads));
+  AsioClock clock(io);
+  ThreadPoolRunner db(static_cast<size_t>(config.db_threads));
+  SegmentAllocator allocator(**store, db, clock, KeyRules(config.auto_keys),
+                             ToAllocatorOptions(config));
+  KeyAdmin admin(**store, db, allocator);
+  ApiRouter router(allocator, admin, RouterOptions{SEQD_VERSION, std::chrono::steady_clock::now()});
+  HttpServer http(io, ToHttpOptions(config), router);
+  if (auto s = http.Listen(); !s) {
+    SEQD_LOG(kError) << "cannot listen: " << s.error().message;
+    return 1;
+  }
+  SEQD_LOG(kInfo) << "seqd " << SEQD_VERSION << " listening on http://" << config.http_address
+                  << ":" << http.port()
+                  << " store=" << (config.store.starts_with("mysql") ? "mysql" : config.store)
+                  << " threads=" << threads << " db_threads=" << config.db_threads;
+
+  const auto idle = std::chrono::seconds(config.key_idle_timeout_s);
+  PeriodicTask evict(io, std::max<std::chrono::milliseconds>(std::chrono::seconds(1), idle / 4),
+                     [&] {
+                       if (size_t n = allocator.EvictIdle(); n > 0) {
+                         SEQD_LOG(kDebug) << "evicted " << n << " idle keys";
+                       }
+                     });
+  PeriodicTask refresh(io, std::chrono::seconds(config.key_refresh_interval_s), [&] {
+    allocator.RefreshRegisteredKeys([](Result<size_t> dropped) {
+      if (!dropped) {
+        SEQD_LOG(kWarn) << "key refresh failed: " << dropped.error().message;
+      } else if (*dropped > 0) {
+        SEQD_LOG(kInfo) << "key refresh: " << *dropped << " deleted keys left memory";
+      }
+    });
+  });
+
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    SEQD_LOG(kInfo) << "signal " << sig << ": draining";
+    evict.Cancel();
+    refresh.Cancel();
+    http.Stop([&] {
+      allocator.Shutdown();
+      io.stop();
+    });
+  });
+
+  std::vector<std::thread> pool;
+  for (size_t i = 1; i < threads; ++i) pool.emplace_back([&] { io.run(); });
+  io.run();
+  for (auto& t : pool) t.join();
+  db.Stop();
+  SEQD_LOG(kInfo) << "stopped";
+  return 0;
+}
+
+}  // namespace
+}  // namespace seqd
+
+int main(int argc, char** argv) {
+  auto config = seqd::LoadConfig(argc, argv, seqd::ProcessEnvironment());
+  if (!config) {
+    std::fprintf(stderr, "seqd: %s\n", config.error().message.c_str());
+    return 2;
+  }
+  if (config->show_help) {
+    std::fputs(seqd::ConfigHelp().c_str(), stdout);
+    return 0;
+  }
+  if (config->show_version) {
+    std::printf("seqd %s\n", SEQD_VERSION);
+    return 0;
+  }
+  return seqd::Run(*config);
+}

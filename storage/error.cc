@@ -1,0 +1,23 @@
+#include "storage/error.h"
+
+namespace seqd {
+
+std::string_view ErrorCodeName(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArgument:
+      return "invalid_argument";
+    case ErrorCode::kUnknownKey:
+      return "unknown_key";
+    case ErrorCode::kKeyExists:
+      return "key_exists";
+    case ErrorCode::kStoreUnavailable:
+      return "store_unavailable";
+    case ErrorCode::kShuttingDown:
+      return "shutting_down";
+    case ErrorCode::kInternal:
+      return "internal";
+  }
+  return "internal";
+}
+
+}  // namespace seqd

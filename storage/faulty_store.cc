@@ -1,0 +1,72 @@
+#include "storage/faulty_store.h"
+
+#include <thread>
+
+namespace seqd {
+
+void FaultyStore::SetHold(bool hold) {
+  std::lock_guard lock(hold_mu_);
+  hold_ = hold;
+  if (!hold) {
+    ++generation_;
+    hold_cv_.notify_all();
+  }
+}
+
+void FaultyStore::Release() {
+  std::lock_guard lock(hold_mu_);
+  ++generation_;
+  hold_cv_.notify_all();
+}
+
+Status FaultyStore::Inject() {
+  if (int64_t ms = latency_ms_.load(); ms > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  }
+  if (down_) return MakeError(ErrorCode::kStoreUnavailable, "injected: store down");
+  return OkStatus();
+}
+
+Status FaultyStore::EnsureSchema() {
+  if (auto s = Inject(); !s) return s;
+  return inner_.EnsureSchema();
+}
+
+Result<ReservedSegment> FaultyStore::Reserve(std::string_view key, std::optional<int64_t> step) {
+  ++reserve_calls_;
+  {
+    std::unique_lock lock(hold_mu_);
+    const uint64_t gen = generation_;
+    hold_cv_.wait(lock, [&] { return !hold_ || generation_ != gen; });
+  }
+  if (auto s = Inject(); !s) return s.error();
+  return inner_.Reserve(key, step);
+}
+
+Result<KeyRow> FaultyStore::CreateKey(std::string_view key, int64_t step,
+                                      std::string_view description) {
+  if (auto s = Inject(); !s) return s.error();
+  return inner_.CreateKey(key, step, description);
+}
+
+Result<KeyRow> FaultyStore::GetKey(std::string_view key) {
+  if (auto s = Inject(); !s) return s.error();
+  return inner_.GetKey(key);
+}
+
+Result<std::vector<KeyRow>> FaultyStore::ListKeys(std::string_view after, size_t limit) {
+  if (auto s = Inject(); !s) return s.error();
+  return inner_.ListKeys(after, limit);
+}
+
+Result<KeyRow> FaultyStore::SetStep(std::string_view key, int64_t step) {
+  if (auto s = Inject(); !s) return s.error();
+  return inner_.SetStep(key, step);
+}
+
+Status FaultyStore::Ping() {
+  if (auto s = Inject(); !s) return s;
+  return inner_.Ping();
+}
+
+}  // namespace seqd

@@ -1,0 +1,56 @@
+// A SegmentStore wrapper that injects latency and failures, for tests.
+// Modeled on leveldb's FaultInjectionTestEnv.
+//
+// Thread safety: all methods are safe to call concurrently; the knobs may be
+// changed while calls are in flight.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
+#include "storage/segment_store.h"
+
+namespace seqd {
+
+class FaultyStore final : public SegmentStore {
+ public:
+  // Does not take ownership; `inner` must outlive this wrapper.
+  explicit FaultyStore(SegmentStore& inner) : inner_(inner) {}
+
+  // Every call sleeps this long before reaching the inner store.
+  void SetLatency(std::chrono::milliseconds latency) { latency_ms_ = latency.count(); }
+  // While set, every call fails with kStoreUnavailable ("store down").
+  void SetDown(bool down) { down_ = down; }
+  // While set, Reserve() calls block until Release() (or SetHold(false)).
+  void SetHold(bool hold);
+  // Lets all held Reserve() calls proceed.
+  void Release();
+
+  int64_t reserve_calls() const { return reserve_calls_; }
+
+  Status EnsureSchema() override;
+  Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) override;
+  Result<KeyRow> CreateKey(std::string_view key, int64_t step,
+                           std::string_view description) override;
+  Result<KeyRow> GetKey(std::string_view key) override;
+  Result<std::vector<KeyRow>> ListKeys(std::string_view after, size_t limit) override;
+  Result<KeyRow> SetStep(std::string_view key, int64_t step) override;
+  Status Ping() override;
+
+ private:
+  // Applies latency; returns an error if the store is "down".
+  Status Inject();
+
+  SegmentStore& inner_;
+  std::atomic<int64_t> latency_ms_{0};
+  std::atomic<bool> down_{false};
+  std::atomic<int64_t> reserve_calls_{0};
+  std::mutex hold_mu_;
+  std::condition_variable hold_cv_;
+  bool hold_ = false;        // guarded by hold_mu_
+  uint64_t generation_ = 0;  // guarded by hold_mu_; bumped by Release()
+};
+
+}  // namespace seqd

@@ -1,0 +1,58 @@
+#include "storage/memory_store.h"
+
+namespace seqd {
+
+Status MemoryStore::EnsureSchema() { return OkStatus(); }
+
+Result<ReservedSegment> MemoryStore::Reserve(std::string_view key, std::optional<int64_t> step) {
+  std::lock_guard lock(mu_);
+  auto it = rows_.find(key);
+  if (it == rows_.end()) return MakeError(ErrorCode::kUnknownKey, "no such key");
+  KeyRow& row = it->second;
+  const int64_t by = step.value_or(row.step);
+  row.max_id += by;
+  return ReservedSegment{row.max_id - by, row.max_id - 1, row.step};
+}
+
+Result<KeyRow> MemoryStore::CreateKey(std::string_view key, int64_t step,
+                                      std::string_view description) {
+  std::lock_guard lock(mu_);
+  if (rows_.count(key)) return MakeError(ErrorCode::kKeyExists, "key exists");
+  KeyRow row{std::string(key), 1, step, std::string(description), 0};
+  rows_.emplace(row.key, row);
+  return row;
+}
+
+Result<KeyRow> MemoryStore::GetKey(std::string_view key) {
+  std::lock_guard lock(mu_);
+  auto it = rows_.find(key);
+  if (it == rows_.end()) return MakeError(ErrorCode::kUnknownKey, "no such key");
+  return it->second;
+}
+
+Result<std::vector<KeyRow>> MemoryStore::ListKeys(std::string_view after, size_t limit) {
+  std::lock_guard lock(mu_);
+  std::vector<KeyRow> out;
+  for (auto it = rows_.upper_bound(after); it != rows_.end() && out.size() < limit; ++it) {
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+Result<KeyRow> MemoryStore::SetStep(std::string_view key, int64_t step) {
+  std::lock_guard lock(mu_);
+  auto it = rows_.find(key);
+  if (it == rows_.end()) return MakeError(ErrorCode::kUnknownKey, "no such key");
+  it->second.step = step;
+  return it->second;
+}
+
+Status MemoryStore::Ping() { return OkStatus(); }
+
+void MemoryStore::DeleteKey(std::string_view key) {
+  std::lock_guard lock(mu_);
+  auto it = rows_.find(key);
+  if (it != rows_.end()) rows_.erase(it);
+}
+
+}  // namespace seqd

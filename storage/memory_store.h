@@ -1,0 +1,33 @@
+// In-memory SegmentStore for tests and benchmarks. Same semantics as the
+// SQL stores; nothing survives the process.
+//
+// Thread safety: all methods are safe to call concurrently.
+#pragma once
+
+#include <map>
+#include <mutex>
+
+#include "storage/segment_store.h"
+
+namespace seqd {
+
+class MemoryStore final : public SegmentStore {
+ public:
+  Status EnsureSchema() override;
+  Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) override;
+  Result<KeyRow> CreateKey(std::string_view key, int64_t step,
+                           std::string_view description) override;
+  Result<KeyRow> GetKey(std::string_view key) override;
+  Result<std::vector<KeyRow>> ListKeys(std::string_view after, size_t limit) override;
+  Result<KeyRow> SetStep(std::string_view key, int64_t step) override;
+  Status Ping() override;
+
+  // Test hook: deletes a row as an operator would with SQL.
+  void DeleteKey(std::string_view key);
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, KeyRow, std::less<>> rows_;  // guarded by mu_
+};
+
+}  // namespace seqd

@@ -1,0 +1,64 @@
+// The durable side of segment allocation: Leaf's `leaf_alloc` table.
+//
+// Thread safety: every implementation is safe to call from many threads at
+// once. Calls BLOCK on I/O, so they must only run on the database threads
+// (see server/core/blocking_pool.h), never on network threads.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "storage/error.h"
+
+namespace seqd {
+
+// One row of leaf_alloc.
+struct KeyRow {
+  std::string key;  // biz_tag
+  int64_t max_id = 1;
+  int64_t step = 0;
+  std::string description;
+  int64_t update_time_ms = 0;  // unix millis; 0 if the store does not track it
+};
+
+// A reserved, inclusive range [first, last] that no other caller of any
+// process sharing the store will ever receive.
+struct ReservedSegment {
+  int64_t first = 0;
+  int64_t last = 0;
+  int64_t table_step = 0;  // the row's configured step after the reservation
+};
+
+class SegmentStore {
+ public:
+  virtual ~SegmentStore() = default;
+
+  // Creates leaf_alloc if it does not exist. Idempotent.
+  virtual Status EnsureSchema() = 0;
+
+  // Atomically advances max_id by `step` (the row's own step if nullopt) and
+  // returns [max_id - step, max_id - 1], as Leaf does, in one transaction.
+  // REQUIRES: step, if given, is > 0.
+  // Errors: kUnknownKey if the row does not exist; kStoreUnavailable on I/O.
+  virtual Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) = 0;
+
+  // Inserts a row with max_id = 1. kKeyExists if the key is already there.
+  virtual Result<KeyRow> CreateKey(std::string_view key, int64_t step,
+                                   std::string_view description) = 0;
+
+  virtual Result<KeyRow> GetKey(std::string_view key) = 0;
+
+  // Rows with key > `after`, in key order, at most `limit` of them.
+  virtual Result<std::vector<KeyRow>> ListKeys(std::string_view after, size_t limit) = 0;
+
+  // Changes the row's step. kUnknownKey if absent.
+  virtual Result<KeyRow> SetStep(std::string_view key, int64_t step) = 0;
+
+  // Cheap round trip proving the store answers.
+  virtual Status Ping() = 0;
+};
+
+}  // namespace seqd

@@ -1,0 +1,369 @@
+// Allocator behaviour with a fake store, a manual database runner and a
+// manual clock: every step is driven by the test.
+#include "server/core/segment_allocator.h"
+
+#include <doctest/doctest.h>
+
+#include <condition_variable>
+#include <set>
+#include <thread>
+
+#include "server/core/manual_clock.h"
+#include "storage/faulty_store.h"
+#include "storage/memory_store.h"
+
+using namespace seqd;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Captures one Take() outcome.
+struct Outcome {
+  bool called = false;
+  int calls = 0;
+  std::optional<IdBatch> batch;
+  std::optional<Error> error;
+  TakeCallback Callback() {
+    return [this](Result<IdBatch> r) {
+      called = true;
+      ++calls;
+      if (r) {
+        batch = *r;
+      } else {
+        error = r.error();
+      }
+    };
+  }
+};
+
+struct Fixture {
+  MemoryStore memory;
+  FaultyStore store{memory};
+  ManualRunner db;
+  ManualClock clock;
+  std::unique_ptr<SegmentAllocator> alloc;
+
+  explicit Fixture(AllocatorOptions options = {}, std::vector<AutoKeyRule> rules = {}) {
+    alloc =
+        std::make_unique<SegmentAllocator>(store, db, clock, KeyRules(std::move(rules)), options);
+  }
+
+  // Takes and runs the database until the request completes.
+  Outcome TakeNow(std::string_view key, int64_t count = 1) {
+    Outcome o;
+    alloc->Take(key, count, o.Callback());
+    db.RunAll();
+    return o;
+  }
+
+  int64_t One(std::string_view key) {
+    Outcome o = TakeNow(key);
+    REQUIRE(o.batch);
+    REQUIRE(o.batch->ranges.size() == 1);
+    return o.batch->ranges[0].first;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("first request parks until the first segment lands, later ones are served inline") {
+  Fixture f;
+  REQUIRE(f.memory.CreateKey("order", 100, ""));
+  Outcome first;
+  f.alloc->Take("order", 1, first.Callback());
+  CHECK_FALSE(first.called);  // parked: nothing in memory yet
+  CHECK(f.alloc->stats().parked_now == 1);
+  CHECK(f.db.RunAll() == 1);
+  REQUIRE(first.batch);
+  CHECK(first.batch->ranges[0] == IdRange{1, 1});
+  Outcome second;
+  f.alloc->Take("order", 1, second.Callback());
+  CHECK(second.called);  // served inline, no database
+  CHECK(second.batch->ranges[0] == IdRange{2, 2});
+  CHECK(f.alloc->stats().parked_now == 0);
+}
+
+TEST_CASE("the next segment is reserved once more than the prefetch fraction is used") {
+  Fixture f;
+  REQUIRE(f.memory.CreateKey("k", 100, ""));
+  f.One("k");  // loads [1,100], uses 1
+  for (int i = 0; i < 9; ++i) f.alloc->Take("k", 1, [](Result<IdBatch>) {});
+  CHECK(f.db.pending() == 0);  // 10 used: not more than 10%
+  f.alloc->Take("k", 1, [](Result<IdBatch>) {});
+  CHECK(f.db.pending() == 1);  // 11 used: reserve next
+  for (int i = 0; i < 20; ++i) f.alloc->Take("k", 1, [](Result<IdBatch>) {});
+  CHECK(f.db.pending() == 1);  // at most one reservation in flight
+  f.db.RunAll();
+  auto snap = f.alloc->SnapshotKey("k");
+  REQUIRE(snap);
+  CHECK(snap->next.ready);
+  CHECK(snap->next.first == 101);
+  CHECK(snap->next.last == 200);
+  CHECK(f.store.reserve_calls() == 2);
+}
+
+TEST_CASE("switching to the next segment keeps IDs contiguous; batches span both") {
+  Fixture f;
+  REQUIRE(f.memory.CreateKey("k", 100, ""));
+  Outcome a = f.TakeNow("k", 95);
+  REQUIRE(a.batch);
+  CHECK(a.batch->ranges == std::vector<IdRange>{{1, 95}});
+  f.db.RunAll();  // next segment [101, 200] ready
+  Outcome b;
+  f.alloc->Take("k", 10, b.Callback());
+  REQUIRE(b.batch);  // inline: spans the switch
+  CHECK(b.batch->ranges == std::vector<IdRange>{{96, 105}});
+  CHECK(b.batch->count() == 10);
+  CHECK(f.alloc->SnapshotKey("k")->current.first == 101);
+}
+
+TEST_CASE("a batch spanning segments of another process gets two ranges") {
+  Fixture f;
+  REQUIRE(f.memory.CreateKey("k", 100, ""));
+  f.One("k");                                      // loads [1,100]
+  f.alloc->Take("k", 49, [](Result<IdBatch>) {});  // 50 used: prefetch posted, not run
+  CHECK(f.db.pending() == 1);
+  REQUIRE(f.memory.Reserve("k", std::nullopt));  // another process takes [101,200]
+  f.db.RunAll();                                 // ours is [201,300]
+  Outcome b;
+  f.alloc->Take("k", 60, b.Callback());
+  REQUIRE(b.batch);
+  CHECK(b.batch->ranges == std::vector<IdRange>{{51, 100}, {201, 210}});
+}
+
+TEST_CASE("a parked request is woken when the reservation lands") {
+  Fixture f;
+  REQUIRE(f.memory.CreateKey("k", 10, ""));
+  f.TakeNow("k", 1);
+  // Consume the rest without letting the prefetch run.
+  Outcome rest;
+  f.alloc->Take("k", 9, rest.Callback());
+  REQUIRE(rest.batch);
+  Outcome parked;
+  f.alloc->Take("k", 3, parked.Callback());
+  CHECK_FALSE(parked.called);
+  CHECK(f.alloc->SnapshotKey("k")->parked == 1);
+  f.db.RunAll();
+  REQUIRE(parked.batch);
+  CHECK(parked.batch->ranges == std::vector<IdRange>{{11, 13}});
+  CHECK(parked.calls == 1);
+  f.clock.Advance(2s);  // the deadline timer fires but must not call again
+  CHECK(parked.calls == 1);
+}
+
+TEST_CASE("a parked request fails with store_unavailable at the deadline, exactly once") {
+  AllocatorOptions o;
+  o.wait_deadline = 1s;
+  Fixture f(o);
+  REQUIRE(f.memory.CreateKey("k", 10, ""));
+  Outcome parked;
+  f.alloc->Take("k", 1, parked.Callback());
+  f.clock.Advance(999ms);
+  CHECK_FALSE(parked.called);
+  f.clock.Advance(1ms);
+  REQUIRE(parked.error);
+  CHECK(parked.error->code == ErrorCode::kStoreUnavailable);
+  CHECK(f.alloc->stats().timeouts == 1);
+  f.db.RunAll();  // the reservation lands late: no second call
+  CHECK(parked.calls == 1);
+  CHECK(f.One("k") == 1);  // the late segment serves the next request
+}
+
+TEST_CASE("store down: buffers serve, then 503; after recovery service resumes") {
+  AllocatorOptions o;
+  o.retry_backoff = 100ms;
+  Fixture f(o);
+  REQUIRE(f.memory.CreateKey("k", 10, ""));
+  CHECK(f.One("k") == 1);
+  f.store.SetDown(true);
+  f.db.RunAll();                                         // prefetch fails
+  for (int i = 2; i <= 10; ++i) CHECK(f.One("k") == i);  // the buffer still serves
+  Outcome parked;
+  f.alloc->Take("k", 1, parked.Callback());
+  f.db.RunAll();
+  CHECK_FALSE(parked.called);
+  f.clock.Advance(1s);
+  REQUIRE(parked.error);
+  CHECK(parked.error->code == ErrorCode::kStoreUnavailable);
+  CHECK(parked.error->message.find("store down") != std::string::npos);
+  f.store.SetDown(false);
+  Outcome later;
+  f.alloc->Take("k", 1, later.Callback());
+  f.clock.Advance(200ms);  // past the retry backoff
+  f.db.RunAll();
+  REQUIRE(later.batch);
+  CHECK(later.batch->ranges[0].first > 10);
+}
+
+TEST_CASE("dynamic step doubles when segments go fast and halves when slow, within bounds") {
+  AllocatorOptions o;
+  o.segment_duration = 15min;
+  o.max_step = 400;
+  o.prefetch_fraction = 0.0;  // reserve the next as soon as a segment starts
+  Fixture f(o);
+  REQUIRE(f.memory.CreateKey("k", 100, ""));
+  auto consume_current = [&] {
+    auto snap = f.alloc->SnapshotKey("k");
+    int64_t left = snap ? snap->current.last - snap->current.next + 1 : 0;
+    if (left > 0) f.TakeNow("k", left);
+  };
+  f.One("k");  // reservation 1: [1,100] (table step); posts reservation 2
+  f.db.RunAll();
+  CHECK(f.alloc->SnapshotKey("k")->next.step == 100);  // reservation 2 also uses table step
+  // Fast: each segment lasts 1 minute → doubling up to max_step.
+  std::vector<int64_t> steps;
+  for (int i = 0; i < 4; ++i) {
+    f.clock.Advance(1min);
+    consume_current();
+    f.One("k");  // switch; posts the next reservation
+    f.db.RunAll();
+    steps.push_back(f.alloc->SnapshotKey("k")->next.step);
+  }
+  CHECK(steps == std::vector<int64_t>{200, 400, 400, 400});
+  // Between 15 and 30 minutes: unchanged.
+  f.clock.Advance(20min);
+  consume_current();
+  f.One("k");
+  f.db.RunAll();
+  CHECK(f.alloc->SnapshotKey("k")->next.step == 400);
+  // Slow: more than twice the duration → halve, never below the table step.
+  steps.clear();
+  for (int i = 0; i < 3; ++i) {
+    f.clock.Advance(31min);
+    consume_current();
+    f.One("k");
+    f.db.RunAll();
+    steps.push_back(f.alloc->SnapshotKey("k")->next.step);
+  }
+  CHECK(steps == std::vector<int64_t>{200, 100, 100});
+}
+
+TEST_CASE("a batch larger than the step reserves enough in one go") {
+  Fixture f;
+  REQUIRE(f.memory.CreateKey("k", 10, ""));
+  f.One("k");
+  f.db.RunAll();  // next ready [11,20]
+  Outcome big = f.TakeNow("k", 500);
+  REQUIRE(big.batch);
+  CHECK(big.batch->count() == 500);
+  CHECK(big.batch->ranges.front().first == 2);
+  CHECK(f.store.reserve_calls() <= 4);
+}
+
+TEST_CASE("unknown keys, auto-created keys, bad keys and bad counts") {
+  Fixture f({}, {{"sg_", 100}, {"si_", 50}});
+  Outcome unknown = f.TakeNow("nope");
+  REQUIRE(unknown.error);
+  CHECK(unknown.error->code == ErrorCode::kUnknownKey);
+  CHECK_FALSE(f.alloc->SnapshotKey("nope"));
+
+  Outcome group = f.TakeNow("sg_team42");
+  REQUIRE(group.batch);
+  CHECK(group.batch->ranges[0].first == 1);
+  auto row = f.memory.GetKey("sg_team42");
+  REQUIRE(row);
+  CHECK(row->step == 100);
+  CHECK(f.memory.GetKey("si_a_b").ok() == false);
+  CHECK(f.TakeNow("si_a_b").batch);
+  CHECK(f.memory.GetKey("si_a_b")->step == 50);
+
+  for (int64_t bad : {int64_t{0}, int64_t{-1}, int64_t{10'001}, INT64_MAX}) {
+    Outcome o;
+    f.alloc->Take("sg_team42", bad, o.Callback());
+    REQUIRE(o.error);
+    CHECK(o.error->code == ErrorCode::kInvalidArgument);
+  }
+  for (std::string bad : {std::string(), std::string(129, 'a'), std::string("a b"),
+                          std::string("a/b"), std::string("k\0x", 3)}) {
+    Outcome o;
+    f.alloc->Take(bad, 1, o.Callback());
+    REQUIRE(o.error);
+    CHECK(o.error->code == ErrorCode::kInvalidArgument);
+  }
+  Outcome max_len = f.TakeNow("sg_" + std::string(125, 'x'));
+  CHECK(max_len.batch);
+}
+
+TEST_CASE("idle keys leave memory; IDs after reload are never reissued") {
+  AllocatorOptions o;
+  o.idle_timeout = 10min;
+  Fixture f(o);
+  REQUIRE(f.memory.CreateKey("k", 100, ""));
+  const int64_t before = f.One("k");
+  f.clock.Advance(5min);
+  CHECK(f.alloc->EvictIdle() == 0);
+  f.clock.Advance(5min);
+  CHECK(f.alloc->EvictIdle() == 1);
+  CHECK(f.alloc->stats().keys_in_memory == 0);
+  CHECK(f.One("k") > before + 99);  // a fresh segment
+}
+
+TEST_CASE("deleted rows leave memory on refresh; requests then get unknown_key") {
+  Fixture f;
+  REQUIRE(f.memory.CreateKey("k", 100, ""));
+  f.One("k");
+  f.db.RunAll();
+  f.memory.DeleteKey("k");
+  std::optional<size_t> dropped;
+  f.alloc->RefreshRegisteredKeys([&](Result<size_t> n) { dropped = *n; });
+  f.db.RunAll();
+  CHECK(dropped == size_t{1});
+  Outcome o = f.TakeNow("k");
+  REQUIRE(o.error);
+  CHECK(o.error->code == ErrorCode::kUnknownKey);
+}
+
+TEST_CASE("shutdown fails parked requests and refuses new ones") {
+  Fixture f;
+  REQUIRE(f.memory.CreateKey("k", 100, ""));
+  Outcome parked;
+  f.alloc->Take("k", 1, parked.Callback());
+  f.alloc->Shutdown();
+  REQUIRE(parked.error);
+  CHECK(parked.error->code == ErrorCode::kShuttingDown);
+  Outcome after;
+  f.alloc->Take("k", 1, after.Callback());
+  REQUIRE(after.error);
+  CHECK(after.error->code == ErrorCode::kShuttingDown);
+}
+
+TEST_CASE("many threads: IDs unique and strictly increasing per thread") {
+  MemoryStore store;
+  REQUIRE(store.CreateKey("k", 50, ""));
+  ThreadPoolRunner db(2);
+  ManualClock clock;
+  SegmentAllocator alloc(store, db, clock, KeyRules(), AllocatorOptions{});
+  constexpr int kThreads = 4, kPerThread = 20000;
+  std::vector<std::vector<int64_t>> got(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::mutex mu;
+      std::condition_variable cv;
+      for (int i = 0; i < kPerThread; ++i) {
+        bool done = false;
+        alloc.Take("k", 1 + (i % 3), [&](Result<IdBatch> r) {
+          REQUIRE(r.ok());
+          std::lock_guard lock(mu);
+          for (auto& range : r->ranges) {
+            for (int64_t id = range.first; id <= range.last; ++id) got[t].push_back(id);
+          }
+          done = true;
+          cv.notify_one();
+        });
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return done; });
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  db.Stop();
+  std::set<int64_t> all;
+  size_t total = 0;
+  for (auto& ids : got) {
+    for (size_t i = 1; i < ids.size(); ++i) REQUIRE(ids[i] > ids[i - 1]);
+    all.insert(ids.begin(), ids.end());
+    total += ids.size();
+  }
+  CHECK(all.size() == total);
+}
