@@ -1,0 +1,517 @@
+#include "storage/mysql_store.h"
+
+#include <cppconn/connection.h>
+#include <cppconn/driver.h>
+#include <cppconn/exception.h>
+#include <cppconn/prepared_statement.h>
+#include <cppconn/resultset.h>
+#include <cppconn/statement.h>
+
+#include <charconv>
+#include <functional>
+#include <limits>
+#include <mutex>
+#include <utility>
+
+namespace seqd {
+namespace {
+
+constexpr const char* kCreateTable =
+    "CREATE TABLE IF NOT EXISTS leaf_alloc ("
+    "biz_tag varchar(128) NOT NULL DEFAULT '', "
+    "max_id bigint(20) NOT NULL DEFAULT '1', "
+    "step int(11) NOT NULL, "
+    "description varchar(256) DEFAULT NULL, "
+    "update_time timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP, "
+    "PRIMARY KEY (biz_tag)) ENGINE=InnoDB";
+
+enum StmtId {
+  kReserveBy,
+  kReserveRowStep,
+  kReserveSelect,
+  kInsert,
+  kSelectOne,
+  kList,
+  kSetStep,
+  kPing,
+  kNumStmts,
+};
+
+#define SEQD_MYSQL_ROW_COLUMNS \
+  "biz_tag, max_id, step, description, UNIX_TIMESTAMP(update_time) * 1000"
+
+const char* const kSql[kNumStmts] = {
+    /* kReserveBy */ "UPDATE leaf_alloc SET max_id = max_id + ? WHERE biz_tag = ?",
+    /* kReserveRowStep */ "UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = ?",
+    /* kReserveSelect */ "SELECT max_id, step FROM leaf_alloc WHERE biz_tag = ?",
+    /* kInsert */ "INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, 1, ?, ?)",
+    /* kSelectOne */ "SELECT " SEQD_MYSQL_ROW_COLUMNS " FROM leaf_alloc WHERE biz_tag = ?",
+    /* kList */
+    "SELECT " SEQD_MYSQL_ROW_COLUMNS " FROM leaf_alloc WHERE biz_tag > ? ORDER BY biz_tag LIMIT ?",
+    /* kSetStep */ "UPDATE leaf_alloc SET step = ? WHERE biz_tag = ?",
+    /* kPing */ "SELECT 1",
+};
+
+// Error codes meaning the connection itself is unusable.
+bool IsConnectionLost(int code) {
+  switch (code) {
+    case 1053:  // ER_SERVER_SHUTDOWN
+    case 1927:  // ER_CONNECTION_KILLED (MariaDB)
+    case 2002:  // CR_CONNECTION_ERROR
+    case 2003:  // CR_CONN_HOST_ERROR
+    case 2006:  // CR_SERVER_GONE_ERROR
+    case 2011:  // CR_TCP_CONNECTION
+    case 2013:  // CR_SERVER_LOST
+    case 2026:  // CR_SSL_CONNECTION_ERROR
+    case 2027:  // CR_MALFORMED_PACKET
+    case 2048:  // CR_INVALID_CONN_HANDLE
+    case 2055:  // CR_SERVER_LOST_EXTENDED
+    case 4031:  // ER_CLIENT_INTERACTION_TIMEOUT (MySQL 8)
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Server answered, but the store cannot serve right now.
+bool IsTransient(int code) {
+  switch (code) {
+    case 1040:  // ER_CON_COUNT_ERROR
+    case 1203:  // ER_TOO_MANY_USER_CONNECTIONS
+    case 1205:  // ER_LOCK_WAIT_TIMEOUT
+    case 1213:  // ER_LOCK_DEADLOCK
+    case 1290:  // ER_OPTION_PREVENTS_STATEMENT (read-only replica)
+    case 1792:  // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
+    case 1836:  // ER_READ_ONLY_MODE
+      return true;
+    default:
+      return false;
+  }
+}
+
+sql::Driver* Driver() {
+  // get_driver_instance() is not thread-safe on first use.
+  static sql::Driver* const driver = get_driver_instance();
+  return driver;
+}
+
+std::string Sqlstate(const sql::SQLException& e) {
+  const std::string& s = e.getSQLState();
+  return s.empty() ? std::string() : ", SQLSTATE " + s;
+}
+
+Error ExceptionError(const sql::SQLException& e, const std::string& op, bool lost) {
+  const int code = e.getErrorCode();
+  ErrorCode ec = ErrorCode::kInternal;
+  if (code == 1062) {
+    ec = ErrorCode::kKeyExists;
+  } else if (lost || IsConnectionLost(code) || IsTransient(code)) {
+    ec = ErrorCode::kStoreUnavailable;
+  }
+  return MakeError(
+      ec, op + ": " + e.what() + " (MySQL error " + std::to_string(code) + Sqlstate(e) + ")");
+}
+
+KeyRow ReadRow(sql::ResultSet& rs) {
+  KeyRow row;
+  row.key = rs.getString(1).asStdString();
+  row.max_id = rs.getInt64(2);
+  row.step = rs.getInt64(3);
+  row.description = rs.isNull(4) ? std::string() : rs.getString(4).asStdString();
+  row.update_time_ms = rs.isNull(5) ? 0 : rs.getInt64(5);
+  return row;
+}
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Percent-decodes `in`; false on a malformed escape.
+bool PercentDecode(std::string_view in, std::string* out) {
+  out->clear();
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '%') {
+      out->push_back(in[i]);
+      continue;
+    }
+    if (i + 2 >= in.size()) return false;
+    const int hi = HexValue(in[i + 1]);
+    const int lo = HexValue(in[i + 2]);
+    if (hi < 0 || lo < 0) return false;
+    out->push_back(static_cast<char>(hi * 16 + lo));
+    i += 2;
+  }
+  return true;
+}
+
+Error BadUrl(const std::string& what) {
+  return MakeError(ErrorCode::kInvalidArgument,
+                   "bad MySQL URL (expected mysql://user:pass@host:port/db): " + what);
+}
+
+}  // namespace
+
+struct MysqlStore::Conn {
+  std::unique_ptr<sql::Connection> conn;  // declared first: destroyed last
+  std::unique_ptr<sql::PreparedStatement> stmts[kNumStmts];
+  bool in_txn = false;  // a statement ran since the last commit/rollback
+
+  sql::PreparedStatement& Stmt(StmtId id) {
+    if (!stmts[id]) stmts[id].reset(conn->prepareStatement(kSql[id]));
+    stmts[id]->clearParameters();
+    in_txn = true;
+    return *stmts[id];
+  }
+
+  void Commit() {
+    conn->commit();
+    in_txn = false;
+  }
+
+  // Best effort; the connection may already be gone.
+  void RollbackQuietly() noexcept {
+    if (!in_txn) return;
+    in_txn = false;
+    try {
+      conn->rollback();
+    } catch (...) {
+    }
+  }
+
+  // True if, after an exception with this code, the connection is unusable.
+  bool LostAfter(int code) noexcept {
+    if (IsConnectionLost(code)) return true;
+    try {
+      if (conn->isClosed()) return true;
+      // Server-side errors (1000..1999, 3000+) prove the server answered;
+      // client-side ones (0, 2xxx) need a round trip to tell.
+      if (code == 0 || (code >= 2000 && code < 3000)) return !conn->isValid();
+      return false;
+    } catch (...) {
+      return true;
+    }
+  }
+};
+
+MysqlStore::MysqlStore(MysqlOptions options) : options_(std::move(options)) {}
+
+MysqlStore::~MysqlStore() = default;
+
+std::string MysqlStore::Describe() const {
+  std::string host =
+      options_.host.find(':') != std::string::npos ? "[" + options_.host + "]" : options_.host;
+  return options_.user + "@" + host + ":" + std::to_string(options_.port) + "/" + options_.database;
+}
+
+Result<MysqlOptions> MysqlStore::ParseUrl(std::string_view url) {
+  constexpr std::string_view kScheme = "mysql://";
+  if (url.size() < kScheme.size() || url.substr(0, kScheme.size()) != kScheme) {
+    return BadUrl("must start with mysql://");
+  }
+  std::string_view rest = url.substr(kScheme.size());
+
+  // The last '@' ends the user info, so an unescaped '@' or '/' in the
+  // password is tolerated.
+  const size_t at = rest.rfind('@');
+  if (at == std::string_view::npos) return BadUrl("missing 'user@' before the host");
+  std::string_view userinfo = rest.substr(0, at);
+  rest = rest.substr(at + 1);
+
+  MysqlOptions opts;
+  const size_t colon = userinfo.find(':');
+  std::string_view user = userinfo.substr(0, colon);
+  if (user.empty()) return BadUrl("empty user name");
+  if (!PercentDecode(user, &opts.user)) return BadUrl("malformed %-escape in the user name");
+  if (colon != std::string_view::npos) {
+    if (!PercentDecode(userinfo.substr(colon + 1), &opts.password)) {
+      return BadUrl("malformed %-escape in the password");
+    }
+  }
+
+  const size_t slash = rest.find('/');
+  if (slash == std::string_view::npos) return BadUrl("missing '/database' after the host");
+  std::string_view hostport = rest.substr(0, slash);
+  std::string_view db = rest.substr(slash + 1);
+
+  std::string_view port_text;
+  if (!hostport.empty() && hostport.front() == '[') {
+    const size_t close = hostport.find(']');
+    if (close == std::string_view::npos) return BadUrl("unterminated '[' in the IPv6 host");
+    opts.host = std::string(hostport.substr(1, close - 1));
+    std::string_view after = hostport.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') return BadUrl("unexpected text after ']' in the host");
+      port_text = after.substr(1);
+      if (port_text.empty()) return BadUrl("empty port after ':'");
+    }
+  } else {
+    const size_t pc = hostport.find(':');
+    opts.host = std::string(hostport.substr(0, pc));
+    if (pc != std::string_view::npos) {
+      port_text = hostport.substr(pc + 1);
+      if (port_text.empty()) return BadUrl("empty port after ':'");
+    }
+  }
+  if (opts.host.empty()) return BadUrl("empty host");
+  for (char c : opts.host) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '-' || c == '_' || c == ':';
+    if (!ok) return BadUrl("invalid character in host '" + opts.host + "'");
+  }
+  if (!port_text.empty()) {
+    int port = 0;
+    auto [p, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+    if (ec != std::errc() || p != port_text.data() + port_text.size() || port < 1 || port > 65535) {
+      return BadUrl("port must be a number in 1..65535, got '" + std::string(port_text) + "'");
+    }
+    opts.port = port;
+  }
+
+  if (db.find('?') != std::string_view::npos) return BadUrl("query parameters are not supported");
+  if (db.find('/') != std::string_view::npos) return BadUrl("'/' in the database name");
+  if (!PercentDecode(db, &opts.database)) return BadUrl("malformed %-escape in the database");
+  if (opts.database.empty()) return BadUrl("empty database name");
+  return opts;
+}
+
+Result<std::unique_ptr<MysqlStore::Conn>> MysqlStore::Connect() {
+  const std::string where = "mysql connect to " + Describe();
+  try {
+    static std::once_flag once;
+    std::call_once(once, [] { Driver(); });
+    sql::ConnectOptionsMap props;
+    const bool v6 = options_.host.find(':') != std::string::npos;
+    props["hostName"] = "tcp://" + (v6 ? "[" + options_.host + "]" : options_.host) + ":" +
+                        std::to_string(options_.port);
+    props["userName"] = options_.user;
+    props["password"] = options_.password;
+    props["schema"] = options_.database;
+    props["OPT_CONNECT_TIMEOUT"] = options_.connect_timeout_s;
+    props["OPT_READ_TIMEOUT"] = options_.rw_timeout_s;
+    props["OPT_WRITE_TIMEOUT"] = options_.rw_timeout_s;
+    props["OPT_RECONNECT"] = false;
+    props["OPT_CHARSET_NAME"] = "utf8mb4";
+    // Affected rows = matched rows, so an UPDATE that changes nothing
+    // (SetStep to the current step) still proves the key exists.
+    props["CLIENT_FOUND_ROWS"] = true;
+    auto c = std::make_unique<Conn>();
+    c->conn.reset(Driver()->connect(props));
+    if (!c->conn) return MakeError(ErrorCode::kStoreUnavailable, where + ": no connection");
+    c->conn->setAutoCommit(false);
+    return c;
+  } catch (const sql::SQLException& e) {
+    // Any failure to connect (refused, timeout, access denied, unknown
+    // database, too many connections) means the store is unavailable.
+    return MakeError(ErrorCode::kStoreUnavailable, where + ": " + e.what() + " (MySQL error " +
+                                                       std::to_string(e.getErrorCode()) +
+                                                       Sqlstate(e) + ")");
+  } catch (const std::exception& e) {
+    return MakeError(ErrorCode::kStoreUnavailable, where + ": " + e.what());
+  }
+}
+
+Result<std::unique_ptr<MysqlStore::Conn>> MysqlStore::Acquire(bool fresh) {
+  std::unique_ptr<Conn> stale;  // closed outside the lock
+  {
+    std::unique_lock lock(mu_);
+    const int cap = options_.pool_size > 0 ? options_.pool_size : 1;
+    cv_.wait(lock, [&] { return !idle_.empty() || open_ < cap; });
+    if (!idle_.empty()) {
+      std::unique_ptr<Conn> c = std::move(idle_.back());
+      idle_.pop_back();
+      if (!fresh) return c;
+      stale = std::move(c);  // reuse its slot for a new connection
+    } else {
+      ++open_;
+    }
+  }
+  stale.reset();
+  auto c = Connect();
+  if (!c.ok()) {
+    {
+      std::lock_guard lock(mu_);
+      --open_;
+    }
+    cv_.notify_one();
+  }
+  return c;
+}
+
+void MysqlStore::Release(std::unique_ptr<Conn> conn, bool broken) {
+  {
+    std::lock_guard lock(mu_);
+    if (!broken) {
+      idle_.push_back(std::move(conn));
+    } else {
+      --open_;
+    }
+  }
+  cv_.notify_one();
+  conn.reset();  // a broken connection is closed outside the lock
+}
+
+void MysqlStore::DropIdle() {
+  std::vector<std::unique_ptr<Conn>> dropped;
+  {
+    std::lock_guard lock(mu_);
+    dropped.swap(idle_);
+    open_ -= static_cast<int>(dropped.size());
+  }
+  cv_.notify_all();
+}
+
+template <typename T, typename Fn>
+Result<T> MysqlStore::Run(const char* op, Fn&& fn) {
+  const std::string what = std::string("mysql ") + op;
+  for (int attempt = 0;; ++attempt) {
+    auto acquired = Acquire(/*fresh=*/attempt > 0);
+    if (!acquired.ok()) return acquired.error();
+    std::unique_ptr<Conn> c = std::move(acquired).value();
+    bool lost = false;
+    Error err;
+    try {
+      Result<T> r = fn(*c);
+      c->RollbackQuietly();  // no-op unless fn returned early inside a transaction
+      Release(std::move(c), /*broken=*/false);
+      return r;
+    } catch (const sql::SQLException& e) {
+      lost = c->LostAfter(e.getErrorCode());
+      err = ExceptionError(e, what, lost);
+    } catch (const std::exception& e) {
+      lost = c->LostAfter(0);
+      err = MakeError(lost ? ErrorCode::kStoreUnavailable : ErrorCode::kInternal,
+                      what + ": " + e.what());
+    }
+    if (!lost) c->RollbackQuietly();
+    Release(std::move(c), /*broken=*/lost);
+    if (!lost) return err;
+    DropIdle();
+    if (attempt >= 1) return err;
+  }
+}
+
+Status MysqlStore::EnsureSchema() {
+  return Run<Ok>("create table", [](Conn& c) -> Result<Ok> {
+    std::unique_ptr<sql::Statement> s(c.conn->createStatement());
+    s->execute(kCreateTable);
+    c.Commit();
+    return Ok{};
+  });
+}
+
+Result<ReservedSegment> MysqlStore::Reserve(std::string_view key, std::optional<int64_t> step) {
+  if (step && *step <= 0) {
+    return MakeError(ErrorCode::kInvalidArgument, "mysql reserve: step must be > 0");
+  }
+  const std::string k(key);
+  return Run<ReservedSegment>("reserve", [&](Conn& c) -> Result<ReservedSegment> {
+    int updated = 0;
+    if (step) {
+      sql::PreparedStatement& upd = c.Stmt(kReserveBy);
+      upd.setInt64(1, *step);
+      upd.setString(2, k);
+      updated = upd.executeUpdate();
+    } else {
+      sql::PreparedStatement& upd = c.Stmt(kReserveRowStep);
+      upd.setString(1, k);
+      updated = upd.executeUpdate();
+    }
+    if (updated == 0) return MakeError(ErrorCode::kUnknownKey, "no such key");  // rolled back
+
+    sql::PreparedStatement& sel = c.Stmt(kReserveSelect);
+    sel.setString(1, k);
+    std::unique_ptr<sql::ResultSet> rs(sel.executeQuery());
+    if (!rs->next()) return MakeError(ErrorCode::kInternal, "mysql reserve: row vanished");
+    const int64_t max_id = rs->getInt64(1);
+    const int64_t table_step = rs->getInt64(2);
+    rs.reset();
+    c.Commit();
+    const int64_t by = step.value_or(table_step);
+    return ReservedSegment{max_id - by, max_id - 1, table_step};
+  });
+}
+
+namespace {
+
+// REQUIRES: run inside MysqlStore::Run. Reads one row and ends the transaction.
+Result<KeyRow> SelectOne(sql::PreparedStatement& sel, const std::string& key,
+                         const std::function<void()>& commit) {
+  sel.setString(1, key);
+  std::unique_ptr<sql::ResultSet> rs(sel.executeQuery());
+  if (!rs->next()) return MakeError(ErrorCode::kUnknownKey, "no such key");
+  KeyRow row = ReadRow(*rs);
+  rs.reset();
+  commit();
+  return row;
+}
+
+}  // namespace
+
+Result<KeyRow> MysqlStore::CreateKey(std::string_view key, int64_t step,
+                                     std::string_view description) {
+  const std::string k(key);
+  const std::string d(description);
+  return Run<KeyRow>("create key", [&](Conn& c) -> Result<KeyRow> {
+    sql::PreparedStatement& ins = c.Stmt(kInsert);
+    ins.setString(1, k);
+    ins.setInt64(2, step);
+    ins.setString(3, d);
+    try {
+      ins.executeUpdate();
+    } catch (const sql::SQLException& e) {
+      if (e.getErrorCode() == 1062) return MakeError(ErrorCode::kKeyExists, "key exists");
+      throw;
+    }
+    c.Commit();
+    return SelectOne(c.Stmt(kSelectOne), k, [&] { c.Commit(); });
+  });
+}
+
+Result<KeyRow> MysqlStore::GetKey(std::string_view key) {
+  const std::string k(key);
+  return Run<KeyRow>("get key", [&](Conn& c) -> Result<KeyRow> {
+    return SelectOne(c.Stmt(kSelectOne), k, [&] { c.Commit(); });
+  });
+}
+
+Result<std::vector<KeyRow>> MysqlStore::ListKeys(std::string_view after, size_t limit) {
+  const std::string a(after);
+  const auto max = static_cast<size_t>(std::numeric_limits<int64_t>::max());
+  const auto lim = static_cast<int64_t>(limit < max ? limit : max);
+  return Run<std::vector<KeyRow>>("list keys", [&](Conn& c) -> Result<std::vector<KeyRow>> {
+    sql::PreparedStatement& sel = c.Stmt(kList);
+    sel.setString(1, a);
+    sel.setInt64(2, lim);
+    std::unique_ptr<sql::ResultSet> rs(sel.executeQuery());
+    std::vector<KeyRow> out;
+    while (rs->next()) out.push_back(ReadRow(*rs));
+    rs.reset();
+    c.Commit();
+    return out;
+  });
+}
+
+Result<KeyRow> MysqlStore::SetStep(std::string_view key, int64_t step) {
+  const std::string k(key);
+  return Run<KeyRow>("set step", [&](Conn& c) -> Result<KeyRow> {
+    sql::PreparedStatement& upd = c.Stmt(kSetStep);
+    upd.setInt64(1, step);
+    upd.setString(2, k);
+    if (upd.executeUpdate() == 0) return MakeError(ErrorCode::kUnknownKey, "no such key");
+    return SelectOne(c.Stmt(kSelectOne), k, [&] { c.Commit(); });
+  });
+}
+
+Status MysqlStore::Ping() {
+  return Run<Ok>("ping", [](Conn& c) -> Result<Ok> {
+    std::unique_ptr<sql::ResultSet> rs(c.Stmt(kPing).executeQuery());
+    rs.reset();
+    c.Commit();
+    return Ok{};
+  });
+}
+
+}  // namespace seqd

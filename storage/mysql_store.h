@@ -1,0 +1,96 @@
+// SegmentStore on MySQL/MariaDB, sharing Leaf's leaf_alloc table as-is (a
+// Leaf deployment and seqd can run against the same database).
+//
+// Connections: a small pool of at most `pool_size` connections, opened
+// lazily (the constructor never connects). A caller waits for a free
+// connection. Each connection keeps its own prepared statements.
+//
+// Failures: every sql::SQLException is caught here and turned into an Error:
+// kStoreUnavailable for connection problems and lock timeouts, kKeyExists for
+// duplicate keys (1062), kInternal otherwise. Messages carry the MySQL error
+// code, never the password. When a call fails because its connection is gone
+// (server restarted, connection killed, network timeout), that connection and
+// the idle ones are discarded and the call is retried once on a new
+// connection. A retried Reserve may skip a segment, never hand one out twice.
+//
+// Timeouts: connect `connect_timeout_s`, each read/write `rw_timeout_s`, so a
+// dead or hung server is reported within seconds rather than hanging.
+//
+// Thread safety: all methods are safe to call concurrently. Calls block on
+// network I/O.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "storage/segment_store.h"
+
+namespace seqd {
+
+struct MysqlOptions {
+  std::string host = "127.0.0.1";
+  int port = 3306;
+  std::string user;
+  std::string password;
+  std::string database;
+  int pool_size = 4;
+  int connect_timeout_s = 2;
+  int rw_timeout_s = 5;
+};
+
+class MysqlStore final : public SegmentStore {
+ public:
+  // Does not connect; the first call that needs the database does.
+  explicit MysqlStore(MysqlOptions options);
+  ~MysqlStore() override;
+
+  MysqlStore(const MysqlStore&) = delete;
+  MysqlStore& operator=(const MysqlStore&) = delete;
+
+  // Parses mysql://user[:password]@host[:port]/database. The port defaults
+  // to 3306; user and password are percent-decoded ("p%40ss" is "p@ss");
+  // an IPv6 host is written in brackets. kInvalidArgument, naming what is
+  // wrong (never echoing the password), for anything malformed.
+  static Result<MysqlOptions> ParseUrl(std::string_view url);
+
+  // "user@host:port/database", safe to log.
+  std::string Describe() const;
+
+  Status EnsureSchema() override;
+  Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) override;
+  Result<KeyRow> CreateKey(std::string_view key, int64_t step,
+                           std::string_view description) override;
+  Result<KeyRow> GetKey(std::string_view key) override;
+  Result<std::vector<KeyRow>> ListKeys(std::string_view after, size_t limit) override;
+  Result<KeyRow> SetStep(std::string_view key, int64_t step) override;
+  Status Ping() override;
+
+ private:
+  struct Conn;  // one connection and its prepared statements (mysql_store.cc)
+
+  // Takes an idle connection or opens a new one (waiting while `pool_size`
+  // are in use). With `fresh`, never returns an already-open connection.
+  Result<std::unique_ptr<Conn>> Acquire(bool fresh);
+  // Returns a connection to the pool, or closes it if `broken`.
+  void Release(std::unique_ptr<Conn> conn, bool broken);
+  // Closes all idle connections: after one connection died, they are suspect.
+  void DropIdle();
+  Result<std::unique_ptr<Conn>> Connect();
+
+  // Runs fn(Conn&) -> Result<T> on a pooled connection, mapping exceptions
+  // and retrying once on a new connection after a connection-level failure.
+  template <typename T, typename Fn>
+  Result<T> Run(const char* op, Fn&& fn);
+
+  const MysqlOptions options_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<Conn>> idle_;  // guarded by mu_
+  int open_ = 0;  // connections idle, in use, or being opened; guarded by mu_
+};
+
+}  // namespace seqd

@@ -1,0 +1,85 @@
+// SegmentStore on a local SQLite file, using Leaf's leaf_alloc table.
+//
+// Durability: WAL journal with synchronous=FULL, so a reservation that
+// Reserve() returned survives kill -9 and power loss.
+//
+// Sharing: several SqliteStore instances, in one process or in several, may
+// open the same file. Reserve() runs under BEGIN IMMEDIATE (the write lock is
+// taken before reading) and waits up to 5 s (busy_timeout) for a competing
+// writer, so no two callers ever receive overlapping segments.
+//
+// Thread safety: all methods are safe to call concurrently; they serialize on
+// one sqlite3 connection per instance. Calls block on disk I/O.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "storage/segment_store.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace seqd {
+
+class SqliteStore final : public SegmentStore {
+ public:
+  // Does not touch the file; the database is opened on first use, and every
+  // call returns kStoreUnavailable while it cannot be opened. Never throws.
+  explicit SqliteStore(std::string path);
+  ~SqliteStore() override;
+
+  SqliteStore(const SqliteStore&) = delete;
+  SqliteStore& operator=(const SqliteStore&) = delete;
+
+  // Creates the parent directory if missing and opens `path` now (WAL,
+  // synchronous=FULL, busy_timeout 5000 ms). Does not create the table: call
+  // EnsureSchema(). kStoreUnavailable if the file cannot be opened.
+  static Result<std::unique_ptr<SqliteStore>> Open(const std::string& path);
+
+  const std::string& path() const { return path_; }
+
+  Status EnsureSchema() override;
+  Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) override;
+  Result<KeyRow> CreateKey(std::string_view key, int64_t step,
+                           std::string_view description) override;
+  Result<KeyRow> GetKey(std::string_view key) override;
+  Result<std::vector<KeyRow>> ListKeys(std::string_view after, size_t limit) override;
+  Result<KeyRow> SetStep(std::string_view key, int64_t step) override;
+  Status Ping() override;
+
+ private:
+  enum StmtId {
+    kBegin,
+    kCommit,
+    kRollback,
+    kReserveUpdate,
+    kReserveSelect,
+    kInsert,
+    kSelectOne,
+    kList,
+    kSetStep,
+    kPing,
+    kNumStmts,
+  };
+
+  // All private helpers REQUIRE: mu_ held.
+  Status OpenLocked();
+  void CloseLocked();
+  // Returns the cached prepared statement, reset and with bindings cleared.
+  Result<sqlite3_stmt*> Stmt(StmtId id, const char* op);
+  // Maps the connection's last error to an Error naming `op`.
+  Error SqlError(int rc, const char* op);
+  Status ExecLocked(StmtId id, const char* op);
+  void RollbackLocked();
+  // Reads the row for `key`; kUnknownKey if absent.
+  Result<KeyRow> SelectOneLocked(std::string_view key, const char* op);
+
+  const std::string path_;
+  std::mutex mu_;
+  sqlite3* db_ = nullptr;                // guarded by mu_
+  sqlite3_stmt* stmts_[kNumStmts] = {};  // guarded by mu_
+};
+
+}  // namespace seqd

@@ -1,0 +1,1002 @@
+// Conformance suite for SegmentStore implementations.
+//
+// The same checks run against every backend, each in its own doctest suite:
+//   memory, sqlite        -> ctest store_conformance
+//   mariadb               -> ctest store_conformance_mariadb; needs
+//                            SEQD_TEST_MYSQL_URL (see scripts/mariadb.sh) and
+//                            fails, not skips, without it
+//   misc                  -> URL/spec parsing and unreachable-server checks
+//                            (no database needed) -> store_conformance
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <cppconn/connection.h>
+#include <cppconn/driver.h>
+#include <cppconn/exception.h>
+#include <cppconn/prepared_statement.h>
+#include <cppconn/resultset.h>
+#include <cppconn/statement.h>
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sqlite3.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "storage/error.h"
+#include "storage/memory_store.h"
+#include "storage/mysql_store.h"
+#include "storage/segment_store.h"
+#include "storage/sqlite_store.h"
+#include "storage/store_factory.h"
+
+namespace seqd {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// ---------------------------------------------------------------- helpers
+
+std::string Describe(const Error& e) {
+  return std::string(ErrorCodeName(e.code)) + ": " + e.message;
+}
+
+template <typename T>
+std::string Describe(const Result<T>& r) {
+  return r.ok() ? std::string("ok") : Describe(r.error());
+}
+
+#define REQUIRE_OK(expr)                                            \
+  do {                                                              \
+    const auto& seqd_r_ = (expr);                                   \
+    REQUIRE_MESSAGE(seqd_r_.ok(), #expr " -> ", Describe(seqd_r_)); \
+  } while (0)
+
+#define CHECK_ERR(expr, want)                                                                     \
+  do {                                                                                            \
+    const auto& seqd_r_ = (expr);                                                                 \
+    CHECK_MESSAGE(!seqd_r_.ok(), #expr " unexpectedly succeeded");                                \
+    if (!seqd_r_.ok()) {                                                                          \
+      CHECK_MESSAGE(seqd_r_.error().code == (want), #expr " -> ", Describe(seqd_r_), " (wanted ", \
+                    std::string(ErrorCodeName(want)), ")");                                       \
+    }                                                                                             \
+  } while (0)
+
+// Differs between runs, so rows left by earlier runs never collide.
+const std::string& RunId() {
+  static const std::string id = [] {
+    std::random_device rd;
+    std::ostringstream os;
+    os << std::hex << (static_cast<uint64_t>(rd()) << 32 | rd());
+    return os.str();
+  }();
+  return id;
+}
+
+// Lower-case only: MySQL's default collation is case-insensitive.
+std::string UniqueKey(const std::string& base) {
+  static std::atomic<int> counter{0};
+  return "t" + RunId() + "-" + base + "-" + std::to_string(counter++);
+}
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+fs::path MakeTempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/seqd-conformance-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  REQUIRE(mkdtemp(buf.data()) != nullptr);
+  return fs::path(buf.data());
+}
+
+// Non-owning SegmentStore that forwards to another (a second "instance" of
+// the memory store, which cannot be shared otherwise).
+class ForwardingStore final : public SegmentStore {
+ public:
+  explicit ForwardingStore(SegmentStore& inner) : inner_(inner) {}
+  Status EnsureSchema() override { return inner_.EnsureSchema(); }
+  Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) override {
+    return inner_.Reserve(key, step);
+  }
+  Result<KeyRow> CreateKey(std::string_view key, int64_t step,
+                           std::string_view description) override {
+    return inner_.CreateKey(key, step, description);
+  }
+  Result<KeyRow> GetKey(std::string_view key) override { return inner_.GetKey(key); }
+  Result<std::vector<KeyRow>> ListKeys(std::string_view after, size_t limit) override {
+    return inner_.ListKeys(after, limit);
+  }
+  Result<KeyRow> SetStep(std::string_view key, int64_t step) override {
+    return inner_.SetStep(key, step);
+  }
+  Status Ping() override { return inner_.Ping(); }
+
+ private:
+  SegmentStore& inner_;
+};
+
+// ---------------------------------------------------------------- backends
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // The main instance.
+  virtual SegmentStore& store() = 0;
+  // Another instance (own connection) on the same data.
+  virtual std::unique_ptr<SegmentStore> NewInstance() = 0;
+  // Drops the main instance and opens it again (same data).
+  virtual void Reopen() = 0;
+  // Makes store() see a leaf_alloc table created by Leaf's own DDL holding
+  // the row from Leaf's README: ('leaf-segment-test', 1, 2000, '...').
+  virtual void InstallLeafTable() = 0;
+  virtual bool durable() const = 0;
+  virtual bool tracks_update_time() const = 0;
+};
+
+constexpr const char* kLeafTag = "leaf-segment-test";
+constexpr const char* kLeafDescription = "Test leaf Segment Mode Get Id";
+constexpr const char* kLeafInsert =
+    "insert into leaf_alloc(biz_tag, max_id, step, description) "
+    "values('leaf-segment-test', 1, 2000, 'Test leaf Segment Mode Get Id')";
+
+class MemoryBackend final : public Backend {
+ public:
+  MemoryBackend() : store_(std::make_unique<MemoryStore>()) {}
+  SegmentStore& store() override { return *store_; }
+  std::unique_ptr<SegmentStore> NewInstance() override {
+    return std::make_unique<ForwardingStore>(*store_);
+  }
+  void Reopen() override {}
+  void InstallLeafTable() override {
+    store_ = std::make_unique<MemoryStore>();
+    REQUIRE_OK(store_->CreateKey(kLeafTag, 2000, kLeafDescription));
+  }
+  bool durable() const override { return false; }
+  bool tracks_update_time() const override { return false; }
+
+ private:
+  std::unique_ptr<MemoryStore> store_;
+};
+
+std::unique_ptr<SqliteStore> OpenSqlite(const std::string& path) {
+  auto s = SqliteStore::Open(path);
+  REQUIRE_MESSAGE(s.ok(), "SqliteStore::Open(", path, ") -> ", Describe(s));
+  return std::move(s).value();
+}
+
+class SqliteBackend final : public Backend {
+ public:
+  SqliteBackend() : dir_(MakeTempDir()), path_((dir_ / "sub" / "leaf.db").string()) {
+    store_ = OpenSqlite(path_);  // also creates dir_/sub
+    REQUIRE_OK(store_->EnsureSchema());
+  }
+  ~SqliteBackend() override {
+    store_.reset();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  SegmentStore& store() override { return *store_; }
+  std::unique_ptr<SegmentStore> NewInstance() override { return OpenSqlite(path_); }
+  void Reopen() override {
+    store_.reset();
+    store_ = OpenSqlite(path_);
+  }
+  void InstallLeafTable() override {
+    store_.reset();
+    path_ = (dir_ / "leaf-created.db").string();
+    // Leaf's MySQL DDL minus what SQLite cannot parse (ON UPDATE, ENGINE).
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(path_.c_str(), &db) == SQLITE_OK);
+    const char* ddl =
+        "CREATE TABLE `leaf_alloc` ("
+        "  `biz_tag` varchar(128) NOT NULL DEFAULT '',"
+        "  `max_id` bigint(20) NOT NULL DEFAULT '1',"
+        "  `step` int(11) NOT NULL,"
+        "  `description` varchar(256)  DEFAULT NULL,"
+        "  `update_time` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP,"
+        "  PRIMARY KEY (`biz_tag`))";
+    char* err = nullptr;
+    int rc = sqlite3_exec(db, ddl, nullptr, nullptr, &err);
+    std::string msg = err ? err : "";
+    sqlite3_free(err);
+    CHECK_MESSAGE(rc == SQLITE_OK, msg);
+    rc = sqlite3_exec(db, kLeafInsert, nullptr, nullptr, &err);
+    msg = err ? err : "";
+    sqlite3_free(err);
+    CHECK_MESSAGE(rc == SQLITE_OK, msg);
+    sqlite3_close(db);
+    store_ = OpenSqlite(path_);
+    REQUIRE_OK(store_->EnsureSchema());  // must accept the existing table
+  }
+  bool durable() const override { return true; }
+  bool tracks_update_time() const override { return true; }
+  const std::string& path() const { return path_; }
+
+ private:
+  fs::path dir_;
+  std::string path_;
+  std::unique_ptr<SqliteStore> store_;
+};
+
+// Raw Connector/C++ connection for test setup, outside the store.
+std::unique_ptr<sql::Connection> RawMysql(const MysqlOptions& o) {
+  sql::ConnectOptionsMap props;
+  props["hostName"] = "tcp://" + o.host + ":" + std::to_string(o.port);
+  props["userName"] = o.user;
+  props["password"] = o.password;
+  props["schema"] = o.database;
+  props["OPT_CONNECT_TIMEOUT"] = 5;
+  try {
+    return std::unique_ptr<sql::Connection>(get_driver_instance()->connect(props));
+  } catch (const sql::SQLException& e) {
+    FAIL("raw MySQL connect failed: ", std::string(e.what()), " (", e.getErrorCode(), ")");
+  }
+  return nullptr;
+}
+
+void RawExec(sql::Connection& c, const std::string& sql) {
+  try {
+    std::unique_ptr<sql::Statement> s(c.createStatement());
+    s->execute(sql);
+  } catch (const sql::SQLException& e) {
+    FAIL("raw MySQL '", sql, "' failed: ", std::string(e.what()), " (", e.getErrorCode(), ")");
+  }
+}
+
+MysqlOptions TestMysqlOptions() {
+  const char* url = std::getenv("SEQD_TEST_MYSQL_URL");
+  REQUIRE_MESSAGE((url != nullptr && *url != '\0'),
+                  "SEQD_TEST_MYSQL_URL is not set: start a server with `scripts/mariadb.sh start "
+                  "DIR` and export the URL it prints (mysql://seqd:seqd@127.0.0.1:PORT/seqd_test)");
+  auto opts = MysqlStore::ParseUrl(url);
+  REQUIRE_MESSAGE(opts.ok(), "SEQD_TEST_MYSQL_URL: ", Describe(opts));
+  opts->pool_size = 2;
+  return *opts;
+}
+
+class MysqlBackend final : public Backend {
+ public:
+  MysqlBackend() : opts_(TestMysqlOptions()) {
+    store_ = std::make_unique<MysqlStore>(opts_);
+    REQUIRE_OK(store_->EnsureSchema());
+  }
+  SegmentStore& store() override { return *store_; }
+  std::unique_ptr<SegmentStore> NewInstance() override {
+    MysqlOptions o = opts_;
+    o.pool_size = 1;
+    return std::make_unique<MysqlStore>(o);
+  }
+  void Reopen() override {
+    store_.reset();
+    store_ = std::make_unique<MysqlStore>(opts_);
+  }
+  void InstallLeafTable() override {
+    store_.reset();
+    auto raw = RawMysql(opts_);
+    // Prefer a database of our own, so the shared table is left alone; the
+    // test user may lack CREATE DATABASE, then reuse the main database.
+    MysqlOptions o = opts_;
+    const std::string leaf_db = opts_.database + "_leaf";
+    bool own_db = true;
+    try {
+      std::unique_ptr<sql::Statement> s(raw->createStatement());
+      s->execute("CREATE DATABASE IF NOT EXISTS `" + leaf_db + "`");
+    } catch (const sql::SQLException& e) {
+      MESSAGE("cannot create database ", leaf_db, " (", std::string(e.what()),
+              "); using the main database for the Leaf table");
+      own_db = false;
+    }
+    if (own_db) {
+      raw->setSchema(leaf_db);
+      o.database = leaf_db;
+      RawExec(*raw, "DROP TABLE IF EXISTS leaf_alloc");
+    } else {
+      RawExec(*raw, "DELETE FROM leaf_alloc WHERE biz_tag = 'leaf-segment-test'");
+    }
+    // Leaf's DDL, verbatim from its README.
+    RawExec(*raw,
+            "CREATE TABLE IF NOT EXISTS `leaf_alloc` (\n"
+            "  `biz_tag` varchar(128)  NOT NULL DEFAULT '',\n"
+            "  `max_id` bigint(20) NOT NULL DEFAULT '1',\n"
+            "  `step` int(11) NOT NULL,\n"
+            "  `description` varchar(256)  DEFAULT NULL,\n"
+            "  `update_time` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE "
+            "CURRENT_TIMESTAMP,\n"
+            "  PRIMARY KEY (`biz_tag`)\n"
+            ") ENGINE=InnoDB;");
+    RawExec(*raw, kLeafInsert);
+    store_ = std::make_unique<MysqlStore>(o);
+    REQUIRE_OK(store_->EnsureSchema());
+  }
+  bool durable() const override { return true; }
+  bool tracks_update_time() const override { return true; }
+  const MysqlOptions& options() const { return opts_; }
+  MysqlStore& mysql() { return *store_; }
+
+ private:
+  MysqlOptions opts_;
+  std::unique_ptr<MysqlStore> store_;
+};
+
+// ---------------------------------------------------------------- checks
+
+void CheckCrud(Backend& b) {
+  SegmentStore& s = b.store();
+  REQUIRE_OK(s.Ping());
+  REQUIRE_OK(s.EnsureSchema());  // idempotent
+  const std::string k = UniqueKey("crud");
+
+  auto created = s.CreateKey(k, 100, "first key");
+  REQUIRE_OK(created);
+  CHECK(created->key == k);
+  CHECK(created->max_id == 1);
+  CHECK(created->step == 100);
+  CHECK(created->description == "first key");
+
+  auto got = s.GetKey(k);
+  REQUIRE_OK(got);
+  CHECK(got->key == k);
+  CHECK(got->max_id == 1);
+  CHECK(got->step == 100);
+  CHECK(got->description == "first key");
+  if (b.tracks_update_time()) {
+    CHECK_MESSAGE(std::llabs(got->update_time_ms - NowMs()) < 10 * 60 * 1000,
+                  "update_time_ms=", got->update_time_ms, " now=", NowMs());
+  }
+
+  CHECK_ERR(s.CreateKey(k, 5, "again"), ErrorCode::kKeyExists);
+  auto still = s.GetKey(k);
+  REQUIRE_OK(still);
+  CHECK(still->step == 100);
+  CHECK(still->description == "first key");
+
+  auto set = s.SetStep(k, 500);
+  REQUIRE_OK(set);
+  CHECK(set->step == 500);
+  CHECK(set->max_id == 1);
+  CHECK(set->key == k);
+  REQUIRE_OK(s.SetStep(k, 500));  // same value: still a known key
+  got = s.GetKey(k);
+  REQUIRE_OK(got);
+  CHECK(got->step == 500);
+
+  const std::string missing = UniqueKey("missing");
+  CHECK_ERR(s.GetKey(missing), ErrorCode::kUnknownKey);
+  CHECK_ERR(s.SetStep(missing, 10), ErrorCode::kUnknownKey);
+  CHECK_ERR(s.Reserve(missing, std::nullopt), ErrorCode::kUnknownKey);
+  CHECK_ERR(s.Reserve(missing, 1000), ErrorCode::kUnknownKey);
+  CHECK_ERR(s.GetKey(missing), ErrorCode::kUnknownKey);  // Reserve created nothing
+
+  auto empty_desc = s.CreateKey(UniqueKey("nodesc"), 7, "");
+  REQUIRE_OK(empty_desc);
+  CHECK(empty_desc->description.empty());
+}
+
+void CheckListPaging(Backend& b) {
+  SegmentStore& s = b.store();
+  const std::string prefix = UniqueKey("list") + "/";
+  const std::vector<std::string> names = {prefix + "a", prefix + "b", prefix + "c", prefix + "d",
+                                          prefix + "e"};
+  // Created out of order: listing must sort.
+  for (int i : {3, 0, 4, 1, 2}) REQUIRE_OK(s.CreateKey(names[i], 10 + i, "k" + std::to_string(i)));
+
+  auto is_ours = [&](const KeyRow& r) { return r.key.rfind(prefix, 0) == 0; };
+  std::vector<std::vector<std::string>> pages;
+  std::string after = prefix;
+  for (int guard = 0; guard < 10; ++guard) {
+    auto page = s.ListKeys(after, 2);
+    REQUIRE_OK(page);
+    CHECK(page->size() <= 2);
+    std::vector<std::string> mine;
+    for (const KeyRow& r : *page) {
+      if (is_ours(r)) mine.push_back(r.key);
+    }
+    if (mine.empty()) break;
+    pages.push_back(mine);
+    after = page->back().key;
+  }
+  REQUIRE(pages.size() == 3);
+  CHECK(pages[0] == std::vector<std::string>{names[0], names[1]});
+  CHECK(pages[1] == std::vector<std::string>{names[2], names[3]});
+  CHECK(pages[2] == std::vector<std::string>{names[4]});
+
+  auto all = s.ListKeys(prefix, 100);
+  REQUIRE_OK(all);
+  std::vector<KeyRow> rows;
+  for (const KeyRow& r : *all) {
+    if (is_ours(r)) rows.push_back(r);
+  }
+  REQUIRE(rows.size() == 5);
+  for (int i = 0; i < 5; ++i) {
+    CHECK(rows[i].key == names[i]);
+    CHECK(rows[i].step == 10 + i);
+    CHECK(rows[i].max_id == 1);
+    CHECK(rows[i].description == "k" + std::to_string(i));
+  }
+
+  auto none = s.ListKeys(prefix, 0);
+  REQUIRE_OK(none);
+  CHECK(none->empty());
+  auto after_last = s.ListKeys(names[4], 10);
+  REQUIRE_OK(after_last);
+  for (const KeyRow& r : *after_last) CHECK_FALSE(is_ours(r));
+}
+
+void CheckSegment(const Result<ReservedSegment>& r, int64_t first, int64_t last, int64_t step) {
+  REQUIRE_MESSAGE(r.ok(), Describe(r));
+  CHECK(r->first == first);
+  CHECK(r->last == last);
+  CHECK(r->table_step == step);
+}
+
+void CheckReserveSequence(Backend& b) {
+  SegmentStore& s = b.store();
+  const std::string k = UniqueKey("reserve");
+  REQUIRE_OK(s.CreateKey(k, 100, ""));
+  CheckSegment(s.Reserve(k, std::nullopt), 1, 100, 100);
+  CheckSegment(s.Reserve(k, std::nullopt), 101, 200, 100);
+  CheckSegment(s.Reserve(k, 1000), 201, 1200, 100);
+  CheckSegment(s.Reserve(k, std::nullopt), 1201, 1300, 100);
+  auto row = s.GetKey(k);
+  REQUIRE_OK(row);
+  CHECK(row->max_id == 1301);
+  CHECK(row->step == 100);
+
+  REQUIRE_OK(s.SetStep(k, 50));
+  CheckSegment(s.Reserve(k, std::nullopt), 1301, 1350, 50);
+  CheckSegment(s.Reserve(k, 1), 1351, 1351, 50);
+
+  // Another key is independent.
+  const std::string k2 = UniqueKey("reserve-other");
+  REQUIRE_OK(s.CreateKey(k2, 3, ""));
+  CheckSegment(s.Reserve(k2, std::nullopt), 1, 3, 3);
+  CheckSegment(s.Reserve(k, std::nullopt), 1352, 1401, 50);
+}
+
+void CheckConcurrentDisjoint(Backend& b) {
+  constexpr int kThreads = 8;
+  constexpr int kPerThread = 50;
+  constexpr int64_t kRowStep = 10;
+  constexpr int64_t kExplicitStep = 7;
+  const std::string k = UniqueKey("concurrent");
+  REQUIRE_OK(b.store().CreateKey(k, kRowStep, "concurrency"));
+
+  std::vector<std::unique_ptr<SegmentStore>> stores;
+  for (int t = 0; t < kThreads; ++t) stores.push_back(b.NewInstance());
+  std::vector<std::vector<ReservedSegment>> got(kThreads);
+  std::vector<std::vector<std::string>> errors(kThreads);
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      while (!go) std::this_thread::yield();
+      // Odd threads ask for an explicit step, even ones use the row's.
+      const std::optional<int64_t> step =
+          t % 2 ? std::optional<int64_t>(kExplicitStep) : std::nullopt;
+      for (int i = 0; i < kPerThread; ++i) {
+        auto r = stores[t]->Reserve(k, step);
+        if (r.ok()) {
+          got[t].push_back(*r);
+        } else {
+          errors[t].push_back(Describe(r));
+        }
+      }
+    });
+  }
+  const auto start = Clock::now();
+  go = true;
+  for (auto& th : threads) th.join();
+  MESSAGE((kThreads * kPerThread), " concurrent reserves in ",
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count(),
+          " ms");
+
+  std::vector<ReservedSegment> all;
+  for (int t = 0; t < kThreads; ++t) {
+    CHECK_MESSAGE(errors[t].empty(), "thread ", t, ": ", errors[t].size(),
+                  " errors, first: ", errors[t].empty() ? "" : errors[t][0]);
+    for (const auto& seg : got[t]) {
+      CHECK(seg.last - seg.first + 1 == (t % 2 ? kExplicitStep : kRowStep));
+      all.push_back(seg);
+    }
+  }
+  REQUIRE(all.size() == static_cast<size_t>(kThreads * kPerThread));
+  std::sort(all.begin(), all.end(),
+            [](const ReservedSegment& a, const ReservedSegment& z) { return a.first < z.first; });
+  CHECK(all.front().first == 1);
+  int gaps_or_overlaps = 0;
+  for (size_t i = 1; i < all.size(); ++i) {
+    if (all[i].first != all[i - 1].last + 1) ++gaps_or_overlaps;
+  }
+  CHECK_MESSAGE(gaps_or_overlaps == 0, "segments are not disjoint and contiguous");
+  const int64_t total = kThreads / 2 * kPerThread * (kRowStep + kExplicitStep);
+  CHECK(all.back().last == total);
+  auto row = b.store().GetKey(k);
+  REQUIRE_OK(row);
+  CHECK(row->max_id == total + 1);
+}
+
+void CheckPersistence(Backend& b) {
+  const std::string k = UniqueKey("persist");
+  REQUIRE_OK(b.store().CreateKey(k, 100, "survives"));
+  CheckSegment(b.store().Reserve(k, std::nullopt), 1, 100, 100);
+  {
+    auto other = b.NewInstance();
+    CheckSegment(other->Reserve(k, 50), 101, 150, 100);
+  }
+  b.Reopen();
+  auto row = b.store().GetKey(k);
+  REQUIRE_OK(row);
+  CHECK(row->max_id == 151);
+  CHECK(row->step == 100);
+  CHECK(row->description == "survives");
+  CheckSegment(b.store().Reserve(k, std::nullopt), 151, 250, 100);
+  if (!b.durable()) MESSAGE("memory store: reopen is a no-op (nothing is durable)");
+}
+
+void CheckLeafCreatedTable(Backend& b) {
+  b.InstallLeafTable();
+  SegmentStore& s = b.store();
+  auto row = s.GetKey(kLeafTag);
+  REQUIRE_OK(row);
+  CHECK(row->max_id == 1);
+  CHECK(row->step == 2000);
+  CHECK(row->description == kLeafDescription);
+  if (b.tracks_update_time()) CHECK(row->update_time_ms > 0);
+  CheckSegment(s.Reserve(kLeafTag, std::nullopt), 1, 2000, 2000);
+  CheckSegment(s.Reserve(kLeafTag, std::nullopt), 2001, 4000, 2000);
+  auto list = s.ListKeys("", 10);
+  REQUIRE_OK(list);
+  REQUIRE(!list->empty());
+  CHECK(std::any_of(list->begin(), list->end(),
+                    [](const KeyRow& r) { return r.key == kLeafTag && r.max_id == 4001; }));
+  const std::string k = UniqueKey("after-leaf");
+  REQUIRE_OK(s.CreateKey(k, 10, ""));
+  CheckSegment(s.Reserve(k, std::nullopt), 1, 10, 10);
+}
+
+#define SEQD_CONFORMANCE_CASES(BACKEND, NAME)                                           \
+  TEST_CASE(NAME ": create, get, set step, duplicate and unknown keys") {               \
+    BACKEND b;                                                                          \
+    CheckCrud(b);                                                                       \
+  }                                                                                     \
+  TEST_CASE(NAME ": list keys in order, paged with after + limit") {                    \
+    BACKEND b;                                                                          \
+    CheckListPaging(b);                                                                 \
+  }                                                                                     \
+  TEST_CASE(NAME ": reserve yields Leaf's segments") {                                  \
+    BACKEND b;                                                                          \
+    CheckReserveSequence(b);                                                            \
+  }                                                                                     \
+  TEST_CASE(NAME ": 8 threads x 50 reserves, own instances: disjoint and contiguous") { \
+    BACKEND b;                                                                          \
+    CheckConcurrentDisjoint(b);                                                         \
+  }                                                                                     \
+  TEST_CASE(NAME ": values persist across reopening") {                                 \
+    BACKEND b;                                                                          \
+    CheckPersistence(b);                                                                \
+  }                                                                                     \
+  TEST_CASE(NAME ": a table created by Leaf works as-is") {                             \
+    BACKEND b;                                                                          \
+    CheckLeafCreatedTable(b);                                                           \
+  }
+
+// A local TCP port nobody listens on (bound then released).
+int ClosedPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  socklen_t len = sizeof addr;
+  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+}  // namespace
+
+// ================================================================ suites
+
+TEST_SUITE("memory"){SEQD_CONFORMANCE_CASES(MemoryBackend, "memory")}
+
+TEST_SUITE("sqlite") {
+  SEQD_CONFORMANCE_CASES(SqliteBackend, "sqlite")
+
+  TEST_CASE("sqlite: 4 processes share one file without overlapping segments") {
+    // No SQLite connection may be open across fork(): set up, then close.
+    const fs::path out_dir = MakeTempDir();
+    const std::string path = (out_dir / "shared.db").string();
+    const std::string k = UniqueKey("multiproc");
+    {
+      auto setup = OpenSqlite(path);
+      REQUIRE_OK(setup->EnsureSchema());
+      REQUIRE_OK(setup->CreateKey(k, 10, ""));
+    }
+    constexpr int kProcs = 4;
+    constexpr int kPerProc = 50;
+    std::vector<pid_t> pids;
+    for (int p = 0; p < kProcs; ++p) {
+      pid_t pid = fork();
+      REQUIRE(pid >= 0);
+      if (pid == 0) {
+        // Child: no doctest macros here, report through a file and exit code.
+        SqliteStore store(path);
+        std::ofstream out(out_dir / ("segments." + std::to_string(p)));
+        int failures = 0;
+        for (int i = 0; i < kPerProc; ++i) {
+          auto r = store.Reserve(k, std::nullopt);
+          if (r.ok()) {
+            out << r->first << " " << r->last << "\n";
+          } else {
+            ++failures;
+          }
+        }
+        out.close();
+        _exit(failures == 0 ? 0 : 1);
+      }
+      pids.push_back(pid);
+    }
+    for (pid_t pid : pids) {
+      int status = 0;
+      REQUIRE(waitpid(pid, &status, 0) == pid);
+      CHECK(WIFEXITED(status));
+      CHECK(WEXITSTATUS(status) == 0);
+    }
+    std::vector<std::pair<int64_t, int64_t>> segs;
+    for (int p = 0; p < kProcs; ++p) {
+      std::ifstream in(out_dir / ("segments." + std::to_string(p)));
+      int64_t first = 0, last = 0;
+      while (in >> first >> last) segs.emplace_back(first, last);
+    }
+    REQUIRE(segs.size() == kProcs * kPerProc);
+    std::sort(segs.begin(), segs.end());
+    CHECK(segs.front().first == 1);
+    for (size_t i = 1; i < segs.size(); ++i) CHECK(segs[i].first == segs[i - 1].second + 1);
+    CHECK(segs.back().second == kProcs * kPerProc * 10);
+    std::error_code ec;
+    fs::remove_all(out_dir, ec);
+  }
+
+  TEST_CASE("sqlite: unopenable path gives kStoreUnavailable, not a crash") {
+    auto opened = SqliteStore::Open("/proc/seqd-no-such-dir/leaf.db");
+    CHECK_ERR(opened, ErrorCode::kStoreUnavailable);
+    SqliteStore lazy("/proc/seqd-no-such-dir/leaf.db");  // constructor never fails
+    CHECK_ERR(lazy.Ping(), ErrorCode::kStoreUnavailable);
+    CHECK_ERR(lazy.Reserve("k", std::nullopt), ErrorCode::kStoreUnavailable);
+    CHECK_ERR(lazy.EnsureSchema(), ErrorCode::kStoreUnavailable);
+  }
+
+  TEST_CASE("sqlite: a held write lock makes Reserve wait, then kStoreUnavailable") {
+    SqliteBackend b;
+    const std::string k = UniqueKey("locked");
+    REQUIRE_OK(b.store().CreateKey(k, 10, ""));
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(b.path().c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK);
+    const auto start = Clock::now();
+    auto r = b.store().Reserve(k, std::nullopt);
+    const auto waited = Clock::now() - start;
+    CHECK_ERR(r, ErrorCode::kStoreUnavailable);
+    if (!r.ok()) CHECK(r.error().message.find("reserve") != std::string::npos);
+    CHECK(waited >= std::chrono::milliseconds(4500));
+    CHECK(waited < std::chrono::seconds(15));
+    // While the lock is held, another writer finishing its wait succeeds.
+    std::thread releaser([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
+    });
+    CheckSegment(b.store().Reserve(k, std::nullopt), 1, 10, 10);
+    releaser.join();
+    sqlite3_close(db);
+  }
+}
+
+TEST_SUITE("misc") {
+  TEST_CASE("MysqlStore::ParseUrl accepts good URLs") {
+    auto full = MysqlStore::ParseUrl("mysql://seqd:secret@db.example.com:3307/leaf");
+    REQUIRE_OK(full);
+    CHECK(full->user == "seqd");
+    CHECK(full->password == "secret");
+    CHECK(full->host == "db.example.com");
+    CHECK(full->port == 3307);
+    CHECK(full->database == "leaf");
+    CHECK(full->pool_size == 4);
+
+    auto minimal = MysqlStore::ParseUrl("mysql://root@127.0.0.1/seqd_test");
+    REQUIRE_OK(minimal);
+    CHECK(minimal->user == "root");
+    CHECK(minimal->password.empty());
+    CHECK(minimal->port == 3306);
+    CHECK(minimal->database == "seqd_test");
+
+    auto empty_pass = MysqlStore::ParseUrl("mysql://u:@h/d");
+    REQUIRE_OK(empty_pass);
+    CHECK(empty_pass->password.empty());
+
+    auto escaped = MysqlStore::ParseUrl("mysql://us%40er:p%3Aa%2Fs%25s%40@localhost:1/db");
+    REQUIRE_OK(escaped);
+    CHECK(escaped->user == "us@er");
+    CHECK(escaped->password == "p:a/s%s@");
+    CHECK(escaped->host == "localhost");
+    CHECK(escaped->port == 1);
+
+    auto raw_at = MysqlStore::ParseUrl("mysql://u:p@ss@h:65535/d");
+    REQUIRE_OK(raw_at);
+    CHECK(raw_at->password == "p@ss");
+    CHECK(raw_at->host == "h");
+    CHECK(raw_at->port == 65535);
+
+    auto v6 = MysqlStore::ParseUrl("mysql://u:p@[::1]:3308/d");
+    REQUIRE_OK(v6);
+    CHECK(v6->host == "::1");
+    CHECK(v6->port == 3308);
+  }
+
+  TEST_CASE("MysqlStore::ParseUrl rejects malformed URLs with kInvalidArgument") {
+    const char* bad[] = {
+        "",
+        "mysql://",
+        "mysql:/u:p@h/d",
+        "postgres://u:p@h:5432/d",
+        "MYSQL//u:p@h/d",
+        "mysql://h:3306/d",        // no user
+        "mysql://:p@h/d",          // empty user
+        "mysql://u:p@/d",          // empty host
+        "mysql://u:p@:3306/d",     // empty host
+        "mysql://u:p@h",           // no database
+        "mysql://u:p@h/",          // empty database
+        "mysql://u:p@h:/d",        // empty port
+        "mysql://u:p@h:0/d",       // port out of range
+        "mysql://u:p@h:65536/d",   // port out of range
+        "mysql://u:p@h:-1/d",      // negative port
+        "mysql://u:p@h:33o6/d",    // not a number
+        "mysql://u:p@h:3306:1/d",  // two ports
+        "mysql://u:p@h/d?ssl=1",   // query string
+        "mysql://u:p@h/d/e",       // path
+        "mysql://u:p%zz@h/d",      // bad escape in password
+        "mysql://u:p%4@h/d",       // truncated escape
+        "mysql://u%g0:p@h/d",      // bad escape in user
+        "mysql://u:p@h o/d",       // space in host
+        "mysql://u:p@[::1/d",      // unterminated IPv6
+    };
+    for (const char* url : bad) {
+      CAPTURE(url);
+      auto r = MysqlStore::ParseUrl(url);
+      CHECK_ERR(r, ErrorCode::kInvalidArgument);
+      if (!r.ok()) CHECK_FALSE(r.error().message.empty());
+    }
+    // Errors name the problem but never echo the password.
+    auto r = MysqlStore::ParseUrl("mysql://u:hunter2@h:99999/d");
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().message.find("port") != std::string::npos);
+    CHECK(r.error().message.find("hunter2") == std::string::npos);
+    r = MysqlStore::ParseUrl("mysql://u:hunter2%zz@h/d");
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().message.find("password") != std::string::npos);
+    CHECK(r.error().message.find("hunter2") == std::string::npos);
+  }
+
+  TEST_CASE("OpenStore rejects bad specs and opens good ones") {
+    for (const char* spec : {"", "sqlite", "sqlite:", "foo:bar", "/tmp/x.db", "postgres://u@h/d",
+                             "SQLITE:/tmp/x.db", "mysql:/u:p@h/d"}) {
+      CAPTURE(spec);
+      auto r = OpenStore(spec);
+      CHECK_ERR(r, ErrorCode::kInvalidArgument);
+      if (!r.ok()) {
+        CHECK(r.error().message.find("--store") != std::string::npos);
+      }
+    }
+    auto unknown = OpenStore("foo:bar");
+    REQUIRE_FALSE(unknown.ok());
+    CHECK(unknown.error().message ==
+          "--store: expected sqlite:PATH or mysql://user:pass@host:port/db, got 'foo:bar'");
+
+    auto bad_mysql = OpenStore("mysql://u:hunter2@h:0/d");
+    CHECK_ERR(bad_mysql, ErrorCode::kInvalidArgument);
+    if (!bad_mysql.ok()) CHECK(bad_mysql.error().message.find("hunter2") == std::string::npos);
+
+    const fs::path dir = MakeTempDir();
+    {
+      auto sqlite = OpenStore("sqlite:" + (dir / "a" / "b" / "seqd.db").string());
+      REQUIRE_OK(sqlite);
+      const std::string k = UniqueKey("factory");
+      REQUIRE_OK((*sqlite)->CreateKey(k, 5, ""));  // EnsureSchema already ran
+      CheckSegment((*sqlite)->Reserve(k, std::nullopt), 1, 5, 5);
+    }
+    fs::remove_all(dir);
+
+    // A MySQL spec does not connect: no server is needed to get a store.
+    const auto start = Clock::now();
+    auto mysql = OpenStore("mysql://u:p@127.0.0.1:" + std::to_string(ClosedPort()) + "/d");
+    REQUIRE_OK(mysql);
+    CHECK(Clock::now() - start < std::chrono::seconds(1));
+    CHECK_ERR((*mysql)->Ping(), ErrorCode::kStoreUnavailable);
+  }
+
+  TEST_CASE("MysqlStore against a closed port: kStoreUnavailable within seconds") {
+    MysqlOptions o;
+    o.port = ClosedPort();
+    o.user = "seqd";
+    o.password = "hunter2";
+    o.database = "seqd_test";
+    o.pool_size = 2;
+    MysqlStore store(o);
+    const auto start = Clock::now();
+    auto ping = store.Ping();
+    CHECK_ERR(ping, ErrorCode::kStoreUnavailable);
+    if (!ping.ok()) {
+      MESSAGE("closed port error: ", ping.error().message);
+      CHECK(ping.error().message.find("hunter2") == std::string::npos);
+      CHECK(ping.error().message.find("200") != std::string::npos);  // MySQL error 200x
+    }
+    CHECK_ERR(store.EnsureSchema(), ErrorCode::kStoreUnavailable);
+    CHECK_ERR(store.Reserve("k", std::nullopt), ErrorCode::kStoreUnavailable);
+    CHECK_ERR(store.CreateKey("k", 1, ""), ErrorCode::kStoreUnavailable);
+    CHECK_ERR(store.GetKey("k"), ErrorCode::kStoreUnavailable);
+    CHECK_ERR(store.ListKeys("", 10), ErrorCode::kStoreUnavailable);
+    CHECK_ERR(store.SetStep("k", 2), ErrorCode::kStoreUnavailable);
+    // Many callers at once with a pool of 2: nobody hangs, the pool recovers.
+    std::vector<std::thread> threads;
+    std::atomic<int> unavailable{0};
+    for (int t = 0; t < 8; ++t) {
+      threads.emplace_back([&] {
+        for (int i = 0; i < 5; ++i) {
+          auto r = store.Reserve("k", 10);
+          if (!r.ok() && r.error().code == ErrorCode::kStoreUnavailable) ++unavailable;
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    CHECK(unavailable == 40);
+    CHECK(Clock::now() - start < std::chrono::seconds(5));
+  }
+
+  TEST_CASE("MysqlStore against a server that never answers: bounded by the timeouts") {
+    // A listening socket that accepts (via the backlog) but never sends the
+    // MySQL greeting.
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(listen(fd, 16) == 0);
+    socklen_t len = sizeof addr;
+    REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    MysqlOptions o;
+    o.port = ntohs(addr.sin_port);
+    o.user = "seqd";
+    o.database = "seqd_test";
+    o.connect_timeout_s = 1;
+    o.rw_timeout_s = 1;
+    MysqlStore store(o);
+    const auto start = Clock::now();
+    auto r = store.Reserve("k", std::nullopt);
+    const auto took = Clock::now() - start;
+    CHECK_ERR(r, ErrorCode::kStoreUnavailable);
+    if (!r.ok()) MESSAGE("silent server error: ", r.error().message);
+    MESSAGE("silent server detected in ",
+            std::chrono::duration_cast<std::chrono::milliseconds>(took).count(), " ms");
+    CHECK(took < std::chrono::seconds(10));
+    close(fd);
+  }
+}
+
+TEST_SUITE("mariadb") {
+  TEST_CASE("mariadb: SEQD_TEST_MYSQL_URL is set and the server answers") {
+    MysqlStore store(TestMysqlOptions());
+    REQUIRE_OK(store.Ping());
+    REQUIRE_OK(store.EnsureSchema());
+  }
+
+  SEQD_CONFORMANCE_CASES(MysqlBackend, "mariadb")
+
+  TEST_CASE("mariadb: after KILL of the store's connections the next call reconnects") {
+    MysqlBackend b;
+    MysqlStore& s = b.mysql();
+    const std::string k = UniqueKey("kill");
+    REQUIRE_OK(s.CreateKey(k, 10, ""));
+    CheckSegment(s.Reserve(k, std::nullopt), 1, 10, 10);
+
+    auto raw = RawMysql(b.options());
+    auto other_ids = [&] {
+      std::vector<int64_t> ids;
+      std::unique_ptr<sql::Statement> st(raw->createStatement());
+      std::unique_ptr<sql::ResultSet> rs(
+          st->executeQuery("SELECT ID FROM information_schema.PROCESSLIST WHERE USER='" +
+                           b.options().user + "' AND ID<>CONNECTION_ID()"));
+      while (rs->next()) ids.push_back(rs->getInt64(1));
+      return ids;
+    };
+    int64_t last = 10;
+    for (int round = 0; round < 3; ++round) {
+      CAPTURE(round);
+      // Make the pool hold both of its connections.
+      std::thread other([&] { (void)s.Ping(); });
+      (void)s.Ping();
+      other.join();
+
+      const std::vector<int64_t> ids = other_ids();
+      REQUIRE_FALSE(ids.empty());
+      for (int64_t id : ids) {
+        try {
+          std::unique_ptr<sql::Statement> st(raw->createStatement());
+          st->execute("KILL " + std::to_string(id));
+        } catch (const sql::SQLException&) {
+          // Already gone (1094 unknown thread): fine.
+        }
+      }
+      auto r = s.Reserve(k, std::nullopt);
+      REQUIRE_MESSAGE(r.ok(), "Reserve after KILL: ", Describe(r));
+      // A retried reservation may skip a segment but never repeat one.
+      CHECK(r->first > last);
+      CHECK(r->last - r->first + 1 == 10);
+      last = r->last;
+      REQUIRE_OK(s.Ping());
+      REQUIRE_OK(s.GetKey(k));
+      // The store now runs on new connections.
+      // (Killed threads may linger in PROCESSLIST for a moment.)
+      std::vector<int64_t> now;
+      bool any_old = true;
+      for (int i = 0; i < 50 && any_old; ++i) {
+        if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        now = other_ids();
+        any_old = std::any_of(now.begin(), now.end(), [&](int64_t id) {
+          return std::find(ids.begin(), ids.end(), id) != ids.end();
+        });
+      }
+      CHECK_FALSE(now.empty());
+      CHECK_FALSE(any_old);
+    }
+  }
+
+  TEST_CASE("mariadb: wrong password is kStoreUnavailable and not echoed") {
+    MysqlOptions o = TestMysqlOptions();
+    o.password = "definitely-wrong-pw";
+    MysqlStore store(o);
+    auto r = store.Ping();
+    CHECK_ERR(r, ErrorCode::kStoreUnavailable);
+    if (!r.ok()) {
+      CHECK(r.error().message.find("1045") != std::string::npos);
+      CHECK(r.error().message.find("definitely-wrong-pw") == std::string::npos);
+    }
+  }
+
+  TEST_CASE("mariadb: SQL errors map to kInternal, keys stay usable") {
+    MysqlBackend b;
+    // Over-long key (varchar(128)) in strict mode: an SQL error, not a crash.
+    const std::string huge(300, 'x');
+    auto r = b.store().CreateKey(huge, 10, "");
+    if (!r.ok()) {
+      CHECK(r.error().code == ErrorCode::kInternal);
+      CHECK(r.error().message.find("MySQL error") != std::string::npos);
+    } else {
+      MESSAGE("server truncated the key silently (non-strict sql_mode)");
+    }
+    const std::string k = UniqueKey("after-error");
+    REQUIRE_OK(b.store().CreateKey(k, 10, ""));
+    CheckSegment(b.store().Reserve(k, std::nullopt), 1, 10, 10);
+  }
+}
+
+}  // namespace seqd
