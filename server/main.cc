@@ -3,6 +3,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <atomic>
 #include <cstdio>
 #include <iostream>
 #include <thread>
@@ -97,6 +98,24 @@ int Run(const Config& config) {
                   << " store=" << (config.store.starts_with("mysql") ? "mysql" : config.store)
                   << " threads=" << threads << " db_threads=" << config.db_threads;
 
+  // The MySQL store does not connect at start (the database may be down):
+  // create leaf_alloc once the database answers, retrying every second.
+  std::atomic<bool> schema_ready{false}, schema_pending{false};
+  auto ensure_schema = [&] {
+    if (schema_ready || schema_pending.exchange(true)) return;
+    db.Post([&] {
+      Status s = (*store)->EnsureSchema();
+      if (s) {
+        schema_ready = true;
+      } else {
+        SEQD_LOG(kWarn) << "store not ready: " << s.error().message;
+      }
+      schema_pending = false;
+    });
+  };
+  ensure_schema();
+  PeriodicTask schema(io, std::chrono::seconds(1), ensure_schema);
+
   const auto idle = std::chrono::seconds(config.key_idle_timeout_s);
   PeriodicTask evict(io, std::max<std::chrono::milliseconds>(std::chrono::seconds(1), idle / 4),
                      [&] {
@@ -120,6 +139,7 @@ int Run(const Config& config) {
     SEQD_LOG(kInfo) << "signal " << sig << ": draining";
     evict.Cancel();
     refresh.Cancel();
+    schema.Cancel();
     http.Stop([&] {
       allocator.Shutdown();
       io.stop();

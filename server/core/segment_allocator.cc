@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <deque>
 
+#include "server/core/log.h"
+
 namespace seqd {
 
 int64_t IdBatch::count() const {
@@ -263,6 +265,8 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
     if (result) {
       ++reservations_;
       const ReservedSegment& seg = *result;
+      SEQD_LOG(kDebug) << "reserved key=" << s.key << " ids=[" << seg.first << "," << seg.last
+                       << "] table_step=" << seg.table_step << " parked=" << s.parked.size();
       Buffer b{seg.first, seg.first, seg.last, seg.last - seg.first + 1};
       if (!s.has_current || s.current.remaining() == 0) {
         s.current = b;
@@ -285,6 +289,12 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
     } else {
       ++reservation_failures_;
       s.last_error = result.error().message;
+      if (result.error().code == ErrorCode::kUnknownKey) {
+        SEQD_LOG(kDebug) << "unknown key=" << s.key;  // a client error, not ours
+      } else {
+        SEQD_LOG(kWarn) << "reservation failed key=" << s.key << " code="
+                        << ErrorCodeName(result.error().code) << ": " << result.error().message;
+      }
       if (result.error().code == ErrorCode::kUnknownKey) {
         // The row is gone (or never existed): fail everyone and forget the key.
         for (auto& w : s.parked) {

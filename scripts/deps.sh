@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what seqd needs on Debian 12 (run as root). `--test` adds what the
+# test suites need (MariaDB server, Python, curl).
+set -euo pipefail
+
+packages=(build-essential cmake pkg-config libboost-dev libmysqlcppconn-dev nlohmann-json3-dev
+          prometheus-cpp-dev libsqlite3-dev doctest-dev libbenchmark-dev curl)
+if [[ "${1:-}" == "--test" ]]; then
+  packages+=(mariadb-server python3)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "deps: installing ${missing[*]}" >&2
+  SUDO=""
+  [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

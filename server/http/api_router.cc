@@ -1,0 +1,613 @@
+#include "server/http/api_router.h"
+
+#include <algorithm>
+#include <atomic>
+#include <boost/beast/http/field.hpp>
+#include <boost/beast/http/verb.hpp>
+#include <cctype>
+#include <charconv>
+#include <exception>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "server/core/key_admin.h"
+#include "server/core/key_rules.h"
+#include "server/core/log.h"
+#include "server/core/segment_allocator.h"
+
+namespace seqd {
+
+namespace http = boost::beast::http;
+using Json = nlohmann::ordered_json;
+
+http::status HttpStatusFor(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArgument:
+      return http::status::bad_request;
+    case ErrorCode::kUnknownKey:
+      return http::status::not_found;
+    case ErrorCode::kKeyExists:
+      return http::status::conflict;
+    case ErrorCode::kStoreUnavailable:
+      return http::status::service_unavailable;
+    case ErrorCode::kShuttingDown:
+      return http::status::service_unavailable;
+    case ErrorCode::kInternal:
+      return http::status::internal_server_error;
+  }
+  return http::status::internal_server_error;
+}
+
+namespace {
+
+constexpr std::string_view kJsonType = "application/json";
+constexpr std::string_view kTextType = "text/plain";
+constexpr std::string_view kMetricsType = "text/plain; version=0.0.4";
+constexpr size_t kDefaultListLimit = 100;
+
+// The message a client may see: never the details of an internal error.
+std::string PublicMessage(const Error& error) {
+  if (error.code == ErrorCode::kInternal) {
+    SEQD_LOG(kError) << "internal error: " << error.message;
+    return "internal error";
+  }
+  return error.message;
+}
+
+std::string_view ToStd(boost::beast::string_view s) { return {s.data(), s.size()}; }
+boost::beast::string_view ToBeast(std::string_view s) { return {s.data(), s.size()}; }
+
+std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Percent-decodes `in`; nullopt on a malformed escape.
+std::optional<std::string> PercentDecode(std::string_view in, bool plus_is_space) {
+  std::string out;
+  out.reserve(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    const char c = in[i];
+    if (c == '%') {
+      if (i + 2 >= in.size()) return std::nullopt;  // fewer than two characters follow
+      const int hi = HexValue(in[i + 1]);
+      const int lo = HexValue(in[i + 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      out.push_back(static_cast<char>(hi * 16 + lo));
+      i += 2;
+    } else if (c == '+' && plus_is_space) {
+      out.push_back(' ');
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+// A plain decimal integer (digits only) within [min, max].
+std::optional<int64_t> ParseBoundedInt(std::string_view text, int64_t min, int64_t max) {
+  if (text.empty()) return std::nullopt;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+  }
+  int64_t value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
+  if (value < min || value > max) return std::nullopt;
+  return value;
+}
+
+std::vector<std::string_view> Split(std::string_view s, char sep) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  for (;;) {
+    const size_t pos = s.find(sep, start);
+    if (pos == std::string_view::npos) {
+      parts.push_back(s.substr(start));
+      return parts;
+    }
+    parts.push_back(s.substr(start, pos - start));
+    start = pos + 1;
+  }
+}
+
+bool ContainsNoCase(std::string_view haystack, std::string_view needle) {
+  auto it = std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end(),
+                        [](char a, char b) {
+                          return std::tolower(static_cast<unsigned char>(a)) ==
+                                 std::tolower(static_cast<unsigned char>(b));
+                        });
+  return it != haystack.end();
+}
+
+Json BufferJson(const BufferSnapshot& b) {
+  Json j;
+  j["ready"] = b.ready;
+  j["first"] = b.first;
+  j["next"] = b.next;
+  j["last"] = b.last;
+  j["step"] = b.step;
+  j["remaining"] = b.ready ? std::max<int64_t>(0, b.last - b.next + 1) : 0;
+  return j;
+}
+
+Json SnapshotJson(const KeySnapshot& s) {
+  Json j;
+  j["key"] = s.key;
+  j["auto_created"] = s.auto_created;
+  j["loading"] = s.loading;
+  j["step"] = s.step;
+  j["table_step"] = s.table_step;
+  j["parked"] = s.parked;
+  j["reservations"] = s.reservations;
+  j["idle_ms"] = s.idle_ms;
+  j["last_error"] = s.last_error ? Json(*s.last_error) : Json(nullptr);
+  j["current"] = BufferJson(s.current);
+  j["next"] = BufferJson(s.next);
+  return j;
+}
+
+Json RowJson(const KeyRow& row) {
+  Json j;
+  j["key"] = row.key;
+  j["max_id"] = row.max_id;
+  j["step"] = row.step;
+  j["description"] = row.description;
+  j["update_time_ms"] = row.update_time_ms;
+  return j;
+}
+
+Json RowWithCacheJson(const KeyRow& row, const SegmentAllocator& allocator) {
+  Json j = RowJson(row);
+  std::optional<KeySnapshot> snap = allocator.SnapshotKey(row.key);
+  j["cache"] = snap ? SnapshotJson(*snap) : Json(nullptr);
+  return j;
+}
+
+}  // namespace
+
+// One request in flight. Shared by the callbacks that may complete it.
+struct ApiRouter::Call {
+  Request req;
+  Respond respond;
+  std::string_view path;  // into req.target()
+  std::string_view query;
+  std::atomic<bool> responded{false};
+
+  ApiRouter::Response Make(http::status status, std::string_view type, std::string body) const {
+    Response res{status, req.version()};
+    res.set(http::field::content_type, ToBeast(type));
+    res.set(http::field::cache_control, "no-store");
+    res.keep_alive(req.keep_alive());
+    res.body() = std::move(body);
+    return res;
+  }
+  ApiRouter::Response JsonResponse(http::status status, const seqd::Json& j) const {
+    return Make(status, kJsonType, Dump(j));
+  }
+  ApiRouter::Response ErrorJson(http::status status, std::string_view code,
+                                std::string message) const {
+    seqd::Json j;
+    j["error"]["code"] = code;
+    j["error"]["message"] = std::move(message);
+    return JsonResponse(status, j);
+  }
+  ApiRouter::Response ErrorJson(const Error& error) const {
+    return ErrorJson(HttpStatusFor(error.code), ErrorCodeName(error.code), PublicMessage(error));
+  }
+
+  // Sends `res` unless a response already went out. Never throws.
+  void Finish(Response res) {
+    if (responded.exchange(true)) return;
+    // Drop our copy of `respond` once used: whatever still holds this call
+    // (e.g. an allocator deadline timer) must not keep the connection alive.
+    Respond fn = std::move(respond);
+    respond = nullptr;
+    try {
+      res.prepare_payload();
+      fn(std::move(res));
+    } catch (const std::exception& e) {
+      SEQD_LOG(kError) << "respond callback threw: " << e.what();
+    }
+  }
+
+  // Builds the response with `build`; any exception becomes a 500.
+  template <typename F>
+  void Reply(F&& build) {
+    std::optional<Response> res;
+    try {
+      res.emplace(build());
+    } catch (const std::exception& e) {
+      SEQD_LOG(kError) << "building response for " << path << " failed: " << e.what();
+      res.emplace(ErrorJson(http::status::internal_server_error, "internal", "internal error"));
+    }
+    Finish(std::move(*res));
+  }
+
+  std::optional<std::string_view> RawParam(std::string_view name) const {
+    if (query.empty()) return std::nullopt;
+    for (std::string_view part : Split(query, '&')) {
+      const size_t eq = part.find('=');
+      std::string_view k = part.substr(0, eq);
+      if (k == name) return eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1);
+    }
+    return std::nullopt;
+  }
+};
+
+ApiRouter::ApiRouter(SegmentAllocator& allocator, KeyAdmin& admin, RouterOptions options)
+    : allocator_(allocator), admin_(admin), options_(std::move(options)) {}
+
+ApiRouter::~ApiRouter() = default;
+
+void ApiRouter::SetMetricsHandler(std::function<std::string()> handler) {
+  std::lock_guard lock(metrics_mu_);
+  metrics_ = std::move(handler);
+}
+
+void ApiRouter::Handle(Request req, Respond respond) {
+  auto call = std::make_shared<Call>();
+  call->req = std::move(req);
+  call->respond = std::move(respond);
+  try {
+    std::string_view target = ToStd(call->req.target());
+    const size_t q = target.find('?');
+    call->path = target.substr(0, q);
+    if (q != std::string_view::npos) call->query = target.substr(q + 1);
+    Route(call);
+  } catch (const std::exception& e) {
+    SEQD_LOG(kError) << "handling " << call->path << " failed: " << e.what();
+    call->Finish(
+        call->ErrorJson(http::status::internal_server_error, "internal", "internal error"));
+  }
+}
+
+void ApiRouter::Route(const std::shared_ptr<Call>& call) {
+  const std::string_view path = call->path;
+  const http::verb method = call->req.method();
+  auto not_found = [&] {
+    call->Finish(call->ErrorJson(http::status::not_found, "not_found",
+                                 "no such endpoint: " + std::string(path)));
+  };
+  if (path.empty() || path[0] != '/') return not_found();
+  const std::vector<std::string_view> seg = Split(path.substr(1), '/');
+
+  // Resolves a raw path segment to a key; on a bad escape answers 400.
+  auto decode_key = [&](std::string_view raw, bool text) -> std::optional<std::string> {
+    std::optional<std::string> key = PercentDecode(raw, /*plus_is_space=*/false);
+    if (!key) {
+      const std::string msg = "key has a malformed percent-escape";
+      call->Finish(text ? call->Make(http::status::bad_request, kTextType, msg)
+                        : call->ErrorJson(http::status::bad_request, "invalid_argument", msg));
+    }
+    return key;
+  };
+  auto method_not_allowed = [&](std::string_view allow) {
+    Response res = call->ErrorJson(http::status::method_not_allowed, "method_not_allowed",
+                                   "method " + std::string(ToStd(call->req.method_string())) +
+                                       " is not allowed on " + std::string(path) + "; use " +
+                                       std::string(allow));
+    res.set(http::field::allow, ToBeast(allow));
+    call->Finish(std::move(res));
+  };
+  const bool get = method == http::verb::get;
+
+  if (seg.size() == 2 && seg[0] == "seq") {
+    if (!get) return method_not_allowed("GET");
+    if (auto key = decode_key(seg[1], false)) HandleSeq(call, std::move(*key), false);
+    return;
+  }
+  if (seg.size() == 4 && seg[0] == "api" && seg[1] == "segment" && seg[2] == "get") {
+    if (!get) return method_not_allowed("GET");
+    if (auto key = decode_key(seg[3], true)) HandleSeq(call, std::move(*key), true);
+    return;
+  }
+  if (seg.size() >= 2 && seg[0] == "admin" && seg[1] == "keys") {
+    if (seg.size() == 2) {
+      if (get) return HandleListKeys(call);
+      if (method == http::verb::post) return HandleCreateKey(call);
+      return method_not_allowed("GET, POST");
+    }
+    if (seg.size() == 3) {
+      if (!get) return method_not_allowed("GET");
+      if (auto key = decode_key(seg[2], false)) HandleGetKey(call, std::move(*key));
+      return;
+    }
+    if (seg.size() == 4 && seg[3] == "step") {
+      if (method != http::verb::put) return method_not_allowed("PUT");
+      if (auto key = decode_key(seg[2], false)) HandleSetStep(call, std::move(*key));
+      return;
+    }
+    return not_found();
+  }
+  if (seg.size() == 2 && seg[0] == "admin" && seg[1] == "cache") {
+    if (!get) return method_not_allowed("GET");
+    return HandleCache(call);
+  }
+  if (seg.size() == 1 && seg[0] == "healthz") {
+    if (!get) return method_not_allowed("GET");
+    return HandleHealth(call);
+  }
+  if (seg.size() == 1 && seg[0] == "readyz") {
+    if (!get) return method_not_allowed("GET");
+    return HandleReady(call);
+  }
+  if (seg.size() == 1 && seg[0] == "metrics") {
+    bool enabled;
+    {
+      std::lock_guard lock(metrics_mu_);
+      enabled = static_cast<bool>(metrics_);
+    }
+    if (!enabled) return not_found();
+    if (!get) return method_not_allowed("GET");
+    return HandleMetrics(call);
+  }
+  return not_found();
+}
+
+void ApiRouter::HandleSeq(const std::shared_ptr<Call>& call, std::string key, bool leaf) {
+  // Leaf's endpoint answers errors as bare text; ours as JSON.
+  auto fail = [call, leaf](const Error& error) -> Response {
+    if (leaf) return call->Make(HttpStatusFor(error.code), kTextType, PublicMessage(error));
+    return call->ErrorJson(error);
+  };
+  if (auto s = KeyRules::Validate(key); !s) {
+    return call->Reply([&] { return fail(s.error()); });
+  }
+
+  int64_t count = 1;
+  bool batch = false;
+  if (!leaf) {
+    if (std::optional<std::string_view> raw = call->RawParam("count")) {
+      const int64_t max = allocator_.options().max_count;
+      std::optional<std::string> decoded = PercentDecode(*raw, true);
+      std::optional<int64_t> n = decoded ? ParseBoundedInt(*decoded, 1, max) : std::nullopt;
+      if (!n) {
+        return call->Reply([&] {
+          return fail(MakeError(ErrorCode::kInvalidArgument,
+                                "count must be an integer in [1, " + std::to_string(max) + "]"));
+        });
+      }
+      count = *n;
+      batch = true;
+    }
+  }
+  bool text = leaf;
+  if (!leaf) {
+    auto accept = call->req.find(http::field::accept);
+    if (accept != call->req.end()) {
+      std::string_view v = ToStd(accept->value());
+      text = ContainsNoCase(v, "text/plain") && !ContainsNoCase(v, "application/json");
+    }
+  }
+
+  allocator_.Take(key, count, [call, key, batch, text, leaf, fail](Result<IdBatch> result) {
+    call->Reply([&]() -> Response {
+      if (!result) return fail(result.error());
+      const IdBatch& ids = *result;
+      if (ids.ranges.empty()) {
+        return fail(MakeError(ErrorCode::kInternal, "allocator returned no IDs"));
+      }
+      if (leaf) {
+        return call->Make(http::status::ok, kTextType, std::to_string(ids.ranges.front().first));
+      }
+      if (text) {
+        std::string body;
+        for (const IdRange& r : ids.ranges) {
+          for (int64_t id = r.first; id <= r.last; ++id) {
+            body += std::to_string(id);
+            body += '\n';
+          }
+        }
+        return call->Make(http::status::ok, kTextType, std::move(body));
+      }
+      seqd::Json j;
+      j["key"] = key;
+      if (batch) {
+        j["count"] = ids.count();
+        seqd::Json ranges = seqd::Json::array();
+        for (const IdRange& r : ids.ranges) {
+          ranges.push_back({{"first", r.first}, {"last", r.last}});
+        }
+        j["ranges"] = std::move(ranges);
+      } else {
+        j["id"] = ids.ranges.front().first;
+      }
+      return call->JsonResponse(http::status::ok, j);
+    });
+  });
+}
+
+void ApiRouter::HandleListKeys(const std::shared_ptr<Call>& call) {
+  std::string after;
+  if (auto raw = call->RawParam("after")) {
+    std::optional<std::string> decoded = PercentDecode(*raw, true);
+    if (!decoded) {
+      return call->Finish(call->ErrorJson(http::status::bad_request, "invalid_argument",
+                                          "after has a malformed percent-escape"));
+    }
+    after = std::move(*decoded);
+  }
+  size_t limit = kDefaultListLimit;
+  if (auto raw = call->RawParam("limit")) {
+    std::optional<std::string> decoded = PercentDecode(*raw, true);
+    std::optional<int64_t> n =
+        decoded ? ParseBoundedInt(*decoded, 1, static_cast<int64_t>(kMaxListLimit)) : std::nullopt;
+    if (!n) {
+      return call->Finish(call->ErrorJson(
+          http::status::bad_request, "invalid_argument",
+          "limit must be an integer in [1, " + std::to_string(kMaxListLimit) + "]"));
+    }
+    limit = static_cast<size_t>(*n);
+  }
+  admin_.ListKeys(std::move(after), limit, [this, call, limit](Result<std::vector<KeyRow>> rows) {
+    call->Reply([&]() -> Response {
+      if (!rows) return call->ErrorJson(rows.error());
+      seqd::Json keys = seqd::Json::array();
+      for (const KeyRow& row : *rows) {
+        keys.push_back(RowWithCacheJson(row, allocator_));
+      }
+      seqd::Json j;
+      j["keys"] = std::move(keys);
+      j["next_after"] = rows->size() == limit && !rows->empty() ? seqd::Json(rows->back().key)
+                                                                : seqd::Json(nullptr);
+      return call->JsonResponse(http::status::ok, j);
+    });
+  });
+}
+
+void ApiRouter::HandleGetKey(const std::shared_ptr<Call>& call, std::string key) {
+  admin_.GetKey(std::move(key), [this, call](Result<KeyRow> row) {
+    call->Reply([&]() -> Response {
+      if (!row) return call->ErrorJson(row.error());
+      return call->JsonResponse(http::status::ok, RowWithCacheJson(*row, allocator_));
+    });
+  });
+}
+
+namespace {
+
+// Reads an integer field of a JSON object. Values beyond int64 saturate so
+// the range check downstream rejects them with its own message.
+std::optional<int64_t> IntField(const nlohmann::json& j) {
+  if (!j.is_number_integer()) return std::nullopt;
+  if (j.is_number_unsigned()) {
+    const uint64_t v = j.get<uint64_t>();
+    return v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
+               ? std::numeric_limits<int64_t>::max()
+               : static_cast<int64_t>(v);
+  }
+  return j.get<int64_t>();
+}
+
+// Parses a request body as a JSON object, or explains why not.
+Result<nlohmann::json> ParseObject(const std::string& body) {
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    return MakeError(ErrorCode::kInvalidArgument, "request body is not valid JSON");
+  }
+  if (!j.is_object()) {
+    return MakeError(ErrorCode::kInvalidArgument, "request body must be a JSON object");
+  }
+  return j;
+}
+
+Error FieldError(std::string_view field, std::string_view what) {
+  return MakeError(ErrorCode::kInvalidArgument,
+                   "field '" + std::string(field) + "' " + std::string(what));
+}
+
+}  // namespace
+
+void ApiRouter::HandleCreateKey(const std::shared_ptr<Call>& call) {
+  Result<nlohmann::json> body = ParseObject(call->req.body());
+  if (!body) return call->Finish(call->ErrorJson(body.error()));
+  const nlohmann::json& j = *body;
+
+  auto key_it = j.find("key");
+  if (key_it == j.end()) return call->Finish(call->ErrorJson(FieldError("key", "is required")));
+  if (!key_it->is_string()) {
+    return call->Finish(call->ErrorJson(FieldError("key", "must be a string")));
+  }
+  auto step_it = j.find("step");
+  if (step_it == j.end()) return call->Finish(call->ErrorJson(FieldError("step", "is required")));
+  std::optional<int64_t> step = IntField(*step_it);
+  if (!step) return call->Finish(call->ErrorJson(FieldError("step", "must be an integer")));
+  std::string description;
+  if (auto it = j.find("description"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) {
+      return call->Finish(call->ErrorJson(FieldError("description", "must be a string")));
+    }
+    description = it->get<std::string>();
+  }
+
+  admin_.CreateKey(key_it->get<std::string>(), *step, std::move(description),
+                   [call](Result<KeyRow> row) {
+                     call->Reply([&]() -> Response {
+                       if (!row) return call->ErrorJson(row.error());
+                       return call->JsonResponse(http::status::created, RowJson(*row));
+                     });
+                   });
+}
+
+void ApiRouter::HandleSetStep(const std::shared_ptr<Call>& call, std::string key) {
+  Result<nlohmann::json> body = ParseObject(call->req.body());
+  if (!body) return call->Finish(call->ErrorJson(body.error()));
+  auto step_it = body->find("step");
+  if (step_it == body->end()) {
+    return call->Finish(call->ErrorJson(FieldError("step", "is required")));
+  }
+  std::optional<int64_t> step = IntField(*step_it);
+  if (!step) return call->Finish(call->ErrorJson(FieldError("step", "must be an integer")));
+
+  admin_.SetStep(std::move(key), *step, [call](Result<KeyRow> row) {
+    call->Reply([&]() -> Response {
+      if (!row) return call->ErrorJson(row.error());
+      return call->JsonResponse(http::status::ok, RowJson(*row));
+    });
+  });
+}
+
+void ApiRouter::HandleCache(const std::shared_ptr<Call>& call) {
+  call->Reply([&] {
+    std::vector<KeySnapshot> snaps = allocator_.Snapshot();
+    std::sort(snaps.begin(), snaps.end(),
+              [](const KeySnapshot& a, const KeySnapshot& b) { return a.key < b.key; });
+    seqd::Json keys = seqd::Json::array();
+    for (const KeySnapshot& s : snaps) keys.push_back(SnapshotJson(s));
+    seqd::Json j;
+    j["keys"] = std::move(keys);
+    return call->JsonResponse(http::status::ok, j);
+  });
+}
+
+void ApiRouter::HandleHealth(const std::shared_ptr<Call>& call) {
+  call->Reply([&] {
+    const auto uptime = std::chrono::duration_cast<std::chrono::seconds>(
+        std::chrono::steady_clock::now() - options_.started);
+    seqd::Json j;
+    j["status"] = "ok";
+    j["version"] = options_.version;
+    j["uptime_s"] = uptime.count();
+    return call->JsonResponse(http::status::ok, j);
+  });
+}
+
+void ApiRouter::HandleReady(const std::shared_ptr<Call>& call) {
+  admin_.CheckStore([call](Status s) {
+    call->Reply([&]() -> Response {
+      if (!s) {
+        const Error& e = s.error();
+        return call->ErrorJson(http::status::service_unavailable, ErrorCodeName(e.code),
+                               PublicMessage(e));
+      }
+      seqd::Json j;
+      j["status"] = "ready";
+      return call->JsonResponse(http::status::ok, j);
+    });
+  });
+}
+
+void ApiRouter::HandleMetrics(const std::shared_ptr<Call>& call) {
+  std::function<std::string()> handler;
+  {
+    std::lock_guard lock(metrics_mu_);
+    handler = metrics_;
+  }
+  call->Reply([&] {
+    if (!handler) {
+      return call->ErrorJson(http::status::not_found, "not_found", "no such endpoint: /metrics");
+    }
+    return call->Make(http::status::ok, kMetricsType, handler());
+  });
+}
+
+}  // namespace seqd

@@ -1,0 +1,83 @@
+// The HTTP API as a pure request -> response function: no sockets, no
+// threads of its own. HttpServer feeds it parsed requests; tests call it
+// directly.
+//
+// Endpoints (JSON unless noted):
+//   GET  /seq/{key}[?count=N]          IDs (JSON, or text/plain by Accept)
+//   GET  /api/segment/get/{key}        Leaf-compatible bare ID, text/plain
+//   GET  /admin/keys[?after=&limit=]   rows + in-memory state, paginated
+//   POST /admin/keys                   create {"key","step","description"?}
+//   GET  /admin/keys/{key}             one row + in-memory state
+//   PUT  /admin/keys/{key}/step        {"step":N}
+//   GET  /admin/cache                  every key held in memory
+//   GET  /healthz, /readyz, /metrics (when a metrics handler is set)
+// Errors: {"error":{"code":"...","message":"..."}} with the status from
+// HttpStatusFor(); kInternal messages are replaced by "internal error".
+//
+// Thread safety: Handle() is safe from any thread. `respond` runs exactly
+// once, on the calling thread or on an allocator/database/timer thread; it
+// must not block. SetMetricsHandler() may be called at any time.
+#pragma once
+
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/status.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "storage/error.h"
+
+namespace seqd {
+
+class SegmentAllocator;
+class KeyAdmin;
+
+struct RouterOptions {
+  std::string version;
+  std::chrono::steady_clock::time_point started;
+};
+
+// The one table from error codes to HTTP statuses.
+boost::beast::http::status HttpStatusFor(ErrorCode code);
+
+class ApiRouter {
+ public:
+  using Request = boost::beast::http::request<boost::beast::http::string_body>;
+  using Response = boost::beast::http::response<boost::beast::http::string_body>;
+  using Respond = std::function<void(Response)>;
+
+  // `allocator` and `admin` must outlive the router and every pending call.
+  ApiRouter(SegmentAllocator& allocator, KeyAdmin& admin, RouterOptions options);
+  ~ApiRouter();
+  ApiRouter(const ApiRouter&) = delete;
+  ApiRouter& operator=(const ApiRouter&) = delete;
+
+  void Handle(Request req, Respond respond);
+
+  // If set, GET /metrics serves its result as Prometheus text. Unset: 404.
+  void SetMetricsHandler(std::function<std::string()> handler);
+
+ private:
+  struct Call;
+  void Route(const std::shared_ptr<Call>& call);
+  void HandleSeq(const std::shared_ptr<Call>& call, std::string key, bool leaf);
+  void HandleListKeys(const std::shared_ptr<Call>& call);
+  void HandleGetKey(const std::shared_ptr<Call>& call, std::string key);
+  void HandleCreateKey(const std::shared_ptr<Call>& call);
+  void HandleSetStep(const std::shared_ptr<Call>& call, std::string key);
+  void HandleCache(const std::shared_ptr<Call>& call);
+  void HandleHealth(const std::shared_ptr<Call>& call);
+  void HandleReady(const std::shared_ptr<Call>& call);
+  void HandleMetrics(const std::shared_ptr<Call>& call);
+
+  SegmentAllocator& allocator_;
+  KeyAdmin& admin_;
+  const RouterOptions options_;
+  mutable std::mutex metrics_mu_;
+  std::function<std::string()> metrics_;  // guarded by metrics_mu_
+};
+
+}  // namespace seqd

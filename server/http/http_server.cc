@@ -1,0 +1,354 @@
+#include "server/http/http_server.h"
+
+#include <algorithm>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core/bind_handler.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "server/core/log.h"
+#include "server/http/api_router.h"
+
+namespace seqd {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using error_code = boost::system::error_code;
+
+namespace {
+
+class Session;
+
+using Response = http::response<http::string_body>;
+
+// How long a connection we are closing may keep sending before we drop it,
+// and how much of that we read (so our last response is not lost to a RST).
+constexpr std::chrono::seconds kLingerTime{2};
+constexpr size_t kLingerBytes = 1 << 20;
+constexpr size_t kDiscardBufferBytes = 4096;
+
+// A canned error response that closes the connection. Fixed texts only.
+Response CloseWithError(http::status status, std::string_view code, std::string_view message) {
+  Response res{status, 11};
+  res.set(http::field::content_type, "application/json");
+  res.set(http::field::cache_control, "no-store");
+  res.keep_alive(false);
+  res.body() = std::string(R"({"error":{"code":")") + std::string(code) + R"(","message":")" +
+               std::string(message) + R"("}})";
+  res.prepare_payload();
+  return res;
+}
+
+}  // namespace
+
+struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
+  Impl(net::io_context& io_, HttpOptions options_, ApiRouter& router_)
+      : io(io_),
+        options(std::move(options_)),
+        router(router_),
+        strand(net::make_strand(io_)),
+        acceptor(strand),
+        retry_timer(strand) {}
+
+  Status Listen();
+  void DoAccept();
+  void OnAccept(error_code ec, tcp::socket socket);
+  void CloseAcceptor();
+  void Unregister(Session* session);
+
+  net::io_context& io;
+  const HttpOptions options;
+  ApiRouter& router;
+  net::strand<net::io_context::executor_type> strand;  // serializes acceptor + retry_timer
+  tcp::acceptor acceptor;
+  net::steady_timer retry_timer;  // backs off after accept errors (e.g. EMFILE)
+  std::atomic<uint16_t> port{0};
+
+  mutable std::mutex mu;
+  std::unordered_map<Session*, std::weak_ptr<Session>> sessions;  // guarded by mu
+  bool stopping = false;                                          // guarded by mu
+  std::function<void()> drained;                                  // guarded by mu
+};
+
+namespace {
+
+// One connection. Every member is touched only on the connection's strand.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket&& socket, std::shared_ptr<HttpServer::Impl> server)
+      : stream_(std::move(socket)), strand_(stream_.get_executor()), server_(std::move(server)) {}
+
+  ~Session() { server_->Unregister(this); }
+
+  // Starts serving; with `reject`, answers 503 and closes instead.
+  void Run(bool reject) {
+    net::dispatch(strand_, [self = shared_from_this(), reject] {
+      if (reject) {
+        self->SendAndClose(CloseWithError(http::status::service_unavailable, "service_unavailable",
+                                          "too many connections"));
+      } else {
+        self->DoRead();
+      }
+    });
+  }
+
+  // Server shutdown: close now if idle, else after the response in flight.
+  void Stop() {
+    net::post(strand_, [self = shared_from_this()] {
+      self->stopping_ = true;
+      if (!self->busy_) self->stream_.close();
+    });
+  }
+
+ private:
+  void DoRead() {
+    if (stopping_) return stream_.close();
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(
+        std::min<size_t>(server_->options.max_header_bytes, UINT32_MAX)));
+    parser_->body_limit(static_cast<std::uint64_t>(server_->options.max_body_bytes));
+    // An absolute deadline for the whole request: trickling does not extend it.
+    stream_.expires_after(server_->options.idle_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     beast::bind_front_handler(&Session::OnRead, shared_from_this()));
+  }
+
+  void OnRead(error_code ec, size_t /*bytes*/) {
+    if (ec == http::error::end_of_stream) return ShutdownSend();  // client is done
+    if (ec == http::error::header_limit) {
+      return SendAndClose(CloseWithError(http::status::request_header_fields_too_large,
+                                         "request_header_fields_too_large",
+                                         "request header is too large"));
+    }
+    if (ec == http::error::body_limit) {
+      return SendAndClose(CloseWithError(http::status::payload_too_large, "payload_too_large",
+                                         "request body is too large"));
+    }
+    if (ec && ec.category() == http::make_error_code(http::error::bad_method).category() &&
+        ec != http::error::partial_message) {
+      return SendAndClose(
+          CloseWithError(http::status::bad_request, "bad_request", "malformed HTTP request"));
+    }
+    if (ec) return;  // timeout, reset, aborted by Stop(), truncated request: drop
+    if (stopping_) return stream_.close();
+
+    busy_ = true;
+    stream_.expires_never();  // the router answers within the allocator's deadline
+    server_->router.Handle(parser_->release(), [self = shared_from_this()](Response res) {
+      // May run on any thread: hop onto the strand before touching the stream.
+      net::post(self->strand_,
+                [self, res = std::move(res)]() mutable { self->OnResponse(std::move(res)); });
+    });
+  }
+
+  void OnResponse(Response res) {
+    if (stopping_) res.keep_alive(false);
+    response_.emplace(std::move(res));
+    stream_.expires_after(server_->options.idle_timeout);
+    http::async_write(
+        stream_, *response_,
+        beast::bind_front_handler(&Session::OnWrite, shared_from_this(), response_->need_eof()));
+  }
+
+  void OnWrite(bool close, error_code ec, size_t /*bytes*/) {
+    busy_ = false;
+    response_.reset();
+    if (ec) return;
+    if (close || stopping_) return ShutdownSend();
+    DoRead();  // one request at a time: read the next only now
+  }
+
+  // Writes a final response, then lingers so the client reads it.
+  void SendAndClose(Response res) {
+    busy_ = true;
+    response_.emplace(std::move(res));
+    stream_.expires_after(server_->options.idle_timeout);
+    http::async_write(stream_, *response_, [self = shared_from_this()](error_code ec, size_t) {
+      self->busy_ = false;
+      self->response_.reset();
+      if (ec) return;
+      if (self->stopping_) return self->ShutdownSend();
+      self->Linger();
+    });
+  }
+
+  // Half-closes, then discards what the client still sends until it closes,
+  // the linger time passes or too much arrives. Closing with unread input
+  // would reset the connection and could destroy our last response.
+  void Linger() {
+    ShutdownSend();
+    buffer_.clear();
+    discard_ = std::make_unique<char[]>(kDiscardBufferBytes);
+    stream_.expires_after(
+        std::min<std::chrono::steady_clock::duration>(kLingerTime, server_->options.idle_timeout));
+    DoDiscard();
+  }
+
+  void DoDiscard() {
+    stream_.async_read_some(net::buffer(discard_.get(), kDiscardBufferBytes),
+                            [self = shared_from_this()](error_code ec, size_t n) {
+                              self->discarded_ += n;
+                              if (ec || self->discarded_ > kLingerBytes) return;
+                              self->DoDiscard();
+                            });
+  }
+
+  void ShutdownSend() {
+    error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  }
+
+  beast::tcp_stream stream_;
+  const net::any_io_executor strand_;
+  std::shared_ptr<HttpServer::Impl> server_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<Response> response_;  // kept alive while being written
+  bool busy_ = false;                 // a request is being answered or a reply written
+  bool stopping_ = false;
+  std::unique_ptr<char[]> discard_;  // only while lingering
+  size_t discarded_ = 0;
+};
+
+}  // namespace
+
+Status HttpServer::Impl::Listen() {
+  const std::string where = options.address + ":" + std::to_string(options.port);
+  error_code ec;
+  const net::ip::address addr = net::ip::make_address(options.address, ec);
+  if (ec) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "invalid listen address '" + options.address + "': " + ec.message());
+  }
+  const tcp::endpoint endpoint(addr, options.port);
+  auto fail = [&](std::string_view what) -> Status {
+    error_code ignored;
+    acceptor.close(ignored);
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "cannot " + std::string(what) + " " + where + ": " + ec.message());
+  };
+  if (acceptor.open(endpoint.protocol(), ec); ec) return fail("open socket for");
+  if (acceptor.set_option(net::socket_base::reuse_address(true), ec); ec) {
+    return fail("set SO_REUSEADDR on");
+  }
+  if (acceptor.bind(endpoint, ec); ec) return fail("bind");
+  if (acceptor.listen(net::socket_base::max_listen_connections, ec); ec) return fail("listen on");
+  const tcp::endpoint local = acceptor.local_endpoint(ec);
+  if (ec) return fail("read the bound address of");
+  port = local.port();
+  net::post(strand, [self = shared_from_this()] { self->DoAccept(); });
+  return OkStatus();
+}
+
+void HttpServer::Impl::DoAccept() {
+  if (!acceptor.is_open()) return;
+  acceptor.async_accept(net::make_strand(io),
+                        beast::bind_front_handler(&Impl::OnAccept, shared_from_this()));
+}
+
+void HttpServer::Impl::OnAccept(error_code ec, tcp::socket socket) {
+  if (ec) {
+    if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
+    SEQD_LOG(kWarn) << "accept failed: " << ec.message();
+    retry_timer.expires_after(std::chrono::milliseconds(100));
+    retry_timer.async_wait([self = shared_from_this()](error_code timer_ec) {
+      if (!timer_ec) self->DoAccept();
+    });
+    return;
+  }
+  error_code ignored;
+  socket.set_option(tcp::no_delay(true), ignored);
+
+  auto session = std::make_shared<Session>(std::move(socket), shared_from_this());
+  bool reject = false;
+  {
+    std::lock_guard lock(mu);
+    if (stopping) return;  // the session (and socket) dies here, unregistered
+    reject = sessions.size() >= options.max_connections;
+    sessions.emplace(session.get(), session);
+  }
+  session->Run(reject);
+  DoAccept();
+}
+
+void HttpServer::Impl::CloseAcceptor() {
+  net::post(strand, [self = shared_from_this()] {
+    error_code ignored;
+    self->acceptor.close(ignored);
+    self->retry_timer.cancel();
+  });
+}
+
+void HttpServer::Impl::Unregister(Session* session) {
+  std::function<void()> done;
+  {
+    std::lock_guard lock(mu);
+    if (sessions.erase(session) == 0 || !stopping || !sessions.empty() || !drained) return;
+    done = std::move(drained);
+    drained = nullptr;
+  }
+  net::post(io, std::move(done));  // not from inside the session's destructor
+}
+
+HttpServer::HttpServer(net::io_context& io, HttpOptions options, ApiRouter& router)
+    : impl_(std::make_shared<Impl>(io, std::move(options), router)) {}
+
+HttpServer::~HttpServer() { impl_->CloseAcceptor(); }
+
+Status HttpServer::Listen() { return impl_->Listen(); }
+
+uint16_t HttpServer::port() const { return impl_->port; }
+
+size_t HttpServer::open_connections() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->sessions.size();
+}
+
+void HttpServer::Stop(std::function<void()> drained) {
+  std::vector<std::shared_ptr<Session>> live;
+  std::function<void()> done;
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->stopping = true;
+    if (drained) {
+      if (impl_->drained) {  // a second Stop(): run both callbacks
+        impl_->drained = [first = std::move(impl_->drained), second = std::move(drained)] {
+          first();
+          second();
+        };
+      } else {
+        impl_->drained = std::move(drained);
+      }
+    }
+    for (auto& [ptr, weak] : impl_->sessions) {
+      if (auto s = weak.lock()) live.push_back(std::move(s));
+    }
+    if (impl_->sessions.empty() && impl_->drained) {
+      done = std::move(impl_->drained);
+      impl_->drained = nullptr;
+    }
+  }
+  impl_->CloseAcceptor();
+  for (auto& s : live) s->Stop();
+  live.clear();  // a session may now die here; Unregister takes the lock itself
+  if (done) net::post(impl_->io, std::move(done));
+}
+
+}  // namespace seqd

@@ -1,0 +1,69 @@
+// HTTP/1.1 front end: accepts connections on an io_context and feeds each
+// request to an ApiRouter. Modeled on Beast's advanced server example: one
+// strand per connection, one request at a time per connection, keep-alive.
+//
+// Limits: oversized header -> 431, oversized body -> 413, malformed request
+// -> 400 (each followed by close); a connection that sends nothing for
+// idle_timeout (or trickles a request slower than that) is dropped; beyond
+// max_connections new connections get 503 and are closed.
+//
+// Thread safety: all methods are safe from any thread. The io_context may be
+// run by any number of threads; no handler blocks.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "storage/error.h"
+
+namespace boost::asio {
+class io_context;
+}  // namespace boost::asio
+
+namespace seqd {
+
+class ApiRouter;
+
+struct HttpOptions {
+  std::string address = "127.0.0.1";
+  uint16_t port = 8080;
+  size_t max_header_bytes = 8192;
+  size_t max_body_bytes = 65536;
+  std::chrono::seconds idle_timeout{30};
+  size_t max_connections = 10000;
+};
+
+class HttpServer {
+ public:
+  // `io` and `router` must outlive the server and every connection it
+  // serves: call Stop() and wait for `drained` (or stop `io`) first.
+  HttpServer(boost::asio::io_context& io, HttpOptions options, ApiRouter& router);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds and starts accepting. kInvalidArgument (bad address, address in
+  // use, ...) on failure; never throws. Call once.
+  Status Listen();
+
+  // The bound port (useful with port 0); 0 before a successful Listen().
+  uint16_t port() const;
+
+  // Stops accepting, closes idle connections, lets requests in flight finish
+  // and write their response, then closes them. `drained` (optional) runs
+  // once, on an io_context thread, when no connection is left. Call once.
+  void Stop(std::function<void()> drained);
+
+  size_t open_connections() const;
+
+  struct Impl;  // opaque; public only so the connection code can name it
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace seqd

@@ -1,0 +1,121 @@
+"""Starts the real seqd binary and talks HTTP to it. Standard library only."""
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+SEQD = os.environ.get("SEQD_BINARY", "build/seqd")
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def store_spec(kind, tmpdir):
+    """The --store value for `kind` ('sqlite' or 'mariadb')."""
+    if kind == "sqlite":
+        return "sqlite:" + os.path.join(tmpdir, "seqd.db")
+    url = os.environ.get("SEQD_TEST_MYSQL_URL")
+    if not url:
+        raise RuntimeError("SEQD_TEST_MYSQL_URL is not set: start MariaDB with "
+                           "scripts/mariadb.sh (scripts/test.sh does)")
+    return url
+
+
+def mariadb(action):
+    """Stops or restarts the test MariaDB started by scripts/test.sh."""
+    d = os.environ.get("SEQD_TEST_MARIADB_DIR")
+    if not d:
+        raise RuntimeError("SEQD_TEST_MARIADB_DIR is not set")
+    subprocess.run([os.path.join(REPO, "scripts", "mariadb.sh"), action, d], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+class Seqd:
+    """One seqd process. Use as a context manager; stop() sends SIGTERM."""
+
+    def __init__(self, store, *extra, port=None):
+        self.port = port or free_port()
+        self.args = [SEQD, "--store", store, "--http-port", str(self.port), "--threads", "2",
+                     "--log-level", "warn", *extra]
+        self.log = tempfile.NamedTemporaryFile(prefix="seqd-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT)
+        self.wait_healthy()
+
+    def wait_healthy(self, timeout=15):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("seqd exited with %s: %s" % (self.proc.returncode, self.logs()))
+            try:
+                if self.get("/healthz")[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("seqd did not become healthy: " + self.logs())
+
+    def logs(self):
+        with open(self.log.name, errors="replace") as f:
+            return f.read()[-4000:]
+
+    def conn(self):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+
+    def request(self, method, path, body=None, headers=None, conn=None):
+        c = conn or self.conn()
+        data = json.dumps(body) if isinstance(body, (dict, list)) else body
+        c.request(method, path, body=data, headers=headers or {})
+        r = c.getresponse()
+        payload = r.read()
+        if conn is None:
+            c.close()
+        return r.status, payload, r
+
+    def get(self, path, **kw):
+        status, payload, _ = self.request("GET", path, **kw)
+        return status, payload
+
+    def get_json(self, path, **kw):
+        status, payload = self.get(path, **kw)
+        return status, json.loads(payload)
+
+    def create_key(self, key, step):
+        status, payload, _ = self.request("POST", "/admin/keys",
+                                          {"key": key, "step": step, "description": "e2e"})
+        if status not in (201, 409):
+            raise RuntimeError("create_key %s: %s %s" % (key, status, payload))
+
+    def ids(self, key, count=1, conn=None):
+        """The IDs of one /seq call, as a list."""
+        status, payload, _ = self.request("GET", "/seq/%s?count=%d" % (key, count), conn=conn)
+        if status != 200:
+            raise RuntimeError("GET /seq/%s: %s %s" % (key, status, payload))
+        body = json.loads(payload)
+        out = []
+        for r in body["ranges"]:
+            out.extend(range(r["first"], r["last"] + 1))
+        assert len(out) == count, body
+        return out
+
+    def stop(self, sig=signal.SIGTERM, timeout=15):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=timeout)
+        return self.proc.returncode
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        os.unlink(self.log.name)

@@ -1,0 +1,109 @@
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "server/config/config.h"
+
+using namespace seqd;
+
+namespace {
+Result<Config> Load(std::vector<const char*> args, std::map<std::string, std::string> env = {}) {
+  args.insert(args.begin(), "seqd");
+  return LoadConfig(static_cast<int>(args.size()), args.data(), env);
+}
+}  // namespace
+
+TEST_CASE("defaults match the documented ones") {
+  auto c = Load({});
+  REQUIRE(c);
+  CHECK(c->store == "sqlite:./data/seqd.db");
+  CHECK(c->http_port == 8080);
+  CHECK(c->prefetch_fraction == doctest::Approx(0.1));
+  CHECK(c->max_step == 1'000'000);
+  CHECK(c->max_count == 10'000);
+  CHECK(c->wait_deadline_ms == 1000);
+  REQUIRE(c->auto_keys.size() == 3);
+}
+
+TEST_CASE("flags beat environment, environment beats the file") {
+  const std::string path = "/tmp/seqd_config_test.conf";
+  {
+    std::ofstream f(path);
+    f << "# comment\nhttp_port = 7000\nmax_step = 500\n  threads=3  \n";
+  }
+  auto c = Load({"--config", path.c_str(), "--http-port=9000"},
+                {{"SEQD_HTTP_PORT", "8000"}, {"SEQD_MAX_STEP", "600"}});
+  REQUIRE(c);
+  CHECK(c->http_port == 9000);
+  CHECK(c->max_step == 600);
+  CHECK(c->threads == 3);
+  auto from_env = Load({}, {{"SEQD_CONFIG", path}});
+  REQUIRE(from_env);
+  CHECK(from_env->http_port == 7000);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("the shipped example config parses") {
+  auto c = Load({"--config", SEQD_SOURCE_DIR "/config/seqd.conf"});
+  REQUIRE_MESSAGE(c, (c ? "" : c.error().message));
+  CHECK(c->auto_keys.size() == 3);
+}
+
+TEST_CASE("bad values get an error naming the option") {
+  struct Case {
+    std::vector<const char*> args;
+    std::map<std::string, std::string> env;
+    std::string must_mention;
+  };
+  std::vector<Case> cases = {
+      {{"--http-port", "70000"}, {}, "--http-port"},
+      {{"--http-port", "abc"}, {}, "--http-port"},
+      {{}, {{"SEQD_MAX_STEP", "-5"}}, "SEQD_MAX_STEP"},
+      {{"--prefetch-fraction", "1.5"}, {}, "--prefetch-fraction"},
+      {{"--store", "postgres://x"}, {}, "--store"},
+      {{"--auto-keys", "sg_:zero"}, {}, "--auto-keys"},
+      {{"--auto-keys", "bad prefix:5"}, {}, "--auto-keys"},
+      {{"--log-level", "loud"}, {}, "--log-level"},
+      {{"--no-such-flag", "1"}, {}, "--no-such-flag"},
+      {{"--threads"}, {}, "--threads"},
+      {{"stray"}, {}, "stray"},
+  };
+  for (const Case& tc : cases) {
+    auto c = Load(tc.args, tc.env);
+    REQUIRE_FALSE(c);
+    CHECK_MESSAGE(c.error().message.find(tc.must_mention) != std::string::npos,
+                  c.error().message);
+  }
+  const std::string path = "/tmp/seqd_config_bad.conf";
+  {
+    std::ofstream f(path);
+    f << "max_count = 0\n";
+  }
+  auto c = Load({"--config", path.c_str()});
+  REQUIRE_FALSE(c);
+  CHECK(c.error().message.find("seqd_config_bad.conf:1: max_count") != std::string::npos);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("auto key rules parse and an empty list disables them") {
+  auto c = Load({"--auto-keys", "conv_:7,sg_:100"});
+  REQUIRE(c);
+  REQUIRE(c->auto_keys.size() == 2);
+  CHECK(c->auto_keys[0].prefix == "conv_");
+  CHECK(c->auto_keys[0].step == 7);
+  auto none = Load({"--auto-keys="});
+  REQUIRE(none);
+  CHECK(none->auto_keys.empty());
+}
+
+TEST_CASE("--help lists every option with its env var") {
+  const std::string help = ConfigHelp();
+  for (const char* s : {"--store", "SEQD_STORE", "--http-port", "--threads", "--max-step",
+                        "--auto-keys", "--wait-deadline-ms", "--log-level", "default: 8080"}) {
+    CHECK_MESSAGE(help.find(s) != std::string::npos, s);
+  }
+  auto c = Load({"--help"});
+  REQUIRE(c);
+  CHECK(c->show_help);
+}

@@ -1,0 +1,443 @@
+// HttpServer over real loopback sockets: a server io_context on background
+// threads, plain Asio clients with deadlines.
+#include "server/http/http_server.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <chrono>
+#include <future>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/core/asio_clock.h"
+#include "server/core/key_admin.h"
+#include "server/core/segment_allocator.h"
+#include "server/core/task_runner.h"
+#include "server/http/api_router.h"
+#include "storage/faulty_store.h"
+#include "storage/memory_store.h"
+
+using namespace seqd;
+using namespace std::chrono_literals;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using error_code = boost::system::error_code;
+using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+
+struct RawResponse {
+  int status = 0;
+  std::string head;  // status line and headers, lower-cased
+  std::string body;
+  bool Has(std::string_view lower_header_line) const {
+    return head.find(lower_header_line) != std::string::npos;
+  }
+};
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// A blocking-style HTTP client whose every read has a deadline.
+class Client {
+ public:
+  explicit Client(uint16_t port) : sock_(io_) {
+    error_code ec;
+    sock_.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port), ec);
+    connected_ = !ec;
+  }
+
+  bool connected() const { return connected_; }
+
+  void Send(std::string_view data) {
+    error_code ec;
+    net::write(sock_, net::buffer(data.data(), data.size()), ec);
+  }
+
+  // One response, or nullopt on close/error/timeout.
+  std::optional<RawResponse> Read(SteadyClock::duration timeout = 5s) {
+    const auto deadline = SteadyClock::now() + timeout;
+    size_t end;
+    while ((end = buf_.find("\r\n\r\n")) == std::string::npos) {
+      if (!ReadMore(deadline)) return std::nullopt;
+    }
+    RawResponse res;
+    res.head = Lower(buf_.substr(0, end + 2));
+    if (res.head.size() < 12) return std::nullopt;
+    res.status = std::stoi(res.head.substr(9, 3));
+    size_t length = 0;
+    if (size_t p = res.head.find("content-length:"); p != std::string::npos) {
+      length = std::stoul(res.head.substr(p + 15));
+    }
+    while (buf_.size() < end + 4 + length) {
+      if (!ReadMore(deadline)) return std::nullopt;
+    }
+    res.body = buf_.substr(end + 4, length);
+    buf_.erase(0, end + 4 + length);
+    return res;
+  }
+
+  // True if the server closes the connection (EOF or reset) within
+  // `timeout`; anything it still sends is discarded.
+  bool WaitClosed(SteadyClock::duration timeout = 5s) {
+    const auto deadline = SteadyClock::now() + timeout;
+    for (;;) {
+      error_code ec = ReadSome(deadline);
+      if (ec == net::error::timed_out) return false;
+      if (ec) return true;
+      buf_.clear();
+    }
+  }
+
+ private:
+  bool ReadMore(SteadyClock::time_point deadline) { return !ReadSome(deadline); }
+
+  error_code ReadSome(SteadyClock::time_point deadline) {
+    char tmp[4096];
+    std::optional<error_code> result;
+    size_t got = 0;
+    sock_.async_read_some(net::buffer(tmp), [&](error_code ec, size_t n) {
+      result = ec;
+      got = n;
+    });
+    io_.restart();
+    io_.run_until(deadline);
+    if (!result) {
+      sock_.cancel();
+      io_.restart();
+      io_.run();
+      buf_.append(tmp, got);
+      return net::error::timed_out;
+    }
+    buf_.append(tmp, got);
+    return *result;
+  }
+
+  net::io_context io_;
+  tcp::socket sock_;
+  bool connected_ = false;
+  std::string buf_;
+};
+
+std::string Get(std::string_view target, std::string_view extra = "") {
+  return "GET " + std::string(target) + " HTTP/1.1\r\nHost: test\r\n" + std::string(extra) + "\r\n";
+}
+
+template <typename Pred>
+bool WaitFor(Pred pred, SteadyClock::duration timeout = 5s) {
+  const auto deadline = SteadyClock::now() + timeout;
+  while (!pred()) {
+    if (SteadyClock::now() > deadline) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+AllocatorOptions LongDeadline() {
+  AllocatorOptions o;
+  o.wait_deadline = 30s;
+  return o;
+}
+
+struct ServerFixture {
+  explicit ServerFixture(HttpOptions options, AllocatorOptions alloc_options = LongDeadline())
+      : store(mem),
+        clock(io),
+        allocator(store, db, clock, KeyRules(), alloc_options),
+        admin(store, db, allocator),
+        router(allocator, admin, RouterOptions{"test", SteadyClock::now()}),
+        server(
+            io,
+            [&] {
+              options.address = "127.0.0.1";
+              options.port = 0;
+              return options;
+            }(),
+            router) {
+    Status s = server.Listen();
+    listening = s.ok();
+    for (int i = 0; i < 2; ++i) threads.emplace_back([this] { io.run(); });
+  }
+
+  ~ServerFixture() {
+    store.SetHold(false);
+    std::promise<void> drained;
+    server.Stop([&] { drained.set_value(); });
+    CHECK(drained.get_future().wait_for(5s) == std::future_status::ready);
+    work.reset();
+    io.stop();
+    for (auto& t : threads) t.join();
+    db.Stop();
+  }
+
+  net::io_context io;
+  net::executor_work_guard<net::io_context::executor_type> work = net::make_work_guard(io);
+  MemoryStore mem;
+  FaultyStore store;
+  ThreadPoolRunner db{2};
+  AsioClock clock;
+  SegmentAllocator allocator;
+  KeyAdmin admin;
+  ApiRouter router;
+  HttpServer server;
+  bool listening = false;
+  std::vector<std::thread> threads;
+};
+
+}  // namespace
+
+TEST_CASE("http: keep-alive serves several requests on one connection") {
+  ServerFixture f(HttpOptions{});
+  REQUIRE(f.listening);
+  REQUIRE(f.server.port() != 0);
+  REQUIRE(f.mem.CreateKey("k", 10, "").ok());
+
+  Client c(f.server.port());
+  REQUIRE(c.connected());
+  c.Send(Get("/healthz"));
+  auto r1 = c.Read();
+  REQUIRE(r1);
+  CHECK(r1->status == 200);
+  CHECK(r1->body.find("\"status\":\"ok\"") != std::string::npos);
+  CHECK(!r1->Has("connection: close"));
+
+  c.Send(Get("/seq/k"));
+  auto r2 = c.Read();
+  REQUIRE(r2);
+  CHECK(r2->status == 200);
+  CHECK(r2->body == R"({"key":"k","id":1})");
+  CHECK(r2->Has("cache-control: no-store"));
+  CHECK(f.server.open_connections() == 1);
+
+  // Pipelined requests are answered in order.
+  c.Send(Get("/seq/k") + Get("/seq/k", "Connection: close\r\n"));
+  auto r3 = c.Read();
+  auto r4 = c.Read();
+  REQUIRE(r3);
+  REQUIRE(r4);
+  CHECK(r3->body == R"({"key":"k","id":2})");
+  CHECK(r4->body == R"({"key":"k","id":3})");
+  CHECK(r4->Has("connection: close"));
+  CHECK(c.WaitClosed());
+  CHECK(WaitFor([&] { return f.server.open_connections() == 0; }));
+}
+
+TEST_CASE("http: malformed request gets 400 and the connection closes") {
+  ServerFixture f(HttpOptions{});
+  REQUIRE(f.listening);
+  for (const char* garbage :
+       {"NOT HTTP AT ALL\r\n\r\n", "GET / HTTP/1.1\r\nBad Header\r\n\r\n",
+        "GET / HTTP/1.1\r\nContent-Length: x\r\n\r\n", "\x01\x02\x03\r\n\r\n"}) {
+    INFO(garbage);
+    Client c(f.server.port());
+    REQUIRE(c.connected());
+    c.Send(garbage);
+    auto r = c.Read();
+    REQUIRE(r);
+    CHECK(r->status == 400);
+    CHECK(r->body.find("\"bad_request\"") != std::string::npos);
+    CHECK(r->Has("connection: close"));
+    CHECK(c.WaitClosed());
+  }
+  // The server is still fine.
+  Client c(f.server.port());
+  c.Send(Get("/healthz"));
+  auto r = c.Read();
+  REQUIRE(r);
+  CHECK(r->status == 200);
+}
+
+TEST_CASE("http: oversized body gets 413 and close") {
+  HttpOptions o;
+  o.max_body_bytes = 1024;
+  ServerFixture f(o);
+  REQUIRE(f.listening);
+  Client c(f.server.port());
+  const std::string body(5000, 'x');
+  c.Send(
+      "POST /admin/keys HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+      "Content-Length: 5000\r\n\r\n" +
+      body);
+  auto r = c.Read();
+  REQUIRE(r);
+  CHECK(r->status == 413);
+  CHECK(r->body.find("\"payload_too_large\"") != std::string::npos);
+  CHECK(c.WaitClosed());
+
+  // A body within the limit is fine.
+  Client ok(f.server.port());
+  std::string json = R"({"key":"small","step":5})";
+  ok.Send("POST /admin/keys HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(json.size()) +
+          "\r\n\r\n" + json);
+  r = ok.Read();
+  REQUIRE(r);
+  CHECK(r->status == 201);
+}
+
+TEST_CASE("http: oversized header gets 431 and close") {
+  ServerFixture f(HttpOptions{});
+  REQUIRE(f.listening);
+  Client c(f.server.port());
+  c.Send(Get("/healthz", "X-Filler: " + std::string(10000, 'a') + "\r\n"));
+  auto r = c.Read();
+  REQUIRE(r);
+  CHECK(r->status == 431);
+  CHECK(c.WaitClosed());
+}
+
+TEST_CASE("http: idle and trickling clients are dropped at the idle timeout") {
+  HttpOptions o;
+  o.idle_timeout = 1s;
+  ServerFixture f(o);
+  REQUIRE(f.listening);
+
+  auto start = SteadyClock::now();
+  Client idle(f.server.port());
+  REQUIRE(idle.connected());
+  CHECK(idle.WaitClosed(4s));
+  auto took = SteadyClock::now() - start;
+  CHECK(took >= 900ms);
+  CHECK(took < 3s);
+
+  // Idle after a response on a keep-alive connection.
+  Client kept(f.server.port());
+  kept.Send(Get("/healthz"));
+  REQUIRE(kept.Read());
+  start = SteadyClock::now();
+  CHECK(kept.WaitClosed(4s));
+  CHECK(SteadyClock::now() - start >= 900ms);
+
+  // Trickling a header does not extend the deadline.
+  start = SteadyClock::now();
+  Client slow(f.server.port());
+  slow.Send("GET /healthz HTTP/1.1\r\n");
+  bool closed = false;
+  for (int i = 0; i < 10 && !closed; ++i) {
+    slow.Send("X-A: b\r\n");
+    closed = slow.WaitClosed(300ms);
+  }
+  CHECK(closed);
+  CHECK(SteadyClock::now() - start < 2500ms);
+  CHECK(WaitFor([&] { return f.server.open_connections() == 0; }));
+}
+
+TEST_CASE("http: Stop() closes idle connections and lets in-flight requests finish") {
+  ServerFixture f(HttpOptions{});
+  REQUIRE(f.listening);
+  REQUIRE(f.mem.CreateKey("k", 10, "").ok());
+  const uint16_t port = f.server.port();
+
+  Client idle(port);
+  idle.Send(Get("/healthz"));
+  REQUIRE(idle.Read());
+
+  f.store.SetHold(true);
+  Client busy(port);
+  busy.Send(Get("/seq/k"));
+  REQUIRE(WaitFor([&] { return f.store.reserve_calls() >= 1; }));
+
+  std::promise<void> drained;
+  auto drained_future = drained.get_future();
+  f.server.Stop([&] { drained.set_value(); });
+
+  CHECK(idle.WaitClosed(2s));
+  CHECK(drained_future.wait_for(200ms) == std::future_status::timeout);
+  CHECK(f.server.open_connections() == 1);
+
+  // No new connections are served.
+  Client late(port);
+  if (late.connected()) CHECK(late.WaitClosed(2s));
+
+  f.store.SetHold(false);
+  auto r = busy.Read();
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  CHECK(r->body == R"({"key":"k","id":1})");
+  CHECK(r->Has("connection: close"));
+  CHECK(busy.WaitClosed());
+  CHECK(drained_future.wait_for(5s) == std::future_status::ready);
+  CHECK(f.server.open_connections() == 0);
+}
+
+TEST_CASE("http: connections beyond max_connections get 503") {
+  HttpOptions o;
+  o.max_connections = 1;
+  ServerFixture f(o);
+  REQUIRE(f.listening);
+  Client first(f.server.port());
+  first.Send(Get("/healthz"));
+  REQUIRE(first.Read());
+  REQUIRE(f.server.open_connections() == 1);
+
+  Client second(f.server.port());
+  second.Send(Get("/healthz"));
+  auto r = second.Read();
+  REQUIRE(r);
+  CHECK(r->status == 503);
+  CHECK(second.WaitClosed());
+
+  first.Send(Get("/healthz"));
+  r = first.Read();
+  REQUIRE(r);
+  CHECK(r->status == 200);
+}
+
+TEST_CASE("http: Listen() reports a port in use without throwing") {
+  ServerFixture f(HttpOptions{});
+  REQUIRE(f.listening);
+  HttpOptions o;
+  o.port = f.server.port();
+  HttpServer other(f.io, o, f.router);
+  Status s = other.Listen();
+  REQUIRE(!s.ok());
+  CHECK(s.error().code == ErrorCode::kInvalidArgument);
+  CHECK(s.error().message.find(std::to_string(o.port)) != std::string::npos);
+
+  o.address = "not an address";
+  HttpServer bad(f.io, o, f.router);
+  s = bad.Listen();
+  REQUIRE(!s.ok());
+  CHECK(s.error().message.find("not an address") != std::string::npos);
+}
+
+TEST_CASE("http: concurrent clients get unique IDs") {
+  ServerFixture f(HttpOptions{});
+  REQUIRE(f.listening);
+  REQUIRE(f.mem.CreateKey("k", 7, "").ok());  // small step: many reservations
+  constexpr int kClients = 6, kRequests = 150;
+  std::vector<std::vector<int64_t>> ids(kClients);
+  std::atomic<int> failures{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.emplace_back([&, i] {
+      Client c(f.server.port());
+      for (int n = 0; n < kRequests; ++n) {
+        c.Send(Get("/seq/k", "Accept: text/plain\r\n"));
+        auto r = c.Read();
+        if (!r || r->status != 200) {
+          ++failures;
+          return;
+        }
+        ids[i].push_back(std::stoll(r->body));
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  CHECK(failures == 0);
+  std::vector<int64_t> all;
+  for (auto& v : ids) all.insert(all.end(), v.begin(), v.end());
+  std::sort(all.begin(), all.end());
+  CHECK(all.size() == size_t{kClients * kRequests});
+  CHECK(std::adjacent_find(all.begin(), all.end()) == all.end());
+}
