@@ -1,9 +1,9 @@
 // seqd: wires the store, the allocator and the HTTP listener, and runs them
 // until SIGTERM/SIGINT, then drains and exits 0.
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <atomic>
 #include <cstdio>
 #include <iostream>
 #include <thread>

@@ -55,8 +55,8 @@ struct SegmentAllocator::KeyState {
   int64_t step = 0;        // dynamic step
   int64_t reservations = 0;
   Clock::TimePoint last_reserved_at{};
-  Clock::TimePoint last_used{};
-  Clock::TimePoint retry_at{};  // no reservation before this (after a failure)
+  Clock::TimePoint last_used{};  // coarse: as of the latest EvictIdle() sweep
+  Clock::TimePoint retry_at{};   // no reservation before this (after a failure)
   bool retry_scheduled = false;
   std::optional<std::string> last_error;
   std::deque<std::shared_ptr<Waiter>> parked;
@@ -83,7 +83,8 @@ SegmentAllocator::SegmentAllocator(SegmentStore& store, TaskRunner& db, Clock& c
       clock_(clock),
       rules_(std::move(rules)),
       options_(options),
-      shards_(new Shard[kShardCount]) {}
+      shards_(new Shard[kShardCount]),
+      coarse_now_(clock.Now()) {}
 
 SegmentAllocator::~SegmentAllocator() = default;
 
@@ -132,8 +133,9 @@ void SegmentAllocator::Take(std::string_view key, int64_t count, TakeCallback do
   for (;;) {
     bool inserted = false;
     std::shared_ptr<KeyState> state = FindOrInsert(key, &inserted);
-    auto waiter = std::make_shared<Waiter>();
-    waiter->need = count;
+    IdBatch got;
+    int64_t need = count;
+    std::shared_ptr<Waiter> waiter;
     {
       std::unique_lock lock(state->mu);
       if (state->erased) {  // lost a race with eviction; use a fresh entry
@@ -147,14 +149,17 @@ void SegmentAllocator::Take(std::string_view key, int64_t count, TakeCallback do
           state->auto_step = rule->step;
         }
       }
-      state->last_used = clock_.Now();
-      if (ServeLocked(*state, *waiter)) {
+      state->last_used = coarse_now_.load(std::memory_order_relaxed);
+      if (ServeLocked(*state, need, got)) {
         MaybeReserveLocked(state);
         lock.unlock();
-        ids_issued_ += count;
-        return done(std::move(waiter->got));
+        ids_issued_.fetch_add(count, std::memory_order_relaxed);
+        return done(std::move(got));
       }
       // Both buffers are empty: park until a reservation lands or the deadline.
+      waiter = std::make_shared<Waiter>();
+      waiter->need = need;
+      waiter->got = std::move(got);
       waiter->done = std::move(done);
       state->parked.push_back(waiter);
       ++parked_now_;
@@ -166,8 +171,8 @@ void SegmentAllocator::Take(std::string_view key, int64_t count, TakeCallback do
   }
 }
 
-bool SegmentAllocator::ServeLocked(KeyState& state, Waiter& w) {
-  while (w.need > 0) {
+bool SegmentAllocator::ServeLocked(KeyState& state, int64_t& need, IdBatch& got) {
+  while (need > 0) {
     if (!state.has_current || state.current.remaining() == 0) {
       if (!state.has_next) return false;
       state.current = state.next;
@@ -175,14 +180,14 @@ bool SegmentAllocator::ServeLocked(KeyState& state, Waiter& w) {
       state.has_next = false;
     }
     Buffer& b = state.current;
-    const int64_t n = std::min(w.need, b.remaining());
-    if (!w.got.ranges.empty() && w.got.ranges.back().last + 1 == b.next) {
-      w.got.ranges.back().last += n;
+    const int64_t n = std::min(need, b.remaining());
+    if (!got.ranges.empty() && got.ranges.back().last + 1 == b.next) {
+      got.ranges.back().last += n;
     } else {
-      w.got.ranges.push_back(IdRange{b.next, b.next + n - 1});
+      got.ranges.push_back(IdRange{b.next, b.next + n - 1});
     }
     b.next += n;
-    w.need -= n;
+    need -= n;
   }
   return true;
 }
@@ -282,7 +287,7 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
       s.last_error.reset();
       while (!s.parked.empty()) {
         Waiter& w = *s.parked.front();
-        if (!ServeLocked(s, w)) break;
+        if (!ServeLocked(s, w.need, w.got)) break;
         finished.emplace_back(s.parked.front(), std::move(w.got));
         s.parked.pop_front();
       }
@@ -292,8 +297,9 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
       if (result.error().code == ErrorCode::kUnknownKey) {
         SEQD_LOG(kDebug) << "unknown key=" << s.key;  // a client error, not ours
       } else {
-        SEQD_LOG(kWarn) << "reservation failed key=" << s.key << " code="
-                        << ErrorCodeName(result.error().code) << ": " << result.error().message;
+        SEQD_LOG(kWarn) << "reservation failed key=" << s.key
+                        << " code=" << ErrorCodeName(result.error().code) << ": "
+                        << result.error().message;
       }
       if (result.error().code == ErrorCode::kUnknownKey) {
         // The row is gone (or never existed): fail everyone and forget the key.
@@ -314,7 +320,10 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
   for (auto& [w, r] : finished) {
     --parked_now_;
     if (r) ids_issued_ += r->count();
-    w->done(std::move(r));
+    // Moved out so the pending deadline timer does not keep the caller's
+    // state (its connection) alive.
+    TakeCallback done = std::move(w->done);
+    done(std::move(r));
   }
 }
 
@@ -328,12 +337,11 @@ void SegmentAllocator::OnDeadline(const std::shared_ptr<KeyState>& state,
   }
   --parked_now_;
   ++timeouts_;
-  std::string why = "no IDs available for this key within the deadline";
-  {
-    std::lock_guard lock(state->mu);
-    if (state->last_error) why += ": " + *state->last_error;
-  }
-  w->done(MakeError(ErrorCode::kStoreUnavailable, why));
+  // The store's own error text stays in the logs and admin pages, never in
+  // an answer to a client.
+  TakeCallback done = std::move(w->done);
+  done(MakeError(ErrorCode::kStoreUnavailable,
+                 "no IDs available for this key within the deadline; the store did not answer"));
 }
 
 void SegmentAllocator::OnTableStepChanged(std::string_view key, int64_t table_step) {
@@ -346,6 +354,7 @@ void SegmentAllocator::OnTableStepChanged(std::string_view key, int64_t table_st
 
 size_t SegmentAllocator::EvictIdle() {
   const Clock::TimePoint now = clock_.Now();
+  coarse_now_.store(now, std::memory_order_relaxed);
   size_t dropped = 0;
   for (size_t i = 0; i < kShardCount; ++i) {
     Shard& shard = shards_[i];
@@ -408,7 +417,8 @@ void SegmentAllocator::Shutdown() {
   }
   for (auto& w : failed) {
     --parked_now_;
-    w->done(MakeError(ErrorCode::kShuttingDown, "server is shutting down"));
+    TakeCallback done = std::move(w->done);
+    done(MakeError(ErrorCode::kShuttingDown, "server is shutting down"));
   }
 }
 

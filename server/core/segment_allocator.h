@@ -19,6 +19,7 @@
 #pragma once
 
 #include <atomic>
+#include <boost/container/small_vector.hpp>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -56,7 +57,9 @@ struct IdRange {
 
 // The IDs of one call, as the contiguous ranges they span, in increasing order.
 struct IdBatch {
-  std::vector<IdRange> ranges;
+  // Inline room for two ranges: a batch spans at most two segments unless it
+  // is larger than a segment, so the hot path does not allocate.
+  boost::container::small_vector<IdRange, 2> ranges;
   int64_t count() const;
 };
 
@@ -110,7 +113,9 @@ class SegmentAllocator {
   void OnTableStepChanged(std::string_view key, int64_t table_step);
 
   // Drops keys unused for idle_timeout (never one with work in flight).
-  // Returns how many were dropped.
+  // Returns how many were dropped. Use times are only as fine as the calls
+  // to this sweep (the hot path does not read the clock), so call it every
+  // idle_timeout / 4 or so.
   size_t EvictIdle();
 
   // Drops registered keys (those no rule matches) whose rows are gone. Runs
@@ -136,8 +141,9 @@ class SegmentAllocator {
   void Erase(const std::shared_ptr<KeyState>& state);
   Shard& ShardFor(std::string_view key) const;
 
-  // REQUIRES: state->mu held. Serves `w` from the buffers; true if complete.
-  bool ServeLocked(KeyState& state, Waiter& w);
+  // REQUIRES: state->mu held. Moves up to `need` IDs from the buffers into
+  // `got`, decrementing `need`; true once need == 0.
+  bool ServeLocked(KeyState& state, int64_t& need, IdBatch& got);
   // REQUIRES: state->mu held. Starts a reservation if one is due and allowed.
   void MaybeReserveLocked(const std::shared_ptr<KeyState>& state);
   int64_t NextStepLocked(KeyState& state, int64_t demand);
@@ -153,6 +159,9 @@ class SegmentAllocator {
   const AllocatorOptions options_;
   std::unique_ptr<Shard[]> shards_;
   std::atomic<bool> shutting_down_{false};
+  // The clock as of the latest EvictIdle(): stamps key use without a clock
+  // read on the hot path.
+  std::atomic<Clock::TimePoint> coarse_now_;
 
   std::atomic<int64_t> ids_issued_{0};
   std::atomic<int64_t> reservations_{0};

@@ -422,13 +422,12 @@ TEST_CASE("store errors map to statuses; internal errors never leak") {
   CHECK(res.body().find("hunter2") == std::string::npos);
 
   // A reservation failing with an internal error. The allocator reports the
-  // deadline as kStoreUnavailable and (currently) appends the store's last
-  // error message; the router passes kStoreUnavailable messages through, so
-  // this is only a warning here.
+  // deadline as kStoreUnavailable; the store's own message must not reach
+  // the client.
   res = f.Get("/seq/k");
   CHECK(res.result() == http::status::service_unavailable);
-  WARN_MESSAGE(res.body().find("hunter2") == std::string::npos,
-               "allocator leaks the store's error text: " << res.body());
+  CHECK_MESSAGE(res.body().find("hunter2") == std::string::npos,
+                "allocator leaks the store's error text: " << res.body());
 }
 
 TEST_CASE("HttpStatusFor covers every error code") {

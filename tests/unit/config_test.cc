@@ -1,9 +1,9 @@
+#include "server/config/config.h"
+
 #include <doctest/doctest.h>
 
 #include <cstdio>
 #include <fstream>
-
-#include "server/config/config.h"
 
 using namespace seqd;
 
@@ -72,8 +72,7 @@ TEST_CASE("bad values get an error naming the option") {
   for (const Case& tc : cases) {
     auto c = Load(tc.args, tc.env);
     REQUIRE_FALSE(c);
-    CHECK_MESSAGE(c.error().message.find(tc.must_mention) != std::string::npos,
-                  c.error().message);
+    CHECK_MESSAGE(c.error().message.find(tc.must_mention) != std::string::npos, c.error().message);
   }
   const std::string path = "/tmp/seqd_config_bad.conf";
   {
