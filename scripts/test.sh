@@ -18,5 +18,18 @@ export SEQD_TEST_MYSQL_URL
 export SEQD_TEST_MARIADB_DIR="$mariadb_dir"
 echo "test: MariaDB at ${SEQD_TEST_MYSQL_URL//:seqd@/:***@}"
 
-cd build
-ctest --output-on-failure -j2 "$@"
+(cd build && ctest --output-on-failure -j2 "$@")
+
+# The in-process suites again under sanitizers: races (thread) and memory or
+# undefined-behaviour errors (address,undefined). Skipped when ctest
+# arguments narrow the run.
+if [[ $# -eq 0 && "${SEQD_SANITIZERS:-1}" == "1" ]]; then
+  for san in thread address,undefined; do
+    dir="build/sanitize-${san%%,*}"
+    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSEQD_SANITIZE="$san" \
+      -DSEQD_BUILD_BENCH=OFF >/dev/null
+    cmake --build "$dir" -j2 --target seqd_unit_tests store_conformance_test
+    (cd "$dir" && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+      ctest --output-on-failure -j2 -R '^(unit_tests|store_conformance|store_conformance_mariadb)$')
+  done
+fi

@@ -37,6 +37,7 @@ struct SegmentAllocator::Waiter {
   TakeCallback done;
 };
 
+// Lock order: Shard::mu before KeyState::mu, never the reverse.
 struct SegmentAllocator::KeyState {
   explicit KeyState(std::string k) : key(std::move(k)) {}
 
@@ -360,10 +361,13 @@ size_t SegmentAllocator::EvictIdle() {
     Shard& shard = shards_[i];
     std::lock_guard shard_lock(shard.mu);
     for (auto it = shard.keys.begin(); it != shard.keys.end();) {
-      KeyState& s = *it->second;
-      std::lock_guard lock(s.mu);
-      if (!s.loading && s.parked.empty() && now - s.last_used >= options_.idle_timeout) {
-        s.erased = true;
+      // Our own reference: erasing the map entry must not destroy the state
+      // (and its locked mutex) under us.
+      const std::shared_ptr<KeyState> state = it->second;
+      std::lock_guard lock(state->mu);
+      if (!state->loading && state->parked.empty() &&
+          now - state->last_used >= options_.idle_timeout) {
+        state->erased = true;
         it = shard.keys.erase(it);
         ++dropped;
       } else {
