@@ -34,7 +34,11 @@ void KeyAdmin::CreateKey(std::string key, int64_t step, std::string description,
     return done(MakeError(ErrorCode::kInvalidArgument, "description is longer than 256 bytes"));
   }
   db_.Post([this, key = std::move(key), step, description = std::move(description),
-            done = std::move(done)] { done(store_.CreateKey(key, step, description)); });
+            done = std::move(done)] {
+    Result<KeyRow> row = store_.CreateKey(key, step, description);
+    if (row) allocator_.OnKeyCreated(key);
+    done(std::move(row));
+  });
 }
 
 void KeyAdmin::SetStep(std::string key, int64_t step, Callback<KeyRow> done) {

@@ -16,6 +16,11 @@ int64_t IdBatch::count() const {
 namespace {
 
 constexpr size_t kShardCount = 64;
+// How long a key the store reported missing is answered 404 from memory.
+// Keys created through KeyAdmin are forgotten at once; rows inserted by SQL
+// appear after at most this long.
+constexpr Clock::Duration kUnknownKeyTtl = std::chrono::seconds(1);
+constexpr size_t kMaxUnknownPerShard = 1024;
 
 // One reserved segment being served. Empty when next > last.
 struct Buffer {
@@ -75,6 +80,9 @@ struct SegmentAllocator::Shard {
   mutable std::mutex mu;
   // guarded by mu
   std::unordered_map<std::string, std::shared_ptr<KeyState>, KeyHash, std::equal_to<>> keys;
+  // Keys the store recently said do not exist, with when to ask again;
+  // guarded by mu. Spares the store a query per request for a bad key.
+  std::unordered_map<std::string, Clock::TimePoint, KeyHash, std::equal_to<>> unknown;
 };
 
 SegmentAllocator::SegmentAllocator(SegmentStore& store, TaskRunner& db, Clock& clock,
@@ -109,10 +117,30 @@ std::shared_ptr<SegmentAllocator::KeyState> SegmentAllocator::FindOrInsert(std::
     *inserted = false;
     return it->second;
   }
+  if (!shard.unknown.empty()) {
+    auto u = shard.unknown.find(key);
+    if (u != shard.unknown.end()) {
+      if (clock_.Now() < u->second) return nullptr;  // known not to exist
+      shard.unknown.erase(u);
+    }
+  }
   auto state = std::make_shared<KeyState>(std::string(key));
   shard.keys.emplace(state->key, state);
   *inserted = true;
   return state;
+}
+
+void SegmentAllocator::RememberUnknown(std::string_view key) {
+  Shard& shard = ShardFor(key);
+  std::lock_guard lock(shard.mu);
+  if (shard.unknown.size() >= kMaxUnknownPerShard) shard.unknown.clear();
+  shard.unknown.insert_or_assign(std::string(key), clock_.Now() + kUnknownKeyTtl);
+}
+
+void SegmentAllocator::OnKeyCreated(std::string_view key) {
+  Shard& shard = ShardFor(key);
+  std::lock_guard lock(shard.mu);
+  if (auto u = shard.unknown.find(key); u != shard.unknown.end()) shard.unknown.erase(u);
 }
 
 void SegmentAllocator::Erase(const std::shared_ptr<KeyState>& state) {
@@ -134,6 +162,9 @@ void SegmentAllocator::Take(std::string_view key, int64_t count, TakeCallback do
   for (;;) {
     bool inserted = false;
     std::shared_ptr<KeyState> state = FindOrInsert(key, &inserted);
+    if (!state) {
+      return done(MakeError(ErrorCode::kUnknownKey, "unknown key '" + std::string(key) + "'"));
+    }
     IdBatch got;
     int64_t need = count;
     std::shared_ptr<Waiter> waiter;
@@ -317,7 +348,10 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
     }
     if (!s.erased) MaybeReserveLocked(state);
   }
-  if (erase_key) Erase(state);
+  if (erase_key) {
+    Erase(state);
+    if (!state->auto_created) RememberUnknown(state->key);
+  }
   for (auto& [w, r] : finished) {
     --parked_now_;
     if (r) ids_issued_ += r->count();

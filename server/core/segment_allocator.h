@@ -109,6 +109,9 @@ class SegmentAllocator {
   // kShuttingDown.
   void Take(std::string_view key, int64_t count, TakeCallback done);
 
+  // Forgets that `key` was recently unknown (it was just created).
+  void OnKeyCreated(std::string_view key);
+
   // Applies a step changed by an admin call to the in-memory state.
   void OnTableStepChanged(std::string_view key, int64_t table_step);
 
@@ -136,7 +139,9 @@ class SegmentAllocator {
   struct Waiter;
   struct Shard;
 
+  // nullptr if the key is known not to exist (recently reported unknown).
   std::shared_ptr<KeyState> FindOrInsert(std::string_view key, bool* inserted);
+  void RememberUnknown(std::string_view key);
   std::shared_ptr<KeyState> Find(std::string_view key) const;
   void Erase(const std::shared_ptr<KeyState>& state);
   Shard& ShardFor(std::string_view key) const;

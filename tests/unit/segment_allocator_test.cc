@@ -370,3 +370,25 @@ TEST_CASE("many threads: IDs unique and strictly increasing per thread") {
   }
   CHECK(all.size() == total);
 }
+
+TEST_CASE("an unknown key is answered from memory for a while, then asked again") {
+  Fixture f;
+  Outcome first = f.TakeNow("ghost");
+  REQUIRE(first.error);
+  CHECK(first.error->code == ErrorCode::kUnknownKey);
+  const int64_t calls = f.store.reserve_calls();
+  Outcome again;
+  f.alloc->Take("ghost", 1, again.Callback());
+  REQUIRE(again.error);  // inline: no store round trip
+  CHECK(again.error->code == ErrorCode::kUnknownKey);
+  CHECK(f.store.reserve_calls() == calls);
+  REQUIRE(f.memory.CreateKey("ghost", 10, ""));  // inserted behind our back (SQL)
+  f.clock.Advance(1100ms);
+  CHECK(f.One("ghost") == 1);
+
+  Outcome other = f.TakeNow("ghost2");
+  REQUIRE(other.error);
+  REQUIRE(f.memory.CreateKey("ghost2", 10, ""));
+  f.alloc->OnKeyCreated("ghost2");  // what KeyAdmin does after creating a row
+  CHECK(f.One("ghost2") == 1);
+}
