@@ -181,6 +181,11 @@ struct ApiRouter::Call {
   std::string_view path;  // into req.target()
   std::string_view query;
   std::atomic<bool> responded{false};
+  // GET /seq and the Leaf endpoint: what the answer looks like.
+  std::string key;
+  bool seq_batch = false;  // ?count= given: answer with ranges
+  bool seq_text = false;   // Accept: text/plain
+  bool seq_leaf = false;   // Leaf's bare-ID text endpoint
 
   ApiRouter::Response Make(http::status status, std::string_view type, std::string body) const {
     Response res{status, req.version()};
@@ -242,6 +247,61 @@ struct ApiRouter::Call {
     return std::nullopt;
   }
 };
+
+namespace {
+
+// The answer to GET /seq or Leaf's endpoint. Keys are validated to a charset
+// that needs no JSON escaping, so the hot path formats JSON by hand.
+ApiRouter::Response SeqResponse(const ApiRouter::Call& call, const Result<IdBatch>& result) {
+  if (!result) {
+    const Error& error = result.error();
+    if (call.seq_leaf) {
+      return call.Make(HttpStatusFor(error.code), kTextType, PublicMessage(error));
+    }
+    return call.ErrorJson(error);
+  }
+  const IdBatch& ids = *result;
+  if (ids.ranges.empty()) {
+    return call.ErrorJson(MakeError(ErrorCode::kInternal, "allocator returned no IDs"));
+  }
+  if (call.seq_leaf) {
+    return call.Make(http::status::ok, kTextType, std::to_string(ids.ranges.front().first));
+  }
+  std::string body;
+  if (call.seq_text) {
+    for (const IdRange& r : ids.ranges) {
+      for (int64_t id = r.first; id <= r.last; ++id) {
+        body += std::to_string(id);
+        body += '\n';
+      }
+    }
+    return call.Make(http::status::ok, kTextType, std::move(body));
+  }
+  body.reserve(64 + call.key.size() + 40 * ids.ranges.size());
+  body += R"({"key":")";
+  body += call.key;
+  if (call.seq_batch) {
+    body += R"(","count":)";
+    body += std::to_string(ids.count());
+    body += R"(,"ranges":[)";
+    for (size_t i = 0; i < ids.ranges.size(); ++i) {
+      if (i > 0) body += ',';
+      body += R"({"first":)";
+      body += std::to_string(ids.ranges[i].first);
+      body += R"(,"last":)";
+      body += std::to_string(ids.ranges[i].last);
+      body += '}';
+    }
+    body += "]}";
+  } else {
+    body += R"(","id":)";
+    body += std::to_string(ids.ranges.front().first);
+    body += '}';
+  }
+  return call.Make(http::status::ok, kJsonType, std::move(body));
+}
+
+}  // namespace
 
 ApiRouter::ApiRouter(SegmentAllocator& allocator, KeyAdmin& admin, RouterOptions options)
     : allocator_(allocator), admin_(admin), options_(std::move(options)) {}
@@ -389,40 +449,13 @@ void ApiRouter::HandleSeq(const std::shared_ptr<Call>& call, std::string key, bo
     }
   }
 
-  allocator_.Take(key, count, [call, key, batch, text, leaf, fail](Result<IdBatch> result) {
-    call->Reply([&]() -> Response {
-      if (!result) return fail(result.error());
-      const IdBatch& ids = *result;
-      if (ids.ranges.empty()) {
-        return fail(MakeError(ErrorCode::kInternal, "allocator returned no IDs"));
-      }
-      if (leaf) {
-        return call->Make(http::status::ok, kTextType, std::to_string(ids.ranges.front().first));
-      }
-      if (text) {
-        std::string body;
-        for (const IdRange& r : ids.ranges) {
-          for (int64_t id = r.first; id <= r.last; ++id) {
-            body += std::to_string(id);
-            body += '\n';
-          }
-        }
-        return call->Make(http::status::ok, kTextType, std::move(body));
-      }
-      seqd::Json j;
-      j["key"] = key;
-      if (batch) {
-        j["count"] = ids.count();
-        seqd::Json ranges = seqd::Json::array();
-        for (const IdRange& r : ids.ranges) {
-          ranges.push_back({{"first", r.first}, {"last", r.last}});
-        }
-        j["ranges"] = std::move(ranges);
-      } else {
-        j["id"] = ids.ranges.front().first;
-      }
-      return call->JsonResponse(http::status::ok, j);
-    });
+  call->key = std::move(key);
+  call->seq_batch = batch;
+  call->seq_text = text;
+  call->seq_leaf = leaf;
+  // Captures one pointer so std::function needs no allocation.
+  allocator_.Take(call->key, count, [call](Result<IdBatch> result) {
+    call->Reply([&]() -> Response { return SeqResponse(*call, result); });
   });
 }
 

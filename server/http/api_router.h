@@ -60,8 +60,9 @@ class ApiRouter {
   // If set, GET /metrics serves its result as Prometheus text. Unset: 404.
   void SetMetricsHandler(std::function<std::string()> handler);
 
+  struct Call;  // one request in flight; opaque, public only for the .cc's helpers
+
  private:
-  struct Call;
   void Route(const std::shared_ptr<Call>& call);
   void HandleSeq(const std::shared_ptr<Call>& call, std::string key, bool leaf);
   void HandleListKeys(const std::shared_ptr<Call>& call);

@@ -153,8 +153,9 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_.expires_never();  // the router answers within the allocator's deadline
     server_->router.Handle(parser_->release(), [self = shared_from_this()](Response res) {
       // May run on any thread: hop onto the strand before touching the stream.
-      net::post(self->strand_,
-                [self, res = std::move(res)]() mutable { self->OnResponse(std::move(res)); });
+      // On the fast path we are still on it, and dispatch runs inline.
+      net::dispatch(self->strand_,
+                    [self, res = std::move(res)]() mutable { self->OnResponse(std::move(res)); });
     });
   }
 
