@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs what seqd needs on Debian 12 (run as root). `--test` adds what the
-# test suites need (MariaDB server, Python, curl).
+# test suites need (MariaDB server, Python, clang and libFuzzer).
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libboost-dev libmysqlcppconn-dev nlohmann-json3-dev
           prometheus-cpp-dev libsqlite3-dev doctest-dev libbenchmark-dev curl)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(mariadb-server python3)
+  packages+=(mariadb-server python3 clang-14 libclang-rt-14-dev)
 fi
 
 missing=()

@@ -20,6 +20,12 @@ echo "test: MariaDB at ${SEQD_TEST_MYSQL_URL//:seqd@/:***@}"
 
 (cd build && ctest --output-on-failure -j2 "$@")
 
+# Each libFuzzer target for a short pass from the committed corpus (crashes
+# fail the run). SEQD_FUZZ_SECONDS=0 skips it.
+if [[ $# -eq 0 && "${SEQD_FUZZ_SECONDS:-60}" != "0" ]]; then
+  scripts/fuzz "${SEQD_FUZZ_SECONDS:-60}"
+fi
+
 # The in-process suites again under sanitizers: races (thread) and memory or
 # undefined-behaviour errors (address,undefined). Skipped when ctest
 # arguments narrow the run.

@@ -16,6 +16,8 @@
 #include "server/core/task_runner.h"
 #include "server/http/api_router.h"
 #include "server/http/http_server.h"
+#include "server/resp/resp_server.h"
+#include "server/tcp/binary_server.h"
 #include "storage/store_factory.h"
 
 namespace seqd {
@@ -71,6 +73,41 @@ HttpOptions ToHttpOptions(const Config& c) {
   return o;
 }
 
+BinaryServerOptions ToBinaryOptions(const Config& c) {
+  BinaryServerOptions o;
+  o.address = c.tcp_address;
+  o.port = static_cast<uint16_t>(c.tcp_port);
+  o.max_in_flight = static_cast<size_t>(c.tcp_max_in_flight);
+  o.idle_timeout = std::chrono::seconds(c.tcp_idle_timeout_s);
+  o.max_connections = static_cast<size_t>(c.tcp_max_connections);
+  o.max_frame_bytes = static_cast<size_t>(c.tcp_max_frame_bytes);
+  return o;
+}
+
+RespServerOptions ToRespOptions(const Config& c) {
+  RespServerOptions o;
+  o.address = c.tcp_address;
+  o.port = static_cast<uint16_t>(c.resp_port);
+  o.max_in_flight = static_cast<size_t>(c.tcp_max_in_flight);
+  o.idle_timeout = std::chrono::seconds(c.tcp_idle_timeout_s);
+  o.max_connections = static_cast<size_t>(c.tcp_max_connections);
+  return o;
+}
+
+// Counts down the listeners still draining; runs `done` when the last is.
+class DrainLatch {
+ public:
+  DrainLatch(int listeners, std::function<void()> done)
+      : left_(listeners), done_(std::move(done)) {}
+  void Arrive() {
+    if (--left_ == 0) done_();
+  }
+
+ private:
+  std::atomic<int> left_;
+  std::function<void()> done_;
+};
+
 int Run(const Config& config) {
   SetLogLevel(*ParseLogLevel(config.log_level));
   auto store = OpenStore(config.store);
@@ -92,6 +129,24 @@ int Run(const Config& config) {
   if (auto s = http.Listen(); !s) {
     SEQD_LOG(kError) << "cannot listen: " << s.error().message;
     return 1;
+  }
+  std::unique_ptr<BinaryServer> binary;
+  if (config.tcp_port >= 0) {
+    binary = std::make_unique<BinaryServer>(io, ToBinaryOptions(config), allocator);
+    if (auto s = binary->Listen(); !s) {
+      SEQD_LOG(kError) << "cannot listen (binary protocol): " << s.error().message;
+      return 1;
+    }
+    SEQD_LOG(kInfo) << "binary protocol on " << config.tcp_address << ":" << binary->port();
+  }
+  std::unique_ptr<RespServer> resp;
+  if (config.resp_port >= 0) {
+    resp = std::make_unique<RespServer>(io, ToRespOptions(config), allocator);
+    if (auto s = resp->Listen(); !s) {
+      SEQD_LOG(kError) << "cannot listen (RESP): " << s.error().message;
+      return 1;
+    }
+    SEQD_LOG(kInfo) << "RESP (Redis protocol) on " << config.tcp_address << ":" << resp->port();
   }
   SEQD_LOG(kInfo) << "seqd " << SEQD_VERSION << " listening on http://" << config.http_address
                   << ":" << http.port()
@@ -140,10 +195,13 @@ int Run(const Config& config) {
     evict.Cancel();
     refresh.Cancel();
     schema.Cancel();
-    http.Stop([&] {
+    auto latch = std::make_shared<DrainLatch>(1 + (binary ? 1 : 0) + (resp ? 1 : 0), [&] {
       allocator.Shutdown();
       io.stop();
     });
+    http.Stop([latch] { latch->Arrive(); });
+    if (binary) binary->Stop([latch] { latch->Arrive(); });
+    if (resp) resp->Stop([latch] { latch->Arrive(); });
   });
 
   std::vector<std::thread> pool;

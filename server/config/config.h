@@ -36,6 +36,13 @@ struct Config {
   int64_t http_max_body_bytes = 65536;
   int64_t http_idle_timeout_s = 30;
   int64_t http_max_connections = 10000;
+  std::string tcp_address = "127.0.0.1";  // binary protocol and RESP listeners
+  int64_t tcp_port = 7070;                 // binary protocol; -1 disables
+  int64_t resp_port = -1;                  // Redis protocol; -1 (default) disables
+  int64_t tcp_max_in_flight = 1024;        // unanswered requests per connection
+  int64_t tcp_idle_timeout_s = 300;
+  int64_t tcp_max_connections = 10000;     // per listener
+  int64_t tcp_max_frame_bytes = 1 << 20;
   std::string log_level = "info";
 
   bool show_help = false;

@@ -43,8 +43,9 @@ class Seqd:
 
     def __init__(self, store, *extra, port=None):
         self.port = port or free_port()
+        # --tcp-port 0: a free port, so several instances never collide on 7070
         self.args = [SEQD, "--store", store, "--http-port", str(self.port), "--threads", "2",
-                     "--log-level", "warn", *extra]
+                     "--tcp-port", "0", "--log-level", "warn", *extra]
         self.log = tempfile.NamedTemporaryFile(prefix="seqd-", suffix=".log", delete=False)
         self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT)
         self.wait_healthy()

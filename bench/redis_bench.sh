@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# INCR throughput of seqd's RESP listener next to redis-server, both measured
+# with redis-benchmark on this machine (nothing pinned: redis-benchmark and
+# the servers share the cores, so read the ratio, not the absolute numbers).
+#
+#   N=200000 N_PIPELINED=2000000 CLIENTS=64 PIPELINE=32 THREADS=1 bench/redis_bench.sh
+#
+# Builds seqd Release in build-release, runs seqd (temp SQLite, key "bench"
+# with step 100000, --threads $THREADS) and redis-server (no persistence),
+# then `redis-benchmark -c $CLIENTS -n N INCR bench` without and with
+# -P $PIPELINE, alternating seqd / redis, ROUNDS times each.
+#
+# redis-benchmark's `-t incr` is not used: it INCRs "counter:__rand_int__"
+# (a valid seqd key, but an unknown one); the explicit command hits the key
+# we created, on both servers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${N:-200000}
+N_PIPELINED=${N_PIPELINED:-2000000}
+CLIENTS=${CLIENTS:-64}
+PIPELINE=${PIPELINE:-32}
+ROUNDS=${ROUNDS:-2}
+THREADS=${THREADS:-1}
+BUILD_DIR=${BUILD_DIR:-build-release}
+
+# --- tools ------------------------------------------------------------------
+missing=()
+command -v redis-server >/dev/null || missing+=(redis-server)
+command -v redis-benchmark >/dev/null || missing+=(redis-tools)
+command -v curl >/dev/null || missing+=(curl)
+if ((${#missing[@]})); then
+  sudo=""; [[ $EUID -ne 0 ]] && sudo=sudo
+  $sudo apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+fi
+
+# --- build ------------------------------------------------------------------
+if [[ -z ${SKIP_BUILD:-} ]]; then
+  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DSEQD_BUILD_TESTS=OFF \
+    -DSEQD_BUILD_BENCH=OFF >/dev/null
+  cmake --build "$BUILD_DIR" -j2 --target seqd >/dev/null
+fi
+SEQD="$BUILD_DIR/seqd"
+
+calc() { awk "BEGIN { printf \"%.6f\", $1 }"; }
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+WORK=$(mktemp -d /tmp/seqd-redis-bench.XXXXXX)
+SEQD_PID="" REDIS_PID=""
+cleanup() {
+  [[ -n $SEQD_PID ]] && kill "$SEQD_PID" 2>/dev/null && wait "$SEQD_PID" 2>/dev/null
+  [[ -n $REDIS_PID ]] && kill "$REDIS_PID" 2>/dev/null && wait "$REDIS_PID" 2>/dev/null
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+wait_ping() {  # PORT NAME LOG
+  for _ in $(seq 100); do
+    [[ $(redis-cli -p "$1" PING 2>/dev/null) == PONG ]] && return 0
+    sleep 0.1
+  done
+  echo "$2 did not come up; log:" >&2
+  cat "$3" >&2
+  exit 1
+}
+
+# --- seqd -------------------------------------------------------------------
+HTTP_PORT=$(free_port)
+SEQD_PORT=$(free_port)
+"$SEQD" --store "sqlite:$WORK/seqd.db" --http-port "$HTTP_PORT" --tcp-port -1 \
+  --resp-port "$SEQD_PORT" --threads "$THREADS" --log-level warn >"$WORK/seqd.log" 2>&1 &
+SEQD_PID=$!
+wait_ping "$SEQD_PORT" seqd "$WORK/seqd.log"
+curl -fsS -o /dev/null -X POST "http://127.0.0.1:$HTTP_PORT/admin/keys" \
+  -H 'Content-Type: application/json' -d '{"key":"bench","step":100000}'
+echo "seqd  sample: INCR bench -> $(redis-cli -p "$SEQD_PORT" INCR bench)"
+
+# --- redis ------------------------------------------------------------------
+REDIS_PORT=$(free_port)
+redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+  >"$WORK/redis.log" 2>&1 &
+REDIS_PID=$!
+wait_ping "$REDIS_PORT" redis "$WORK/redis.log"
+echo "redis sample: INCR bench -> $(redis-cli -p "$REDIS_PORT" INCR bench)"
+
+# --- runs -------------------------------------------------------------------
+# Requests per second of one redis-benchmark run (from its --csv line).
+rps() {  # PORT N EXTRA_ARGS...
+  local port=$1 n=$2
+  shift 2
+  redis-benchmark -p "$port" -c "$CLIENTS" -n "$n" "$@" --csv INCR bench |
+    awk -F'"' '$2 == "INCR bench" { print $4 }' | tail -1
+}
+
+report() {  # LABEL N EXTRA_ARGS...
+  local label=$1 n=$2
+  shift 2
+  local s_sum=0 r_sum=0 s r
+  echo
+  echo "== $label: redis-benchmark -c $CLIENTS -n $n $* INCR bench"
+  for round in $(seq "$ROUNDS"); do
+    s=$(rps "$SEQD_PORT" "$n" "$@")
+    r=$(rps "$REDIS_PORT" "$n" "$@")
+    if [[ -z $s || -z $r ]]; then
+      echo "redis-benchmark gave no result (seqd='$s' redis='$r')" >&2
+      exit 1
+    fi
+    printf 'round %d: seqd %12.0f req/s   redis %12.0f req/s   seqd/redis %.2f\n' \
+      "$round" "$s" "$r" "$(calc "$s / $r")"
+    s_sum=$(calc "$s_sum + $s")
+    r_sum=$(calc "$r_sum + $r")
+  done
+  printf 'mean:    seqd %12.0f req/s   redis %12.0f req/s   seqd/redis %.2f\n' \
+    "$(calc "$s_sum / $ROUNDS")" "$(calc "$r_sum / $ROUNDS")" "$(calc "$s_sum / $r_sum")"
+}
+
+echo "seqd --threads $THREADS; $(nproc) cores shared with redis-benchmark"
+report "unpipelined" "$N"
+report "pipelined" "$N_PIPELINED" -P "$PIPELINE"
+
+# The IDs seqd handed out are still unique and increasing.
+echo
+echo "seqd after the runs: INCR bench -> $(redis-cli -p "$SEQD_PORT" INCR bench)"

@@ -1,0 +1,514 @@
+// seqbench: load generator for seqd over the binary protocol or HTTP.
+//
+// N connections each keep D requests in flight (pipelined; binary responses
+// are matched by request id, HTTP ones in order), each asking for C IDs, for
+// S seconds. The binary side uses the raw codec, not the client library, so
+// it measures the server and not the client's retry logic.
+#include <atomic>
+#include <bit>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+#include <charconv>
+#include <cstring>
+#include <deque>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "mini_http.h"
+#include "proto/binary_codec.h"
+
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kUsage =
+    R"(usage: seqbench (--tcp HOST:PORT | --http HOST:PORT) --key KEY [options]
+
+Load generator for seqd: N connections each keep D requests in flight, each
+asking for C IDs of KEY, for S seconds; then reports throughput and latency.
+
+  --tcp HOST:PORT     the binary protocol (raw codec, no retries)
+  --http HOST:PORT    the HTTP API: keep-alive, pipelined GET /seq/KEY?count=C
+  --key KEY           the key to ask for (required)
+  --connections N     connections (default 4)
+  --pipeline D        requests in flight per connection (default 16)
+  --count C           IDs per request (default 1)
+  --duration S        seconds to run, fractions allowed (default 10)
+  --threads T         I/O threads (default: min(4, cores))
+  --json              print the report as JSON
+  -h, --help          this help
+
+Latency is from writing a request to reading its whole response, recorded in
+a log-linear histogram (about 3% resolution). Errors count answers other than
+OK / 200 and connection failures (a failed connection is reopened after 100 ms).
+Exit status: 0 if every request succeeded, 1 if any failed, 2 on a usage error.
+)";
+
+struct UsageError {
+  std::string message;
+};
+
+// Log-linear histogram of nanoseconds: 32 sub-buckets per power of two.
+class Histogram {
+ public:
+  Histogram() : buckets_(64 + 59 * 32, 0) {}
+  void Record(uint64_t ns) {
+    ++buckets_[Index(ns)];
+    ++count_;
+    sum_ += ns;
+    max_ = std::max(max_, ns);
+  }
+  void Merge(const Histogram& o) {
+    for (size_t i = 0; i < buckets_.size(); ++i) buckets_[i] += o.buckets_[i];
+    count_ += o.count_;
+    sum_ += o.sum_;
+    max_ = std::max(max_, o.max_);
+  }
+  uint64_t count() const { return count_; }
+  uint64_t max() const { return max_; }
+  double mean() const { return count_ ? static_cast<double>(sum_) / count_ : 0; }
+  // The value at quantile q (0..1): the middle of its bucket.
+  uint64_t Quantile(double q) const {
+    if (count_ == 0) return 0;
+    const uint64_t rank = std::max<uint64_t>(1, static_cast<uint64_t>(q * count_ + 0.5));
+    uint64_t seen = 0;
+    for (size_t i = 0; i < buckets_.size(); ++i) {
+      seen += buckets_[i];
+      if (seen >= rank) return std::min(Middle(i), max_);
+    }
+    return max_;
+  }
+
+ private:
+  static size_t Index(uint64_t v) {
+    if (v < 64) return v;
+    const int msb = 63 - std::countl_zero(v);
+    const int shift = msb - 5;
+    return 64 + static_cast<size_t>(shift - 1) * 32 + ((v >> shift) - 32);
+  }
+  static uint64_t Middle(size_t i) {
+    if (i < 64) return i;
+    const size_t shift = (i - 64) / 32 + 1;
+    const uint64_t top = (i - 64) % 32 + 32;
+    return (top << shift) + (uint64_t{1} << shift) / 2;
+  }
+  std::vector<uint64_t> buckets_;
+  uint64_t count_ = 0, sum_ = 0, max_ = 0;
+};
+
+struct Stats {
+  uint64_t requests = 0;  // answered
+  uint64_t ids = 0;
+  uint64_t errors = 0;
+  std::map<std::string, uint64_t> error_kinds;
+  Histogram latency;
+  void Error(const std::string& kind) {
+    ++errors;
+    ++error_kinds[kind];
+  }
+  void Merge(const Stats& o) {
+    requests += o.requests;
+    ids += o.ids;
+    errors += o.errors;
+    for (const auto& [k, v] : o.error_kinds) error_kinds[k] += v;
+    latency.Merge(o.latency);
+  }
+};
+
+struct Config {
+  bool http = false;
+  std::string host, port, endpoint;
+  std::string key;
+  int connections = 4;
+  int pipeline = 16;
+  uint32_t count = 1;
+  double duration_s = 10;
+  int threads = 0;
+  bool json = false;
+};
+
+class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
+ public:
+  BenchConnection(asio::io_context& io, const Config& cfg, tcp::resolver::results_type endpoints,
+                  const std::atomic<bool>& stop)
+      : strand_(asio::make_strand(io)),
+        socket_(strand_),
+        retry_timer_(strand_),
+        cfg_(cfg),
+        endpoints_(std::move(endpoints)),
+        stop_(stop) {
+    if (cfg_.http) {
+      http_request_ = seqd::tools::BuildHttpRequest(
+          "GET",
+          "/seq/" + seqd::tools::UrlEncode(cfg_.key) + "?count=" + std::to_string(cfg_.count),
+          cfg_.endpoint);
+    }
+  }
+
+  void Start() {
+    asio::post(strand_, [self = shared_from_this()] { self->Connect(); });
+  }
+  void Stop() {
+    asio::post(strand_, [self = shared_from_this()] {
+      boost::system::error_code ignored;
+      self->socket_.close(ignored);
+      self->retry_timer_.cancel();
+    });
+  }
+  const Stats& stats() const { return stats_; }
+
+ private:
+  void Connect() {
+    if (stop_) return;
+    asio::async_connect(
+        socket_, endpoints_,
+        [self = shared_from_this()](const boost::system::error_code& ec, const tcp::endpoint&) {
+          if (self->stop_) return;
+          if (ec) return self->Fail("connect: " + ec.message());
+          self->connected_ = true;
+          self->socket_.set_option(tcp::no_delay(true));
+          self->Fill();
+          self->Read();
+        });
+  }
+
+  void Fail(const std::string& what) {
+    if (stop_) return;
+    stats_.Error(what);
+    connected_ = false;
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+    sent_.clear();
+    sent_order_.clear();
+    in_flight_ = 0;
+    out_.clear();
+    in_.clear();
+    ++generation_;
+    retry_timer_.expires_after(std::chrono::milliseconds(100));
+    retry_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!ec) self->Connect();
+    });
+  }
+
+  void Fill() {
+    const Clock::time_point now = Clock::now();
+    while (in_flight_ < cfg_.pipeline && !stop_) {
+      if (cfg_.http) {
+        out_ += http_request_;
+        sent_order_.push_back(now);
+      } else {
+        if (++next_id_ == 0) ++next_id_;
+        seqd::proto::AppendNextIdsRequest(out_, next_id_, cfg_.key, cfg_.count);
+        sent_.emplace(next_id_, now);
+      }
+      ++in_flight_;
+    }
+    Write();
+  }
+
+  void Write() {
+    if (writing_ || out_.empty() || !connected_) return;
+    writing_ = true;
+    wbuf_.swap(out_);
+    out_.clear();
+    asio::async_write(socket_, asio::buffer(wbuf_),
+                      [self = shared_from_this(), gen = generation_](
+                          const boost::system::error_code& ec, size_t) {
+                        self->writing_ = false;
+                        self->wbuf_.clear();
+                        // A write of a failed connection: flush the new one's requests.
+                        if (gen != self->generation_) return self->Write();
+                        if (ec) return self->Fail("write: " + ec.message());
+                        self->Write();
+                      });
+  }
+
+  void Read() {
+    const size_t old = in_.size();
+    in_.resize(old + 64 * 1024);
+    socket_.async_read_some(asio::buffer(in_.data() + old, 64 * 1024),
+                            [self = shared_from_this(), old, gen = generation_](
+                                const boost::system::error_code& ec, size_t n) {
+                              if (gen != self->generation_ || self->stop_) return;
+                              self->in_.resize(old + n);
+                              if (ec) return self->Fail("read: " + ec.message());
+                              if (!(self->cfg_.http ? self->ParseHttp() : self->ParseBinary()))
+                                return;
+                              self->Fill();
+                              self->Read();
+                            });
+  }
+
+  void Record(Clock::time_point sent) {
+    ++stats_.requests;
+    --in_flight_;
+    stats_.latency.Record(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - sent).count());
+  }
+
+  // False when the connection failed.
+  bool ParseBinary() {
+    size_t pos = 0;
+    for (;;) {
+      const seqd::proto::DecodeResult r =
+          seqd::proto::DecodeFrame(std::string_view(in_.data() + pos, in_.size() - pos));
+      if (r.state == seqd::proto::DecodeState::kNeedMore) break;
+      if (r.state == seqd::proto::DecodeState::kError) {
+        Fail("undecodable frame: " + std::string(seqd::proto::StatusName(r.error)));
+        return false;
+      }
+      const auto resp = seqd::proto::ParseResponse(r.frame.payload);
+      auto it = sent_.find(r.frame.request_id);
+      if (r.frame.request_id == 0 || it == sent_.end() || !resp) {
+        Fail(resp && r.frame.request_id == 0
+                 ? "protocol error: " + std::string(seqd::proto::StatusName(resp->status))
+                 : std::string("unexpected frame"));
+        return false;
+      }
+      Record(it->second);
+      sent_.erase(it);
+      if (resp->status == seqd::proto::Status::kOk) {
+        auto ranges = seqd::proto::ParseNextIdsResult(resp->result);
+        if (!ranges) {
+          stats_.Error("malformed NEXT_IDS result");
+        } else {
+          for (const auto& range : *ranges) stats_.ids += range.last - range.first + 1;
+        }
+      } else {
+        stats_.Error(std::string(seqd::proto::StatusName(resp->status)));
+      }
+      pos += r.consumed;
+    }
+    in_.erase(in_.begin(), in_.begin() + pos);
+    return true;
+  }
+
+  bool ParseHttp() {
+    size_t pos = 0;
+    bool reconnect = false;
+    while (!reconnect) {
+      seqd::tools::HttpResponse res;
+      size_t consumed = 0;
+      std::string error;
+      const auto st = seqd::tools::ParseHttpResponse(
+          std::string_view(in_.data() + pos, in_.size() - pos), res, consumed, error);
+      if (st == seqd::tools::HttpParse::kNeedMore) break;
+      if (st == seqd::tools::HttpParse::kError || sent_order_.empty()) {
+        Fail(st == seqd::tools::HttpParse::kError ? "bad HTTP response: " + error
+                                                  : std::string("unexpected HTTP response"));
+        return false;
+      }
+      Record(sent_order_.front());
+      sent_order_.pop_front();
+      if (res.status == 200) {
+        stats_.ids += cfg_.count;
+      } else {
+        stats_.Error("HTTP " + std::to_string(res.status));
+      }
+      pos += consumed;
+      reconnect = !res.keep_alive;
+    }
+    in_.erase(in_.begin(), in_.begin() + pos);
+    if (reconnect) {
+      // The requests still in flight are lost with the connection.
+      Fail("server closed the connection");
+      return false;
+    }
+    return true;
+  }
+
+  asio::strand<asio::io_context::executor_type> strand_;
+  tcp::socket socket_;
+  asio::steady_timer retry_timer_;
+  const Config& cfg_;
+  tcp::resolver::results_type endpoints_;
+  const std::atomic<bool>& stop_;
+  std::string http_request_;
+  std::string out_, wbuf_;
+  bool writing_ = false;
+  bool connected_ = false;
+  std::vector<char> in_;
+  int in_flight_ = 0;
+  uint32_t next_id_ = 0;
+  uint64_t generation_ = 0;
+  std::unordered_map<uint32_t, Clock::time_point> sent_;
+  std::deque<Clock::time_point> sent_order_;
+  Stats stats_;
+};
+
+template <typename T>
+T Number(const std::string& s, const char* what, T min, T max) {
+  T v{};
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v < min || v > max) {
+    std::ostringstream msg;
+    msg << what << " must be a number in [" << min << ", " << max << "], got '" << s << "'";
+    throw UsageError{msg.str()};
+  }
+  return v;
+}
+
+Config ParseArgs(int argc, char** argv) {
+  Config cfg;
+  bool have_target = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    std::string value;
+    bool inline_value = false;
+    if (const size_t eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = a.substr(eq + 1);
+      a = a.substr(0, eq);
+      inline_value = true;
+    }
+    auto need = [&]() -> std::string {
+      if (inline_value) return value;
+      if (i + 1 >= argc) throw UsageError{a + " needs a value"};
+      return argv[++i];
+    };
+    if (a == "-h" || a == "--help") {
+      std::cout << kUsage;
+      std::exit(0);
+    } else if (a == "--tcp" || a == "--http") {
+      if (have_target) throw UsageError{"give one of --tcp and --http"};
+      have_target = true;
+      cfg.http = a == "--http";
+      cfg.endpoint = need();
+      if (!seqd::tools::SplitHostPort(cfg.endpoint, cfg.host, cfg.port)) {
+        throw UsageError{a + " wants HOST:PORT, got '" + cfg.endpoint + "'"};
+      }
+    } else if (a == "--key") {
+      cfg.key = need();
+    } else if (a == "--connections") {
+      cfg.connections = Number<int>(need(), "--connections", 1, 10000);
+    } else if (a == "--pipeline") {
+      cfg.pipeline = Number<int>(need(), "--pipeline", 1, 100000);
+    } else if (a == "--count") {
+      cfg.count = Number<uint32_t>(need(), "--count", 1, 0xFFFFFFFFu);
+    } else if (a == "--duration") {
+      cfg.duration_s = Number<double>(need(), "--duration", 0.001, 1e6);
+    } else if (a == "--threads") {
+      cfg.threads = Number<int>(need(), "--threads", 1, 1024);
+    } else if (a == "--json") {
+      cfg.json = true;
+    } else {
+      throw UsageError{"unexpected argument '" + a + "' (try --help)"};
+    }
+  }
+  if (!have_target) throw UsageError{"give --tcp HOST:PORT or --http HOST:PORT"};
+  if (cfg.key.empty()) throw UsageError{"--key is required"};
+  if (cfg.threads == 0) {
+    cfg.threads = static_cast<int>(std::min(4u, std::max(1u, std::thread::hardware_concurrency())));
+  }
+  return cfg;
+}
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+int Run(const Config& cfg) {
+  asio::io_context io(cfg.threads);
+  tcp::resolver resolver(io);
+  boost::system::error_code ec;
+  tcp::resolver::results_type endpoints = resolver.resolve(cfg.host, cfg.port, ec);
+  if (ec) {
+    std::cerr << "seqbench: resolve " << cfg.endpoint << ": " << ec.message() << "\n";
+    return 1;
+  }
+  std::atomic<bool> stop{false};
+  std::vector<std::shared_ptr<BenchConnection>> conns;
+  for (int i = 0; i < cfg.connections; ++i) {
+    conns.push_back(std::make_shared<BenchConnection>(io, cfg, endpoints, stop));
+  }
+  auto work = asio::make_work_guard(io);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < cfg.threads; ++i) threads.emplace_back([&io] { io.run(); });
+
+  const Clock::time_point start = Clock::now();
+  for (auto& c : conns) c->Start();
+  std::this_thread::sleep_for(std::chrono::duration<double>(cfg.duration_s));
+  stop = true;
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  for (auto& c : conns) c->Stop();
+  work.reset();
+  for (auto& t : threads) t.join();
+
+  Stats total;
+  for (auto& c : conns) total.Merge(c->stats());
+  const auto us = [&](double q) { return total.latency.Quantile(q) / 1000.0; };
+  const double rps = total.requests / elapsed, ips = total.ids / elapsed;
+  if (cfg.json) {
+    std::ostringstream o;
+    o.precision(12);
+    o << "{\"protocol\":\"" << (cfg.http ? "http" : "tcp")
+      << "\",\"endpoint\":" << JsonString(cfg.endpoint) << ",\"key\":" << JsonString(cfg.key)
+      << ",\"connections\":" << cfg.connections << ",\"pipeline\":" << cfg.pipeline
+      << ",\"count\":" << cfg.count << ",\"duration_s\":" << elapsed
+      << ",\"requests\":" << total.requests << ",\"requests_per_s\":" << rps
+      << ",\"ids\":" << total.ids << ",\"ids_per_s\":" << ips << ",\"errors\":" << total.errors
+      << ",\"error_kinds\":{";
+    bool first = true;
+    for (const auto& [k, v] : total.error_kinds) {
+      o << (first ? "" : ",") << JsonString(k) << ":" << v;
+      first = false;
+    }
+    o << "},\"latency_us\":{\"p50\":" << us(0.5) << ",\"p99\":" << us(0.99)
+      << ",\"p999\":" << us(0.999) << ",\"max\":" << total.latency.max() / 1000.0
+      << ",\"mean\":" << total.latency.mean() / 1000.0 << "}}";
+    std::cout << o.str() << "\n";
+  } else {
+    std::printf("%s %s key=%s connections=%d pipeline=%d count=%u duration=%.2fs threads=%d\n",
+                cfg.http ? "http" : "tcp", cfg.endpoint.c_str(), cfg.key.c_str(), cfg.connections,
+                cfg.pipeline, cfg.count, elapsed, cfg.threads);
+    std::printf("requests  %llu  (%.0f/s)\n", static_cast<unsigned long long>(total.requests), rps);
+    std::printf("ids       %llu  (%.0f/s)\n", static_cast<unsigned long long>(total.ids), ips);
+    std::printf("errors    %llu\n", static_cast<unsigned long long>(total.errors));
+    for (const auto& [k, v] : total.error_kinds) {
+      std::printf("  %-40s %llu\n", k.c_str(), static_cast<unsigned long long>(v));
+    }
+    std::printf("latency   p50 %.1f us  p99 %.1f us  p999 %.1f us  max %.1f us  mean %.1f us\n",
+                us(0.5), us(0.99), us(0.999), total.latency.max() / 1000.0,
+                total.latency.mean() / 1000.0);
+  }
+  return total.errors == 0 && total.requests > 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Run(ParseArgs(argc, argv));
+  } catch (const UsageError& e) {
+    std::cerr << "seqbench: " << e.message << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "seqbench: " << e.what() << "\n";
+    return 1;
+  }
+}

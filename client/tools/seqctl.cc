@@ -1,0 +1,409 @@
+// seqctl: command-line client for seqd (HTTP API and binary protocol).
+#include <charconv>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "mini_http.h"
+#include "seqd/client.h"
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+using seqd::tools::HttpCall;
+using seqd::tools::HttpResponse;
+using seqd::tools::UrlEncode;
+
+constexpr const char* kUsage =
+    R"(usage: seqctl [--http HOST:PORT | --tcp HOST:PORT[,HOST:PORT...]] [--json]
+              [--timeout MS] COMMAND [ARGS]
+
+Talks to a seqd server. By default over HTTP to 127.0.0.1:8080.
+
+Options:
+  --http HOST:PORT   the HTTP API (default 127.0.0.1:8080)
+  --tcp LIST         the binary protocol, comma-separated endpoints tried in
+                     order with failover (only for `next` and `ping`)
+  --json             print the server's JSON instead of readable output
+  --timeout MS       per-request timeout (default 5000)
+  -h, --help         this help
+
+Commands:
+  next KEY [COUNT]              COUNT (default 1) IDs of KEY, one per line
+                                (over the binary protocol with --tcp)
+  ping                          round trip: GET /healthz, or PING with --tcp
+  keys [--after K] [--limit N]  list keys (a page of up to N, after key K)
+  key KEY                       one key: its row and its in-memory state
+  create KEY STEP [DESCRIPTION] register a key with a step (POST /admin/keys)
+  set-step KEY STEP             change a key's step (PUT /admin/keys/KEY/step)
+
+Admin commands (keys, key, create, set-step) always use HTTP.
+
+Exit status: 0 on success, 1 on an error (message on stderr), 2 on a usage error.
+)";
+
+struct UsageError {
+  std::string message;
+};
+struct Failure {
+  std::string message;
+};
+
+struct Args {
+  std::string http = "127.0.0.1:8080";
+  std::vector<std::string> tcp;
+  bool json = false;
+  int timeout_ms = 5000;
+  std::optional<std::string> after;
+  std::optional<std::string> limit;
+  std::vector<std::string> positional;
+};
+
+template <typename T>
+T ParseNumber(const std::string& s, const char* what, T min, T max) {
+  T v{};
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v < min || v > max) {
+    throw UsageError{std::string(what) + " must be an integer in [" + std::to_string(min) + ", " +
+                     std::to_string(max) + "], got '" + s + "'"};
+  }
+  return v;
+}
+
+std::vector<std::string> SplitComma(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    if (!part.empty()) out.push_back(part);
+  }
+  return out;
+}
+
+Args ParseArgs(int argc, char** argv) {
+  Args args;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    std::string value;
+    bool has_inline = false;
+    if (a.rfind("--", 0) == 0) {
+      const size_t eq = a.find('=');
+      if (eq != std::string::npos) {
+        value = a.substr(eq + 1);
+        a = a.substr(0, eq);
+        has_inline = true;
+      }
+    }
+    auto need = [&]() -> std::string {
+      if (has_inline) return value;
+      if (i + 1 >= argc) throw UsageError{a + " needs a value"};
+      return argv[++i];
+    };
+    if (a == "-h" || a == "--help") {
+      std::cout << kUsage;
+      std::exit(0);
+    } else if (a == "--http") {
+      args.http = need();
+    } else if (a == "--tcp") {
+      args.tcp = SplitComma(need());
+      if (args.tcp.empty()) throw UsageError{"--tcp needs at least one HOST:PORT"};
+    } else if (a == "--json") {
+      args.json = true;
+    } else if (a == "--timeout") {
+      args.timeout_ms = ParseNumber<int>(need(), "--timeout", 1, 3600 * 1000);
+    } else if (a == "--after") {
+      args.after = need();
+    } else if (a == "--limit") {
+      args.limit = need();
+    } else if (a.size() > 1 && a[0] == '-' && a != "-") {
+      throw UsageError{"unknown option " + a};
+    } else {
+      args.positional.push_back(argv[i]);
+    }
+  }
+  return args;
+}
+
+// --- HTTP ----------------------------------------------------------------------
+
+struct Http {
+  std::string host, port;
+  std::chrono::milliseconds timeout;
+
+  // The body of a 2xx answer; anything else throws Failure.
+  std::string Call(std::string_view method, const std::string& target,
+                   const std::string& body = "") const {
+    std::string error;
+    std::optional<HttpResponse> res = HttpCall(host, port, method, target, body, timeout, error);
+    if (!res) throw Failure{error};
+    if (res->status / 100 != 2) {
+      Json j = Json::parse(res->body, nullptr, false);
+      if (j.is_object() && j.contains("error") && j["error"].is_object()) {
+        throw Failure{j["error"].value("code", "error") + ": " + j["error"].value("message", "") +
+                      " (HTTP " + std::to_string(res->status) + ")"};
+      }
+      throw Failure{"HTTP " + std::to_string(res->status) + " " + res->reason + ": " + res->body};
+    }
+    return res->body;
+  }
+};
+
+Json ParseJson(const std::string& body) {
+  Json j = Json::parse(body, nullptr, false);
+  if (j.is_discarded()) throw Failure{"the server's answer is not JSON: " + body};
+  return j;
+}
+
+std::string Scalar(const Json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return "-";
+  return v.dump();
+}
+
+// "a.b.c: value" lines for a JSON object.
+void PrintFlat(const Json& j, const std::string& prefix = "") {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string name = prefix.empty() ? it.key() : prefix + "." + it.key();
+    if (it->is_object()) {
+      PrintFlat(*it, name);
+    } else {
+      std::cout << name << ": " << Scalar(*it) << "\n";
+    }
+  }
+}
+
+void PrintTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    width.resize(std::max(width.size(), row.size()));
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c) {
+      line += row[c];
+      if (c + 1 < row.size()) line += std::string(width[c] - row[c].size() + 2, ' ');
+    }
+    std::cout << line << "\n";
+  }
+}
+
+void PrintIds(const Json& j) {
+  if (j.contains("id")) {
+    std::cout << j["id"].get<int64_t>() << "\n";
+    return;
+  }
+  std::string out;
+  for (const Json& r : j.at("ranges")) {
+    const int64_t first = r.at("first").get<int64_t>(), last = r.at("last").get<int64_t>();
+    for (int64_t id = first;; ++id) {
+      out += std::to_string(id);
+      out += '\n';
+      if (id == last) break;
+    }
+  }
+  std::cout << out;
+}
+
+// --- commands ------------------------------------------------------------------
+
+void Need(const Args& a, size_t min, size_t max, const char* usage) {
+  const size_t n = a.positional.size() - 1;
+  if (n < min || n > max) throw UsageError{std::string("usage: seqctl ") + usage};
+}
+
+int Run(const Args& args) {
+  if (args.positional.empty()) throw UsageError{"no command (try --help)"};
+  const std::string& cmd = args.positional[0];
+  const auto timeout = std::chrono::milliseconds(args.timeout_ms);
+  const bool admin = cmd == "keys" || cmd == "key" || cmd == "create" || cmd == "set-step";
+  if ((args.after || args.limit) && cmd != "keys") {
+    throw UsageError{"--after and --limit only apply to `keys`"};
+  }
+
+  if (!args.tcp.empty() && !admin) {
+    seqd::ClientOptions options;
+    options.endpoints = args.tcp;
+    options.call_timeout = timeout;
+    options.connect_timeout = timeout;
+    std::unique_ptr<seqd::Client> client;
+    try {
+      client = std::make_unique<seqd::Client>(options);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError{e.what()};
+    }
+    if (cmd == "next") {
+      Need(args, 1, 2, "next KEY [COUNT]");
+      const std::string& key = args.positional[1];
+      const uint32_t count =
+          args.positional.size() > 2
+              ? ParseNumber<uint32_t>(args.positional[2], "COUNT", 1, 0xFFFFFFFFu)
+              : 1;
+      seqd::ClientResult<seqd::IdBatch> r = client->NextIds(key, count);
+      if (!r) throw Failure{r.ToString()};
+      if (args.json) {
+        Json j;
+        j["key"] = key;
+        j["count"] = r->count();
+        j["ranges"] = Json::array();
+        for (const seqd::IdRange& range : r->ranges) {
+          j["ranges"].push_back({{"first", range.first}, {"last", range.last}});
+        }
+        std::cout << j.dump() << "\n";
+      } else {
+        std::string out;
+        for (int64_t id : r->ids()) out += std::to_string(id) + "\n";
+        std::cout << out;
+      }
+      return 0;
+    }
+    if (cmd == "ping") {
+      Need(args, 0, 0, "ping");
+      seqd::ClientResult<std::chrono::microseconds> r = client->Ping();
+      if (!r) throw Failure{r.ToString()};
+      if (args.json) {
+        std::cout << Json{{"rtt_us", r->count()}}.dump() << "\n";
+      } else {
+        std::cout << "pong in " << r->count() << " us\n";
+      }
+      return 0;
+    }
+    throw UsageError{"unknown command '" + cmd + "' (try --help)"};
+  }
+
+  Http http;
+  if (!seqd::tools::SplitHostPort(args.http, http.host, http.port)) {
+    throw UsageError{"--http wants HOST:PORT, got '" + args.http + "'"};
+  }
+  http.timeout = timeout;
+
+  if (cmd == "next") {
+    Need(args, 1, 2, "next KEY [COUNT]");
+    std::string target = "/seq/" + UrlEncode(args.positional[1]);
+    if (args.positional.size() > 2) {
+      target += "?count=" +
+                std::to_string(ParseNumber<uint32_t>(args.positional[2], "COUNT", 1, 0xFFFFFFFFu));
+    }
+    const std::string body = http.Call("GET", target);
+    if (args.json) {
+      std::cout << body << "\n";
+    } else {
+      PrintIds(ParseJson(body));
+    }
+    return 0;
+  }
+  if (cmd == "ping") {
+    Need(args, 0, 0, "ping");
+    const auto start = std::chrono::steady_clock::now();
+    const std::string body = http.Call("GET", "/healthz");
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+    if (args.json) {
+      std::cout << body << "\n";
+    } else {
+      Json j = ParseJson(body);
+      std::cout << Scalar(j.value("status", Json("?"))) << " in " << us << " us (version "
+                << Scalar(j.value("version", Json("?"))) << ", up "
+                << Scalar(j.value("uptime_s", Json("?"))) << " s)\n";
+    }
+    return 0;
+  }
+  if (cmd == "keys") {
+    Need(args, 0, 0, "keys [--after K] [--limit N]");
+    std::string target = "/admin/keys";
+    char sep = '?';
+    if (args.after) {
+      target += sep + std::string("after=") + UrlEncode(*args.after);
+      sep = '&';
+    }
+    if (args.limit) target += sep + std::string("limit=") + UrlEncode(*args.limit);
+    const std::string body = http.Call("GET", target);
+    if (args.json) {
+      std::cout << body << "\n";
+      return 0;
+    }
+    Json j = ParseJson(body);
+    std::vector<std::vector<std::string>> rows{
+        {"KEY", "STEP", "MAX_ID", "CACHED", "REMAINING", "DESCRIPTION"}};
+    for (const Json& k : j.value("keys", Json::array())) {
+      std::string cached = "no", remaining = "-";
+      if (k.contains("cache") && k["cache"].is_object()) {
+        const Json& c = k["cache"];
+        cached = "yes";
+        int64_t rem = 0;
+        for (const char* buf : {"current", "next"}) {
+          if (c.contains(buf) && c[buf].is_object()) rem += c[buf].value("remaining", int64_t{0});
+        }
+        remaining = std::to_string(rem);
+      }
+      rows.push_back({Scalar(k.value("key", Json())), Scalar(k.value("step", Json())),
+                      Scalar(k.value("max_id", Json())), cached, remaining,
+                      Scalar(k.value("description", Json("")))});
+    }
+    PrintTable(rows);
+    if (j.contains("next_after") && !j["next_after"].is_null()) {
+      std::cout << "(more: seqctl keys --after " << Scalar(j["next_after"]) << ")\n";
+    }
+    return 0;
+  }
+  if (cmd == "key") {
+    Need(args, 1, 1, "key KEY");
+    const std::string body = http.Call("GET", "/admin/keys/" + UrlEncode(args.positional[1]));
+    if (args.json) {
+      std::cout << body << "\n";
+    } else {
+      PrintFlat(ParseJson(body));
+    }
+    return 0;
+  }
+  if (cmd == "create") {
+    Need(args, 2, 3, "create KEY STEP [DESCRIPTION]");
+    Json req;
+    req["key"] = args.positional[1];
+    req["step"] = ParseNumber<int64_t>(args.positional[2], "STEP", 1, INT64_MAX);
+    if (args.positional.size() > 3) req["description"] = args.positional[3];
+    const std::string body = http.Call("POST", "/admin/keys", req.dump());
+    if (args.json) {
+      std::cout << body << "\n";
+    } else {
+      PrintFlat(ParseJson(body));
+    }
+    return 0;
+  }
+  if (cmd == "set-step") {
+    Need(args, 2, 2, "set-step KEY STEP");
+    Json req;
+    req["step"] = ParseNumber<int64_t>(args.positional[2], "STEP", 1, INT64_MAX);
+    const std::string body =
+        http.Call("PUT", "/admin/keys/" + UrlEncode(args.positional[1]) + "/step", req.dump());
+    if (args.json) {
+      std::cout << body << "\n";
+    } else {
+      PrintFlat(ParseJson(body));
+    }
+    return 0;
+  }
+  throw UsageError{"unknown command '" + cmd + "' (try --help)"};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Run(ParseArgs(argc, argv));
+  } catch (const UsageError& e) {
+    std::cerr << "seqctl: " << e.message << "\n";
+    return 2;
+  } catch (const Failure& e) {
+    std::cerr << "seqctl: " << e.message << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "seqctl: " << e.what() << "\n";
+    return 1;
+  }
+}

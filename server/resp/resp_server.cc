@@ -1,0 +1,730 @@
+#include "server/resp/resp_server.h"
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <charconv>
+#include <cstring>
+#include <mutex>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "proto/resp_codec.h"
+#include "server/core/log.h"
+#include "server/core/segment_allocator.h"
+
+namespace seqd {
+
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using error_code = boost::system::error_code;
+using SteadyClock = std::chrono::steady_clock;
+using Strand = net::strand<net::io_context::executor_type>;
+
+namespace {
+
+class Session;
+
+constexpr size_t kReadBufferBytes = 64 * 1024;
+// Leftover input is moved to the front once less than this is free behind it.
+// Larger than the biggest command the limits allow (~8.5 KiB).
+constexpr size_t kCompactBelow = 16 * 1024;
+// Unsent reply bytes beyond which a connection stops reading (the client is
+// not reading its replies).
+constexpr size_t kMaxOutputBacklog = 1 << 20;
+// How long a connection we are closing may keep sending before we drop it,
+// and how much of that we read (so our last reply is not lost to a RST).
+constexpr std::chrono::seconds kLingerTime{2};
+constexpr size_t kLingerBytes = 1 << 20;
+// INCRBY: blocks taken before giving up on a contiguous one.
+constexpr int kIncrByAttempts = 4;
+// Keys are at most 128 bytes; 512 leaves room for the INCRBY count and PING.
+constexpr resp::RespLimits kLimits{16, 512, 4096};
+constexpr size_t kMaxEchoedName = 64;  // of an unknown command, in its error
+
+// True if `word` equals `lower` (lower-case letters only) ignoring case.
+bool IsCommand(std::string_view word, std::string_view lower) {
+  if (word.size() != lower.size()) return false;
+  for (size_t i = 0; i < word.size(); ++i) {
+    if ((word[i] | 0x20) != lower[i]) return false;
+  }
+  return true;
+}
+
+std::string EncodedError(std::string_view message) {
+  std::string out;
+  resp::AppendError(out, message);
+  return out;
+}
+
+std::string WrongArity(std::string_view command) {
+  return EncodedError("wrong number of arguments for '" + std::string(command) + "' command");
+}
+
+// Client-facing text for an allocator error; never the store's own words.
+std::string TakeErrorReply(const Error& e) {
+  switch (e.code) {
+    case ErrorCode::kInvalidArgument:
+      return EncodedError("invalid key: " + e.message);
+    case ErrorCode::kUnknownKey:
+      return EncodedError(e.message);  // "unknown key 'k'" (a validated key)
+    case ErrorCode::kStoreUnavailable:
+      return EncodedError("store unavailable: no IDs could be reserved in time, retry later");
+    case ErrorCode::kShuttingDown:
+      return EncodedError("server is shutting down");
+    default:
+      return EncodedError("internal error");
+  }
+}
+
+}  // namespace
+
+struct RespServer::Impl : std::enable_shared_from_this<RespServer::Impl> {
+  Impl(net::io_context& io_, RespServerOptions options_, SegmentAllocator& allocator_)
+      : io(io_),
+        options(std::move(options_)),
+        allocator(allocator_),
+        strand(net::make_strand(io_)),
+        acceptor(strand),
+        retry_timer(strand) {}
+
+  Status Listen();
+  void DoAccept();
+  void OnAccept(Strand session_strand, error_code ec, tcp::socket socket);
+  void CloseAcceptor();
+  void Unregister(Session* session);
+
+  net::io_context& io;
+  const RespServerOptions options;
+  SegmentAllocator& allocator;
+  Strand strand;  // serializes acceptor + retry_timer
+  tcp::acceptor acceptor;
+  net::steady_timer retry_timer;  // backs off after accept errors (e.g. EMFILE)
+  std::atomic<uint16_t> port{0};
+
+  mutable std::mutex mu;
+  std::unordered_map<Session*, std::weak_ptr<Session>> sessions;  // guarded by mu
+  bool stopping = false;                                          // guarded by mu
+  std::function<void()> drained;                                  // guarded by mu
+};
+
+namespace {
+
+// One reply position in a connection's ordered reply queue.
+struct Slot {
+  enum class State : uint8_t { kPending, kInteger, kText };
+  State state = State::kPending;
+  bool incrby = false;   // pending: head of an INCRBY (else of an INCR run)
+  uint8_t attempts = 0;  // INCRBY blocks taken so far
+  int64_t count = 0;     // pending head: INCR run length or INCRBY's n
+  int64_t value = 0;     // kInteger
+  std::string text;      // kText: the encoded reply; pending INCRBY: the key
+
+  void Reset() {
+    state = State::kPending;
+    incrby = false;
+    attempts = 0;
+    count = 0;
+    text.clear();
+  }
+};
+
+// One connection. Every member is touched only on the connection's strand.
+//
+// Flow: a read lands in `in_`; Parse() decodes every complete command and
+// queues one Slot per command (a reply, or pending on an allocator call);
+// filled slots at the head of the queue move to `out_`, which Flush() writes
+// with non-blocking sends (waiting for writability only when the socket
+// buffer is full). Take callbacks capture a raw Session* and a slot number;
+// `self_` keeps the session alive while any is outstanding.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket&& socket, Strand strand, std::shared_ptr<RespServer::Impl> server)
+      : socket_(std::move(socket)),
+        strand_(std::move(strand)),
+        server_(std::move(server)),
+        allocator_(server_->allocator),
+        max_count_(server_->allocator.options().max_count),
+        timer_(strand_),
+        in_(new char[kReadBufferBytes]) {}
+
+  ~Session() { server_->Unregister(this); }
+
+  // Starts serving; with `reject`, answers an error and closes instead.
+  void Run(bool reject) {
+    net::dispatch(strand_, [self = shared_from_this(), reject] {
+      error_code ec;
+      self->socket_.non_blocking(true, ec);
+      if (ec) return self->Close();
+      self->last_activity_ = SteadyClock::now();
+      self->ArmTimer(self->last_activity_ + self->server_->options.idle_timeout);
+      if (reject) {
+        resp::AppendError(self->out_, "max number of clients reached");
+        self->read_closed_ = true;
+      }
+      self->Pump();
+    });
+  }
+
+  // Server shutdown: close now if idle, else once the commands already read
+  // are answered.
+  void Stop() {
+    net::post(strand_, [self = shared_from_this()] {
+      if (self->closed_ || self->stopping_) return;
+      self->stopping_ = true;
+      if (self->lingering_) return;
+      if (self->ring_count_ == 0 && self->OutEmpty() && !self->read_closed_) return self->Close();
+      self->Pump();
+    });
+  }
+
+ private:
+  bool OutEmpty() const { return out_sent_ == out_.size(); }
+  size_t OutBacklog() const { return out_.size() - out_sent_; }
+
+  // Moves the connection forward after any event: parse what was read,
+  // write what is ready, then read more, finish or wait.
+  void Pump() {
+    if (closed_ || lingering_) return;
+    if (!read_closed_ && !stopping_) Parse();
+    Flush();
+    if (closed_) return;
+    if (read_closed_ || stopping_) {
+      if (ring_count_ == 0 && OutEmpty()) Finish();
+      return;
+    }
+    if (!read_waiting_ && need_more_ && ring_count_ < server_->options.max_in_flight &&
+        OutBacklog() < kMaxOutputBacklog) {
+      StartRead();
+    }
+  }
+
+  void StartRead() {
+    if (in_end_ == kReadBufferBytes) Compact(/*force=*/true);
+    // Cannot happen: the parser rejects a command long before it fills the
+    // buffer. A zero-sized read would complete at once, forever.
+    if (in_end_ == kReadBufferBytes) return Close();
+    read_waiting_ = true;
+    socket_.async_read_some(
+        net::buffer(in_.get() + in_end_, kReadBufferBytes - in_end_),
+        [self = shared_from_this()](error_code ec, size_t n) { self->OnRead(ec, n); });
+  }
+
+  void OnRead(error_code ec, size_t n) {
+    read_waiting_ = false;
+    if (closed_) return;
+    if (lingering_) {
+      discarded_ += n;
+      if (ec || discarded_ > kLingerBytes) return Close();
+      in_begin_ = in_end_ = 0;
+      return StartRead();
+    }
+    if (ec) {
+      if (ec != net::error::eof) return Close();  // reset: nobody to answer
+      // The client is done sending: answer what it sent, then close.
+      peer_eof_ = true;
+      read_closed_ = true;
+      return Pump();
+    }
+    in_end_ += n;
+    last_activity_ = SteadyClock::now();
+    Pump();
+  }
+
+  // Decodes and starts every complete command in the buffer, unless too
+  // many are unanswered or the client is not reading its replies.
+  void Parse() {
+    const size_t max_in_flight = server_->options.max_in_flight;
+    need_more_ = false;
+    while (!read_closed_) {
+      if (ring_count_ >= max_in_flight || OutBacklog() >= kMaxOutputBacklog) break;
+      const std::string_view input(in_.get() + in_begin_, in_end_ - in_begin_);
+      resp::ParseResult r = resp::ParseCommand(input, kLimits, &args_);
+      if (r.state == resp::ParseState::kNeedMore) {
+        need_more_ = true;
+        break;
+      }
+      if (r.state == resp::ParseState::kError) {
+        CloseRun();
+        Reply(EncodedError("Protocol error: " + r.error));
+        read_closed_ = true;  // the stream cannot be resynchronized
+        break;
+      }
+      in_begin_ += r.consumed;
+      if (!args_.empty()) Execute();
+    }
+    CloseRun();  // before Compact(): the run's key points into the buffer
+    Compact(/*force=*/false);
+  }
+
+  void Compact(bool force) {
+    if (in_begin_ == in_end_) {
+      in_begin_ = in_end_ = 0;
+    } else if (in_begin_ > 0 && (force || kReadBufferBytes - in_end_ < kCompactBelow)) {
+      std::memmove(in_.get(), in_.get() + in_begin_, in_end_ - in_begin_);
+      in_end_ -= in_begin_;
+      in_begin_ = 0;
+    }
+  }
+
+  void Execute() {
+    const std::string_view name = args_[0];
+    const size_t argc = args_.size();
+    if (IsCommand(name, "incr")) {
+      if (argc != 2) return Reply(WrongArity("incr"));
+      return Incr(args_[1]);
+    }
+    CloseRun();  // everything else is ordered after the INCRs before it
+    if (IsCommand(name, "incrby")) {
+      if (argc != 3) return Reply(WrongArity("incrby"));
+      return IncrBy(args_[1], args_[2]);
+    }
+    if (IsCommand(name, "ping")) {
+      if (argc == 1) return Reply("+PONG\r\n");
+      if (argc > 2) return Reply(WrongArity("ping"));
+      std::string out;
+      resp::AppendBulk(out, args_[1]);
+      return Reply(out);
+    }
+    if (IsCommand(name, "quit")) {
+      Reply("+OK\r\n");
+      read_closed_ = true;
+      return;
+    }
+    if (IsCommand(name, "command")) return Reply("*0\r\n");
+    if (IsCommand(name, "config")) {
+      if (argc < 2) return Reply(WrongArity("config"));
+      if (!IsCommand(args_[1], "get")) {
+        return Reply(EncodedError("unsupported CONFIG subcommand; only CONFIG GET is known"));
+      }
+      if (argc < 3) return Reply(WrongArity("config|get"));
+      return Reply(ConfigGet());
+    }
+    std::string shown(name.substr(0, kMaxEchoedName));
+    Reply(EncodedError("unknown command '" + shown + "'"));
+  }
+
+  // Name/value pairs for the parameters redis-benchmark reads at start (it
+  // warns unless both come back); every other parameter is unknown here.
+  std::string ConfigGet() const {
+    std::string pairs;
+    int64_t n = 0;
+    for (size_t i = 2; i < args_.size(); ++i) {
+      if (IsCommand(args_[i], "save")) {
+        resp::AppendBulk(pairs, "save");
+        resp::AppendBulk(pairs, "");
+      } else if (IsCommand(args_[i], "appendonly")) {
+        resp::AppendBulk(pairs, "appendonly");
+        resp::AppendBulk(pairs, "no");
+      } else {
+        continue;
+      }
+      n += 2;
+    }
+    std::string out;
+    resp::AppendArrayHeader(out, n);
+    return out + pairs;
+  }
+
+  // Consecutive INCRs of one key are collected into a run and served by a
+  // single Take when the run ends (CloseRun).
+  void Incr(std::string_view key) {
+    if (run_open_ && run_count_ < max_count_ && key == run_key_) {
+      PushSlot();
+      ++run_count_;
+      return;
+    }
+    CloseRun();
+    run_open_ = true;
+    run_key_ = key;
+    run_seq_ = PushSlot();
+    run_count_ = 1;
+  }
+
+  void CloseRun() {
+    if (!run_open_) return;
+    run_open_ = false;
+    SlotAt(run_seq_).count = run_count_;
+    StartTake(run_key_, run_count_, run_seq_);
+  }
+
+  void IncrBy(std::string_view key, std::string_view count_text) {
+    int64_t n = 0;
+    const char* end = count_text.data() + count_text.size();
+    auto [ptr, ec] = std::from_chars(count_text.data(), end, n);
+    if (ec != std::errc() || ptr != end || n < 1 || n > max_count_) {
+      return Reply(EncodedError("value is not an integer or out of range"));
+    }
+    const uint64_t seq = PushSlot();
+    Slot& s = SlotAt(seq);
+    s.incrby = true;
+    s.count = n;
+    s.text.assign(key);
+    StartTake(key, n, seq);
+  }
+
+  void StartTake(std::string_view key, int64_t count, uint64_t seq) {
+    if (outstanding_++ == 0) self_ = shared_from_this();
+    // 16 bytes of trivially copyable capture: std::function stores it inline.
+    allocator_.Take(key, count,
+                    [s = this, seq](Result<IdBatch> r) { s->OnTaken(seq, std::move(r)); });
+  }
+
+  // Any thread. On the fast path the allocator answers inline, still on our
+  // strand, from inside Parse().
+  void OnTaken(uint64_t seq, Result<IdBatch> r) {
+    if (strand_.running_in_this_thread()) return Complete(seq, std::move(r));
+    // `self_` keeps us alive until Complete() has run.
+    net::post(strand_, [self = shared_from_this(), seq, r = std::move(r)]() mutable {
+      self->Complete(seq, std::move(r));
+      self->Pump();
+    });
+  }
+
+  void Complete(uint64_t seq, Result<IdBatch> r) {
+    Slot& head = SlotAt(seq);
+    if (head.incrby) {
+      if (r && r->ranges.size() != 1 && !closed_ && ++head.attempts < kIncrByAttempts) {
+        // The block spans two segments that are not adjacent: drop it and
+        // take another, which comes from the newer segment.
+        const std::string key = head.text;
+        allocator_.Take(key, head.count,
+                        [s = this, seq](Result<IdBatch> r2) { s->OnTaken(seq, std::move(r2)); });
+        return;  // still outstanding
+      }
+      if (!r) {
+        head.text = TakeErrorReply(r.error());
+        head.state = Slot::State::kText;
+      } else if (r->ranges.size() == 1) {
+        head.value = r->ranges[0].last;
+        head.state = Slot::State::kInteger;
+      } else {
+        head.text = EncodedError("could not take a contiguous block of " +
+                                 std::to_string(head.count) + " IDs; retry or use a smaller count");
+        head.state = Slot::State::kText;
+      }
+    } else if (r) {
+      uint64_t k = seq;
+      for (const IdRange& range : r->ranges) {
+        for (int64_t id = range.first; id <= range.last; ++id) {
+          Slot& s = SlotAt(k++);
+          s.value = id;
+          s.state = Slot::State::kInteger;
+        }
+      }
+    } else {
+      const std::string text = TakeErrorReply(r.error());
+      const uint64_t end = seq + static_cast<uint64_t>(head.count);
+      for (uint64_t k = seq; k < end; ++k) {
+        Slot& s = SlotAt(k);
+        s.text = text;
+        s.state = Slot::State::kText;
+      }
+    }
+    std::shared_ptr<Session> keep;  // our callers hold their own reference
+    if (--outstanding_ == 0) keep = std::move(self_);
+    if (!closed_) DrainReady();
+  }
+
+  // Moves the filled slots at the head of the queue into the output.
+  void DrainReady() {
+    while (ring_count_ > 0) {
+      Slot& s = SlotAt(head_seq_);
+      if (s.state == Slot::State::kPending) break;
+      if (s.state == Slot::State::kInteger) {
+        resp::AppendInteger(out_, s.value);
+      } else {
+        out_.append(s.text);
+      }
+      s.Reset();
+      ++head_seq_;
+      --ring_count_;
+    }
+  }
+
+  // A reply known now: straight to the output unless earlier ones wait.
+  void Reply(std::string_view encoded) {
+    if (ring_count_ == 0) {
+      out_.append(encoded);
+      return;
+    }
+    Slot& s = SlotAt(PushSlot());
+    s.text.assign(encoded);
+    s.state = Slot::State::kText;
+  }
+
+  uint64_t PushSlot() {
+    if (ring_count_ == ring_.size()) Grow();
+    return head_seq_ + ring_count_++;
+  }
+
+  Slot& SlotAt(uint64_t seq) { return ring_[seq & (ring_.size() - 1)]; }
+
+  void Grow() {
+    std::vector<Slot> bigger(std::max<size_t>(16, ring_.size() * 2));
+    for (size_t i = 0; i < ring_count_; ++i) {
+      const uint64_t seq = head_seq_ + i;
+      bigger[seq & (bigger.size() - 1)] = std::move(SlotAt(seq));
+    }
+    ring_.swap(bigger);
+  }
+
+  // Writes as much output as the socket takes now, without blocking; waits
+  // for writability only if the socket buffer is full. Replies appended
+  // meanwhile go out with the rest.
+  void Flush() {
+    if (write_waiting_ || closed_) return;
+    while (out_sent_ < out_.size()) {
+      error_code ec;
+      const size_t n =
+          socket_.write_some(net::buffer(out_.data() + out_sent_, out_.size() - out_sent_), ec);
+      if (ec == net::error::would_block || ec == net::error::try_again) {
+        write_waiting_ = true;
+        socket_.async_wait(tcp::socket::wait_write, [self = shared_from_this()](error_code wec) {
+          self->write_waiting_ = false;
+          if (self->closed_) return;
+          if (wec) return self->Close();
+          self->last_activity_ = SteadyClock::now();  // the client reads
+          self->Pump();
+        });
+        return;
+      }
+      if (ec) return Close();  // the peer is gone
+      out_sent_ += n;
+    }
+    out_.clear();
+    out_sent_ = 0;
+  }
+
+  // Everything answered and written; the connection ends.
+  void Finish() {
+    if (peer_eof_) return Close();
+    Linger();
+  }
+
+  // Half-closes, then discards what the client still sends until it closes,
+  // the linger time passes or too much arrives. Closing with unread input
+  // would reset the connection and could destroy our last reply.
+  void Linger() {
+    lingering_ = true;
+    error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
+    linger_deadline_ = SteadyClock::now() +
+                       std::min<SteadyClock::duration>(kLingerTime, server_->options.idle_timeout);
+    ArmTimer(linger_deadline_);
+    in_begin_ = in_end_ = 0;
+    if (!read_waiting_) StartRead();
+  }
+
+  void Close() {
+    if (closed_) return;
+    closed_ = true;
+    timer_.cancel();
+    error_code ec;
+    socket_.close(ec);
+  }
+
+  // The idle check runs only when the timer fires; reads (and writes that
+  // had to wait) just stamp last_activity_, so the hot path never touches
+  // the timer.
+  void ArmTimer(SteadyClock::time_point when) {
+    timer_.expires_at(when);
+    timer_.async_wait([self = shared_from_this()](error_code ec) {
+      if (!ec) self->OnTimer();
+    });
+  }
+
+  void OnTimer() {
+    if (closed_) return;
+    const SteadyClock::time_point now = SteadyClock::now();
+    if (lingering_) {
+      if (now >= linger_deadline_) return Close();
+      return ArmTimer(linger_deadline_);
+    }
+    // Unsent output does not keep a connection open: a client that neither
+    // sends nor reads for idle_timeout is gone or stuck.
+    const auto idle_timeout = server_->options.idle_timeout;
+    if (ring_count_ > 0) return ArmTimer(now + idle_timeout);
+    if (now - last_activity_ >= idle_timeout) return Close();
+    ArmTimer(last_activity_ + idle_timeout);
+  }
+
+  tcp::socket socket_;
+  const Strand strand_;
+  const std::shared_ptr<RespServer::Impl> server_;
+  SegmentAllocator& allocator_;
+  const int64_t max_count_;
+  net::steady_timer timer_;  // idle timeout, then linger deadline
+
+  // Input: bytes [in_begin_, in_end_) are read but not yet parsed.
+  std::unique_ptr<char[]> in_;
+  size_t in_begin_ = 0, in_end_ = 0;
+  std::vector<std::string_view> args_;  // the command being executed
+  bool need_more_ = true;               // Parse() stopped for lack of input
+
+  // Replies in request order: slot `seq` lives at ring_[seq & (size - 1)];
+  // [head_seq_, head_seq_ + ring_count_) are unanswered or unflushed.
+  std::vector<Slot> ring_;
+  uint64_t head_seq_ = 0;
+  size_t ring_count_ = 0;
+
+  // The INCR run being collected by Parse().
+  bool run_open_ = false;
+  std::string_view run_key_;  // points into in_
+  uint64_t run_seq_ = 0;
+  int64_t run_count_ = 0;
+
+  // Output: bytes [out_sent_, size) are not yet written.
+  std::string out_;
+  size_t out_sent_ = 0;
+
+  int outstanding_ = 0;            // Take calls not yet completed
+  std::shared_ptr<Session> self_;  // set while outstanding_ > 0
+
+  SteadyClock::time_point last_activity_{};
+  SteadyClock::time_point linger_deadline_{};
+  size_t discarded_ = 0;
+  bool read_waiting_ = false;   // an async_read_some is in flight
+  bool write_waiting_ = false;  // waiting for the socket to take more output
+  bool read_closed_ = false;    // no more commands: EOF, QUIT, protocol error, rejected
+  bool peer_eof_ = false;       // the client shut down its sending side
+  bool stopping_ = false;       // server shutdown
+  bool lingering_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace
+
+Status RespServer::Impl::Listen() {
+  const std::string where = options.address + ":" + std::to_string(options.port);
+  error_code ec;
+  const net::ip::address addr = net::ip::make_address(options.address, ec);
+  if (ec) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "invalid listen address '" + options.address + "': " + ec.message());
+  }
+  const tcp::endpoint endpoint(addr, options.port);
+  auto fail = [&](std::string_view what) -> Status {
+    error_code ignored;
+    acceptor.close(ignored);
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "cannot " + std::string(what) + " " + where + ": " + ec.message());
+  };
+  if (acceptor.open(endpoint.protocol(), ec); ec) return fail("open socket for");
+  if (acceptor.set_option(net::socket_base::reuse_address(true), ec); ec) {
+    return fail("set SO_REUSEADDR on");
+  }
+  if (acceptor.bind(endpoint, ec); ec) return fail("bind");
+  if (acceptor.listen(net::socket_base::max_listen_connections, ec); ec) return fail("listen on");
+  const tcp::endpoint local = acceptor.local_endpoint(ec);
+  if (ec) return fail("read the bound address of");
+  port = local.port();
+  net::post(strand, [self = shared_from_this()] { self->DoAccept(); });
+  return OkStatus();
+}
+
+void RespServer::Impl::DoAccept() {
+  if (!acceptor.is_open()) return;
+  Strand session_strand = net::make_strand(io);
+  acceptor.async_accept(session_strand, [self = shared_from_this(), session_strand](
+                                            error_code ec, tcp::socket socket) {
+    self->OnAccept(session_strand, ec, std::move(socket));
+  });
+}
+
+void RespServer::Impl::OnAccept(Strand session_strand, error_code ec, tcp::socket socket) {
+  if (ec) {
+    if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
+    SEQD_LOG(kWarn) << "resp accept failed: " << ec.message();
+    retry_timer.expires_after(std::chrono::milliseconds(100));
+    retry_timer.async_wait([self = shared_from_this()](error_code timer_ec) {
+      if (!timer_ec) self->DoAccept();
+    });
+    return;
+  }
+  error_code ignored;
+  socket.set_option(tcp::no_delay(true), ignored);
+
+  auto session =
+      std::make_shared<Session>(std::move(socket), std::move(session_strand), shared_from_this());
+  bool reject = false;
+  {
+    std::lock_guard lock(mu);
+    if (stopping) return;  // the session (and socket) dies here, unregistered
+    reject = sessions.size() >= options.max_connections;
+    sessions.emplace(session.get(), session);
+  }
+  session->Run(reject);
+  DoAccept();
+}
+
+void RespServer::Impl::CloseAcceptor() {
+  net::post(strand, [self = shared_from_this()] {
+    error_code ignored;
+    self->acceptor.close(ignored);
+    self->retry_timer.cancel();
+  });
+}
+
+void RespServer::Impl::Unregister(Session* session) {
+  std::function<void()> done;
+  {
+    std::lock_guard lock(mu);
+    if (sessions.erase(session) == 0 || !stopping || !sessions.empty() || !drained) return;
+    done = std::move(drained);
+    drained = nullptr;
+  }
+  net::post(io, std::move(done));  // not from inside the session's destructor
+}
+
+RespServer::RespServer(net::io_context& io, RespServerOptions options, SegmentAllocator& allocator)
+    : impl_(std::make_shared<Impl>(io, std::move(options), allocator)) {}
+
+RespServer::~RespServer() { impl_->CloseAcceptor(); }
+
+Status RespServer::Listen() { return impl_->Listen(); }
+
+uint16_t RespServer::port() const { return impl_->port; }
+
+size_t RespServer::open_connections() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->sessions.size();
+}
+
+void RespServer::Stop(std::function<void()> drained) {
+  std::vector<std::shared_ptr<Session>> live;
+  std::function<void()> done;
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->stopping = true;
+    if (drained) {
+      if (impl_->drained) {  // a second Stop(): run both callbacks
+        impl_->drained = [first = std::move(impl_->drained), second = std::move(drained)] {
+          first();
+          second();
+        };
+      } else {
+        impl_->drained = std::move(drained);
+      }
+    }
+    for (auto& [ptr, weak] : impl_->sessions) {
+      if (auto s = weak.lock()) live.push_back(std::move(s));
+    }
+    if (impl_->sessions.empty() && impl_->drained) {
+      done = std::move(impl_->drained);
+      impl_->drained = nullptr;
+    }
+  }
+  impl_->CloseAcceptor();
+  for (auto& s : live) s->Stop();
+  live.clear();  // a session may now die here; Unregister takes the lock itself
+  if (done) net::post(impl_->io, std::move(done));
+}
+
+}  // namespace seqd

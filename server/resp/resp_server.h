@@ -1,0 +1,90 @@
+// Redis-protocol (RESP2) front end: lets redis-cli, redis-benchmark and any
+// Redis client library take IDs with INCR / INCRBY.
+//
+// Commands (names are case-insensitive):
+//   INCR key        -> :id        the next ID of `key`
+//   INCRBY key n    -> :last      a contiguous block of n IDs (1..max_count);
+//                                 the caller owns (last-n, last], as in Redis
+//   PING [msg]      -> +PONG or $msg
+//   QUIT            -> +OK, then the connection closes
+//   COMMAND ...     -> *0 (empty; redis-cli and redis-benchmark ask for it)
+//   CONFIG GET p... -> save "" / appendonly "no" pairs, nothing for other
+//                      names (redis-benchmark reads those two at start)
+//   anything else   -> -ERR unknown command 'X' (HELLO included: no RESP3)
+// Errors are "-ERR ..." with a fixed, client-safe text: unknown key,
+// invalid key, store unavailable, shutting down. A protocol error is
+// answered with "-ERR Protocol error: ..." and the connection closes.
+//
+// INCRBY contiguity: when the block the allocator hands out spans two
+// segments that are not adjacent (another server took the IDs between), the
+// server drops that block (IDs may have gaps anyway) and takes a new one,
+// which lands inside the newer segment; after a few failed attempts it
+// answers an error. IDs stay unique and increasing either way.
+//
+// Pipelining: replies go out in request order. A connection has at most
+// max_in_flight unanswered commands; beyond that (or when the client does not
+// read its replies) the server stops reading from it. Consecutive INCRs of
+// the same key that arrive together are served by one allocator call.
+//
+// A connection idle (nothing received, nothing in flight) for idle_timeout is
+// closed; beyond max_connections new ones get an error and are closed.
+//
+// Thread safety: all methods are safe from any thread. The io_context may be
+// run by any number of threads; no handler blocks.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "storage/error.h"
+
+namespace boost::asio {
+class io_context;
+}  // namespace boost::asio
+
+namespace seqd {
+
+class SegmentAllocator;
+
+struct RespServerOptions {
+  std::string address = "127.0.0.1";
+  uint16_t port = 0;
+  size_t max_in_flight = 1024;  // unanswered commands per connection
+  std::chrono::seconds idle_timeout{300};
+  size_t max_connections = 10000;
+};
+
+class RespServer {
+ public:
+  // `io` and `allocator` must outlive the server and every connection it
+  // serves: call Stop() and wait for `drained` (or stop `io`) first.
+  RespServer(boost::asio::io_context& io, RespServerOptions options, SegmentAllocator& allocator);
+  ~RespServer();
+  RespServer(const RespServer&) = delete;
+  RespServer& operator=(const RespServer&) = delete;
+
+  // Binds and starts accepting. kInvalidArgument (bad address, address in
+  // use, ...) on failure; never throws. Call once.
+  Status Listen();
+
+  // The bound port (useful with port 0); 0 before a successful Listen().
+  uint16_t port() const;
+
+  // Stops accepting and reading. Idle connections close now; the others
+  // answer the commands already read, then close. `drained` (optional) runs
+  // once, on an io_context thread, when no connection is left.
+  void Stop(std::function<void()> drained);
+
+  size_t open_connections() const;
+
+  struct Impl;  // opaque; public only so the connection code can name it
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace seqd

@@ -1,0 +1,85 @@
+// The binary protocol front end (docs/protocol.md): accepts TCP connections
+// on an io_context and serves PING and NEXT_IDS from a SegmentAllocator.
+//
+// Each connection has its own strand. Requests are pipelined: every complete
+// frame that has arrived is handled at once, and each response is sent when
+// its request completes (in completion order, tagged with the request id).
+// Responses are coalesced: at most one write per connection is in flight;
+// whatever accumulates meanwhile goes out with the next one.
+//
+// Limits: at most max_in_flight requests per connection are unanswered (not
+// yet written back); at that point the connection is not read until some
+// are. Protocol errors (bad length, version, flags) get one error frame, then
+// the connection is closed. A connection with nothing in flight that sends
+// nothing for idle_timeout is closed. Beyond max_connections new connections
+// are closed at once.
+//
+// Thread safety: all methods are safe from any thread. The io_context may be
+// run by any number of threads; no handler blocks.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "proto/binary_codec.h"
+#include "storage/error.h"
+
+namespace boost::asio {
+class io_context;
+}  // namespace boost::asio
+
+namespace seqd {
+
+class SegmentAllocator;
+
+struct BinaryServerOptions {
+  std::string address = "127.0.0.1";
+  uint16_t port = 7070;
+  size_t max_in_flight = 1024;             // unanswered requests per connection (>= 1)
+  std::chrono::seconds idle_timeout{300};  // 0 disables the idle timeout
+  size_t max_connections = 10000;
+  size_t max_frame_bytes = proto::kMaxFrameSize;  // whole frame; never above kMaxFrameSize
+};
+
+class BinaryServer {
+ public:
+  // `io` and `allocator` must outlive the server and every connection it
+  // serves: call Stop() and wait for `drained` (or stop `io`) first.
+  BinaryServer(boost::asio::io_context& io, BinaryServerOptions options,
+               SegmentAllocator& allocator);
+  ~BinaryServer();
+  BinaryServer(const BinaryServer&) = delete;
+  BinaryServer& operator=(const BinaryServer&) = delete;
+
+  // Binds and starts accepting. kInvalidArgument (bad address, address in
+  // use, ...) on failure; never throws. Call once.
+  Status Listen();
+
+  // The bound port (useful with port 0); 0 before a successful Listen().
+  uint16_t port() const;
+
+  // Serves an already-connected stream socket, taking ownership of `fd`
+  // (closed on failure). For socket activation and for tests that drive a
+  // whole session over a socketpair (tests/fuzz/session_target.cc). Works
+  // without Listen().
+  Status Serve(int fd);
+
+  // Stops accepting, closes connections with nothing in flight, lets
+  // requests in flight be answered, then closes their connections.
+  // `drained` (optional) runs once, on an io_context thread, when no
+  // connection is left.
+  void Stop(std::function<void()> drained);
+
+  size_t open_connections() const;
+
+  struct Impl;  // opaque; public only so the connection code can name it
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace seqd

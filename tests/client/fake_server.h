@@ -1,0 +1,202 @@
+// A fake seqd binary-protocol server for client tests: Asio + the codec on
+// its own thread, with knobs for the misbehaviour a test needs.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "proto/binary_codec.h"
+
+namespace seqd::testing {
+
+struct FakeOptions {
+  int store_unavailable_first = 0;  // answer STORE_UNAVAILABLE to the first n NEXT_IDS
+  int drop_first = 0;               // close the connection on the first n NEXT_IDS
+  bool unknown_key = false;         // answer UNKNOWN_KEY to every NEXT_IDS
+  bool ignore = false;              // never answer NEXT_IDS
+  size_t reorder_batch = 0;         // hold answers until this many, then send them reversed
+  int delay_ms = 0;                 // answer each request after this long
+  bool close_on_accept = false;     // accept and close at once
+  bool shutting_down = false;       // answer SHUTTING_DOWN to NEXT_IDS, then close
+};
+
+class FakeServer {
+ public:
+  explicit FakeServer(FakeOptions options = {})
+      : options_(options), acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
+    port_ = acceptor_.local_endpoint().port();
+    Accept();
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~FakeServer() {
+    io_.stop();
+    thread_.join();
+  }
+
+  uint16_t port() const { return port_; }
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+
+  std::atomic<int> connections{0};
+  std::atomic<int> next_ids_requests{0};
+  std::atomic<int> pings{0};
+  std::atomic<uint32_t> last_count{0};
+  std::atomic<int> max_outstanding{0};  // most unanswered requests seen on one connection
+
+ private:
+  using tcp = boost::asio::ip::tcp;
+
+  struct Conn : std::enable_shared_from_this<Conn> {
+    explicit Conn(tcp::socket s) : socket(std::move(s)) {}
+    tcp::socket socket;
+    std::string in;
+    std::string out, writing;
+    bool write_in_flight = false;
+    std::vector<std::string> held;
+    int outstanding = 0;
+    char buf[8192];
+  };
+
+  void Accept() {
+    acceptor_.async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
+      if (ec) return;
+      ++connections;
+      if (options_.close_on_accept) {
+        socket.close();
+      } else {
+        auto conn = std::make_shared<Conn>(std::move(socket));
+        Read(conn);
+      }
+      Accept();
+    });
+  }
+
+  void Read(const std::shared_ptr<Conn>& c) {
+    c->socket.async_read_some(boost::asio::buffer(c->buf),
+                              [this, c](const boost::system::error_code& ec, size_t n) {
+                                if (ec) return;
+                                c->in.append(c->buf, n);
+                                if (!Process(c)) return;
+                                Read(c);
+                              });
+  }
+
+  // False when the connection was closed.
+  bool Process(const std::shared_ptr<Conn>& c) {
+    for (;;) {
+      proto::DecodeResult r = proto::DecodeFrame(c->in);
+      if (r.state == proto::DecodeState::kNeedMore) return true;
+      if (r.state == proto::DecodeState::kError) {
+        c->socket.close();
+        return false;
+      }
+      std::string frame_out;
+      const proto::FrameView& f = r.frame;
+      bool answer = true;
+      if (f.opcode == static_cast<uint8_t>(proto::Opcode::kPing)) {
+        ++pings;
+        proto::AppendOkPing(frame_out, f.request_id, f.payload);
+      } else if (f.opcode == static_cast<uint8_t>(proto::Opcode::kNextIds)) {
+        const int n = ++next_ids_requests;
+        auto req = proto::ParseNextIdsRequest(f.payload);
+        if (!req) {
+          proto::AppendError(frame_out, proto::Opcode::kNextIds, f.request_id,
+                             proto::Status::kInvalidArgument, "bad payload");
+        } else if (n <= options_.drop_first) {
+          c->socket.close();
+          return false;
+        } else if (n <= options_.drop_first + options_.store_unavailable_first) {
+          proto::AppendError(frame_out, proto::Opcode::kNextIds, f.request_id,
+                             proto::Status::kStoreUnavailable, "store down");
+        } else if (options_.shutting_down) {
+          proto::AppendError(frame_out, proto::Opcode::kNextIds, f.request_id,
+                             proto::Status::kShuttingDown, "draining");
+          boost::asio::write(c->socket, boost::asio::buffer(frame_out));
+          c->socket.close();
+          return false;
+        } else if (options_.unknown_key) {
+          proto::AppendError(frame_out, proto::Opcode::kNextIds, f.request_id,
+                             proto::Status::kUnknownKey,
+                             "unknown key '" + std::string(req->key) + "'");
+        } else if (options_.ignore) {
+          answer = false;
+        } else {
+          last_count = req->count;
+          int64_t& next = counters_[std::string(req->key)];
+          proto::IdRangeWire range{next + 1, next + static_cast<int64_t>(req->count)};
+          next += req->count;
+          proto::AppendOkNextIds(frame_out, f.request_id, &range, 1);
+        }
+      } else {
+        proto::AppendError(frame_out, static_cast<proto::Opcode>(f.opcode), f.request_id,
+                           proto::Status::kUnknownOpcode, "unknown opcode");
+      }
+      c->in.erase(0, r.consumed);
+      if (!answer) continue;
+      ++c->outstanding;
+      max_outstanding = std::max(max_outstanding.load(), c->outstanding);
+      if (options_.reorder_batch > 0) {
+        c->held.push_back(std::move(frame_out));
+        if (c->held.size() >= options_.reorder_batch) {
+          for (auto it = c->held.rbegin(); it != c->held.rend(); ++it) Send(c, std::move(*it));
+          c->held.clear();
+        }
+      } else if (options_.delay_ms > 0) {
+        auto timer = std::make_shared<boost::asio::steady_timer>(
+            io_, std::chrono::milliseconds(options_.delay_ms));
+        timer->async_wait([this, c, timer,
+                           frame = std::move(frame_out)](const boost::system::error_code&) mutable {
+          Send(c, std::move(frame));
+        });
+      } else {
+        Send(c, std::move(frame_out));
+      }
+    }
+  }
+
+  void Send(const std::shared_ptr<Conn>& c, std::string frame) {
+    --c->outstanding;
+    c->out += frame;
+    Flush(c);
+  }
+
+  void Flush(const std::shared_ptr<Conn>& c) {
+    if (c->write_in_flight || c->out.empty() || !c->socket.is_open()) return;
+    c->writing.swap(c->out);
+    c->out.clear();
+    c->write_in_flight = true;
+    boost::asio::async_write(c->socket, boost::asio::buffer(c->writing),
+                             [this, c](const boost::system::error_code& ec, size_t) {
+                               c->write_in_flight = false;
+                               c->writing.clear();
+                               if (!ec) Flush(c);
+                             });
+  }
+
+  FakeOptions options_;
+  boost::asio::io_context io_;
+  tcp::acceptor acceptor_;
+  uint16_t port_ = 0;
+  std::map<std::string, int64_t> counters_;
+  std::thread thread_;
+};
+
+// A port nothing listens on (bound once, then released).
+inline std::string ClosedEndpoint() {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor a(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  const uint16_t port = a.local_endpoint().port();
+  a.close();
+  return "127.0.0.1:" + std::to_string(port);
+}
+
+}  // namespace seqd::testing

@@ -1,0 +1,74 @@
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proto/binary_codec.h"
+#include "proto/resp_codec.h"
+#include "tests/fuzz/fuzz_targets.h"
+
+namespace seqd::fuzz {
+
+namespace {}  // namespace
+
+void BinaryDecoder(const uint8_t* data, size_t size) {
+  const std::string_view input(reinterpret_cast<const char*>(data), size);
+  // Whole input, frame after frame; every decoded frame must re-encode to the
+  // bytes it came from.
+  std::string_view rest = input;
+  while (!rest.empty()) {
+    proto::DecodeResult r = proto::DecodeFrame(rest);
+    if (r.state != proto::DecodeState::kFrame) break;
+    FUZZ_CHECK(r.consumed >= proto::kHeaderSize && r.consumed <= rest.size());
+    FUZZ_CHECK(r.frame.payload.size() == r.consumed - proto::kHeaderSize);
+    std::string again;
+    proto::AppendFrame(again, static_cast<proto::Opcode>(r.frame.opcode), r.frame.flags,
+                       r.frame.request_id, r.frame.payload);
+    FUZZ_CHECK(again == rest.substr(0, r.consumed));
+    if (auto req = proto::ParseNextIdsRequest(r.frame.payload)) {
+      std::string encoded;
+      proto::AppendNextIdsRequest(encoded, r.frame.request_id, req->key, req->count);
+      proto::DecodeResult back = proto::DecodeFrame(encoded);
+      FUZZ_CHECK(back.state == proto::DecodeState::kFrame);
+      FUZZ_CHECK(back.frame.payload == r.frame.payload);
+    }
+    if (auto resp = proto::ParseResponse(r.frame.payload)) {
+      if (resp->status == proto::Status::kOk) (void)proto::ParseNextIdsResult(resp->result);
+    }
+    rest.remove_prefix(r.consumed);
+  }
+  // Every prefix: a prefix of a frame is never an error the whole is not.
+  const proto::DecodeResult whole = proto::DecodeFrame(input);
+  for (size_t cut = 0; cut < size && cut < 64; ++cut) {
+    proto::DecodeResult part = proto::DecodeFrame(input.substr(0, cut));
+    if (part.state == proto::DecodeState::kError) {
+      FUZZ_CHECK(whole.state == proto::DecodeState::kError && whole.error == part.error);
+    }
+    if (part.state == proto::DecodeState::kFrame)
+      FUZZ_CHECK(whole.state == proto::DecodeState::kFrame);
+  }
+}
+
+void RespDecoder(const uint8_t* data, size_t size) {
+  const std::string_view input(reinterpret_cast<const char*>(data), size);
+  const resp::RespLimits limits;
+  std::vector<std::string_view> args;
+  std::string_view rest = input;
+  for (int commands = 0; !rest.empty() && commands < 1000; ++commands) {
+    resp::ParseResult r = resp::ParseCommand(rest, limits, &args);
+    if (r.state != resp::ParseState::kCommand) break;
+    FUZZ_CHECK(r.consumed > 0 && r.consumed <= rest.size());
+    FUZZ_CHECK(args.size() <= limits.max_args);
+    for (std::string_view a : args) {
+      // Every word points into the input and respects the limits.
+      FUZZ_CHECK(a.data() >= rest.data() && a.data() + a.size() <= rest.data() + rest.size());
+      FUZZ_CHECK(a.size() <= limits.max_bulk_length);
+    }
+    rest.remove_prefix(r.consumed);
+  }
+  std::string out;
+  resp::AppendError(out, input.substr(0, 64));
+  FUZZ_CHECK(out.find('\r') == out.size() - 2);  // the message cannot break the framing
+}
+
+}  // namespace seqd::fuzz

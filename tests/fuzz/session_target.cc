@@ -1,0 +1,165 @@
+// A whole binary-protocol session: the real BinaryServer session code, a real
+// allocator over a memory store, fed from a socketpair (no network). The
+// harness writes the input, half-closes, and reads every response until the
+// server closes; it checks what came back.
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "proto/binary_codec.h"
+#include "server/core/asio_clock.h"
+#include "server/core/log.h"
+#include "server/core/segment_allocator.h"
+#include "server/core/task_runner.h"
+#include "server/tcp/binary_server.h"
+#include "storage/memory_store.h"
+#include "tests/fuzz/fuzz_targets.h"
+
+namespace seqd::fuzz {
+
+namespace {
+
+// One server for the whole fuzzing process: built on first use, never torn
+// down (libFuzzer exits the process).
+struct SessionWorld {
+  SessionWorld()
+      : work(boost::asio::make_work_guard(io)),
+        clock(io),
+        db(1),
+        allocator(store, db, clock, KeyRules({{"sg_", 100}}), Options()),
+        server(io, ServerOptions(), allocator) {
+    SetLogLevel(LogLevel::kError);
+    FUZZ_CHECK(store.CreateKey("fuzz", 1000, "").ok());
+    FUZZ_CHECK(store.CreateKey("f", 3, "").ok());  // tiny step: batches span segments
+    thread = std::thread([this] { io.run(); });
+  }
+
+  static AllocatorOptions Options() {
+    AllocatorOptions o;
+    o.wait_deadline = std::chrono::milliseconds(200);
+    return o;
+  }
+  static BinaryServerOptions ServerOptions() {
+    BinaryServerOptions o;
+    o.max_in_flight = 64;
+    o.max_frame_bytes = 4096;
+    return o;
+  }
+
+  boost::asio::io_context io;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work;
+  AsioClock clock;
+  ThreadPoolRunner db;
+  MemoryStore store;
+  SegmentAllocator allocator;
+  BinaryServer server;
+  std::thread thread;
+};
+
+SessionWorld& World() {
+  static SessionWorld* world = new SessionWorld();
+  return *world;
+}
+
+// Writes `input`, half-closes, and reads until EOF, interleaving both so a
+// server that answers while we still write never deadlocks us.
+std::string Exchange(int fd, std::string_view input) {
+  std::string output;
+  size_t written = 0;
+  bool write_closed = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  char buf[65536];
+  for (;;) {
+    if (written == input.size() && !write_closed) {
+      ::shutdown(fd, SHUT_WR);
+      write_closed = true;
+    }
+    pollfd p{fd, static_cast<short>(POLLIN | (write_closed ? 0 : POLLOUT)), 0};
+    FUZZ_CHECK(std::chrono::steady_clock::now() < deadline);  // a hung session is a bug
+    if (::poll(&p, 1, 100) <= 0) continue;
+    if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) return output;  // EOF or reset: the server closed
+      output.append(buf, static_cast<size_t>(n));
+    }
+    if (!write_closed && (p.revents & POLLOUT)) {
+      const ssize_t n = ::send(fd, input.data() + written, input.size() - written, MSG_NOSIGNAL);
+      if (n < 0) {
+        written = input.size();  // the server closed its side; just read the rest
+      } else {
+        written += static_cast<size_t>(n);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void BinarySession(const uint8_t* data, size_t size) {
+  SessionWorld& world = World();
+  int fds[2];
+  FUZZ_CHECK(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0);
+  FUZZ_CHECK(world.server.Serve(fds[0]).ok());
+  const std::string output = Exchange(fds[1], {reinterpret_cast<const char*>(data), size});
+  ::close(fds[1]);
+
+  // Which key each NEXT_IDS request asked for (IDs are unique per key).
+  // Request ids reused for different keys are not checked.
+  std::map<uint32_t, std::string> key_of;
+  std::set<uint32_t> ambiguous;
+  for (std::string_view in(reinterpret_cast<const char*>(data), size); !in.empty();) {
+    const proto::DecodeResult r =
+        proto::DecodeFrame(in, SessionWorld::ServerOptions().max_frame_bytes);
+    if (r.state != proto::DecodeState::kFrame) break;
+    if (auto req = proto::ParseNextIdsRequest(r.frame.payload)) {
+      auto [it, fresh] = key_of.emplace(r.frame.request_id, std::string(req->key));
+      if (!fresh && it->second != req->key) ambiguous.insert(r.frame.request_id);
+    }
+    in.remove_prefix(r.consumed);
+  }
+
+  // Every byte back is a well-formed response frame; a key's IDs never
+  // repeat; a protocol error, if any, is the last frame.
+  std::string_view rest = output;
+  std::map<std::string, std::set<int64_t>> ids;
+  bool saw_protocol_error = false;
+  while (!rest.empty()) {
+    const proto::DecodeResult r = proto::DecodeFrame(rest);
+    FUZZ_CHECK(r.state == proto::DecodeState::kFrame);
+    FUZZ_CHECK(!saw_protocol_error);
+    FUZZ_CHECK(r.frame.is_response());
+    const auto response = proto::ParseResponse(r.frame.payload);
+    FUZZ_CHECK(response.has_value());
+    if (proto::IsProtocolError(response->status)) {
+      saw_protocol_error = true;
+      FUZZ_CHECK(r.frame.opcode == 0 && r.frame.request_id == 0);
+    }
+    if (r.frame.opcode == static_cast<uint8_t>(proto::Opcode::kNextIds) &&
+        response->status == proto::Status::kOk) {
+      const auto ranges = proto::ParseNextIdsResult(response->result);
+      FUZZ_CHECK(ranges.has_value() && !ranges->empty());
+      const auto key = key_of.find(r.frame.request_id);
+      FUZZ_CHECK(key != key_of.end());  // only requests get answers
+      for (const auto& range : *ranges) {
+        FUZZ_CHECK(range.first <= range.last && range.last - range.first < 10'000);
+        if (ambiguous.count(r.frame.request_id)) continue;
+        for (int64_t id = range.first; id <= range.last; ++id) {
+          FUZZ_CHECK(ids[key->second].insert(id).second);
+        }
+      }
+    }
+    rest.remove_prefix(r.consumed);
+  }
+}
+
+}  // namespace seqd::fuzz

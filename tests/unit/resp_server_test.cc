@@ -1,0 +1,567 @@
+// RespServer over real loopback sockets: a server io_context on background
+// threads, an allocator over MemoryStore on a thread pool, plain Asio
+// clients whose every read has a deadline.
+#include "server/resp/resp_server.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "proto/resp_codec.h"
+#include "server/core/asio_clock.h"
+#include "server/core/segment_allocator.h"
+#include "server/core/task_runner.h"
+#include "storage/faulty_store.h"
+#include "storage/memory_store.h"
+
+using namespace seqd;
+using namespace std::chrono_literals;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using error_code = boost::system::error_code;
+using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+
+// Acts as a second server sharing the table: for keys starting with "gap",
+// takes 5 IDs before every reservation, so no two of our segments are
+// adjacent. Records the segments it hands out.
+class GappyStore final : public SegmentStore {
+ public:
+  explicit GappyStore(SegmentStore& inner) : inner_(inner) {}
+  Status EnsureSchema() override { return inner_.EnsureSchema(); }
+  Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) override {
+    if (key.starts_with("gap")) {
+      if (auto stolen = inner_.Reserve(key, 5); !stolen) return stolen.error();
+    }
+    auto r = inner_.Reserve(key, step);
+    if (r) {
+      std::lock_guard lock(mu_);
+      segments_.push_back(IdRange{r->first, r->last});
+    }
+    return r;
+  }
+  Result<KeyRow> CreateKey(std::string_view key, int64_t step, std::string_view d) override {
+    return inner_.CreateKey(key, step, d);
+  }
+  Result<KeyRow> GetKey(std::string_view key) override { return inner_.GetKey(key); }
+  Result<std::vector<KeyRow>> ListKeys(std::string_view after, size_t limit) override {
+    return inner_.ListKeys(after, limit);
+  }
+  Result<KeyRow> SetStep(std::string_view key, int64_t step) override {
+    return inner_.SetStep(key, step);
+  }
+  Status Ping() override { return inner_.Ping(); }
+
+  // True if [first, last] lies inside one segment we handed out.
+  bool InOneSegment(int64_t first, int64_t last) const {
+    std::lock_guard lock(mu_);
+    return std::any_of(segments_.begin(), segments_.end(),
+                       [&](const IdRange& s) { return s.first <= first && last <= s.last; });
+  }
+
+ private:
+  SegmentStore& inner_;
+  mutable std::mutex mu_;
+  std::vector<IdRange> segments_;  // guarded by mu_
+};
+
+// Length of the first complete RESP reply at `at` in `b`, or 0.
+size_t ReplyLength(const std::string& b, size_t at = 0) {
+  if (at >= b.size()) return 0;
+  const size_t eol = b.find("\r\n", at);
+  if (eol == std::string::npos) return 0;
+  const size_t line = eol + 2 - at;
+  switch (b[at]) {
+    case '+':
+    case '-':
+    case ':':
+      return line;
+    case '$': {
+      const long long len = std::stoll(b.substr(at + 1, eol - at - 1));
+      if (len < 0) return line;
+      const size_t total = line + static_cast<size_t>(len) + 2;
+      return b.size() - at >= total ? total : 0;
+    }
+    case '*': {
+      const long long n = std::stoll(b.substr(at + 1, eol - at - 1));
+      size_t total = line;
+      for (long long i = 0; i < n; ++i) {
+        const size_t one = ReplyLength(b, at + total);
+        if (one == 0) return 0;
+        total += one;
+      }
+      return total;
+    }
+    default:
+      FAIL("not a RESP reply: " << b.substr(at, 40));
+      return 0;
+  }
+}
+
+// A blocking-style RESP client whose every read has a deadline.
+class Client {
+ public:
+  explicit Client(uint16_t port) : sock_(io_) {
+    error_code ec;
+    sock_.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port), ec);
+    connected_ = !ec;
+  }
+
+  bool connected() const { return connected_; }
+
+  void Send(std::string_view data) {
+    error_code ec;
+    net::write(sock_, net::buffer(data.data(), data.size()), ec);
+  }
+
+  void Close() {
+    error_code ec;
+    sock_.close(ec);
+  }
+
+  void ShutdownSend() {
+    error_code ec;
+    sock_.shutdown(tcp::socket::shutdown_send, ec);
+  }
+
+  // One whole reply (raw bytes), or nullopt on close/error/timeout.
+  std::optional<std::string> Read(SteadyClock::duration timeout = 5s) {
+    const auto deadline = SteadyClock::now() + timeout;
+    size_t n;
+    while ((n = ReplyLength(buf_)) == 0) {
+      if (ReadSome(deadline)) return std::nullopt;
+    }
+    std::string reply = buf_.substr(0, n);
+    buf_.erase(0, n);
+    return reply;
+  }
+
+  // Sends `command` and returns the reply ("" if none came).
+  std::string Call(std::string_view command) {
+    Send(command);
+    return Read().value_or("");
+  }
+
+  // True if the server closes the connection (EOF or reset) within
+  // `timeout` without sending anything more.
+  bool WaitClosed(SteadyClock::duration timeout = 5s) {
+    const auto deadline = SteadyClock::now() + timeout;
+    for (;;) {
+      error_code ec = ReadSome(deadline);
+      if (ec == net::error::timed_out) return false;
+      if (ec) return buf_.empty();
+    }
+  }
+
+ private:
+  error_code ReadSome(SteadyClock::time_point deadline) {
+    char tmp[65536];
+    std::optional<error_code> result;
+    size_t got = 0;
+    sock_.async_read_some(net::buffer(tmp), [&](error_code ec, size_t n) {
+      result = ec;
+      got = n;
+    });
+    io_.restart();
+    io_.run_until(deadline);
+    if (!result) {
+      sock_.cancel();
+      io_.restart();
+      io_.run();
+      buf_.append(tmp, got);
+      return net::error::timed_out;
+    }
+    buf_.append(tmp, got);
+    return *result;
+  }
+
+  net::io_context io_;
+  tcp::socket sock_;
+  bool connected_ = false;
+  std::string buf_;
+};
+
+std::string Cmd(std::vector<std::string> words) {
+  std::string out;
+  resp::AppendArrayHeader(out, static_cast<int64_t>(words.size()));
+  for (const std::string& w : words) resp::AppendBulk(out, w);
+  return out;
+}
+
+// The value of an integer reply; fails the test otherwise.
+int64_t Int(const std::optional<std::string>& reply) {
+  REQUIRE(reply);
+  REQUIRE_MESSAGE(reply->size() > 3, *reply);
+  REQUIRE_MESSAGE((*reply)[0] == ':', *reply);
+  return std::stoll(reply->substr(1));
+}
+
+template <typename Pred>
+bool WaitFor(Pred pred, SteadyClock::duration timeout = 5s) {
+  const auto deadline = SteadyClock::now() + timeout;
+  while (!pred()) {
+    if (SteadyClock::now() > deadline) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+AllocatorOptions LongDeadline() {
+  AllocatorOptions o;
+  o.wait_deadline = 30s;
+  return o;
+}
+
+struct Fixture {
+  explicit Fixture(RespServerOptions options = {}, AllocatorOptions alloc_options = LongDeadline())
+      : gappy(mem),
+        store(gappy),
+        clock(io),
+        allocator(store, db, clock, KeyRules({{"auto_", 50}}), alloc_options),
+        server(
+            io,
+            [&] {
+              options.address = "127.0.0.1";
+              options.port = 0;
+              return options;
+            }(),
+            allocator) {
+    REQUIRE(mem.CreateKey("k", 1000, ""));
+    listening = server.Listen().ok();
+    for (int i = 0; i < 2; ++i) threads.emplace_back([this] { io.run(); });
+  }
+
+  ~Fixture() {
+    store.SetHold(false);
+    store.SetDown(false);
+    std::promise<void> drained;
+    server.Stop([&] { drained.set_value(); });
+    CHECK(drained.get_future().wait_for(5s) == std::future_status::ready);
+    work.reset();
+    io.stop();
+    for (auto& t : threads) t.join();
+    db.Stop();
+  }
+
+  net::io_context io;
+  net::executor_work_guard<net::io_context::executor_type> work = net::make_work_guard(io);
+  MemoryStore mem;
+  GappyStore gappy;
+  FaultyStore store;
+  ThreadPoolRunner db{2};
+  AsioClock clock;
+  SegmentAllocator allocator;
+  RespServer server;
+  bool listening = false;
+  std::vector<std::thread> threads;
+};
+
+}  // namespace
+
+TEST_CASE("resp server: INCR returns successive IDs, both request forms, any case") {
+  Fixture f;
+  REQUIRE(f.listening);
+  REQUIRE(f.server.port() != 0);
+  Client c(f.server.port());
+  REQUIRE(c.connected());
+  CHECK(c.Call(Cmd({"INCR", "k"})) == ":1\r\n");
+  CHECK(c.Call(Cmd({"incr", "k"})) == ":2\r\n");
+  CHECK(c.Call("InCr k\r\n") == ":3\r\n");
+  // Auto-created key: the first call waits for the row to be created.
+  CHECK(c.Call(Cmd({"INCR", "auto_a"})) == ":1\r\n");
+  CHECK(c.Call(Cmd({"INCR", "auto_a"})) == ":2\r\n");
+  CHECK(f.server.open_connections() == 1);
+}
+
+TEST_CASE("resp server: INCRBY returns the last of a contiguous block") {
+  Fixture f;
+  REQUIRE(f.listening);
+  Client c(f.server.port());
+  CHECK(Int(c.Call(Cmd({"INCR", "k"}))) == 1);
+  CHECK(Int(c.Call(Cmd({"INCRBY", "k", "100"}))) == 101);  // caller owns [2, 101]
+  CHECK(Int(c.Call(Cmd({"INCR", "k"}))) == 102);
+  CHECK(Int(c.Call("incrby k 1\r\n")) == 103);
+  CHECK(Int(c.Call(Cmd({"INCRBY", "k", "10000"}))) == 10103);  // max_count, across segments
+  CHECK(Int(c.Call(Cmd({"INCR", "k"}))) == 10104);
+}
+
+TEST_CASE("resp server: INCRBY across non-adjacent segments still gets a contiguous block") {
+  Fixture f;
+  REQUIRE(f.listening);
+  REQUIRE(f.mem.CreateKey("gap1", 10, ""));
+  Client c(f.server.port());
+  // Segments: 5 stolen, then ours [6, 15]; 5 stolen, ours [21, 30]; ...
+  CHECK(Int(c.Call(Cmd({"INCR", "gap1"}))) == 6);
+  CHECK(Int(c.Call(Cmd({"INCRBY", "gap1", "8"}))) == 14);  // [7, 14]
+  // 15 is left of [6, 15]: 15 + [21, 24] is not contiguous, so the server
+  // drops it and takes [25, 29] from the newer segment.
+  CHECK(Int(c.Call(Cmd({"INCRBY", "gap1", "5"}))) == 29);
+  CHECK(Int(c.Call(Cmd({"INCR", "gap1"}))) == 30);
+
+  // Many blocks over many boundaries: each lies in one of our segments and
+  // no ID is handed out twice.
+  REQUIRE(f.mem.CreateKey("gap2", 10, ""));
+  std::set<int64_t> seen;
+  int64_t prev = 0;
+  for (int i = 0; i < 60; ++i) {
+    const int64_t n = 1 + (i * 7) % 9;
+    const int64_t last = Int(c.Call(Cmd({"INCRBY", "gap2", std::to_string(n)})));
+    CHECK(last > prev);
+    CHECK(f.gappy.InOneSegment(last - n + 1, last));
+    for (int64_t id = last - n + 1; id <= last; ++id) CHECK(seen.insert(id).second);
+    const int64_t one = Int(c.Call(Cmd({"INCR", "gap2"})));
+    CHECK(one > last);
+    CHECK(seen.insert(one).second);
+    prev = one;
+  }
+}
+
+TEST_CASE("resp server: 1000 pipelined commands in one write are answered in order") {
+  Fixture f;
+  REQUIRE(f.listening);
+  Client c(f.server.port());
+  std::string batch;
+  for (int i = 0; i < 1000; ++i) {
+    if (i % 100 == 50) {
+      batch += "PING\r\n";
+    } else if (i % 200 == 99) {
+      batch += Cmd({"INCR", "k"});  // another key in between ends a run
+    } else {
+      batch += Cmd({"INCR", "auto_p"});  // the first run waits for the store
+    }
+  }
+  c.Send(batch);
+  int64_t last_p = 0, last_k = 0;
+  for (int i = 0; i < 1000; ++i) {
+    auto r = c.Read();
+    REQUIRE(r);
+    if (i % 100 == 50) {
+      CHECK(*r == "+PONG\r\n");
+    } else if (i % 200 == 99) {
+      const int64_t v = Int(r);
+      CHECK(v > last_k);
+      last_k = v;
+    } else {
+      const int64_t v = Int(r);
+      CHECK(v == last_p + 1);  // strictly increasing (and here contiguous)
+      last_p = v;
+    }
+  }
+  CHECK(last_p == 985);
+}
+
+TEST_CASE("resp server: pipelining beyond max_in_flight pauses reading, then resumes") {
+  RespServerOptions o;
+  o.max_in_flight = 3;
+  Fixture f(o);
+  REQUIRE(f.listening);
+  Client c(f.server.port());
+  std::string batch;
+  for (int i = 0; i < 2000; ++i) batch += i % 2 ? Cmd({"INCR", "auto_q"}) : std::string("PING\r\n");
+  c.Send(batch);
+  int64_t last = 0;
+  for (int i = 0; i < 2000; ++i) {
+    auto r = c.Read();
+    REQUIRE(r);
+    if (i % 2) {
+      const int64_t v = Int(r);
+      CHECK(v == last + 1);
+      last = v;
+    } else {
+      CHECK(*r == "+PONG\r\n");
+    }
+  }
+}
+
+TEST_CASE("resp server: PING, QUIT, COMMAND, CONFIG GET, unknown commands, arity") {
+  Fixture f;
+  REQUIRE(f.listening);
+  Client c(f.server.port());
+  CHECK(c.Call(Cmd({"PING"})) == "+PONG\r\n");
+  CHECK(c.Call("ping\r\n") == "+PONG\r\n");
+  CHECK(c.Call(Cmd({"PING", "hello world"})) == "$11\r\nhello world\r\n");
+  CHECK(c.Call(Cmd({"PING", ""})) == "$0\r\n\r\n");
+  CHECK(c.Call(Cmd({"COMMAND"})) == "*0\r\n");
+  CHECK(c.Call(Cmd({"COMMAND", "DOCS"})) == "*0\r\n");
+  CHECK(c.Call(Cmd({"command", "count"})) == "*0\r\n");
+  // What redis-benchmark reads at start; nothing else is known.
+  CHECK(c.Call(Cmd({"CONFIG", "GET", "save"})) == "*2\r\n$4\r\nsave\r\n$0\r\n\r\n");
+  CHECK(c.Call(Cmd({"config", "get", "APPENDONLY"})) == "*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n");
+  CHECK(c.Call(Cmd({"CONFIG", "GET", "maxmemory"})) == "*0\r\n");
+  CHECK(c.Call(Cmd({"CONFIG", "SET", "save", ""})).starts_with("-ERR "));
+  CHECK(c.Call(Cmd({"CONFIG"})) == "-ERR wrong number of arguments for 'config' command\r\n");
+  CHECK(c.Call(Cmd({"HELLO", "3"})) == "-ERR unknown command 'HELLO'\r\n");
+  CHECK(c.Call(Cmd({"GET", "k"})) == "-ERR unknown command 'GET'\r\n");
+  CHECK(c.Call("flushall\r\n") == "-ERR unknown command 'flushall'\r\n");
+  CHECK(c.Call(Cmd({"INCR"})) == "-ERR wrong number of arguments for 'incr' command\r\n");
+  CHECK(c.Call(Cmd({"INCR", "k", "k"})) == "-ERR wrong number of arguments for 'incr' command\r\n");
+  CHECK(c.Call(Cmd({"INCRBY", "k"})) == "-ERR wrong number of arguments for 'incrby' command\r\n");
+  CHECK(c.Call(Cmd({"PING", "a", "b"})) == "-ERR wrong number of arguments for 'ping' command\r\n");
+  for (const char* bad : {"0", "-1", "10001", "abc", "1.5", "", " 1", "99999999999999999999"}) {
+    INFO(bad);
+    CHECK(c.Call(Cmd({"INCRBY", "k", bad})) == "-ERR value is not an integer or out of range\r\n");
+  }
+  // Empty commands get no reply; the connection carries on.
+  c.Send("\r\n*0\r\n");
+  CHECK(c.Call(Cmd({"INCR", "k"})) == ":1\r\n");
+  // QUIT answers +OK and closes; what follows it is not executed.
+  c.Send("PING\r\nQUIT\r\nINCR k\r\n");
+  CHECK(c.Read() == "+PONG\r\n");
+  CHECK(c.Read() == "+OK\r\n");
+  CHECK(c.WaitClosed());
+  CHECK(WaitFor([&] { return f.server.open_connections() == 0; }));
+  Client d(f.server.port());
+  CHECK(d.Call(Cmd({"INCR", "k"})) == ":2\r\n");
+}
+
+TEST_CASE("resp server: key errors are clean -ERR replies") {
+  AllocatorOptions ao = LongDeadline();
+  ao.wait_deadline = 200ms;
+  Fixture f({}, ao);
+  REQUIRE(f.listening);
+  Client c(f.server.port());
+  CHECK(c.Call(Cmd({"INCR", "nosuch"})) == "-ERR unknown key 'nosuch'\r\n");
+  CHECK(c.Call(Cmd({"INCRBY", "nosuch", "5"})) == "-ERR unknown key 'nosuch'\r\n");
+  const std::string bad = c.Call(Cmd({"INCR", "bad key!"}));
+  CHECK(bad.starts_with("-ERR invalid key: "));
+  CHECK(bad.find("letters, digits") != std::string::npos);
+  CHECK(c.Call(Cmd({"INCR", std::string(129, 'a')})).starts_with("-ERR invalid key: "));
+  CHECK(c.Call(Cmd({"INCR", ""})).starts_with("-ERR invalid key: "));
+  // A pipelined run of INCRs on an unknown key: every one gets the error.
+  c.Send(Cmd({"INCR", "nope"}) + Cmd({"INCR", "nope"}) + Cmd({"INCR", "k"}));
+  CHECK(c.Read() == "-ERR unknown key 'nope'\r\n");
+  CHECK(c.Read() == "-ERR unknown key 'nope'\r\n");
+  CHECK(c.Read() == ":1\r\n");
+  // Store down: no internals, just "store unavailable".
+  f.store.SetDown(true);
+  const std::string down = c.Call(Cmd({"INCR", "auto_down"}));
+  CHECK(down.starts_with("-ERR store unavailable"));
+  CHECK(down.find("injected") == std::string::npos);
+  f.store.SetDown(false);
+  CHECK(Int(c.Call(Cmd({"INCR", "k"}))) == 2);
+}
+
+TEST_CASE("resp server: a protocol error is answered, then the connection closes") {
+  Fixture f;
+  REQUIRE(f.listening);
+  {
+    Client c(f.server.port());
+    c.Send(Cmd({"INCR", "k"}) + "*1\r\n+PING\r\n" + Cmd({"INCR", "k"}));
+    CHECK(c.Read() == ":1\r\n");
+    CHECK(c.Read() == "-ERR Protocol error: expected '$', got '+'\r\n");
+    CHECK(c.WaitClosed());
+  }
+  for (std::string garbage : {std::string("*x\r\n"), std::string("*1\r\n$9999\r\n"),
+                              std::string(5000, 'x'), std::string("*100\r\n")}) {
+    INFO(garbage.substr(0, 20));
+    Client c(f.server.port());
+    c.Send(garbage);
+    auto r = c.Read();
+    REQUIRE(r);
+    CHECK(r->starts_with("-ERR Protocol error: "));
+    CHECK(c.WaitClosed());
+  }
+  // The ID after the failed connection's first INCR: the second never ran.
+  Client c(f.server.port());
+  CHECK(c.Call(Cmd({"INCR", "k"})) == ":2\r\n");
+}
+
+TEST_CASE("resp server: the client half-closing still gets its replies") {
+  Fixture f;
+  REQUIRE(f.listening);
+  Client c(f.server.port());
+  c.Send(Cmd({"INCR", "auto_eof"}) + "PING\r\n");
+  c.ShutdownSend();
+  CHECK(c.Read() == ":1\r\n");
+  CHECK(c.Read() == "+PONG\r\n");
+  CHECK(c.WaitClosed());
+}
+
+TEST_CASE("resp server: idle connections are closed; active ones are not") {
+  RespServerOptions o;
+  o.idle_timeout = 1s;
+  Fixture f(o);
+  REQUIRE(f.listening);
+  Client idle(f.server.port());
+  Client busy(f.server.port());
+  REQUIRE(idle.connected());
+  const auto start = SteadyClock::now();
+  while (SteadyClock::now() - start < 1600ms) {
+    CHECK(busy.Call("PING\r\n") == "+PONG\r\n");
+    std::this_thread::sleep_for(200ms);
+  }
+  CHECK(idle.WaitClosed(2s));
+  CHECK(SteadyClock::now() - start >= 900ms);
+  CHECK(busy.Call("PING\r\n") == "+PONG\r\n");
+  CHECK(busy.WaitClosed(3s));
+}
+
+TEST_CASE("resp server: beyond max_connections new clients get an error") {
+  RespServerOptions o;
+  o.max_connections = 1;
+  Fixture f(o);
+  REQUIRE(f.listening);
+  Client first(f.server.port());
+  CHECK(first.Call("PING\r\n") == "+PONG\r\n");
+  Client second(f.server.port());
+  CHECK(second.Read() == "-ERR max number of clients reached\r\n");
+  CHECK(second.WaitClosed());
+  CHECK(first.Call("PING\r\n") == "+PONG\r\n");
+}
+
+TEST_CASE("resp server: Listen reports a bad address or a port in use") {
+  Fixture f;
+  REQUIRE(f.listening);
+  RespServerOptions o;
+  o.address = "not an address";
+  RespServer bad(f.io, o, f.allocator);
+  CHECK(!bad.Listen().ok());
+  o.address = "127.0.0.1";
+  o.port = f.server.port();
+  RespServer taken(f.io, o, f.allocator);
+  CHECK(!taken.Listen().ok());
+  CHECK(taken.port() == 0);
+}
+
+TEST_CASE("resp server: Stop answers commands in flight, closes idle ones, then drains") {
+  Fixture f;
+  REQUIRE(f.listening);
+  Client idle(f.server.port());
+  Client busy(f.server.port());
+  CHECK(idle.Call("PING\r\n") == "+PONG\r\n");
+  f.store.SetHold(true);  // the first reservations of both keys block
+  busy.Send(Cmd({"INCR", "auto_s"}) + Cmd({"INCR", "k"}) + "PING\r\n");
+  REQUIRE(WaitFor([&] { return f.allocator.stats().parked_now == 2; }));
+
+  std::atomic<bool> drained{false};
+  f.server.Stop([&] { drained = true; });
+  CHECK(idle.WaitClosed());
+  std::this_thread::sleep_for(100ms);
+  CHECK(!drained);
+  CHECK(f.server.open_connections() == 1);
+  Client late(f.server.port());  // no longer accepted
+  CHECK(late.WaitClosed());
+
+  f.store.SetHold(false);
+  CHECK(busy.Read() == ":1\r\n");
+  CHECK(busy.Read() == ":1\r\n");
+  CHECK(busy.Read() == "+PONG\r\n");
+  CHECK(busy.WaitClosed());
+  busy.Close();  // ends the server's linger
+  CHECK(WaitFor([&] { return drained.load(); }));
+  CHECK(f.server.open_connections() == 0);
+}
