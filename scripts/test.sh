@@ -26,16 +26,20 @@ if [[ $# -eq 0 && "${SEQD_FUZZ_SECONDS:-60}" != "0" ]]; then
   scripts/fuzz "${SEQD_FUZZ_SECONDS:-60}"
 fi
 
-# The in-process suites again under sanitizers: races (thread) and memory or
-# undefined-behaviour errors (address,undefined). Skipped when ctest
-# arguments narrow the run.
-if [[ $# -eq 0 && "${SEQD_SANITIZERS:-1}" == "1" ]]; then
-  for san in thread address,undefined; do
+# The in-process suites again under ThreadSanitizer (races in the allocator,
+# the listeners and the client). SEQD_SANITIZERS=all adds an AddressSanitizer +
+# UndefinedBehaviorSanitizer pass (the fuzz targets always run under both);
+# SEQD_SANITIZERS=0 skips this. Skipped when ctest arguments narrow the run.
+sanitizers=${SEQD_SANITIZERS:-thread}
+[[ $sanitizers == all ]] && sanitizers="thread address,undefined"
+if [[ $# -eq 0 && $sanitizers != 0 ]]; then
+  for san in $sanitizers; do
     dir="build/sanitize-${san%%,*}"
-    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSEQD_SANITIZE="$san" \
-      -DSEQD_BUILD_BENCH=OFF >/dev/null
-    cmake --build "$dir" -j2 --target seqd_unit_tests store_conformance_test
+    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS=-g1 \
+      -DSEQD_SANITIZE="$san" -DSEQD_BUILD_BENCH=OFF >/dev/null
+    cmake --build "$dir" -j2 --target seqd_unit_tests store_conformance_test client_tests
     (cd "$dir" && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-      ctest --output-on-failure -j2 -R '^(unit_tests|store_conformance|store_conformance_mariadb)$')
+      ctest --output-on-failure -j2 \
+        -R '^(unit_tests|store_conformance|store_conformance_mariadb|client_tests)$')
   done
 fi

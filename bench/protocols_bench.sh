@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# INCR throughput of seqd's RESP listener next to redis-server, both measured
-# with redis-benchmark on this machine (nothing pinned: redis-benchmark and
-# the servers share the cores, so read the ratio, not the absolute numbers).
+# The network protocols in one run, on this machine (nothing pinned: the load
+# generators and the servers share the cores, so read ratios, not absolute
+# numbers):
+#   1. INCR throughput of seqd's RESP listener next to redis-server, both with
+#      redis-benchmark, without and with pipelining;
+#   2. seqbench on seqd's binary protocol: single IDs, pipelined;
+#   3. seqbench on the binary protocol: batches of 1000 IDs.
+# Every ID seqd hands out is backed by a segment reserved in its store.
 #
-#   N=200000 N_PIPELINED=2000000 CLIENTS=64 PIPELINE=32 THREADS=1 bench/redis_bench.sh
+#   N=200000 N_PIPELINED=2000000 CLIENTS=64 PIPELINE=32 THREADS=1 \
+#   DURATION=5 bench/protocols_bench.sh
 #
 # Builds seqd Release in build-release, runs seqd (temp SQLite, key "bench"
 # with step 100000, --threads $THREADS) and redis-server (no persistence),
@@ -38,9 +44,11 @@ fi
 if [[ -z ${SKIP_BUILD:-} ]]; then
   cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DSEQD_BUILD_TESTS=OFF \
     -DSEQD_BUILD_BENCH=OFF >/dev/null
-  cmake --build "$BUILD_DIR" -j2 --target seqd >/dev/null
+  cmake --build "$BUILD_DIR" -j2 --target seqd seqbench >/dev/null
 fi
 SEQD="$BUILD_DIR/seqd"
+SEQBENCH="$BUILD_DIR/client/seqbench"
+DURATION=${DURATION:-5}
 
 calc() { awk "BEGIN { printf \"%.6f\", $1 }"; }
 
@@ -71,7 +79,8 @@ wait_ping() {  # PORT NAME LOG
 # --- seqd -------------------------------------------------------------------
 HTTP_PORT=$(free_port)
 SEQD_PORT=$(free_port)
-"$SEQD" --store "sqlite:$WORK/seqd.db" --http-port "$HTTP_PORT" --tcp-port -1 \
+TCP_PORT=$(free_port)
+"$SEQD" --store "sqlite:$WORK/seqd.db" --http-port "$HTTP_PORT" --tcp-port "$TCP_PORT" \
   --resp-port "$SEQD_PORT" --threads "$THREADS" --log-level warn >"$WORK/seqd.log" 2>&1 &
 SEQD_PID=$!
 wait_ping "$SEQD_PORT" seqd "$WORK/seqd.log"
@@ -121,6 +130,19 @@ report() {  # LABEL N EXTRA_ARGS...
 echo "seqd --threads $THREADS; $(nproc) cores shared with redis-benchmark"
 report "unpipelined" "$N"
 report "pipelined" "$N_PIPELINED" -P "$PIPELINE"
+
+# --- binary protocol ------------------------------------------------------------
+# redis-server is idle from here on; stop it so it takes no CPU.
+kill "$REDIS_PID" && wait "$REDIS_PID" 2>/dev/null || true
+REDIS_PID=""
+echo
+echo "== binary protocol, single IDs: seqbench --connections 4 --pipeline 32 --count 1"
+"$SEQBENCH" --tcp "127.0.0.1:$TCP_PORT" --key bench --connections 4 --pipeline 32 --count 1 \
+  --duration "$DURATION"
+echo
+echo "== binary protocol, batches of 1000: seqbench --connections 4 --pipeline 4 --count 1000"
+"$SEQBENCH" --tcp "127.0.0.1:$TCP_PORT" --key bench --connections 4 --pipeline 4 --count 1000 \
+  --duration "$DURATION"
 
 # The IDs seqd handed out are still unique and increasing.
 echo
