@@ -2,10 +2,7 @@
 
 #include <algorithm>
 #include <boost/asio/dispatch.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core/bind_handler.hpp>
 #include <boost/beast/core/error.hpp>
@@ -16,13 +13,11 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
-#include <mutex>
 #include <optional>
-#include <unordered_map>
-#include <vector>
 
 #include "server/core/log.h"
 #include "server/http/api_router.h"
+#include "server/net/tcp_listener.h"
 
 namespace seqd {
 
@@ -33,8 +28,6 @@ using tcp = net::ip::tcp;
 using error_code = boost::system::error_code;
 
 namespace {
-
-class Session;
 
 using Response = http::response<http::string_body>;
 
@@ -58,47 +51,24 @@ Response CloseWithError(http::status status, std::string_view code, std::string_
 
 }  // namespace
 
-struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
-  Impl(net::io_context& io_, HttpOptions options_, ApiRouter& router_)
-      : io(io_),
-        options(std::move(options_)),
-        router(router_),
-        strand(net::make_strand(io_)),
-        acceptor(strand),
-        retry_timer(strand) {}
+struct HttpServer::Impl {
+  Impl(HttpOptions options_, ApiRouter& router_) : options(std::move(options_)), router(router_) {}
 
-  Status Listen();
-  void DoAccept();
-  void OnAccept(error_code ec, tcp::socket socket);
-  void CloseAcceptor();
-  void Unregister(Session* session);
-
-  net::io_context& io;
   const HttpOptions options;
   ApiRouter& router;
-  net::strand<net::io_context::executor_type> strand;  // serializes acceptor + retry_timer
-  tcp::acceptor acceptor;
-  net::steady_timer retry_timer;  // backs off after accept errors (e.g. EMFILE)
-  std::atomic<uint16_t> port{0};
-
-  mutable std::mutex mu;
-  std::unordered_map<Session*, std::weak_ptr<Session>> sessions;  // guarded by mu
-  bool stopping = false;                                          // guarded by mu
-  std::function<void()> drained;                                  // guarded by mu
+  std::shared_ptr<TcpListener> listener;  // set once, by the constructor
 };
 
 namespace {
 
 // One connection. Every member is touched only on the connection's strand.
-class Session : public std::enable_shared_from_this<Session> {
+class Session : public ListenedSession, public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket&& socket, std::shared_ptr<HttpServer::Impl> server)
       : stream_(std::move(socket)), strand_(stream_.get_executor()), server_(std::move(server)) {}
 
-  ~Session() { server_->Unregister(this); }
-
   // Starts serving; with `reject`, answers 503 and closes instead.
-  void Run(bool reject) {
+  void Start(bool reject) override {
     net::dispatch(strand_, [self = shared_from_this(), reject] {
       if (reject) {
         self->SendAndClose(CloseWithError(http::status::service_unavailable, "service_unavailable",
@@ -110,7 +80,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   // Server shutdown: close now if idle, else after the response in flight.
-  void Stop() {
+  void Stop() override {
     net::post(strand_, [self = shared_from_this()] {
       self->stopping_ = true;
       if (!self->busy_) self->stream_.close();
@@ -230,126 +200,24 @@ class Session : public std::enable_shared_from_this<Session> {
 
 }  // namespace
 
-Status HttpServer::Impl::Listen() {
-  const std::string where = options.address + ":" + std::to_string(options.port);
-  error_code ec;
-  const net::ip::address addr = net::ip::make_address(options.address, ec);
-  if (ec) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "invalid listen address '" + options.address + "': " + ec.message());
-  }
-  const tcp::endpoint endpoint(addr, options.port);
-  auto fail = [&](std::string_view what) -> Status {
-    error_code ignored;
-    acceptor.close(ignored);
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "cannot " + std::string(what) + " " + where + ": " + ec.message());
-  };
-  if (acceptor.open(endpoint.protocol(), ec); ec) return fail("open socket for");
-  if (acceptor.set_option(net::socket_base::reuse_address(true), ec); ec) {
-    return fail("set SO_REUSEADDR on");
-  }
-  if (acceptor.bind(endpoint, ec); ec) return fail("bind");
-  if (acceptor.listen(net::socket_base::max_listen_connections, ec); ec) return fail("listen on");
-  const tcp::endpoint local = acceptor.local_endpoint(ec);
-  if (ec) return fail("read the bound address of");
-  port = local.port();
-  net::post(strand, [self = shared_from_this()] { self->DoAccept(); });
-  return OkStatus();
-}
-
-void HttpServer::Impl::DoAccept() {
-  if (!acceptor.is_open()) return;
-  acceptor.async_accept(net::make_strand(io),
-                        beast::bind_front_handler(&Impl::OnAccept, shared_from_this()));
-}
-
-void HttpServer::Impl::OnAccept(error_code ec, tcp::socket socket) {
-  if (ec) {
-    if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
-    SEQD_LOG(kWarn) << "accept failed: " << ec.message();
-    retry_timer.expires_after(std::chrono::milliseconds(100));
-    retry_timer.async_wait([self = shared_from_this()](error_code timer_ec) {
-      if (!timer_ec) self->DoAccept();
-    });
-    return;
-  }
-  error_code ignored;
-  socket.set_option(tcp::no_delay(true), ignored);
-
-  auto session = std::make_shared<Session>(std::move(socket), shared_from_this());
-  bool reject = false;
-  {
-    std::lock_guard lock(mu);
-    if (stopping) return;  // the session (and socket) dies here, unregistered
-    reject = sessions.size() >= options.max_connections;
-    sessions.emplace(session.get(), session);
-  }
-  session->Run(reject);
-  DoAccept();
-}
-
-void HttpServer::Impl::CloseAcceptor() {
-  net::post(strand, [self = shared_from_this()] {
-    error_code ignored;
-    self->acceptor.close(ignored);
-    self->retry_timer.cancel();
-  });
-}
-
-void HttpServer::Impl::Unregister(Session* session) {
-  std::function<void()> done;
-  {
-    std::lock_guard lock(mu);
-    if (sessions.erase(session) == 0 || !stopping || !sessions.empty() || !drained) return;
-    done = std::move(drained);
-    drained = nullptr;
-  }
-  net::post(io, std::move(done));  // not from inside the session's destructor
-}
-
 HttpServer::HttpServer(net::io_context& io, HttpOptions options, ApiRouter& router)
-    : impl_(std::make_shared<Impl>(io, std::move(options), router)) {}
-
-HttpServer::~HttpServer() { impl_->CloseAcceptor(); }
-
-Status HttpServer::Listen() { return impl_->Listen(); }
-
-uint16_t HttpServer::port() const { return impl_->port; }
-
-size_t HttpServer::open_connections() const {
-  std::lock_guard lock(impl_->mu);
-  return impl_->sessions.size();
+    : impl_(std::make_shared<Impl>(std::move(options), router)) {
+  const HttpOptions& o = impl_->options;
+  impl_->listener = MakeTcpListener(
+      io, {"http", o.address, o.port, o.max_connections, /*sessions_reject=*/true}, impl_,
+      [](TcpListener::Socket socket, std::shared_ptr<Impl> impl) {
+        return std::make_shared<Session>(tcp::socket(std::move(socket)), std::move(impl));
+      });
 }
 
-void HttpServer::Stop(std::function<void()> drained) {
-  std::vector<std::shared_ptr<Session>> live;
-  std::function<void()> done;
-  {
-    std::lock_guard lock(impl_->mu);
-    impl_->stopping = true;
-    if (drained) {
-      if (impl_->drained) {  // a second Stop(): run both callbacks
-        impl_->drained = [first = std::move(impl_->drained), second = std::move(drained)] {
-          first();
-          second();
-        };
-      } else {
-        impl_->drained = std::move(drained);
-      }
-    }
-    for (auto& [ptr, weak] : impl_->sessions) {
-      if (auto s = weak.lock()) live.push_back(std::move(s));
-    }
-    if (impl_->sessions.empty() && impl_->drained) {
-      done = std::move(impl_->drained);
-      impl_->drained = nullptr;
-    }
-  }
-  impl_->CloseAcceptor();
-  for (auto& s : live) s->Stop();
-  live.clear();  // a session may now die here; Unregister takes the lock itself
-  if (done) net::post(impl_->io, std::move(done));
-}
+HttpServer::~HttpServer() { impl_->listener->CloseAcceptor(); }
+
+Status HttpServer::Listen() { return impl_->listener->Listen(); }
+
+uint16_t HttpServer::port() const { return impl_->listener->port(); }
+
+size_t HttpServer::open_connections() const { return impl_->listener->open_connections(); }
+
+void HttpServer::Stop(std::function<void()> drained) { impl_->listener->Stop(std::move(drained)); }
 
 }  // namespace seqd

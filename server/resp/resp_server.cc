@@ -1,23 +1,18 @@
 #include "server/resp/resp_server.h"
 
 #include <algorithm>
-#include <atomic>
 #include <boost/asio/dispatch.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <charconv>
 #include <cstring>
-#include <mutex>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "proto/resp_codec.h"
 #include "server/core/log.h"
 #include "server/core/segment_allocator.h"
+#include "server/net/tcp_listener.h"
 
 namespace seqd {
 
@@ -25,11 +20,9 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 using error_code = boost::system::error_code;
 using SteadyClock = std::chrono::steady_clock;
-using Strand = net::strand<net::io_context::executor_type>;
+using Strand = TcpListener::Strand;
 
 namespace {
-
-class Session;
 
 constexpr size_t kReadBufferBytes = 64 * 1024;
 // Leftover input is moved to the front once less than this is free behind it.
@@ -85,33 +78,13 @@ std::string TakeErrorReply(const Error& e) {
 
 }  // namespace
 
-struct RespServer::Impl : std::enable_shared_from_this<RespServer::Impl> {
-  Impl(net::io_context& io_, RespServerOptions options_, SegmentAllocator& allocator_)
-      : io(io_),
-        options(std::move(options_)),
-        allocator(allocator_),
-        strand(net::make_strand(io_)),
-        acceptor(strand),
-        retry_timer(strand) {}
+struct RespServer::Impl {
+  Impl(RespServerOptions options_, SegmentAllocator& allocator_)
+      : options(std::move(options_)), allocator(allocator_) {}
 
-  Status Listen();
-  void DoAccept();
-  void OnAccept(Strand session_strand, error_code ec, tcp::socket socket);
-  void CloseAcceptor();
-  void Unregister(Session* session);
-
-  net::io_context& io;
   const RespServerOptions options;
   SegmentAllocator& allocator;
-  Strand strand;  // serializes acceptor + retry_timer
-  tcp::acceptor acceptor;
-  net::steady_timer retry_timer;  // backs off after accept errors (e.g. EMFILE)
-  std::atomic<uint16_t> port{0};
-
-  mutable std::mutex mu;
-  std::unordered_map<Session*, std::weak_ptr<Session>> sessions;  // guarded by mu
-  bool stopping = false;                                          // guarded by mu
-  std::function<void()> drained;                                  // guarded by mu
+  std::shared_ptr<TcpListener> listener;  // set once, by the constructor
 };
 
 namespace {
@@ -143,7 +116,7 @@ struct Slot {
 // with non-blocking sends (waiting for writability only when the socket
 // buffer is full). Take callbacks capture a raw Session* and a slot number;
 // `self_` keeps the session alive while any is outstanding.
-class Session : public std::enable_shared_from_this<Session> {
+class Session : public ListenedSession, public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket&& socket, Strand strand, std::shared_ptr<RespServer::Impl> server)
       : socket_(std::move(socket)),
@@ -154,10 +127,8 @@ class Session : public std::enable_shared_from_this<Session> {
         timer_(strand_),
         in_(new char[kReadBufferBytes]) {}
 
-  ~Session() { server_->Unregister(this); }
-
   // Starts serving; with `reject`, answers an error and closes instead.
-  void Run(bool reject) {
+  void Start(bool reject) override {
     net::dispatch(strand_, [self = shared_from_this(), reject] {
       error_code ec;
       self->socket_.non_blocking(true, ec);
@@ -174,7 +145,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Server shutdown: close now if idle, else once the commands already read
   // are answered.
-  void Stop() {
+  void Stop() override {
     net::post(strand_, [self = shared_from_this()] {
       if (self->closed_ || self->stopping_) return;
       self->stopping_ = true;
@@ -601,130 +572,26 @@ class Session : public std::enable_shared_from_this<Session> {
 
 }  // namespace
 
-Status RespServer::Impl::Listen() {
-  const std::string where = options.address + ":" + std::to_string(options.port);
-  error_code ec;
-  const net::ip::address addr = net::ip::make_address(options.address, ec);
-  if (ec) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "invalid listen address '" + options.address + "': " + ec.message());
-  }
-  const tcp::endpoint endpoint(addr, options.port);
-  auto fail = [&](std::string_view what) -> Status {
-    error_code ignored;
-    acceptor.close(ignored);
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "cannot " + std::string(what) + " " + where + ": " + ec.message());
-  };
-  if (acceptor.open(endpoint.protocol(), ec); ec) return fail("open socket for");
-  if (acceptor.set_option(net::socket_base::reuse_address(true), ec); ec) {
-    return fail("set SO_REUSEADDR on");
-  }
-  if (acceptor.bind(endpoint, ec); ec) return fail("bind");
-  if (acceptor.listen(net::socket_base::max_listen_connections, ec); ec) return fail("listen on");
-  const tcp::endpoint local = acceptor.local_endpoint(ec);
-  if (ec) return fail("read the bound address of");
-  port = local.port();
-  net::post(strand, [self = shared_from_this()] { self->DoAccept(); });
-  return OkStatus();
-}
-
-void RespServer::Impl::DoAccept() {
-  if (!acceptor.is_open()) return;
-  Strand session_strand = net::make_strand(io);
-  acceptor.async_accept(session_strand, [self = shared_from_this(), session_strand](
-                                            error_code ec, tcp::socket socket) {
-    self->OnAccept(session_strand, ec, std::move(socket));
-  });
-}
-
-void RespServer::Impl::OnAccept(Strand session_strand, error_code ec, tcp::socket socket) {
-  if (ec) {
-    if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
-    SEQD_LOG(kWarn) << "resp accept failed: " << ec.message();
-    retry_timer.expires_after(std::chrono::milliseconds(100));
-    retry_timer.async_wait([self = shared_from_this()](error_code timer_ec) {
-      if (!timer_ec) self->DoAccept();
-    });
-    return;
-  }
-  error_code ignored;
-  socket.set_option(tcp::no_delay(true), ignored);
-
-  auto session =
-      std::make_shared<Session>(std::move(socket), std::move(session_strand), shared_from_this());
-  bool reject = false;
-  {
-    std::lock_guard lock(mu);
-    if (stopping) return;  // the session (and socket) dies here, unregistered
-    reject = sessions.size() >= options.max_connections;
-    sessions.emplace(session.get(), session);
-  }
-  session->Run(reject);
-  DoAccept();
-}
-
-void RespServer::Impl::CloseAcceptor() {
-  net::post(strand, [self = shared_from_this()] {
-    error_code ignored;
-    self->acceptor.close(ignored);
-    self->retry_timer.cancel();
-  });
-}
-
-void RespServer::Impl::Unregister(Session* session) {
-  std::function<void()> done;
-  {
-    std::lock_guard lock(mu);
-    if (sessions.erase(session) == 0 || !stopping || !sessions.empty() || !drained) return;
-    done = std::move(drained);
-    drained = nullptr;
-  }
-  net::post(io, std::move(done));  // not from inside the session's destructor
-}
-
 RespServer::RespServer(net::io_context& io, RespServerOptions options, SegmentAllocator& allocator)
-    : impl_(std::make_shared<Impl>(io, std::move(options), allocator)) {}
-
-RespServer::~RespServer() { impl_->CloseAcceptor(); }
-
-Status RespServer::Listen() { return impl_->Listen(); }
-
-uint16_t RespServer::port() const { return impl_->port; }
-
-size_t RespServer::open_connections() const {
-  std::lock_guard lock(impl_->mu);
-  return impl_->sessions.size();
+    : impl_(std::make_shared<Impl>(std::move(options), allocator)) {
+  const RespServerOptions& o = impl_->options;
+  impl_->listener =
+      MakeTcpListener(io, {"resp", o.address, o.port, o.max_connections, /*sessions_reject=*/true},
+                      impl_, [](TcpListener::Socket socket, std::shared_ptr<Impl> impl) {
+                        Strand strand = socket.get_executor();
+                        return std::make_shared<Session>(tcp::socket(std::move(socket)),
+                                                         std::move(strand), std::move(impl));
+                      });
 }
 
-void RespServer::Stop(std::function<void()> drained) {
-  std::vector<std::shared_ptr<Session>> live;
-  std::function<void()> done;
-  {
-    std::lock_guard lock(impl_->mu);
-    impl_->stopping = true;
-    if (drained) {
-      if (impl_->drained) {  // a second Stop(): run both callbacks
-        impl_->drained = [first = std::move(impl_->drained), second = std::move(drained)] {
-          first();
-          second();
-        };
-      } else {
-        impl_->drained = std::move(drained);
-      }
-    }
-    for (auto& [ptr, weak] : impl_->sessions) {
-      if (auto s = weak.lock()) live.push_back(std::move(s));
-    }
-    if (impl_->sessions.empty() && impl_->drained) {
-      done = std::move(impl_->drained);
-      impl_->drained = nullptr;
-    }
-  }
-  impl_->CloseAcceptor();
-  for (auto& s : live) s->Stop();
-  live.clear();  // a session may now die here; Unregister takes the lock itself
-  if (done) net::post(impl_->io, std::move(done));
-}
+RespServer::~RespServer() { impl_->listener->CloseAcceptor(); }
+
+Status RespServer::Listen() { return impl_->listener->Listen(); }
+
+uint16_t RespServer::port() const { return impl_->listener->port(); }
+
+size_t RespServer::open_connections() const { return impl_->listener->open_connections(); }
+
+void RespServer::Stop(std::function<void()> drained) { impl_->listener->Stop(std::move(drained)); }
 
 }  // namespace seqd

@@ -1,40 +1,30 @@
 #include "server/tcp/binary_server.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <boost/asio/dispatch.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 #include <type_traits>
-#include <unordered_map>
 #include <vector>
 
 #include "server/core/log.h"
 #include "server/core/segment_allocator.h"
+#include "server/net/tcp_listener.h"
 
 namespace seqd {
 
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 using error_code = boost::system::error_code;
-using Strand = net::strand<net::io_context::executor_type>;
-using Socket = net::basic_stream_socket<tcp, Strand>;
+using Strand = TcpListener::Strand;
+using Socket = TcpListener::Socket;
 using Timer = net::basic_waitable_timer<std::chrono::steady_clock,
                                         net::wait_traits<std::chrono::steady_clock>, Strand>;
 using SteadyClock = std::chrono::steady_clock;
 
 namespace {
-
-class Session;
 
 constexpr size_t kInitialReadBuffer = 16 * 1024;
 constexpr size_t kMinReadSpace = 4 * 1024;       // free room asked of each read
@@ -70,35 +60,13 @@ WireError ToWire(const Error& e) {
 
 }  // namespace
 
-struct BinaryServer::Impl : std::enable_shared_from_this<BinaryServer::Impl> {
-  Impl(net::io_context& io_, BinaryServerOptions options_, SegmentAllocator& allocator_)
-      : io(io_),
-        options(std::move(options_)),
-        allocator(allocator_),
-        strand(net::make_strand(io_)),
-        acceptor(strand),
-        retry_timer(strand) {}
+struct BinaryServer::Impl {
+  Impl(BinaryServerOptions options_, SegmentAllocator& allocator_)
+      : options(std::move(options_)), allocator(allocator_) {}
 
-  Status Listen();
-  void DoAccept();
-  void OnAccept(error_code ec, Socket socket);
-  // Starts a session on a connected socket (or closes it when full/stopping).
-  void Adopt(Socket socket);
-  void CloseAcceptor();
-  void Unregister(Session* session);
-
-  net::io_context& io;
   const BinaryServerOptions options;
   SegmentAllocator& allocator;
-  Strand strand;  // serializes acceptor + retry_timer
-  net::basic_socket_acceptor<tcp, Strand> acceptor;
-  Timer retry_timer;  // backs off after accept errors (e.g. EMFILE)
-  std::atomic<uint16_t> port{0};
-
-  mutable std::mutex mu;
-  std::unordered_map<Session*, std::weak_ptr<Session>> sessions;  // guarded by mu
-  bool stopping = false;                                          // guarded by mu
-  std::function<void()> drained;                                  // guarded by mu
+  std::shared_ptr<TcpListener> listener;  // set once, by the constructor
 };
 
 namespace {
@@ -110,7 +78,7 @@ namespace {
 // its response has been written: pending_ (at the allocator), then queued_
 // (in out_), then writing_count_ (in wbuf_, being written). Their sum is
 // capped at max_in_flight, which also bounds the output buffers.
-class Session : public std::enable_shared_from_this<Session> {
+class Session : public ListenedSession, public std::enable_shared_from_this<Session> {
  public:
   Session(Socket&& socket, std::shared_ptr<BinaryServer::Impl> server)
       : socket_(std::move(socket)),
@@ -122,9 +90,8 @@ class Session : public std::enable_shared_from_this<Session> {
         max_frame_(std::min(server_->options.max_frame_bytes, proto::kMaxFrameSize)),
         idle_(server_->options.idle_timeout) {}
 
-  ~Session() { server_->Unregister(this); }
-
-  void Start() {
+  // Never with `reject`: over-capacity connections are closed at once.
+  void Start(bool /*reject*/) override {
     net::dispatch(strand_, [self = shared_from_this()] {
       self->last_activity_ = SteadyClock::now();
       if (self->idle_.count() > 0) self->ArmTimer(self->last_activity_ + self->idle_);
@@ -134,7 +101,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Server shutdown: close now if nothing is in flight, else once the
   // requests in flight are answered. Nothing more is read.
-  void Stop() {
+  void Stop() override {
     net::post(strand_, [self = shared_from_this()] {
       self->stopping_ = true;
       self->MaybeFinish();
@@ -447,151 +414,29 @@ class Session : public std::enable_shared_from_this<Session> {
 
 }  // namespace
 
-Status BinaryServer::Impl::Listen() {
-  const std::string where = options.address + ":" + std::to_string(options.port);
-  error_code ec;
-  const net::ip::address addr = net::ip::make_address(options.address, ec);
-  if (ec) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "invalid listen address '" + options.address + "': " + ec.message());
-  }
-  const tcp::endpoint endpoint(addr, options.port);
-  auto fail = [&](std::string_view what) -> Status {
-    error_code ignored;
-    acceptor.close(ignored);
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "cannot " + std::string(what) + " " + where + ": " + ec.message());
-  };
-  if (acceptor.open(endpoint.protocol(), ec); ec) return fail("open socket for");
-  if (acceptor.set_option(net::socket_base::reuse_address(true), ec); ec) {
-    return fail("set SO_REUSEADDR on");
-  }
-  if (acceptor.bind(endpoint, ec); ec) return fail("bind");
-  if (acceptor.listen(net::socket_base::max_listen_connections, ec); ec) return fail("listen on");
-  const tcp::endpoint local = acceptor.local_endpoint(ec);
-  if (ec) return fail("read the bound address of");
-  port = local.port();
-  net::post(strand, [self = shared_from_this()] { self->DoAccept(); });
-  return OkStatus();
-}
-
-void BinaryServer::Impl::DoAccept() {
-  if (!acceptor.is_open()) return;
-  acceptor.async_accept(net::make_strand(io),
-                        [self = shared_from_this()](error_code ec, Socket socket) {
-                          self->OnAccept(ec, std::move(socket));
-                        });
-}
-
-void BinaryServer::Impl::OnAccept(error_code ec, Socket socket) {
-  if (ec) {
-    if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
-    SEQD_LOG(kWarn) << "binary: accept failed: " << ec.message();
-    retry_timer.expires_after(std::chrono::milliseconds(100));
-    retry_timer.async_wait([self = shared_from_this()](error_code timer_ec) {
-      if (!timer_ec) self->DoAccept();
-    });
-    return;
-  }
-  Adopt(std::move(socket));
-  DoAccept();
-}
-
-void BinaryServer::Impl::Adopt(Socket socket) {
-  error_code ignored;
-  // Responses are coalesced by the session; Nagle would only delay them.
-  socket.set_option(tcp::no_delay(true), ignored);
-  std::shared_ptr<Session> session;
-  {
-    std::lock_guard lock(mu);
-    if (stopping) return;  // the socket closes here
-    if (sessions.size() < options.max_connections) {
-      session = std::make_shared<Session>(std::move(socket), shared_from_this());
-      sessions.emplace(session.get(), session);
-    }
-  }
-  if (session) {
-    session->Start();
-  } else {
-    SEQD_LOG(kDebug) << "binary: too many connections; closing a new one";
-    socket.close(ignored);
-  }
-}
-
-void BinaryServer::Impl::CloseAcceptor() {
-  net::post(strand, [self = shared_from_this()] {
-    error_code ignored;
-    self->acceptor.close(ignored);
-    self->retry_timer.cancel();
-  });
-}
-
-void BinaryServer::Impl::Unregister(Session* session) {
-  std::function<void()> done;
-  {
-    std::lock_guard lock(mu);
-    if (sessions.erase(session) == 0 || !stopping || !sessions.empty() || !drained) return;
-    done = std::move(drained);
-    drained = nullptr;
-  }
-  net::post(io, std::move(done));  // not from inside the session's destructor
-}
-
 BinaryServer::BinaryServer(net::io_context& io, BinaryServerOptions options,
                            SegmentAllocator& allocator)
-    : impl_(std::make_shared<Impl>(io, std::move(options), allocator)) {}
-
-BinaryServer::~BinaryServer() { impl_->CloseAcceptor(); }
-
-Status BinaryServer::Listen() { return impl_->Listen(); }
-
-uint16_t BinaryServer::port() const { return impl_->port; }
-
-Status BinaryServer::Serve(int fd) {
-  Socket socket(net::make_strand(impl_->io));
-  error_code ec;
-  socket.assign(tcp::v4(), fd, ec);
-  if (ec) {
-    ::close(fd);
-    return MakeError(ErrorCode::kInvalidArgument, "cannot serve socket: " + ec.message());
-  }
-  impl_->Adopt(std::move(socket));
-  return OkStatus();
+    : impl_(std::make_shared<Impl>(std::move(options), allocator)) {
+  const BinaryServerOptions& o = impl_->options;
+  impl_->listener = MakeTcpListener(
+      io, {"binary", o.address, o.port, o.max_connections, /*sessions_reject=*/false}, impl_,
+      [](TcpListener::Socket socket, std::shared_ptr<Impl> impl) {
+        return std::make_shared<Session>(std::move(socket), std::move(impl));
+      });
 }
 
-size_t BinaryServer::open_connections() const {
-  std::lock_guard lock(impl_->mu);
-  return impl_->sessions.size();
-}
+BinaryServer::~BinaryServer() { impl_->listener->CloseAcceptor(); }
+
+Status BinaryServer::Listen() { return impl_->listener->Listen(); }
+
+uint16_t BinaryServer::port() const { return impl_->listener->port(); }
+
+Status BinaryServer::Serve(int fd) { return impl_->listener->Serve(fd); }
+
+size_t BinaryServer::open_connections() const { return impl_->listener->open_connections(); }
 
 void BinaryServer::Stop(std::function<void()> drained) {
-  std::vector<std::shared_ptr<Session>> live;
-  std::function<void()> done;
-  {
-    std::lock_guard lock(impl_->mu);
-    impl_->stopping = true;
-    if (drained) {
-      if (impl_->drained) {  // a second Stop(): run both callbacks
-        impl_->drained = [first = std::move(impl_->drained), second = std::move(drained)] {
-          first();
-          second();
-        };
-      } else {
-        impl_->drained = std::move(drained);
-      }
-    }
-    for (auto& [ptr, weak] : impl_->sessions) {
-      if (auto s = weak.lock()) live.push_back(std::move(s));
-    }
-    if (impl_->sessions.empty() && impl_->drained) {
-      done = std::move(impl_->drained);
-      impl_->drained = nullptr;
-    }
-  }
-  impl_->CloseAcceptor();
-  for (auto& s : live) s->Stop();
-  live.clear();  // a session may now die here; Unregister takes the lock itself
-  if (done) net::post(impl_->io, std::move(done));
+  impl_->listener->Stop(std::move(drained));
 }
 
 }  // namespace seqd
