@@ -73,28 +73,6 @@ namespace {
 constexpr size_t kMaxKeyBytes = 0xFFFF;
 constexpr size_t kReadChunk = 64 * 1024;
 
-bool SplitEndpoint(const std::string& s, std::string& host, std::string& port) {
-  size_t colon;
-  if (!s.empty() && s[0] == '[') {
-    const size_t close = s.find(']');
-    if (close == std::string::npos || close + 1 >= s.size() || s[close + 1] != ':') return false;
-    host = s.substr(1, close - 1);
-    colon = close + 1;
-  } else {
-    colon = s.rfind(':');
-    if (colon == std::string::npos) return false;
-    host = s.substr(0, colon);
-    if (host.find(':') != std::string::npos) return false;  // bare IPv6: needs brackets
-  }
-  port = s.substr(colon + 1);
-  if (host.empty() || port.empty() || port.size() > 5) return false;
-  if (!std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return false;
-  }
-  const int p = std::stoi(port);
-  return p >= 1 && p <= 65535;
-}
-
 bool Retryable(StatusCode code) {
   return code == StatusCode::kTimeout || code == StatusCode::kUnavailable ||
          code == StatusCode::kStoreUnavailable || code == StatusCode::kShuttingDown;
@@ -733,6 +711,28 @@ void AsyncClient::Ping(std::function<void(ClientResult<microseconds>)> done) {
 
 void AsyncClient::Close() {
   asio::post(impl_->strand, [impl = impl_] { impl->DoClose(); });
+}
+
+bool SplitEndpoint(const std::string& s, std::string& host, std::string& port) {
+  size_t colon;
+  if (!s.empty() && s[0] == '[') {
+    const size_t close = s.find(']');
+    if (close == std::string::npos || close + 1 >= s.size() || s[close + 1] != ':') return false;
+    host = s.substr(1, close - 1);
+    colon = close + 1;
+  } else {
+    colon = s.rfind(':');
+    if (colon == std::string::npos) return false;
+    host = s.substr(0, colon);
+    if (host.find(':') != std::string::npos) return false;  // bare IPv6: needs brackets
+  }
+  port = s.substr(colon + 1);
+  if (host.empty() || port.empty() || port.size() > 5) return false;
+  if (!std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return false;
+  }
+  const int p = std::stoi(port);
+  return p >= 1 && p <= 65535;
 }
 
 }  // namespace seqd

@@ -167,23 +167,6 @@ std::string BuildHttpRequest(std::string_view method, std::string_view target,
   return req;
 }
 
-bool SplitHostPort(const std::string& s, std::string& host, std::string& port) {
-  size_t colon;
-  if (!s.empty() && s[0] == '[') {
-    const size_t close = s.find(']');
-    if (close == std::string::npos || close + 1 >= s.size() || s[close + 1] != ':') return false;
-    host = s.substr(1, close - 1);
-    colon = close + 1;
-  } else {
-    colon = s.rfind(':');
-    if (colon == std::string::npos) return false;
-    host = s.substr(0, colon);
-  }
-  port = s.substr(colon + 1);
-  return !host.empty() && !port.empty() &&
-         std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
 std::optional<HttpResponse> HttpCall(const std::string& host, const std::string& port,
                                      std::string_view method, std::string_view target,
                                      std::string_view body, std::chrono::milliseconds timeout,

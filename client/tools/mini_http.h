@@ -34,9 +34,6 @@ std::string BuildHttpRequest(std::string_view method, std::string_view target,
                              std::string_view host, std::string_view body = {},
                              std::string_view content_type = "application/json");
 
-// "host:port" or "[v6]:port" into its parts.
-bool SplitHostPort(const std::string& s, std::string& host, std::string& port);
-
 // One request on a fresh connection; nullopt (and `error`) on I/O failure or timeout.
 std::optional<HttpResponse> HttpCall(const std::string& host, const std::string& port,
                                      std::string_view method, std::string_view target,

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "mini_http.h"
+#include "seqd/client.h"
 #include "proto/binary_codec.h"
 
 namespace {
@@ -386,7 +387,7 @@ Config ParseArgs(int argc, char** argv) {
       have_target = true;
       cfg.http = a == "--http";
       cfg.endpoint = need();
-      if (!seqd::tools::SplitHostPort(cfg.endpoint, cfg.host, cfg.port)) {
+      if (!seqd::SplitEndpoint(cfg.endpoint, cfg.host, cfg.port)) {
         throw UsageError{a + " wants HOST:PORT, got '" + cfg.endpoint + "'"};
       }
     } else if (a == "--key") {

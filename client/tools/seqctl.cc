@@ -276,7 +276,7 @@ int Run(const Args& args) {
   }
 
   Http http;
-  if (!seqd::tools::SplitHostPort(args.http, http.host, http.port)) {
+  if (!seqd::SplitEndpoint(args.http, http.host, http.port)) {
     throw UsageError{"--http wants HOST:PORT, got '" + args.http + "'"};
   }
   http.timeout = timeout;

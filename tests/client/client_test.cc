@@ -350,3 +350,17 @@ TEST_CASE("status names") {
   CHECK(seqd::StatusCodeName(StatusCode::kTimeout) == "TIMEOUT");
   CHECK(ClientResult<int64_t>(StatusCode::kUnavailable, "x").ToString() == "UNAVAILABLE: x");
 }
+
+TEST_CASE("SplitEndpoint takes host:port and [v6]:port, nothing else") {
+  std::string host, port;
+  CHECK(seqd::SplitEndpoint("127.0.0.1:7070", host, port));
+  CHECK(host == "127.0.0.1");
+  CHECK(port == "7070");
+  CHECK(seqd::SplitEndpoint("[::1]:80", host, port));
+  CHECK(host == "::1");
+  CHECK(port == "80");
+  for (const char* bad : {"", "host", "host:", ":80", "::1:80", "[::1]80", "h:0", "h:65536",
+                          "h:12a", "h:123456"}) {
+    CHECK_MESSAGE(!seqd::SplitEndpoint(bad, host, port), bad);
+  }
+}

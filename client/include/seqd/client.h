@@ -203,4 +203,8 @@ class Client {
   std::unique_ptr<Impl> impl_;
 };
 
+// Splits "host:port" or "[v6]:port" (port 1..65535) into its parts; false if
+// malformed (a bare IPv6 address needs brackets).
+bool SplitEndpoint(const std::string& s, std::string& host, std::string& port);
+
 }  // namespace seqd
