@@ -6,10 +6,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/write.hpp>
 #include <chrono>
 #include <future>
 #include <map>
@@ -21,18 +17,11 @@
 #include <vector>
 
 #include "proto/binary_codec.h"
-#include "server/core/asio_clock.h"
-#include "server/core/segment_allocator.h"
-#include "server/core/task_runner.h"
-#include "storage/faulty_store.h"
-#include "storage/memory_store.h"
+#include "tests/unit/net_test_support.h"
 
 using namespace seqd;
+using namespace seqd::nettest;
 using namespace std::chrono_literals;
-namespace net = boost::asio;
-using tcp = net::ip::tcp;
-using error_code = boost::system::error_code;
-using SteadyClock = std::chrono::steady_clock;
 using proto::Opcode;
 using WireStatus = proto::Status;
 
@@ -69,25 +58,14 @@ struct Frame {
 };
 
 // A blocking-style client whose every read has a deadline.
-class Client {
+class Client : public LoopbackClient {
  public:
-  explicit Client(uint16_t port) : sock_(io_) {
-    error_code ec;
-    sock_.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port), ec);
-    connected_ = !ec;
-  }
-
-  bool connected() const { return connected_; }
-
-  void Send(std::string_view data) {
-    error_code ec;
-    net::write(sock_, net::buffer(data.data(), data.size()), ec);
-  }
+  explicit Client(uint16_t port) : LoopbackClient(port, 16384) {}
 
   // Writes `data` on another thread through a duplicate descriptor, so the
   // socket object itself is never used by two threads.
   std::thread SendInBackground(std::string data) {
-    const int fd = ::dup(sock_.native_handle());
+    const int fd = ::dup(socket().native_handle());
     return std::thread([fd, data = std::move(data)] {
       net::io_context io;
       tcp::socket s(io);
@@ -97,20 +75,15 @@ class Client {
     });
   }
 
-  void ShutdownSend() {
-    error_code ec;
-    sock_.shutdown(tcp::socket::shutdown_send, ec);
-  }
-
   // One frame, or nullopt on close/error/timeout.
   std::optional<Frame> Read(SteadyClock::duration timeout = 5s) {
     const auto deadline = SteadyClock::now() + timeout;
     for (;;) {
-      proto::DecodeResult r = proto::DecodeFrame(buf_);
+      proto::DecodeResult r = proto::DecodeFrame(buffer());
       if (r.state == proto::DecodeState::kFrame) {
         Frame f{r.frame.opcode, r.frame.flags, r.frame.request_id, std::string(r.frame.payload)};
         CHECK(r.frame.is_response());
-        buf_.erase(0, r.consumed);
+        buffer().erase(0, r.consumed);
         return f;
       }
       REQUIRE(r.state == proto::DecodeState::kNeedMore);  // the server sends valid frames
@@ -120,45 +93,10 @@ class Client {
 
   // True if the server closes the connection (EOF or reset) within
   // `timeout`; anything it still sends is discarded.
-  bool WaitClosed(SteadyClock::duration timeout = 5s) {
-    const auto deadline = SteadyClock::now() + timeout;
-    for (;;) {
-      error_code ec = ReadSome(deadline);
-      if (ec == net::error::timed_out) return false;
-      if (ec) return true;
-      buf_.clear();
-    }
-  }
+  bool WaitClosed(SteadyClock::duration timeout = 5s) { return WaitClosedDiscarding(timeout); }
 
   // Bytes received but not yet returned as frames.
-  const std::string& pending() const { return buf_; }
-
- private:
-  error_code ReadSome(SteadyClock::time_point deadline) {
-    char tmp[16384];
-    std::optional<error_code> result;
-    size_t got = 0;
-    sock_.async_read_some(net::buffer(tmp), [&](error_code ec, size_t n) {
-      result = ec;
-      got = n;
-    });
-    io_.restart();
-    io_.run_until(deadline);
-    if (!result) {
-      sock_.cancel();
-      io_.restart();
-      io_.run();
-      buf_.append(tmp, got);
-      return net::error::timed_out;
-    }
-    buf_.append(tmp, got);
-    return *result;
-  }
-
-  net::io_context io_;
-  tcp::socket sock_;
-  bool connected_ = false;
-  std::string buf_;
+  const std::string& pending() const { return buffer(); }
 };
 
 std::string Ping(uint32_t id, std::string_view payload) {
@@ -185,64 +123,7 @@ std::string Hex(std::string_view hex) {
   return out;
 }
 
-template <typename Pred>
-bool WaitFor(Pred pred, SteadyClock::duration timeout = 5s) {
-  const auto deadline = SteadyClock::now() + timeout;
-  while (!pred()) {
-    if (SteadyClock::now() > deadline) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
-}
-
-AllocatorOptions LongDeadline() {
-  AllocatorOptions o;
-  o.wait_deadline = 30s;
-  return o;
-}
-
-struct ServerFixture {
-  explicit ServerFixture(BinaryServerOptions options = {},
-                         AllocatorOptions alloc_options = LongDeadline())
-      : store(mem),
-        clock(io),
-        allocator(store, db, clock, KeyRules(), alloc_options),
-        server(
-            io,
-            [&] {
-              options.address = "127.0.0.1";
-              options.port = 0;
-              return options;
-            }(),
-            allocator) {
-    Status s = server.Listen();
-    listening = s.ok();
-    for (int i = 0; i < 2; ++i) threads.emplace_back([this] { io.run(); });
-  }
-
-  ~ServerFixture() {
-    store.SetHold(false);
-    store.SetDown(false);
-    std::promise<void> drained;
-    server.Stop([&] { drained.set_value(); });
-    CHECK(drained.get_future().wait_for(5s) == std::future_status::ready);
-    work.reset();
-    io.stop();
-    for (auto& t : threads) t.join();
-    db.Stop();
-  }
-
-  net::io_context io;
-  net::executor_work_guard<net::io_context::executor_type> work = net::make_work_guard(io);
-  MemoryStore mem;
-  FaultyStore store;
-  ThreadPoolRunner db{2};
-  AsioClock clock;
-  SegmentAllocator allocator;
-  BinaryServer server;
-  bool listening = false;
-  std::vector<std::thread> threads;
-};
+using ServerFixture = ServerWorld<BinaryServer, BinaryServerOptions>;
 
 // Sends one request and reads its response; checks the echoed header.
 Frame RoundTrip(Client& c, const std::string& request) {

@@ -6,11 +6,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <boost/asio/connect.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/write.hpp>
 #include <chrono>
 #include <future>
 #include <optional>
@@ -18,20 +13,13 @@
 #include <thread>
 #include <vector>
 
-#include "server/core/asio_clock.h"
 #include "server/core/key_admin.h"
-#include "server/core/segment_allocator.h"
-#include "server/core/task_runner.h"
 #include "server/http/api_router.h"
-#include "storage/faulty_store.h"
-#include "storage/memory_store.h"
+#include "tests/unit/net_test_support.h"
 
 using namespace seqd;
+using namespace seqd::nettest;
 using namespace std::chrono_literals;
-namespace net = boost::asio;
-using tcp = net::ip::tcp;
-using error_code = boost::system::error_code;
-using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
@@ -50,150 +38,57 @@ std::string Lower(std::string s) {
 }
 
 // A blocking-style HTTP client whose every read has a deadline.
-class Client {
+class Client : public LoopbackClient {
  public:
-  explicit Client(uint16_t port) : sock_(io_) {
-    error_code ec;
-    sock_.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port), ec);
-    connected_ = !ec;
-  }
-
-  bool connected() const { return connected_; }
-
-  void Send(std::string_view data) {
-    error_code ec;
-    net::write(sock_, net::buffer(data.data(), data.size()), ec);
-  }
+  explicit Client(uint16_t port) : LoopbackClient(port, 4096) {}
 
   // One response, or nullopt on close/error/timeout.
   std::optional<RawResponse> Read(SteadyClock::duration timeout = 5s) {
     const auto deadline = SteadyClock::now() + timeout;
+    std::string& buf = buffer();
     size_t end;
-    while ((end = buf_.find("\r\n\r\n")) == std::string::npos) {
+    while ((end = buf.find("\r\n\r\n")) == std::string::npos) {
       if (!ReadMore(deadline)) return std::nullopt;
     }
     RawResponse res;
-    res.head = Lower(buf_.substr(0, end + 2));
+    res.head = Lower(buf.substr(0, end + 2));
     if (res.head.size() < 12) return std::nullopt;
     res.status = std::stoi(res.head.substr(9, 3));
     size_t length = 0;
     if (size_t p = res.head.find("content-length:"); p != std::string::npos) {
       length = std::stoul(res.head.substr(p + 15));
     }
-    while (buf_.size() < end + 4 + length) {
+    while (buf.size() < end + 4 + length) {
       if (!ReadMore(deadline)) return std::nullopt;
     }
-    res.body = buf_.substr(end + 4, length);
-    buf_.erase(0, end + 4 + length);
+    res.body = buf.substr(end + 4, length);
+    buf.erase(0, end + 4 + length);
     return res;
   }
 
   // True if the server closes the connection (EOF or reset) within
   // `timeout`; anything it still sends is discarded.
-  bool WaitClosed(SteadyClock::duration timeout = 5s) {
-    const auto deadline = SteadyClock::now() + timeout;
-    for (;;) {
-      error_code ec = ReadSome(deadline);
-      if (ec == net::error::timed_out) return false;
-      if (ec) return true;
-      buf_.clear();
-    }
-  }
+  bool WaitClosed(SteadyClock::duration timeout = 5s) { return WaitClosedDiscarding(timeout); }
 
  private:
   bool ReadMore(SteadyClock::time_point deadline) { return !ReadSome(deadline); }
-
-  error_code ReadSome(SteadyClock::time_point deadline) {
-    char tmp[4096];
-    std::optional<error_code> result;
-    size_t got = 0;
-    sock_.async_read_some(net::buffer(tmp), [&](error_code ec, size_t n) {
-      result = ec;
-      got = n;
-    });
-    io_.restart();
-    io_.run_until(deadline);
-    if (!result) {
-      sock_.cancel();
-      io_.restart();
-      io_.run();
-      buf_.append(tmp, got);
-      return net::error::timed_out;
-    }
-    buf_.append(tmp, got);
-    return *result;
-  }
-
-  net::io_context io_;
-  tcp::socket sock_;
-  bool connected_ = false;
-  std::string buf_;
 };
 
 std::string Get(std::string_view target, std::string_view extra = "") {
   return "GET " + std::string(target) + " HTTP/1.1\r\nHost: test\r\n" + std::string(extra) + "\r\n";
 }
 
-template <typename Pred>
-bool WaitFor(Pred pred, SteadyClock::duration timeout = 5s) {
-  const auto deadline = SteadyClock::now() + timeout;
-  while (!pred()) {
-    if (SteadyClock::now() > deadline) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
-}
-
-AllocatorOptions LongDeadline() {
-  AllocatorOptions o;
-  o.wait_deadline = 30s;
-  return o;
-}
-
-struct ServerFixture {
-  explicit ServerFixture(HttpOptions options, AllocatorOptions alloc_options = LongDeadline())
-      : store(mem),
-        clock(io),
-        allocator(store, db, clock, KeyRules(), alloc_options),
-        admin(store, db, allocator),
-        router(allocator, admin, RouterOptions{"test", SteadyClock::now()}),
-        server(
-            io,
-            [&] {
-              options.address = "127.0.0.1";
-              options.port = 0;
-              return options;
-            }(),
-            router) {
-    Status s = server.Listen();
-    listening = s.ok();
-    for (int i = 0; i < 2; ++i) threads.emplace_back([this] { io.run(); });
-  }
-
-  ~ServerFixture() {
-    store.SetHold(false);
-    std::promise<void> drained;
-    server.Stop([&] { drained.set_value(); });
-    CHECK(drained.get_future().wait_for(5s) == std::future_status::ready);
-    work.reset();
-    io.stop();
-    for (auto& t : threads) t.join();
-    db.Stop();
-  }
-
-  net::io_context io;
-  net::executor_work_guard<net::io_context::executor_type> work = net::make_work_guard(io);
-  MemoryStore mem;
-  FaultyStore store;
-  ThreadPoolRunner db{2};
-  AsioClock clock;
-  SegmentAllocator allocator;
+// The HTTP server is built on a router over the allocator and a KeyAdmin.
+struct RouterFront {
+  RouterFront(SegmentStore& store, TaskRunner& db, SegmentAllocator& allocator)
+      : admin(store, db, allocator),
+        router(allocator, admin, RouterOptions{"test", SteadyClock::now()}) {}
   KeyAdmin admin;
   ApiRouter router;
-  HttpServer server;
-  bool listening = false;
-  std::vector<std::thread> threads;
+  ApiRouter& target = router;
 };
+
+using ServerFixture = ServerWorld<HttpServer, HttpOptions, RouterFront>;
 
 }  // namespace
 
@@ -398,14 +293,14 @@ TEST_CASE("http: Listen() reports a port in use without throwing") {
   REQUIRE(f.listening);
   HttpOptions o;
   o.port = f.server.port();
-  HttpServer other(f.io, o, f.router);
+  HttpServer other(f.io, o, f.front.router);
   Status s = other.Listen();
   REQUIRE(!s.ok());
   CHECK(s.error().code == ErrorCode::kInvalidArgument);
   CHECK(s.error().message.find(std::to_string(o.port)) != std::string::npos);
 
   o.address = "not an address";
-  HttpServer bad(f.io, o, f.router);
+  HttpServer bad(f.io, o, f.front.router);
   s = bad.Listen();
   REQUIRE(!s.ok());
   CHECK(s.error().message.find("not an address") != std::string::npos);

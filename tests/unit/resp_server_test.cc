@@ -7,12 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/write.hpp>
 #include <chrono>
-#include <future>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -21,18 +16,11 @@
 #include <vector>
 
 #include "proto/resp_codec.h"
-#include "server/core/asio_clock.h"
-#include "server/core/segment_allocator.h"
-#include "server/core/task_runner.h"
-#include "storage/faulty_store.h"
-#include "storage/memory_store.h"
+#include "tests/unit/net_test_support.h"
 
 using namespace seqd;
+using namespace seqd::nettest;
 using namespace std::chrono_literals;
-namespace net = boost::asio;
-using tcp = net::ip::tcp;
-using error_code = boost::system::error_code;
-using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
@@ -113,40 +101,20 @@ size_t ReplyLength(const std::string& b, size_t at = 0) {
 }
 
 // A blocking-style RESP client whose every read has a deadline.
-class Client {
+class Client : public LoopbackClient {
  public:
-  explicit Client(uint16_t port) : sock_(io_) {
-    error_code ec;
-    sock_.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port), ec);
-    connected_ = !ec;
-  }
-
-  bool connected() const { return connected_; }
-
-  void Send(std::string_view data) {
-    error_code ec;
-    net::write(sock_, net::buffer(data.data(), data.size()), ec);
-  }
-
-  void Close() {
-    error_code ec;
-    sock_.close(ec);
-  }
-
-  void ShutdownSend() {
-    error_code ec;
-    sock_.shutdown(tcp::socket::shutdown_send, ec);
-  }
+  explicit Client(uint16_t port) : LoopbackClient(port, 65536) {}
 
   // One whole reply (raw bytes), or nullopt on close/error/timeout.
   std::optional<std::string> Read(SteadyClock::duration timeout = 5s) {
     const auto deadline = SteadyClock::now() + timeout;
+    std::string& buf = buffer();
     size_t n;
-    while ((n = ReplyLength(buf_)) == 0) {
+    while ((n = ReplyLength(buf)) == 0) {
       if (ReadSome(deadline)) return std::nullopt;
     }
-    std::string reply = buf_.substr(0, n);
-    buf_.erase(0, n);
+    std::string reply = buf.substr(0, n);
+    buf.erase(0, n);
     return reply;
   }
 
@@ -158,41 +126,7 @@ class Client {
 
   // True if the server closes the connection (EOF or reset) within
   // `timeout` without sending anything more.
-  bool WaitClosed(SteadyClock::duration timeout = 5s) {
-    const auto deadline = SteadyClock::now() + timeout;
-    for (;;) {
-      error_code ec = ReadSome(deadline);
-      if (ec == net::error::timed_out) return false;
-      if (ec) return buf_.empty();
-    }
-  }
-
- private:
-  error_code ReadSome(SteadyClock::time_point deadline) {
-    char tmp[65536];
-    std::optional<error_code> result;
-    size_t got = 0;
-    sock_.async_read_some(net::buffer(tmp), [&](error_code ec, size_t n) {
-      result = ec;
-      got = n;
-    });
-    io_.restart();
-    io_.run_until(deadline);
-    if (!result) {
-      sock_.cancel();
-      io_.restart();
-      io_.run();
-      buf_.append(tmp, got);
-      return net::error::timed_out;
-    }
-    buf_.append(tmp, got);
-    return *result;
-  }
-
-  net::io_context io_;
-  tcp::socket sock_;
-  bool connected_ = false;
-  std::string buf_;
+  bool WaitClosed(SteadyClock::duration timeout = 5s) { return WaitClosedSilent(timeout); }
 };
 
 std::string Cmd(std::vector<std::string> words) {
@@ -210,64 +144,14 @@ int64_t Int(const std::optional<std::string>& reply) {
   return std::stoll(reply->substr(1));
 }
 
-template <typename Pred>
-bool WaitFor(Pred pred, SteadyClock::duration timeout = 5s) {
-  const auto deadline = SteadyClock::now() + timeout;
-  while (!pred()) {
-    if (SteadyClock::now() > deadline) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
-}
-
-AllocatorOptions LongDeadline() {
-  AllocatorOptions o;
-  o.wait_deadline = 30s;
-  return o;
-}
-
-struct Fixture {
+// A world whose store stack has GappyStore between MemoryStore and
+// FaultyStore (reachable as `layer`), whose "auto_" keys are created on first
+// use with step 50, and which always has key "k" with step 1000.
+struct Fixture : ServerWorld<RespServer, RespServerOptions, AllocatorFront, GappyStore> {
   explicit Fixture(RespServerOptions options = {}, AllocatorOptions alloc_options = LongDeadline())
-      : gappy(mem),
-        store(gappy),
-        clock(io),
-        allocator(store, db, clock, KeyRules({{"auto_", 50}}), alloc_options),
-        server(
-            io,
-            [&] {
-              options.address = "127.0.0.1";
-              options.port = 0;
-              return options;
-            }(),
-            allocator) {
+      : ServerWorld(std::move(options), alloc_options, KeyRules({{"auto_", 50}})) {
     REQUIRE(mem.CreateKey("k", 1000, ""));
-    listening = server.Listen().ok();
-    for (int i = 0; i < 2; ++i) threads.emplace_back([this] { io.run(); });
   }
-
-  ~Fixture() {
-    store.SetHold(false);
-    store.SetDown(false);
-    std::promise<void> drained;
-    server.Stop([&] { drained.set_value(); });
-    CHECK(drained.get_future().wait_for(5s) == std::future_status::ready);
-    work.reset();
-    io.stop();
-    for (auto& t : threads) t.join();
-    db.Stop();
-  }
-
-  net::io_context io;
-  net::executor_work_guard<net::io_context::executor_type> work = net::make_work_guard(io);
-  MemoryStore mem;
-  GappyStore gappy;
-  FaultyStore store;
-  ThreadPoolRunner db{2};
-  AsioClock clock;
-  SegmentAllocator allocator;
-  RespServer server;
-  bool listening = false;
-  std::vector<std::thread> threads;
 };
 
 }  // namespace
@@ -321,7 +205,7 @@ TEST_CASE("resp server: INCRBY across non-adjacent segments still gets a contigu
     const int64_t n = 1 + (i * 7) % 9;
     const int64_t last = Int(c.Call(Cmd({"INCRBY", "gap2", std::to_string(n)})));
     CHECK(last > prev);
-    CHECK(f.gappy.InOneSegment(last - n + 1, last));
+    CHECK(f.layer.InOneSegment(last - n + 1, last));
     for (int64_t id = last - n + 1; id <= last; ++id) CHECK(seen.insert(id).second);
     const int64_t one = Int(c.Call(Cmd({"INCR", "gap2"})));
     CHECK(one > last);

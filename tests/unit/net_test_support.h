@@ -1,0 +1,237 @@
+// Shared test world for the server tests over real loopback sockets
+// (http_server_test, binary_server_test, resp_server_test): a server on
+// 127.0.0.1 with an ephemeral port, its io_context on background threads, an
+// allocator over an in-memory store, and blocking-style clients whose every
+// read has a deadline.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <chrono>
+#include <future>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "server/core/asio_clock.h"
+#include "server/core/key_rules.h"
+#include "server/core/segment_allocator.h"
+#include "server/core/task_runner.h"
+#include "storage/faulty_store.h"
+#include "storage/memory_store.h"
+
+namespace seqd::nettest {
+
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using error_code = boost::system::error_code;
+using SteadyClock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+// Polls `pred` every 5 ms until it holds (true) or `timeout` passes (false).
+template <typename Pred>
+bool WaitFor(Pred pred, SteadyClock::duration timeout = 5s) {
+  const auto deadline = SteadyClock::now() + timeout;
+  while (!pred()) {
+    if (SteadyClock::now() > deadline) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+// Allocator options whose wait deadline never fires in a test.
+inline AllocatorOptions LongDeadline() {
+  AllocatorOptions o;
+  o.wait_deadline = 30s;
+  return o;
+}
+
+// A blocking-style loopback TCP client. It owns a private io_context that
+// runs only inside ReadSome(), on the calling thread, so a client must be
+// used by one thread at a time; reads never block past their deadline.
+// Protocol clients derive from it and parse buffer().
+class LoopbackClient {
+ public:
+  // Connects to 127.0.0.1:`port`; connected() tells whether that worked.
+  // Each ReadSome() takes at most `read_chunk` bytes.
+  LoopbackClient(uint16_t port, size_t read_chunk) : sock_(io_), chunk_(read_chunk) {
+    error_code ec;
+    sock_.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port), ec);
+    connected_ = !ec;
+  }
+
+  bool connected() const { return connected_; }
+
+  // Writes all of `data`; errors are ignored (the reads will notice).
+  void Send(std::string_view data) {
+    error_code ec;
+    net::write(sock_, net::buffer(data.data(), data.size()), ec);
+  }
+
+  void ShutdownSend() {
+    error_code ec;
+    sock_.shutdown(tcp::socket::shutdown_send, ec);
+  }
+
+  void Close() {
+    error_code ec;
+    sock_.close(ec);
+  }
+
+  // True if the server closes the connection (EOF or reset) within
+  // `timeout`; anything it still sends is discarded.
+  bool WaitClosedDiscarding(SteadyClock::duration timeout) {
+    const auto deadline = SteadyClock::now() + timeout;
+    for (;;) {
+      error_code ec = ReadSome(deadline);
+      if (ec == net::error::timed_out) return false;
+      if (ec) return true;
+      buffer_.clear();
+    }
+  }
+
+  // True if the server closes the connection (EOF or reset) within
+  // `timeout` and no unread bytes are buffered when it does.
+  bool WaitClosedSilent(SteadyClock::duration timeout) {
+    const auto deadline = SteadyClock::now() + timeout;
+    for (;;) {
+      error_code ec = ReadSome(deadline);
+      if (ec == net::error::timed_out) return false;
+      if (ec) return buffer_.empty();
+    }
+  }
+
+ protected:
+  // One read of whatever arrives before `deadline`, appended to buffer().
+  // Returns net::error::timed_out if nothing completed in time (the read is
+  // cancelled first), else the read's own error (eof, reset, ...) or success.
+  error_code ReadSome(SteadyClock::time_point deadline) {
+    std::optional<error_code> result;
+    size_t got = 0;
+    sock_.async_read_some(net::buffer(chunk_), [&](error_code ec, size_t n) {
+      result = ec;
+      got = n;
+    });
+    io_.restart();
+    io_.run_until(deadline);
+    if (!result) {
+      sock_.cancel();
+      io_.restart();
+      io_.run();
+      buffer_.append(chunk_.data(), got);
+      return net::error::timed_out;
+    }
+    buffer_.append(chunk_.data(), got);
+    return *result;
+  }
+
+  std::string& buffer() { return buffer_; }
+  const std::string& buffer() const { return buffer_; }
+  tcp::socket& socket() { return sock_; }
+
+ private:
+  net::io_context io_;
+  tcp::socket sock_;
+  bool connected_ = false;
+  std::vector<char> chunk_;  // scratch space for one read
+  std::string buffer_;       // received, not yet consumed
+};
+
+// The default store stack: FaultyStore directly over the MemoryStore.
+struct NoLayer {
+  explicit NoLayer(SegmentStore& inner) : inner(inner) {}
+  SegmentStore& inner;
+};
+inline SegmentStore& LayerStore(NoLayer& layer) { return layer.inner; }
+inline SegmentStore& LayerStore(SegmentStore& layer) { return layer; }
+
+// The default server front: the server is built on the allocator itself.
+struct AllocatorFront {
+  AllocatorFront(SegmentStore&, TaskRunner&, SegmentAllocator& allocator) : target(allocator) {}
+  SegmentAllocator& target;
+};
+
+// One server under test and everything beneath it.
+//
+//   Server   the server type, constructed as Server(io, Options, front.target)
+//   Options  its options; address and port are forced to 127.0.0.1:0
+//   Front    built from (store, db, allocator) before the server and exposing
+//            `target`, what the server is constructed on (AllocatorFront: the
+//            allocator; a router front for HTTP)
+//   Layer    a SegmentStore decorator constructed over `mem` and under
+//            `store` (NoLayer: none)
+//
+// Guarantees:
+//  * Store stack: mem <- layer <- store (FaultyStore) <- allocator. Tests
+//    create keys in `mem` directly and inject faults through `store`.
+//  * Threads: the server's io_context runs on 2 background threads from the
+//    end of the constructor until the destructor; a work guard keeps them
+//    alive while idle. Store calls run on `db`, a 2-thread pool. The
+//    allocator's timers run on `io` through `clock`.
+//  * Startup: Listen() is called once in the constructor; `listening` says
+//    whether it worked (tests REQUIRE it), and server.port() is the port.
+//  * Teardown, in order: store faults are cleared (hold and down off, so
+//    parked work can finish); server.Stop() is called and must report drained
+//    within 5 s (a CHECK); the work guard is dropped, io stopped and its
+//    threads joined; the db pool is stopped. Only then are members destroyed,
+//    in reverse declaration order: server, front, allocator, clock, db, the
+//    store stack, io. So nothing the server or allocator uses dies while a
+//    thread can still reach it.
+template <typename Server, typename Options, typename Front = AllocatorFront,
+          typename Layer = NoLayer>
+struct ServerWorld {
+  explicit ServerWorld(Options options = {}, AllocatorOptions alloc_options = LongDeadline(),
+                       KeyRules rules = KeyRules())
+      : layer(mem),
+        store(LayerStore(layer)),
+        clock(io),
+        allocator(store, db, clock, std::move(rules), alloc_options),
+        front(store, db, allocator),
+        server(io, Loopback(std::move(options)), front.target) {
+    listening = server.Listen().ok();
+    for (int i = 0; i < 2; ++i) threads.emplace_back([this] { io.run(); });
+  }
+
+  ~ServerWorld() {
+    store.SetHold(false);
+    store.SetDown(false);
+    std::promise<void> drained;
+    server.Stop([&] { drained.set_value(); });
+    CHECK(drained.get_future().wait_for(5s) == std::future_status::ready);
+    work.reset();
+    io.stop();
+    for (auto& t : threads) t.join();
+    db.Stop();
+  }
+
+  ServerWorld(const ServerWorld&) = delete;
+  ServerWorld& operator=(const ServerWorld&) = delete;
+
+  net::io_context io;
+  net::executor_work_guard<net::io_context::executor_type> work = net::make_work_guard(io);
+  MemoryStore mem;
+  Layer layer;
+  FaultyStore store;
+  ThreadPoolRunner db{2};
+  AsioClock clock;
+  SegmentAllocator allocator;
+  Front front;
+  Server server;
+  bool listening = false;
+  std::vector<std::thread> threads;
+
+ private:
+  static Options Loopback(Options options) {
+    options.address = "127.0.0.1";
+    options.port = 0;
+    return options;
+  }
+};
+
+}  // namespace seqd::nettest
