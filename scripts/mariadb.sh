@@ -96,11 +96,14 @@ setup_paths() {
 }
 
 server_pid() {
-  local pid
-  [ -s "$PIDFILE" ] || return 1
-  pid="$(tr -dc '0-9' <"$PIDFILE")"
-  [ -n "$pid" ] || return 1
-  kill -0 "$pid" 2>/dev/null || return 1
+  local pid=""
+  [ -s "$PIDFILE" ] && pid="$(tr -dc '0-9' <"$PIDFILE")"
+  if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then
+    # No (valid) pid file: find the server by its datadir, so a stop never
+    # leaves a server behind.
+    pid="$(pgrep -f -- "--datadir=$DATADIR( |$)" | head -n 1 || true)"
+  fi
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
   echo "$pid"
 }
 
