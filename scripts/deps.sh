@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Installs what seqd needs on Debian 12 (run as root). `--test` adds what the
-# test suites need (MariaDB server, Python, clang and libFuzzer).
+# Installs what seqd needs to build on Debian 12 (run as root; python3 is
+# there because configuring the tests needs it). `--test` adds what the test
+# suites need: MariaDB server, clang and libFuzzer.
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libboost-dev libmysqlcppconn-dev nlohmann-json3-dev
-          prometheus-cpp-dev libsqlite3-dev doctest-dev libbenchmark-dev curl)
+          prometheus-cpp-dev libsqlite3-dev doctest-dev libbenchmark-dev curl python3)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(mariadb-server python3 clang-14 libclang-rt-14-dev)
+  packages+=(mariadb-server clang-14 libclang-rt-14-dev)
 fi
 
 missing=()
