@@ -422,8 +422,6 @@ void SegmentAllocator::RefreshRegisteredKeys(std::function<void(Result<size_t>)>
         if (!rules_.Match(k)) registered.push_back(state);
       }
     }
-    std::sort(registered.begin(), registered.end(),
-              [](const auto& a, const auto& b) { return a->key < b->key; });
     std::vector<std::shared_ptr<KeyState>> gone;
     for (const auto& state : registered) {
       Result<KeyRow> row = store_.GetKey(state->key);

@@ -419,10 +419,8 @@ void ApiRouter::HandleSeq(const std::shared_ptr<Call>& call, std::string key, bo
     if (leaf) return call->Make(HttpStatusFor(error.code), kTextType, PublicMessage(error));
     return call->ErrorJson(error);
   };
-  if (auto s = KeyRules::Validate(key); !s) {
-    return call->Reply([&] { return fail(s.error()); });
-  }
-
+  // The key is validated once, by the allocator; its error comes back
+  // through the callback like any other.
   int64_t count = 1;
   bool batch = false;
   if (!leaf) {
