@@ -102,6 +102,12 @@ std::string_view StatusName(Status s) {
       return "INTERNAL";
     case Status::kUnknownOpcode:
       return "UNKNOWN_OPCODE";
+    case Status::kNotFound:
+      return "NOT_FOUND";
+    case Status::kFailedPrecondition:
+      return "FAILED_PRECONDITION";
+    case Status::kTooLarge:
+      return "TOO_LARGE";
     case Status::kMalformedFrame:
       return "MALFORMED_FRAME";
     case Status::kUnsupportedVersion:

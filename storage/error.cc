@@ -14,6 +14,12 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "store_unavailable";
     case ErrorCode::kShuttingDown:
       return "shutting_down";
+    case ErrorCode::kNotFound:
+      return "not_found";
+    case ErrorCode::kFailedPrecondition:
+      return "failed_precondition";
+    case ErrorCode::kTooLarge:
+      return "too_large";
     case ErrorCode::kInternal:
       return "internal";
   }

@@ -13,12 +13,15 @@ namespace seqd {
 
 // One enum for every layer. HTTP and binary status tables map from it.
 enum class ErrorCode {
-  kInvalidArgument,   // malformed key, count out of range, bad step, ...
-  kUnknownKey,        // key neither registered nor matched by an auto-create rule
-  kKeyExists,         // create of a key that is already there
-  kStoreUnavailable,  // database down, or buffers empty past the deadline
-  kShuttingDown,      // server is draining
-  kInternal,          // anything else; message is never shown to clients
+  kInvalidArgument,     // malformed key, count out of range, bad step, ...
+  kUnknownKey,          // key neither registered nor matched by an auto-create rule
+  kKeyExists,           // create of a key that is already there
+  kStoreUnavailable,    // database down, or buffers empty past the deadline
+  kShuttingDown,        // server is draining
+  kNotFound,            // no such message (or member) where one is required
+  kFailedPrecondition,  // a rule refuses the change (read seq backwards, above max)
+  kTooLarge,            // payload or list longer than its limit
+  kInternal,            // anything else; message is never shown to clients
 };
 
 // Stable snake_case name used in API error bodies ("unknown_key").

@@ -36,6 +36,12 @@ http::status HttpStatusFor(ErrorCode code) {
       return http::status::service_unavailable;
     case ErrorCode::kShuttingDown:
       return http::status::service_unavailable;
+    case ErrorCode::kNotFound:
+      return http::status::not_found;
+    case ErrorCode::kFailedPrecondition:
+      return http::status::conflict;
+    case ErrorCode::kTooLarge:
+      return http::status::payload_too_large;
     case ErrorCode::kInternal:
       return http::status::internal_server_error;
   }

@@ -52,6 +52,12 @@ WireError ToWire(const Error& e) {
       return {proto::Status::kStoreUnavailable, e.message};
     case ErrorCode::kShuttingDown:
       return {proto::Status::kShuttingDown, e.message};
+    case ErrorCode::kNotFound:
+      return {proto::Status::kNotFound, e.message};
+    case ErrorCode::kFailedPrecondition:
+      return {proto::Status::kFailedPrecondition, e.message};
+    case ErrorCode::kTooLarge:
+      return {proto::Status::kTooLarge, e.message};
     case ErrorCode::kInternal:
       break;
   }

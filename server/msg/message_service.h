@@ -1,0 +1,152 @@
+// The message store as the network front ends see it: validated, async
+// calls over a MessageStore, with seq stamping by group commit.
+//
+// Stamping: conversations are sharded across `writers` writer threads (one
+// writer per conversation in this process). A writer takes every send that
+// queued while its previous transaction ran (up to `max_batch`), stores them
+// in ONE MessageStore::Append transaction, and only then answers each one.
+// Answers carry the seq, the server message id and the send time.
+//
+// Reads and member/status calls run on `readers` database threads.
+//
+// Limits (kInvalidArgument / kTooLarge with a message naming the field):
+// ids follow the key rules (1-128 bytes of A-Z a-z 0-9 _ - . : @); payload at
+// most `max_payload_bytes`; pull limit 1..kMaxPullLimit; at most
+// kMaxListItems seqs or conversations per batch call.
+//
+// Thread safety: every method may be called from any thread. Callbacks run
+// exactly once, on a writer or reader thread (or inline for a rejected
+// argument); they must not block. The service must outlive every pending
+// callback: Shutdown() answers queued sends with kShuttingDown and joins.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "storage/message_store.h"
+
+namespace seqd {
+
+class SegmentStore;
+
+inline constexpr size_t kMaxPullLimit = 1000;
+inline constexpr size_t kMaxListItems = 1000;
+
+struct MessageServiceOptions {
+  int writers = 2;          // writer threads (conversation shards)
+  int readers = 2;          // database threads for reads
+  size_t max_batch = 1024;  // messages per group-commit transaction
+  size_t max_payload_bytes = 64 * 1024;
+  size_t max_queued_sends = 100000;    // beyond this, sends fail kStoreUnavailable
+  size_t seq_cache_entries = 1 << 20;  // conversations whose max seq is cached
+};
+
+struct SendRequest {
+  std::string conv_id;
+  std::string sender_id;
+  std::string client_msg_id;
+  int32_t content_type = 0;
+  std::string payload;
+};
+
+struct PullRequest {
+  std::string conv_id;
+  int64_t from_seq = 1;
+  std::optional<int64_t> to_seq;  // none: up to the conversation's max
+  size_t limit = 100;
+  bool descending = false;
+  std::optional<std::string> user_id;  // clamp to this member's window
+};
+
+// A member's window as the API reports it.
+struct MemberView {
+  std::string conv_id;
+  std::string user_id;
+  MemberState state;
+};
+
+// One conversation in a user's login sync.
+struct ConvSync {
+  std::string conv_id;
+  int64_t max_seq = 0;  // the conversation's max, clamped to the user's max_seq
+  int64_t min_seq = 1;  // the first seq the user may pull
+  int64_t read_seq = 0;
+  int64_t unread = 0;   // normal messages in (read_seq, max_seq] not sent by the user
+  bool member = false;  // false: the user has no member row (no bounds apply)
+};
+
+// Receives committed messages of the conversations it subscribed to, in
+// seq order per conversation. Called on a writer thread; must not block.
+using MessageListener = std::function<void(const StoredMessage&)>;
+
+// Unsubscribes when destroyed. Safe to destroy on any thread; after the
+// destructor returns the listener is never called again.
+class Subscription {
+ public:
+  virtual ~Subscription() = default;
+};
+
+class MessageService {
+ public:
+  template <typename T>
+  using Callback = std::function<void(Result<T>)>;
+
+  // `store` and `id_store` must outlive the service. Server message ids are
+  // reserved in blocks from `id_store` (leaf_alloc key "seqd.server_msg_id",
+  // created if missing), so they are unique across processes.
+  MessageService(MessageStore& store, SegmentStore& id_store, MessageServiceOptions options);
+  ~MessageService();  // calls Shutdown()
+  MessageService(const MessageService&) = delete;
+  MessageService& operator=(const MessageService&) = delete;
+
+  const MessageServiceOptions& options() const;
+
+  // Stamps and stores one message; answered after its transaction commits.
+  void Send(SendRequest request, Callback<AppendOutcome> done);
+
+  void Pull(PullRequest request, Callback<MessagePage> done);
+  // REQUIRES nothing; at most kMaxListItems seqs. With a user, seqs outside
+  // the member's window are left out.
+  void PullSeqs(std::string conv_id, std::vector<int64_t> seqs, std::optional<std::string> user_id,
+                Callback<std::vector<StoredMessage>> done);
+  void MaxSeqs(std::vector<std::string> conv_ids, Callback<std::vector<int64_t>> done);
+  void SyncUser(std::string user_id, std::vector<std::string> conv_ids,
+                Callback<std::vector<ConvSync>> done);
+
+  // Adds or updates a member. min_seq defaults to the conversation's max + 1
+  // for a new member (it sees only what comes after it joined); max_seq set
+  // means the user left or was kicked at that seq. read_seq starts at
+  // min_seq - 1.
+  void SetMember(std::string conv_id, std::string user_id, std::optional<int64_t> min_seq,
+                 std::optional<int64_t> max_seq, bool clear_max, Callback<MemberView> done);
+  void GetMember(std::string conv_id, std::string user_id, Callback<MemberView> done);
+  // read_seq must not decrease and must not pass min(conversation max,
+  // member max_seq): kFailedPrecondition otherwise.
+  void MarkRead(std::string conv_id, std::string user_id, int64_t read_seq,
+                Callback<MemberView> done);
+
+  // Recall or delete (status != kNormal). kNotFound for a missing seq.
+  void SetStatus(std::string conv_id, int64_t seq, MessageStatus status,
+                 Callback<StoredMessage> done);
+  void SetConvMinSeq(std::string conv_id, int64_t min_seq, Callback<int64_t> done);
+
+  // Push: `listener` receives every message of `conv_ids` committed from
+  // now on. kInvalidArgument for a bad id or more than kMaxListItems.
+  Result<std::unique_ptr<Subscription>> Subscribe(const std::vector<std::string>& conv_ids,
+                                                  MessageListener listener);
+
+  // Stops the writers after their current transaction, answers queued
+  // sends with kShuttingDown, joins every thread. Idempotent.
+  void Shutdown();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace seqd

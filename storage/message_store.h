@@ -1,0 +1,176 @@
+// The durable side of the message store: messages stamped with their
+// conversation's seq, per-user bounds, and the conversation-wide min seq.
+//
+// Tables (same names on every backend; see docs/message-store.md):
+//   seqd_message     (conv_id, seq) primary key; unique (conv_id, sender_id,
+//                    client_msg_id); unique server_msg_id
+//   seqd_conv        conv_id primary key; min_seq
+//   seqd_conv_member (conv_id, user_id) primary key; min_seq, max_seq
+//                    (NULL: no upper bound), read_seq
+// Ids (conv, sender, client message, user) are compared byte for byte.
+//
+// Thread safety: every implementation is safe to call from many threads at
+// once. Calls BLOCK on I/O: run them on database threads only, never on
+// network threads.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "storage/error.h"
+
+namespace seqd {
+
+enum class MessageStatus : uint8_t {
+  kNormal = 0,
+  kRecalled = 1,
+  kDeleted = 2,
+};
+
+// "normal", "recalled", "deleted".
+std::string_view MessageStatusName(MessageStatus status);
+
+struct StoredMessage {
+  std::string conv_id;
+  int64_t seq = 0;
+  int64_t server_msg_id = 0;
+  std::string sender_id;
+  std::string client_msg_id;
+  int32_t content_type = 0;
+  std::string payload;  // bytes; empty for recalled and deleted messages
+  int64_t send_time_ms = 0;
+  MessageStatus status = MessageStatus::kNormal;
+
+  bool operator==(const StoredMessage&) const = default;
+};
+
+// A message to store. The caller has validated every field and chosen a
+// globally unique server_msg_id; the store chooses the seq.
+struct AppendRequest {
+  std::string conv_id;
+  std::string sender_id;
+  std::string client_msg_id;
+  int32_t content_type = 0;
+  std::string payload;
+  int64_t server_msg_id = 0;
+  int64_t send_time_ms = 0;
+};
+
+// What the sender is told. For a duplicate (a re-send), these are the values
+// of the message stored first, and nothing new was stored.
+struct AppendOutcome {
+  int64_t seq = 0;
+  int64_t server_msg_id = 0;
+  int64_t send_time_ms = 0;
+  bool duplicate = false;
+
+  bool operator==(const AppendOutcome&) const = default;
+};
+
+// The caller's knowledge of each conversation's committed max seq
+// (conv_id -> max seq). See MessageStore::Append.
+using MaxSeqCache = std::unordered_map<std::string, int64_t>;
+
+struct RangeQuery {
+  std::string conv_id;
+  int64_t from_seq = 1;  // inclusive
+  int64_t to_seq = 0;    // inclusive; REQUIRES from_seq <= to_seq
+  size_t limit = 100;    // REQUIRES >= 1
+  bool descending = false;
+};
+
+struct MessagePage {
+  std::vector<StoredMessage> messages;  // in the order asked for
+  // True if messages in [from_seq, to_seq] exist beyond those returned
+  // (after the last one in the direction of the query).
+  bool more = false;
+};
+
+struct MemberState {
+  int64_t min_seq = 1;             // first seq the user may see
+  std::optional<int64_t> max_seq;  // last seq the user may see; none: no bound
+  int64_t read_seq = 0;            // last seq the user has read
+
+  bool operator==(const MemberState&) const = default;
+};
+
+class MessageStore {
+ public:
+  virtual ~MessageStore() = default;
+
+  // Creates the three tables if missing. Idempotent.
+  virtual Status EnsureSchema() = 0;
+
+  // Stores `batch` in ONE transaction, all or nothing, and returns one
+  // outcome per request, in order.
+  //
+  // For each request in order: if (conv_id, sender_id, client_msg_id) is
+  // already stored (by anyone, or earlier in this batch), its outcome is
+  // that message's, with duplicate = true, and it takes no seq. Otherwise it
+  // is stored with seq = the conversation's committed max seq + 1, where the
+  // max counts every row stored by any process and the rows stored earlier
+  // in this batch. So seqs are contiguous from 1 with no holes, even when
+  // several processes write one conversation.
+  //
+  // `max_seq_cache`: the caller's cache. The store may trust an entry
+  // instead of reading the max; a stale (too low) entry costs a retry,
+  // never a wrong seq, because the primary key rejects the row and the store
+  // then reads the true max. On success the entries of the batch's
+  // conversations hold their new committed max; on failure they are erased.
+  //
+  // Errors: kStoreUnavailable (I/O, lock timeouts, or the outcome of the
+  // commit is unknown; re-sending is safe since duplicates are detected),
+  // kInternal. On error the caller must assume nothing was acknowledged.
+  virtual Result<std::vector<AppendOutcome>> Append(std::span<const AppendRequest> batch,
+                                                    MaxSeqCache& max_seq_cache) = 0;
+
+  // The committed max seq of a conversation; 0 if it has no message.
+  virtual Result<int64_t> MaxSeq(std::string_view conv_id) = 0;
+
+  // Max seqs of many conversations, in the order given (0 for none).
+  virtual Result<std::vector<int64_t>> MaxSeqs(std::span<const std::string> conv_ids) = 0;
+
+  virtual Result<MessagePage> GetRange(const RangeQuery& query) = 0;
+
+  // The messages among `seqs` that exist, ascending by seq, each once.
+  virtual Result<std::vector<StoredMessage>> GetBySeqs(std::string_view conv_id,
+                                                       std::span<const int64_t> seqs) = 0;
+
+  // Marks a message recalled or deleted and clears its payload; the row
+  // stays, so seqs stay contiguous. Returns the updated message.
+  // kNotFound if there is no such message. REQUIRES: status != kNormal.
+  virtual Result<StoredMessage> SetStatus(std::string_view conv_id, int64_t seq,
+                                          MessageStatus status) = 0;
+
+  // Conversation-wide min seq (history before it is hidden); 1 if never set.
+  virtual Result<int64_t> GetConvMinSeq(std::string_view conv_id) = 0;
+  virtual Status SetConvMinSeq(std::string_view conv_id, int64_t min_seq) = 0;
+
+  // A member's bounds; nullopt if the user was never added.
+  virtual Result<std::optional<MemberState>> GetMember(std::string_view conv_id,
+                                                       std::string_view user_id) = 0;
+  // Inserts or replaces the member's row.
+  virtual Status PutMember(std::string_view conv_id, std::string_view user_id,
+                           const MemberState& state) = 0;
+
+  // Atomically sets read_seq if `read_seq` >= the stored read_seq and
+  // <= `upper`. kFailedPrecondition naming the rule otherwise; kNotFound if
+  // the user is not a member. Returns the new state.
+  virtual Result<MemberState> SetReadSeq(std::string_view conv_id, std::string_view user_id,
+                                         int64_t read_seq, int64_t upper) = 0;
+
+  // Messages with after_seq < seq <= upto_seq, status normal, not sent by
+  // `user_id`.
+  virtual Result<int64_t> CountUnread(std::string_view conv_id, std::string_view user_id,
+                                      int64_t after_seq, int64_t upto_seq) = 0;
+
+  // Cheap round trip proving the store answers.
+  virtual Status Ping() = 0;
+};
+
+}  // namespace seqd
