@@ -1,0 +1,71 @@
+// In-memory MessageStore for tests and benchmarks. Same semantics as the SQL
+// stores; nothing survives the process.
+//
+// Thread safety: all methods are safe to call concurrently (one mutex).
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "storage/message_store.h"
+
+namespace seqd {
+
+class MemoryMessageStore final : public MessageStore {
+ public:
+  MemoryMessageStore() = default;
+
+  Status EnsureSchema() override;
+  Result<std::vector<AppendOutcome>> Append(std::span<const AppendRequest> batch,
+                                            MaxSeqCache& max_seq_cache) override;
+  Result<int64_t> MaxSeq(std::string_view conv_id) override;
+  Result<std::vector<int64_t>> MaxSeqs(std::span<const std::string> conv_ids) override;
+  Result<MessagePage> GetRange(const RangeQuery& query) override;
+  Result<std::vector<StoredMessage>> GetBySeqs(std::string_view conv_id,
+                                               std::span<const int64_t> seqs) override;
+  Result<StoredMessage> SetStatus(std::string_view conv_id, int64_t seq,
+                                  MessageStatus status) override;
+  Result<int64_t> GetConvMinSeq(std::string_view conv_id) override;
+  Status SetConvMinSeq(std::string_view conv_id, int64_t min_seq) override;
+  Result<std::optional<MemberState>> GetMember(std::string_view conv_id,
+                                               std::string_view user_id) override;
+  Status PutMember(std::string_view conv_id, std::string_view user_id,
+                   const MemberState& state) override;
+  Result<MemberState> SetReadSeq(std::string_view conv_id, std::string_view user_id,
+                                 int64_t read_seq, int64_t upper) override;
+  Result<int64_t> CountUnread(std::string_view conv_id, std::string_view user_id, int64_t after_seq,
+                              int64_t upto_seq) override;
+  Status Ping() override;
+
+  // Test hook: while false, every call returns kStoreUnavailable (and Append
+  // erases the batch's cache entries, as on any failure).
+  void SetAvailable(bool available);
+
+  // Number of Append calls that reached the store (failed ones included).
+  size_t append_calls() const;
+
+ private:
+  using ClientKey = std::tuple<std::string, std::string, std::string>;  // conv, sender, client
+  using MemberKey = std::pair<std::string, std::string>;                // conv, user
+
+  // REQUIRES: mu_ held.
+  Status CheckAvailableLocked() const;
+  const std::vector<StoredMessage>* ConvLocked(std::string_view conv_id) const;
+
+  mutable std::mutex mu_;
+  bool available_ = true;  // guarded by mu_
+  size_t append_calls_ = 0;
+  // conv_id -> messages; messages[i].seq == i + 1. All guarded by mu_.
+  std::map<std::string, std::vector<StoredMessage>, std::less<>> convs_;
+  std::map<ClientKey, std::pair<std::string, int64_t>> by_client_;  // -> (conv, seq)
+  std::set<int64_t> server_msg_ids_;
+  std::map<std::string, int64_t, std::less<>> conv_min_seq_;
+  std::map<MemberKey, MemberState> members_;
+};
+
+}  // namespace seqd
