@@ -150,6 +150,18 @@ const std::vector<Option>& Options() {
                 &Config::tcp_max_connections, 1, 1'000'000),
       IntOption("tcp_max_frame_bytes", "Largest binary-protocol frame accepted.",
                 &Config::tcp_max_frame_bytes, 64, 1 << 20),
+      IntOption("msg_writers",
+                "Message store writer threads; conversations are sharded across them.",
+                &Config::msg_writers, 1, 64),
+      IntOption("msg_readers", "Message store threads for pulls, members and batch reads.",
+                &Config::msg_readers, 1, 256),
+      IntOption("msg_max_batch", "Messages stored per group-commit transaction, at most.",
+                &Config::msg_max_batch, 1, 100'000),
+      IntOption("msg_max_payload_bytes", "Largest message payload accepted.",
+                &Config::msg_max_payload_bytes, 1, 16 << 20),
+      IntOption("msg_max_queued",
+                "Sends waiting to be stored before new ones fail with store_unavailable.",
+                &Config::msg_max_queued, 1, 10'000'000),
       Option{"log_level", "debug, info, warn or error.",
              [](Config& c, std::string_view v) {
                if (auto l = ParseLogLevel(v); !l) return Status(l.error());

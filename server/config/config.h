@@ -33,7 +33,7 @@ struct Config {
   int64_t key_refresh_interval_s = 60;
   std::vector<AutoKeyRule> auto_keys = DefaultAutoKeyRules();
   int64_t http_max_header_bytes = 8192;
-  int64_t http_max_body_bytes = 65536;
+  int64_t http_max_body_bytes = 262144;  // a 64 KiB message payload, JSON-escaped
   int64_t http_idle_timeout_s = 30;
   int64_t http_max_connections = 10000;
   std::string tcp_address = "127.0.0.1";  // binary protocol and RESP listeners
@@ -43,6 +43,11 @@ struct Config {
   int64_t tcp_idle_timeout_s = 300;
   int64_t tcp_max_connections = 10000;     // per listener
   int64_t tcp_max_frame_bytes = 1 << 20;
+  int64_t msg_writers = 2;                 // message store writer threads
+  int64_t msg_readers = 2;                 // message store read threads
+  int64_t msg_max_batch = 1024;            // messages per group-commit transaction
+  int64_t msg_max_payload_bytes = 65536;
+  int64_t msg_max_queued = 100000;         // sends waiting for a writer
   std::string log_level = "info";
 
   bool show_help = false;

@@ -18,6 +18,8 @@
 #include "server/core/key_rules.h"
 #include "server/core/log.h"
 #include "server/core/segment_allocator.h"
+#include "server/http/http_util.h"
+#include "server/http/message_routes.h"
 
 namespace seqd {
 
@@ -55,75 +57,10 @@ constexpr std::string_view kTextType = "text/plain";
 constexpr std::string_view kMetricsType = "text/plain; version=0.0.4";
 constexpr size_t kDefaultListLimit = 100;
 
-// The message a client may see: never the details of an internal error.
-std::string PublicMessage(const Error& error) {
-  if (error.code == ErrorCode::kInternal) {
-    SEQD_LOG(kError) << "internal error: " << error.message;
-    return "internal error";
-  }
-  return error.message;
-}
-
 std::string_view ToStd(boost::beast::string_view s) { return {s.data(), s.size()}; }
 boost::beast::string_view ToBeast(std::string_view s) { return {s.data(), s.size()}; }
 
 std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// Percent-decodes `in`; nullopt on a malformed escape.
-std::optional<std::string> PercentDecode(std::string_view in, bool plus_is_space) {
-  std::string out;
-  out.reserve(in.size());
-  for (size_t i = 0; i < in.size(); ++i) {
-    const char c = in[i];
-    if (c == '%') {
-      if (i + 2 >= in.size()) return std::nullopt;  // fewer than two characters follow
-      const int hi = HexValue(in[i + 1]);
-      const int lo = HexValue(in[i + 2]);
-      if (hi < 0 || lo < 0) return std::nullopt;
-      out.push_back(static_cast<char>(hi * 16 + lo));
-      i += 2;
-    } else if (c == '+' && plus_is_space) {
-      out.push_back(' ');
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
-}
-
-// A plain decimal integer (digits only) within [min, max].
-std::optional<int64_t> ParseBoundedInt(std::string_view text, int64_t min, int64_t max) {
-  if (text.empty()) return std::nullopt;
-  for (char c : text) {
-    if (c < '0' || c > '9') return std::nullopt;
-  }
-  int64_t value = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
-  if (value < min || value > max) return std::nullopt;
-  return value;
-}
-
-std::vector<std::string_view> Split(std::string_view s, char sep) {
-  std::vector<std::string_view> parts;
-  size_t start = 0;
-  for (;;) {
-    const size_t pos = s.find(sep, start);
-    if (pos == std::string_view::npos) {
-      parts.push_back(s.substr(start));
-      return parts;
-    }
-    parts.push_back(s.substr(start, pos - start));
-    start = pos + 1;
-  }
-}
 
 bool ContainsNoCase(std::string_view haystack, std::string_view needle) {
   auto it = std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end(),
@@ -244,13 +181,7 @@ struct ApiRouter::Call {
   }
 
   std::optional<std::string_view> RawParam(std::string_view name) const {
-    if (query.empty()) return std::nullopt;
-    for (std::string_view part : Split(query, '&')) {
-      const size_t eq = part.find('=');
-      std::string_view k = part.substr(0, eq);
-      if (k == name) return eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1);
-    }
-    return std::nullopt;
+    return FindQueryParam(query, name);
   }
 };
 
@@ -313,6 +244,10 @@ ApiRouter::ApiRouter(SegmentAllocator& allocator, KeyAdmin& admin, RouterOptions
     : allocator_(allocator), admin_(admin), options_(std::move(options)) {}
 
 ApiRouter::~ApiRouter() = default;
+
+void ApiRouter::SetMessageService(MessageService* service) {
+  messages_ = service ? std::make_unique<MessageRoutes>(*service) : nullptr;
+}
 
 void ApiRouter::SetMetricsHandler(std::function<std::string()> handler) {
   std::lock_guard lock(metrics_mu_);
@@ -416,6 +351,14 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
     if (!get) return method_not_allowed("GET");
     return HandleMetrics(call);
   }
+  if (messages_) {
+    auto respond = [call](http::status status, std::string json, std::string allow) {
+      Response res = call->Make(status, kJsonType, std::move(json));
+      if (!allow.empty()) res.set(http::field::allow, allow);
+      call->Finish(std::move(res));
+    };
+    if (messages_->Handle(method, seg, call->query, call->req.body(), respond)) return;
+  }
   return not_found();
 }
 
@@ -509,40 +452,6 @@ void ApiRouter::HandleGetKey(const std::shared_ptr<Call>& call, std::string key)
     });
   });
 }
-
-namespace {
-
-// Reads an integer field of a JSON object. Values beyond int64 saturate so
-// the range check downstream rejects them with its own message.
-std::optional<int64_t> IntField(const nlohmann::json& j) {
-  if (!j.is_number_integer()) return std::nullopt;
-  if (j.is_number_unsigned()) {
-    const uint64_t v = j.get<uint64_t>();
-    return v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
-               ? std::numeric_limits<int64_t>::max()
-               : static_cast<int64_t>(v);
-  }
-  return j.get<int64_t>();
-}
-
-// Parses a request body as a JSON object, or explains why not.
-Result<nlohmann::json> ParseObject(const std::string& body) {
-  nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    return MakeError(ErrorCode::kInvalidArgument, "request body is not valid JSON");
-  }
-  if (!j.is_object()) {
-    return MakeError(ErrorCode::kInvalidArgument, "request body must be a JSON object");
-  }
-  return j;
-}
-
-Error FieldError(std::string_view field, std::string_view what) {
-  return MakeError(ErrorCode::kInvalidArgument,
-                   "field '" + std::string(field) + "' " + std::string(what));
-}
-
-}  // namespace
 
 void ApiRouter::HandleCreateKey(const std::shared_ptr<Call>& call) {
   Result<nlohmann::json> body = ParseObject(call->req.body());

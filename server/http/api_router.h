@@ -11,6 +11,7 @@
 //   PUT  /admin/keys/{key}/step        {"step":N}
 //   GET  /admin/cache                  every key held in memory
 //   GET  /healthz, /readyz, /metrics (when a metrics handler is set)
+//   the message store's paths (see message_routes.h), when a service is set
 // Errors: {"error":{"code":"...","message":"..."}} with the status from
 // HttpStatusFor(); kInternal messages are replaced by "internal error".
 //
@@ -34,6 +35,8 @@ namespace seqd {
 
 class SegmentAllocator;
 class KeyAdmin;
+class MessageService;
+class MessageRoutes;
 
 struct RouterOptions {
   std::string version;
@@ -57,6 +60,11 @@ class ApiRouter {
 
   void Handle(Request req, Respond respond);
 
+  // Serves the message store's endpoints (server/http/message_routes.h)
+  // from `service`, which must outlive the router. Call before the first
+  // Handle(); unset, those paths are 404.
+  void SetMessageService(MessageService* service);
+
   // If set, GET /metrics serves its result as Prometheus text. Unset: 404.
   void SetMetricsHandler(std::function<std::string()> handler);
 
@@ -77,6 +85,7 @@ class ApiRouter {
   SegmentAllocator& allocator_;
   KeyAdmin& admin_;
   const RouterOptions options_;
+  std::unique_ptr<MessageRoutes> messages_;  // set before serving
   mutable std::mutex metrics_mu_;
   std::function<std::string()> metrics_;  // guarded by metrics_mu_
 };

@@ -1,0 +1,120 @@
+#include "server/http/http_util.h"
+
+#include <charconv>
+#include <limits>
+
+#include "server/core/log.h"
+
+namespace seqd {
+
+namespace {
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+std::optional<std::string> PercentDecode(std::string_view in, bool plus_is_space) {
+  std::string out;
+  out.reserve(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    const char c = in[i];
+    if (c == '%') {
+      if (i + 2 >= in.size()) return std::nullopt;  // fewer than two characters follow
+      const int hi = HexValue(in[i + 1]);
+      const int lo = HexValue(in[i + 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      out.push_back(static_cast<char>(hi * 16 + lo));
+      i += 2;
+    } else if (c == '+' && plus_is_space) {
+      out.push_back(' ');
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::optional<int64_t> ParseBoundedInt(std::string_view text, int64_t min, int64_t max) {
+  if (text.empty()) return std::nullopt;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+  }
+  int64_t value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
+  if (value < min || value > max) return std::nullopt;
+  return value;
+}
+
+std::vector<std::string_view> Split(std::string_view s, char sep) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  for (;;) {
+    const size_t pos = s.find(sep, start);
+    if (pos == std::string_view::npos) {
+      parts.push_back(s.substr(start));
+      return parts;
+    }
+    parts.push_back(s.substr(start, pos - start));
+    start = pos + 1;
+  }
+}
+
+std::optional<std::string_view> FindQueryParam(std::string_view query, std::string_view name) {
+  if (query.empty()) return std::nullopt;
+  for (std::string_view part : Split(query, '&')) {
+    const size_t eq = part.find('=');
+    std::string_view k = part.substr(0, eq);
+    if (k == name) return eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1);
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> IntField(const nlohmann::json& j) {
+  if (!j.is_number_integer()) return std::nullopt;
+  if (j.is_number_unsigned()) {
+    const uint64_t v = j.get<uint64_t>();
+    return v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
+               ? std::numeric_limits<int64_t>::max()
+               : static_cast<int64_t>(v);
+  }
+  return j.get<int64_t>();
+}
+
+Result<nlohmann::json> ParseObject(const std::string& body) {
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    return MakeError(ErrorCode::kInvalidArgument, "request body is not valid JSON");
+  }
+  if (!j.is_object()) {
+    return MakeError(ErrorCode::kInvalidArgument, "request body must be a JSON object");
+  }
+  return j;
+}
+
+Error FieldError(std::string_view field, std::string_view what) {
+  return MakeError(ErrorCode::kInvalidArgument,
+                   "field '" + std::string(field) + "' " + std::string(what));
+}
+
+std::string PublicMessage(const Error& error) {
+  if (error.code == ErrorCode::kInternal) {
+    SEQD_LOG(kError) << "internal error: " << error.message;
+    return "internal error";
+  }
+  return error.message;
+}
+
+std::string ErrorBody(std::string_view code, std::string_view message) {
+  nlohmann::ordered_json j;
+  j["error"]["code"] = code;
+  j["error"]["message"] = message;
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+}  // namespace seqd

@@ -1,0 +1,47 @@
+// Small helpers shared by the HTTP routers: URL and query parsing, JSON
+// bodies, and the one error body format.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "storage/error.h"
+
+namespace seqd {
+
+// Percent-decodes `in`; nullopt on a malformed escape.
+std::optional<std::string> PercentDecode(std::string_view in, bool plus_is_space);
+
+// A plain decimal integer (digits only) within [min, max].
+std::optional<int64_t> ParseBoundedInt(std::string_view text, int64_t min, int64_t max);
+
+std::vector<std::string_view> Split(std::string_view s, char sep);
+
+// The raw (still percent-encoded) value of `name` in a query string; an
+// empty view for "name" without "=".
+std::optional<std::string_view> FindQueryParam(std::string_view query, std::string_view name);
+
+// Reads an integer field of a JSON object. Values beyond int64 saturate so
+// the range check downstream rejects them with its own message.
+std::optional<int64_t> IntField(const nlohmann::json& j);
+
+// Parses a request body as a JSON object, or explains why not.
+Result<nlohmann::json> ParseObject(const std::string& body);
+
+// kInvalidArgument "field 'name' <what>".
+Error FieldError(std::string_view field, std::string_view what);
+
+// The message a client may see: never the details of an internal error
+// (those are logged here instead).
+std::string PublicMessage(const Error& error);
+
+// {"error":{"code":"...","message":"..."}}
+std::string ErrorBody(std::string_view code, std::string_view message);
+
+}  // namespace seqd

@@ -1,0 +1,378 @@
+#include "server/http/message_routes.h"
+
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "server/http/api_router.h"
+#include "server/http/http_util.h"
+#include "server/msg/message_service.h"
+
+namespace seqd {
+
+namespace http = boost::beast::http;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr int64_t kMaxSeq = std::numeric_limits<int64_t>::max();
+
+std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+Json MessageJson(const StoredMessage& m) {
+  Json j;
+  j["seq"] = m.seq;
+  j["server_msg_id"] = m.server_msg_id;
+  j["sender_id"] = m.sender_id;
+  j["client_msg_id"] = m.client_msg_id;
+  j["content_type"] = m.content_type;
+  j["payload"] = m.payload;
+  j["send_time"] = m.send_time_ms;
+  j["status"] = MessageStatusName(m.status);
+  return j;
+}
+
+Json MessagesJson(const std::vector<StoredMessage>& messages) {
+  Json list = Json::array();
+  for (const StoredMessage& m : messages) list.push_back(MessageJson(m));
+  return list;
+}
+
+Json MemberJson(const MemberView& v) {
+  Json j;
+  j["conv_id"] = v.conv_id;
+  j["user_id"] = v.user_id;
+  j["min_seq"] = v.state.min_seq;
+  j["max_seq"] = v.state.max_seq ? Json(*v.state.max_seq) : Json(nullptr);
+  j["read_seq"] = v.state.read_seq;
+  return j;
+}
+
+// One request: answers through `respond`, errors in the API's one format.
+class Exchange {
+ public:
+  explicit Exchange(MessageRoutes::Respond respond) : respond_(std::move(respond)) {}
+
+  void Ok(http::status status, const Json& j) const { respond_(status, Dump(j), ""); }
+  void Fail(const Error& e) const {
+    respond_(HttpStatusFor(e.code), ErrorBody(ErrorCodeName(e.code), PublicMessage(e)), "");
+  }
+  void NotAllowed(http::verb method, std::string_view allow) const {
+    respond_(http::status::method_not_allowed,
+             ErrorBody("method_not_allowed", "method " + std::string(http::to_string(method)) +
+                                                 " is not allowed here; use " + std::string(allow)),
+             std::string(allow));
+  }
+  // A callback answering `done` results with `to_json` and `status`.
+  template <typename T, typename F>
+  MessageService::Callback<T> Answer(http::status status, F to_json) const {
+    return [self = *this, status, to_json](Result<T> r) {
+      if (!r) return self.Fail(r.error());
+      self.Ok(status, to_json(*r));
+    };
+  }
+
+ private:
+  MessageRoutes::Respond respond_;
+};
+
+Result<std::string> DecodeSegment(std::string_view raw, std::string_view what) {
+  std::optional<std::string> s = PercentDecode(raw, false);
+  if (!s)
+    return MakeError(ErrorCode::kInvalidArgument,
+                     std::string(what) + " has a malformed percent-escape");
+  return *s;
+}
+
+// A query parameter as an integer in [min, max]; nullopt value if absent.
+Result<std::optional<int64_t>> IntParam(std::string_view query, std::string_view name, int64_t min,
+                                        int64_t max) {
+  std::optional<std::string_view> raw = FindQueryParam(query, name);
+  if (!raw) return std::optional<int64_t>();
+  std::optional<std::string> text = PercentDecode(*raw, true);
+  std::optional<int64_t> v = text ? ParseBoundedInt(*text, min, max) : std::nullopt;
+  if (!v) {
+    return MakeError(ErrorCode::kInvalidArgument, std::string(name) + " must be an integer in [" +
+                                                      std::to_string(min) + ", " +
+                                                      std::to_string(max) + "]");
+  }
+  return std::optional<int64_t>(*v);
+}
+
+Result<std::optional<std::string>> StringParam(std::string_view query, std::string_view name) {
+  std::optional<std::string_view> raw = FindQueryParam(query, name);
+  if (!raw) return std::optional<std::string>();
+  std::optional<std::string> text = PercentDecode(*raw, true);
+  if (!text) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     std::string(name) + " has a malformed percent-escape");
+  }
+  return std::optional<std::string>(std::move(*text));
+}
+
+Result<std::vector<std::string>> StringList(const nlohmann::json& body, std::string_view field) {
+  auto it = body.find(field);
+  if (it == body.end()) return FieldError(field, "is required");
+  if (!it->is_array()) return FieldError(field, "must be an array of strings");
+  if (it->size() > kMaxListItems) {
+    return MakeError(ErrorCode::kTooLarge,
+                     "field '" + std::string(field) + "' has " + std::to_string(it->size()) +
+                         " items; the limit is " + std::to_string(kMaxListItems));
+  }
+  std::vector<std::string> out;
+  for (const nlohmann::json& v : *it) {
+    if (!v.is_string()) return FieldError(field, "must be an array of strings");
+    out.push_back(v.get<std::string>());
+  }
+  return out;
+}
+
+void Send(MessageService& service, const std::string& conv, const std::string& body,
+          const Exchange& ex) {
+  Result<nlohmann::json> j = ParseObject(body);
+  if (!j) return ex.Fail(j.error());
+  SendRequest req;
+  req.conv_id = conv;
+  for (auto [field, out] :
+       {std::pair{"sender_id", &req.sender_id}, std::pair{"client_msg_id", &req.client_msg_id},
+        std::pair{"payload", &req.payload}}) {
+    auto it = j->find(field);
+    if (it == j->end()) return ex.Fail(FieldError(field, "is required"));
+    if (!it->is_string()) return ex.Fail(FieldError(field, "must be a string"));
+    *out = it->get<std::string>();
+  }
+  if (auto it = j->find("content_type"); it != j->end() && !it->is_null()) {
+    std::optional<int64_t> v = IntField(*it);
+    if (!v || *v < std::numeric_limits<int32_t>::min() ||
+        *v > std::numeric_limits<int32_t>::max()) {
+      return ex.Fail(FieldError("content_type", "must be a 32-bit integer"));
+    }
+    req.content_type = static_cast<int32_t>(*v);
+  }
+  service.Send(std::move(req), [ex](Result<AppendOutcome> r) {
+    if (!r) return ex.Fail(r.error());
+    Json out;
+    out["seq"] = r->seq;
+    out["server_msg_id"] = r->server_msg_id;
+    out["send_time"] = r->send_time_ms;
+    out["duplicate"] = r->duplicate;
+    ex.Ok(r->duplicate ? http::status::ok : http::status::created, out);
+  });
+}
+
+void Pull(MessageService& service, const std::string& conv, std::string_view query,
+          const Exchange& ex) {
+  Result<std::optional<std::string>> user = StringParam(query, "user");
+  if (!user) return ex.Fail(user.error());
+  if (Result<std::optional<std::string>> seqs = StringParam(query, "seqs"); !seqs) {
+    return ex.Fail(seqs.error());
+  } else if (*seqs) {
+    std::vector<int64_t> list;
+    for (std::string_view part : Split(**seqs, ',')) {
+      std::optional<int64_t> v = ParseBoundedInt(part, 1, kMaxSeq);
+      if (!v) {
+        return ex.Fail(MakeError(ErrorCode::kInvalidArgument,
+                                 "seqs must be a comma-separated list of seqs >= 1"));
+      }
+      list.push_back(*v);
+    }
+    return service.PullSeqs(conv, std::move(list), *user,
+                            ex.Answer<std::vector<StoredMessage>>(
+                                http::status::ok, [](const std::vector<StoredMessage>& m) {
+                                  Json out;
+                                  out["messages"] = MessagesJson(m);
+                                  return out;
+                                }));
+  }
+  PullRequest req;
+  req.conv_id = conv;
+  req.user_id = *user;
+  Result<std::optional<int64_t>> from = IntParam(query, "from", 1, kMaxSeq);
+  if (!from) return ex.Fail(from.error());
+  Result<std::optional<int64_t>> to = IntParam(query, "to", 1, kMaxSeq);
+  if (!to) return ex.Fail(to.error());
+  Result<std::optional<int64_t>> limit =
+      IntParam(query, "limit", 1, static_cast<int64_t>(kMaxPullLimit));
+  if (!limit) return ex.Fail(limit.error());
+  Result<std::optional<std::string>> order = StringParam(query, "order");
+  if (!order) return ex.Fail(order.error());
+  if (*order && **order != "asc" && **order != "desc") {
+    return ex.Fail(MakeError(ErrorCode::kInvalidArgument, "order must be asc or desc"));
+  }
+  req.from_seq = from->value_or(1);
+  req.to_seq = *to;
+  if (*limit) req.limit = static_cast<size_t>(**limit);
+  req.descending = *order && **order == "desc";
+  service.Pull(std::move(req), ex.Answer<MessagePage>(http::status::ok, [](const MessagePage& p) {
+    Json out;
+    out["messages"] = MessagesJson(p.messages);
+    out["is_end"] = !p.more;
+    return out;
+  }));
+}
+
+void SetMember(MessageService& service, const std::string& conv, const std::string& user,
+               const std::string& body, const Exchange& ex) {
+  Result<nlohmann::json> j = ParseObject(body);
+  if (!j) return ex.Fail(j.error());
+  std::optional<int64_t> min_seq, max_seq;
+  bool clear_max = false;
+  if (auto it = j->find("min_seq"); it != j->end()) {
+    min_seq = IntField(*it);
+    if (!min_seq) return ex.Fail(FieldError("min_seq", "must be an integer"));
+  }
+  if (auto it = j->find("max_seq"); it != j->end()) {
+    if (it->is_null()) {
+      clear_max = true;
+    } else {
+      max_seq = IntField(*it);
+      if (!max_seq) return ex.Fail(FieldError("max_seq", "must be an integer or null"));
+    }
+  }
+  service.SetMember(conv, user, min_seq, max_seq, clear_max,
+                    ex.Answer<MemberView>(http::status::ok, MemberJson));
+}
+
+Result<int64_t> RequiredInt(const std::string& body, std::string_view field) {
+  Result<nlohmann::json> j = ParseObject(body);
+  if (!j) return j.error();
+  auto it = j->find(field);
+  if (it == j->end()) return FieldError(field, "is required");
+  std::optional<int64_t> v = IntField(*it);
+  if (!v) return FieldError(field, "must be an integer");
+  return *v;
+}
+
+}  // namespace
+
+bool MessageRoutes::Handle(http::verb method, const std::vector<std::string_view>& seg,
+                           std::string_view query, const std::string& body,
+                           const Respond& respond) {
+  const Exchange ex(respond);
+  if (seg.size() == 3 && seg[0] == "users" && seg[2] == "sync") {
+    if (method != http::verb::post) return ex.NotAllowed(method, "POST"), true;
+    Result<std::string> user = DecodeSegment(seg[1], "user id");
+    if (!user) return ex.Fail(user.error()), true;
+    Result<nlohmann::json> j = ParseObject(body);
+    if (!j) return ex.Fail(j.error()), true;
+    Result<std::vector<std::string>> convs = StringList(*j, "conv_ids");
+    if (!convs) return ex.Fail(convs.error()), true;
+    service_.SyncUser(
+        *user, std::move(*convs),
+        ex.Answer<std::vector<ConvSync>>(http::status::ok, [](const std::vector<ConvSync>& list) {
+          Json arr = Json::array();
+          for (const ConvSync& c : list) {
+            Json e;
+            e["conv_id"] = c.conv_id;
+            e["max_seq"] = c.max_seq;
+            e["min_seq"] = c.min_seq;
+            e["read_seq"] = c.read_seq;
+            e["unread"] = c.unread;
+            e["member"] = c.member;
+            arr.push_back(std::move(e));
+          }
+          Json out;
+          out["conversations"] = std::move(arr);
+          return out;
+        }));
+    return true;
+  }
+  if (seg.empty() || seg[0] != "conversations" || seg.size() < 2) return false;
+  if (seg.size() == 2) {
+    if (seg[1] != "max_seqs") return false;
+    if (method != http::verb::post) return ex.NotAllowed(method, "POST"), true;
+    Result<nlohmann::json> j = ParseObject(body);
+    if (!j) return ex.Fail(j.error()), true;
+    Result<std::vector<std::string>> convs = StringList(*j, "conv_ids");
+    if (!convs) return ex.Fail(convs.error()), true;
+    std::vector<std::string> ids = *convs;
+    service_.MaxSeqs(std::move(*convs),
+                     ex.Answer<std::vector<int64_t>>(
+                         http::status::ok, [ids = std::move(ids)](const std::vector<int64_t>& m) {
+                           Json map = Json::object();
+                           for (size_t i = 0; i < ids.size() && i < m.size(); ++i)
+                             map[ids[i]] = m[i];
+                           Json out;
+                           out["max_seqs"] = std::move(map);
+                           return out;
+                         }));
+    return true;
+  }
+  Result<std::string> conv = DecodeSegment(seg[1], "conversation id");
+  if (!conv) return ex.Fail(conv.error()), true;
+  const std::string_view what = seg[2];
+
+  if (what == "messages") {
+    if (seg.size() == 3) {
+      if (method == http::verb::post) return Send(service_, *conv, body, ex), true;
+      if (method == http::verb::get) return Pull(service_, *conv, query, ex), true;
+      return ex.NotAllowed(method, "GET, POST"), true;
+    }
+    std::optional<int64_t> seq = ParseBoundedInt(seg[3], 1, kMaxSeq);
+    if (!seq) {
+      return ex.Fail(MakeError(ErrorCode::kInvalidArgument, "seq must be an integer >= 1")), true;
+    }
+    auto message_json = [](const StoredMessage& m) { return MessageJson(m); };
+    if (seg.size() == 4) {
+      if (method == http::verb::delete_) {
+        service_.SetStatus(*conv, *seq, MessageStatus::kDeleted,
+                           ex.Answer<StoredMessage>(http::status::ok, message_json));
+        return true;
+      }
+      if (method != http::verb::get) return ex.NotAllowed(method, "GET, DELETE"), true;
+      const int64_t wanted = *seq;
+      service_.PullSeqs(
+          *conv, {wanted}, std::nullopt, [ex, wanted](Result<std::vector<StoredMessage>> r) {
+            if (!r) return ex.Fail(r.error());
+            if (r->empty()) {
+              return ex.Fail(
+                  MakeError(ErrorCode::kNotFound, "no message with seq " + std::to_string(wanted)));
+            }
+            ex.Ok(http::status::ok, MessageJson(r->front()));
+          });
+      return true;
+    }
+    if (seg.size() == 5 && seg[4] == "recall") {
+      if (method != http::verb::post) return ex.NotAllowed(method, "POST"), true;
+      service_.SetStatus(*conv, *seq, MessageStatus::kRecalled,
+                         ex.Answer<StoredMessage>(http::status::ok, message_json));
+      return true;
+    }
+    return false;
+  }
+  if (what == "min_seq" && seg.size() == 3) {
+    if (method != http::verb::put) return ex.NotAllowed(method, "PUT"), true;
+    Result<int64_t> min_seq = RequiredInt(body, "min_seq");
+    if (!min_seq) return ex.Fail(min_seq.error()), true;
+    const std::string id = *conv;
+    service_.SetConvMinSeq(*conv, *min_seq, ex.Answer<int64_t>(http::status::ok, [id](int64_t v) {
+      Json out;
+      out["conv_id"] = id;
+      out["min_seq"] = v;
+      return out;
+    }));
+    return true;
+  }
+  if (what == "members" && (seg.size() == 4 || seg.size() == 5)) {
+    Result<std::string> user = DecodeSegment(seg[3], "user id");
+    if (!user) return ex.Fail(user.error()), true;
+    if (seg.size() == 5) {
+      if (seg[4] != "read_seq") return false;
+      if (method != http::verb::put) return ex.NotAllowed(method, "PUT"), true;
+      Result<int64_t> read_seq = RequiredInt(body, "read_seq");
+      if (!read_seq) return ex.Fail(read_seq.error()), true;
+      service_.MarkRead(*conv, *user, *read_seq,
+                        ex.Answer<MemberView>(http::status::ok, MemberJson));
+      return true;
+    }
+    if (method == http::verb::get) {
+      service_.GetMember(*conv, *user, ex.Answer<MemberView>(http::status::ok, MemberJson));
+      return true;
+    }
+    if (method == http::verb::put) return SetMember(service_, *conv, *user, body, ex), true;
+    return ex.NotAllowed(method, "GET, PUT"), true;
+  }
+  return false;
+}
+
+}  // namespace seqd

@@ -1,0 +1,49 @@
+// HTTP/JSON endpoints of the message store (see docs/message-store.md):
+//
+//   POST /conversations/{conv}/messages              send
+//   GET  /conversations/{conv}/messages?from=&to=&limit=&order=&user=
+//   GET  /conversations/{conv}/messages?seqs=1,2,3&user=
+//   GET  /conversations/{conv}/messages/{seq}
+//   DELETE /conversations/{conv}/messages/{seq}      delete (tombstone)
+//   POST /conversations/{conv}/messages/{seq}/recall recall (tombstone)
+//   PUT  /conversations/{conv}/min_seq               {"min_seq":N}
+//   GET|PUT /conversations/{conv}/members/{user}     bounds
+//   PUT  /conversations/{conv}/members/{user}/read_seq  {"read_seq":N}
+//   POST /conversations/max_seqs                     {"conv_ids":[...]}
+//   POST /users/{user}/sync                          {"conv_ids":[...]}
+//
+// Thread safety: Handle() is safe from any thread; `respond` runs exactly
+// once, on the calling thread or on a message-store thread.
+#pragma once
+
+#include <boost/beast/http/status.hpp>
+#include <boost/beast/http/verb.hpp>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace seqd {
+
+class MessageService;
+
+class MessageRoutes {
+ public:
+  // `allow` is non-empty only for 405 answers (the Allow header).
+  using Respond =
+      std::function<void(boost::beast::http::status status, std::string json, std::string allow)>;
+
+  // `service` must outlive the routes and every pending call.
+  explicit MessageRoutes(MessageService& service) : service_(service) {}
+
+  // `segments`: the path split at '/', without the leading empty one, still
+  // percent-encoded. Returns false (and does not respond) if the path is
+  // not a message-store path.
+  bool Handle(boost::beast::http::verb method, const std::vector<std::string_view>& segments,
+              std::string_view query, const std::string& body, const Respond& respond);
+
+ private:
+  MessageService& service_;
+};
+
+}  // namespace seqd

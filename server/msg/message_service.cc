@@ -1,0 +1,369 @@
+#include "server/msg/message_service.h"
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <shared_mutex>
+
+#include "server/core/key_rules.h"
+#include "server/core/task_runner.h"
+#include "server/msg/message_bus.h"
+#include "server/msg/server_msg_id_source.h"
+#include "server/msg/write_shard.h"
+
+namespace seqd {
+
+namespace {
+
+constexpr int64_t kServerMsgIdBlock = 10000;
+constexpr int64_t kNoUpperBound = std::numeric_limits<int64_t>::max();
+
+Error Invalid(std::string message) {
+  return MakeError(ErrorCode::kInvalidArgument, std::move(message));
+}
+
+// `what` names the field in the message ("conv_id: key is empty").
+Status ValidateId(std::string_view what, std::string_view id) {
+  Status s = KeyRules::Validate(id);
+  if (s) return s;
+  std::string message = s.error().message;
+  if (message.rfind("key ", 0) == 0) message = message.substr(4);
+  return Invalid(std::string(what) + " " + message);
+}
+
+Status ValidateIds(std::string_view what, const std::vector<std::string>& ids) {
+  if (ids.empty()) return Invalid(std::string(what) + ": the list is empty");
+  if (ids.size() > kMaxListItems) {
+    return MakeError(ErrorCode::kTooLarge, std::string(what) + ": " + std::to_string(ids.size()) +
+                                               " items; the limit is " +
+                                               std::to_string(kMaxListItems));
+  }
+  for (const std::string& id : ids) {
+    if (Status s = ValidateId(what, id); !s) return s;
+  }
+  return OkStatus();
+}
+
+Error NotMember(std::string_view conv, std::string_view user) {
+  return MakeError(ErrorCode::kNotFound, "user '" + std::string(user) +
+                                             "' is not a member of conversation '" +
+                                             std::string(conv) + "'");
+}
+
+// The seqs a user (or, without a member row, anyone) may see.
+struct Window {
+  int64_t lower = 1;
+  int64_t upper = kNoUpperBound;
+};
+
+}  // namespace
+
+struct MessageService::Impl {
+  Impl(MessageStore& store_, SegmentStore& id_store, MessageServiceOptions options_)
+      : options(options_),
+        store(store_),
+        ids(id_store, kServerMsgIdBlock),
+        readers(static_cast<size_t>(std::max(1, options_.readers))) {
+    const int writers = std::max(1, options.writers);
+    const size_t per_shard = std::max<size_t>(1, options.max_queued_sends / writers);
+    for (int i = 0; i < writers; ++i) {
+      shards.push_back(std::make_unique<WriteShard>(store, ids, bus, options.max_batch, per_shard,
+                                                    options.seq_cache_entries / writers + 1));
+    }
+  }
+
+  WriteShard& ShardFor(std::string_view conv) {
+    return *shards[std::hash<std::string_view>{}(conv) % shards.size()];
+  }
+
+  // Runs `work` on a reader thread, answering `done` with its result.
+  // After Shutdown(), answers kShuttingDown at once.
+  template <typename T>
+  void Read(Callback<T> done, std::function<Result<T>()> work) {
+    std::shared_lock lock(stop_mu);
+    if (stopped) return done(MakeError(ErrorCode::kShuttingDown, "server is shutting down"));
+    readers.Post([done = std::move(done), work = std::move(work)] { done(work()); });
+  }
+
+  // The window of `user` in `conv`; kNotFound if not a member.
+  Result<Window> UserWindow(const std::string& conv, const std::optional<std::string>& user) {
+    Result<int64_t> conv_min = store.GetConvMinSeq(conv);
+    if (!conv_min) return conv_min.error();
+    Window w;
+    w.lower = std::max<int64_t>(1, *conv_min);
+    if (!user) return w;
+    Result<std::optional<MemberState>> member = store.GetMember(conv, *user);
+    if (!member) return member.error();
+    if (!*member) return NotMember(conv, *user);
+    w.lower = std::max(w.lower, (*member)->min_seq);
+    if ((*member)->max_seq) w.upper = *(*member)->max_seq;
+    return w;
+  }
+
+  const MessageServiceOptions options;
+  MessageStore& store;
+  ServerMsgIdSource ids;
+  MessageBus bus;
+  ThreadPoolRunner readers;
+  std::vector<std::unique_ptr<WriteShard>> shards;
+  std::once_flag shutdown_once;
+  std::shared_mutex stop_mu;  // held shared while posting a read
+  bool stopped = false;       // guarded by stop_mu
+};
+
+MessageService::MessageService(MessageStore& store, SegmentStore& id_store,
+                               MessageServiceOptions options)
+    : impl_(std::make_unique<Impl>(store, id_store, options)) {}
+
+MessageService::~MessageService() { Shutdown(); }
+
+const MessageServiceOptions& MessageService::options() const { return impl_->options; }
+
+void MessageService::Shutdown() {
+  std::call_once(impl_->shutdown_once, [this] {
+    {
+      std::unique_lock lock(impl_->stop_mu);
+      impl_->stopped = true;
+    }
+    for (auto& shard : impl_->shards) shard->Stop();
+    impl_->readers.Stop();
+  });
+}
+
+void MessageService::Send(SendRequest request, Callback<AppendOutcome> done) {
+  Status valid = ValidateId("conv_id", request.conv_id);
+  if (valid) valid = ValidateId("sender_id", request.sender_id);
+  if (valid) valid = ValidateId("client_msg_id", request.client_msg_id);
+  if (!valid) return done(valid.error());
+  if (request.payload.size() > impl_->options.max_payload_bytes) {
+    return done(
+        MakeError(ErrorCode::kTooLarge, "payload is " + std::to_string(request.payload.size()) +
+                                            " bytes; the limit is " +
+                                            std::to_string(impl_->options.max_payload_bytes)));
+  }
+  WriteShard& shard = impl_->ShardFor(request.conv_id);
+  AppendRequest append;
+  append.conv_id = std::move(request.conv_id);
+  append.sender_id = std::move(request.sender_id);
+  append.client_msg_id = std::move(request.client_msg_id);
+  append.content_type = request.content_type;
+  append.payload = std::move(request.payload);
+  shard.Enqueue({std::move(append), std::move(done)});
+}
+
+void MessageService::Pull(PullRequest request, Callback<MessagePage> done) {
+  if (Status s = ValidateId("conv_id", request.conv_id); !s) return done(s.error());
+  if (request.user_id) {
+    if (Status s = ValidateId("user_id", *request.user_id); !s) return done(s.error());
+  }
+  if (request.from_seq < 1) return done(Invalid("from must be at least 1"));
+  if (request.to_seq && *request.to_seq < request.from_seq) {
+    return done(Invalid("to must not be below from"));
+  }
+  if (request.limit < 1 || request.limit > kMaxPullLimit) {
+    return done(Invalid("limit must be in [1, " + std::to_string(kMaxPullLimit) + "]"));
+  }
+  Impl* impl = impl_.get();
+  impl->Read<MessagePage>(
+      std::move(done), [impl, request = std::move(request)]() -> Result<MessagePage> {
+        Result<Window> window = impl->UserWindow(request.conv_id, request.user_id);
+        if (!window) return window.error();
+        RangeQuery q;
+        q.conv_id = request.conv_id;
+        q.from_seq = std::max(request.from_seq, window->lower);
+        q.to_seq = std::min(request.to_seq.value_or(kNoUpperBound), window->upper);
+        q.limit = request.limit;
+        q.descending = request.descending;
+        if (q.from_seq > q.to_seq) return MessagePage{};
+        return impl->store.GetRange(q);
+      });
+}
+
+void MessageService::PullSeqs(std::string conv_id, std::vector<int64_t> seqs,
+                              std::optional<std::string> user_id,
+                              Callback<std::vector<StoredMessage>> done) {
+  if (Status s = ValidateId("conv_id", conv_id); !s) return done(s.error());
+  if (user_id) {
+    if (Status s = ValidateId("user_id", *user_id); !s) return done(s.error());
+  }
+  if (seqs.empty()) return done(Invalid("seqs: the list is empty"));
+  if (seqs.size() > kMaxListItems) {
+    return done(MakeError(ErrorCode::kTooLarge, "seqs: " + std::to_string(seqs.size()) +
+                                                    " items; the limit is " +
+                                                    std::to_string(kMaxListItems)));
+  }
+  for (int64_t seq : seqs) {
+    if (seq < 1) return done(Invalid("seqs: every seq must be at least 1"));
+  }
+  Impl* impl = impl_.get();
+  impl->Read<std::vector<StoredMessage>>(
+      std::move(done),
+      [impl, conv_id = std::move(conv_id), seqs = std::move(seqs),
+       user_id = std::move(user_id)]() mutable -> Result<std::vector<StoredMessage>> {
+        Result<Window> window = impl->UserWindow(conv_id, user_id);
+        if (!window) return window.error();
+        std::erase_if(seqs, [&](int64_t s) { return s < window->lower || s > window->upper; });
+        if (seqs.empty()) return std::vector<StoredMessage>{};
+        return impl->store.GetBySeqs(conv_id, seqs);
+      });
+}
+
+void MessageService::MaxSeqs(std::vector<std::string> conv_ids,
+                             Callback<std::vector<int64_t>> done) {
+  if (Status s = ValidateIds("conv_ids", conv_ids); !s) return done(s.error());
+  Impl* impl = impl_.get();
+  impl->Read<std::vector<int64_t>>(std::move(done), [impl, conv_ids = std::move(conv_ids)] {
+    return impl->store.MaxSeqs(conv_ids);
+  });
+}
+
+void MessageService::SyncUser(std::string user_id, std::vector<std::string> conv_ids,
+                              Callback<std::vector<ConvSync>> done) {
+  if (Status s = ValidateId("user_id", user_id); !s) return done(s.error());
+  if (Status s = ValidateIds("conv_ids", conv_ids); !s) return done(s.error());
+  Impl* impl = impl_.get();
+  impl->Read<std::vector<ConvSync>>(
+      std::move(done),
+      [impl, user_id = std::move(user_id),
+       conv_ids = std::move(conv_ids)]() -> Result<std::vector<ConvSync>> {
+        Result<std::vector<int64_t>> maxes = impl->store.MaxSeqs(conv_ids);
+        if (!maxes) return maxes.error();
+        std::vector<ConvSync> out;
+        out.reserve(conv_ids.size());
+        for (size_t i = 0; i < conv_ids.size(); ++i) {
+          ConvSync c;
+          c.conv_id = conv_ids[i];
+          Result<int64_t> conv_min = impl->store.GetConvMinSeq(c.conv_id);
+          if (!conv_min) return conv_min.error();
+          Result<std::optional<MemberState>> member = impl->store.GetMember(c.conv_id, user_id);
+          if (!member) return member.error();
+          c.max_seq = (*maxes)[i];
+          c.min_seq = std::max<int64_t>(1, *conv_min);
+          if (*member) {
+            const MemberState& m = **member;
+            c.member = true;
+            c.min_seq = std::max(c.min_seq, m.min_seq);
+            if (m.max_seq) c.max_seq = std::min(c.max_seq, *m.max_seq);
+            c.read_seq = m.read_seq;
+          }
+          const int64_t after = std::max(c.read_seq, c.min_seq - 1);
+          if (c.max_seq > after) {
+            Result<int64_t> unread = impl->store.CountUnread(c.conv_id, user_id, after, c.max_seq);
+            if (!unread) return unread.error();
+            c.unread = *unread;
+          }
+          out.push_back(std::move(c));
+        }
+        return out;
+      });
+}
+
+void MessageService::SetMember(std::string conv_id, std::string user_id,
+                               std::optional<int64_t> min_seq, std::optional<int64_t> max_seq,
+                               bool clear_max, Callback<MemberView> done) {
+  if (Status s = ValidateId("conv_id", conv_id); !s) return done(s.error());
+  if (Status s = ValidateId("user_id", user_id); !s) return done(s.error());
+  if (min_seq && *min_seq < 1) return done(Invalid("min_seq must be at least 1"));
+  if (max_seq && *max_seq < 0) return done(Invalid("max_seq must not be negative"));
+  if (max_seq && clear_max) return done(Invalid("max_seq given together with clearing it"));
+  Impl* impl = impl_.get();
+  impl->Read<MemberView>(std::move(done),
+                         [impl, conv_id = std::move(conv_id), user_id = std::move(user_id), min_seq,
+                          max_seq, clear_max]() -> Result<MemberView> {
+                           Result<std::optional<MemberState>> current =
+                               impl->store.GetMember(conv_id, user_id);
+                           if (!current) return current.error();
+                           MemberState state;
+                           if (*current) {
+                             state = **current;
+                           } else {
+                             Result<int64_t> max = impl->store.MaxSeq(conv_id);
+                             if (!max) return max.error();
+                             state.min_seq = *max + 1;
+                           }
+                           if (min_seq) state.min_seq = *min_seq;
+                           if (max_seq) state.max_seq = *max_seq;
+                           if (clear_max) state.max_seq.reset();
+                           if (state.max_seq && *state.max_seq < state.min_seq - 1) {
+                             return Invalid("max_seq must not be below min_seq - 1");
+                           }
+                           state.read_seq = std::max(state.read_seq, state.min_seq - 1);
+                           if (state.max_seq)
+                             state.read_seq = std::min(state.read_seq, *state.max_seq);
+                           if (Status put = impl->store.PutMember(conv_id, user_id, state); !put)
+                             return put.error();
+                           return MemberView{conv_id, user_id, state};
+                         });
+}
+
+void MessageService::GetMember(std::string conv_id, std::string user_id,
+                               Callback<MemberView> done) {
+  if (Status s = ValidateId("conv_id", conv_id); !s) return done(s.error());
+  if (Status s = ValidateId("user_id", user_id); !s) return done(s.error());
+  Impl* impl = impl_.get();
+  impl->Read<MemberView>(
+      std::move(done),
+      [impl, conv_id = std::move(conv_id), user_id = std::move(user_id)]() -> Result<MemberView> {
+        Result<std::optional<MemberState>> m = impl->store.GetMember(conv_id, user_id);
+        if (!m) return m.error();
+        if (!*m) return NotMember(conv_id, user_id);
+        return MemberView{conv_id, user_id, **m};
+      });
+}
+
+void MessageService::MarkRead(std::string conv_id, std::string user_id, int64_t read_seq,
+                              Callback<MemberView> done) {
+  if (Status s = ValidateId("conv_id", conv_id); !s) return done(s.error());
+  if (Status s = ValidateId("user_id", user_id); !s) return done(s.error());
+  if (read_seq < 0) return done(Invalid("read_seq must not be negative"));
+  Impl* impl = impl_.get();
+  impl->Read<MemberView>(
+      std::move(done),
+      [impl, conv_id = std::move(conv_id), user_id = std::move(user_id),
+       read_seq]() -> Result<MemberView> {
+        Result<std::optional<MemberState>> m = impl->store.GetMember(conv_id, user_id);
+        if (!m) return m.error();
+        if (!*m) return NotMember(conv_id, user_id);
+        Result<int64_t> max = impl->store.MaxSeq(conv_id);
+        if (!max) return max.error();
+        int64_t upper = *max;
+        if ((*m)->max_seq) upper = std::min(upper, *(*m)->max_seq);
+        Result<MemberState> updated = impl->store.SetReadSeq(conv_id, user_id, read_seq, upper);
+        if (!updated) return updated.error();
+        return MemberView{conv_id, user_id, *updated};
+      });
+}
+
+void MessageService::SetStatus(std::string conv_id, int64_t seq, MessageStatus status,
+                               Callback<StoredMessage> done) {
+  if (Status s = ValidateId("conv_id", conv_id); !s) return done(s.error());
+  if (seq < 1) return done(Invalid("seq must be at least 1"));
+  if (status == MessageStatus::kNormal) {
+    return done(Invalid("status must be recalled or deleted"));
+  }
+  Impl* impl = impl_.get();
+  impl->Read<StoredMessage>(std::move(done), [impl, conv_id = std::move(conv_id), seq, status] {
+    return impl->store.SetStatus(conv_id, seq, status);
+  });
+}
+
+void MessageService::SetConvMinSeq(std::string conv_id, int64_t min_seq, Callback<int64_t> done) {
+  if (Status s = ValidateId("conv_id", conv_id); !s) return done(s.error());
+  if (min_seq < 1) return done(Invalid("min_seq must be at least 1"));
+  Impl* impl = impl_.get();
+  impl->Read<int64_t>(std::move(done),
+                      [impl, conv_id = std::move(conv_id), min_seq]() -> Result<int64_t> {
+                        if (Status s = impl->store.SetConvMinSeq(conv_id, min_seq); !s) {
+                          return s.error();
+                        }
+                        return min_seq;
+                      });
+}
+
+Result<std::unique_ptr<Subscription>> MessageService::Subscribe(
+    const std::vector<std::string>& conv_ids, MessageListener listener) {
+  if (Status s = ValidateIds("conv_ids", conv_ids); !s) return s.error();
+  return impl_->bus.Subscribe(conv_ids, std::move(listener));
+}
+
+}  // namespace seqd

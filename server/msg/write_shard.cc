@@ -1,0 +1,152 @@
+#include "server/msg/write_shard.h"
+
+#include <chrono>
+
+#include "server/core/log.h"
+#include "server/msg/message_bus.h"
+#include "server/msg/server_msg_id_source.h"
+
+namespace seqd {
+
+namespace {
+
+constexpr int kAppendAttempts = 3;
+constexpr std::chrono::milliseconds kRetryPause{20};
+
+int64_t NowMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+WriteShard::WriteShard(MessageStore& store, ServerMsgIdSource& ids, MessageBus& bus,
+                       size_t max_batch, size_t max_queued, size_t cache_entries)
+    : store_(store),
+      ids_(ids),
+      bus_(bus),
+      max_batch_(max_batch < 1 ? 1 : max_batch),
+      max_queued_(max_queued < 1 ? 1 : max_queued),
+      cache_entries_(cache_entries),
+      thread_([this] { Run(); }) {}
+
+WriteShard::~WriteShard() { Stop(); }
+
+void WriteShard::Enqueue(Pending pending) {
+  {
+    std::unique_lock lock(mu_);
+    if (!stopping_ && queue_.size() < max_queued_) {
+      queue_.push_back(std::move(pending));
+      lock.unlock();
+      cv_.notify_one();
+      return;
+    }
+    if (!stopping_) {
+      lock.unlock();
+      pending.done(MakeError(ErrorCode::kStoreUnavailable,
+                             "too many messages waiting to be stored; retry later"));
+      return;
+    }
+  }
+  pending.done(MakeError(ErrorCode::kShuttingDown, "server is shutting down"));
+}
+
+void WriteShard::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ && !thread_.joinable()) return;
+    stopping_ = true;
+  }
+  cv_.notify_one();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+void WriteShard::Run() {
+  std::vector<Pending> batch;
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (stopping_) break;
+      size_t bytes = 0;
+      while (!queue_.empty() && batch.size() < max_batch_) {
+        const size_t size = queue_.front().request.payload.size();
+        if (!batch.empty() && bytes + size > kMaxBatchBytes) break;
+        bytes += size;
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+    }
+    Commit(batch);
+    batch.clear();
+  }
+  std::deque<Pending> left;
+  {
+    std::lock_guard lock(mu_);
+    left.swap(queue_);
+  }
+  for (Pending& p : left) p.done(MakeError(ErrorCode::kShuttingDown, "server is shutting down"));
+}
+
+void WriteShard::Commit(std::vector<Pending>& batch) {
+  std::vector<int64_t> ids;
+  ids.reserve(batch.size());
+  if (Status taken = ids_.Take(batch.size(), ids); !taken) {
+    SEQD_LOG(kWarn) << "message store: no server message ids: " << taken.error().message;
+    for (Pending& p : batch) p.done(taken.error());
+    return;
+  }
+  const int64_t now = NowMillis();
+  std::vector<AppendRequest> requests;
+  requests.reserve(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    AppendRequest& r = requests.emplace_back(std::move(batch[i].request));
+    r.server_msg_id = ids[i];
+    r.send_time_ms = now;
+  }
+  if (max_seq_cache_.size() > cache_entries_) max_seq_cache_.clear();
+
+  Result<std::vector<AppendOutcome>> outcomes = AppendWithRetry(requests);
+  if (!outcomes) {
+    SEQD_LOG(kWarn) << "message store: a batch of " << requests.size()
+                    << " messages failed: " << outcomes.error().message;
+    for (Pending& p : batch) p.done(outcomes.error());
+    return;
+  }
+  for (size_t i = 0; i < batch.size(); ++i) batch[i].done((*outcomes)[i]);
+
+  if (bus_.subscriber_count() == 0) return;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const AppendOutcome& o = (*outcomes)[i];
+    if (o.duplicate) continue;
+    AppendRequest& r = requests[i];
+    StoredMessage m;
+    m.conv_id = std::move(r.conv_id);
+    m.seq = o.seq;
+    m.server_msg_id = o.server_msg_id;
+    m.sender_id = std::move(r.sender_id);
+    m.client_msg_id = std::move(r.client_msg_id);
+    m.content_type = r.content_type;
+    m.payload = std::move(r.payload);
+    m.send_time_ms = o.send_time_ms;
+    bus_.Publish(m);
+  }
+}
+
+Result<std::vector<AppendOutcome>> WriteShard::AppendWithRetry(
+    const std::vector<AppendRequest>& requests) {
+  for (int attempt = 1;; ++attempt) {
+    Result<std::vector<AppendOutcome>> r = store_.Append(requests, max_seq_cache_);
+    if (r || r.error().code != ErrorCode::kStoreUnavailable || attempt == kAppendAttempts) {
+      return r;
+    }
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return r;
+    }
+    std::this_thread::sleep_for(kRetryPause * attempt);
+  }
+}
+
+}  // namespace seqd

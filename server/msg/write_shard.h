@@ -1,0 +1,76 @@
+// One writer thread of the message store: stamps and stores the sends of
+// the conversations hashed to it, by group commit.
+//
+// Each loop takes every queued send (up to max_batch messages and
+// kMaxBatchBytes of payload), gives them server message ids and a send
+// time, stores them in ONE MessageStore::Append transaction, then answers
+// each send and publishes the new messages to the bus. Because this thread
+// is the only writer of its conversations in this process, the max-seq
+// cache it keeps is exact unless another process writes the same
+// conversation, which the store detects and repairs.
+//
+// Thread safety: Enqueue() and Stop() are safe from any thread; everything
+// else runs on the shard's own thread.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "server/msg/message_service.h"
+
+namespace seqd {
+
+class MessageBus;
+class ServerMsgIdSource;
+
+inline constexpr size_t kMaxBatchBytes = 4 << 20;
+
+class WriteShard {
+ public:
+  struct Pending {
+    AppendRequest request;
+    MessageService::Callback<AppendOutcome> done;
+  };
+
+  // All references must outlive the shard. Starts the thread.
+  WriteShard(MessageStore& store, ServerMsgIdSource& ids, MessageBus& bus, size_t max_batch,
+             size_t max_queued, size_t cache_entries);
+  ~WriteShard();  // Stop()
+  WriteShard(const WriteShard&) = delete;
+  WriteShard& operator=(const WriteShard&) = delete;
+
+  // Queues a send. When the queue is full or the shard is stopping, `done`
+  // is called at once (on this thread) with kStoreUnavailable or
+  // kShuttingDown.
+  void Enqueue(Pending pending);
+
+  // Finishes the transaction in progress, fails the queued sends with
+  // kShuttingDown, joins the thread. Idempotent.
+  void Stop();
+
+ private:
+  void Run();
+  void Commit(std::vector<Pending>& batch);
+  // Append with a short retry for transient failures (lock conflicts).
+  Result<std::vector<AppendOutcome>> AppendWithRetry(const std::vector<AppendRequest>& requests);
+
+  MessageStore& store_;
+  ServerMsgIdSource& ids_;
+  MessageBus& bus_;
+  const size_t max_batch_;
+  const size_t max_queued_;
+  const size_t cache_entries_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Pending> queue_;  // guarded by mu_
+  bool stopping_ = false;      // guarded by mu_
+
+  MaxSeqCache max_seq_cache_;  // the shard thread only
+  std::thread thread_;         // started last
+};
+
+}  // namespace seqd
