@@ -33,6 +33,8 @@
 #include "storage/error.h"
 #include "storage/memory_message_store.h"
 #include "storage/message_store.h"
+#include "storage/message_store_factory.h"
+#include "storage/mysql_message_store.h"
 #include "storage/mysql_store.h"
 #include "storage/sqlite_message_store.h"
 
@@ -221,6 +223,36 @@ class SqliteBackend final : public Backend {
   fs::path dir_;
   std::string path_;
   std::unique_ptr<SqliteMessageStore> store_;
+};
+
+MysqlOptions TestMysqlOptions() {
+  const char* url = std::getenv("SEQD_TEST_MYSQL_URL");
+  REQUIRE_MESSAGE((url != nullptr && *url != '\0'),
+                  "SEQD_TEST_MYSQL_URL is not set: start a server with `scripts/mariadb.sh start "
+                  "DIR` and export the URL it prints (mysql://seqd:seqd@127.0.0.1:PORT/seqd_test)");
+  auto opts = MysqlStore::ParseUrl(url);
+  REQUIRE_MESSAGE(opts.ok(), "SEQD_TEST_MYSQL_URL: ", Describe(opts));
+  opts->pool_size = 2;
+  return *opts;
+}
+
+class MysqlBackend final : public Backend {
+ public:
+  MysqlBackend() : opts_(TestMysqlOptions()) {
+    store_ = std::make_unique<MysqlMessageStore>(opts_);
+    REQUIRE_OK(store_->EnsureSchema());
+  }
+  MessageStore& store() override { return *store_; }
+  std::unique_ptr<MessageStore> NewInstance() override {
+    auto s = std::make_unique<MysqlMessageStore>(opts_);
+    REQUIRE_OK(s->EnsureSchema());
+    return s;
+  }
+  const MysqlOptions& options() const { return opts_; }
+
+ private:
+  MysqlOptions opts_;
+  std::unique_ptr<MysqlMessageStore> store_;
 };
 
 // ---------------------------------------------------------------- checks
@@ -739,6 +771,22 @@ void CheckCountUnread(Backend& b) {
   CHECK(*none == 0);
 }
 
+// Raw Connector/C++ connection for test setup, outside the store.
+std::unique_ptr<sql::Connection> RawMysql(const MysqlOptions& o) {
+  sql::ConnectOptionsMap props;
+  props["hostName"] = "tcp://" + o.host + ":" + std::to_string(o.port);
+  props["userName"] = o.user;
+  props["password"] = o.password;
+  props["schema"] = o.database;
+  props["OPT_CONNECT_TIMEOUT"] = 5;
+  try {
+    return std::unique_ptr<sql::Connection>(get_driver_instance()->connect(props));
+  } catch (const sql::SQLException& e) {
+    FAIL("raw MySQL connect failed: ", std::string(e.what()), " (", e.getErrorCode(), ")");
+  }
+  return nullptr;
+}
+
 #define SEQD_MESSAGE_CONFORMANCE_CASES(BACKEND, NAME)                                 \
   TEST_CASE(NAME ": seqs 1..N contiguous across batches and conversations") {         \
     BACKEND b;                                                                        \
@@ -854,6 +902,148 @@ TEST_SUITE("sqlite") {
     CHECK_ERR(s.Append(std::vector<AppendRequest>{Req("c", "u", "1")}, cache),
               ErrorCode::kStoreUnavailable);
     CHECK(cache.empty());
+  }
+}
+
+TEST_SUITE("misc") {
+  TEST_CASE("OpenMessageStore: specs") {
+    auto mem = OpenMessageStore("memory:");
+    REQUIRE_OK(mem);
+    MaxSeqCache cache;
+    auto out = (*mem)->Append(std::vector<AppendRequest>{Req("c", "u", "1")}, cache);
+    REQUIRE_OK(out);
+    CHECK((*out)[0].seq == 1);
+
+    for (const char* bad : {"", "memory", "memory:x", "sqlite:", "postgres://u@h/db", "bogus"}) {
+      CAPTURE(bad);
+      CHECK_ERR(OpenMessageStore(bad), ErrorCode::kInvalidArgument);
+    }
+    auto bad_url = OpenMessageStore("mysql://user:s3cretpw@host:notaport/db");
+    CHECK_ERR(bad_url, ErrorCode::kInvalidArgument);
+    if (!bad_url.ok()) CHECK(bad_url.error().message.find("s3cretpw") == std::string::npos);
+
+    // mysql: parses only; an unreachable server is reported by the calls.
+    auto my = OpenMessageStore("mysql://user:pw@127.0.0.1:1/db");
+    REQUIRE_OK(my);
+    CHECK_ERR((*my)->Ping(), ErrorCode::kStoreUnavailable);
+    cache = {{"c", 4}};
+    CHECK_ERR((*my)->Append(std::vector<AppendRequest>{Req("c", "u", "1")}, cache),
+              ErrorCode::kStoreUnavailable);
+    CHECK(cache.empty());
+
+    const fs::path dir = MakeTempDir();
+    auto lite = OpenMessageStore("sqlite:" + (dir / "a" / "seqd.db").string());
+    REQUIRE_OK(lite);
+    out = (*lite)->Append(std::vector<AppendRequest>{Req("c", "u", "1")}, cache);
+    REQUIRE_OK(out);
+    CHECK((*out)[0].seq == 1);
+    lite = MakeError(ErrorCode::kInternal, "closed");
+    CHECK_ERR(OpenMessageStore("sqlite:/proc/nope/seqd.db"), ErrorCode::kStoreUnavailable);
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+}
+
+TEST_SUITE("mariadb") {
+  TEST_CASE("mariadb: SEQD_TEST_MYSQL_URL is set and the server answers") {
+    MysqlMessageStore store(TestMysqlOptions());
+    REQUIRE_OK(store.Ping());
+    REQUIRE_OK(store.EnsureSchema());
+    REQUIRE_OK(store.EnsureSchema());  // idempotent
+  }
+
+  SEQD_MESSAGE_CONFORMANCE_CASES(MysqlBackend, "mariadb")
+
+  TEST_CASE("mariadb: after KILL of the store's connections the next calls reconnect") {
+    MysqlBackend b;
+    MessageStore& s = b.store();
+    const std::string c = UniqueConv("kill");
+    MaxSeqCache cache;
+    MustAppend(s, {Req(c, "u", "0")}, cache);
+    auto raw = RawMysql(b.options());
+    int64_t expect = 1;
+    for (int round = 0; round < 3; ++round) {
+      CAPTURE(round);
+      std::thread other([&] { (void)s.Ping(); });
+      (void)s.Ping();
+      other.join();
+      std::vector<int64_t> ids;
+      {
+        std::unique_ptr<sql::Statement> st(raw->createStatement());
+        std::unique_ptr<sql::ResultSet> rs(
+            st->executeQuery("SELECT ID FROM information_schema.PROCESSLIST WHERE USER='" +
+                             b.options().user + "' AND ID<>CONNECTION_ID()"));
+        while (rs->next()) ids.push_back(rs->getInt64(1));
+      }
+      REQUIRE_FALSE(ids.empty());
+      for (int64_t id : ids) {
+        try {
+          std::unique_ptr<sql::Statement> st(raw->createStatement());
+          st->execute("KILL " + std::to_string(id));
+        } catch (const sql::SQLException&) {
+        }
+      }
+      auto r = s.Append(std::vector<AppendRequest>{Req(c, "u", Num("r", round))}, cache);
+      REQUIRE_MESSAGE(r.ok(), "Append after KILL: ", Describe(r));
+      CHECK((*r)[0].seq == ++expect);
+      CHECK_FALSE((*r)[0].duplicate);
+      REQUIRE_OK(s.Ping());
+      auto max = s.MaxSeq(c);
+      REQUIRE_OK(max);
+      CHECK(*max == expect);
+    }
+  }
+
+  TEST_CASE("mariadb: schema is InnoDB, utf8mb4_bin, with the documented keys") {
+    MysqlBackend b;
+    auto raw = RawMysql(b.options());
+    std::unique_ptr<sql::Statement> st(raw->createStatement());
+    std::unique_ptr<sql::ResultSet> rs(st->executeQuery(
+        "SELECT TABLE_NAME, ENGINE, TABLE_COLLATION FROM information_schema.TABLES "
+        "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'seqd\\_%' ORDER BY TABLE_NAME"));
+    std::vector<std::string> names;
+    while (rs->next()) {
+      names.push_back(rs->getString(1).asStdString());
+      CHECK(rs->getString(2).asStdString() == "InnoDB");
+      CHECK(rs->getString(3).asStdString() == "utf8mb4_bin");
+    }
+    CHECK(names == std::vector<std::string>{"seqd_conv", "seqd_conv_member", "seqd_message"});
+    rs.reset(st->executeQuery(
+        "SELECT INDEX_NAME, GROUP_CONCAT(COLUMN_NAME ORDER BY SEQ_IN_INDEX), MIN(NON_UNIQUE) "
+        "FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND "
+        "TABLE_NAME = 'seqd_message' GROUP BY INDEX_NAME ORDER BY INDEX_NAME"));
+    std::map<std::string, std::string> keys;
+    while (rs->next()) {
+      keys[rs->getString(1).asStdString()] = rs->getString(2).asStdString();
+      CHECK(rs->getInt(3) == 0);
+    }
+    CHECK(keys["PRIMARY"] == "conv_id,seq");
+    CHECK(keys["uk_seqd_message_client"] == "conv_id,sender_id,client_msg_id");
+    CHECK(keys["uk_seqd_message_server_id"] == "server_msg_id");
+  }
+
+  TEST_CASE("mariadb: throughput of the fast path (batches of 1024 over 64 conversations)") {
+    MysqlBackend b;
+    MessageStore& s = b.store();
+    std::vector<std::string> convs;
+    for (int i = 0; i < 64; ++i) convs.push_back(UniqueConv("tp"));
+    const std::string payload(100, 'p');
+    MaxSeqCache cache;
+    const int kBatches = 30;
+    std::vector<std::vector<AppendRequest>> batches(kBatches);
+    for (int k = 0; k < kBatches; ++k) {
+      for (int i = 0; i < 1024; ++i) {
+        batches[k].push_back(
+            Req(convs[(k * 1024 + i) % convs.size()], "u", Num("m", k * 1024 + i), payload));
+      }
+    }
+    const auto start = std::chrono::steady_clock::now();
+    for (const auto& batch : batches) MustAppend(s, batch, cache);
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    MESSAGE("fast path, one writer: ", static_cast<int64_t>(kBatches * 1024 / secs),
+            " messages/s (", kBatches, " x 1024 in ", secs, " s)");
+    for (const auto& c : convs) CHECK(cache[c] == kBatches * 1024 / 64);
   }
 }
 

@@ -1,0 +1,839 @@
+#include "storage/mysql_message_store.h"
+
+#include <cppconn/connection.h>
+#include <cppconn/driver.h>
+#include <cppconn/exception.h>
+#include <cppconn/prepared_statement.h>
+#include <cppconn/resultset.h>
+#include <cppconn/statement.h>
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+
+namespace seqd {
+namespace {
+
+// Rows per multi-row INSERT, and the payload bytes one may carry (well
+// under the default max_allowed_packet of 16 MiB).
+constexpr size_t kChunkRows = 256;
+constexpr size_t kChunkBytes = 4 << 20;
+// IN-list length per SELECT.
+constexpr size_t kInListMax = 256;
+// Duplicate-key retries of one row on the slow path (another process keeps
+// committing the seq it stamped) before the batch fails kStoreUnavailable.
+constexpr int kMaxRowRetries = 20;
+
+constexpr int kErrDupKey = 1062;
+
+const char* const kSchema[] = {
+    "CREATE TABLE IF NOT EXISTS seqd_message ("
+    "conv_id VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, "
+    "seq BIGINT NOT NULL, "
+    "server_msg_id BIGINT NOT NULL, "
+    "sender_id VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, "
+    "client_msg_id VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, "
+    "content_type INT NOT NULL, "
+    "payload MEDIUMBLOB NOT NULL, "
+    "send_time_ms BIGINT NOT NULL, "
+    "status TINYINT NOT NULL DEFAULT 0, "
+    "PRIMARY KEY (conv_id, seq), "
+    "UNIQUE KEY uk_seqd_message_client (conv_id, sender_id, client_msg_id), "
+    "UNIQUE KEY uk_seqd_message_server_id (server_msg_id)"
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+    "CREATE TABLE IF NOT EXISTS seqd_conv ("
+    "conv_id VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, "
+    "min_seq BIGINT NOT NULL DEFAULT 1, "
+    "PRIMARY KEY (conv_id)"
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+    "CREATE TABLE IF NOT EXISTS seqd_conv_member ("
+    "conv_id VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, "
+    "user_id VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, "
+    "min_seq BIGINT NOT NULL DEFAULT 1, "
+    "max_seq BIGINT DEFAULT NULL, "
+    "read_seq BIGINT NOT NULL DEFAULT 0, "
+    "PRIMARY KEY (conv_id, user_id)"
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+};
+
+#define SEQD_MSG_COLUMNS                                                                         \
+  "conv_id, seq, server_msg_id, sender_id, client_msg_id, content_type, payload, send_time_ms, " \
+  "status"
+
+enum StmtId {
+  kMaxSeq,
+  kSelectByClient,
+  kRangeAsc,
+  kRangeDesc,
+  kSelectOne,
+  kSetStatus,
+  kGetConvMin,
+  kSetConvMin,
+  kGetMember,
+  kGetMemberForUpdate,
+  kPutMember,
+  kSetRead,
+  kCountUnread,
+  kPing,
+  kNumStmts,
+};
+
+const char* const kSql[kNumStmts] = {
+    /* kMaxSeq */ "SELECT COALESCE(MAX(seq), 0) FROM seqd_message WHERE conv_id = ?",
+    /* kSelectByClient */
+    "SELECT seq, server_msg_id, send_time_ms FROM seqd_message "
+    "WHERE conv_id = ? AND sender_id = ? AND client_msg_id = ?",
+    /* kRangeAsc */
+    "SELECT " SEQD_MSG_COLUMNS
+    " FROM seqd_message WHERE conv_id = ? AND seq >= ? AND seq <= ? ORDER BY seq ASC LIMIT ?",
+    /* kRangeDesc */
+    "SELECT " SEQD_MSG_COLUMNS
+    " FROM seqd_message WHERE conv_id = ? AND seq >= ? AND seq <= ? ORDER BY seq DESC LIMIT ?",
+    /* kSelectOne */ "SELECT " SEQD_MSG_COLUMNS " FROM seqd_message WHERE conv_id = ? AND seq = ?",
+    /* kSetStatus */
+    "UPDATE seqd_message SET status = ?, payload = '' WHERE conv_id = ? AND seq = ?",
+    /* kGetConvMin */ "SELECT min_seq FROM seqd_conv WHERE conv_id = ?",
+    /* kSetConvMin */
+    "INSERT INTO seqd_conv (conv_id, min_seq) VALUES (?, ?) "
+    "ON DUPLICATE KEY UPDATE min_seq = VALUES(min_seq)",
+    /* kGetMember */
+    "SELECT min_seq, max_seq, read_seq FROM seqd_conv_member WHERE conv_id = ? AND user_id = ?",
+    /* kGetMemberForUpdate */
+    "SELECT min_seq, max_seq, read_seq FROM seqd_conv_member WHERE conv_id = ? AND user_id = ? "
+    "FOR UPDATE",
+    /* kPutMember */
+    "INSERT INTO seqd_conv_member (conv_id, user_id, min_seq, max_seq, read_seq) "
+    "VALUES (?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE min_seq = VALUES(min_seq), "
+    "max_seq = VALUES(max_seq), read_seq = VALUES(read_seq)",
+    /* kSetRead */ "UPDATE seqd_conv_member SET read_seq = ? WHERE conv_id = ? AND user_id = ?",
+    /* kCountUnread */
+    "SELECT COUNT(*) FROM seqd_message WHERE conv_id = ? AND seq > ? AND seq <= ? "
+    "AND status = 0 AND sender_id <> ?",
+    /* kPing */ "SELECT 1",
+};
+
+// Statements whose text depends on a count (IN lists, multi-row INSERT).
+enum ListKind { kInsertRows, kMaxSeqIn, kBySeqsIn };
+
+std::string ListSql(ListKind kind, size_t n) {
+  std::string sql;
+  switch (kind) {
+    case kInsertRows:
+      sql = "INSERT INTO seqd_message (" SEQD_MSG_COLUMNS ") VALUES ";
+      for (size_t i = 0; i < n; ++i) sql += i ? ",(?,?,?,?,?,?,?,?,0)" : "(?,?,?,?,?,?,?,?,0)";
+      return sql;
+    case kMaxSeqIn:
+      sql = "SELECT conv_id, MAX(seq) FROM seqd_message WHERE conv_id IN (";
+      for (size_t i = 0; i < n; ++i) sql += i ? ",?" : "?";
+      sql += ") GROUP BY conv_id";
+      return sql;
+    case kBySeqsIn:
+      sql = "SELECT " SEQD_MSG_COLUMNS " FROM seqd_message WHERE conv_id = ? AND seq IN (";
+      for (size_t i = 0; i < n; ++i) sql += i ? ",?" : "?";
+      sql += ") ORDER BY seq";
+      return sql;
+  }
+  return sql;
+}
+
+bool IsConnectionLost(int code) {
+  switch (code) {
+    case 1053:  // ER_SERVER_SHUTDOWN
+    case 1927:  // ER_CONNECTION_KILLED (MariaDB)
+    case 2002:  // CR_CONNECTION_ERROR
+    case 2003:  // CR_CONN_HOST_ERROR
+    case 2006:  // CR_SERVER_GONE_ERROR
+    case 2011:  // CR_TCP_CONNECTION
+    case 2013:  // CR_SERVER_LOST
+    case 2026:  // CR_SSL_CONNECTION_ERROR
+    case 2027:  // CR_MALFORMED_PACKET
+    case 2048:  // CR_INVALID_CONN_HANDLE
+    case 2055:  // CR_SERVER_LOST_EXTENDED
+    case 4031:  // ER_CLIENT_INTERACTION_TIMEOUT (MySQL 8)
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsTransient(int code) {
+  switch (code) {
+    case 1040:  // ER_CON_COUNT_ERROR
+    case 1203:  // ER_TOO_MANY_USER_CONNECTIONS
+    case 1205:  // ER_LOCK_WAIT_TIMEOUT
+    case 1213:  // ER_LOCK_DEADLOCK
+    case 1290:  // ER_OPTION_PREVENTS_STATEMENT (read-only replica)
+    case 1792:  // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
+    case 1836:  // ER_READ_ONLY_MODE
+      return true;
+    default:
+      return false;
+  }
+}
+
+sql::Driver* Driver() {
+  static sql::Driver* const driver = get_driver_instance();
+  return driver;
+}
+
+std::string Sqlstate(const sql::SQLException& e) {
+  const std::string& s = e.getSQLState();
+  return s.empty() ? std::string() : ", SQLSTATE " + s;
+}
+
+Error ExceptionError(const sql::SQLException& e, const std::string& op, bool lost) {
+  const int code = e.getErrorCode();
+  const bool unavailable = lost || IsConnectionLost(code) || IsTransient(code);
+  return MakeError(
+      unavailable ? ErrorCode::kStoreUnavailable : ErrorCode::kInternal,
+      op + ": " + e.what() + " (MySQL error " + std::to_string(code) + Sqlstate(e) + ")");
+}
+
+MessageStatus ToStatus(int64_t v) {
+  switch (v) {
+    case 1:
+      return MessageStatus::kRecalled;
+    case 2:
+      return MessageStatus::kDeleted;
+    default:
+      return MessageStatus::kNormal;
+  }
+}
+
+StoredMessage ReadMessage(sql::ResultSet& rs) {
+  StoredMessage m;
+  m.conv_id = rs.getString(1).asStdString();
+  m.seq = rs.getInt64(2);
+  m.server_msg_id = rs.getInt64(3);
+  m.sender_id = rs.getString(4).asStdString();
+  m.client_msg_id = rs.getString(5).asStdString();
+  m.content_type = rs.getInt(6);
+  m.payload = rs.getString(7).asStdString();
+  m.send_time_ms = rs.getInt64(8);
+  m.status = ToStatus(rs.getInt(9));
+  return m;
+}
+
+int64_t ClampLimit(size_t limit) {
+  const auto max = static_cast<size_t>(std::numeric_limits<int64_t>::max() - 1);
+  return static_cast<int64_t>(limit < max ? limit : max);
+}
+
+}  // namespace
+
+struct MysqlMessageStore::Conn {
+  std::unique_ptr<sql::Connection> conn;  // declared first: destroyed last
+  std::unique_ptr<sql::PreparedStatement> stmts[kNumStmts];
+  std::map<std::pair<int, size_t>, std::unique_ptr<sql::PreparedStatement>> lists;
+  bool in_txn = false;
+
+  sql::PreparedStatement& Stmt(StmtId id) {
+    if (!stmts[id]) stmts[id].reset(conn->prepareStatement(kSql[id]));
+    stmts[id]->clearParameters();
+    in_txn = true;
+    return *stmts[id];
+  }
+
+  sql::PreparedStatement& List(ListKind kind, size_t n) {
+    auto& s = lists[{kind, n}];
+    if (!s) s.reset(conn->prepareStatement(ListSql(kind, n)));
+    s->clearParameters();
+    in_txn = true;
+    return *s;
+  }
+
+  void Commit() {
+    conn->commit();
+    in_txn = false;
+  }
+
+  void RollbackQuietly() noexcept {
+    if (!in_txn) return;
+    in_txn = false;
+    try {
+      conn->rollback();
+    } catch (...) {
+    }
+  }
+
+  bool LostAfter(int code) noexcept {
+    if (IsConnectionLost(code)) return true;
+    try {
+      if (conn->isClosed()) return true;
+      if (code == 0 || (code >= 2000 && code < 3000)) return !conn->isValid();
+      return false;
+    } catch (...) {
+      return true;
+    }
+  }
+};
+
+MysqlMessageStore::MysqlMessageStore(MysqlOptions options) : options_(std::move(options)) {}
+
+MysqlMessageStore::~MysqlMessageStore() = default;
+
+std::string MysqlMessageStore::Describe() const {
+  std::string host =
+      options_.host.find(':') != std::string::npos ? "[" + options_.host + "]" : options_.host;
+  return options_.user + "@" + host + ":" + std::to_string(options_.port) + "/" + options_.database;
+}
+
+Result<std::unique_ptr<MysqlMessageStore::Conn>> MysqlMessageStore::Connect() {
+  const std::string where = "mysql connect to " + Describe();
+  try {
+    static std::once_flag once;
+    std::call_once(once, [] { Driver(); });
+    sql::ConnectOptionsMap props;
+    const bool v6 = options_.host.find(':') != std::string::npos;
+    props["hostName"] = "tcp://" + (v6 ? "[" + options_.host + "]" : options_.host) + ":" +
+                        std::to_string(options_.port);
+    props["userName"] = options_.user;
+    props["password"] = options_.password;
+    props["schema"] = options_.database;
+    props["OPT_CONNECT_TIMEOUT"] = options_.connect_timeout_s;
+    props["OPT_READ_TIMEOUT"] = options_.rw_timeout_s;
+    props["OPT_WRITE_TIMEOUT"] = options_.rw_timeout_s;
+    props["OPT_RECONNECT"] = false;
+    props["OPT_CHARSET_NAME"] = "utf8mb4";
+    props["CLIENT_FOUND_ROWS"] = true;  // UPDATE counts matched rows
+    auto c = std::make_unique<Conn>();
+    c->conn.reset(Driver()->connect(props));
+    if (!c->conn) return MakeError(ErrorCode::kStoreUnavailable, where + ": no connection");
+    {
+      std::unique_ptr<sql::Statement> s(c->conn->createStatement());
+      s->execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+    }
+    c->conn->setAutoCommit(false);
+    return c;
+  } catch (const sql::SQLException& e) {
+    return MakeError(ErrorCode::kStoreUnavailable, where + ": " + e.what() + " (MySQL error " +
+                                                       std::to_string(e.getErrorCode()) +
+                                                       Sqlstate(e) + ")");
+  } catch (const std::exception& e) {
+    return MakeError(ErrorCode::kStoreUnavailable, where + ": " + e.what());
+  }
+}
+
+Result<std::unique_ptr<MysqlMessageStore::Conn>> MysqlMessageStore::Acquire(bool fresh) {
+  std::unique_ptr<Conn> stale;
+  {
+    std::unique_lock lock(mu_);
+    const int cap = options_.pool_size > 0 ? options_.pool_size : 1;
+    cv_.wait(lock, [&] { return !idle_.empty() || open_ < cap; });
+    if (!idle_.empty()) {
+      std::unique_ptr<Conn> c = std::move(idle_.back());
+      idle_.pop_back();
+      if (!fresh) return c;
+      stale = std::move(c);
+    } else {
+      ++open_;
+    }
+  }
+  stale.reset();
+  auto c = Connect();
+  if (!c.ok()) {
+    {
+      std::lock_guard lock(mu_);
+      --open_;
+    }
+    cv_.notify_one();
+  }
+  return c;
+}
+
+void MysqlMessageStore::Release(std::unique_ptr<Conn> conn, bool broken) {
+  {
+    std::lock_guard lock(mu_);
+    if (!broken) {
+      idle_.push_back(std::move(conn));
+    } else {
+      --open_;
+    }
+  }
+  cv_.notify_one();
+  conn.reset();
+}
+
+void MysqlMessageStore::DropIdle() {
+  std::vector<std::unique_ptr<Conn>> dropped;
+  {
+    std::lock_guard lock(mu_);
+    dropped.swap(idle_);
+    open_ -= static_cast<int>(dropped.size());
+  }
+  cv_.notify_all();
+}
+
+template <typename T, typename Fn>
+Result<T> MysqlMessageStore::Run(const char* op, Fn&& fn) {
+  const std::string what = std::string("mysql ") + op;
+  for (int attempt = 0;; ++attempt) {
+    auto acquired = Acquire(/*fresh=*/attempt > 0);
+    if (!acquired.ok()) return acquired.error();
+    std::unique_ptr<Conn> c = std::move(acquired).value();
+    bool lost = false;
+    bool retryable = true;
+    Error err;
+    try {
+      Result<T> r = fn(*c, retryable);
+      c->RollbackQuietly();
+      Release(std::move(c), /*broken=*/false);
+      return r;
+    } catch (const sql::SQLException& e) {
+      lost = c->LostAfter(e.getErrorCode());
+      err = ExceptionError(e, what, lost);
+    } catch (const std::exception& e) {
+      lost = c->LostAfter(0);
+      err = MakeError(lost ? ErrorCode::kStoreUnavailable : ErrorCode::kInternal,
+                      what + ": " + e.what());
+    }
+    if (!lost) c->RollbackQuietly();
+    Release(std::move(c), /*broken=*/lost);
+    if (!lost) return err;
+    DropIdle();
+    if (attempt >= 1 || !retryable) return err;
+  }
+}
+
+Status MysqlMessageStore::EnsureSchema() {
+  return Run<Ok>("create tables", [](Conn& c, bool&) -> Result<Ok> {
+    std::unique_ptr<sql::Statement> s(c.conn->createStatement());
+    for (const char* ddl : kSchema) s->execute(ddl);
+    c.Commit();
+    return Ok{};
+  });
+}
+
+namespace {
+
+// Reads MAX(seq) of `convs` into `out` (0 for none), with IN lists.
+void ReadMaxSeqs(const std::function<sql::PreparedStatement&(size_t)>& stmt,
+                 const std::vector<std::string>& convs,
+                 std::unordered_map<std::string, int64_t>& out) {
+  for (size_t at = 0; at < convs.size(); at += kInListMax) {
+    const size_t n = std::min(kInListMax, convs.size() - at);
+    sql::PreparedStatement& s = stmt(n);
+    for (size_t i = 0; i < n; ++i) {
+      s.setString(static_cast<unsigned>(i + 1), convs[at + i]);
+      out[convs[at + i]] = 0;
+    }
+    std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
+    while (rs->next()) out[rs->getString(1).asStdString()] = rs->getInt64(2);
+  }
+}
+
+}  // namespace
+
+Result<std::vector<AppendOutcome>> MysqlMessageStore::Append(std::span<const AppendRequest> batch,
+                                                             MaxSeqCache& max_seq_cache) {
+  if (batch.empty()) return std::vector<AppendOutcome>();
+
+  // In-batch duplicates: index of the first request with the same client key.
+  std::vector<size_t> first_of(batch.size());
+  std::vector<std::string> convs;  // distinct, in order of first appearance
+  {
+    std::unordered_map<std::string, size_t> seen;
+    std::unordered_map<std::string, bool> conv_seen;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const AppendRequest& r = batch[i];
+      std::string key;
+      key.reserve(r.conv_id.size() + r.sender_id.size() + r.client_msg_id.size() + 2);
+      key.append(r.conv_id).push_back('\0');
+      key.append(r.sender_id).push_back('\0');
+      key.append(r.client_msg_id);
+      first_of[i] = seen.emplace(std::move(key), i).first->second;
+      if (conv_seen.emplace(r.conv_id, true).second) convs.push_back(r.conv_id);
+    }
+  }
+
+  std::unordered_map<std::string, int64_t> committed;  // new max per conversation
+  auto result = Run<std::vector<AppendOutcome>>(
+      "append", [&](Conn& c, bool& retryable) -> Result<std::vector<AppendOutcome>> {
+        auto max_stmt = [&](size_t n) -> sql::PreparedStatement& { return c.List(kMaxSeqIn, n); };
+        std::vector<AppendOutcome> out(batch.size());
+        std::unordered_map<std::string, int64_t> cur;
+
+        // ---- fast path: trust the cache, one multi-row INSERT per chunk.
+        {
+          std::vector<std::string> unknown;
+          for (const std::string& conv : convs) {
+            auto hit = max_seq_cache.find(conv);
+            if (hit != max_seq_cache.end()) {
+              cur[conv] = hit->second;
+            } else {
+              unknown.push_back(conv);
+            }
+          }
+          if (!unknown.empty()) ReadMaxSeqs(max_stmt, unknown, cur);
+          std::vector<size_t> rows;  // requests to insert
+          rows.reserve(batch.size());
+          for (size_t i = 0; i < batch.size(); ++i) {
+            if (first_of[i] != i) continue;
+            const AppendRequest& r = batch[i];
+            out[i] = AppendOutcome{++cur[r.conv_id], r.server_msg_id, r.send_time_ms, false};
+            rows.push_back(i);
+          }
+          bool conflict = false;
+          for (size_t at = 0; at < rows.size() && !conflict;) {
+            size_t n = 0;
+            size_t bytes = 0;
+            while (at + n < rows.size() && n < kChunkRows &&
+                   (n == 0 || bytes + batch[rows[at + n]].payload.size() <= kChunkBytes)) {
+              bytes += batch[rows[at + n]].payload.size();
+              ++n;
+            }
+            sql::PreparedStatement& ins = c.List(kInsertRows, n);
+            unsigned p = 1;
+            for (size_t k = 0; k < n; ++k) {
+              const size_t i = rows[at + k];
+              const AppendRequest& r = batch[i];
+              ins.setString(p++, r.conv_id);
+              ins.setInt64(p++, out[i].seq);
+              ins.setInt64(p++, r.server_msg_id);
+              ins.setString(p++, r.sender_id);
+              ins.setString(p++, r.client_msg_id);
+              ins.setInt(p++, r.content_type);
+              ins.setString(p++, r.payload);
+              ins.setInt64(p++, r.send_time_ms);
+            }
+            try {
+              ins.executeUpdate();
+            } catch (const sql::SQLException& e) {
+              if (e.getErrorCode() != kErrDupKey) throw;
+              conflict = true;
+            }
+            at += n;
+          }
+          if (!conflict) {
+            for (size_t i = 0; i < batch.size(); ++i) {
+              if (first_of[i] != i) out[i] = out[first_of[i]], out[i].duplicate = true;
+            }
+            retryable = false;  // a lost COMMIT has an unknown outcome
+            c.Commit();
+            committed = std::move(cur);
+            return out;
+          }
+          c.conn->rollback();
+          c.in_txn = false;
+        }
+
+        // ---- slow path: row by row, reading the true max.
+        cur.clear();
+        ReadMaxSeqs(max_stmt, convs, cur);
+        for (size_t i = 0; i < batch.size(); ++i) {
+          if (first_of[i] != i) {
+            out[i] = out[first_of[i]];
+            out[i].duplicate = true;
+            continue;
+          }
+          const AppendRequest& r = batch[i];
+          int64_t& max = cur[r.conv_id];
+          for (int attempt = 0;; ++attempt) {
+            sql::PreparedStatement& ins = c.List(kInsertRows, 1);
+            ins.setString(1, r.conv_id);
+            ins.setInt64(2, max + 1);
+            ins.setInt64(3, r.server_msg_id);
+            ins.setString(4, r.sender_id);
+            ins.setString(5, r.client_msg_id);
+            ins.setInt(6, r.content_type);
+            ins.setString(7, r.payload);
+            ins.setInt64(8, r.send_time_ms);
+            try {
+              ins.executeUpdate();
+              out[i] = AppendOutcome{++max, r.server_msg_id, r.send_time_ms, false};
+              break;
+            } catch (const sql::SQLException& e) {
+              if (e.getErrorCode() != kErrDupKey) throw;
+            }
+            // Which key? A re-send (client id), a stale max (primary key),
+            // or a reused server_msg_id (a caller bug).
+            sql::PreparedStatement& sel = c.Stmt(kSelectByClient);
+            sel.setString(1, r.conv_id);
+            sel.setString(2, r.sender_id);
+            sel.setString(3, r.client_msg_id);
+            std::unique_ptr<sql::ResultSet> rs(sel.executeQuery());
+            if (rs->next()) {
+              out[i] = AppendOutcome{rs->getInt64(1), rs->getInt64(2), rs->getInt64(3), true};
+              break;
+            }
+            rs.reset();
+            sql::PreparedStatement& mx = c.Stmt(kMaxSeq);
+            mx.setString(1, r.conv_id);
+            rs.reset(mx.executeQuery());
+            const int64_t true_max = rs->next() ? rs->getInt64(1) : 0;
+            if (true_max <= max) {
+              return MakeError(ErrorCode::kInternal, "mysql append: server_msg_id " +
+                                                         std::to_string(r.server_msg_id) +
+                                                         " already stored");
+            }
+            if (attempt + 1 >= kMaxRowRetries) {
+              return MakeError(ErrorCode::kStoreUnavailable,
+                               "mysql append: conversation too contended, seq kept moving");
+            }
+            max = true_max;
+          }
+        }
+        retryable = false;
+        c.Commit();
+        committed = std::move(cur);
+        return out;
+      });
+  if (!result.ok()) {
+    for (const std::string& conv : convs) max_seq_cache.erase(conv);
+    return result;
+  }
+  for (auto& [conv, max] : committed) max_seq_cache[conv] = max;
+  return result;
+}
+
+Result<int64_t> MysqlMessageStore::MaxSeq(std::string_view conv_id) {
+  const std::string conv(conv_id);
+  return Run<int64_t>("max seq", [&](Conn& c, bool&) -> Result<int64_t> {
+    sql::PreparedStatement& s = c.Stmt(kMaxSeq);
+    s.setString(1, conv);
+    std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
+    const int64_t max = rs->next() ? rs->getInt64(1) : 0;
+    rs.reset();
+    c.Commit();
+    return max;
+  });
+}
+
+Result<std::vector<int64_t>> MysqlMessageStore::MaxSeqs(std::span<const std::string> conv_ids) {
+  if (conv_ids.empty()) return std::vector<int64_t>();
+  std::vector<std::string> distinct;
+  {
+    std::unordered_map<std::string, bool> seen;
+    for (const std::string& c : conv_ids) {
+      if (seen.emplace(c, true).second) distinct.push_back(c);
+    }
+  }
+  return Run<std::vector<int64_t>>("max seqs", [&](Conn& c, bool&) -> Result<std::vector<int64_t>> {
+    std::unordered_map<std::string, int64_t> max;
+    ReadMaxSeqs([&](size_t n) -> sql::PreparedStatement& { return c.List(kMaxSeqIn, n); }, distinct,
+                max);
+    c.Commit();
+    std::vector<int64_t> out;
+    out.reserve(conv_ids.size());
+    for (const std::string& conv : conv_ids) out.push_back(max[conv]);
+    return out;
+  });
+}
+
+Result<MessagePage> MysqlMessageStore::GetRange(const RangeQuery& q) {
+  if (q.from_seq > q.to_seq || q.limit == 0) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "get range: REQUIRES from_seq <= to_seq and limit >= 1");
+  }
+  const int64_t limit = ClampLimit(q.limit);
+  return Run<MessagePage>("get range", [&](Conn& c, bool&) -> Result<MessagePage> {
+    sql::PreparedStatement& s = c.Stmt(q.descending ? kRangeDesc : kRangeAsc);
+    s.setString(1, q.conv_id);
+    s.setInt64(2, q.from_seq);
+    s.setInt64(3, q.to_seq);
+    s.setInt64(4, limit + 1);
+    std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
+    MessagePage page;
+    while (rs->next()) {
+      if (static_cast<int64_t>(page.messages.size()) == limit) {
+        page.more = true;
+        break;
+      }
+      page.messages.push_back(ReadMessage(*rs));
+    }
+    rs.reset();
+    c.Commit();
+    return page;
+  });
+}
+
+Result<std::vector<StoredMessage>> MysqlMessageStore::GetBySeqs(std::string_view conv_id,
+                                                                std::span<const int64_t> seqs) {
+  std::vector<int64_t> sorted(seqs.begin(), seqs.end());
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  if (sorted.empty()) return std::vector<StoredMessage>();
+  const std::string conv(conv_id);
+  return Run<std::vector<StoredMessage>>(
+      "get by seqs", [&](Conn& c, bool&) -> Result<std::vector<StoredMessage>> {
+        std::vector<StoredMessage> out;
+        for (size_t at = 0; at < sorted.size(); at += kInListMax) {
+          const size_t n = std::min(kInListMax, sorted.size() - at);
+          sql::PreparedStatement& s = c.List(kBySeqsIn, n);
+          s.setString(1, conv);
+          for (size_t i = 0; i < n; ++i) s.setInt64(static_cast<unsigned>(i + 2), sorted[at + i]);
+          std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
+          while (rs->next()) out.push_back(ReadMessage(*rs));
+        }
+        c.Commit();
+        return out;
+      });
+}
+
+Result<StoredMessage> MysqlMessageStore::SetStatus(std::string_view conv_id, int64_t seq,
+                                                   MessageStatus status) {
+  if (status == MessageStatus::kNormal) {
+    return MakeError(ErrorCode::kInvalidArgument, "set status: REQUIRES status != normal");
+  }
+  const std::string conv(conv_id);
+  return Run<StoredMessage>("set status", [&](Conn& c, bool&) -> Result<StoredMessage> {
+    sql::PreparedStatement& upd = c.Stmt(kSetStatus);
+    upd.setInt(1, static_cast<int>(status));
+    upd.setString(2, conv);
+    upd.setInt64(3, seq);
+    if (upd.executeUpdate() == 0) return MakeError(ErrorCode::kNotFound, "no such message");
+    sql::PreparedStatement& sel = c.Stmt(kSelectOne);
+    sel.setString(1, conv);
+    sel.setInt64(2, seq);
+    std::unique_ptr<sql::ResultSet> rs(sel.executeQuery());
+    if (!rs->next()) return MakeError(ErrorCode::kNotFound, "no such message");
+    StoredMessage m = ReadMessage(*rs);
+    rs.reset();
+    c.Commit();
+    return m;
+  });
+}
+
+Result<int64_t> MysqlMessageStore::GetConvMinSeq(std::string_view conv_id) {
+  const std::string conv(conv_id);
+  return Run<int64_t>("get conv min seq", [&](Conn& c, bool&) -> Result<int64_t> {
+    sql::PreparedStatement& s = c.Stmt(kGetConvMin);
+    s.setString(1, conv);
+    std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
+    const int64_t min = rs->next() ? rs->getInt64(1) : 1;
+    rs.reset();
+    c.Commit();
+    return min;
+  });
+}
+
+Status MysqlMessageStore::SetConvMinSeq(std::string_view conv_id, int64_t min_seq) {
+  const std::string conv(conv_id);
+  return Run<Ok>("set conv min seq", [&](Conn& c, bool&) -> Result<Ok> {
+    sql::PreparedStatement& s = c.Stmt(kSetConvMin);
+    s.setString(1, conv);
+    s.setInt64(2, min_seq);
+    s.executeUpdate();
+    c.Commit();
+    return Ok{};
+  });
+}
+
+namespace {
+
+MemberState ReadMember(sql::ResultSet& rs) {
+  MemberState m;
+  m.min_seq = rs.getInt64(1);
+  if (!rs.isNull(2)) m.max_seq = rs.getInt64(2);
+  m.read_seq = rs.getInt64(3);
+  return m;
+}
+
+}  // namespace
+
+Result<std::optional<MemberState>> MysqlMessageStore::GetMember(std::string_view conv_id,
+                                                                std::string_view user_id) {
+  const std::string conv(conv_id);
+  const std::string user(user_id);
+  return Run<std::optional<MemberState>>("get member",
+                                         [&](Conn& c, bool&) -> Result<std::optional<MemberState>> {
+                                           sql::PreparedStatement& s = c.Stmt(kGetMember);
+                                           s.setString(1, conv);
+                                           s.setString(2, user);
+                                           std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
+                                           std::optional<MemberState> m;
+                                           if (rs->next()) m = ReadMember(*rs);
+                                           rs.reset();
+                                           c.Commit();
+                                           return m;
+                                         });
+}
+
+Status MysqlMessageStore::PutMember(std::string_view conv_id, std::string_view user_id,
+                                    const MemberState& state) {
+  const std::string conv(conv_id);
+  const std::string user(user_id);
+  return Run<Ok>("put member", [&](Conn& c, bool&) -> Result<Ok> {
+    sql::PreparedStatement& s = c.Stmt(kPutMember);
+    s.setString(1, conv);
+    s.setString(2, user);
+    s.setInt64(3, state.min_seq);
+    if (state.max_seq) {
+      s.setInt64(4, *state.max_seq);
+    } else {
+      s.setNull(4, 0);
+    }
+    s.setInt64(5, state.read_seq);
+    s.executeUpdate();
+    c.Commit();
+    return Ok{};
+  });
+}
+
+Result<MemberState> MysqlMessageStore::SetReadSeq(std::string_view conv_id,
+                                                  std::string_view user_id, int64_t read_seq,
+                                                  int64_t upper) {
+  const std::string conv(conv_id);
+  const std::string user(user_id);
+  return Run<MemberState>("set read seq", [&](Conn& c, bool&) -> Result<MemberState> {
+    sql::PreparedStatement& s = c.Stmt(kGetMemberForUpdate);
+    s.setString(1, conv);
+    s.setString(2, user);
+    std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
+    if (!rs->next()) return MakeError(ErrorCode::kNotFound, "not a member");
+    MemberState m = ReadMember(*rs);
+    rs.reset();
+    if (read_seq < m.read_seq) {
+      return MakeError(ErrorCode::kFailedPrecondition, "read_seq " + std::to_string(read_seq) +
+                                                           " is below the stored read_seq " +
+                                                           std::to_string(m.read_seq));
+    }
+    if (read_seq > upper) {
+      return MakeError(ErrorCode::kFailedPrecondition, "read_seq " + std::to_string(read_seq) +
+                                                           " is above " + std::to_string(upper));
+    }
+    if (read_seq != m.read_seq) {
+      sql::PreparedStatement& upd = c.Stmt(kSetRead);
+      upd.setInt64(1, read_seq);
+      upd.setString(2, conv);
+      upd.setString(3, user);
+      upd.executeUpdate();
+    }
+    c.Commit();
+    m.read_seq = read_seq;
+    return m;
+  });
+}
+
+Result<int64_t> MysqlMessageStore::CountUnread(std::string_view conv_id, std::string_view user_id,
+                                               int64_t after_seq, int64_t upto_seq) {
+  const std::string conv(conv_id);
+  const std::string user(user_id);
+  return Run<int64_t>("count unread", [&](Conn& c, bool&) -> Result<int64_t> {
+    sql::PreparedStatement& s = c.Stmt(kCountUnread);
+    s.setString(1, conv);
+    s.setInt64(2, after_seq);
+    s.setInt64(3, upto_seq);
+    s.setString(4, user);
+    std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
+    const int64_t n = rs->next() ? rs->getInt64(1) : 0;
+    rs.reset();
+    c.Commit();
+    return n;
+  });
+}
+
+Status MysqlMessageStore::Ping() {
+  return Run<Ok>("ping", [](Conn& c, bool&) -> Result<Ok> {
+    std::unique_ptr<sql::ResultSet> rs(c.Stmt(kPing).executeQuery());
+    rs.reset();
+    c.Commit();
+    return Ok{};
+  });
+}
+
+}  // namespace seqd
