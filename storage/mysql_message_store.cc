@@ -510,7 +510,9 @@ Result<std::vector<AppendOutcome>> MysqlMessageStore::Append(std::span<const App
           }
           if (!conflict) {
             for (size_t i = 0; i < batch.size(); ++i) {
-              if (first_of[i] != i) out[i] = out[first_of[i]], out[i].duplicate = true;
+              if (first_of[i] == i) continue;
+              out[i] = out[first_of[i]];
+              out[i].duplicate = true;
             }
             retryable = false;  // a lost COMMIT has an unknown outcome
             c.Commit();
