@@ -13,6 +13,11 @@
 # Everything lives in DIR: data/, mariadb.sock, mariadb.pid, mariadb.err, port.
 # Progress and errors go to stderr; stdout carries only the URL.
 # --no-defaults everywhere so /etc/mysql and ~/.my.cnf cannot interfere.
+#
+# SEQD_MARIADB_BUFFER_POOL sets innodb_buffer_pool_size (default 64M; the
+# message-store benchmark uses more so that it measures commits, not paging);
+# SEQD_MARIADB_ARGS adds mariadbd options. Durability stays on either way
+# (innodb_flush_log_at_trx_commit=1).
 set -euo pipefail
 
 readonly START_TIMEOUT_S=60
@@ -155,7 +160,8 @@ launch() {
   nohup "$mariadbd" --no-defaults $uf \
     --datadir="$DATADIR" --socket="$SOCK" --pid-file="$PIDFILE" --log-error="$ERRLOG" \
     --port="$port" --bind-address=127.0.0.1 --skip-name-resolve \
-    --innodb-buffer-pool-size=64M --innodb-flush-log-at-trx-commit=1 --max-connections=500 \
+    --innodb-buffer-pool-size="${SEQD_MARIADB_BUFFER_POOL:-64M}" \
+    --innodb-flush-log-at-trx-commit=1 --max-connections=500 ${SEQD_MARIADB_ARGS:-} \
     </dev/null >>"$DIR/mariadbd.out" 2>&1 &
   local launcher=$!
   local deadline=$((SECONDS + START_TIMEOUT_S))

@@ -16,8 +16,10 @@
 #include "server/core/task_runner.h"
 #include "server/http/api_router.h"
 #include "server/http/http_server.h"
+#include "server/msg/message_service.h"
 #include "server/resp/resp_server.h"
 #include "server/tcp/binary_server.h"
+#include "storage/message_store_factory.h"
 #include "storage/store_factory.h"
 
 namespace seqd {
@@ -108,6 +110,16 @@ class DrainLatch {
   std::function<void()> done_;
 };
 
+MessageServiceOptions ToMessageOptions(const Config& c) {
+  MessageServiceOptions o;
+  o.writers = static_cast<int>(c.msg_writers);
+  o.readers = static_cast<int>(c.msg_readers);
+  o.max_batch = static_cast<size_t>(c.msg_max_batch);
+  o.max_payload_bytes = static_cast<size_t>(c.msg_max_payload_bytes);
+  o.max_queued_sends = static_cast<size_t>(c.msg_max_queued);
+  return o;
+}
+
 int Run(const Config& config) {
   SetLogLevel(*ParseLogLevel(config.log_level));
   auto store = OpenStore(config.store);
@@ -115,6 +127,12 @@ int Run(const Config& config) {
     SEQD_LOG(kError) << "cannot open store: " << store.error().message;
     return 1;
   }
+  auto message_store = OpenMessageStore(config.store);
+  if (!message_store) {
+    SEQD_LOG(kError) << "cannot open message store: " << message_store.error().message;
+    return 1;
+  }
+  MessageService messages(**message_store, **store, ToMessageOptions(config));
 
   const size_t threads = config.threads > 0 ? static_cast<size_t>(config.threads)
                                             : std::max(1u, std::thread::hardware_concurrency());
@@ -125,6 +143,7 @@ int Run(const Config& config) {
                              ToAllocatorOptions(config));
   KeyAdmin admin(**store, db, allocator);
   ApiRouter router(allocator, admin, RouterOptions{SEQD_VERSION, std::chrono::steady_clock::now()});
+  router.SetMessageService(&messages);
   HttpServer http(io, ToHttpOptions(config), router);
   if (auto s = http.Listen(); !s) {
     SEQD_LOG(kError) << "cannot listen: " << s.error().message;
@@ -160,6 +179,7 @@ int Run(const Config& config) {
     if (schema_ready || schema_pending.exchange(true)) return;
     db.Post([&] {
       Status s = (*store)->EnsureSchema();
+      if (s) s = (*message_store)->EnsureSchema();
       if (s) {
         schema_ready = true;
       } else {
@@ -197,6 +217,7 @@ int Run(const Config& config) {
     schema.Cancel();
     auto latch = std::make_shared<DrainLatch>(1 + (binary ? 1 : 0) + (resp ? 1 : 0), [&] {
       allocator.Shutdown();
+      messages.Shutdown();
       io.stop();
     });
     http.Stop([latch] { latch->Arrive(); });

@@ -42,8 +42,7 @@ const char* const kSchema[] = {
     "send_time_ms BIGINT NOT NULL, "
     "status TINYINT NOT NULL DEFAULT 0, "
     "PRIMARY KEY (conv_id, seq), "
-    "UNIQUE KEY uk_seqd_message_client (conv_id, sender_id, client_msg_id), "
-    "UNIQUE KEY uk_seqd_message_server_id (server_msg_id)"
+    "UNIQUE KEY uk_seqd_message_client (conv_id, sender_id, client_msg_id)"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
     "CREATE TABLE IF NOT EXISTS seqd_conv ("
     "conv_id VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, "
@@ -551,8 +550,7 @@ Result<std::vector<AppendOutcome>> MysqlMessageStore::Append(std::span<const App
             } catch (const sql::SQLException& e) {
               if (e.getErrorCode() != kErrDupKey) throw;
             }
-            // Which key? A re-send (client id), a stale max (primary key),
-            // or a reused server_msg_id (a caller bug).
+            // Which key? A re-send (client id) or a stale max (primary key).
             sql::PreparedStatement& sel = c.Stmt(kSelectByClient);
             sel.setString(1, r.conv_id);
             sel.setString(2, r.sender_id);
@@ -568,9 +566,8 @@ Result<std::vector<AppendOutcome>> MysqlMessageStore::Append(std::span<const App
             rs.reset(mx.executeQuery());
             const int64_t true_max = rs->next() ? rs->getInt64(1) : 0;
             if (true_max <= max) {
-              return MakeError(ErrorCode::kInternal, "mysql append: server_msg_id " +
-                                                         std::to_string(r.server_msg_id) +
-                                                         " already stored");
+              return MakeError(ErrorCode::kInternal,
+                               "mysql append: duplicate key on neither the client id nor the seq");
             }
             if (attempt + 1 >= kMaxRowRetries) {
               return MakeError(ErrorCode::kStoreUnavailable,

@@ -184,6 +184,14 @@ class Backend {
   virtual MessageStore& store() = 0;
   // Another instance (own connection, own cache at the caller) on the same data.
   virtual std::unique_ptr<MessageStore> NewInstance() = 0;
+  // A request that this backend's Append rejects (a caller bug the store
+  // catches), for the all-or-nothing check. `stored` is already stored in
+  // conversation `conv`. Default: it reuses `stored`'s server_msg_id, which
+  // the unique index on server_msg_id rejects.
+  virtual AppendRequest Poison(const AppendRequest& stored, AppendRequest fresh) {
+    fresh.server_msg_id = stored.server_msg_id;
+    return fresh;
+  }
 };
 
 class MemoryBackend final : public Backend {
@@ -243,6 +251,13 @@ class MysqlBackend final : public Backend {
     REQUIRE_OK(store_->EnsureSchema());
   }
   MessageStore& store() override { return *store_; }
+  // No index on server_msg_id here (unique by construction, and the index
+  // costs ~10% of insert throughput): a sender id longer than its VARCHAR(128)
+  // column, which strict mode rejects, plays the caller bug instead.
+  AppendRequest Poison(const AppendRequest&, AppendRequest fresh) override {
+    fresh.sender_id = std::string(200, 's');
+    return fresh;
+  }
   std::unique_ptr<MessageStore> NewInstance() override {
     auto s = std::make_unique<MysqlMessageStore>(opts_);
     REQUIRE_OK(s->EnsureSchema());
@@ -424,12 +439,12 @@ void CheckFailedAppend(Backend& b) {
   const std::string c = UniqueConv("fail");
   const std::string d = UniqueConv("fail-d");
   MaxSeqCache cache;
-  auto first = MustAppend(s, {Req(c, "u", "a"), Req(d, "u", "a")}, cache);
-  // A server_msg_id already used (a caller bug) fails the whole batch.
-  AppendRequest clash = Req(d, "u", "b");
-  clash.server_msg_id = first[0].server_msg_id;
-  auto r = s.Append(std::vector<AppendRequest>{Req(c, "u", "b"), clash}, cache);
-  CHECK_ERR(r, ErrorCode::kInternal);
+  const AppendRequest stored = Req(c, "u", "a");
+  MustAppend(s, {stored, Req(d, "u", "a")}, cache);
+  // A request the store rejects (a caller bug) fails the whole batch.
+  auto r = s.Append(
+      std::vector<AppendRequest>{Req(c, "u", "b"), b.Poison(stored, Req(d, "u", "b"))}, cache);
+  CHECK_FALSE(r.ok());
   CHECK(cache.count(c) == 0);
   CHECK(cache.count(d) == 0);
   auto max = s.MaxSeq(c);
@@ -1019,7 +1034,8 @@ TEST_SUITE("mariadb") {
     }
     CHECK(keys["PRIMARY"] == "conv_id,seq");
     CHECK(keys["uk_seqd_message_client"] == "conv_id,sender_id,client_msg_id");
-    CHECK(keys["uk_seqd_message_server_id"] == "server_msg_id");
+    CHECK(keys.count("uk_seqd_message_server_id") == 0);
+    CHECK(keys.size() == 2);
   }
 
   TEST_CASE("mariadb: throughput of the fast path (batches of 1024 over 64 conversations)") {

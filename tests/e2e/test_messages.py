@@ -1,0 +1,210 @@
+"""End-to-end tests of the message store through the real seqd binary.
+
+Usage: python3 tests/e2e/test_messages.py sqlite|mariadb [unittest args]
+"""
+import json
+import os
+import random
+import signal
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Seqd, store_spec  # noqa: E402
+
+KIND = "sqlite"
+RUN = "%06x" % random.getrandbits(24)  # unique conversation ids per run (MariaDB persists)
+
+
+def conv(name):
+    return "e2e_%s_%s" % (name, RUN)
+
+
+def send(s, c, sender, cmid, payload="hello", conn=None):
+    """(status, body) of one send."""
+    status, body, _ = s.request("POST", "/conversations/%s/messages" % c,
+                                {"sender_id": sender, "client_msg_id": cmid, "content_type": 1,
+                                 "payload": payload}, conn=conn)
+    return status, json.loads(body)
+
+
+def pull_all(s, c):
+    """Every message of a conversation, ascending, by pages of 1000."""
+    out, frm = [], 1
+    while True:
+        status, body = s.get_json("/conversations/%s/messages?from=%d&limit=1000" % (c, frm))
+        assert status == 200, body
+        out.extend(body["messages"])
+        if body["is_end"] or not body["messages"]:
+            return out
+        frm = body["messages"][-1]["seq"] + 1
+
+
+class Messages(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.store = store_spec(KIND, self.tmp.name)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def start(self, *extra):
+        s = Seqd(self.store, *extra)
+        self.addCleanup(s.__exit__)
+        return s
+
+    def assert_contiguous(self, messages):
+        seqs = [m["seq"] for m in messages]
+        self.assertEqual(seqs, list(range(1, len(seqs) + 1)))
+
+    def test_concurrent_senders_get_contiguous_unique_seqs(self):
+        s = self.start()
+        c = conv("storm")
+        acked, errors = {}, []
+        lock = threading.Lock()
+
+        def sender(t):
+            conn = s.conn()
+            for i in range(50):
+                status, body = send(s, c, "u%d" % t, "m%d" % i, conn=conn)
+                with lock:
+                    if status == 201:
+                        acked[("u%d" % t, "m%d" % i)] = body["seq"]
+                    else:
+                        errors.append((status, body))
+            conn.close()
+
+        threads = [threading.Thread(target=sender, args=(t,)) for t in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        self.assertEqual(sorted(acked.values()), list(range(1, 801)))
+        stored = pull_all(s, c)
+        self.assert_contiguous(stored)
+        for m in stored:
+            self.assertEqual(acked[(m["sender_id"], m["client_msg_id"])], m["seq"])
+        self.assertEqual(s.stop(), 0)
+
+    def test_kill9_during_send_storm_loses_nothing_acknowledged(self):
+        c = conv("kill")
+        s = self.start()
+        acked, in_flight = {}, set()
+        lock = threading.Lock()
+        stop = threading.Event()
+
+        def sender(t):
+            conn = s.conn()
+            i = 0
+            while not stop.is_set():
+                key = ("u%d" % t, "m%d" % i)
+                with lock:
+                    in_flight.add(key)
+                try:
+                    status, body = send(s, c, key[0], key[1], conn=conn)
+                except (OSError, ValueError):
+                    return  # the server died mid-request: this one stays in flight
+                with lock:
+                    in_flight.discard(key)
+                    if status == 201:
+                        acked[key] = body["seq"]
+                i += 1
+
+        threads = [threading.Thread(target=sender, args=(t,)) for t in range(8)]
+        for t in threads:
+            t.start()
+        time.sleep(1.5)
+        s.stop(signal.SIGKILL)
+        stop.set()
+        for t in threads:
+            t.join()
+        self.assertGreater(len(acked), 50)
+
+        s2 = self.start()
+        stored = pull_all(s2, c)
+        self.assert_contiguous(stored)  # no hole, even after kill -9
+        by_key = {(m["sender_id"], m["client_msg_id"]): m["seq"] for m in stored}
+        for key, seq in acked.items():
+            self.assertEqual(by_key.get(key), seq, key)
+        # Re-sending what was acknowledged stores nothing new.
+        for key, seq in list(acked.items())[:50]:
+            status, body = send(s2, c, key[0], key[1])
+            self.assertEqual((status, body["seq"], body["duplicate"]), (200, seq, True))
+        # What was in flight was stored once or not at all; re-sending settles it.
+        for key in in_flight:
+            status, body = send(s2, c, key[0], key[1])
+            self.assertIn(status, (200, 201), body)
+            if key in by_key:
+                self.assertEqual((status, body["seq"]), (200, by_key[key]))
+        after = pull_all(s2, c)
+        self.assert_contiguous(after)
+        self.assertEqual(len(after), len(stored) + sum(1 for k in in_flight if k not in by_key))
+        self.assertEqual(s2.stop(), 0)
+
+    def test_two_processes_on_one_conversation(self):
+        a, b = self.start(), self.start()
+        c = conv("two")
+        acked, errors = [], []
+        lock = threading.Lock()
+
+        def sender(s, name):
+            conn = s.conn()
+            for i in range(60):
+                status, body = send(s, c, name, "m%d" % i, conn=conn)
+                with lock:
+                    (acked if status == 201 else errors).append(body)
+            conn.close()
+
+        threads = [threading.Thread(target=sender, args=(srv, "%s%d" % (n, t)))
+                   for srv, n in ((a, "a"), (b, "b")) for t in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        self.assertEqual(sorted(m["seq"] for m in acked), list(range(1, 481)))
+        self.assert_contiguous(pull_all(a, c))
+
+    def test_resend_after_timeout_is_idempotent(self):
+        s = self.start()
+        c = conv("resend")
+        results = []
+
+        def once():
+            results.append(send(s, c, "alice", "same-id"))
+
+        threads = [threading.Thread(target=once) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        seqs = {body["seq"] for _, body in results}
+        self.assertEqual(seqs, {1})
+        self.assertEqual(sorted(status for status, _ in results), [200] * 7 + [201])
+        self.assertEqual(len(pull_all(s, c)), 1)
+
+    def test_bad_input(self):
+        s = self.start("--msg-max-payload-bytes", "1000")
+        c = conv("bad")
+        status, body = send(s, c, "u", "m", payload="x" * 1001)
+        self.assertEqual((status, body["error"]["code"]), (413, "too_large"))
+        status, body = send(s, c, "u b", "m")
+        self.assertEqual((status, body["error"]["code"]), (400, "invalid_argument"))
+        for q in ("limit=-1", "limit=100000", "from=0", "to=abc"):
+            status, body = s.get_json("/conversations/%s/messages?%s" % (c, q))
+            self.assertEqual(status, 400, q)
+        status, _ = s.get_json("/conversations/%s/messages/99" % c)
+        self.assertEqual(status, 404)
+        status, _, _ = s.request("POST", "/conversations/%s/messages" % c, "{not json")
+        self.assertEqual(status, 400)
+
+
+if __name__ == "__main__":
+    KIND = sys.argv.pop(1)
+    if KIND not in ("sqlite", "mariadb"):
+        sys.exit("usage: test_messages.py sqlite|mariadb")
+    unittest.main()
