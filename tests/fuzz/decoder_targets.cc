@@ -4,12 +4,49 @@
 #include <vector>
 
 #include "proto/binary_codec.h"
+#include "proto/message_codec.h"
 #include "proto/resp_codec.h"
 #include "tests/fuzz/fuzz_targets.h"
 
 namespace seqd::fuzz {
 
-namespace {}  // namespace
+namespace {
+
+// Decodes `bytes` as T; a value that decodes must re-encode to the same bytes.
+template <typename T>
+void RoundTrip(std::string_view bytes) {
+  if (auto v = proto::DecodeBody<T>(bytes)) {
+    std::string again;
+    proto::EncodeBody(again, *v);
+    FUZZ_CHECK(again == bytes);
+  }
+}
+
+// Every message-store request and result decoder over one payload.
+void MessageBodies(std::string_view payload) {
+  RoundTrip<proto::SendReq>(payload);
+  RoundTrip<proto::PullRangeReq>(payload);
+  RoundTrip<proto::PullSeqsReq>(payload);
+  RoundTrip<proto::MaxSeqsReq>(payload);
+  RoundTrip<proto::SyncUserReq>(payload);
+  RoundTrip<proto::MarkReadReq>(payload);
+  RoundTrip<proto::SetMemberReq>(payload);
+  RoundTrip<proto::GetMemberReq>(payload);
+  RoundTrip<proto::SetStatusReq>(payload);
+  RoundTrip<proto::SetConvMinSeqReq>(payload);
+  RoundTrip<proto::SubscribeReq>(payload);
+  RoundTrip<proto::SendRes>(payload);
+  RoundTrip<proto::PullRangeRes>(payload);
+  RoundTrip<proto::PullSeqsRes>(payload);
+  RoundTrip<proto::MaxSeqsRes>(payload);
+  RoundTrip<proto::SyncUserRes>(payload);
+  RoundTrip<proto::MemberRes>(payload);
+  RoundTrip<proto::MessageRes>(payload);
+  RoundTrip<proto::MinSeqRes>(payload);
+  RoundTrip<proto::PushMessage>(payload);
+}
+
+}  // namespace
 
 void BinaryDecoder(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
@@ -34,6 +71,10 @@ void BinaryDecoder(const uint8_t* data, size_t size) {
     }
     if (auto resp = proto::ParseResponse(r.frame.payload)) {
       if (resp->status == proto::Status::kOk) (void)proto::ParseNextIdsResult(resp->result);
+    }
+    if (proto::IsMessageOpcode(r.frame.opcode)) {
+      MessageBodies(r.frame.payload);
+      if (r.frame.payload.size() >= 2) MessageBodies(r.frame.payload.substr(2));  // a result
     }
     rest.remove_prefix(r.consumed);
   }
