@@ -3,14 +3,11 @@
 #include <sqlite3.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <limits>
-#include <system_error>
 
 namespace seqd {
 namespace {
 
-constexpr int kBusyTimeoutMs = 5000;
 // Primary-key conflicts one row may hit before the batch fails. After the
 // first conflict the max is read under the write lock, so one retry is
 // normally enough.
@@ -46,10 +43,25 @@ constexpr const char* kSchema =
   "conv_id, seq, server_msg_id, sender_id, client_msg_id, content_type, payload, send_time_ms, " \
   "status"
 
-const char* const kSql[] = {
-    /* kBegin */ "BEGIN IMMEDIATE",
-    /* kCommit */ "COMMIT",
-    /* kRollback */ "ROLLBACK",
+enum StmtId {
+  kMaxSeq,
+  kInsert,
+  kSelectByClient,
+  kRangeAsc,
+  kRangeDesc,
+  kSelectOne,
+  kSetStatus,
+  kGetConvMin,
+  kSetConvMin,
+  kGetMember,
+  kPutMember,
+  kSetRead,
+  kCountUnread,
+  kPing,
+  kNumStmts,
+};
+
+const char* const kSql[kNumStmts] = {
     /* kMaxSeq */ "SELECT COALESCE(MAX(seq), 0) FROM seqd_message WHERE conv_id = ?1",
     /* kInsert */
     "INSERT INTO seqd_message (" SEQD_MSG_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0)",
@@ -82,41 +94,6 @@ const char* const kSql[] = {
     "AND status = 0 AND sender_id <> ?4",
     /* kPing */ "PRAGMA schema_version",
 };
-
-class ResetOnExit {
- public:
-  explicit ResetOnExit(sqlite3_stmt* s) : s_(s) {}
-  ~ResetOnExit() { sqlite3_reset(s_); }
-  ResetOnExit(const ResetOnExit&) = delete;
-  ResetOnExit& operator=(const ResetOnExit&) = delete;
-
- private:
-  sqlite3_stmt* s_;
-};
-
-bool IsUnavailable(int rc) {
-  switch (rc & 0xff) {
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-    case SQLITE_IOERR:
-    case SQLITE_FULL:
-    case SQLITE_CANTOPEN:
-    case SQLITE_PROTOCOL:
-    case SQLITE_NOMEM:
-    case SQLITE_READONLY:
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB:
-    case SQLITE_NOLFS:
-    case SQLITE_AUTH:
-      return true;
-    default:
-      return false;
-  }
-}
-
-int BindText(sqlite3_stmt* s, int i, std::string_view v) {
-  return sqlite3_bind_text64(s, i, v.data(), v.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
-}
 
 int BindBlob(sqlite3_stmt* s, int i, std::string_view v) {
   if (v.empty()) return sqlite3_bind_zeroblob(s, i, 0);  // a null pointer would bind NULL
@@ -162,157 +139,47 @@ int64_t ClampLimit(size_t limit) {
 
 }  // namespace
 
-SqliteMessageStore::SqliteMessageStore(std::string path) : path_(std::move(path)) {}
+SqliteMessageStore::SqliteMessageStore(std::string path) : db_(std::move(path), kSql) {}
 
-SqliteMessageStore::~SqliteMessageStore() {
-  std::lock_guard lock(mu_);
-  CloseLocked();
-}
+SqliteMessageStore::~SqliteMessageStore() = default;
 
 Result<std::unique_ptr<SqliteMessageStore>> SqliteMessageStore::Open(const std::string& path) {
   auto store = std::make_unique<SqliteMessageStore>(path);
   {
     std::lock_guard lock(store->mu_);
-    Status st = store->OpenLocked();
+    Status st = store->db_.Open();
     if (!st.ok()) return st.error();
   }
   return store;
 }
 
-Status SqliteMessageStore::OpenLocked() {
-  if (db_ != nullptr) return OkStatus();
-  if (path_.empty()) return MakeError(ErrorCode::kInvalidArgument, "sqlite open: empty path");
-
-  const std::filesystem::path parent = std::filesystem::path(path_).parent_path();
-  if (!parent.empty() && path_ != ":memory:") {
-    std::error_code ec;
-    std::filesystem::create_directories(parent, ec);
-    if (ec) {
-      return MakeError(ErrorCode::kStoreUnavailable, "sqlite open: cannot create directory '" +
-                                                         parent.string() + "': " + ec.message());
-    }
-  }
-
-  sqlite3* db = nullptr;
-  int rc =
-      sqlite3_open_v2(path_.c_str(), &db,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
-  auto fail = [&](const std::string& what) -> Error {
-    std::string msg = "sqlite open '" + path_ + "': " + what;
-    if (db != nullptr) {
-      msg += ": ";
-      msg += sqlite3_errmsg(db);
-      sqlite3_close_v2(db);
-    }
-    return MakeError(ErrorCode::kStoreUnavailable, std::move(msg));
-  };
-  if (rc != SQLITE_OK) return fail(sqlite3_errstr(rc));
-  sqlite3_extended_result_codes(db, 1);
-  sqlite3_busy_timeout(db, kBusyTimeoutMs);
-
-  std::string mode;
-  rc = sqlite3_exec(
-      db, "PRAGMA journal_mode=WAL",
-      [](void* out, int n, char** vals, char**) {
-        if (n > 0 && vals[0] != nullptr) *static_cast<std::string*>(out) = vals[0];
-        return 0;
-      },
-      &mode, nullptr);
-  if (rc != SQLITE_OK) return fail("setting journal_mode=WAL");
-  if (mode != "wal" && mode != "memory") return fail("journal_mode is '" + mode + "', not wal");
-  rc = sqlite3_exec(db, "PRAGMA synchronous=FULL", nullptr, nullptr, nullptr);
-  if (rc != SQLITE_OK) return fail("setting synchronous=FULL");
-
-  db_ = db;
-  return OkStatus();
-}
-
-void SqliteMessageStore::CloseLocked() {
-  for (auto& s : stmts_) {
-    if (s != nullptr) sqlite3_finalize(s);
-    s = nullptr;
-  }
-  if (db_ != nullptr) sqlite3_close_v2(db_);
-  db_ = nullptr;
-}
-
-Error SqliteMessageStore::SqlError(int rc, const char* op) {
-  std::string msg = std::string("sqlite ") + op + ": ";
-  msg += db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
-  msg += " (code " + std::to_string(rc) + ")";
-  return MakeError(IsUnavailable(rc) ? ErrorCode::kStoreUnavailable : ErrorCode::kInternal,
-                   std::move(msg));
-}
-
-Result<sqlite3_stmt*> SqliteMessageStore::Stmt(StmtId id, const char* op) {
-  Status st = OpenLocked();
-  if (!st.ok()) return st.error();
-  sqlite3_stmt*& s = stmts_[id];
-  if (s == nullptr) {
-    int rc = sqlite3_prepare_v3(db_, kSql[id], -1, SQLITE_PREPARE_PERSISTENT, &s, nullptr);
-    if (rc != SQLITE_OK) {
-      Error e = SqlError(rc, op);
-      sqlite3_finalize(s);
-      s = nullptr;
-      return e;
-    }
-  } else {
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-  }
-  return s;
-}
-
-Status SqliteMessageStore::ExecLocked(StmtId id, const char* op) {
-  auto s = Stmt(id, op);
-  if (!s.ok()) return s.error();
-  ResetOnExit reset(*s);
-  int rc = sqlite3_step(*s);
-  if (rc != SQLITE_DONE && rc != SQLITE_ROW) return SqlError(rc, op);
-  return OkStatus();
-}
-
-void SqliteMessageStore::RollbackLocked() {
-  if (db_ == nullptr || sqlite3_get_autocommit(db_)) return;
-  for (auto* s : stmts_) {
-    if (s != nullptr) sqlite3_reset(s);
-  }
-  if (!ExecLocked(kRollback, "rollback").ok()) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-  }
-}
-
 Status SqliteMessageStore::EnsureSchema() {
   std::lock_guard lock(mu_);
-  Status st = OpenLocked();
-  if (!st.ok()) return st;
-  int rc = sqlite3_exec(db_, kSchema, nullptr, nullptr, nullptr);
-  if (rc != SQLITE_OK) return SqlError(rc, "create tables");
-  return OkStatus();
+  return db_.ExecScript(kSchema, "create tables");
 }
 
 Result<int64_t> SqliteMessageStore::MaxSeqLocked(std::string_view conv_id, const char* op) {
-  auto s = Stmt(kMaxSeq, op);
+  auto s = db_.Stmt(kMaxSeq, op);
   if (!s.ok()) return s.error();
-  ResetOnExit reset(*s);
-  BindText(*s, 1, conv_id);
+  SqliteResetOnExit reset(*s);
+  SqliteBindText(*s, 1, conv_id);
   int rc = sqlite3_step(*s);
-  if (rc != SQLITE_ROW) return SqlError(rc, op);
+  if (rc != SQLITE_ROW) return db_.SqlError(rc, op);
   return sqlite3_column_int64(*s, 0);
 }
 
 Result<std::optional<AppendOutcome>> SqliteMessageStore::SelectByClientLocked(
     const AppendRequest& r) {
   const char* op = "append (select duplicate)";
-  auto s = Stmt(kSelectByClient, op);
+  auto s = db_.Stmt(kSelectByClient, op);
   if (!s.ok()) return s.error();
-  ResetOnExit reset(*s);
-  BindText(*s, 1, r.conv_id);
-  BindText(*s, 2, r.sender_id);
-  BindText(*s, 3, r.client_msg_id);
+  SqliteResetOnExit reset(*s);
+  SqliteBindText(*s, 1, r.conv_id);
+  SqliteBindText(*s, 2, r.sender_id);
+  SqliteBindText(*s, 3, r.client_msg_id);
   int rc = sqlite3_step(*s);
   if (rc == SQLITE_DONE) return std::optional<AppendOutcome>();
-  if (rc != SQLITE_ROW) return SqlError(rc, op);
+  if (rc != SQLITE_ROW) return db_.SqlError(rc, op);
   return std::optional<AppendOutcome>(AppendOutcome{
       sqlite3_column_int64(*s, 0), sqlite3_column_int64(*s, 1), sqlite3_column_int64(*s, 2), true});
 }
@@ -335,15 +202,15 @@ Result<std::vector<AppendOutcome>> SqliteMessageStore::AppendLocked(
     }
     for (int attempt = 0;; ++attempt) {
       const char* op = "append (insert)";
-      auto s = Stmt(kInsert, op);
+      auto s = db_.Stmt(kInsert, op);
       if (!s.ok()) return s.error();
-      ResetOnExit reset(*s);
+      SqliteResetOnExit reset(*s);
       const int64_t seq = c->second + 1;
-      BindText(*s, 1, r.conv_id);
+      SqliteBindText(*s, 1, r.conv_id);
       sqlite3_bind_int64(*s, 2, seq);
       sqlite3_bind_int64(*s, 3, r.server_msg_id);
-      BindText(*s, 4, r.sender_id);
-      BindText(*s, 5, r.client_msg_id);
+      SqliteBindText(*s, 4, r.sender_id);
+      SqliteBindText(*s, 5, r.client_msg_id);
       sqlite3_bind_int64(*s, 6, r.content_type);
       BindBlob(*s, 7, r.payload);
       sqlite3_bind_int64(*s, 8, r.send_time_ms);
@@ -355,7 +222,7 @@ Result<std::vector<AppendOutcome>> SqliteMessageStore::AppendLocked(
       }
       if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
         // The cached max was stale: read the true one (we hold the write lock).
-        if (attempt + 1 >= kMaxSeqRetries) return SqlError(rc, op);
+        if (attempt + 1 >= kMaxSeqRetries) return db_.SqlError(rc, op);
         auto max = MaxSeqLocked(r.conv_id, "append (reread max seq)");
         if (!max.ok()) return max.error();
         c->second = *max;
@@ -373,7 +240,7 @@ Result<std::vector<AppendOutcome>> SqliteMessageStore::AppendLocked(
         out.push_back(**dup);
         break;
       }
-      return SqlError(rc, op);
+      return db_.SqlError(rc, op);
     }
   }
   return out;
@@ -387,17 +254,17 @@ Result<std::vector<AppendOutcome>> SqliteMessageStore::Append(std::span<const Ap
   };
   if (batch.empty()) return std::vector<AppendOutcome>();
   std::lock_guard lock(mu_);
-  Status st = ExecLocked(kBegin, "append (begin)");
+  Status st = db_.Begin("append (begin)");
   if (!st.ok()) return fail(st.error());
   MaxSeqCache cur;
   auto out = AppendLocked(batch, max_seq_cache, cur);
   if (!out.ok()) {
-    RollbackLocked();
+    db_.Rollback();
     return fail(out.error());
   }
-  st = ExecLocked(kCommit, "append (commit)");
+  st = db_.Commit("append (commit)");
   if (!st.ok()) {
-    RollbackLocked();
+    db_.Rollback();
     return fail(st.error());
   }
   for (auto& [conv, max] : cur) max_seq_cache[conv] = max;
@@ -428,10 +295,10 @@ Result<MessagePage> SqliteMessageStore::GetRange(const RangeQuery& q) {
   }
   std::lock_guard lock(mu_);
   const char* op = "get range";
-  auto s = Stmt(q.descending ? kRangeDesc : kRangeAsc, op);
+  auto s = db_.Stmt(q.descending ? kRangeDesc : kRangeAsc, op);
   if (!s.ok()) return s.error();
-  ResetOnExit reset(*s);
-  BindText(*s, 1, q.conv_id);
+  SqliteResetOnExit reset(*s);
+  SqliteBindText(*s, 1, q.conv_id);
   sqlite3_bind_int64(*s, 2, q.from_seq);
   sqlite3_bind_int64(*s, 3, q.to_seq);
   const int64_t limit = ClampLimit(q.limit);
@@ -440,7 +307,7 @@ Result<MessagePage> SqliteMessageStore::GetRange(const RangeQuery& q) {
   for (;;) {
     int rc = sqlite3_step(*s);
     if (rc == SQLITE_DONE) break;
-    if (rc != SQLITE_ROW) return SqlError(rc, op);
+    if (rc != SQLITE_ROW) return db_.SqlError(rc, op);
     if (static_cast<int64_t>(page.messages.size()) == limit) {
       page.more = true;
       break;
@@ -453,14 +320,14 @@ Result<MessagePage> SqliteMessageStore::GetRange(const RangeQuery& q) {
 Result<std::optional<StoredMessage>> SqliteMessageStore::SelectOneLocked(std::string_view conv_id,
                                                                          int64_t seq,
                                                                          const char* op) {
-  auto s = Stmt(kSelectOne, op);
+  auto s = db_.Stmt(kSelectOne, op);
   if (!s.ok()) return s.error();
-  ResetOnExit reset(*s);
-  BindText(*s, 1, conv_id);
+  SqliteResetOnExit reset(*s);
+  SqliteBindText(*s, 1, conv_id);
   sqlite3_bind_int64(*s, 2, seq);
   int rc = sqlite3_step(*s);
   if (rc == SQLITE_DONE) return std::optional<StoredMessage>();
-  if (rc != SQLITE_ROW) return SqlError(rc, op);
+  if (rc != SQLITE_ROW) return db_.SqlError(rc, op);
   return std::optional<StoredMessage>(ReadMessage(*s));
 }
 
@@ -487,15 +354,15 @@ Result<StoredMessage> SqliteMessageStore::SetStatus(std::string_view conv_id, in
   std::lock_guard lock(mu_);
   const char* op = "set status";
   {
-    auto s = Stmt(kSetStatus, op);
+    auto s = db_.Stmt(kSetStatus, op);
     if (!s.ok()) return s.error();
-    ResetOnExit reset(*s);
+    SqliteResetOnExit reset(*s);
     sqlite3_bind_int64(*s, 1, static_cast<int64_t>(status));
-    BindText(*s, 2, conv_id);
+    SqliteBindText(*s, 2, conv_id);
     sqlite3_bind_int64(*s, 3, seq);
     int rc = sqlite3_step(*s);
-    if (rc != SQLITE_DONE) return SqlError(rc, op);
-    if (sqlite3_changes(db_) == 0) return MakeError(ErrorCode::kNotFound, "no such message");
+    if (rc != SQLITE_DONE) return db_.SqlError(rc, op);
+    if (db_.Changes() == 0) return MakeError(ErrorCode::kNotFound, "no such message");
   }
   auto m = SelectOneLocked(conv_id, seq, "set status (select)");
   if (!m.ok()) return m.error();
@@ -506,26 +373,26 @@ Result<StoredMessage> SqliteMessageStore::SetStatus(std::string_view conv_id, in
 Result<int64_t> SqliteMessageStore::GetConvMinSeq(std::string_view conv_id) {
   std::lock_guard lock(mu_);
   const char* op = "get conv min seq";
-  auto s = Stmt(kGetConvMin, op);
+  auto s = db_.Stmt(kGetConvMin, op);
   if (!s.ok()) return s.error();
-  ResetOnExit reset(*s);
-  BindText(*s, 1, conv_id);
+  SqliteResetOnExit reset(*s);
+  SqliteBindText(*s, 1, conv_id);
   int rc = sqlite3_step(*s);
   if (rc == SQLITE_DONE) return int64_t{1};
-  if (rc != SQLITE_ROW) return SqlError(rc, op);
+  if (rc != SQLITE_ROW) return db_.SqlError(rc, op);
   return sqlite3_column_int64(*s, 0);
 }
 
 Status SqliteMessageStore::SetConvMinSeq(std::string_view conv_id, int64_t min_seq) {
   std::lock_guard lock(mu_);
   const char* op = "set conv min seq";
-  auto s = Stmt(kSetConvMin, op);
+  auto s = db_.Stmt(kSetConvMin, op);
   if (!s.ok()) return s.error();
-  ResetOnExit reset(*s);
-  BindText(*s, 1, conv_id);
+  SqliteResetOnExit reset(*s);
+  SqliteBindText(*s, 1, conv_id);
   sqlite3_bind_int64(*s, 2, min_seq);
   int rc = sqlite3_step(*s);
-  if (rc != SQLITE_DONE) return SqlError(rc, op);
+  if (rc != SQLITE_DONE) return db_.SqlError(rc, op);
   return OkStatus();
 }
 
@@ -533,14 +400,14 @@ Result<std::optional<MemberState>> SqliteMessageStore::GetMember(std::string_vie
                                                                  std::string_view user_id) {
   std::lock_guard lock(mu_);
   const char* op = "get member";
-  auto s = Stmt(kGetMember, op);
+  auto s = db_.Stmt(kGetMember, op);
   if (!s.ok()) return s.error();
-  ResetOnExit reset(*s);
-  BindText(*s, 1, conv_id);
-  BindText(*s, 2, user_id);
+  SqliteResetOnExit reset(*s);
+  SqliteBindText(*s, 1, conv_id);
+  SqliteBindText(*s, 2, user_id);
   int rc = sqlite3_step(*s);
   if (rc == SQLITE_DONE) return std::optional<MemberState>();
-  if (rc != SQLITE_ROW) return SqlError(rc, op);
+  if (rc != SQLITE_ROW) return db_.SqlError(rc, op);
   MemberState m;
   m.min_seq = sqlite3_column_int64(*s, 0);
   if (sqlite3_column_type(*s, 1) != SQLITE_NULL) m.max_seq = sqlite3_column_int64(*s, 1);
@@ -552,11 +419,11 @@ Status SqliteMessageStore::PutMember(std::string_view conv_id, std::string_view 
                                      const MemberState& state) {
   std::lock_guard lock(mu_);
   const char* op = "put member";
-  auto s = Stmt(kPutMember, op);
+  auto s = db_.Stmt(kPutMember, op);
   if (!s.ok()) return s.error();
-  ResetOnExit reset(*s);
-  BindText(*s, 1, conv_id);
-  BindText(*s, 2, user_id);
+  SqliteResetOnExit reset(*s);
+  SqliteBindText(*s, 1, conv_id);
+  SqliteBindText(*s, 2, user_id);
   sqlite3_bind_int64(*s, 3, state.min_seq);
   if (state.max_seq) {
     sqlite3_bind_int64(*s, 4, *state.max_seq);
@@ -565,7 +432,7 @@ Status SqliteMessageStore::PutMember(std::string_view conv_id, std::string_view 
   }
   sqlite3_bind_int64(*s, 5, state.read_seq);
   int rc = sqlite3_step(*s);
-  if (rc != SQLITE_DONE) return SqlError(rc, op);
+  if (rc != SQLITE_DONE) return db_.SqlError(rc, op);
   return OkStatus();
 }
 
@@ -573,23 +440,23 @@ Result<MemberState> SqliteMessageStore::SetReadSeq(std::string_view conv_id,
                                                    std::string_view user_id, int64_t read_seq,
                                                    int64_t upper) {
   std::lock_guard lock(mu_);
-  Status st = ExecLocked(kBegin, "set read seq (begin)");
+  Status st = db_.Begin("set read seq (begin)");
   if (!st.ok()) return st.error();
   auto fail = [&](Error e) -> Error {
-    RollbackLocked();
+    db_.Rollback();
     return e;
   };
   MemberState m;
   {
     const char* op = "set read seq (select)";
-    auto s = Stmt(kGetMember, op);
+    auto s = db_.Stmt(kGetMember, op);
     if (!s.ok()) return fail(s.error());
-    ResetOnExit reset(*s);
-    BindText(*s, 1, conv_id);
-    BindText(*s, 2, user_id);
+    SqliteResetOnExit reset(*s);
+    SqliteBindText(*s, 1, conv_id);
+    SqliteBindText(*s, 2, user_id);
     int rc = sqlite3_step(*s);
     if (rc == SQLITE_DONE) return fail(MakeError(ErrorCode::kNotFound, "not a member"));
-    if (rc != SQLITE_ROW) return fail(SqlError(rc, op));
+    if (rc != SQLITE_ROW) return fail(db_.SqlError(rc, op));
     m.min_seq = sqlite3_column_int64(*s, 0);
     if (sqlite3_column_type(*s, 1) != SQLITE_NULL) m.max_seq = sqlite3_column_int64(*s, 1);
     m.read_seq = sqlite3_column_int64(*s, 2);
@@ -606,16 +473,16 @@ Result<MemberState> SqliteMessageStore::SetReadSeq(std::string_view conv_id,
   }
   if (read_seq != m.read_seq) {
     const char* op = "set read seq (update)";
-    auto s = Stmt(kSetRead, op);
+    auto s = db_.Stmt(kSetRead, op);
     if (!s.ok()) return fail(s.error());
-    ResetOnExit reset(*s);
-    BindText(*s, 1, conv_id);
-    BindText(*s, 2, user_id);
+    SqliteResetOnExit reset(*s);
+    SqliteBindText(*s, 1, conv_id);
+    SqliteBindText(*s, 2, user_id);
     sqlite3_bind_int64(*s, 3, read_seq);
     int rc = sqlite3_step(*s);
-    if (rc != SQLITE_DONE) return fail(SqlError(rc, op));
+    if (rc != SQLITE_DONE) return fail(db_.SqlError(rc, op));
   }
-  st = ExecLocked(kCommit, "set read seq (commit)");
+  st = db_.Commit("set read seq (commit)");
   if (!st.ok()) return fail(st.error());
   m.read_seq = read_seq;
   return m;
@@ -625,21 +492,21 @@ Result<int64_t> SqliteMessageStore::CountUnread(std::string_view conv_id, std::s
                                                 int64_t after_seq, int64_t upto_seq) {
   std::lock_guard lock(mu_);
   const char* op = "count unread";
-  auto s = Stmt(kCountUnread, op);
+  auto s = db_.Stmt(kCountUnread, op);
   if (!s.ok()) return s.error();
-  ResetOnExit reset(*s);
-  BindText(*s, 1, conv_id);
+  SqliteResetOnExit reset(*s);
+  SqliteBindText(*s, 1, conv_id);
   sqlite3_bind_int64(*s, 2, after_seq);
   sqlite3_bind_int64(*s, 3, upto_seq);
-  BindText(*s, 4, user_id);
+  SqliteBindText(*s, 4, user_id);
   int rc = sqlite3_step(*s);
-  if (rc != SQLITE_ROW) return SqlError(rc, op);
+  if (rc != SQLITE_ROW) return db_.SqlError(rc, op);
   return sqlite3_column_int64(*s, 0);
 }
 
 Status SqliteMessageStore::Ping() {
   std::lock_guard lock(mu_);
-  return ExecLocked(kPing, "ping");
+  return db_.Exec(kPing, "ping");
 }
 
 }  // namespace seqd

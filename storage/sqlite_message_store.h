@@ -18,9 +18,7 @@
 #include <string>
 
 #include "storage/message_store.h"
-
-struct sqlite3;
-struct sqlite3_stmt;
+#include "storage/sqlite_db.h"
 
 namespace seqd {
 
@@ -39,7 +37,7 @@ class SqliteMessageStore final : public MessageStore {
   // EnsureSchema(). kStoreUnavailable if the file cannot be opened.
   static Result<std::unique_ptr<SqliteMessageStore>> Open(const std::string& path);
 
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return db_.path(); }
 
   Status EnsureSchema() override;
   Result<std::vector<AppendOutcome>> Append(std::span<const AppendRequest> batch,
@@ -64,35 +62,7 @@ class SqliteMessageStore final : public MessageStore {
   Status Ping() override;
 
  private:
-  enum StmtId {
-    kBegin,
-    kCommit,
-    kRollback,
-    kMaxSeq,
-    kInsert,
-    kSelectByClient,
-    kRangeAsc,
-    kRangeDesc,
-    kSelectOne,
-    kSetStatus,
-    kGetConvMin,
-    kSetConvMin,
-    kGetMember,
-    kPutMember,
-    kSetRead,
-    kCountUnread,
-    kPing,
-    kNumStmts,
-  };
-
   // All private helpers REQUIRE: mu_ held.
-  Status OpenLocked();
-  void CloseLocked();
-  // Returns the cached prepared statement, reset and with bindings cleared.
-  Result<sqlite3_stmt*> Stmt(StmtId id, const char* op);
-  Error SqlError(int rc, const char* op);
-  Status ExecLocked(StmtId id, const char* op);
-  void RollbackLocked();
   Result<int64_t> MaxSeqLocked(std::string_view conv_id, const char* op);
   // The message stored under (conv, sender, client id), if any.
   Result<std::optional<AppendOutcome>> SelectByClientLocked(const AppendRequest& r);
@@ -101,10 +71,8 @@ class SqliteMessageStore final : public MessageStore {
   Result<std::vector<AppendOutcome>> AppendLocked(std::span<const AppendRequest> batch,
                                                   const MaxSeqCache& cache, MaxSeqCache& new_max);
 
-  const std::string path_;
   std::mutex mu_;
-  sqlite3* db_ = nullptr;                // guarded by mu_
-  sqlite3_stmt* stmts_[kNumStmts] = {};  // guarded by mu_
+  SqliteDb db_;  // guarded by mu_
 };
 
 }  // namespace seqd

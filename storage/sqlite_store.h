@@ -17,9 +17,7 @@
 #include <string>
 
 #include "storage/segment_store.h"
-
-struct sqlite3;
-struct sqlite3_stmt;
+#include "storage/sqlite_db.h"
 
 namespace seqd {
 
@@ -38,7 +36,7 @@ class SqliteStore final : public SegmentStore {
   // EnsureSchema(). kStoreUnavailable if the file cannot be opened.
   static Result<std::unique_ptr<SqliteStore>> Open(const std::string& path);
 
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return db_.path(); }
 
   Status EnsureSchema() override;
   Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) override;
@@ -50,36 +48,12 @@ class SqliteStore final : public SegmentStore {
   Status Ping() override;
 
  private:
-  enum StmtId {
-    kBegin,
-    kCommit,
-    kRollback,
-    kReserveUpdate,
-    kReserveSelect,
-    kInsert,
-    kSelectOne,
-    kList,
-    kSetStep,
-    kPing,
-    kNumStmts,
-  };
-
   // All private helpers REQUIRE: mu_ held.
-  Status OpenLocked();
-  void CloseLocked();
-  // Returns the cached prepared statement, reset and with bindings cleared.
-  Result<sqlite3_stmt*> Stmt(StmtId id, const char* op);
-  // Maps the connection's last error to an Error naming `op`.
-  Error SqlError(int rc, const char* op);
-  Status ExecLocked(StmtId id, const char* op);
-  void RollbackLocked();
   // Reads the row for `key`; kUnknownKey if absent.
   Result<KeyRow> SelectOneLocked(std::string_view key, const char* op);
 
-  const std::string path_;
   std::mutex mu_;
-  sqlite3* db_ = nullptr;                // guarded by mu_
-  sqlite3_stmt* stmts_[kNumStmts] = {};  // guarded by mu_
+  SqliteDb db_;  // guarded by mu_
 };
 
 }  // namespace seqd
