@@ -6,11 +6,15 @@
 #include <boost/asio/write.hpp>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <type_traits>
 #include <vector>
 
+#include "proto/message_codec.h"
 #include "server/core/log.h"
 #include "server/core/segment_allocator.h"
+#include "server/msg/message_service.h"
 #include "server/net/tcp_listener.h"
 
 namespace seqd {
@@ -64,14 +68,50 @@ WireError ToWire(const Error& e) {
   return {proto::Status::kInternal, "internal error"};
 }
 
+proto::MessageView View(const StoredMessage& m) {
+  return proto::MessageView{m.seq,           m.server_msg_id, m.sender_id,
+                            m.client_msg_id, m.content_type,  static_cast<uint8_t>(m.status),
+                            m.send_time_ms,  m.payload};
+}
+
+proto::MemberRes ToWire(const MemberView& v) {
+  return proto::MemberRes{{v.state.min_seq, v.state.max_seq, v.state.read_seq}};
+}
+
+std::vector<std::string> Strings(const std::vector<std::string_view>& views) {
+  return std::vector<std::string>(views.begin(), views.end());
+}
+
+std::optional<std::string> OptString(std::string_view s) {
+  if (s.empty()) return std::nullopt;
+  return std::string(s);
+}
+
+// The leading messages of `messages` whose encoding, after `fixed` bytes of
+// frame, fits in `max_frame`.
+std::vector<proto::MessageView> Fitting(const std::vector<StoredMessage>& messages, size_t fixed,
+                                        size_t max_frame) {
+  std::vector<proto::MessageView> out;
+  out.reserve(messages.size());
+  size_t size = fixed;
+  for (const StoredMessage& m : messages) {
+    proto::MessageView v = View(m);
+    size += proto::EncodedSize(v);
+    if (size > max_frame) break;
+    out.push_back(v);
+  }
+  return out;
+}
+
 }  // namespace
 
 struct BinaryServer::Impl {
-  Impl(BinaryServerOptions options_, SegmentAllocator& allocator_)
-      : options(std::move(options_)), allocator(allocator_) {}
+  Impl(BinaryServerOptions options_, SegmentAllocator& allocator_, MessageService* messages_)
+      : options(std::move(options_)), allocator(allocator_), messages(messages_) {}
 
   const BinaryServerOptions options;
   SegmentAllocator& allocator;
+  MessageService* const messages;         // null: message ops are unknown
   std::shared_ptr<TcpListener> listener;  // set once, by the constructor
 };
 
@@ -94,7 +134,14 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
         allocator_(server_->allocator),
         max_in_flight_(std::max<size_t>(1, server_->options.max_in_flight)),
         max_frame_(std::min(server_->options.max_frame_bytes, proto::kMaxFrameSize)),
+        max_output_(std::max<size_t>(server_->options.max_output_bytes, proto::kMaxFrameSize)),
         idle_(server_->options.idle_timeout) {}
+
+  ~Session() override {
+    // No listener may run once the subscriptions are gone; drop them before
+    // the push box (they reference it).
+    subs_.clear();
+  }
 
   // Never with `reject`: over-capacity connections are closed at once.
   void Start(bool /*reject*/) override {
@@ -116,12 +163,15 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
 
  private:
   size_t unanswered() const { return pending_ + queued_ + writing_count_; }
+  size_t unsent() const { return out_.size() + wbuf_.size(); }
+  bool output_full() const { return unsent() >= max_output_; }
 
   // --- reading -------------------------------------------------------------
 
   void StartRead() {
     if (reading_ || closed_ || closing_ || stopping_ || read_eof_) return;
     if (unanswered() >= max_in_flight_) return;  // backpressure: resumed by OnWrite
+    if (output_full()) return;                   // the same, on bytes
     const size_t have = in_end_ - in_begin_;
     size_t need = kMinReadSpace;
     if (have >= 4) {  // room for the whole partial frame (its length is valid)
@@ -173,7 +223,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   void ProcessInput() {
     if (closed_ || closing_ || stopping_) return;
     in_batch_ = true;
-    while (in_begin_ < in_end_ && unanswered() < max_in_flight_) {
+    while (in_begin_ < in_end_ && unanswered() < max_in_flight_ && !output_full()) {
       const std::string_view input(in_.data() + in_begin_, in_end_ - in_begin_);
       const proto::DecodeResult r = proto::DecodeFrame(input, max_frame_);
       if (r.state == proto::DecodeState::kNeedMore) break;
@@ -217,6 +267,9 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
       case proto::Opcode::kNextIds:
         return HandleNextIds(f);
       default:
+        if (server_->messages != nullptr && proto::IsMessageOpcode(f.opcode)) {
+          return HandleMessageOp(f);
+        }
         break;
     }
     char message[32];
@@ -287,6 +340,320 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     if (!in_batch_) Flush();  // in a batch, ProcessInput flushes once at the end
   }
 
+  // --- message store ops ---------------------------------------------------
+
+  void AnswerError(proto::Opcode op, uint32_t id, proto::Status status, std::string_view message) {
+    proto::AppendError(out_, op, id, status, message);
+    ++queued_;
+  }
+
+  // A callback for a MessageService call: counts the request as pending and,
+  // when the service answers (any thread), encodes the result on the strand
+  // with `encode(out, id, value)`.
+  template <typename T, typename Encode>
+  MessageService::Callback<T> Reply(proto::Opcode op, uint32_t id, Encode encode) {
+    if (pending_++ == 0 && !self_keep_) self_keep_ = shared_from_this();
+    return [this, op, id, encode = std::move(encode)](Result<T> r) mutable {
+      net::dispatch(strand_,
+                    [this, op, id, encode = std::move(encode), r = std::move(r)]() mutable {
+                      OnMessageDone(op, id, std::move(r), encode);
+                    });
+    };
+  }
+
+  template <typename T, typename Encode>
+  void OnMessageDone(proto::Opcode op, uint32_t id, Result<T> r, Encode& encode) {
+    std::shared_ptr<Session> keep;
+    if (--pending_ == 0 && !in_batch_) keep = std::move(self_keep_);
+    if (closed_ || closing_) return;
+    if (r.ok()) {
+      encode(out_, id, *r);
+    } else {
+      const WireError w = ToWire(r.error());
+      proto::AppendError(out_, op, id, w.status, w.message);
+      if (w.status == proto::Status::kShuttingDown) stopping_ = true;
+    }
+    ++queued_;
+    PublishUnsent();
+    if (!in_batch_) Flush();
+  }
+
+  // Encodes a fixed-shape result.
+  template <typename Wire, typename T, typename Convert>
+  static auto Encoder(proto::Opcode op, Convert convert) {
+    return [op, convert](std::string& out, uint32_t id, const T& value) {
+      proto::AppendOkResult(out, op, id, convert(value));
+    };
+  }
+
+  template <typename Req>
+  std::optional<Req> Decode(const proto::FrameView& f) {
+    std::optional<Req> req = proto::DecodeBody<Req>(f.payload);
+    if (!req) {
+      AnswerError(Req::kOpcode, f.request_id, proto::Status::kInvalidArgument,
+                  "malformed " + std::string(proto::MessageOpName(f.opcode)) +
+                      " payload (see docs/protocol.md)");
+    }
+    return req;
+  }
+
+  void HandleMessageOp(const proto::FrameView& f) {
+    MessageService& svc = *server_->messages;
+    const uint32_t id = f.request_id;
+    const auto op = static_cast<proto::Opcode>(f.opcode);
+    if (op == proto::kOpSend) {
+      auto q = Decode<proto::SendReq>(f);
+      if (!q) return;
+      SendRequest req{std::string(q->conv_id), std::string(q->sender_id),
+                      std::string(q->client_msg_id), q->content_type, std::string(q->payload)};
+      svc.Send(std::move(req),
+               Reply<AppendOutcome>(
+                   op, id, Encoder<proto::SendRes, AppendOutcome>(op, [](const AppendOutcome& o) {
+                     return proto::SendRes{o.seq, o.server_msg_id, o.send_time_ms, o.duplicate};
+                   })));
+      return;
+    }
+    if (op == proto::kOpPullRange) {
+      auto q = Decode<proto::PullRangeReq>(f);
+      if (!q) return;
+      PullRequest req;
+      req.conv_id = std::string(q->conv_id);
+      req.from_seq = q->from_seq;
+      if (q->to_seq != 0) req.to_seq = q->to_seq;
+      req.limit = q->limit;
+      req.descending = q->descending;
+      req.user_id = OptString(q->user_id);
+      const size_t max_frame = max_frame_;
+      svc.Pull(std::move(req),
+               Reply<MessagePage>(
+                   op, id, [max_frame](std::string& out, uint32_t rid, const MessagePage& p) {
+                     proto::PullRangeRes res;
+                     res.messages = Fitting(p.messages, proto::kHeaderSize + 7, max_frame);
+                     if (res.messages.empty() && !p.messages.empty()) {
+                       proto::AppendError(out, proto::kOpPullRange, rid, proto::Status::kTooLarge,
+                                          "message does not fit in a frame");
+                       return;
+                     }
+                     res.is_end = !p.more && res.messages.size() == p.messages.size();
+                     proto::AppendOkResult(out, proto::kOpPullRange, rid, res);
+                   }));
+      return;
+    }
+    if (op == proto::kOpPullSeqs) {
+      auto q = Decode<proto::PullSeqsReq>(f);
+      if (!q) return;
+      const size_t max_frame = max_frame_;
+      svc.PullSeqs(
+          std::string(q->conv_id), std::move(q->seqs), OptString(q->user_id),
+          Reply<std::vector<StoredMessage>>(
+              op, id,
+              [max_frame](std::string& out, uint32_t rid, const std::vector<StoredMessage>& ms) {
+                proto::PullSeqsRes res;
+                res.messages = Fitting(ms, proto::kHeaderSize + 6, max_frame);
+                if (res.messages.empty() && !ms.empty()) {
+                  proto::AppendError(out, proto::kOpPullSeqs, rid, proto::Status::kTooLarge,
+                                     "message does not fit in a frame");
+                  return;
+                }
+                proto::AppendOkResult(out, proto::kOpPullSeqs, rid, res);
+              }));
+      return;
+    }
+    if (op == proto::kOpMaxSeqs) {
+      auto q = Decode<proto::MaxSeqsReq>(f);
+      if (!q) return;
+      svc.MaxSeqs(Strings(q->conv_ids),
+                  Reply<std::vector<int64_t>>(
+                      op, id,
+                      Encoder<proto::MaxSeqsRes, std::vector<int64_t>>(
+                          op, [](const std::vector<int64_t>& v) { return proto::MaxSeqsRes{v}; })));
+      return;
+    }
+    if (op == proto::kOpSyncUser) {
+      auto q = Decode<proto::SyncUserReq>(f);
+      if (!q) return;
+      svc.SyncUser(std::string(q->user_id), Strings(q->conv_ids),
+                   Reply<std::vector<ConvSync>>(
+                       op, id, [](std::string& out, uint32_t rid, const std::vector<ConvSync>& v) {
+                         proto::SyncUserRes res;
+                         res.convs.reserve(v.size());
+                         for (const ConvSync& c : v) {
+                           res.convs.push_back(
+                               {c.conv_id, c.max_seq, c.min_seq, c.read_seq, c.unread, c.member});
+                         }
+                         proto::AppendOkResult(out, proto::kOpSyncUser, rid, res);
+                       }));
+      return;
+    }
+    auto member_encoder = [op](std::string& out, uint32_t rid, const MemberView& v) {
+      proto::AppendOkResult(out, op, rid, ToWire(v));
+    };
+    if (op == proto::kOpMarkRead) {
+      auto q = Decode<proto::MarkReadReq>(f);
+      if (!q) return;
+      svc.MarkRead(std::string(q->conv_id), std::string(q->user_id), q->read_seq,
+                   Reply<MemberView>(op, id, member_encoder));
+      return;
+    }
+    if (op == proto::kOpSetMember) {
+      auto q = Decode<proto::SetMemberReq>(f);
+      if (!q) return;
+      svc.SetMember(std::string(q->conv_id), std::string(q->user_id), q->min_seq, q->max_seq,
+                    q->clear_max, Reply<MemberView>(op, id, member_encoder));
+      return;
+    }
+    if (op == proto::kOpGetMember) {
+      auto q = Decode<proto::GetMemberReq>(f);
+      if (!q) return;
+      svc.GetMember(std::string(q->conv_id), std::string(q->user_id),
+                    Reply<MemberView>(op, id, member_encoder));
+      return;
+    }
+    if (op == proto::kOpSetStatus) {
+      auto q = Decode<proto::SetStatusReq>(f);
+      if (!q) return;
+      svc.SetStatus(
+          std::string(q->conv_id), q->seq, static_cast<MessageStatus>(q->status),
+          Reply<StoredMessage>(op, id, [](std::string& out, uint32_t rid, const StoredMessage& m) {
+            proto::AppendOkResult(out, proto::kOpSetStatus, rid, proto::MessageRes{View(m)});
+          }));
+      return;
+    }
+    if (op == proto::kOpSetConvMinSeq) {
+      auto q = Decode<proto::SetConvMinSeqReq>(f);
+      if (!q) return;
+      svc.SetConvMinSeq(
+          std::string(q->conv_id), q->min_seq,
+          Reply<int64_t>(op, id, Encoder<proto::MinSeqRes, int64_t>(op, [](int64_t v) {
+                           return proto::MinSeqRes{v};
+                         })));
+      return;
+    }
+    if (op == proto::kOpSubscribe) return HandleSubscribe(f);
+    if (op == proto::kOpUnsubscribe) {
+      auto q = Decode<proto::UnsubscribeReq>(f);
+      if (!q) return;
+      if (q->conv_ids.size() > proto::kMaxWireList) {
+        return AnswerError(op, id, proto::Status::kTooLarge,
+                           "at most 1000 conversations per UNSUBSCRIBE");
+      }
+      for (std::string_view c : q->conv_ids) {
+        auto it = subs_.find(c);
+        if (it != subs_.end()) subs_.erase(it);  // never called again once destroyed
+      }
+      proto::AppendOkResult(out_, op, id, proto::EmptyRes{});
+      ++queued_;
+      return;
+    }
+    AnswerError(op, id, proto::Status::kInvalidArgument,
+                std::string(proto::MessageOpName(f.opcode)) + " is sent by the server only");
+  }
+
+  // --- push ----------------------------------------------------------------
+
+  // Shared by the session (strand) and its listeners (writer threads).
+  struct PushBox {
+    PushBox(Strand s, size_t max_output, size_t max_frame)
+        : strand(std::move(s)), max_output(max_output), max_frame(max_frame) {}
+    const Strand strand;
+    const size_t max_output;
+    const size_t max_frame;
+    std::weak_ptr<Session> session;  // set once, before any listener exists
+    std::atomic<size_t> unsent{0};   // the session's out_ + wbuf_ bytes, as last published
+
+    std::mutex mu;
+    std::string buf;       // push frames not yet moved to out_
+    bool posted = false;   // a drain is queued on the strand
+    bool dropped = false;  // over the cap: pushes discarded until the drain drops the subscriptions
+  };
+
+  // Writer thread. Never blocks on the connection.
+  static void OnPush(PushBox& box, const StoredMessage& m) {
+    std::lock_guard<std::mutex> lock(box.mu);
+    if (box.dropped) return;
+    const size_t before = box.buf.size();
+    proto::AppendPushMessage(box.buf, proto::PushMessage{m.conv_id, View(m)});
+    if (box.buf.size() - before > box.max_frame ||
+        box.buf.size() + box.unsent.load(std::memory_order_relaxed) > box.max_output) {
+      box.buf.resize(before);
+      box.dropped = true;
+    }
+    if (!box.posted) {
+      box.posted = true;
+      net::post(box.strand, [weak = box.session] {
+        if (std::shared_ptr<Session> self = weak.lock()) self->DrainPush();
+      });
+    }
+  }
+
+  void PublishUnsent() {
+    if (push_) push_->unsent.store(unsent(), std::memory_order_relaxed);
+  }
+
+  void DrainPush() {
+    std::string data;
+    bool dropped;
+    {
+      std::lock_guard<std::mutex> lock(push_->mu);
+      data.swap(push_->buf);
+      push_->posted = false;
+      dropped = push_->dropped;
+    }
+    if (closed_ || closing_) return;
+    out_ += data;
+    if (dropped) {
+      // Destroyed outside the lock: a listener may be waiting for it.
+      subs_.clear();
+      {
+        std::lock_guard<std::mutex> lock(push_->mu);
+        push_->dropped = false;
+        push_->buf.clear();  // nothing was queued while dropped
+      }
+      SEQD_LOG(kDebug) << "binary: push backlog over " << max_output_
+                       << " bytes: subscriptions dropped";
+      proto::AppendPushDropped(out_, proto::Status::kTooLarge,
+                               "push backlog over " + std::to_string(max_output_) +
+                                   " bytes: subscriptions dropped; pull to re-sync");
+    }
+    PublishUnsent();
+    Flush();
+  }
+
+  void HandleSubscribe(const proto::FrameView& f) {
+    const auto op = proto::kOpSubscribe;
+    auto q = Decode<proto::SubscribeReq>(f);
+    if (!q) return;
+    if (q->conv_ids.size() > proto::kMaxWireList) {
+      return AnswerError(op, f.request_id, proto::Status::kTooLarge,
+                         "at most 1000 conversations per SUBSCRIBE");
+    }
+    if (!push_) {
+      push_ = std::make_shared<PushBox>(strand_, max_output_, max_frame_);
+      push_->session = weak_from_this();
+      PublishUnsent();
+    }
+    // All or nothing: new subscriptions are made aside, then kept.
+    std::map<std::string, std::unique_ptr<Subscription>, std::less<>> added;
+    for (std::string_view c : q->conv_ids) {
+      if (subs_.count(c) || added.count(c)) continue;
+      if (subs_.size() + added.size() >= server_->options.max_subscriptions) {
+        return AnswerError(op, f.request_id, proto::Status::kTooLarge,
+                           "at most " + std::to_string(server_->options.max_subscriptions) +
+                               " subscriptions per connection");
+      }
+      Result<std::unique_ptr<Subscription>> sub = server_->messages->Subscribe(
+          {std::string(c)}, [box = push_](const StoredMessage& m) { OnPush(*box, m); });
+      if (!sub.ok()) {
+        const WireError w = ToWire(sub.error());
+        return AnswerError(op, f.request_id, w.status, w.message);
+      }
+      added.emplace(std::string(c), std::move(sub.value()));
+    }
+    subs_.merge(added);
+    proto::AppendOkResult(out_, op, f.request_id, proto::EmptyRes{});
+    ++queued_;
+  }
+
   // Sends one error frame, then closes (after lingering).
   void ProtocolError(proto::Status status, std::string_view message) {
     SEQD_LOG(kDebug) << "binary: closing connection: " << proto::StatusName(status) << ": "
@@ -303,6 +670,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     out_.swap(wbuf_);  // wbuf_ was empty: out_ keeps its capacity for next time
     writing_count_ = queued_;
     queued_ = 0;
+    PublishUnsent();
     net::async_write(socket_, net::buffer(wbuf_),
                      [self = shared_from_this()](error_code ec, size_t) { self->OnWrite(ec); });
   }
@@ -318,6 +686,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     if (closed_) return;
     if (ec) return Close();
     last_activity_ = SteadyClock::now();
+    PublishUnsent();
     Flush();  // whatever accumulated meanwhile
     if (closing_) {
       if (!writing_) Linger();  // the error frame is out
@@ -363,6 +732,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     timer_.cancel();
     out_.clear();
     queued_ = 0;
+    subs_.clear();  // no more pushes
     // Requests still at the allocator keep the session (self_keep_) until
     // they complete; their answers are dropped.
   }
@@ -379,7 +749,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     if (ec || closed_) return;  // cancelled or re-armed
     if (lingering_) return Close();
     const auto now = SteadyClock::now();
-    if (unanswered() > 0) return ArmTimer(now + idle_);  // busy: not idle
+    if (unanswered() > 0 || !subs_.empty()) return ArmTimer(now + idle_);  // busy: not idle
     if (now - last_activity_ >= idle_) {
       SEQD_LOG(kDebug) << "binary: closing idle connection";
       return Close();
@@ -394,7 +764,10 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   SegmentAllocator& allocator_;
   const size_t max_in_flight_;
   const size_t max_frame_;
+  const size_t max_output_;
   const std::chrono::seconds idle_;
+  std::shared_ptr<PushBox> push_;  // made by the first SUBSCRIBE
+  std::map<std::string, std::unique_ptr<Subscription>, std::less<>> subs_;  // by conversation
 
   std::vector<char> in_;  // received bytes; [in_begin_, in_end_) not yet handled
   size_t in_begin_ = 0;
@@ -421,8 +794,8 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
 }  // namespace
 
 BinaryServer::BinaryServer(net::io_context& io, BinaryServerOptions options,
-                           SegmentAllocator& allocator)
-    : impl_(std::make_shared<Impl>(std::move(options), allocator)) {
+                           SegmentAllocator& allocator, MessageService* messages)
+    : impl_(std::make_shared<Impl>(std::move(options), allocator, messages)) {
   const BinaryServerOptions& o = impl_->options;
   impl_->listener = MakeTcpListener(
       io, {"binary", o.address, o.port, o.max_connections, /*sessions_reject=*/false}, impl_,

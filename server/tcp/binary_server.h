@@ -1,5 +1,7 @@
 // The binary protocol front end (docs/protocol.md): accepts TCP connections
-// on an io_context and serves PING and NEXT_IDS from a SegmentAllocator.
+// on an io_context and serves PING and NEXT_IDS from a SegmentAllocator, and
+// the message store ops (0x20-0x2B) and pushes from a MessageService when
+// given one (without one, those opcodes are answered UNKNOWN_OPCODE).
 //
 // Each connection has its own strand. Requests are pipelined: every complete
 // frame that has arrived is handled at once, and each response is sent when
@@ -9,10 +11,19 @@
 //
 // Limits: at most max_in_flight requests per connection are unanswered (not
 // yet written back); at that point the connection is not read until some
-// are. Protocol errors (bad length, version, flags) get one error frame, then
+// are, nor while more than max_output_bytes of answers and pushes wait to be
+// written. Protocol errors (bad length, version, flags) get one error frame, then
 // the connection is closed. A connection with nothing in flight that sends
 // nothing for idle_timeout is closed. Beyond max_connections new connections
-// are closed at once.
+// are closed at once. A connection with subscriptions is never idle.
+//
+// Push: SUBSCRIBE registers one MessageService subscription per conversation,
+// owned by the connection and dropped when it closes. The listener (on a
+// writer thread) encodes the push frame into a per-connection buffer under a
+// mutex and posts a drain to the strand; it never blocks on the socket. If a
+// push would take the connection's unsent bytes above max_output_bytes, it
+// is discarded, every subscription of the connection is dropped and a
+// PUSH_DROPPED frame follows the pushes already queued.
 //
 // Thread safety: all methods are safe from any thread. The io_context may be
 // run by any number of threads; no handler blocks.
@@ -35,6 +46,7 @@ class io_context;
 namespace seqd {
 
 class SegmentAllocator;
+class MessageService;
 
 struct BinaryServerOptions {
   std::string address = "127.0.0.1";
@@ -43,14 +55,20 @@ struct BinaryServerOptions {
   std::chrono::seconds idle_timeout{300};  // 0 disables the idle timeout
   size_t max_connections = 10000;
   size_t max_frame_bytes = proto::kMaxFrameSize;  // whole frame; never above kMaxFrameSize
+  // Unsent answers and pushes per connection: reading pauses above it, and a
+  // push that would pass it drops the connection's subscriptions.
+  size_t max_output_bytes = 4 << 20;
+  size_t max_subscriptions = 10000;  // conversations subscribed per connection
 };
 
 class BinaryServer {
  public:
-  // `io` and `allocator` must outlive the server and every connection it
-  // serves: call Stop() and wait for `drained` (or stop `io`) first.
+  // `io`, `allocator` and `messages` (optional: nullptr answers the message
+  // ops UNKNOWN_OPCODE) must outlive the server and every connection it
+  // serves: call Stop() and wait for `drained` (or stop `io`) first, then
+  // shut the message service down.
   BinaryServer(boost::asio::io_context& io, BinaryServerOptions options,
-               SegmentAllocator& allocator);
+               SegmentAllocator& allocator, MessageService* messages = nullptr);
   ~BinaryServer();
   BinaryServer(const BinaryServer&) = delete;
   BinaryServer& operator=(const BinaryServer&) = delete;
