@@ -1,7 +1,6 @@
 #include "storage/mysql_message_store.h"
 
 #include <cppconn/connection.h>
-#include <cppconn/driver.h>
 #include <cppconn/exception.h>
 #include <cppconn/prepared_statement.h>
 #include <cppconn/resultset.h>
@@ -10,8 +9,6 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
-#include <map>
-#include <mutex>
 #include <unordered_map>
 #include <utility>
 
@@ -139,58 +136,10 @@ std::string ListSql(ListKind kind, size_t n) {
   return sql;
 }
 
-bool IsConnectionLost(int code) {
-  switch (code) {
-    case 1053:  // ER_SERVER_SHUTDOWN
-    case 1927:  // ER_CONNECTION_KILLED (MariaDB)
-    case 2002:  // CR_CONNECTION_ERROR
-    case 2003:  // CR_CONN_HOST_ERROR
-    case 2006:  // CR_SERVER_GONE_ERROR
-    case 2011:  // CR_TCP_CONNECTION
-    case 2013:  // CR_SERVER_LOST
-    case 2026:  // CR_SSL_CONNECTION_ERROR
-    case 2027:  // CR_MALFORMED_PACKET
-    case 2048:  // CR_INVALID_CONN_HANDLE
-    case 2055:  // CR_SERVER_LOST_EXTENDED
-    case 4031:  // ER_CLIENT_INTERACTION_TIMEOUT (MySQL 8)
-      return true;
-    default:
-      return false;
-  }
-}
+std::string ListSqlById(int kind, size_t n) { return ListSql(static_cast<ListKind>(kind), n); }
 
-bool IsTransient(int code) {
-  switch (code) {
-    case 1040:  // ER_CON_COUNT_ERROR
-    case 1203:  // ER_TOO_MANY_USER_CONNECTIONS
-    case 1205:  // ER_LOCK_WAIT_TIMEOUT
-    case 1213:  // ER_LOCK_DEADLOCK
-    case 1290:  // ER_OPTION_PREVENTS_STATEMENT (read-only replica)
-    case 1792:  // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
-    case 1836:  // ER_READ_ONLY_MODE
-      return true;
-    default:
-      return false;
-  }
-}
-
-sql::Driver* Driver() {
-  static sql::Driver* const driver = get_driver_instance();
-  return driver;
-}
-
-std::string Sqlstate(const sql::SQLException& e) {
-  const std::string& s = e.getSQLState();
-  return s.empty() ? std::string() : ", SQLSTATE " + s;
-}
-
-Error ExceptionError(const sql::SQLException& e, const std::string& op, bool lost) {
-  const int code = e.getErrorCode();
-  const bool unavailable = lost || IsConnectionLost(code) || IsTransient(code);
-  return MakeError(
-      unavailable ? ErrorCode::kStoreUnavailable : ErrorCode::kInternal,
-      op + ": " + e.what() + " (MySQL error " + std::to_string(code) + Sqlstate(e) + ")");
-}
+const char* const kSessionSetup[] = {"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"};
+const MysqlSession kSession{kSql, ListSqlById, kSessionSetup, std::nullopt};
 
 MessageStatus ToStatus(int64_t v) {
   switch (v) {
@@ -224,182 +173,14 @@ int64_t ClampLimit(size_t limit) {
 
 }  // namespace
 
-struct MysqlMessageStore::Conn {
-  std::unique_ptr<sql::Connection> conn;  // declared first: destroyed last
-  std::unique_ptr<sql::PreparedStatement> stmts[kNumStmts];
-  std::map<std::pair<int, size_t>, std::unique_ptr<sql::PreparedStatement>> lists;
-  bool in_txn = false;
-
-  sql::PreparedStatement& Stmt(StmtId id) {
-    if (!stmts[id]) stmts[id].reset(conn->prepareStatement(kSql[id]));
-    stmts[id]->clearParameters();
-    in_txn = true;
-    return *stmts[id];
-  }
-
-  sql::PreparedStatement& List(ListKind kind, size_t n) {
-    auto& s = lists[{kind, n}];
-    if (!s) s.reset(conn->prepareStatement(ListSql(kind, n)));
-    s->clearParameters();
-    in_txn = true;
-    return *s;
-  }
-
-  void Commit() {
-    conn->commit();
-    in_txn = false;
-  }
-
-  void RollbackQuietly() noexcept {
-    if (!in_txn) return;
-    in_txn = false;
-    try {
-      conn->rollback();
-    } catch (...) {
-    }
-  }
-
-  bool LostAfter(int code) noexcept {
-    if (IsConnectionLost(code)) return true;
-    try {
-      if (conn->isClosed()) return true;
-      if (code == 0 || (code >= 2000 && code < 3000)) return !conn->isValid();
-      return false;
-    } catch (...) {
-      return true;
-    }
-  }
-};
-
-MysqlMessageStore::MysqlMessageStore(MysqlOptions options) : options_(std::move(options)) {}
+MysqlMessageStore::MysqlMessageStore(MysqlOptions options) : pool_(std::move(options), kSession) {}
 
 MysqlMessageStore::~MysqlMessageStore() = default;
 
-std::string MysqlMessageStore::Describe() const {
-  std::string host =
-      options_.host.find(':') != std::string::npos ? "[" + options_.host + "]" : options_.host;
-  return options_.user + "@" + host + ":" + std::to_string(options_.port) + "/" + options_.database;
-}
-
-Result<std::unique_ptr<MysqlMessageStore::Conn>> MysqlMessageStore::Connect() {
-  const std::string where = "mysql connect to " + Describe();
-  try {
-    static std::once_flag once;
-    std::call_once(once, [] { Driver(); });
-    sql::ConnectOptionsMap props;
-    const bool v6 = options_.host.find(':') != std::string::npos;
-    props["hostName"] = "tcp://" + (v6 ? "[" + options_.host + "]" : options_.host) + ":" +
-                        std::to_string(options_.port);
-    props["userName"] = options_.user;
-    props["password"] = options_.password;
-    props["schema"] = options_.database;
-    props["OPT_CONNECT_TIMEOUT"] = options_.connect_timeout_s;
-    props["OPT_READ_TIMEOUT"] = options_.rw_timeout_s;
-    props["OPT_WRITE_TIMEOUT"] = options_.rw_timeout_s;
-    props["OPT_RECONNECT"] = false;
-    props["OPT_CHARSET_NAME"] = "utf8mb4";
-    props["CLIENT_FOUND_ROWS"] = true;  // UPDATE counts matched rows
-    auto c = std::make_unique<Conn>();
-    c->conn.reset(Driver()->connect(props));
-    if (!c->conn) return MakeError(ErrorCode::kStoreUnavailable, where + ": no connection");
-    {
-      std::unique_ptr<sql::Statement> s(c->conn->createStatement());
-      s->execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
-    }
-    c->conn->setAutoCommit(false);
-    return c;
-  } catch (const sql::SQLException& e) {
-    return MakeError(ErrorCode::kStoreUnavailable, where + ": " + e.what() + " (MySQL error " +
-                                                       std::to_string(e.getErrorCode()) +
-                                                       Sqlstate(e) + ")");
-  } catch (const std::exception& e) {
-    return MakeError(ErrorCode::kStoreUnavailable, where + ": " + e.what());
-  }
-}
-
-Result<std::unique_ptr<MysqlMessageStore::Conn>> MysqlMessageStore::Acquire(bool fresh) {
-  std::unique_ptr<Conn> stale;
-  {
-    std::unique_lock lock(mu_);
-    const int cap = options_.pool_size > 0 ? options_.pool_size : 1;
-    cv_.wait(lock, [&] { return !idle_.empty() || open_ < cap; });
-    if (!idle_.empty()) {
-      std::unique_ptr<Conn> c = std::move(idle_.back());
-      idle_.pop_back();
-      if (!fresh) return c;
-      stale = std::move(c);
-    } else {
-      ++open_;
-    }
-  }
-  stale.reset();
-  auto c = Connect();
-  if (!c.ok()) {
-    {
-      std::lock_guard lock(mu_);
-      --open_;
-    }
-    cv_.notify_one();
-  }
-  return c;
-}
-
-void MysqlMessageStore::Release(std::unique_ptr<Conn> conn, bool broken) {
-  {
-    std::lock_guard lock(mu_);
-    if (!broken) {
-      idle_.push_back(std::move(conn));
-    } else {
-      --open_;
-    }
-  }
-  cv_.notify_one();
-  conn.reset();
-}
-
-void MysqlMessageStore::DropIdle() {
-  std::vector<std::unique_ptr<Conn>> dropped;
-  {
-    std::lock_guard lock(mu_);
-    dropped.swap(idle_);
-    open_ -= static_cast<int>(dropped.size());
-  }
-  cv_.notify_all();
-}
-
-template <typename T, typename Fn>
-Result<T> MysqlMessageStore::Run(const char* op, Fn&& fn) {
-  const std::string what = std::string("mysql ") + op;
-  for (int attempt = 0;; ++attempt) {
-    auto acquired = Acquire(/*fresh=*/attempt > 0);
-    if (!acquired.ok()) return acquired.error();
-    std::unique_ptr<Conn> c = std::move(acquired).value();
-    bool lost = false;
-    bool retryable = true;
-    Error err;
-    try {
-      Result<T> r = fn(*c, retryable);
-      c->RollbackQuietly();
-      Release(std::move(c), /*broken=*/false);
-      return r;
-    } catch (const sql::SQLException& e) {
-      lost = c->LostAfter(e.getErrorCode());
-      err = ExceptionError(e, what, lost);
-    } catch (const std::exception& e) {
-      lost = c->LostAfter(0);
-      err = MakeError(lost ? ErrorCode::kStoreUnavailable : ErrorCode::kInternal,
-                      what + ": " + e.what());
-    }
-    if (!lost) c->RollbackQuietly();
-    Release(std::move(c), /*broken=*/lost);
-    if (!lost) return err;
-    DropIdle();
-    if (attempt >= 1 || !retryable) return err;
-  }
-}
+std::string MysqlMessageStore::Describe() const { return DescribeMysql(pool_.options()); }
 
 Status MysqlMessageStore::EnsureSchema() {
-  return Run<Ok>("create tables", [](Conn& c, bool&) -> Result<Ok> {
+  return pool_.Run<Ok>("create tables", [](MysqlConn& c) -> Result<Ok> {
     std::unique_ptr<sql::Statement> s(c.conn->createStatement());
     for (const char* ddl : kSchema) s->execute(ddl);
     c.Commit();
@@ -450,8 +231,8 @@ Result<std::vector<AppendOutcome>> MysqlMessageStore::Append(std::span<const App
   }
 
   std::unordered_map<std::string, int64_t> committed;  // new max per conversation
-  auto result = Run<std::vector<AppendOutcome>>(
-      "append", [&](Conn& c, bool& retryable) -> Result<std::vector<AppendOutcome>> {
+  auto result = pool_.Run<std::vector<AppendOutcome>>(
+      "append", [&](MysqlConn& c, bool& retryable) -> Result<std::vector<AppendOutcome>> {
         auto max_stmt = [&](size_t n) -> sql::PreparedStatement& { return c.List(kMaxSeqIn, n); };
         std::vector<AppendOutcome> out(batch.size());
         std::unordered_map<std::string, int64_t> cur;
@@ -518,8 +299,7 @@ Result<std::vector<AppendOutcome>> MysqlMessageStore::Append(std::span<const App
             committed = std::move(cur);
             return out;
           }
-          c.conn->rollback();
-          c.in_txn = false;
+          c.Rollback();
         }
 
         // ---- slow path: row by row, reading the true max.
@@ -591,7 +371,7 @@ Result<std::vector<AppendOutcome>> MysqlMessageStore::Append(std::span<const App
 
 Result<int64_t> MysqlMessageStore::MaxSeq(std::string_view conv_id) {
   const std::string conv(conv_id);
-  return Run<int64_t>("max seq", [&](Conn& c, bool&) -> Result<int64_t> {
+  return pool_.Run<int64_t>("max seq", [&](MysqlConn& c) -> Result<int64_t> {
     sql::PreparedStatement& s = c.Stmt(kMaxSeq);
     s.setString(1, conv);
     std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
@@ -611,16 +391,17 @@ Result<std::vector<int64_t>> MysqlMessageStore::MaxSeqs(std::span<const std::str
       if (seen.emplace(c, true).second) distinct.push_back(c);
     }
   }
-  return Run<std::vector<int64_t>>("max seqs", [&](Conn& c, bool&) -> Result<std::vector<int64_t>> {
-    std::unordered_map<std::string, int64_t> max;
-    ReadMaxSeqs([&](size_t n) -> sql::PreparedStatement& { return c.List(kMaxSeqIn, n); }, distinct,
-                max);
-    c.Commit();
-    std::vector<int64_t> out;
-    out.reserve(conv_ids.size());
-    for (const std::string& conv : conv_ids) out.push_back(max[conv]);
-    return out;
-  });
+  return pool_.Run<std::vector<int64_t>>(
+      "max seqs", [&](MysqlConn& c) -> Result<std::vector<int64_t>> {
+        std::unordered_map<std::string, int64_t> max;
+        ReadMaxSeqs([&](size_t n) -> sql::PreparedStatement& { return c.List(kMaxSeqIn, n); },
+                    distinct, max);
+        c.Commit();
+        std::vector<int64_t> out;
+        out.reserve(conv_ids.size());
+        for (const std::string& conv : conv_ids) out.push_back(max[conv]);
+        return out;
+      });
 }
 
 Result<MessagePage> MysqlMessageStore::GetRange(const RangeQuery& q) {
@@ -629,7 +410,7 @@ Result<MessagePage> MysqlMessageStore::GetRange(const RangeQuery& q) {
                      "get range: REQUIRES from_seq <= to_seq and limit >= 1");
   }
   const int64_t limit = ClampLimit(q.limit);
-  return Run<MessagePage>("get range", [&](Conn& c, bool&) -> Result<MessagePage> {
+  return pool_.Run<MessagePage>("get range", [&](MysqlConn& c) -> Result<MessagePage> {
     sql::PreparedStatement& s = c.Stmt(q.descending ? kRangeDesc : kRangeAsc);
     s.setString(1, q.conv_id);
     s.setInt64(2, q.from_seq);
@@ -657,8 +438,8 @@ Result<std::vector<StoredMessage>> MysqlMessageStore::GetBySeqs(std::string_view
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
   if (sorted.empty()) return std::vector<StoredMessage>();
   const std::string conv(conv_id);
-  return Run<std::vector<StoredMessage>>(
-      "get by seqs", [&](Conn& c, bool&) -> Result<std::vector<StoredMessage>> {
+  return pool_.Run<std::vector<StoredMessage>>(
+      "get by seqs", [&](MysqlConn& c) -> Result<std::vector<StoredMessage>> {
         std::vector<StoredMessage> out;
         for (size_t at = 0; at < sorted.size(); at += kInListMax) {
           const size_t n = std::min(kInListMax, sorted.size() - at);
@@ -679,7 +460,7 @@ Result<StoredMessage> MysqlMessageStore::SetStatus(std::string_view conv_id, int
     return MakeError(ErrorCode::kInvalidArgument, "set status: REQUIRES status != normal");
   }
   const std::string conv(conv_id);
-  return Run<StoredMessage>("set status", [&](Conn& c, bool&) -> Result<StoredMessage> {
+  return pool_.Run<StoredMessage>("set status", [&](MysqlConn& c) -> Result<StoredMessage> {
     sql::PreparedStatement& upd = c.Stmt(kSetStatus);
     upd.setInt(1, static_cast<int>(status));
     upd.setString(2, conv);
@@ -699,7 +480,7 @@ Result<StoredMessage> MysqlMessageStore::SetStatus(std::string_view conv_id, int
 
 Result<int64_t> MysqlMessageStore::GetConvMinSeq(std::string_view conv_id) {
   const std::string conv(conv_id);
-  return Run<int64_t>("get conv min seq", [&](Conn& c, bool&) -> Result<int64_t> {
+  return pool_.Run<int64_t>("get conv min seq", [&](MysqlConn& c) -> Result<int64_t> {
     sql::PreparedStatement& s = c.Stmt(kGetConvMin);
     s.setString(1, conv);
     std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
@@ -712,7 +493,7 @@ Result<int64_t> MysqlMessageStore::GetConvMinSeq(std::string_view conv_id) {
 
 Status MysqlMessageStore::SetConvMinSeq(std::string_view conv_id, int64_t min_seq) {
   const std::string conv(conv_id);
-  return Run<Ok>("set conv min seq", [&](Conn& c, bool&) -> Result<Ok> {
+  return pool_.Run<Ok>("set conv min seq", [&](MysqlConn& c) -> Result<Ok> {
     sql::PreparedStatement& s = c.Stmt(kSetConvMin);
     s.setString(1, conv);
     s.setInt64(2, min_seq);
@@ -738,25 +519,25 @@ Result<std::optional<MemberState>> MysqlMessageStore::GetMember(std::string_view
                                                                 std::string_view user_id) {
   const std::string conv(conv_id);
   const std::string user(user_id);
-  return Run<std::optional<MemberState>>("get member",
-                                         [&](Conn& c, bool&) -> Result<std::optional<MemberState>> {
-                                           sql::PreparedStatement& s = c.Stmt(kGetMember);
-                                           s.setString(1, conv);
-                                           s.setString(2, user);
-                                           std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
-                                           std::optional<MemberState> m;
-                                           if (rs->next()) m = ReadMember(*rs);
-                                           rs.reset();
-                                           c.Commit();
-                                           return m;
-                                         });
+  return pool_.Run<std::optional<MemberState>>(
+      "get member", [&](MysqlConn& c) -> Result<std::optional<MemberState>> {
+        sql::PreparedStatement& s = c.Stmt(kGetMember);
+        s.setString(1, conv);
+        s.setString(2, user);
+        std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
+        std::optional<MemberState> m;
+        if (rs->next()) m = ReadMember(*rs);
+        rs.reset();
+        c.Commit();
+        return m;
+      });
 }
 
 Status MysqlMessageStore::PutMember(std::string_view conv_id, std::string_view user_id,
                                     const MemberState& state) {
   const std::string conv(conv_id);
   const std::string user(user_id);
-  return Run<Ok>("put member", [&](Conn& c, bool&) -> Result<Ok> {
+  return pool_.Run<Ok>("put member", [&](MysqlConn& c) -> Result<Ok> {
     sql::PreparedStatement& s = c.Stmt(kPutMember);
     s.setString(1, conv);
     s.setString(2, user);
@@ -778,7 +559,7 @@ Result<MemberState> MysqlMessageStore::SetReadSeq(std::string_view conv_id,
                                                   int64_t upper) {
   const std::string conv(conv_id);
   const std::string user(user_id);
-  return Run<MemberState>("set read seq", [&](Conn& c, bool&) -> Result<MemberState> {
+  return pool_.Run<MemberState>("set read seq", [&](MysqlConn& c) -> Result<MemberState> {
     sql::PreparedStatement& s = c.Stmt(kGetMemberForUpdate);
     s.setString(1, conv);
     s.setString(2, user);
@@ -812,7 +593,7 @@ Result<int64_t> MysqlMessageStore::CountUnread(std::string_view conv_id, std::st
                                                int64_t after_seq, int64_t upto_seq) {
   const std::string conv(conv_id);
   const std::string user(user_id);
-  return Run<int64_t>("count unread", [&](Conn& c, bool&) -> Result<int64_t> {
+  return pool_.Run<int64_t>("count unread", [&](MysqlConn& c) -> Result<int64_t> {
     sql::PreparedStatement& s = c.Stmt(kCountUnread);
     s.setString(1, conv);
     s.setInt64(2, after_seq);
@@ -827,7 +608,7 @@ Result<int64_t> MysqlMessageStore::CountUnread(std::string_view conv_id, std::st
 }
 
 Status MysqlMessageStore::Ping() {
-  return Run<Ok>("ping", [](Conn& c, bool&) -> Result<Ok> {
+  return pool_.Run<Ok>("ping", [](MysqlConn& c) -> Result<Ok> {
     std::unique_ptr<sql::ResultSet> rs(c.Stmt(kPing).executeQuery());
     rs.reset();
     c.Commit();

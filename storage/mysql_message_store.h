@@ -23,13 +23,11 @@
 // network I/O.
 #pragma once
 
-#include <condition_variable>
-#include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "storage/message_store.h"
+#include "storage/mysql_pool.h"
 #include "storage/mysql_store.h"
 
 namespace seqd {
@@ -70,24 +68,7 @@ class MysqlMessageStore final : public MessageStore {
   Status Ping() override;
 
  private:
-  struct Conn;  // one connection and its prepared statements
-
-  Result<std::unique_ptr<Conn>> Acquire(bool fresh);
-  void Release(std::unique_ptr<Conn> conn, bool broken);
-  void DropIdle();
-  Result<std::unique_ptr<Conn>> Connect();
-
-  // Runs fn(Conn&, bool& retryable) -> Result<T> on a pooled connection,
-  // mapping exceptions; retries once on a new connection after a lost
-  // connection unless fn cleared `retryable` (e.g. while committing).
-  template <typename T, typename Fn>
-  Result<T> Run(const char* op, Fn&& fn);
-
-  const MysqlOptions options_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::unique_ptr<Conn>> idle_;  // guarded by mu_
-  int open_ = 0;                             // guarded by mu_
+  MysqlPool pool_;
 };
 
 }  // namespace seqd

@@ -1,7 +1,6 @@
 #include "storage/mysql_store.h"
 
 #include <cppconn/connection.h>
-#include <cppconn/driver.h>
 #include <cppconn/exception.h>
 #include <cppconn/prepared_statement.h>
 #include <cppconn/resultset.h>
@@ -10,7 +9,6 @@
 #include <charconv>
 #include <functional>
 #include <limits>
-#include <mutex>
 #include <utility>
 
 namespace seqd {
@@ -52,65 +50,8 @@ const char* const kSql[kNumStmts] = {
     /* kPing */ "SELECT 1",
 };
 
-// Error codes meaning the connection itself is unusable.
-bool IsConnectionLost(int code) {
-  switch (code) {
-    case 1053:  // ER_SERVER_SHUTDOWN
-    case 1927:  // ER_CONNECTION_KILLED (MariaDB)
-    case 2002:  // CR_CONNECTION_ERROR
-    case 2003:  // CR_CONN_HOST_ERROR
-    case 2006:  // CR_SERVER_GONE_ERROR
-    case 2011:  // CR_TCP_CONNECTION
-    case 2013:  // CR_SERVER_LOST
-    case 2026:  // CR_SSL_CONNECTION_ERROR
-    case 2027:  // CR_MALFORMED_PACKET
-    case 2048:  // CR_INVALID_CONN_HANDLE
-    case 2055:  // CR_SERVER_LOST_EXTENDED
-    case 4031:  // ER_CLIENT_INTERACTION_TIMEOUT (MySQL 8)
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Server answered, but the store cannot serve right now.
-bool IsTransient(int code) {
-  switch (code) {
-    case 1040:  // ER_CON_COUNT_ERROR
-    case 1203:  // ER_TOO_MANY_USER_CONNECTIONS
-    case 1205:  // ER_LOCK_WAIT_TIMEOUT
-    case 1213:  // ER_LOCK_DEADLOCK
-    case 1290:  // ER_OPTION_PREVENTS_STATEMENT (read-only replica)
-    case 1792:  // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
-    case 1836:  // ER_READ_ONLY_MODE
-      return true;
-    default:
-      return false;
-  }
-}
-
-sql::Driver* Driver() {
-  // get_driver_instance() is not thread-safe on first use.
-  static sql::Driver* const driver = get_driver_instance();
-  return driver;
-}
-
-std::string Sqlstate(const sql::SQLException& e) {
-  const std::string& s = e.getSQLState();
-  return s.empty() ? std::string() : ", SQLSTATE " + s;
-}
-
-Error ExceptionError(const sql::SQLException& e, const std::string& op, bool lost) {
-  const int code = e.getErrorCode();
-  ErrorCode ec = ErrorCode::kInternal;
-  if (code == 1062) {
-    ec = ErrorCode::kKeyExists;
-  } else if (lost || IsConnectionLost(code) || IsTransient(code)) {
-    ec = ErrorCode::kStoreUnavailable;
-  }
-  return MakeError(
-      ec, op + ": " + e.what() + " (MySQL error " + std::to_string(code) + Sqlstate(e) + ")");
-}
+// A duplicate key escaping a call can only be a key that exists.
+const MysqlSession kSession{kSql, nullptr, {}, ErrorCode::kKeyExists};
 
 KeyRow ReadRow(sql::ResultSet& rs) {
   KeyRow row;
@@ -154,57 +95,11 @@ Error BadUrl(const std::string& what) {
 
 }  // namespace
 
-struct MysqlStore::Conn {
-  std::unique_ptr<sql::Connection> conn;  // declared first: destroyed last
-  std::unique_ptr<sql::PreparedStatement> stmts[kNumStmts];
-  bool in_txn = false;  // a statement ran since the last commit/rollback
-
-  sql::PreparedStatement& Stmt(StmtId id) {
-    if (!stmts[id]) stmts[id].reset(conn->prepareStatement(kSql[id]));
-    stmts[id]->clearParameters();
-    in_txn = true;
-    return *stmts[id];
-  }
-
-  void Commit() {
-    conn->commit();
-    in_txn = false;
-  }
-
-  // Best effort; the connection may already be gone.
-  void RollbackQuietly() noexcept {
-    if (!in_txn) return;
-    in_txn = false;
-    try {
-      conn->rollback();
-    } catch (...) {
-    }
-  }
-
-  // True if, after an exception with this code, the connection is unusable.
-  bool LostAfter(int code) noexcept {
-    if (IsConnectionLost(code)) return true;
-    try {
-      if (conn->isClosed()) return true;
-      // Server-side errors (1000..1999, 3000+) prove the server answered;
-      // client-side ones (0, 2xxx) need a round trip to tell.
-      if (code == 0 || (code >= 2000 && code < 3000)) return !conn->isValid();
-      return false;
-    } catch (...) {
-      return true;
-    }
-  }
-};
-
-MysqlStore::MysqlStore(MysqlOptions options) : options_(std::move(options)) {}
+MysqlStore::MysqlStore(MysqlOptions options) : pool_(std::move(options), kSession) {}
 
 MysqlStore::~MysqlStore() = default;
 
-std::string MysqlStore::Describe() const {
-  std::string host =
-      options_.host.find(':') != std::string::npos ? "[" + options_.host + "]" : options_.host;
-  return options_.user + "@" + host + ":" + std::to_string(options_.port) + "/" + options_.database;
-}
+std::string MysqlStore::Describe() const { return DescribeMysql(pool_.options()); }
 
 Result<MysqlOptions> MysqlStore::ParseUrl(std::string_view url) {
   constexpr std::string_view kScheme = "mysql://";
@@ -277,124 +172,8 @@ Result<MysqlOptions> MysqlStore::ParseUrl(std::string_view url) {
   return opts;
 }
 
-Result<std::unique_ptr<MysqlStore::Conn>> MysqlStore::Connect() {
-  const std::string where = "mysql connect to " + Describe();
-  try {
-    static std::once_flag once;
-    std::call_once(once, [] { Driver(); });
-    sql::ConnectOptionsMap props;
-    const bool v6 = options_.host.find(':') != std::string::npos;
-    props["hostName"] = "tcp://" + (v6 ? "[" + options_.host + "]" : options_.host) + ":" +
-                        std::to_string(options_.port);
-    props["userName"] = options_.user;
-    props["password"] = options_.password;
-    props["schema"] = options_.database;
-    props["OPT_CONNECT_TIMEOUT"] = options_.connect_timeout_s;
-    props["OPT_READ_TIMEOUT"] = options_.rw_timeout_s;
-    props["OPT_WRITE_TIMEOUT"] = options_.rw_timeout_s;
-    props["OPT_RECONNECT"] = false;
-    props["OPT_CHARSET_NAME"] = "utf8mb4";
-    // Affected rows = matched rows, so an UPDATE that changes nothing
-    // (SetStep to the current step) still proves the key exists.
-    props["CLIENT_FOUND_ROWS"] = true;
-    auto c = std::make_unique<Conn>();
-    c->conn.reset(Driver()->connect(props));
-    if (!c->conn) return MakeError(ErrorCode::kStoreUnavailable, where + ": no connection");
-    c->conn->setAutoCommit(false);
-    return c;
-  } catch (const sql::SQLException& e) {
-    // Any failure to connect (refused, timeout, access denied, unknown
-    // database, too many connections) means the store is unavailable.
-    return MakeError(ErrorCode::kStoreUnavailable, where + ": " + e.what() + " (MySQL error " +
-                                                       std::to_string(e.getErrorCode()) +
-                                                       Sqlstate(e) + ")");
-  } catch (const std::exception& e) {
-    return MakeError(ErrorCode::kStoreUnavailable, where + ": " + e.what());
-  }
-}
-
-Result<std::unique_ptr<MysqlStore::Conn>> MysqlStore::Acquire(bool fresh) {
-  std::unique_ptr<Conn> stale;  // closed outside the lock
-  {
-    std::unique_lock lock(mu_);
-    const int cap = options_.pool_size > 0 ? options_.pool_size : 1;
-    cv_.wait(lock, [&] { return !idle_.empty() || open_ < cap; });
-    if (!idle_.empty()) {
-      std::unique_ptr<Conn> c = std::move(idle_.back());
-      idle_.pop_back();
-      if (!fresh) return c;
-      stale = std::move(c);  // reuse its slot for a new connection
-    } else {
-      ++open_;
-    }
-  }
-  stale.reset();
-  auto c = Connect();
-  if (!c.ok()) {
-    {
-      std::lock_guard lock(mu_);
-      --open_;
-    }
-    cv_.notify_one();
-  }
-  return c;
-}
-
-void MysqlStore::Release(std::unique_ptr<Conn> conn, bool broken) {
-  {
-    std::lock_guard lock(mu_);
-    if (!broken) {
-      idle_.push_back(std::move(conn));
-    } else {
-      --open_;
-    }
-  }
-  cv_.notify_one();
-  conn.reset();  // a broken connection is closed outside the lock
-}
-
-void MysqlStore::DropIdle() {
-  std::vector<std::unique_ptr<Conn>> dropped;
-  {
-    std::lock_guard lock(mu_);
-    dropped.swap(idle_);
-    open_ -= static_cast<int>(dropped.size());
-  }
-  cv_.notify_all();
-}
-
-template <typename T, typename Fn>
-Result<T> MysqlStore::Run(const char* op, Fn&& fn) {
-  const std::string what = std::string("mysql ") + op;
-  for (int attempt = 0;; ++attempt) {
-    auto acquired = Acquire(/*fresh=*/attempt > 0);
-    if (!acquired.ok()) return acquired.error();
-    std::unique_ptr<Conn> c = std::move(acquired).value();
-    bool lost = false;
-    Error err;
-    try {
-      Result<T> r = fn(*c);
-      c->RollbackQuietly();  // no-op unless fn returned early inside a transaction
-      Release(std::move(c), /*broken=*/false);
-      return r;
-    } catch (const sql::SQLException& e) {
-      lost = c->LostAfter(e.getErrorCode());
-      err = ExceptionError(e, what, lost);
-    } catch (const std::exception& e) {
-      lost = c->LostAfter(0);
-      err = MakeError(lost ? ErrorCode::kStoreUnavailable : ErrorCode::kInternal,
-                      what + ": " + e.what());
-    }
-    if (!lost) c->RollbackQuietly();
-    Release(std::move(c), /*broken=*/lost);
-    if (!lost) return err;
-    DropIdle();
-    if (attempt >= 1) return err;
-  }
-}
-
 Status MysqlStore::EnsureSchema() {
-  return Run<Ok>("create table", [](Conn& c) -> Result<Ok> {
+  return pool_.Run<Ok>("create table", [](MysqlConn& c) -> Result<Ok> {
     std::unique_ptr<sql::Statement> s(c.conn->createStatement());
     s->execute(kCreateTable);
     c.Commit();
@@ -407,7 +186,7 @@ Result<ReservedSegment> MysqlStore::Reserve(std::string_view key, std::optional<
     return MakeError(ErrorCode::kInvalidArgument, "mysql reserve: step must be > 0");
   }
   const std::string k(key);
-  return Run<ReservedSegment>("reserve", [&](Conn& c) -> Result<ReservedSegment> {
+  return pool_.Run<ReservedSegment>("reserve", [&](MysqlConn& c) -> Result<ReservedSegment> {
     int updated = 0;
     if (step) {
       sql::PreparedStatement& upd = c.Stmt(kReserveBy);
@@ -454,7 +233,7 @@ Result<KeyRow> MysqlStore::CreateKey(std::string_view key, int64_t step,
                                      std::string_view description) {
   const std::string k(key);
   const std::string d(description);
-  return Run<KeyRow>("create key", [&](Conn& c) -> Result<KeyRow> {
+  return pool_.Run<KeyRow>("create key", [&](MysqlConn& c) -> Result<KeyRow> {
     sql::PreparedStatement& ins = c.Stmt(kInsert);
     ins.setString(1, k);
     ins.setInt64(2, step);
@@ -472,7 +251,7 @@ Result<KeyRow> MysqlStore::CreateKey(std::string_view key, int64_t step,
 
 Result<KeyRow> MysqlStore::GetKey(std::string_view key) {
   const std::string k(key);
-  return Run<KeyRow>("get key", [&](Conn& c) -> Result<KeyRow> {
+  return pool_.Run<KeyRow>("get key", [&](MysqlConn& c) -> Result<KeyRow> {
     return SelectOne(c.Stmt(kSelectOne), k, [&] { c.Commit(); });
   });
 }
@@ -481,22 +260,23 @@ Result<std::vector<KeyRow>> MysqlStore::ListKeys(std::string_view after, size_t 
   const std::string a(after);
   const auto max = static_cast<size_t>(std::numeric_limits<int64_t>::max());
   const auto lim = static_cast<int64_t>(limit < max ? limit : max);
-  return Run<std::vector<KeyRow>>("list keys", [&](Conn& c) -> Result<std::vector<KeyRow>> {
-    sql::PreparedStatement& sel = c.Stmt(kList);
-    sel.setString(1, a);
-    sel.setInt64(2, lim);
-    std::unique_ptr<sql::ResultSet> rs(sel.executeQuery());
-    std::vector<KeyRow> out;
-    while (rs->next()) out.push_back(ReadRow(*rs));
-    rs.reset();
-    c.Commit();
-    return out;
-  });
+  return pool_.Run<std::vector<KeyRow>>("list keys",
+                                        [&](MysqlConn& c) -> Result<std::vector<KeyRow>> {
+                                          sql::PreparedStatement& sel = c.Stmt(kList);
+                                          sel.setString(1, a);
+                                          sel.setInt64(2, lim);
+                                          std::unique_ptr<sql::ResultSet> rs(sel.executeQuery());
+                                          std::vector<KeyRow> out;
+                                          while (rs->next()) out.push_back(ReadRow(*rs));
+                                          rs.reset();
+                                          c.Commit();
+                                          return out;
+                                        });
 }
 
 Result<KeyRow> MysqlStore::SetStep(std::string_view key, int64_t step) {
   const std::string k(key);
-  return Run<KeyRow>("set step", [&](Conn& c) -> Result<KeyRow> {
+  return pool_.Run<KeyRow>("set step", [&](MysqlConn& c) -> Result<KeyRow> {
     sql::PreparedStatement& upd = c.Stmt(kSetStep);
     upd.setInt64(1, step);
     upd.setString(2, k);
@@ -506,7 +286,7 @@ Result<KeyRow> MysqlStore::SetStep(std::string_view key, int64_t step) {
 }
 
 Status MysqlStore::Ping() {
-  return Run<Ok>("ping", [](Conn& c) -> Result<Ok> {
+  return pool_.Run<Ok>("ping", [](MysqlConn& c) -> Result<Ok> {
     std::unique_ptr<sql::ResultSet> rs(c.Stmt(kPing).executeQuery());
     rs.reset();
     c.Commit();

@@ -20,27 +20,14 @@
 // network I/O.
 #pragma once
 
-#include <condition_variable>
-#include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "storage/mysql_pool.h"
 #include "storage/segment_store.h"
 
 namespace seqd {
-
-struct MysqlOptions {
-  std::string host = "127.0.0.1";
-  int port = 3306;
-  std::string user;
-  std::string password;
-  std::string database;
-  int pool_size = 4;
-  int connect_timeout_s = 2;
-  int rw_timeout_s = 5;
-};
 
 class MysqlStore final : public SegmentStore {
  public:
@@ -70,27 +57,7 @@ class MysqlStore final : public SegmentStore {
   Status Ping() override;
 
  private:
-  struct Conn;  // one connection and its prepared statements (mysql_store.cc)
-
-  // Takes an idle connection or opens a new one (waiting while `pool_size`
-  // are in use). With `fresh`, never returns an already-open connection.
-  Result<std::unique_ptr<Conn>> Acquire(bool fresh);
-  // Returns a connection to the pool, or closes it if `broken`.
-  void Release(std::unique_ptr<Conn> conn, bool broken);
-  // Closes all idle connections: after one connection died, they are suspect.
-  void DropIdle();
-  Result<std::unique_ptr<Conn>> Connect();
-
-  // Runs fn(Conn&) -> Result<T> on a pooled connection, mapping exceptions
-  // and retrying once on a new connection after a connection-level failure.
-  template <typename T, typename Fn>
-  Result<T> Run(const char* op, Fn&& fn);
-
-  const MysqlOptions options_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::unique_ptr<Conn>> idle_;  // guarded by mu_
-  int open_ = 0;  // connections idle, in use, or being opened; guarded by mu_
+  MysqlPool pool_;
 };
 
 }  // namespace seqd
