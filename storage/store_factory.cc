@@ -1,46 +1,19 @@
 #include "storage/store_factory.h"
 
-#include <string>
-
 #include "storage/mysql_store.h"
 #include "storage/sqlite_store.h"
+#include "storage/store_spec.h"
 
 namespace seqd {
-namespace {
-
-constexpr std::string_view kSqlitePrefix = "sqlite:";
-constexpr std::string_view kMysqlPrefix = "mysql://";
-
-Error BadSpec(std::string_view spec, std::string_view detail = {}) {
-  std::string msg = "--store: expected sqlite:PATH or mysql://user:pass@host:port/db, got '" +
-                    std::string(spec) + "'";
-  if (!detail.empty()) {
-    msg += ": ";
-    msg += detail;
-  }
-  return MakeError(ErrorCode::kInvalidArgument, std::move(msg));
-}
-
-}  // namespace
 
 Result<std::unique_ptr<SegmentStore>> OpenStore(std::string_view spec) {
-  if (spec.substr(0, kSqlitePrefix.size()) == kSqlitePrefix) {
-    const std::string path(spec.substr(kSqlitePrefix.size()));
-    if (path.empty()) return BadSpec(spec, "empty sqlite path");
-    auto store = SqliteStore::Open(path);
-    if (!store.ok()) return store.error();
-    Status st = (*store)->EnsureSchema();
-    if (!st.ok()) return st.error();
-    return std::unique_ptr<SegmentStore>(std::move(store).value());
+  auto parsed = ParseStoreSpec(spec, /*allow_memory=*/false);
+  if (!parsed.ok()) return parsed.error();
+  if (parsed->kind == StoreKind::kSqlite) {
+    return WithSchema<SegmentStore>(SqliteStore::Open(parsed->sqlite_path));
   }
-  if (spec.substr(0, kMysqlPrefix.size()) == kMysqlPrefix) {
-    // Never echo a mysql spec: it carries the password.
-    auto opts = MysqlStore::ParseUrl(spec);
-    if (!opts.ok())
-      return MakeError(ErrorCode::kInvalidArgument, "--store: " + opts.error().message);
-    return std::unique_ptr<SegmentStore>(std::make_unique<MysqlStore>(std::move(opts).value()));
-  }
-  return BadSpec(spec);
+  // kMysql (no kMemory without allow_memory).
+  return std::unique_ptr<SegmentStore>(std::make_unique<MysqlStore>(std::move(parsed->mysql)));
 }
 
 }  // namespace seqd

@@ -1,0 +1,40 @@
+// Parsing of a store spec (the --store syntax), shared by OpenStore and
+// OpenMessageStore.
+//
+// Thread safety: plain functions, callable from any thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "storage/error.h"
+#include "storage/mysql_pool.h"
+
+namespace seqd {
+
+enum class StoreKind { kMemory, kSqlite, kMysql };
+
+struct StoreSpec {
+  StoreKind kind = StoreKind::kMemory;
+  std::string sqlite_path;  // kSqlite: never empty
+  MysqlOptions mysql;       // kMysql
+};
+
+// `spec` is "memory:" (only with `allow_memory`), "sqlite:PATH" or
+// "mysql://user:pass@host:port/db" (MysqlStore::ParseUrl). Anything else is
+// kInvalidArgument, naming the accepted forms; a mysql spec is never echoed
+// (it carries the password).
+Result<StoreSpec> ParseStoreSpec(std::string_view spec, bool allow_memory);
+
+// Runs EnsureSchema() on a just-opened store and returns it as a `Base`, or
+// the first error.
+template <typename Base, typename Store>
+Result<std::unique_ptr<Base>> WithSchema(Result<std::unique_ptr<Store>> store) {
+  if (!store.ok()) return store.error();
+  Status st = (*store)->EnsureSchema();
+  if (!st.ok()) return st.error();
+  return std::unique_ptr<Base>(std::move(store).value());
+}
+
+}  // namespace seqd
