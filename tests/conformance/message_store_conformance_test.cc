@@ -18,14 +18,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <map>
 #include <memory>
-#include <random>
 #include <set>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,60 +34,14 @@
 #include "storage/mysql_message_store.h"
 #include "storage/mysql_store.h"
 #include "storage/sqlite_message_store.h"
+#include "tests/conformance/conformance_support.h"
 
 namespace seqd {
 namespace {
 
-namespace fs = std::filesystem;
+using namespace conformance;
 
 // ---------------------------------------------------------------- helpers
-
-std::string Describe(const Error& e) {
-  return std::string(ErrorCodeName(e.code)) + ": " + e.message;
-}
-
-template <typename T>
-std::string Describe(const Result<T>& r) {
-  return r.ok() ? std::string("ok") : Describe(r.error());
-}
-
-#define REQUIRE_OK(expr)                                            \
-  do {                                                              \
-    const auto& seqd_r_ = (expr);                                   \
-    REQUIRE_MESSAGE(seqd_r_.ok(), #expr " -> ", Describe(seqd_r_)); \
-  } while (0)
-
-#define CHECK_ERR(expr, want)                                                                     \
-  do {                                                                                            \
-    const auto& seqd_r_ = (expr);                                                                 \
-    CHECK_MESSAGE(!seqd_r_.ok(), #expr " unexpectedly succeeded");                                \
-    if (!seqd_r_.ok()) {                                                                          \
-      CHECK_MESSAGE(seqd_r_.error().code == (want), #expr " -> ", Describe(seqd_r_), " (wanted ", \
-                    std::string(ErrorCodeName(want)), ")");                                       \
-    }                                                                                             \
-  } while (0)
-
-// Differs between runs, so rows left by earlier runs (MariaDB) never collide.
-const std::string& RunId() {
-  static const std::string id = [] {
-    std::random_device rd;
-    std::ostringstream os;
-    os << std::hex << (static_cast<uint64_t>(rd()) << 32 | rd());
-    return os.str();
-  }();
-  return id;
-}
-
-// prefix + n (GCC 12 warns falsely on "literal" + std::to_string(n)).
-std::string Num(std::string prefix, int64_t n) {
-  prefix += std::to_string(n);
-  return prefix;
-}
-
-std::string UniqueConv(const std::string& base) {
-  static std::atomic<int> counter{0};
-  return "t" + RunId() + "-" + base + Num("-", counter++);
-}
 
 // Globally unique server message ids, also across runs on one database.
 int64_t NextServerId() {
@@ -112,15 +63,6 @@ AppendRequest Req(const std::string& conv, const std::string& sender, const std:
   r.server_msg_id = NextServerId();
   r.send_time_ms = 1700000000000 + r.server_msg_id % 1000000;
   return r;
-}
-
-fs::path MakeTempDir() {
-  const char* base = std::getenv("TMPDIR");
-  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/seqd-msgconf-XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  REQUIRE(mkdtemp(buf.data()) != nullptr);
-  return fs::path(buf.data());
 }
 
 // Appends `batch`, requiring success.
@@ -215,34 +157,18 @@ std::unique_ptr<SqliteMessageStore> OpenSqlite(const std::string& path) {
 
 class SqliteBackend final : public Backend {
  public:
-  SqliteBackend() : dir_(MakeTempDir()), path_((dir_ / "sub" / "seqd.db").string()) {
+  SqliteBackend() : dir_("seqd-msgconf-"), path_((dir_.path() / "sub" / "seqd.db").string()) {
     store_ = OpenSqlite(path_);
-  }
-  ~SqliteBackend() override {
-    store_.reset();
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
   }
   MessageStore& store() override { return *store_; }
   std::unique_ptr<MessageStore> NewInstance() override { return OpenSqlite(path_); }
   const std::string& path() const { return path_; }
 
  private:
-  fs::path dir_;
+  TempDir dir_;  // declared first: removed after the store closed
   std::string path_;
   std::unique_ptr<SqliteMessageStore> store_;
 };
-
-MysqlOptions TestMysqlOptions() {
-  const char* url = std::getenv("SEQD_TEST_MYSQL_URL");
-  REQUIRE_MESSAGE((url != nullptr && *url != '\0'),
-                  "SEQD_TEST_MYSQL_URL is not set: start a server with `scripts/mariadb.sh start "
-                  "DIR` and export the URL it prints (mysql://seqd:seqd@127.0.0.1:PORT/seqd_test)");
-  auto opts = MysqlStore::ParseUrl(url);
-  REQUIRE_MESSAGE(opts.ok(), "SEQD_TEST_MYSQL_URL: ", Describe(opts));
-  opts->pool_size = 2;
-  return *opts;
-}
 
 class MysqlBackend final : public Backend {
  public:
@@ -296,9 +222,9 @@ void CheckContiguousSeqs(Backend& b) {
   MessageStore& s = b.store();
   REQUIRE_OK(s.Ping());
   REQUIRE_OK(s.EnsureSchema());  // idempotent
-  const std::string c1 = UniqueConv("contig-a");
-  const std::string c2 = UniqueConv("contig-b");
-  const std::string c3 = UniqueConv("contig-c");
+  const std::string c1 = UniqueName("contig-a");
+  const std::string c2 = UniqueName("contig-b");
+  const std::string c3 = UniqueName("contig-c");
   MaxSeqCache cache;
   std::map<std::string, int64_t> want;
   int n = 0;
@@ -345,8 +271,8 @@ void CheckContiguousSeqs(Backend& b) {
 
 void CheckDuplicates(Backend& b) {
   MessageStore& s = b.store();
-  const std::string c = UniqueConv("dup");
-  const std::string other_conv = UniqueConv("dup-other");
+  const std::string c = UniqueName("dup");
+  const std::string other_conv = UniqueName("dup-other");
   MaxSeqCache cache;
   auto first = MustAppend(s, {Req(c, "alice", "x1", "one"), Req(c, "alice", "x2", "two")}, cache);
   CHECK(first[0].seq == 1);
@@ -403,8 +329,8 @@ void CheckDuplicates(Backend& b) {
 
 void CheckStaleCache(Backend& b) {
   MessageStore& s = b.store();
-  const std::string c = UniqueConv("stale");
-  const std::string d = UniqueConv("stale-d");
+  const std::string c = UniqueName("stale");
+  const std::string d = UniqueName("stale-d");
   MaxSeqCache cache;
   std::vector<AppendRequest> batch;
   for (int i = 0; i < 10; ++i) batch.push_back(Req(c, "u", Num("m", i)));
@@ -436,8 +362,8 @@ void CheckStaleCache(Backend& b) {
 
 void CheckFailedAppend(Backend& b) {
   MessageStore& s = b.store();
-  const std::string c = UniqueConv("fail");
-  const std::string d = UniqueConv("fail-d");
+  const std::string c = UniqueName("fail");
+  const std::string d = UniqueName("fail-d");
   MaxSeqCache cache;
   const AppendRequest stored = Req(c, "u", "a");
   MustAppend(s, {stored, Req(d, "u", "a")}, cache);
@@ -459,8 +385,8 @@ void CheckFailedAppend(Backend& b) {
 // Two instances ("processes"), each with several writer threads and own
 // caches, append to the SAME conversation.
 void CheckConcurrentInstances(Backend& b, int threads_per_instance, int batches, int batch_size) {
-  const std::string c = UniqueConv("race");
-  const std::string side = UniqueConv("race-side");
+  const std::string c = UniqueName("race");
+  const std::string side = UniqueName("race-side");
   std::vector<std::unique_ptr<MessageStore>> instances;
   instances.push_back(b.NewInstance());
   instances.push_back(b.NewInstance());
@@ -534,7 +460,7 @@ void CheckConcurrentInstances(Backend& b, int threads_per_instance, int batches,
 
 void CheckRangeQueries(Backend& b) {
   MessageStore& s = b.store();
-  const std::string c = UniqueConv("range");
+  const std::string c = UniqueName("range");
   MaxSeqCache cache;
   std::vector<AppendRequest> batch;
   for (int i = 1; i <= 10; ++i) batch.push_back(Req(c, "u", Num("m", i), Num("p", i), i));
@@ -596,7 +522,7 @@ void CheckRangeQueries(Backend& b) {
   CHECK(p.more);
 
   RangeQuery none;
-  none.conv_id = UniqueConv("range-none");
+  none.conv_id = UniqueName("range-none");
   none.to_seq = 100;
   auto empty = s.GetRange(none);
   REQUIRE_OK(empty);
@@ -614,14 +540,14 @@ void CheckRangeQueries(Backend& b) {
   got = s.GetBySeqs(c, std::vector<int64_t>{});
   REQUIRE_OK(got);
   CHECK(got->empty());
-  got = s.GetBySeqs(UniqueConv("range-missing"), std::vector<int64_t>{1, 2});
+  got = s.GetBySeqs(UniqueName("range-missing"), std::vector<int64_t>{1, 2});
   REQUIRE_OK(got);
   CHECK(got->empty());
 
   // MaxSeq / MaxSeqs.
-  const std::string c2 = UniqueConv("range-2");
+  const std::string c2 = UniqueName("range-2");
   MustAppend(s, {Req(c2, "u", "a"), Req(c2, "u", "b")}, cache);
-  const std::string missing = UniqueConv("range-missing");
+  const std::string missing = UniqueName("range-missing");
   std::vector<std::string> convs = {c2, missing, c, c2};
   auto maxes = s.MaxSeqs(convs);
   REQUIRE_OK(maxes);
@@ -636,7 +562,7 @@ void CheckRangeQueries(Backend& b) {
 
 void CheckStatusAndPayloads(Backend& b) {
   MessageStore& s = b.store();
-  const std::string c = UniqueConv("status");
+  const std::string c = UniqueName("status");
   MaxSeqCache cache;
   std::string nul_payload("a\0b\0\0c", 6);
   std::string binary;
@@ -670,7 +596,7 @@ void CheckStatusAndPayloads(Backend& b) {
   // Again: still fine, still cleared.
   REQUIRE_OK(s.SetStatus(c, 1, MessageStatus::kDeleted));
   CHECK_ERR(s.SetStatus(c, 6, MessageStatus::kDeleted), ErrorCode::kNotFound);
-  CHECK_ERR(s.SetStatus(UniqueConv("status-none"), 1, MessageStatus::kRecalled),
+  CHECK_ERR(s.SetStatus(UniqueName("status-none"), 1, MessageStatus::kRecalled),
             ErrorCode::kNotFound);
 
   all = ReadAll(s, c);
@@ -694,7 +620,7 @@ void CheckStatusAndPayloads(Backend& b) {
 
 void CheckConvAndMembers(Backend& b) {
   MessageStore& s = b.store();
-  const std::string c = UniqueConv("members");
+  const std::string c = UniqueName("members");
   auto min = s.GetConvMinSeq(c);
   REQUIRE_OK(min);
   CHECK(*min == 1);
@@ -758,7 +684,7 @@ void CheckConvAndMembers(Backend& b) {
 
 void CheckCountUnread(Backend& b) {
   MessageStore& s = b.store();
-  const std::string c = UniqueConv("unread");
+  const std::string c = UniqueName("unread");
   MaxSeqCache cache;
   // 1 alice, 2 bob, 3 alice, 4 bob, 5 carol, 6 bob, 7 alice
   const char* senders[] = {"alice", "bob", "alice", "bob", "carol", "bob", "alice"};
@@ -781,25 +707,9 @@ void CheckCountUnread(Backend& b) {
   REQUIRE_OK(s.SetStatus(c, 5, MessageStatus::kDeleted));
   CHECK(count("alice", 0, 7) == 2);  // 2, 6
   CHECK(count("dave", 0, 7) == 5);
-  auto none = s.CountUnread(UniqueConv("unread-none"), "alice", 0, 100);
+  auto none = s.CountUnread(UniqueName("unread-none"), "alice", 0, 100);
   REQUIRE_OK(none);
   CHECK(*none == 0);
-}
-
-// Raw Connector/C++ connection for test setup, outside the store.
-std::unique_ptr<sql::Connection> RawMysql(const MysqlOptions& o) {
-  sql::ConnectOptionsMap props;
-  props["hostName"] = "tcp://" + o.host + ":" + std::to_string(o.port);
-  props["userName"] = o.user;
-  props["password"] = o.password;
-  props["schema"] = o.database;
-  props["OPT_CONNECT_TIMEOUT"] = 5;
-  try {
-    return std::unique_ptr<sql::Connection>(get_driver_instance()->connect(props));
-  } catch (const sql::SQLException& e) {
-    FAIL("raw MySQL connect failed: ", std::string(e.what()), " (", e.getErrorCode(), ")");
-  }
-  return nullptr;
 }
 
 #define SEQD_MESSAGE_CONFORMANCE_CASES(BACKEND, NAME)                                 \
@@ -850,8 +760,8 @@ TEST_SUITE("memory") {
   TEST_CASE("memory: SetAvailable(false) fails every call and erases cache entries") {
     MemoryBackend b;
     MemoryMessageStore& s = b.memory();
-    const std::string c = UniqueConv("down");
-    const std::string other = UniqueConv("down-other");
+    const std::string c = UniqueName("down");
+    const std::string other = UniqueName("down-other");
     MaxSeqCache cache;
     MustAppend(s, {Req(c, "u", "1")}, cache);
     cache[other] = 5;
@@ -878,7 +788,7 @@ TEST_SUITE("sqlite") {
   TEST_CASE("sqlite: a held write lock fails Append with kStoreUnavailable, cache erased") {
     SqliteBackend b;
     MessageStore& s = b.store();
-    const std::string c = UniqueConv("locked");
+    const std::string c = UniqueName("locked");
     MaxSeqCache cache;
     MustAppend(s, {Req(c, "u", "1")}, cache);
     sqlite3* db = nullptr;
@@ -898,7 +808,7 @@ TEST_SUITE("sqlite") {
 
   TEST_CASE("sqlite: data persists across reopening; schema is idempotent") {
     SqliteBackend b;
-    const std::string c = UniqueConv("persist");
+    const std::string c = UniqueName("persist");
     MaxSeqCache cache;
     {
       auto s = b.NewInstance();
@@ -946,7 +856,7 @@ TEST_SUITE("misc") {
               ErrorCode::kStoreUnavailable);
     CHECK(cache.empty());
 
-    const fs::path dir = MakeTempDir();
+    const fs::path dir = MakeTempDir("seqd-msgconf-");
     auto lite = OpenMessageStore("sqlite:" + (dir / "a" / "seqd.db").string());
     REQUIRE_OK(lite);
     out = (*lite)->Append(std::vector<AppendRequest>{Req("c", "u", "1")}, cache);
@@ -972,7 +882,7 @@ TEST_SUITE("mariadb") {
   TEST_CASE("mariadb: after KILL of the store's connections the next calls reconnect") {
     MysqlBackend b;
     MessageStore& s = b.store();
-    const std::string c = UniqueConv("kill");
+    const std::string c = UniqueName("kill");
     MaxSeqCache cache;
     MustAppend(s, {Req(c, "u", "0")}, cache);
     auto raw = RawMysql(b.options());
@@ -982,22 +892,9 @@ TEST_SUITE("mariadb") {
       std::thread other([&] { (void)s.Ping(); });
       (void)s.Ping();
       other.join();
-      std::vector<int64_t> ids;
-      {
-        std::unique_ptr<sql::Statement> st(raw->createStatement());
-        std::unique_ptr<sql::ResultSet> rs(
-            st->executeQuery("SELECT ID FROM information_schema.PROCESSLIST WHERE USER='" +
-                             b.options().user + "' AND ID<>CONNECTION_ID()"));
-        while (rs->next()) ids.push_back(rs->getInt64(1));
-      }
+      const std::vector<int64_t> ids = OtherConnectionIds(*raw, b.options().user);
       REQUIRE_FALSE(ids.empty());
-      for (int64_t id : ids) {
-        try {
-          std::unique_ptr<sql::Statement> st(raw->createStatement());
-          st->execute("KILL " + std::to_string(id));
-        } catch (const sql::SQLException&) {
-        }
-      }
+      KillConnections(*raw, ids);
       auto r = s.Append(std::vector<AppendRequest>{Req(c, "u", Num("r", round))}, cache);
       REQUIRE_MESSAGE(r.ok(), "Append after KILL: ", Describe(r));
       CHECK((*r)[0].seq == ++expect);
@@ -1042,7 +939,7 @@ TEST_SUITE("mariadb") {
     MysqlBackend b;
     MessageStore& s = b.store();
     std::vector<std::string> convs;
-    for (int i = 0; i < 64; ++i) convs.push_back(UniqueConv("tp"));
+    for (int i = 0; i < 64; ++i) convs.push_back(UniqueName("tp"));
     const std::string payload(100, 'p');
     MaxSeqCache cache;
     const int kBatches = 30;

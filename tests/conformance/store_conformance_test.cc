@@ -25,13 +25,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
-#include <random>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,70 +39,20 @@
 #include "storage/segment_store.h"
 #include "storage/sqlite_store.h"
 #include "storage/store_factory.h"
+#include "tests/conformance/conformance_support.h"
 
 namespace seqd {
 namespace {
 
-namespace fs = std::filesystem;
+using namespace conformance;
 using Clock = std::chrono::steady_clock;
 
 // ---------------------------------------------------------------- helpers
-
-std::string Describe(const Error& e) {
-  return std::string(ErrorCodeName(e.code)) + ": " + e.message;
-}
-
-template <typename T>
-std::string Describe(const Result<T>& r) {
-  return r.ok() ? std::string("ok") : Describe(r.error());
-}
-
-#define REQUIRE_OK(expr)                                            \
-  do {                                                              \
-    const auto& seqd_r_ = (expr);                                   \
-    REQUIRE_MESSAGE(seqd_r_.ok(), #expr " -> ", Describe(seqd_r_)); \
-  } while (0)
-
-#define CHECK_ERR(expr, want)                                                                     \
-  do {                                                                                            \
-    const auto& seqd_r_ = (expr);                                                                 \
-    CHECK_MESSAGE(!seqd_r_.ok(), #expr " unexpectedly succeeded");                                \
-    if (!seqd_r_.ok()) {                                                                          \
-      CHECK_MESSAGE(seqd_r_.error().code == (want), #expr " -> ", Describe(seqd_r_), " (wanted ", \
-                    std::string(ErrorCodeName(want)), ")");                                       \
-    }                                                                                             \
-  } while (0)
-
-// Differs between runs, so rows left by earlier runs never collide.
-const std::string& RunId() {
-  static const std::string id = [] {
-    std::random_device rd;
-    std::ostringstream os;
-    os << std::hex << (static_cast<uint64_t>(rd()) << 32 | rd());
-    return os.str();
-  }();
-  return id;
-}
-
-// Lower-case only: MySQL's default collation is case-insensitive.
-std::string UniqueKey(const std::string& base) {
-  static std::atomic<int> counter{0};
-  return "t" + RunId() + "-" + base + "-" + std::to_string(counter++);
-}
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-fs::path MakeTempDir() {
-  const char* base = std::getenv("TMPDIR");
-  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/seqd-conformance-XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  REQUIRE(mkdtemp(buf.data()) != nullptr);
-  return fs::path(buf.data());
 }
 
 // Non-owning SegmentStore that forwards to another (a second "instance" of
@@ -185,14 +132,9 @@ std::unique_ptr<SqliteStore> OpenSqlite(const std::string& path) {
 
 class SqliteBackend final : public Backend {
  public:
-  SqliteBackend() : dir_(MakeTempDir()), path_((dir_ / "sub" / "leaf.db").string()) {
+  SqliteBackend() : dir_("seqd-conformance-"), path_((dir_.path() / "sub" / "leaf.db").string()) {
     store_ = OpenSqlite(path_);  // also creates dir_/sub
     REQUIRE_OK(store_->EnsureSchema());
-  }
-  ~SqliteBackend() override {
-    store_.reset();
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
   }
   SegmentStore& store() override { return *store_; }
   std::unique_ptr<SegmentStore> NewInstance() override { return OpenSqlite(path_); }
@@ -202,7 +144,7 @@ class SqliteBackend final : public Backend {
   }
   void InstallLeafTable() override {
     store_.reset();
-    path_ = (dir_ / "leaf-created.db").string();
+    path_ = (dir_.path() / "leaf-created.db").string();
     // Leaf's MySQL DDL minus what SQLite cannot parse (ON UPDATE, ENGINE).
     sqlite3* db = nullptr;
     REQUIRE(sqlite3_open(path_.c_str(), &db) == SQLITE_OK);
@@ -232,46 +174,10 @@ class SqliteBackend final : public Backend {
   const std::string& path() const { return path_; }
 
  private:
-  fs::path dir_;
+  TempDir dir_;  // declared first: removed after the store closed
   std::string path_;
   std::unique_ptr<SqliteStore> store_;
 };
-
-// Raw Connector/C++ connection for test setup, outside the store.
-std::unique_ptr<sql::Connection> RawMysql(const MysqlOptions& o) {
-  sql::ConnectOptionsMap props;
-  props["hostName"] = "tcp://" + o.host + ":" + std::to_string(o.port);
-  props["userName"] = o.user;
-  props["password"] = o.password;
-  props["schema"] = o.database;
-  props["OPT_CONNECT_TIMEOUT"] = 5;
-  try {
-    return std::unique_ptr<sql::Connection>(get_driver_instance()->connect(props));
-  } catch (const sql::SQLException& e) {
-    FAIL("raw MySQL connect failed: ", std::string(e.what()), " (", e.getErrorCode(), ")");
-  }
-  return nullptr;
-}
-
-void RawExec(sql::Connection& c, const std::string& sql) {
-  try {
-    std::unique_ptr<sql::Statement> s(c.createStatement());
-    s->execute(sql);
-  } catch (const sql::SQLException& e) {
-    FAIL("raw MySQL '", sql, "' failed: ", std::string(e.what()), " (", e.getErrorCode(), ")");
-  }
-}
-
-MysqlOptions TestMysqlOptions() {
-  const char* url = std::getenv("SEQD_TEST_MYSQL_URL");
-  REQUIRE_MESSAGE((url != nullptr && *url != '\0'),
-                  "SEQD_TEST_MYSQL_URL is not set: start a server with `scripts/mariadb.sh start "
-                  "DIR` and export the URL it prints (mysql://seqd:seqd@127.0.0.1:PORT/seqd_test)");
-  auto opts = MysqlStore::ParseUrl(url);
-  REQUIRE_MESSAGE(opts.ok(), "SEQD_TEST_MYSQL_URL: ", Describe(opts));
-  opts->pool_size = 2;
-  return *opts;
-}
 
 class MysqlBackend final : public Backend {
  public:
@@ -343,7 +249,7 @@ void CheckCrud(Backend& b) {
   SegmentStore& s = b.store();
   REQUIRE_OK(s.Ping());
   REQUIRE_OK(s.EnsureSchema());  // idempotent
-  const std::string k = UniqueKey("crud");
+  const std::string k = UniqueName("crud");
 
   auto created = s.CreateKey(k, 100, "first key");
   REQUIRE_OK(created);
@@ -379,21 +285,21 @@ void CheckCrud(Backend& b) {
   REQUIRE_OK(got);
   CHECK(got->step == 500);
 
-  const std::string missing = UniqueKey("missing");
+  const std::string missing = UniqueName("missing");
   CHECK_ERR(s.GetKey(missing), ErrorCode::kUnknownKey);
   CHECK_ERR(s.SetStep(missing, 10), ErrorCode::kUnknownKey);
   CHECK_ERR(s.Reserve(missing, std::nullopt), ErrorCode::kUnknownKey);
   CHECK_ERR(s.Reserve(missing, 1000), ErrorCode::kUnknownKey);
   CHECK_ERR(s.GetKey(missing), ErrorCode::kUnknownKey);  // Reserve created nothing
 
-  auto empty_desc = s.CreateKey(UniqueKey("nodesc"), 7, "");
+  auto empty_desc = s.CreateKey(UniqueName("nodesc"), 7, "");
   REQUIRE_OK(empty_desc);
   CHECK(empty_desc->description.empty());
 }
 
 void CheckListPaging(Backend& b) {
   SegmentStore& s = b.store();
-  const std::string prefix = UniqueKey("list") + "/";
+  const std::string prefix = UniqueName("list") + "/";
   const std::vector<std::string> names = {prefix + "a", prefix + "b", prefix + "c", prefix + "d",
                                           prefix + "e"};
   // Created out of order: listing must sort.
@@ -450,7 +356,7 @@ void CheckSegment(const Result<ReservedSegment>& r, int64_t first, int64_t last,
 
 void CheckReserveSequence(Backend& b) {
   SegmentStore& s = b.store();
-  const std::string k = UniqueKey("reserve");
+  const std::string k = UniqueName("reserve");
   REQUIRE_OK(s.CreateKey(k, 100, ""));
   CheckSegment(s.Reserve(k, std::nullopt), 1, 100, 100);
   CheckSegment(s.Reserve(k, std::nullopt), 101, 200, 100);
@@ -466,7 +372,7 @@ void CheckReserveSequence(Backend& b) {
   CheckSegment(s.Reserve(k, 1), 1351, 1351, 50);
 
   // Another key is independent.
-  const std::string k2 = UniqueKey("reserve-other");
+  const std::string k2 = UniqueName("reserve-other");
   REQUIRE_OK(s.CreateKey(k2, 3, ""));
   CheckSegment(s.Reserve(k2, std::nullopt), 1, 3, 3);
   CheckSegment(s.Reserve(k, std::nullopt), 1352, 1401, 50);
@@ -477,7 +383,7 @@ void CheckConcurrentDisjoint(Backend& b) {
   constexpr int kPerThread = 50;
   constexpr int64_t kRowStep = 10;
   constexpr int64_t kExplicitStep = 7;
-  const std::string k = UniqueKey("concurrent");
+  const std::string k = UniqueName("concurrent");
   REQUIRE_OK(b.store().CreateKey(k, kRowStep, "concurrency"));
 
   std::vector<std::unique_ptr<SegmentStore>> stores;
@@ -535,7 +441,7 @@ void CheckConcurrentDisjoint(Backend& b) {
 }
 
 void CheckPersistence(Backend& b) {
-  const std::string k = UniqueKey("persist");
+  const std::string k = UniqueName("persist");
   REQUIRE_OK(b.store().CreateKey(k, 100, "survives"));
   CheckSegment(b.store().Reserve(k, std::nullopt), 1, 100, 100);
   {
@@ -568,7 +474,7 @@ void CheckLeafCreatedTable(Backend& b) {
   REQUIRE(!list->empty());
   CHECK(std::any_of(list->begin(), list->end(),
                     [](const KeyRow& r) { return r.key == kLeafTag && r.max_id == 4001; }));
-  const std::string k = UniqueKey("after-leaf");
+  const std::string k = UniqueName("after-leaf");
   REQUIRE_OK(s.CreateKey(k, 10, ""));
   CheckSegment(s.Reserve(k, std::nullopt), 1, 10, 10);
 }
@@ -624,9 +530,9 @@ TEST_SUITE("sqlite") {
 
   TEST_CASE("sqlite: 4 processes share one file without overlapping segments") {
     // No SQLite connection may be open across fork(): set up, then close.
-    const fs::path out_dir = MakeTempDir();
+    const fs::path out_dir = MakeTempDir("seqd-conformance-");
     const std::string path = (out_dir / "shared.db").string();
-    const std::string k = UniqueKey("multiproc");
+    const std::string k = UniqueName("multiproc");
     {
       auto setup = OpenSqlite(path);
       REQUIRE_OK(setup->EnsureSchema());
@@ -688,7 +594,7 @@ TEST_SUITE("sqlite") {
 
   TEST_CASE("sqlite: a held write lock makes Reserve wait, then kStoreUnavailable") {
     SqliteBackend b;
-    const std::string k = UniqueKey("locked");
+    const std::string k = UniqueName("locked");
     REQUIRE_OK(b.store().CreateKey(k, 10, ""));
     sqlite3* db = nullptr;
     REQUIRE(sqlite3_open(b.path().c_str(), &db) == SQLITE_OK);
@@ -815,11 +721,11 @@ TEST_SUITE("misc") {
     CHECK_ERR(bad_mysql, ErrorCode::kInvalidArgument);
     if (!bad_mysql.ok()) CHECK(bad_mysql.error().message.find("hunter2") == std::string::npos);
 
-    const fs::path dir = MakeTempDir();
+    const fs::path dir = MakeTempDir("seqd-conformance-");
     {
       auto sqlite = OpenStore("sqlite:" + (dir / "a" / "b" / "seqd.db").string());
       REQUIRE_OK(sqlite);
-      const std::string k = UniqueKey("factory");
+      const std::string k = UniqueName("factory");
       REQUIRE_OK((*sqlite)->CreateKey(k, 5, ""));  // EnsureSchema already ran
       CheckSegment((*sqlite)->Reserve(k, std::nullopt), 1, 5, 5);
     }
@@ -914,20 +820,12 @@ TEST_SUITE("mariadb") {
   TEST_CASE("mariadb: after KILL of the store's connections the next call reconnects") {
     MysqlBackend b;
     MysqlStore& s = b.mysql();
-    const std::string k = UniqueKey("kill");
+    const std::string k = UniqueName("kill");
     REQUIRE_OK(s.CreateKey(k, 10, ""));
     CheckSegment(s.Reserve(k, std::nullopt), 1, 10, 10);
 
     auto raw = RawMysql(b.options());
-    auto other_ids = [&] {
-      std::vector<int64_t> ids;
-      std::unique_ptr<sql::Statement> st(raw->createStatement());
-      std::unique_ptr<sql::ResultSet> rs(
-          st->executeQuery("SELECT ID FROM information_schema.PROCESSLIST WHERE USER='" +
-                           b.options().user + "' AND ID<>CONNECTION_ID()"));
-      while (rs->next()) ids.push_back(rs->getInt64(1));
-      return ids;
-    };
+    auto other_ids = [&] { return OtherConnectionIds(*raw, b.options().user); };
     int64_t last = 10;
     for (int round = 0; round < 3; ++round) {
       CAPTURE(round);
@@ -938,14 +836,7 @@ TEST_SUITE("mariadb") {
 
       const std::vector<int64_t> ids = other_ids();
       REQUIRE_FALSE(ids.empty());
-      for (int64_t id : ids) {
-        try {
-          std::unique_ptr<sql::Statement> st(raw->createStatement());
-          st->execute("KILL " + std::to_string(id));
-        } catch (const sql::SQLException&) {
-          // Already gone (1094 unknown thread): fine.
-        }
-      }
+      KillConnections(*raw, ids);
       auto r = s.Reserve(k, std::nullopt);
       REQUIRE_MESSAGE(r.ok(), "Reserve after KILL: ", Describe(r));
       // A retried reservation may skip a segment but never repeat one.
@@ -993,7 +884,7 @@ TEST_SUITE("mariadb") {
     } else {
       MESSAGE("server truncated the key silently (non-strict sql_mode)");
     }
-    const std::string k = UniqueKey("after-error");
+    const std::string k = UniqueName("after-error");
     REQUIRE_OK(b.store().CreateKey(k, 10, ""));
     CheckSegment(b.store().Reserve(k, std::nullopt), 1, 10, 10);
   }

@@ -1,0 +1,173 @@
+// Helpers shared by the conformance suites (store_conformance_test.cc and
+// message_store_conformance_test.cc): error printing, REQUIRE_OK/CHECK_ERR,
+// unique names, temporary directories, the MariaDB under test
+// (SEQD_TEST_MYSQL_URL) and raw connections to it for setup and KILL.
+//
+// Include after <doctest/doctest.h> (and after DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+// where the test defines it). Test-only; not thread-safe unless noted.
+#pragma once
+
+#include <cppconn/connection.h>
+#include <cppconn/driver.h>
+#include <cppconn/exception.h>
+#include <cppconn/resultset.h>
+#include <cppconn/statement.h>
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "storage/error.h"
+#include "storage/mysql_pool.h"
+#include "storage/mysql_store.h"
+
+namespace seqd::conformance {
+
+namespace fs = std::filesystem;
+
+inline std::string Describe(const Error& e) {
+  return std::string(ErrorCodeName(e.code)) + ": " + e.message;
+}
+
+template <typename T>
+std::string Describe(const Result<T>& r) {
+  return r.ok() ? std::string("ok") : Describe(r.error());
+}
+
+#define REQUIRE_OK(expr)                                                                 \
+  do {                                                                                   \
+    const auto& seqd_r_ = (expr);                                                        \
+    REQUIRE_MESSAGE(seqd_r_.ok(), #expr " -> ", ::seqd::conformance::Describe(seqd_r_)); \
+  } while (0)
+
+#define CHECK_ERR(expr, want)                                            \
+  do {                                                                   \
+    const auto& seqd_r_ = (expr);                                        \
+    CHECK_MESSAGE(!seqd_r_.ok(), #expr " unexpectedly succeeded");       \
+    if (!seqd_r_.ok()) {                                                 \
+      CHECK_MESSAGE(seqd_r_.error().code == (want), #expr " -> ",        \
+                    ::seqd::conformance::Describe(seqd_r_), " (wanted ", \
+                    std::string(::seqd::ErrorCodeName(want)), ")");      \
+    }                                                                    \
+  } while (0)
+
+// Differs between runs, so rows left by earlier runs (MariaDB) never collide.
+inline const std::string& RunId() {
+  static const std::string id = [] {
+    std::random_device rd;
+    std::ostringstream os;
+    os << std::hex << (static_cast<uint64_t>(rd()) << 32 | rd());
+    return os.str();
+  }();
+  return id;
+}
+
+// prefix + n (GCC 12 warns falsely on "literal" + std::to_string(n)).
+inline std::string Num(std::string prefix, int64_t n) {
+  prefix += std::to_string(n);
+  return prefix;
+}
+
+// "t<run id>-<base>-<n>", unique in this process and across runs. Lower-case
+// as long as `base` is: MySQL's default collation is case-insensitive.
+// Thread-safe.
+inline std::string UniqueName(const std::string& base) {
+  static std::atomic<int> counter{0};
+  return "t" + RunId() + "-" + base + Num("-", counter++);
+}
+
+// A new directory $TMPDIR/<prefix>XXXXXX (default /tmp).
+inline fs::path MakeTempDir(const std::string& prefix) {
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/" + prefix + "XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  REQUIRE(mkdtemp(buf.data()) != nullptr);
+  return fs::path(buf.data());
+}
+
+// MakeTempDir, removed with its contents when the object goes.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix) : path_(MakeTempDir(prefix)) {}
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+// The options of the MariaDB under test, from SEQD_TEST_MYSQL_URL, with a
+// pool of 2. Fails the test (never skips) when the variable is unset.
+inline MysqlOptions TestMysqlOptions() {
+  const char* url = std::getenv("SEQD_TEST_MYSQL_URL");
+  REQUIRE_MESSAGE((url != nullptr && *url != '\0'),
+                  "SEQD_TEST_MYSQL_URL is not set: start a server with `scripts/mariadb.sh start "
+                  "DIR` and export the URL it prints (mysql://seqd:seqd@127.0.0.1:PORT/seqd_test)");
+  auto opts = MysqlStore::ParseUrl(url);
+  REQUIRE_MESSAGE(opts.ok(), "SEQD_TEST_MYSQL_URL: ", Describe(opts));
+  opts->pool_size = 2;
+  return *opts;
+}
+
+// Raw Connector/C++ connection for test setup, outside the store.
+inline std::unique_ptr<sql::Connection> RawMysql(const MysqlOptions& o) {
+  sql::ConnectOptionsMap props;
+  props["hostName"] = "tcp://" + o.host + ":" + std::to_string(o.port);
+  props["userName"] = o.user;
+  props["password"] = o.password;
+  props["schema"] = o.database;
+  props["OPT_CONNECT_TIMEOUT"] = 5;
+  try {
+    return std::unique_ptr<sql::Connection>(MysqlDriver()->connect(props));
+  } catch (const sql::SQLException& e) {
+    FAIL("raw MySQL connect failed: ", std::string(e.what()), " (", e.getErrorCode(), ")");
+  }
+  return nullptr;
+}
+
+inline void RawExec(sql::Connection& c, const std::string& sql) {
+  try {
+    std::unique_ptr<sql::Statement> s(c.createStatement());
+    s->execute(sql);
+  } catch (const sql::SQLException& e) {
+    FAIL("raw MySQL '", sql, "' failed: ", std::string(e.what()), " (", e.getErrorCode(), ")");
+  }
+}
+
+// Ids of `user`'s connections other than `raw`'s own.
+inline std::vector<int64_t> OtherConnectionIds(sql::Connection& raw, const std::string& user) {
+  std::vector<int64_t> ids;
+  std::unique_ptr<sql::Statement> st(raw.createStatement());
+  std::unique_ptr<sql::ResultSet> rs(
+      st->executeQuery("SELECT ID FROM information_schema.PROCESSLIST WHERE USER='" + user +
+                       "' AND ID<>CONNECTION_ID()"));
+  while (rs->next()) ids.push_back(rs->getInt64(1));
+  return ids;
+}
+
+// KILLs the connections `ids`; those already gone (1094) are fine.
+inline void KillConnections(sql::Connection& raw, const std::vector<int64_t>& ids) {
+  for (int64_t id : ids) {
+    try {
+      std::unique_ptr<sql::Statement> st(raw.createStatement());
+      st->execute("KILL " + std::to_string(id));
+    } catch (const sql::SQLException&) {
+    }
+  }
+}
+
+}  // namespace seqd::conformance
