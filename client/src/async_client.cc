@@ -15,11 +15,13 @@
 #include <boost/asio/write.hpp>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <random>
 #include <set>
 #include <unordered_map>
 
 #include "proto/binary_codec.h"
+#include "proto/message_codec.h"
 #include "seqd/client.h"
 
 namespace seqd {
@@ -48,6 +50,12 @@ std::string_view StatusCodeName(StatusCode code) {
       return "INTERNAL";
     case StatusCode::kUnknownOpcode:
       return "UNKNOWN_OPCODE";
+    case StatusCode::kNotFound:
+      return "NOT_FOUND";
+    case StatusCode::kFailedPrecondition:
+      return "FAILED_PRECONDITION";
+    case StatusCode::kTooLarge:
+      return "TOO_LARGE";
     case StatusCode::kMalformedFrame:
       return "MALFORMED_FRAME";
     case StatusCode::kUnsupportedVersion:
@@ -78,7 +86,13 @@ bool Retryable(StatusCode code) {
          code == StatusCode::kStoreUnavailable || code == StatusCode::kShuttingDown;
 }
 
-enum class Op { kNextIds, kPing };
+enum class Op { kNextIds, kPing, kMessage };
+
+// A subscriber's callbacks, shared by the conversations it subscribed.
+struct SubHandlers {
+  AsyncClient::MessageFn on_message;
+  AsyncClient::LostFn on_lost;
+};
 
 struct Connection;
 
@@ -92,6 +106,14 @@ struct Call {
   uint32_t count = 0;
   std::function<void(ClientResult<IdBatch>)> on_ids;
   std::function<void(ClientResult<microseconds>)> on_ping;
+  // Op::kMessage: the request payload, and the raw OK result (decoded by the
+  // typed wrapper).
+  proto::Opcode opcode = proto::Opcode::kPing;
+  std::string body;
+  std::function<void(ClientResult<std::string>)> on_raw;
+  int preferred_endpoint = -1;         // where the first attempt goes, if >= 0
+  std::vector<std::string> sub_convs;  // SUBSCRIBE: registered on success
+  std::shared_ptr<SubHandlers> sub_handlers;
 
   // One timer: the attempt's deadline while in flight, the backoff between attempts.
   asio::steady_timer timer;
@@ -144,6 +166,49 @@ struct Endpoint {
 
 std::atomic<size_t> g_round_robin{0};
 
+Message ToMessage(std::string_view conv_id, const proto::MessageView& v) {
+  Message m;
+  m.conv_id = std::string(conv_id);
+  m.seq = v.seq;
+  m.server_msg_id = v.server_msg_id;
+  m.sender_id = std::string(v.sender_id);
+  m.client_msg_id = std::string(v.client_msg_id);
+  m.content_type = v.content_type;
+  m.status = static_cast<MessageStatus>(v.status);
+  m.send_time_ms = v.send_time_ms;
+  m.payload = std::string(v.payload);
+  return m;
+}
+
+MemberInfo ToMember(const proto::MemberWire& w) {
+  return MemberInfo{w.min_seq, w.max_seq, w.read_seq};
+}
+
+// Wraps a typed callback: decodes the raw OK result as Res and converts it.
+template <typename Res, typename T, typename Convert>
+std::function<void(ClientResult<std::string>)> Decoding(std::function<void(ClientResult<T>)> done,
+                                                        Convert convert) {
+  return [done = std::move(done), convert](ClientResult<std::string> raw) {
+    if (!raw.ok()) return done(ClientResult<T>(raw.code(), raw.message()));
+    std::optional<Res> res = proto::DecodeBody<Res>(raw.value());
+    if (!res) return done(ClientResult<T>(StatusCode::kProtocol, "malformed result"));
+    done(ClientResult<T>(convert(*res)));
+  };
+}
+
+// `id` if the ids fit the wire, else empty (the call fails before sending).
+std::string_view IdView(bool fit, const std::string& id) {
+  return fit ? std::string_view(id) : std::string_view();
+}
+
+// True if every id fits the wire's u16 length.
+bool IdsFit(std::initializer_list<const std::string*> ids) {
+  for (const std::string* id : ids) {
+    if (id->size() > kMaxKeyBytes) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
@@ -186,6 +251,13 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
   std::set<std::shared_ptr<Connection>> conns;                // every connection not closed
   std::mt19937_64 rng;
 
+  // Subscriptions: conversation -> callbacks and the connection they live on.
+  struct SubEntry {
+    std::shared_ptr<SubHandlers> handlers;
+    std::shared_ptr<Connection> conn;
+  };
+  std::unordered_map<std::string, SubEntry> subs;
+
   // Local prefetch, per key.
   struct KeyCache {
     std::deque<IdRange> ranges;
@@ -209,6 +281,8 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
     Retire(call);
     if (call->op == Op::kNextIds) {
       Deliver(std::move(call->on_ids), ClientResult<IdBatch>(code, std::move(message)));
+    } else if (call->op == Op::kMessage) {
+      Deliver(std::move(call->on_raw), ClientResult<std::string>(code, std::move(message)));
     } else {
       Deliver(std::move(call->on_ping), ClientResult<microseconds>(code, std::move(message)));
     }
@@ -284,7 +358,8 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
     if (closed) return Fail(call, StatusCode::kCancelled, "client closed");
     call->seq = next_call_seq++;
     calls.emplace(call->seq, call);
-    StartAttempt(call, current);
+    StartAttempt(call, call->preferred_endpoint >= 0 ? static_cast<size_t>(call->preferred_endpoint)
+                                                     : current);
   }
 
   void StartAttempt(const std::shared_ptr<Call>& call, size_t start) {
@@ -313,6 +388,8 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
     conn->pending.emplace(id, call);
     if (call->op == Op::kNextIds) {
       proto::AppendNextIdsRequest(conn->out, id, call->key, call->count);
+    } else if (call->op == Op::kMessage) {
+      proto::AppendFrame(conn->out, call->opcode, 0, id, call->body);
     } else {
       proto::AppendFrame(conn->out, proto::Opcode::kPing, 0, id, {});
     }
@@ -484,7 +561,7 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
   void ProcessInput(const std::shared_ptr<Connection>& conn) {
     while (conn->state != Connection::State::kClosed) {
       const std::string_view input(conn->in.data() + conn->in_begin, conn->in_end - conn->in_begin);
-      const proto::DecodeResult r = proto::DecodeFrame(input);
+      const proto::DecodeResult r = proto::DecodeServerFrame(input);
       if (r.state == proto::DecodeState::kNeedMore) return;
       if (r.state == proto::DecodeState::kError) {
         return ConnFail(conn, StatusCode::kProtocol,
@@ -503,6 +580,7 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
       return ConnFail(conn, StatusCode::kProtocol, "request frame from " + ep.name, true);
     }
     std::optional<proto::ResponseView> resp = proto::ParseResponse(f.payload);
+    if (proto::IsPush(f)) return HandlePush(conn, f, resp);
     if (f.opcode == static_cast<uint8_t>(proto::Opcode::kProtocolError) || f.request_id == 0) {
       // The server rejected our framing and closes the connection.
       if (!resp)
@@ -517,8 +595,9 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
     Disarm(call);
     call->conn.reset();
     call->sent = false;
-    const uint8_t want = static_cast<uint8_t>(call->op == Op::kNextIds ? proto::Opcode::kNextIds
-                                                                       : proto::Opcode::kPing);
+    const uint8_t want = static_cast<uint8_t>(call->op == Op::kNextIds   ? proto::Opcode::kNextIds
+                                              : call->op == Op::kMessage ? call->opcode
+                                                                         : proto::Opcode::kPing);
     if (!resp || f.opcode != want) {
       Fail(call, StatusCode::kProtocol, "malformed response from " + ep.name);
     } else if (resp->status != proto::Status::kOk) {
@@ -544,6 +623,13 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
         Retire(call);
         Deliver(std::move(call->on_ids), ClientResult<IdBatch>(std::move(batch)));
       }
+    } else if (call->op == Op::kMessage) {
+      current = static_cast<size_t>(conn->endpoint);
+      Retire(call);
+      if (call->sub_handlers) {
+        for (const std::string& conv : call->sub_convs) subs[conv] = {call->sub_handlers, conn};
+      }
+      Deliver(std::move(call->on_raw), ClientResult<std::string>(std::string(resp->result)));
     } else {
       const auto rtt = std::chrono::duration_cast<microseconds>(Clock::now() - call->sent_at);
       current = static_cast<size_t>(conn->endpoint);
@@ -551,6 +637,51 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
       Deliver(std::move(call->on_ping), ClientResult<microseconds>(rtt));
     }
     PumpWaiting(conn);
+  }
+
+  // A frame the server sent on its own: a pushed message, or the end of
+  // every subscription on `conn`.
+  void HandlePush(const std::shared_ptr<Connection>& conn, const proto::FrameView& f,
+                  const std::optional<proto::ResponseView>& resp) {
+    const std::string& name = endpoints[conn->endpoint].name;
+    if (!resp || f.request_id != 0) {
+      return ConnFail(conn, StatusCode::kProtocol, "bad push frame from " + name, true);
+    }
+    if (f.opcode == static_cast<uint8_t>(proto::kOpPushDropped)) {
+      return LoseSubscriptions(conn,
+                               name + " dropped the subscriptions: " + std::string(resp->message));
+    }
+    if (f.opcode != static_cast<uint8_t>(proto::kOpPushMessage) ||
+        resp->status != proto::Status::kOk) {
+      return;  // a push kind this client does not know: ignored
+    }
+    std::optional<proto::PushMessage> push = proto::DecodeBody<proto::PushMessage>(resp->result);
+    if (!push) return ConnFail(conn, StatusCode::kProtocol, "bad push from " + name, true);
+    auto it = subs.find(std::string(push->conv_id));
+    if (it == subs.end() || it->second.conn != conn) return;  // unsubscribed, or an old one
+    Message m = ToMessage(push->conv_id, push->message);
+    asio::post(strand, [handlers = it->second.handlers, m = std::move(m)]() mutable {
+      if (handlers->on_message) handlers->on_message(std::move(m));
+    });
+  }
+
+  // Forgets the subscriptions that lived on `conn` and tells their owners.
+  void LoseSubscriptions(const std::shared_ptr<Connection>& conn, const std::string& reason) {
+    std::map<std::shared_ptr<SubHandlers>, std::vector<std::string>> lost;
+    for (auto it = subs.begin(); it != subs.end();) {
+      if (it->second.conn == conn) {
+        lost[it->second.handlers].push_back(it->first);
+        it = subs.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto& [handlers, convs] : lost) {
+      std::sort(convs.begin(), convs.end());
+      asio::post(strand, [handlers = handlers, convs = std::move(convs), reason]() mutable {
+        if (handlers->on_lost) handlers->on_lost(std::move(convs), reason);
+      });
+    }
   }
 
   // Closes `conn`; its calls are retried (or failed) with `code`.
@@ -566,6 +697,7 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
     Endpoint& ep = endpoints[conn->endpoint];
     if (ep.conn == conn) ep.conn.reset();
     if (mark_down) MarkDown(conn->endpoint);
+    if (!closed) LoseSubscriptions(conn, message);
 
     std::vector<std::shared_ptr<Call>> victims;
     victims.reserve(conn->pending.size() + conn->waiting.size());
@@ -588,6 +720,7 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
       ConnFail(conn, StatusCode::kCancelled, "client closed", false);
     }
     for (Endpoint& ep : endpoints) ep.conn.reset();
+    subs.clear();
     std::vector<std::shared_ptr<Call>> rest;
     for (auto& [seq, call] : calls) rest.push_back(call);
     for (const auto& call : rest) Fail(call, StatusCode::kCancelled, "client closed");
@@ -597,6 +730,32 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
       }
     }
     cache.clear();
+  }
+
+  // Encodes `req` and submits it; fails at once (on the strand) with
+  // INVALID_ARGUMENT if an id is too long for the wire or TOO_LARGE if the
+  // request does not fit in a frame.
+  template <typename Req>
+  void SubmitMessage(const Req& req, std::function<void(ClientResult<std::string>)> on_raw,
+                     bool ids_fit, std::shared_ptr<Call> call = nullptr) {
+    if (!call) call = std::make_shared<Call>(strand);
+    call->op = Op::kMessage;
+    call->opcode = Req::kOpcode;
+    call->on_raw = std::move(on_raw);
+    if (!ids_fit) {
+      return Deliver(std::move(call->on_raw),
+                     ClientResult<std::string>(StatusCode::kInvalidArgument,
+                                               "an id is longer than 65535 bytes"));
+    }
+    proto::EncodeBody(call->body, req);
+    if (call->body.size() + proto::kHeaderSize > proto::kMaxFrameSize) {
+      return Deliver(std::move(call->on_raw),
+                     ClientResult<std::string>(StatusCode::kTooLarge,
+                                               "request larger than the 1 MiB frame limit"));
+    }
+    asio::post(strand, [self = shared_from_this(), call = std::move(call)]() mutable {
+      self->Submit(std::move(call));
+    });
   }
 
   // --- prefetch --------------------------------------------------------------
@@ -707,6 +866,188 @@ void AsyncClient::Ping(std::function<void(ClientResult<microseconds>)> done) {
   call->on_ping = std::move(done);
   asio::post(impl_->strand,
              [impl = impl_, call = std::move(call)]() mutable { impl->Submit(std::move(call)); });
+}
+
+void AsyncClient::Send(OutgoingMessage m, Done<SendResult> done) {
+  const bool fit = IdsFit({&m.conv_id, &m.sender_id, &m.client_msg_id});
+  impl_->SubmitMessage(proto::SendReq{IdView(fit, m.conv_id), IdView(fit, m.sender_id),
+                                      IdView(fit, m.client_msg_id), m.content_type, m.payload},
+                       Decoding<proto::SendRes>(
+                           std::move(done),
+                           [](const proto::SendRes& r) {
+                             return SendResult{r.seq, r.server_msg_id, r.send_time_ms, r.duplicate};
+                           }),
+                       fit);
+}
+
+void AsyncClient::PullRange(std::string conv_id, PullOptions o, Done<PullPage> done) {
+  const bool fit = IdsFit({&conv_id, &o.user_id});
+  impl_->SubmitMessage(
+      proto::PullRangeReq{IdView(fit, conv_id), o.from_seq, o.to_seq, o.limit, o.descending,
+                          IdView(fit, o.user_id)},
+      Decoding<proto::PullRangeRes>(std::move(done),
+                                    [conv_id](const proto::PullRangeRes& r) {
+                                      PullPage page;
+                                      page.is_end = r.is_end;
+                                      page.messages.reserve(r.messages.size());
+                                      for (const auto& v : r.messages) {
+                                        page.messages.push_back(ToMessage(conv_id, v));
+                                      }
+                                      return page;
+                                    }),
+      fit);
+}
+
+void AsyncClient::PullSeqs(std::string conv_id, std::vector<int64_t> seqs, std::string user_id,
+                           Done<std::vector<Message>> done) {
+  const bool fit = IdsFit({&conv_id, &user_id});
+  impl_->SubmitMessage(
+      proto::PullSeqsReq{IdView(fit, conv_id), IdView(fit, user_id), std::move(seqs)},
+      Decoding<proto::PullSeqsRes>(std::move(done),
+                                   [conv_id](const proto::PullSeqsRes& r) {
+                                     std::vector<Message> out;
+                                     out.reserve(r.messages.size());
+                                     for (const auto& v : r.messages) {
+                                       out.push_back(ToMessage(conv_id, v));
+                                     }
+                                     return out;
+                                   }),
+      fit);
+}
+
+namespace {
+std::vector<std::string_view> Views(const std::vector<std::string>& v, bool& fit) {
+  std::vector<std::string_view> out;
+  out.reserve(v.size());
+  for (const std::string& s : v) {
+    if (s.size() > kMaxKeyBytes) fit = false;
+    out.push_back(s);
+  }
+  if (!fit) out.clear();
+  return out;
+}
+}  // namespace
+
+void AsyncClient::MaxSeqs(std::vector<std::string> conv_ids, Done<std::vector<int64_t>> done) {
+  bool fit = true;
+  proto::MaxSeqsReq req{Views(conv_ids, fit)};
+  impl_->SubmitMessage(req,
+                       Decoding<proto::MaxSeqsRes>(
+                           std::move(done), [](const proto::MaxSeqsRes& r) { return r.max_seqs; }),
+                       fit);
+}
+
+void AsyncClient::SyncUser(std::string user_id, std::vector<std::string> conv_ids,
+                           Done<std::vector<ConvState>> done) {
+  bool fit = IdsFit({&user_id});
+  proto::SyncUserReq req{IdView(fit, user_id), Views(conv_ids, fit)};
+  impl_->SubmitMessage(req,
+                       Decoding<proto::SyncUserRes>(
+                           std::move(done),
+                           [](const proto::SyncUserRes& r) {
+                             std::vector<ConvState> out;
+                             out.reserve(r.convs.size());
+                             for (const auto& c : r.convs) {
+                               out.push_back(ConvState{std::string(c.conv_id), c.max_seq, c.min_seq,
+                                                       c.read_seq, c.unread, c.member});
+                             }
+                             return out;
+                           }),
+                       fit);
+}
+
+namespace {
+auto MemberDecoding(AsyncClient::Done<MemberInfo> done) {
+  return Decoding<proto::MemberRes>(std::move(done),
+                                    [](const proto::MemberRes& r) { return ToMember(r.member); });
+}
+}  // namespace
+
+void AsyncClient::MarkRead(std::string conv_id, std::string user_id, int64_t read_seq,
+                           Done<MemberInfo> done) {
+  const bool fit = IdsFit({&conv_id, &user_id});
+  impl_->SubmitMessage(proto::MarkReadReq{IdView(fit, conv_id), IdView(fit, user_id), read_seq},
+                       MemberDecoding(std::move(done)), fit);
+}
+
+void AsyncClient::SetMember(std::string conv_id, std::string user_id,
+                            std::optional<int64_t> min_seq, std::optional<int64_t> max_seq,
+                            bool clear_max, Done<MemberInfo> done) {
+  const bool fit = IdsFit({&conv_id, &user_id});
+  impl_->SubmitMessage(
+      proto::SetMemberReq{IdView(fit, conv_id), IdView(fit, user_id), min_seq, max_seq, clear_max},
+      MemberDecoding(std::move(done)), fit);
+}
+
+void AsyncClient::GetMember(std::string conv_id, std::string user_id, Done<MemberInfo> done) {
+  const bool fit = IdsFit({&conv_id, &user_id});
+  impl_->SubmitMessage(proto::GetMemberReq{IdView(fit, conv_id), IdView(fit, user_id)},
+                       MemberDecoding(std::move(done)), fit);
+}
+
+void AsyncClient::SetStatus(std::string conv_id, int64_t seq, MessageStatus status,
+                            Done<Message> done) {
+  if (status == MessageStatus::kNormal) {
+    return impl_->Deliver(
+        std::move(done),
+        ClientResult<Message>(StatusCode::kInvalidArgument, "status must be recalled or deleted"));
+  }
+  const bool fit = IdsFit({&conv_id});
+  impl_->SubmitMessage(proto::SetStatusReq{IdView(fit, conv_id), seq, static_cast<uint8_t>(status)},
+                       Decoding<proto::MessageRes>(std::move(done),
+                                                   [conv_id](const proto::MessageRes& r) {
+                                                     return ToMessage(conv_id, r.message);
+                                                   }),
+                       fit);
+}
+
+void AsyncClient::SetConvMinSeq(std::string conv_id, int64_t min_seq, Done<int64_t> done) {
+  const bool fit = IdsFit({&conv_id});
+  impl_->SubmitMessage(proto::SetConvMinSeqReq{IdView(fit, conv_id), min_seq},
+                       Decoding<proto::MinSeqRes>(
+                           std::move(done), [](const proto::MinSeqRes& r) { return r.min_seq; }),
+                       fit);
+}
+
+void AsyncClient::Subscribe(std::vector<std::string> conv_ids, MessageFn on_message, LostFn on_lost,
+                            Done<bool> done) {
+  bool fit = true;
+  proto::SubscribeReq req{Views(conv_ids, fit)};
+  auto call = std::make_shared<Call>(impl_->strand);
+  call->sub_handlers =
+      std::make_shared<SubHandlers>(SubHandlers{std::move(on_message), std::move(on_lost)});
+  call->sub_convs = conv_ids;
+  impl_->SubmitMessage(
+      req, Decoding<proto::EmptyRes>(std::move(done), [](const proto::EmptyRes&) { return true; }),
+      fit, std::move(call));
+}
+
+void AsyncClient::Unsubscribe(std::vector<std::string> conv_ids, Done<bool> done) {
+  bool fit = true;
+  auto views = Views(conv_ids, fit);
+  if (!fit) {
+    return impl_->Deliver(std::move(done), ClientResult<bool>(StatusCode::kInvalidArgument,
+                                                              "an id is longer than 65535 bytes"));
+  }
+  // Forget them locally first (no callback for them from now on), then tell
+  // the server, on the connection most of them live on.
+  asio::post(impl_->strand, [impl = impl_, conv_ids = std::move(conv_ids),
+                             done = std::move(done)]() mutable {
+    int endpoint = -1;
+    for (const std::string& c : conv_ids) {
+      auto it = impl->subs.find(c);
+      if (it == impl->subs.end()) continue;
+      if (endpoint < 0 && it->second.conn) endpoint = it->second.conn->endpoint;
+      impl->subs.erase(it);
+    }
+    auto call = std::make_shared<Call>(impl->strand);
+    call->preferred_endpoint = endpoint;
+    bool fit = true;
+    impl->SubmitMessage(
+        proto::UnsubscribeReq{Views(conv_ids, fit)},
+        Decoding<proto::EmptyRes>(std::move(done), [](const proto::EmptyRes&) { return true; }),
+        fit, std::move(call));
+  });
 }
 
 void AsyncClient::Close() {

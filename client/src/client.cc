@@ -61,3 +61,81 @@ ClientResult<std::chrono::microseconds> Client::Ping() {
 }
 
 }  // namespace seqd
+
+namespace seqd {
+
+ClientResult<SendResult> Client::Send(OutgoingMessage message) {
+  return impl_->Wait<SendResult>(
+      [&](auto done) { impl_->async.Send(std::move(message), std::move(done)); });
+}
+
+ClientResult<PullPage> Client::PullRange(const std::string& conv_id, PullOptions options) {
+  return impl_->Wait<PullPage>(
+      [&](auto done) { impl_->async.PullRange(conv_id, std::move(options), std::move(done)); });
+}
+
+ClientResult<std::vector<Message>> Client::PullSeqs(const std::string& conv_id,
+                                                    std::vector<int64_t> seqs,
+                                                    const std::string& user_id) {
+  return impl_->Wait<std::vector<Message>>([&](auto done) {
+    impl_->async.PullSeqs(conv_id, std::move(seqs), user_id, std::move(done));
+  });
+}
+
+ClientResult<std::vector<int64_t>> Client::MaxSeqs(std::vector<std::string> conv_ids) {
+  return impl_->Wait<std::vector<int64_t>>(
+      [&](auto done) { impl_->async.MaxSeqs(std::move(conv_ids), std::move(done)); });
+}
+
+ClientResult<std::vector<ConvState>> Client::SyncUser(const std::string& user_id,
+                                                     std::vector<std::string> conv_ids) {
+  return impl_->Wait<std::vector<ConvState>>(
+      [&](auto done) { impl_->async.SyncUser(user_id, std::move(conv_ids), std::move(done)); });
+}
+
+ClientResult<MemberInfo> Client::MarkRead(const std::string& conv_id, const std::string& user_id,
+                                           int64_t read_seq) {
+  return impl_->Wait<MemberInfo>(
+      [&](auto done) { impl_->async.MarkRead(conv_id, user_id, read_seq, std::move(done)); });
+}
+
+ClientResult<MemberInfo> Client::SetMember(const std::string& conv_id, const std::string& user_id,
+                                            std::optional<int64_t> min_seq,
+                                            std::optional<int64_t> max_seq, bool clear_max) {
+  return impl_->Wait<MemberInfo>([&](auto done) {
+    impl_->async.SetMember(conv_id, user_id, min_seq, max_seq, clear_max, std::move(done));
+  });
+}
+
+ClientResult<MemberInfo> Client::GetMember(const std::string& conv_id,
+                                            const std::string& user_id) {
+  return impl_->Wait<MemberInfo>(
+      [&](auto done) { impl_->async.GetMember(conv_id, user_id, std::move(done)); });
+}
+
+ClientResult<Message> Client::SetStatus(const std::string& conv_id, int64_t seq,
+                                        MessageStatus status) {
+  return impl_->Wait<Message>(
+      [&](auto done) { impl_->async.SetStatus(conv_id, seq, status, std::move(done)); });
+}
+
+ClientResult<int64_t> Client::SetConvMinSeq(const std::string& conv_id, int64_t min_seq) {
+  return impl_->Wait<int64_t>(
+      [&](auto done) { impl_->async.SetConvMinSeq(conv_id, min_seq, std::move(done)); });
+}
+
+ClientResult<bool> Client::Subscribe(std::vector<std::string> conv_ids,
+                                     AsyncClient::MessageFn on_message,
+                                     AsyncClient::LostFn on_lost) {
+  return impl_->Wait<bool>([&](auto done) {
+    impl_->async.Subscribe(std::move(conv_ids), std::move(on_message), std::move(on_lost),
+                           std::move(done));
+  });
+}
+
+ClientResult<bool> Client::Unsubscribe(std::vector<std::string> conv_ids) {
+  return impl_->Wait<bool>(
+      [&](auto done) { impl_->async.Unsubscribe(std::move(conv_ids), std::move(done)); });
+}
+
+}  // namespace seqd

@@ -1,4 +1,5 @@
-// seqd client library: IDs over the seqd binary protocol (docs/protocol.md).
+// seqd client library: IDs and the message store over the seqd binary
+// protocol (docs/protocol.md).
 //
 // Two APIs over one implementation:
 //   - AsyncClient runs on an executor you provide (e.g. your io_context) and
@@ -32,6 +33,22 @@
 // another. IDs stay unique; IDs still held when the client is closed are
 // never used. Calls with count > 1 always go to the server.
 //
+// Message store calls (Send, PullRange, ..., SetConvMinSeq) follow the same
+// rules: pipelined, timed out per attempt, retried on the next endpoint on
+// connection loss, timeout, STORE_UNAVAILABLE or SHUTTING_DOWN. Retrying a
+// Send is safe: the server detects the re-send by (conv, sender,
+// client_msg_id) and answers the first message's seq with duplicate = true.
+//
+// Push: Subscribe(conv_ids, on_message, on_lost, done) subscribes on the
+// connection the call is answered on. on_message receives each pushed
+// message (per conversation in seq order; duplicates and gaps are possible
+// across re-subscriptions: feed them to a seqd::ReceiveQueue). When that
+// connection closes, or the server drops the subscriptions of a slow reader
+// (PUSH_DROPPED), on_lost(conv_ids, reason) runs once for the conversations
+// lost; nothing is re-subscribed automatically: subscribe again and pull
+// from your last seq. After Unsubscribe (or Close) no callback of those
+// conversations runs.
+//
 // Thread safety: all public member functions of AsyncClient and Client may be
 // called from any thread concurrently. AsyncClient callbacks run on an
 // internal strand of the executor, never inside the calling function; do not
@@ -51,6 +68,8 @@
 #include <utility>  // before Asio: Boost 1.74 misses it under GCC 12
 #include <vector>
 
+#include "seqd/message.h"
+
 namespace seqd {
 
 // Status codes: 0-66 mirror the binary protocol's codes; 100 and above are
@@ -64,6 +83,9 @@ enum class StatusCode : uint16_t {
   kShuttingDown = 5,
   kInternal = 6,
   kUnknownOpcode = 7,
+  kNotFound = 8,
+  kFailedPrecondition = 9,
+  kTooLarge = 10,
   kMalformedFrame = 64,
   kUnsupportedVersion = 65,
   kFrameTooLarge = 66,
@@ -174,6 +196,34 @@ class AsyncClient {
   void NextIds(std::string key, uint32_t count, std::function<void(ClientResult<IdBatch>)> done);
   // A PING round trip; the result is the round-trip time of the answered attempt.
   void Ping(std::function<void(ClientResult<std::chrono::microseconds>)> done);
+
+  // --- message store (docs/protocol.md, "Message store ops") ---------------
+  template <typename T>
+  using Done = std::function<void(ClientResult<T>)>;
+  using MessageFn = std::function<void(Message)>;
+  using LostFn = std::function<void(std::vector<std::string> conv_ids, std::string reason)>;
+
+  void Send(OutgoingMessage message, Done<SendResult> done);
+  void PullRange(std::string conv_id, PullOptions options, Done<PullPage> done);
+  // The messages among `seqs` that exist (in the member's window with a
+  // user), ascending. If they would not fit one frame, the leading ones.
+  void PullSeqs(std::string conv_id, std::vector<int64_t> seqs, std::string user_id,
+                Done<std::vector<Message>> done);
+  void MaxSeqs(std::vector<std::string> conv_ids, Done<std::vector<int64_t>> done);
+  void SyncUser(std::string user_id, std::vector<std::string> conv_ids,
+                Done<std::vector<ConvState>> done);
+  void MarkRead(std::string conv_id, std::string user_id, int64_t read_seq, Done<MemberInfo> done);
+  void SetMember(std::string conv_id, std::string user_id, std::optional<int64_t> min_seq,
+                 std::optional<int64_t> max_seq, bool clear_max, Done<MemberInfo> done);
+  void GetMember(std::string conv_id, std::string user_id, Done<MemberInfo> done);
+  // Recall or delete (status != kNormal); the result is the updated message.
+  void SetStatus(std::string conv_id, int64_t seq, MessageStatus status, Done<Message> done);
+  void SetConvMinSeq(std::string conv_id, int64_t min_seq, Done<int64_t> done);
+  // `on_message` and `on_lost` run on the client's strand; `done` reports
+  // the SUBSCRIBE answer (true).
+  void Subscribe(std::vector<std::string> conv_ids, MessageFn on_message, LostFn on_lost,
+                 Done<bool> done);
+  void Unsubscribe(std::vector<std::string> conv_ids, Done<bool> done);
   // Closes connections; pending and later calls complete with kCancelled.
   void Close();
 
@@ -195,6 +245,28 @@ class Client {
   ClientResult<IdBatch> NextIds(const std::string& key, uint32_t count = 1);
   ClientResult<int64_t> NextId(const std::string& key);
   ClientResult<std::chrono::microseconds> Ping();
+
+  // Message store: the AsyncClient calls, waited for.
+  ClientResult<SendResult> Send(OutgoingMessage message);
+  ClientResult<PullPage> PullRange(const std::string& conv_id, PullOptions options = {});
+  ClientResult<std::vector<Message>> PullSeqs(const std::string& conv_id, std::vector<int64_t> seqs,
+                                              const std::string& user_id = "");
+  ClientResult<std::vector<int64_t>> MaxSeqs(std::vector<std::string> conv_ids);
+  ClientResult<std::vector<ConvState>> SyncUser(const std::string& user_id,
+                                               std::vector<std::string> conv_ids);
+  ClientResult<MemberInfo> MarkRead(const std::string& conv_id, const std::string& user_id,
+                                     int64_t read_seq);
+  ClientResult<MemberInfo> SetMember(const std::string& conv_id, const std::string& user_id,
+                                      std::optional<int64_t> min_seq = std::nullopt,
+                                      std::optional<int64_t> max_seq = std::nullopt,
+                                      bool clear_max = false);
+  ClientResult<MemberInfo> GetMember(const std::string& conv_id, const std::string& user_id);
+  ClientResult<Message> SetStatus(const std::string& conv_id, int64_t seq, MessageStatus status);
+  ClientResult<int64_t> SetConvMinSeq(const std::string& conv_id, int64_t min_seq);
+  // The callbacks run on the client's I/O thread; do not block in them.
+  ClientResult<bool> Subscribe(std::vector<std::string> conv_ids, AsyncClient::MessageFn on_message,
+                               AsyncClient::LostFn on_lost = nullptr);
+  ClientResult<bool> Unsubscribe(std::vector<std::string> conv_ids);
 
   AsyncClient& async();
 
