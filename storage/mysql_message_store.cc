@@ -8,9 +8,10 @@
 
 #include <algorithm>
 #include <functional>
-#include <limits>
 #include <unordered_map>
 #include <utility>
+
+#include "storage/message_store_rows.h"
 
 namespace seqd {
 namespace {
@@ -141,17 +142,6 @@ std::string ListSqlById(int kind, size_t n) { return ListSql(static_cast<ListKin
 const char* const kSessionSetup[] = {"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"};
 const MysqlSession kSession{kSql, ListSqlById, kSessionSetup, std::nullopt};
 
-MessageStatus ToStatus(int64_t v) {
-  switch (v) {
-    case 1:
-      return MessageStatus::kRecalled;
-    case 2:
-      return MessageStatus::kDeleted;
-    default:
-      return MessageStatus::kNormal;
-  }
-}
-
 StoredMessage ReadMessage(sql::ResultSet& rs) {
   StoredMessage m;
   m.conv_id = rs.getString(1).asStdString();
@@ -162,13 +152,8 @@ StoredMessage ReadMessage(sql::ResultSet& rs) {
   m.content_type = rs.getInt(6);
   m.payload = rs.getString(7).asStdString();
   m.send_time_ms = rs.getInt64(8);
-  m.status = ToStatus(rs.getInt(9));
+  m.status = MessageStatusFromColumn(rs.getInt(9));
   return m;
-}
-
-int64_t ClampLimit(size_t limit) {
-  const auto max = static_cast<size_t>(std::numeric_limits<int64_t>::max() - 1);
-  return static_cast<int64_t>(limit < max ? limit : max);
 }
 
 }  // namespace
@@ -409,7 +394,7 @@ Result<MessagePage> MysqlMessageStore::GetRange(const RangeQuery& q) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "get range: REQUIRES from_seq <= to_seq and limit >= 1");
   }
-  const int64_t limit = ClampLimit(q.limit);
+  const int64_t limit = ClampRangeLimit(q.limit);
   return pool_.Run<MessagePage>("get range", [&](MysqlConn& c) -> Result<MessagePage> {
     sql::PreparedStatement& s = c.Stmt(q.descending ? kRangeDesc : kRangeAsc);
     s.setString(1, q.conv_id);
@@ -607,13 +592,6 @@ Result<int64_t> MysqlMessageStore::CountUnread(std::string_view conv_id, std::st
   });
 }
 
-Status MysqlMessageStore::Ping() {
-  return pool_.Run<Ok>("ping", [](MysqlConn& c) -> Result<Ok> {
-    std::unique_ptr<sql::ResultSet> rs(c.Stmt(kPing).executeQuery());
-    rs.reset();
-    c.Commit();
-    return Ok{};
-  });
-}
+Status MysqlMessageStore::Ping() { return pool_.Ping(kPing); }
 
 }  // namespace seqd

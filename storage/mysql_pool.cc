@@ -4,6 +4,7 @@
 #include <cppconn/driver.h>
 #include <cppconn/exception.h>
 #include <cppconn/prepared_statement.h>
+#include <cppconn/resultset.h>
 #include <cppconn/statement.h>
 
 namespace seqd {
@@ -260,6 +261,15 @@ Status MysqlPool::RunBody(const char* op, const Body& body) {
     DropIdle();
     if (attempt >= 1 || !retryable) return err;
   }
+}
+
+Status MysqlPool::Ping(int stmt) {
+  return Run<Ok>("ping", [stmt](MysqlConn& c) -> Result<Ok> {
+    std::unique_ptr<sql::ResultSet> rs(c.Stmt(stmt).executeQuery());
+    rs.reset();
+    c.Commit();
+    return Ok{};
+  });
 }
 
 }  // namespace seqd

@@ -135,6 +135,9 @@ class MysqlPool {
     return std::move(*out);
   }
 
+  // Runs session statement `stmt` (a "SELECT 1") in Run("ping").
+  Status Ping(int stmt);
+
  private:
   // One attempt's work; returns normally or throws.
   using Body = std::function<void(MysqlConn&, bool& retryable)>;

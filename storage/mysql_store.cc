@@ -285,13 +285,6 @@ Result<KeyRow> MysqlStore::SetStep(std::string_view key, int64_t step) {
   });
 }
 
-Status MysqlStore::Ping() {
-  return pool_.Run<Ok>("ping", [](MysqlConn& c) -> Result<Ok> {
-    std::unique_ptr<sql::ResultSet> rs(c.Stmt(kPing).executeQuery());
-    rs.reset();
-    c.Commit();
-    return Ok{};
-  });
-}
+Status MysqlStore::Ping() { return pool_.Ping(kPing); }
 
 }  // namespace seqd

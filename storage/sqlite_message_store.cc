@@ -3,7 +3,8 @@
 #include <sqlite3.h>
 
 #include <algorithm>
-#include <limits>
+
+#include "storage/message_store_rows.h"
 
 namespace seqd {
 namespace {
@@ -107,17 +108,6 @@ std::string ColumnBytes(sqlite3_stmt* s, int i) {
   return std::string(static_cast<const char*>(p), static_cast<size_t>(n));
 }
 
-MessageStatus ToStatus(int64_t v) {
-  switch (v) {
-    case 1:
-      return MessageStatus::kRecalled;
-    case 2:
-      return MessageStatus::kDeleted;
-    default:
-      return MessageStatus::kNormal;
-  }
-}
-
 StoredMessage ReadMessage(sqlite3_stmt* s) {
   StoredMessage m;
   m.conv_id = ColumnBytes(s, 0);
@@ -128,13 +118,8 @@ StoredMessage ReadMessage(sqlite3_stmt* s) {
   m.content_type = static_cast<int32_t>(sqlite3_column_int64(s, 5));
   m.payload = ColumnBytes(s, 6);
   m.send_time_ms = sqlite3_column_int64(s, 7);
-  m.status = ToStatus(sqlite3_column_int64(s, 8));
+  m.status = MessageStatusFromColumn(sqlite3_column_int64(s, 8));
   return m;
-}
-
-int64_t ClampLimit(size_t limit) {
-  const auto max = static_cast<size_t>(std::numeric_limits<int64_t>::max() - 1);
-  return static_cast<int64_t>(limit < max ? limit : max);
 }
 
 }  // namespace
@@ -301,7 +286,7 @@ Result<MessagePage> SqliteMessageStore::GetRange(const RangeQuery& q) {
   SqliteBindText(*s, 1, q.conv_id);
   sqlite3_bind_int64(*s, 2, q.from_seq);
   sqlite3_bind_int64(*s, 3, q.to_seq);
-  const int64_t limit = ClampLimit(q.limit);
+  const int64_t limit = ClampRangeLimit(q.limit);
   sqlite3_bind_int64(*s, 4, limit + 1);
   MessagePage page;
   for (;;) {
