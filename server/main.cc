@@ -151,7 +151,7 @@ int Run(const Config& config) {
   }
   std::unique_ptr<BinaryServer> binary;
   if (config.tcp_port >= 0) {
-    binary = std::make_unique<BinaryServer>(io, ToBinaryOptions(config), allocator);
+    binary = std::make_unique<BinaryServer>(io, ToBinaryOptions(config), allocator, &messages);
     if (auto s = binary->Listen(); !s) {
       SEQD_LOG(kError) << "cannot listen (binary protocol): " << s.error().message;
       return 1;
