@@ -88,27 +88,26 @@ ClientResult<std::vector<int64_t>> Client::MaxSeqs(std::vector<std::string> conv
 }
 
 ClientResult<std::vector<ConvState>> Client::SyncUser(const std::string& user_id,
-                                                     std::vector<std::string> conv_ids) {
+                                                      std::vector<std::string> conv_ids) {
   return impl_->Wait<std::vector<ConvState>>(
       [&](auto done) { impl_->async.SyncUser(user_id, std::move(conv_ids), std::move(done)); });
 }
 
 ClientResult<MemberInfo> Client::MarkRead(const std::string& conv_id, const std::string& user_id,
-                                           int64_t read_seq) {
+                                          int64_t read_seq) {
   return impl_->Wait<MemberInfo>(
       [&](auto done) { impl_->async.MarkRead(conv_id, user_id, read_seq, std::move(done)); });
 }
 
 ClientResult<MemberInfo> Client::SetMember(const std::string& conv_id, const std::string& user_id,
-                                            std::optional<int64_t> min_seq,
-                                            std::optional<int64_t> max_seq, bool clear_max) {
+                                           std::optional<int64_t> min_seq,
+                                           std::optional<int64_t> max_seq, bool clear_max) {
   return impl_->Wait<MemberInfo>([&](auto done) {
     impl_->async.SetMember(conv_id, user_id, min_seq, max_seq, clear_max, std::move(done));
   });
 }
 
-ClientResult<MemberInfo> Client::GetMember(const std::string& conv_id,
-                                            const std::string& user_id) {
+ClientResult<MemberInfo> Client::GetMember(const std::string& conv_id, const std::string& user_id) {
   return impl_->Wait<MemberInfo>(
       [&](auto done) { impl_->async.GetMember(conv_id, user_id, std::move(done)); });
 }

@@ -46,8 +46,10 @@
 // connection closes, or the server drops the subscriptions of a slow reader
 // (PUSH_DROPPED), on_lost(conv_ids, reason) runs once for the conversations
 // lost; nothing is re-subscribed automatically: subscribe again and pull
-// from your last seq. After Unsubscribe (or Close) no callback of those
-// conversations runs.
+// from your last seq. Once Unsubscribe's `done` has run, no callback of those
+// conversations runs again; after Close() none runs but pushes already
+// queued on the strand. Callbacks capture what they use: keep it alive
+// until the client is destroyed.
 //
 // Thread safety: all public member functions of AsyncClient and Client may be
 // called from any thread concurrently. AsyncClient callbacks run on an
@@ -253,13 +255,13 @@ class Client {
                                               const std::string& user_id = "");
   ClientResult<std::vector<int64_t>> MaxSeqs(std::vector<std::string> conv_ids);
   ClientResult<std::vector<ConvState>> SyncUser(const std::string& user_id,
-                                               std::vector<std::string> conv_ids);
+                                                std::vector<std::string> conv_ids);
   ClientResult<MemberInfo> MarkRead(const std::string& conv_id, const std::string& user_id,
-                                     int64_t read_seq);
+                                    int64_t read_seq);
   ClientResult<MemberInfo> SetMember(const std::string& conv_id, const std::string& user_id,
-                                      std::optional<int64_t> min_seq = std::nullopt,
-                                      std::optional<int64_t> max_seq = std::nullopt,
-                                      bool clear_max = false);
+                                     std::optional<int64_t> min_seq = std::nullopt,
+                                     std::optional<int64_t> max_seq = std::nullopt,
+                                     bool clear_max = false);
   ClientResult<MemberInfo> GetMember(const std::string& conv_id, const std::string& user_id);
   ClientResult<Message> SetStatus(const std::string& conv_id, int64_t seq, MessageStatus status);
   ClientResult<int64_t> SetConvMinSeq(const std::string& conv_id, int64_t min_seq);

@@ -1,6 +1,7 @@
-// Message store values as the seqd client library reports them (names differ
-// from the server's own types so both can live in one program)
-// (docs/protocol.md, "Message store ops"). Plain values.
+// Message store values as the seqd client library reports them
+// (docs/protocol.md, "Message store ops"). Plain values. Names differ from
+// the server's own types (MessagePage, MemberState, ConvSync) so both can
+// be linked into one program.
 #pragma once
 
 #include <cstdint>
