@@ -134,7 +134,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
         allocator_(server_->allocator),
         max_in_flight_(std::max<size_t>(1, server_->options.max_in_flight)),
         max_frame_(std::min(server_->options.max_frame_bytes, proto::kMaxFrameSize)),
-        max_output_(std::max<size_t>(server_->options.max_output_bytes, proto::kMaxFrameSize)),
+        max_output_(std::max(server_->options.max_output_bytes, max_frame_)),
         idle_(server_->options.idle_timeout) {}
 
   ~Session() override {

@@ -56,7 +56,8 @@ struct BinaryServerOptions {
   size_t max_connections = 10000;
   size_t max_frame_bytes = proto::kMaxFrameSize;  // whole frame; never above kMaxFrameSize
   // Unsent answers and pushes per connection: reading pauses above it, and a
-  // push that would pass it drops the connection's subscriptions.
+  // push that would pass it drops the connection's subscriptions. Never
+  // below max_frame_bytes.
   size_t max_output_bytes = 4 << 20;
   size_t max_subscriptions = 10000;  // conversations subscribed per connection
 };
