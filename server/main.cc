@@ -83,6 +83,8 @@ BinaryServerOptions ToBinaryOptions(const Config& c) {
   o.idle_timeout = std::chrono::seconds(c.tcp_idle_timeout_s);
   o.max_connections = static_cast<size_t>(c.tcp_max_connections);
   o.max_frame_bytes = static_cast<size_t>(c.tcp_max_frame_bytes);
+  o.max_output_bytes = static_cast<size_t>(c.tcp_max_output_bytes);
+  o.max_subscriptions = static_cast<size_t>(c.tcp_max_subscriptions);
   return o;
 }
 

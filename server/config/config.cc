@@ -150,6 +150,12 @@ const std::vector<Option>& Options() {
                 &Config::tcp_max_connections, 1, 1'000'000),
       IntOption("tcp_max_frame_bytes", "Largest binary-protocol frame accepted.",
                 &Config::tcp_max_frame_bytes, 64, 1 << 20),
+      IntOption("tcp_max_output_bytes",
+                "Unsent answers and pushes per binary connection: reading pauses above it, and a "
+                "push that would pass it drops the connection's subscriptions (PUSH_DROPPED).",
+                &Config::tcp_max_output_bytes, 64 << 10, 1 << 30),
+      IntOption("tcp_max_subscriptions", "Conversations one binary connection may subscribe to.",
+                &Config::tcp_max_subscriptions, 1, 10'000'000),
       IntOption("msg_writers",
                 "Message store writer threads; conversations are sharded across them.",
                 &Config::msg_writers, 1, 64),

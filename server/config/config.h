@@ -43,6 +43,8 @@ struct Config {
   int64_t tcp_idle_timeout_s = 300;
   int64_t tcp_max_connections = 10000;     // per listener
   int64_t tcp_max_frame_bytes = 1 << 20;
+  int64_t tcp_max_output_bytes = 4 << 20;  // unsent bytes per binary connection
+  int64_t tcp_max_subscriptions = 10000;   // conversations subscribed per connection
   int64_t msg_writers = 2;                 // message store writer threads
   int64_t msg_readers = 2;                 // message store read threads
   int64_t msg_max_batch = 1024;            // messages per group-commit transaction
