@@ -56,10 +56,10 @@ struct SendRequest {
 struct PullRequest {
   std::string conv_id;
   int64_t from_seq = 1;
-  std::optional<int64_t> to_seq;  // none: up to the conversation's max
+  std::optional<int64_t> to_seq{};  // none: up to the conversation's max
   size_t limit = 100;
   bool descending = false;
-  std::optional<std::string> user_id;  // clamp to this member's window
+  std::optional<std::string> user_id{};  // clamp to this member's window
 };
 
 // A member's window as the API reports it.

@@ -17,6 +17,12 @@
 namespace seqd {
 namespace {
 
+// "prefix" + n, spelled so GCC 12 does not warn (-Wrestrict false positive).
+std::string Id(std::string prefix, int n) {
+  prefix += std::to_string(n);
+  return prefix;
+}
+
 // Runs an async service call and waits for its answer.
 template <typename T, typename F>
 Result<T> Wait(F&& call) {
@@ -74,7 +80,7 @@ TEST_CASE("concurrent senders to one conversation get seqs 1..N, contiguous and 
     threads.emplace_back([&, t] {
       int64_t last = 0;
       for (int i = 0; i < kPerThread; ++i) {
-        auto r = f.Send("sg_room", "u" + std::to_string(t), "c" + std::to_string(i));
+        auto r = f.Send("sg_room", Id("u", t), Id("c", i));
         if (!r || r->duplicate || r->seq <= last) {
           ++failures;
           continue;
@@ -153,7 +159,7 @@ TEST_CASE("bad input is refused with a clear error") {
 
 TEST_CASE("pulls: ranges, order, limit and is_end; by seqs") {
   Fixture f;
-  for (int i = 1; i <= 10; ++i) REQUIRE(f.Send("c", "u", "m" + std::to_string(i)).ok());
+  for (int i = 1; i <= 10; ++i) REQUIRE(f.Send("c", "u", Id("m", i)).ok());
   auto page = f.Pull({.conv_id = "c", .from_seq = 3, .to_seq = 7, .limit = 3});
   REQUIRE(page.ok());
   CHECK(Seqs(*page) == std::vector<int64_t>{3, 4, 5});
@@ -178,13 +184,13 @@ TEST_CASE("pulls: ranges, order, limit and is_end; by seqs") {
 
 TEST_CASE("member windows clamp pulls; the conversation min seq hides history") {
   Fixture f;
-  for (int i = 1; i <= 5; ++i) REQUIRE(f.Send("g", "u", "a" + std::to_string(i)).ok());
+  for (int i = 1; i <= 5; ++i) REQUIRE(f.Send("g", "u", Id("a", i)).ok());
   auto joined = f.SetMember("g", "carol", std::nullopt, std::nullopt);  // joins now
   REQUIRE(joined.ok());
   CHECK(joined->state.min_seq == 6);
   CHECK(joined->state.read_seq == 5);
   CHECK_FALSE(joined->state.max_seq.has_value());
-  for (int i = 6; i <= 9; ++i) REQUIRE(f.Send("g", "u", "a" + std::to_string(i)).ok());
+  for (int i = 6; i <= 9; ++i) REQUIRE(f.Send("g", "u", Id("a", i)).ok());
   auto page = f.Pull({.conv_id = "g", .user_id = "carol"});
   CHECK(Seqs(*page) == std::vector<int64_t>{6, 7, 8, 9});
   auto left = f.SetMember("g", "carol", std::nullopt, 8);  // kicked at 8
@@ -208,7 +214,7 @@ TEST_CASE("member windows clamp pulls; the conversation min seq hides history") 
 
 TEST_CASE("read seq never decreases and never passes the max") {
   Fixture f;
-  for (int i = 1; i <= 5; ++i) REQUIRE(f.Send("g", "bob", "b" + std::to_string(i)).ok());
+  for (int i = 1; i <= 5; ++i) REQUIRE(f.Send("g", "bob", Id("b", i)).ok());
   REQUIRE(f.SetMember("g", "amy", 1, std::nullopt).ok());
   auto r = f.MarkRead("g", "amy", 3);
   REQUIRE(r.ok());
