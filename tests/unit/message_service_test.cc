@@ -133,9 +133,11 @@ TEST_CASE("bad input is refused with a clear error") {
   CHECK(big.error().code == ErrorCode::kTooLarge);
   CHECK(big.error().message.find("limit is 10") != std::string::npos);
   CHECK(f.Send("c1", "u", "m", std::string(10, 'x')).ok());
-  for (auto [conv, sender, cmid] :
-       {std::tuple{"", "u", "m"}, std::tuple{"c 1", "u", "m"}, std::tuple{"c1", "", "m"},
-        std::tuple{"c1", "u", "m/1"}, std::tuple{"c1", "u", std::string(129, 'a').c_str()}}) {
+  const std::string too_long(129, 'a');
+  using Ids = std::tuple<std::string, std::string, std::string>;
+  for (const auto& [conv, sender, cmid] :
+       {Ids{"", "u", "m"}, Ids{"c 1", "u", "m"}, Ids{"c1", "", "m"}, Ids{"c1", "u", "m/1"},
+        Ids{"c1", "u", too_long}}) {
     auto r = f.Send(conv, sender, cmid);
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().code == ErrorCode::kInvalidArgument);
