@@ -20,6 +20,7 @@
 #include "server/core/segment_allocator.h"
 #include "server/http/http_util.h"
 #include "server/http/message_routes.h"
+#include "server/http/status_page.h"
 
 namespace seqd {
 
@@ -55,6 +56,7 @@ namespace {
 constexpr std::string_view kJsonType = "application/json";
 constexpr std::string_view kTextType = "text/plain";
 constexpr std::string_view kMetricsType = "text/plain; version=0.0.4";
+constexpr std::string_view kHtmlType = "text/html; charset=utf-8";
 constexpr size_t kDefaultListLimit = 100;
 
 std::string_view ToStd(boost::beast::string_view s) { return {s.data(), s.size()}; }
@@ -301,6 +303,10 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
   };
   const bool get = method == http::verb::get;
 
+  if (path == "/") {
+    if (!get) return method_not_allowed("GET");
+    return HandleStatusPage(call);
+  }
   if (seg.size() == 2 && seg[0] == "seq") {
     if (!get) return method_not_allowed("GET");
     if (auto key = decode_key(seg[1], false)) HandleSeq(call, std::move(*key), false);
@@ -553,6 +559,38 @@ void ApiRouter::HandleMetrics(const std::shared_ptr<Call>& call) {
       return call->ErrorJson(http::status::not_found, "not_found", "no such endpoint: /metrics");
     }
     return call->Make(http::status::ok, kMetricsType, handler());
+  });
+}
+
+void ApiRouter::HandleStatusPage(const std::shared_ptr<Call>& call) {
+  // Store health first, then the first page of registered keys (skipped
+  // while the store is down: it would only fail the same way).
+  admin_.CheckStore([this, call](Status health) {
+    auto in = std::make_shared<StatusPageInput>();
+    in->version = options_.version;
+    in->uptime = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
+                                                                  options_.started);
+    in->store_up = health.ok();
+    auto render = [this, call, in] {
+      call->Reply([&] {
+        in->snapshots = allocator_.Snapshot();
+        return call->Make(http::status::ok, kHtmlType, RenderStatusPage(*in));
+      });
+    };
+    if (!health) {
+      in->store_error = PublicMessage(health.error());
+      in->rows_error = "store down";
+      return render();
+    }
+    admin_.ListKeys({}, kDefaultListLimit, [in, render](Result<std::vector<KeyRow>> rows) mutable {
+      if (rows) {
+        in->rows_truncated = rows->size() == kDefaultListLimit;
+        in->rows = std::move(*rows);
+      } else {
+        in->rows_error = PublicMessage(rows.error());
+      }
+      render();
+    });
   });
 }
 

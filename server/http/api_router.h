@@ -10,6 +10,7 @@
 //   GET  /admin/keys/{key}             one row + in-memory state
 //   PUT  /admin/keys/{key}/step        {"step":N}
 //   GET  /admin/cache                  every key held in memory
+//   GET  /                             status page for people (text/html)
 //   GET  /healthz, /readyz, /metrics (when a metrics handler is set)
 //   the message store's paths (see message_routes.h), when a service is set
 // Errors: {"error":{"code":"...","message":"..."}} with the status from
@@ -81,6 +82,7 @@ class ApiRouter {
   void HandleHealth(const std::shared_ptr<Call>& call);
   void HandleReady(const std::shared_ptr<Call>& call);
   void HandleMetrics(const std::shared_ptr<Call>& call);
+  void HandleStatusPage(const std::shared_ptr<Call>& call);
 
   SegmentAllocator& allocator_;
   KeyAdmin& admin_;

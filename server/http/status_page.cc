@@ -1,0 +1,260 @@
+#include "server/http/status_page.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <utility>
+
+namespace seqd {
+
+std::string HtmlEscape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string FormatDuration(std::chrono::seconds d) {
+  int64_t s = std::max<int64_t>(0, d.count());
+  const int64_t days = s / 86400;
+  const int64_t hours = s / 3600 % 24;
+  const int64_t minutes = s / 60 % 60;
+  s %= 60;
+  std::string out;
+  auto part = [&out](int64_t n, const char* unit) {
+    if (!out.empty()) out += ' ';
+    out += std::to_string(n);
+    out += unit;
+  };
+  if (days > 0) part(days, "d");
+  if (days > 0 || hours > 0) part(hours, "h");
+  if (days > 0 || hours > 0 || minutes > 0) part(minutes, "m");
+  part(s, "s");
+  return out;
+}
+
+namespace {
+
+constexpr std::string_view kStyle = R"css(
+:root{color-scheme:light;--fg:#1d2330;--muted:#6b7385;--line:#e3e6ee;--bg:#f6f7fb;
+--ok:#17803d;--okbg:#e3f6e9;--bad:#b3261e;--badbg:#fde8e6;--warnbg:#fff4d6;--warn:#8a5a00;}
+*{box-sizing:border-box}
+body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);
+background:var(--bg)}
+header{display:flex;flex-wrap:wrap;align-items:center;gap:12px 28px;padding:16px 24px;
+background:#fff;border-bottom:1px solid var(--line)}
+header h1{margin:0;font-size:20px;letter-spacing:.02em}
+.meta{display:flex;gap:20px;flex-wrap:wrap;color:var(--muted)}
+.meta b{color:var(--fg);font-weight:600}
+.pill{display:inline-block;padding:2px 10px;border-radius:999px;font-weight:600;font-size:13px}
+.pill.up{background:var(--okbg);color:var(--ok)}
+.pill.down{background:var(--badbg);color:var(--bad)}
+.banner{margin:16px 24px 0;padding:12px 16px;border-radius:8px;background:var(--badbg);
+color:var(--bad);border:1px solid #f3b8b2;font-weight:600}
+.banner.warn{background:var(--warnbg);color:var(--warn);border-color:#f0d690}
+main{padding:8px 24px 24px}
+h2{font-size:15px;margin:20px 0 8px}
+.summary{color:var(--muted);margin:0 0 8px}
+.tablewrap{overflow-x:auto;background:#fff;border:1px solid var(--line);border-radius:8px}
+table{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums}
+th,td{padding:7px 10px;border-bottom:1px solid var(--line);text-align:right;white-space:nowrap;
+vertical-align:top}
+th{background:#fafbfd;font-size:12px;color:var(--muted);font-weight:600;position:sticky;top:0}
+th.l,td.l{text-align:left}
+tr:last-child td{border-bottom:0}
+tr.low td{background:var(--warnbg)}
+td.key{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-weight:600}
+.tag{display:inline-block;margin-left:6px;padding:0 6px;border-radius:4px;font-size:11px;
+font-weight:600;background:#e8ecf8;color:#3b4a7a;font-family:system-ui,sans-serif}
+.tag.load{background:#e6f0ff;color:#1c4fb0}
+.tag.bad{background:var(--badbg);color:var(--bad)}
+.tag.warn{background:#ffe4a3;color:var(--warn)}
+.muted{color:var(--muted)}
+.err{color:var(--bad);white-space:normal;max-width:360px;text-align:left;word-break:break-word}
+.buf small{display:block;color:var(--muted)}
+.bar{height:4px;background:var(--line);border-radius:2px;margin-top:3px;min-width:90px}
+.bar i{display:block;height:4px;border-radius:2px;background:#5b7be0}
+.desc{white-space:normal;max-width:240px;text-align:left;color:var(--muted)}
+footer{padding:0 24px 24px;color:var(--muted);font-size:12px}
+footer a{color:inherit}
+)css";
+
+std::string Num(int64_t n) { return std::to_string(n); }
+
+int64_t Remaining(const BufferSnapshot& b) {
+  return b.ready ? std::max<int64_t>(0, b.last - b.next + 1) : 0;
+}
+
+// One buffer: range, position, remaining and a usage bar.
+std::string BufferCell(const BufferSnapshot& b) {
+  if (!b.ready) return R"(<td class="buf"><span class="muted">not ready</span></td>)";
+  const int64_t size = std::max<int64_t>(1, b.last - b.first + 1);
+  const int64_t used = std::clamp<int64_t>(b.next - b.first, 0, size);
+  const int pct = static_cast<int>(used * 100 / size);
+  std::string out = R"(<td class="buf">)";
+  out += Num(b.first) + " &ndash; " + Num(b.last);
+  out += "<small>next " + Num(b.next) + " &middot; " + Num(Remaining(b)) + " left</small>";
+  out += R"(<div class="bar" title=")" + std::to_string(pct) + R"(% used"><i style="width:)" +
+         std::to_string(pct) + R"(%"></i></div></td>)";
+  return out;
+}
+
+struct Entry {
+  const KeySnapshot* snap = nullptr;
+  const KeyRow* row = nullptr;
+};
+
+bool LowRunway(const KeySnapshot& s) {
+  (void)s;
+  return false;
+}
+
+}  // namespace
+
+std::string RenderStatusPage(const StatusPageInput& in) {
+  std::map<std::string, Entry> keys;  // sorted by name
+  for (const KeySnapshot& s : in.snapshots) keys[s.key].snap = &s;
+  if (in.rows) {
+    for (const KeyRow& r : *in.rows) keys[r.key].row = &r;
+  }
+  int low = 0;
+  for (const auto& [name, e] : keys) {
+    if (e.snap && LowRunway(*e.snap)) ++low;
+  }
+
+  std::string h;
+  h.reserve(8192 + keys.size() * 1024);
+  h += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
+  if (in.refresh_s > 0) {
+    h += "<meta http-equiv=\"refresh\" content=\"" + std::to_string(in.refresh_s) + "\">";
+  }
+  h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
+  h += "<title>seqd ";
+  h += HtmlEscape(in.version);
+  h += in.store_up ? "" : " &middot; store down";
+  h += "</title><style>";
+  h += kStyle;
+  h += "</style></head><body>\n";
+
+  // Header: identity, uptime, store health.
+  h += "<header><h1>seqd</h1><div class=\"meta\">";
+  h += "<span>version <b id=\"version\">" + HtmlEscape(in.version) + "</b></span>";
+  h += "<span>uptime <b id=\"uptime\">" + FormatDuration(in.uptime) + "</b></span>";
+  h += "<span>store ";
+  h += in.store_up ? R"(<span id="store" class="pill up">store up</span>)"
+                   : R"(<span id="store" class="pill down">store down</span>)";
+  h += "</span></div></header>\n";
+
+  if (!in.store_up) {
+    h += R"(<div class="banner" id="store-down">Store down: )";
+    h += HtmlEscape(in.store_error.empty() ? "no answer" : in.store_error);
+    h += " &mdash; keys keep serving from memory until their buffers run out.</div>\n";
+  }
+  if (low > 0) {
+    h += R"(<div class="banner warn" id="low-runway">)";
+    h += std::to_string(low);
+    h += low == 1 ? " key has" : " keys have";
+    h += " less than " +
+         FormatDuration(std::chrono::seconds(static_cast<int64_t>(kLowRunwaySeconds))) +
+         " of IDs left in memory at the current rate.</div>\n";
+  }
+
+  h += "<main><h2>Keys</h2><p class=\"summary\">";
+  h += std::to_string(in.snapshots.size()) + " in memory";
+  if (in.rows) {
+    h += " &middot; " + std::to_string(in.rows->size()) + " registered in the store";
+    if (in.rows_truncated) h += " (first page only; see /admin/keys?after=)";
+  } else {
+    h += " &middot; <span class=\"err\">registered keys unavailable";
+    if (!in.rows_error.empty()) h += ": " + HtmlEscape(in.rows_error);
+    h += "</span>";
+  }
+  h += "</p>\n";
+
+  h += R"(<div class="tablewrap"><table id="keys"><thead><tr>)"
+       R"(<th class="l">Key</th><th>Max ID (store)</th><th class="l">Description</th>)"
+       R"(<th class="l">Current buffer</th><th class="l">Next buffer</th><th>Position</th>)"
+       R"(<th>Remaining</th><th>Step</th><th>Table step</th><th>Parked</th>)"
+       R"(<th class="l">State</th><th class="l">Last error</th></tr></thead><tbody>)"
+       "\n";
+  if (keys.empty()) {
+    h += R"(<tr><td class="l muted" colspan="12">No keys yet.</td></tr>)";
+  }
+  for (const auto& [name, e] : keys) {
+    const bool is_low = e.snap && LowRunway(*e.snap);
+    h += is_low ? R"(<tr class="low">)" : "<tr>";
+    h += R"(<td class="l key">)" + HtmlEscape(name);
+    if (e.snap && e.snap->auto_created)
+      h += R"(<span class="tag" title="auto-created">auto</span>)";
+    if (is_low) h += R"(<span class="tag warn">low runway</span>)";
+    h += "</td>";
+    if (e.row) {
+      h += "<td>" + Num(e.row->max_id) + "</td>";
+      h += R"(<td class="desc">)" + HtmlEscape(e.row->description) + "</td>";
+    } else {
+      h += R"(<td class="muted">&ndash;</td><td class="desc">)";
+      h += in.rows ? "not on this page" : "";
+      h += "</td>";
+    }
+    if (!e.snap) {
+      h += R"(<td class="l muted" colspan="9">not in memory (loads on first use)</td></tr>)";
+      h += "\n";
+      continue;
+    }
+    const KeySnapshot& s = *e.snap;
+    h += BufferCell(s.current);
+    h += BufferCell(s.next);
+    h += "<td>" + (s.current.ready ? Num(s.current.next) : std::string("&ndash;")) + "</td>";
+    h += "<td>" + Num(Remaining(s.current) + Remaining(s.next)) + "</td>";
+    h += "<td>" + Num(s.step) + "</td>";
+    h += "<td>" + Num(s.table_step) + "</td>";
+    h += s.parked > 0 ? "<td><b>" + Num(s.parked) + "</b></td>" : "<td>0</td>";
+    h += R"(<td class="l">)";
+    if (s.loading) {
+      h += R"(<span class="tag load">loading</span>)";
+    } else {
+      h += R"(<span class="muted">idle )" + FormatDuration(std::chrono::seconds(s.idle_ms / 1000)) +
+           "</span>";
+    }
+    h += "</td>";
+    if (s.last_error) {
+      h += R"(<td class="err">)" + HtmlEscape(*s.last_error) + "</td>";
+    } else {
+      h += R"(<td class="l muted">none</td>)";
+    }
+    h += "</tr>\n";
+  }
+  h += "</tbody></table></div></main>\n";
+
+  h += "<footer>";
+  if (in.refresh_s > 0) h += "Refreshes every " + std::to_string(in.refresh_s) + " s. ";
+  h += R"(JSON: <a href="/admin/cache">/admin/cache</a> &middot; )"
+       R"(<a href="/admin/keys">/admin/keys</a> &middot; <a href="/readyz">/readyz</a> &middot; )"
+       R"(<a href="/healthz">/healthz</a></footer>)";
+  h += "\n</body></html>\n";
+  return h;
+}
+
+}  // namespace seqd
