@@ -1,9 +1,12 @@
 #include "server/core/segment_allocator.h"
 
+#include <prometheus/counter.h>
+
 #include <algorithm>
 #include <deque>
 
 #include "server/core/log.h"
+#include "server/metrics/metrics.h"
 
 namespace seqd {
 
@@ -66,6 +69,19 @@ struct SegmentAllocator::KeyState {
   bool retry_scheduled = false;
   std::optional<std::string> last_error;
   std::deque<std::shared_ptr<Waiter>> parked;
+  // IDs taken out of the buffers, ever; with the samples below it gives the
+  // recent rate. Samples are taken off the hot path (reservations, sweeps,
+  // snapshots), hence mutable.
+  int64_t issued = 0;
+  struct RateSample {
+    Clock::TimePoint at;
+    int64_t issued = 0;
+  };
+  mutable std::deque<RateSample> rate_samples;
+  // Metrics (set on insertion when the allocator has metrics): the `key`
+  // label and its IDs-issued counter, cached so the hot path only increments.
+  std::string metric_label;
+  prometheus::Counter* issued_counter = nullptr;
 };
 
 namespace {
@@ -176,16 +192,24 @@ void SegmentAllocator::Take(std::string_view key, int64_t count, TakeCallback do
         continue;
       }
       if (inserted) {
-        if (const AutoKeyRule* rule = rules_.Match(key)) {
+        const AutoKeyRule* rule = rules_.Match(key);
+        if (rule) {
           state->auto_created = true;
           state->auto_step = rule->step;
         }
+        if (options_.metrics) {
+          state->metric_label = Metrics::KeyLabel(key, rule);
+          state->issued_counter = &options_.metrics->IdsIssued(state->metric_label);
+        }
+        SampleRateLocked(*state, clock_.Now());  // the rate's origin
       }
       state->last_used = coarse_now_.load(std::memory_order_relaxed);
       if (ServeLocked(*state, need, got)) {
         MaybeReserveLocked(state);
+        prometheus::Counter* counter = state->issued_counter;
         lock.unlock();
         ids_issued_.fetch_add(count, std::memory_order_relaxed);
+        if (counter) counter->Increment(static_cast<double>(count));
         return done(std::move(got));
       }
       // Both buffers are empty: park until a reservation lands or the deadline.
@@ -220,6 +244,7 @@ bool SegmentAllocator::ServeLocked(KeyState& state, int64_t& need, IdBatch& got)
     }
     b.next += n;
     need -= n;
+    state.issued += n;
   }
   return true;
 }
@@ -274,6 +299,7 @@ void SegmentAllocator::MaybeReserveLocked(const std::shared_ptr<KeyState>& state
 }
 
 void SegmentAllocator::RunReservation(std::shared_ptr<KeyState> state, int64_t step) {
+  const auto started = std::chrono::steady_clock::now();
   std::optional<int64_t> by;
   if (step > 0) by = step;
   Result<ReservedSegment> result = store_.Reserve(state->key, by);
@@ -288,11 +314,19 @@ void SegmentAllocator::RunReservation(std::shared_ptr<KeyState> state, int64_t s
       result = created.error();
     }
   }
-  OnReserved(state, std::move(result));
+  OnReserved(state, std::move(result),
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
 }
 
 void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
-                                  Result<ReservedSegment> result) {
+                                  Result<ReservedSegment> result, double seconds) {
+  if (options_.metrics) {
+    const bool unknown = !result && result.error().code == ErrorCode::kUnknownKey;
+    // An unknown key is a client error: the store answered.
+    options_.metrics->SetStoreUp(static_cast<bool>(result) || unknown);
+    if (!unknown)
+      options_.metrics->ReservationDone(state->metric_label, static_cast<bool>(result), seconds);
+  }
   std::vector<std::pair<std::shared_ptr<Waiter>, Result<IdBatch>>> finished;
   bool erase_key = false;
   {
@@ -302,8 +336,9 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
     if (result) {
       ++reservations_;
       const ReservedSegment& seg = *result;
-      SEQD_LOG(kDebug) << "reserved key=" << s.key << " ids=[" << seg.first << "," << seg.last
-                       << "] table_step=" << seg.table_step << " parked=" << s.parked.size();
+      SEQD_LOG(kInfo) << "reserved key=" << s.key << " range=[" << seg.first << "," << seg.last
+                      << "] step=" << (seg.last - seg.first + 1) << " table_step=" << seg.table_step
+                      << " duration_ms=" << seconds * 1000 << " parked=" << s.parked.size();
       Buffer b{seg.first, seg.first, seg.last, seg.last - seg.first + 1};
       if (!s.has_current || s.current.remaining() == 0) {
         s.current = b;
@@ -315,6 +350,7 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
       s.table_step = seg.table_step;
       if (s.step == 0) s.step = std::max<int64_t>(seg.table_step, 1);
       s.last_reserved_at = clock_.Now();
+      SampleRateLocked(s, s.last_reserved_at);
       ++s.reservations;
       s.last_error.reset();
       while (!s.parked.empty()) {
@@ -330,8 +366,9 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
         SEQD_LOG(kDebug) << "unknown key=" << s.key;  // a client error, not ours
       } else {
         SEQD_LOG(kWarn) << "reservation failed key=" << s.key
-                        << " code=" << ErrorCodeName(result.error().code) << ": "
-                        << result.error().message;
+                        << " code=" << ErrorCodeName(result.error().code)
+                        << " duration_ms=" << seconds * 1000 << " parked=" << s.parked.size()
+                        << ": " << result.error().message;
       }
       if (result.error().code == ErrorCode::kUnknownKey) {
         // The row is gone (or never existed): fail everyone and forget the key.
@@ -354,7 +391,10 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
   }
   for (auto& [w, r] : finished) {
     --parked_now_;
-    if (r) ids_issued_ += r->count();
+    if (r) {
+      ids_issued_ += r->count();
+      if (state->issued_counter) state->issued_counter->Increment(static_cast<double>(r->count()));
+    }
     // Moved out so the pending deadline timer does not keep the caller's
     // state (its connection) alive.
     TakeCallback done = std::move(w->done);
@@ -372,6 +412,7 @@ void SegmentAllocator::OnDeadline(const std::shared_ptr<KeyState>& state,
   }
   --parked_now_;
   ++timeouts_;
+  SEQD_LOG(kWarn) << "parked request timed out key=" << state->key << " need=" << w->need;
   // The store's own error text stays in the logs and admin pages, never in
   // an answer to a client.
   TakeCallback done = std::move(w->done);
@@ -399,6 +440,7 @@ size_t SegmentAllocator::EvictIdle() {
       // (and its locked mutex) under us.
       const std::shared_ptr<KeyState> state = it->second;
       std::lock_guard lock(state->mu);
+      SampleRateLocked(*state, now);
       if (!state->loading && state->parked.empty() &&
           now - state->last_used >= options_.idle_timeout) {
         state->erased = true;
@@ -458,6 +500,21 @@ void SegmentAllocator::Shutdown() {
   }
 }
 
+namespace {
+// The rate window: samples closer than kRateSpacing are not kept, and the
+// oldest sample kept is the newest one at least kRateWindow old.
+constexpr Clock::Duration kRateWindow = std::chrono::seconds(60);
+constexpr Clock::Duration kRateSpacing = std::chrono::seconds(5);
+constexpr size_t kMaxRateSamples = 16;
+}  // namespace
+
+void SegmentAllocator::SampleRateLocked(const KeyState& s, Clock::TimePoint now) {
+  auto& q = s.rate_samples;
+  if (q.empty() || now - q.back().at >= kRateSpacing) q.push_back({now, s.issued});
+  while (q.size() > 1 && now - q[1].at >= kRateWindow) q.pop_front();
+  while (q.size() > kMaxRateSamples) q.pop_front();
+}
+
 KeySnapshot SegmentAllocator::SnapshotLocked(const KeyState& s) const {
   auto buffer = [](bool ready, const Buffer& b) {
     BufferSnapshot out;
@@ -479,8 +536,19 @@ KeySnapshot SegmentAllocator::SnapshotLocked(const KeyState& s) const {
   snap.parked = static_cast<int64_t>(s.parked.size());
   snap.reservations = s.reservations;
   snap.last_error = s.last_error;
-  snap.idle_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now() - s.last_used).count();
+  const Clock::TimePoint now = clock_.Now();
+  snap.idle_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - s.last_used).count();
+  SampleRateLocked(s, now);
+  if (!s.rate_samples.empty()) {
+    const auto& ref = s.rate_samples.front();
+    const double secs = std::chrono::duration<double>(now - ref.at).count();
+    if (secs > 0 && s.issued > ref.issued) snap.rate_per_s = (s.issued - ref.issued) / secs;
+  }
+  if (snap.rate_per_s > 0) {
+    const int64_t left = (s.has_current ? std::max<int64_t>(s.current.remaining(), 0) : 0) +
+                         (s.has_next ? std::max<int64_t>(s.next.remaining(), 0) : 0);
+    snap.runway_s = static_cast<double>(left) / snap.rate_per_s;
+  }
   return snap;
 }
 

@@ -37,6 +37,8 @@
 
 namespace seqd {
 
+class Metrics;
+
 struct AllocatorOptions {
   double prefetch_fraction = 0.1;                           // reserve next after this much is used
   Clock::Duration wait_deadline = std::chrono::seconds(1);  // parked request limit
@@ -45,6 +47,7 @@ struct AllocatorOptions {
   int64_t max_count = 10'000;                                      // largest batch per call
   Clock::Duration idle_timeout = std::chrono::minutes(10);         // evict keys unused this long
   Clock::Duration retry_backoff = std::chrono::milliseconds(200);  // after a failed reservation
+  Metrics* metrics = nullptr;  // optional; must outlive the allocator
 };
 
 // An inclusive range of IDs.
@@ -83,6 +86,10 @@ struct KeySnapshot {
   int64_t reservations = 0;
   std::optional<std::string> last_error;  // of the latest failed reservation
   int64_t idle_ms = 0;
+  // IDs handed out per second over about the last minute (0 if none).
+  double rate_per_s = 0;
+  // IDs left in both buffers / rate_per_s; nullopt while the rate is 0.
+  std::optional<double> runway_s;
 };
 
 struct AllocatorStats {
@@ -153,9 +160,12 @@ class SegmentAllocator {
   void MaybeReserveLocked(const std::shared_ptr<KeyState>& state);
   int64_t NextStepLocked(KeyState& state, int64_t demand);
   void RunReservation(std::shared_ptr<KeyState> state, int64_t step);
-  void OnReserved(const std::shared_ptr<KeyState>& state, Result<ReservedSegment> result);
+  void OnReserved(const std::shared_ptr<KeyState>& state, Result<ReservedSegment> result,
+                  double seconds = 0);
   void OnDeadline(const std::shared_ptr<KeyState>& state, const std::shared_ptr<Waiter>& w);
   KeySnapshot SnapshotLocked(const KeyState& state) const;
+  // REQUIRES: state->mu held. Records (now, IDs issued) for the rate.
+  static void SampleRateLocked(const KeyState& state, Clock::TimePoint now);
 
   SegmentStore& store_;
   TaskRunner& db_;

@@ -1,0 +1,366 @@
+#include "server/metrics/metrics.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <map>
+#include <sstream>
+
+#include "server/core/key_rules.h"
+#include "server/core/segment_allocator.h"
+
+namespace seqd {
+
+namespace {
+
+constexpr std::array<std::string_view, kInterfaceCount> kInterfaceNames = {"http", "binary",
+                                                                           "resp"};
+constexpr size_t kMaxOps = 16;
+constexpr size_t kMaxStatuses = 16;
+constexpr size_t kErrorCodes = static_cast<size_t>(ErrorCode::kInternal) + 1;
+
+prometheus::Histogram::BucketBoundaries LatencyBuckets() {
+  return {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+          0.025,   0.05,   0.1,     0.25,   0.5,   1,      2.5,   5};
+}
+
+size_t IndexOf(const std::vector<std::string_view>& names, std::string_view name, size_t fallback) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return i;
+  }
+  return fallback;
+}
+
+}  // namespace
+
+const std::vector<std::string_view>& Metrics::Ops(Interface i) {
+  static const std::vector<std::string_view> http = {
+      "seq",      "leaf_segment", "admin",      "health",     "metrics",   "status",
+      "msg_send", "msg_pull",     "msg_member", "msg_status", "msg_batch", "other"};
+  static const std::vector<std::string_view> binary = {"ping",      "next_ids",   "msg_send",
+                                                       "msg_pull",  "msg_member", "msg_status",
+                                                       "msg_batch", "subscribe",  "protocol_error"};
+  static const std::vector<std::string_view> resp = {"incr", "incrby", "ping", "other"};
+  switch (i) {
+    case Interface::kHttp:
+      return http;
+    case Interface::kBinary:
+      return binary;
+    case Interface::kResp:
+      break;
+  }
+  return resp;
+}
+
+const std::vector<std::string_view>& Metrics::Statuses() {
+  static const std::vector<std::string_view> statuses = [] {
+    std::vector<std::string_view> s;
+    for (size_t c = 0; c < kErrorCodes; ++c) s.push_back(ErrorCodeName(static_cast<ErrorCode>(c)));
+    for (std::string_view x :
+         {"ok", "bad_request", "method_not_allowed", "payload_too_large", "other"}) {
+      s.push_back(x);
+    }
+    return s;
+  }();
+  return statuses;
+}
+
+std::string Metrics::KeyLabel(std::string_view key, const AutoKeyRule* rule) {
+  if (rule) return "auto:" + rule->prefix;
+  return std::string(key);
+}
+
+struct Metrics::Impl {
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+
+  prometheus::Family<prometheus::Counter>* requests = nullptr;
+  prometheus::Family<prometheus::Histogram>* request_duration = nullptr;
+  prometheus::Family<prometheus::Gauge>* open_connections = nullptr;
+  prometheus::Family<prometheus::Counter>* ids_issued = nullptr;
+  prometheus::Family<prometheus::Counter>* reservations = nullptr;
+  prometheus::Histogram* reservation_duration = nullptr;
+  prometheus::Family<prometheus::Gauge>* key_step = nullptr;
+  prometheus::Family<prometheus::Gauge>* key_remaining = nullptr;
+  prometheus::Family<prometheus::Gauge>* key_runway = nullptr;
+  prometheus::Family<prometheus::Gauge>* key_next_ready = nullptr;
+  prometheus::Gauge* parked = nullptr;
+  prometheus::Gauge* store_up = nullptr;
+  prometheus::Counter* stored = nullptr;
+  prometheus::Counter* duplicates = nullptr;
+  prometheus::Family<prometheus::Counter>* send_errors = nullptr;
+  prometheus::Counter* batches = nullptr;
+  prometheus::Histogram* batch_size = nullptr;
+  prometheus::Histogram* commit_duration = nullptr;
+  prometheus::Gauge* queued_sends = nullptr;
+  prometheus::Gauge* subscriptions = nullptr;
+
+  // Request counters, created on first use: [interface][op][status].
+  std::mutex create_mu;
+  std::array<std::array<std::array<std::atomic<prometheus::Counter*>, kMaxStatuses>, kMaxOps>,
+             kInterfaceCount>
+      request_counters{};
+  std::array<prometheus::Histogram*, kInterfaceCount> durations{};
+  std::array<std::atomic<prometheus::Counter*>, kErrorCodes> send_error_counters{};
+
+  // Scrape-time sources, guarded by render_mu.
+  std::mutex render_mu;
+  const SegmentAllocator* allocator = nullptr;
+  std::function<MessageGauges()> message_stats;
+  std::array<std::function<size_t()>, kInterfaceCount> connections;
+  std::array<prometheus::Gauge*, kInterfaceCount> connection_gauges{};
+  std::vector<prometheus::Gauge*> key_series[4];  // step, remaining, runway, next_ready
+};
+
+Metrics::Metrics(std::string_view version) : impl_(std::make_unique<Impl>()) {
+  using namespace prometheus;
+  Registry& r = *impl_->registry;
+  BuildGauge()
+      .Name("seqd_build_info")
+      .Help("Build of this process (always 1)")
+      .Register(r)
+      .Add({{"version", std::string(version)}})
+      .Set(1);
+  BuildGauge()
+      .Name("seqd_start_time_seconds")
+      .Help("Unix time of the process start")
+      .Register(r)
+      .Add({})
+      .Set(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+               .count());
+  impl_->requests =
+      &BuildCounter().Name("seqd_requests_total").Help("Requests answered").Register(r);
+  impl_->request_duration = &BuildHistogram()
+                                 .Name("seqd_request_duration_seconds")
+                                 .Help("From the complete request to the answer being queued")
+                                 .Register(r);
+  impl_->open_connections =
+      &BuildGauge().Name("seqd_open_connections").Help("Open client connections").Register(r);
+  impl_->ids_issued =
+      &BuildCounter().Name("seqd_ids_issued_total").Help("IDs handed out").Register(r);
+  impl_->reservations = &BuildCounter()
+                             .Name("seqd_segment_reservations_total")
+                             .Help("Segment reservations from the store")
+                             .Register(r);
+  impl_->reservation_duration = &BuildHistogram()
+                                     .Name("seqd_segment_reservation_duration_seconds")
+                                     .Help("One reservation's store round trip")
+                                     .Register(r)
+                                     .Add({}, LatencyBuckets());
+  impl_->key_step = &BuildGauge()
+                         .Name("seqd_key_step")
+                         .Help("Step of the next reservation (registered keys)")
+                         .Register(r);
+  impl_->key_remaining =
+      &BuildGauge().Name("seqd_key_ids_remaining").Help("IDs left in each buffer").Register(r);
+  impl_->key_runway = &BuildGauge()
+                           .Name("seqd_key_runway_seconds")
+                           .Help("IDs left in both buffers / rate over the last minute")
+                           .Register(r);
+  impl_->key_next_ready =
+      &BuildGauge()
+           .Name("seqd_key_next_ready")
+           .Help("1 if the next buffer is loaded (auto keys: fraction of keys in memory)")
+           .Register(r);
+  impl_->parked = &BuildGauge()
+                       .Name("seqd_parked_requests")
+                       .Help("Requests waiting for a reservation")
+                       .Register(r)
+                       .Add({});
+  impl_->store_up = &BuildGauge()
+                         .Name("seqd_store_up")
+                         .Help("1 if the last store round trip succeeded")
+                         .Register(r)
+                         .Add({});
+  impl_->store_up->Set(1);
+  impl_->stored = &BuildCounter()
+                       .Name("seqd_messages_stored_total")
+                       .Help("Messages committed (re-sends excluded)")
+                       .Register(r)
+                       .Add({});
+  impl_->duplicates = &BuildCounter()
+                           .Name("seqd_message_duplicates_total")
+                           .Help("Re-sends answered with the original")
+                           .Register(r)
+                           .Add({});
+  impl_->send_errors =
+      &BuildCounter().Name("seqd_message_send_errors_total").Help("Sends that failed").Register(r);
+  impl_->batches = &BuildCounter()
+                        .Name("seqd_message_batches_total")
+                        .Help("Group-commit transactions")
+                        .Register(r)
+                        .Add({});
+  impl_->batch_size =
+      &BuildHistogram()
+           .Name("seqd_message_batch_size")
+           .Help("Messages per transaction")
+           .Register(r)
+           .Add({}, Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024});
+  impl_->commit_duration = &BuildHistogram()
+                                .Name("seqd_message_commit_duration_seconds")
+                                .Help("One Append transaction")
+                                .Register(r)
+                                .Add({}, LatencyBuckets());
+  impl_->queued_sends = &BuildGauge()
+                             .Name("seqd_message_queued_sends")
+                             .Help("Sends waiting for a writer")
+                             .Register(r)
+                             .Add({});
+  impl_->subscriptions = &BuildGauge()
+                              .Name("seqd_message_subscriptions")
+                              .Help("Push subscriptions open")
+                              .Register(r)
+                              .Add({});
+  for (size_t i = 0; i < kInterfaceCount; ++i) {
+    const std::string name(kInterfaceNames[i]);
+    impl_->durations[i] = &impl_->request_duration->Add({{"interface", name}}, LatencyBuckets());
+    impl_->connection_gauges[i] = &impl_->open_connections->Add({{"interface", name}});
+  }
+}
+
+Metrics::~Metrics() = default;
+
+prometheus::Registry& Metrics::registry() { return *impl_->registry; }
+
+void Metrics::CountRequest(Interface i, std::string_view op, std::string_view status,
+                           double seconds) {
+  const auto& ops = Ops(i);
+  const auto& statuses = Statuses();
+  const size_t ii = static_cast<size_t>(i);
+  const size_t o = IndexOf(ops, op, ops.size() - 1);
+  const size_t s = IndexOf(statuses, status, statuses.size() - 1);
+  std::atomic<prometheus::Counter*>& slot = impl_->request_counters[ii][o][s];
+  prometheus::Counter* c = slot.load(std::memory_order_acquire);
+  if (!c) {
+    std::lock_guard lock(impl_->create_mu);
+    c = &impl_->requests->Add({{"interface", std::string(kInterfaceNames[ii])},
+                               {"op", std::string(ops[o])},
+                               {"status", std::string(statuses[s])}});
+    slot.store(c, std::memory_order_release);
+  }
+  c->Increment();
+  if (seconds >= 0) impl_->durations[ii]->Observe(seconds);
+}
+
+void Metrics::SetOpenConnections(Interface i, std::function<size_t()> source) {
+  std::lock_guard lock(impl_->render_mu);
+  impl_->connections[static_cast<size_t>(i)] = std::move(source);
+}
+
+prometheus::Counter& Metrics::IdsIssued(const std::string& label) {
+  std::lock_guard lock(impl_->create_mu);
+  return impl_->ids_issued->Add({{"key", label}});
+}
+
+void Metrics::ReservationDone(const std::string& label, bool ok, double seconds) {
+  {
+    std::lock_guard lock(impl_->create_mu);
+    impl_->reservations->Add({{"key", label}, {"result", ok ? "ok" : "error"}}).Increment();
+  }
+  impl_->reservation_duration->Observe(seconds);
+}
+
+void Metrics::SetStoreUp(bool up) { impl_->store_up->Set(up ? 1 : 0); }
+
+void Metrics::SetAllocator(const SegmentAllocator* allocator) {
+  std::lock_guard lock(impl_->render_mu);
+  impl_->allocator = allocator;
+}
+
+void Metrics::MessageStored(int64_t n) { impl_->stored->Increment(static_cast<double>(n)); }
+void Metrics::MessageDuplicates(int64_t n) { impl_->duplicates->Increment(static_cast<double>(n)); }
+
+void Metrics::MessageSendError(ErrorCode code, int64_t n) {
+  const size_t c = static_cast<size_t>(code);
+  if (c >= kErrorCodes) return;
+  prometheus::Counter* counter = impl_->send_error_counters[c].load(std::memory_order_acquire);
+  if (!counter) {
+    std::lock_guard lock(impl_->create_mu);
+    counter = &impl_->send_errors->Add({{"status", std::string(ErrorCodeName(code))}});
+    impl_->send_error_counters[c].store(counter, std::memory_order_release);
+  }
+  counter->Increment(static_cast<double>(n));
+}
+
+void Metrics::MessageBatch(size_t messages, double commit_seconds) {
+  impl_->batches->Increment();
+  impl_->batch_size->Observe(static_cast<double>(messages));
+  impl_->commit_duration->Observe(commit_seconds);
+}
+
+void Metrics::SetMessageStats(std::function<MessageGauges()> source) {
+  std::lock_guard lock(impl_->render_mu);
+  impl_->message_stats = std::move(source);
+}
+
+std::string Metrics::Render() {
+  std::lock_guard lock(impl_->render_mu);
+  Impl& m = *impl_;
+  for (size_t i = 0; i < kInterfaceCount; ++i) {
+    if (m.connections[i]) m.connection_gauges[i]->Set(static_cast<double>(m.connections[i]()));
+  }
+  if (m.message_stats) {
+    MessageGauges g = m.message_stats();
+    m.queued_sends->Set(static_cast<double>(g.queued_sends));
+    m.subscriptions->Set(static_cast<double>(g.subscriptions));
+  }
+  if (m.allocator) {
+    m.parked->Set(static_cast<double>(m.allocator->stats().parked_now));
+    // Per key label: registered keys as they are, auto-created keys summed
+    // per prefix rule (one series per rule, never per conversation).
+    struct Agg {
+      bool registered = false;
+      int64_t step = 0;
+      int64_t current = 0, next = 0;
+      double rate = 0;
+      int64_t keys = 0, next_ready = 0;
+    };
+    std::map<std::string, Agg> per_label;
+    for (const KeySnapshot& k : m.allocator->Snapshot()) {
+      const std::string label = KeyLabel(k.key, m.allocator->rules().Match(k.key));
+      Agg& a = per_label[label];
+      a.registered = !k.auto_created && label == k.key;
+      a.step = k.step;
+      if (k.current.ready) a.current += k.current.last - k.current.next + 1;
+      if (k.next.ready) a.next += k.next.last - k.next.next + 1;
+      a.rate += k.rate_per_s;
+      ++a.keys;
+      if (k.next.ready) ++a.next_ready;
+    }
+    prometheus::Family<prometheus::Gauge>* families[4] = {m.key_step, m.key_remaining, m.key_runway,
+                                                          m.key_next_ready};
+    for (size_t f = 0; f < 4; ++f) {
+      for (prometheus::Gauge* g : m.key_series[f]) families[f]->Remove(g);
+      m.key_series[f].clear();
+    }
+    for (const auto& [label, a] : per_label) {
+      if (a.registered) {
+        auto& g = m.key_step->Add({{"key", label}});
+        g.Set(static_cast<double>(a.step));
+        m.key_series[0].push_back(&g);
+      }
+      auto& cur = m.key_remaining->Add({{"key", label}, {"buffer", "current"}});
+      cur.Set(static_cast<double>(a.current));
+      auto& nxt = m.key_remaining->Add({{"key", label}, {"buffer", "next"}});
+      nxt.Set(static_cast<double>(a.next));
+      m.key_series[1].push_back(&cur);
+      m.key_series[1].push_back(&nxt);
+      if (a.rate > 0) {
+        auto& g = m.key_runway->Add({{"key", label}});
+        g.Set(static_cast<double>(a.current + a.next) / a.rate);
+        m.key_series[2].push_back(&g);
+      }
+      auto& ready = m.key_next_ready->Add({{"key", label}});
+      ready.Set(static_cast<double>(a.next_ready) / static_cast<double>(a.keys));
+      m.key_series[3].push_back(&ready);
+    }
+  }
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, m.registry->Collect());
+  return out.str();
+}
+
+}  // namespace seqd

@@ -1,0 +1,102 @@
+// Prometheus metrics of one seqd process (names and labels: docs/metrics.md).
+//
+// Hot-path calls (CountRequest, IdsIssued counters, message counters) are an
+// atomic increment or two: counters are created once per label set and
+// cached. Per-key gauges, parked requests, queued sends, subscriptions and
+// open connections are read from snapshots when Render() runs (at scrape
+// time), never kept up to date on the hot path.
+//
+// Thread safety: every method is safe from any thread. Set the sources
+// (SetAllocator, SetMessageStats, SetOpenConnections) before serving.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "storage/error.h"
+
+namespace prometheus {
+class Registry;
+class Counter;
+class Gauge;
+class Histogram;
+template <typename T>
+class Family;
+}  // namespace prometheus
+
+namespace seqd {
+
+class SegmentAllocator;
+struct AutoKeyRule;
+
+enum class Interface { kHttp = 0, kBinary = 1, kResp = 2 };
+inline constexpr size_t kInterfaceCount = 3;
+
+struct MessageGauges {
+  int64_t queued_sends = 0;
+  int64_t subscriptions = 0;
+};
+
+class Metrics {
+ public:
+  // The fixed op names per interface; anything else counts as the last one
+  // listed for HTTP and RESP ("other"), "protocol_error" for binary.
+  static const std::vector<std::string_view>& Ops(Interface i);
+  // The fixed status names: ErrorCodeName() of every ErrorCode, then "ok",
+  // "bad_request", "method_not_allowed", "payload_too_large", "other".
+  static const std::vector<std::string_view>& Statuses();
+  // The `key` label: the key itself, or "auto:<prefix>" for an auto-created key.
+  static std::string KeyLabel(std::string_view key, const AutoKeyRule* rule);
+
+  explicit Metrics(std::string_view version);
+  ~Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  // The Prometheus text format of every series, after refreshing the
+  // scrape-time gauges.
+  std::string Render();
+
+  // --- requests ---------------------------------------------------------
+  // One request answered; `seconds` from the complete request to the answer
+  // being queued (negative: not observed).
+  void CountRequest(Interface i, std::string_view op, std::string_view status, double seconds = -1);
+  void CountRequest(Interface i, std::string_view op, ErrorCode code, double seconds = -1) {
+    CountRequest(i, op, ErrorCodeName(code), seconds);
+  }
+  void SetOpenConnections(Interface i, std::function<size_t()> source);
+
+  // --- allocator --------------------------------------------------------
+  // The counter of IDs issued for `label` (cache it: this looks it up).
+  prometheus::Counter& IdsIssued(const std::string& label);
+  void ReservationDone(const std::string& label, bool ok, double seconds);
+  void SetStoreUp(bool up);
+  void SetAllocator(const SegmentAllocator* allocator);
+
+  // --- message store ----------------------------------------------------
+  void MessageStored(int64_t n);
+  void MessageDuplicates(int64_t n);
+  void MessageSendError(ErrorCode code, int64_t n = 1);
+  void MessageBatch(size_t messages, double commit_seconds);
+  void SetMessageStats(std::function<MessageGauges()> source);
+
+  prometheus::Registry& registry();
+
+  static double Since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace seqd
