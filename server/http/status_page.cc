@@ -85,6 +85,7 @@ th{background:#fafbfd;font-size:12px;color:var(--muted);font-weight:600;position
 th.l,td.l{text-align:left}
 tr:last-child td{border-bottom:0}
 tr.low td{background:var(--warnbg)}
+td.warn{color:var(--warn)}
 td.key{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-weight:600}
 .tag{display:inline-block;margin-left:6px;padding:0 6px;border-radius:4px;font-size:11px;
 font-weight:600;background:#e8ecf8;color:#3b4a7a;font-family:system-ui,sans-serif}
@@ -126,9 +127,20 @@ struct Entry {
   const KeyRow* row = nullptr;
 };
 
-bool LowRunway(const KeySnapshot& s) {
-  (void)s;
-  return false;
+bool LowRunway(const KeySnapshot& s) { return s.runway_s && *s.runway_s < kLowRunwaySeconds; }
+
+std::string RateText(double rate) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, rate < 100 ? "%.1f" : "%.0f", rate);
+  return buf;
+}
+
+std::string RunwayCell(const KeySnapshot& s) {
+  if (!s.runway_s) return R"(<td class="muted" title="no IDs taken recently">&ndash;</td>)";
+  constexpr double kMonth = 30 * 86400.0;
+  if (*s.runway_s > kMonth) return "<td>&gt; 30d</td>";
+  std::string text = FormatDuration(std::chrono::seconds(static_cast<int64_t>(*s.runway_s)));
+  return LowRunway(s) ? R"(<td class="warn"><b>)" + text + "</b></td>" : "<td>" + text + "</td>";
 }
 
 }  // namespace
@@ -193,14 +205,15 @@ std::string RenderStatusPage(const StatusPageInput& in) {
   }
   h += "</p>\n";
 
-  h += R"(<div class="tablewrap"><table id="keys"><thead><tr>)"
-       R"(<th class="l">Key</th><th>Max ID (store)</th><th class="l">Description</th>)"
-       R"(<th class="l">Current buffer</th><th class="l">Next buffer</th><th>Position</th>)"
-       R"(<th>Remaining</th><th>Step</th><th>Table step</th><th>Parked</th>)"
-       R"(<th class="l">State</th><th class="l">Last error</th></tr></thead><tbody>)"
-       "\n";
+  h +=
+      R"(<div class="tablewrap"><table id="keys"><thead><tr>)"
+      R"(<th class="l">Key</th><th>Max ID (store)</th><th class="l">Description</th>)"
+      R"(<th class="l">Current buffer</th><th class="l">Next buffer</th><th>Position</th>)"
+      R"(<th>Remaining</th><th>Rate (IDs/s)</th><th>Runway</th><th>Step</th><th>Table step</th><th>Parked</th>)"
+      R"(<th class="l">State</th><th class="l">Last error</th></tr></thead><tbody>)"
+      "\n";
   if (keys.empty()) {
-    h += R"(<tr><td class="l muted" colspan="12">No keys yet.</td></tr>)";
+    h += R"(<tr><td class="l muted" colspan="14">No keys yet.</td></tr>)";
   }
   for (const auto& [name, e] : keys) {
     const bool is_low = e.snap && LowRunway(*e.snap);
@@ -219,7 +232,7 @@ std::string RenderStatusPage(const StatusPageInput& in) {
       h += "</td>";
     }
     if (!e.snap) {
-      h += R"(<td class="l muted" colspan="9">not in memory (loads on first use)</td></tr>)";
+      h += R"(<td class="l muted" colspan="11">not in memory (loads on first use)</td></tr>)";
       h += "\n";
       continue;
     }
@@ -228,6 +241,8 @@ std::string RenderStatusPage(const StatusPageInput& in) {
     h += BufferCell(s.next);
     h += "<td>" + (s.current.ready ? Num(s.current.next) : std::string("&ndash;")) + "</td>";
     h += "<td>" + Num(Remaining(s.current) + Remaining(s.next)) + "</td>";
+    h += "<td>" + RateText(s.rate_per_s) + "</td>";
+    h += RunwayCell(s);
     h += "<td>" + Num(s.step) + "</td>";
     h += "<td>" + Num(s.table_step) + "</td>";
     h += s.parked > 0 ? "<td><b>" + Num(s.parked) + "</b></td>" : "<td>0</td>";
