@@ -78,10 +78,10 @@ main{padding:8px 24px 24px}
 h2{font-size:15px;margin:20px 0 8px}
 .summary{color:var(--muted);margin:0 0 8px}
 .tablewrap{overflow-x:auto;background:#fff;border:1px solid var(--line);border-radius:8px}
-table{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums}
-th,td{padding:7px 10px;border-bottom:1px solid var(--line);text-align:right;white-space:nowrap;
+table{border-collapse:collapse;width:100%;font-size:13px;font-variant-numeric:tabular-nums}
+th,td{padding:6px 8px;border-bottom:1px solid var(--line);text-align:right;white-space:nowrap;
 vertical-align:top}
-th{background:#fafbfd;font-size:12px;color:var(--muted);font-weight:600;position:sticky;top:0}
+th{white-space:normal;background:#fafbfd;font-size:12px;color:var(--muted);font-weight:600;position:sticky;top:0}
 th.l,td.l{text-align:left}
 tr:last-child td{border-bottom:0}
 tr.low td{background:var(--warnbg)}
@@ -94,7 +94,7 @@ font-weight:600;background:#e8ecf8;color:#3b4a7a;font-family:system-ui,sans-seri
 .tag.warn{background:#ffe4a3;color:var(--warn)}
 .muted{color:var(--muted)}
 .err{color:var(--bad);white-space:normal;max-width:360px;text-align:left;word-break:break-word}
-.buf small{display:block;color:var(--muted)}
+.buf small,td small{display:block;color:var(--muted)}
 .bar{height:4px;background:var(--line);border-radius:2px;margin-top:3px;min-width:90px}
 .bar i{display:block;height:4px;border-radius:2px;background:#5b7be0}
 .desc{white-space:normal;max-width:240px;text-align:left;color:var(--muted)}
@@ -188,9 +188,8 @@ std::string RenderStatusPage(const StatusPageInput& in) {
     h += R"(<div class="banner warn" id="low-runway">)";
     h += std::to_string(low);
     h += low == 1 ? " key has" : " keys have";
-    h += " less than " +
-         FormatDuration(std::chrono::seconds(static_cast<int64_t>(kLowRunwaySeconds))) +
-         " of IDs left in memory at the current rate.</div>\n";
+    h += " less than " + std::to_string(static_cast<int64_t>(kLowRunwaySeconds) / 60) +
+         " min of IDs left in memory at the current rate.</div>\n";
   }
 
   h += "<main><h2>Keys</h2><p class=\"summary\">";
@@ -209,11 +208,11 @@ std::string RenderStatusPage(const StatusPageInput& in) {
       R"(<div class="tablewrap"><table id="keys"><thead><tr>)"
       R"(<th class="l">Key</th><th>Max ID (store)</th><th class="l">Description</th>)"
       R"(<th class="l">Current buffer</th><th class="l">Next buffer</th><th>Position</th>)"
-      R"(<th>Remaining</th><th>Rate (IDs/s)</th><th>Runway</th><th>Step</th><th>Table step</th><th>Parked</th>)"
+      R"(<th>Remaining</th><th>Rate (IDs/s)</th><th>Runway</th><th>Step<small>table step</small></th><th>Parked</th>)"
       R"(<th class="l">State</th><th class="l">Last error</th></tr></thead><tbody>)"
       "\n";
   if (keys.empty()) {
-    h += R"(<tr><td class="l muted" colspan="14">No keys yet.</td></tr>)";
+    h += R"(<tr><td class="l muted" colspan="13">No keys yet.</td></tr>)";
   }
   for (const auto& [name, e] : keys) {
     const bool is_low = e.snap && LowRunway(*e.snap);
@@ -232,7 +231,7 @@ std::string RenderStatusPage(const StatusPageInput& in) {
       h += "</td>";
     }
     if (!e.snap) {
-      h += R"(<td class="l muted" colspan="11">not in memory (loads on first use)</td></tr>)";
+      h += R"(<td class="l muted" colspan="10">not in memory (loads on first use)</td></tr>)";
       h += "\n";
       continue;
     }
@@ -243,8 +242,7 @@ std::string RenderStatusPage(const StatusPageInput& in) {
     h += "<td>" + Num(Remaining(s.current) + Remaining(s.next)) + "</td>";
     h += "<td>" + RateText(s.rate_per_s) + "</td>";
     h += RunwayCell(s);
-    h += "<td>" + Num(s.step) + "</td>";
-    h += "<td>" + Num(s.table_step) + "</td>";
+    h += "<td>" + Num(s.step) + "<small>table " + Num(s.table_step) + "</small></td>";
     h += s.parked > 0 ? "<td><b>" + Num(s.parked) + "</b></td>" : "<td>0</td>";
     h += R"(<td class="l">)";
     if (s.loading) {
