@@ -94,7 +94,7 @@ font-weight:600;background:#e8ecf8;color:#3b4a7a;font-family:system-ui,sans-seri
 .tag.warn{background:#ffe4a3;color:var(--warn)}
 .muted{color:var(--muted)}
 .err{color:var(--bad);white-space:normal;max-width:360px;text-align:left;word-break:break-word}
-.buf small,td small{display:block;color:var(--muted)}
+.buf small,td small,th small{display:block;color:var(--muted);font-weight:400}
 .bar{height:4px;background:var(--line);border-radius:2px;margin-top:3px;min-width:90px}
 .bar i{display:block;height:4px;border-radius:2px;background:#5b7be0}
 .desc{white-space:normal;max-width:240px;text-align:left;color:var(--muted)}
