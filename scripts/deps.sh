@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what seqd needs to build on Debian 12 (run as root; python3 is
 # there because configuring the tests needs it). `--test` adds what the test
-# suites need: MariaDB server, clang and libFuzzer.
+# suites need: MariaDB server, clang and libFuzzer, Prometheus (promtool) and
+# Chromium (the status page test).
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libboost-dev libmysqlcppconn-dev nlohmann-json3-dev
