@@ -16,6 +16,7 @@
 #include "server/core/task_runner.h"
 #include "server/http/api_router.h"
 #include "server/http/http_server.h"
+#include "server/metrics/metrics.h"
 #include "server/msg/message_service.h"
 #include "server/resp/resp_server.h"
 #include "server/tcp/binary_server.h"
@@ -134,26 +135,41 @@ int Run(const Config& config) {
     SEQD_LOG(kError) << "cannot open message store: " << message_store.error().message;
     return 1;
   }
-  MessageService messages(**message_store, **store, ToMessageOptions(config));
+  Metrics metrics(SEQD_VERSION);
+  MessageServiceOptions message_options = ToMessageOptions(config);
+  message_options.metrics = &metrics;
+  MessageService messages(**message_store, **store, message_options);
 
   const size_t threads = config.threads > 0 ? static_cast<size_t>(config.threads)
                                             : std::max(1u, std::thread::hardware_concurrency());
   boost::asio::io_context io(static_cast<int>(threads));
   AsioClock clock(io);
   ThreadPoolRunner db(static_cast<size_t>(config.db_threads));
-  SegmentAllocator allocator(**store, db, clock, KeyRules(config.auto_keys),
-                             ToAllocatorOptions(config));
+  AllocatorOptions allocator_options = ToAllocatorOptions(config);
+  allocator_options.metrics = &metrics;
+  SegmentAllocator allocator(**store, db, clock, KeyRules(config.auto_keys), allocator_options);
   KeyAdmin admin(**store, db, allocator);
   ApiRouter router(allocator, admin, RouterOptions{SEQD_VERSION, std::chrono::steady_clock::now()});
   router.SetMessageService(&messages);
-  HttpServer http(io, ToHttpOptions(config), router);
+  router.SetMetrics(&metrics);
+  router.SetMetricsHandler([&metrics] { return metrics.Render(); });
+  metrics.SetAllocator(&allocator);
+  metrics.SetMessageStats([&messages] {
+    const MessageServiceStats st = messages.stats();
+    return MessageGauges{st.queued_sends, st.subscriptions};
+  });
+  HttpOptions http_options = ToHttpOptions(config);
+  http_options.metrics = &metrics;
+  HttpServer http(io, http_options, router);
   if (auto s = http.Listen(); !s) {
     SEQD_LOG(kError) << "cannot listen: " << s.error().message;
     return 1;
   }
   std::unique_ptr<BinaryServer> binary;
   if (config.tcp_port >= 0) {
-    binary = std::make_unique<BinaryServer>(io, ToBinaryOptions(config), allocator, &messages);
+    BinaryServerOptions binary_options = ToBinaryOptions(config);
+    binary_options.metrics = &metrics;
+    binary = std::make_unique<BinaryServer>(io, binary_options, allocator, &messages);
     if (auto s = binary->Listen(); !s) {
       SEQD_LOG(kError) << "cannot listen (binary protocol): " << s.error().message;
       return 1;
@@ -162,12 +178,22 @@ int Run(const Config& config) {
   }
   std::unique_ptr<RespServer> resp;
   if (config.resp_port >= 0) {
-    resp = std::make_unique<RespServer>(io, ToRespOptions(config), allocator);
+    RespServerOptions resp_options = ToRespOptions(config);
+    resp_options.metrics = &metrics;
+    resp = std::make_unique<RespServer>(io, resp_options, allocator);
     if (auto s = resp->Listen(); !s) {
       SEQD_LOG(kError) << "cannot listen (RESP): " << s.error().message;
       return 1;
     }
     SEQD_LOG(kInfo) << "RESP (Redis protocol) on " << config.tcp_address << ":" << resp->port();
+  }
+  metrics.SetOpenConnections(Interface::kHttp, [&http] { return http.open_connections(); });
+  if (binary) {
+    metrics.SetOpenConnections(Interface::kBinary,
+                               [&binary] { return binary->open_connections(); });
+  }
+  if (resp) {
+    metrics.SetOpenConnections(Interface::kResp, [&resp] { return resp->open_connections(); });
   }
   SEQD_LOG(kInfo) << "seqd " << SEQD_VERSION << " listening on http://" << config.http_address
                   << ":" << http.port()

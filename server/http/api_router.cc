@@ -21,6 +21,7 @@
 #include "server/http/http_util.h"
 #include "server/http/message_routes.h"
 #include "server/http/status_page.h"
+#include "server/metrics/metrics.h"
 
 namespace seqd {
 
@@ -120,6 +121,68 @@ Json RowWithCacheJson(const KeyRow& row, const SegmentAllocator& allocator) {
 }  // namespace
 
 // One request in flight. Shared by the callbacks that may complete it.
+namespace {
+
+// The `op` label of an HTTP request (docs/metrics.md).
+std::string_view HttpOpName(http::verb method, std::string_view path) {
+  if (path == "/") return "status";
+  const std::vector<std::string_view> seg =
+      Split(path.size() > 1 ? path.substr(1) : std::string_view(), '/');
+  if (seg.empty()) return "other";
+  if (seg[0] == "seq" && seg.size() == 2) return "seq";
+  if (seg[0] == "api" && seg.size() == 4 && seg[1] == "segment") return "leaf_segment";
+  if (seg[0] == "admin") return "admin";
+  if (seg.size() == 1 && (seg[0] == "healthz" || seg[0] == "readyz")) return "health";
+  if (seg.size() == 1 && seg[0] == "metrics") return "metrics";
+  if (seg[0] == "users") return "msg_batch";
+  if (seg[0] == "conversations") {
+    if (seg.size() == 2) return "msg_batch";  // /conversations/max_seqs
+    if (seg.size() >= 3 && seg[2] == "members") return "msg_member";
+    if (seg.size() >= 3 && seg[2] == "min_seq") return "msg_status";
+    if (seg.size() >= 3 && seg[2] == "messages") {
+      if (seg.size() == 3) return method == http::verb::post ? "msg_send" : "msg_pull";
+      if (seg.size() == 4 && method == http::verb::get) return "msg_pull";
+      return "msg_status";  // delete, recall
+    }
+  }
+  return "other";
+}
+
+// The `status` label of an error answer: the error body's code if it is a
+// known one, else a name for the HTTP status.
+std::string_view ErrorStatusName(const ApiRouter::Response& res) {
+  const std::string& body = res.body();
+  constexpr std::string_view kCode = "\"code\":\"";
+  if (const size_t at = body.find(kCode); at != std::string::npos) {
+    const size_t from = at + kCode.size();
+    const size_t to = body.find('"', from);
+    if (to != std::string::npos) {
+      const std::string_view code(body.data() + from, to - from);
+      for (std::string_view known : Metrics::Statuses()) {
+        if (known == code) return known;
+      }
+    }
+  }
+  switch (res.result()) {
+    case http::status::bad_request:
+      return "invalid_argument";
+    case http::status::not_found:
+      return "not_found";
+    case http::status::method_not_allowed:
+      return "method_not_allowed";
+    case http::status::payload_too_large:
+      return "payload_too_large";
+    case http::status::service_unavailable:
+      return "store_unavailable";
+    case http::status::internal_server_error:
+      return "internal";
+    default:
+      return "other";
+  }
+}
+
+}  // namespace
+
 struct ApiRouter::Call {
   Request req;
   Respond respond;
@@ -131,6 +194,8 @@ struct ApiRouter::Call {
   bool seq_batch = false;  // ?count= given: answer with ranges
   bool seq_text = false;   // Accept: text/plain
   bool seq_leaf = false;   // Leaf's bare-ID text endpoint
+  Metrics* metrics = nullptr;
+  std::chrono::steady_clock::time_point started;
 
   ApiRouter::Response Make(http::status status, std::string_view type, std::string body) const {
     Response res{status, req.version()};
@@ -161,11 +226,33 @@ struct ApiRouter::Call {
     // (e.g. an allocator deadline timer) must not keep the connection alive.
     Respond fn = std::move(respond);
     respond = nullptr;
+    Account(res);
     try {
       res.prepare_payload();
       fn(std::move(res));
     } catch (const std::exception& e) {
       SEQD_LOG(kError) << "respond callback threw: " << e.what();
+    }
+  }
+
+  // Metrics and the error log line of one answer.
+  void Account(Response& res) const {
+    const unsigned code = res.result_int();
+    if (code < 400 && !metrics) return;
+    const std::string_view op = HttpOpName(req.method(), path);
+    const std::string_view status = code < 400 ? std::string_view("ok") : ErrorStatusName(res);
+    if (metrics) metrics->CountRequest(Interface::kHttp, op, status, Metrics::Since(started));
+    if (code < 400) return;
+    // Errors carry a request id: in the X-Request-Id header and the log line.
+    static std::atomic<uint64_t> next_request_id{1};
+    const uint64_t id = next_request_id.fetch_add(1, std::memory_order_relaxed);
+    res.set("X-Request-Id", std::to_string(id));
+    if (code >= 500) {
+      SEQD_LOG(kError) << "http request_id=" << id << " op=" << op << " status=" << code
+                       << " code=" << status << " " << ToStd(req.method_string()) << " " << path;
+    } else {  // client errors: debug, not to flood the log
+      SEQD_LOG(kDebug) << "http request_id=" << id << " op=" << op << " status=" << code
+                       << " code=" << status << " " << ToStd(req.method_string()) << " " << path;
     }
   }
 
@@ -256,8 +343,12 @@ void ApiRouter::SetMetricsHandler(std::function<std::string()> handler) {
   metrics_ = std::move(handler);
 }
 
+void ApiRouter::SetMetrics(Metrics* metrics) { counters_ = metrics; }
+
 void ApiRouter::Handle(Request req, Respond respond) {
   auto call = std::make_shared<Call>();
+  call->metrics = counters_;
+  if (counters_) call->started = std::chrono::steady_clock::now();
   call->req = std::move(req);
   call->respond = std::move(respond);
   try {
@@ -535,6 +626,7 @@ void ApiRouter::HandleHealth(const std::shared_ptr<Call>& call) {
 
 void ApiRouter::HandleReady(const std::shared_ptr<Call>& call) {
   admin_.CheckStore([call](Status s) {
+    if (call->metrics) call->metrics->SetStoreUp(static_cast<bool>(s));
     call->Reply([&]() -> Response {
       if (!s) {
         const Error& e = s.error();

@@ -38,6 +38,7 @@ class SegmentAllocator;
 class KeyAdmin;
 class MessageService;
 class MessageRoutes;
+class Metrics;
 
 struct RouterOptions {
   std::string version;
@@ -69,6 +70,10 @@ class ApiRouter {
   // If set, GET /metrics serves its result as Prometheus text. Unset: 404.
   void SetMetricsHandler(std::function<std::string()> handler);
 
+  // Counts every answer in `metrics` (seqd_requests_total, interface
+  // "http"), which must outlive the router. Call before the first Handle().
+  void SetMetrics(Metrics* metrics);
+
   struct Call;  // one request in flight; opaque, public only for the .cc's helpers
 
  private:
@@ -90,6 +95,7 @@ class ApiRouter {
   std::unique_ptr<MessageRoutes> messages_;  // set before serving
   mutable std::mutex metrics_mu_;
   std::function<std::string()> metrics_;  // guarded by metrics_mu_
+  Metrics* counters_ = nullptr;           // set before serving
 };
 
 }  // namespace seqd

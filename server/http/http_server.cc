@@ -17,6 +17,7 @@
 
 #include "server/core/log.h"
 #include "server/http/api_router.h"
+#include "server/metrics/metrics.h"
 #include "server/net/tcp_listener.h"
 
 namespace seqd {
@@ -71,6 +72,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   void Start(bool reject) override {
     net::dispatch(strand_, [self = shared_from_this(), reject] {
       if (reject) {
+        self->Count("other");
         self->SendAndClose(CloseWithError(http::status::service_unavailable, "service_unavailable",
                                           "too many connections"));
       } else {
@@ -100,19 +102,28 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
                      beast::bind_front_handler(&Session::OnRead, shared_from_this()));
   }
 
+  void Count(std::string_view status) {
+    if (server_->options.metrics)
+      server_->options.metrics->CountRequest(Interface::kHttp, "other", status);
+    SEQD_LOG(kDebug) << "http: answered " << status << " and closed the connection";
+  }
+
   void OnRead(error_code ec, size_t /*bytes*/) {
     if (ec == http::error::end_of_stream) return ShutdownSend();  // client is done
     if (ec == http::error::header_limit) {
+      Count("bad_request");
       return SendAndClose(CloseWithError(http::status::request_header_fields_too_large,
                                          "request_header_fields_too_large",
                                          "request header is too large"));
     }
     if (ec == http::error::body_limit) {
+      Count("payload_too_large");
       return SendAndClose(CloseWithError(http::status::payload_too_large, "payload_too_large",
                                          "request body is too large"));
     }
     if (ec && ec.category() == http::make_error_code(http::error::bad_method).category() &&
         ec != http::error::partial_message) {
+      Count("bad_request");
       return SendAndClose(
           CloseWithError(http::status::bad_request, "bad_request", "malformed HTTP request"));
     }

@@ -27,6 +27,7 @@ class io_context;
 namespace seqd {
 
 class ApiRouter;
+class Metrics;
 
 struct HttpOptions {
   std::string address = "127.0.0.1";
@@ -35,6 +36,9 @@ struct HttpOptions {
   size_t max_body_bytes = 65536;
   std::chrono::seconds idle_timeout{30};
   size_t max_connections = 10000;
+  // Optional; counts answers the server gives itself (malformed requests,
+  // too many connections). The router counts the rest.
+  Metrics* metrics = nullptr;
 };
 
 class HttpServer {

@@ -7,6 +7,7 @@
 
 #include "server/core/key_rules.h"
 #include "server/core/task_runner.h"
+#include "server/metrics/metrics.h"
 #include "server/msg/message_bus.h"
 #include "server/msg/server_msg_id_source.h"
 #include "server/msg/write_shard.h"
@@ -68,7 +69,8 @@ struct MessageService::Impl {
     const size_t per_shard = std::max<size_t>(1, options.max_queued_sends / writers);
     for (int i = 0; i < writers; ++i) {
       shards.push_back(std::make_unique<WriteShard>(store, ids, bus, options.max_batch, per_shard,
-                                                    options.seq_cache_entries / writers + 1));
+                                                    options.seq_cache_entries / writers + 1,
+                                                    options.metrics));
     }
   }
 
@@ -119,6 +121,13 @@ MessageService::~MessageService() { Shutdown(); }
 
 const MessageServiceOptions& MessageService::options() const { return impl_->options; }
 
+MessageServiceStats MessageService::stats() const {
+  MessageServiceStats st;
+  for (const auto& shard : impl_->shards) st.queued_sends += static_cast<int64_t>(shard->queued());
+  st.subscriptions = static_cast<int64_t>(impl_->bus.subscriber_count());
+  return st;
+}
+
 void MessageService::Shutdown() {
   std::call_once(impl_->shutdown_once, [this] {
     {
@@ -134,8 +143,13 @@ void MessageService::Send(SendRequest request, Callback<AppendOutcome> done) {
   Status valid = ValidateId("conv_id", request.conv_id);
   if (valid) valid = ValidateId("sender_id", request.sender_id);
   if (valid) valid = ValidateId("client_msg_id", request.client_msg_id);
-  if (!valid) return done(valid.error());
+  Metrics* metrics = impl_->options.metrics;
+  if (!valid) {
+    if (metrics) metrics->MessageSendError(valid.error().code);
+    return done(valid.error());
+  }
   if (request.payload.size() > impl_->options.max_payload_bytes) {
+    if (metrics) metrics->MessageSendError(ErrorCode::kTooLarge);
     return done(
         MakeError(ErrorCode::kTooLarge, "payload is " + std::to_string(request.payload.size()) +
                                             " bytes; the limit is " +

@@ -32,6 +32,7 @@
 namespace seqd {
 
 class SegmentStore;
+class Metrics;
 
 inline constexpr size_t kMaxPullLimit = 1000;
 inline constexpr size_t kMaxListItems = 1000;
@@ -43,6 +44,13 @@ struct MessageServiceOptions {
   size_t max_payload_bytes = 64 * 1024;
   size_t max_queued_sends = 100000;    // beyond this, sends fail kStoreUnavailable
   size_t seq_cache_entries = 1 << 20;  // conversations whose max seq is cached
+  Metrics* metrics = nullptr;          // optional; must outlive the service
+};
+
+// Read at scrape time (seqd_message_queued_sends, seqd_message_subscriptions).
+struct MessageServiceStats {
+  int64_t queued_sends = 0;   // sends waiting for a writer
+  int64_t subscriptions = 0;  // (conversation, listener) pairs subscribed
 };
 
 struct SendRequest {
@@ -104,6 +112,7 @@ class MessageService {
   MessageService& operator=(const MessageService&) = delete;
 
   const MessageServiceOptions& options() const;
+  MessageServiceStats stats() const;
 
   // Stamps and stores one message; answered after its transaction commits.
   void Send(SendRequest request, Callback<AppendOutcome> done);

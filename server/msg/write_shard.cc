@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "server/core/log.h"
+#include "server/metrics/metrics.h"
 #include "server/msg/message_bus.h"
 #include "server/msg/server_msg_id_source.h"
 
@@ -22,13 +23,14 @@ int64_t NowMillis() {
 }  // namespace
 
 WriteShard::WriteShard(MessageStore& store, ServerMsgIdSource& ids, MessageBus& bus,
-                       size_t max_batch, size_t max_queued, size_t cache_entries)
+                       size_t max_batch, size_t max_queued, size_t cache_entries, Metrics* metrics)
     : store_(store),
       ids_(ids),
       bus_(bus),
       max_batch_(max_batch < 1 ? 1 : max_batch),
       max_queued_(max_queued < 1 ? 1 : max_queued),
       cache_entries_(cache_entries),
+      metrics_(metrics),
       thread_([this] { Run(); }) {}
 
 WriteShard::~WriteShard() { Stop(); }
@@ -44,12 +46,21 @@ void WriteShard::Enqueue(Pending pending) {
     }
     if (!stopping_) {
       lock.unlock();
+      if (metrics_) metrics_->MessageSendError(ErrorCode::kStoreUnavailable);
+      SEQD_LOG(kWarn) << "message store: send queue full (" << max_queued_
+                      << "), answered store_unavailable conv=" << pending.request.conv_id;
       pending.done(MakeError(ErrorCode::kStoreUnavailable,
                              "too many messages waiting to be stored; retry later"));
       return;
     }
   }
+  if (metrics_) metrics_->MessageSendError(ErrorCode::kShuttingDown);
   pending.done(MakeError(ErrorCode::kShuttingDown, "server is shutting down"));
+}
+
+size_t WriteShard::queued() const {
+  std::lock_guard lock(mu_);
+  return queue_.size();
 }
 
 void WriteShard::Stop() {
@@ -86,6 +97,9 @@ void WriteShard::Run() {
     std::lock_guard lock(mu_);
     left.swap(queue_);
   }
+  if (metrics_ && !left.empty()) {
+    metrics_->MessageSendError(ErrorCode::kShuttingDown, static_cast<int64_t>(left.size()));
+  }
   for (Pending& p : left) p.done(MakeError(ErrorCode::kShuttingDown, "server is shutting down"));
 }
 
@@ -94,6 +108,9 @@ void WriteShard::Commit(std::vector<Pending>& batch) {
   ids.reserve(batch.size());
   if (Status taken = ids_.Take(batch.size(), ids); !taken) {
     SEQD_LOG(kWarn) << "message store: no server message ids: " << taken.error().message;
+    if (metrics_) {
+      metrics_->MessageSendError(taken.error().code, static_cast<int64_t>(batch.size()));
+    }
     for (Pending& p : batch) p.done(taken.error());
     return;
   }
@@ -107,12 +124,24 @@ void WriteShard::Commit(std::vector<Pending>& batch) {
   }
   if (max_seq_cache_.size() > cache_entries_) max_seq_cache_.clear();
 
+  const auto started = std::chrono::steady_clock::now();
   Result<std::vector<AppendOutcome>> outcomes = AppendWithRetry(requests);
   if (!outcomes) {
     SEQD_LOG(kWarn) << "message store: a batch of " << requests.size()
-                    << " messages failed: " << outcomes.error().message;
+                    << " messages failed code=" << ErrorCodeName(outcomes.error().code) << ": "
+                    << outcomes.error().message;
+    if (metrics_) {
+      metrics_->MessageSendError(outcomes.error().code, static_cast<int64_t>(batch.size()));
+    }
     for (Pending& p : batch) p.done(outcomes.error());
     return;
+  }
+  if (metrics_) {
+    int64_t duplicates = 0;
+    for (const AppendOutcome& o : *outcomes) duplicates += o.duplicate ? 1 : 0;
+    metrics_->MessageBatch(requests.size(), Metrics::Since(started));
+    metrics_->MessageStored(static_cast<int64_t>(requests.size()) - duplicates);
+    if (duplicates > 0) metrics_->MessageDuplicates(duplicates);
   }
   for (size_t i = 0; i < batch.size(); ++i) batch[i].done((*outcomes)[i]);
 

@@ -24,6 +24,7 @@
 namespace seqd {
 
 class MessageBus;
+class Metrics;
 class ServerMsgIdSource;
 
 inline constexpr size_t kMaxBatchBytes = 4 << 20;
@@ -36,8 +37,9 @@ class WriteShard {
   };
 
   // All references must outlive the shard. Starts the thread.
+  // `metrics` is optional.
   WriteShard(MessageStore& store, ServerMsgIdSource& ids, MessageBus& bus, size_t max_batch,
-             size_t max_queued, size_t cache_entries);
+             size_t max_queued, size_t cache_entries, Metrics* metrics = nullptr);
   ~WriteShard();  // Stop()
   WriteShard(const WriteShard&) = delete;
   WriteShard& operator=(const WriteShard&) = delete;
@@ -51,6 +53,9 @@ class WriteShard {
   // kShuttingDown, joins the thread. Idempotent.
   void Stop();
 
+  // Sends waiting for this shard's writer.
+  size_t queued() const;
+
  private:
   void Run();
   void Commit(std::vector<Pending>& batch);
@@ -63,8 +68,9 @@ class WriteShard {
   const size_t max_batch_;
   const size_t max_queued_;
   const size_t cache_entries_;
+  Metrics* const metrics_;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Pending> queue_;  // guarded by mu_
   bool stopping_ = false;      // guarded by mu_

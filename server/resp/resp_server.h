@@ -49,6 +49,7 @@ class io_context;
 namespace seqd {
 
 class SegmentAllocator;
+class Metrics;
 
 struct RespServerOptions {
   std::string address = "127.0.0.1";
@@ -56,6 +57,7 @@ struct RespServerOptions {
   size_t max_in_flight = 1024;  // unanswered commands per connection
   std::chrono::seconds idle_timeout{300};
   size_t max_connections = 10000;
+  Metrics* metrics = nullptr;  // optional; must outlive the server
 };
 
 class RespServer {

@@ -4,6 +4,7 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -14,6 +15,7 @@
 #include "proto/message_codec.h"
 #include "server/core/log.h"
 #include "server/core/segment_allocator.h"
+#include "server/metrics/metrics.h"
 #include "server/msg/message_service.h"
 #include "server/net/tcp_listener.h"
 
@@ -43,6 +45,29 @@ struct WireError {
   proto::Status status;
   std::string_view message;
 };
+
+// The `op` label of a binary opcode (docs/metrics.md).
+std::string_view BinaryOpName(uint8_t opcode) {
+  const auto op = static_cast<proto::Opcode>(opcode);
+  if (op == proto::Opcode::kPing) return "ping";
+  if (op == proto::Opcode::kNextIds) return "next_ids";
+  if (op == proto::kOpSend) return "msg_send";
+  if (op == proto::kOpPullRange || op == proto::kOpPullSeqs) return "msg_pull";
+  if (op == proto::kOpMaxSeqs || op == proto::kOpSyncUser) return "msg_batch";
+  if (op == proto::kOpMarkRead || op == proto::kOpSetMember || op == proto::kOpGetMember) {
+    return "msg_member";
+  }
+  if (op == proto::kOpSetStatus || op == proto::kOpSetConvMinSeq) return "msg_status";
+  if (op == proto::kOpSubscribe || op == proto::kOpUnsubscribe) return "subscribe";
+  return "protocol_error";
+}
+
+// The `status` label of a wire status: its name in lower case.
+std::string StatusLabel(proto::Status s) {
+  std::string name(proto::StatusName(s));
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
 
 WireError ToWire(const Error& e) {
   switch (e.code) {
@@ -256,10 +281,12 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     switch (static_cast<proto::Opcode>(f.opcode)) {
       case proto::Opcode::kPing:
         if (f.payload.size() > proto::kMaxPingPayload) {
+          Count(f.opcode, f.request_id, proto::Status::kInvalidArgument);
           proto::AppendError(out_, proto::Opcode::kPing, f.request_id,
                              proto::Status::kInvalidArgument,
                              "PING payload must be at most 1024 bytes");
         } else {
+          Count(f.opcode, f.request_id, proto::Status::kOk);
           proto::AppendOkPing(out_, f.request_id, f.payload);
         }
         ++queued_;
@@ -274,6 +301,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     }
     char message[32];
     std::snprintf(message, sizeof(message), "unknown opcode 0x%02x", unsigned{f.opcode});
+    Count(0xff, f.request_id, proto::Status::kUnknownOpcode);
     proto::AppendError(out_, static_cast<proto::Opcode>(f.opcode), f.request_id,
                        proto::Status::kUnknownOpcode, message);
     ++queued_;
@@ -282,6 +310,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   void HandleNextIds(const proto::FrameView& f) {
     const std::optional<proto::NextIdsRequest> req = proto::ParseNextIdsRequest(f.payload);
     if (!req) {
+      Count(f.opcode, f.request_id, proto::Status::kInvalidArgument);
       proto::AppendError(out_, proto::Opcode::kNextIds, f.request_id,
                          proto::Status::kInvalidArgument,
                          "NEXT_IDS payload must be u16 key_length, key, u32 count");
@@ -290,6 +319,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     }
     const int64_t max_count = allocator_.options().max_count;
     if (req->count < 1 || static_cast<int64_t>(req->count) > max_count) {
+      Count(f.opcode, f.request_id, proto::Status::kInvalidArgument);
       proto::AppendError(out_, proto::Opcode::kNextIds, f.request_id,
                          proto::Status::kInvalidArgument,
                          "count must be an integer in [1, " + std::to_string(max_count) + "]");
@@ -331,8 +361,10 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
         for (const IdRange& range : ranges) wire.push_back({range.first, range.last});
         proto::AppendOkNextIds(out_, id, wire.data(), wire.size());
       }
+      Count(static_cast<uint8_t>(proto::Opcode::kNextIds), id, proto::Status::kOk);
     } else {
       const WireError w = ToWire(r.error());
+      Count(static_cast<uint8_t>(proto::Opcode::kNextIds), id, w.status);
       proto::AppendError(out_, proto::Opcode::kNextIds, id, w.status, w.message);
       if (w.status == proto::Status::kShuttingDown) stopping_ = true;  // closed after it
     }
@@ -342,7 +374,26 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
 
   // --- message store ops ---------------------------------------------------
 
+  // Metrics and the error log line of one answer.
+  void Count(uint8_t opcode, uint32_t id, proto::Status status) {
+    Metrics* metrics = server_->options.metrics;
+    if (status == proto::Status::kOk) {
+      if (metrics) metrics->CountRequest(Interface::kBinary, BinaryOpName(opcode), "ok");
+      return;
+    }
+    const std::string label = StatusLabel(status);
+    if (metrics) metrics->CountRequest(Interface::kBinary, BinaryOpName(opcode), label);
+    if (status == proto::Status::kStoreUnavailable || status == proto::Status::kInternal) {
+      SEQD_LOG(kWarn) << "binary request_id=" << id << " conn=" << static_cast<const void*>(this)
+                      << " op=" << BinaryOpName(opcode) << " status=" << label;
+    } else {
+      SEQD_LOG(kDebug) << "binary request_id=" << id << " conn=" << static_cast<const void*>(this)
+                       << " op=" << BinaryOpName(opcode) << " status=" << label;
+    }
+  }
+
   void AnswerError(proto::Opcode op, uint32_t id, proto::Status status, std::string_view message) {
+    Count(static_cast<uint8_t>(op), id, status);
     proto::AppendError(out_, op, id, status, message);
     ++queued_;
   }
@@ -367,9 +418,11 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     if (--pending_ == 0 && !in_batch_) keep = std::move(self_keep_);
     if (closed_ || closing_) return;
     if (r.ok()) {
+      Count(static_cast<uint8_t>(op), id, proto::Status::kOk);
       encode(out_, id, *r);
     } else {
       const WireError w = ToWire(r.error());
+      Count(static_cast<uint8_t>(op), id, w.status);
       proto::AppendError(out_, op, id, w.status, w.message);
       if (w.status == proto::Status::kShuttingDown) stopping_ = true;
     }
@@ -541,6 +594,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
         auto it = subs_.find(c);
         if (it != subs_.end()) subs_.erase(it);  // never called again once destroyed
       }
+      Count(static_cast<uint8_t>(op), id, proto::Status::kOk);
       proto::AppendOkResult(out_, op, id, proto::EmptyRes{});
       ++queued_;
       return;
@@ -650,12 +704,17 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
       added.emplace(std::string(c), std::move(sub.value()));
     }
     subs_.merge(added);
+    Count(static_cast<uint8_t>(op), f.request_id, proto::Status::kOk);
     proto::AppendOkResult(out_, op, f.request_id, proto::EmptyRes{});
     ++queued_;
   }
 
   // Sends one error frame, then closes (after lingering).
   void ProtocolError(proto::Status status, std::string_view message) {
+    if (server_->options.metrics) {
+      server_->options.metrics->CountRequest(Interface::kBinary, "protocol_error",
+                                             StatusLabel(status));
+    }
     SEQD_LOG(kDebug) << "binary: closing connection: " << proto::StatusName(status) << ": "
                      << message;
     closing_ = true;

@@ -47,6 +47,7 @@ namespace seqd {
 
 class SegmentAllocator;
 class MessageService;
+class Metrics;
 
 struct BinaryServerOptions {
   std::string address = "127.0.0.1";
@@ -60,6 +61,7 @@ struct BinaryServerOptions {
   // below max_frame_bytes.
   size_t max_output_bytes = 4 << 20;
   size_t max_subscriptions = 10000;  // conversations subscribed per connection
+  Metrics* metrics = nullptr;        // optional; must outlive the server
 };
 
 class BinaryServer {

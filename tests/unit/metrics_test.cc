@@ -1,9 +1,15 @@
 // Metrics: the KeySnapshot rate and runway, the Prometheus registry and its
 // label cardinality rules (docs/metrics.md).
+#include "server/metrics/metrics.h"
+
 #include <doctest/doctest.h>
 
+#include <optional>
+
+#include "server/core/key_admin.h"
 #include "server/core/manual_clock.h"
 #include "server/core/segment_allocator.h"
+#include "server/http/api_router.h"
 #include "storage/memory_store.h"
 
 using namespace seqd;
@@ -17,9 +23,14 @@ struct AllocFixture {
   ManualClock clock;
   std::unique_ptr<SegmentAllocator> alloc;
 
+  Metrics metrics{"9.9.9"};
+
   explicit AllocFixture(std::vector<AutoKeyRule> rules = {}) {
-    alloc = std::make_unique<SegmentAllocator>(store, db, clock, KeyRules(std::move(rules)),
-                                               AllocatorOptions{});
+    AllocatorOptions options;
+    options.metrics = &metrics;
+    alloc =
+        std::make_unique<SegmentAllocator>(store, db, clock, KeyRules(std::move(rules)), options);
+    metrics.SetAllocator(alloc.get());
   }
   void Take(std::string_view key, int64_t count) {
     bool ok = false;
@@ -29,7 +40,57 @@ struct AllocFixture {
   }
 };
 
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 }  // namespace
+
+TEST_CASE("metrics: HTTP requests through ApiRouter move seqd_requests_total") {
+  AllocFixture f;
+  REQUIRE(f.store.CreateKey("order", 100, ""));
+  KeyAdmin admin(f.store, f.db, *f.alloc);
+  ApiRouter router(*f.alloc, admin, RouterOptions{"9.9.9", std::chrono::steady_clock::now()});
+  router.SetMetrics(&f.metrics);
+  router.SetMetricsHandler([&] { return f.metrics.Render(); });
+  auto get = [&](std::string target) {
+    ApiRouter::Request req{boost::beast::http::verb::get, target, 11};
+    std::optional<ApiRouter::Response> out;
+    router.Handle(std::move(req), [&](ApiRouter::Response res) { out = std::move(res); });
+    f.db.RunAll();
+    REQUIRE(out);
+    return std::move(*out);
+  };
+  for (int i = 0; i < 3; ++i) get("/seq/order");
+  get("/seq/nope");
+  get("/no/such/path");
+  const std::string text = get("/metrics").body();
+  CHECK(text.find(R"(seqd_requests_total{interface="http",op="seq",status="ok"} 3)") !=
+        std::string::npos);
+  CHECK(text.find(R"(seqd_requests_total{interface="http",op="seq",status="unknown_key"} 1)") !=
+        std::string::npos);
+  CHECK(text.find(R"(seqd_requests_total{interface="http",op="other",status="not_found"} 1)") !=
+        std::string::npos);
+  CHECK(text.find(R"(seqd_ids_issued_total{key="order"} 3)") != std::string::npos);
+  CHECK(text.find(R"(seqd_segment_reservations_total{key="order",result="ok"})") !=
+        std::string::npos);
+  CHECK(text.find(R"(seqd_key_step{key="order"} 100)") != std::string::npos);
+  CHECK(text.find(R"(seqd_build_info{version="9.9.9"} 1)") != std::string::npos);
+  CHECK(text.find(R"(seqd_request_duration_seconds_count{interface="http"})") != std::string::npos);
+}
+
+TEST_CASE("metrics: 1000 auto-created conversation keys make one key=\"auto:si_\" series") {
+  AllocFixture f({AutoKeyRule{"si_", 10}});
+  for (int i = 0; i < 1000; ++i) f.Take("si_u" + std::to_string(i), 1);
+  const std::string text = f.metrics.Render();
+  CHECK(text.find(R"(seqd_ids_issued_total{key="auto:si_"} 1000)") != std::string::npos);
+  CHECK(Count(text, "si_u") == 0);  // no series names a conversation
+  CHECK(Count(text, R"(seqd_ids_issued_total{)") == 1);
+  CHECK(Count(text, R"(seqd_key_next_ready{)") == 1);
+  CHECK(Count(text, R"(seqd_key_step{)") == 0);  // registered keys only
+}
 
 TEST_CASE("KeySnapshot: rate over about the last minute and runway from both buffers") {
   AllocFixture f;
