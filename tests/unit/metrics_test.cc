@@ -1,10 +1,10 @@
 // Metrics: the KeySnapshot rate and runway, the Prometheus registry and its
 // label cardinality rules (docs/metrics.md).
-#include "server/metrics/metrics.h"
-
 // GCC 12 reports a false -Wmaybe-uninitialized inside std::variant's move of
 // Result<IdBatch> (a boost small_vector) when inlined into these tests.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include "server/metrics/metrics.h"
 
 #include <doctest/doctest.h>
 
