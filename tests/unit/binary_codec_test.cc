@@ -9,56 +9,18 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/protocol_vectors.h"
+
 using namespace seqd::proto;
 
 namespace {
 
-struct Vector {
-  std::string comment;  // the "# ..." line above the frame
-  std::string bytes;    // the frame, decoded from hex
-};
+using seqd::testing::FromHex;
+using seqd::testing::Vector;
 
-std::string FromHex(std::string_view text) {
-  std::string digits;
-  for (char c : text) {
-    if (c == ' ' || c == '\t' || c == '\r') continue;
-    digits.push_back(c);
-  }
-  REQUIRE_MESSAGE(digits.size() % 2 == 0, "odd number of hex digits: " << text);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); i += 2) {
-    out.push_back(static_cast<char>(std::stoi(digits.substr(i, 2), nullptr, 16)));
-  }
-  return out;
-}
-
-// The fenced code blocks after "## Test vectors": [0] good frames, [1] bad.
+// [0] good vectors, [1] bad ones.
 std::vector<std::vector<Vector>> LoadVectors() {
-  const std::string path = std::string(SEQD_SOURCE_DIR) + "/docs/protocol.md";
-  std::ifstream in(path);
-  REQUIRE_MESSAGE(in.good(), "cannot open " << path);
-  std::vector<std::vector<Vector>> blocks;
-  bool in_section = false, in_block = false;
-  std::string comment, line;
-  while (std::getline(in, line)) {
-    if (line.rfind("## ", 0) == 0) {
-      in_section = line == "## Test vectors";
-      continue;
-    }
-    if (!in_section) continue;
-    if (line.rfind("```", 0) == 0) {
-      in_block = !in_block;
-      if (in_block) blocks.emplace_back();
-      comment.clear();
-      continue;
-    }
-    if (!in_block || line.empty()) continue;
-    if (line[0] == '#') {
-      comment = line.substr(1);
-      continue;
-    }
-    blocks.back().push_back(Vector{comment, FromHex(line)});
-  }
+  auto blocks = seqd::testing::LoadProtocolVectors("Test vectors");
   REQUIRE(blocks.size() == 2);
   REQUIRE(blocks[0].size() >= 7);
   REQUIRE(blocks[1].size() >= 4);
