@@ -1,17 +1,25 @@
 #include "server/resp/resp_server.h"
 
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
 #include <algorithm>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <charconv>
 #include <cstring>
+#include <mutex>
+#include <optional>
 #include <string_view>
 #include <vector>
 
 #include "proto/resp_codec.h"
 #include "server/core/log.h"
 #include "server/core/segment_allocator.h"
+#include "server/metrics/metrics.h"
 #include "server/net/tcp_listener.h"
 
 namespace seqd {
@@ -76,14 +84,89 @@ std::string TakeErrorReply(const Error& e) {
   }
 }
 
+// The `op` label of a RESP command (Metrics::Ops(Interface::kResp) order).
+enum class RespOp : uint8_t { kIncr = 0, kIncrBy = 1, kPing = 2, kOther = 3 };
+constexpr size_t kRespOps = 4;
+
+// seqd_requests_total{interface="resp"} and
+// seqd_request_duration_seconds{interface="resp"}, with the counters cached
+// here so the hot path is one atomic add: the families are the ones Metrics
+// registered (the registry merges families of the same name), each counter
+// is looked up once, on first use.
+class RespMetrics {
+ public:
+  explicit RespMetrics(Metrics& metrics) {
+    prometheus::Registry& r = metrics.registry();
+    family_ = &prometheus::BuildCounter()
+                   .Name("seqd_requests_total")
+                   .Help("Requests answered")
+                   .Register(r);
+    // An existing series is returned as is; the buckets only matter if not.
+    duration_ = &prometheus::BuildHistogram()
+                     .Name("seqd_request_duration_seconds")
+                     .Help("From the complete request to the answer being queued")
+                     .Register(r)
+                     .Add({{"interface", "resp"}}, prometheus::Histogram::BucketBoundaries{});
+    const auto& statuses = Metrics::Statuses();
+    statuses_ = std::min(statuses.size(), kMaxStatuses);
+    ok_ = IndexOf("ok");
+  }
+
+  void Count(RespOp op, size_t status, int64_t n) {
+    std::atomic<prometheus::Counter*>& slot = counters_[static_cast<size_t>(op)][status];
+    prometheus::Counter* c = slot.load(std::memory_order_acquire);
+    if (!c) c = Create(op, status, slot);
+    c->Increment(static_cast<double>(n));
+  }
+  void CountOk(RespOp op, int64_t n) { Count(op, ok_, n); }
+  void CountError(RespOp op, ErrorCode code, int64_t n) {
+    Count(op, IndexOf(ErrorCodeName(code)), n);
+  }
+
+  void Observe(double seconds) { duration_->Observe(seconds); }
+
+ private:
+  static constexpr size_t kMaxStatuses = 32;
+
+  // The index of `status` in Metrics::Statuses(); "other" (the last) if absent.
+  size_t IndexOf(std::string_view status) const {
+    const auto& statuses = Metrics::Statuses();
+    for (size_t i = 0; i < statuses_; ++i) {
+      if (statuses[i] == status) return i;
+    }
+    return statuses_ - 1;
+  }
+
+  prometheus::Counter* Create(RespOp op, size_t status, std::atomic<prometheus::Counter*>& slot) {
+    std::lock_guard lock(mu_);
+    prometheus::Counter* c = slot.load(std::memory_order_acquire);
+    if (c) return c;
+    c = &family_->Add({{"interface", "resp"},
+                       {"op", std::string(Metrics::Ops(Interface::kResp)[static_cast<size_t>(op)])},
+                       {"status", std::string(Metrics::Statuses()[status])}});
+    slot.store(c, std::memory_order_release);
+    return c;
+  }
+
+  prometheus::Family<prometheus::Counter>* family_ = nullptr;
+  prometheus::Histogram* duration_ = nullptr;
+  size_t statuses_ = 0;
+  size_t ok_ = 0;
+  std::mutex mu_;
+  std::array<std::array<std::atomic<prometheus::Counter*>, kMaxStatuses>, kRespOps> counters_{};
+};
+
 }  // namespace
 
 struct RespServer::Impl {
   Impl(RespServerOptions options_, SegmentAllocator& allocator_)
-      : options(std::move(options_)), allocator(allocator_) {}
+      : options(std::move(options_)), allocator(allocator_) {
+    if (options.metrics) metrics = std::make_unique<RespMetrics>(*options.metrics);
+  }
 
   const RespServerOptions options;
   SegmentAllocator& allocator;
+  std::unique_ptr<RespMetrics> metrics;   // null without options.metrics
   std::shared_ptr<TcpListener> listener;  // set once, by the constructor
 };
 
@@ -93,11 +176,12 @@ namespace {
 struct Slot {
   enum class State : uint8_t { kPending, kInteger, kText };
   State state = State::kPending;
-  bool incrby = false;   // pending: head of an INCRBY (else of an INCR run)
-  uint8_t attempts = 0;  // INCRBY blocks taken so far
-  int64_t count = 0;     // pending head: INCR run length or INCRBY's n
-  int64_t value = 0;     // kInteger
-  std::string text;      // kText: the encoded reply; pending INCRBY: the key
+  bool incrby = false;                // pending: head of an INCRBY (else of an INCR run)
+  uint8_t attempts = 0;               // INCRBY blocks taken so far
+  int64_t count = 0;                  // pending head: INCR run length or INCRBY's n
+  int64_t value = 0;                  // kInteger
+  std::string text;                   // kText: the encoded reply; pending INCRBY: the key
+  SteadyClock::time_point read_at{};  // pending head, with metrics: its input's read
 
   void Reset() {
     state = State::kPending;
@@ -124,6 +208,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
         server_(std::move(server)),
         allocator_(server_->allocator),
         max_count_(server_->allocator.options().max_count),
+        metrics_(server_->metrics.get()),
         timer_(strand_),
         in_(new char[kReadBufferBytes]) {}
 
@@ -205,6 +290,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     }
     in_end_ += n;
     last_activity_ = SteadyClock::now();
+    read_at_ = last_activity_;
     Pump();
   }
 
@@ -223,6 +309,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
       }
       if (r.state == resp::ParseState::kError) {
         CloseRun();
+        Counted(RespOp::kOther, ErrorCode::kInvalidArgument);
         Reply(EncodedError("Protocol error: " + r.error));
         read_closed_ = true;  // the stream cannot be resynchronized
         break;
@@ -248,37 +335,75 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     const std::string_view name = args_[0];
     const size_t argc = args_.size();
     if (IsCommand(name, "incr")) {
-      if (argc != 2) return Reply(WrongArity("incr"));
+      if (argc != 2) return Reply(RespOp::kIncr, ErrorCode::kInvalidArgument, WrongArity("incr"));
       return Incr(args_[1]);
     }
     CloseRun();  // everything else is ordered after the INCRs before it
     if (IsCommand(name, "incrby")) {
-      if (argc != 3) return Reply(WrongArity("incrby"));
+      if (argc != 3) {
+        return Reply(RespOp::kIncrBy, ErrorCode::kInvalidArgument, WrongArity("incrby"));
+      }
       return IncrBy(args_[1], args_[2]);
     }
     if (IsCommand(name, "ping")) {
-      if (argc == 1) return Reply("+PONG\r\n");
-      if (argc > 2) return Reply(WrongArity("ping"));
+      if (argc == 1) return Reply(RespOp::kPing, kOk, "+PONG\r\n");
+      if (argc > 2) return Reply(RespOp::kPing, ErrorCode::kInvalidArgument, WrongArity("ping"));
       std::string out;
       resp::AppendBulk(out, args_[1]);
-      return Reply(out);
+      return Reply(RespOp::kPing, kOk, out);
     }
     if (IsCommand(name, "quit")) {
-      Reply("+OK\r\n");
+      Reply(RespOp::kOther, kOk, "+OK\r\n");
       read_closed_ = true;
       return;
     }
-    if (IsCommand(name, "command")) return Reply("*0\r\n");
+    if (IsCommand(name, "command")) return Reply(RespOp::kOther, kOk, "*0\r\n");
     if (IsCommand(name, "config")) {
-      if (argc < 2) return Reply(WrongArity("config"));
+      if (argc < 2) return Reply(RespOp::kOther, ErrorCode::kInvalidArgument, WrongArity("config"));
       if (!IsCommand(args_[1], "get")) {
-        return Reply(EncodedError("unsupported CONFIG subcommand; only CONFIG GET is known"));
+        return Reply(RespOp::kOther, ErrorCode::kInvalidArgument,
+                     EncodedError("unsupported CONFIG subcommand; only CONFIG GET is known"));
       }
-      if (argc < 3) return Reply(WrongArity("config|get"));
-      return Reply(ConfigGet());
+      if (argc < 3) {
+        return Reply(RespOp::kOther, ErrorCode::kInvalidArgument, WrongArity("config|get"));
+      }
+      return Reply(RespOp::kOther, kOk, ConfigGet());
     }
     std::string shown(name.substr(0, kMaxEchoedName));
-    Reply(EncodedError("unknown command '" + shown + "'"));
+    Reply(RespOp::kOther, ErrorCode::kInvalidArgument,
+          EncodedError("unknown command '" + shown + "'"));
+  }
+
+  // --- metrics (no-ops without options.metrics) ----------------------------
+
+  static constexpr std::optional<ErrorCode> kOk = std::nullopt;
+
+  // One command answered now: counted, and its time since the read observed.
+  void Counted(RespOp op, std::optional<ErrorCode> code) {
+    if (!metrics_) return;
+    if (code) {
+      metrics_->CountError(op, *code, 1);
+    } else {
+      metrics_->CountOk(op, 1);
+    }
+    metrics_->Observe(Metrics::Since(read_at_));
+  }
+
+  // `n` commands answered by one allocator call (an INCR run, or one INCRBY
+  // with n = 1): one counter add and one duration observation.
+  void CountedTake(RespOp op, const Slot& head, int64_t n, std::optional<ErrorCode> code) {
+    if (!metrics_) return;
+    if (code) {
+      metrics_->CountError(op, *code, n);
+    } else {
+      metrics_->CountOk(op, n);
+    }
+    metrics_->Observe(Metrics::Since(head.read_at));
+  }
+
+  void Reply(RespOp op, std::optional<ErrorCode> code, std::string_view encoded) {
+    Counted(op, code);
+    Reply(encoded);
   }
 
   // Name/value pairs for the parameters redis-benchmark reads at start (it
@@ -321,7 +446,9 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   void CloseRun() {
     if (!run_open_) return;
     run_open_ = false;
-    SlotAt(run_seq_).count = run_count_;
+    Slot& head = SlotAt(run_seq_);
+    head.count = run_count_;
+    if (metrics_) head.read_at = read_at_;
     StartTake(run_key_, run_count_, run_seq_);
   }
 
@@ -330,12 +457,14 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     const char* end = count_text.data() + count_text.size();
     auto [ptr, ec] = std::from_chars(count_text.data(), end, n);
     if (ec != std::errc() || ptr != end || n < 1 || n > max_count_) {
-      return Reply(EncodedError("value is not an integer or out of range"));
+      return Reply(RespOp::kIncrBy, ErrorCode::kInvalidArgument,
+                   EncodedError("value is not an integer or out of range"));
     }
     const uint64_t seq = PushSlot();
     Slot& s = SlotAt(seq);
     s.incrby = true;
     s.count = n;
+    if (metrics_) s.read_at = read_at_;
     s.text.assign(key);
     StartTake(key, n, seq);
   }
@@ -370,17 +499,21 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
         return;  // still outstanding
       }
       if (!r) {
+        CountedTake(RespOp::kIncrBy, head, 1, r.error().code);
         head.text = TakeErrorReply(r.error());
         head.state = Slot::State::kText;
       } else if (r->ranges.size() == 1) {
+        CountedTake(RespOp::kIncrBy, head, 1, kOk);
         head.value = r->ranges[0].last;
         head.state = Slot::State::kInteger;
       } else {
+        CountedTake(RespOp::kIncrBy, head, 1, ErrorCode::kFailedPrecondition);
         head.text = EncodedError("could not take a contiguous block of " +
                                  std::to_string(head.count) + " IDs; retry or use a smaller count");
         head.state = Slot::State::kText;
       }
     } else if (r) {
+      CountedTake(RespOp::kIncr, head, head.count, kOk);
       uint64_t k = seq;
       for (const IdRange& range : r->ranges) {
         for (int64_t id = range.first; id <= range.last; ++id) {
@@ -390,6 +523,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
         }
       }
     } else {
+      CountedTake(RespOp::kIncr, head, head.count, r.error().code);
       const std::string text = TakeErrorReply(r.error());
       const uint64_t end = seq + static_cast<uint64_t>(head.count);
       for (uint64_t k = seq; k < end; ++k) {
@@ -531,7 +665,8 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   const std::shared_ptr<RespServer::Impl> server_;
   SegmentAllocator& allocator_;
   const int64_t max_count_;
-  net::steady_timer timer_;  // idle timeout, then linger deadline
+  RespMetrics* const metrics_;  // null without options.metrics
+  net::steady_timer timer_;     // idle timeout, then linger deadline
 
   // Input: bytes [in_begin_, in_end_) are read but not yet parsed.
   std::unique_ptr<char[]> in_;
@@ -559,6 +694,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   std::shared_ptr<Session> self_;  // set while outstanding_ > 0
 
   SteadyClock::time_point last_activity_{};
+  SteadyClock::time_point read_at_{};  // of the last read: the commands' start
   SteadyClock::time_point linger_deadline_{};
   size_t discarded_ = 0;
   bool read_waiting_ = false;   // an async_read_some is in flight

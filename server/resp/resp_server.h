@@ -26,6 +26,13 @@
 // read its replies) the server stops reading from it. Consecutive INCRs of
 // the same key that arrive together are served by one allocator call.
 //
+// Metrics (options.metrics): seqd_requests_total{interface="resp"} by op
+// (incr, incrby, ping, other) and status (ok or the error code name; client
+// mistakes such as arity, unknown commands and protocol errors are
+// invalid_argument), from cached counters: an INCR run is one add. The
+// duration histogram gets one observation per allocator call (an INCR run
+// or an INCRBY) and per other command, timed from the read that brought it.
+//
 // A connection idle (nothing received, nothing in flight) for idle_timeout is
 // closed; beyond max_connections new ones get an error and are closed.
 //

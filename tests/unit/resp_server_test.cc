@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "proto/resp_codec.h"
+#include "server/metrics/metrics.h"
 #include "tests/unit/net_test_support.h"
 
 using namespace seqd;
@@ -449,4 +450,40 @@ TEST_CASE("resp server: Stop answers commands in flight, closes idle ones, then 
   busy.Close();  // ends the server's linger
   CHECK(WaitFor([&] { return drained.load(); }));
   CHECK(f.server.open_connections() == 0);
+}
+
+TEST_CASE("resp server: commands move seqd_requests_total{interface=\"resp\"}") {
+  Metrics metrics("9.9.9");  // outlives the server
+  RespServerOptions o;
+  o.metrics = &metrics;
+  Fixture f(o);
+  REQUIRE(f.listening);
+  Client c(f.server.port());
+  // A pipelined run of three INCRs (one allocator call), then one more.
+  c.Send(Cmd({"INCR", "k"}) + Cmd({"INCR", "k"}) + Cmd({"INCR", "k"}));
+  for (int i = 1; i <= 3; ++i) CHECK(Int(c.Read()) == i);
+  CHECK(Int(c.Call(Cmd({"INCR", "k"}))) == 4);
+  CHECK(Int(c.Call(Cmd({"INCRBY", "k", "5"}))) == 9);
+  CHECK(c.Call("PING\r\n") == "+PONG\r\n");
+  CHECK(c.Call(Cmd({"INCR", "nosuch"})) == "-ERR unknown key 'nosuch'\r\n");
+  CHECK(c.Call(Cmd({"INCRBY", "k", "x"})).starts_with("-ERR"));
+  CHECK(c.Call(Cmd({"FLUSHALL"})).starts_with("-ERR unknown command"));
+  CHECK(c.Call(Cmd({"COMMAND"})) == "*0\r\n");
+
+  const std::string text = metrics.Render();
+  const auto has = [&](const std::string& series) {
+    INFO(series);
+    CHECK(text.find(series) != std::string::npos);
+  };
+  has(R"(seqd_requests_total{interface="resp",op="incr",status="ok"} 4)");
+  has(R"(seqd_requests_total{interface="resp",op="incrby",status="ok"} 1)");
+  has(R"(seqd_requests_total{interface="resp",op="ping",status="ok"} 1)");
+  has(R"(seqd_requests_total{interface="resp",op="incr",status="unknown_key"} 1)");
+  has(R"(seqd_requests_total{interface="resp",op="incrby",status="invalid_argument"} 1)");
+  has(R"(seqd_requests_total{interface="resp",op="other",status="invalid_argument"} 1)");
+  has(R"(seqd_requests_total{interface="resp",op="other",status="ok"} 1)");
+  // One observation per allocator call or other command: 2 INCR runs (the
+  // pipelined three and the single one), INCRBY, PING, the unknown key,
+  // the bad count, the unknown command, COMMAND.
+  has(R"(seqd_request_duration_seconds_count{interface="resp"} 8)");
 }
