@@ -165,6 +165,27 @@ int Run(const Config& config) {
     SEQD_LOG(kError) << "cannot listen: " << s.error().message;
     return 1;
   }
+  // Admin listener: its own router, which answers only /metrics, /,
+  // /healthz and /readyz (client paths are 404 there).
+  ApiRouter admin_router(allocator, admin,
+                         RouterOptions{SEQD_VERSION, std::chrono::steady_clock::now(),
+                                       /*admin_only=*/true});
+  admin_router.SetMetrics(&metrics);
+  admin_router.SetMetricsHandler([&metrics] { return metrics.Render(); });
+  std::unique_ptr<HttpServer> admin_http;
+  if (config.admin_port >= 0) {
+    HttpOptions admin_options = ToHttpOptions(config);
+    admin_options.address = config.admin_address;
+    admin_options.port = static_cast<uint16_t>(config.admin_port);
+    admin_options.metrics = &metrics;
+    admin_http = std::make_unique<HttpServer>(io, admin_options, admin_router);
+    if (auto s = admin_http->Listen(); !s) {
+      SEQD_LOG(kError) << "cannot listen (admin): " << s.error().message;
+      return 1;
+    }
+    SEQD_LOG(kInfo) << "admin (/metrics, /, /healthz, /readyz) on http://" << config.admin_address
+                    << ":" << admin_http->port();
+  }
   std::unique_ptr<BinaryServer> binary;
   if (config.tcp_port >= 0) {
     BinaryServerOptions binary_options = ToBinaryOptions(config);
@@ -243,12 +264,14 @@ int Run(const Config& config) {
     evict.Cancel();
     refresh.Cancel();
     schema.Cancel();
-    auto latch = std::make_shared<DrainLatch>(1 + (binary ? 1 : 0) + (resp ? 1 : 0), [&] {
+    const int listeners = 1 + (admin_http ? 1 : 0) + (binary ? 1 : 0) + (resp ? 1 : 0);
+    auto latch = std::make_shared<DrainLatch>(listeners, [&] {
       allocator.Shutdown();
       messages.Shutdown();
       io.stop();
     });
     http.Stop([latch] { latch->Arrive(); });
+    if (admin_http) admin_http->Stop([latch] { latch->Arrive(); });
     if (binary) binary->Stop([latch] { latch->Arrive(); });
     if (resp) resp->Stop([latch] { latch->Arrive(); });
   });

@@ -133,6 +133,11 @@ const std::vector<Option>& Options() {
                 &Config::http_idle_timeout_s, 1, 3600),
       IntOption("http_max_connections", "Open HTTP connections allowed at once.",
                 &Config::http_max_connections, 1, 1'000'000),
+      StringOption("admin_address", "Address the admin listener binds.", &Config::admin_address),
+      IntOption("admin_port",
+                "Admin listener port (/metrics, /, /healthz, /readyz only); 0 picks one, -1 "
+                "disables.",
+                &Config::admin_port, -1, 65535),
       StringOption("tcp_address", "Address the binary-protocol and RESP listeners bind.",
                    &Config::tcp_address),
       IntOption("tcp_port", "Binary protocol port (docs/protocol.md); 0 picks one, -1 disables.",

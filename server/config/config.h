@@ -36,12 +36,14 @@ struct Config {
   int64_t http_max_body_bytes = 262144;  // a 64 KiB message payload, JSON-escaped
   int64_t http_idle_timeout_s = 30;
   int64_t http_max_connections = 10000;
-  std::string tcp_address = "127.0.0.1";  // binary protocol and RESP listeners
-  int64_t tcp_port = 7070;                 // binary protocol; -1 disables
-  int64_t resp_port = -1;                  // Redis protocol; -1 (default) disables
-  int64_t tcp_max_in_flight = 1024;        // unanswered requests per connection
+  std::string admin_address = "127.0.0.1";  // admin listener (/metrics, /, /healthz, /readyz)
+  int64_t admin_port = -1;                  // -1 (default) disables; 0 picks one
+  std::string tcp_address = "127.0.0.1";    // binary protocol and RESP listeners
+  int64_t tcp_port = 7070;                  // binary protocol; -1 disables
+  int64_t resp_port = -1;                   // Redis protocol; -1 (default) disables
+  int64_t tcp_max_in_flight = 1024;         // unanswered requests per connection
   int64_t tcp_idle_timeout_s = 300;
-  int64_t tcp_max_connections = 10000;     // per listener
+  int64_t tcp_max_connections = 10000;  // per listener
   int64_t tcp_max_frame_bytes = 1 << 20;
   int64_t tcp_max_output_bytes = 4 << 20;  // unsent bytes per binary connection
   int64_t tcp_max_subscriptions = 10000;   // conversations subscribed per connection
@@ -49,7 +51,7 @@ struct Config {
   int64_t msg_readers = 2;                 // message store read threads
   int64_t msg_max_batch = 1024;            // messages per group-commit transaction
   int64_t msg_max_payload_bytes = 65536;
-  int64_t msg_max_queued = 100000;         // sends waiting for a writer
+  int64_t msg_max_queued = 100000;  // sends waiting for a writer
   std::string log_level = "info";
 
   bool show_help = false;

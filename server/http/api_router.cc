@@ -394,6 +394,10 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
   };
   const bool get = method == http::verb::get;
 
+  if (options_.admin_only && path != "/" &&
+      !(seg.size() == 1 && (seg[0] == "healthz" || seg[0] == "readyz" || seg[0] == "metrics"))) {
+    return not_found();
+  }
   if (path == "/") {
     if (!get) return method_not_allowed("GET");
     return HandleStatusPage(call);

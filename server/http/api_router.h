@@ -13,6 +13,8 @@
 //   GET  /                             status page for people (text/html)
 //   GET  /healthz, /readyz, /metrics (when a metrics handler is set)
 //   the message store's paths (see message_routes.h), when a service is set
+// In admin mode (RouterOptions::admin_only) only /, /healthz, /readyz and
+// /metrics; everything else is 404.
 // Errors: {"error":{"code":"...","message":"..."}} with the status from
 // HttpStatusFor(); kInternal messages are replaced by "internal error".
 //
@@ -43,6 +45,10 @@ class Metrics;
 struct RouterOptions {
   std::string version;
   std::chrono::steady_clock::time_point started;
+  // Admin mode (the admin listener): only GET /, /healthz, /readyz and
+  // /metrics are served; every other path is 404, so client traffic cannot
+  // reach the admin port.
+  bool admin_only = false;
 };
 
 // The one table from error codes to HTTP statuses.

@@ -190,6 +190,33 @@ class E2E(unittest.TestCase):
         s = self.start()
         self.assertEqual(s.stop(signal.SIGINT), 0)
 
+    def test_admin_listener(self):
+        import http.client
+        from harness import free_port
+        admin_port = free_port()
+        s = self.start("--admin-port", str(admin_port))
+
+        def admin_get(path):
+            c = http.client.HTTPConnection("127.0.0.1", admin_port, timeout=10)
+            try:
+                c.request("GET", path)
+                r = c.getresponse()
+                return r.status, r.read()
+            finally:
+                c.close()
+
+        status, body = admin_get("/metrics")
+        self.assertEqual(status, 200)
+        self.assertIn(b"seqd_build_info", body)
+        self.assertEqual(admin_get("/")[0], 200)
+        self.assertEqual(admin_get("/healthz")[0], 200)
+        self.assertIn(admin_get("/readyz")[0], (200, 503))  # 503 until the schema is made
+        self.assertEqual(admin_get("/seq/k")[0], 404)
+        self.assertEqual(admin_get("/admin/keys")[0], 404)
+        # The main port still serves /metrics; SIGTERM drains both.
+        self.assertEqual(s.get("/metrics")[0], 200)
+        self.assertEqual(s.stop(), 0)
+
 
 class MariaDBOutage(unittest.TestCase):
     """MariaDB stops: buffers serve, then 503; MariaDB back: service resumes."""

@@ -134,3 +134,35 @@ TEST_CASE("KeySnapshot: rate over about the last minute and runway from both buf
   snap = f.alloc->SnapshotKey("order");
   CHECK(snap->rate_per_s == doctest::Approx(5.0).epsilon(0.2));
 }
+
+TEST_CASE("metrics: an admin-only router serves /metrics, /, /healthz, /readyz and 404s the rest") {
+  AllocFixture f;
+  REQUIRE(f.store.CreateKey("order", 100, ""));
+  KeyAdmin admin(f.store, f.db, *f.alloc);
+  ApiRouter router(*f.alloc, admin,
+                   RouterOptions{"9.9.9", std::chrono::steady_clock::now(), /*admin_only=*/true});
+  router.SetMetrics(&f.metrics);
+  router.SetMetricsHandler([&] { return f.metrics.Render(); });
+  auto get = [&](std::string target) {
+    ApiRouter::Request req{boost::beast::http::verb::get, target, 11};
+    std::optional<ApiRouter::Response> out;
+    router.Handle(std::move(req), [&](ApiRouter::Response res) { out = std::move(res); });
+    f.db.RunAll();
+    REQUIRE(out);
+    return std::move(*out);
+  };
+  using boost::beast::http::status;
+  const ApiRouter::Response metrics = get("/metrics");
+  CHECK(metrics.result() == status::ok);
+  CHECK(metrics.body().find("seqd_build_info") != std::string::npos);
+  CHECK(get("/").result() == status::ok);
+  CHECK(get("/healthz").result() == status::ok);
+  CHECK(get("/readyz").result() != status::not_found);
+  CHECK(get("/seq/order").result() == status::not_found);
+  CHECK(get("/api/segment/get/order").result() == status::not_found);
+  CHECK(get("/admin/keys").result() == status::not_found);
+  CHECK(get("/admin/cache").result() == status::not_found);
+  CHECK(get("/msg/send").result() == status::not_found);
+  // Nothing was taken through it.
+  CHECK(f.metrics.Render().find(R"(seqd_ids_issued_total{key="order"})") == std::string::npos);
+}
