@@ -15,8 +15,8 @@
 namespace seqd::proto {
 
 inline constexpr uint8_t kVersion = 1;
-inline constexpr size_t kHeaderSize = 12;            // length field included
-inline constexpr size_t kMaxFrameSize = 1 << 20;     // whole frame, header included
+inline constexpr size_t kHeaderSize = 12;         // length field included
+inline constexpr size_t kMaxFrameSize = 1 << 20;  // whole frame, header included
 inline constexpr size_t kMaxErrorMessage = 1024;
 inline constexpr size_t kMaxPingPayload = 1024;
 inline constexpr uint16_t kFlagResponse = 0x0001;
@@ -63,9 +63,9 @@ enum class DecodeState { kFrame, kNeedMore, kError };
 
 struct DecodeResult {
   DecodeState state = DecodeState::kNeedMore;
-  size_t consumed = 0;            // bytes of input used (only for kFrame)
-  Status error = Status::kOk;     // for kError: kMalformedFrame, kUnsupportedVersion, kFrameTooLarge
-  FrameView frame;                // for kFrame
+  size_t consumed = 0;         // bytes of input used (only for kFrame)
+  Status error = Status::kOk;  // for kError: kMalformedFrame, kUnsupportedVersion, kFrameTooLarge
+  FrameView frame;             // for kFrame
 };
 
 // Decodes the first frame in `input`, which may hold a partial frame, one

@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "mini_http.h"
-#include "seqd/client.h"
 #include "proto/binary_codec.h"
+#include "seqd/client.h"
 
 namespace {
 

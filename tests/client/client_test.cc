@@ -359,8 +359,8 @@ TEST_CASE("SplitEndpoint takes host:port and [v6]:port, nothing else") {
   CHECK(seqd::SplitEndpoint("[::1]:80", host, port));
   CHECK(host == "::1");
   CHECK(port == "80");
-  for (const char* bad : {"", "host", "host:", ":80", "::1:80", "[::1]80", "h:0", "h:65536",
-                          "h:12a", "h:123456"}) {
+  for (const char* bad :
+       {"", "host", "host:", ":80", "::1:80", "[::1]80", "h:0", "h:65536", "h:12a", "h:123456"}) {
     CHECK_MESSAGE(!seqd::SplitEndpoint(bad, host, port), bad);
   }
 }
