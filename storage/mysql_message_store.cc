@@ -116,6 +116,19 @@ const char* const kSql[kNumStmts] = {
 // Statements whose text depends on a count (IN lists, multi-row INSERT).
 enum ListKind { kInsertRows, kMaxSeqIn, kBySeqsIn };
 
+constexpr char kInsertPrefix[] = "INSERT INTO seqd_message (" SEQD_MSG_COLUMNS ") VALUES ";
+
+// Appends `bytes` as a hex literal (X'...'): any bytes, no escaping rules.
+void AppendHexLiteral(std::string& out, std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  out += "X'";
+  for (unsigned char c : bytes) {
+    out.push_back(kDigits[c >> 4]);
+    out.push_back(kDigits[c & 15]);
+  }
+  out += '\'';
+}
+
 std::string ListSql(ListKind kind, size_t n) {
   std::string sql;
   switch (kind) {
@@ -251,22 +264,36 @@ Result<std::vector<AppendOutcome>> MysqlMessageStore::Append(std::span<const App
               bytes += batch[rows[at + n]].payload.size();
               ++n;
             }
-            sql::PreparedStatement& ins = c.List(kInsertRows, n);
-            unsigned p = 1;
+            // One text statement with the values as literals: MariaDB binds
+            // 8 parameters per row of a prepared statement one by one, which
+            // costs more of its CPU than parsing the literals.
+            std::string sql = kInsertPrefix;
+            sql.reserve(sizeof(kInsertPrefix) + n * 96 + 2 * bytes);
             for (size_t k = 0; k < n; ++k) {
               const size_t i = rows[at + k];
               const AppendRequest& r = batch[i];
-              ins.setString(p++, r.conv_id);
-              ins.setInt64(p++, out[i].seq);
-              ins.setInt64(p++, r.server_msg_id);
-              ins.setString(p++, r.sender_id);
-              ins.setString(p++, r.client_msg_id);
-              ins.setInt(p++, r.content_type);
-              ins.setString(p++, r.payload);
-              ins.setInt64(p++, r.send_time_ms);
+              sql += k == 0 ? "(" : ",(";
+              AppendHexLiteral(sql, r.conv_id);
+              sql += ',';
+              sql += std::to_string(out[i].seq);
+              sql += ',';
+              sql += std::to_string(r.server_msg_id);
+              sql += ',';
+              AppendHexLiteral(sql, r.sender_id);
+              sql += ',';
+              AppendHexLiteral(sql, r.client_msg_id);
+              sql += ',';
+              sql += std::to_string(r.content_type);
+              sql += ',';
+              AppendHexLiteral(sql, r.payload);
+              sql += ',';
+              sql += std::to_string(r.send_time_ms);
+              sql += ",0)";
             }
             try {
-              ins.executeUpdate();
+              std::unique_ptr<sql::Statement> st(c.conn->createStatement());
+              c.in_txn = true;
+              st->executeUpdate(sql);
             } catch (const sql::SQLException& e) {
               if (e.getErrorCode() != kErrDupKey) throw;
               conflict = true;
