@@ -16,8 +16,9 @@
 namespace seqd {
 namespace {
 
-// Rows per multi-row INSERT, and the payload bytes one may carry (well
-// under the default max_allowed_packet of 16 MiB).
+// Rows per multi-row INSERT, and the payload bytes one may carry: written as
+// hex literals that is 8 MiB of text, under the default max_allowed_packet
+// of 16 MiB.
 constexpr size_t kChunkRows = 256;
 constexpr size_t kChunkBytes = 4 << 20;
 // IN-list length per SELECT.
