@@ -169,7 +169,7 @@ const std::vector<Option>& Options() {
       IntOption("msg_max_batch", "Messages stored per group-commit transaction, at most.",
                 &Config::msg_max_batch, 1, 100'000),
       IntOption("msg_max_payload_bytes", "Largest message payload accepted.",
-                &Config::msg_max_payload_bytes, 1, 16 << 20),
+                &Config::msg_max_payload_bytes, 1, 4 << 20),
       IntOption("msg_max_queued",
                 "Sends waiting to be stored before new ones fail with store_unavailable.",
                 &Config::msg_max_queued, 1, 10'000'000),
