@@ -226,7 +226,7 @@ Metrics::~Metrics() = default;
 prometheus::Registry& Metrics::registry() { return *impl_->registry; }
 
 void Metrics::CountRequest(Interface i, std::string_view op, std::string_view status,
-                           double seconds) {
+                           double seconds, int64_t n) {
   const auto& ops = Ops(i);
   const auto& statuses = Statuses();
   const size_t ii = static_cast<size_t>(i);
@@ -241,7 +241,7 @@ void Metrics::CountRequest(Interface i, std::string_view op, std::string_view st
                                {"status", std::string(statuses[s])}});
     slot.store(c, std::memory_order_release);
   }
-  c->Increment();
+  c->Increment(static_cast<double>(n));
   if (seconds >= 0) impl_->durations[ii]->Observe(seconds);
 }
 

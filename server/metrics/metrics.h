@@ -66,9 +66,11 @@ class Metrics {
   std::string Render();
 
   // --- requests ---------------------------------------------------------
-  // One request answered; `seconds` from the complete request to the answer
-  // being queued (negative: not observed).
-  void CountRequest(Interface i, std::string_view op, std::string_view status, double seconds = -1);
+  // `n` requests answered (one, or a run served together); `seconds` from
+  // the complete request to the answer being queued, observed once
+  // (negative: not observed).
+  void CountRequest(Interface i, std::string_view op, std::string_view status, double seconds = -1,
+                    int64_t n = 1);
   void CountRequest(Interface i, std::string_view op, ErrorCode code, double seconds = -1) {
     CountRequest(i, op, ErrorCodeName(code), seconds);
   }

@@ -1,17 +1,11 @@
 #include "server/resp/resp_server.h"
 
-#include <prometheus/counter.h>
-#include <prometheus/family.h>
-#include <prometheus/histogram.h>
-#include <prometheus/registry.h>
-
 #include <algorithm>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <charconv>
 #include <cstring>
-#include <mutex>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -86,87 +80,20 @@ std::string TakeErrorReply(const Error& e) {
 
 // The `op` label of a RESP command (Metrics::Ops(Interface::kResp) order).
 enum class RespOp : uint8_t { kIncr = 0, kIncrBy = 1, kPing = 2, kOther = 3 };
-constexpr size_t kRespOps = 4;
 
-// seqd_requests_total{interface="resp"} and
-// seqd_request_duration_seconds{interface="resp"}, with the counters cached
-// here so the hot path is one atomic add: the families are the ones Metrics
-// registered (the registry merges families of the same name), each counter
-// is looked up once, on first use.
-class RespMetrics {
- public:
-  explicit RespMetrics(Metrics& metrics) {
-    prometheus::Registry& r = metrics.registry();
-    family_ = &prometheus::BuildCounter()
-                   .Name("seqd_requests_total")
-                   .Help("Requests answered")
-                   .Register(r);
-    // An existing series is returned as is; the buckets only matter if not.
-    duration_ = &prometheus::BuildHistogram()
-                     .Name("seqd_request_duration_seconds")
-                     .Help("From the complete request to the answer being queued")
-                     .Register(r)
-                     .Add({{"interface", "resp"}}, prometheus::Histogram::BucketBoundaries{});
-    const auto& statuses = Metrics::Statuses();
-    statuses_ = std::min(statuses.size(), kMaxStatuses);
-    ok_ = IndexOf("ok");
-  }
-
-  void Count(RespOp op, size_t status, int64_t n) {
-    std::atomic<prometheus::Counter*>& slot = counters_[static_cast<size_t>(op)][status];
-    prometheus::Counter* c = slot.load(std::memory_order_acquire);
-    if (!c) c = Create(op, status, slot);
-    c->Increment(static_cast<double>(n));
-  }
-  void CountOk(RespOp op, int64_t n) { Count(op, ok_, n); }
-  void CountError(RespOp op, ErrorCode code, int64_t n) {
-    Count(op, IndexOf(ErrorCodeName(code)), n);
-  }
-
-  void Observe(double seconds) { duration_->Observe(seconds); }
-
- private:
-  static constexpr size_t kMaxStatuses = 32;
-
-  // The index of `status` in Metrics::Statuses(); "other" (the last) if absent.
-  size_t IndexOf(std::string_view status) const {
-    const auto& statuses = Metrics::Statuses();
-    for (size_t i = 0; i < statuses_; ++i) {
-      if (statuses[i] == status) return i;
-    }
-    return statuses_ - 1;
-  }
-
-  prometheus::Counter* Create(RespOp op, size_t status, std::atomic<prometheus::Counter*>& slot) {
-    std::lock_guard lock(mu_);
-    prometheus::Counter* c = slot.load(std::memory_order_acquire);
-    if (c) return c;
-    c = &family_->Add({{"interface", "resp"},
-                       {"op", std::string(Metrics::Ops(Interface::kResp)[static_cast<size_t>(op)])},
-                       {"status", std::string(Metrics::Statuses()[status])}});
-    slot.store(c, std::memory_order_release);
-    return c;
-  }
-
-  prometheus::Family<prometheus::Counter>* family_ = nullptr;
-  prometheus::Histogram* duration_ = nullptr;
-  size_t statuses_ = 0;
-  size_t ok_ = 0;
-  std::mutex mu_;
-  std::array<std::array<std::atomic<prometheus::Counter*>, kMaxStatuses>, kRespOps> counters_{};
-};
+// The `op` label of `op` (docs/metrics.md).
+std::string_view OpName(RespOp op) {
+  return Metrics::Ops(Interface::kResp)[static_cast<size_t>(op)];
+}
 
 }  // namespace
 
 struct RespServer::Impl {
   Impl(RespServerOptions options_, SegmentAllocator& allocator_)
-      : options(std::move(options_)), allocator(allocator_) {
-    if (options.metrics) metrics = std::make_unique<RespMetrics>(*options.metrics);
-  }
+      : options(std::move(options_)), allocator(allocator_) {}
 
   const RespServerOptions options;
   SegmentAllocator& allocator;
-  std::unique_ptr<RespMetrics> metrics;   // null without options.metrics
   std::shared_ptr<TcpListener> listener;  // set once, by the constructor
 };
 
@@ -208,7 +135,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
         server_(std::move(server)),
         allocator_(server_->allocator),
         max_count_(server_->allocator.options().max_count),
-        metrics_(server_->metrics.get()),
+        metrics_(server_->options.metrics),
         timer_(strand_),
         in_(new char[kReadBufferBytes]) {}
 
@@ -381,24 +308,16 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   // One command answered now: counted, and its time since the read observed.
   void Counted(RespOp op, std::optional<ErrorCode> code) {
     if (!metrics_) return;
-    if (code) {
-      metrics_->CountError(op, *code, 1);
-    } else {
-      metrics_->CountOk(op, 1);
-    }
-    metrics_->Observe(Metrics::Since(read_at_));
+    metrics_->CountRequest(Interface::kResp, OpName(op), code ? ErrorCodeName(*code) : "ok",
+                           Metrics::Since(read_at_));
   }
 
   // `n` commands answered by one allocator call (an INCR run, or one INCRBY
   // with n = 1): one counter add and one duration observation.
   void CountedTake(RespOp op, const Slot& head, int64_t n, std::optional<ErrorCode> code) {
     if (!metrics_) return;
-    if (code) {
-      metrics_->CountError(op, *code, n);
-    } else {
-      metrics_->CountOk(op, n);
-    }
-    metrics_->Observe(Metrics::Since(head.read_at));
+    metrics_->CountRequest(Interface::kResp, OpName(op), code ? ErrorCodeName(*code) : "ok",
+                           Metrics::Since(head.read_at), n);
   }
 
   void Reply(RespOp op, std::optional<ErrorCode> code, std::string_view encoded) {
@@ -665,8 +584,8 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   const std::shared_ptr<RespServer::Impl> server_;
   SegmentAllocator& allocator_;
   const int64_t max_count_;
-  RespMetrics* const metrics_;  // null without options.metrics
-  net::steady_timer timer_;     // idle timeout, then linger deadline
+  Metrics* const metrics_;   // null without options.metrics
+  net::steady_timer timer_;  // idle timeout, then linger deadline
 
   // Input: bytes [in_begin_, in_end_) are read but not yet parsed.
   std::unique_ptr<char[]> in_;
