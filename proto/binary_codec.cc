@@ -108,6 +108,8 @@ std::string_view StatusName(Status s) {
       return "FAILED_PRECONDITION";
     case Status::kTooLarge:
       return "TOO_LARGE";
+    case Status::kNotServing:
+      return "NOT_SERVING";
     case Status::kMalformedFrame:
       return "MALFORMED_FRAME";
     case Status::kUnsupportedVersion:

@@ -39,6 +39,7 @@ enum class Status : uint16_t {
   kNotFound = 8,
   kFailedPrecondition = 9,
   kTooLarge = 10,
+  kNotServing = 11,
   kMalformedFrame = 64,
   kUnsupportedVersion = 65,
   kFrameTooLarge = 66,

@@ -20,6 +20,8 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "failed_precondition";
     case ErrorCode::kTooLarge:
       return "too_large";
+    case ErrorCode::kNotServing:
+      return "not_serving";
     case ErrorCode::kInternal:
       return "internal";
   }

@@ -21,6 +21,7 @@ enum class ErrorCode {
   kNotFound,            // no such message (or member) where one is required
   kFailedPrecondition,  // a rule refuses the change (read seq backwards, above max)
   kTooLarge,            // payload or list longer than its limit
+  kNotServing,          // cannot issue now (no worker-id lease, clock moved back); retry later
   kInternal,            // anything else; message is never shown to clients
 };
 

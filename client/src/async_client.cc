@@ -56,6 +56,8 @@ std::string_view StatusCodeName(StatusCode code) {
       return "FAILED_PRECONDITION";
     case StatusCode::kTooLarge:
       return "TOO_LARGE";
+    case StatusCode::kNotServing:
+      return "NOT_SERVING";
     case StatusCode::kMalformedFrame:
       return "MALFORMED_FRAME";
     case StatusCode::kUnsupportedVersion:
@@ -83,7 +85,8 @@ constexpr size_t kReadChunk = 64 * 1024;
 
 bool Retryable(StatusCode code) {
   return code == StatusCode::kTimeout || code == StatusCode::kUnavailable ||
-         code == StatusCode::kStoreUnavailable || code == StatusCode::kShuttingDown;
+         code == StatusCode::kStoreUnavailable || code == StatusCode::kShuttingDown ||
+         code == StatusCode::kNotServing;
 }
 
 enum class Op { kNextIds, kPing, kMessage };

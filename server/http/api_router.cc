@@ -46,6 +46,8 @@ http::status HttpStatusFor(ErrorCode code) {
       return http::status::conflict;
     case ErrorCode::kTooLarge:
       return http::status::payload_too_large;
+    case ErrorCode::kNotServing:
+      return http::status::service_unavailable;
     case ErrorCode::kInternal:
       return http::status::internal_server_error;
   }

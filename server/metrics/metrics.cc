@@ -40,10 +40,12 @@ size_t IndexOf(const std::vector<std::string_view>& names, std::string_view name
 const std::vector<std::string_view>& Metrics::Ops(Interface i) {
   static const std::vector<std::string_view> http = {
       "seq",      "leaf_segment", "admin",      "health",     "metrics",   "status",
-      "msg_send", "msg_pull",     "msg_member", "msg_status", "msg_batch", "other"};
+      "msg_send", "msg_pull",     "msg_member", "msg_status", "msg_batch", "snowflake",
+      "snowflake_decode", "other"};
   static const std::vector<std::string_view> binary = {"ping",      "next_ids",   "msg_send",
                                                        "msg_pull",  "msg_member", "msg_status",
-                                                       "msg_batch", "subscribe",  "protocol_error"};
+                                                       "msg_batch", "subscribe",  "snowflake",
+                                                       "snowflake_decode", "protocol_error"};
   static const std::vector<std::string_view> resp = {"incr", "incrby", "ping", "other"};
   switch (i) {
     case Interface::kHttp:

@@ -87,6 +87,8 @@ WireError ToWire(const Error& e) {
       return {proto::Status::kFailedPrecondition, e.message};
     case ErrorCode::kTooLarge:
       return {proto::Status::kTooLarge, e.message};
+    case ErrorCode::kNotServing:
+      return {proto::Status::kNotServing, e.message};
     case ErrorCode::kInternal:
       break;
   }

@@ -88,6 +88,7 @@ enum class StatusCode : uint16_t {
   kNotFound = 8,
   kFailedPrecondition = 9,
   kTooLarge = 10,
+  kNotServing = 11,  // no snowflake IDs now: no worker-id lease, or the clock moved back
   kMalformedFrame = 64,
   kUnsupportedVersion = 65,
   kFrameTooLarge = 66,

@@ -1,0 +1,150 @@
+// Issues snowflake IDs from memory, as the worker id it was granted.
+//
+// It issues only while it holds a grant (WorkerLeaseKeeper gives it one
+// after leasing a worker id from the store, extends it on every renewal and
+// revokes it when the lease is lost). Every ID it issues has a timestamp
+//   - above the grant's `not_before_ms` (the id's previous holder may have
+//     used timestamps up to that),
+//   - at or below the grant's `time_bound_ms` (persisted before it is used,
+//     so the id's next holder starts above it),
+//   - at or above every timestamp it issued before (IDs strictly increase).
+// A request is answered inline when its IDs can be issued now. Otherwise it
+// is parked and retried from a timer (Clock::RunAt), never by blocking:
+//   - the sequence of this millisecond is used up: retried next millisecond;
+//   - the wall clock moved back by at most `max_backward_ms`: retried when
+//     it should have caught up (counted as a clock-back wait);
+//   - the clock has not yet passed `not_before_ms`: retried then.
+// A parked request that is not done by `wait_deadline` fails kNotServing.
+// It fails kNotServing at once when there is no grant (or it expired), when
+// the clock moved back by more than `max_backward_ms` (counted as a
+// clock-back refusal), when the clock is past `time_bound_ms`, or when the
+// wait for `not_before_ms` is longer than `wait_deadline`. Parked requests
+// are answered before new ones (FIFO).
+//
+// Thread safety: every method is safe from any thread. Callbacks run exactly
+// once, outside the internal lock: inline on the caller's thread, or on the
+// thread that runs the Clock's timers.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "server/core/clock.h"
+#include "server/snowflake/snowflake_layout.h"
+#include "server/snowflake/wall_clock.h"
+
+namespace seqd {
+
+class Metrics;
+
+struct SnowflakeOptions {
+  SnowflakeLayout layout;
+  int64_t max_backward_ms = 5;  // clock moved back by more: refuse
+  int64_t max_count = 4096;     // IDs per request
+  Clock::Duration wait_deadline = std::chrono::seconds(1);
+  Metrics* metrics = nullptr;  // optional; must outlive the generator
+};
+
+// What the generator is doing, for the status page, /admin and metrics.
+struct SnowflakeStatus {
+  bool serving = false;      // holds an unexpired grant
+  std::string why_not;       // when !serving: the reason, as errors say it
+  int worker_id = -1;        // -1 before the first grant
+  int64_t last_time_ms = 0;  // largest timestamp issued (unix ms); 0: none yet
+  int64_t not_before_ms = 0;
+  int64_t time_bound_ms = 0;
+  double lease_left_s = 0;  // until the grant expires (steady clock); <= 0 if expired
+  size_t parked = 0;
+  uint64_t issued = 0;
+  uint64_t clock_back_waits = 0;
+  uint64_t clock_back_refusals = 0;
+  uint64_t sequence_waits = 0;  // requests that waited for the next millisecond
+};
+
+class SnowflakeGenerator {
+ public:
+  using Callback = std::function<void(Result<std::vector<int64_t>>)>;
+
+  // `wall`, `clock` (and options.metrics) must outlive the generator.
+  // REQUIRES: options.layout.Validate() ok, max_count >= 1.
+  SnowflakeGenerator(const WallClock& wall, Clock& clock, SnowflakeOptions options);
+  ~SnowflakeGenerator();
+  SnowflakeGenerator(const SnowflakeGenerator&) = delete;
+  SnowflakeGenerator& operator=(const SnowflakeGenerator&) = delete;
+
+  const SnowflakeLayout& layout() const { return options_.layout; }
+
+  // Issues `count` IDs, ascending. kInvalidArgument unless 1 <= count <=
+  // max_count. See the file comment for waiting and failing.
+  void Next(int64_t count, Callback done);
+
+  // kInvalidArgument unless 0 <= id <= layout().max_id().
+  Result<SnowflakeFields> Decode(int64_t id) const { return options_.layout.Decode(id); }
+
+  // --- the grant (WorkerLeaseKeeper) ------------------------------------
+  // Serve as `worker_id` (0..max_worker) until `valid_until`, with
+  // timestamps in (not_before_ms, time_bound_ms]. A grant for a different
+  // worker id than the last one starts a fresh sequence; the same id keeps
+  // its last timestamp (IDs never go backwards within a process).
+  void Grant(int worker_id, int64_t not_before_ms, int64_t time_bound_ms,
+             Clock::TimePoint valid_until);
+  // A renewal: moves `valid_until` and raises `time_bound_ms`. Ignored
+  // without a grant (after Revoke, only Grant serves again).
+  void Extend(int64_t time_bound_ms, Clock::TimePoint valid_until);
+  // Stops serving; `why` is the kNotServing message until the next Grant.
+  // Parked requests fail with it.
+  void Revoke(std::string why);
+
+  // The largest timestamp issued so far (unix ms), 0 if none: what a
+  // release persists.
+  int64_t last_time_ms() const;
+  SnowflakeStatus status() const;
+
+  // Fails every parked request with kShuttingDown and refuses new ones.
+  void Shutdown();
+
+ private:
+  struct Waiter {
+    int64_t count = 0;
+    std::vector<int64_t> ids;  // issued so far
+    Clock::TimePoint deadline;
+    Callback done;
+  };
+  enum class Step { kDone, kRetry, kFail };
+
+  // Issues what it can to `w` now. REQUIRES: mu_ held. On kRetry sets
+  // `retry_ms` (how long to wait); on kFail sets `error`.
+  Step Fill(Waiter& w, Clock::TimePoint now, int64_t& retry_ms, Error& error);
+  // Runs the parked queue; arms the next timer if some are left.
+  void Drain();
+  void ArmLocked(int64_t after_ms);
+  Error NotServingLocked(Clock::TimePoint now) const;
+
+  const WallClock& wall_;
+  Clock& clock_;
+  const SnowflakeOptions options_;
+
+  mutable std::mutex mu_;
+  // --- guarded by mu_ ---
+  bool granted_ = false;
+  bool shutting_down_ = false;
+  std::string why_not_ = "no worker id leased yet";
+  int worker_id_ = -1;
+  int64_t not_before_ms_ = 0;
+  int64_t time_bound_ms_ = 0;
+  Clock::TimePoint valid_until_{};
+  int64_t last_ms_ = 0;   // timestamp of the last ID issued
+  int64_t sequence_ = 0;  // sequence of the last ID issued within last_ms_
+  std::deque<Waiter> parked_;
+  bool timer_armed_ = false;
+  uint64_t issued_ = 0;
+  uint64_t clock_back_waits_ = 0;
+  uint64_t clock_back_refusals_ = 0;
+  uint64_t sequence_waits_ = 0;
+};
+
+}  // namespace seqd
