@@ -38,14 +38,23 @@ size_t IndexOf(const std::vector<std::string_view>& names, std::string_view name
 }  // namespace
 
 const std::vector<std::string_view>& Metrics::Ops(Interface i) {
-  static const std::vector<std::string_view> http = {
-      "seq",      "leaf_segment", "admin",      "health",     "metrics",   "status",
-      "msg_send", "msg_pull",     "msg_member", "msg_status", "msg_batch", "snowflake",
-      "snowflake_decode", "other"};
-  static const std::vector<std::string_view> binary = {"ping",      "next_ids",   "msg_send",
-                                                       "msg_pull",  "msg_member", "msg_status",
-                                                       "msg_batch", "subscribe",  "snowflake",
-                                                       "snowflake_decode", "protocol_error"};
+  static const std::vector<std::string_view> http = {"seq",
+                                                     "leaf_segment",
+                                                     "admin",
+                                                     "health",
+                                                     "metrics",
+                                                     "status",
+                                                     "msg_send",
+                                                     "msg_pull",
+                                                     "msg_member",
+                                                     "msg_status",
+                                                     "msg_batch",
+                                                     "snowflake",
+                                                     "snowflake_decode",
+                                                     "other"};
+  static const std::vector<std::string_view> binary = {
+      "ping",      "next_ids",  "msg_send",  "msg_pull",         "msg_member",    "msg_status",
+      "msg_batch", "subscribe", "snowflake", "snowflake_decode", "protocol_error"};
   static const std::vector<std::string_view> resp = {"incr", "incrby", "ping", "other"};
   switch (i) {
     case Interface::kHttp:
@@ -99,6 +108,16 @@ struct Metrics::Impl {
   prometheus::Histogram* commit_duration = nullptr;
   prometheus::Gauge* queued_sends = nullptr;
   prometheus::Gauge* subscriptions = nullptr;
+  prometheus::Counter* snowflake_issued = nullptr;
+  prometheus::Counter* clock_back_waited = nullptr;
+  prometheus::Counter* clock_back_refused = nullptr;
+  prometheus::Counter* sequence_waits = nullptr;
+  prometheus::Counter* renewals_ok = nullptr;
+  prometheus::Counter* renewals_failed = nullptr;
+  prometheus::Gauge* snowflake_worker = nullptr;
+  prometheus::Gauge* snowflake_serving = nullptr;
+  prometheus::Gauge* snowflake_lease_left = nullptr;
+  prometheus::Gauge* snowflake_parked = nullptr;
 
   // Request counters, created on first use: [interface][op][status].
   std::mutex create_mu;
@@ -112,6 +131,7 @@ struct Metrics::Impl {
   std::mutex render_mu;
   const SegmentAllocator* allocator = nullptr;
   std::function<MessageGauges()> message_stats;
+  std::function<SnowflakeGauges()> snowflake_stats;
   std::array<std::function<size_t()>, kInterfaceCount> connections;
   std::array<prometheus::Gauge*, kInterfaceCount> connection_gauges{};
   std::vector<prometheus::Gauge*> key_series[4];  // step, remaining, runway, next_ready
@@ -216,6 +236,51 @@ Metrics::Metrics(std::string_view version) : impl_(std::make_unique<Impl>()) {
                               .Help("Push subscriptions open")
                               .Register(r)
                               .Add({});
+  impl_->snowflake_issued = &BuildCounter()
+                                 .Name("seqd_snowflake_ids_issued_total")
+                                 .Help("Snowflake IDs handed out")
+                                 .Register(r)
+                                 .Add({});
+  auto& clock_back = BuildCounter()
+                         .Name("seqd_snowflake_clock_backwards_total")
+                         .Help(
+                             "Requests that met a clock moved back: waited (within the bound) "
+                             "or refused")
+                         .Register(r);
+  impl_->clock_back_waited = &clock_back.Add({{"outcome", "waited"}});
+  impl_->clock_back_refused = &clock_back.Add({{"outcome", "refused"}});
+  impl_->sequence_waits = &BuildCounter()
+                               .Name("seqd_snowflake_sequence_waits_total")
+                               .Help("Requests that waited for the next millisecond")
+                               .Register(r)
+                               .Add({});
+  auto& renewals = BuildCounter()
+                       .Name("seqd_snowflake_lease_renewals_total")
+                       .Help("Worker-id lease claims and renewals")
+                       .Register(r);
+  impl_->renewals_ok = &renewals.Add({{"result", "ok"}});
+  impl_->renewals_failed = &renewals.Add({{"result", "error"}});
+  impl_->snowflake_worker = &BuildGauge()
+                                 .Name("seqd_snowflake_worker_id")
+                                 .Help("Worker id leased by this process (-1: none)")
+                                 .Register(r)
+                                 .Add({});
+  impl_->snowflake_worker->Set(-1);
+  impl_->snowflake_serving = &BuildGauge()
+                                  .Name("seqd_snowflake_serving")
+                                  .Help("1 if snowflake IDs can be issued now")
+                                  .Register(r)
+                                  .Add({});
+  impl_->snowflake_lease_left = &BuildGauge()
+                                     .Name("seqd_snowflake_lease_seconds_left")
+                                     .Help("Until the worker-id lease runs out unless renewed")
+                                     .Register(r)
+                                     .Add({});
+  impl_->snowflake_parked = &BuildGauge()
+                                 .Name("seqd_snowflake_parked_requests")
+                                 .Help("Snowflake requests waiting (next ms, clock catching up)")
+                                 .Register(r)
+                                 .Add({});
   for (size_t i = 0; i < kInterfaceCount; ++i) {
     const std::string name(kInterfaceNames[i]);
     impl_->durations[i] = &impl_->request_duration->Add({{"interface", name}}, LatencyBuckets());
@@ -298,6 +363,22 @@ void Metrics::SetMessageStats(std::function<MessageGauges()> source) {
   impl_->message_stats = std::move(source);
 }
 
+void Metrics::SnowflakeIssued(int64_t n) {
+  impl_->snowflake_issued->Increment(static_cast<double>(n));
+}
+void Metrics::SnowflakeClockBack(bool refused) {
+  (refused ? impl_->clock_back_refused : impl_->clock_back_waited)->Increment();
+}
+void Metrics::SnowflakeSequenceWait() { impl_->sequence_waits->Increment(); }
+void Metrics::SnowflakeLeaseRenewal(bool ok) {
+  (ok ? impl_->renewals_ok : impl_->renewals_failed)->Increment();
+}
+
+void Metrics::SetSnowflakeStats(std::function<SnowflakeGauges()> source) {
+  std::lock_guard lock(impl_->render_mu);
+  impl_->snowflake_stats = std::move(source);
+}
+
 std::string Metrics::Render() {
   std::lock_guard lock(impl_->render_mu);
   Impl& m = *impl_;
@@ -308,6 +389,13 @@ std::string Metrics::Render() {
     MessageGauges g = m.message_stats();
     m.queued_sends->Set(static_cast<double>(g.queued_sends));
     m.subscriptions->Set(static_cast<double>(g.subscriptions));
+  }
+  if (m.snowflake_stats) {
+    SnowflakeGauges g = m.snowflake_stats();
+    m.snowflake_worker->Set(static_cast<double>(g.worker_id));
+    m.snowflake_serving->Set(g.serving ? 1 : 0);
+    m.snowflake_lease_left->Set(g.lease_left_s);
+    m.snowflake_parked->Set(static_cast<double>(g.parked));
   }
   if (m.allocator) {
     m.parked->Set(static_cast<double>(m.allocator->stats().parked_now));

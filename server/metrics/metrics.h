@@ -45,6 +45,13 @@ struct MessageGauges {
   int64_t subscriptions = 0;
 };
 
+struct SnowflakeGauges {
+  int64_t worker_id = -1;  // -1: none leased yet
+  bool serving = false;
+  double lease_left_s = 0;
+  int64_t parked = 0;
+};
+
 class Metrics {
  public:
   // The fixed op names per interface; anything else counts as the last one
@@ -89,6 +96,15 @@ class Metrics {
   void MessageSendError(ErrorCode code, int64_t n = 1);
   void MessageBatch(size_t messages, double commit_seconds);
   void SetMessageStats(std::function<MessageGauges()> source);
+
+  // --- snowflake --------------------------------------------------------
+  void SnowflakeIssued(int64_t n);
+  // The clock moved back: a request waited (within the bound) or was refused.
+  void SnowflakeClockBack(bool refused);
+  // A request waited for the next millisecond (sequence used up).
+  void SnowflakeSequenceWait();
+  void SnowflakeLeaseRenewal(bool ok);
+  void SetSnowflakeStats(std::function<SnowflakeGauges()> source);
 
   prometheus::Registry& registry();
 

@@ -113,6 +113,8 @@ class SnowflakeGenerator {
     std::vector<int64_t> ids;  // issued so far
     Clock::TimePoint deadline;
     Callback done;
+    bool counted_clock_back = false;  // metrics count a request once
+    bool counted_sequence_wait = false;
   };
   enum class Step { kDone, kRetry, kFail };
 
@@ -121,8 +123,8 @@ class SnowflakeGenerator {
   Step Fill(Waiter& w, Clock::TimePoint now, int64_t& retry_ms, Error& error);
   // Runs the parked queue; arms the next timer if some are left.
   void Drain();
+  // REQUIRES: mu_ held.
   void ArmLocked(int64_t after_ms);
-  Error NotServingLocked(Clock::TimePoint now) const;
 
   const WallClock& wall_;
   Clock& clock_;

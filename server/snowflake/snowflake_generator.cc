@@ -1,0 +1,249 @@
+#include "server/snowflake/snowflake_generator.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "server/metrics/metrics.h"
+
+namespace seqd {
+namespace {
+
+Error NotServing(std::string message) {
+  return MakeError(ErrorCode::kNotServing, std::move(message));
+}
+
+}  // namespace
+
+SnowflakeGenerator::SnowflakeGenerator(const WallClock& wall, Clock& clock,
+                                       SnowflakeOptions options)
+    : wall_(wall), clock_(clock), options_(std::move(options)) {}
+
+SnowflakeGenerator::~SnowflakeGenerator() = default;
+
+void SnowflakeGenerator::Next(int64_t count, Callback done) {
+  if (count < 1 || count > options_.max_count) {
+    return done(MakeError(ErrorCode::kInvalidArgument, "count must be in [1, " +
+                                                           std::to_string(options_.max_count) +
+                                                           "], got " + std::to_string(count)));
+  }
+  const Clock::TimePoint now = clock_.Now();
+  Waiter w{count, {}, now + options_.wait_deadline, std::move(done)};
+  w.ids.reserve(static_cast<size_t>(count));
+  Error error;
+  Step step;
+  {
+    std::lock_guard lock(mu_);
+    if (shutting_down_) {
+      step = Step::kFail;
+      error = MakeError(ErrorCode::kShuttingDown, "server is shutting down");
+    } else if (!parked_.empty()) {
+      parked_.push_back(std::move(w));  // behind the parked ones; the timer is armed
+      return;
+    } else {
+      int64_t retry_ms = 0;
+      step = Fill(w, now, retry_ms, error);
+      if (step == Step::kRetry) {
+        parked_.push_back(std::move(w));
+        ArmLocked(retry_ms);
+        return;
+      }
+    }
+  }
+  if (step == Step::kDone) {
+    if (options_.metrics) options_.metrics->SnowflakeIssued(count);
+    w.done(std::move(w.ids));
+  } else {
+    w.done(std::move(error));
+  }
+}
+
+SnowflakeGenerator::Step SnowflakeGenerator::Fill(Waiter& w, Clock::TimePoint now,
+                                                  int64_t& retry_ms, Error& error) {
+  auto retry = [&](int64_t ms, const char* what) {
+    if (now + std::chrono::milliseconds(ms) > w.deadline) {
+      error = NotServing(std::string("gave up waiting for ") + what);
+      return Step::kFail;
+    }
+    retry_ms = ms;
+    return Step::kRetry;
+  };
+  if (!granted_) {
+    error = NotServing(why_not_);
+    return Step::kFail;
+  }
+  if (now >= valid_until_) {
+    error = NotServing("the lease of worker id " + std::to_string(worker_id_) +
+                       " was not renewed in time; not issuing IDs until it is");
+    return Step::kFail;
+  }
+  const int64_t t = wall_.NowMs();
+  if (t <= not_before_ms_) {
+    const int64_t wait = not_before_ms_ - t + 1;
+    if (now + std::chrono::milliseconds(wait) > w.deadline) {
+      error =
+          NotServing("waiting for the clock to pass the last timestamp issued under worker id " +
+                     std::to_string(worker_id_) + " (" + std::to_string(wait) + " ms left)");
+      return Step::kFail;
+    }
+    return retry(wait, "the clock to pass the worker id's last issued timestamp");
+  }
+  if (t < last_ms_) {
+    const int64_t back = last_ms_ - t;
+    if (back > options_.max_backward_ms) {
+      ++clock_back_refusals_;
+      if (options_.metrics) options_.metrics->SnowflakeClockBack(/*refused=*/true);
+      error = NotServing(
+          "the clock moved back by " + std::to_string(back) +
+          " ms (more than snowflake_max_backward_ms = " + std::to_string(options_.max_backward_ms) +
+          "); not issuing IDs until it passes " + std::to_string(last_ms_));
+      return Step::kFail;
+    }
+    if (!w.counted_clock_back) {
+      w.counted_clock_back = true;
+      ++clock_back_waits_;
+      if (options_.metrics) options_.metrics->SnowflakeClockBack(/*refused=*/false);
+    }
+    return retry(back, "the clock to catch up after it moved back");
+  }
+  if (t > time_bound_ms_) {
+    error = NotServing("the clock is past the time bound persisted with the lease of worker id " +
+                       std::to_string(worker_id_) + "; not issuing IDs until the next renewal");
+    return Step::kFail;
+  }
+  if (t > options_.layout.max_time_ms()) {
+    error = NotServing("the clock is past the last millisecond the layout's time field can hold");
+    return Step::kFail;
+  }
+  const int64_t max_sequence = options_.layout.max_sequence();
+  while (static_cast<int64_t>(w.ids.size()) < w.count) {
+    if (t > last_ms_) {
+      last_ms_ = t;
+      sequence_ = 0;
+    } else if (sequence_ < max_sequence) {
+      ++sequence_;
+    } else {
+      if (!w.counted_sequence_wait) {
+        w.counted_sequence_wait = true;
+        ++sequence_waits_;
+        if (options_.metrics) options_.metrics->SnowflakeSequenceWait();
+      }
+      return retry(1, "the next millisecond");
+    }
+    w.ids.push_back(options_.layout.Compose(last_ms_, worker_id_, sequence_));
+    ++issued_;
+  }
+  return Step::kDone;
+}
+
+void SnowflakeGenerator::ArmLocked(int64_t after_ms) {
+  if (timer_armed_) return;
+  timer_armed_ = true;
+  clock_.RunAt(clock_.Now() + std::chrono::milliseconds(after_ms), [this] { Drain(); });
+}
+
+void SnowflakeGenerator::Drain() {
+  std::vector<std::pair<Callback, Result<std::vector<int64_t>>>> answers;
+  int64_t issued = 0;
+  {
+    std::lock_guard lock(mu_);
+    timer_armed_ = false;
+    const Clock::TimePoint now = clock_.Now();
+    while (!parked_.empty()) {
+      Waiter& w = parked_.front();
+      Error error;
+      int64_t retry_ms = 0;
+      const Step step = Fill(w, now, retry_ms, error);
+      if (step == Step::kRetry) {
+        ArmLocked(retry_ms);
+        break;
+      }
+      if (step == Step::kDone) {
+        issued += w.count;
+        answers.emplace_back(std::move(w.done), std::move(w.ids));
+      } else {
+        answers.emplace_back(std::move(w.done), std::move(error));
+      }
+      parked_.pop_front();
+    }
+  }
+  if (issued > 0 && options_.metrics) options_.metrics->SnowflakeIssued(issued);
+  for (auto& [done, result] : answers) done(std::move(result));
+}
+
+void SnowflakeGenerator::Grant(int worker_id, int64_t not_before_ms, int64_t time_bound_ms,
+                               Clock::TimePoint valid_until) {
+  {
+    std::lock_guard lock(mu_);
+    if (worker_id != worker_id_ && last_ms_ > 0) {
+      // Another worker id: the same millisecond under it could give smaller
+      // IDs than those already issued, so start at the next one.
+      sequence_ = options_.layout.max_sequence();
+    }
+    granted_ = true;
+    worker_id_ = worker_id;
+    not_before_ms_ = not_before_ms;
+    time_bound_ms_ = time_bound_ms;
+    valid_until_ = valid_until;
+    why_not_.clear();
+    if (!parked_.empty()) ArmLocked(0);
+  }
+}
+
+void SnowflakeGenerator::Extend(int64_t time_bound_ms, Clock::TimePoint valid_until) {
+  std::lock_guard lock(mu_);
+  if (!granted_) return;
+  time_bound_ms_ = std::max(time_bound_ms_, time_bound_ms);
+  valid_until_ = std::max(valid_until_, valid_until);
+}
+
+void SnowflakeGenerator::Revoke(std::string why) {
+  std::deque<Waiter> failed;
+  {
+    std::lock_guard lock(mu_);
+    granted_ = false;
+    why_not_ = why;
+    failed.swap(parked_);
+  }
+  for (Waiter& w : failed) w.done(NotServing(why));
+}
+
+int64_t SnowflakeGenerator::last_time_ms() const {
+  std::lock_guard lock(mu_);
+  return last_ms_;
+}
+
+SnowflakeStatus SnowflakeGenerator::status() const {
+  const Clock::TimePoint now = clock_.Now();
+  std::lock_guard lock(mu_);
+  SnowflakeStatus s;
+  s.serving = granted_ && now < valid_until_ && !shutting_down_;
+  if (!s.serving) {
+    s.why_not = shutting_down_ ? "server is shutting down"
+                : !granted_    ? why_not_
+                               : "the lease of worker id " + std::to_string(worker_id_) +
+                                  " was not renewed in time";
+  }
+  s.worker_id = worker_id_;
+  s.last_time_ms = last_ms_;
+  s.not_before_ms = not_before_ms_;
+  s.time_bound_ms = time_bound_ms_;
+  s.lease_left_s = granted_ ? std::chrono::duration<double>(valid_until_ - now).count() : 0;
+  s.parked = parked_.size();
+  s.issued = issued_;
+  s.clock_back_waits = clock_back_waits_;
+  s.clock_back_refusals = clock_back_refusals_;
+  s.sequence_waits = sequence_waits_;
+  return s;
+}
+
+void SnowflakeGenerator::Shutdown() {
+  std::deque<Waiter> failed;
+  {
+    std::lock_guard lock(mu_);
+    shutting_down_ = true;
+    failed.swap(parked_);
+  }
+  for (Waiter& w : failed) w.done(MakeError(ErrorCode::kShuttingDown, "server is shutting down"));
+}
+
+}  // namespace seqd
