@@ -173,6 +173,43 @@ const std::vector<Option>& Options() {
       IntOption("msg_max_queued",
                 "Sends waiting to be stored before new ones fail with store_unavailable.",
                 &Config::msg_max_queued, 1, 10'000'000),
+      Option{"snowflake", "Serve snowflake (time-ordered) IDs: on or off.",
+             [](Config& c, std::string_view v) {
+               if (v != "on" && v != "off") {
+                 return Status(MakeError(ErrorCode::kInvalidArgument,
+                                         "expected on or off, got '" + std::string(v) + "'"));
+               }
+               c.snowflake = v == "on";
+               return OkStatus();
+             },
+             [](const Config& c) { return std::string(c.snowflake ? "on" : "off"); }},
+      IntOption("snowflake_epoch_ms",
+                "Unix ms the snowflake time field counts from (Leaf's epoch by default, so IDs "
+                "keep rising after a switch from Leaf).",
+                &Config::snowflake_epoch_ms, 0, 4'102'444'800'000),
+      IntOption("snowflake_time_bits", "Bits of milliseconds in a snowflake ID.",
+                &Config::snowflake_time_bits, 1, 62),
+      IntOption("snowflake_worker_bits",
+                "Bits of worker id in a snowflake ID (2^bits processes at once).",
+                &Config::snowflake_worker_bits, 1, 20),
+      IntOption("snowflake_sequence_bits",
+                "Bits of sequence per millisecond in a snowflake ID (time + worker + sequence "
+                "bits <= 63).",
+                &Config::snowflake_sequence_bits, 1, 61),
+      IntOption("snowflake_max_backward_ms",
+                "A clock moved back by at most this is waited out; by more, requests fail "
+                "(503 not_serving) until it catches up.",
+                &Config::snowflake_max_backward_ms, 0, 10'000),
+      IntOption("snowflake_max_count", "Largest count one snowflake request may ask for.",
+                &Config::snowflake_max_count, 1, 100'000),
+      IntOption("snowflake_lease_ms",
+                "Worker-id lease length; renewed every third of it. IDs stop if it cannot be "
+                "renewed in time.",
+                &Config::snowflake_lease_ms, 300, 3'600'000),
+      StringOption("snowflake_owner",
+                   "Who this process is in the lease table (at most 255 bytes); the same owner "
+                   "gets its worker id back. Empty: <hostname>:<http_port>.",
+                   &Config::snowflake_owner),
       Option{"log_level", "debug, info, warn or error.",
              [](Config& c, std::string_view v) {
                if (auto l = ParseLogLevel(v); !l) return Status(l.error());
@@ -302,6 +339,16 @@ Result<Config> LoadConfig(int argc, const char* const* argv,
   for (auto& [o, v] : flags) {
     if (std::string_view(o->name) == "config") continue;
     if (auto s = Apply(c, *o, v, FlagName(o->name)); !s) return s.error();
+  }
+  if (c.snowflake_time_bits + c.snowflake_worker_bits + c.snowflake_sequence_bits > 63) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "snowflake_time_bits + snowflake_worker_bits + snowflake_sequence_bits must "
+                     "be at most 63, got " +
+                         std::to_string(c.snowflake_time_bits + c.snowflake_worker_bits +
+                                        c.snowflake_sequence_bits));
+  }
+  if (c.snowflake_owner.size() > 255) {
+    return MakeError(ErrorCode::kInvalidArgument, "snowflake_owner: at most 255 bytes");
   }
   return c;
 }

@@ -51,7 +51,16 @@ struct Config {
   int64_t msg_readers = 2;                 // message store read threads
   int64_t msg_max_batch = 1024;            // messages per group-commit transaction
   int64_t msg_max_payload_bytes = 65536;
-  int64_t msg_max_queued = 100000;  // sends waiting for a writer
+  int64_t msg_max_queued = 100000;             // sends waiting for a writer
+  bool snowflake = true;                       // serve snowflake IDs (leases a worker id)
+  int64_t snowflake_epoch_ms = 1288834974657;  // Leaf's (Twitter's) epoch
+  int64_t snowflake_time_bits = 41;
+  int64_t snowflake_worker_bits = 10;
+  int64_t snowflake_sequence_bits = 12;
+  int64_t snowflake_max_backward_ms = 5;  // clock moved back by more: refuse
+  int64_t snowflake_max_count = 4096;     // IDs per snowflake request
+  int64_t snowflake_lease_ms = 30000;     // worker-id lease; renewed every third
+  std::string snowflake_owner;            // empty: <hostname>:<http_port>
   std::string log_level = "info";
 
   bool show_help = false;

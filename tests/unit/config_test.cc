@@ -106,3 +106,37 @@ TEST_CASE("--help lists every option with its env var") {
   REQUIRE(c);
   CHECK(c->show_help);
 }
+
+TEST_CASE("snowflake options: defaults, layout sum and owner length are checked") {
+  auto c = Load({});
+  REQUIRE(c);
+  CHECK(c->snowflake);
+  CHECK(c->snowflake_epoch_ms == 1288834974657);
+  CHECK(c->snowflake_time_bits + c->snowflake_worker_bits + c->snowflake_sequence_bits == 63);
+  CHECK(c->snowflake_max_backward_ms == 5);
+  CHECK(c->snowflake_lease_ms == 30000);
+
+  auto off = Load({"--snowflake", "off", "--snowflake-worker-bits=5"},
+                  {{"SEQD_SNOWFLAKE_OWNER", "idgen-1:8080"}});
+  REQUIRE(off);
+  CHECK_FALSE(off->snowflake);
+  CHECK(off->snowflake_worker_bits == 5);
+  CHECK(off->snowflake_owner == "idgen-1:8080");
+
+  auto bad = Load({"--snowflake", "yes"});
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().message.find("--snowflake: expected on or off") != std::string::npos);
+
+  auto wide = Load({"--snowflake-time-bits", "42"});
+  REQUIRE_FALSE(wide);
+  CHECK(wide.error().message.find("at most 63, got 64") != std::string::npos);
+
+  const std::string long_owner(256, 'h');
+  auto owner = Load({"--snowflake-owner", long_owner.c_str()});
+  REQUIRE_FALSE(owner);
+  CHECK(owner.error().message.find("snowflake_owner") != std::string::npos);
+
+  auto lease = Load({"--snowflake-lease-ms", "10"});
+  REQUIRE_FALSE(lease);
+  CHECK(lease.error().message.find("--snowflake-lease-ms") != std::string::npos);
+}
