@@ -47,7 +47,7 @@ struct ClaimRequest {
   std::string owner;       // "host:port"; at most 255 bytes
   std::string instance;    // this process's token; 1..64 bytes
   int max_workers = 1024;  // ids are 0 .. max_workers-1; 1 <= max_workers <= 1<<20
-  int64_t ttl_ms = 30000;  // lease length; > 0
+  int64_t ttl_ms = 30000;  // lease length; 0 < ttl_ms <= one year (365 days)
 };
 
 class WorkerLeaseStore {
@@ -58,7 +58,8 @@ class WorkerLeaseStore {
   virtual Status EnsureSchema() = 0;
 
   // Leases one worker id to `r.instance` for `r.ttl_ms` (store clock), in
-  // this order of preference:
+  // this order of preference (rows with worker_id >= max_workers are never
+  // considered; a row counts as expired when expires_ms <= store-now):
   //   1. a row already held by r.instance (a repeated claim);
   //   2. an expired (or released) row whose owner is r.owner, the lowest;
   //   3. the lowest id < max_workers with no row (inserted);
@@ -77,14 +78,16 @@ class WorkerLeaseStore {
   // after expiry as long as no other instance took the row over.
   // Errors: kFailedPrecondition "worker id N is no longer leased to this
   // process" if the row's instance differs (or the row is gone);
-  // kStoreUnavailable on I/O.
+  // kInvalidArgument if worker_id < 0, instance is not 1..64 bytes or ttl_ms
+  // is out of ClaimRequest's range; kStoreUnavailable on I/O.
   virtual Result<WorkerLease> Renew(int worker_id, std::string_view instance, int64_t ttl_ms,
                                     int64_t time_bound_ms) = 0;
 
   // Ends the lease (expires_ms = 0) and sets time_bound_ms to `time_bound_ms`
   // (the exact last issued timestamp; may lower the bound), keeping owner
   // and instance so the same owner prefers the id next time. No-op success
-  // if the row's instance differs. kStoreUnavailable on I/O.
+  // if the row's instance differs (or there is no row). kInvalidArgument if
+  // worker_id < 0 or instance is not 1..64 bytes; kStoreUnavailable on I/O.
   virtual Status Release(int worker_id, std::string_view instance, int64_t time_bound_ms) = 0;
 
   // Every row, by worker id (for the admin view and tests).
