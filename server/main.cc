@@ -1,5 +1,7 @@
 // seqd: wires the store, the allocator and the HTTP listener, and runs them
 // until SIGTERM/SIGINT, then drains and exits 0.
+#include <unistd.h>
+
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -19,9 +21,13 @@
 #include "server/metrics/metrics.h"
 #include "server/msg/message_service.h"
 #include "server/resp/resp_server.h"
+#include "server/snowflake/snowflake_generator.h"
+#include "server/snowflake/wall_clock.h"
+#include "server/snowflake/worker_lease_keeper.h"
 #include "server/tcp/binary_server.h"
 #include "storage/message_store_factory.h"
 #include "storage/store_factory.h"
+#include "storage/worker_lease_store_factory.h"
 
 namespace seqd {
 namespace {
@@ -123,6 +129,28 @@ MessageServiceOptions ToMessageOptions(const Config& c) {
   return o;
 }
 
+SnowflakeOptions ToSnowflakeOptions(const Config& c) {
+  SnowflakeOptions o;
+  o.layout.time_bits = static_cast<int>(c.snowflake_time_bits);
+  o.layout.worker_bits = static_cast<int>(c.snowflake_worker_bits);
+  o.layout.sequence_bits = static_cast<int>(c.snowflake_sequence_bits);
+  o.layout.epoch_ms = c.snowflake_epoch_ms;
+  o.max_backward_ms = c.snowflake_max_backward_ms;
+  o.max_count = c.snowflake_max_count;
+  o.wait_deadline = std::chrono::milliseconds(c.wait_deadline_ms);
+  return o;
+}
+
+// "<hostname>:<http_port>" unless snowflake_owner is set.
+std::string SnowflakeOwner(const Config& c, uint16_t http_port) {
+  if (!c.snowflake_owner.empty()) return c.snowflake_owner;
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') {
+    std::snprintf(host, sizeof host, "localhost");
+  }
+  return std::string(host) + ":" + std::to_string(http_port);
+}
+
 int Run(const Config& config) {
   SetLogLevel(*ParseLogLevel(config.log_level));
   auto store = OpenStore(config.store);
@@ -133,6 +161,23 @@ int Run(const Config& config) {
   auto message_store = OpenMessageStore(config.store);
   if (!message_store) {
     SEQD_LOG(kError) << "cannot open message store: " << message_store.error().message;
+    return 1;
+  }
+  auto lease_store = OpenWorkerLeaseStore(config.store);
+  if (!lease_store) {
+    SEQD_LOG(kError) << "cannot open worker-lease store: " << lease_store.error().message;
+    return 1;
+  }
+  SystemWallClock wall;
+  SnowflakeOptions snowflake_options = ToSnowflakeOptions(config);
+  if (Status s = snowflake_options.layout.Validate(); !s) {
+    SEQD_LOG(kError) << s.error().message;
+    return 1;
+  }
+  if (config.snowflake && wall.NowMs() > snowflake_options.layout.max_time_ms()) {
+    SEQD_LOG(kError) << "snowflake: " << config.snowflake_time_bits << " time bits from epoch "
+                     << config.snowflake_epoch_ms
+                     << " ran out before now; lower snowflake_epoch_ms or add time bits";
     return 1;
   }
   Metrics metrics(SEQD_VERSION);
@@ -154,6 +199,8 @@ int Run(const Config& config) {
   router.SetMetrics(&metrics);
   router.SetMetricsHandler([&metrics] { return metrics.Render(); });
   metrics.SetAllocator(&allocator);
+  snowflake_options.metrics = &metrics;
+  SnowflakeGenerator snowflake(wall, clock, snowflake_options);
   metrics.SetMessageStats([&messages] {
     const MessageServiceStats st = messages.stats();
     return MessageGauges{st.queued_sends, st.subscriptions};
@@ -216,6 +263,26 @@ int Run(const Config& config) {
   if (resp) {
     metrics.SetOpenConnections(Interface::kResp, [&resp] { return resp->open_connections(); });
   }
+  // Snowflake: lease a worker id (now, and again whenever it is lost).
+  std::unique_ptr<WorkerLeaseKeeper> lease_keeper;
+  if (config.snowflake) {
+    LeaseKeeperOptions lease_options;
+    lease_options.owner = SnowflakeOwner(config, http.port());
+    lease_options.max_workers = 1 << config.snowflake_worker_bits;
+    lease_options.ttl = std::chrono::milliseconds(config.snowflake_lease_ms);
+    lease_options.retry_interval =
+        std::min<std::chrono::milliseconds>(std::chrono::seconds(1), lease_options.ttl / 10);
+    lease_options.metrics = &metrics;
+    lease_keeper = std::make_unique<WorkerLeaseKeeper>(**lease_store, db, clock, wall, snowflake,
+                                                       lease_options);
+    metrics.SetSnowflakeStats([&snowflake] {
+      const SnowflakeStatus st = snowflake.status();
+      return SnowflakeGauges{st.worker_id, st.serving, st.lease_left_s,
+                             static_cast<int64_t>(st.parked)};
+    });
+  } else {
+    snowflake.Revoke("snowflake IDs are turned off (snowflake = off)");
+  }
   SEQD_LOG(kInfo) << "seqd " << SEQD_VERSION << " listening on http://" << config.http_address
                   << ":" << http.port()
                   << " store=" << (config.store.starts_with("mysql") ? "mysql" : config.store)
@@ -229,8 +296,11 @@ int Run(const Config& config) {
     db.Post([&] {
       Status s = (*store)->EnsureSchema();
       if (s) s = (*message_store)->EnsureSchema();
+      if (s && config.snowflake) s = (*lease_store)->EnsureSchema();
       if (s) {
         schema_ready = true;
+        // The lease table exists now: claim a worker id.
+        if (lease_keeper) lease_keeper->Start();
       } else {
         SEQD_LOG(kWarn) << "store not ready: " << s.error().message;
       }
@@ -268,6 +338,8 @@ int Run(const Config& config) {
     auto latch = std::make_shared<DrainLatch>(listeners, [&] {
       allocator.Shutdown();
       messages.Shutdown();
+      snowflake.Shutdown();
+      if (lease_keeper) lease_keeper->Stop();  // releases the worker id (db runner)
       io.stop();
     });
     http.Stop([latch] { latch->Arrive(); });
