@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds snowflake_bench (Release, in build-bench) if needed, runs it with 3
+# repetitions and prints the median IDs/s of seqd's generator next to the
+# Leaf-style one for each layout, request size and thread count.
+#   bench/run_snowflake.sh [--benchmark_min_time=0.2] ...
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build-bench}
+
+if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]] ||
+   ! grep -q '^CMAKE_BUILD_TYPE:STRING=Release$' "$BUILD_DIR/CMakeCache.txt"; then
+  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release \
+    -DSEQD_BUILD_TESTS=OFF -DSEQD_BUILD_BENCH=ON >/dev/null
+fi
+cmake --build "$BUILD_DIR" -j2 --target snowflake_bench >/dev/null
+
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+"$BUILD_DIR/bench/snowflake_bench" --benchmark_repetitions=3 \
+  --benchmark_report_aggregates_only=true --benchmark_format=json "$@" >"$out"
+
+python3 - "$out" <<'PY'
+import json, re, sys
+data = json.load(open(sys.argv[1]))
+med = {}  # (impl, layout, count, threads) -> items/s
+for b in data["benchmarks"]:
+    if b.get("aggregate_name") != "median":
+        continue
+    m = re.match(r"BM_(\w+)/layout:(\d)/count:(\d+)/real_time/threads:(\d+)", b["run_name"])
+    med[(m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4)))] = b["items_per_second"]
+ctx = data["context"]
+print(f"host: {ctx.get('num_cpus')} cpus, load avg {ctx.get('load_avg')}")
+print(f"{'layout':<16}{'IDs/request':>12}{'threads':>8}{'seqd IDs/s':>14}{'Leaf-style':>14}{'ratio':>8}")
+names = {0: "leaf 41/10/12", 1: "wide 41/4/18"}
+for (impl, layout, count, t) in sorted(k for k in med if k[0] == "Seqd"):
+    s = med[(impl, layout, count, t)]
+    l = med.get(("LeafStyle", layout, count, t))
+    ratio = f"{s / l:.2f}" if l else "-"
+    print(f"{names[layout]:<16}{count:>12}{t:>8}{s:>14,.0f}{(l or 0):>14,.0f}{ratio:>8}")
+PY
