@@ -28,6 +28,10 @@ namespace seqd::proto {
 inline constexpr Opcode kOpSnowflake = static_cast<Opcode>(0x10);
 inline constexpr Opcode kOpSnowflakeDecode = static_cast<Opcode>(0x11);
 
+// The most IDs one SNOWFLAKE answer can carry (131,069): the result after
+// the header and the status must fit kMaxFrameSize.
+inline constexpr size_t kMaxSnowflakeIdsPerFrame = (kMaxFrameSize - kHeaderSize - 2 - 4) / 8;
+
 // True for 0x10 and 0x11 (the rest of 0x10..0x1F is reserved).
 bool IsSnowflakeOpcode(uint8_t opcode);
 
@@ -48,7 +52,7 @@ std::optional<uint32_t> ParseSnowflakeRequest(std::string_view payload);
 // Appends a whole request frame (flags 0).
 void AppendSnowflakeRequest(std::string& out, uint32_t request_id, uint32_t count);
 // Appends a whole OK response frame: status 0, `u32 n, n × i64`.
-// REQUIRES: the frame fits kMaxFrameSize (n <= 131,069).
+// REQUIRES: n <= kMaxSnowflakeIdsPerFrame.
 void AppendOkSnowflake(std::string& out, uint32_t request_id, const int64_t* ids, size_t n);
 // nullopt unless `result` (after the status) is `u32 n, n × i64` exactly.
 std::optional<std::vector<int64_t>> ParseSnowflakeResult(std::string_view result);

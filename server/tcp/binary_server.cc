@@ -13,11 +13,13 @@
 #include <vector>
 
 #include "proto/message_codec.h"
+#include "proto/snowflake_codec.h"
 #include "server/core/log.h"
 #include "server/core/segment_allocator.h"
 #include "server/metrics/metrics.h"
 #include "server/msg/message_service.h"
 #include "server/net/tcp_listener.h"
+#include "server/snowflake/snowflake_generator.h"
 
 namespace seqd {
 
@@ -59,6 +61,8 @@ std::string_view BinaryOpName(uint8_t opcode) {
   }
   if (op == proto::kOpSetStatus || op == proto::kOpSetConvMinSeq) return "msg_status";
   if (op == proto::kOpSubscribe || op == proto::kOpUnsubscribe) return "subscribe";
+  if (op == proto::kOpSnowflake) return "snowflake";
+  if (op == proto::kOpSnowflakeDecode) return "snowflake_decode";
   return "protocol_error";
 }
 
@@ -133,12 +137,17 @@ std::vector<proto::MessageView> Fitting(const std::vector<StoredMessage>& messag
 }  // namespace
 
 struct BinaryServer::Impl {
-  Impl(BinaryServerOptions options_, SegmentAllocator& allocator_, MessageService* messages_)
-      : options(std::move(options_)), allocator(allocator_), messages(messages_) {}
+  Impl(BinaryServerOptions options_, SegmentAllocator& allocator_, MessageService* messages_,
+       SnowflakeGenerator* snowflake_)
+      : options(std::move(options_)),
+        allocator(allocator_),
+        messages(messages_),
+        snowflake(snowflake_) {}
 
   const BinaryServerOptions options;
   SegmentAllocator& allocator;
   MessageService* const messages;         // null: message ops are unknown
+  SnowflakeGenerator* const snowflake;    // null: snowflake ops are unknown
   std::shared_ptr<TcpListener> listener;  // set once, by the constructor
 };
 
@@ -299,6 +308,9 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
         if (server_->messages != nullptr && proto::IsMessageOpcode(f.opcode)) {
           return HandleMessageOp(f);
         }
+        if (server_->snowflake != nullptr && proto::IsSnowflakeOpcode(f.opcode)) {
+          return HandleSnowflakeOp(f);
+        }
         break;
     }
     char message[32];
@@ -400,11 +412,12 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     ++queued_;
   }
 
-  // A callback for a MessageService call: counts the request as pending and,
-  // when the service answers (any thread), encodes the result on the strand
-  // with `encode(out, id, value)`.
+  // A callback for a MessageService or SnowflakeGenerator call: counts the
+  // request as pending and, when the service answers (inline, or on any
+  // other thread), encodes the result on the strand with
+  // `encode(out, id, value)`.
   template <typename T, typename Encode>
-  MessageService::Callback<T> Reply(proto::Opcode op, uint32_t id, Encode encode) {
+  std::function<void(Result<T>)> Reply(proto::Opcode op, uint32_t id, Encode encode) {
     if (pending_++ == 0 && !self_keep_) self_keep_ = shared_from_this();
     return [this, op, id, encode = std::move(encode)](Result<T> r) mutable {
       net::dispatch(strand_,
@@ -603,6 +616,49 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     }
     AnswerError(op, id, proto::Status::kInvalidArgument,
                 std::string(proto::MessageOpName(f.opcode)) + " is sent by the server only");
+  }
+
+  // --- snowflake ops ---------------------------------------------------------
+
+  void HandleSnowflakeOp(const proto::FrameView& f) {
+    SnowflakeGenerator& gen = *server_->snowflake;
+    const uint32_t id = f.request_id;
+    if (static_cast<proto::Opcode>(f.opcode) == proto::kOpSnowflake) {
+      const auto op = proto::kOpSnowflake;
+      const std::optional<uint32_t> count = proto::ParseSnowflakeRequest(f.payload);
+      if (!count) {
+        return AnswerError(op, id, proto::Status::kInvalidArgument,
+                           "SNOWFLAKE payload must be u32 count");
+      }
+      // The generator checks 1 <= count <= its max; the answer must also
+      // fit in a frame whatever that max is.
+      if (*count > proto::kMaxSnowflakeIdsPerFrame) {
+        return AnswerError(op, id, proto::Status::kInvalidArgument,
+                           "count must be at most " +
+                               std::to_string(proto::kMaxSnowflakeIdsPerFrame) + " per frame");
+      }
+      // Answered inline, or later from the generator's timer thread.
+      gen.Next(*count,
+               Reply<std::vector<int64_t>>(
+                   op, id, [](std::string& out, uint32_t rid, const std::vector<int64_t>& v) {
+                     proto::AppendOkSnowflake(out, rid, v.data(), v.size());
+                   }));
+      return;
+    }
+    const auto op = proto::kOpSnowflakeDecode;
+    const std::optional<int64_t> raw = proto::ParseSnowflakeDecodeRequest(f.payload);
+    if (!raw) {
+      return AnswerError(op, id, proto::Status::kInvalidArgument,
+                         "SNOWFLAKE_DECODE payload must be i64 id");
+    }
+    const Result<SnowflakeFields> fields = gen.Decode(*raw);  // pure: answered at once
+    if (!fields) {
+      const WireError w = ToWire(fields.error());
+      return AnswerError(op, id, w.status, w.message);
+    }
+    Count(static_cast<uint8_t>(op), id, proto::Status::kOk);
+    proto::AppendOkSnowflakeDecode(out_, id, {fields->time_ms, fields->worker, fields->sequence});
+    ++queued_;
   }
 
   // --- push ----------------------------------------------------------------
@@ -855,8 +911,9 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
 }  // namespace
 
 BinaryServer::BinaryServer(net::io_context& io, BinaryServerOptions options,
-                           SegmentAllocator& allocator, MessageService* messages)
-    : impl_(std::make_shared<Impl>(std::move(options), allocator, messages)) {
+                           SegmentAllocator& allocator, MessageService* messages,
+                           SnowflakeGenerator* snowflake)
+    : impl_(std::make_shared<Impl>(std::move(options), allocator, messages, snowflake)) {
   const BinaryServerOptions& o = impl_->options;
   impl_->listener = MakeTcpListener(
       io, {"binary", o.address, o.port, o.max_connections, /*sessions_reject=*/false}, impl_,

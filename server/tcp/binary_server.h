@@ -1,7 +1,8 @@
 // The binary protocol front end (docs/protocol.md): accepts TCP connections
-// on an io_context and serves PING and NEXT_IDS from a SegmentAllocator, and
-// the message store ops (0x20-0x2B) and pushes from a MessageService when
-// given one (without one, those opcodes are answered UNKNOWN_OPCODE).
+// on an io_context and serves PING and NEXT_IDS from a SegmentAllocator, the
+// message store ops (0x20-0x2B) and pushes from a MessageService when given
+// one, and the snowflake ops (0x10-0x11) from a SnowflakeGenerator when given
+// one (without them, those opcodes are answered UNKNOWN_OPCODE).
 //
 // Each connection has its own strand. Requests are pipelined: every complete
 // frame that has arrived is handled at once, and each response is sent when
@@ -48,6 +49,7 @@ namespace seqd {
 class SegmentAllocator;
 class MessageService;
 class Metrics;
+class SnowflakeGenerator;
 
 struct BinaryServerOptions {
   std::string address = "127.0.0.1";
@@ -66,12 +68,15 @@ struct BinaryServerOptions {
 
 class BinaryServer {
  public:
-  // `io`, `allocator` and `messages` (optional: nullptr answers the message
-  // ops UNKNOWN_OPCODE) must outlive the server and every connection it
-  // serves: call Stop() and wait for `drained` (or stop `io`) first, then
-  // shut the message service down.
+  // `io`, `allocator`, `messages` (optional: nullptr answers the message
+  // ops UNKNOWN_OPCODE) and `snowflake` (optional: nullptr answers the
+  // snowflake ops UNKNOWN_OPCODE) must outlive the server and every
+  // connection it serves: call Stop() and wait for `drained` (or stop `io`)
+  // first, then shut the message service and the generator down. (Stop()
+  // waits for requests parked at the generator: at most its wait deadline.)
   BinaryServer(boost::asio::io_context& io, BinaryServerOptions options,
-               SegmentAllocator& allocator, MessageService* messages = nullptr);
+               SegmentAllocator& allocator, MessageService* messages = nullptr,
+               SnowflakeGenerator* snowflake = nullptr);
   ~BinaryServer();
   BinaryServer(const BinaryServer&) = delete;
   BinaryServer& operator=(const BinaryServer&) = delete;

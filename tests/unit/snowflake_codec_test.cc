@@ -191,3 +191,16 @@ TEST_CASE("snowflake codec: only 0x10 and 0x11 are snowflake opcodes") {
     CHECK(IsSnowflakeOpcode(static_cast<uint8_t>(op)) == (op == 0x10 || op == 0x11));
   }
 }
+
+TEST_CASE("snowflake codec: kMaxSnowflakeIdsPerFrame IDs fill a frame, one more would not") {
+  const std::vector<int64_t> ids(kMaxSnowflakeIdsPerFrame, 7);
+  std::string frame;
+  AppendOkSnowflake(frame, 1, ids.data(), ids.size());
+  CHECK(frame.size() <= kMaxFrameSize);
+  CHECK(frame.size() + 8 > kMaxFrameSize);
+  const DecodeResult r = DecodeFrame(frame);
+  REQUIRE(r.state == DecodeState::kFrame);
+  auto resp = ParseResponse(r.frame.payload);
+  REQUIRE(resp);
+  CHECK(ParseSnowflakeResult(resp->result) == ids);
+}
