@@ -114,10 +114,8 @@ struct Metrics::Impl {
   prometheus::Counter* sequence_waits = nullptr;
   prometheus::Counter* renewals_ok = nullptr;
   prometheus::Counter* renewals_failed = nullptr;
-  prometheus::Gauge* snowflake_worker = nullptr;
-  prometheus::Gauge* snowflake_serving = nullptr;
-  prometheus::Gauge* snowflake_lease_left = nullptr;
-  prometheus::Gauge* snowflake_parked = nullptr;
+  // worker id, serving, lease seconds left, parked requests
+  std::array<prometheus::Family<prometheus::Gauge>*, 4> snowflake_gauges{};
 
   // Request counters, created on first use: [interface][op][status].
   std::mutex create_mu;
@@ -260,27 +258,24 @@ Metrics::Metrics(std::string_view version) : impl_(std::make_unique<Impl>()) {
                        .Register(r);
   impl_->renewals_ok = &renewals.Add({{"result", "ok"}});
   impl_->renewals_failed = &renewals.Add({{"result", "error"}});
-  impl_->snowflake_worker = &BuildGauge()
-                                 .Name("seqd_snowflake_worker_id")
-                                 .Help("Worker id leased by this process (-1: none)")
-                                 .Register(r)
-                                 .Add({});
-  impl_->snowflake_worker->Set(-1);
-  impl_->snowflake_serving = &BuildGauge()
-                                  .Name("seqd_snowflake_serving")
-                                  .Help("1 if snowflake IDs can be issued now")
-                                  .Register(r)
-                                  .Add({});
-  impl_->snowflake_lease_left = &BuildGauge()
-                                     .Name("seqd_snowflake_lease_seconds_left")
-                                     .Help("Until the worker-id lease runs out unless renewed")
-                                     .Register(r)
-                                     .Add({});
-  impl_->snowflake_parked = &BuildGauge()
-                                 .Name("seqd_snowflake_parked_requests")
-                                 .Help("Snowflake requests waiting (next ms, clock catching up)")
-                                 .Register(r)
-                                 .Add({});
+  // The gauges exist only once a generator is attached (SetSnowflakeStats):
+  // with snowflake = off there is no seqd_snowflake_serving to alert on.
+  impl_->snowflake_gauges[0] = &BuildGauge()
+                                    .Name("seqd_snowflake_worker_id")
+                                    .Help("Worker id leased by this process (-1: none)")
+                                    .Register(r);
+  impl_->snowflake_gauges[1] = &BuildGauge()
+                                    .Name("seqd_snowflake_serving")
+                                    .Help("1 if snowflake IDs can be issued now")
+                                    .Register(r);
+  impl_->snowflake_gauges[2] = &BuildGauge()
+                                    .Name("seqd_snowflake_lease_seconds_left")
+                                    .Help("Until the worker-id lease runs out unless renewed")
+                                    .Register(r);
+  impl_->snowflake_gauges[3] = &BuildGauge()
+                                    .Name("seqd_snowflake_parked_requests")
+                                    .Help("Snowflake requests waiting (next ms, clock catching up)")
+                                    .Register(r);
   for (size_t i = 0; i < kInterfaceCount; ++i) {
     const std::string name(kInterfaceNames[i]);
     impl_->durations[i] = &impl_->request_duration->Add({{"interface", name}}, LatencyBuckets());
@@ -376,6 +371,9 @@ void Metrics::SnowflakeLeaseRenewal(bool ok) {
 
 void Metrics::SetSnowflakeStats(std::function<SnowflakeGauges()> source) {
   std::lock_guard lock(impl_->render_mu);
+  if (!impl_->snowflake_stats) {
+    for (auto* family : impl_->snowflake_gauges) family->Add({});
+  }
   impl_->snowflake_stats = std::move(source);
 }
 
@@ -391,11 +389,10 @@ std::string Metrics::Render() {
     m.subscriptions->Set(static_cast<double>(g.subscriptions));
   }
   if (m.snowflake_stats) {
-    SnowflakeGauges g = m.snowflake_stats();
-    m.snowflake_worker->Set(static_cast<double>(g.worker_id));
-    m.snowflake_serving->Set(g.serving ? 1 : 0);
-    m.snowflake_lease_left->Set(g.lease_left_s);
-    m.snowflake_parked->Set(static_cast<double>(g.parked));
+    const SnowflakeGauges g = m.snowflake_stats();
+    const double values[4] = {static_cast<double>(g.worker_id), g.serving ? 1.0 : 0.0,
+                              g.lease_left_s, static_cast<double>(g.parked)};
+    for (size_t i = 0; i < 4; ++i) m.snowflake_gauges[i]->Add({}).Set(values[i]);
   }
   if (m.allocator) {
     m.parked->Set(static_cast<double>(m.allocator->stats().parked_now));

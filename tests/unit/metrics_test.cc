@@ -166,3 +166,20 @@ TEST_CASE("metrics: an admin-only router serves /metrics, /, /healthz, /readyz a
   // Nothing was taken through it.
   CHECK(f.metrics.Render().find(R"(seqd_ids_issued_total{key="order"})") == std::string::npos);
 }
+
+TEST_CASE("metrics: snowflake gauges exist only once a generator is attached") {
+  Metrics metrics("9.9.9");
+  std::string off = metrics.Render();
+  CHECK(off.find("seqd_snowflake_serving") == std::string::npos);
+  CHECK(off.find("seqd_snowflake_ids_issued_total 0") != std::string::npos);
+  metrics.SetSnowflakeStats([] { return SnowflakeGauges{7, true, 12.5, 2}; });
+  metrics.SnowflakeLeaseRenewal(true);
+  metrics.SnowflakeLeaseRenewal(false);
+  std::string on = metrics.Render();
+  CHECK(on.find("seqd_snowflake_worker_id 7") != std::string::npos);
+  CHECK(on.find("seqd_snowflake_serving 1") != std::string::npos);
+  CHECK(on.find("seqd_snowflake_lease_seconds_left 12.5") != std::string::npos);
+  CHECK(on.find("seqd_snowflake_parked_requests 2") != std::string::npos);
+  CHECK(on.find("seqd_snowflake_lease_renewals_total{result=\"ok\"} 1") != std::string::npos);
+  CHECK(on.find("seqd_snowflake_lease_renewals_total{result=\"error\"} 1") != std::string::npos);
+}
