@@ -237,7 +237,8 @@ int Run(const Config& config) {
   if (config.tcp_port >= 0) {
     BinaryServerOptions binary_options = ToBinaryOptions(config);
     binary_options.metrics = &metrics;
-    binary = std::make_unique<BinaryServer>(io, binary_options, allocator, &messages);
+    binary = std::make_unique<BinaryServer>(io, binary_options, allocator, &messages,
+                                            config.snowflake ? &snowflake : nullptr);
     if (auto s = binary->Listen(); !s) {
       SEQD_LOG(kError) << "cannot listen (binary protocol): " << s.error().message;
       return 1;
