@@ -20,6 +20,7 @@
 #include "server/core/segment_allocator.h"
 #include "server/http/http_util.h"
 #include "server/http/message_routes.h"
+#include "server/http/snowflake_routes.h"
 #include "server/http/status_page.h"
 #include "server/metrics/metrics.h"
 
@@ -74,6 +75,14 @@ bool ContainsNoCase(std::string_view haystack, std::string_view needle) {
                                  std::tolower(static_cast<unsigned char>(b));
                         });
   return it != haystack.end();
+}
+
+// True if the request's Accept header asks for text/plain and not JSON.
+bool PrefersText(const ApiRouter::Request& req) {
+  auto accept = req.find(http::field::accept);
+  if (accept == req.end()) return false;
+  const std::string_view v = ToStd(accept->value());
+  return ContainsNoCase(v, "text/plain") && !ContainsNoCase(v, "application/json");
 }
 
 Json BufferJson(const BufferSnapshot& b) {
@@ -131,6 +140,7 @@ std::string_view HttpOpName(http::verb method, std::string_view path) {
   const std::vector<std::string_view> seg =
       Split(path.size() > 1 ? path.substr(1) : std::string_view(), '/');
   if (seg.empty()) return "other";
+  if (std::string_view op = SnowflakeRoutes::OpName(seg); !op.empty()) return op;
   if (seg[0] == "seq" && seg.size() == 2) return "seq";
   if (seg[0] == "api" && seg.size() == 4 && seg[1] == "segment") return "leaf_segment";
   if (seg[0] == "admin") return "admin";
@@ -331,13 +341,32 @@ ApiRouter::Response SeqResponse(const ApiRouter::Call& call, const Result<IdBatc
 
 }  // namespace
 
+Result<std::optional<int64_t>> CountParam(std::string_view query, int64_t max) {
+  std::optional<std::string_view> raw = FindQueryParam(query, "count");
+  if (!raw) return std::optional<int64_t>();
+  std::optional<std::string> decoded = PercentDecode(*raw, true);
+  std::optional<int64_t> n = decoded ? ParseBoundedInt(*decoded, 1, max) : std::nullopt;
+  if (!n) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "count must be an integer in [1, " + std::to_string(max) + "]");
+  }
+  return n;
+}
+
 ApiRouter::ApiRouter(SegmentAllocator& allocator, KeyAdmin& admin, RouterOptions options)
-    : allocator_(allocator), admin_(admin), options_(std::move(options)) {}
+    : allocator_(allocator),
+      admin_(admin),
+      options_(std::move(options)),
+      snowflake_(std::make_unique<SnowflakeRoutes>(nullptr, 0)) {}
 
 ApiRouter::~ApiRouter() = default;
 
 void ApiRouter::SetMessageService(MessageService* service) {
   messages_ = service ? std::make_unique<MessageRoutes>(*service) : nullptr;
+}
+
+void ApiRouter::SetSnowflake(SnowflakeGenerator* generator, int64_t max_count) {
+  snowflake_ = std::make_unique<SnowflakeRoutes>(generator, max_count);
 }
 
 void ApiRouter::SetMetricsHandler(std::function<std::string()> handler) {
@@ -454,6 +483,16 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
     if (!get) return method_not_allowed("GET");
     return HandleMetrics(call);
   }
+  {
+    auto respond = [call](SnowflakeRoutes::Reply r) {
+      call->Reply([&] {
+        Response res = call->Make(r.status, r.text ? kTextType : kJsonType, std::move(r.body));
+        if (!r.allow.empty()) res.set(http::field::allow, r.allow);
+        return res;
+      });
+    };
+    if (snowflake_->Handle(method, seg, call->query, PrefersText(call->req), respond)) return;
+  }
   if (messages_) {
     auto respond = [call](http::status status, std::string json, std::string allow) {
       Response res = call->Make(status, kJsonType, std::move(json));
@@ -476,28 +515,14 @@ void ApiRouter::HandleSeq(const std::shared_ptr<Call>& call, std::string key, bo
   int64_t count = 1;
   bool batch = false;
   if (!leaf) {
-    if (std::optional<std::string_view> raw = call->RawParam("count")) {
-      const int64_t max = allocator_.options().max_count;
-      std::optional<std::string> decoded = PercentDecode(*raw, true);
-      std::optional<int64_t> n = decoded ? ParseBoundedInt(*decoded, 1, max) : std::nullopt;
-      if (!n) {
-        return call->Reply([&] {
-          return fail(MakeError(ErrorCode::kInvalidArgument,
-                                "count must be an integer in [1, " + std::to_string(max) + "]"));
-        });
-      }
-      count = *n;
+    Result<std::optional<int64_t>> n = CountParam(call->query, allocator_.options().max_count);
+    if (!n) return call->Reply([&] { return fail(n.error()); });
+    if (*n) {
+      count = **n;
       batch = true;
     }
   }
-  bool text = leaf;
-  if (!leaf) {
-    auto accept = call->req.find(http::field::accept);
-    if (accept != call->req.end()) {
-      std::string_view v = ToStd(accept->value());
-      text = ContainsNoCase(v, "text/plain") && !ContainsNoCase(v, "application/json");
-    }
-  }
+  const bool text = leaf || PrefersText(call->req);
 
   call->key = std::move(key);
   call->seq_batch = batch;

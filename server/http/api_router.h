@@ -13,6 +13,10 @@
 //   GET  /                             status page for people (text/html)
 //   GET  /healthz, /readyz, /metrics (when a metrics handler is set)
 //   the message store's paths (see message_routes.h), when a service is set
+//   the snowflake paths (see snowflake_routes.h): /snowflake[?count=N],
+//     /snowflake/decode/{id}, Leaf's /api/snowflake/get/{key} and
+//     /decodeSnowflakeId; 404 "snowflake IDs are disabled" until
+//     SetSnowflake() gives them a generator
 // In admin mode (RouterOptions::admin_only) only /, /healthz, /readyz and
 // /metrics; everything else is 404.
 // Errors: {"error":{"code":"...","message":"..."}} with the status from
@@ -30,7 +34,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "storage/error.h"
 
@@ -41,6 +47,8 @@ class KeyAdmin;
 class MessageService;
 class MessageRoutes;
 class Metrics;
+class SnowflakeGenerator;
+class SnowflakeRoutes;
 
 struct RouterOptions {
   std::string version;
@@ -53,6 +61,11 @@ struct RouterOptions {
 
 // The one table from error codes to HTTP statuses.
 boost::beast::http::status HttpStatusFor(ErrorCode code);
+
+// The `count` query parameter of GET /seq and GET /snowflake (still
+// percent-encoded in `query`): nullopt when absent; kInvalidArgument "count
+// must be an integer in [1, max]" unless it is a plain decimal in that range.
+Result<std::optional<int64_t>> CountParam(std::string_view query, int64_t max);
 
 class ApiRouter {
  public:
@@ -72,6 +85,12 @@ class ApiRouter {
   // from `service`, which must outlive the router. Call before the first
   // Handle(); unset, those paths are 404.
   void SetMessageService(MessageService* service);
+
+  // Serves the snowflake endpoints (server/http/snowflake_routes.h) from
+  // `generator`, which must outlive the router; `max_count` is its
+  // SnowflakeOptions::max_count. nullptr: those paths answer 404. Call
+  // before the first Handle(). Admin-only routers never serve them.
+  void SetSnowflake(SnowflakeGenerator* generator, int64_t max_count);
 
   // If set, GET /metrics serves its result as Prometheus text. Unset: 404.
   void SetMetricsHandler(std::function<std::string()> handler);
@@ -98,7 +117,8 @@ class ApiRouter {
   SegmentAllocator& allocator_;
   KeyAdmin& admin_;
   const RouterOptions options_;
-  std::unique_ptr<MessageRoutes> messages_;  // set before serving
+  std::unique_ptr<MessageRoutes> messages_;     // set before serving
+  std::unique_ptr<SnowflakeRoutes> snowflake_;  // never null; set before serving
   mutable std::mutex metrics_mu_;
   std::function<std::string()> metrics_;  // guarded by metrics_mu_
   Metrics* counters_ = nullptr;           // set before serving

@@ -1,0 +1,75 @@
+// HTTP endpoints of snowflake IDs (docs/snowflake.md), served by ApiRouter:
+//
+//   GET /snowflake[?count=N]                  {"id":"…","ids":["…"]} ("id" only when
+//                                             N is 1), or the IDs one per line when
+//                                             the client prefers text/plain
+//   GET /snowflake/decode/{id}                {"id":"…","time_ms":…,"time":"…Z",
+//                                             "worker":…,"sequence":…}
+//   GET /api/snowflake/get/{key}              Leaf's: the bare ID as text/plain
+//   GET /decodeSnowflakeId?snowflakeId={id}   Leaf's: {"timestamp":"ms(date)",
+//                                             "sequenceId":"…","workerId":"…"}
+//
+// IDs are JSON strings: 64-bit IDs exceed what a JavaScript number holds
+// exactly (2^53). Dates are UTC (Leaf printed the JVM's zone). Leaf's key is
+// checked like any key and otherwise ignored, as in Leaf; unlike Leaf's
+// blanket 500, errors are the API's JSON error with their own status (400
+// invalid_argument, 503 not_serving, 503 shutting_down). Without a generator
+// every one of these paths answers 404 not_found; other methods than GET
+// answer 405.
+//
+// Thread safety: Handle() is safe from any thread; `respond` runs exactly
+// once, on the calling thread or on the generator's timer thread.
+#pragma once
+
+#include <boost/beast/http/status.hpp>
+#include <boost/beast/http/verb.hpp>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace seqd {
+
+class SnowflakeGenerator;
+
+class SnowflakeRoutes {
+ public:
+  struct Reply {
+    boost::beast::http::status status = boost::beast::http::status::ok;
+    bool text = false;  // text/plain; else application/json
+    std::string body;
+    std::string allow;  // non-empty only for 405 answers (the Allow header)
+  };
+  using Respond = std::function<void(Reply)>;
+
+  // `generator` (nullptr: the paths answer 404) must outlive the routes and
+  // every pending call. `max_count`: the generator's SnowflakeOptions::
+  // max_count, the upper bound the count parameter is checked against.
+  SnowflakeRoutes(SnowflakeGenerator* generator, int64_t max_count)
+      : generator_(generator), max_count_(max_count) {}
+
+  // The metrics `op` of a snowflake path ("snowflake" for the three that
+  // issue IDs, "snowflake_decode" for the two that decode), or "" if
+  // `segments` is not one of them.
+  static std::string_view OpName(const std::vector<std::string_view>& segments);
+
+  // `segments`: the path split at '/', without the leading empty one, still
+  // percent-encoded. `prefers_text`: the Accept header asks for text/plain
+  // (GET /snowflake only). Returns false (and does not respond) if the path
+  // is not a snowflake path.
+  bool Handle(boost::beast::http::verb method, const std::vector<std::string_view>& segments,
+              std::string_view query, bool prefers_text, const Respond& respond) const;
+
+ private:
+  // Answers a snowflake path (OpName(segments) is not empty).
+  void Serve(boost::beast::http::verb method, const std::vector<std::string_view>& segments,
+             std::string_view query, bool prefers_text, const Respond& respond) const;
+  // Issues `count` IDs and answers: JSON, text lines (`text`) or Leaf's bare ID (`leaf`).
+  void Issue(int64_t count, bool text, bool leaf, const Respond& respond) const;
+
+  SnowflakeGenerator* const generator_;
+  const int64_t max_count_;
+};
+
+}  // namespace seqd
