@@ -1,6 +1,7 @@
 #include "server/snowflake/snowflake_generator.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "server/metrics/metrics.h"
@@ -26,8 +27,9 @@ void SnowflakeGenerator::Next(int64_t count, Callback done) {
                                                            std::to_string(options_.max_count) +
                                                            "], got " + std::to_string(count)));
   }
-  const Clock::TimePoint now = clock_.Now();
-  Waiter w{count, {}, now + options_.wait_deadline, std::move(done)};
+  Waiter w;
+  w.count = count;
+  w.done = std::move(done);
   w.ids.reserve(static_cast<size_t>(count));
   Error error;
   Step step;
@@ -37,12 +39,14 @@ void SnowflakeGenerator::Next(int64_t count, Callback done) {
       step = Step::kFail;
       error = MakeError(ErrorCode::kShuttingDown, "server is shutting down");
     } else if (!parked_.empty()) {
+      w.deadline = clock_.Now() + options_.wait_deadline;
       parked_.push_back(std::move(w));  // behind the parked ones; the timer is armed
       return;
     } else {
       int64_t retry_ms = 0;
-      step = Fill(w, now, retry_ms, error);
+      step = Fill(w, retry_ms, error);
       if (step == Step::kRetry) {
+        w.deadline = clock_.Now() + options_.wait_deadline;
         parked_.push_back(std::move(w));
         ArmLocked(retry_ms);
         return;
@@ -57,10 +61,22 @@ void SnowflakeGenerator::Next(int64_t count, Callback done) {
   }
 }
 
-SnowflakeGenerator::Step SnowflakeGenerator::Fill(Waiter& w, Clock::TimePoint now,
-                                                  int64_t& retry_ms, Error& error) {
+SnowflakeGenerator::Step SnowflakeGenerator::Fill(Waiter& w, int64_t& retry_ms, Error& error) {
+  // The steady clock costs as much as the rest of an ID: read it only when
+  // needed, at most once.
+  std::optional<Clock::TimePoint> now_cache;
+  auto now = [&] {
+    if (!now_cache) now_cache = clock_.Now();
+    return *now_cache;
+  };
+  // Would waiting `ms` more pass the request's deadline? (Not parked yet:
+  // its deadline is wait_deadline from now.)
+  auto too_late = [&](int64_t ms) {
+    const auto wait = std::chrono::milliseconds(ms);
+    return w.deadline ? now() + wait > *w.deadline : wait > options_.wait_deadline;
+  };
   auto retry = [&](int64_t ms, const char* what) {
-    if (now + std::chrono::milliseconds(ms) > w.deadline) {
+    if (too_late(ms)) {
       error = NotServing(std::string("gave up waiting for ") + what);
       return Step::kFail;
     }
@@ -71,15 +87,21 @@ SnowflakeGenerator::Step SnowflakeGenerator::Fill(Waiter& w, Clock::TimePoint no
     error = NotServing(why_not_);
     return Step::kFail;
   }
-  if (now >= valid_until_) {
-    error = NotServing("the lease of worker id " + std::to_string(worker_id_) +
-                       " was not renewed in time; not issuing IDs until it is");
-    return Step::kFail;
-  }
   const int64_t t = wall_.NowMs();
+  // The lease is checked on the steady clock for the first ID of every
+  // millisecond (and on every retry); the IDs that continue a checked
+  // millisecond skip it. The lease's margin (a tenth of it) dwarfs 1 ms.
+  if (t != lease_checked_ms_ || w.deadline) {
+    if (now() >= valid_until_) {
+      error = NotServing("the lease of worker id " + std::to_string(worker_id_) +
+                         " was not renewed in time; not issuing IDs until it is");
+      return Step::kFail;
+    }
+    lease_checked_ms_ = t;
+  }
   if (t <= not_before_ms_) {
     const int64_t wait = not_before_ms_ - t + 1;
-    if (now + std::chrono::milliseconds(wait) > w.deadline) {
+    if (too_late(wait)) {
       error =
           NotServing("waiting for the clock to pass the last timestamp issued under worker id " +
                      std::to_string(worker_id_) + " (" + std::to_string(wait) + " ms left)");
@@ -147,12 +169,11 @@ void SnowflakeGenerator::Drain() {
   {
     std::lock_guard lock(mu_);
     timer_armed_ = false;
-    const Clock::TimePoint now = clock_.Now();
     while (!parked_.empty()) {
       Waiter& w = parked_.front();
       Error error;
       int64_t retry_ms = 0;
-      const Step step = Fill(w, now, retry_ms, error);
+      const Step step = Fill(w, retry_ms, error);
       if (step == Step::kRetry) {
         ArmLocked(retry_ms);
         break;
@@ -180,6 +201,7 @@ void SnowflakeGenerator::Grant(int worker_id, int64_t not_before_ms, int64_t tim
       sequence_ = options_.layout.max_sequence();
     }
     granted_ = true;
+    lease_checked_ms_ = -1;
     worker_id_ = worker_id;
     not_before_ms_ = not_before_ms;
     time_bound_ms_ = time_bound_ms;
