@@ -15,6 +15,7 @@
 #include <boost/asio/write.hpp>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -22,6 +23,7 @@
 
 #include "proto/binary_codec.h"
 #include "proto/message_codec.h"
+#include "proto/snowflake_codec.h"
 #include "seqd/client.h"
 
 namespace seqd {
@@ -89,7 +91,9 @@ bool Retryable(StatusCode code) {
          code == StatusCode::kNotServing;
 }
 
-enum class Op { kNextIds, kPing, kMessage };
+// kRaw: any op sent as opcode + payload whose OK result a typed wrapper
+// decodes (the message store and snowflake ops).
+enum class Op { kNextIds, kPing, kRaw };
 
 // A subscriber's callbacks, shared by the conversations it subscribed.
 struct SubHandlers {
@@ -109,7 +113,7 @@ struct Call {
   uint32_t count = 0;
   std::function<void(ClientResult<IdBatch>)> on_ids;
   std::function<void(ClientResult<microseconds>)> on_ping;
-  // Op::kMessage: the request payload, and the raw OK result (decoded by the
+  // Op::kRaw: the request payload, and the raw OK result (decoded by the
   // typed wrapper).
   proto::Opcode opcode = proto::Opcode::kPing;
   std::string body;
@@ -284,7 +288,7 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
     Retire(call);
     if (call->op == Op::kNextIds) {
       Deliver(std::move(call->on_ids), ClientResult<IdBatch>(code, std::move(message)));
-    } else if (call->op == Op::kMessage) {
+    } else if (call->op == Op::kRaw) {
       Deliver(std::move(call->on_raw), ClientResult<std::string>(code, std::move(message)));
     } else {
       Deliver(std::move(call->on_ping), ClientResult<microseconds>(code, std::move(message)));
@@ -391,7 +395,7 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
     conn->pending.emplace(id, call);
     if (call->op == Op::kNextIds) {
       proto::AppendNextIdsRequest(conn->out, id, call->key, call->count);
-    } else if (call->op == Op::kMessage) {
+    } else if (call->op == Op::kRaw) {
       proto::AppendFrame(conn->out, call->opcode, 0, id, call->body);
     } else {
       proto::AppendFrame(conn->out, proto::Opcode::kPing, 0, id, {});
@@ -598,9 +602,9 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
     Disarm(call);
     call->conn.reset();
     call->sent = false;
-    const uint8_t want = static_cast<uint8_t>(call->op == Op::kNextIds   ? proto::Opcode::kNextIds
-                                              : call->op == Op::kMessage ? call->opcode
-                                                                         : proto::Opcode::kPing);
+    const uint8_t want = static_cast<uint8_t>(call->op == Op::kNextIds ? proto::Opcode::kNextIds
+                                              : call->op == Op::kRaw   ? call->opcode
+                                                                       : proto::Opcode::kPing);
     if (!resp || f.opcode != want) {
       Fail(call, StatusCode::kProtocol, "malformed response from " + ep.name);
     } else if (resp->status != proto::Status::kOk) {
@@ -626,7 +630,7 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
         Retire(call);
         Deliver(std::move(call->on_ids), ClientResult<IdBatch>(std::move(batch)));
       }
-    } else if (call->op == Op::kMessage) {
+    } else if (call->op == Op::kRaw) {
       current = static_cast<size_t>(conn->endpoint);
       Retire(call);
       if (call->sub_handlers) {
@@ -735,6 +739,20 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
     cache.clear();
   }
 
+  // Submits an op whose request payload is `body`; `on_raw` gets the OK
+  // result's bytes or the error.
+  void SubmitRaw(proto::Opcode opcode, std::string body,
+                 std::function<void(ClientResult<std::string>)> on_raw) {
+    auto call = std::make_shared<Call>(strand);
+    call->op = Op::kRaw;
+    call->opcode = opcode;
+    call->body = std::move(body);
+    call->on_raw = std::move(on_raw);
+    asio::post(strand, [self = shared_from_this(), call = std::move(call)]() mutable {
+      self->Submit(std::move(call));
+    });
+  }
+
   // Encodes `req` and submits it; fails at once (on the strand) with
   // INVALID_ARGUMENT if an id is too long for the wire or TOO_LARGE if the
   // request does not fit in a frame.
@@ -742,7 +760,7 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
   void SubmitMessage(const Req& req, std::function<void(ClientResult<std::string>)> on_raw,
                      bool ids_fit, std::shared_ptr<Call> call = nullptr) {
     if (!call) call = std::make_shared<Call>(strand);
-    call->op = Op::kMessage;
+    call->op = Op::kRaw;
     call->opcode = Req::kOpcode;
     call->on_raw = std::move(on_raw);
     if (!ids_fit) {
@@ -1051,6 +1069,35 @@ void AsyncClient::Unsubscribe(std::vector<std::string> conv_ids, Done<bool> done
         Decoding<proto::EmptyRes>(std::move(done), [](const proto::EmptyRes&) { return true; }),
         fit, std::move(call));
   });
+}
+
+void AsyncClient::NextSnowflake(uint32_t count, Done<std::vector<int64_t>> done) {
+  impl_->SubmitRaw(proto::kOpSnowflake, proto::SnowflakeRequestPayload(count),
+                   [count, done = std::move(done)](ClientResult<std::string> raw) {
+                     using R = ClientResult<std::vector<int64_t>>;
+                     if (!raw.ok()) return done(R(raw.code(), raw.message()));
+                     std::optional<std::vector<int64_t>> ids = proto::ParseSnowflakeResult(*raw);
+                     const bool ascending =
+                         ids && std::adjacent_find(ids->begin(), ids->end(),
+                                                   std::greater_equal<>()) == ids->end();
+                     if (!ids || ids->size() != count || !ascending) {
+                       return done(R(StatusCode::kProtocol, "malformed SNOWFLAKE result"));
+                     }
+                     done(R(std::move(*ids)));
+                   });
+}
+
+void AsyncClient::DecodeSnowflake(int64_t id, Done<DecodedSnowflake> done) {
+  impl_->SubmitRaw(proto::kOpSnowflakeDecode, proto::SnowflakeDecodeRequestPayload(id),
+                   [done = std::move(done)](ClientResult<std::string> raw) {
+                     using R = ClientResult<DecodedSnowflake>;
+                     if (!raw.ok()) return done(R(raw.code(), raw.message()));
+                     std::optional<proto::SnowflakeFieldsWire> f =
+                         proto::ParseSnowflakeDecodeResult(*raw);
+                     if (!f)
+                       return done(R(StatusCode::kProtocol, "malformed SNOWFLAKE_DECODE result"));
+                     done(R(DecodedSnowflake{f->time_ms, f->worker, f->sequence}));
+                   });
 }
 
 void AsyncClient::Close() {

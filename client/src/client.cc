@@ -60,6 +60,16 @@ ClientResult<std::chrono::microseconds> Client::Ping() {
       [&](auto done) { impl_->async.Ping(std::move(done)); });
 }
 
+ClientResult<std::vector<int64_t>> Client::NextSnowflake(uint32_t count) {
+  return impl_->Wait<std::vector<int64_t>>(
+      [&](auto done) { impl_->async.NextSnowflake(count, std::move(done)); });
+}
+
+ClientResult<DecodedSnowflake> Client::DecodeSnowflake(int64_t id) {
+  return impl_->Wait<DecodedSnowflake>(
+      [&](auto done) { impl_->async.DecodeSnowflake(id, std::move(done)); });
+}
+
 }  // namespace seqd
 
 namespace seqd {

@@ -11,11 +11,13 @@
 #include <boost/asio/write.hpp>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "proto/binary_codec.h"
+#include "proto/snowflake_codec.h"
 
 namespace seqd::testing {
 
@@ -28,6 +30,9 @@ struct FakeOptions {
   int delay_ms = 0;                 // answer each request after this long
   bool close_on_accept = false;     // accept and close at once
   bool shutting_down = false;       // answer SHUTTING_DOWN to NEXT_IDS, then close
+  int not_serving_first = 0;        // answer NOT_SERVING to the first n SNOWFLAKE
+  bool snowflake_short = false;     // answer SNOWFLAKE with one ID fewer than asked
+  bool snowflake_unsorted = false;  // answer SNOWFLAKE with its IDs in descending order
 };
 
 class FakeServer {
@@ -49,6 +54,7 @@ class FakeServer {
   std::atomic<int> connections{0};
   std::atomic<int> next_ids_requests{0};
   std::atomic<int> pings{0};
+  std::atomic<int> snowflake_requests{0};  // SNOWFLAKE and SNOWFLAKE_DECODE
   std::atomic<uint32_t> last_count{0};
   std::atomic<int> max_outstanding{0};  // most unanswered requests seen on one connection
 
@@ -136,6 +142,9 @@ class FakeServer {
           next += req->count;
           proto::AppendOkNextIds(frame_out, f.request_id, &range, 1);
         }
+      } else if (proto::IsSnowflakeOpcode(f.opcode)) {
+        ++snowflake_requests;
+        Snowflake(f, frame_out);
       } else {
         proto::AppendError(frame_out, static_cast<proto::Opcode>(f.opcode), f.request_id,
                            proto::Status::kUnknownOpcode, "unknown opcode");
@@ -163,6 +172,42 @@ class FakeServer {
     }
   }
 
+  // SNOWFLAKE: IDs (worker 7 of Leaf's layout) from a counter, after the
+  // NOT_SERVING answers asked for. SNOWFLAKE_DECODE: Leaf's layout.
+  void Snowflake(const proto::FrameView& f, std::string& out) {
+    constexpr int64_t kEpochMs = 1288834974657;
+    if (static_cast<proto::Opcode>(f.opcode) == proto::kOpSnowflakeDecode) {
+      std::optional<int64_t> id = proto::ParseSnowflakeDecodeRequest(f.payload);
+      if (!id || *id < 0) {
+        return proto::AppendError(out, proto::kOpSnowflakeDecode, f.request_id,
+                                  proto::Status::kInvalidArgument, "not a snowflake ID");
+      }
+      return proto::AppendOkSnowflakeDecode(
+          out, f.request_id, {(*id >> 22) + kEpochMs, (*id >> 12) & 1023, *id & 4095});
+    }
+    std::optional<uint32_t> count = proto::ParseSnowflakeRequest(f.payload);
+    if (!count || *count < 1 || *count > 4096) {
+      return proto::AppendError(out, proto::kOpSnowflake, f.request_id,
+                                proto::Status::kInvalidArgument, "count must be in [1, 4096]");
+    }
+    if (not_serving_answers_ < options_.not_serving_first) {
+      ++not_serving_answers_;
+      return proto::AppendError(out, proto::kOpSnowflake, f.request_id, proto::Status::kNotServing,
+                                "no worker id leased yet");
+    }
+    std::vector<int64_t> ids;
+    for (uint32_t i = 0; i < *count; ++i) {
+      ids.push_back((snowflake_ms_ << 22) | (7 << 12) | snowflake_sequence_);
+      if (++snowflake_sequence_ == 4096) {
+        snowflake_sequence_ = 0;
+        ++snowflake_ms_;
+      }
+    }
+    if (options_.snowflake_short) ids.pop_back();
+    if (options_.snowflake_unsorted) std::reverse(ids.begin(), ids.end());
+    proto::AppendOkSnowflake(out, f.request_id, ids.data(), ids.size());
+  }
+
   void Send(const std::shared_ptr<Conn>& c, std::string frame) {
     --c->outstanding;
     c->out += frame;
@@ -187,6 +232,9 @@ class FakeServer {
   tcp::acceptor acceptor_;
   uint16_t port_ = 0;
   std::map<std::string, int64_t> counters_;
+  int not_serving_answers_ = 0;
+  int64_t snowflake_ms_ = 1'000'000'000;  // since the epoch (2010-11-16)
+  int64_t snowflake_sequence_ = 0;
   std::thread thread_;
 };
 

@@ -1,6 +1,14 @@
 // seqd client library: IDs and the message store over the seqd binary
 // protocol (docs/protocol.md).
 //
+// Snowflake IDs (NextSnowflake, DecodeSnowflake): 64-bit, time-ordered IDs
+// unique across servers (docs/snowflake.md). They follow the same rules,
+// and NOT_SERVING (the server holds no worker-id lease now, or its clock
+// moved back) is retried on the next endpoint too. Retrying is safe: the IDs
+// of a lost answer are never issued again. The IDs of one answer ascend, and
+// so do those of one server; after a failover, the next server's IDs may be
+// smaller than the last ones seen.
+//
 // Two APIs over one implementation:
 //   - AsyncClient runs on an executor you provide (e.g. your io_context) and
 //     reports results through callbacks.
@@ -10,11 +18,10 @@
 // Both pipeline many requests on one TCP connection per endpoint (responses
 // are matched by request id), time out each attempt after call_timeout, and
 // retry calls that failed on connection loss, timeout, STORE_UNAVAILABLE or
-// SHUTTING_DOWN on the next endpoint, with exponential backoff and jitter, up
-// to max_attempts. Retrying NEXT_IDS is safe: at worst the IDs of a lost
-// answer are skipped, never handed out twice. Errors the server answers
-// about the request itself (INVALID_ARGUMENT, UNKNOWN_KEY, ...) are not
-// retried.
+// SHUTTING_DOWN (and snowflake calls on NOT_SERVING) on the next endpoint,
+// with exponential backoff and jitter, up to max_attempts. Retrying NEXT_IDS is safe: at worst the
+// IDs of a lost answer are skipped, never handed out twice. Errors the server answers about the
+// request itself (INVALID_ARGUMENT, UNKNOWN_KEY, ...) are not retried.
 //
 // Endpoint choice: each client starts at a round-robin position among
 // `endpoints` (so clients in one process spread over the servers) and sticks
@@ -172,6 +179,14 @@ struct IdBatch {
   }
 };
 
+// A snowflake ID split by the server's layout (DecodeSnowflake).
+struct DecodedSnowflake {
+  int64_t time_ms = 0;  // unix milliseconds (the layout's epoch added back)
+  int64_t worker = 0;
+  int64_t sequence = 0;  // within the millisecond
+  bool operator==(const DecodedSnowflake&) const = default;
+};
+
 struct ClientOptions {
   std::vector<std::string> endpoints;               // "host:port" or "[v6addr]:port"
   std::chrono::milliseconds connect_timeout{1000};  // resolve + connect, per attempt
@@ -200,9 +215,17 @@ class AsyncClient {
   // A PING round trip; the result is the round-trip time of the answered attempt.
   void Ping(std::function<void(ClientResult<std::chrono::microseconds>)> done);
 
-  // --- message store (docs/protocol.md, "Message store ops") ---------------
   template <typename T>
   using Done = std::function<void(ClientResult<T>)>;
+
+  // --- snowflake IDs (docs/protocol.md, "Snowflake ops") -------------------
+  // `count` snowflake IDs (1 to the server's snowflake max count, 4096 by
+  // default), ascending.
+  void NextSnowflake(uint32_t count, Done<std::vector<int64_t>> done);
+  // Splits `id` by the server's layout; INVALID_ARGUMENT for an ID outside it.
+  void DecodeSnowflake(int64_t id, Done<DecodedSnowflake> done);
+
+  // --- message store (docs/protocol.md, "Message store ops") ---------------
   using MessageFn = std::function<void(Message)>;
   using LostFn = std::function<void(std::vector<std::string> conv_ids, std::string reason)>;
 
@@ -248,6 +271,10 @@ class Client {
   ClientResult<IdBatch> NextIds(const std::string& key, uint32_t count = 1);
   ClientResult<int64_t> NextId(const std::string& key);
   ClientResult<std::chrono::microseconds> Ping();
+
+  // Snowflake IDs: the AsyncClient calls, waited for.
+  ClientResult<std::vector<int64_t>> NextSnowflake(uint32_t count = 1);
+  ClientResult<DecodedSnowflake> DecodeSnowflake(int64_t id);
 
   // Message store: the AsyncClient calls, waited for.
   ClientResult<SendResult> Send(OutgoingMessage message);
