@@ -43,12 +43,12 @@ void SnowflakeGenerator::Next(int64_t count, Callback done) {
       parked_.push_back(std::move(w));  // behind the parked ones; the timer is armed
       return;
     } else {
-      int64_t retry_ms = 0;
-      step = Fill(w, retry_ms, error);
+      std::chrono::microseconds retry{0};
+      step = Fill(w, retry, error);
       if (step == Step::kRetry) {
         w.deadline = clock_.Now() + options_.wait_deadline;
         parked_.push_back(std::move(w));
-        ArmLocked(retry_ms);
+        ArmLocked(retry);
         return;
       }
     }
@@ -61,7 +61,10 @@ void SnowflakeGenerator::Next(int64_t count, Callback done) {
   }
 }
 
-SnowflakeGenerator::Step SnowflakeGenerator::Fill(Waiter& w, int64_t& retry_ms, Error& error) {
+SnowflakeGenerator::Step SnowflakeGenerator::Fill(Waiter& w, std::chrono::microseconds& retry_after,
+                                                  Error& error) {
+  using std::chrono::microseconds;
+  using std::chrono::milliseconds;
   // The steady clock costs as much as the rest of an ID: read it only when
   // needed, at most once.
   std::optional<Clock::TimePoint> now_cache;
@@ -69,25 +72,25 @@ SnowflakeGenerator::Step SnowflakeGenerator::Fill(Waiter& w, int64_t& retry_ms, 
     if (!now_cache) now_cache = clock_.Now();
     return *now_cache;
   };
-  // Would waiting `ms` more pass the request's deadline? (Not parked yet:
-  // its deadline is wait_deadline from now.)
-  auto too_late = [&](int64_t ms) {
-    const auto wait = std::chrono::milliseconds(ms);
+  // Would waiting `wait` more pass the request's deadline? (Not parked
+  // yet: its deadline is wait_deadline from now.)
+  auto too_late = [&](microseconds wait) {
     return w.deadline ? now() + wait > *w.deadline : wait > options_.wait_deadline;
   };
-  auto retry = [&](int64_t ms, const char* what) {
-    if (too_late(ms)) {
+  auto retry = [&](microseconds wait, const char* what) {
+    if (too_late(wait)) {
       error = NotServing(std::string("gave up waiting for ") + what);
       return Step::kFail;
     }
-    retry_ms = ms;
+    retry_after = wait;
     return Step::kRetry;
   };
   if (!granted_) {
     error = NotServing(why_not_);
     return Step::kFail;
   }
-  const int64_t t = wall_.NowMs();
+  const int64_t now_us = wall_.NowUs();
+  const int64_t t = now_us / 1000;
   // The lease is checked on the steady clock for the first ID of every
   // millisecond (and on every retry); the IDs that continue a checked
   // millisecond skip it. The lease's margin (a tenth of it) dwarfs 1 ms.
@@ -101,13 +104,13 @@ SnowflakeGenerator::Step SnowflakeGenerator::Fill(Waiter& w, int64_t& retry_ms, 
   }
   if (t <= not_before_ms_) {
     const int64_t wait = not_before_ms_ - t + 1;
-    if (too_late(wait)) {
+    if (too_late(milliseconds(wait))) {
       error =
           NotServing("waiting for the clock to pass the last timestamp issued under worker id " +
                      std::to_string(worker_id_) + " (" + std::to_string(wait) + " ms left)");
       return Step::kFail;
     }
-    return retry(wait, "the clock to pass the worker id's last issued timestamp");
+    return retry(milliseconds(wait), "the clock to pass the worker id's last issued timestamp");
   }
   if (t < last_ms_) {
     const int64_t back = last_ms_ - t;
@@ -125,7 +128,7 @@ SnowflakeGenerator::Step SnowflakeGenerator::Fill(Waiter& w, int64_t& retry_ms, 
       ++clock_back_waits_;
       if (options_.metrics) options_.metrics->SnowflakeClockBack(/*refused=*/false);
     }
-    return retry(back, "the clock to catch up after it moved back");
+    return retry(milliseconds(back), "the clock to catch up after it moved back");
   }
   if (t > time_bound_ms_) {
     error = NotServing("the clock is past the time bound persisted with the lease of worker id " +
@@ -149,7 +152,8 @@ SnowflakeGenerator::Step SnowflakeGenerator::Fill(Waiter& w, int64_t& retry_ms, 
         ++sequence_waits_;
         if (options_.metrics) options_.metrics->SnowflakeSequenceWait();
       }
-      return retry(1, "the next millisecond");
+      // Until the next millisecond starts (to the microsecond).
+      return retry(microseconds((last_ms_ + 1) * 1000 - now_us), "the next millisecond");
     }
     w.ids.push_back(options_.layout.Compose(last_ms_, worker_id_, sequence_));
     ++issued_;
@@ -157,10 +161,10 @@ SnowflakeGenerator::Step SnowflakeGenerator::Fill(Waiter& w, int64_t& retry_ms, 
   return Step::kDone;
 }
 
-void SnowflakeGenerator::ArmLocked(int64_t after_ms) {
+void SnowflakeGenerator::ArmLocked(std::chrono::microseconds after) {
   if (timer_armed_) return;
   timer_armed_ = true;
-  clock_.RunAt(clock_.Now() + std::chrono::milliseconds(after_ms), [this] { Drain(); });
+  clock_.RunAt(clock_.Now() + after, [this] { Drain(); });
 }
 
 void SnowflakeGenerator::Drain() {
@@ -172,10 +176,10 @@ void SnowflakeGenerator::Drain() {
     while (!parked_.empty()) {
       Waiter& w = parked_.front();
       Error error;
-      int64_t retry_ms = 0;
-      const Step step = Fill(w, retry_ms, error);
+      std::chrono::microseconds retry{0};
+      const Step step = Fill(w, retry, error);
       if (step == Step::kRetry) {
-        ArmLocked(retry_ms);
+        ArmLocked(retry);
         break;
       }
       if (step == Step::kDone) {
@@ -207,7 +211,7 @@ void SnowflakeGenerator::Grant(int worker_id, int64_t not_before_ms, int64_t tim
     time_bound_ms_ = time_bound_ms;
     valid_until_ = valid_until;
     why_not_.clear();
-    if (!parked_.empty()) ArmLocked(0);
+    if (!parked_.empty()) ArmLocked(std::chrono::microseconds(0));
   }
 }
 

@@ -123,12 +123,12 @@ class SnowflakeGenerator {
   enum class Step { kDone, kRetry, kFail };
 
   // Issues what it can to `w` now. REQUIRES: mu_ held. On kRetry sets
-  // `retry_ms` (how long to wait); on kFail sets `error`.
-  Step Fill(Waiter& w, int64_t& retry_ms, Error& error);
+  // `retry_after` (how long to wait); on kFail sets `error`.
+  Step Fill(Waiter& w, std::chrono::microseconds& retry_after, Error& error);
   // Runs the parked queue; arms the next timer if some are left.
   void Drain();
   // REQUIRES: mu_ held.
-  void ArmLocked(int64_t after_ms);
+  void ArmLocked(std::chrono::microseconds after);
 
   const WallClock& wall_;
   Clock& clock_;

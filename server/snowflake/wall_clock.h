@@ -15,13 +15,17 @@ namespace seqd {
 class WallClock {
  public:
   virtual ~WallClock() = default;
-  virtual int64_t NowMs() const = 0;
+  // Unix microseconds (the generator times its wait for the next
+  // millisecond with them).
+  virtual int64_t NowUs() const = 0;
+  // Unix milliseconds. REQUIRES: a time after 1970.
+  int64_t NowMs() const { return NowUs() / 1000; }
 };
 
 class SystemWallClock final : public WallClock {
  public:
-  int64_t NowMs() const override {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
+  int64_t NowUs() const override {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
                std::chrono::system_clock::now().time_since_epoch())
         .count();
   }
@@ -31,7 +35,7 @@ class SystemWallClock final : public WallClock {
 class ManualWallClock final : public WallClock {
  public:
   explicit ManualWallClock(int64_t now_ms) : now_ms_(now_ms) {}
-  int64_t NowMs() const override { return now_ms_.load(); }
+  int64_t NowUs() const override { return now_ms_.load() * 1000; }
   void Set(int64_t now_ms) { now_ms_.store(now_ms); }
   void Advance(int64_t by_ms) { now_ms_.fetch_add(by_ms); }
 

@@ -75,7 +75,7 @@ struct World {
 class SkewedWallClock final : public WallClock {
  public:
   SkewedWallClock(const WallClock& base, int64_t skew_ms) : base_(base), skew_ms_(skew_ms) {}
-  int64_t NowMs() const override { return base_.NowMs() + skew_ms_; }
+  int64_t NowUs() const override { return base_.NowUs() + skew_ms_ * 1000; }
 
  private:
   const WallClock& base_;
