@@ -194,13 +194,14 @@ int Run(const Config& config) {
   allocator_options.metrics = &metrics;
   SegmentAllocator allocator(**store, db, clock, KeyRules(config.auto_keys), allocator_options);
   KeyAdmin admin(**store, db, allocator);
+  snowflake_options.metrics = &metrics;
+  SnowflakeGenerator snowflake(wall, clock, snowflake_options);
   ApiRouter router(allocator, admin, RouterOptions{SEQD_VERSION, std::chrono::steady_clock::now()});
   router.SetMessageService(&messages);
+  if (config.snowflake) router.SetSnowflake(&snowflake, config.snowflake_max_count);
   router.SetMetrics(&metrics);
   router.SetMetricsHandler([&metrics] { return metrics.Render(); });
   metrics.SetAllocator(&allocator);
-  snowflake_options.metrics = &metrics;
-  SnowflakeGenerator snowflake(wall, clock, snowflake_options);
   metrics.SetMessageStats([&messages] {
     const MessageServiceStats st = messages.stats();
     return MessageGauges{st.queued_sends, st.subscriptions};
