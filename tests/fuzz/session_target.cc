@@ -1,5 +1,6 @@
 // A whole binary-protocol session: the real BinaryServer session code, a real
-// allocator over a memory store, fed from a socketpair (no network). The
+// allocator over a memory store and a real snowflake generator (16 IDs per
+// millisecond, so requests park), fed from a socketpair (no network). The
 // harness writes the input, half-closes, and reads every response until the
 // server closes; it checks what came back.
 #include <poll.h>
@@ -17,10 +18,13 @@
 #include <thread>
 
 #include "proto/binary_codec.h"
+#include "proto/snowflake_codec.h"
 #include "server/core/asio_clock.h"
 #include "server/core/log.h"
 #include "server/core/segment_allocator.h"
 #include "server/core/task_runner.h"
+#include "server/snowflake/snowflake_generator.h"
+#include "server/snowflake/wall_clock.h"
 #include "server/tcp/binary_server.h"
 #include "storage/memory_store.h"
 #include "tests/fuzz/fuzz_targets.h"
@@ -37,8 +41,11 @@ struct SessionWorld {
         clock(io),
         db(1),
         allocator(store, db, clock, KeyRules({{"sg_", 100}}), Options()),
-        server(io, ServerOptions(), allocator) {
+        snowflake(wall, clock, SnowflakeOptionsForFuzz()),
+        server(io, ServerOptions(), allocator, nullptr, &snowflake) {
     SetLogLevel(LogLevel::kError);
+    snowflake.Grant(5, 0, wall.NowMs() + 24 * 3'600'000,
+                    clock.Now() + std::chrono::hours(24 * 365));
     FUZZ_CHECK(store.CreateKey("fuzz", 1000, "").ok());
     FUZZ_CHECK(store.CreateKey("f", 3, "").ok());  // tiny step: batches span segments
     thread = std::thread([this] { io.run(); });
@@ -46,6 +53,13 @@ struct SessionWorld {
 
   static AllocatorOptions Options() {
     AllocatorOptions o;
+    o.wait_deadline = std::chrono::milliseconds(200);
+    return o;
+  }
+  static SnowflakeOptions SnowflakeOptionsForFuzz() {
+    SnowflakeOptions o;
+    o.layout = SnowflakeLayout{41, 10, 4, SnowflakeLayout::kLeafEpochMs};
+    o.max_count = 100;
     o.wait_deadline = std::chrono::milliseconds(200);
     return o;
   }
@@ -62,6 +76,8 @@ struct SessionWorld {
   ThreadPoolRunner db;
   MemoryStore store;
   SegmentAllocator allocator;
+  SystemWallClock wall;
+  SnowflakeGenerator snowflake;
   BinaryServer server;
   std::thread thread;
 };
@@ -132,6 +148,7 @@ void BinarySession(const uint8_t* data, size_t size) {
   // repeat; a protocol error, if any, is the last frame.
   std::string_view rest = output;
   std::map<std::string, std::set<int64_t>> ids;
+  std::set<int64_t> snowflake_ids;
   bool saw_protocol_error = false;
   while (!rest.empty()) {
     const proto::DecodeResult r = proto::DecodeFrame(rest);
@@ -156,6 +173,18 @@ void BinarySession(const uint8_t* data, size_t size) {
         for (int64_t id = range.first; id <= range.last; ++id) {
           FUZZ_CHECK(ids[key->second].insert(id).second);
         }
+      }
+    }
+    // Snowflake IDs never repeat, ascend within an answer, and are this
+    // generator's (worker 5).
+    if (r.frame.opcode == static_cast<uint8_t>(proto::kOpSnowflake) &&
+        response->status == proto::Status::kOk) {
+      const auto got = proto::ParseSnowflakeResult(response->result);
+      FUZZ_CHECK(got.has_value() && !got->empty() && got->size() <= 100);
+      for (size_t i = 0; i < got->size(); ++i) {
+        FUZZ_CHECK(i == 0 || (*got)[i - 1] < (*got)[i]);
+        FUZZ_CHECK(((*got)[i] >> 4 & 1023) == 5);
+        FUZZ_CHECK(snowflake_ids.insert((*got)[i]).second);
       }
     }
     rest.remove_prefix(r.consumed);
