@@ -1,9 +1,9 @@
 // seqbench: load generator for seqd over the binary protocol or HTTP.
 //
 // N connections each keep D requests in flight (pipelined; binary responses
-// are matched by request id, HTTP ones in order), each asking for C IDs, for
-// S seconds. The binary side uses the raw codec, not the client library, so
-// it measures the server and not the client's retry logic.
+// are matched by request id, HTTP ones in order), each asking for C IDs (of a
+// key, or snowflake IDs with --snowflake), for S seconds. The binary side uses the raw codec, not
+// the client library, so it measures the server and not the client's retry logic.
 #include <atomic>
 #include <bit>
 #include <boost/asio/connect.hpp>
@@ -27,6 +27,7 @@
 
 #include "mini_http.h"
 #include "proto/binary_codec.h"
+#include "proto/snowflake_codec.h"
 #include "seqd/client.h"
 
 namespace {
@@ -36,14 +37,18 @@ using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kUsage =
-    R"(usage: seqbench (--tcp HOST:PORT | --http HOST:PORT) --key KEY [options]
+    R"(usage: seqbench (--tcp HOST:PORT | --http HOST:PORT) (--key KEY | --snowflake) [options]
 
 Load generator for seqd: N connections each keep D requests in flight, each
-asking for C IDs of KEY, for S seconds; then reports throughput and latency.
+asking for C IDs of KEY (or C snowflake IDs), for S seconds; then reports
+throughput and latency.
 
   --tcp HOST:PORT     the binary protocol (raw codec, no retries)
   --http HOST:PORT    the HTTP API: keep-alive, pipelined GET /seq/KEY?count=C
-  --key KEY           the key to ask for (required)
+                      (GET /snowflake?count=C with --snowflake)
+  --key KEY           the key to ask for (segment IDs: NEXT_IDS)
+  --snowflake         snowflake IDs instead of a key's (SNOWFLAKE; C at most
+                      the server's snowflake max count, 4096 by default)
   --connections N     connections (default 4)
   --pipeline D        requests in flight per connection (default 16)
   --count C           IDs per request (default 1)
@@ -133,6 +138,7 @@ struct Config {
   bool http = false;
   std::string host, port, endpoint;
   std::string key;
+  bool snowflake = false;  // SNOWFLAKE / GET /snowflake instead of a key's IDs
   int connections = 4;
   int pipeline = 16;
   uint32_t count = 1;
@@ -152,10 +158,10 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
         endpoints_(std::move(endpoints)),
         stop_(stop) {
     if (cfg_.http) {
+      const std::string path =
+          cfg_.snowflake ? "/snowflake" : "/seq/" + seqd::tools::UrlEncode(cfg_.key);
       http_request_ = seqd::tools::BuildHttpRequest(
-          "GET",
-          "/seq/" + seqd::tools::UrlEncode(cfg_.key) + "?count=" + std::to_string(cfg_.count),
-          cfg_.endpoint);
+          "GET", path + "?count=" + std::to_string(cfg_.count), cfg_.endpoint);
     }
   }
 
@@ -212,7 +218,11 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
         sent_order_.push_back(now);
       } else {
         if (++next_id_ == 0) ++next_id_;
-        seqd::proto::AppendNextIdsRequest(out_, next_id_, cfg_.key, cfg_.count);
+        if (cfg_.snowflake) {
+          seqd::proto::AppendSnowflakeRequest(out_, next_id_, cfg_.count);
+        } else {
+          seqd::proto::AppendNextIdsRequest(out_, next_id_, cfg_.key, cfg_.count);
+        }
         sent_.emplace(next_id_, now);
       }
       ++in_flight_;
@@ -282,12 +292,7 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
       Record(it->second);
       sent_.erase(it);
       if (resp->status == seqd::proto::Status::kOk) {
-        auto ranges = seqd::proto::ParseNextIdsResult(resp->result);
-        if (!ranges) {
-          stats_.Error("malformed NEXT_IDS result");
-        } else {
-          for (const auto& range : *ranges) stats_.ids += range.last - range.first + 1;
-        }
+        CountIds(resp->result);
       } else {
         stats_.Error(std::string(seqd::proto::StatusName(resp->status)));
       }
@@ -295,6 +300,19 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
     }
     in_.erase(in_.begin(), in_.begin() + pos);
     return true;
+  }
+
+  // Adds the IDs of an OK binary result to the stats.
+  void CountIds(std::string_view result) {
+    if (cfg_.snowflake) {
+      auto ids = seqd::proto::ParseSnowflakeResult(result);
+      if (!ids) return stats_.Error("malformed SNOWFLAKE result");
+      stats_.ids += ids->size();
+      return;
+    }
+    auto ranges = seqd::proto::ParseNextIdsResult(result);
+    if (!ranges) return stats_.Error("malformed NEXT_IDS result");
+    for (const auto& range : *ranges) stats_.ids += range.last - range.first + 1;
   }
 
   bool ParseHttp() {
@@ -392,6 +410,8 @@ Config ParseArgs(int argc, char** argv) {
       }
     } else if (a == "--key") {
       cfg.key = need();
+    } else if (a == "--snowflake") {
+      cfg.snowflake = true;
     } else if (a == "--connections") {
       cfg.connections = Number<int>(need(), "--connections", 1, 10000);
     } else if (a == "--pipeline") {
@@ -409,7 +429,8 @@ Config ParseArgs(int argc, char** argv) {
     }
   }
   if (!have_target) throw UsageError{"give --tcp HOST:PORT or --http HOST:PORT"};
-  if (cfg.key.empty()) throw UsageError{"--key is required"};
+  if (cfg.snowflake && !cfg.key.empty()) throw UsageError{"give one of --key and --snowflake"};
+  if (!cfg.snowflake && cfg.key.empty()) throw UsageError{"--key (or --snowflake) is required"};
   if (cfg.threads == 0) {
     cfg.threads = static_cast<int>(std::min(4u, std::max(1u, std::thread::hardware_concurrency())));
   }
@@ -468,7 +489,8 @@ int Run(const Config& cfg) {
     std::ostringstream o;
     o.precision(12);
     o << "{\"protocol\":\"" << (cfg.http ? "http" : "tcp")
-      << "\",\"endpoint\":" << JsonString(cfg.endpoint) << ",\"key\":" << JsonString(cfg.key)
+      << "\",\"endpoint\":" << JsonString(cfg.endpoint) << ",\"mode\":\""
+      << (cfg.snowflake ? "snowflake" : "key") << "\",\"key\":" << JsonString(cfg.key)
       << ",\"connections\":" << cfg.connections << ",\"pipeline\":" << cfg.pipeline
       << ",\"count\":" << cfg.count << ",\"duration_s\":" << elapsed
       << ",\"requests\":" << total.requests << ",\"requests_per_s\":" << rps
@@ -484,8 +506,9 @@ int Run(const Config& cfg) {
       << ",\"mean\":" << total.latency.mean() / 1000.0 << "}}";
     std::cout << o.str() << "\n";
   } else {
-    std::printf("%s %s key=%s connections=%d pipeline=%d count=%u duration=%.2fs threads=%d\n",
-                cfg.http ? "http" : "tcp", cfg.endpoint.c_str(), cfg.key.c_str(), cfg.connections,
+    const std::string what = cfg.snowflake ? "snowflake" : "key=" + cfg.key;
+    std::printf("%s %s %s connections=%d pipeline=%d count=%u duration=%.2fs threads=%d\n",
+                cfg.http ? "http" : "tcp", cfg.endpoint.c_str(), what.c_str(), cfg.connections,
                 cfg.pipeline, cfg.count, elapsed, cfg.threads);
     std::printf("requests  %llu  (%.0f/s)\n", static_cast<unsigned long long>(total.requests), rps);
     std::printf("ids       %llu  (%.0f/s)\n", static_cast<unsigned long long>(total.ids), ips);

@@ -1,6 +1,7 @@
 // seqctl: command-line client for seqd (HTTP API and binary protocol).
 #include <charconv>
 #include <cstdio>
+#include <ctime>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -27,7 +28,8 @@ Talks to a seqd server. By default over HTTP to 127.0.0.1:8080.
 Options:
   --http HOST:PORT   the HTTP API (default 127.0.0.1:8080)
   --tcp LIST         the binary protocol, comma-separated endpoints tried in
-                     order with failover (only for `next` and `ping`)
+                     order with failover (for `next`, `ping`, `snowflake` and
+                     `snowflake-decode`)
   --json             print the server's JSON instead of readable output
   --timeout MS       per-request timeout (default 5000)
   -h, --help         this help
@@ -36,6 +38,8 @@ Commands:
   next KEY [COUNT]              COUNT (default 1) IDs of KEY, one per line
                                 (over the binary protocol with --tcp)
   ping                          round trip: GET /healthz, or PING with --tcp
+  snowflake [COUNT]             COUNT (default 1) snowflake IDs, one per line
+  snowflake-decode ID           a snowflake ID's time (UTC), worker and sequence
   keys [--after K] [--limit N]  list keys (a page of up to N, after key K)
   key KEY                       one key: its row and its in-memory state
   create KEY STEP [DESCRIPTION] register a key with a step (POST /admin/keys)
@@ -209,6 +213,43 @@ void PrintIds(const Json& j) {
   std::cout << out;
 }
 
+// "2026-11-22T15:14:08.589Z" for unix milliseconds >= 0.
+std::string UtcTime(int64_t unix_ms) {
+  const std::time_t seconds = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  if (gmtime_r(&seconds, &tm) == nullptr) return "?";
+  char buf[64];
+  const size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::snprintf(buf + n, sizeof buf - n, ".%03dZ", static_cast<int>(unix_ms % 1000));
+  return buf;
+}
+
+// A decoded snowflake ID, in the shape of GET /snowflake/decode/{id}.
+Json DecodedJson(int64_t id, int64_t time_ms, int64_t worker, int64_t sequence) {
+  Json j;
+  j["id"] = std::to_string(id);
+  j["time_ms"] = time_ms;
+  j["time"] = UtcTime(time_ms);
+  j["worker"] = worker;
+  j["sequence"] = sequence;
+  return j;
+}
+
+// Snowflake IDs in the shape of GET /snowflake: strings; "id" only for one.
+Json SnowflakeJson(const std::vector<int64_t>& ids) {
+  Json j;
+  if (ids.size() == 1) j["id"] = std::to_string(ids.front());
+  j["ids"] = Json::array();
+  for (int64_t id : ids) j["ids"].push_back(std::to_string(id));
+  return j;
+}
+
+void PrintLines(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const std::string& line : lines) out += line + "\n";
+  std::cout << out;
+}
+
 // --- commands ------------------------------------------------------------------
 
 void Need(const Args& a, size_t min, size_t max, const char* usage) {
@@ -261,6 +302,36 @@ int Run(const Args& args) {
       }
       return 0;
     }
+    if (cmd == "snowflake") {
+      Need(args, 0, 1, "snowflake [COUNT]");
+      const uint32_t count =
+          args.positional.size() > 1
+              ? ParseNumber<uint32_t>(args.positional[1], "COUNT", 1, 0xFFFFFFFFu)
+              : 1;
+      seqd::ClientResult<std::vector<int64_t>> r = client->NextSnowflake(count);
+      if (!r) throw Failure{r.ToString()};
+      if (args.json) {
+        std::cout << SnowflakeJson(*r).dump() << "\n";
+      } else {
+        std::vector<std::string> lines;
+        for (int64_t id : *r) lines.push_back(std::to_string(id));
+        PrintLines(lines);
+      }
+      return 0;
+    }
+    if (cmd == "snowflake-decode") {
+      Need(args, 1, 1, "snowflake-decode ID");
+      const int64_t id = ParseNumber<int64_t>(args.positional[1], "ID", 0, INT64_MAX);
+      seqd::ClientResult<seqd::DecodedSnowflake> r = client->DecodeSnowflake(id);
+      if (!r) throw Failure{r.ToString()};
+      const Json j = DecodedJson(id, r->time_ms, r->worker, r->sequence);
+      if (args.json) {
+        std::cout << j.dump() << "\n";
+      } else {
+        PrintFlat(j);
+      }
+      return 0;
+    }
     if (cmd == "ping") {
       Need(args, 0, 0, "ping");
       seqd::ClientResult<std::chrono::microseconds> r = client->Ping();
@@ -310,6 +381,35 @@ int Run(const Args& args) {
       std::cout << Scalar(j.value("status", Json("?"))) << " in " << us << " us (version "
                 << Scalar(j.value("version", Json("?"))) << ", up "
                 << Scalar(j.value("uptime_s", Json("?"))) << " s)\n";
+    }
+    return 0;
+  }
+  if (cmd == "snowflake") {
+    Need(args, 0, 1, "snowflake [COUNT]");
+    std::string target = "/snowflake";
+    if (args.positional.size() > 1) {
+      target += "?count=" +
+                std::to_string(ParseNumber<uint32_t>(args.positional[1], "COUNT", 1, 0xFFFFFFFFu));
+    }
+    const std::string body = http.Call("GET", target);
+    if (args.json) {
+      std::cout << body << "\n";
+    } else {
+      const Json j = ParseJson(body);  // outlives the loop over its "ids"
+      std::vector<std::string> lines;
+      for (const Json& id : j.at("ids")) lines.push_back(Scalar(id));
+      PrintLines(lines);
+    }
+    return 0;
+  }
+  if (cmd == "snowflake-decode") {
+    Need(args, 1, 1, "snowflake-decode ID");
+    const int64_t id = ParseNumber<int64_t>(args.positional[1], "ID", 0, INT64_MAX);
+    const std::string body = http.Call("GET", "/snowflake/decode/" + std::to_string(id));
+    if (args.json) {
+      std::cout << body << "\n";
+    } else {
+      PrintFlat(ParseJson(body));
     }
     return 0;
   }
