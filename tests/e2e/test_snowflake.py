@@ -28,7 +28,7 @@ import unittest
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Seqd, mariadb, store_spec  # noqa: E402
+from harness import SEQD, Seqd, mariadb, store_spec  # noqa: E402
 
 KIND = "sqlite"
 RUN = "%06x" % random.getrandbits(24)
@@ -462,6 +462,9 @@ class Snowflake(Base):
         status, payload = snowflake(c)
         message = self.assert_error(status, payload, 503, "not_serving", "C before A's expiry")
         self.assertEqual(worker_id(c), -1)
+        # without a worker id it still serves segment IDs
+        c.create_key("sf_k9_%s" % RUN, 100)
+        self.assertEqual(len(c.ids("sf_k9_%s" % RUN, 3)), 3)
         deadline = time.time() + lease / 1000.0 + 10
         while True:
             status, payload = snowflake(c)
@@ -575,6 +578,17 @@ class Snowflake(Base):
         self.assertEqual({fields(i)[1] for i in after}, {w})
         self.assertGreater(min(after), max(before))
         self.assertEqual(s.stop(), 0)
+
+    def test_layout_that_cannot_hold_now_refuses_to_start(self):
+        for extra in (("--snowflake-time-bits", "30"),  # ran out in 2010
+                      ("--snowflake-sequence-bits", "13")):  # 41 + 10 + 13 > 63
+            args = [SEQD, "--store", self.store, "--http-port", "0", "--tcp-port", "-1", *extra]
+            try:
+                p = subprocess.run(args, capture_output=True, text=True, timeout=15)
+            except subprocess.TimeoutExpired:  # run() killed it
+                self.fail("seqd started with %s" % (extra,))
+            self.assertNotEqual(p.returncode, 0, "started with %s: %s" % (extra, p.stdout))
+            self.assertIn("snowflake", (p.stdout + p.stderr).lower())
 
     def test_snowflake_off(self):
         s = self.start("--snowflake", "off")
