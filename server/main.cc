@@ -174,6 +174,11 @@ int Run(const Config& config) {
     SEQD_LOG(kError) << s.error().message;
     return 1;
   }
+  if (config.snowflake && wall.NowMs() < snowflake_options.layout.epoch_ms) {
+    SEQD_LOG(kError) << "snowflake: snowflake_epoch_ms " << config.snowflake_epoch_ms
+                     << " is in the future (now is " << wall.NowMs() << "); IDs would be negative";
+    return 1;
+  }
   if (config.snowflake && wall.NowMs() > snowflake_options.layout.max_time_ms()) {
     SEQD_LOG(kError) << "snowflake: " << config.snowflake_time_bits << " time bits from epoch "
                      << config.snowflake_epoch_ms
@@ -198,7 +203,7 @@ int Run(const Config& config) {
   SnowflakeGenerator snowflake(wall, clock, snowflake_options);
   ApiRouter router(allocator, admin, RouterOptions{SEQD_VERSION, std::chrono::steady_clock::now()});
   router.SetMessageService(&messages);
-  if (config.snowflake) router.SetSnowflake(&snowflake, config.snowflake_max_count);
+  if (config.snowflake) router.SetSnowflake(&snowflake);
   router.SetMetrics(&metrics);
   router.SetMetricsHandler([&metrics] { return metrics.Render(); });
   metrics.SetAllocator(&allocator);

@@ -259,7 +259,24 @@ struct ApiRouter::Call {
     static std::atomic<uint64_t> next_request_id{1};
     const uint64_t id = next_request_id.fetch_add(1, std::memory_order_relaxed);
     res.set("X-Request-Id", std::to_string(id));
-    if (code >= 500) {
+    if (code == 503) {
+      // Unavailable (store down, no worker-id lease, draining): the cause is
+      // logged where it happens; a retrying client must not flood the log,
+      // so at most one line a second, with the count of those left out.
+      static std::atomic<int64_t> last_logged_ms{-1000};
+      static std::atomic<uint64_t> left_out{0};
+      const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::steady_clock::now().time_since_epoch())
+                                 .count();
+      int64_t last = last_logged_ms.load(std::memory_order_relaxed);
+      if (now_ms - last < 1000 || !last_logged_ms.compare_exchange_strong(last, now_ms)) {
+        left_out.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+      SEQD_LOG(kWarn) << "http request_id=" << id << " op=" << op << " status=" << code
+                      << " code=" << status << " " << ToStd(req.method_string()) << " " << path
+                      << " (" << left_out.exchange(0) << " more 503s not logged)";
+    } else if (code >= 500) {
       SEQD_LOG(kError) << "http request_id=" << id << " op=" << op << " status=" << code
                        << " code=" << status << " " << ToStd(req.method_string()) << " " << path;
     } else {  // client errors: debug, not to flood the log
@@ -357,7 +374,7 @@ ApiRouter::ApiRouter(SegmentAllocator& allocator, KeyAdmin& admin, RouterOptions
     : allocator_(allocator),
       admin_(admin),
       options_(std::move(options)),
-      snowflake_(std::make_unique<SnowflakeRoutes>(nullptr, 0)) {}
+      snowflake_(std::make_unique<SnowflakeRoutes>(nullptr)) {}
 
 ApiRouter::~ApiRouter() = default;
 
@@ -365,8 +382,8 @@ void ApiRouter::SetMessageService(MessageService* service) {
   messages_ = service ? std::make_unique<MessageRoutes>(*service) : nullptr;
 }
 
-void ApiRouter::SetSnowflake(SnowflakeGenerator* generator, int64_t max_count) {
-  snowflake_ = std::make_unique<SnowflakeRoutes>(generator, max_count);
+void ApiRouter::SetSnowflake(SnowflakeGenerator* generator) {
+  snowflake_ = std::make_unique<SnowflakeRoutes>(generator);
 }
 
 void ApiRouter::SetMetricsHandler(std::function<std::string()> handler) {
@@ -691,6 +708,7 @@ void ApiRouter::HandleStatusPage(const std::shared_ptr<Call>& call) {
   admin_.CheckStore([this, call](Status health) {
     auto in = std::make_shared<StatusPageInput>();
     in->version = options_.version;
+    if (const SnowflakeGenerator* gen = snowflake_->generator()) in->snowflake = gen->status();
     in->uptime = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
                                                                   options_.started);
     in->store_up = health.ok();

@@ -87,10 +87,9 @@ class ApiRouter {
   void SetMessageService(MessageService* service);
 
   // Serves the snowflake endpoints (server/http/snowflake_routes.h) from
-  // `generator`, which must outlive the router; `max_count` is its
-  // SnowflakeOptions::max_count. nullptr: those paths answer 404. Call
-  // before the first Handle(). Admin-only routers never serve them.
-  void SetSnowflake(SnowflakeGenerator* generator, int64_t max_count);
+  // `generator`, which must outlive the router. nullptr: those paths answer
+  // 404. Call before the first Handle(). Admin-only routers never serve them.
+  void SetSnowflake(SnowflakeGenerator* generator);
 
   // If set, GET /metrics serves its result as Prometheus text. Unset: 404.
   void SetMetricsHandler(std::function<std::string()> handler);

@@ -104,9 +104,47 @@ std::string_view SnowflakeRoutes::OpName(const std::vector<std::string_view>& se
 bool SnowflakeRoutes::Handle(http::verb method, const std::vector<std::string_view>& seg,
                              std::string_view query, bool prefers_text,
                              const Respond& respond) const {
+  if (seg.size() == 2 && seg[0] == "admin" && seg[1] == "snowflake") {
+    ServeAdmin(method, respond);
+    return true;
+  }
   if (OpName(seg).empty()) return false;
   Serve(method, seg, query, prefers_text, respond);
   return true;
+}
+
+void SnowflakeRoutes::ServeAdmin(http::verb method, const Respond& respond) const {
+  if (method != http::verb::get) {
+    return respond(
+        Reply{http::status::method_not_allowed, false,
+              ErrorBody("method_not_allowed", "method " + std::string(http::to_string(method)) +
+                                                  " is not allowed here; use GET"),
+              "GET"});
+  }
+  if (generator_ == nullptr) {
+    return respond(
+        JsonReply(http::status::not_found, ErrorBody("not_found", "snowflake IDs are disabled")));
+  }
+  const SnowflakeStatus s = generator_->status();
+  const SnowflakeLayout& l = generator_->layout();
+  Json j;
+  j["serving"] = s.serving;
+  j["why_not"] = s.serving ? Json(nullptr) : Json(s.why_not);
+  j["worker_id"] = s.worker_id;
+  j["layout"] = {{"time_bits", l.time_bits},
+                 {"worker_bits", l.worker_bits},
+                 {"sequence_bits", l.sequence_bits},
+                 {"epoch_ms", l.epoch_ms}};
+  j["last_time_ms"] = s.last_time_ms;
+  j["not_before_ms"] = s.not_before_ms;
+  j["time_bound_ms"] = s.time_bound_ms;
+  j["lease_left_s"] = s.lease_left_s;
+  j["parked"] = s.parked;
+  j["issued"] = s.issued;
+  j["clock_back_waits"] = s.clock_back_waits;
+  j["clock_back_refusals"] = s.clock_back_refusals;
+  j["sequence_waits"] = s.sequence_waits;
+  respond(JsonReply(http::status::ok, Dump(j)));
 }
 
 void SnowflakeRoutes::Serve(http::verb method, const std::vector<std::string_view>& seg,
@@ -126,7 +164,7 @@ void SnowflakeRoutes::Serve(http::verb method, const std::vector<std::string_vie
   const SnowflakeLayout& layout = generator_->layout();
 
   if (seg.size() == 1 && seg[0] == "snowflake") {  // GET /snowflake[?count=N]
-    Result<std::optional<int64_t>> count = CountParam(query, max_count_);
+    Result<std::optional<int64_t>> count = CountParam(query, generator_->max_count());
     if (!count) return respond(ErrorReply(count.error()));
     return Issue(count->value_or(1), prefers_text, /*leaf=*/false, respond);
   }

@@ -8,6 +8,8 @@
 //   GET /api/snowflake/get/{key}              Leaf's: the bare ID as text/plain
 //   GET /decodeSnowflakeId?snowflakeId={id}   Leaf's: {"timestamp":"ms(date)",
 //                                             "sequenceId":"…","workerId":"…"}
+//   GET /admin/snowflake                      the generator's state (SnowflakeStatus
+//                                             and the layout) as JSON
 //
 // IDs are JSON strings: 64-bit IDs exceed what a JavaScript number holds
 // exactly (2^53). Dates are UTC (Leaf printed the JVM's zone). Leaf's key is
@@ -44,10 +46,11 @@ class SnowflakeRoutes {
   using Respond = std::function<void(Reply)>;
 
   // `generator` (nullptr: the paths answer 404) must outlive the routes and
-  // every pending call. `max_count`: the generator's SnowflakeOptions::
-  // max_count, the upper bound the count parameter is checked against.
-  SnowflakeRoutes(SnowflakeGenerator* generator, int64_t max_count)
-      : generator_(generator), max_count_(max_count) {}
+  // every pending call.
+  explicit SnowflakeRoutes(SnowflakeGenerator* generator) : generator_(generator) {}
+
+  // The generator, or nullptr when snowflake IDs are off.
+  const SnowflakeGenerator* generator() const { return generator_; }
 
   // The metrics `op` of a snowflake path ("snowflake" for the three that
   // issue IDs, "snowflake_decode" for the two that decode), or "" if
@@ -65,11 +68,12 @@ class SnowflakeRoutes {
   // Answers a snowflake path (OpName(segments) is not empty).
   void Serve(boost::beast::http::verb method, const std::vector<std::string_view>& segments,
              std::string_view query, bool prefers_text, const Respond& respond) const;
+  // GET /admin/snowflake.
+  void ServeAdmin(boost::beast::http::verb method, const Respond& respond) const;
   // Issues `count` IDs and answers: JSON, text lines (`text`) or Leaf's bare ID (`leaf`).
   void Issue(int64_t count, bool text, bool leaf, const Respond& respond) const;
 
   SnowflakeGenerator* const generator_;
-  const int64_t max_count_;
 };
 
 }  // namespace seqd

@@ -143,6 +143,35 @@ std::string RunwayCell(const KeySnapshot& s) {
   return LowRunway(s) ? R"(<td class="warn"><b>)" + text + "</b></td>" : "<td>" + text + "</td>";
 }
 
+// One row: the worker id, serving or not, the lease and the counters.
+std::string SnowflakeSection(const SnowflakeStatus& s) {
+  std::string h = "<h2>Snowflake</h2>\n";
+  h += R"(<div class="tablewrap"><table id="snowflake"><thead><tr>)"
+       R"(<th>Worker id</th><th class="l">State</th><th>Lease left</th>)"
+       R"(<th>Last timestamp (ms)</th><th>Issued</th><th>Waits for next ms</th>)"
+       R"(<th>Clock back: waited</th><th>Clock back: refused</th></tr></thead><tbody><tr>)";
+  h += "<td>" + (s.worker_id >= 0 ? Num(s.worker_id) : std::string("&ndash;")) + "</td>";
+  if (s.serving) {
+    h += R"(<td class="l"><span class="pill up">serving</span></td>)";
+  } else {
+    h += R"(<td class="l err">)" + HtmlEscape(s.why_not) + "</td>";
+  }
+  h += "<td>" +
+       (s.lease_left_s > 0
+            ? FormatDuration(std::chrono::seconds(static_cast<int64_t>(s.lease_left_s)))
+            : std::string("&ndash;")) +
+       "</td>";
+  h += "<td>" + Num(s.last_time_ms) + "</td>";
+  h += "<td>" + std::to_string(s.issued) + "</td>";
+  h += "<td>" + std::to_string(s.sequence_waits) + "</td>";
+  h += "<td>" + std::to_string(s.clock_back_waits) + "</td>";
+  h += s.clock_back_refusals > 0
+           ? R"(<td class="warn"><b>)" + std::to_string(s.clock_back_refusals) + "</b></td>"
+           : "<td>0</td>";
+  h += "</tr></tbody></table></div>\n";
+  return h;
+}
+
 }  // namespace
 
 std::string RenderStatusPage(const StatusPageInput& in) {
@@ -192,7 +221,15 @@ std::string RenderStatusPage(const StatusPageInput& in) {
          " min of IDs left in memory at the current rate.</div>\n";
   }
 
-  h += "<main><h2>Keys</h2><p class=\"summary\">";
+  if (in.snowflake && !in.snowflake->serving) {
+    h += R"(<div class="banner warn" id="snowflake-down">Snowflake IDs are refused: )";
+    h += HtmlEscape(in.snowflake->why_not);
+    h += "</div>\n";
+  }
+
+  h += "<main>";
+  if (in.snowflake) h += SnowflakeSection(*in.snowflake);
+  h += "<h2>Keys</h2><p class=\"summary\">";
   h += std::to_string(in.snapshots.size()) + " in memory";
   if (in.rows) {
     h += " &middot; " + std::to_string(in.rows->size()) + " registered in the store";
@@ -263,8 +300,9 @@ std::string RenderStatusPage(const StatusPageInput& in) {
 
   h += "<footer>";
   if (in.refresh_s > 0) h += "Refreshes every " + std::to_string(in.refresh_s) + " s. ";
-  h += R"(JSON: <a href="/admin/cache">/admin/cache</a> &middot; )"
-       R"(<a href="/admin/keys">/admin/keys</a> &middot; <a href="/readyz">/readyz</a> &middot; )"
+  h += R"(JSON: <a href="/admin/cache">/admin/cache</a> &middot; )";
+  if (in.snowflake) h += R"(<a href="/admin/snowflake">/admin/snowflake</a> &middot; )";
+  h += R"(<a href="/admin/keys">/admin/keys</a> &middot; <a href="/readyz">/readyz</a> &middot; )"
        R"(<a href="/healthz">/healthz</a></footer>)";
   h += "\n</body></html>\n";
   return h;

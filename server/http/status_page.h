@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "server/core/segment_allocator.h"
+#include "server/snowflake/snowflake_generator.h"
 #include "storage/segment_store.h"
 
 namespace seqd {
@@ -33,6 +34,8 @@ struct StatusPageInput {
   std::optional<std::vector<KeyRow>> rows;
   std::string rows_error;
   bool rows_truncated = false;  // more rows exist than were listed
+  // The snowflake generator's state; nullopt when snowflake IDs are off.
+  std::optional<SnowflakeStatus> snowflake;
   // Seconds between automatic reloads; 0: none.
   int refresh_s = 5;
 };

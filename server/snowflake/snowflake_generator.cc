@@ -135,8 +135,10 @@ SnowflakeGenerator::Step SnowflakeGenerator::Fill(Waiter& w, std::chrono::micros
                        std::to_string(worker_id_) + "; not issuing IDs until the next renewal");
     return Step::kFail;
   }
-  if (t > options_.layout.max_time_ms()) {
-    error = NotServing("the clock is past the last millisecond the layout's time field can hold");
+  if (t > options_.layout.max_time_ms() || t < options_.layout.epoch_ms) {
+    error = NotServing("the clock is outside the times the layout can hold (epoch " +
+                       std::to_string(options_.layout.epoch_ms) + " to " +
+                       std::to_string(options_.layout.max_time_ms()) + ")");
     return Step::kFail;
   }
   const int64_t max_sequence = options_.layout.max_sequence();

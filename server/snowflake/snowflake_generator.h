@@ -81,6 +81,7 @@ class SnowflakeGenerator {
   SnowflakeGenerator& operator=(const SnowflakeGenerator&) = delete;
 
   const SnowflakeLayout& layout() const { return options_.layout; }
+  int64_t max_count() const { return options_.max_count; }
 
   // Issues `count` IDs, ascending. kInvalidArgument unless 1 <= count <=
   // max_count. See the file comment for waiting and failing.

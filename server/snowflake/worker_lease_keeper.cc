@@ -164,6 +164,9 @@ void WorkerLeaseKeeper::Failed(const std::string& what, const Error& e,
     if (id >= 0) ReleaseOnRunner(id, not_before);
     return;
   }
+  // Without an id, requests say why (a held id keeps serving until its
+  // lease runs out).
+  if (id < 0) generator_.Revoke("no worker id leased: " + message);
   Schedule(retry);
 }
 

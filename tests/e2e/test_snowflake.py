@@ -580,8 +580,10 @@ class Snowflake(Base):
         self.assertEqual(s.stop(), 0)
 
     def test_layout_that_cannot_hold_now_refuses_to_start(self):
+        tomorrow = str(int(time.time() * 1000) + 86400000)
         for extra in (("--snowflake-time-bits", "30"),  # ran out in 2010
-                      ("--snowflake-sequence-bits", "13")):  # 41 + 10 + 13 > 63
+                      ("--snowflake-sequence-bits", "13"),  # 41 + 10 + 13 > 63
+                      ("--snowflake-epoch-ms", tomorrow)):  # IDs would be negative
             args = [SEQD, "--store", self.store, "--http-port", "0", "--tcp-port", "-1", *extra]
             try:
                 p = subprocess.run(args, capture_output=True, text=True, timeout=15)
@@ -602,9 +604,10 @@ class Snowflake(Base):
         s.create_key(key, 100)
         got = s.ids(key, 5)
         self.assertEqual(got, sorted(set(got)))
-        # the gauges are left out (nothing to alert on), or say "none, not serving"
+        # the gauges are left out (nothing to alert on)
         m = metrics(s)
-        self.assertEqual(m.get("seqd_snowflake_worker_id", -1), -1)
+        self.assertNotIn("seqd_snowflake_worker_id", m)
+        self.assertNotIn("seqd_snowflake_serving", m)
         self.assertEqual(m.get("seqd_snowflake_serving", 0), 0)
         self.assertEqual(m["seqd_snowflake_ids_issued_total"], 0)
         # no lease: nothing written to the lease table

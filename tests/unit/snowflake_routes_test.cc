@@ -57,7 +57,7 @@ struct Fixture {
   explicit Fixture(SnowflakeOptions o = DefaultOptions(), bool admin_only = false)
       : generator(wall, clock, o),
         router(allocator, admin, RouterOptions{"t", std::chrono::steady_clock::now(), admin_only}) {
-    router.SetSnowflake(&generator, o.max_count);
+    router.SetSnowflake(&generator);
   }
 
   void Grant() { generator.Grant(kWorker, 0, kT0 + 1'000'000'000, clock.Now() + 1h); }
@@ -341,7 +341,7 @@ TEST_CASE("HTTP snowflake: without a generator every snowflake path is 404") {
   KeyAdmin admin{segments, runner, allocator};
   ApiRouter unset(allocator, admin, RouterOptions{"t", std::chrono::steady_clock::now()});
   ApiRouter cleared(allocator, admin, RouterOptions{"t", std::chrono::steady_clock::now()});
-  cleared.SetSnowflake(nullptr, 0);
+  cleared.SetSnowflake(nullptr);
   for (ApiRouter* router : {&unset, &cleared}) {
     for (std::string target : {"/snowflake", "/snowflake?count=2", "/snowflake/decode/1",
                                "/api/snowflake/get/order", "/decodeSnowflakeId?snowflakeId=1"}) {
@@ -410,4 +410,55 @@ TEST_CASE("HTTP snowflake: requests are counted as op snowflake and snowflake_de
   has(R"(op="snowflake",status="method_not_allowed"} 1)");
   has(R"(op="snowflake_decode",status="ok"} 2)");
   has(R"(op="snowflake_decode",status="invalid_argument"} 1)");
+}
+
+TEST_CASE("HTTP snowflake: GET /admin/snowflake shows the generator's state") {
+  Fixture f;
+  auto before = f.Get("/admin/snowflake");
+  REQUIRE(before.result() == http::status::ok);
+  json b = Json(before);
+  CHECK(b["serving"] == false);
+  CHECK(b["why_not"] == "no worker id leased yet");
+  CHECK(b["worker_id"] == -1);
+  CHECK(b["layout"]["time_bits"] == 41);
+  CHECK(b["layout"]["epoch_ms"] == kLeafEpochMs);
+
+  f.Grant();
+  REQUIRE(f.Get("/snowflake?count=3").result() == http::status::ok);
+  json a = Json(f.Get("/admin/snowflake"));
+  CHECK(a["serving"] == true);
+  CHECK(a["why_not"].is_null());
+  CHECK(a["worker_id"] == kWorker);
+  CHECK(a["issued"] == 3);
+  CHECK(a["last_time_ms"] == kT0);
+  CHECK(a["lease_left_s"].get<double>() > 3500);
+
+  CHECK(f.Get("/admin/snowflake", "", http::verb::post).result() ==
+        http::status::method_not_allowed);
+  Fixture off;
+  off.router.SetSnowflake(nullptr);
+  CHECK(off.Get("/admin/snowflake").result() == http::status::not_found);
+}
+
+TEST_CASE("HTTP snowflake: the status page has a Snowflake section and a banner when refusing") {
+  // The page checks the store on the database runner first.
+  auto page_of = [](Fixture& fx) {
+    auto fut = fx.Start(http::verb::get, "/");
+    fx.runner.RunAll();
+    REQUIRE(fut.wait_for(0s) == std::future_status::ready);
+    return fut.get();
+  };
+  Fixture f;
+  auto page = page_of(f);
+  REQUIRE(page.result() == http::status::ok);
+  CHECK(page.body().find("id=\"snowflake\"") != std::string::npos);
+  CHECK(page.body().find("id=\"snowflake-down\"") != std::string::npos);
+  CHECK(page.body().find("no worker id leased yet") != std::string::npos);
+  f.Grant();
+  auto serving = page_of(f);
+  CHECK(serving.body().find("id=\"snowflake-down\"") == std::string::npos);
+  CHECK(serving.body().find(">serving<") != std::string::npos);
+  Fixture off;
+  off.router.SetSnowflake(nullptr);
+  CHECK(page_of(off).body().find("id=\"snowflake\"") == std::string::npos);
 }

@@ -154,6 +154,8 @@ TEST_CASE("lease keeper: a second process gets another id; ids run out cleanly")
   auto refused = c.Next();
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.error().code == ErrorCode::kNotServing);
+  CHECK(refused.error().message ==
+        "no worker id leased: claiming a worker id: all 2 worker ids are leased");
   CHECK(c.keeper.status().last_error.find("all 2 worker ids are leased") != std::string::npos);
 }
 
@@ -210,7 +212,7 @@ TEST_CASE("lease keeper: store down past the lease stops IDs before anyone can t
   w.Tick(200);
   CHECK(a.keeper.status().worker_id == -1);
   CHECK_FALSE(a.gen.status().serving);
-  CHECK(a.gen.status().why_not.find("taken over by another process") != std::string::npos);
+  CHECK(a.gen.status().why_not.find("all 1 worker ids are leased") != std::string::npos);
   CHECK(a.keeper.status().last_error.find("all 1 worker ids are leased") != std::string::npos);
   CHECK(b.gen.status().serving);
 }
