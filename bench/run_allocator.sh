@@ -5,19 +5,11 @@
 #   bench/run_allocator.sh [--benchmark_min_time=0.2] ...
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUILD_DIR=${BUILD_DIR:-build-bench}
-
-if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]] ||
-   ! grep -q '^CMAKE_BUILD_TYPE:STRING=Release$' "$BUILD_DIR/CMakeCache.txt"; then
-  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release \
-    -DSEQD_BUILD_TESTS=OFF -DSEQD_BUILD_BENCH=ON >/dev/null
-fi
-cmake --build "$BUILD_DIR" -j2 --target allocator_bench >/dev/null
+source bench/microbench.sh
 
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-"$BUILD_DIR/bench/allocator_bench" --benchmark_repetitions=3 \
-  --benchmark_report_aggregates_only=true --benchmark_format=json "$@" >"$out"
+run_microbench allocator_bench "$out" "$@"
 
 python3 - "$out" <<'PY'
 import json, re, sys

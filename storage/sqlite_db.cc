@@ -2,8 +2,10 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <filesystem>
 #include <system_error>
+#include <thread>
 
 namespace seqd {
 namespace {
@@ -75,15 +77,27 @@ Status SqliteDb::Open() {
   sqlite3_extended_result_codes(db, 1);
   sqlite3_busy_timeout(db, kBusyTimeoutMs);
 
-  // journal_mode answers with the mode actually in effect.
+  // journal_mode answers with the mode actually in effect. Switching a new
+  // file to WAL takes an exclusive lock, and SQLite answers BUSY at once
+  // (no busy handler) when another process opens the same new file at that
+  // moment: retried for up to the busy timeout.
   std::string mode;
-  rc = sqlite3_exec(
-      db, "PRAGMA journal_mode=WAL",
-      [](void* out, int n, char** vals, char**) {
-        if (n > 0 && vals[0] != nullptr) *static_cast<std::string*>(out) = vals[0];
-        return 0;
-      },
-      &mode, nullptr);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  for (;;) {
+    rc = sqlite3_exec(
+        db, "PRAGMA journal_mode=WAL",
+        [](void* out, int n, char** vals, char**) {
+          if (n > 0 && vals[0] != nullptr) *static_cast<std::string*>(out) = vals[0];
+          return 0;
+        },
+        &mode, nullptr);
+    const int primary = rc & 0xff;
+    if ((primary != SQLITE_BUSY && primary != SQLITE_LOCKED) ||
+        std::chrono::steady_clock::now() >= give_up) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   if (rc != SQLITE_OK) return fail("setting journal_mode=WAL");
   if (mode != "wal" && mode != "memory") return fail("journal_mode is '" + mode + "', not wal");
   rc = sqlite3_exec(db, "PRAGMA synchronous=FULL", nullptr, nullptr, nullptr);

@@ -48,23 +48,19 @@ Civil ToCivil(int64_t unix_ms) {
   return c;
 }
 
-// "2026-11-22T15:14:08.589Z". REQUIRES: unix_ms >= 0.
-std::string IsoUtc(int64_t unix_ms) {
-  const Civil c = ToCivil(unix_ms);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04lld-%02d-%02dT%02d:%02d:%02d.%03dZ",
-                static_cast<long long>(c.year), c.month, c.day, c.hour, c.minute, c.second,
-                c.milli);
-  return buf;
-}
+enum class DateStyle {
+  kIso,   // "2026-11-22T15:14:08.589Z"
+  kLeaf,  // Leaf's "yyyy-MM-dd HH:mm:ss.SSS", here in UTC
+};
 
-// Leaf's "yyyy-MM-dd HH:mm:ss.SSS", in UTC. REQUIRES: unix_ms >= 0.
-std::string LeafDate(int64_t unix_ms) {
+// `unix_ms` as a UTC date. REQUIRES: unix_ms >= 0.
+std::string FormatUtc(int64_t unix_ms, DateStyle style) {
   const Civil c = ToCivil(unix_ms);
+  const char* format = style == DateStyle::kIso ? "%04lld-%02d-%02dT%02d:%02d:%02d.%03dZ"
+                                                : "%04lld-%02d-%02d %02d:%02d:%02d.%03d";
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%04lld-%02d-%02d %02d:%02d:%02d.%03d",
-                static_cast<long long>(c.year), c.month, c.day, c.hour, c.minute, c.second,
-                c.milli);
+  std::snprintf(buf, sizeof buf, format, static_cast<long long>(c.year), c.month, c.day, c.hour,
+                c.minute, c.second, c.milli);
   return buf;
 }
 
@@ -196,13 +192,14 @@ void SnowflakeRoutes::Serve(http::verb method, const std::vector<std::string_vie
   if (!f) return respond(ErrorReply(f.error()));
   Json j;
   if (leaf) {  // Leaf's shape: every value a string, the date after the millis
-    j["timestamp"] = std::to_string(f->time_ms) + "(" + LeafDate(f->time_ms) + ")";
+    j["timestamp"] =
+        std::to_string(f->time_ms) + "(" + FormatUtc(f->time_ms, DateStyle::kLeaf) + ")";
     j["sequenceId"] = std::to_string(f->sequence);
     j["workerId"] = std::to_string(f->worker);
   } else {
     j["id"] = std::to_string(*id);
     j["time_ms"] = f->time_ms;
-    j["time"] = IsoUtc(f->time_ms);
+    j["time"] = FormatUtc(f->time_ms, DateStyle::kIso);
     j["worker"] = f->worker;
     j["sequence"] = f->sequence;
   }

@@ -912,7 +912,8 @@ TEST_SUITE("mariadb") {
     std::unique_ptr<sql::Statement> st(raw->createStatement());
     std::unique_ptr<sql::ResultSet> rs(st->executeQuery(
         "SELECT TABLE_NAME, ENGINE, TABLE_COLLATION FROM information_schema.TABLES "
-        "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'seqd\\_%' ORDER BY TABLE_NAME"));
+        "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN ('seqd_conv', 'seqd_conv_member', "
+        "'seqd_message') ORDER BY TABLE_NAME"));
     std::vector<std::string> names;
     while (rs->next()) {
       names.push_back(rs->getString(1).asStdString());

@@ -583,6 +583,34 @@ TEST_SUITE("sqlite") {
     fs::remove_all(out_dir, ec);
   }
 
+  TEST_CASE("sqlite: processes opening one NEW file at the same moment all succeed") {
+    // Turning a new file to WAL takes an exclusive lock that SQLite does not
+    // wait for: seqd processes started together must retry, not fail.
+    const fs::path out_dir = MakeTempDir("seqd-conformance-");
+    for (int round = 0; round < 20; ++round) {
+      const std::string path = (out_dir / ("new." + std::to_string(round) + ".db")).string();
+      constexpr int kProcs = 6;
+      std::vector<pid_t> pids;
+      for (int p = 0; p < kProcs; ++p) {
+        pid_t pid = fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {  // child: no doctest macros; the exit code reports
+          auto store = SqliteStore::Open(path);
+          _exit(store.ok() && store.value()->EnsureSchema().ok() ? 0 : 1);
+        }
+        pids.push_back(pid);
+      }
+      for (pid_t pid : pids) {
+        int status = 0;
+        REQUIRE(waitpid(pid, &status, 0) == pid);
+        CHECK(WIFEXITED(status));
+        CHECK(WEXITSTATUS(status) == 0);
+      }
+    }
+    std::error_code ec;
+    fs::remove_all(out_dir, ec);
+  }
+
   TEST_CASE("sqlite: unopenable path gives kStoreUnavailable, not a crash") {
     auto opened = SqliteStore::Open("/proc/seqd-no-such-dir/leaf.db");
     CHECK_ERR(opened, ErrorCode::kStoreUnavailable);
