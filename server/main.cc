@@ -163,10 +163,14 @@ int Run(const Config& config) {
     SEQD_LOG(kError) << "cannot open message store: " << message_store.error().message;
     return 1;
   }
-  auto lease_store = OpenWorkerLeaseStore(config.store);
-  if (!lease_store) {
-    SEQD_LOG(kError) << "cannot open worker-lease store: " << lease_store.error().message;
-    return 1;
+  std::unique_ptr<WorkerLeaseStore> lease_store;  // only with snowflake = on
+  if (config.snowflake) {
+    auto opened = OpenWorkerLeaseStore(config.store);
+    if (!opened) {
+      SEQD_LOG(kError) << "cannot open worker-lease store: " << opened.error().message;
+      return 1;
+    }
+    lease_store = std::move(opened).value();
   }
   SystemWallClock wall;
   SnowflakeOptions snowflake_options = ToSnowflakeOptions(config);
@@ -224,6 +228,7 @@ int Run(const Config& config) {
                          RouterOptions{SEQD_VERSION, std::chrono::steady_clock::now(),
                                        /*admin_only=*/true});
   admin_router.SetMetrics(&metrics);
+  if (config.snowflake) admin_router.SetSnowflake(&snowflake);  // its status page section
   admin_router.SetMetricsHandler([&metrics] { return metrics.Render(); });
   std::unique_ptr<HttpServer> admin_http;
   if (config.admin_port >= 0) {
@@ -280,7 +285,7 @@ int Run(const Config& config) {
     lease_options.retry_interval =
         std::min<std::chrono::milliseconds>(std::chrono::seconds(1), lease_options.ttl / 10);
     lease_options.metrics = &metrics;
-    lease_keeper = std::make_unique<WorkerLeaseKeeper>(**lease_store, db, clock, wall, snowflake,
+    lease_keeper = std::make_unique<WorkerLeaseKeeper>(*lease_store, db, clock, wall, snowflake,
                                                        lease_options);
     metrics.SetSnowflakeStats([&snowflake] {
       const SnowflakeStatus st = snowflake.status();
@@ -303,7 +308,7 @@ int Run(const Config& config) {
     db.Post([&] {
       Status s = (*store)->EnsureSchema();
       if (s) s = (*message_store)->EnsureSchema();
-      if (s && config.snowflake) s = (*lease_store)->EnsureSchema();
+      if (s && lease_store) s = lease_store->EnsureSchema();
       if (s) {
         schema_ready = true;
         // The lease table exists now: claim a worker id.

@@ -37,6 +37,8 @@ Result<WorkerLease> MemoryWorkerLeaseStore::Claim(const ClaimRequest& r) {
 
   WorkerLease& row = rows_[choice.worker_id];  // inserted (time bound 0) for kInsert
   const int64_t bound_before = row.time_bound_ms;
+  const bool reclaimed =
+      choice.kind == worker_lease::ClaimChoice::kUpdate && row.instance == r.instance;
   row.worker_id = choice.worker_id;
   row.owner = r.owner;
   row.instance = r.instance;
@@ -44,6 +46,7 @@ Result<WorkerLease> MemoryWorkerLeaseStore::Claim(const ClaimRequest& r) {
   WorkerLease out = row;
   out.time_bound_ms = bound_before;
   out.store_now_ms = now;
+  out.reclaimed = reclaimed;
   return out;
 }
 

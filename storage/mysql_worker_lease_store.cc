@@ -156,7 +156,8 @@ Result<WorkerLease> MysqlWorkerLeaseStore::Claim(const ClaimRequest& r) {
         } else {
           const WorkerLease& old = rows[choice.row];
           out.time_bound_ms = old.time_bound_ms;
-          if (old.instance == r.instance) {
+          out.reclaimed = old.instance == r.instance;
+          if (out.reclaimed) {
             sql::PreparedStatement& s = c.Stmt(kReclaim);
             s.setString(1, out.owner);
             s.setInt64(2, out.expires_ms);

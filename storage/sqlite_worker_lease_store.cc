@@ -156,6 +156,7 @@ Result<WorkerLease> SqliteWorkerLeaseStore::Claim(const ClaimRequest& r) {
     if (rc != SQLITE_DONE) return fail(db_.SqlError(rc, "claim (insert)"));
   } else {
     out.time_bound_ms = (*rows)[choice.row].time_bound_ms;
+    out.reclaimed = (*rows)[choice.row].instance == r.instance;
     auto s = db_.Stmt(kTake, "claim (update)");
     if (!s.ok()) return fail(s.error());
     SqliteResetOnExit reset(*s);

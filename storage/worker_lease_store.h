@@ -41,6 +41,9 @@ struct WorkerLease {
   int64_t expires_ms = 0;     // store clock, unix millis
   int64_t time_bound_ms = 0;  // see the table comment
   int64_t store_now_ms = 0;   // the store's clock when the call ran
+  // Claim only: the row was already this instance's (preference 1), so
+  // time_bound_ms may be a bound this instance persisted itself.
+  bool reclaimed = false;
 };
 
 struct ClaimRequest {

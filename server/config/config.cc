@@ -350,6 +350,29 @@ Result<Config> LoadConfig(int argc, const char* const* argv,
   if (c.snowflake_owner.size() > 255) {
     return MakeError(ErrorCode::kInvalidArgument, "snowflake_owner: at most 255 bytes");
   }
+  for (char ch : c.snowflake_owner) {
+    if (ch < 0x21 || ch > 0x7e) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "snowflake_owner: printable ASCII without spaces only (host:port)");
+    }
+  }
+  // A request may wait at most wait_deadline_ms: for a clock moved back
+  // within the bound, and for the milliseconds a full count needs.
+  if (c.snowflake_max_backward_ms > c.wait_deadline_ms) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "snowflake_max_backward_ms (" + std::to_string(c.snowflake_max_backward_ms) +
+                         ") must be at most wait_deadline_ms (" +
+                         std::to_string(c.wait_deadline_ms) + "): such a wait would always fail");
+  }
+  const int64_t per_ms = int64_t{1} << c.snowflake_sequence_bits;
+  const int64_t ms_needed = (c.snowflake_max_count + per_ms - 1) / per_ms + 1;
+  if (ms_needed > c.wait_deadline_ms) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "snowflake_max_count " + std::to_string(c.snowflake_max_count) + " needs " +
+                         std::to_string(ms_needed) + " ms at " + std::to_string(per_ms) +
+                         " IDs per ms, more than wait_deadline_ms (" +
+                         std::to_string(c.wait_deadline_ms) + ")");
+  }
   return c;
 }
 

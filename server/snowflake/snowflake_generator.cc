@@ -94,6 +94,8 @@ SnowflakeGenerator::Step SnowflakeGenerator::Fill(Waiter& w, std::chrono::micros
   // The lease is checked on the steady clock for the first ID of every
   // millisecond (and on every retry); the IDs that continue a checked
   // millisecond skip it. The lease's margin (a tenth of it) dwarfs 1 ms.
+  // (Uniqueness across processes rests on the time bound checked below,
+  // which is never skipped: a successor issues only above it.)
   if (t != lease_checked_ms_ || w.deadline) {
     if (now() >= valid_until_) {
       error = NotServing("the lease of worker id " + std::to_string(worker_id_) +
@@ -164,9 +166,13 @@ SnowflakeGenerator::Step SnowflakeGenerator::Fill(Waiter& w, std::chrono::micros
 }
 
 void SnowflakeGenerator::ArmLocked(std::chrono::microseconds after) {
-  if (timer_armed_) return;
+  const Clock::TimePoint at = clock_.Now() + after;
+  // A timer already due no later does the job; one due later (left from a
+  // revoked grant's wait) must not delay this one. An extra Drain is harmless.
+  if (timer_armed_ && armed_at_ <= at) return;
   timer_armed_ = true;
-  clock_.RunAt(clock_.Now() + after, [this] { Drain(); });
+  armed_at_ = at;
+  clock_.RunAt(at, [this] { Drain(); });
 }
 
 void SnowflakeGenerator::Drain() {
@@ -244,14 +250,27 @@ SnowflakeStatus SnowflakeGenerator::status() const {
   const Clock::TimePoint now = clock_.Now();
   std::lock_guard lock(mu_);
   SnowflakeStatus s;
-  s.serving = granted_ && now < valid_until_ && !shutting_down_;
-  if (!s.serving) {
-    s.why_not = shutting_down_ ? "server is shutting down"
-                : !granted_    ? why_not_
-                               : "the lease of worker id " + std::to_string(worker_id_) +
-                                  " was not renewed in time";
+  // The checks Fill makes, without waiting: a request now would fail (or
+  // wait for the clock) for the reason given.
+  const int64_t t = wall_.NowMs();
+  const std::string id = std::to_string(worker_id_);
+  if (shutting_down_) {
+    s.why_not = "server is shutting down";
+  } else if (!granted_) {
+    s.why_not = why_not_;
+  } else if (now >= valid_until_) {
+    s.why_not = "the lease of worker id " + id + " was not renewed in time";
+  } else if (t <= not_before_ms_) {
+    s.why_not = "waiting for the clock to pass the last timestamp issued under worker id " + id +
+                " (" + std::to_string(not_before_ms_ - t + 1) + " ms left)";
+  } else if (t < last_ms_ - options_.max_backward_ms) {
+    s.why_not = "the clock is " + std::to_string(last_ms_ - t) +
+                " ms behind the last issued timestamp (more than snowflake_max_backward_ms)";
+  } else if (t > time_bound_ms_) {
+    s.why_not = "the clock is past the time bound persisted with the lease of worker id " + id;
   }
-  s.worker_id = worker_id_;
+  s.serving = s.why_not.empty();
+  s.worker_id = granted_ ? worker_id_ : -1;
   s.last_time_ms = last_ms_;
   s.not_before_ms = not_before_ms_;
   s.time_bound_ms = time_bound_ms_;

@@ -55,9 +55,9 @@ struct SnowflakeOptions {
 
 // What the generator is doing, for the status page, /admin and metrics.
 struct SnowflakeStatus {
-  bool serving = false;      // holds an unexpired grant
+  bool serving = false;      // a request now would be served (or wait < 1 ms)
   std::string why_not;       // when !serving: the reason, as errors say it
-  int worker_id = -1;        // -1 before the first grant
+  int worker_id = -1;        // the worker id granted; -1 while none is
   int64_t last_time_ms = 0;  // largest timestamp issued (unix ms); 0: none yet
   int64_t not_before_ms = 0;
   int64_t time_bound_ms = 0;
@@ -149,6 +149,7 @@ class SnowflakeGenerator {
   int64_t sequence_ = 0;           // sequence of the last ID issued within last_ms_
   std::deque<Waiter> parked_;
   bool timer_armed_ = false;
+  Clock::TimePoint armed_at_{};  // when the armed timer fires
   uint64_t issued_ = 0;
   uint64_t clock_back_waits_ = 0;
   uint64_t clock_back_refusals_ = 0;

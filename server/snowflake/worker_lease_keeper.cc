@@ -64,8 +64,10 @@ void WorkerLeaseKeeper::ClaimOnRunner() {
   int64_t not_before = claimed->time_bound_ms;
   {
     std::lock_guard lock(mu_);
-    if (claiming_id_ == id) {
-      not_before = not_before_ms_;  // our own retried claim: the bound we read first
+    if (claimed->reclaimed && claiming_id_ == id) {
+      // Our own retried claim, nobody else held the row meanwhile: the
+      // bound we read first (the row may now carry one we persisted).
+      not_before = not_before_ms_;
     } else {
       claiming_id_ = id;
       not_before_ms_ = not_before;
@@ -76,6 +78,10 @@ void WorkerLeaseKeeper::ClaimOnRunner() {
   const Clock::TimePoint sent = clock_.Now();
   auto renewed = store_.Renew(id, instance_, ttl_ms, bound);
   if (!renewed) {
+    if (renewed.error().code == ErrorCode::kFailedPrecondition) {
+      std::lock_guard lock(mu_);
+      claiming_id_ = -1;  // taken over meanwhile: forget the bound we read
+    }
     return Failed("persisting the time bound of worker id " + std::to_string(id), renewed.error(),
                   options_.retry_interval);
   }

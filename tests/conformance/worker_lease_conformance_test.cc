@@ -224,6 +224,7 @@ void CheckClaimBasics(Backend& b) {
   CHECK(a.owner == "host-a:1");
   CHECK(a.instance == "inst-a");
   CHECK(a.time_bound_ms == 0);
+  CHECK_FALSE(a.reclaimed);
   CHECK(a.expires_ms == a.store_now_ms + kLongTtlMs);
   CheckStoreNow(b, a.store_now_ms);
 
@@ -235,6 +236,7 @@ void CheckClaimBasics(Backend& b) {
   b.Elapse(20);
   const WorkerLease again = MustClaim(s, Req("host-a:1", "inst-a"));
   CHECK(again.worker_id == 0);
+  CHECK(again.reclaimed);
   CHECK(again.store_now_ms > a.store_now_ms);
   CHECK(again.expires_ms == again.store_now_ms + kLongTtlMs);
   CHECK(again.time_bound_ms == 0);
@@ -403,6 +405,7 @@ void CheckExpiryTakeover(Backend& b) {
   const WorkerLease nb = MustClaim(s, Req("host-b:1", "inst-b", 1));
   CHECK(nb.worker_id == 0);
   CHECK(nb.time_bound_ms == 777);
+  CHECK_FALSE(nb.reclaimed);  // another instance's row
   CHECK(nb.owner == "host-b:1");
   CHECK(nb.instance == "inst-b");
   CHECK(nb.store_now_ms >= renewed->expires_ms);

@@ -136,6 +136,19 @@ TEST_CASE("snowflake options: defaults, layout sum and owner length are checked"
   REQUIRE_FALSE(owner);
   CHECK(owner.error().message.find("snowflake_owner") != std::string::npos);
 
+  auto space = Load({"--snowflake-owner", "host a:1"});
+  REQUIRE_FALSE(space);
+  CHECK(space.error().message.find("printable ASCII") != std::string::npos);
+
+  auto back = Load({"--snowflake-max-backward-ms", "2000"});
+  REQUIRE_FALSE(back);
+  CHECK(back.error().message.find("at most wait_deadline_ms (1000)") != std::string::npos);
+  CHECK(Load({"--snowflake-max-backward-ms", "2000", "--wait-deadline-ms", "2000"}).ok());
+
+  auto slow = Load({"--snowflake-sequence-bits", "1", "--snowflake-max-count", "4096"});
+  REQUIRE_FALSE(slow);
+  CHECK(slow.error().message.find("needs 2049 ms at 2 IDs per ms") != std::string::npos);
+
   auto lease = Load({"--snowflake-lease-ms", "10"});
   REQUIRE_FALSE(lease);
   CHECK(lease.error().message.find("--snowflake-lease-ms") != std::string::npos);

@@ -371,3 +371,45 @@ TEST_CASE("snowflake: threads on the real clocks get unique, per-thread increasi
   CHECK(all.size() == size_t{kThreads} * kPerThread);
   CHECK(gen.status().sequence_waits > 0);  // 8000 IDs at 16 per ms had to wait
 }
+
+TEST_CASE("snowflake: status says why a request now would be refused") {
+  Fixture f;
+  CHECK(f.gen->status().worker_id == -1);
+  f.GrantFor(6);
+  REQUIRE(f.Next().ids);
+  CHECK(f.gen->status().serving);
+  CHECK(f.gen->status().worker_id == 6);
+  f.wall.Set(kT0 - 3);  // within the bound: still serving (a request would wait)
+  CHECK(f.gen->status().serving);
+  f.wall.Set(kT0 - 6);
+  SnowflakeStatus back = f.gen->status();
+  CHECK_FALSE(back.serving);
+  CHECK(back.why_not.find("6 ms behind") != std::string::npos);
+  f.wall.Set(kT0 + 3'600'001);  // past the persisted bound
+  CHECK(f.gen->status().why_not.find("time bound") != std::string::npos);
+  f.wall.Set(kT0 + 1);
+  f.gen->Revoke("worker id 6 was taken over");
+  CHECK(f.gen->status().worker_id == -1);  // none held now
+  CHECK(f.gen->status().why_not == "worker id 6 was taken over");
+
+  Fixture starting;
+  starting.gen->Grant(2, kT0 + 500, kT0 + 3'600'000, starting.clock.Now() + 1h);
+  CHECK(starting.gen->status().why_not.find("501 ms left") != std::string::npos);
+}
+
+TEST_CASE("snowflake: a timer left from a revoked grant does not delay the next wait") {
+  SnowflakeOptions options;
+  options.layout = SnowflakeLayout{41, 10, 1, SnowflakeLayout::kLeafEpochMs};  // 2 per ms
+  Fixture f(options);
+  f.gen->Grant(1, /*not_before_ms=*/kT0 + 900, kT0 + 3'600'000, f.clock.Now() + 1h);
+  Outcome waiting = f.Next();  // parked for ~901 ms
+  CHECK(waiting.calls == 0);
+  f.gen->Revoke("worker id 1 was taken over");
+  REQUIRE(waiting.error);
+  f.GrantFor(2);
+  Outcome o = f.Next(3);  // 2 now, 1 in the next millisecond
+  CHECK(o.calls == 0);
+  f.Tick(1);
+  REQUIRE(o.ids);
+  CHECK(o.ids->size() == 3);
+}

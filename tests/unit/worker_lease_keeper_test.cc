@@ -24,6 +24,7 @@ class SwitchableLeaseStore final : public WorkerLeaseStore {
  public:
   explicit SwitchableLeaseStore(WorkerLeaseStore& inner) : inner_(inner) {}
   std::atomic<bool> down{false};
+  std::atomic<bool> renew_fails{false};  // claims work, renewals do not
 
   Status EnsureSchema() override { return inner_.EnsureSchema(); }
   Result<WorkerLease> Claim(const ClaimRequest& r) override {
@@ -32,7 +33,7 @@ class SwitchableLeaseStore final : public WorkerLeaseStore {
   }
   Result<WorkerLease> Renew(int id, std::string_view instance, int64_t ttl_ms,
                             int64_t bound) override {
-    if (down) return Down();
+    if (down || renew_fails) return Down();
     return inner_.Renew(id, instance, ttl_ms, bound);
   }
   Status Release(int id, std::string_view instance, int64_t bound) override {
@@ -269,4 +270,46 @@ TEST_CASE("lease keeper: release keeps the id for the same owner with its exact 
   auto next = a2.Next();
   REQUIRE(next.ok());
   CHECK(*next > *last);
+}
+
+TEST_CASE("lease keeper: a retried claim of an id someone held meanwhile takes their bound") {
+  World w;
+  // P claims id 0 but cannot persist its bound, then loses the database.
+  Process p(w, "host-p:8080", /*max_workers=*/1);
+  p.store.renew_fails = true;
+  p.keeper.Start();
+  w.db.RunAll();
+  REQUIRE(w.Row(0));
+  CHECK(w.Row(0)->instance == p.keeper.instance());
+  CHECK_FALSE(p.gen.status().serving);
+  p.store.down = true;
+  w.Tick(3100);  // P's claim expired in the store
+
+  // Q (its clock 2 s ahead) takes id 0 over, issues, and releases it.
+  auto q = std::make_unique<Process>(w, "host-q:8080", 1, /*skew_ms=*/2000);
+  q->keeper.Start();
+  w.db.RunAll();
+  REQUIRE(q->keeper.status().worker_id == 0);
+  auto q_last = q->Next();
+  REQUIRE(q_last.ok());
+  const int64_t q_time = q->gen.Decode(*q_last)->time_ms;
+  q->gen.Shutdown();
+  q->keeper.Stop();
+  w.db.RunAll();
+  q.reset();
+
+  // P comes back and claims id 0 again: it must start above Q's bound, not
+  // from the bound it read before Q held the id.
+  p.store.down = false;
+  p.store.renew_fails = false;
+  w.Tick(150);
+  REQUIRE(p.keeper.status().worker_id == 0);
+  CHECK(p.gen.status().not_before_ms == q_time);
+  auto early = p.Next();
+  REQUIRE_FALSE(early.ok());
+  CHECK(early.error().message.find("waiting for the clock to pass") != std::string::npos);
+  w.Tick(q_time - p.wall.NowMs() + 1);
+  auto first = p.Next();
+  REQUIRE(first.ok());
+  CHECK(*first > *q_last);
 }
