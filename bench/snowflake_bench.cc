@@ -68,7 +68,7 @@ Env& Shared() {
 int64_t Take(SnowflakeGenerator& gen, int64_t count) {
   std::atomic<bool> done{false};
   int64_t first = -1;
-  gen.Next(count, [&](Result<std::vector<int64_t>> r) {
+  gen.Next(count, [&](Result<SnowflakeIds> r) {
     if (r) first = r->front();
     done.store(true, std::memory_order_release);
     done.notify_one();

@@ -208,9 +208,9 @@ void SnowflakeRoutes::Serve(http::verb method, const std::vector<std::string_vie
 
 void SnowflakeRoutes::Issue(int64_t count, bool text, bool leaf, const Respond& respond) const {
   // May complete later, on the generator's timer thread: owns a copy of `respond`.
-  generator_->Next(count, [respond, one = count == 1, text, leaf](Result<std::vector<int64_t>> r) {
+  generator_->Next(count, [respond, one = count == 1, text, leaf](Result<SnowflakeIds> r) {
     if (!r) return respond(ErrorReply(r.error()));
-    const std::vector<int64_t>& ids = *r;
+    const SnowflakeIds& ids = *r;
     if (ids.empty()) {
       return respond(ErrorReply(MakeError(ErrorCode::kInternal, "generator returned no IDs")));
     }

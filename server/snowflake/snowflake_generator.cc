@@ -176,7 +176,7 @@ void SnowflakeGenerator::ArmLocked(std::chrono::microseconds after) {
 }
 
 void SnowflakeGenerator::Drain() {
-  std::vector<std::pair<Callback, Result<std::vector<int64_t>>>> answers;
+  std::vector<std::pair<Callback, Result<SnowflakeIds>>> answers;
   int64_t issued = 0;
   {
     std::lock_guard lock(mu_);

@@ -29,6 +29,7 @@
 // thread that runs the Clock's timers.
 #pragma once
 
+#include <boost/container/small_vector.hpp>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -44,6 +45,10 @@
 namespace seqd {
 
 class Metrics;
+
+// The IDs of one request, ascending. A few are held inline: a single-ID
+// request allocates nothing.
+using SnowflakeIds = boost::container::small_vector<int64_t, 4>;
 
 struct SnowflakeOptions {
   SnowflakeLayout layout;
@@ -71,7 +76,7 @@ struct SnowflakeStatus {
 
 class SnowflakeGenerator {
  public:
-  using Callback = std::function<void(Result<std::vector<int64_t>>)>;
+  using Callback = std::function<void(Result<SnowflakeIds>)>;
 
   // `wall`, `clock` (and options.metrics) must outlive the generator.
   // REQUIRES: options.layout.Validate() ok, max_count >= 1.
@@ -115,7 +120,7 @@ class SnowflakeGenerator {
  private:
   struct Waiter {
     int64_t count = 0;
-    std::vector<int64_t> ids;                  // issued so far
+    SnowflakeIds ids;                          // issued so far
     std::optional<Clock::TimePoint> deadline;  // set when it is parked
     Callback done;
     bool counted_clock_back = false;  // metrics count a request once

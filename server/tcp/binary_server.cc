@@ -638,11 +638,10 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
                                std::to_string(proto::kMaxSnowflakeIdsPerFrame) + " per frame");
       }
       // Answered inline, or later from the generator's timer thread.
-      gen.Next(*count,
-               Reply<std::vector<int64_t>>(
-                   op, id, [](std::string& out, uint32_t rid, const std::vector<int64_t>& v) {
-                     proto::AppendOkSnowflake(out, rid, v.data(), v.size());
-                   }));
+      gen.Next(*count, Reply<SnowflakeIds>(
+                           op, id, [](std::string& out, uint32_t rid, const SnowflakeIds& v) {
+                             proto::AppendOkSnowflake(out, rid, v.data(), v.size());
+                           }));
       return;
     }
     const auto op = proto::kOpSnowflakeDecode;

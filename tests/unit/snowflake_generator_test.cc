@@ -27,10 +27,10 @@ struct Outcome {
   std::optional<std::vector<int64_t>> ids;
   std::optional<Error> error;
   SnowflakeGenerator::Callback Callback() {
-    return [this](Result<std::vector<int64_t>> r) {
+    return [this](Result<SnowflakeIds> r) {
       ++calls;
       if (r) {
-        ids = *r;
+        ids.emplace(r->begin(), r->end());
       } else {
         error = r.error();
       }
@@ -350,9 +350,9 @@ TEST_CASE("snowflake: threads on the real clocks get unique, per-thread increasi
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kPerThread; ++i) {
-        std::promise<Result<std::vector<int64_t>>> p;
+        std::promise<Result<SnowflakeIds>> p;
         auto fut = p.get_future();
-        gen.Next(1, [&p](Result<std::vector<int64_t>> r) { p.set_value(std::move(r)); });
+        gen.Next(1, [&p](Result<SnowflakeIds> r) { p.set_value(std::move(r)); });
         auto r = fut.get();
         if (r) got[static_cast<size_t>(t)].push_back(r->front());
       }

@@ -101,7 +101,7 @@ struct Process {
   // One ID now, or the error.
   Result<int64_t> Next() {
     std::optional<Result<int64_t>> out;
-    gen.Next(1, [&](Result<std::vector<int64_t>> r) {
+    gen.Next(1, [&](Result<SnowflakeIds> r) {
       if (r) {
         out.emplace(r->front());
       } else {
