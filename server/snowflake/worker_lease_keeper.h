@@ -58,8 +58,10 @@ struct LeaseKeeperStatus {
 
 class WorkerLeaseKeeper {
  public:
-  // Every reference must outlive the keeper and any task or timer it
-  // started. Generates this process's random instance token.
+  // Every reference must outlive the keeper, and the keeper must outlive
+  // any task or timer it started (stop the Clock's timers and the runner
+  // first; Stop() alone does not cancel a pending timer, it makes it a
+  // no-op). Generates this process's random instance token.
   WorkerLeaseKeeper(WorkerLeaseStore& store, TaskRunner& db, Clock& clock, const WallClock& wall,
                     SnowflakeGenerator& generator, LeaseKeeperOptions options);
 

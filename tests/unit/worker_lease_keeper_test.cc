@@ -252,7 +252,8 @@ TEST_CASE("lease keeper: release keeps the id for the same owner with its exact 
   w.db.RunAll();
   CHECK(w.Row(0)->expires_ms == 0);
   CHECK(w.Row(0)->time_bound_ms == last_time);  // lowered from wall + ttl to the exact time
-  a.reset();
+  // `a` stays alive: its renewal timer is still in the clock (a stopped
+  // keeper's Tick does nothing).
 
   // Another owner does not get id 0 while a never-used id is free.
   Process d(w, "host-d:8080");
@@ -295,8 +296,7 @@ TEST_CASE("lease keeper: a retried claim of an id someone held meanwhile takes t
   const int64_t q_time = q->gen.Decode(*q_last)->time_ms;
   q->gen.Shutdown();
   q->keeper.Stop();
-  w.db.RunAll();
-  q.reset();
+  w.db.RunAll();  // Q stays alive: its renewal timer is still in the clock
 
   // P comes back and claims id 0 again: it must start above Q's bound, not
   // from the bound it read before Q held the id.
