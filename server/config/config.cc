@@ -392,7 +392,8 @@ std::string ConfigHelp() {
   const Config defaults;
   std::ostringstream out;
   out << "seqd " << SEQD_VERSION
-      << ": segment IDs and per-conversation sequences over HTTP.\n\n"
+      << ": segment IDs, snowflake IDs and per-conversation message seqs\n"
+         "over HTTP, a binary protocol and RESP.\n\n"
          "Usage: seqd [--option value | --option=value]...\n\n"
          "Each option can also be set as SEQD_<NAME> in the environment or as\n"
          "<name> = value in the --config file. Flags beat the environment, which\n"
