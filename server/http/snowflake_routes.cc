@@ -68,6 +68,20 @@ SnowflakeRoutes::Reply JsonReply(http::status status, std::string body) {
   return SnowflakeRoutes::Reply{status, false, std::move(body), ""};
 }
 
+// 405 for anything but GET, with Allow: GET.
+SnowflakeRoutes::Reply MethodNotAllowed(http::verb method) {
+  return SnowflakeRoutes::Reply{
+      http::status::method_not_allowed, false,
+      ErrorBody("method_not_allowed",
+                "method " + std::string(http::to_string(method)) + " is not allowed here; use GET"),
+      "GET"};
+}
+
+// 404 for every snowflake path without a generator.
+SnowflakeRoutes::Reply Disabled() {
+  return JsonReply(http::status::not_found, ErrorBody("not_found", "snowflake IDs are disabled"));
+}
+
 SnowflakeRoutes::Reply ErrorReply(const Error& e) {
   return JsonReply(HttpStatusFor(e.code), ErrorBody(ErrorCodeName(e.code), PublicMessage(e)));
 }
@@ -111,15 +125,10 @@ bool SnowflakeRoutes::Handle(http::verb method, const std::vector<std::string_vi
 
 void SnowflakeRoutes::ServeAdmin(http::verb method, const Respond& respond) const {
   if (method != http::verb::get) {
-    return respond(
-        Reply{http::status::method_not_allowed, false,
-              ErrorBody("method_not_allowed", "method " + std::string(http::to_string(method)) +
-                                                  " is not allowed here; use GET"),
-              "GET"});
+    return respond(MethodNotAllowed(method));
   }
   if (generator_ == nullptr) {
-    return respond(
-        JsonReply(http::status::not_found, ErrorBody("not_found", "snowflake IDs are disabled")));
+    return respond(Disabled());
   }
   const SnowflakeStatus s = generator_->status();
   const SnowflakeLayout& l = generator_->layout();
@@ -147,15 +156,10 @@ void SnowflakeRoutes::Serve(http::verb method, const std::vector<std::string_vie
                             std::string_view query, bool prefers_text,
                             const Respond& respond) const {
   if (generator_ == nullptr) {
-    return respond(
-        JsonReply(http::status::not_found, ErrorBody("not_found", "snowflake IDs are disabled")));
+    return respond(Disabled());
   }
   if (method != http::verb::get) {
-    return respond(
-        Reply{http::status::method_not_allowed, false,
-              ErrorBody("method_not_allowed", "method " + std::string(http::to_string(method)) +
-                                                  " is not allowed here; use GET"),
-              "GET"});
+    return respond(MethodNotAllowed(method));
   }
   const SnowflakeLayout& layout = generator_->layout();
 
