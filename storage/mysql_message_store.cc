@@ -231,7 +231,10 @@ Result<std::vector<AppendOutcome>> MysqlMessageStore::Append(std::span<const App
 
   std::unordered_map<std::string, int64_t> committed;  // new max per conversation
   auto result = pool_.Run<std::vector<AppendOutcome>>(
-      "append", [&](MysqlConn& c, bool& retryable) -> Result<std::vector<AppendOutcome>> {
+      // Safe to run again after a COMMIT with an unknown outcome: rows it
+      // did store come back through the client-id key with this request's
+      // server_msg_id, and keep their seqs.
+      "append", [&](MysqlConn& c) -> Result<std::vector<AppendOutcome>> {
         auto max_stmt = [&](size_t n) -> sql::PreparedStatement& { return c.List(kMaxSeqIn, n); };
         std::vector<AppendOutcome> out(batch.size());
         std::unordered_map<std::string, int64_t> cur;
@@ -307,7 +310,6 @@ Result<std::vector<AppendOutcome>> MysqlMessageStore::Append(std::span<const App
               out[i] = out[first_of[i]];
               out[i].duplicate = true;
             }
-            retryable = false;  // a lost COMMIT has an unknown outcome
             c.Commit();
             committed = std::move(cur);
             return out;
@@ -350,7 +352,12 @@ Result<std::vector<AppendOutcome>> MysqlMessageStore::Append(std::span<const App
             sel.setString(3, r.client_msg_id);
             std::unique_ptr<sql::ResultSet> rs(sel.executeQuery());
             if (rs->next()) {
-              out[i] = AppendOutcome{rs->getInt64(1), rs->getInt64(2), rs->getInt64(3), true};
+              // Stored with this request's server_msg_id: by an earlier run
+              // of this call whose COMMIT had an unknown outcome, so not a
+              // duplicate of the client's.
+              const int64_t stored_id = rs->getInt64(2);
+              out[i] = AppendOutcome{rs->getInt64(1), stored_id, rs->getInt64(3),
+                                     stored_id != r.server_msg_id};
               break;
             }
             rs.reset();
@@ -369,7 +376,6 @@ Result<std::vector<AppendOutcome>> MysqlMessageStore::Append(std::span<const App
             max = true_max;
           }
         }
-        retryable = false;
         c.Commit();
         committed = std::move(cur);
         return out;

@@ -7,6 +7,11 @@
 #include <cppconn/resultset.h>
 #include <cppconn/statement.h>
 
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <thread>
+
 namespace seqd {
 namespace {
 
@@ -47,6 +52,17 @@ bool IsTransient(int code) {
     default:
       return false;
   }
+}
+
+// The transaction was rolled back because of another transaction: running it
+// again may succeed. Galera reports a certification conflict as 1213 at
+// COMMIT; 1205 (lock wait timeout) rolls back only the statement, and the
+// pool rolls back the rest.
+bool IsConflict(int code) { return code == 1213 || code == 1205; }
+
+// The server never answered (a client-side error, or the connection died).
+bool NoServerAnswer(int code) {
+  return code == 0 || (code >= 2000 && code < 3000) || IsConnectionLost(code);
 }
 
 // " (MySQL error N, SQLSTATE S)"
@@ -108,21 +124,55 @@ sql::PreparedStatement& MysqlConn::List(int kind, size_t n) {
   return *s;
 }
 
+sql::Statement& MysqlConn::Plain() {
+  if (!plain) plain.reset(conn->createStatement());
+  return *plain;
+}
+
 void MysqlConn::Commit() {
-  conn->commit();
+  // Not conn->commit(): Connector/C++ 1.1.12 calls mysql_commit() and ignores
+  // its result, so a COMMIT that failed (certification conflict, lost
+  // connection, read timeout) would look committed. A COMMIT statement
+  // reports every failure as an exception.
+  commit_failure.reset();
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    Plain().execute("COMMIT");
+  } catch (const sql::SQLException& e) {
+    in_txn = false;
+    const int code = e.getErrorCode();
+    CommitFailure why = CommitFailure::kOther;
+    if (IsConflict(code)) {
+      why = CommitFailure::kConflict;
+    } else if (NoServerAnswer(code)) {
+      const auto waited = std::chrono::steady_clock::now() - start;
+      why = rw_timeout_s > 0 && waited >= std::chrono::milliseconds(rw_timeout_s * 900)
+                ? CommitFailure::kTimeout
+                : CommitFailure::kLost;
+    }
+    commit_failure = why;
+    ProcessStoreStats().CommitFailed(why);
+    throw;
+  }
   in_txn = false;
 }
 
 void MysqlConn::Rollback() {
-  conn->rollback();
+  // A statement for the same reason as Commit(): conn->rollback() ignores
+  // mysql_rollback()'s result.
   in_txn = false;
+  try {
+    Plain().execute("ROLLBACK");
+  } catch (...) {
+    broken = true;
+    throw;
+  }
 }
 
 void MysqlConn::RollbackQuietly() noexcept {
   if (!in_txn) return;
-  in_txn = false;
   try {
-    conn->rollback();
+    Rollback();
   } catch (...) {
   }
 }
@@ -173,6 +223,10 @@ Result<std::unique_ptr<MysqlConn>> MysqlPool::Connect() {
       for (const char* stmt : session_.setup) s->execute(stmt);
     }
     c->conn->setAutoCommit(false);
+    // setAutoCommit() ignores mysql_autocommit()'s result too: a connection
+    // left in autocommit would commit each statement on its own.
+    c->Plain().execute("SET SESSION autocommit = 0");
+    c->rw_timeout_s = options_.rw_timeout_s;
     return c;
   } catch (const sql::SQLException& e) {
     // Any failure to connect (refused, timeout, access denied, unknown
@@ -233,22 +287,44 @@ void MysqlPool::DropIdle() {
   cv_.notify_all();
 }
 
+namespace {
+
+// Full jitter over an exponential backoff: 2, 4, 8 ... 64 ms, uniform in
+// [half, whole].
+std::chrono::microseconds ConflictBackoff(int attempt) {
+  thread_local std::minstd_rand rng(std::random_device{}());
+  const int64_t ceiling_us = int64_t{2000} << std::min(attempt, 5);
+  std::uniform_int_distribution<int64_t> pick(ceiling_us / 2, ceiling_us);
+  return std::chrono::microseconds(pick(rng));
+}
+
+}  // namespace
+
 Status MysqlPool::RunBody(const char* op, const Body& body) {
   const std::string what = std::string("mysql ") + op;
-  for (int attempt = 0;; ++attempt) {
-    auto acquired = Acquire(/*fresh=*/attempt > 0);
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::milliseconds(options_.retry_budget_ms);
+  int lost_retries = 0;
+  int conflict_retries = 0;
+  bool fresh = false;
+  for (;;) {
+    auto acquired = Acquire(fresh);
     if (!acquired.ok()) return acquired.error();
     std::unique_ptr<MysqlConn> c = std::move(acquired).value();
+    c->commit_failure.reset();
     bool lost = false;
+    bool conflict = false;
     bool retryable = true;
     Error err;
     try {
       body(*c, retryable);
       c->RollbackQuietly();  // no-op unless fn returned early inside a transaction
-      Release(std::move(c), /*broken=*/false);
+      const bool broken = c->broken;
+      Release(std::move(c), broken);
       return OkStatus();
     } catch (const sql::SQLException& e) {
       lost = c->LostAfter(e.getErrorCode());
+      conflict = !lost && IsConflict(e.getErrorCode());
       err = ExceptionError(e, what, lost, session_.duplicate_key);
     } catch (const std::exception& e) {
       lost = c->LostAfter(0);
@@ -256,10 +332,26 @@ Status MysqlPool::RunBody(const char* op, const Body& body) {
                       what + ": " + e.what());
     }
     if (!lost) c->RollbackQuietly();
-    Release(std::move(c), /*broken=*/lost);
-    if (!lost) return err;
-    DropIdle();
-    if (attempt >= 1 || !retryable) return err;
+    const bool broken = lost || c->broken;
+    Release(std::move(c), broken);
+    if (lost) DropIdle();
+    const auto now = std::chrono::steady_clock::now();
+    if (lost && retryable && lost_retries < kMaxLostRetries && now < deadline) {
+      ++lost_retries;
+      fresh = true;
+      continue;
+    }
+    if (conflict && conflict_retries < kMaxConflictRetries) {
+      const auto pause = ConflictBackoff(conflict_retries);
+      if (now + pause < deadline) {
+        ++conflict_retries;
+        ProcessStoreStats().conflict_retries.fetch_add(1, std::memory_order_relaxed);
+        std::this_thread::sleep_for(pause);
+        fresh = false;
+        continue;
+      }
+    }
+    return err;
   }
 }
 

@@ -1,6 +1,6 @@
 // The Connector/C++ plumbing the MySQL stores share: options, the driver, a
 // lazily filled connection pool, and Run(), which maps exceptions to Errors
-// and retries once on a new connection after a lost one.
+// and retries a transaction after a lost connection or a conflict.
 //
 // Connections: at most `pool_size` (minimum 1), opened on demand (the
 // constructor never connects); a caller waits for a free one. Every
@@ -13,10 +13,21 @@
 // kStoreUnavailable for connection problems, lock timeouts, deadlocks and
 // read-only servers, the owner's code for a duplicate key (1062) if it set
 // one, kInternal otherwise. Messages carry the MySQL error code and never the
-// password. When a call fails because its connection is gone, that
-// connection and the idle ones are discarded and the call is retried once on
-// a new connection (unless the call cleared `retryable`). Any failure to
-// connect is kStoreUnavailable.
+// password. Any failure to connect is kStoreUnavailable.
+//
+// Commits: MysqlConn::Commit() reports every failed COMMIT (Connector/C++
+// 1.1.12's own commit() does not), classified as a CommitFailure and counted
+// in ProcessStoreStats(). A COMMIT whose connection died has an UNKNOWN
+// outcome: the body must be safe to run again (it re-reads what committed) or
+// clear `retryable`.
+//
+// Retries, all within `retry_budget_ms` of the call's start:
+// - a lost connection (at any statement or at COMMIT): that connection and
+//   the idle ones are discarded and the body runs again on a new connection,
+//   at most kMaxLostRetries times, unless the body cleared `retryable`;
+// - a conflict (deadlock or Galera certification failure, 1213; lock wait
+//   timeout, 1205): the transaction was rolled back, and the body runs again
+//   after a jittered exponential backoff, at most kMaxConflictRetries times.
 //
 // Thread safety: MysqlPool is safe to use from any number of threads. A
 // MysqlConn belongs to one Run() call at a time.
@@ -35,11 +46,13 @@
 #include <vector>
 
 #include "storage/error.h"
+#include "storage/store_stats.h"
 
 namespace sql {
 class Connection;
 class Driver;
 class PreparedStatement;
+class Statement;
 }  // namespace sql
 
 namespace seqd {
@@ -53,6 +66,9 @@ struct MysqlOptions {
   int pool_size = 4;
   int connect_timeout_s = 2;
   int rw_timeout_s = 5;
+  // Time after a call's start within which a lost connection or a conflict
+  // may still be retried; the server sets it to its wait deadline.
+  int retry_budget_ms = 1000;
 };
 
 // "user@host:port/database" (IPv6 host in brackets), safe to log.
@@ -87,21 +103,31 @@ struct MysqlConn {
   sql::PreparedStatement& Stmt(int id);
   // The statement session.list_sql(kind, n), likewise.
   sql::PreparedStatement& List(int kind, size_t n);
-  // Commits (throws on failure) and marks the transaction closed.
+  // Commits and marks the transaction closed. Throws sql::SQLException on
+  // ANY failure, after setting `commit_failure` and counting it.
   void Commit();
-  // Rolls back (throws on failure) and marks the transaction closed.
+  // Rolls back and marks the transaction closed; throws on failure, after
+  // marking the connection `broken`.
   void Rollback();
-  // Best effort, if a statement ran since the last commit/rollback; the
-  // connection may already be gone.
+  // Best effort, if a statement ran since the last commit/rollback; a
+  // failure marks the connection `broken`.
   void RollbackQuietly() noexcept;
   // True if, after an exception with this code, the connection is unusable.
   bool LostAfter(int code) noexcept;
+  // True if the last Commit() failed with an unknown outcome.
+  bool CommitOutcomeUnknown() const { return commit_failure && OutcomeUnknown(*commit_failure); }
+  // A plain statement for text SQL (created on first use).
+  sql::Statement& Plain();
 
   std::unique_ptr<sql::Connection> conn;  // declared first: destroyed last
   const MysqlSession& session;
+  std::unique_ptr<sql::Statement> plain;
   std::vector<std::unique_ptr<sql::PreparedStatement>> stmts;  // by id
   std::map<std::pair<int, size_t>, std::unique_ptr<sql::PreparedStatement>> lists;
-  bool in_txn = false;  // a statement ran since the last commit/rollback
+  bool in_txn = false;   // a statement ran since the last commit/rollback
+  bool broken = false;   // a rollback failed: close instead of pooling
+  int rw_timeout_s = 0;  // the connection's read timeout (tells a timeout from a loss)
+  std::optional<CommitFailure> commit_failure;  // of the last Commit(); unset if it succeeded
 };
 
 class MysqlPool {
@@ -115,11 +141,15 @@ class MysqlPool {
 
   const MysqlOptions& options() const { return options_; }
 
+  static constexpr int kMaxLostRetries = 2;
+  static constexpr int kMaxConflictRetries = 6;
+
   // Runs fn(MysqlConn&) -> Result<T>, or fn(MysqlConn&, bool& retryable)
   // -> Result<T>, on a pooled connection. An exception becomes an Error
-  // naming "mysql `op`"; after a lost connection fn runs once more on a new
-  // connection, unless it cleared `retryable` (e.g. before a COMMIT whose
-  // outcome would be unknown). A transaction fn leaves open is rolled back.
+  // naming "mysql `op`"; lost connections and conflicts are retried as the
+  // header comment says (a lost one only while fn left `retryable` set). A
+  // transaction fn leaves open is rolled back. fn may run several times:
+  // each run must start from scratch.
   template <typename T, typename Fn>
   Result<T> Run(const char* op, Fn&& fn) {
     std::optional<Result<T>> out;

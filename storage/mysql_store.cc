@@ -207,7 +207,17 @@ Result<ReservedSegment> MysqlStore::Reserve(std::string_view key, std::optional<
     const int64_t max_id = rs->getInt64(1);
     const int64_t table_step = rs->getInt64(2);
     rs.reset();
-    c.Commit();
+    try {
+      c.Commit();
+    } catch (...) {
+      // Outcome unknown: the range may have committed, but it is never
+      // served; the pool runs the reservation again (a gap, never a
+      // duplicate).
+      if (c.CommitOutcomeUnknown()) {
+        ProcessStoreStats().ranges_skipped.fetch_add(1, std::memory_order_relaxed);
+      }
+      throw;
+    }
     const int64_t by = step.value_or(table_step);
     return ReservedSegment{max_id - by, max_id - 1, table_step};
   });
@@ -233,6 +243,9 @@ Result<KeyRow> MysqlStore::CreateKey(std::string_view key, int64_t step,
                                      std::string_view description) {
   const std::string k(key);
   const std::string d(description);
+  // Whether an earlier run of this call inserted the row: it did if its
+  // COMMIT succeeded, it may have if the COMMIT's outcome is unknown.
+  enum class Inserted { kNo, kMaybe, kYes } inserted = Inserted::kNo;
   return pool_.Run<KeyRow>("create key", [&](MysqlConn& c) -> Result<KeyRow> {
     sql::PreparedStatement& ins = c.Stmt(kInsert);
     ins.setString(1, k);
@@ -241,10 +254,23 @@ Result<KeyRow> MysqlStore::CreateKey(std::string_view key, int64_t step,
     try {
       ins.executeUpdate();
     } catch (const sql::SQLException& e) {
-      if (e.getErrorCode() == 1062) return MakeError(ErrorCode::kKeyExists, "key exists");
+      if (e.getErrorCode() != 1062) throw;
+      if (inserted == Inserted::kNo) return MakeError(ErrorCode::kKeyExists, "key exists");
+      // A lost COMMIT may have written it: after a maybe, the row is ours if
+      // it is still exactly what this call inserted (a twin create is
+      // indistinguishable and equally satisfied).
+      auto row = SelectOne(c.Stmt(kSelectOne), k, [&] { c.Commit(); });
+      if (!row.ok() || inserted == Inserted::kYes) return row;
+      if (row->max_id == 1 && row->step == step && row->description == d) return row;
+      return MakeError(ErrorCode::kKeyExists, "key exists");
+    }
+    try {
+      c.Commit();
+    } catch (...) {
+      if (c.CommitOutcomeUnknown()) inserted = Inserted::kMaybe;
       throw;
     }
-    c.Commit();
+    inserted = Inserted::kYes;
     return SelectOne(c.Stmt(kSelectOne), k, [&] { c.Commit(); });
   });
 }

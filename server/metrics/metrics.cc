@@ -12,6 +12,7 @@
 
 #include "server/core/key_rules.h"
 #include "server/core/segment_allocator.h"
+#include "storage/store_stats.h"
 
 namespace seqd {
 
@@ -100,6 +101,12 @@ struct Metrics::Impl {
   prometheus::Family<prometheus::Gauge>* key_next_ready = nullptr;
   prometheus::Gauge* parked = nullptr;
   prometheus::Gauge* store_up = nullptr;
+  // Copied from ProcessStoreStats() at scrape time: failures by
+  // CommitFailure, then unknown outcomes, conflict retries, ranges skipped.
+  std::array<prometheus::Counter*, kCommitFailureKinds> commit_failures{};
+  prometheus::Counter* commits_unknown = nullptr;
+  prometheus::Counter* conflict_retries = nullptr;
+  prometheus::Counter* ranges_skipped = nullptr;
   prometheus::Counter* stored = nullptr;
   prometheus::Counter* duplicates = nullptr;
   prometheus::Family<prometheus::Counter>* send_errors = nullptr;
@@ -196,6 +203,37 @@ Metrics::Metrics(std::string_view version) : impl_(std::make_unique<Impl>()) {
                          .Register(r)
                          .Add({});
   impl_->store_up->Set(1);
+  auto& commit_failures = BuildCounter()
+                              .Name("seqd_store_commit_failures_total")
+                              .Help(
+                                  "Failed store transactions by reason (conflict, lost, "
+                                  "timeout, other)")
+                              .Register(r);
+  for (size_t i = 0; i < kCommitFailureKinds; ++i) {
+    impl_->commit_failures[i] = &commit_failures.Add(
+        {{"reason", std::string(CommitFailureName(static_cast<CommitFailure>(i)))}});
+  }
+  impl_->commits_unknown = &BuildCounter()
+                                .Name("seqd_store_commits_unknown_total")
+                                .Help(
+                                    "COMMITs whose outcome is unknown (connection lost after "
+                                    "sending it)")
+                                .Register(r)
+                                .Add({});
+  impl_->conflict_retries = &BuildCounter()
+                                 .Name("seqd_store_conflict_retries_total")
+                                 .Help(
+                                     "Transactions run again after a deadlock or certification "
+                                     "conflict")
+                                 .Register(r)
+                                 .Add({});
+  impl_->ranges_skipped = &BuildCounter()
+                               .Name("seqd_store_reserved_ranges_skipped_total")
+                               .Help(
+                                   "Reserved ranges never served because their COMMIT's "
+                                   "outcome was unknown")
+                               .Register(r)
+                               .Add({});
   impl_->stored = &BuildCounter()
                        .Name("seqd_messages_stored_total")
                        .Help("Messages committed (re-sends excluded)")
@@ -377,9 +415,26 @@ void Metrics::SetSnowflakeStats(std::function<SnowflakeGauges()> source) {
   impl_->snowflake_stats = std::move(source);
 }
 
+namespace {
+
+// Raises a scrape-time counter to `total` (counters never go down).
+void CatchUp(prometheus::Counter* c, const std::atomic<int64_t>& total) {
+  const double delta = static_cast<double>(total.load(std::memory_order_relaxed)) - c->Value();
+  if (delta > 0) c->Increment(delta);
+}
+
+}  // namespace
+
 std::string Metrics::Render() {
   std::lock_guard lock(impl_->render_mu);
   Impl& m = *impl_;
+  const StoreStats& store = ProcessStoreStats();
+  for (size_t i = 0; i < kCommitFailureKinds; ++i) {
+    CatchUp(m.commit_failures[i], store.commit_failures[i]);
+  }
+  CatchUp(m.commits_unknown, store.commits_unknown);
+  CatchUp(m.conflict_retries, store.conflict_retries);
+  CatchUp(m.ranges_skipped, store.ranges_skipped);
   for (size_t i = 0; i < kInterfaceCount; ++i) {
     if (m.connections[i]) m.connection_gauges[i]->Set(static_cast<double>(m.connections[i]()));
   }
