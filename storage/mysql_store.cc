@@ -93,6 +93,48 @@ Error BadUrl(const std::string& what) {
                    "bad MySQL URL (expected mysql://user:pass@host:port/db): " + what);
 }
 
+// One "name=value" of the URL's query: connect_timeout and rw_timeout in
+// seconds (1..3600), retry_budget_ms (0..600000).
+Status ApplyParam(std::string_view name, std::string_view value, MysqlOptions* o) {
+  struct Param {
+    std::string_view name;
+    int MysqlOptions::*field;
+    int min, max;
+  };
+  static constexpr Param kParams[] = {
+      {"connect_timeout", &MysqlOptions::connect_timeout_s, 1, 3600},
+      {"rw_timeout", &MysqlOptions::rw_timeout_s, 1, 3600},
+      {"retry_budget_ms", &MysqlOptions::retry_budget_ms, 0, 600000},
+  };
+  for (const Param& p : kParams) {
+    if (p.name != name) continue;
+    int v = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec != std::errc() || end != value.data() + value.size() || v < p.min || v > p.max) {
+      return BadUrl(std::string(name) + " must be a number in " + std::to_string(p.min) + ".." +
+                    std::to_string(p.max) + ", got '" + std::string(value) + "'");
+    }
+    o->*p.field = v;
+    return OkStatus();
+  }
+  return BadUrl("unknown parameter '" + std::string(name) +
+                "' (known: connect_timeout, rw_timeout, retry_budget_ms)");
+}
+
+Status ApplyQuery(std::string_view query, MysqlOptions* o) {
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    const size_t eq = pair.find('=');
+    if (eq == std::string_view::npos) {
+      return BadUrl("parameter '" + std::string(pair) + "' needs a value");
+    }
+    if (Status st = ApplyParam(pair.substr(0, eq), pair.substr(eq + 1), o); !st.ok()) return st;
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 MysqlStore::MysqlStore(MysqlOptions options) : pool_(std::move(options), kSession) {}
@@ -165,7 +207,11 @@ Result<MysqlOptions> MysqlStore::ParseUrl(std::string_view url) {
     opts.port = port;
   }
 
-  if (db.find('?') != std::string_view::npos) return BadUrl("query parameters are not supported");
+  if (const size_t q = db.find('?'); q != std::string_view::npos) {
+    std::string_view query = db.substr(q + 1);
+    db = db.substr(0, q);
+    if (Status st = ApplyQuery(query, &opts); !st.ok()) return st.error();
+  }
   if (db.find('/') != std::string_view::npos) return BadUrl("'/' in the database name");
   if (!PercentDecode(db, &opts.database)) return BadUrl("malformed %-escape in the database");
   if (opts.database.empty()) return BadUrl("empty database name");

@@ -40,7 +40,9 @@ class MysqlStore final : public SegmentStore {
 
   // Parses mysql://user[:password]@host[:port]/database. The port defaults
   // to 3306; user and password are percent-decoded ("p%40ss" is "p@ss");
-  // an IPv6 host is written in brackets. kInvalidArgument, naming what is
+  // an IPv6 host is written in brackets. An optional query sets
+  // connect_timeout and rw_timeout (seconds) and retry_budget_ms, e.g.
+  // "?rw_timeout=2&retry_budget_ms=500". kInvalidArgument, naming what is
   // wrong (never echoing the password), for anything malformed.
   static Result<MysqlOptions> ParseUrl(std::string_view url);
 

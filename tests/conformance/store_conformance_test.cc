@@ -680,6 +680,13 @@ TEST_SUITE("misc") {
     CHECK(raw_at->host == "h");
     CHECK(raw_at->port == 65535);
 
+    auto tuned =
+        MysqlStore::ParseUrl("mysql://u:p@h/d?rw_timeout=2&connect_timeout=1&retry_budget_ms=250");
+    REQUIRE(tuned.ok());
+    CHECK(tuned->database == "d");
+    CHECK(tuned->rw_timeout_s == 2);
+    CHECK(tuned->connect_timeout_s == 1);
+    CHECK(tuned->retry_budget_ms == 250);
     auto v6 = MysqlStore::ParseUrl("mysql://u:p@[::1]:3308/d");
     REQUIRE_OK(v6);
     CHECK(v6->host == "::1");
@@ -693,25 +700,29 @@ TEST_SUITE("misc") {
         "mysql:/u:p@h/d",
         "postgres://u:p@h:5432/d",
         "MYSQL//u:p@h/d",
-        "mysql://h:3306/d",        // no user
-        "mysql://:p@h/d",          // empty user
-        "mysql://u:p@/d",          // empty host
-        "mysql://u:p@:3306/d",     // empty host
-        "mysql://u:p@h",           // no database
-        "mysql://u:p@h/",          // empty database
-        "mysql://u:p@h:/d",        // empty port
-        "mysql://u:p@h:0/d",       // port out of range
-        "mysql://u:p@h:65536/d",   // port out of range
-        "mysql://u:p@h:-1/d",      // negative port
-        "mysql://u:p@h:33o6/d",    // not a number
-        "mysql://u:p@h:3306:1/d",  // two ports
-        "mysql://u:p@h/d?ssl=1",   // query string
-        "mysql://u:p@h/d/e",       // path
-        "mysql://u:p%zz@h/d",      // bad escape in password
-        "mysql://u:p%4@h/d",       // truncated escape
-        "mysql://u%g0:p@h/d",      // bad escape in user
-        "mysql://u:p@h o/d",       // space in host
-        "mysql://u:p@[::1/d",      // unterminated IPv6
+        "mysql://h:3306/d",               // no user
+        "mysql://:p@h/d",                 // empty user
+        "mysql://u:p@/d",                 // empty host
+        "mysql://u:p@:3306/d",            // empty host
+        "mysql://u:p@h",                  // no database
+        "mysql://u:p@h/",                 // empty database
+        "mysql://u:p@h:/d",               // empty port
+        "mysql://u:p@h:0/d",              // port out of range
+        "mysql://u:p@h:65536/d",          // port out of range
+        "mysql://u:p@h:-1/d",             // negative port
+        "mysql://u:p@h:33o6/d",           // not a number
+        "mysql://u:p@h:3306:1/d",         // two ports
+        "mysql://u:p@h/d?ssl=1",          // unknown parameter
+        "mysql://u:p@h/d?rw_timeout",     // no value
+        "mysql://u:p@h/d?rw_timeout=0",   // out of range
+        "mysql://u:p@h/d?rw_timeout=5s",  // not a number
+        "mysql://u:p@h/d?retry_budget_ms=-1&rw_timeout=2",
+        "mysql://u:p@h/d/e",   // path
+        "mysql://u:p%zz@h/d",  // bad escape in password
+        "mysql://u:p%4@h/d",   // truncated escape
+        "mysql://u%g0:p@h/d",  // bad escape in user
+        "mysql://u:p@h o/d",   // space in host
+        "mysql://u:p@[::1/d",  // unterminated IPv6
     };
     for (const char* url : bad) {
       CAPTURE(url);

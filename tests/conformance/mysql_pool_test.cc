@@ -1,0 +1,165 @@
+// The MySQL pool's commit path against the real MariaDB (SEQD_TEST_MYSQL_URL):
+// a COMMIT on a connection that died must fail and count as an unknown
+// outcome (Connector/C++ 1.1.12's commit() would report success), a failed
+// rollback must not return a dead connection to the pool, and a lost
+// connection is retried on a new one.
+#include "storage/mysql_pool.h"
+
+#include <cppconn/connection.h>
+#include <cppconn/exception.h>
+#include <cppconn/resultset.h>
+#include <cppconn/statement.h>
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <string>
+
+#include "conformance_support.h"
+#include "storage/store_stats.h"
+
+namespace seqd {
+namespace {
+
+using conformance::RawExec;
+using conformance::RawMysql;
+using conformance::TestMysqlOptions;
+
+const char* const kNoStatements[] = {"SELECT 1"};
+const MysqlSession kSession{kNoStatements, nullptr, {}, std::nullopt};
+
+constexpr const char* kTable = "seqd_pool_test";
+
+int64_t ConnectionId(MysqlConn& c) {
+  std::unique_ptr<sql::ResultSet> rs(c.Plain().executeQuery("SELECT CONNECTION_ID()"));
+  rs->next();
+  return rs->getInt64(1);
+}
+
+int64_t ReadValue(sql::Connection& raw) {
+  std::unique_ptr<sql::Statement> s(raw.createStatement());
+  std::unique_ptr<sql::ResultSet> rs(
+      s->executeQuery(std::string("SELECT v FROM ") + kTable + " WHERE id = 1"));
+  REQUIRE(rs->next());
+  return rs->getInt64(1);
+}
+
+struct PoolFixture {
+  PoolFixture() : options(TestMysqlOptions()), raw(RawMysql(options)) {
+    options.pool_size = 1;
+    RawExec(*raw, std::string("CREATE TABLE IF NOT EXISTS ") + kTable +
+                      " (id INT PRIMARY KEY, v BIGINT NOT NULL) ENGINE=InnoDB");
+    RawExec(*raw, std::string("REPLACE INTO ") + kTable + " VALUES (1, 0)");
+  }
+  // Runs an UPDATE v = v + 1, then KILLs the connection from outside.
+  void UpdateThenKill(MysqlConn& c) {
+    const int64_t id = ConnectionId(c);
+    c.in_txn = true;
+    c.Plain().executeUpdate(std::string("UPDATE ") + kTable + " SET v = v + 1 WHERE id = 1");
+    RawExec(*raw, "KILL " + std::to_string(id));
+  }
+  MysqlOptions options;
+  std::unique_ptr<sql::Connection> raw;
+};
+
+}  // namespace
+
+TEST_SUITE("mariadb") {
+  TEST_CASE("mariadb: MysqlPool: a COMMIT on a dead connection fails as an unknown outcome") {
+    PoolFixture f;
+    MysqlPool pool(f.options, kSession);
+    StoreStats& stats = ProcessStoreStats();
+    const int64_t unknown_before = stats.commits_unknown.load();
+    const int64_t lost_before =
+        stats.commit_failures[static_cast<size_t>(CommitFailure::kLost)].load();
+    int runs = 0;
+    bool threw = false;
+    bool unknown = false;
+    auto r = pool.Run<Ok>("test commit", [&](MysqlConn& c, bool& retryable) -> Result<Ok> {
+      ++runs;
+      retryable = false;  // see the failure itself, not a retry
+      f.UpdateThenKill(c);
+      try {
+        c.Commit();
+      } catch (const sql::SQLException&) {
+        threw = true;
+        unknown = c.CommitOutcomeUnknown();
+        throw;
+      }
+      return Ok{};
+    });
+    CHECK(threw);
+    CHECK(unknown);
+    CHECK(runs == 1);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == ErrorCode::kStoreUnavailable);
+    CHECK(stats.commits_unknown.load() == unknown_before + 1);
+    CHECK(stats.commit_failures[static_cast<size_t>(CommitFailure::kLost)].load() ==
+          lost_before + 1);
+    // The server rolled the killed transaction back.
+    CHECK(ReadValue(*f.raw) == 0);
+  }
+
+  TEST_CASE("mariadb: MysqlPool: a lost COMMIT is retried on a new connection") {
+    PoolFixture f;
+    MysqlPool pool(f.options, kSession);
+    int runs = 0;
+    std::vector<int64_t> connections;
+    auto r = pool.Run<Ok>("test retry", [&](MysqlConn& c) -> Result<Ok> {
+      ++runs;
+      connections.push_back(ConnectionId(c));
+      if (runs == 1) {
+        f.UpdateThenKill(c);
+      } else {
+        c.in_txn = true;
+        c.Plain().executeUpdate(std::string("UPDATE ") + kTable + " SET v = v + 1 WHERE id = 1");
+      }
+      c.Commit();
+      return Ok{};
+    });
+    REQUIRE(r.ok());
+    CHECK(runs == 2);
+    REQUIRE(connections.size() == 2);
+    CHECK(connections[0] != connections[1]);
+    CHECK(ReadValue(*f.raw) == 1);  // exactly once
+  }
+
+  TEST_CASE("mariadb: MysqlPool: a failed rollback closes the connection instead of pooling it") {
+    PoolFixture f;
+    MysqlPool pool(f.options, kSession);
+    int64_t killed = -1;
+    auto r = pool.Run<Ok>("test rollback", [&](MysqlConn& c) -> Result<Ok> {
+      killed = ConnectionId(c);
+      f.UpdateThenKill(c);
+      return MakeError(ErrorCode::kInvalidArgument, "give up inside the transaction");
+    });
+    CHECK_FALSE(r.ok());
+    // The next call runs once, on a new connection: the dead one was not
+    // handed out again.
+    int runs = 0;
+    int64_t next = -1;
+    auto again = pool.Run<Ok>("test after", [&](MysqlConn& c) -> Result<Ok> {
+      ++runs;
+      next = ConnectionId(c);
+      c.Commit();
+      return Ok{};
+    });
+    REQUIRE(again.ok());
+    CHECK(runs == 1);
+    CHECK(next != killed);
+    CHECK(ReadValue(*f.raw) == 0);
+  }
+
+  TEST_CASE("mariadb: MysqlPool: a new connection has autocommit off") {
+    PoolFixture f;
+    MysqlPool pool(f.options, kSession);
+    auto r = pool.Run<int64_t>("test autocommit", [&](MysqlConn& c) -> Result<int64_t> {
+      std::unique_ptr<sql::ResultSet> rs(c.Plain().executeQuery("SELECT @@autocommit"));
+      rs->next();
+      return rs->getInt64(1);
+    });
+    REQUIRE(r.ok());
+    CHECK(*r == 0);
+  }
+}
+
+}  // namespace seqd
