@@ -58,7 +58,8 @@ Result<std::vector<AppendOutcome>> MemoryMessageStore::Append(std::span<const Ap
     ClientKey key{r.conv_id, r.sender_id, r.client_msg_id};
     if (auto it = by_client_.find(key); it != by_client_.end()) {
       const StoredMessage& m = convs_.find(it->second.first)->second[it->second.second - 1];
-      out.push_back(AppendOutcome{m.seq, m.server_msg_id, m.send_time_ms, true});
+      out.push_back(AppendOutcome{m.seq, m.server_msg_id, m.send_time_ms,
+                                  m.server_msg_id != r.server_msg_id});
       continue;
     }
     if (auto it = batch_keys.find(key); it != batch_keys.end()) {
@@ -94,11 +95,21 @@ Result<std::vector<AppendOutcome>> MemoryMessageStore::Append(std::span<const Ap
                        std::make_pair(r.conv_id, o.seq));
     server_msg_ids_.insert(r.server_msg_id);
   }
+  if (lose_commits_ > 0) {
+    --lose_commits_;
+    return fail(MakeError(ErrorCode::kStoreUnavailable,
+                          "memory message store: commit outcome lost (test hook)"));
+  }
   for (const AppendRequest& r : batch) {
     const auto* msgs = ConvLocked(r.conv_id);
     max_seq_cache[r.conv_id] = msgs ? static_cast<int64_t>(msgs->size()) : 0;
   }
   return out;
+}
+
+void MemoryMessageStore::LoseNextCommits(int n) {
+  std::lock_guard lock(mu_);
+  lose_commits_ = n;
 }
 
 Result<int64_t> MemoryMessageStore::MaxSeq(std::string_view conv_id) {

@@ -49,6 +49,10 @@ class MemoryMessageStore final : public MessageStore {
   // Number of Append calls that reached the store (failed ones included).
   size_t append_calls() const;
 
+  // Test hook: the next `n` Append calls store their batch and then return
+  // kStoreUnavailable, as a COMMIT with an unknown outcome that did commit.
+  void LoseNextCommits(int n);
+
  private:
   using ClientKey = std::tuple<std::string, std::string, std::string>;  // conv, sender, client
   using MemberKey = std::pair<std::string, std::string>;                // conv, user
@@ -58,6 +62,7 @@ class MemoryMessageStore final : public MessageStore {
   const std::vector<StoredMessage>* ConvLocked(std::string_view conv_id) const;
 
   mutable std::mutex mu_;
+  int lose_commits_ = 0;   // guarded by mu_
   bool available_ = true;  // guarded by mu_
   size_t append_calls_ = 0;
   // conv_id -> messages; messages[i].seq == i + 1. All guarded by mu_.

@@ -65,7 +65,11 @@ struct AppendRequest {
 };
 
 // What the sender is told. For a duplicate (a re-send), these are the values
-// of the message stored first, and nothing new was stored.
+// of the message stored first, and nothing new was stored. A message already
+// stored with the request's own server_msg_id is not a duplicate: an earlier
+// try of this very request stored it (a COMMIT whose outcome was unknown, or
+// a failure reported after the commit), so Append may be run again with the
+// same requests and answers as if the first try had succeeded.
 struct AppendOutcome {
   int64_t seq = 0;
   int64_t server_msg_id = 0;

@@ -165,8 +165,10 @@ Result<std::optional<AppendOutcome>> SqliteMessageStore::SelectByClientLocked(
   int rc = sqlite3_step(*s);
   if (rc == SQLITE_DONE) return std::optional<AppendOutcome>();
   if (rc != SQLITE_ROW) return db_.SqlError(rc, op);
-  return std::optional<AppendOutcome>(AppendOutcome{
-      sqlite3_column_int64(*s, 0), sqlite3_column_int64(*s, 1), sqlite3_column_int64(*s, 2), true});
+  const int64_t stored_id = sqlite3_column_int64(*s, 1);
+  return std::optional<AppendOutcome>(AppendOutcome{sqlite3_column_int64(*s, 0), stored_id,
+                                                    sqlite3_column_int64(*s, 2),
+                                                    stored_id != r.server_msg_id});
 }
 
 Result<std::vector<AppendOutcome>> SqliteMessageStore::AppendLocked(

@@ -327,6 +327,35 @@ void CheckDuplicates(Backend& b) {
   CHECK(out[1].seq == 6);
 }
 
+// Append run again with the very same requests (same server_msg_ids), as
+// after a COMMIT whose outcome was unknown: the first run's seqs, not
+// duplicates, nothing stored twice, with a stale cache or none.
+void CheckAppendRunAgain(Backend& b) {
+  MessageStore& s = b.store();
+  const std::string c = UniqueName("again");
+  MaxSeqCache cache;
+  MustAppend(s, {Req(c, "carol", "p0")}, cache);
+  const std::vector<AppendRequest> batch = {Req(c, "alice", "r1", "one"),
+                                            Req(c, "bob", "r2", "two")};
+  MaxSeqCache stale = cache;  // what the caller knew before the lost commit
+  auto first = MustAppend(s, batch, cache);
+  CHECK(first[0].seq == 2);
+  CHECK(first[1].seq == 3);
+  for (MaxSeqCache* again_cache : {&stale, &cache}) {
+    MaxSeqCache copy = *again_cache;
+    auto again = MustAppend(s, batch, copy);
+    CHECK(again == first);  // same seqs, ids and times; duplicate = false
+  }
+  MaxSeqCache none;
+  auto again = MustAppend(s, batch, none);
+  CHECK(again == first);
+  // A real re-send (a new server_msg_id) is still a duplicate.
+  auto resend = MustAppend(s, {Req(c, "alice", "r1", "one")}, cache);
+  CHECK(resend[0].duplicate);
+  CHECK(resend[0].seq == 2);
+  CHECK(ReadAll(s, c).size() == 3);
+}
+
 void CheckStaleCache(Backend& b) {
   MessageStore& s = b.store();
   const std::string c = UniqueName("stale");
@@ -720,6 +749,10 @@ void CheckCountUnread(Backend& b) {
   TEST_CASE(NAME ": duplicates return the original outcome and take no seq") {        \
     BACKEND b;                                                                        \
     CheckDuplicates(b);                                                               \
+  }                                                                                   \
+  TEST_CASE(NAME ": Append run again with the same requests answers the first run") { \
+    BACKEND b;                                                                        \
+    CheckAppendRunAgain(b);                                                           \
   }                                                                                   \
   TEST_CASE(NAME ": a stale max_seq_cache costs a retry, never a wrong seq") {        \
     BACKEND b;                                                                        \

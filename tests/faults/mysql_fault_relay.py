@@ -25,7 +25,9 @@ Usage:
 
 Prints the port it listens on (127.0.0.1) as the first stdout line. SIGUSR1
 turns faults off, SIGUSR2 on again. --stats FILE keeps a JSON object of the
-counts up to date (commits seen, faults by kind, connections).
+counts up to date (commits seen, faults by kind, connections). With
+--start-off the faults start off; "--drop 1 --start-off" and the signals
+give blackouts: every COMMIT fails while they are on.
 
 With --exec, the relay runs CMD with SEQD_TEST_MYSQL_URL pointed at itself
 (the target is taken from that variable when --target is not given) and exits
@@ -54,6 +56,7 @@ def parse_args(argv):
     p.add_argument("--hold-seconds", type=float, default=8.0)
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--stats", help="keep a JSON file of counts up to date")
+    p.add_argument("--start-off", action="store_true", help="faults off until SIGUSR2")
     cmd = []
     if "--exec" in argv:
         at = argv.index("--exec")
@@ -104,7 +107,7 @@ class Relay:
         self.probs = {k: getattr(args, k) for k in KINDS}
         self.hold_seconds = args.hold_seconds
         self.rng = random.Random(args.seed)
-        self.enabled = True
+        self.enabled = not args.start_off
         self.stats = {"connections": 0, "commits": 0, **{k: 0 for k in KINDS}}
         self.stats_file = args.stats
 
@@ -126,6 +129,12 @@ class Relay:
             os.replace(tmp, self.stats_file)
 
     async def handle(self, c_reader, c_writer):
+        try:
+            await self.relay(c_reader, c_writer)
+        except asyncio.CancelledError:
+            pass  # the relay is shutting down
+
+    async def relay(self, c_reader, c_writer):
         self.stats["connections"] += 1
         try:
             s_reader, s_writer = await asyncio.open_connection(self.host, self.port)
@@ -183,13 +192,15 @@ class Relay:
                 await c_writer.drain()
 
         tasks = [asyncio.ensure_future(client_to_server()),
-                 asyncio.ensure_future(server_to_client())]
-        waiter = asyncio.ensure_future(done.wait())
-        await asyncio.wait(tasks + [waiter], return_when=asyncio.FIRST_COMPLETED)
-        for t in tasks + [waiter]:
-            t.cancel()
-        await asyncio.gather(*tasks, waiter, return_exceptions=True)
-        close_all()
+                 asyncio.ensure_future(server_to_client()),
+                 asyncio.ensure_future(done.wait())]
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            close_all()
 
     async def keep_stats(self):
         while True:

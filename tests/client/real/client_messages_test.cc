@@ -99,6 +99,28 @@ TEST_CASE("client messages: every call against the real server") {
   CHECK(c.Send(Out("sg_cl", "m6", "six"))->seq == 6);
 }
 
+TEST_CASE("client messages: a send whose commit outcome was lost is resent, stored once") {
+  MessageWorld w;
+  seqd::Client c(Options(w.port()));
+  // The server's writer tries a batch three times: all three commit but
+  // report STORE_UNAVAILABLE, so the client sees it and resends by itself
+  // with the same client_msg_id.
+  w.LoseNextCommits(3);
+  auto r = c.Send(Out("sg_lost", "m1", "body1"));
+  REQUIRE_MESSAGE(r.ok(), r.ToString());
+  CHECK(r->seq == 1);
+  CHECK(r->duplicate);  // the resend found the first try's message
+  auto next = c.Send(Out("sg_lost", "m2", "body2"));
+  REQUIRE(next);
+  CHECK(next->seq == 2);
+  CHECK_FALSE(next->duplicate);
+  auto page = c.PullRange("sg_lost");
+  REQUIRE(page);
+  REQUIRE(page->messages.size() == 2);
+  CHECK(page->messages[0].client_msg_id == "m1");
+  CHECK(page->messages[1].client_msg_id == "m2");
+}
+
 TEST_CASE("client messages: subscribe, pushes in order into a ReceiveQueue, unsubscribe") {
   MessageWorld w;
   seqd::Client sub(Options(w.port()));

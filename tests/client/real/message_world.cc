@@ -35,5 +35,6 @@ struct MessageWorld::Impl {
 MessageWorld::MessageWorld() : impl_(std::make_unique<Impl>()) { REQUIRE(impl_->world.listening); }
 MessageWorld::~MessageWorld() = default;
 uint16_t MessageWorld::port() const { return impl_->world.server.port(); }
+void MessageWorld::LoseNextCommits(int n) { impl_->world.front.messages.LoseNextCommits(n); }
 
 }  // namespace seqd::clienttest

@@ -15,6 +15,9 @@ class MessageWorld {
   MessageWorld();
   ~MessageWorld();
   uint16_t port() const;
+  // The next `n` appends store their messages, then fail with
+  // STORE_UNAVAILABLE (a COMMIT whose outcome was lost, though it committed).
+  void LoseNextCommits(int n);
 
  private:
   struct Impl;
