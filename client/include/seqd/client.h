@@ -45,6 +45,11 @@
 // connection loss, timeout, STORE_UNAVAILABLE or SHUTTING_DOWN. Retrying a
 // Send is safe: the server detects the re-send by (conv, sender,
 // client_msg_id) and answers the first message's seq with duplicate = true.
+// STORE_UNAVAILABLE on a Send means "maybe stored" (e.g. the database
+// connection died after COMMIT): Send resends the same message by itself, so
+// a send that did commit comes back with its original seq. If Send still
+// fails after max_attempts, resend the same OutgoingMessage (same
+// client_msg_id) later; never give it a new client_msg_id.
 //
 // Push: Subscribe(conv_ids, on_message, on_lost, done) subscribes on the
 // connection the call is answered on. on_message receives each pushed
