@@ -63,7 +63,7 @@ struct PoolFixture {
 
 }  // namespace
 
-TEST_SUITE("mariadb") {
+TEST_SUITE("mariadb_pool") {
   TEST_CASE("mariadb: MysqlPool: a COMMIT on a dead connection fails as an unknown outcome") {
     PoolFixture f;
     MysqlPool pool(f.options, kSession);

@@ -30,7 +30,8 @@ counts up to date (commits seen, faults by kind, connections). With
 give blackouts: every COMMIT fails while they are on.
 
 With --exec, the relay runs CMD with SEQD_TEST_MYSQL_URL pointed at itself
-(the target is taken from that variable when --target is not given) and exits
+(the target is taken from that variable when --target is not given; its
+query becomes --url-query) and exits
 with CMD's status, or 1 if CMD passed but a configured fault never fired (a
 run that saw no faults proves nothing).
 """
@@ -57,6 +58,8 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--stats", help="keep a JSON file of counts up to date")
     p.add_argument("--start-off", action="store_true", help="faults off until SIGUSR2")
+    p.add_argument("--url-query", default="",
+                   help="with --exec: the query to put on the URL (e.g. retry_budget_ms=5000)")
     cmd = []
     if "--exec" in argv:
         at = argv.index("--exec")
@@ -231,7 +234,7 @@ async def main(args):
         netloc = url.netloc.rsplit("@", 1)
         creds = netloc[0] + "@" if len(netloc) == 2 else ""
         env["SEQD_TEST_MYSQL_URL"] = urllib.parse.urlunparse(
-            url._replace(netloc="%s127.0.0.1:%d" % (creds, port)))
+            url._replace(netloc="%s127.0.0.1:%d" % (creds, port), query=args.url_query))
         print("relay: running %s through 127.0.0.1:%d -> %s" % (args.cmd[0], port, args.target),
               flush=True)
         proc = await asyncio.create_subprocess_exec(*args.cmd, env=env)
