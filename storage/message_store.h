@@ -25,7 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "storage/error.h"
+#include "common/error.h"
 
 namespace seqd {
 

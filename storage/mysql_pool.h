@@ -45,7 +45,7 @@
 #include <utility>
 #include <vector>
 
-#include "storage/error.h"
+#include "common/error.h"
 #include "storage/store_stats.h"
 
 namespace sql {

@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "storage/error.h"
+#include "common/error.h"
 
 struct sqlite3;
 struct sqlite3_stmt;

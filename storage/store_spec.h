@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "storage/error.h"
+#include "common/error.h"
 #include "storage/mysql_pool.h"
 
 namespace seqd {

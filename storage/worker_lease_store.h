@@ -30,7 +30,7 @@
 #include <string_view>
 #include <vector>
 
-#include "storage/error.h"
+#include "common/error.h"
 
 namespace seqd {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "server/core/key_rules.h"
-#include "storage/error.h"
+#include "common/error.h"
 
 namespace seqd {
 

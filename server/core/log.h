@@ -7,7 +7,7 @@
 #include <sstream>
 #include <string_view>
 
-#include "storage/error.h"
+#include "common/error.h"
 
 namespace seqd {
 

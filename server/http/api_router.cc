@@ -29,32 +29,6 @@ namespace seqd {
 namespace http = boost::beast::http;
 using Json = nlohmann::ordered_json;
 
-http::status HttpStatusFor(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::kInvalidArgument:
-      return http::status::bad_request;
-    case ErrorCode::kUnknownKey:
-      return http::status::not_found;
-    case ErrorCode::kKeyExists:
-      return http::status::conflict;
-    case ErrorCode::kStoreUnavailable:
-      return http::status::service_unavailable;
-    case ErrorCode::kShuttingDown:
-      return http::status::service_unavailable;
-    case ErrorCode::kNotFound:
-      return http::status::not_found;
-    case ErrorCode::kFailedPrecondition:
-      return http::status::conflict;
-    case ErrorCode::kTooLarge:
-      return http::status::payload_too_large;
-    case ErrorCode::kNotServing:
-      return http::status::service_unavailable;
-    case ErrorCode::kInternal:
-      return http::status::internal_server_error;
-  }
-  return http::status::internal_server_error;
-}
-
 namespace {
 
 constexpr std::string_view kJsonType = "application/json";

@@ -38,7 +38,7 @@
 #include <string>
 #include <string_view>
 
-#include "storage/error.h"
+#include "common/error.h"
 
 namespace seqd {
 
@@ -58,9 +58,6 @@ struct RouterOptions {
   // reach the admin port.
   bool admin_only = false;
 };
-
-// The one table from error codes to HTTP statuses.
-boost::beast::http::status HttpStatusFor(ErrorCode code);
 
 // The `count` query parameter of GET /seq and GET /snowflake (still
 // percent-encoded in `query`): nullopt when absent; kInvalidArgument "count

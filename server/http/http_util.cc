@@ -102,12 +102,8 @@ Error FieldError(std::string_view field, std::string_view what) {
                    "field '" + std::string(field) + "' " + std::string(what));
 }
 
-std::string PublicMessage(const Error& error) {
-  if (error.code == ErrorCode::kInternal) {
-    SEQD_LOG(kError) << "internal error: " << error.message;
-    return "internal error";
-  }
-  return error.message;
+boost::beast::http::status HttpStatusFor(ErrorCode code) {
+  return static_cast<boost::beast::http::status>(WireErrorFor(code).http_status);
 }
 
 std::string ErrorBody(std::string_view code, std::string_view message) {

@@ -1,9 +1,10 @@
 // Small helpers shared by the HTTP routers: URL and query parsing, JSON
-// bodies, and the one error body format.
+// bodies, the one error body format and errors' HTTP statuses.
 //
 // Thread safety: pure functions.
 #pragma once
 
+#include <boost/beast/http/status.hpp>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -11,7 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "storage/error.h"
+#include "common/error.h"
+#include "server/service/wire_errors.h"
 
 namespace seqd {
 
@@ -37,9 +39,8 @@ Result<nlohmann::json> ParseObject(const std::string& body);
 // kInvalidArgument "field 'name' <what>".
 Error FieldError(std::string_view field, std::string_view what);
 
-// The message a client may see: never the details of an internal error
-// (those are logged here instead).
-std::string PublicMessage(const Error& error);
+// The HTTP status of `code`, from the one table (server/service/wire_errors.h).
+boost::beast::http::status HttpStatusFor(ErrorCode code);
 
 // {"error":{"code":"...","message":"..."}}
 std::string ErrorBody(std::string_view code, std::string_view message);

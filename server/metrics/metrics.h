@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-#include "storage/error.h"
+#include "common/error.h"
 
 namespace prometheus {
 class Registry;

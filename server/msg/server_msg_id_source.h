@@ -13,7 +13,7 @@
 #include <mutex>
 #include <vector>
 
-#include "storage/error.h"
+#include "common/error.h"
 
 namespace seqd {
 

@@ -22,7 +22,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "storage/error.h"
+#include "common/error.h"
 
 namespace seqd {
 

@@ -15,6 +15,7 @@
 #include "server/core/segment_allocator.h"
 #include "server/metrics/metrics.h"
 #include "server/net/tcp_listener.h"
+#include "server/service/wire_errors.h"
 
 namespace seqd {
 
@@ -63,20 +64,7 @@ std::string WrongArity(std::string_view command) {
 }
 
 // Client-facing text for an allocator error; never the store's own words.
-std::string TakeErrorReply(const Error& e) {
-  switch (e.code) {
-    case ErrorCode::kInvalidArgument:
-      return EncodedError("invalid key: " + e.message);
-    case ErrorCode::kUnknownKey:
-      return EncodedError(e.message);  // "unknown key 'k'" (a validated key)
-    case ErrorCode::kStoreUnavailable:
-      return EncodedError("store unavailable: no IDs could be reserved in time, retry later");
-    case ErrorCode::kShuttingDown:
-      return EncodedError("server is shutting down");
-    default:
-      return EncodedError("internal error");
-  }
-}
+std::string TakeErrorReply(const Error& e) { return EncodedError(RespErrorText(e)); }
 
 // The `op` label of a RESP command (Metrics::Ops(Interface::kResp) order).
 enum class RespOp : uint8_t { kIncr = 0, kIncrBy = 1, kPing = 2, kOther = 3 };

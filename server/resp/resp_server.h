@@ -47,7 +47,7 @@
 #include <memory>
 #include <string>
 
-#include "storage/error.h"
+#include "common/error.h"
 
 namespace boost::asio {
 class io_context;

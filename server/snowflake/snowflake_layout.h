@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "storage/error.h"
+#include "common/error.h"
 
 namespace seqd {
 

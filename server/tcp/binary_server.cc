@@ -19,6 +19,7 @@
 #include "server/metrics/metrics.h"
 #include "server/msg/message_service.h"
 #include "server/net/tcp_listener.h"
+#include "server/service/wire_errors.h"
 #include "server/snowflake/snowflake_generator.h"
 
 namespace seqd {
@@ -40,13 +41,6 @@ constexpr size_t kKeepBufferBytes = 256 * 1024;  // larger idle buffers are free
 constexpr std::chrono::seconds kLingerTime{2};   // after a protocol error frame
 constexpr size_t kLingerBytes = 1 << 20;         // discarded at most while lingering
 constexpr size_t kInlineRanges = 4;              // ranges converted without allocating
-
-// The one mapping from core errors to wire statuses. Internal messages are
-// never shown to clients.
-struct WireError {
-  proto::Status status;
-  std::string_view message;
-};
 
 // The `op` label of a binary opcode (docs/metrics.md).
 std::string_view BinaryOpName(uint8_t opcode) {
@@ -71,32 +65,6 @@ std::string StatusLabel(proto::Status s) {
   std::string name(proto::StatusName(s));
   for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return name;
-}
-
-WireError ToWire(const Error& e) {
-  switch (e.code) {
-    case ErrorCode::kInvalidArgument:
-      return {proto::Status::kInvalidArgument, e.message};
-    case ErrorCode::kUnknownKey:
-      return {proto::Status::kUnknownKey, e.message};
-    case ErrorCode::kKeyExists:
-      return {proto::Status::kKeyExists, e.message};
-    case ErrorCode::kStoreUnavailable:
-      return {proto::Status::kStoreUnavailable, e.message};
-    case ErrorCode::kShuttingDown:
-      return {proto::Status::kShuttingDown, e.message};
-    case ErrorCode::kNotFound:
-      return {proto::Status::kNotFound, e.message};
-    case ErrorCode::kFailedPrecondition:
-      return {proto::Status::kFailedPrecondition, e.message};
-    case ErrorCode::kTooLarge:
-      return {proto::Status::kTooLarge, e.message};
-    case ErrorCode::kNotServing:
-      return {proto::Status::kNotServing, e.message};
-    case ErrorCode::kInternal:
-      break;
-  }
-  return {proto::Status::kInternal, "internal error"};
 }
 
 proto::MessageView View(const StoredMessage& m) {
@@ -377,7 +345,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
       }
       Count(static_cast<uint8_t>(proto::Opcode::kNextIds), id, proto::Status::kOk);
     } else {
-      const WireError w = ToWire(r.error());
+      const BinaryError w = ToBinaryError(r.error());
       Count(static_cast<uint8_t>(proto::Opcode::kNextIds), id, w.status);
       proto::AppendError(out_, proto::Opcode::kNextIds, id, w.status, w.message);
       if (w.status == proto::Status::kShuttingDown) stopping_ = true;  // closed after it
@@ -436,7 +404,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
       Count(static_cast<uint8_t>(op), id, proto::Status::kOk);
       encode(out_, id, *r);
     } else {
-      const WireError w = ToWire(r.error());
+      const BinaryError w = ToBinaryError(r.error());
       Count(static_cast<uint8_t>(op), id, w.status);
       proto::AppendError(out_, op, id, w.status, w.message);
       if (w.status == proto::Status::kShuttingDown) stopping_ = true;
@@ -652,7 +620,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     }
     const Result<SnowflakeFields> fields = gen.Decode(*raw);  // pure: answered at once
     if (!fields) {
-      const WireError w = ToWire(fields.error());
+      const BinaryError w = ToBinaryError(fields.error());
       return AnswerError(op, id, w.status, w.message);
     }
     Count(static_cast<uint8_t>(op), id, proto::Status::kOk);
@@ -755,7 +723,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
       Result<std::unique_ptr<Subscription>> sub = server_->messages->Subscribe(
           {std::string(c)}, [box = push_](const StoredMessage& m) { OnPush(*box, m); });
       if (!sub.ok()) {
-        const WireError w = ToWire(sub.error());
+        const BinaryError w = ToBinaryError(sub.error());
         return AnswerError(op, f.request_id, w.status, w.message);
       }
       added.emplace(std::string(c), std::move(sub.value()));

@@ -38,7 +38,7 @@
 #include <string>
 
 #include "proto/binary_codec.h"
-#include "storage/error.h"
+#include "common/error.h"
 
 namespace boost::asio {
 class io_context;

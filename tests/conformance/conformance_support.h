@@ -25,7 +25,7 @@
 #include <system_error>
 #include <vector>
 
-#include "storage/error.h"
+#include "common/error.h"
 #include "storage/mysql_pool.h"
 #include "storage/mysql_store.h"
 

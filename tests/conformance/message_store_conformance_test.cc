@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "storage/error.h"
+#include "common/error.h"
 #include "storage/memory_message_store.h"
 #include "storage/message_store.h"
 #include "storage/message_store_factory.h"

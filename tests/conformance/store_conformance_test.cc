@@ -33,7 +33,7 @@
 #include <thread>
 #include <vector>
 
-#include "storage/error.h"
+#include "common/error.h"
 #include "storage/memory_store.h"
 #include "storage/mysql_store.h"
 #include "storage/segment_store.h"

@@ -32,7 +32,7 @@
 #include <thread>
 #include <vector>
 
-#include "storage/error.h"
+#include "common/error.h"
 #include "storage/memory_worker_lease_store.h"
 #include "storage/mysql_worker_lease_store.h"
 #include "storage/sqlite_worker_lease_store.h"

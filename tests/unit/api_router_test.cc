@@ -14,6 +14,7 @@
 #include "server/core/manual_clock.h"
 #include "server/core/segment_allocator.h"
 #include "server/core/task_runner.h"
+#include "server/http/http_util.h"
 #include "storage/faulty_store.h"
 #include "storage/memory_store.h"
 

@@ -1,4 +1,4 @@
-#include "storage/error.h"
+#include "common/error.h"
 
 namespace seqd {
 
