@@ -1,5 +1,6 @@
 #include "server/core/segment_allocator.h"
 
+#include "server/service/request_checks.h"
 #include <prometheus/counter.h>
 
 #include <algorithm>
@@ -168,11 +169,7 @@ void SegmentAllocator::Erase(const std::shared_ptr<KeyState>& state) {
 
 void SegmentAllocator::Take(std::string_view key, int64_t count, TakeCallback done) {
   if (shutting_down_) return done(MakeError(ErrorCode::kShuttingDown, "server is shutting down"));
-  if (count < 1 || count > options_.max_count) {
-    return done(
-        MakeError(ErrorCode::kInvalidArgument,
-                  "count must be an integer in [1, " + std::to_string(options_.max_count) + "]"));
-  }
+  if (Status s = CheckCount(count, options_.max_count); !s) return done(s.error());
   if (auto s = KeyRules::Validate(key); !s) return done(s.error());
 
   for (;;) {

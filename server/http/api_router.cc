@@ -23,6 +23,7 @@
 #include "server/http/snowflake_routes.h"
 #include "server/http/status_page.h"
 #include "server/metrics/metrics.h"
+#include "server/service/request_checks.h"
 
 namespace seqd {
 
@@ -336,12 +337,9 @@ Result<std::optional<int64_t>> CountParam(std::string_view query, int64_t max) {
   std::optional<std::string_view> raw = FindQueryParam(query, "count");
   if (!raw) return std::optional<int64_t>();
   std::optional<std::string> decoded = PercentDecode(*raw, true);
-  std::optional<int64_t> n = decoded ? ParseBoundedInt(*decoded, 1, max) : std::nullopt;
-  if (!n) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "count must be an integer in [1, " + std::to_string(max) + "]");
-  }
-  return n;
+  const int64_t n = decoded ? ParseCountText(*decoded) : -1;
+  if (Status s = CheckCount(n, max); !s) return s.error();
+  return std::optional<int64_t>(n);
 }
 
 ApiRouter::ApiRouter(SegmentAllocator& allocator, KeyAdmin& admin, RouterOptions options)

@@ -16,6 +16,7 @@
 #include "server/metrics/metrics.h"
 #include "server/net/tcp_listener.h"
 #include "server/service/wire_errors.h"
+#include "server/service/request_checks.h"
 
 namespace seqd {
 
@@ -360,10 +361,10 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   }
 
   void IncrBy(std::string_view key, std::string_view count_text) {
-    int64_t n = 0;
-    const char* end = count_text.data() + count_text.size();
-    auto [ptr, ec] = std::from_chars(count_text.data(), end, n);
-    if (ec != std::errc() || ptr != end || n < 1 || n > max_count_) {
+    // Redis's own wording for a bad INCRBY value, for both the syntax and
+    // the range (CheckCount decides the range).
+    const int64_t n = ParseCountText(count_text);
+    if (!CheckCount(n, max_count_)) {
       return Reply(RespOp::kIncrBy, ErrorCode::kInvalidArgument,
                    EncodedError("value is not an integer or out of range"));
     }

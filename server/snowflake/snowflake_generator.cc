@@ -1,5 +1,6 @@
 #include "server/snowflake/snowflake_generator.h"
 
+#include "server/service/request_checks.h"
 #include <algorithm>
 #include <optional>
 #include <utility>
@@ -22,11 +23,7 @@ SnowflakeGenerator::SnowflakeGenerator(const WallClock& wall, Clock& clock,
 SnowflakeGenerator::~SnowflakeGenerator() = default;
 
 void SnowflakeGenerator::Next(int64_t count, Callback done) {
-  if (count < 1 || count > options_.max_count) {
-    return done(MakeError(ErrorCode::kInvalidArgument, "count must be in [1, " +
-                                                           std::to_string(options_.max_count) +
-                                                           "], got " + std::to_string(count)));
-  }
+  if (Status s = CheckCount(count, options_.max_count); !s) return done(s.error());
   Waiter w;
   w.count = count;
   w.done = std::move(done);

@@ -299,15 +299,6 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
       ++queued_;
       return;
     }
-    const int64_t max_count = allocator_.options().max_count;
-    if (req->count < 1 || static_cast<int64_t>(req->count) > max_count) {
-      Count(f.opcode, f.request_id, proto::Status::kInvalidArgument);
-      proto::AppendError(out_, proto::Opcode::kNextIds, f.request_id,
-                         proto::Status::kInvalidArgument,
-                         "count must be an integer in [1, " + std::to_string(max_count) + "]");
-      ++queued_;
-      return;
-    }
     // The session outlives every request in flight (see OnTakeDone).
     if (pending_++ == 0 && !self_keep_) self_keep_ = shared_from_this();
     // Small and trivially copyable: std::function stores it without allocating.
