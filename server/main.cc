@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "server/config/config.h"
+#include "server/core/allocator_gauges.h"
 #include "server/core/asio_clock.h"
 #include "server/core/key_admin.h"
 #include "server/core/log.h"
@@ -210,7 +211,7 @@ int Run(const Config& config) {
   if (config.snowflake) router.SetSnowflake(&snowflake);
   router.SetMetrics(&metrics);
   router.SetMetricsHandler([&metrics] { return metrics.Render(); });
-  metrics.SetAllocator(&allocator);
+  metrics.SetAllocatorStats([&allocator] { return CollectAllocatorGauges(allocator); });
   metrics.SetMessageStats([&messages] {
     const MessageServiceStats st = messages.stats();
     return MessageGauges{st.queued_sends, st.subscriptions};

@@ -1,6 +1,5 @@
 #include "server/core/segment_allocator.h"
 
-#include "server/service/request_checks.h"
 #include <prometheus/counter.h>
 
 #include <algorithm>
@@ -8,6 +7,7 @@
 
 #include "server/core/log.h"
 #include "server/metrics/metrics.h"
+#include "server/service/request_checks.h"
 
 namespace seqd {
 

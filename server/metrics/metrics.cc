@@ -11,7 +11,6 @@
 #include <sstream>
 
 #include "server/core/key_rules.h"
-#include "server/core/segment_allocator.h"
 #include "storage/store_stats.h"
 
 namespace seqd {
@@ -134,7 +133,7 @@ struct Metrics::Impl {
 
   // Scrape-time sources, guarded by render_mu.
   std::mutex render_mu;
-  const SegmentAllocator* allocator = nullptr;
+  std::function<AllocatorGauges()> allocator_stats;
   std::function<MessageGauges()> message_stats;
   std::function<SnowflakeGauges()> snowflake_stats;
   std::array<std::function<size_t()>, kInterfaceCount> connections;
@@ -365,9 +364,9 @@ void Metrics::ReservationDone(const std::string& label, bool ok, double seconds)
 
 void Metrics::SetStoreUp(bool up) { impl_->store_up->Set(up ? 1 : 0); }
 
-void Metrics::SetAllocator(const SegmentAllocator* allocator) {
+void Metrics::SetAllocatorStats(std::function<AllocatorGauges()> source) {
   std::lock_guard lock(impl_->render_mu);
-  impl_->allocator = allocator;
+  impl_->allocator_stats = std::move(source);
 }
 
 void Metrics::MessageStored(int64_t n) { impl_->stored->Increment(static_cast<double>(n)); }
@@ -449,8 +448,9 @@ std::string Metrics::Render() {
                               g.lease_left_s, static_cast<double>(g.parked)};
     for (size_t i = 0; i < 4; ++i) m.snowflake_gauges[i]->Add({}).Set(values[i]);
   }
-  if (m.allocator) {
-    m.parked->Set(static_cast<double>(m.allocator->stats().parked_now));
+  if (m.allocator_stats) {
+    const AllocatorGauges gauges = m.allocator_stats();
+    m.parked->Set(static_cast<double>(gauges.parked));
     // Per key label: registered keys as they are, auto-created keys summed
     // per prefix rule (one series per rule, never per conversation).
     struct Agg {
@@ -461,16 +461,15 @@ std::string Metrics::Render() {
       int64_t keys = 0, next_ready = 0;
     };
     std::map<std::string, Agg> per_label;
-    for (const KeySnapshot& k : m.allocator->Snapshot()) {
-      const std::string label = KeyLabel(k.key, m.allocator->rules().Match(k.key));
-      Agg& a = per_label[label];
-      a.registered = !k.auto_created && label == k.key;
+    for (const KeyGaugeInput& k : gauges.keys) {
+      Agg& a = per_label[k.label];
+      a.registered = k.registered;
       a.step = k.step;
-      if (k.current.ready) a.current += k.current.last - k.current.next + 1;
-      if (k.next.ready) a.next += k.next.last - k.next.next + 1;
+      a.current += k.current_left;
+      a.next += k.next_left;
       a.rate += k.rate_per_s;
       ++a.keys;
-      if (k.next.ready) ++a.next_ready;
+      if (k.next_ready) ++a.next_ready;
     }
     prometheus::Family<prometheus::Gauge>* families[4] = {m.key_step, m.key_remaining, m.key_runway,
                                                           m.key_next_ready};

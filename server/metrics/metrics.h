@@ -7,7 +7,9 @@
 // time), never kept up to date on the hot path.
 //
 // Thread safety: every method is safe from any thread. Set the sources
-// (SetAllocator, SetMessageStats, SetOpenConnections) before serving.
+// (SetAllocatorStats, SetMessageStats, SetOpenConnections) before serving.
+// Metrics reads the components only through those callbacks: it includes
+// none of them.
 #pragma once
 
 #include <array>
@@ -34,7 +36,6 @@ class Family;
 
 namespace seqd {
 
-class SegmentAllocator;
 struct AutoKeyRule;
 
 enum class Interface { kHttp = 0, kBinary = 1, kResp = 2 };
@@ -43,6 +44,23 @@ inline constexpr size_t kInterfaceCount = 3;
 struct MessageGauges {
   int64_t queued_sends = 0;
   int64_t subscriptions = 0;
+};
+
+// One key in memory, for the per-key gauges (server/core/allocator_gauges.h
+// builds these from the allocator's snapshot).
+struct KeyGaugeInput {
+  std::string label;        // Metrics::KeyLabel(): the key, or "auto:<prefix>"
+  bool registered = false;  // not auto-created, and labelled by its own name
+  int64_t step = 0;
+  int64_t current_left = 0;  // IDs left in the current buffer (0 if not loaded)
+  int64_t next_left = 0;     // IDs left in the next buffer (0 if not loaded)
+  bool next_ready = false;
+  double rate_per_s = 0;
+};
+
+struct AllocatorGauges {
+  int64_t parked = 0;  // requests waiting for a reservation
+  std::vector<KeyGaugeInput> keys;
 };
 
 struct SnowflakeGauges {
@@ -88,7 +106,7 @@ class Metrics {
   prometheus::Counter& IdsIssued(const std::string& label);
   void ReservationDone(const std::string& label, bool ok, double seconds);
   void SetStoreUp(bool up);
-  void SetAllocator(const SegmentAllocator* allocator);
+  void SetAllocatorStats(std::function<AllocatorGauges()> source);
 
   // --- message store ----------------------------------------------------
   void MessageStored(int64_t n);

@@ -10,6 +10,7 @@
 
 #include <optional>
 
+#include "server/core/allocator_gauges.h"
 #include "server/core/key_admin.h"
 #include "server/core/manual_clock.h"
 #include "server/core/segment_allocator.h"
@@ -34,7 +35,7 @@ struct AllocFixture {
     options.metrics = &metrics;
     alloc =
         std::make_unique<SegmentAllocator>(store, db, clock, KeyRules(std::move(rules)), options);
-    metrics.SetAllocator(alloc.get());
+    metrics.SetAllocatorStats([this] { return CollectAllocatorGauges(*alloc); });
   }
   void Take(std::string_view key, int64_t count) {
     bool ok = false;
