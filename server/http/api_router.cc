@@ -23,7 +23,6 @@
 #include "server/http/snowflake_routes.h"
 #include "server/http/status_page.h"
 #include "server/metrics/metrics.h"
-#include "server/service/request_checks.h"
 
 namespace seqd {
 
@@ -332,15 +331,6 @@ ApiRouter::Response SeqResponse(const ApiRouter::Call& call, const Result<IdBatc
 }
 
 }  // namespace
-
-Result<std::optional<int64_t>> CountParam(std::string_view query, int64_t max) {
-  std::optional<std::string_view> raw = FindQueryParam(query, "count");
-  if (!raw) return std::optional<int64_t>();
-  std::optional<std::string> decoded = PercentDecode(*raw, true);
-  const int64_t n = decoded ? ParseCountText(*decoded) : -1;
-  if (Status s = CheckCount(n, max); !s) return s.error();
-  return std::optional<int64_t>(n);
-}
 
 ApiRouter::ApiRouter(SegmentAllocator& allocator, KeyAdmin& admin, RouterOptions options)
     : allocator_(allocator),

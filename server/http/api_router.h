@@ -59,11 +59,6 @@ struct RouterOptions {
   bool admin_only = false;
 };
 
-// The `count` query parameter of GET /seq and GET /snowflake (still
-// percent-encoded in `query`): nullopt when absent; kInvalidArgument "count
-// must be an integer in [1, max]" unless it is a plain decimal in that range.
-Result<std::optional<int64_t>> CountParam(std::string_view query, int64_t max);
-
 class ApiRouter {
  public:
   using Request = boost::beast::http::request<boost::beast::http::string_body>;

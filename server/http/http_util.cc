@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "server/core/log.h"
+#include "server/service/request_checks.h"
 
 namespace seqd {
 
@@ -100,6 +101,15 @@ Result<nlohmann::json> ParseObject(const std::string& body) {
 Error FieldError(std::string_view field, std::string_view what) {
   return MakeError(ErrorCode::kInvalidArgument,
                    "field '" + std::string(field) + "' " + std::string(what));
+}
+
+Result<std::optional<int64_t>> CountParam(std::string_view query, int64_t max) {
+  std::optional<std::string_view> raw = FindQueryParam(query, "count");
+  if (!raw) return std::optional<int64_t>();
+  std::optional<std::string> decoded = PercentDecode(*raw, true);
+  const int64_t n = decoded ? ParseCountText(*decoded) : -1;
+  if (Status s = CheckCount(n, max); !s) return s.error();
+  return std::optional<int64_t>(n);
 }
 
 boost::beast::http::status HttpStatusFor(ErrorCode code) {

@@ -33,6 +33,11 @@ std::optional<std::string_view> FindQueryParam(std::string_view query, std::stri
 // the range check downstream rejects them with its own message.
 std::optional<int64_t> IntField(const nlohmann::json& j);
 
+// The `count` query parameter of GET /seq and GET /snowflake (still
+// percent-encoded in `query`): nullopt when absent; kInvalidArgument "count
+// must be an integer in [1, max]" unless it is a plain decimal in that range.
+Result<std::optional<int64_t>> CountParam(std::string_view query, int64_t max);
+
 // Parses a request body as a JSON object, or explains why not.
 Result<nlohmann::json> ParseObject(const std::string& body);
 

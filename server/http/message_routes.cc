@@ -4,7 +4,6 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "server/http/api_router.h"
 #include "server/http/http_util.h"
 #include "server/msg/message_service.h"
 

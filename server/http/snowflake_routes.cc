@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "server/core/key_rules.h"
-#include "server/http/api_router.h"
 #include "server/http/http_util.h"
 #include "server/snowflake/snowflake_generator.h"
 
