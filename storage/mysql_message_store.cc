@@ -153,8 +153,7 @@ std::string ListSql(ListKind kind, size_t n) {
 
 std::string ListSqlById(int kind, size_t n) { return ListSql(static_cast<ListKind>(kind), n); }
 
-const char* const kSessionSetup[] = {"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"};
-const MysqlSession kSession{kSql, ListSqlById, kSessionSetup, std::nullopt};
+const MysqlSession kSession{kSql, ListSqlById, std::nullopt};
 
 StoredMessage ReadMessage(sql::ResultSet& rs) {
   StoredMessage m;
@@ -172,14 +171,17 @@ StoredMessage ReadMessage(sql::ResultSet& rs) {
 
 }  // namespace
 
-MysqlMessageStore::MysqlMessageStore(MysqlOptions options) : pool_(std::move(options), kSession) {}
+MysqlMessageStore::MysqlMessageStore(MysqlOptions options)
+    : pool_(std::make_shared<MysqlPool>(std::move(options))) {}
+
+MysqlMessageStore::MysqlMessageStore(std::shared_ptr<MysqlPool> pool) : pool_(std::move(pool)) {}
 
 MysqlMessageStore::~MysqlMessageStore() = default;
 
-std::string MysqlMessageStore::Describe() const { return DescribeMysql(pool_.options()); }
+std::string MysqlMessageStore::Describe() const { return DescribeMysql(pool_->options()); }
 
 Status MysqlMessageStore::EnsureSchema() {
-  return pool_.Run<Ok>("create tables", [](MysqlConn& c) -> Result<Ok> {
+  return pool_->Run<Ok>(kSession, "create tables", [](MysqlConn& c) -> Result<Ok> {
     std::unique_ptr<sql::Statement> s(c.conn->createStatement());
     for (const char* ddl : kSchema) s->execute(ddl);
     c.Commit();
@@ -230,7 +232,8 @@ Result<std::vector<AppendOutcome>> MysqlMessageStore::Append(std::span<const App
   }
 
   std::unordered_map<std::string, int64_t> committed;  // new max per conversation
-  auto result = pool_.Run<std::vector<AppendOutcome>>(
+  auto result = pool_->Run<std::vector<AppendOutcome>>(
+      kSession,
       // Safe to run again after a COMMIT with an unknown outcome: rows it
       // did store come back through the client-id key with this request's
       // server_msg_id, and keep their seqs.
@@ -390,7 +393,7 @@ Result<std::vector<AppendOutcome>> MysqlMessageStore::Append(std::span<const App
 
 Result<int64_t> MysqlMessageStore::MaxSeq(std::string_view conv_id) {
   const std::string conv(conv_id);
-  return pool_.Run<int64_t>("max seq", [&](MysqlConn& c) -> Result<int64_t> {
+  return pool_->Run<int64_t>(kSession, "max seq", [&](MysqlConn& c) -> Result<int64_t> {
     sql::PreparedStatement& s = c.Stmt(kMaxSeq);
     s.setString(1, conv);
     std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
@@ -410,8 +413,8 @@ Result<std::vector<int64_t>> MysqlMessageStore::MaxSeqs(std::span<const std::str
       if (seen.emplace(c, true).second) distinct.push_back(c);
     }
   }
-  return pool_.Run<std::vector<int64_t>>(
-      "max seqs", [&](MysqlConn& c) -> Result<std::vector<int64_t>> {
+  return pool_->Run<std::vector<int64_t>>(
+      kSession, "max seqs", [&](MysqlConn& c) -> Result<std::vector<int64_t>> {
         std::unordered_map<std::string, int64_t> max;
         ReadMaxSeqs([&](size_t n) -> sql::PreparedStatement& { return c.List(kMaxSeqIn, n); },
                     distinct, max);
@@ -429,7 +432,7 @@ Result<MessagePage> MysqlMessageStore::GetRange(const RangeQuery& q) {
                      "get range: REQUIRES from_seq <= to_seq and limit >= 1");
   }
   const int64_t limit = ClampRangeLimit(q.limit);
-  return pool_.Run<MessagePage>("get range", [&](MysqlConn& c) -> Result<MessagePage> {
+  return pool_->Run<MessagePage>(kSession, "get range", [&](MysqlConn& c) -> Result<MessagePage> {
     sql::PreparedStatement& s = c.Stmt(q.descending ? kRangeDesc : kRangeAsc);
     s.setString(1, q.conv_id);
     s.setInt64(2, q.from_seq);
@@ -457,8 +460,8 @@ Result<std::vector<StoredMessage>> MysqlMessageStore::GetBySeqs(std::string_view
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
   if (sorted.empty()) return std::vector<StoredMessage>();
   const std::string conv(conv_id);
-  return pool_.Run<std::vector<StoredMessage>>(
-      "get by seqs", [&](MysqlConn& c) -> Result<std::vector<StoredMessage>> {
+  return pool_->Run<std::vector<StoredMessage>>(
+      kSession, "get by seqs", [&](MysqlConn& c) -> Result<std::vector<StoredMessage>> {
         std::vector<StoredMessage> out;
         for (size_t at = 0; at < sorted.size(); at += kInListMax) {
           const size_t n = std::min(kInListMax, sorted.size() - at);
@@ -479,27 +482,30 @@ Result<StoredMessage> MysqlMessageStore::SetStatus(std::string_view conv_id, int
     return MakeError(ErrorCode::kInvalidArgument, "set status: REQUIRES status != normal");
   }
   const std::string conv(conv_id);
-  return pool_.Run<StoredMessage>("set status", [&](MysqlConn& c) -> Result<StoredMessage> {
-    sql::PreparedStatement& upd = c.Stmt(kSetStatus);
-    upd.setInt(1, static_cast<int>(status));
-    upd.setString(2, conv);
-    upd.setInt64(3, seq);
-    if (upd.executeUpdate() == 0) return MakeError(ErrorCode::kNotFound, "no such message");
-    sql::PreparedStatement& sel = c.Stmt(kSelectOne);
-    sel.setString(1, conv);
-    sel.setInt64(2, seq);
-    std::unique_ptr<sql::ResultSet> rs(sel.executeQuery());
-    if (!rs->next()) return MakeError(ErrorCode::kNotFound, "no such message");
-    StoredMessage m = ReadMessage(*rs);
-    rs.reset();
-    c.Commit();
-    return m;
-  });
+  return pool_->Run<StoredMessage>(kSession, "set status",
+                                   [&](MysqlConn& c) -> Result<StoredMessage> {
+                                     sql::PreparedStatement& upd = c.Stmt(kSetStatus);
+                                     upd.setInt(1, static_cast<int>(status));
+                                     upd.setString(2, conv);
+                                     upd.setInt64(3, seq);
+                                     if (upd.executeUpdate() == 0)
+                                       return MakeError(ErrorCode::kNotFound, "no such message");
+                                     sql::PreparedStatement& sel = c.Stmt(kSelectOne);
+                                     sel.setString(1, conv);
+                                     sel.setInt64(2, seq);
+                                     std::unique_ptr<sql::ResultSet> rs(sel.executeQuery());
+                                     if (!rs->next())
+                                       return MakeError(ErrorCode::kNotFound, "no such message");
+                                     StoredMessage m = ReadMessage(*rs);
+                                     rs.reset();
+                                     c.Commit();
+                                     return m;
+                                   });
 }
 
 Result<int64_t> MysqlMessageStore::GetConvMinSeq(std::string_view conv_id) {
   const std::string conv(conv_id);
-  return pool_.Run<int64_t>("get conv min seq", [&](MysqlConn& c) -> Result<int64_t> {
+  return pool_->Run<int64_t>(kSession, "get conv min seq", [&](MysqlConn& c) -> Result<int64_t> {
     sql::PreparedStatement& s = c.Stmt(kGetConvMin);
     s.setString(1, conv);
     std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
@@ -512,7 +518,7 @@ Result<int64_t> MysqlMessageStore::GetConvMinSeq(std::string_view conv_id) {
 
 Status MysqlMessageStore::SetConvMinSeq(std::string_view conv_id, int64_t min_seq) {
   const std::string conv(conv_id);
-  return pool_.Run<Ok>("set conv min seq", [&](MysqlConn& c) -> Result<Ok> {
+  return pool_->Run<Ok>(kSession, "set conv min seq", [&](MysqlConn& c) -> Result<Ok> {
     sql::PreparedStatement& s = c.Stmt(kSetConvMin);
     s.setString(1, conv);
     s.setInt64(2, min_seq);
@@ -538,8 +544,8 @@ Result<std::optional<MemberState>> MysqlMessageStore::GetMember(std::string_view
                                                                 std::string_view user_id) {
   const std::string conv(conv_id);
   const std::string user(user_id);
-  return pool_.Run<std::optional<MemberState>>(
-      "get member", [&](MysqlConn& c) -> Result<std::optional<MemberState>> {
+  return pool_->Run<std::optional<MemberState>>(
+      kSession, "get member", [&](MysqlConn& c) -> Result<std::optional<MemberState>> {
         sql::PreparedStatement& s = c.Stmt(kGetMember);
         s.setString(1, conv);
         s.setString(2, user);
@@ -556,7 +562,7 @@ Status MysqlMessageStore::PutMember(std::string_view conv_id, std::string_view u
                                     const MemberState& state) {
   const std::string conv(conv_id);
   const std::string user(user_id);
-  return pool_.Run<Ok>("put member", [&](MysqlConn& c) -> Result<Ok> {
+  return pool_->Run<Ok>(kSession, "put member", [&](MysqlConn& c) -> Result<Ok> {
     sql::PreparedStatement& s = c.Stmt(kPutMember);
     s.setString(1, conv);
     s.setString(2, user);
@@ -578,41 +584,43 @@ Result<MemberState> MysqlMessageStore::SetReadSeq(std::string_view conv_id,
                                                   int64_t upper) {
   const std::string conv(conv_id);
   const std::string user(user_id);
-  return pool_.Run<MemberState>("set read seq", [&](MysqlConn& c) -> Result<MemberState> {
-    sql::PreparedStatement& s = c.Stmt(kGetMemberForUpdate);
-    s.setString(1, conv);
-    s.setString(2, user);
-    std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
-    if (!rs->next()) return MakeError(ErrorCode::kNotFound, "not a member");
-    MemberState m = ReadMember(*rs);
-    rs.reset();
-    if (read_seq < m.read_seq) {
-      return MakeError(ErrorCode::kFailedPrecondition, "read_seq " + std::to_string(read_seq) +
-                                                           " is below the stored read_seq " +
-                                                           std::to_string(m.read_seq));
-    }
-    if (read_seq > upper) {
-      return MakeError(ErrorCode::kFailedPrecondition, "read_seq " + std::to_string(read_seq) +
-                                                           " is above " + std::to_string(upper));
-    }
-    if (read_seq != m.read_seq) {
-      sql::PreparedStatement& upd = c.Stmt(kSetRead);
-      upd.setInt64(1, read_seq);
-      upd.setString(2, conv);
-      upd.setString(3, user);
-      upd.executeUpdate();
-    }
-    c.Commit();
-    m.read_seq = read_seq;
-    return m;
-  });
+  return pool_->Run<MemberState>(
+      kSession, "set read seq", [&](MysqlConn& c) -> Result<MemberState> {
+        sql::PreparedStatement& s = c.Stmt(kGetMemberForUpdate);
+        s.setString(1, conv);
+        s.setString(2, user);
+        std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
+        if (!rs->next()) return MakeError(ErrorCode::kNotFound, "not a member");
+        MemberState m = ReadMember(*rs);
+        rs.reset();
+        if (read_seq < m.read_seq) {
+          return MakeError(ErrorCode::kFailedPrecondition, "read_seq " + std::to_string(read_seq) +
+                                                               " is below the stored read_seq " +
+                                                               std::to_string(m.read_seq));
+        }
+        if (read_seq > upper) {
+          return MakeError(
+              ErrorCode::kFailedPrecondition,
+              "read_seq " + std::to_string(read_seq) + " is above " + std::to_string(upper));
+        }
+        if (read_seq != m.read_seq) {
+          sql::PreparedStatement& upd = c.Stmt(kSetRead);
+          upd.setInt64(1, read_seq);
+          upd.setString(2, conv);
+          upd.setString(3, user);
+          upd.executeUpdate();
+        }
+        c.Commit();
+        m.read_seq = read_seq;
+        return m;
+      });
 }
 
 Result<int64_t> MysqlMessageStore::CountUnread(std::string_view conv_id, std::string_view user_id,
                                                int64_t after_seq, int64_t upto_seq) {
   const std::string conv(conv_id);
   const std::string user(user_id);
-  return pool_.Run<int64_t>("count unread", [&](MysqlConn& c) -> Result<int64_t> {
+  return pool_->Run<int64_t>(kSession, "count unread", [&](MysqlConn& c) -> Result<int64_t> {
     sql::PreparedStatement& s = c.Stmt(kCountUnread);
     s.setString(1, conv);
     s.setInt64(2, after_seq);
@@ -626,6 +634,6 @@ Result<int64_t> MysqlMessageStore::CountUnread(std::string_view conv_id, std::st
   });
 }
 
-Status MysqlMessageStore::Ping() { return pool_.Ping(kPing); }
+Status MysqlMessageStore::Ping() { return pool_->Ping(kSession, kPing); }
 
 }  // namespace seqd

@@ -38,6 +38,8 @@ class MysqlMessageStore final : public MessageStore {
   // Does not connect; the first call that needs the database does. Use
   // MysqlStore::ParseUrl for the options.
   explicit MysqlMessageStore(MysqlOptions options);
+  // On a pool shared with other stores (never null).
+  explicit MysqlMessageStore(std::shared_ptr<MysqlPool> pool);
   ~MysqlMessageStore() override;
 
   MysqlMessageStore(const MysqlMessageStore&) = delete;
@@ -69,7 +71,7 @@ class MysqlMessageStore final : public MessageStore {
   Status Ping() override;
 
  private:
-  MysqlPool pool_;
+  const std::shared_ptr<MysqlPool> pool_;
 };
 
 }  // namespace seqd

@@ -100,25 +100,27 @@ sql::Driver* MysqlDriver() {
 
 // ---------------------------------------------------------------- MysqlConn
 
-MysqlConn::MysqlConn(const MysqlSession& s) : session(s), stmts(s.statements.size()) {}
+MysqlConn::MysqlConn() = default;
 
 MysqlConn::~MysqlConn() {
   // Statements before their connection.
-  lists.clear();
-  stmts.clear();
+  prepared.clear();
+  plain.reset();
 }
 
 sql::PreparedStatement& MysqlConn::Stmt(int id) {
-  auto& s = stmts[static_cast<size_t>(id)];
-  if (!s) s.reset(conn->prepareStatement(session.statements[static_cast<size_t>(id)]));
+  Prepared& p = prepared[session];
+  if (p.stmts.empty()) p.stmts.resize(session->statements.size());
+  auto& s = p.stmts[static_cast<size_t>(id)];
+  if (!s) s.reset(conn->prepareStatement(session->statements[static_cast<size_t>(id)]));
   s->clearParameters();
   in_txn = true;
   return *s;
 }
 
 sql::PreparedStatement& MysqlConn::List(int kind, size_t n) {
-  auto& s = lists[{kind, n}];
-  if (!s) s.reset(conn->prepareStatement(session.list_sql(kind, n)));
+  auto& s = prepared[session].lists[{kind, n}];
+  if (!s) s.reset(conn->prepareStatement(session->list_sql(kind, n)));
   s->clearParameters();
   in_txn = true;
   return *s;
@@ -192,8 +194,7 @@ bool MysqlConn::LostAfter(int code) noexcept {
 
 // ---------------------------------------------------------------- MysqlPool
 
-MysqlPool::MysqlPool(MysqlOptions options, const MysqlSession& session)
-    : options_(std::move(options)), session_(session) {}
+MysqlPool::MysqlPool(MysqlOptions options) : options_(std::move(options)) {}
 
 MysqlPool::~MysqlPool() = default;
 
@@ -215,13 +216,14 @@ Result<std::unique_ptr<MysqlConn>> MysqlPool::Connect() {
     // Affected rows = matched rows, so an UPDATE that changes nothing
     // (SetStep to the current step) still proves the row exists.
     props["CLIENT_FOUND_ROWS"] = true;
-    auto c = std::make_unique<MysqlConn>(session_);
+    auto c = std::make_unique<MysqlConn>();
     c->conn.reset(MysqlDriver()->connect(props));
     if (!c->conn) return MakeError(ErrorCode::kStoreUnavailable, where + ": no connection");
-    if (!session_.setup.empty()) {
-      std::unique_ptr<sql::Statement> s(c->conn->createStatement());
-      for (const char* stmt : session_.setup) s->execute(stmt);
-    }
+    // READ COMMITTED: no gap locks between the message writers; every
+    // store's transactions are correct under it (conditional UPDATEs read
+    // the latest committed row). UTC: the lease store's time arithmetic.
+    c->Plain().execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+    c->Plain().execute("SET SESSION time_zone = '+00:00'");
     c->conn->setAutoCommit(false);
     // setAutoCommit() ignores mysql_autocommit()'s result too: a connection
     // left in autocommit would commit each statement on its own.
@@ -300,7 +302,7 @@ std::chrono::microseconds ConflictBackoff(int attempt) {
 
 }  // namespace
 
-Status MysqlPool::RunBody(const char* op, const Body& body) {
+Status MysqlPool::RunBody(const MysqlSession& session, const char* op, const Body& body) {
   const std::string what = std::string("mysql ") + op;
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + std::chrono::milliseconds(options_.retry_budget_ms);
@@ -312,6 +314,7 @@ Status MysqlPool::RunBody(const char* op, const Body& body) {
     if (!acquired.ok()) return acquired.error();
     std::unique_ptr<MysqlConn> c = std::move(acquired).value();
     c->commit_failure.reset();
+    c->session = &session;
     bool lost = false;
     bool conflict = false;
     bool retryable = true;
@@ -325,7 +328,7 @@ Status MysqlPool::RunBody(const char* op, const Body& body) {
     } catch (const sql::SQLException& e) {
       lost = c->LostAfter(e.getErrorCode());
       conflict = !lost && IsConflict(e.getErrorCode());
-      err = ExceptionError(e, what, lost, session_.duplicate_key);
+      err = ExceptionError(e, what, lost, session.duplicate_key);
     } catch (const std::exception& e) {
       lost = c->LostAfter(0);
       err = MakeError(lost ? ErrorCode::kStoreUnavailable : ErrorCode::kInternal,
@@ -355,8 +358,8 @@ Status MysqlPool::RunBody(const char* op, const Body& body) {
   }
 }
 
-Status MysqlPool::Ping(int stmt) {
-  return Run<Ok>("ping", [stmt](MysqlConn& c) -> Result<Ok> {
+Status MysqlPool::Ping(const MysqlSession& session, int stmt) {
+  return Run<Ok>(session, "ping", [stmt](MysqlConn& c) -> Result<Ok> {
     std::unique_ptr<sql::ResultSet> rs(c.Stmt(stmt).executeQuery());
     rs.reset();
     c.Commit();

@@ -3,11 +3,13 @@
 // and retries a transaction after a lost connection or a conflict.
 //
 // Connections: at most `pool_size` (minimum 1), opened on demand (the
-// constructor never connects); a caller waits for a free one. Every
-// connection is opened with connect timeout `connect_timeout_s`, read/write
-// timeouts `rw_timeout_s`, no auto-reconnect, utf8mb4, CLIENT_FOUND_ROWS, the
-// owner's session statements, then autocommit off. Each keeps its own
-// prepared statements.
+// constructor never connects); a caller waits for a free one. One pool may
+// serve several stores: each Run() names its store's MysqlSession (statement
+// table, duplicate-key code), and each connection keeps its own prepared
+// statements per session. Every connection is opened with connect timeout
+// `connect_timeout_s`, read/write timeouts `rw_timeout_s`, no
+// auto-reconnect, utf8mb4, CLIENT_FOUND_ROWS, READ COMMITTED, time zone
+// UTC, then autocommit off.
 //
 // Failures: every sql::SQLException is turned into an Error:
 // kStoreUnavailable for connection problems, lock timeouts, deadlocks and
@@ -85,23 +87,21 @@ struct MysqlSession {
   // Text of a statement that depends on a count (IN lists, multi-row
   // INSERT), by the store's own kind; null if the store has none.
   std::string (*list_sql)(int kind, size_t n) = nullptr;
-  // Run once on every new connection, before autocommit is turned off.
-  std::span<const char* const> setup;
   // Error code for a duplicate key (1062) escaping a call; unset: kInternal.
   std::optional<ErrorCode> duplicate_key;
 };
 
-// One connection and its prepared statements.
+// One connection and its prepared statements, per session.
 struct MysqlConn {
-  explicit MysqlConn(const MysqlSession& session);
+  MysqlConn();
   ~MysqlConn();
   MysqlConn(const MysqlConn&) = delete;
   MysqlConn& operator=(const MysqlConn&) = delete;
 
-  // Statement `id` of the session table, prepared on first use, parameters
-  // cleared. Marks a transaction open.
+  // Statement `id` of the current session's table, prepared on first use,
+  // parameters cleared. Marks a transaction open.
   sql::PreparedStatement& Stmt(int id);
-  // The statement session.list_sql(kind, n), likewise.
+  // The statement session->list_sql(kind, n), likewise.
   sql::PreparedStatement& List(int kind, size_t n);
   // Commits and marks the transaction closed. Throws sql::SQLException on
   // ANY failure, after setting `commit_failure` and counting it.
@@ -119,11 +119,15 @@ struct MysqlConn {
   // A plain statement for text SQL (created on first use).
   sql::Statement& Plain();
 
+  struct Prepared {
+    std::vector<std::unique_ptr<sql::PreparedStatement>> stmts;  // by id
+    std::map<std::pair<int, size_t>, std::unique_ptr<sql::PreparedStatement>> lists;
+  };
+
   std::unique_ptr<sql::Connection> conn;  // declared first: destroyed last
-  const MysqlSession& session;
+  const MysqlSession* session = nullptr;  // of the Run() using the connection
   std::unique_ptr<sql::Statement> plain;
-  std::vector<std::unique_ptr<sql::PreparedStatement>> stmts;  // by id
-  std::map<std::pair<int, size_t>, std::unique_ptr<sql::PreparedStatement>> lists;
+  std::map<const MysqlSession*, Prepared> prepared;
   bool in_txn = false;   // a statement ran since the last commit/rollback
   bool broken = false;   // a rollback failed: close instead of pooling
   int rw_timeout_s = 0;  // the connection's read timeout (tells a timeout from a loss)
@@ -132,8 +136,8 @@ struct MysqlConn {
 
 class MysqlPool {
  public:
-  // Does not connect. `session` must outlive the pool.
-  MysqlPool(MysqlOptions options, const MysqlSession& session);
+  // Does not connect.
+  explicit MysqlPool(MysqlOptions options);
   ~MysqlPool();
 
   MysqlPool(const MysqlPool&) = delete;
@@ -150,10 +154,11 @@ class MysqlPool {
   // header comment says (a lost one only while fn left `retryable` set). A
   // transaction fn leaves open is rolled back. fn may run several times:
   // each run must start from scratch.
+  // `session` (a static table) is the calling store's.
   template <typename T, typename Fn>
-  Result<T> Run(const char* op, Fn&& fn) {
+  Result<T> Run(const MysqlSession& session, const char* op, Fn&& fn) {
     std::optional<Result<T>> out;
-    Status st = RunBody(op, [&](MysqlConn& c, bool& retryable) {
+    Status st = RunBody(session, op, [&](MysqlConn& c, bool& retryable) {
       if constexpr (std::is_invocable_v<Fn&, MysqlConn&, bool&>) {
         out.emplace(fn(c, retryable));
       } else {
@@ -165,13 +170,13 @@ class MysqlPool {
     return std::move(*out);
   }
 
-  // Runs session statement `stmt` (a "SELECT 1") in Run("ping").
-  Status Ping(int stmt);
+  // Runs statement `stmt` of `session` (a "SELECT 1") in Run("ping").
+  Status Ping(const MysqlSession& session, int stmt);
 
  private:
   // One attempt's work; returns normally or throws.
   using Body = std::function<void(MysqlConn&, bool& retryable)>;
-  Status RunBody(const char* op, const Body& body);
+  Status RunBody(const MysqlSession& session, const char* op, const Body& body);
 
   // Takes an idle connection or opens a new one (waiting while `pool_size`
   // are in use). With `fresh`, never returns an already-open connection.
@@ -183,7 +188,6 @@ class MysqlPool {
   Result<std::unique_ptr<MysqlConn>> Connect();
 
   const MysqlOptions options_;
-  const MysqlSession& session_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::unique_ptr<MysqlConn>> idle_;  // guarded by mu_

@@ -51,7 +51,7 @@ const char* const kSql[kNumStmts] = {
 };
 
 // A duplicate key escaping a call can only be a key that exists.
-const MysqlSession kSession{kSql, nullptr, {}, ErrorCode::kKeyExists};
+const MysqlSession kSession{kSql, nullptr, ErrorCode::kKeyExists};
 
 KeyRow ReadRow(sql::ResultSet& rs) {
   KeyRow row;
@@ -137,11 +137,14 @@ Status ApplyQuery(std::string_view query, MysqlOptions* o) {
 
 }  // namespace
 
-MysqlStore::MysqlStore(MysqlOptions options) : pool_(std::move(options), kSession) {}
+MysqlStore::MysqlStore(MysqlOptions options)
+    : pool_(std::make_shared<MysqlPool>(std::move(options))) {}
+
+MysqlStore::MysqlStore(std::shared_ptr<MysqlPool> pool) : pool_(std::move(pool)) {}
 
 MysqlStore::~MysqlStore() = default;
 
-std::string MysqlStore::Describe() const { return DescribeMysql(pool_.options()); }
+std::string MysqlStore::Describe() const { return DescribeMysql(pool_->options()); }
 
 Result<MysqlOptions> MysqlStore::ParseUrl(std::string_view url) {
   constexpr std::string_view kScheme = "mysql://";
@@ -219,7 +222,7 @@ Result<MysqlOptions> MysqlStore::ParseUrl(std::string_view url) {
 }
 
 Status MysqlStore::EnsureSchema() {
-  return pool_.Run<Ok>("create table", [](MysqlConn& c) -> Result<Ok> {
+  return pool_->Run<Ok>(kSession, "create table", [](MysqlConn& c) -> Result<Ok> {
     std::unique_ptr<sql::Statement> s(c.conn->createStatement());
     s->execute(kCreateTable);
     c.Commit();
@@ -232,41 +235,42 @@ Result<ReservedSegment> MysqlStore::Reserve(std::string_view key, std::optional<
     return MakeError(ErrorCode::kInvalidArgument, "mysql reserve: step must be > 0");
   }
   const std::string k(key);
-  return pool_.Run<ReservedSegment>("reserve", [&](MysqlConn& c) -> Result<ReservedSegment> {
-    int updated = 0;
-    if (step) {
-      sql::PreparedStatement& upd = c.Stmt(kReserveBy);
-      upd.setInt64(1, *step);
-      upd.setString(2, k);
-      updated = upd.executeUpdate();
-    } else {
-      sql::PreparedStatement& upd = c.Stmt(kReserveRowStep);
-      upd.setString(1, k);
-      updated = upd.executeUpdate();
-    }
-    if (updated == 0) return MakeError(ErrorCode::kUnknownKey, "no such key");  // rolled back
+  return pool_->Run<ReservedSegment>(
+      kSession, "reserve", [&](MysqlConn& c) -> Result<ReservedSegment> {
+        int updated = 0;
+        if (step) {
+          sql::PreparedStatement& upd = c.Stmt(kReserveBy);
+          upd.setInt64(1, *step);
+          upd.setString(2, k);
+          updated = upd.executeUpdate();
+        } else {
+          sql::PreparedStatement& upd = c.Stmt(kReserveRowStep);
+          upd.setString(1, k);
+          updated = upd.executeUpdate();
+        }
+        if (updated == 0) return MakeError(ErrorCode::kUnknownKey, "no such key");  // rolled back
 
-    sql::PreparedStatement& sel = c.Stmt(kReserveSelect);
-    sel.setString(1, k);
-    std::unique_ptr<sql::ResultSet> rs(sel.executeQuery());
-    if (!rs->next()) return MakeError(ErrorCode::kInternal, "mysql reserve: row vanished");
-    const int64_t max_id = rs->getInt64(1);
-    const int64_t table_step = rs->getInt64(2);
-    rs.reset();
-    try {
-      c.Commit();
-    } catch (...) {
-      // Outcome unknown: the range may have committed, but it is never
-      // served; the pool runs the reservation again (a gap, never a
-      // duplicate).
-      if (c.CommitOutcomeUnknown()) {
-        ProcessStoreStats().ranges_skipped.fetch_add(1, std::memory_order_relaxed);
-      }
-      throw;
-    }
-    const int64_t by = step.value_or(table_step);
-    return ReservedSegment{max_id - by, max_id - 1, table_step};
-  });
+        sql::PreparedStatement& sel = c.Stmt(kReserveSelect);
+        sel.setString(1, k);
+        std::unique_ptr<sql::ResultSet> rs(sel.executeQuery());
+        if (!rs->next()) return MakeError(ErrorCode::kInternal, "mysql reserve: row vanished");
+        const int64_t max_id = rs->getInt64(1);
+        const int64_t table_step = rs->getInt64(2);
+        rs.reset();
+        try {
+          c.Commit();
+        } catch (...) {
+          // Outcome unknown: the range may have committed, but it is never
+          // served; the pool runs the reservation again (a gap, never a
+          // duplicate).
+          if (c.CommitOutcomeUnknown()) {
+            ProcessStoreStats().ranges_skipped.fetch_add(1, std::memory_order_relaxed);
+          }
+          throw;
+        }
+        const int64_t by = step.value_or(table_step);
+        return ReservedSegment{max_id - by, max_id - 1, table_step};
+      });
 }
 
 namespace {
@@ -292,7 +296,7 @@ Result<KeyRow> MysqlStore::CreateKey(std::string_view key, int64_t step,
   // Whether an earlier run of this call inserted the row: it did if its
   // COMMIT succeeded, it may have if the COMMIT's outcome is unknown.
   enum class Inserted { kNo, kMaybe, kYes } inserted = Inserted::kNo;
-  return pool_.Run<KeyRow>("create key", [&](MysqlConn& c) -> Result<KeyRow> {
+  return pool_->Run<KeyRow>(kSession, "create key", [&](MysqlConn& c) -> Result<KeyRow> {
     sql::PreparedStatement& ins = c.Stmt(kInsert);
     ins.setString(1, k);
     ins.setInt64(2, step);
@@ -323,7 +327,7 @@ Result<KeyRow> MysqlStore::CreateKey(std::string_view key, int64_t step,
 
 Result<KeyRow> MysqlStore::GetKey(std::string_view key) {
   const std::string k(key);
-  return pool_.Run<KeyRow>("get key", [&](MysqlConn& c) -> Result<KeyRow> {
+  return pool_->Run<KeyRow>(kSession, "get key", [&](MysqlConn& c) -> Result<KeyRow> {
     return SelectOne(c.Stmt(kSelectOne), k, [&] { c.Commit(); });
   });
 }
@@ -332,23 +336,23 @@ Result<std::vector<KeyRow>> MysqlStore::ListKeys(std::string_view after, size_t 
   const std::string a(after);
   const auto max = static_cast<size_t>(std::numeric_limits<int64_t>::max());
   const auto lim = static_cast<int64_t>(limit < max ? limit : max);
-  return pool_.Run<std::vector<KeyRow>>("list keys",
-                                        [&](MysqlConn& c) -> Result<std::vector<KeyRow>> {
-                                          sql::PreparedStatement& sel = c.Stmt(kList);
-                                          sel.setString(1, a);
-                                          sel.setInt64(2, lim);
-                                          std::unique_ptr<sql::ResultSet> rs(sel.executeQuery());
-                                          std::vector<KeyRow> out;
-                                          while (rs->next()) out.push_back(ReadRow(*rs));
-                                          rs.reset();
-                                          c.Commit();
-                                          return out;
-                                        });
+  return pool_->Run<std::vector<KeyRow>>(kSession, "list keys",
+                                         [&](MysqlConn& c) -> Result<std::vector<KeyRow>> {
+                                           sql::PreparedStatement& sel = c.Stmt(kList);
+                                           sel.setString(1, a);
+                                           sel.setInt64(2, lim);
+                                           std::unique_ptr<sql::ResultSet> rs(sel.executeQuery());
+                                           std::vector<KeyRow> out;
+                                           while (rs->next()) out.push_back(ReadRow(*rs));
+                                           rs.reset();
+                                           c.Commit();
+                                           return out;
+                                         });
 }
 
 Result<KeyRow> MysqlStore::SetStep(std::string_view key, int64_t step) {
   const std::string k(key);
-  return pool_.Run<KeyRow>("set step", [&](MysqlConn& c) -> Result<KeyRow> {
+  return pool_->Run<KeyRow>(kSession, "set step", [&](MysqlConn& c) -> Result<KeyRow> {
     sql::PreparedStatement& upd = c.Stmt(kSetStep);
     upd.setInt64(1, step);
     upd.setString(2, k);
@@ -357,6 +361,6 @@ Result<KeyRow> MysqlStore::SetStep(std::string_view key, int64_t step) {
   });
 }
 
-Status MysqlStore::Ping() { return pool_.Ping(kPing); }
+Status MysqlStore::Ping() { return pool_->Ping(kSession, kPing); }
 
 }  // namespace seqd

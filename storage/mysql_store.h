@@ -33,6 +33,8 @@ class MysqlStore final : public SegmentStore {
  public:
   // Does not connect; the first call that needs the database does.
   explicit MysqlStore(MysqlOptions options);
+  // On a pool shared with other stores (never null).
+  explicit MysqlStore(std::shared_ptr<MysqlPool> pool);
   ~MysqlStore() override;
 
   MysqlStore(const MysqlStore&) = delete;
@@ -59,7 +61,7 @@ class MysqlStore final : public SegmentStore {
   Status Ping() override;
 
  private:
-  MysqlPool pool_;
+  const std::shared_ptr<MysqlPool> pool_;
 };
 
 }  // namespace seqd

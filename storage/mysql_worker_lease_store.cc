@@ -77,11 +77,7 @@ const char* const kSql[kNumStmts] = {
     "update_time = CURRENT_TIMESTAMP WHERE worker_id = ? AND " SEQD_SAME_INSTANCE,
 };
 
-const char* const kSessionSetup[] = {
-    "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
-    "SET SESSION time_zone = '+00:00'",
-};
-const MysqlSession kSession{kSql, nullptr, kSessionSetup, std::nullopt};
+const MysqlSession kSession{kSql, nullptr, std::nullopt};
 
 WorkerLease ReadLease(sql::ResultSet& rs) {
   WorkerLease l;
@@ -96,14 +92,17 @@ WorkerLease ReadLease(sql::ResultSet& rs) {
 }  // namespace
 
 MysqlWorkerLeaseStore::MysqlWorkerLeaseStore(MysqlOptions options)
-    : pool_(std::move(options), kSession) {}
+    : pool_(std::make_shared<MysqlPool>(std::move(options))) {}
+
+MysqlWorkerLeaseStore::MysqlWorkerLeaseStore(std::shared_ptr<MysqlPool> pool)
+    : pool_(std::move(pool)) {}
 
 MysqlWorkerLeaseStore::~MysqlWorkerLeaseStore() = default;
 
-std::string MysqlWorkerLeaseStore::Describe() const { return DescribeMysql(pool_.options()); }
+std::string MysqlWorkerLeaseStore::Describe() const { return DescribeMysql(pool_->options()); }
 
 Status MysqlWorkerLeaseStore::EnsureSchema() {
-  return pool_.Run<Ok>("create table", [](MysqlConn& c) -> Result<Ok> {
+  return pool_->Run<Ok>(kSession, "create table", [](MysqlConn& c) -> Result<Ok> {
     std::unique_ptr<sql::Statement> s(c.conn->createStatement());
     s->execute(kCreateTable);
     c.Commit();
@@ -116,7 +115,7 @@ Result<WorkerLease> MysqlWorkerLeaseStore::Claim(const ClaimRequest& r) {
   if (!st.ok()) return st.error();
   // A retry after a lost COMMIT is safe: if it did commit, preference 1
   // finds the row this instance now holds.
-  return pool_.Run<WorkerLease>("claim", [&](MysqlConn& c) -> Result<WorkerLease> {
+  return pool_->Run<WorkerLease>(kSession, "claim", [&](MysqlConn& c) -> Result<WorkerLease> {
     for (int attempt = 0; attempt < kMaxClaimAttempts; ++attempt) {
       int64_t now = 0;
       {
@@ -201,7 +200,7 @@ Result<WorkerLease> MysqlWorkerLeaseStore::Renew(int worker_id, std::string_view
   const std::string inst(instance);
   // Idempotent: a retry after a lost COMMIT extends from a later store-now
   // and raises the bound to the same value.
-  return pool_.Run<WorkerLease>("renew", [&](MysqlConn& c) -> Result<WorkerLease> {
+  return pool_->Run<WorkerLease>(kSession, "renew", [&](MysqlConn& c) -> Result<WorkerLease> {
     {
       sql::PreparedStatement& s = c.Stmt(kRenew);
       s.setInt64(1, ttl_ms);
@@ -229,7 +228,7 @@ Status MysqlWorkerLeaseStore::Release(int worker_id, std::string_view instance,
   Status st = worker_lease::CheckHolder("release", worker_id, instance);
   if (!st.ok()) return st;
   const std::string inst(instance);
-  return pool_.Run<Ok>("release", [&](MysqlConn& c) -> Result<Ok> {
+  return pool_->Run<Ok>(kSession, "release", [&](MysqlConn& c) -> Result<Ok> {
     sql::PreparedStatement& s = c.Stmt(kRelease);
     s.setInt64(1, time_bound_ms);
     s.setInt(2, worker_id);
@@ -241,8 +240,8 @@ Status MysqlWorkerLeaseStore::Release(int worker_id, std::string_view instance,
 }
 
 Result<std::vector<WorkerLease>> MysqlWorkerLeaseStore::List() {
-  return pool_.Run<std::vector<WorkerLease>>(
-      "list", [&](MysqlConn& c) -> Result<std::vector<WorkerLease>> {
+  return pool_->Run<std::vector<WorkerLease>>(
+      kSession, "list", [&](MysqlConn& c) -> Result<std::vector<WorkerLease>> {
         std::unique_ptr<sql::ResultSet> rs(c.Stmt(kList).executeQuery());
         std::vector<WorkerLease> out;
         while (rs->next()) {

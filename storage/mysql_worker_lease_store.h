@@ -38,6 +38,8 @@ class MysqlWorkerLeaseStore final : public WorkerLeaseStore {
   // Does not connect; the first call that needs the database does. Use
   // MysqlStore::ParseUrl for the options.
   explicit MysqlWorkerLeaseStore(MysqlOptions options);
+  // On a pool shared with other stores (never null).
+  explicit MysqlWorkerLeaseStore(std::shared_ptr<MysqlPool> pool);
   ~MysqlWorkerLeaseStore() override;
 
   MysqlWorkerLeaseStore(const MysqlWorkerLeaseStore&) = delete;
@@ -54,7 +56,7 @@ class MysqlWorkerLeaseStore final : public WorkerLeaseStore {
   Result<std::vector<WorkerLease>> List() override;
 
  private:
-  MysqlPool pool_;
+  const std::shared_ptr<MysqlPool> pool_;
 };
 
 }  // namespace seqd

@@ -23,6 +23,7 @@
 #include "server/http/snowflake_routes.h"
 #include "server/http/status_page.h"
 #include "server/metrics/metrics.h"
+#include "server/service/services.h"
 
 namespace seqd {
 
@@ -332,33 +333,19 @@ ApiRouter::Response SeqResponse(const ApiRouter::Call& call, const Result<IdBatc
 
 }  // namespace
 
-ApiRouter::ApiRouter(SegmentAllocator& allocator, KeyAdmin& admin, RouterOptions options)
-    : allocator_(allocator),
-      admin_(admin),
+ApiRouter::ApiRouter(const Services& services, RouterOptions options)
+    : services_(services),
       options_(std::move(options)),
-      snowflake_(std::make_unique<SnowflakeRoutes>(nullptr)) {}
+      messages_(std::make_unique<MessageRoutes>(services.messages)),
+      snowflake_(std::make_unique<SnowflakeRoutes>(
+          services.snowflake.enabled() ? &services.snowflake : nullptr)) {}
 
 ApiRouter::~ApiRouter() = default;
 
-void ApiRouter::SetMessageService(MessageService* service) {
-  messages_ = service ? std::make_unique<MessageRoutes>(*service) : nullptr;
-}
-
-void ApiRouter::SetSnowflake(SnowflakeGenerator* generator) {
-  snowflake_ = std::make_unique<SnowflakeRoutes>(generator);
-}
-
-void ApiRouter::SetMetricsHandler(std::function<std::string()> handler) {
-  std::lock_guard lock(metrics_mu_);
-  metrics_ = std::move(handler);
-}
-
-void ApiRouter::SetMetrics(Metrics* metrics) { counters_ = metrics; }
-
 void ApiRouter::Handle(Request req, Respond respond) {
   auto call = std::make_shared<Call>();
-  call->metrics = counters_;
-  if (counters_) call->started = std::chrono::steady_clock::now();
+  call->metrics = &services_.metrics;
+  call->started = std::chrono::steady_clock::now();
   call->req = std::move(req);
   call->respond = std::move(respond);
   try {
@@ -453,12 +440,6 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
     return HandleReady(call);
   }
   if (seg.size() == 1 && seg[0] == "metrics") {
-    bool enabled;
-    {
-      std::lock_guard lock(metrics_mu_);
-      enabled = static_cast<bool>(metrics_);
-    }
-    if (!enabled) return not_found();
     if (!get) return method_not_allowed("GET");
     return HandleMetrics(call);
   }
@@ -472,7 +453,7 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
     };
     if (snowflake_->Handle(method, seg, call->query, PrefersText(call->req), respond)) return;
   }
-  if (messages_) {
+  {
     auto respond = [call](http::status status, std::string json, std::string allow) {
       Response res = call->Make(status, kJsonType, std::move(json));
       if (!allow.empty()) res.set(http::field::allow, allow);
@@ -494,7 +475,7 @@ void ApiRouter::HandleSeq(const std::shared_ptr<Call>& call, std::string key, bo
   int64_t count = 1;
   bool batch = false;
   if (!leaf) {
-    Result<std::optional<int64_t>> n = CountParam(call->query, allocator_.options().max_count);
+    Result<std::optional<int64_t>> n = CountParam(call->query, services_.ids.options().max_count);
     if (!n) return call->Reply([&] { return fail(n.error()); });
     if (*n) {
       count = **n;
@@ -508,7 +489,7 @@ void ApiRouter::HandleSeq(const std::shared_ptr<Call>& call, std::string key, bo
   call->seq_text = text;
   call->seq_leaf = leaf;
   // Captures one pointer so std::function needs no allocation.
-  allocator_.Take(call->key, count, [call](Result<IdBatch> result) {
+  services_.ids.Take(call->key, count, [call](Result<IdBatch> result) {
     call->Reply([&]() -> Response { return SeqResponse(*call, result); });
   });
 }
@@ -535,27 +516,28 @@ void ApiRouter::HandleListKeys(const std::shared_ptr<Call>& call) {
     }
     limit = static_cast<size_t>(*n);
   }
-  admin_.ListKeys(std::move(after), limit, [this, call, limit](Result<std::vector<KeyRow>> rows) {
-    call->Reply([&]() -> Response {
-      if (!rows) return call->ErrorJson(rows.error());
-      seqd::Json keys = seqd::Json::array();
-      for (const KeyRow& row : *rows) {
-        keys.push_back(RowWithCacheJson(row, allocator_));
-      }
-      seqd::Json j;
-      j["keys"] = std::move(keys);
-      j["next_after"] = rows->size() == limit && !rows->empty() ? seqd::Json(rows->back().key)
-                                                                : seqd::Json(nullptr);
-      return call->JsonResponse(http::status::ok, j);
-    });
-  });
+  services_.keys.ListKeys(
+      std::move(after), limit, [this, call, limit](Result<std::vector<KeyRow>> rows) {
+        call->Reply([&]() -> Response {
+          if (!rows) return call->ErrorJson(rows.error());
+          seqd::Json keys = seqd::Json::array();
+          for (const KeyRow& row : *rows) {
+            keys.push_back(RowWithCacheJson(row, services_.ids));
+          }
+          seqd::Json j;
+          j["keys"] = std::move(keys);
+          j["next_after"] = rows->size() == limit && !rows->empty() ? seqd::Json(rows->back().key)
+                                                                    : seqd::Json(nullptr);
+          return call->JsonResponse(http::status::ok, j);
+        });
+      });
 }
 
 void ApiRouter::HandleGetKey(const std::shared_ptr<Call>& call, std::string key) {
-  admin_.GetKey(std::move(key), [this, call](Result<KeyRow> row) {
+  services_.keys.GetKey(std::move(key), [this, call](Result<KeyRow> row) {
     call->Reply([&]() -> Response {
       if (!row) return call->ErrorJson(row.error());
-      return call->JsonResponse(http::status::ok, RowWithCacheJson(*row, allocator_));
+      return call->JsonResponse(http::status::ok, RowWithCacheJson(*row, services_.ids));
     });
   });
 }
@@ -582,13 +564,13 @@ void ApiRouter::HandleCreateKey(const std::shared_ptr<Call>& call) {
     description = it->get<std::string>();
   }
 
-  admin_.CreateKey(key_it->get<std::string>(), *step, std::move(description),
-                   [call](Result<KeyRow> row) {
-                     call->Reply([&]() -> Response {
-                       if (!row) return call->ErrorJson(row.error());
-                       return call->JsonResponse(http::status::created, RowJson(*row));
-                     });
-                   });
+  services_.keys.CreateKey(key_it->get<std::string>(), *step, std::move(description),
+                           [call](Result<KeyRow> row) {
+                             call->Reply([&]() -> Response {
+                               if (!row) return call->ErrorJson(row.error());
+                               return call->JsonResponse(http::status::created, RowJson(*row));
+                             });
+                           });
 }
 
 void ApiRouter::HandleSetStep(const std::shared_ptr<Call>& call, std::string key) {
@@ -601,7 +583,7 @@ void ApiRouter::HandleSetStep(const std::shared_ptr<Call>& call, std::string key
   std::optional<int64_t> step = IntField(*step_it);
   if (!step) return call->Finish(call->ErrorJson(FieldError("step", "must be an integer")));
 
-  admin_.SetStep(std::move(key), *step, [call](Result<KeyRow> row) {
+  services_.keys.SetStep(std::move(key), *step, [call](Result<KeyRow> row) {
     call->Reply([&]() -> Response {
       if (!row) return call->ErrorJson(row.error());
       return call->JsonResponse(http::status::ok, RowJson(*row));
@@ -611,7 +593,7 @@ void ApiRouter::HandleSetStep(const std::shared_ptr<Call>& call, std::string key
 
 void ApiRouter::HandleCache(const std::shared_ptr<Call>& call) {
   call->Reply([&] {
-    std::vector<KeySnapshot> snaps = allocator_.Snapshot();
+    std::vector<KeySnapshot> snaps = services_.ids.Snapshot();
     std::sort(snaps.begin(), snaps.end(),
               [](const KeySnapshot& a, const KeySnapshot& b) { return a.key < b.key; });
     seqd::Json keys = seqd::Json::array();
@@ -635,7 +617,7 @@ void ApiRouter::HandleHealth(const std::shared_ptr<Call>& call) {
 }
 
 void ApiRouter::HandleReady(const std::shared_ptr<Call>& call) {
-  admin_.CheckStore([call](Status s) {
+  services_.keys.CheckStore([call](Status s) {
     if (call->metrics) call->metrics->SetStoreUp(static_cast<bool>(s));
     call->Reply([&]() -> Response {
       if (!s) {
@@ -651,23 +633,14 @@ void ApiRouter::HandleReady(const std::shared_ptr<Call>& call) {
 }
 
 void ApiRouter::HandleMetrics(const std::shared_ptr<Call>& call) {
-  std::function<std::string()> handler;
-  {
-    std::lock_guard lock(metrics_mu_);
-    handler = metrics_;
-  }
-  call->Reply([&] {
-    if (!handler) {
-      return call->ErrorJson(http::status::not_found, "not_found", "no such endpoint: /metrics");
-    }
-    return call->Make(http::status::ok, kMetricsType, handler());
-  });
+  call->Reply(
+      [&] { return call->Make(http::status::ok, kMetricsType, services_.metrics.Render()); });
 }
 
 void ApiRouter::HandleStatusPage(const std::shared_ptr<Call>& call) {
   // Store health first, then the first page of registered keys (skipped
   // while the store is down: it would only fail the same way).
-  admin_.CheckStore([this, call](Status health) {
+  services_.keys.CheckStore([this, call](Status health) {
     auto in = std::make_shared<StatusPageInput>();
     in->version = options_.version;
     if (const SnowflakeGenerator* gen = snowflake_->generator()) in->snowflake = gen->status();
@@ -676,7 +649,7 @@ void ApiRouter::HandleStatusPage(const std::shared_ptr<Call>& call) {
     in->store_up = health.ok();
     auto render = [this, call, in] {
       call->Reply([&] {
-        in->snapshots = allocator_.Snapshot();
+        in->snapshots = services_.ids.Snapshot();
         return call->Make(http::status::ok, kHtmlType, RenderStatusPage(*in));
       });
     };
@@ -685,15 +658,16 @@ void ApiRouter::HandleStatusPage(const std::shared_ptr<Call>& call) {
       in->rows_error = "store down";
       return render();
     }
-    admin_.ListKeys({}, kDefaultListLimit, [in, render](Result<std::vector<KeyRow>> rows) mutable {
-      if (rows) {
-        in->rows_truncated = rows->size() == kDefaultListLimit;
-        in->rows = std::move(*rows);
-      } else {
-        in->rows_error = PublicMessage(rows.error());
-      }
-      render();
-    });
+    services_.keys.ListKeys({}, kDefaultListLimit,
+                            [in, render](Result<std::vector<KeyRow>> rows) mutable {
+                              if (rows) {
+                                in->rows_truncated = rows->size() == kDefaultListLimit;
+                                in->rows = std::move(*rows);
+                              } else {
+                                in->rows_error = PublicMessage(rows.error());
+                              }
+                              render();
+                            });
   });
 }
 

@@ -11,12 +11,14 @@
 //   PUT  /admin/keys/{key}/step        {"step":N}
 //   GET  /admin/cache                  every key held in memory
 //   GET  /                             status page for people (text/html)
-//   GET  /healthz, /readyz, /metrics (when a metrics handler is set)
-//   the message store's paths (see message_routes.h), when a service is set
+//   GET  /healthz, /readyz, /metrics
+//   the message store's paths (see message_routes.h)
 //   the snowflake paths (see snowflake_routes.h): /snowflake[?count=N],
 //     /snowflake/decode/{id}, Leaf's /api/snowflake/get/{key} and
-//     /decodeSnowflakeId; 404 "snowflake IDs are disabled" until
-//     SetSnowflake() gives them a generator
+//     /decodeSnowflakeId; 404 "snowflake IDs are disabled" while the
+//     generator is not enabled
+// Everything is served from the Services seam (server/service/services.h);
+// every answer is counted in services.metrics (interface "http").
 // In admin mode (RouterOptions::admin_only) only /, /healthz, /readyz and
 // /metrics; everything else is 404.
 // Errors: {"error":{"code":"...","message":"..."}} with the status from
@@ -24,7 +26,7 @@
 //
 // Thread safety: Handle() is safe from any thread. `respond` runs exactly
 // once, on the calling thread or on an allocator/database/timer thread; it
-// must not block. SetMetricsHandler() may be called at any time.
+// must not block.
 #pragma once
 
 #include <boost/beast/http/message.hpp>
@@ -39,15 +41,11 @@
 #include <string_view>
 
 #include "common/error.h"
+#include "server/service/services.h"
 
 namespace seqd {
 
-class SegmentAllocator;
-class KeyAdmin;
-class MessageService;
 class MessageRoutes;
-class Metrics;
-class SnowflakeGenerator;
 class SnowflakeRoutes;
 
 struct RouterOptions {
@@ -65,30 +63,16 @@ class ApiRouter {
   using Response = boost::beast::http::response<boost::beast::http::string_body>;
   using Respond = std::function<void(Response)>;
 
-  // `allocator` and `admin` must outlive the router and every pending call.
-  ApiRouter(SegmentAllocator& allocator, KeyAdmin& admin, RouterOptions options);
+  // The objects `services` refers to must outlive the router and every
+  // pending call.
+  ApiRouter(const Services& services, RouterOptions options);
   ~ApiRouter();
   ApiRouter(const ApiRouter&) = delete;
   ApiRouter& operator=(const ApiRouter&) = delete;
 
   void Handle(Request req, Respond respond);
 
-  // Serves the message store's endpoints (server/http/message_routes.h)
-  // from `service`, which must outlive the router. Call before the first
-  // Handle(); unset, those paths are 404.
-  void SetMessageService(MessageService* service);
-
-  // Serves the snowflake endpoints (server/http/snowflake_routes.h) from
-  // `generator`, which must outlive the router. nullptr: those paths answer
-  // 404. Call before the first Handle(). Admin-only routers never serve them.
-  void SetSnowflake(SnowflakeGenerator* generator);
-
-  // If set, GET /metrics serves its result as Prometheus text. Unset: 404.
-  void SetMetricsHandler(std::function<std::string()> handler);
-
-  // Counts every answer in `metrics` (seqd_requests_total, interface
-  // "http"), which must outlive the router. Call before the first Handle().
-  void SetMetrics(Metrics* metrics);
+  const Services& services() const { return services_; }
 
   struct Call;  // one request in flight; opaque, public only for the .cc's helpers
 
@@ -105,14 +89,10 @@ class ApiRouter {
   void HandleMetrics(const std::shared_ptr<Call>& call);
   void HandleStatusPage(const std::shared_ptr<Call>& call);
 
-  SegmentAllocator& allocator_;
-  KeyAdmin& admin_;
+  const Services services_;  // references; copied so the caller's struct may go
   const RouterOptions options_;
-  std::unique_ptr<MessageRoutes> messages_;     // set before serving
-  std::unique_ptr<SnowflakeRoutes> snowflake_;  // never null; set before serving
-  mutable std::mutex metrics_mu_;
-  std::function<std::string()> metrics_;  // guarded by metrics_mu_
-  Metrics* counters_ = nullptr;           // set before serving
+  const std::unique_ptr<MessageRoutes> messages_;
+  const std::unique_ptr<SnowflakeRoutes> snowflake_;
 };
 
 }  // namespace seqd

@@ -19,6 +19,7 @@
 #include "server/http/api_router.h"
 #include "server/metrics/metrics.h"
 #include "server/net/tcp_listener.h"
+#include "server/service/services.h"
 
 namespace seqd {
 
@@ -103,8 +104,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   }
 
   void Count(std::string_view status) {
-    if (server_->options.metrics)
-      server_->options.metrics->CountRequest(Interface::kHttp, "other", status);
+    server_->router.services().metrics.CountRequest(Interface::kHttp, "other", status);
     SEQD_LOG(kDebug) << "http: answered " << status << " and closed the connection";
   }
 

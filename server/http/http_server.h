@@ -27,7 +27,6 @@ class io_context;
 namespace seqd {
 
 class ApiRouter;
-class Metrics;
 
 struct HttpOptions {
   std::string address = "127.0.0.1";
@@ -36,15 +35,15 @@ struct HttpOptions {
   size_t max_body_bytes = 65536;
   std::chrono::seconds idle_timeout{30};
   size_t max_connections = 10000;
-  // Optional; counts answers the server gives itself (malformed requests,
-  // too many connections). The router counts the rest.
-  Metrics* metrics = nullptr;
 };
 
 class HttpServer {
  public:
-  // `io` and `router` must outlive the server and every connection it
-  // serves: call Stop() and wait for `drained` (or stop `io`) first.
+  // Answers the server gives itself (malformed requests, too many
+  // connections) are counted in router.services().metrics; the router
+  // counts the rest. `io` and `router` must outlive the server and every
+  // connection it serves: call Stop() and wait for `drained` (or stop `io`)
+  // first.
   HttpServer(boost::asio::io_context& io, HttpOptions options, ApiRouter& router);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;

@@ -15,8 +15,9 @@
 #include "server/core/segment_allocator.h"
 #include "server/metrics/metrics.h"
 #include "server/net/tcp_listener.h"
-#include "server/service/wire_errors.h"
 #include "server/service/request_checks.h"
+#include "server/service/services.h"
+#include "server/service/wire_errors.h"
 
 namespace seqd {
 
@@ -78,11 +79,12 @@ std::string_view OpName(RespOp op) {
 }  // namespace
 
 struct RespServer::Impl {
-  Impl(RespServerOptions options_, SegmentAllocator& allocator_)
-      : options(std::move(options_)), allocator(allocator_) {}
+  Impl(RespServerOptions options_, const Services& services)
+      : options(std::move(options_)), allocator(services.ids), metrics(&services.metrics) {}
 
   const RespServerOptions options;
   SegmentAllocator& allocator;
+  Metrics* const metrics;                 // never null
   std::shared_ptr<TcpListener> listener;  // set once, by the constructor
 };
 
@@ -124,7 +126,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
         server_(std::move(server)),
         allocator_(server_->allocator),
         max_count_(server_->allocator.options().max_count),
-        metrics_(server_->options.metrics),
+        metrics_(server_->metrics),
         timer_(strand_),
         in_(new char[kReadBufferBytes]) {}
 
@@ -616,8 +618,8 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
 
 }  // namespace
 
-RespServer::RespServer(net::io_context& io, RespServerOptions options, SegmentAllocator& allocator)
-    : impl_(std::make_shared<Impl>(std::move(options), allocator)) {
+RespServer::RespServer(net::io_context& io, RespServerOptions options, const Services& services)
+    : impl_(std::make_shared<Impl>(std::move(options), services)) {
   const RespServerOptions& o = impl_->options;
   impl_->listener =
       MakeTcpListener(io, {"resp", o.address, o.port, o.max_connections, /*sessions_reject=*/true},

@@ -26,7 +26,7 @@
 // read its replies) the server stops reading from it. Consecutive INCRs of
 // the same key that arrive together are served by one allocator call.
 //
-// Metrics (options.metrics): seqd_requests_total{interface="resp"} by op
+// Metrics (services.metrics): seqd_requests_total{interface="resp"} by op
 // (incr, incrby, ping, other) and status (ok or the error code name; client
 // mistakes such as arity, unknown commands and protocol errors are
 // invalid_argument), from cached counters: an INCR run is one add. The
@@ -55,8 +55,7 @@ class io_context;
 
 namespace seqd {
 
-class SegmentAllocator;
-class Metrics;
+struct Services;
 
 struct RespServerOptions {
   std::string address = "127.0.0.1";
@@ -64,14 +63,15 @@ struct RespServerOptions {
   size_t max_in_flight = 1024;  // unanswered commands per connection
   std::chrono::seconds idle_timeout{300};
   size_t max_connections = 10000;
-  Metrics* metrics = nullptr;  // optional; must outlive the server
 };
 
 class RespServer {
  public:
-  // `io` and `allocator` must outlive the server and every connection it
-  // serves: call Stop() and wait for `drained` (or stop `io`) first.
-  RespServer(boost::asio::io_context& io, RespServerOptions options, SegmentAllocator& allocator);
+  // Serves INCR/INCRBY from services.ids and counts in services.metrics.
+  // `io` and the objects `services` refers to must outlive the server and
+  // every connection it serves: call Stop() and wait for `drained` (or stop
+  // `io`) first.
+  RespServer(boost::asio::io_context& io, RespServerOptions options, const Services& services);
   ~RespServer();
   RespServer(const RespServer&) = delete;
   RespServer& operator=(const RespServer&) = delete;

@@ -56,6 +56,9 @@ struct SnowflakeOptions {
   int64_t max_count = 4096;     // IDs per request
   Clock::Duration wait_deadline = std::chrono::seconds(1);
   Metrics* metrics = nullptr;  // optional; must outlive the generator
+  // False with snowflake = off: listeners answer the snowflake routes and ops
+  // as absent (HTTP 404, binary UNKNOWN_OPCODE).
+  bool enabled = true;
 };
 
 // What the generator is doing, for the status page, /admin and metrics.
@@ -87,6 +90,7 @@ class SnowflakeGenerator {
 
   const SnowflakeLayout& layout() const { return options_.layout; }
   int64_t max_count() const { return options_.max_count; }
+  bool enabled() const { return options_.enabled; }
 
   // Issues `count` IDs, ascending. kInvalidArgument unless 1 <= count <=
   // max_count. See the file comment for waiting and failing.

@@ -19,6 +19,7 @@
 #include "server/metrics/metrics.h"
 #include "server/msg/message_service.h"
 #include "server/net/tcp_listener.h"
+#include "server/service/services.h"
 #include "server/service/wire_errors.h"
 #include "server/snowflake/snowflake_generator.h"
 
@@ -105,17 +106,18 @@ std::vector<proto::MessageView> Fitting(const std::vector<StoredMessage>& messag
 }  // namespace
 
 struct BinaryServer::Impl {
-  Impl(BinaryServerOptions options_, SegmentAllocator& allocator_, MessageService* messages_,
-       SnowflakeGenerator* snowflake_)
+  Impl(BinaryServerOptions options_, const Services& services)
       : options(std::move(options_)),
-        allocator(allocator_),
-        messages(messages_),
-        snowflake(snowflake_) {}
+        allocator(services.ids),
+        messages(&services.messages),
+        snowflake(services.snowflake.enabled() ? &services.snowflake : nullptr),
+        metrics(&services.metrics) {}
 
   const BinaryServerOptions options;
   SegmentAllocator& allocator;
-  MessageService* const messages;         // null: message ops are unknown
-  SnowflakeGenerator* const snowflake;    // null: snowflake ops are unknown
+  MessageService* const messages;         // never null
+  SnowflakeGenerator* const snowflake;    // null with snowflake = off: its ops are unknown
+  Metrics* const metrics;                 // never null
   std::shared_ptr<TcpListener> listener;  // set once, by the constructor
 };
 
@@ -349,7 +351,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
 
   // Metrics and the error log line of one answer.
   void Count(uint8_t opcode, uint32_t id, proto::Status status) {
-    Metrics* metrics = server_->options.metrics;
+    Metrics* metrics = server_->metrics;
     if (status == proto::Status::kOk) {
       if (metrics) metrics->CountRequest(Interface::kBinary, BinaryOpName(opcode), "ok");
       return;
@@ -727,9 +729,8 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
 
   // Sends one error frame, then closes (after lingering).
   void ProtocolError(proto::Status status, std::string_view message) {
-    if (server_->options.metrics) {
-      server_->options.metrics->CountRequest(Interface::kBinary, "protocol_error",
-                                             StatusLabel(status));
+    if (server_->metrics) {
+      server_->metrics->CountRequest(Interface::kBinary, "protocol_error", StatusLabel(status));
     }
     SEQD_LOG(kDebug) << "binary: closing connection: " << proto::StatusName(status) << ": "
                      << message;
@@ -869,9 +870,8 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
 }  // namespace
 
 BinaryServer::BinaryServer(net::io_context& io, BinaryServerOptions options,
-                           SegmentAllocator& allocator, MessageService* messages,
-                           SnowflakeGenerator* snowflake)
-    : impl_(std::make_shared<Impl>(std::move(options), allocator, messages, snowflake)) {
+                           const Services& services)
+    : impl_(std::make_shared<Impl>(std::move(options), services)) {
   const BinaryServerOptions& o = impl_->options;
   impl_->listener = MakeTcpListener(
       io, {"binary", o.address, o.port, o.max_connections, /*sessions_reject=*/false}, impl_,

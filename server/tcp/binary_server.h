@@ -1,8 +1,8 @@
 // The binary protocol front end (docs/protocol.md): accepts TCP connections
-// on an io_context and serves PING and NEXT_IDS from a SegmentAllocator, the
-// message store ops (0x20-0x2B) and pushes from a MessageService when given
-// one, and the snowflake ops (0x10-0x11) from a SnowflakeGenerator when given
-// one (without them, those opcodes are answered UNKNOWN_OPCODE).
+// on an io_context and serves, from the Services seam, PING and NEXT_IDS
+// (ids), the message store ops (0x20-0x2B) and pushes (messages), and the
+// snowflake ops (0x10-0x11; UNKNOWN_OPCODE while snowflake is not enabled).
+// Every answer is counted in services.metrics.
 //
 // Each connection has its own strand. Requests are pipelined: every complete
 // frame that has arrived is handled at once, and each response is sent when
@@ -37,8 +37,8 @@
 #include <memory>
 #include <string>
 
-#include "proto/binary_codec.h"
 #include "common/error.h"
+#include "proto/binary_codec.h"
 
 namespace boost::asio {
 class io_context;
@@ -46,10 +46,7 @@ class io_context;
 
 namespace seqd {
 
-class SegmentAllocator;
-class MessageService;
-class Metrics;
-class SnowflakeGenerator;
+struct Services;
 
 struct BinaryServerOptions {
   std::string address = "127.0.0.1";
@@ -63,20 +60,15 @@ struct BinaryServerOptions {
   // below max_frame_bytes.
   size_t max_output_bytes = 4 << 20;
   size_t max_subscriptions = 10000;  // conversations subscribed per connection
-  Metrics* metrics = nullptr;        // optional; must outlive the server
 };
 
 class BinaryServer {
  public:
-  // `io`, `allocator`, `messages` (optional: nullptr answers the message
-  // ops UNKNOWN_OPCODE) and `snowflake` (optional: nullptr answers the
-  // snowflake ops UNKNOWN_OPCODE) must outlive the server and every
-  // connection it serves: call Stop() and wait for `drained` (or stop `io`)
-  // first, then shut the message service and the generator down. (Stop()
-  // waits for requests parked at the generator: at most its wait deadline.)
-  BinaryServer(boost::asio::io_context& io, BinaryServerOptions options,
-               SegmentAllocator& allocator, MessageService* messages = nullptr,
-               SnowflakeGenerator* snowflake = nullptr);
+  // `io` and the objects `services` refers to must outlive the server and
+  // every connection it serves: call Stop() and wait for `drained` (or stop
+  // `io`) first, then shut the services down. (Stop() waits for requests
+  // parked at the generator: at most its wait deadline.)
+  BinaryServer(boost::asio::io_context& io, BinaryServerOptions options, const Services& services);
   ~BinaryServer();
   BinaryServer(const BinaryServer&) = delete;
   BinaryServer& operator=(const BinaryServer&) = delete;

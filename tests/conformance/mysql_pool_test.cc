@@ -25,7 +25,7 @@ using conformance::RawMysql;
 using conformance::TestMysqlOptions;
 
 const char* const kNoStatements[] = {"SELECT 1"};
-const MysqlSession kSession{kNoStatements, nullptr, {}, std::nullopt};
+const MysqlSession kSession{kNoStatements, nullptr, std::nullopt};
 
 constexpr const char* kTable = "seqd_pool_test";
 
@@ -66,7 +66,7 @@ struct PoolFixture {
 TEST_SUITE("mariadb_pool") {
   TEST_CASE("mariadb: MysqlPool: a COMMIT on a dead connection fails as an unknown outcome") {
     PoolFixture f;
-    MysqlPool pool(f.options, kSession);
+    MysqlPool pool(f.options);
     StoreStats& stats = ProcessStoreStats();
     const int64_t unknown_before = stats.commits_unknown.load();
     const int64_t lost_before =
@@ -74,19 +74,20 @@ TEST_SUITE("mariadb_pool") {
     int runs = 0;
     bool threw = false;
     bool unknown = false;
-    auto r = pool.Run<Ok>("test commit", [&](MysqlConn& c, bool& retryable) -> Result<Ok> {
-      ++runs;
-      retryable = false;  // see the failure itself, not a retry
-      f.UpdateThenKill(c);
-      try {
-        c.Commit();
-      } catch (const sql::SQLException&) {
-        threw = true;
-        unknown = c.CommitOutcomeUnknown();
-        throw;
-      }
-      return Ok{};
-    });
+    auto r =
+        pool.Run<Ok>(kSession, "test commit", [&](MysqlConn& c, bool& retryable) -> Result<Ok> {
+          ++runs;
+          retryable = false;  // see the failure itself, not a retry
+          f.UpdateThenKill(c);
+          try {
+            c.Commit();
+          } catch (const sql::SQLException&) {
+            threw = true;
+            unknown = c.CommitOutcomeUnknown();
+            throw;
+          }
+          return Ok{};
+        });
     CHECK(threw);
     CHECK(unknown);
     CHECK(runs == 1);
@@ -101,10 +102,10 @@ TEST_SUITE("mariadb_pool") {
 
   TEST_CASE("mariadb: MysqlPool: a lost COMMIT is retried on a new connection") {
     PoolFixture f;
-    MysqlPool pool(f.options, kSession);
+    MysqlPool pool(f.options);
     int runs = 0;
     std::vector<int64_t> connections;
-    auto r = pool.Run<Ok>("test retry", [&](MysqlConn& c) -> Result<Ok> {
+    auto r = pool.Run<Ok>(kSession, "test retry", [&](MysqlConn& c) -> Result<Ok> {
       ++runs;
       connections.push_back(ConnectionId(c));
       if (runs == 1) {
@@ -125,9 +126,9 @@ TEST_SUITE("mariadb_pool") {
 
   TEST_CASE("mariadb: MysqlPool: a failed rollback closes the connection instead of pooling it") {
     PoolFixture f;
-    MysqlPool pool(f.options, kSession);
+    MysqlPool pool(f.options);
     int64_t killed = -1;
-    auto r = pool.Run<Ok>("test rollback", [&](MysqlConn& c) -> Result<Ok> {
+    auto r = pool.Run<Ok>(kSession, "test rollback", [&](MysqlConn& c) -> Result<Ok> {
       killed = ConnectionId(c);
       f.UpdateThenKill(c);
       return MakeError(ErrorCode::kInvalidArgument, "give up inside the transaction");
@@ -137,7 +138,7 @@ TEST_SUITE("mariadb_pool") {
     // handed out again.
     int runs = 0;
     int64_t next = -1;
-    auto again = pool.Run<Ok>("test after", [&](MysqlConn& c) -> Result<Ok> {
+    auto again = pool.Run<Ok>(kSession, "test after", [&](MysqlConn& c) -> Result<Ok> {
       ++runs;
       next = ConnectionId(c);
       c.Commit();
@@ -151,8 +152,8 @@ TEST_SUITE("mariadb_pool") {
 
   TEST_CASE("mariadb: MysqlPool: a new connection has autocommit off") {
     PoolFixture f;
-    MysqlPool pool(f.options, kSession);
-    auto r = pool.Run<int64_t>("test autocommit", [&](MysqlConn& c) -> Result<int64_t> {
+    MysqlPool pool(f.options);
+    auto r = pool.Run<int64_t>(kSession, "test autocommit", [&](MysqlConn& c) -> Result<int64_t> {
       std::unique_ptr<sql::ResultSet> rs(c.Plain().executeQuery("SELECT @@autocommit"));
       rs->next();
       return rs->getInt64(1);

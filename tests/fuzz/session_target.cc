@@ -1,6 +1,7 @@
 // A whole binary-protocol session: the real BinaryServer session code, a real
-// allocator over a memory store and a real snowflake generator (16 IDs per
-// millisecond, so requests park), fed from a socketpair (no network). The
+// allocator over a memory store, a real snowflake generator (16 IDs per
+// millisecond, so requests park) and a real message service over a memory
+// message store, fed from a socketpair (no network). The
 // harness writes the input, half-closes, and reads every response until the
 // server closes; it checks what came back.
 #include <poll.h>
@@ -28,6 +29,7 @@
 #include "server/tcp/binary_server.h"
 #include "storage/memory_store.h"
 #include "tests/fuzz/fuzz_targets.h"
+#include "tests/unit/test_services.h"
 
 namespace seqd::fuzz {
 
@@ -42,7 +44,8 @@ struct SessionWorld {
         db(1),
         allocator(store, db, clock, KeyRules({{"sg_", 100}}), Options()),
         snowflake(wall, clock, SnowflakeOptionsForFuzz()),
-        server(io, ServerOptions(), allocator, nullptr, &snowflake) {
+        services(store, db, allocator, {.snowflake = &snowflake}),
+        server(io, ServerOptions(), services) {
     SetLogLevel(LogLevel::kError);
     snowflake.Grant(5, 0, wall.NowMs() + 24 * 3'600'000,
                     clock.Now() + std::chrono::hours(24 * 365));
@@ -78,6 +81,7 @@ struct SessionWorld {
   SegmentAllocator allocator;
   SystemWallClock wall;
   SnowflakeGenerator snowflake;
+  TestServices services;  // messages in memory, metrics
   BinaryServer server;
   std::thread thread;
 };

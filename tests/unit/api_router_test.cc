@@ -17,6 +17,7 @@
 #include "server/http/http_util.h"
 #include "storage/faulty_store.h"
 #include "storage/memory_store.h"
+#include "tests/unit/test_services.h"
 
 using namespace seqd;
 using namespace std::chrono_literals;
@@ -52,7 +53,8 @@ struct Fixture {
         allocator(broken ? static_cast<SegmentStore&>(broken_store) : faulty, runner, clock,
                   std::move(rules), AllocatorOptions{}),
         admin(broken ? static_cast<SegmentStore&>(broken_store) : faulty, runner, allocator),
-        router(allocator, admin, RouterOptions{"9.9.9", std::chrono::steady_clock::now() - 5s}) {}
+        services(faulty, runner, allocator, {.keys = &admin}),
+        router(services, RouterOptions{"9.9.9", std::chrono::steady_clock::now() - 5s}) {}
 
   ~Fixture() { runner.RunAll(); }
 
@@ -90,6 +92,7 @@ struct Fixture {
   ManualClock clock;
   SegmentAllocator allocator;
   KeyAdmin admin;
+  TestServices services;
   ApiRouter router;
 };
 
@@ -345,7 +348,7 @@ TEST_CASE("admin create rejects bad bodies, naming the field") {
 TEST_CASE("router-level 404 and 405") {
   Fixture f;
   for (const char* target : {"/nope", "//", "/seq", "/seq/a/b", "/admin", "/admin/keys/a/b",
-                             "/healthz/", "http://host/healthz", "/metrics"}) {
+                             "/healthz/", "http://host/healthz", "/metrics/x"}) {
     INFO(target);
     CheckError(f.Get(target), http::status::not_found, "not_found");
   }
@@ -379,11 +382,10 @@ TEST_CASE("healthz, readyz and metrics") {
   CheckError(f.Get("/readyz"), http::status::service_unavailable, "store_unavailable");
   f.faulty.SetDown(false);
 
-  f.router.SetMetricsHandler([] { return std::string("seqd_up 1\n"); });
   res = f.Get("/metrics");
   CHECK(res.result() == http::status::ok);
   CHECK(Header(res, http::field::content_type) == "text/plain; version=0.0.4");
-  CHECK(res.body() == "seqd_up 1\n");
+  CHECK(res.body().find("seqd_build_info{version=\"test\"} 1") != std::string::npos);
   CHECK(f.Call(http::verb::post, "/metrics").result() == http::status::method_not_allowed);
 }
 

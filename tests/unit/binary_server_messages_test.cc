@@ -14,6 +14,7 @@
 #include "server/tcp/binary_server.h"
 #include "storage/memory_message_store.h"
 #include "tests/unit/net_test_support.h"
+#include "tests/unit/test_services.h"
 
 using namespace seqd;
 using namespace seqd::nettest;
@@ -30,8 +31,10 @@ inline std::string Cat(std::string a, const std::string& b) {
 
 // Built before the server: the message service and its stores.
 struct MessageFront {
-  MessageFront(SegmentStore&, TaskRunner&, SegmentAllocator& allocator)
-      : allocator(allocator), service(messages, ids, Options()) {}
+  MessageFront(SegmentStore& store, TaskRunner& db, SegmentAllocator& allocator)
+      : allocator(allocator),
+        service(messages, ids, Options()),
+        services(store, db, allocator, {.messages = &service}) {}
   static MessageServiceOptions Options() {
     MessageServiceOptions o;
     o.writers = 2;
@@ -42,15 +45,11 @@ struct MessageFront {
   MemoryMessageStore messages;
   MemoryStore ids;
   MessageService service;
-  MessageFront& target = *this;
+  TestServices services;
+  const Services& target = services;
 };
 
-struct MessageServer : BinaryServer {
-  MessageServer(net::io_context& io, BinaryServerOptions o, MessageFront& front)
-      : BinaryServer(io, std::move(o), front.allocator, &front.service) {}
-};
-
-using World = ServerWorld<MessageServer, BinaryServerOptions, MessageFront>;
+using World = ServerWorld<BinaryServer, BinaryServerOptions, MessageFront>;
 
 struct Frame {
   uint8_t opcode = 0;
@@ -260,14 +259,6 @@ TEST_CASE("binary messages: bad input is answered and the connection stays open"
     CHECK(f->status() == WireStatus::kInvalidArgument);
   }
   CHECK(c.Call(Msg("sg_3", "ok", "fine")).Result<proto::SendRes>().seq == 1);
-}
-
-TEST_CASE("binary messages: without a message service the ops are UNKNOWN_OPCODE") {
-  ServerWorld<BinaryServer, BinaryServerOptions> w;
-  REQUIRE(w.listening);
-  Client c(w.server.port());
-  CHECK(c.Call(Msg("sg_1", "c1", "x")).status() == WireStatus::kUnknownOpcode);
-  CHECK(c.Call(proto::SubscribeReq{{"sg_1"}}).status() == WireStatus::kUnknownOpcode);
 }
 
 TEST_CASE("binary messages: a subscriber gets every message pushed in seq order") {

@@ -19,6 +19,7 @@
 #include "server/snowflake/wall_clock.h"
 #include "server/tcp/binary_server.h"
 #include "tests/unit/net_test_support.h"
+#include "tests/unit/test_services.h"
 
 using namespace seqd;
 using namespace seqd::nettest;
@@ -35,8 +36,10 @@ constexpr int64_t kPerMs = 4;  // sequence_bits 2
 // Built before the server: the generator and its clocks. Not granted: each
 // test grants (or not) itself.
 struct SnowflakeFront {
-  SnowflakeFront(SegmentStore&, TaskRunner&, SegmentAllocator& allocator)
-      : allocator(allocator), generator(wall, clock, Options()) {}
+  SnowflakeFront(SegmentStore& store, TaskRunner& db, SegmentAllocator& allocator)
+      : allocator(allocator),
+        generator(wall, clock, Options()),
+        services(store, db, allocator, {.snowflake = &generator}) {}
   static SnowflakeOptions Options() {
     SnowflakeOptions o;
     o.layout.sequence_bits = 2;
@@ -49,15 +52,11 @@ struct SnowflakeFront {
   ManualWallClock wall{kT0};
   ManualClock clock;
   SnowflakeGenerator generator;
-  SnowflakeFront& target = *this;
+  TestServices services;
+  const Services& target = services;
 };
 
-struct SnowflakeServer : BinaryServer {
-  SnowflakeServer(net::io_context& io, BinaryServerOptions o, SnowflakeFront& front)
-      : BinaryServer(io, std::move(o), front.allocator, nullptr, &front.generator) {}
-};
-
-using World = ServerWorld<SnowflakeServer, BinaryServerOptions, SnowflakeFront>;
+using World = ServerWorld<BinaryServer, BinaryServerOptions, SnowflakeFront>;
 using PlainWorld = ServerWorld<BinaryServer, BinaryServerOptions>;
 
 struct Frame {
@@ -135,12 +134,6 @@ class Client : public LoopbackClient {
     return Call(out);
   }
 };
-
-BinaryServerOptions WithMetrics(Metrics& metrics) {
-  BinaryServerOptions o;
-  o.metrics = &metrics;
-  return o;
-}
 
 bool Has(const std::string& text, const std::string& line) {
   return text.find(line) != std::string::npos;
@@ -314,9 +307,9 @@ TEST_CASE("binary snowflake: reserved opcodes 0x12-0x1F stay UNKNOWN_OPCODE") {
 }
 
 TEST_CASE("binary snowflake: requests are counted as op snowflake and snowflake_decode") {
-  Metrics metrics("test");
-  World w(WithMetrics(metrics));
+  World w;
   REQUIRE(w.listening);
+  Metrics& metrics = w.front.services.metrics();
   Client c(w.server.port());
   REQUIRE(c.connected());
   CHECK(c.Next(1, 1).status() == WireStatus::kNotServing);

@@ -653,7 +653,7 @@ TEST_CASE("binary: Listen() reports a port in use and bad addresses without thro
   REQUIRE(f.listening);
   BinaryServerOptions o;
   o.port = f.server.port();
-  BinaryServer clash(f.io, o, f.allocator);
+  BinaryServer clash(f.io, o, f.front.target);
   Status s = clash.Listen();
   REQUIRE_FALSE(s.ok());
   CHECK(s.error().code == ErrorCode::kInvalidArgument);
@@ -662,7 +662,7 @@ TEST_CASE("binary: Listen() reports a port in use and bad addresses without thro
 
   BinaryServerOptions bad;
   bad.address = "not an address";
-  BinaryServer nowhere(f.io, bad, f.allocator);
+  BinaryServer nowhere(f.io, bad, f.front.target);
   Status b = nowhere.Listen();
   REQUIRE_FALSE(b.ok());
   CHECK(b.error().message.find("not an address") != std::string::npos);

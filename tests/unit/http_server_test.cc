@@ -82,8 +82,10 @@ std::string Get(std::string_view target, std::string_view extra = "") {
 struct RouterFront {
   RouterFront(SegmentStore& store, TaskRunner& db, SegmentAllocator& allocator)
       : admin(store, db, allocator),
-        router(allocator, admin, RouterOptions{"test", SteadyClock::now()}) {}
+        services(store, db, allocator, {.keys = &admin}),
+        router(services, RouterOptions{"test", SteadyClock::now()}) {}
   KeyAdmin admin;
+  TestServices services;
   ApiRouter router;
   ApiRouter& target = router;
 };

@@ -15,6 +15,7 @@
 #include "server/msg/message_service.h"
 #include "storage/memory_message_store.h"
 #include "storage/memory_store.h"
+#include "tests/unit/test_services.h"
 
 using namespace seqd;
 namespace http = boost::beast::http;
@@ -35,13 +36,19 @@ struct Fixture {
   ManualClock clock;
   SegmentAllocator allocator{segments, runner, clock, KeyRules(), AllocatorOptions{}};
   KeyAdmin admin{segments, runner, allocator};
-  ApiRouter router{allocator, admin, RouterOptions{"t", std::chrono::steady_clock::now()}};
   std::unique_ptr<MessageService> service;
+  std::unique_ptr<TestServices> services;
+  std::unique_ptr<ApiRouter> router_;
+  ApiRouter& router;
 
-  explicit Fixture(MessageServiceOptions o = {}) {
-    service = std::make_unique<MessageService>(messages, segments, o);
-    router.SetMessageService(service.get());
-  }
+  explicit Fixture(MessageServiceOptions o = {})
+      : service(std::make_unique<MessageService>(messages, segments, o)),
+        services(std::make_unique<TestServices>(
+            segments, runner, allocator,
+            ServiceOverrides{.keys = &admin, .messages = service.get()})),
+        router_(std::make_unique<ApiRouter>(*services,
+                                            RouterOptions{"t", std::chrono::steady_clock::now()})),
+        router(*router_) {}
   ~Fixture() { service->Shutdown(); }
 
   ApiRouter::Response Call(http::verb method, std::string target, std::string body = "") {

@@ -16,6 +16,7 @@
 #include "server/core/segment_allocator.h"
 #include "server/http/api_router.h"
 #include "storage/memory_store.h"
+#include "tests/unit/test_services.h"
 
 using namespace seqd;
 using namespace std::chrono_literals;
@@ -57,9 +58,8 @@ TEST_CASE("metrics: HTTP requests through ApiRouter move seqd_requests_total") {
   AllocFixture f;
   REQUIRE(f.store.CreateKey("order", 100, ""));
   KeyAdmin admin(f.store, f.db, *f.alloc);
-  ApiRouter router(*f.alloc, admin, RouterOptions{"9.9.9", std::chrono::steady_clock::now()});
-  router.SetMetrics(&f.metrics);
-  router.SetMetricsHandler([&] { return f.metrics.Render(); });
+  TestServices services(f.store, f.db, *f.alloc, {.keys = &admin, .metrics = &f.metrics});
+  ApiRouter router(services, RouterOptions{"9.9.9", std::chrono::steady_clock::now()});
   auto get = [&](std::string target) {
     ApiRouter::Request req{boost::beast::http::verb::get, target, 11};
     std::optional<ApiRouter::Response> out;
@@ -140,10 +140,9 @@ TEST_CASE("metrics: an admin-only router serves /metrics, /, /healthz, /readyz a
   AllocFixture f;
   REQUIRE(f.store.CreateKey("order", 100, ""));
   KeyAdmin admin(f.store, f.db, *f.alloc);
-  ApiRouter router(*f.alloc, admin,
+  TestServices services(f.store, f.db, *f.alloc, {.keys = &admin, .metrics = &f.metrics});
+  ApiRouter router(services,
                    RouterOptions{"9.9.9", std::chrono::steady_clock::now(), /*admin_only=*/true});
-  router.SetMetrics(&f.metrics);
-  router.SetMetricsHandler([&] { return f.metrics.Render(); });
   auto get = [&](std::string target) {
     ApiRouter::Request req{boost::beast::http::verb::get, target, 11};
     std::optional<ApiRouter::Response> out;

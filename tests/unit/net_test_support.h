@@ -25,6 +25,7 @@
 #include "server/core/task_runner.h"
 #include "storage/faulty_store.h"
 #include "storage/memory_store.h"
+#include "tests/unit/test_services.h"
 
 namespace seqd::nettest {
 
@@ -151,10 +152,13 @@ struct NoLayer {
 inline SegmentStore& LayerStore(NoLayer& layer) { return layer.inner; }
 inline SegmentStore& LayerStore(SegmentStore& layer) { return layer; }
 
-// The default server front: the server is built on the allocator itself.
+// The default server front: the server is built on a Services seam around
+// the allocator (test_services.h; snowflake off, messages in memory).
 struct AllocatorFront {
-  AllocatorFront(SegmentStore&, TaskRunner&, SegmentAllocator& allocator) : target(allocator) {}
-  SegmentAllocator& target;
+  AllocatorFront(SegmentStore& store, TaskRunner& db, SegmentAllocator& allocator)
+      : services(store, db, allocator), target(services) {}
+  TestServices services;
+  const Services& target;
 };
 
 // One server under test and everything beneath it.
@@ -162,8 +166,8 @@ struct AllocatorFront {
 //   Server   the server type, constructed as Server(io, Options, front.target)
 //   Options  its options; address and port are forced to 127.0.0.1:0
 //   Front    built from (store, db, allocator) before the server and exposing
-//            `target`, what the server is constructed on (AllocatorFront: the
-//            allocator; a router front for HTTP)
+//            `target`, what the server is constructed on (AllocatorFront: a
+//            Services seam; a router front for HTTP)
 //   Layer    a SegmentStore decorator constructed over `mem` and under
 //            `store` (NoLayer: none)
 //

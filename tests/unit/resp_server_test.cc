@@ -414,11 +414,11 @@ TEST_CASE("resp server: Listen reports a bad address or a port in use") {
   REQUIRE(f.listening);
   RespServerOptions o;
   o.address = "not an address";
-  RespServer bad(f.io, o, f.allocator);
+  RespServer bad(f.io, o, f.front.target);
   CHECK(!bad.Listen().ok());
   o.address = "127.0.0.1";
   o.port = f.server.port();
-  RespServer taken(f.io, o, f.allocator);
+  RespServer taken(f.io, o, f.front.target);
   CHECK(!taken.Listen().ok());
   CHECK(taken.port() == 0);
 }
@@ -453,11 +453,9 @@ TEST_CASE("resp server: Stop answers commands in flight, closes idle ones, then 
 }
 
 TEST_CASE("resp server: commands move seqd_requests_total{interface=\"resp\"}") {
-  Metrics metrics("9.9.9");  // outlives the server
-  RespServerOptions o;
-  o.metrics = &metrics;
-  Fixture f(o);
+  Fixture f;
   REQUIRE(f.listening);
+  Metrics& metrics = f.front.services.metrics();
   Client c(f.server.port());
   // A pipelined run of three INCRs (one allocator call), then one more.
   c.Send(Cmd({"INCR", "k"}) + Cmd({"INCR", "k"}) + Cmd({"INCR", "k"}));

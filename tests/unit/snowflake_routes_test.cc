@@ -21,6 +21,7 @@
 #include "server/snowflake/snowflake_generator.h"
 #include "server/snowflake/wall_clock.h"
 #include "storage/memory_store.h"
+#include "tests/unit/test_services.h"
 
 using namespace seqd;
 namespace http = boost::beast::http;
@@ -44,6 +45,12 @@ SnowflakeOptions DefaultOptions() {
   return o;
 }
 
+SnowflakeOptions OffOptions() {
+  SnowflakeOptions o = DefaultOptions();
+  o.enabled = false;
+  return o;
+}
+
 struct Fixture {
   MemoryStore segments;
   ManualRunner runner;
@@ -51,14 +58,16 @@ struct Fixture {
   ManualWallClock wall{kT0};
   SegmentAllocator allocator{segments, runner, clock, KeyRules(), AllocatorOptions{}};
   KeyAdmin admin{segments, runner, allocator};
+  Metrics metrics{"test"};
   SnowflakeGenerator generator;
+  TestServices services;
   ApiRouter router;
 
   explicit Fixture(SnowflakeOptions o = DefaultOptions(), bool admin_only = false)
       : generator(wall, clock, o),
-        router(allocator, admin, RouterOptions{"t", std::chrono::steady_clock::now(), admin_only}) {
-    router.SetSnowflake(&generator);
-  }
+        services(segments, runner, allocator,
+                 {.keys = &admin, .snowflake = &generator, .metrics = &metrics}),
+        router(services, RouterOptions{"t", std::chrono::steady_clock::now(), admin_only}) {}
 
   void Grant() { generator.Grant(kWorker, 0, kT0 + 1'000'000'000, clock.Now() + 1h); }
 
@@ -333,16 +342,9 @@ TEST_CASE("HTTP snowflake: other methods are 405 with Allow: GET") {
   CHECK(f.generator.status().issued == 0);  // nothing was issued by them
 }
 
-TEST_CASE("HTTP snowflake: without a generator every snowflake path is 404") {
-  MemoryStore segments;
-  ManualRunner runner;
-  ManualClock clock;
-  SegmentAllocator allocator{segments, runner, clock, KeyRules(), AllocatorOptions{}};
-  KeyAdmin admin{segments, runner, allocator};
-  ApiRouter unset(allocator, admin, RouterOptions{"t", std::chrono::steady_clock::now()});
-  ApiRouter cleared(allocator, admin, RouterOptions{"t", std::chrono::steady_clock::now()});
-  cleared.SetSnowflake(nullptr);
-  for (ApiRouter* router : {&unset, &cleared}) {
+TEST_CASE("HTTP snowflake: with snowflake off every snowflake path is 404") {
+  Fixture off(OffOptions());
+  for (ApiRouter* router : {&off.router}) {
     for (std::string target : {"/snowflake", "/snowflake?count=2", "/snowflake/decode/1",
                                "/api/snowflake/get/order", "/decodeSnowflakeId?snowflakeId=1"}) {
       for (http::verb m : {http::verb::get, http::verb::post}) {
@@ -385,9 +387,8 @@ TEST_CASE("HTTP snowflake: near misses of the paths are ordinary 404s") {
 }
 
 TEST_CASE("HTTP snowflake: requests are counted as op snowflake and snowflake_decode") {
-  Metrics metrics("test");
   Fixture f;
-  f.router.SetMetrics(&metrics);
+  Metrics& metrics = f.metrics;
   CHECK(f.Get("/snowflake").result() == http::status::service_unavailable);
   f.Grant();
   CHECK(f.Get("/snowflake").result() == http::status::ok);
@@ -435,8 +436,7 @@ TEST_CASE("HTTP snowflake: GET /admin/snowflake shows the generator's state") {
 
   CHECK(f.Get("/admin/snowflake", "", http::verb::post).result() ==
         http::status::method_not_allowed);
-  Fixture off;
-  off.router.SetSnowflake(nullptr);
+  Fixture off(OffOptions());
   CHECK(off.Get("/admin/snowflake").result() == http::status::not_found);
 }
 
@@ -458,7 +458,6 @@ TEST_CASE("HTTP snowflake: the status page has a Snowflake section and a banner 
   auto serving = page_of(f);
   CHECK(serving.body().find("id=\"snowflake-down\"") == std::string::npos);
   CHECK(serving.body().find(">serving<") != std::string::npos);
-  Fixture off;
-  off.router.SetSnowflake(nullptr);
+  Fixture off(OffOptions());
   CHECK(page_of(off).body().find("id=\"snowflake\"") == std::string::npos);
 }

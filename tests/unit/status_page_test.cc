@@ -16,6 +16,7 @@
 #include "server/core/task_runner.h"
 #include "server/http/api_router.h"
 #include "storage/memory_store.h"
+#include "tests/unit/test_services.h"
 
 using namespace seqd;
 using namespace std::chrono_literals;
@@ -68,7 +69,8 @@ struct RouterFixture {
   explicit RouterFixture(SegmentStore& store)
       : allocator(store, runner, clock, KeyRules(), AllocatorOptions{}),
         admin(store, runner, allocator),
-        router(allocator, admin, RouterOptions{"9.9.9", std::chrono::steady_clock::now() - 65s}) {}
+        services(store, runner, allocator, {.keys = &admin}),
+        router(services, RouterOptions{"9.9.9", std::chrono::steady_clock::now() - 65s}) {}
   ~RouterFixture() { runner.RunAll(); }
 
   ApiRouter::Response Call(http::verb method, std::string target) {
@@ -88,6 +90,7 @@ struct RouterFixture {
   ManualClock clock;
   SegmentAllocator allocator;
   KeyAdmin admin;
+  TestServices services;
   ApiRouter router;
 };
 

@@ -4,27 +4,25 @@
 #include "server/tcp/binary_server.h"
 #include "storage/memory_message_store.h"
 #include "tests/unit/net_test_support.h"
+#include "tests/unit/test_services.h"
 
 namespace seqd::clienttest {
 
 namespace {
 
 struct MessageFront {
-  MessageFront(seqd::SegmentStore&, seqd::TaskRunner&, seqd::SegmentAllocator& allocator)
-      : allocator(allocator), service(messages, ids, seqd::MessageServiceOptions()) {}
-  seqd::SegmentAllocator& allocator;
+  MessageFront(seqd::SegmentStore& store, seqd::TaskRunner& db, seqd::SegmentAllocator& allocator)
+      : service(messages, ids, seqd::MessageServiceOptions()),
+        services(store, db, allocator, {.messages = &service}) {}
   seqd::MemoryMessageStore messages;
   seqd::MemoryStore ids;
   seqd::MessageService service;
-  MessageFront& target = *this;
+  seqd::TestServices services;
+  const seqd::Services& target = services;
 };
 
-struct MessageServer : seqd::BinaryServer {
-  MessageServer(boost::asio::io_context& io, seqd::BinaryServerOptions o, MessageFront& front)
-      : seqd::BinaryServer(io, std::move(o), front.allocator, &front.service) {}
-};
-
-using World = seqd::nettest::ServerWorld<MessageServer, seqd::BinaryServerOptions, MessageFront>;
+using World =
+    seqd::nettest::ServerWorld<seqd::BinaryServer, seqd::BinaryServerOptions, MessageFront>;
 
 }  // namespace
 

@@ -5,33 +5,30 @@
 #include "server/snowflake/wall_clock.h"
 #include "server/tcp/binary_server.h"
 #include "tests/unit/net_test_support.h"
+#include "tests/unit/test_services.h"
 
 namespace seqd::clienttest {
 
 namespace {
 
 struct SnowflakeFront {
-  SnowflakeFront(seqd::SegmentStore&, seqd::TaskRunner&, seqd::SegmentAllocator& allocator)
-      : allocator(allocator), generator(wall, clock, Options()) {}
+  SnowflakeFront(seqd::SegmentStore& store, seqd::TaskRunner& db, seqd::SegmentAllocator& allocator)
+      : generator(wall, clock, Options()),
+        services(store, db, allocator, {.snowflake = &generator}) {}
   static seqd::SnowflakeOptions Options() {
     seqd::SnowflakeOptions o;
     o.max_count = SnowflakeWorld::kMaxCount;
     return o;
   }
-  seqd::SegmentAllocator& allocator;
   seqd::ManualWallClock wall{SnowflakeWorld::kNowMs};
   seqd::ManualClock clock;
   seqd::SnowflakeGenerator generator;
-  SnowflakeFront& target = *this;
-};
-
-struct SnowflakeServer : seqd::BinaryServer {
-  SnowflakeServer(boost::asio::io_context& io, seqd::BinaryServerOptions o, SnowflakeFront& front)
-      : seqd::BinaryServer(io, std::move(o), front.allocator, nullptr, &front.generator) {}
+  seqd::TestServices services;
+  const seqd::Services& target = services;
 };
 
 using World =
-    seqd::nettest::ServerWorld<SnowflakeServer, seqd::BinaryServerOptions, SnowflakeFront>;
+    seqd::nettest::ServerWorld<seqd::BinaryServer, seqd::BinaryServerOptions, SnowflakeFront>;
 
 }  // namespace
 

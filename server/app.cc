@@ -1,0 +1,299 @@
+#include "server/app.h"
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <functional>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "server/app_options.h"
+#include "server/core/allocator_gauges.h"
+#include "server/core/asio_clock.h"
+#include "server/core/key_admin.h"
+#include "server/core/log.h"
+#include "server/core/task_runner.h"
+#include "server/http/api_router.h"
+#include "server/metrics/metrics.h"
+#include "server/service/services.h"
+#include "server/snowflake/wall_clock.h"
+#include "server/snowflake/worker_lease_keeper.h"
+#include "storage/store_factory.h"
+
+namespace seqd {
+namespace {
+
+// Runs `task` every `period` on the io_context until Cancel().
+// Thread safety: Cancel() on an io_context thread.
+class PeriodicTask {
+ public:
+  PeriodicTask(boost::asio::io_context& io, std::chrono::milliseconds period,
+               std::function<void()> task)
+      : timer_(io), period_(period), task_(std::move(task)) {
+    Arm();
+  }
+  void Cancel() {
+    stopped_ = true;
+    timer_.cancel();
+  }
+
+ private:
+  void Arm() {
+    timer_.expires_after(period_);
+    timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec || stopped_) return;
+      task_();
+      Arm();
+    });
+  }
+  boost::asio::steady_timer timer_;
+  std::chrono::milliseconds period_;
+  std::function<void()> task_;
+  bool stopped_ = false;
+};
+
+// Counts down the listeners still draining; runs `done` when the last is.
+class DrainLatch {
+ public:
+  DrainLatch(int listeners, std::function<void()> done)
+      : left_(listeners), done_(std::move(done)) {}
+  void Arrive() {
+    if (--left_ == 0) done_();
+  }
+
+ private:
+  std::atomic<int> left_;
+  std::function<void()> done_;
+};
+
+size_t NetworkThreads(const Config& c) {
+  return c.threads > 0 ? static_cast<size_t>(c.threads)
+                       : std::max(1u, std::thread::hardware_concurrency());
+}
+
+// Refuses snowflake settings that could never serve now.
+Status CheckSnowflakeLayout(const Config& config, const SnowflakeOptions& o,
+                            const WallClock& wall) {
+  if (Status s = o.layout.Validate(); !s) return s;
+  if (!config.snowflake) return OkStatus();
+  if (wall.NowMs() < o.layout.epoch_ms) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "snowflake: snowflake_epoch_ms " + std::to_string(config.snowflake_epoch_ms) +
+                         " is in the future (now is " + std::to_string(wall.NowMs()) +
+                         "); IDs would be negative");
+  }
+  if (wall.NowMs() > o.layout.max_time_ms()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "snowflake: " + std::to_string(config.snowflake_time_bits) +
+                         " time bits from epoch " + std::to_string(config.snowflake_epoch_ms) +
+                         " ran out before now; lower snowflake_epoch_ms or add time bits");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+// Member order is build order; destruction runs in reverse, so nothing is
+// destroyed while something built after it can still reach it.
+struct App::Parts {
+  explicit Parts(const Config& c)
+      : config(c), metrics(SEQD_VERSION), io(static_cast<int>(NetworkThreads(c))), clock(io) {}
+
+  const Config config;
+  OpenedStores stores;
+  std::unique_ptr<WorkerLeaseStore> lease_store;  // only with snowflake = on
+  SystemWallClock wall;
+  Metrics metrics;
+  std::optional<MessageService> messages;
+  boost::asio::io_context io;
+  AsioClock clock;
+  std::optional<ThreadPoolRunner> db;
+  std::optional<SegmentAllocator> allocator;
+  std::optional<KeyAdmin> admin;
+  std::optional<SnowflakeGenerator> snowflake;
+  std::optional<Services> services;
+  std::optional<ApiRouter> router;
+  std::optional<ApiRouter> admin_router;
+  std::optional<HttpServer> http;
+  std::unique_ptr<HttpServer> admin_http;
+  std::unique_ptr<BinaryServer> binary;
+  std::unique_ptr<RespServer> resp;
+  std::unique_ptr<WorkerLeaseKeeper> lease_keeper;
+  std::atomic<bool> schema_ready{false}, schema_pending{false};
+};
+
+App::App(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
+App::~App() = default;
+
+Result<std::unique_ptr<App>> App::Create(const Config& config) {
+  auto p = std::make_unique<Parts>(config);
+  auto stores = OpenStores(config.store, static_cast<int>(config.db_threads), config.snowflake);
+  if (!stores)
+    return MakeError(stores.error().code, "cannot open store: " + stores.error().message);
+  p->stores = std::move(stores).value();
+  SnowflakeOptions snowflake_options = ToSnowflakeOptions(config);
+  if (Status s = CheckSnowflakeLayout(config, snowflake_options, p->wall); !s) return s.error();
+
+  MessageServiceOptions message_options = ToMessageOptions(config);
+  message_options.metrics = &p->metrics;
+  p->messages.emplace(*p->stores.messages, *p->stores.segments, message_options);
+  p->db.emplace(static_cast<size_t>(config.db_threads));
+  AllocatorOptions allocator_options = ToAllocatorOptions(config);
+  allocator_options.metrics = &p->metrics;
+  p->allocator.emplace(*p->stores.segments, *p->db, p->clock, KeyRules(config.auto_keys),
+                       allocator_options);
+  p->admin.emplace(*p->stores.segments, *p->db, *p->allocator);
+  snowflake_options.metrics = &p->metrics;
+  p->snowflake.emplace(p->wall, p->clock, snowflake_options);
+  p->services.emplace(Services{*p->allocator, *p->admin, *p->messages, *p->snowflake, p->metrics});
+  const Services& services = *p->services;
+
+  Metrics& metrics = p->metrics;
+  SegmentAllocator& allocator = *p->allocator;
+  MessageService& messages = *p->messages;
+  metrics.SetAllocatorStats([&allocator] { return CollectAllocatorGauges(allocator); });
+  metrics.SetMessageStats([&messages] {
+    const MessageServiceStats st = messages.stats();
+    return MessageGauges{st.queued_sends, st.subscriptions};
+  });
+
+  const auto started = std::chrono::steady_clock::now();
+  p->router.emplace(services, RouterOptions{SEQD_VERSION, started});
+  p->http.emplace(p->io, ToHttpOptions(config), *p->router);
+  if (auto s = p->http->Listen(); !s)
+    return MakeError(s.error().code, "cannot listen: " + s.error().message);
+  // Admin listener: its own router, which answers only /metrics, /,
+  // /healthz and /readyz (client paths are 404 there).
+  if (config.admin_port >= 0) {
+    p->admin_router.emplace(services, RouterOptions{SEQD_VERSION, started, /*admin_only=*/true});
+    HttpOptions admin_options = ToHttpOptions(config);
+    admin_options.address = config.admin_address;
+    admin_options.port = static_cast<uint16_t>(config.admin_port);
+    p->admin_http = std::make_unique<HttpServer>(p->io, admin_options, *p->admin_router);
+    if (auto s = p->admin_http->Listen(); !s) {
+      return MakeError(s.error().code, "cannot listen (admin): " + s.error().message);
+    }
+    SEQD_LOG(kInfo) << "admin (/metrics, /, /healthz, /readyz) on http://" << config.admin_address
+                    << ":" << p->admin_http->port();
+  }
+  if (config.tcp_port >= 0) {
+    p->binary = std::make_unique<BinaryServer>(p->io, ToBinaryOptions(config), services);
+    if (auto s = p->binary->Listen(); !s) {
+      return MakeError(s.error().code, "cannot listen (binary protocol): " + s.error().message);
+    }
+    SEQD_LOG(kInfo) << "binary protocol on " << config.tcp_address << ":" << p->binary->port();
+  }
+  if (config.resp_port >= 0) {
+    p->resp = std::make_unique<RespServer>(p->io, ToRespOptions(config), services);
+    if (auto s = p->resp->Listen(); !s) {
+      return MakeError(s.error().code, "cannot listen (RESP): " + s.error().message);
+    }
+    SEQD_LOG(kInfo) << "RESP (Redis protocol) on " << config.tcp_address << ":" << p->resp->port();
+  }
+  HttpServer& http = *p->http;
+  metrics.SetOpenConnections(Interface::kHttp, [&http] { return http.open_connections(); });
+  if (BinaryServer* b = p->binary.get()) {
+    metrics.SetOpenConnections(Interface::kBinary, [b] { return b->open_connections(); });
+  }
+  if (RespServer* r = p->resp.get()) {
+    metrics.SetOpenConnections(Interface::kResp, [r] { return r->open_connections(); });
+  }
+
+  // Snowflake: lease a worker id (now, and again whenever it is lost).
+  SnowflakeGenerator& snowflake = *p->snowflake;
+  if (config.snowflake) {
+    LeaseKeeperOptions lease_options;
+    lease_options.owner = SnowflakeOwner(config, http.port());
+    lease_options.max_workers = 1 << config.snowflake_worker_bits;
+    lease_options.ttl = std::chrono::milliseconds(config.snowflake_lease_ms);
+    lease_options.retry_interval =
+        std::min<std::chrono::milliseconds>(std::chrono::seconds(1), lease_options.ttl / 10);
+    lease_options.metrics = &metrics;
+    p->lease_keeper = std::make_unique<WorkerLeaseKeeper>(*p->stores.leases, *p->db, p->clock,
+                                                          p->wall, snowflake, lease_options);
+    metrics.SetSnowflakeStats([&snowflake] {
+      const SnowflakeStatus st = snowflake.status();
+      return SnowflakeGauges{st.worker_id, st.serving, st.lease_left_s,
+                             static_cast<int64_t>(st.parked)};
+    });
+  } else {
+    snowflake.Revoke("snowflake IDs are turned off (snowflake = off)");
+  }
+  SEQD_LOG(kInfo) << "seqd " << SEQD_VERSION << " listening on http://" << config.http_address
+                  << ":" << http.port()
+                  << " store=" << (config.store.starts_with("mysql") ? "mysql" : config.store)
+                  << " threads=" << NetworkThreads(config) << " db_threads=" << config.db_threads;
+  return std::unique_ptr<App>(new App(std::move(p)));
+}
+
+int App::Run() {
+  Parts& p = *parts_;
+  // The MySQL stores do not connect at start (the database may be down):
+  // create the tables once the database answers, retrying every second.
+  auto ensure_schema = [&p] {
+    if (p.schema_ready || p.schema_pending.exchange(true)) return;
+    p.db->Post([&p] {
+      Status s = p.stores.EnsureSchemas();
+      if (s) {
+        p.schema_ready = true;
+        // The lease table exists now: claim a worker id.
+        if (p.lease_keeper) p.lease_keeper->Start();
+      } else {
+        SEQD_LOG(kWarn) << "store not ready: " << s.error().message;
+      }
+      p.schema_pending = false;
+    });
+  };
+  ensure_schema();
+  PeriodicTask schema(p.io, std::chrono::seconds(1), ensure_schema);
+
+  const auto idle = std::chrono::seconds(p.config.key_idle_timeout_s);
+  PeriodicTask evict(p.io, std::max<std::chrono::milliseconds>(std::chrono::seconds(1), idle / 4),
+                     [&p] {
+                       if (size_t n = p.allocator->EvictIdle(); n > 0) {
+                         SEQD_LOG(kDebug) << "evicted " << n << " idle keys";
+                       }
+                     });
+  PeriodicTask refresh(p.io, std::chrono::seconds(p.config.key_refresh_interval_s), [&p] {
+    p.allocator->RefreshRegisteredKeys([](Result<size_t> dropped) {
+      if (!dropped) {
+        SEQD_LOG(kWarn) << "key refresh failed: " << dropped.error().message;
+      } else if (*dropped > 0) {
+        SEQD_LOG(kInfo) << "key refresh: " << *dropped << " deleted keys left memory";
+      }
+    });
+  });
+
+  boost::asio::signal_set signals(p.io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    SEQD_LOG(kInfo) << "signal " << sig << ": draining";
+    evict.Cancel();
+    refresh.Cancel();
+    schema.Cancel();
+    const int listeners = 1 + (p.admin_http ? 1 : 0) + (p.binary ? 1 : 0) + (p.resp ? 1 : 0);
+    auto latch = std::make_shared<DrainLatch>(listeners, [&p] {
+      p.allocator->Shutdown();
+      p.messages->Shutdown();
+      p.snowflake->Shutdown();
+      if (p.lease_keeper) p.lease_keeper->Stop();  // releases the worker id (db runner)
+      p.io.stop();
+    });
+    p.http->Stop([latch] { latch->Arrive(); });
+    if (p.admin_http) p.admin_http->Stop([latch] { latch->Arrive(); });
+    if (p.binary) p.binary->Stop([latch] { latch->Arrive(); });
+    if (p.resp) p.resp->Stop([latch] { latch->Arrive(); });
+  });
+
+  std::vector<std::thread> pool;
+  for (size_t i = 1; i < NetworkThreads(p.config); ++i) pool.emplace_back([&p] { p.io.run(); });
+  p.io.run();
+  for (auto& t : pool) t.join();
+  p.db->Stop();
+  SEQD_LOG(kInfo) << "stopped";
+  return 0;
+}
+
+}  // namespace seqd

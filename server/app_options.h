@@ -1,0 +1,30 @@
+// Each component's options, from the Config: the one place where config
+// fields become component settings.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "server/config/config.h"
+#include "server/core/segment_allocator.h"
+#include "server/http/http_server.h"
+#include "server/msg/message_service.h"
+#include "server/resp/resp_server.h"
+#include "server/snowflake/snowflake_generator.h"
+#include "server/tcp/binary_server.h"
+
+namespace seqd {
+
+AllocatorOptions ToAllocatorOptions(const Config& c);
+HttpOptions ToHttpOptions(const Config& c);
+BinaryServerOptions ToBinaryOptions(const Config& c);
+RespServerOptions ToRespOptions(const Config& c);
+MessageServiceOptions ToMessageOptions(const Config& c);
+// With enabled = c.snowflake.
+SnowflakeOptions ToSnowflakeOptions(const Config& c);
+// "<hostname>:<http_port>" unless snowflake_owner is set.
+std::string SnowflakeOwner(const Config& c, uint16_t http_port);
+
+}  // namespace seqd

@@ -1,0 +1,39 @@
+// The one seam between the listeners and what they serve.
+//
+// Every listener (HTTP router, binary protocol, RESP) receives a Services
+// whole and calls nothing else: a listener is a protocol adapter (bytes ->
+// request -> service call -> reply bytes). server/app.cc builds the one
+// Services of a process; tests build theirs over memory stores
+// (tests/unit/test_services.h).
+//
+// Cross-cutting steps go here, once, for every interface:
+//  - cluster routing ("is this key's shard mine, else forward it to its
+//    owner"): a decorator in front of `ids` and `messages` that the App puts
+//    into this struct instead of the local services;
+//  - authentication and scopes ("may this token do this"): a check that
+//    every adapter makes with the request's principal before the service
+//    call, keyed by the same operation names as the metrics.
+//
+// Ownership: Services holds references; the App (or the test) owns the
+// objects and keeps them alive until every listener has drained.
+// Thread safety: each service documents its own; all are safe to call from
+// any network thread and never block it.
+#pragma once
+
+namespace seqd {
+
+class SegmentAllocator;
+class KeyAdmin;
+class MessageService;
+class SnowflakeGenerator;
+class Metrics;
+
+struct Services {
+  SegmentAllocator& ids;          // segment IDs: Take(key, count)
+  KeyAdmin& keys;                 // leaf_alloc rows: create, step, list
+  MessageService& messages;       // the message store: send, pull, members, push
+  SnowflakeGenerator& snowflake;  // snowflake IDs; enabled() is false with snowflake = off
+  Metrics& metrics;               // request counters and the /metrics page
+};
+
+}  // namespace seqd
