@@ -1,3 +1,9 @@
+// The binary protocol's connections: socket I/O, back-pressure, lingering
+// after a protocol error, the idle timeout and the push box. Requests go to
+// BinaryDispatcher (binary_dispatcher.h). Over 400 lines because one
+// connection's state machine is one class: its counters and flags
+// (unanswered = pending + queued + writing) are kept together so their
+// invariants can be read in one place.
 #include "server/tcp/binary_server.h"
 
 #include <algorithm>
@@ -15,13 +21,11 @@
 #include "proto/message_codec.h"
 #include "proto/snowflake_codec.h"
 #include "server/core/log.h"
-#include "server/core/segment_allocator.h"
-#include "server/metrics/metrics.h"
 #include "server/msg/message_service.h"
 #include "server/net/tcp_listener.h"
 #include "server/service/services.h"
-#include "server/service/wire_errors.h"
-#include "server/snowflake/snowflake_generator.h"
+#include "server/tcp/binary_dispatcher.h"
+#include "server/tcp/message_wire.h"
 
 namespace seqd {
 
@@ -41,103 +45,40 @@ constexpr size_t kMinReadSpace = 4 * 1024;       // free room asked of each read
 constexpr size_t kKeepBufferBytes = 256 * 1024;  // larger idle buffers are freed
 constexpr std::chrono::seconds kLingerTime{2};   // after a protocol error frame
 constexpr size_t kLingerBytes = 1 << 20;         // discarded at most while lingering
-constexpr size_t kInlineRanges = 4;              // ranges converted without allocating
-
-// The `op` label of a binary opcode (docs/metrics.md).
-std::string_view BinaryOpName(uint8_t opcode) {
-  const auto op = static_cast<proto::Opcode>(opcode);
-  if (op == proto::Opcode::kPing) return "ping";
-  if (op == proto::Opcode::kNextIds) return "next_ids";
-  if (op == proto::kOpSend) return "msg_send";
-  if (op == proto::kOpPullRange || op == proto::kOpPullSeqs) return "msg_pull";
-  if (op == proto::kOpMaxSeqs || op == proto::kOpSyncUser) return "msg_batch";
-  if (op == proto::kOpMarkRead || op == proto::kOpSetMember || op == proto::kOpGetMember) {
-    return "msg_member";
-  }
-  if (op == proto::kOpSetStatus || op == proto::kOpSetConvMinSeq) return "msg_status";
-  if (op == proto::kOpSubscribe || op == proto::kOpUnsubscribe) return "subscribe";
-  if (op == proto::kOpSnowflake) return "snowflake";
-  if (op == proto::kOpSnowflakeDecode) return "snowflake_decode";
-  return "protocol_error";
-}
-
-// The `status` label of a wire status: its name in lower case.
-std::string StatusLabel(proto::Status s) {
-  std::string name(proto::StatusName(s));
-  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return name;
-}
-
-proto::MessageView View(const StoredMessage& m) {
-  return proto::MessageView{m.seq,           m.server_msg_id, m.sender_id,
-                            m.client_msg_id, m.content_type,  static_cast<uint8_t>(m.status),
-                            m.send_time_ms,  m.payload};
-}
-
-proto::MemberRes ToWire(const MemberView& v) {
-  return proto::MemberRes{{v.state.min_seq, v.state.max_seq, v.state.read_seq}};
-}
-
-std::vector<std::string> Strings(const std::vector<std::string_view>& views) {
-  return std::vector<std::string>(views.begin(), views.end());
-}
-
-std::optional<std::string> OptString(std::string_view s) {
-  if (s.empty()) return std::nullopt;
-  return std::string(s);
-}
-
-// The leading messages of `messages` whose encoding, after `fixed` bytes of
-// frame, fits in `max_frame`.
-std::vector<proto::MessageView> Fitting(const std::vector<StoredMessage>& messages, size_t fixed,
-                                        size_t max_frame) {
-  std::vector<proto::MessageView> out;
-  out.reserve(messages.size());
-  size_t size = fixed;
-  for (const StoredMessage& m : messages) {
-    proto::MessageView v = View(m);
-    size += proto::EncodedSize(v);
-    if (size > max_frame) break;
-    out.push_back(v);
-  }
-  return out;
-}
 
 }  // namespace
 
 struct BinaryServer::Impl {
   Impl(BinaryServerOptions options_, const Services& services)
       : options(std::move(options_)),
-        allocator(services.ids),
-        messages(&services.messages),
-        snowflake(services.snowflake.enabled() ? &services.snowflake : nullptr),
-        metrics(&services.metrics) {}
+        dispatcher(services,
+                   BinaryDispatchLimits{std::min(options.max_frame_bytes, proto::kMaxFrameSize),
+                                        options.max_subscriptions}) {}
 
   const BinaryServerOptions options;
-  SegmentAllocator& allocator;
-  MessageService* const messages;         // never null
-  SnowflakeGenerator* const snowflake;    // null with snowflake = off: its ops are unknown
-  Metrics* const metrics;                 // never null
+  BinaryDispatcher dispatcher;
   std::shared_ptr<TcpListener> listener;  // set once, by the constructor
 };
 
 namespace {
 
-// One connection. Every member is touched only on the connection's strand,
-// except strand_ and allocator_ (immutable).
+// One connection: socket I/O, back-pressure and the push box; requests go
+// to the dispatcher. Every member is touched only on the connection's
+// strand, except strand_ (immutable).
 //
 // Accounting: a request is "unanswered" from the moment it is decoded until
 // its response has been written: pending_ (at the allocator), then queued_
 // (in out_), then writing_count_ (in wbuf_, being written). Their sum is
 // capped at max_in_flight, which also bounds the output buffers.
-class Session : public ListenedSession, public std::enable_shared_from_this<Session> {
+class Session final : public ListenedSession,
+                      public BinaryConnection,
+                      public std::enable_shared_from_this<Session> {
  public:
   Session(Socket&& socket, std::shared_ptr<BinaryServer::Impl> server)
       : socket_(std::move(socket)),
         strand_(socket_.get_executor()),
         timer_(strand_),
         server_(std::move(server)),
-        allocator_(server_->allocator),
         max_in_flight_(std::max<size_t>(1, server_->options.max_in_flight)),
         max_frame_(std::min(server_->options.max_frame_bytes, proto::kMaxFrameSize)),
         max_output_(std::max(server_->options.max_output_bytes, max_frame_)),
@@ -259,366 +200,60 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
       return ProtocolError(proto::Status::kMalformedFrame,
                            "malformed frame: RESPONSE flag set on a request");
     }
-    switch (static_cast<proto::Opcode>(f.opcode)) {
-      case proto::Opcode::kPing:
-        if (f.payload.size() > proto::kMaxPingPayload) {
-          Count(f.opcode, f.request_id, proto::Status::kInvalidArgument);
-          proto::AppendError(out_, proto::Opcode::kPing, f.request_id,
-                             proto::Status::kInvalidArgument,
-                             "PING payload must be at most 1024 bytes");
-        } else {
-          Count(f.opcode, f.request_id, proto::Status::kOk);
-          proto::AppendOkPing(out_, f.request_id, f.payload);
-        }
-        ++queued_;
-        return;
-      case proto::Opcode::kNextIds:
-        return HandleNextIds(f);
-      default:
-        if (server_->messages != nullptr && proto::IsMessageOpcode(f.opcode)) {
-          return HandleMessageOp(f);
-        }
-        if (server_->snowflake != nullptr && proto::IsSnowflakeOpcode(f.opcode)) {
-          return HandleSnowflakeOp(f);
-        }
-        break;
-    }
-    char message[32];
-    std::snprintf(message, sizeof(message), "unknown opcode 0x%02x", unsigned{f.opcode});
-    Count(0xff, f.request_id, proto::Status::kUnknownOpcode);
-    proto::AppendError(out_, static_cast<proto::Opcode>(f.opcode), f.request_id,
-                       proto::Status::kUnknownOpcode, message);
-    ++queued_;
+    server_->dispatcher.Handle(f, *this);
   }
 
-  void HandleNextIds(const proto::FrameView& f) {
-    const std::optional<proto::NextIdsRequest> req = proto::ParseNextIdsRequest(f.payload);
-    if (!req) {
-      Count(f.opcode, f.request_id, proto::Status::kInvalidArgument);
-      proto::AppendError(out_, proto::Opcode::kNextIds, f.request_id,
-                         proto::Status::kInvalidArgument,
-                         "NEXT_IDS payload must be u16 key_length, key, u32 count");
-      ++queued_;
-      return;
-    }
-    // The session outlives every request in flight (see OnTakeDone).
+  // --- BinaryConnection (the dispatcher's side) ------------------------------
+
+  std::string& out() override { return out_; }
+  void Queued() override { ++queued_; }
+
+  void Hold() override {
+    // The session outlives every request in flight (see Released).
     if (pending_++ == 0 && !self_keep_) self_keep_ = shared_from_this();
-    // Small and trivially copyable: std::function stores it without allocating.
-    auto done = [session = this, id = f.request_id](Result<IdBatch> r) {
-      session->OnTakeResult(id, std::move(r));
-    };
-    static_assert(sizeof(done) <= 16 && std::is_trivially_copyable_v<decltype(done)>);
-    allocator_.Take(req->key, req->count, done);  // the key is not kept past the call
   }
 
   // Any thread. Inline when already on the strand (the allocator's fast path).
-  void OnTakeResult(uint32_t id, Result<IdBatch> r) {
-    net::dispatch(strand_,
-                  [this, id, r = std::move(r)]() mutable { OnTakeDone(id, std::move(r)); });
+  void DeliverIds(uint32_t id, Result<IdBatch> r) override {
+    net::dispatch(strand_, [this, id, r = std::move(r)]() mutable {
+      std::shared_ptr<Session> keep = Released();
+      if (closed_ || closing_) return;  // nobody to answer, or after the error frame
+      server_->dispatcher.WriteIds(*this, id, r);
+      if (!in_batch_) Flush();  // in a batch, ProcessInput flushes once at the end
+    });
   }
 
-  void OnTakeDone(uint32_t id, Result<IdBatch> r) {
-    // Inside a batch the caller holds a reference and releases self_keep_
-    // once at the end (saves a pair of atomic operations per request).
-    // Otherwise this may be the last reference: released on return.
+  void Deliver(std::function<void(BinaryConnection&)> write) override {
+    net::dispatch(strand_, [this, write = std::move(write)]() mutable {
+      std::shared_ptr<Session> keep = Released();
+      if (closed_ || closing_) return;
+      write(*this);
+      PublishUnsent();
+      if (!in_batch_) Flush();
+    });
+  }
+
+  void CloseAfterAnswers() override { stopping_ = true; }
+
+  SubscriptionMap& subscriptions() override { return subs_; }
+
+  MessageListener PushListener() override {
+    if (!push_) {
+      push_ = std::make_shared<PushBox>(strand_, max_output_, max_frame_);
+      push_->session = weak_from_this();
+      PublishUnsent();
+    }
+    return [box = push_](const StoredMessage& m) { OnPush(*box, m); };
+  }
+
+  // One held request answered. Inside a batch the caller holds a reference
+  // and releases self_keep_ once at the end (saves a pair of atomic
+  // operations per request); otherwise the returned reference may be the
+  // last, released by the caller on return.
+  std::shared_ptr<Session> Released() {
     std::shared_ptr<Session> keep;
     if (--pending_ == 0 && !in_batch_) keep = std::move(self_keep_);
-    if (closed_ || closing_) return;  // nobody to answer, or after the error frame
-    if (r.ok()) {
-      const auto& ranges = r->ranges;
-      if (ranges.size() <= kInlineRanges) {
-        proto::IdRangeWire wire[kInlineRanges];
-        for (size_t i = 0; i < ranges.size(); ++i) wire[i] = {ranges[i].first, ranges[i].last};
-        proto::AppendOkNextIds(out_, id, wire, ranges.size());
-      } else {
-        std::vector<proto::IdRangeWire> wire;
-        wire.reserve(ranges.size());
-        for (const IdRange& range : ranges) wire.push_back({range.first, range.last});
-        proto::AppendOkNextIds(out_, id, wire.data(), wire.size());
-      }
-      Count(static_cast<uint8_t>(proto::Opcode::kNextIds), id, proto::Status::kOk);
-    } else {
-      const BinaryError w = ToBinaryError(r.error());
-      Count(static_cast<uint8_t>(proto::Opcode::kNextIds), id, w.status);
-      proto::AppendError(out_, proto::Opcode::kNextIds, id, w.status, w.message);
-      if (w.status == proto::Status::kShuttingDown) stopping_ = true;  // closed after it
-    }
-    ++queued_;
-    if (!in_batch_) Flush();  // in a batch, ProcessInput flushes once at the end
-  }
-
-  // --- message store ops ---------------------------------------------------
-
-  // Metrics and the error log line of one answer.
-  void Count(uint8_t opcode, uint32_t id, proto::Status status) {
-    Metrics* metrics = server_->metrics;
-    if (status == proto::Status::kOk) {
-      if (metrics) metrics->CountRequest(Interface::kBinary, BinaryOpName(opcode), "ok");
-      return;
-    }
-    const std::string label = StatusLabel(status);
-    if (metrics) metrics->CountRequest(Interface::kBinary, BinaryOpName(opcode), label);
-    if (status == proto::Status::kStoreUnavailable || status == proto::Status::kInternal) {
-      SEQD_LOG(kWarn) << "binary request_id=" << id << " conn=" << static_cast<const void*>(this)
-                      << " op=" << BinaryOpName(opcode) << " status=" << label;
-    } else {
-      SEQD_LOG(kDebug) << "binary request_id=" << id << " conn=" << static_cast<const void*>(this)
-                       << " op=" << BinaryOpName(opcode) << " status=" << label;
-    }
-  }
-
-  void AnswerError(proto::Opcode op, uint32_t id, proto::Status status, std::string_view message) {
-    Count(static_cast<uint8_t>(op), id, status);
-    proto::AppendError(out_, op, id, status, message);
-    ++queued_;
-  }
-
-  // A callback for a MessageService or SnowflakeGenerator call: counts the
-  // request as pending and, when the service answers (inline, or on any
-  // other thread), encodes the result on the strand with
-  // `encode(out, id, value)`.
-  template <typename T, typename Encode>
-  std::function<void(Result<T>)> Reply(proto::Opcode op, uint32_t id, Encode encode) {
-    if (pending_++ == 0 && !self_keep_) self_keep_ = shared_from_this();
-    return [this, op, id, encode = std::move(encode)](Result<T> r) mutable {
-      net::dispatch(strand_,
-                    [this, op, id, encode = std::move(encode), r = std::move(r)]() mutable {
-                      OnMessageDone(op, id, std::move(r), encode);
-                    });
-    };
-  }
-
-  template <typename T, typename Encode>
-  void OnMessageDone(proto::Opcode op, uint32_t id, Result<T> r, Encode& encode) {
-    std::shared_ptr<Session> keep;
-    if (--pending_ == 0 && !in_batch_) keep = std::move(self_keep_);
-    if (closed_ || closing_) return;
-    if (r.ok()) {
-      Count(static_cast<uint8_t>(op), id, proto::Status::kOk);
-      encode(out_, id, *r);
-    } else {
-      const BinaryError w = ToBinaryError(r.error());
-      Count(static_cast<uint8_t>(op), id, w.status);
-      proto::AppendError(out_, op, id, w.status, w.message);
-      if (w.status == proto::Status::kShuttingDown) stopping_ = true;
-    }
-    ++queued_;
-    PublishUnsent();
-    if (!in_batch_) Flush();
-  }
-
-  // Encodes a fixed-shape result.
-  template <typename Wire, typename T, typename Convert>
-  static auto Encoder(proto::Opcode op, Convert convert) {
-    return [op, convert](std::string& out, uint32_t id, const T& value) {
-      proto::AppendOkResult(out, op, id, convert(value));
-    };
-  }
-
-  template <typename Req>
-  std::optional<Req> Decode(const proto::FrameView& f) {
-    std::optional<Req> req = proto::DecodeBody<Req>(f.payload);
-    if (!req) {
-      AnswerError(Req::kOpcode, f.request_id, proto::Status::kInvalidArgument,
-                  "malformed " + std::string(proto::MessageOpName(f.opcode)) +
-                      " payload (see docs/protocol.md)");
-    }
-    return req;
-  }
-
-  void HandleMessageOp(const proto::FrameView& f) {
-    MessageService& svc = *server_->messages;
-    const uint32_t id = f.request_id;
-    const auto op = static_cast<proto::Opcode>(f.opcode);
-    if (op == proto::kOpSend) {
-      auto q = Decode<proto::SendReq>(f);
-      if (!q) return;
-      SendRequest req{std::string(q->conv_id), std::string(q->sender_id),
-                      std::string(q->client_msg_id), q->content_type, std::string(q->payload)};
-      svc.Send(std::move(req),
-               Reply<AppendOutcome>(
-                   op, id, Encoder<proto::SendRes, AppendOutcome>(op, [](const AppendOutcome& o) {
-                     return proto::SendRes{o.seq, o.server_msg_id, o.send_time_ms, o.duplicate};
-                   })));
-      return;
-    }
-    if (op == proto::kOpPullRange) {
-      auto q = Decode<proto::PullRangeReq>(f);
-      if (!q) return;
-      PullRequest req;
-      req.conv_id = std::string(q->conv_id);
-      req.from_seq = q->from_seq;
-      if (q->to_seq != 0) req.to_seq = q->to_seq;
-      req.limit = q->limit;
-      req.descending = q->descending;
-      req.user_id = OptString(q->user_id);
-      const size_t max_frame = max_frame_;
-      svc.Pull(std::move(req),
-               Reply<MessagePage>(
-                   op, id, [max_frame](std::string& out, uint32_t rid, const MessagePage& p) {
-                     proto::PullRangeRes res;
-                     res.messages = Fitting(p.messages, proto::kHeaderSize + 7, max_frame);
-                     if (res.messages.empty() && !p.messages.empty()) {
-                       proto::AppendError(out, proto::kOpPullRange, rid, proto::Status::kTooLarge,
-                                          "message does not fit in a frame");
-                       return;
-                     }
-                     res.is_end = !p.more && res.messages.size() == p.messages.size();
-                     proto::AppendOkResult(out, proto::kOpPullRange, rid, res);
-                   }));
-      return;
-    }
-    if (op == proto::kOpPullSeqs) {
-      auto q = Decode<proto::PullSeqsReq>(f);
-      if (!q) return;
-      const size_t max_frame = max_frame_;
-      svc.PullSeqs(
-          std::string(q->conv_id), std::move(q->seqs), OptString(q->user_id),
-          Reply<std::vector<StoredMessage>>(
-              op, id,
-              [max_frame](std::string& out, uint32_t rid, const std::vector<StoredMessage>& ms) {
-                proto::PullSeqsRes res;
-                res.messages = Fitting(ms, proto::kHeaderSize + 6, max_frame);
-                if (res.messages.empty() && !ms.empty()) {
-                  proto::AppendError(out, proto::kOpPullSeqs, rid, proto::Status::kTooLarge,
-                                     "message does not fit in a frame");
-                  return;
-                }
-                proto::AppendOkResult(out, proto::kOpPullSeqs, rid, res);
-              }));
-      return;
-    }
-    if (op == proto::kOpMaxSeqs) {
-      auto q = Decode<proto::MaxSeqsReq>(f);
-      if (!q) return;
-      svc.MaxSeqs(Strings(q->conv_ids),
-                  Reply<std::vector<int64_t>>(
-                      op, id,
-                      Encoder<proto::MaxSeqsRes, std::vector<int64_t>>(
-                          op, [](const std::vector<int64_t>& v) { return proto::MaxSeqsRes{v}; })));
-      return;
-    }
-    if (op == proto::kOpSyncUser) {
-      auto q = Decode<proto::SyncUserReq>(f);
-      if (!q) return;
-      svc.SyncUser(std::string(q->user_id), Strings(q->conv_ids),
-                   Reply<std::vector<ConvSync>>(
-                       op, id, [](std::string& out, uint32_t rid, const std::vector<ConvSync>& v) {
-                         proto::SyncUserRes res;
-                         res.convs.reserve(v.size());
-                         for (const ConvSync& c : v) {
-                           res.convs.push_back(
-                               {c.conv_id, c.max_seq, c.min_seq, c.read_seq, c.unread, c.member});
-                         }
-                         proto::AppendOkResult(out, proto::kOpSyncUser, rid, res);
-                       }));
-      return;
-    }
-    auto member_encoder = [op](std::string& out, uint32_t rid, const MemberView& v) {
-      proto::AppendOkResult(out, op, rid, ToWire(v));
-    };
-    if (op == proto::kOpMarkRead) {
-      auto q = Decode<proto::MarkReadReq>(f);
-      if (!q) return;
-      svc.MarkRead(std::string(q->conv_id), std::string(q->user_id), q->read_seq,
-                   Reply<MemberView>(op, id, member_encoder));
-      return;
-    }
-    if (op == proto::kOpSetMember) {
-      auto q = Decode<proto::SetMemberReq>(f);
-      if (!q) return;
-      svc.SetMember(std::string(q->conv_id), std::string(q->user_id), q->min_seq, q->max_seq,
-                    q->clear_max, Reply<MemberView>(op, id, member_encoder));
-      return;
-    }
-    if (op == proto::kOpGetMember) {
-      auto q = Decode<proto::GetMemberReq>(f);
-      if (!q) return;
-      svc.GetMember(std::string(q->conv_id), std::string(q->user_id),
-                    Reply<MemberView>(op, id, member_encoder));
-      return;
-    }
-    if (op == proto::kOpSetStatus) {
-      auto q = Decode<proto::SetStatusReq>(f);
-      if (!q) return;
-      svc.SetStatus(
-          std::string(q->conv_id), q->seq, static_cast<MessageStatus>(q->status),
-          Reply<StoredMessage>(op, id, [](std::string& out, uint32_t rid, const StoredMessage& m) {
-            proto::AppendOkResult(out, proto::kOpSetStatus, rid, proto::MessageRes{View(m)});
-          }));
-      return;
-    }
-    if (op == proto::kOpSetConvMinSeq) {
-      auto q = Decode<proto::SetConvMinSeqReq>(f);
-      if (!q) return;
-      svc.SetConvMinSeq(
-          std::string(q->conv_id), q->min_seq,
-          Reply<int64_t>(op, id, Encoder<proto::MinSeqRes, int64_t>(op, [](int64_t v) {
-                           return proto::MinSeqRes{v};
-                         })));
-      return;
-    }
-    if (op == proto::kOpSubscribe) return HandleSubscribe(f);
-    if (op == proto::kOpUnsubscribe) {
-      auto q = Decode<proto::UnsubscribeReq>(f);
-      if (!q) return;
-      if (q->conv_ids.size() > proto::kMaxWireList) {
-        return AnswerError(op, id, proto::Status::kTooLarge,
-                           "at most 1000 conversations per UNSUBSCRIBE");
-      }
-      for (std::string_view c : q->conv_ids) {
-        auto it = subs_.find(c);
-        if (it != subs_.end()) subs_.erase(it);  // never called again once destroyed
-      }
-      Count(static_cast<uint8_t>(op), id, proto::Status::kOk);
-      proto::AppendOkResult(out_, op, id, proto::EmptyRes{});
-      ++queued_;
-      return;
-    }
-    AnswerError(op, id, proto::Status::kInvalidArgument,
-                std::string(proto::MessageOpName(f.opcode)) + " is sent by the server only");
-  }
-
-  // --- snowflake ops ---------------------------------------------------------
-
-  void HandleSnowflakeOp(const proto::FrameView& f) {
-    SnowflakeGenerator& gen = *server_->snowflake;
-    const uint32_t id = f.request_id;
-    if (static_cast<proto::Opcode>(f.opcode) == proto::kOpSnowflake) {
-      const auto op = proto::kOpSnowflake;
-      const std::optional<uint32_t> count = proto::ParseSnowflakeRequest(f.payload);
-      if (!count) {
-        return AnswerError(op, id, proto::Status::kInvalidArgument,
-                           "SNOWFLAKE payload must be u32 count");
-      }
-      // The generator checks 1 <= count <= its max; the answer must also
-      // fit in a frame whatever that max is.
-      if (*count > proto::kMaxSnowflakeIdsPerFrame) {
-        return AnswerError(op, id, proto::Status::kInvalidArgument,
-                           "count must be at most " +
-                               std::to_string(proto::kMaxSnowflakeIdsPerFrame) + " per frame");
-      }
-      // Answered inline, or later from the generator's timer thread.
-      gen.Next(*count, Reply<SnowflakeIds>(
-                           op, id, [](std::string& out, uint32_t rid, const SnowflakeIds& v) {
-                             proto::AppendOkSnowflake(out, rid, v.data(), v.size());
-                           }));
-      return;
-    }
-    const auto op = proto::kOpSnowflakeDecode;
-    const std::optional<int64_t> raw = proto::ParseSnowflakeDecodeRequest(f.payload);
-    if (!raw) {
-      return AnswerError(op, id, proto::Status::kInvalidArgument,
-                         "SNOWFLAKE_DECODE payload must be i64 id");
-    }
-    const Result<SnowflakeFields> fields = gen.Decode(*raw);  // pure: answered at once
-    if (!fields) {
-      const BinaryError w = ToBinaryError(fields.error());
-      return AnswerError(op, id, w.status, w.message);
-    }
-    Count(static_cast<uint8_t>(op), id, proto::Status::kOk);
-    proto::AppendOkSnowflakeDecode(out_, id, {fields->time_ms, fields->worker, fields->sequence});
-    ++queued_;
+    return keep;
   }
 
   // --- push ----------------------------------------------------------------
@@ -644,7 +279,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     std::lock_guard<std::mutex> lock(box.mu);
     if (box.dropped) return;
     const size_t before = box.buf.size();
-    proto::AppendPushMessage(box.buf, proto::PushMessage{m.conv_id, View(m)});
+    proto::AppendPushMessage(box.buf, proto::PushMessage{m.conv_id, MessageWire(m)});
     if (box.buf.size() - before > box.max_frame ||
         box.buf.size() + box.unsent.load(std::memory_order_relaxed) > box.max_output) {
       box.buf.resize(before);
@@ -691,47 +326,9 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     Flush();
   }
 
-  void HandleSubscribe(const proto::FrameView& f) {
-    const auto op = proto::kOpSubscribe;
-    auto q = Decode<proto::SubscribeReq>(f);
-    if (!q) return;
-    if (q->conv_ids.size() > proto::kMaxWireList) {
-      return AnswerError(op, f.request_id, proto::Status::kTooLarge,
-                         "at most 1000 conversations per SUBSCRIBE");
-    }
-    if (!push_) {
-      push_ = std::make_shared<PushBox>(strand_, max_output_, max_frame_);
-      push_->session = weak_from_this();
-      PublishUnsent();
-    }
-    // All or nothing: new subscriptions are made aside, then kept.
-    std::map<std::string, std::unique_ptr<Subscription>, std::less<>> added;
-    for (std::string_view c : q->conv_ids) {
-      if (subs_.count(c) || added.count(c)) continue;
-      if (subs_.size() + added.size() >= server_->options.max_subscriptions) {
-        return AnswerError(op, f.request_id, proto::Status::kTooLarge,
-                           "at most " + std::to_string(server_->options.max_subscriptions) +
-                               " subscriptions per connection");
-      }
-      Result<std::unique_ptr<Subscription>> sub = server_->messages->Subscribe(
-          {std::string(c)}, [box = push_](const StoredMessage& m) { OnPush(*box, m); });
-      if (!sub.ok()) {
-        const BinaryError w = ToBinaryError(sub.error());
-        return AnswerError(op, f.request_id, w.status, w.message);
-      }
-      added.emplace(std::string(c), std::move(sub.value()));
-    }
-    subs_.merge(added);
-    Count(static_cast<uint8_t>(op), f.request_id, proto::Status::kOk);
-    proto::AppendOkResult(out_, op, f.request_id, proto::EmptyRes{});
-    ++queued_;
-  }
-
   // Sends one error frame, then closes (after lingering).
   void ProtocolError(proto::Status status, std::string_view message) {
-    if (server_->metrics) {
-      server_->metrics->CountRequest(Interface::kBinary, "protocol_error", StatusLabel(status));
-    }
+    server_->dispatcher.CountProtocolError(status);
     SEQD_LOG(kDebug) << "binary: closing connection: " << proto::StatusName(status) << ": "
                      << message;
     closing_ = true;
@@ -837,13 +434,12 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   const Strand strand_;
   Timer timer_;
   std::shared_ptr<BinaryServer::Impl> server_;
-  SegmentAllocator& allocator_;
   const size_t max_in_flight_;
   const size_t max_frame_;
   const size_t max_output_;
   const std::chrono::seconds idle_;
   std::shared_ptr<PushBox> push_;  // made by the first SUBSCRIBE
-  std::map<std::string, std::unique_ptr<Subscription>, std::less<>> subs_;  // by conversation
+  SubscriptionMap subs_;           // by conversation
 
   std::vector<char> in_;  // received bytes; [in_begin_, in_end_) not yet handled
   size_t in_begin_ = 0;

@@ -1,0 +1,57 @@
+// What the binary dispatcher (binary_dispatcher.h) needs of a connection:
+// where answers go, how an answer that comes later gets back, and the
+// connection's subscriptions. BinaryServer's session implements it over a
+// socket; tests implement it over a string.
+//
+// Thread safety: every method runs on the connection's strand (its one
+// logical thread), except Deliver() and DeliverIds(), which any thread may
+// call.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "common/error.h"
+#include "server/core/segment_allocator.h"
+#include "server/msg/message_service.h"
+
+namespace seqd {
+
+// The connection's subscriptions, by conversation.
+using SubscriptionMap = std::map<std::string, std::unique_ptr<Subscription>, std::less<>>;
+
+class BinaryConnection {
+ public:
+  virtual ~BinaryConnection() = default;
+
+  // The buffer answers are appended to, one whole frame at a time; call
+  // Queued() after each.
+  virtual std::string& out() = 0;
+  virtual void Queued() = 0;
+
+  // Before a service call whose answer may come later: the connection
+  // stays alive and counts the request as in flight until the answer is
+  // delivered (exactly once) with Deliver or DeliverIds.
+  virtual void Hold() = 0;
+  // Any thread. Runs `write(connection)` on the strand (inline when already
+  // there), releasing the hold; skipped if the connection closed meanwhile.
+  // `write` appends the answer frame and calls Queued().
+  virtual void Deliver(std::function<void(BinaryConnection&)> write) = 0;
+  // Any thread. The NEXT_IDS answer, without allocating: the connection
+  // hands it to BinaryDispatcher::WriteIds on the strand.
+  virtual void DeliverIds(uint32_t request_id, Result<IdBatch> result) = 0;
+
+  // The answer just queued said SHUTTING_DOWN: close once it is written.
+  virtual void CloseAfterAnswers() = 0;
+
+  // Subscriptions owned by the connection (dropped when it closes), and a
+  // listener that queues a pushed message on this connection (any thread;
+  // never blocks).
+  virtual SubscriptionMap& subscriptions() = 0;
+  virtual MessageListener PushListener() = 0;
+};
+
+}  // namespace seqd

@@ -1,0 +1,188 @@
+#include "server/tcp/binary_dispatcher.h"
+
+#include <cctype>
+#include <cstdio>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "proto/snowflake_codec.h"
+#include "server/core/log.h"
+#include "server/metrics/metrics.h"
+#include "server/snowflake/snowflake_generator.h"
+#include "server/tcp/binary_dispatcher_impl.h"
+
+namespace seqd {
+namespace {
+
+constexpr size_t kInlineRanges = 4;  // ranges converted without allocating
+
+// The `op` label of a binary opcode (docs/metrics.md).
+std::string_view BinaryOpName(uint8_t opcode) {
+  const auto op = static_cast<proto::Opcode>(opcode);
+  if (op == proto::Opcode::kPing) return "ping";
+  if (op == proto::Opcode::kNextIds) return "next_ids";
+  if (op == proto::kOpSend) return "msg_send";
+  if (op == proto::kOpPullRange || op == proto::kOpPullSeqs) return "msg_pull";
+  if (op == proto::kOpMaxSeqs || op == proto::kOpSyncUser) return "msg_batch";
+  if (op == proto::kOpMarkRead || op == proto::kOpSetMember || op == proto::kOpGetMember) {
+    return "msg_member";
+  }
+  if (op == proto::kOpSetStatus || op == proto::kOpSetConvMinSeq) return "msg_status";
+  if (op == proto::kOpSubscribe || op == proto::kOpUnsubscribe) return "subscribe";
+  if (op == proto::kOpSnowflake) return "snowflake";
+  if (op == proto::kOpSnowflakeDecode) return "snowflake_decode";
+  return "protocol_error";
+}
+
+// The `status` label of a wire status: its name in lower case.
+std::string StatusLabel(proto::Status s) {
+  std::string name(proto::StatusName(s));
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
+}  // namespace
+
+BinaryDispatcher::BinaryDispatcher(const Services& services, BinaryDispatchLimits limits)
+    : services_(services), limits_(limits) {}
+
+void BinaryDispatcher::Handle(const proto::FrameView& f, BinaryConnection& c) {
+  switch (static_cast<proto::Opcode>(f.opcode)) {
+    case proto::Opcode::kPing:
+      if (f.payload.size() > proto::kMaxPingPayload) {
+        return AnswerError(c, proto::Opcode::kPing, f.request_id, proto::Status::kInvalidArgument,
+                           "PING payload must be at most 1024 bytes");
+      }
+      Count(f.opcode, f.request_id, proto::Status::kOk);
+      proto::AppendOkPing(c.out(), f.request_id, f.payload);
+      c.Queued();
+      return;
+    case proto::Opcode::kNextIds:
+      return HandleNextIds(f, c);
+    default:
+      if (proto::IsMessageOpcode(f.opcode)) return HandleMessageOp(f, c);
+      if (services_.snowflake.enabled() && proto::IsSnowflakeOpcode(f.opcode)) {
+        return HandleSnowflakeOp(f, c);
+      }
+      break;
+  }
+  char message[32];
+  std::snprintf(message, sizeof(message), "unknown opcode 0x%02x", unsigned{f.opcode});
+  Count(0xff, f.request_id, proto::Status::kUnknownOpcode);
+  proto::AppendError(c.out(), static_cast<proto::Opcode>(f.opcode), f.request_id,
+                     proto::Status::kUnknownOpcode, message);
+  c.Queued();
+}
+
+// --- NEXT_IDS: the hot path, allocation-free ---------------------------------
+
+void BinaryDispatcher::HandleNextIds(const proto::FrameView& f, BinaryConnection& c) {
+  const std::optional<proto::NextIdsRequest> req = proto::ParseNextIdsRequest(f.payload);
+  if (!req) {
+    return AnswerError(c, proto::Opcode::kNextIds, f.request_id, proto::Status::kInvalidArgument,
+                       "NEXT_IDS payload must be u16 key_length, key, u32 count");
+  }
+  c.Hold();
+  // Small and trivially copyable: std::function stores it without allocating.
+  auto done = [conn = &c, id = f.request_id](Result<IdBatch> r) {
+    conn->DeliverIds(id, std::move(r));
+  };
+  static_assert(sizeof(done) <= 16 && std::is_trivially_copyable_v<decltype(done)>);
+  services_.ids.Take(req->key, req->count, done);  // the key is not kept past the call
+}
+
+void BinaryDispatcher::WriteIds(BinaryConnection& c, uint32_t id, const Result<IdBatch>& r) {
+  constexpr auto kOp = static_cast<uint8_t>(proto::Opcode::kNextIds);
+  if (r.ok()) {
+    const auto& ranges = r->ranges;
+    if (ranges.size() <= kInlineRanges) {
+      proto::IdRangeWire wire[kInlineRanges];
+      for (size_t i = 0; i < ranges.size(); ++i) wire[i] = {ranges[i].first, ranges[i].last};
+      proto::AppendOkNextIds(c.out(), id, wire, ranges.size());
+    } else {
+      std::vector<proto::IdRangeWire> wire;
+      wire.reserve(ranges.size());
+      for (const IdRange& range : ranges) wire.push_back({range.first, range.last});
+      proto::AppendOkNextIds(c.out(), id, wire.data(), wire.size());
+    }
+    Count(kOp, id, proto::Status::kOk);
+  } else {
+    const BinaryError w = ToBinaryError(r.error());
+    Count(kOp, id, w.status);
+    proto::AppendError(c.out(), proto::Opcode::kNextIds, id, w.status, w.message);
+    if (w.status == proto::Status::kShuttingDown) c.CloseAfterAnswers();
+  }
+  c.Queued();
+}
+
+// --- snowflake -----------------------------------------------------------------
+
+void BinaryDispatcher::HandleSnowflakeOp(const proto::FrameView& f, BinaryConnection& c) {
+  SnowflakeGenerator& gen = services_.snowflake;
+  const uint32_t id = f.request_id;
+  if (static_cast<proto::Opcode>(f.opcode) == proto::kOpSnowflake) {
+    const auto op = proto::kOpSnowflake;
+    const std::optional<uint32_t> count = proto::ParseSnowflakeRequest(f.payload);
+    if (!count) {
+      return AnswerError(c, op, id, proto::Status::kInvalidArgument,
+                         "SNOWFLAKE payload must be u32 count");
+    }
+    // The generator checks 1 <= count <= its max; the answer must also fit
+    // in a frame whatever that max is.
+    if (*count > proto::kMaxSnowflakeIdsPerFrame) {
+      return AnswerError(c, op, id, proto::Status::kInvalidArgument,
+                         "count must be at most " +
+                             std::to_string(proto::kMaxSnowflakeIdsPerFrame) + " per frame");
+    }
+    // Answered inline, or later from the generator's timer thread.
+    gen.Next(*count, Later<SnowflakeIds>(c, op, id,
+                                         [](std::string& out, uint32_t rid, const SnowflakeIds& v) {
+                                           proto::AppendOkSnowflake(out, rid, v.data(), v.size());
+                                         }));
+    return;
+  }
+  const auto op = proto::kOpSnowflakeDecode;
+  const std::optional<int64_t> raw = proto::ParseSnowflakeDecodeRequest(f.payload);
+  if (!raw) {
+    return AnswerError(c, op, id, proto::Status::kInvalidArgument,
+                       "SNOWFLAKE_DECODE payload must be i64 id");
+  }
+  const Result<SnowflakeFields> fields = gen.Decode(*raw);  // pure: answered at once
+  auto encode = [](std::string& out, uint32_t rid, const SnowflakeFields& v) {
+    proto::AppendOkSnowflakeDecode(out, rid, {v.time_ms, v.worker, v.sequence});
+  };
+  WriteResult(c, op, id, fields, encode);
+}
+
+// --- answers ---------------------------------------------------------------------
+
+void BinaryDispatcher::Count(uint8_t opcode, uint32_t id, proto::Status status) {
+  Metrics& metrics = services_.metrics;
+  if (status == proto::Status::kOk) {
+    metrics.CountRequest(Interface::kBinary, BinaryOpName(opcode), "ok");
+    return;
+  }
+  const std::string label = StatusLabel(status);
+  metrics.CountRequest(Interface::kBinary, BinaryOpName(opcode), label);
+  if (status == proto::Status::kStoreUnavailable || status == proto::Status::kInternal) {
+    SEQD_LOG(kWarn) << "binary request_id=" << id << " op=" << BinaryOpName(opcode)
+                    << " status=" << label;
+  } else {
+    SEQD_LOG(kDebug) << "binary request_id=" << id << " op=" << BinaryOpName(opcode)
+                     << " status=" << label;
+  }
+}
+
+void BinaryDispatcher::CountProtocolError(proto::Status status) {
+  services_.metrics.CountRequest(Interface::kBinary, "protocol_error", StatusLabel(status));
+}
+
+void BinaryDispatcher::AnswerError(BinaryConnection& c, proto::Opcode op, uint32_t id,
+                                   proto::Status status, std::string_view message) {
+  Count(static_cast<uint8_t>(op), id, status);
+  proto::AppendError(c.out(), op, id, status, message);
+  c.Queued();
+}
+
+}  // namespace seqd

@@ -1,0 +1,79 @@
+// The binary protocol's request handling (docs/protocol.md), without
+// sockets: a decoded request frame in, a Services call, the answer frame out
+// through a BinaryConnection. BinaryServer's session feeds it frames;
+// tests feed it frames and read what a string-backed connection got.
+//
+// Ops: PING; NEXT_IDS (services.ids); the message store ops 0x20-0x2B and
+// SUBSCRIBE/UNSUBSCRIBE (services.messages, binary_message_ops.cc); the
+// snowflake ops 0x10-0x11 (services.snowflake; UNKNOWN_OPCODE while it is
+// not enabled). Anything else: UNKNOWN_OPCODE. Errors map through
+// server/service/wire_errors.h; every answer is counted in
+// services.metrics and logged (warn for STORE_UNAVAILABLE and INTERNAL).
+//
+// Thread safety: Handle() and WriteIds() run on the connection's strand;
+// one dispatcher serves any number of connections at once (it holds no
+// per-connection state).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "common/error.h"
+#include "proto/binary_codec.h"
+#include "server/service/services.h"
+#include "server/tcp/binary_connection.h"
+
+namespace seqd {
+
+struct BinaryDispatchLimits {
+  size_t max_frame_bytes = proto::kMaxFrameSize;  // answers never exceed it
+  size_t max_subscriptions = 10000;               // per connection
+};
+
+class BinaryDispatcher {
+ public:
+  // The objects `services` refers to must outlive the dispatcher.
+  BinaryDispatcher(const Services& services, BinaryDispatchLimits limits);
+
+  // Handles one request frame (REQUIRES: not a response frame). Answers at
+  // once or later, always exactly once.
+  void Handle(const proto::FrameView& f, BinaryConnection& c);
+
+  // Writes the NEXT_IDS answer to `c` (called back by DeliverIds).
+  void WriteIds(BinaryConnection& c, uint32_t request_id, const Result<IdBatch>& result);
+
+  // Counts a protocol error (the connection closes after its error frame).
+  void CountProtocolError(proto::Status status);
+
+ private:
+  void HandleNextIds(const proto::FrameView& f, BinaryConnection& c);
+  void HandleSnowflakeOp(const proto::FrameView& f, BinaryConnection& c);
+  void HandleMessageOp(const proto::FrameView& f, BinaryConnection& c);  // binary_message_ops.cc
+  void HandleSubscribe(const proto::FrameView& f, BinaryConnection& c);  // binary_message_ops.cc
+  void HandleUnsubscribe(const proto::FrameView& f, BinaryConnection& c);
+
+  // Metrics and the log line of one answer.
+  void Count(uint8_t opcode, uint32_t id, proto::Status status);
+  // Appends an error answer and queues it.
+  void AnswerError(BinaryConnection& c, proto::Opcode op, uint32_t id, proto::Status status,
+                   std::string_view message);
+  // Appends the answer to a Result: `encode(out, id, value)` if ok, else its
+  // error (SHUTTING_DOWN also closes the connection after it).
+  template <typename T, typename Encode>
+  void WriteResult(BinaryConnection& c, proto::Opcode op, uint32_t id, const Result<T>& r,
+                   Encode& encode);
+  // A callback for a service call answered later: holds the connection and
+  // delivers the encoded answer on its strand.
+  template <typename T, typename Encode>
+  std::function<void(Result<T>)> Later(BinaryConnection& c, proto::Opcode op, uint32_t id,
+                                       Encode encode);
+  // The request body of message op `Req`, or INVALID_ARGUMENT answered.
+  template <typename Req>
+  std::optional<Req> Decode(const proto::FrameView& f, BinaryConnection& c);
+
+  const Services services_;
+  const BinaryDispatchLimits limits_;
+};
+
+}  // namespace seqd
