@@ -1,3 +1,9 @@
+// The RESP connections: reading and parsing commands, the ordered reply
+// queue (slots), INCR runs and INCRBY takes at the allocator, writing,
+// lingering and the idle timeout. What each command means is decided in
+// resp_commands.cc. Over 400 lines because one connection's state machine is
+// one class: the slot ring, the open INCR run and the outstanding takes
+// share invariants best read together.
 #include "server/resp/resp_server.h"
 
 #include <algorithm>
@@ -15,9 +21,8 @@
 #include "server/core/segment_allocator.h"
 #include "server/metrics/metrics.h"
 #include "server/net/tcp_listener.h"
-#include "server/service/request_checks.h"
+#include "server/resp/resp_commands.h"
 #include "server/service/services.h"
-#include "server/service/wire_errors.h"
 
 namespace seqd {
 
@@ -44,38 +49,6 @@ constexpr size_t kLingerBytes = 1 << 20;
 constexpr int kIncrByAttempts = 4;
 // Keys are at most 128 bytes; 512 leaves room for the INCRBY count and PING.
 constexpr resp::RespLimits kLimits{16, 512, 4096};
-constexpr size_t kMaxEchoedName = 64;  // of an unknown command, in its error
-
-// True if `word` equals `lower` (lower-case letters only) ignoring case.
-bool IsCommand(std::string_view word, std::string_view lower) {
-  if (word.size() != lower.size()) return false;
-  for (size_t i = 0; i < word.size(); ++i) {
-    if ((word[i] | 0x20) != lower[i]) return false;
-  }
-  return true;
-}
-
-std::string EncodedError(std::string_view message) {
-  std::string out;
-  resp::AppendError(out, message);
-  return out;
-}
-
-std::string WrongArity(std::string_view command) {
-  return EncodedError("wrong number of arguments for '" + std::string(command) + "' command");
-}
-
-// Client-facing text for an allocator error; never the store's own words.
-std::string TakeErrorReply(const Error& e) { return EncodedError(RespErrorText(e)); }
-
-// The `op` label of a RESP command (Metrics::Ops(Interface::kResp) order).
-enum class RespOp : uint8_t { kIncr = 0, kIncrBy = 1, kPing = 2, kOther = 3 };
-
-// The `op` label of `op` (docs/metrics.md).
-std::string_view OpName(RespOp op) {
-  return Metrics::Ops(Interface::kResp)[static_cast<size_t>(op)];
-}
-
 }  // namespace
 
 struct RespServer::Impl {
@@ -250,92 +223,40 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   }
 
   void Execute() {
-    const std::string_view name = args_[0];
-    const size_t argc = args_.size();
-    if (IsCommand(name, "incr")) {
-      if (argc != 2) return Reply(RespOp::kIncr, ErrorCode::kInvalidArgument, WrongArity("incr"));
-      return Incr(args_[1]);
+    RespAction a = DecideRespCommand(args_, max_count_);
+    if (a.ends_run) CloseRun();  // everything else is ordered after the INCRs before it
+    switch (a.kind) {
+      case RespAction::Kind::kIncr:
+        return Incr(a.key);
+      case RespAction::Kind::kIncrBy:
+        return IncrBy(a.key, a.count);
+      case RespAction::Kind::kReply:
+        Reply(a.op, a.code, a.reply);
+        if (a.close) read_closed_ = true;
+        return;
     }
-    CloseRun();  // everything else is ordered after the INCRs before it
-    if (IsCommand(name, "incrby")) {
-      if (argc != 3) {
-        return Reply(RespOp::kIncrBy, ErrorCode::kInvalidArgument, WrongArity("incrby"));
-      }
-      return IncrBy(args_[1], args_[2]);
-    }
-    if (IsCommand(name, "ping")) {
-      if (argc == 1) return Reply(RespOp::kPing, kOk, "+PONG\r\n");
-      if (argc > 2) return Reply(RespOp::kPing, ErrorCode::kInvalidArgument, WrongArity("ping"));
-      std::string out;
-      resp::AppendBulk(out, args_[1]);
-      return Reply(RespOp::kPing, kOk, out);
-    }
-    if (IsCommand(name, "quit")) {
-      Reply(RespOp::kOther, kOk, "+OK\r\n");
-      read_closed_ = true;
-      return;
-    }
-    if (IsCommand(name, "command")) return Reply(RespOp::kOther, kOk, "*0\r\n");
-    if (IsCommand(name, "config")) {
-      if (argc < 2) return Reply(RespOp::kOther, ErrorCode::kInvalidArgument, WrongArity("config"));
-      if (!IsCommand(args_[1], "get")) {
-        return Reply(RespOp::kOther, ErrorCode::kInvalidArgument,
-                     EncodedError("unsupported CONFIG subcommand; only CONFIG GET is known"));
-      }
-      if (argc < 3) {
-        return Reply(RespOp::kOther, ErrorCode::kInvalidArgument, WrongArity("config|get"));
-      }
-      return Reply(RespOp::kOther, kOk, ConfigGet());
-    }
-    std::string shown(name.substr(0, kMaxEchoedName));
-    Reply(RespOp::kOther, ErrorCode::kInvalidArgument,
-          EncodedError("unknown command '" + shown + "'"));
   }
 
-  // --- metrics (no-ops without options.metrics) ----------------------------
+  // --- metrics ---------------------------------------------------------------
 
   static constexpr std::optional<ErrorCode> kOk = std::nullopt;
 
   // One command answered now: counted, and its time since the read observed.
   void Counted(RespOp op, std::optional<ErrorCode> code) {
-    if (!metrics_) return;
-    metrics_->CountRequest(Interface::kResp, OpName(op), code ? ErrorCodeName(*code) : "ok",
+    metrics_->CountRequest(Interface::kResp, RespOpName(op), code ? ErrorCodeName(*code) : "ok",
                            Metrics::Since(read_at_));
   }
 
   // `n` commands answered by one allocator call (an INCR run, or one INCRBY
   // with n = 1): one counter add and one duration observation.
   void CountedTake(RespOp op, const Slot& head, int64_t n, std::optional<ErrorCode> code) {
-    if (!metrics_) return;
-    metrics_->CountRequest(Interface::kResp, OpName(op), code ? ErrorCodeName(*code) : "ok",
+    metrics_->CountRequest(Interface::kResp, RespOpName(op), code ? ErrorCodeName(*code) : "ok",
                            Metrics::Since(head.read_at), n);
   }
 
   void Reply(RespOp op, std::optional<ErrorCode> code, std::string_view encoded) {
     Counted(op, code);
     Reply(encoded);
-  }
-
-  // Name/value pairs for the parameters redis-benchmark reads at start (it
-  // warns unless both come back); every other parameter is unknown here.
-  std::string ConfigGet() const {
-    std::string pairs;
-    int64_t n = 0;
-    for (size_t i = 2; i < args_.size(); ++i) {
-      if (IsCommand(args_[i], "save")) {
-        resp::AppendBulk(pairs, "save");
-        resp::AppendBulk(pairs, "");
-      } else if (IsCommand(args_[i], "appendonly")) {
-        resp::AppendBulk(pairs, "appendonly");
-        resp::AppendBulk(pairs, "no");
-      } else {
-        continue;
-      }
-      n += 2;
-    }
-    std::string out;
-    resp::AppendArrayHeader(out, n);
-    return out + pairs;
   }
 
   // Consecutive INCRs of one key are collected into a run and served by a
@@ -362,14 +283,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     StartTake(run_key_, run_count_, run_seq_);
   }
 
-  void IncrBy(std::string_view key, std::string_view count_text) {
-    // Redis's own wording for a bad INCRBY value, for both the syntax and
-    // the range (CheckCount decides the range).
-    const int64_t n = ParseCountText(count_text);
-    if (!CheckCount(n, max_count_)) {
-      return Reply(RespOp::kIncrBy, ErrorCode::kInvalidArgument,
-                   EncodedError("value is not an integer or out of range"));
-    }
+  void IncrBy(std::string_view key, int64_t n) {
     const uint64_t seq = PushSlot();
     Slot& s = SlotAt(seq);
     s.incrby = true;
@@ -418,8 +332,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
         head.state = Slot::State::kInteger;
       } else {
         CountedTake(RespOp::kIncrBy, head, 1, ErrorCode::kFailedPrecondition);
-        head.text = EncodedError("could not take a contiguous block of " +
-                                 std::to_string(head.count) + " IDs; retry or use a smaller count");
+        head.text = NotContiguousReply(head.count);
         head.state = Slot::State::kText;
       }
     } else if (r) {

@@ -1,0 +1,54 @@
+// The RESP commands (resp_server.h lists them) as pure decisions: a parsed
+// command in, what the connection must do out, with no socket and no
+// allocator. RespServer's session acts on the decision (INCR runs, INCRBY
+// takes, replies in order).
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+
+namespace seqd {
+
+// The `op` label of a RESP command (Metrics::Ops(Interface::kResp) order).
+enum class RespOp : uint8_t { kIncr = 0, kIncrBy = 1, kPing = 2, kOther = 3 };
+
+// The `op` label of `op` (docs/metrics.md).
+std::string_view RespOpName(RespOp op);
+
+struct RespAction {
+  enum class Kind : uint8_t {
+    kIncr,    // take one ID of `key` (joins a run of INCRs of that key)
+    kIncrBy,  // take a contiguous block of `count` IDs of `key`
+    kReply,   // answer `reply` now (in order)
+  };
+  Kind kind = Kind::kReply;
+  RespOp op = RespOp::kOther;
+  std::string_view key;           // kIncr, kIncrBy: a view into the command
+  int64_t count = 0;              // kIncrBy
+  std::optional<ErrorCode> code;  // kReply: the metric status; nullopt: ok
+  std::string reply;              // kReply: the encoded reply
+  bool ends_run = true;           // false: a pending run of INCRs may go on after it
+  bool close = false;             // QUIT: read no more commands
+};
+
+// What `args` (args[0] is the command name, any case) asks for.
+// REQUIRES: !args.empty().
+RespAction DecideRespCommand(const std::vector<std::string_view>& args, int64_t max_count);
+
+// "-ERR <message>\r\n".
+std::string EncodedError(std::string_view message);
+
+// The encoded reply for an allocator error: a fixed, client-safe text.
+std::string TakeErrorReply(const Error& e);
+
+// The encoded reply when no contiguous block of `count` IDs could be taken.
+std::string NotContiguousReply(int64_t count);
+
+}  // namespace seqd
