@@ -52,15 +52,16 @@ class Exchange {
  public:
   explicit Exchange(MessageRoutes::Respond respond) : respond_(std::move(respond)) {}
 
-  void Ok(http::status status, const Json& j) const { respond_(status, Dump(j), ""); }
+  void Ok(http::status status, const Json& j) const { respond_(status, Dump(j), "", {}); }
   void Fail(const Error& e) const {
-    respond_(HttpStatusFor(e.code), ErrorBody(ErrorCodeName(e.code), PublicMessage(e)), "");
+    respond_(HttpStatusFor(e.code), ErrorBody(ErrorCodeName(e.code), PublicMessage(e)), "",
+             ErrorCodeName(e.code));
   }
   void NotAllowed(http::verb method, std::string_view allow) const {
     respond_(http::status::method_not_allowed,
              ErrorBody("method_not_allowed", "method " + std::string(http::to_string(method)) +
                                                  " is not allowed here; use " + std::string(allow)),
-             std::string(allow));
+             std::string(allow), "method_not_allowed");
   }
   // A callback answering `done` results with `to_json` and `status`.
   template <typename T, typename F>
@@ -372,6 +373,22 @@ bool MessageRoutes::Handle(http::verb method, const std::vector<std::string_view
     return ex.NotAllowed(method, "GET, PUT"), true;
   }
   return false;
+}
+
+std::string_view MessageRoutes::OpName(http::verb method,
+                                       const std::vector<std::string_view>& seg) {
+  if (seg.empty()) return {};
+  if (seg[0] == "users") return "msg_batch";
+  if (seg[0] != "conversations") return {};
+  if (seg.size() == 2) return "msg_batch";  // /conversations/max_seqs
+  if (seg.size() >= 3 && seg[2] == "members") return "msg_member";
+  if (seg.size() >= 3 && seg[2] == "min_seq") return "msg_status";
+  if (seg.size() >= 3 && seg[2] == "messages") {
+    if (seg.size() == 3) return method == http::verb::post ? "msg_send" : "msg_pull";
+    if (seg.size() == 4 && method == http::verb::get) return "msg_pull";
+    return "msg_status";  // delete, recall
+  }
+  return {};
 }
 
 }  // namespace seqd

@@ -29,9 +29,10 @@ class MessageService;
 
 class MessageRoutes {
  public:
-  // `allow` is non-empty only for 405 answers (the Allow header).
-  using Respond =
-      std::function<void(boost::beast::http::status status, std::string json, std::string allow)>;
+  // `allow` is non-empty only for 405 answers (the Allow header); `code` is
+  // the error body's code (the metric status), empty for success.
+  using Respond = std::function<void(boost::beast::http::status status, std::string json,
+                                     std::string allow, std::string_view code)>;
 
   // `service` must outlive the routes and every pending call.
   explicit MessageRoutes(MessageService& service) : service_(service) {}
@@ -41,6 +42,11 @@ class MessageRoutes {
   // not a message-store path.
   bool Handle(boost::beast::http::verb method, const std::vector<std::string_view>& segments,
               std::string_view query, const std::string& body, const Respond& respond);
+
+  // The metrics `op` of a message-store path (msg_send, msg_pull,
+  // msg_batch, msg_member, msg_status), or "" if it is not one.
+  static std::string_view OpName(boost::beast::http::verb method,
+                                 const std::vector<std::string_view>& segments);
 
  private:
   MessageService& service_;

@@ -63,8 +63,9 @@ std::string FormatUtc(int64_t unix_ms, DateStyle style) {
   return buf;
 }
 
-SnowflakeRoutes::Reply JsonReply(http::status status, std::string body) {
-  return SnowflakeRoutes::Reply{status, false, std::move(body), ""};
+SnowflakeRoutes::Reply JsonReply(http::status status, std::string body,
+                                 std::string_view code = {}) {
+  return SnowflakeRoutes::Reply{status, false, std::move(body), "", code};
 }
 
 // 405 for anything but GET, with Allow: GET.
@@ -73,16 +74,18 @@ SnowflakeRoutes::Reply MethodNotAllowed(http::verb method) {
       http::status::method_not_allowed, false,
       ErrorBody("method_not_allowed",
                 "method " + std::string(http::to_string(method)) + " is not allowed here; use GET"),
-      "GET"};
+      "GET", "method_not_allowed"};
 }
 
 // 404 for every snowflake path without a generator.
 SnowflakeRoutes::Reply Disabled() {
-  return JsonReply(http::status::not_found, ErrorBody("not_found", "snowflake IDs are disabled"));
+  return JsonReply(http::status::not_found, ErrorBody("not_found", "snowflake IDs are disabled"),
+                   "not_found");
 }
 
 SnowflakeRoutes::Reply ErrorReply(const Error& e) {
-  return JsonReply(HttpStatusFor(e.code), ErrorBody(ErrorCodeName(e.code), PublicMessage(e)));
+  return JsonReply(HttpStatusFor(e.code), ErrorBody(ErrorCodeName(e.code), PublicMessage(e)),
+                   ErrorCodeName(e.code));
 }
 
 // The raw `text` (a path segment or a query value) as an ID of `layout`.

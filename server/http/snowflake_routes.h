@@ -41,7 +41,8 @@ class SnowflakeRoutes {
     boost::beast::http::status status = boost::beast::http::status::ok;
     bool text = false;  // text/plain; else application/json
     std::string body;
-    std::string allow;  // non-empty only for 405 answers (the Allow header)
+    std::string allow;      // non-empty only for 405 answers (the Allow header)
+    std::string_view code;  // errors: the `code` of the body (the metric status); else empty
   };
   using Respond = std::function<void(Reply)>;
 

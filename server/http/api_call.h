@@ -1,0 +1,171 @@
+// One HTTP request in flight through ApiRouter, and the helpers its route
+// files share (api_router.cc, id_routes.cc, key_routes.cc). Internal to
+// server/http.
+//
+// Thread safety: a Call is shared by the callbacks that may complete it;
+// Finish() sends at most once (atomic), the rest is set before the call is
+// handed to a service.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <boost/beast/http/field.hpp>
+#include <boost/beast/http/verb.hpp>
+#include <cctype>
+#include <chrono>
+#include <exception>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "server/core/log.h"
+#include "server/http/api_router.h"
+#include "server/http/http_util.h"
+#include "server/metrics/metrics.h"
+
+namespace seqd {
+
+namespace http = boost::beast::http;
+using Json = nlohmann::ordered_json;
+
+inline constexpr std::string_view kJsonType = "application/json";
+inline constexpr std::string_view kTextType = "text/plain";
+// Rows of /admin/keys without ?limit=, and on the status page.
+inline constexpr size_t kDefaultListLimit = 100;
+
+inline std::string_view ToStd(boost::beast::string_view s) { return {s.data(), s.size()}; }
+inline boost::beast::string_view ToBeast(std::string_view s) { return {s.data(), s.size()}; }
+
+inline std::string Dump(const Json& j) {
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+// True if the request's Accept header asks for text/plain and not JSON.
+bool PrefersText(const ApiRouter::Request& req);
+
+// The `status` label of an error answer that did not name its code.
+std::string_view StatusLabelFor(http::status status);
+
+struct ApiRouter::Call {
+  Request req;
+  Respond respond;
+  std::string_view path;  // into req.target()
+  std::string_view query;
+  std::atomic<bool> responded{false};
+  // GET /seq and the Leaf endpoint: what the answer looks like.
+  std::string key;
+  bool seq_batch = false;  // ?count= given: answer with ranges
+  bool seq_text = false;   // Accept: text/plain
+  bool seq_leaf = false;   // Leaf's bare-ID text endpoint
+  Metrics* metrics = nullptr;
+  std::chrono::steady_clock::time_point started;
+  // The metrics labels: `op` set by the router when it matches the path;
+  // `status_label` by whatever builds an error answer (empty: derived from
+  // the HTTP status).
+  std::string_view op = "other";
+  mutable std::string_view status_label;
+
+  ApiRouter::Response Make(http::status status, std::string_view type, std::string body) const {
+    Response res{status, req.version()};
+    res.set(http::field::content_type, ToBeast(type));
+    res.set(http::field::cache_control, "no-store");
+    res.keep_alive(req.keep_alive());
+    res.body() = std::move(body);
+    return res;
+  }
+  ApiRouter::Response JsonResponse(http::status status, const seqd::Json& j) const {
+    return Make(status, kJsonType, Dump(j));
+  }
+  ApiRouter::Response ErrorJson(http::status status, std::string_view code,
+                                std::string message) const {
+    status_label = code;
+    seqd::Json j;
+    j["error"]["code"] = code;
+    j["error"]["message"] = std::move(message);
+    return JsonResponse(status, j);
+  }
+  ApiRouter::Response ErrorJson(const Error& error) const {
+    return ErrorJson(HttpStatusFor(error.code), ErrorCodeName(error.code), PublicMessage(error));
+  }
+  // An error as bare text (Leaf's endpoints).
+  ApiRouter::Response ErrorText(const Error& error) const {
+    status_label = ErrorCodeName(error.code);
+    return Make(HttpStatusFor(error.code), kTextType, PublicMessage(error));
+  }
+
+  // Sends `res` unless a response already went out. Never throws.
+  void Finish(Response res) {
+    if (responded.exchange(true)) return;
+    // Drop our copy of `respond` once used: whatever still holds this call
+    // (e.g. an allocator deadline timer) must not keep the connection alive.
+    Respond fn = std::move(respond);
+    respond = nullptr;
+    Account(res);
+    try {
+      res.prepare_payload();
+      fn(std::move(res));
+    } catch (const std::exception& e) {
+      SEQD_LOG(kError) << "respond callback threw: " << e.what();
+    }
+  }
+
+  // Metrics and the error log line of one answer.
+  void Account(Response& res) const {
+    const unsigned code = res.result_int();
+    if (code < 400 && !metrics) return;
+    const std::string_view status = code < 400              ? std::string_view("ok")
+                                    : !status_label.empty() ? status_label
+                                                            : StatusLabelFor(res.result());
+    if (metrics) metrics->CountRequest(Interface::kHttp, op, status, Metrics::Since(started));
+    if (code < 400) return;
+    // Errors carry a request id: in the X-Request-Id header and the log line.
+    static std::atomic<uint64_t> next_request_id{1};
+    const uint64_t id = next_request_id.fetch_add(1, std::memory_order_relaxed);
+    res.set("X-Request-Id", std::to_string(id));
+    if (code == 503) {
+      // Unavailable (store down, no worker-id lease, draining): the cause is
+      // logged where it happens; a retrying client must not flood the log,
+      // so at most one line a second, with the count of those left out.
+      static std::atomic<int64_t> last_logged_ms{-1000};
+      static std::atomic<uint64_t> left_out{0};
+      const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::steady_clock::now().time_since_epoch())
+                                 .count();
+      int64_t last = last_logged_ms.load(std::memory_order_relaxed);
+      if (now_ms - last < 1000 || !last_logged_ms.compare_exchange_strong(last, now_ms)) {
+        left_out.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+      SEQD_LOG(kWarn) << "http request_id=" << id << " op=" << op << " status=" << code
+                      << " code=" << status << " " << ToStd(req.method_string()) << " " << path
+                      << " (" << left_out.exchange(0) << " more 503s not logged)";
+    } else if (code >= 500) {
+      SEQD_LOG(kError) << "http request_id=" << id << " op=" << op << " status=" << code
+                       << " code=" << status << " " << ToStd(req.method_string()) << " " << path;
+    } else {  // client errors: debug, not to flood the log
+      SEQD_LOG(kDebug) << "http request_id=" << id << " op=" << op << " status=" << code
+                       << " code=" << status << " " << ToStd(req.method_string()) << " " << path;
+    }
+  }
+
+  // Builds the response with `build`; any exception becomes a 500.
+  template <typename F>
+  void Reply(F&& build) {
+    std::optional<Response> res;
+    try {
+      res.emplace(build());
+    } catch (const std::exception& e) {
+      SEQD_LOG(kError) << "building response for " << path << " failed: " << e.what();
+      res.emplace(ErrorJson(http::status::internal_server_error, "internal", "internal error"));
+    }
+    Finish(std::move(*res));
+  }
+
+  std::optional<std::string_view> RawParam(std::string_view name) const {
+    return FindQueryParam(query, name);
+  }
+};
+
+}  // namespace seqd
