@@ -8,7 +8,7 @@
 #include <string>
 
 int main(int argc, char** argv) {
-  seqd::ClientOptions options;
+  seqd::client::ClientOptions options;
   std::string endpoints = "127.0.0.1:7070";
   std::string key = "order";
   uint32_t count = 3;
@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
                    "Prints COUNT (default 3) IDs of KEY (default 'order') from seqd's binary\n"
                    "protocol (default endpoint 127.0.0.1:7070), one per line.\n"
                 << "(seqd client library; status 0 is "
-                << seqd::StatusCodeName(seqd::StatusCode::kOk) << ")\n";
+                << seqd::client::StatusCodeName(seqd::client::StatusCode::kOk) << ")\n";
       return 0;
     } else if (a == "--endpoints" && i + 1 < argc) {
       endpoints = argv[++i];
@@ -40,8 +40,8 @@ int main(int argc, char** argv) {
   options.max_attempts = 2;
   options.backoff_initial = std::chrono::milliseconds(10);
 
-  seqd::Client client(options);
-  seqd::ClientResult<seqd::IdBatch> ids = client.NextIds(key, count);
+  seqd::client::Client client(options);
+  seqd::client::ClientResult<seqd::client::IdBatch> ids = client.NextIds(key, count);
   if (!ids) {
     std::cerr << "seqd-example: " << ids.ToString() << "\n";
     return 1;

@@ -26,7 +26,7 @@
 #include "proto/snowflake_codec.h"
 #include "seqd/client.h"
 
-namespace seqd {
+namespace seqd::client {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
@@ -1126,4 +1126,4 @@ bool SplitEndpoint(const std::string& s, std::string& host, std::string& port) {
   return p >= 1 && p <= 65535;
 }
 
-}  // namespace seqd
+}  // namespace seqd::client

@@ -6,7 +6,7 @@
 #include <future>
 #include <thread>
 
-namespace seqd {
+namespace seqd::client {
 
 namespace asio = boost::asio;
 
@@ -70,9 +70,9 @@ ClientResult<DecodedSnowflake> Client::DecodeSnowflake(int64_t id) {
       [&](auto done) { impl_->async.DecodeSnowflake(id, std::move(done)); });
 }
 
-}  // namespace seqd
+}  // namespace seqd::client
 
-namespace seqd {
+namespace seqd::client {
 
 ClientResult<SendResult> Client::Send(OutgoingMessage message) {
   return impl_->Wait<SendResult>(
@@ -147,4 +147,4 @@ ClientResult<bool> Client::Unsubscribe(std::vector<std::string> conv_ids) {
       [&](auto done) { impl_->async.Unsubscribe(std::move(conv_ids), std::move(done)); });
 }
 
-}  // namespace seqd
+}  // namespace seqd::client

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace seqd {
+namespace seqd::client {
 
 ReceiveQueue::ReceiveQueue(DeliverFn deliver, RequestPullFn request_pull)
     : ReceiveQueue(std::move(deliver), std::move(request_pull), Options()) {}
@@ -135,4 +135,4 @@ void ReceiveQueue::Tick() {
   }
 }
 
-}  // namespace seqd
+}  // namespace seqd::client

@@ -405,7 +405,7 @@ Config ParseArgs(int argc, char** argv) {
       have_target = true;
       cfg.http = a == "--http";
       cfg.endpoint = need();
-      if (!seqd::SplitEndpoint(cfg.endpoint, cfg.host, cfg.port)) {
+      if (!seqd::client::SplitEndpoint(cfg.endpoint, cfg.host, cfg.port)) {
         throw UsageError{a + " wants HOST:PORT, got '" + cfg.endpoint + "'"};
       }
     } else if (a == "--key") {

@@ -267,13 +267,13 @@ int Run(const Args& args) {
   }
 
   if (!args.tcp.empty() && !admin) {
-    seqd::ClientOptions options;
+    seqd::client::ClientOptions options;
     options.endpoints = args.tcp;
     options.call_timeout = timeout;
     options.connect_timeout = timeout;
-    std::unique_ptr<seqd::Client> client;
+    std::unique_ptr<seqd::client::Client> client;
     try {
-      client = std::make_unique<seqd::Client>(options);
+      client = std::make_unique<seqd::client::Client>(options);
     } catch (const std::invalid_argument& e) {
       throw UsageError{e.what()};
     }
@@ -284,14 +284,14 @@ int Run(const Args& args) {
           args.positional.size() > 2
               ? ParseNumber<uint32_t>(args.positional[2], "COUNT", 1, 0xFFFFFFFFu)
               : 1;
-      seqd::ClientResult<seqd::IdBatch> r = client->NextIds(key, count);
+      seqd::client::ClientResult<seqd::client::IdBatch> r = client->NextIds(key, count);
       if (!r) throw Failure{r.ToString()};
       if (args.json) {
         Json j;
         j["key"] = key;
         j["count"] = r->count();
         j["ranges"] = Json::array();
-        for (const seqd::IdRange& range : r->ranges) {
+        for (const seqd::client::IdRange& range : r->ranges) {
           j["ranges"].push_back({{"first", range.first}, {"last", range.last}});
         }
         std::cout << j.dump() << "\n";
@@ -308,7 +308,7 @@ int Run(const Args& args) {
           args.positional.size() > 1
               ? ParseNumber<uint32_t>(args.positional[1], "COUNT", 1, 0xFFFFFFFFu)
               : 1;
-      seqd::ClientResult<std::vector<int64_t>> r = client->NextSnowflake(count);
+      seqd::client::ClientResult<std::vector<int64_t>> r = client->NextSnowflake(count);
       if (!r) throw Failure{r.ToString()};
       if (args.json) {
         std::cout << SnowflakeJson(*r).dump() << "\n";
@@ -322,7 +322,7 @@ int Run(const Args& args) {
     if (cmd == "snowflake-decode") {
       Need(args, 1, 1, "snowflake-decode ID");
       const int64_t id = ParseNumber<int64_t>(args.positional[1], "ID", 0, INT64_MAX);
-      seqd::ClientResult<seqd::DecodedSnowflake> r = client->DecodeSnowflake(id);
+      seqd::client::ClientResult<seqd::client::DecodedSnowflake> r = client->DecodeSnowflake(id);
       if (!r) throw Failure{r.ToString()};
       const Json j = DecodedJson(id, r->time_ms, r->worker, r->sequence);
       if (args.json) {
@@ -334,7 +334,7 @@ int Run(const Args& args) {
     }
     if (cmd == "ping") {
       Need(args, 0, 0, "ping");
-      seqd::ClientResult<std::chrono::microseconds> r = client->Ping();
+      seqd::client::ClientResult<std::chrono::microseconds> r = client->Ping();
       if (!r) throw Failure{r.ToString()};
       if (args.json) {
         std::cout << Json{{"rtt_us", r->count()}}.dump() << "\n";
@@ -347,7 +347,7 @@ int Run(const Args& args) {
   }
 
   Http http;
-  if (!seqd::SplitEndpoint(args.http, http.host, http.port)) {
+  if (!seqd::client::SplitEndpoint(args.http, http.host, http.port)) {
     throw UsageError{"--http wants HOST:PORT, got '" + args.http + "'"};
   }
   http.timeout = timeout;

@@ -15,12 +15,12 @@
 #include "fake_server.h"
 
 using namespace std::chrono_literals;
-using seqd::AsyncClient;
-using seqd::Client;
-using seqd::ClientOptions;
-using seqd::ClientResult;
-using seqd::IdBatch;
-using seqd::StatusCode;
+using seqd::client::AsyncClient;
+using seqd::client::Client;
+using seqd::client::ClientOptions;
+using seqd::client::ClientResult;
+using seqd::client::IdBatch;
+using seqd::client::StatusCode;
 using seqd::testing::ClosedEndpoint;
 using seqd::testing::FakeOptions;
 using seqd::testing::FakeServer;
@@ -345,22 +345,22 @@ TEST_CASE("bad options are rejected") {
 }
 
 TEST_CASE("status names") {
-  CHECK(seqd::StatusCodeName(StatusCode::kOk) == "OK");
-  CHECK(seqd::StatusCodeName(StatusCode::kUnknownKey) == "UNKNOWN_KEY");
-  CHECK(seqd::StatusCodeName(StatusCode::kTimeout) == "TIMEOUT");
+  CHECK(seqd::client::StatusCodeName(StatusCode::kOk) == "OK");
+  CHECK(seqd::client::StatusCodeName(StatusCode::kUnknownKey) == "UNKNOWN_KEY");
+  CHECK(seqd::client::StatusCodeName(StatusCode::kTimeout) == "TIMEOUT");
   CHECK(ClientResult<int64_t>(StatusCode::kUnavailable, "x").ToString() == "UNAVAILABLE: x");
 }
 
 TEST_CASE("SplitEndpoint takes host:port and [v6]:port, nothing else") {
   std::string host, port;
-  CHECK(seqd::SplitEndpoint("127.0.0.1:7070", host, port));
+  CHECK(seqd::client::SplitEndpoint("127.0.0.1:7070", host, port));
   CHECK(host == "127.0.0.1");
   CHECK(port == "7070");
-  CHECK(seqd::SplitEndpoint("[::1]:80", host, port));
+  CHECK(seqd::client::SplitEndpoint("[::1]:80", host, port));
   CHECK(host == "::1");
   CHECK(port == "80");
   for (const char* bad :
        {"", "host", "host:", ":80", "::1:80", "[::1]80", "h:0", "h:65536", "h:12a", "h:123456"}) {
-    CHECK_MESSAGE(!seqd::SplitEndpoint(bad, host, port), bad);
+    CHECK_MESSAGE(!seqd::client::SplitEndpoint(bad, host, port), bad);
   }
 }

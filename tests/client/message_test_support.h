@@ -17,33 +17,34 @@ namespace seqd::clienttest {
 
 using namespace std::chrono_literals;
 
-inline seqd::ClientOptions Options(uint16_t port) {
-  seqd::ClientOptions o;
+inline seqd::client::ClientOptions Options(uint16_t port) {
+  seqd::client::ClientOptions o;
   o.endpoints = {"127.0.0.1:" + std::to_string(port)};
   o.call_timeout = 3000ms;
   return o;
 }
 
-inline seqd::OutgoingMessage Out(const std::string& conv, const std::string& cid,
-                                 const std::string& payload, const std::string& sender = "u1") {
-  return seqd::OutgoingMessage{conv, sender, cid, 7, payload};
+inline seqd::client::OutgoingMessage Out(const std::string& conv, const std::string& cid,
+                                         const std::string& payload,
+                                         const std::string& sender = "u1") {
+  return seqd::client::OutgoingMessage{conv, sender, cid, 7, payload};
 }
 
 // Collects pushes from the client's thread.
 struct Inbox {
   std::mutex mu;
   std::condition_variable cv;
-  std::vector<seqd::Message> messages;
+  std::vector<seqd::client::Message> messages;
   std::vector<std::pair<std::vector<std::string>, std::string>> lost;
 
-  seqd::AsyncClient::MessageFn OnMessage() {
-    return [this](seqd::Message m) {
+  seqd::client::AsyncClient::MessageFn OnMessage() {
+    return [this](seqd::client::Message m) {
       std::lock_guard<std::mutex> l(mu);
       messages.push_back(std::move(m));
       cv.notify_all();
     };
   }
-  seqd::AsyncClient::LostFn OnLost() {
+  seqd::client::AsyncClient::LostFn OnLost() {
     return [this](std::vector<std::string> convs, std::string reason) {
       std::lock_guard<std::mutex> l(mu);
       lost.emplace_back(std::move(convs), std::move(reason));

@@ -1,4 +1,4 @@
-// seqd::ReceiveQueue (pure logic: randomized loss, duplication and
+// seqd::client::ReceiveQueue (pure logic: randomized loss, duplication and
 // reordering) and the client's handling of PUSH_DROPPED from a scripted server.
 #include "seqd/receive_queue.h"
 
@@ -29,8 +29,8 @@ inline std::string Cat(std::string a, const std::string& b) {
   return a;
 }
 
-seqd::Message M(const std::string& conv, int64_t seq) {
-  seqd::Message m;
+seqd::client::Message M(const std::string& conv, int64_t seq) {
+  seqd::client::Message m;
   m.conv_id = conv;
   m.seq = seq;
   m.payload = Cat("p", std::to_string(seq));
@@ -38,20 +38,20 @@ seqd::Message M(const std::string& conv, int64_t seq) {
 }
 
 struct QueueHarness {
-  std::vector<seqd::Message> delivered;
+  std::vector<seqd::client::Message> delivered;
   std::vector<std::tuple<std::string, int64_t, int64_t>> asks;
-  seqd::ReceiveQueue::Clock::time_point now{};
-  seqd::ReceiveQueue q;
+  seqd::client::ReceiveQueue::Clock::time_point now{};
+  seqd::client::ReceiveQueue q;
 
   explicit QueueHarness(size_t max_held = 1000)
-      : q([this](const seqd::Message& m) { delivered.push_back(m); },
+      : q([this](const seqd::client::Message& m) { delivered.push_back(m); },
           [this](const std::string& c, int64_t from, int64_t to) {
             asks.emplace_back(c, from, to);
           },
           Options(this, max_held)) {}
 
-  static seqd::ReceiveQueue::Options Options(QueueHarness* h, size_t max_held) {
-    seqd::ReceiveQueue::Options o;
+  static seqd::client::ReceiveQueue::Options Options(QueueHarness* h, size_t max_held) {
+    seqd::client::ReceiveQueue::Options o;
     o.retry_after = 1000ms;
     o.max_held = max_held;
     o.now = [h] { return h->now; };
@@ -120,7 +120,7 @@ TEST_CASE("receive queue: randomized loss, duplication and reordering deliver ea
     const std::vector<std::string> convs = {"x", "y", "z"};
     const int per_conv = 300;
     // The feed: every message, some lost, some twice, shuffled within windows.
-    std::vector<seqd::Message> feed;
+    std::vector<seqd::client::Message> feed;
     for (const auto& c : convs) {
       for (int s = 1; s <= per_conv; ++s) {
         const auto r = rng() % 100;
@@ -145,7 +145,7 @@ TEST_CASE("receive queue: randomized loss, duplication and reordering deliver ea
           later.emplace_back(c, from, to);
           continue;
         }
-        std::vector<seqd::Message> page;
+        std::vector<seqd::client::Message> page;
         for (int64_t s = from; s <= to && s < from + 50; ++s) page.push_back(M(c, s));  // limit 50
         std::shuffle(page.begin(), page.end(), rng);
         h.q.OnPulled(page);
@@ -210,7 +210,7 @@ TEST_CASE("client messages: PUSH_DROPPED ends the subscriptions, later pushes ar
   });
   Inbox inbox;
   {
-    seqd::Client c(Options(port));
+    seqd::client::Client c(Options(port));
     REQUIRE(c.Subscribe({"sg_d"}, inbox.OnMessage(), inbox.OnLost()).ok());
     REQUIRE(inbox.Wait([&] { return !inbox.lost.empty(); }));
     std::this_thread::sleep_for(100ms);

@@ -11,12 +11,12 @@
 #include "seqd/client.h"
 
 using namespace std::chrono_literals;
-using seqd::AsyncClient;
-using seqd::Client;
-using seqd::ClientOptions;
-using seqd::ClientResult;
-using seqd::DecodedSnowflake;
-using seqd::StatusCode;
+using seqd::client::AsyncClient;
+using seqd::client::Client;
+using seqd::client::ClientOptions;
+using seqd::client::ClientResult;
+using seqd::client::DecodedSnowflake;
+using seqd::client::StatusCode;
 using seqd::testing::FakeOptions;
 using seqd::testing::FakeServer;
 

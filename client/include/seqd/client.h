@@ -54,7 +54,7 @@
 // Push: Subscribe(conv_ids, on_message, on_lost, done) subscribes on the
 // connection the call is answered on. on_message receives each pushed
 // message (per conversation in seq order; duplicates and gaps are possible
-// across re-subscriptions: feed them to a seqd::ReceiveQueue). When that
+// across re-subscriptions: feed them to a seqd::client::ReceiveQueue). When that
 // connection closes, or the server drops the subscriptions of a slow reader
 // (PUSH_DROPPED), on_lost(conv_ids, reason) runs once for the conversations
 // lost; nothing is re-subscribed automatically: subscribe again and pull
@@ -84,7 +84,7 @@
 
 #include "seqd/message.h"
 
-namespace seqd {
+namespace seqd::client {
 
 // Status codes: 0-66 mirror the binary protocol's codes; 100 and above are
 // produced by the client itself.
@@ -314,4 +314,4 @@ class Client {
 // malformed (a bare IPv6 address needs brackets).
 bool SplitEndpoint(const std::string& s, std::string& host, std::string& port);
 
-}  // namespace seqd
+}  // namespace seqd::client

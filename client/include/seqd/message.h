@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace seqd {
+namespace seqd::client {
 
 enum class MessageStatus : uint8_t {
   kNormal = 0,
@@ -80,4 +80,4 @@ struct ConvState {
   bool operator==(const ConvState&) const = default;
 };
 
-}  // namespace seqd
+}  // namespace seqd::client

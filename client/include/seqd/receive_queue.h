@@ -1,4 +1,4 @@
-// seqd::ReceiveQueue: in-order, exactly-once delivery of a conversation's
+// seqd::client::ReceiveQueue: in-order, exactly-once delivery of a conversation's
 // messages from an unreliable feed (pushes that may be lost, duplicated or
 // reordered), with gap filling by pull. Pure logic: no I/O, no threads.
 //
@@ -36,7 +36,7 @@
 
 #include "seqd/message.h"
 
-namespace seqd {
+namespace seqd::client {
 
 class ReceiveQueue {
  public:
@@ -90,4 +90,4 @@ class ReceiveQueue {
   std::unordered_map<std::string, Conv> convs_;
 };
 
-}  // namespace seqd
+}  // namespace seqd::client

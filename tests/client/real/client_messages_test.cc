@@ -22,7 +22,7 @@ inline std::string Cat(std::string a, const std::string& b) {
 
 TEST_CASE("client messages: every call against the real server") {
   MessageWorld w;
-  seqd::Client c(Options(w.port()));
+  seqd::client::Client c(Options(w.port()));
   for (int i = 1; i <= 5; ++i) {
     auto r = c.Send(Out("sg_cl", Cat("m", std::to_string(i)), Cat("body", std::to_string(i))));
     REQUIRE_MESSAGE(r.ok(), r.ToString());
@@ -41,7 +41,7 @@ TEST_CASE("client messages: every call against the real server") {
   CHECK(page->messages[0].conv_id == "sg_cl");
   CHECK(page->messages[0].payload == "body1");
   CHECK(page->messages[0].content_type == 7);
-  seqd::PullOptions desc;
+  seqd::client::PullOptions desc;
   desc.descending = true;
   desc.limit = 2;
   desc.to_seq = 5;
@@ -65,11 +65,11 @@ TEST_CASE("client messages: every call against the real server") {
   CHECK(member->min_seq == 2);
   CHECK(member->read_seq == 1);
   CHECK(c.GetMember("sg_cl", "u2").value() == *member);
-  CHECK(c.GetMember("sg_cl", "nobody").code() == seqd::StatusCode::kNotFound);
+  CHECK(c.GetMember("sg_cl", "nobody").code() == seqd::client::StatusCode::kNotFound);
   auto read = c.MarkRead("sg_cl", "u2", 3);
   REQUIRE(read);
   CHECK(read->read_seq == 3);
-  CHECK(c.MarkRead("sg_cl", "u2", 1).code() == seqd::StatusCode::kFailedPrecondition);
+  CHECK(c.MarkRead("sg_cl", "u2", 1).code() == seqd::client::StatusCode::kFailedPrecondition);
   auto sync = c.SyncUser("u2", {"sg_cl"});
   REQUIRE(sync);
   REQUIRE(sync->size() == 1);
@@ -77,31 +77,31 @@ TEST_CASE("client messages: every call against the real server") {
   CHECK((*sync)[0].unread == 2);
   CHECK((*sync)[0].member);
 
-  auto recalled = c.SetStatus("sg_cl", 3, seqd::MessageStatus::kRecalled);
+  auto recalled = c.SetStatus("sg_cl", 3, seqd::client::MessageStatus::kRecalled);
   REQUIRE(recalled);
-  CHECK(recalled->status == seqd::MessageStatus::kRecalled);
+  CHECK(recalled->status == seqd::client::MessageStatus::kRecalled);
   CHECK(recalled->payload.empty());
-  CHECK(c.SetStatus("sg_cl", 3, seqd::MessageStatus::kNormal).code() ==
-        seqd::StatusCode::kInvalidArgument);
+  CHECK(c.SetStatus("sg_cl", 3, seqd::client::MessageStatus::kNormal).code() ==
+        seqd::client::StatusCode::kInvalidArgument);
   CHECK(c.SetConvMinSeq("sg_cl", 2).value() == 2);
 
   // Errors are answered, not retried, and named.
   auto big = c.Send(Out("sg_cl", "big", std::string(70 * 1024, 'x')));
-  CHECK(big.code() == seqd::StatusCode::kTooLarge);
-  CHECK(seqd::StatusCodeName(big.code()) == "TOO_LARGE");
-  CHECK(c.Send(Out("bad id!", "x", "x")).code() == seqd::StatusCode::kInvalidArgument);
-  seqd::PullOptions zero;
+  CHECK(big.code() == seqd::client::StatusCode::kTooLarge);
+  CHECK(seqd::client::StatusCodeName(big.code()) == "TOO_LARGE");
+  CHECK(c.Send(Out("bad id!", "x", "x")).code() == seqd::client::StatusCode::kInvalidArgument);
+  seqd::client::PullOptions zero;
   zero.limit = 0;
-  CHECK(c.PullRange("sg_cl", zero).code() == seqd::StatusCode::kInvalidArgument);
+  CHECK(c.PullRange("sg_cl", zero).code() == seqd::client::StatusCode::kInvalidArgument);
   CHECK(c.Send(Out("sg_cl", "huge", std::string(2 << 20, 'x'))).code() ==
-        seqd::StatusCode::kTooLarge);  // refused by the client: above the frame limit
+        seqd::client::StatusCode::kTooLarge);  // refused by the client: above the frame limit
   // The connection survived all of that.
   CHECK(c.Send(Out("sg_cl", "m6", "six"))->seq == 6);
 }
 
 TEST_CASE("client messages: a send whose commit outcome was lost is resent, stored once") {
   MessageWorld w;
-  seqd::Client c(Options(w.port()));
+  seqd::client::Client c(Options(w.port()));
   // The server's writer tries a batch three times: all three commit but
   // report STORE_UNAVAILABLE, so the client sees it and resends by itself
   // with the same client_msg_id.
@@ -123,8 +123,8 @@ TEST_CASE("client messages: a send whose commit outcome was lost is resent, stor
 
 TEST_CASE("client messages: subscribe, pushes in order into a ReceiveQueue, unsubscribe") {
   MessageWorld w;
-  seqd::Client sub(Options(w.port()));
-  seqd::Client sender(Options(w.port()));
+  seqd::client::Client sub(Options(w.port()));
+  seqd::client::Client sender(Options(w.port()));
   Inbox inbox;
   REQUIRE(sub.Subscribe({"sg_s1", "sg_s2"}, inbox.OnMessage(), inbox.OnLost()).ok());
   constexpr int kEach = 40;
@@ -133,9 +133,10 @@ TEST_CASE("client messages: subscribe, pushes in order into a ReceiveQueue, unsu
     REQUIRE(sender.Send(Out("sg_s2", Cat("b", std::to_string(i)), "y")));
   }
   REQUIRE(inbox.Wait([&] { return inbox.messages.size() == 2 * kEach; }));
-  std::vector<seqd::Message> delivered;
-  seqd::ReceiveQueue queue([&](const seqd::Message& m) { delivered.push_back(m); },
-                           [&](const std::string&, int64_t, int64_t) { FAIL("no gap expected"); });
+  std::vector<seqd::client::Message> delivered;
+  seqd::client::ReceiveQueue queue(
+      [&](const seqd::client::Message& m) { delivered.push_back(m); },
+      [&](const std::string&, int64_t, int64_t) { FAIL("no gap expected"); });
   {
     std::lock_guard<std::mutex> l(inbox.mu);
     for (const auto& m : inbox.messages) queue.Offer(m);
@@ -157,7 +158,7 @@ TEST_CASE("client messages: subscribe, pushes in order into a ReceiveQueue, unsu
 
 TEST_CASE("client messages: subscriptions are reported lost when the connection goes") {
   Inbox inbox;
-  std::optional<seqd::Client> sub;
+  std::optional<seqd::client::Client> sub;
   {
     MessageWorld w;
     sub.emplace(Options(w.port()));

@@ -9,13 +9,13 @@
 #include "tests/client/real/snowflake_world.h"
 
 using namespace std::chrono_literals;
-using seqd::StatusCode;
+using seqd::client::StatusCode;
 using seqd::clienttest::SnowflakeWorld;
 
 namespace {
 
-seqd::ClientOptions Endpoints(std::vector<uint16_t> ports) {
-  seqd::ClientOptions o;
+seqd::client::ClientOptions Endpoints(std::vector<uint16_t> ports) {
+  seqd::client::ClientOptions o;
   for (uint16_t p : ports) o.endpoints.push_back("127.0.0.1:" + std::to_string(p));
   o.call_timeout = 3000ms;
   o.backoff_initial = 5ms;
@@ -28,14 +28,14 @@ seqd::ClientOptions Endpoints(std::vector<uint16_t> ports) {
 TEST_CASE("client snowflake: IDs from the real server decode to its worker and time") {
   SnowflakeWorld w;
   w.Grant(9);
-  seqd::Client c(Endpoints({w.port()}));
+  seqd::client::Client c(Endpoints({w.port()}));
   auto ids = c.NextSnowflake(10);
   REQUIRE_MESSAGE(ids.ok(), ids.ToString());
   REQUIRE(ids->size() == 10);
   for (size_t i = 0; i < ids->size(); ++i) {
     auto d = c.DecodeSnowflake((*ids)[i]);
     REQUIRE_MESSAGE(d.ok(), d.ToString());
-    CHECK(*d == seqd::DecodedSnowflake{SnowflakeWorld::kNowMs, 9, static_cast<int64_t>(i)});
+    CHECK(*d == seqd::client::DecodedSnowflake{SnowflakeWorld::kNowMs, 9, static_cast<int64_t>(i)});
   }
   auto next = c.NextSnowflake();
   REQUIRE(next.ok());
@@ -47,7 +47,7 @@ TEST_CASE("client snowflake: IDs from the real server decode to its worker and t
 TEST_CASE("client snowflake: the real server's argument errors") {
   SnowflakeWorld w;
   w.Grant(1);
-  seqd::Client c(Endpoints({w.port()}));
+  seqd::client::Client c(Endpoints({w.port()}));
   CHECK(c.NextSnowflake(0).code() == StatusCode::kInvalidArgument);
   auto over = c.NextSnowflake(SnowflakeWorld::kMaxCount + 1);
   CHECK(over.code() == StatusCode::kInvalidArgument);
@@ -61,7 +61,7 @@ TEST_CASE("client snowflake: a server without a lease is skipped for one with a 
   SnowflakeWorld leased;
   leased.Grant(3);
   for (int i = 0; i < 2; ++i) {  // round-robin starts: one client asks `unleased` first
-    seqd::Client c(Endpoints({unleased.port(), leased.port()}));
+    seqd::client::Client c(Endpoints({unleased.port(), leased.port()}));
     for (int j = 0; j < 3; ++j) {
       auto ids = c.NextSnowflake(2);
       REQUIRE_MESSAGE(ids.ok(), ids.ToString());
@@ -75,9 +75,9 @@ TEST_CASE("client snowflake: a server without a lease is skipped for one with a 
 TEST_CASE("client snowflake: a revoked lease is NOT_SERVING after the retries") {
   SnowflakeWorld w;
   w.Grant(2);
-  seqd::ClientOptions o = Endpoints({w.port()});
+  seqd::client::ClientOptions o = Endpoints({w.port()});
   o.max_attempts = 2;
-  seqd::Client c(o);
+  seqd::client::Client c(o);
   REQUIRE(c.NextSnowflake(1).ok());
   w.Revoke("worker id lease lost");
   auto r = c.NextSnowflake(1);
