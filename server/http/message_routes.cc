@@ -6,6 +6,7 @@
 
 #include "server/http/http_util.h"
 #include "server/msg/message_service.h"
+#include "server/service/message_wire.h"
 
 namespace seqd {
 
@@ -18,7 +19,8 @@ constexpr int64_t kMaxSeq = std::numeric_limits<int64_t>::max();
 
 std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
-Json MessageJson(const StoredMessage& m) {
+// Encodes the wire type (server/service/message_wire.h), never a row.
+Json MessageJson(const proto::MessageView& m) {
   Json j;
   j["seq"] = m.seq;
   j["server_msg_id"] = m.server_msg_id;
@@ -27,13 +29,13 @@ Json MessageJson(const StoredMessage& m) {
   j["content_type"] = m.content_type;
   j["payload"] = m.payload;
   j["send_time"] = m.send_time_ms;
-  j["status"] = MessageStatusName(m.status);
+  j["status"] = MessageStatusWireName(m.status);
   return j;
 }
 
 Json MessagesJson(const std::vector<StoredMessage>& messages) {
   Json list = Json::array();
-  for (const StoredMessage& m : messages) list.push_back(MessageJson(m));
+  for (const StoredMessage& m : messages) list.push_back(MessageJson(MessageWire(m)));
   return list;
 }
 
@@ -312,7 +314,7 @@ bool MessageRoutes::Handle(http::verb method, const std::vector<std::string_view
     if (!seq) {
       return ex.Fail(MakeError(ErrorCode::kInvalidArgument, "seq must be an integer >= 1")), true;
     }
-    auto message_json = [](const StoredMessage& m) { return MessageJson(m); };
+    auto message_json = [](const StoredMessage& m) { return MessageJson(MessageWire(m)); };
     if (seg.size() == 4) {
       if (method == http::verb::delete_) {
         service_.SetStatus(*conv, *seq, MessageStatus::kDeleted,
@@ -328,7 +330,7 @@ bool MessageRoutes::Handle(http::verb method, const std::vector<std::string_view
               return ex.Fail(
                   MakeError(ErrorCode::kNotFound, "no message with seq " + std::to_string(wanted)));
             }
-            ex.Ok(http::status::ok, MessageJson(r->front()));
+            ex.Ok(http::status::ok, MessageJson(MessageWire(r->front())));
           });
       return true;
     }

@@ -11,7 +11,7 @@
 #include "server/msg/message_service.h"
 #include "server/tcp/binary_dispatcher.h"
 #include "server/tcp/binary_dispatcher_impl.h"
-#include "server/tcp/message_wire.h"
+#include "server/service/message_wire.h"
 
 namespace seqd {
 namespace {

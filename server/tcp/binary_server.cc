@@ -25,7 +25,7 @@
 #include "server/net/tcp_listener.h"
 #include "server/service/services.h"
 #include "server/tcp/binary_dispatcher.h"
-#include "server/tcp/message_wire.h"
+#include "server/service/message_wire.h"
 
 namespace seqd {
 

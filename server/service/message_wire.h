@@ -1,15 +1,22 @@
-// Message rows as the binary protocol's wire types (proto/message_codec.h):
-// the one conversion, for answers and pushes alike.
+// Message rows as the wire type every interface encodes from
+// (proto::MessageView): the one conversion from storage rows, for binary
+// answers, pushes and HTTP JSON alike. Encoders never see storage rows.
 //
 // Thread safety: pure functions.
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "proto/message_codec.h"
 #include "storage/message_store.h"
 
 namespace seqd {
+
+// The name of a wire status byte ("normal", "recalled", "deleted").
+inline std::string_view MessageStatusWireName(uint8_t status) {
+  return MessageStatusName(static_cast<MessageStatus>(status));
+}
 
 // A view of `m` (it must outlive the view).
 inline proto::MessageView MessageWire(const StoredMessage& m) {
