@@ -74,7 +74,9 @@ const std::vector<Option>& Options() {
       StringOption("http_address", "Address the HTTP listener binds.", &Config::http_address),
       IntOption("http_port", "HTTP port (0 picks a free one).", &Config::http_port, 0, 65535),
       IntOption("threads", "Network threads; 0 means one per core.", &Config::threads, 0, 256),
-      IntOption("db_threads", "Threads (and MySQL connections) for blocking store calls.",
+      IntOption("db_threads",
+                "Threads for blocking store calls, and the MySQL connections the segment and "
+                "message stores share (leases use one more).",
                 &Config::db_threads, 1, 256),
       Option{"prefetch_fraction",
              "Reserve the next segment once this fraction of the current one is used.",

@@ -1,7 +1,9 @@
 // Admin operations on leaf_alloc rows, run on the database runner.
 //
 // Thread safety: every method is safe from any thread and returns at once;
-// `done` runs exactly once on a database runner thread and must not block.
+// `done` runs exactly once and must not block: on the calling thread when
+// the arguments are refused (bad key, step, limit or description), else on
+// a database runner thread with the store's answer.
 #pragma once
 
 #include <functional>
