@@ -1,3 +1,6 @@
+// Over 400 lines: every MessageStore call against one schema, each a short
+// transaction (Append with its group-commit fast path and the re-read after
+// a lost COMMIT); they share statements and are read next to the schema.
 #include "storage/mysql_message_store.h"
 
 #include <cppconn/connection.h>

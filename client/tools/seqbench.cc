@@ -4,6 +4,9 @@
 // are matched by request id, HTTP ones in order), each asking for C IDs (of a
 // key, or snowflake IDs with --snowflake), for S seconds. The binary side uses the raw codec, not
 // the client library, so it measures the server and not the client's retry logic.
+//
+// Over 400 lines: one tool (options, two protocol drivers, the latency
+// histogram and the report) that is run as a whole.
 #include <atomic>
 #include <bit>
 #include <boost/asio/connect.hpp>

@@ -1,4 +1,7 @@
 // seqctl: command-line client for seqd (HTTP API and binary protocol).
+//
+// Over 400 lines: one short function per subcommand plus the shared
+// argument handling; a table of commands read top to bottom.
 #include <charconv>
 #include <cstdio>
 #include <ctime>

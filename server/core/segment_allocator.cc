@@ -1,3 +1,6 @@
+// Over 400 lines: one state machine per key (two buffers, the reservation in
+// flight, parked requests, the dynamic step) whose invariants share one lock
+// and are read together.
 #include "server/core/segment_allocator.h"
 
 #include <prometheus/counter.h>
