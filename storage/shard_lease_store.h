@@ -1,0 +1,95 @@
+// The durable side of cluster mode (issue 16; docs/cluster.md once wired):
+// the shard count fixed when the cluster's tables are created, one lease
+// row per shard, and the members.
+//
+//   seqd_cluster       name -> value; "shards" is set once, never changed
+//   seqd_shard_lease   shard (PK), owner ("" when free), epoch (a fencing
+//                      token: +1 whenever the owner changes), version (+1 on
+//                      every change of the row: takers compare-and-set it),
+//                      fences (+1 on every fenced write: Galera certifies
+//                      only write-write conflicts, so the fence must write)
+//   seqd_cluster_member instance (PK), advertise "host:port", heartbeat (+1
+//                      per beat; liveness is judged by watching it change on
+//                      one's own monotonic clock, never by wall time),
+//                      left (1 after a clean leave)
+//
+// Owners are instance ids: a token of one process, so a restarted process is
+// a new member.
+//
+// Thread safety: every implementation is safe to call from many threads at
+// once. Calls BLOCK on I/O: run them on database threads only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+
+namespace seqd {
+
+struct ShardLeaseRow {
+  uint32_t shard = 0;
+  std::string owner;  // "" when free
+  int64_t epoch = 0;
+  int64_t version = 0;
+
+  bool operator==(const ShardLeaseRow&) const = default;
+};
+
+struct ClusterMember {
+  std::string instance;
+  std::string advertise;  // host:port of its binary protocol
+  int64_t heartbeat = 0;
+  bool left = false;
+
+  bool operator==(const ClusterMember&) const = default;
+};
+
+inline constexpr size_t kMaxInstanceIdBytes = 128;
+inline constexpr uint32_t kMaxShards = 65536;
+
+class ShardLeaseStore {
+ public:
+  virtual ~ShardLeaseStore() = default;
+
+  // Creates the tables if missing, fixes the shard count at `shards` if the
+  // cluster has none yet, and makes sure every shard has a row. Returns the
+  // cluster's shard count (the one fixed first: later values are ignored).
+  // REQUIRES: 1 <= shards <= kMaxShards.
+  virtual Result<uint32_t> EnsureSchema(uint32_t shards) = 0;
+
+  // Every lease row, by shard.
+  virtual Result<std::vector<ShardLeaseRow>> ReadLeases() = 0;
+
+  // Compare-and-set: if the row's version is `expected_version`, `owner`
+  // takes it (epoch + 1, version + 1) and the new row is returned; else
+  // kFailedPrecondition (someone renewed or took it meanwhile).
+  virtual Result<ShardLeaseRow> Acquire(uint32_t shard, int64_t expected_version,
+                                        std::string_view owner) = 0;
+
+  // If `owner` still holds the row at `epoch`: version + 1, the new row.
+  // Else kFailedPrecondition: fenced, the lease is lost.
+  virtual Result<ShardLeaseRow> Renew(uint32_t shard, std::string_view owner, int64_t epoch) = 0;
+
+  // If `owner` holds the row at `epoch`: owner "" (version + 1); a later
+  // taker may take it at once. Not holding it is not an error.
+  virtual Status Release(uint32_t shard, std::string_view owner, int64_t epoch) = 0;
+
+  // One heartbeat of `instance` (created on first beat; clears `left`).
+  virtual Status Heartbeat(std::string_view instance, std::string_view advertise) = 0;
+  // A clean leave: `left` = 1, heartbeat + 1.
+  virtual Status Leave(std::string_view instance) = 0;
+  virtual Result<std::vector<ClusterMember>> ReadMembers() = 0;
+};
+
+// Argument checks shared by the implementations.
+namespace shard_lease {
+Status CheckShards(uint32_t shards);
+Status CheckInstance(std::string_view instance);
+Error NotHeld(uint32_t shard);
+Error VersionMoved(uint32_t shard, int64_t expected);
+}  // namespace shard_lease
+
+}  // namespace seqd

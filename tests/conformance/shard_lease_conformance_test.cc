@@ -1,0 +1,187 @@
+// ShardLeaseStore conformance: the memory store and MariaDB
+// (SEQD_TEST_MYSQL_URL) give the same answers: the shard count fixed once,
+// compare-and-set takeovers (exactly one of many racers wins), renewals and
+// releases fenced by owner and epoch, members and heartbeats.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <cppconn/connection.h>
+#include <cppconn/exception.h>
+#include <cppconn/statement.h>
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "conformance_support.h"
+#include "storage/memory_shard_lease_store.h"
+#include "storage/mysql_pool.h"
+#include "storage/mysql_shard_lease_store.h"
+
+namespace seqd {
+namespace {
+
+using conformance::RawExec;
+using conformance::RawMysql;
+using conformance::TestMysqlOptions;
+
+struct Backend {
+  virtual ~Backend() = default;
+  virtual ShardLeaseStore& store() = 0;
+  // Another handle on the same data (another process's store).
+  virtual std::unique_ptr<ShardLeaseStore> Another() = 0;
+};
+
+struct MemoryBackend final : Backend {
+  MemoryShardLeaseStore mem;
+  ShardLeaseStore& store() override { return mem; }
+  std::unique_ptr<ShardLeaseStore> Another() override { return nullptr; }
+};
+
+struct MysqlBackend final : Backend {
+  MysqlBackend() : options(TestMysqlOptions()) {
+    auto raw = RawMysql(options);
+    for (const char* t : {"seqd_shard_lease", "seqd_cluster", "seqd_cluster_member"}) {
+      RawExec(*raw, std::string("DROP TABLE IF EXISTS ") + t);
+    }
+    mysql = std::make_unique<MysqlShardLeaseStore>(std::make_shared<MysqlPool>(options));
+  }
+  ShardLeaseStore& store() override { return *mysql; }
+  std::unique_ptr<ShardLeaseStore> Another() override {
+    MysqlOptions o = options;
+    o.pool_size = 1;
+    return std::make_unique<MysqlShardLeaseStore>(std::make_shared<MysqlPool>(o));
+  }
+  MysqlOptions options;
+  std::unique_ptr<MysqlShardLeaseStore> mysql;
+};
+
+void CheckSchemaAndLeases(Backend& b) {
+  ShardLeaseStore& s = b.store();
+  auto n = s.EnsureSchema(16);
+  REQUIRE_MESSAGE(n.ok(), (n.ok() ? std::string() : n.error().message));
+  CHECK(*n == 16);
+  auto again = s.EnsureSchema(1024);  // fixed at creation
+  REQUIRE(again.ok());
+  CHECK(*again == 16);
+  CHECK(s.EnsureSchema(0).error().code == ErrorCode::kInvalidArgument);
+
+  auto rows = s.ReadLeases();
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 16);
+  CHECK((*rows)[3] == ShardLeaseRow{3, "", 0, 0});
+
+  // Acquire: a CAS on the version.
+  auto a = s.Acquire(3, 0, "inst-a");
+  REQUIRE(a.ok());
+  CHECK(*a == ShardLeaseRow{3, "inst-a", 1, 1});
+  auto stale = s.Acquire(3, 0, "inst-b");
+  REQUIRE_FALSE(stale.ok());
+  CHECK(stale.error().code == ErrorCode::kFailedPrecondition);
+
+  // Renew: fenced by owner and epoch.
+  auto r = s.Renew(3, "inst-a", 1);
+  REQUIRE(r.ok());
+  CHECK(*r == ShardLeaseRow{3, "inst-a", 1, 2});
+  CHECK(s.Renew(3, "inst-a", 0).error().code == ErrorCode::kFailedPrecondition);
+  CHECK(s.Renew(3, "inst-b", 1).error().code == ErrorCode::kFailedPrecondition);
+
+  // A takeover at the version seen: new owner, epoch + 1; the old owner is fenced.
+  auto t = s.Acquire(3, 2, "inst-b");
+  REQUIRE(t.ok());
+  CHECK(*t == ShardLeaseRow{3, "inst-b", 2, 3});
+  CHECK(s.Renew(3, "inst-a", 1).error().code == ErrorCode::kFailedPrecondition);
+  REQUIRE(s.Release(3, "inst-a", 1).ok());  // not held: nothing happens
+  CHECK(s.ReadLeases()->at(3) == ShardLeaseRow{3, "inst-b", 2, 3});
+
+  // Release: free at once, version + 1.
+  REQUIRE(s.Release(3, "inst-b", 2).ok());
+  CHECK(s.ReadLeases()->at(3) == ShardLeaseRow{3, "", 2, 4});
+  CHECK(s.Renew(3, "inst-b", 2).error().code == ErrorCode::kFailedPrecondition);
+  auto back = s.Acquire(3, 4, "inst-a");
+  REQUIRE(back.ok());
+  CHECK(*back == ShardLeaseRow{3, "inst-a", 3, 5});
+  CHECK(s.Acquire(99, 0, "inst-a").error().code == ErrorCode::kInvalidArgument);
+  CHECK(s.Acquire(1, 0, "").error().code == ErrorCode::kInvalidArgument);
+}
+
+void CheckRacers(Backend& b, int racers) {
+  ShardLeaseStore& s = b.store();
+  REQUIRE(s.EnsureSchema(16).ok());
+  std::vector<std::unique_ptr<ShardLeaseStore>> others;
+  for (int i = 0; i < racers; ++i) others.push_back(b.Another());
+  for (int round = 0; round < 5; ++round) {
+    const int64_t version = s.ReadLeases()->at(5).version;
+    std::atomic<int> won{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < racers; ++i) {
+      threads.emplace_back([&, i] {
+        ShardLeaseStore& mine = others[i] ? *others[i] : s;
+        auto r = mine.Acquire(5, version, "racer-" + std::to_string(i));
+        if (r.ok()) {
+          ++won;
+        } else {
+          CHECK(r.error().code == ErrorCode::kFailedPrecondition);
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    CHECK(won.load() == 1);
+    const ShardLeaseRow row = s.ReadLeases()->at(5);
+    CHECK(row.version == version + 1);
+    CHECK(row.owner.rfind("racer-", 0) == 0);
+  }
+}
+
+void CheckMembers(Backend& b) {
+  ShardLeaseStore& s = b.store();
+  REQUIRE(s.EnsureSchema(16).ok());
+  REQUIRE(s.Heartbeat("inst-a", "127.0.0.1:7001").ok());
+  REQUIRE(s.Heartbeat("inst-b", "127.0.0.1:7002").ok());
+  REQUIRE(s.Heartbeat("inst-a", "127.0.0.1:7001").ok());
+  auto m = s.ReadMembers();
+  REQUIRE(m.ok());
+  REQUIRE(m->size() == 2);
+  CHECK((*m)[0] == ClusterMember{"inst-a", "127.0.0.1:7001", 2, false});
+  CHECK((*m)[1] == ClusterMember{"inst-b", "127.0.0.1:7002", 1, false});
+  REQUIRE(s.Leave("inst-b").ok());
+  CHECK(s.ReadMembers()->at(1) == ClusterMember{"inst-b", "127.0.0.1:7002", 2, true});
+  REQUIRE(s.Heartbeat("inst-b", "127.0.0.1:7003").ok());  // back: left cleared
+  CHECK(s.ReadMembers()->at(1) == ClusterMember{"inst-b", "127.0.0.1:7003", 3, false});
+  CHECK(s.Heartbeat(std::string(200, 'x'), "h:1").error().code == ErrorCode::kInvalidArgument);
+}
+
+}  // namespace
+
+TEST_SUITE("memory") {
+  TEST_CASE("memory: schema, CAS takeover, fenced renew and release") {
+    MemoryBackend b;
+    CheckSchemaAndLeases(b);
+  }
+  TEST_CASE("memory: of 8 racers for one version exactly one wins") {
+    MemoryBackend b;
+    CheckRacers(b, 8);
+  }
+  TEST_CASE("memory: members and heartbeats") {
+    MemoryBackend b;
+    CheckMembers(b);
+  }
+}
+
+TEST_SUITE("mariadb") {
+  TEST_CASE("mariadb: schema, CAS takeover, fenced renew and release") {
+    MysqlBackend b;
+    CheckSchemaAndLeases(b);
+  }
+  TEST_CASE("mariadb: of 6 racers (own connections) for one version exactly one wins") {
+    MysqlBackend b;
+    CheckRacers(b, 6);
+  }
+  TEST_CASE("mariadb: members and heartbeats") {
+    MysqlBackend b;
+    CheckMembers(b);
+  }
+}
+
+}  // namespace seqd
