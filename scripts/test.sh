@@ -38,9 +38,10 @@ if [[ $# -eq 0 && $sanitizers != 0 ]]; then
     cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS=-g1 \
       -DSEQD_SANITIZE="$san" -DSEQD_BUILD_BENCH=OFF >/dev/null
     cmake --build "$dir" -j2 --target seqd_unit_tests store_conformance_test \
-      message_store_conformance_test worker_lease_conformance_test client_tests client_server_tests
+      message_store_conformance_test worker_lease_conformance_test shard_lease_conformance_test \
+      client_tests client_server_tests
     (cd "$dir" && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
       ctest --output-on-failure -j2 \
-        -R '^(unit_tests|(message_store|store|worker_lease)_conformance(_mariadb)?|client_tests|client_server_tests)$')
+        -R '^(unit_tests|(message_store|store|worker_lease|shard_lease)_conformance(_mariadb)?|client_tests|client_server_tests)$')
   done
 fi
