@@ -81,6 +81,18 @@ Result<ShardLeaseRow> MemoryShardLeaseStore::Renew(uint32_t shard, std::string_v
   return r;
 }
 
+Result<std::vector<ShardLeaseRow>> MemoryShardLeaseStore::RenewAll(std::string_view owner) {
+  if (Status s = shard_lease::CheckInstance(owner); !s) return s.error();
+  std::lock_guard lock(mu_);
+  std::vector<ShardLeaseRow> out;
+  for (ShardLeaseRow& r : rows_) {
+    if (r.owner != owner) continue;
+    ++r.version;
+    out.push_back(r);
+  }
+  return out;
+}
+
 Status MemoryShardLeaseStore::Release(uint32_t shard, std::string_view owner, int64_t epoch) {
   std::lock_guard lock(mu_);
   auto row = RowLocked(shard);

@@ -39,6 +39,8 @@ enum StmtId {
   kAcquire,
   kRenew,
   kRelease,
+  kRenewAll,
+  kReadOwned,
   kBeat,
   kLeave,
   kMembers,
@@ -60,6 +62,9 @@ const char* const kSql[kNumStmts] = {
     /* kRelease */
     "UPDATE seqd_shard_lease SET owner = '', version = version + 1 "
     "WHERE shard = ? AND owner = ? AND owner <> '' AND epoch = ?",
+    /* kRenewAll */ "UPDATE seqd_shard_lease SET version = version + 1 WHERE owner = ?",
+    /* kReadOwned */
+    "SELECT shard, owner, epoch, version FROM seqd_shard_lease WHERE owner = ? ORDER BY shard",
     /* kBeat */
     "INSERT INTO seqd_cluster_member (instance, advertise, heartbeat, `left`) VALUES (?, ?, 1, 0) "
     "ON DUPLICATE KEY UPDATE advertise = VALUES(advertise), heartbeat = heartbeat + 1, `left` = 0",
@@ -184,6 +189,26 @@ Result<ShardLeaseRow> MysqlShardLeaseStore::Renew(uint32_t shard, std::string_vi
     if (updated == 1) return row;
     return shard_lease::NotHeld(shard);
   });
+}
+
+Result<std::vector<ShardLeaseRow>> MysqlShardLeaseStore::RenewAll(std::string_view owner) {
+  if (Status s = shard_lease::CheckInstance(owner); !s) return s.error();
+  const std::string me(owner);
+  // Idempotent: a re-run after a lost COMMIT renews the same rows again.
+  return pool_->Run<std::vector<ShardLeaseRow>>(
+      kSession, "renew all", [&](MysqlConn& c) -> Result<std::vector<ShardLeaseRow>> {
+        sql::PreparedStatement& u = c.Stmt(kRenewAll);
+        u.setString(1, me);
+        u.executeUpdate();
+        sql::PreparedStatement& s = c.Stmt(kReadOwned);
+        s.setString(1, me);
+        std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
+        std::vector<ShardLeaseRow> out;
+        while (rs->next()) out.push_back(ReadRow(*rs));
+        rs.reset();
+        c.Commit();
+        return out;
+      });
 }
 
 Status MysqlShardLeaseStore::Release(uint32_t shard, std::string_view owner, int64_t epoch) {

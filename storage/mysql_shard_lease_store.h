@@ -24,6 +24,7 @@ class MysqlShardLeaseStore final : public ShardLeaseStore {
   Result<ShardLeaseRow> Acquire(uint32_t shard, int64_t expected_version,
                                 std::string_view owner) override;
   Result<ShardLeaseRow> Renew(uint32_t shard, std::string_view owner, int64_t epoch) override;
+  Result<std::vector<ShardLeaseRow>> RenewAll(std::string_view owner) override;
   Status Release(uint32_t shard, std::string_view owner, int64_t epoch) override;
   Status Heartbeat(std::string_view instance, std::string_view advertise) override;
   Status Leave(std::string_view instance) override;

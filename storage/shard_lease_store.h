@@ -73,6 +73,11 @@ class ShardLeaseStore {
   // Else kFailedPrecondition: fenced, the lease is lost.
   virtual Result<ShardLeaseRow> Renew(uint32_t shard, std::string_view owner, int64_t epoch) = 0;
 
+  // Renews every row `owner` holds (whatever its epoch: only `owner` ever
+  // sets its own id), version + 1 each, in one transaction; returns them.
+  // Rows taken over meanwhile are simply not among them.
+  virtual Result<std::vector<ShardLeaseRow>> RenewAll(std::string_view owner) = 0;
+
   // If `owner` holds the row at `epoch`: owner "" (version + 1); a later
   // taker may take it at once. Not holding it is not an error.
   virtual Status Release(uint32_t shard, std::string_view owner, int64_t epoch) = 0;

@@ -102,6 +102,14 @@ void CheckSchemaAndLeases(Backend& b) {
   auto back = s.Acquire(3, 4, "inst-a");
   REQUIRE(back.ok());
   CHECK(*back == ShardLeaseRow{3, "inst-a", 3, 5});
+  // RenewAll: every row of the owner, version + 1 each.
+  REQUIRE(s.Acquire(7, 0, "inst-a").ok());
+  auto all = s.RenewAll("inst-a");
+  REQUIRE(all.ok());
+  REQUIRE(all->size() == 2);
+  CHECK(all->at(0) == ShardLeaseRow{3, "inst-a", 3, 6});
+  CHECK(all->at(1) == ShardLeaseRow{7, "inst-a", 1, 2});
+  CHECK(s.RenewAll("nobody")->empty());
   CHECK(s.Acquire(99, 0, "inst-a").error().code == ErrorCode::kInvalidArgument);
   CHECK(s.Acquire(1, 0, "").error().code == ErrorCode::kInvalidArgument);
 }
