@@ -1,0 +1,146 @@
+#include "server/cluster/cluster_keeper.h"
+
+#include <algorithm>
+
+#include "server/cluster/shard_map.h"
+#include "server/core/log.h"
+
+namespace seqd {
+
+ClusterKeeper::ClusterKeeper(ShardLeaseStore& store, const Clock& clock,
+                             ClusterKeeperOptions options)
+    : store_(store),
+      clock_(clock),
+      options_(std::move(options)),
+      snapshot_(std::make_shared<ClusterSnapshot>()) {}
+
+Status ClusterKeeper::Start() {
+  auto n = store_.EnsureSchema(options_.shards);
+  if (!n) return n.error();
+  shards_ = *n;
+  holders_.clear();
+  for (uint32_t s = 0; s < shards_; ++s) {
+    holders_.push_back(std::make_unique<ShardLeaseHolder>(options_.timing));
+  }
+  return OkStatus();
+}
+
+bool ClusterKeeper::Live(const std::string& id, const Watch& w, Clock::TimePoint now) const {
+  if (w.left) return false;
+  if (id == options_.instance) return true;
+  return now < options_.timing.TakeoverAt(w.changed);
+}
+
+bool ClusterKeeper::Serving(uint32_t shard, Clock::TimePoint now) const {
+  return shard < holders_.size() && holders_[shard]->Serving(now);
+}
+
+int64_t ClusterKeeper::Epoch(uint32_t shard) const {
+  return shard < holders_.size() ? holders_[shard]->epoch() : 0;
+}
+
+std::shared_ptr<const ClusterSnapshot> ClusterKeeper::snapshot() const {
+  std::lock_guard lock(snapshot_mu_);
+  return snapshot_;
+}
+
+Status ClusterKeeper::Tick() {
+  if (shards_ == 0) return MakeError(ErrorCode::kFailedPrecondition, "cluster: not started");
+  const std::string& me = options_.instance;
+  if (Status s = store_.Heartbeat(me, options_.advertise); !s) return s;
+
+  // Members: liveness from heartbeats changing on our own clock.
+  const Clock::TimePoint members_sent = clock_.Now();
+  auto members = store_.ReadMembers();
+  if (!members) return members.error();
+  for (const ClusterMember& m : *members) {
+    Watch& w = watch_[m.instance];
+    if (w.heartbeat != m.heartbeat) {
+      w.heartbeat = m.heartbeat;
+      w.changed = members_sent;
+    }
+    w.advertise = m.advertise;
+    w.left = m.left;
+  }
+  const Clock::TimePoint now = clock_.Now();
+  std::vector<std::string> live;
+  for (const auto& [id, w] : watch_) {
+    if (Live(id, w, now)) live.push_back(id);
+  }
+
+  // Renew everything we hold; whatever is not among the rows is lost.
+  const Clock::TimePoint renew_sent = clock_.Now();
+  auto owned = store_.RenewAll(me);
+  if (!owned) return owned.error();
+  std::vector<bool> still(shards_, false);
+  for (const ShardLeaseRow& r : *owned) {
+    if (r.shard >= shards_) continue;
+    still[r.shard] = true;
+    holders_[r.shard]->Granted(r.epoch, renew_sent);
+  }
+  for (uint32_t s = 0; s < shards_; ++s) {
+    if (!still[s]) holders_[s]->Lost();
+  }
+
+  const Clock::TimePoint read_sent = clock_.Now();
+  auto rows = store_.ReadLeases();
+  if (!rows) return rows.error();
+  auto snap = std::make_shared<ClusterSnapshot>();
+  snap->shards.resize(shards_);
+  for (ShardLeaseRow& row : *rows) {
+    if (row.shard >= shards_) continue;
+    const uint32_t s = row.shard;
+    const bool desired = OwnerOf(s, live) == me;
+    if (row.owner == me && !desired) {
+      // Handoff: stop serving first, then free the row for its new owner.
+      holders_[s]->Lost();
+      if (Status st = store_.Release(s, me, row.epoch); st) {
+        row.owner.clear();
+      } else {
+        SEQD_LOG(kWarn) << "cluster: releasing shard " << s << ": " << st.error().message;
+      }
+    } else if (desired && row.owner != me) {
+      auto owner = watch_.find(row.owner);
+      const bool owner_live = !row.owner.empty() && owner != watch_.end() &&
+                              Live(row.owner, owner->second, clock_.Now());
+      if (!owner_live) {
+        ShardTakeover& k = takeovers_.try_emplace(s, options_.timing).first->second;
+        k.Observed(row.version, row.owner, read_sent);  // "" (released): no wait
+        if (k.MayTake(clock_.Now())) {
+          const Clock::TimePoint sent = clock_.Now();
+          auto taken = store_.Acquire(s, k.expected_version(), me);
+          if (taken) {
+            holders_[s]->Granted(taken->epoch, sent);
+            row = *taken;
+            takeovers_.erase(s);
+          }
+        }
+      }
+    } else {
+      takeovers_.erase(s);
+    }
+    snap->shards[s] = ClusterSnapshot::Shard{row.owner, row.epoch};
+  }
+  for (const auto& [id, w] : watch_) {
+    snap->members[id] = ClusterSnapshot::Member{w.advertise, Live(id, w, now)};
+  }
+  std::lock_guard lock(snapshot_mu_);
+  snapshot_ = std::move(snap);
+  return OkStatus();
+}
+
+Status ClusterKeeper::Leave() {
+  const std::string& me = options_.instance;
+  for (auto& h : holders_) h->Lost();
+  auto rows = store_.ReadLeases();
+  if (!rows) return rows.error();
+  Status result = OkStatus();
+  for (const ShardLeaseRow& row : *rows) {
+    if (row.owner != me) continue;
+    if (Status s = store_.Release(row.shard, me, row.epoch); !s) result = s;
+  }
+  if (Status s = store_.Leave(me); !s) result = s;
+  return result;
+}
+
+}  // namespace seqd

@@ -1,0 +1,99 @@
+// Cluster mode's membership and shard leases for one instance (the time
+// rules: shard_lease.h; the tables: storage/shard_lease_store.h).
+//
+// Each Tick(): heartbeat; read the members and judge who is live by watching
+// their heartbeats change on our own monotonic clock (a member is dead after
+// lease*(1+drift) without a change, or at once after a clean leave); renew
+// every shard we hold (one statement, the request's send time extends each
+// holder); read the lease rows; hand off shards the rendezvous map gives to
+// someone else (stop serving, then release); take free shards at once and
+// shards of dead owners once ShardTakeover allows (a CAS on the version
+// seen); publish the map.
+//
+// Not wired into the listeners yet: the App will run Tick() every lease/3 on
+// the lease database connection, check Serving() before answering for a
+// key, fence reservations and message commits with the shard's epoch, and
+// forward other keys to their owners.
+//
+// Thread safety: Start(), Tick() and Leave() block on the store and run on
+// one thread at a time (a database thread). Serving() and snapshot() are
+// safe from any thread (atomics and an atomically swapped snapshot).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "server/cluster/shard_lease.h"
+#include "server/core/clock.h"
+#include "storage/shard_lease_store.h"
+
+namespace seqd {
+
+struct ClusterKeeperOptions {
+  std::string instance;    // this process's id (unique per process)
+  std::string advertise;   // its binary-protocol address, host:port
+  uint32_t shards = 1024;  // used only if the cluster has none fixed yet
+  LeaseTiming timing;
+};
+
+struct ClusterSnapshot {
+  struct Shard {
+    std::string owner;  // instance id; "" while free
+    int64_t epoch = 0;
+  };
+  struct Member {
+    std::string advertise;
+    bool live = false;
+  };
+  std::vector<Shard> shards;              // by shard
+  std::map<std::string, Member> members;  // by instance id
+};
+
+class ClusterKeeper {
+ public:
+  // `store` and `clock` must outlive the keeper.
+  ClusterKeeper(ShardLeaseStore& store, const Clock& clock, ClusterKeeperOptions options);
+
+  // Creates the tables and learns the cluster's shard count.
+  Status Start();
+  // One round (see the file comment). An error leaves the holders as they
+  // are: they stop serving by themselves when their deadlines pass.
+  Status Tick();
+  // A clean leave: stop serving every shard, release each, mark left.
+  Status Leave();
+
+  uint32_t shards() const { return shards_; }
+  // True while this instance may answer for `shard` from memory.
+  bool Serving(uint32_t shard, Clock::TimePoint now) const;
+  // The epoch this instance holds `shard` at (meaningful while Serving).
+  int64_t Epoch(uint32_t shard) const;
+  std::shared_ptr<const ClusterSnapshot> snapshot() const;
+
+ private:
+  struct Watch {  // a member as we last saw it
+    int64_t heartbeat = -1;
+    Clock::TimePoint changed{};
+    std::string advertise;
+    bool left = false;
+  };
+
+  bool Live(const std::string& id, const Watch& w, Clock::TimePoint now) const;
+
+  ShardLeaseStore& store_;
+  const Clock& clock_;
+  const ClusterKeeperOptions options_;
+  uint32_t shards_ = 0;
+  std::vector<std::unique_ptr<ShardLeaseHolder>> holders_;  // by shard; sized by Start
+  std::map<uint32_t, ShardTakeover> takeovers_;             // shards we wait to take
+  std::map<std::string, Watch> watch_;                      // by instance
+  mutable std::mutex snapshot_mu_;
+  std::shared_ptr<const ClusterSnapshot> snapshot_;  // guarded by snapshot_mu_
+};
+
+}  // namespace seqd
