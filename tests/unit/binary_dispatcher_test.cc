@@ -48,11 +48,13 @@ class StringConnection final : public BinaryConnection {
   }
   void CloseAfterAnswers() override { close_after_ = true; }
   SubscriptionMap& subscriptions() override { return subs_; }
+  // Like the real push box: its own lock, never the strand's (the bus calls
+  // listeners under its lock, and unsubscribing on the strand takes the
+  // bus's lock).
   MessageListener PushListener() override {
     return [this](const StoredMessage& m) {
-      std::lock_guard lock(mu_);
+      std::lock_guard lock(push_mu_);
       pushed_.push_back(m.conv_id + "#" + std::to_string(m.seq));
-      cv_.notify_all();
     };
   }
 
@@ -79,7 +81,7 @@ class StringConnection final : public BinaryConnection {
   }
 
   std::vector<std::string> pushed() {
-    std::lock_guard lock(mu_);
+    std::lock_guard lock(push_mu_);
     return pushed_;
   }
   bool close_after() const { return close_after_; }
@@ -97,7 +99,8 @@ class StringConnection final : public BinaryConnection {
   int held_ = 0;
   bool close_after_ = false;
   SubscriptionMap subs_;
-  std::vector<std::string> pushed_;
+  std::mutex push_mu_;
+  std::vector<std::string> pushed_;  // guarded by push_mu_
 };
 
 struct Fixture {
