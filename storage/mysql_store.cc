@@ -32,6 +32,7 @@ enum StmtId {
   kList,
   kSetStep,
   kPing,
+  kFence,
   kNumStmts,
 };
 
@@ -48,6 +49,9 @@ const char* const kSql[kNumStmts] = {
     "SELECT " SEQD_MYSQL_ROW_COLUMNS " FROM leaf_alloc WHERE biz_tag > ? ORDER BY biz_tag LIMIT ?",
     /* kSetStep */ "UPDATE leaf_alloc SET step = ? WHERE biz_tag = ?",
     /* kPing */ "SELECT 1",
+    /* kFence */
+    "UPDATE seqd_shard_lease SET fences = fences + 1 "
+    "WHERE shard = ? AND owner = ? AND owner <> '' AND epoch = ?",
 };
 
 // A duplicate key escaping a call can only be a key that exists.
@@ -231,12 +235,33 @@ Status MysqlStore::EnsureSchema() {
 }
 
 Result<ReservedSegment> MysqlStore::Reserve(std::string_view key, std::optional<int64_t> step) {
+  return ReserveImpl(key, step, nullptr);
+}
+
+Result<ReservedSegment> MysqlStore::ReserveFenced(std::string_view key, std::optional<int64_t> step,
+                                                  const ShardFence& fence) {
+  return ReserveImpl(key, step, &fence);
+}
+
+Result<ReservedSegment> MysqlStore::ReserveImpl(std::string_view key, std::optional<int64_t> step,
+                                                const ShardFence* fence) {
   if (step && *step <= 0) {
     return MakeError(ErrorCode::kInvalidArgument, "mysql reserve: step must be > 0");
   }
   const std::string k(key);
   return pool_->Run<ReservedSegment>(
       kSession, "reserve", [&](MysqlConn& c) -> Result<ReservedSegment> {
+        if (fence) {
+          // First, so a takeover's CAS on the lease row waits for this commit.
+          sql::PreparedStatement& f = c.Stmt(kFence);
+          f.setInt(1, static_cast<int>(fence->shard));
+          f.setString(2, fence->owner);
+          f.setInt64(3, fence->epoch);
+          if (f.executeUpdate() == 0) {
+            return MakeError(ErrorCode::kNotServing, "shard " + std::to_string(fence->shard) +
+                                                         " is no longer held by this instance");
+          }
+        }
         int updated = 0;
         if (step) {
           sql::PreparedStatement& upd = c.Stmt(kReserveBy);

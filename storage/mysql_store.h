@@ -53,6 +53,8 @@ class MysqlStore final : public SegmentStore {
 
   Status EnsureSchema() override;
   Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) override;
+  Result<ReservedSegment> ReserveFenced(std::string_view key, std::optional<int64_t> step,
+                                        const ShardFence& fence) override;
   Result<KeyRow> CreateKey(std::string_view key, int64_t step,
                            std::string_view description) override;
   Result<KeyRow> GetKey(std::string_view key) override;
@@ -61,6 +63,9 @@ class MysqlStore final : public SegmentStore {
   Status Ping() override;
 
  private:
+  Result<ReservedSegment> ReserveImpl(std::string_view key, std::optional<int64_t> step,
+                                      const ShardFence* fence);
+
   const std::shared_ptr<MysqlPool> pool_;
 };
 

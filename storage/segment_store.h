@@ -26,6 +26,14 @@ struct KeyRow {
 
 // A reserved, inclusive range [first, last] that no other caller of any
 // process sharing the store will ever receive.
+// Cluster mode's fence (storage/shard_lease_store.h): a write for a key
+// commits only while `owner` holds the key's `shard` at `epoch`.
+struct ShardFence {
+  uint32_t shard = 0;
+  std::string owner;
+  int64_t epoch = 0;
+};
+
 struct ReservedSegment {
   int64_t first = 0;
   int64_t last = 0;
@@ -44,6 +52,17 @@ class SegmentStore {
   // REQUIRES: step, if given, is > 0.
   // Errors: kUnknownKey if the row does not exist; kStoreUnavailable on I/O.
   virtual Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) = 0;
+
+  // Reserve in the same transaction as a write to the shard's lease row
+  // conditioned on `fence` (it must WRITE: Galera certifies only write-write
+  // conflicts). kNotServing, with nothing reserved, if the lease is no
+  // longer `fence.owner`'s at `fence.epoch`. Stores without cluster support
+  // answer kFailedPrecondition.
+  virtual Result<ReservedSegment> ReserveFenced(std::string_view key, std::optional<int64_t> step,
+                                                const ShardFence& fence) {
+    (void)key, (void)step, (void)fence;
+    return MakeError(ErrorCode::kFailedPrecondition, "this store has no cluster mode");
+  }
 
   // Inserts a row with max_id = 1. kKeyExists if the key is already there.
   virtual Result<KeyRow> CreateKey(std::string_view key, int64_t step,

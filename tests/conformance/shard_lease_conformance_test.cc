@@ -16,8 +16,10 @@
 
 #include "conformance_support.h"
 #include "storage/memory_shard_lease_store.h"
+#include "storage/memory_store.h"
 #include "storage/mysql_pool.h"
 #include "storage/mysql_shard_lease_store.h"
+#include "storage/mysql_store.h"
 
 namespace seqd {
 namespace {
@@ -189,6 +191,39 @@ TEST_SUITE("mariadb") {
   TEST_CASE("mariadb: members and heartbeats") {
     MysqlBackend b;
     CheckMembers(b);
+  }
+  TEST_CASE("mariadb: a fenced reservation commits only while the lease is ours") {
+    MysqlBackend b;
+    ShardLeaseStore& leases = b.store();
+    REQUIRE(leases.EnsureSchema(16).ok());
+    MysqlStore ids(b.options);
+    REQUIRE(ids.EnsureSchema().ok());
+    const std::string key = conformance::UniqueName("fenced");
+    REQUIRE(ids.CreateKey(key, 10, "").ok());
+    auto mine = leases.Acquire(2, 0, "inst-a");
+    REQUIRE(mine.ok());
+    const ShardFence fence{2, "inst-a", mine->epoch};
+    auto r = ids.ReserveFenced(key, std::nullopt, fence);
+    REQUIRE_MESSAGE(r.ok(), (r.ok() ? std::string() : r.error().message));
+    CHECK(r->first == 1);
+    CHECK(r->last == 10);
+    // Taken over (epoch + 1): the old owner's reservation rolls back.
+    REQUIRE(leases.Acquire(2, mine->version, "inst-b").ok());
+    auto stale = ids.ReserveFenced(key, std::nullopt, fence);
+    REQUIRE_FALSE(stale.ok());
+    CHECK(stale.error().code == ErrorCode::kNotServing);
+    auto row = ids.GetKey(key);
+    REQUIRE(row.ok());
+    CHECK(row->max_id == 11);  // nothing reserved by the fenced-out call
+    // The new owner, at its epoch, reserves the next segment.
+    auto fresh = ids.ReserveFenced(key, std::nullopt, ShardFence{2, "inst-b", mine->epoch + 1});
+    REQUIRE(fresh.ok());
+    CHECK(fresh->first == 11);
+    // A store without cluster support says so.
+    MemoryStore memory;
+    REQUIRE(memory.CreateKey(key, 10, "").ok());
+    CHECK(memory.ReserveFenced(key, std::nullopt, fence).error().code ==
+          ErrorCode::kFailedPrecondition);
   }
 }
 
