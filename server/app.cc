@@ -129,7 +129,10 @@ App::~App() = default;
 
 Result<std::unique_ptr<App>> App::Create(const Config& config) {
   auto p = std::make_unique<Parts>(config);
-  auto stores = OpenStores(config.store, static_cast<int>(config.db_threads), config.snowflake);
+  // A store transaction may be retried (lost connection, conflict) within
+  // the time a request waits.
+  auto stores = OpenStores(config.store, static_cast<int>(config.db_threads), config.snowflake,
+                           static_cast<int>(config.wait_deadline_ms));
   if (!stores)
     return MakeError(stores.error().code, "cannot open store: " + stores.error().message);
   p->stores = std::move(stores).value();

@@ -305,7 +305,9 @@ std::chrono::microseconds ConflictBackoff(int attempt) {
 Status MysqlPool::RunBody(const MysqlSession& session, const char* op, const Body& body) {
   const std::string what = std::string("mysql ") + op;
   const auto start = std::chrono::steady_clock::now();
-  const auto deadline = start + std::chrono::milliseconds(options_.retry_budget_ms);
+  const int budget_ms = options_.retry_budget_ms >= 0 ? options_.retry_budget_ms
+                                                      : MysqlOptions::kDefaultRetryBudgetMs;
+  const auto deadline = start + std::chrono::milliseconds(budget_ms);
   int lost_retries = 0;
   int conflict_retries = 0;
   bool fresh = false;

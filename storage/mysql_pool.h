@@ -69,8 +69,10 @@ struct MysqlOptions {
   int connect_timeout_s = 2;
   int rw_timeout_s = 5;
   // Time after a call's start within which a lost connection or a conflict
-  // may still be retried; the server sets it to its wait deadline.
-  int retry_budget_ms = 1000;
+  // may still be retried. -1 (unset in the URL): kDefaultRetryBudgetMs, or
+  // what the opener gives (seqd: its wait deadline).
+  int retry_budget_ms = -1;
+  static constexpr int kDefaultRetryBudgetMs = 1000;
 };
 
 // "user@host:port/database" (IPv6 host in brackets), safe to log.

@@ -28,13 +28,15 @@ Status OpenedStores::EnsureSchemas() {
   return s;
 }
 
-Result<OpenedStores> OpenStores(std::string_view spec, int connections, bool with_leases) {
+Result<OpenedStores> OpenStores(std::string_view spec, int connections, bool with_leases,
+                                int retry_budget_ms) {
   auto parsed = ParseStoreSpec(spec, /*allow_memory=*/false);
   if (!parsed.ok()) return parsed.error();
   OpenedStores out;
   if (parsed->kind == StoreKind::kMysql) {
     MysqlOptions options = parsed->mysql;
     options.pool_size = connections;
+    if (options.retry_budget_ms < 0) options.retry_budget_ms = retry_budget_ms;
     out.pool = std::make_shared<MysqlPool>(options);
     out.segments = std::make_unique<MysqlStore>(out.pool);
     out.messages = std::make_unique<MysqlMessageStore>(out.pool);

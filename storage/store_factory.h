@@ -42,7 +42,9 @@ struct OpenedStores {
 };
 
 // As OpenStore, for all three stores (the lease store only `with_leases`).
+// MySQL: `retry_budget_ms` applies unless the URL sets its own.
 // REQUIRES: connections >= 1.
-Result<OpenedStores> OpenStores(std::string_view spec, int connections, bool with_leases);
+Result<OpenedStores> OpenStores(std::string_view spec, int connections, bool with_leases,
+                                int retry_budget_ms);
 
 }  // namespace seqd
