@@ -103,7 +103,6 @@ struct App::Parts {
 
   const Config config;
   OpenedStores stores;
-  std::unique_ptr<WorkerLeaseStore> lease_store;  // only with snowflake = on
   SystemWallClock wall;
   Metrics metrics;
   std::optional<MessageService> messages;
