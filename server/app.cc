@@ -6,6 +6,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <functional>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -67,6 +69,15 @@ class DrainLatch {
   std::atomic<int> left_;
   std::function<void()> done_;
 };
+
+// Binds `listener`; on failure, an error naming `what` ("" for HTTP).
+template <typename Listener>
+Status Bind(Listener& listener, std::string_view what) {
+  Status s = listener.Listen();
+  if (s) return s;
+  const std::string label = what.empty() ? "" : " (" + std::string(what) + ")";
+  return MakeError(s.error().code, "cannot listen" + label + ": " + s.error().message);
+}
 
 size_t NetworkThreads(const Config& c) {
   return c.threads > 0 ? static_cast<size_t>(c.threads)
@@ -164,8 +175,7 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
   const auto started = std::chrono::steady_clock::now();
   p->router.emplace(services, RouterOptions{SEQD_VERSION, started});
   p->http.emplace(p->io, ToHttpOptions(config), *p->router);
-  if (auto s = p->http->Listen(); !s)
-    return MakeError(s.error().code, "cannot listen: " + s.error().message);
+  if (Status s = Bind(*p->http, ""); !s) return s.error();
   // Admin listener: its own router, which answers only /metrics, /,
   // /healthz and /readyz (client paths are 404 there).
   if (config.admin_port >= 0) {
@@ -174,24 +184,18 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
     admin_options.address = config.admin_address;
     admin_options.port = static_cast<uint16_t>(config.admin_port);
     p->admin_http = std::make_unique<HttpServer>(p->io, admin_options, *p->admin_router);
-    if (auto s = p->admin_http->Listen(); !s) {
-      return MakeError(s.error().code, "cannot listen (admin): " + s.error().message);
-    }
+    if (Status s = Bind(*p->admin_http, "admin"); !s) return s.error();
     SEQD_LOG(kInfo) << "admin (/metrics, /, /healthz, /readyz) on http://" << config.admin_address
                     << ":" << p->admin_http->port();
   }
   if (config.tcp_port >= 0) {
     p->binary = std::make_unique<BinaryServer>(p->io, ToBinaryOptions(config), services);
-    if (auto s = p->binary->Listen(); !s) {
-      return MakeError(s.error().code, "cannot listen (binary protocol): " + s.error().message);
-    }
+    if (Status s = Bind(*p->binary, "binary protocol"); !s) return s.error();
     SEQD_LOG(kInfo) << "binary protocol on " << config.tcp_address << ":" << p->binary->port();
   }
   if (config.resp_port >= 0) {
     p->resp = std::make_unique<RespServer>(p->io, ToRespOptions(config), services);
-    if (auto s = p->resp->Listen(); !s) {
-      return MakeError(s.error().code, "cannot listen (RESP): " + s.error().message);
-    }
+    if (Status s = Bind(*p->resp, "RESP"); !s) return s.error();
     SEQD_LOG(kInfo) << "RESP (Redis protocol) on " << config.tcp_address << ":" << p->resp->port();
   }
   HttpServer& http = *p->http;

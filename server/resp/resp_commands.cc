@@ -28,6 +28,17 @@ RespAction Reply(RespOp op, std::optional<ErrorCode> code, std::string reply) {
   return a;
 }
 
+// Take IDs of `key`: one (INCR, joining a run) or a block of `count`.
+RespAction Take(RespAction::Kind kind, std::string_view key, int64_t count) {
+  RespAction a;
+  a.kind = kind;
+  a.op = kind == RespAction::Kind::kIncr ? RespOp::kIncr : RespOp::kIncrBy;
+  a.key = key;
+  a.count = count;
+  a.ends_run = kind != RespAction::Kind::kIncr;
+  return a;
+}
+
 RespAction Invalid(RespOp op, std::string reply) {
   return Reply(op, ErrorCode::kInvalidArgument, std::move(reply));
 }
@@ -86,12 +97,7 @@ RespAction DecideRespCommand(const std::vector<std::string_view>& args, int64_t 
       a.ends_run = false;
       return a;
     }
-    RespAction a;
-    a.kind = RespAction::Kind::kIncr;
-    a.op = RespOp::kIncr;
-    a.key = args[1];
-    a.ends_run = false;
-    return a;
+    return Take(RespAction::Kind::kIncr, args[1], 1);
   }
   if (IsCommand(name, "incrby")) {
     if (argc != 3) return Invalid(RespOp::kIncrBy, WrongArity("incrby"));
@@ -101,12 +107,7 @@ RespAction DecideRespCommand(const std::vector<std::string_view>& args, int64_t 
     if (!CheckCount(n, max_count)) {
       return Invalid(RespOp::kIncrBy, EncodedError("value is not an integer or out of range"));
     }
-    RespAction a;
-    a.kind = RespAction::Kind::kIncrBy;
-    a.op = RespOp::kIncrBy;
-    a.key = args[1];
-    a.count = n;
-    return a;
+    return Take(RespAction::Kind::kIncrBy, args[1], n);
   }
   if (IsCommand(name, "ping")) {
     if (argc == 1) return Reply(RespOp::kPing, std::nullopt, "+PONG\r\n");
