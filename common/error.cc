@@ -22,6 +22,8 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "too_large";
     case ErrorCode::kNotServing:
       return "not_serving";
+    case ErrorCode::kWrongOwner:
+      return "wrong_owner";
     case ErrorCode::kInternal:
       return "internal";
   }

@@ -22,6 +22,7 @@ enum class ErrorCode {
   kFailedPrecondition,  // a rule refuses the change (read seq backwards, above max)
   kTooLarge,            // payload or list longer than its limit
   kNotServing,          // cannot issue now (no worker-id lease, clock moved back); retry later
+  kWrongOwner,          // cluster mode: another instance owns the key's shard (not forwarded)
   kInternal,            // anything else; message is never shown to clients
 };
 

@@ -110,6 +110,8 @@ std::string_view StatusName(Status s) {
       return "TOO_LARGE";
     case Status::kNotServing:
       return "NOT_SERVING";
+    case Status::kWrongOwner:
+      return "WRONG_OWNER";
     case Status::kMalformedFrame:
       return "MALFORMED_FRAME";
     case Status::kUnsupportedVersion:
@@ -135,7 +137,7 @@ DecodeResult DecodeFrame(std::string_view input, size_t max_frame_size) {
   if (static_cast<uint8_t>(input[4]) != kVersion) return fail(Status::kUnsupportedVersion);
   if (input.size() < 8) return r;
   const uint16_t flags = Load16(input.data() + 6);
-  if (flags & ~kFlagResponse) return fail(Status::kMalformedFrame);
+  if (flags & ~(kFlagResponse | kFlagNoForward)) return fail(Status::kMalformedFrame);
   const size_t total = size_t{4} + length;
   if (input.size() < total) return r;
   r.state = DecodeState::kFrame;

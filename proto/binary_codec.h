@@ -20,6 +20,11 @@ inline constexpr size_t kMaxFrameSize = 1 << 20;  // whole frame, header include
 inline constexpr size_t kMaxErrorMessage = 1024;
 inline constexpr size_t kMaxPingPayload = 1024;
 inline constexpr uint16_t kFlagResponse = 0x0001;
+// On a request (cluster mode, docs/cluster.md): answer WRONG_OWNER instead
+// of forwarding when this instance does not own the key. Set by an instance
+// forwarding to another (a hop limit of 1) and by clients that route
+// themselves.
+inline constexpr uint16_t kFlagNoForward = 0x0004;
 
 enum class Opcode : uint8_t {
   kProtocolError = 0x00,  // only in server error frames
@@ -40,6 +45,7 @@ enum class Status : uint16_t {
   kFailedPrecondition = 9,
   kTooLarge = 10,
   kNotServing = 11,
+  kWrongOwner = 12,
   kMalformedFrame = 64,
   kUnsupportedVersion = 65,
   kFrameTooLarge = 66,

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "server/app_options.h"
+#include "server/cluster/cluster_metrics.h"
+#include "server/cluster/cluster_node.h"
 #include "server/core/allocator_gauges.h"
 #include "server/core/asio_clock.h"
 #include "server/core/key_admin.h"
@@ -19,6 +21,8 @@
 #include "server/core/task_runner.h"
 #include "server/http/api_router.h"
 #include "server/metrics/metrics.h"
+#include "server/route/id_router.h"
+#include "server/route/peer_clients.h"
 #include "server/service/services.h"
 #include "server/snowflake/wall_clock.h"
 #include "server/snowflake/worker_lease_keeper.h"
@@ -120,7 +124,11 @@ struct App::Parts {
   boost::asio::io_context io;
   AsioClock clock;
   std::optional<ThreadPoolRunner> db;
+  std::optional<ClusterMetrics> cluster_metrics;
+  std::unique_ptr<ClusterNode> cluster;  // cluster mode only
+  std::optional<PeerClients> peers;      // cluster mode only
   std::optional<SegmentAllocator> allocator;
+  std::optional<IdRouter> id_router;
   std::optional<KeyAdmin> admin;
   std::optional<SnowflakeGenerator> snowflake;
   std::optional<Services> services;
@@ -141,8 +149,14 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
   auto p = std::make_unique<Parts>(config);
   // A store transaction may be retried (lost connection, conflict) within
   // the time a request waits.
-  auto stores = OpenStores(config.store, static_cast<int>(config.db_threads), config.snowflake,
-                           static_cast<int>(config.wait_deadline_ms));
+  StoreNeeds needs;
+  needs.connections = static_cast<int>(config.db_threads);
+  needs.worker_leases = config.snowflake;
+  needs.retry_budget_ms = static_cast<int>(config.wait_deadline_ms);
+  needs.cluster = config.cluster;
+  // A lease round's retries must leave time for the next round.
+  needs.cluster_retry_budget_ms = static_cast<int>(config.cluster_lease_ms / 4);
+  auto stores = OpenStores(config.store, needs);
   if (!stores)
     return MakeError(stores.error().code, "cannot open store: " + stores.error().message);
   p->stores = std::move(stores).value();
@@ -155,12 +169,25 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
   p->db.emplace(static_cast<size_t>(config.db_threads));
   AllocatorOptions allocator_options = ToAllocatorOptions(config);
   allocator_options.metrics = &p->metrics;
+  if (config.cluster) {
+    p->cluster_metrics.emplace(p->metrics.registry());
+    p->cluster = std::make_unique<ClusterNode>(*p->stores.shard_leases, p->clock,
+                                               ToClusterOptions(config), &*p->cluster_metrics);
+    p->peers.emplace(p->io.get_executor(), std::chrono::milliseconds(config.wait_deadline_ms));
+    allocator_options.gate = p->cluster.get();
+  }
   p->allocator.emplace(*p->stores.segments, *p->db, p->clock, KeyRules(config.auto_keys),
                        allocator_options);
+  if (p->cluster) {
+    p->id_router.emplace(*p->allocator, *p->cluster, *p->peers, p->clock, &*p->cluster_metrics);
+  } else {
+    p->id_router.emplace(*p->allocator);
+  }
   p->admin.emplace(*p->stores.segments, *p->db, *p->allocator);
   snowflake_options.metrics = &p->metrics;
   p->snowflake.emplace(p->wall, p->clock, snowflake_options);
-  p->services.emplace(Services{*p->allocator, *p->admin, *p->messages, *p->snowflake, p->metrics});
+  p->services.emplace(
+      Services{*p->allocator, *p->id_router, *p->admin, *p->messages, *p->snowflake, p->metrics});
   const Services& services = *p->services;
 
   Metrics& metrics = p->metrics;
@@ -227,6 +254,13 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
   } else {
     snowflake.Revoke("snowflake IDs are turned off (snowflake = off)");
   }
+  if (p->cluster) {
+    // Peers reach us at the binary port actually bound (--tcp-port 0 too).
+    const std::string advertise = AdvertisedAddress(config, p->binary->port());
+    p->cluster->Start(advertise);
+    SEQD_LOG(kInfo) << "cluster mode: instance " << p->cluster->instance() << " at " << advertise
+                    << ", lease " << config.cluster_lease_ms << " ms";
+  }
   SEQD_LOG(kInfo) << "seqd " << SEQD_VERSION << " listening on http://" << config.http_address
                   << ":" << http.port()
                   << " store=" << (config.store.starts_with("mysql") ? "mysql" : config.store)
@@ -279,24 +313,32 @@ int App::Run() {
     evict.Cancel();
     refresh.Cancel();
     schema.Cancel();
-    const int listeners = 1 + (p.admin_http ? 1 : 0) + (p.binary ? 1 : 0) + (p.resp ? 1 : 0);
-    auto latch = std::make_shared<DrainLatch>(listeners, [&p] {
-      p.allocator->Shutdown();
-      p.messages->Shutdown();
-      p.snowflake->Shutdown();
-      if (p.lease_keeper) p.lease_keeper->Stop();  // releases the worker id (db runner)
-      p.io.stop();
-    });
-    p.http->Stop([latch] { latch->Arrive(); });
-    if (p.admin_http) p.admin_http->Stop([latch] { latch->Arrive(); });
-    if (p.binary) p.binary->Stop([latch] { latch->Arrive(); });
-    if (p.resp) p.resp->Stop([latch] { latch->Arrive(); });
+    auto drain_listeners = [&p] {
+      const int listeners = 1 + (p.admin_http ? 1 : 0) + (p.binary ? 1 : 0) + (p.resp ? 1 : 0);
+      auto latch = std::make_shared<DrainLatch>(listeners, [&p] {
+        p.allocator->Shutdown();
+        p.messages->Shutdown();
+        p.snowflake->Shutdown();
+        if (p.peers) p.peers->Close();
+        if (p.lease_keeper) p.lease_keeper->Stop();  // releases the worker id (db runner)
+        p.io.stop();
+      });
+      p.http->Stop([latch] { latch->Arrive(); });
+      if (p.admin_http) p.admin_http->Stop([latch] { latch->Arrive(); });
+      if (p.binary) p.binary->Stop([latch] { latch->Arrive(); });
+      if (p.resp) p.resp->Stop([latch] { latch->Arrive(); });
+    };
+    if (!p.cluster) return drain_listeners();
+    // Cluster mode: hand every shard to its next owner first (it takes them
+    // at once); requests still arriving are forwarded there while we drain.
+    p.cluster->Leave([&p, drain_listeners] { boost::asio::post(p.io, drain_listeners); });
   });
 
   std::vector<std::thread> pool;
   for (size_t i = 1; i < NetworkThreads(p.config); ++i) pool.emplace_back([&p] { p.io.run(); });
   p.io.run();
   for (auto& t : pool) t.join();
+  if (p.cluster) p.cluster->Stop();
   p.db->Stop();
   SEQD_LOG(kInfo) << "stopped";
   return 0;

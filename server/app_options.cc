@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <random>
 
 namespace seqd {
 
@@ -74,13 +75,41 @@ SnowflakeOptions ToSnowflakeOptions(const Config& c) {
   return o;
 }
 
-std::string SnowflakeOwner(const Config& c, uint16_t http_port) {
-  if (!c.snowflake_owner.empty()) return c.snowflake_owner;
+namespace {
+
+std::string HostName() {
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') {
     std::snprintf(host, sizeof host, "localhost");
   }
-  return std::string(host) + ":" + std::to_string(http_port);
+  return host;
+}
+
+}  // namespace
+
+std::string SnowflakeOwner(const Config& c, uint16_t http_port) {
+  if (!c.snowflake_owner.empty()) return c.snowflake_owner;
+  return HostName() + ":" + std::to_string(http_port);
+}
+
+ClusterNodeOptions ToClusterOptions(const Config& c) {
+  ClusterNodeOptions o;
+  std::random_device random;
+  char suffix[17];
+  std::snprintf(suffix, sizeof suffix, "%08x%08x", random(), random());
+  o.instance = HostName().substr(0, 64) + "-" + std::to_string(::getpid()) + "-" + suffix;
+  o.shards = static_cast<uint32_t>(c.cluster_shards);
+  o.timing.lease = std::chrono::milliseconds(c.cluster_lease_ms);
+  return o;
+}
+
+std::string AdvertisedAddress(const Config& c, uint16_t binary_port) {
+  if (!c.advertise.empty()) return c.advertise;
+  const bool wildcard = c.tcp_address.empty() || c.tcp_address == "0.0.0.0" ||
+                        c.tcp_address == "::" || c.tcp_address == "[::]";
+  std::string host = wildcard ? HostName() : c.tcp_address;
+  if (host.find(':') != std::string::npos && !host.starts_with("[")) host = "[" + host + "]";
+  return host + ":" + std::to_string(binary_port);
 }
 
 }  // namespace seqd

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "server/cluster/cluster_node.h"
 #include "server/config/config.h"
 #include "server/core/segment_allocator.h"
 #include "server/http/http_server.h"
@@ -26,5 +27,11 @@ MessageServiceOptions ToMessageOptions(const Config& c);
 SnowflakeOptions ToSnowflakeOptions(const Config& c);
 // "<hostname>:<http_port>" unless snowflake_owner is set.
 std::string SnowflakeOwner(const Config& c, uint16_t http_port);
+// Cluster mode: the lease timing and shard count; a fresh instance id
+// ("<hostname>-<pid>-<random>": a restarted process is a new member).
+ClusterNodeOptions ToClusterOptions(const Config& c);
+// `advertise` if set, else tcp_address (the host name for a wildcard
+// address) and `binary_port`.
+std::string AdvertisedAddress(const Config& c, uint16_t binary_port);
 
 }  // namespace seqd

@@ -1,8 +1,11 @@
 #include "storage/store_factory.h"
 
+#include <algorithm>
+
 #include "storage/message_store_factory.h"
 #include "storage/mysql_message_store.h"
 #include "storage/mysql_pool.h"
+#include "storage/mysql_shard_lease_store.h"
 #include "storage/mysql_store.h"
 #include "storage/mysql_worker_lease_store.h"
 #include "storage/sqlite_store.h"
@@ -28,24 +31,35 @@ Status OpenedStores::EnsureSchemas() {
   return s;
 }
 
-Result<OpenedStores> OpenStores(std::string_view spec, int connections, bool with_leases,
-                                int retry_budget_ms) {
+Result<OpenedStores> OpenStores(std::string_view spec, const StoreNeeds& needs) {
   auto parsed = ParseStoreSpec(spec, /*allow_memory=*/false);
   if (!parsed.ok()) return parsed.error();
   OpenedStores out;
+  const bool with_leases = needs.worker_leases;
   if (parsed->kind == StoreKind::kMysql) {
     MysqlOptions options = parsed->mysql;
-    options.pool_size = connections;
-    if (options.retry_budget_ms < 0) options.retry_budget_ms = retry_budget_ms;
+    options.pool_size = needs.connections;
+    const bool url_budget = options.retry_budget_ms >= 0;
+    if (!url_budget) options.retry_budget_ms = needs.retry_budget_ms;
     out.pool = std::make_shared<MysqlPool>(options);
     out.segments = std::make_unique<MysqlStore>(out.pool);
     out.messages = std::make_unique<MysqlMessageStore>(out.pool);
+    options.pool_size = 1;
     if (with_leases) {
-      options.pool_size = 1;
       out.lease_pool = std::make_shared<MysqlPool>(options);
       out.leases = std::make_unique<MysqlWorkerLeaseStore>(out.lease_pool);
     }
+    if (needs.cluster) {
+      options.retry_budget_ms =
+          url_budget ? std::min(options.retry_budget_ms, needs.cluster_retry_budget_ms)
+                     : needs.cluster_retry_budget_ms;
+      out.cluster_pool = std::make_shared<MysqlPool>(options);
+      out.shard_leases = std::make_unique<MysqlShardLeaseStore>(out.cluster_pool);
+    }
     return out;
+  }
+  if (needs.cluster) {
+    return MakeError(ErrorCode::kInvalidArgument, "cluster mode needs a mysql:// store");
   }
   auto segments = OpenStore(spec);
   if (!segments) return segments.error();

@@ -8,6 +8,7 @@
 
 #include "storage/message_store.h"
 #include "storage/segment_store.h"
+#include "storage/shard_lease_store.h"
 #include "storage/worker_lease_store.h"
 
 namespace seqd {
@@ -31,20 +32,33 @@ struct OpenedStores {
   std::unique_ptr<SegmentStore> segments;
   std::unique_ptr<MessageStore> messages;
   std::unique_ptr<WorkerLeaseStore> leases;  // null unless asked for
+  // Cluster mode's lease tables (MySQL only; null unless asked for), on a
+  // pool of one connection of its own: shard renewals wait for nothing.
+  std::unique_ptr<ShardLeaseStore> shard_leases;
   // MySQL: `segments` and `messages` share one pool of `connections`; the
   // lease store has a pool of its own with one connection, so a flood of
   // store calls never delays a lease renewal. Null for SQLite.
   std::shared_ptr<MysqlPool> pool;
   std::shared_ptr<MysqlPool> lease_pool;
+  std::shared_ptr<MysqlPool> cluster_pool;
 
   // EnsureSchema() of each store, stopping at the first error.
   Status EnsureSchemas();
 };
 
-// As OpenStore, for all three stores (the lease store only `with_leases`).
-// MySQL: `retry_budget_ms` applies unless the URL sets its own.
-// REQUIRES: connections >= 1.
-Result<OpenedStores> OpenStores(std::string_view spec, int connections, bool with_leases,
-                                int retry_budget_ms);
+struct StoreNeeds {
+  int connections = 1;         // >= 1: the segment and message stores' pool
+  bool worker_leases = false;  // snowflake worker ids
+  // MySQL: how long a failed transaction may be retried, unless the URL
+  // sets retry_budget_ms.
+  int retry_budget_ms = 1000;
+  // Cluster mode: the shard lease store, whose retries must fit in a
+  // fraction of the lease (kInvalidArgument on a store other than MySQL).
+  bool cluster = false;
+  int cluster_retry_budget_ms = 500;
+};
+
+// As OpenStore, for every store `needs` asks for.
+Result<OpenedStores> OpenStores(std::string_view spec, const StoreNeeds& needs);
 
 }  // namespace seqd

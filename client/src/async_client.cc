@@ -30,6 +30,8 @@ std::string_view StatusCodeName(StatusCode code) {
       return "TOO_LARGE";
     case StatusCode::kNotServing:
       return "NOT_SERVING";
+    case StatusCode::kWrongOwner:
+      return "WRONG_OWNER";
     case StatusCode::kMalformedFrame:
       return "MALFORMED_FRAME";
     case StatusCode::kUnsupportedVersion:

@@ -376,6 +376,7 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
     call->sent = true;
     call->sent_at = Clock::now();
     conn->pending.emplace(id, call);
+    const size_t frame_start = conn->out.size();
     if (call->op == Op::kNextIds) {
       proto::AppendNextIdsRequest(conn->out, id, call->key, call->count);
     } else if (call->op == Op::kRaw) {
@@ -383,6 +384,7 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
     } else {
       proto::AppendFrame(conn->out, proto::Opcode::kPing, 0, id, {});
     }
+    if (options.no_forward) conn->out[frame_start + 7] |= static_cast<char>(proto::kFlagNoForward);
     StartWrite(conn);
   }
 

@@ -19,8 +19,10 @@ Status ClusterKeeper::Start() {
   if (!n) return n.error();
   shards_ = *n;
   holders_.clear();
+  takeovers_.clear();
   for (uint32_t s = 0; s < shards_; ++s) {
     holders_.push_back(std::make_unique<ShardLeaseHolder>(options_.timing));
+    takeovers_.emplace_back(options_.timing);
   }
   return OkStatus();
 }
@@ -37,6 +39,12 @@ bool ClusterKeeper::Serving(uint32_t shard, Clock::TimePoint now) const {
 
 int64_t ClusterKeeper::Epoch(uint32_t shard) const {
   return shard < holders_.size() ? holders_[shard]->epoch() : 0;
+}
+
+void ClusterKeeper::Fenced(uint32_t shard, int64_t epoch) {
+  if (shard < holders_.size() && epoch != 0 && holders_[shard]->epoch() == epoch) {
+    holders_[shard]->Lost();
+  }
 }
 
 std::shared_ptr<const ClusterSnapshot> ClusterKeeper::snapshot() const {
@@ -96,28 +104,28 @@ Status ClusterKeeper::Tick() {
       holders_[s]->Lost();
       if (Status st = store_.Release(s, me, row.epoch); st) {
         row.owner.clear();
+        ++handoffs_done_;
       } else {
         SEQD_LOG(kWarn) << "cluster: releasing shard " << s << ": " << st.error().message;
       }
-    } else if (desired && row.owner != me) {
+    } else if (row.owner != me) {
+      // Every row not ours is watched, wanted or not, so a wait for a dead
+      // owner runs from the first sight of its last version, not from the
+      // moment the map gives us the shard.
+      ShardTakeover& k = takeovers_[s];
+      k.Observed(row.version, row.owner, read_sent);  // "" (released): no wait
       auto owner = watch_.find(row.owner);
       const bool owner_live = !row.owner.empty() && owner != watch_.end() &&
                               Live(row.owner, owner->second, clock_.Now());
-      if (!owner_live) {
-        ShardTakeover& k = takeovers_.try_emplace(s, options_.timing).first->second;
-        k.Observed(row.version, row.owner, read_sent);  // "" (released): no wait
-        if (k.MayTake(clock_.Now())) {
-          const Clock::TimePoint sent = clock_.Now();
-          auto taken = store_.Acquire(s, k.expected_version(), me);
-          if (taken) {
-            holders_[s]->Granted(taken->epoch, sent);
-            row = *taken;
-            takeovers_.erase(s);
-          }
+      if (desired && !owner_live && k.MayTake(clock_.Now())) {
+        const Clock::TimePoint sent = clock_.Now();
+        auto taken = store_.Acquire(s, k.expected_version(), me);
+        if (taken) {
+          holders_[s]->Granted(taken->epoch, sent);
+          row = *taken;
+          ++takeovers_done_;
         }
       }
-    } else {
-      takeovers_.erase(s);
     }
     snap->shards[s] = ClusterSnapshot::Shard{row.owner, row.epoch};
   }
@@ -137,7 +145,11 @@ Status ClusterKeeper::Leave() {
   Status result = OkStatus();
   for (const ShardLeaseRow& row : *rows) {
     if (row.owner != me) continue;
-    if (Status s = store_.Release(row.shard, me, row.epoch); !s) result = s;
+    if (Status s = store_.Release(row.shard, me, row.epoch); !s) {
+      result = s;
+    } else {
+      ++handoffs_done_;
+    }
   }
   if (Status s = store_.Leave(me); !s) result = s;
   return result;

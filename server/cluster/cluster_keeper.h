@@ -10,10 +10,8 @@
 // shards of dead owners once ShardTakeover allows (a CAS on the version
 // seen); publish the map.
 //
-// Not wired into the listeners yet: the App will run Tick() every lease/3 on
-// the lease database connection, check Serving() before answering for a
-// key, fence reservations and message commits with the shard's epoch, and
-// forward other keys to their owners.
+// server/cluster/cluster_node.h runs Tick() on a thread of its own; the
+// allocator asks Serving() (through ShardGate) before answering for a key.
 //
 // Thread safety: Start(), Tick() and Leave() block on the store and run on
 // one thread at a time (a database thread). Serving() and snapshot() are
@@ -73,6 +71,14 @@ class ClusterKeeper {
   bool Serving(uint32_t shard, Clock::TimePoint now) const;
   // The epoch this instance holds `shard` at (meaningful while Serving).
   int64_t Epoch(uint32_t shard) const;
+  // A fenced write found `shard` no longer ours at `epoch`: stop serving it.
+  // Safe from any thread; at worst it stops a newer grant until the next
+  // renewal (stopping is always safe).
+  void Fenced(uint32_t shard, int64_t epoch);
+  // Shards taken over (acquired by compare-and-set) since start.
+  int64_t takeovers() const { return takeovers_done_.load(std::memory_order_relaxed); }
+  // Shards released (handed to their new owner, or on leave) since start.
+  int64_t handoffs() const { return handoffs_done_.load(std::memory_order_relaxed); }
   std::shared_ptr<const ClusterSnapshot> snapshot() const;
 
  private:
@@ -90,8 +96,10 @@ class ClusterKeeper {
   const ClusterKeeperOptions options_;
   uint32_t shards_ = 0;
   std::vector<std::unique_ptr<ShardLeaseHolder>> holders_;  // by shard; sized by Start
-  std::map<uint32_t, ShardTakeover> takeovers_;             // shards we wait to take
-  std::map<std::string, Watch> watch_;                      // by instance
+  std::vector<ShardTakeover> takeovers_;  // by shard: each row not ours, as last seen
+  std::atomic<int64_t> takeovers_done_{0};
+  std::atomic<int64_t> handoffs_done_{0};
+  std::map<std::string, Watch> watch_;  // by instance
   mutable std::mutex snapshot_mu_;
   std::shared_ptr<const ClusterSnapshot> snapshot_;  // guarded by snapshot_mu_
 };

@@ -21,7 +21,20 @@ struct Option {
   const char* help;
   std::function<Status(Config&, std::string_view)> set;
   std::function<std::string(const Config&)> show;
+  bool bare_means_on = false;  // "--name" alone (no value follows) means "on"
 };
+
+Status ParseSwitch(std::string_view v, bool& out) {
+  if (v == "on" || v == "true") {
+    out = true;
+  } else if (v == "off" || v == "false") {
+    out = false;
+  } else {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "expected on or off, got '" + std::string(v) + "'");
+  }
+  return OkStatus();
+}
 
 Status ParseInt(std::string_view text, int64_t lo, int64_t hi, int64_t& out) {
   int64_t v = 0;
@@ -188,6 +201,26 @@ const std::vector<Option>& Options() {
                return OkStatus();
              },
              [](const Config& c) { return std::string(c.snowflake ? "on" : "off"); }},
+      Option{"cluster",
+             "Cluster mode (docs/cluster.md): every key is served by one live instance at a "
+             "time, so IDs and message seqs grow in real-time order across instances; others "
+             "forward to it. MySQL/MariaDB stores only. --cluster alone means on.",
+             [](Config& c, std::string_view v) { return ParseSwitch(v, c.cluster); },
+             [](const Config& c) { return std::string(c.cluster ? "on" : "off"); },
+             /*bare_means_on=*/true},
+      StringOption("advertise",
+                   "Cluster mode: host:port at which the other instances reach this one's binary "
+                   "protocol. Default: tcp_address (or the host name if it is a wildcard) and the "
+                   "port actually bound.",
+                   &Config::advertise),
+      IntOption("cluster_lease_ms",
+                "Cluster mode: shard lease. A killed instance's keys move after about this long; "
+                "renewed every quarter of it. Every instance must use the same value.",
+                &Config::cluster_lease_ms, 500, 60'000),
+      IntOption("cluster_shards",
+                "Cluster mode: shards the keys hash into, fixed when the cluster's tables are "
+                "created (later values are ignored).",
+                &Config::cluster_shards, 1, 65'536),
       IntOption("snowflake_epoch_ms",
                 "Unix ms the snowflake time field counts from (Leaf's epoch by default, so IDs "
                 "keep rising after a switch from Leaf).",
@@ -315,6 +348,10 @@ Result<Config> LoadConfig(int argc, const char* const* argv,
       return MakeError(ErrorCode::kInvalidArgument,
                        "unknown flag '--" + std::string(name) + "' (see --help)");
     }
+    if (!value && o->bare_means_on &&
+        (i + 1 >= argc || std::string_view(argv[i + 1]).starts_with("--"))) {
+      value = "on";
+    }
     if (!value) {
       if (i + 1 >= argc) {
         return MakeError(ErrorCode::kInvalidArgument, FlagName(key) + ": needs a value");
@@ -360,6 +397,19 @@ Result<Config> LoadConfig(int argc, const char* const* argv,
       return MakeError(ErrorCode::kInvalidArgument,
                        "snowflake_owner: printable ASCII without spaces only (host:port)");
     }
+  }
+  if (c.cluster && !c.store.starts_with("mysql://")) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "cluster mode needs a mysql:// store (the instances share its lease tables)");
+  }
+  if (c.cluster && c.tcp_port < 0) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "cluster mode needs the binary listener (tcp_port >= 0): instances forward "
+                     "requests to each other over it");
+  }
+  if (c.advertise.size() > 255 ||
+      (!c.advertise.empty() && c.advertise.find(':') == std::string::npos)) {
+    return MakeError(ErrorCode::kInvalidArgument, "advertise: expected host:port");
   }
   // A request may wait at most wait_deadline_ms: for a clock moved back
   // within the bound, and for the milliseconds a full count needs.

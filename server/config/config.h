@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "server/core/key_rules.h"
 #include "common/error.h"
+#include "server/core/key_rules.h"
 
 namespace seqd {
 
@@ -61,6 +61,10 @@ struct Config {
   int64_t snowflake_max_count = 4096;     // IDs per snowflake request
   int64_t snowflake_lease_ms = 30000;     // worker-id lease; renewed every third
   std::string snowflake_owner;            // empty: <hostname>:<http_port>
+  bool cluster = false;                   // cluster mode (docs/cluster.md); MySQL stores only
+  std::string advertise;                  // host:port peers reach our binary port at
+  int64_t cluster_lease_ms = 3000;        // shard lease
+  int64_t cluster_shards = 1024;          // used only when the cluster's tables are created
   std::string log_level = "info";
 
   bool show_help = false;

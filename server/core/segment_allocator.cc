@@ -73,6 +73,10 @@ struct SegmentAllocator::KeyState {
   bool retry_scheduled = false;
   std::optional<std::string> last_error;
   std::deque<std::shared_ptr<Waiter>> parked;
+  // Cluster mode: the shard and the epoch the buffers (and the reservation
+  // in flight) belong to; 0 before the first request.
+  uint32_t shard = 0;
+  int64_t epoch = 0;
   // IDs taken out of the buffers, ever; with the samples below it gives the
   // recent rate. Samples are taken off the hot path (reservations, sweeps,
   // snapshots), hence mutable.
@@ -174,6 +178,16 @@ void SegmentAllocator::Take(std::string_view key, int64_t count, TakeCallback do
   if (shutting_down_) return done(MakeError(ErrorCode::kShuttingDown, "server is shutting down"));
   if (Status s = CheckCount(count, options_.max_count); !s) return done(s.error());
   if (auto s = KeyRules::Validate(key); !s) return done(s.error());
+  // Checked once the request is here: a request received before the lease
+  // deadline may be answered after it (it is concurrent with anything a
+  // later owner answers, whose IDs are all larger).
+  ShardGrant grant;
+  if (options_.gate) {
+    grant = options_.gate->Check(key);
+    if (!grant.serving()) {
+      return done(MakeError(ErrorCode::kWrongOwner, "this instance does not own the key now"));
+    }
+  }
 
   for (;;) {
     bool inserted = false;
@@ -204,6 +218,13 @@ void SegmentAllocator::Take(std::string_view key, int64_t count, TakeCallback do
         SampleRateLocked(*state, clock_.Now());  // the rate's origin
       }
       state->last_used = coarse_now_.load(std::memory_order_relaxed);
+      if (options_.gate && state->epoch != grant.epoch) {
+        // Held again at a new epoch (or for the first time): IDs buffered
+        // under the old one may be below what another owner served since.
+        state->has_current = state->has_next = false;
+        state->shard = grant.shard;  // the same for every grant of this key
+        state->epoch = grant.epoch;
+      }
       if (ServeLocked(*state, need, got)) {
         MaybeReserveLocked(state);
         prometheus::Counter* counter = state->issued_counter;
@@ -272,6 +293,7 @@ int64_t SegmentAllocator::NextStepLocked(KeyState& state, int64_t demand) {
 void SegmentAllocator::MaybeReserveLocked(const std::shared_ptr<KeyState>& state) {
   KeyState& s = *state;
   if (s.loading || s.has_next || shutting_down_) return;
+  if (options_.gate && s.epoch == 0) return;  // not held: the next Take sets the epoch
   int64_t demand = 0;
   for (const auto& w : s.parked) demand += w->need;
   const bool current_empty = !s.has_current || s.current.remaining() == 0;
@@ -295,31 +317,42 @@ void SegmentAllocator::MaybeReserveLocked(const std::shared_ptr<KeyState>& state
   // uses the row's own step then.
   const int64_t step = s.reservations == 0 ? 0 : NextStepLocked(s, demand);
   s.loading = true;
-  db_.Post([this, state, step] { RunReservation(state, step); });
+  db_.Post([this, state, step, grant = ShardGrant{s.shard, s.epoch}] {
+    RunReservation(state, step, grant);
+  });
 }
 
-void SegmentAllocator::RunReservation(std::shared_ptr<KeyState> state, int64_t step) {
+Result<ReservedSegment> SegmentAllocator::Reserve(const KeyState& state,
+                                                  std::optional<int64_t> step, ShardGrant grant) {
+  if (!options_.gate) return store_.Reserve(state.key, step);
+  return store_.ReserveFenced(state.key, step,
+                              ShardFence{grant.shard, options_.gate->instance(), grant.epoch});
+}
+
+void SegmentAllocator::RunReservation(std::shared_ptr<KeyState> state, int64_t step,
+                                      ShardGrant grant) {
   const auto started = std::chrono::steady_clock::now();
   std::optional<int64_t> by;
   if (step > 0) by = step;
-  Result<ReservedSegment> result = store_.Reserve(state->key, by);
+  Result<ReservedSegment> result = Reserve(*state, by, grant);
   if (!result && result.error().code == ErrorCode::kUnknownKey && state->auto_created) {
     // First use of an auto-created key: create its row, then reserve. A
     // concurrent creator (another process) makes CreateKey fail with
     // kKeyExists, which is fine.
     Result<KeyRow> created = store_.CreateKey(state->key, state->auto_step, "auto-created");
     if (created || created.error().code == ErrorCode::kKeyExists) {
-      result = store_.Reserve(state->key, by);
+      result = Reserve(*state, by, grant);
     } else {
       result = created.error();
     }
   }
   OnReserved(state, std::move(result),
-             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+             grant.epoch);
 }
 
 void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
-                                  Result<ReservedSegment> result, double seconds) {
+                                  Result<ReservedSegment> result, double seconds, int64_t epoch) {
   if (options_.metrics) {
     const bool unknown = !result && result.error().code == ErrorCode::kUnknownKey;
     // An unknown key is a client error: the store answered.
@@ -333,7 +366,26 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
     std::lock_guard lock(state->mu);
     KeyState& s = *state;
     s.loading = false;
-    if (result) {
+    const bool fenced = !result && result.error().code == ErrorCode::kNotServing;
+    if (options_.gate && (epoch != s.epoch || fenced)) {
+      // Reserved under an epoch we no longer hold (the IDs are skipped, as
+      // after a restart), or fenced out: the shard is someone else's.
+      if (fenced) {
+        SEQD_LOG(kInfo) << "reservation fenced out key=" << s.key << " shard=" << s.shard
+                        << " epoch=" << epoch;
+        options_.gate->Fenced(s.shard, epoch);
+        if (epoch == s.epoch) {
+          s.has_current = s.has_next = false;
+          s.epoch = 0;
+          for (auto& w : s.parked) {
+            finished.emplace_back(
+                w, MakeError(ErrorCode::kWrongOwner, "the key's shard moved to another instance"));
+          }
+          s.parked.clear();
+        }
+      }
+      result = MakeError(ErrorCode::kWrongOwner, "stale epoch");
+    } else if (result) {
       ++reservations_;
       const ReservedSegment& seg = *result;
       SEQD_LOG(kInfo) << "reserved key=" << s.key << " range=[" << seg.first << "," << seg.last

@@ -32,6 +32,7 @@
 
 #include "server/core/clock.h"
 #include "server/core/key_rules.h"
+#include "server/core/shard_gate.h"
 #include "server/core/task_runner.h"
 #include "storage/segment_store.h"
 
@@ -48,6 +49,11 @@ struct AllocatorOptions {
   Clock::Duration idle_timeout = std::chrono::minutes(10);         // evict keys unused this long
   Clock::Duration retry_backoff = std::chrono::milliseconds(200);  // after a failed reservation
   Metrics* metrics = nullptr;  // optional; must outlive the allocator
+  // Cluster mode (server/core/shard_gate.h): answer only for keys whose
+  // shard this instance holds, fence every reservation with the shard's
+  // epoch, and never serve IDs buffered under an earlier epoch. Optional;
+  // must outlive the allocator.
+  ShardGate* gate = nullptr;
 };
 
 // An inclusive range of IDs.
@@ -113,7 +119,8 @@ class SegmentAllocator {
 
   // Hands out `count` IDs of `key` to `done`. Errors: kInvalidArgument (bad
   // key or count), kUnknownKey, kStoreUnavailable (deadline passed),
-  // kShuttingDown.
+  // kShuttingDown; with a gate, kWrongOwner (the key's shard is not held by
+  // this instance now, or was lost while the request waited).
   void Take(std::string_view key, int64_t count, TakeCallback done);
 
   // Forgets that `key` was recently unknown (it was just created).
@@ -159,9 +166,12 @@ class SegmentAllocator {
   // REQUIRES: state->mu held. Starts a reservation if one is due and allowed.
   void MaybeReserveLocked(const std::shared_ptr<KeyState>& state);
   int64_t NextStepLocked(KeyState& state, int64_t demand);
-  void RunReservation(std::shared_ptr<KeyState> state, int64_t step);
+  // `grant`: the shard and epoch to fence with (ignored without a gate).
+  void RunReservation(std::shared_ptr<KeyState> state, int64_t step, ShardGrant grant);
+  Result<ReservedSegment> Reserve(const KeyState& state, std::optional<int64_t> step,
+                                  ShardGrant grant);
   void OnReserved(const std::shared_ptr<KeyState>& state, Result<ReservedSegment> result,
-                  double seconds = 0);
+                  double seconds, int64_t epoch);
   void OnDeadline(const std::shared_ptr<KeyState>& state, const std::shared_ptr<Waiter>& w);
   KeySnapshot SnapshotLocked(const KeyState& state) const;
   // REQUIRES: state->mu held. Records (now, IDs issued) for the rate.

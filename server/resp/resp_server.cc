@@ -22,6 +22,7 @@
 #include "server/metrics/metrics.h"
 #include "server/net/tcp_listener.h"
 #include "server/resp/resp_commands.h"
+#include "server/route/id_router.h"
 #include "server/service/services.h"
 
 namespace seqd {
@@ -53,10 +54,14 @@ constexpr resp::RespLimits kLimits{16, 512, 4096};
 
 struct RespServer::Impl {
   Impl(RespServerOptions options_, const Services& services)
-      : options(std::move(options_)), allocator(services.ids), metrics(&services.metrics) {}
+      : options(std::move(options_)),
+        allocator(services.ids),
+        router(services.id_router),
+        metrics(&services.metrics) {}
 
   const RespServerOptions options;
-  SegmentAllocator& allocator;
+  SegmentAllocator& allocator;  // for its options
+  IdRouter& router;
   Metrics* const metrics;                 // never null
   std::shared_ptr<TcpListener> listener;  // set once, by the constructor
 };
@@ -97,7 +102,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
       : socket_(std::move(socket)),
         strand_(std::move(strand)),
         server_(std::move(server)),
-        allocator_(server_->allocator),
+        router_(server_->router),
         max_count_(server_->allocator.options().max_count),
         metrics_(server_->metrics),
         timer_(strand_),
@@ -296,8 +301,8 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   void StartTake(std::string_view key, int64_t count, uint64_t seq) {
     if (outstanding_++ == 0) self_ = shared_from_this();
     // 16 bytes of trivially copyable capture: std::function stores it inline.
-    allocator_.Take(key, count,
-                    [s = this, seq](Result<IdBatch> r) { s->OnTaken(seq, std::move(r)); });
+    router_.Take(key, count, Hop::kMayForward,
+                 [s = this, seq](Result<IdBatch> r) { s->OnTaken(seq, std::move(r)); });
   }
 
   // Any thread. On the fast path the allocator answers inline, still on our
@@ -318,8 +323,8 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
         // The block spans two segments that are not adjacent: drop it and
         // take another, which comes from the newer segment.
         const std::string key = head.text;
-        allocator_.Take(key, head.count,
-                        [s = this, seq](Result<IdBatch> r2) { s->OnTaken(seq, std::move(r2)); });
+        router_.Take(key, head.count, Hop::kMayForward,
+                     [s = this, seq](Result<IdBatch> r2) { s->OnTaken(seq, std::move(r2)); });
         return;  // still outstanding
       }
       if (!r) {
@@ -486,7 +491,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   tcp::socket socket_;
   const Strand strand_;
   const std::shared_ptr<RespServer::Impl> server_;
-  SegmentAllocator& allocator_;
+  IdRouter& router_;
   const int64_t max_count_;
   Metrics* const metrics_;   // null without options.metrics
   net::steady_timer timer_;  // idle timeout, then linger deadline

@@ -18,6 +18,7 @@
 #include "server/core/task_runner.h"
 #include "server/metrics/metrics.h"
 #include "server/msg/message_service.h"
+#include "server/route/id_router.h"
 #include "server/service/services.h"
 #include "server/snowflake/snowflake_generator.h"
 #include "server/snowflake/wall_clock.h"
@@ -31,13 +32,15 @@ struct ServiceOverrides {
   MessageService* messages = nullptr;
   SnowflakeGenerator* snowflake = nullptr;
   Metrics* metrics = nullptr;
+  IdRouter* id_router = nullptr;  // default: straight to the test's allocator
 };
 
 class TestServices {
  public:
   TestServices(SegmentStore& store, TaskRunner& db, SegmentAllocator& ids,
                ServiceOverrides given = {})
-      : keys_(given.keys ? nullptr : std::make_unique<KeyAdmin>(store, db, ids)),
+      : router_(given.id_router ? nullptr : std::make_unique<IdRouter>(ids)),
+        keys_(given.keys ? nullptr : std::make_unique<KeyAdmin>(store, db, ids)),
         messages_(given.messages ? nullptr
                                  : std::make_unique<MessageService>(message_store_, id_store_,
                                                                     MessageServiceOptions())),
@@ -45,7 +48,9 @@ class TestServices {
                        ? nullptr
                        : std::make_unique<SnowflakeGenerator>(wall_, clock_, DisabledSnowflake())),
         metrics_(given.metrics ? nullptr : std::make_unique<Metrics>("test")),
-        services_{ids, given.keys ? *given.keys : *keys_,
+        services_{ids,
+                  given.id_router ? *given.id_router : *router_,
+                  given.keys ? *given.keys : *keys_,
                   given.messages ? *given.messages : *messages_,
                   given.snowflake ? *given.snowflake : *snowflake_,
                   given.metrics ? *given.metrics : *metrics_} {}
@@ -68,6 +73,7 @@ class TestServices {
   MemoryStore id_store_;
   ManualWallClock wall_{1'700'000'000'000};
   ManualClock clock_;
+  std::unique_ptr<IdRouter> router_;
   std::unique_ptr<KeyAdmin> keys_;
   std::unique_ptr<MessageService> messages_;
   std::unique_ptr<SnowflakeGenerator> snowflake_;

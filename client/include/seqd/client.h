@@ -101,6 +101,7 @@ enum class StatusCode : uint16_t {
   kFailedPrecondition = 9,
   kTooLarge = 10,
   kNotServing = 11,  // no snowflake IDs now: no worker-id lease, or the clock moved back
+  kWrongOwner = 12,  // cluster mode, with ClientOptions::no_forward: another instance owns the key
   kMalformedFrame = 64,
   kUnsupportedVersion = 65,
   kFrameTooLarge = 66,
@@ -201,6 +202,10 @@ struct ClientOptions {
   std::chrono::milliseconds backoff_max{1000};      // cap of retry delay and endpoint down time
   size_t prefetch = 0;                              // local prefetch batch size per key, 0 = off
   size_t max_in_flight_per_connection = 1024;       // more calls wait in the client
+  // Cluster mode (docs/cluster.md): ask servers to answer WRONG_OWNER rather
+  // than forward a request for a key they do not own (request flag
+  // NO_FORWARD). Servers before cluster mode refuse the flag.
+  bool no_forward = false;
 };
 
 // Throws std::invalid_argument for empty or malformed endpoints or option

@@ -1,0 +1,79 @@
+#include "server/cluster/cluster_metrics.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+namespace seqd {
+namespace {
+
+prometheus::Counter* Counter(prometheus::Registry& r, const char* name, const char* help,
+                             const prometheus::Labels& labels = {}) {
+  return &prometheus::BuildCounter().Name(name).Help(help).Register(r).Add(labels);
+}
+
+prometheus::Gauge* Gauge(prometheus::Registry& r, const char* name, const char* help) {
+  return &prometheus::BuildGauge().Name(name).Help(help).Register(r).Add({});
+}
+
+// Set a counter that mirrors a running total kept elsewhere.
+void AdvanceTo(prometheus::Counter* c, int64_t total) {
+  const double delta = static_cast<double>(total) - c->Value();
+  if (delta > 0) c->Increment(delta);
+}
+
+}  // namespace
+
+ClusterMetrics::ClusterMetrics(prometheus::Registry& r) {
+  auto& rounds = prometheus::BuildCounter()
+                     .Name("seqd_cluster_rounds_total")
+                     .Help("Lease keeper rounds (heartbeat, renewals, takeovers) by result")
+                     .Register(r);
+  rounds_ok_ = &rounds.Add({{"result", "ok"}});
+  rounds_failed_ = &rounds.Add({{"result", "error"}});
+  round_seconds_ = &prometheus::BuildHistogram()
+                        .Name("seqd_cluster_round_seconds")
+                        .Help("Duration of a lease keeper round, renewals included")
+                        .Register(r)
+                        .Add({}, prometheus::Histogram::BucketBoundaries{0.001, 0.005, 0.01, 0.05,
+                                                                         0.1, 0.25, 0.5, 1, 2.5});
+  shards_owned_ = Gauge(r, "seqd_cluster_shards_owned", "Shards this instance serves now");
+  members_live_ = Gauge(r, "seqd_cluster_members_live", "Members this instance sees as live");
+  shards_unowned_ = Gauge(r, "seqd_cluster_shards_unowned",
+                          "Shards whose lease row has no live owner, as this instance saw them");
+  takeovers_ = Counter(r, "seqd_cluster_takeovers_total",
+                       "Shards this instance acquired (free, or after a lease wait)");
+  handoffs_ = Counter(r, "seqd_cluster_handoffs_total",
+                      "Shards this instance released for another owner or on leave");
+  fenced_ = Counter(r, "seqd_cluster_fenced_total",
+                    "Reservations or commits rolled back because the shard lease moved");
+  auto& forwards = prometheus::BuildCounter()
+                       .Name("seqd_cluster_forwards_total")
+                       .Help("Requests forwarded to the key's owner, by result")
+                       .Register(r);
+  forwards_ok_ = &forwards.Add({{"result", "ok"}});
+  forwards_failed_ = &forwards.Add({{"result", "error"}});
+  wrong_owner_ =
+      Counter(r, "seqd_cluster_wrong_owner_total", "NO_FORWARD requests answered WRONG_OWNER");
+  owner_waits_ = Counter(r, "seqd_cluster_owner_waits_total",
+                         "Times a request waited for its key's shard to get an owner");
+}
+
+void ClusterMetrics::Round(bool ok, double seconds, int64_t shards_owned, int64_t members_live,
+                           int64_t shards_unowned) {
+  (ok ? rounds_ok_ : rounds_failed_)->Increment();
+  round_seconds_->Observe(seconds);
+  shards_owned_->Set(static_cast<double>(shards_owned));
+  members_live_->Set(static_cast<double>(members_live));
+  shards_unowned_->Set(static_cast<double>(shards_unowned));
+}
+
+void ClusterMetrics::TakeoversTo(int64_t total) { AdvanceTo(takeovers_, total); }
+void ClusterMetrics::HandoffsTo(int64_t total) { AdvanceTo(handoffs_, total); }
+void ClusterMetrics::Fenced() { fenced_->Increment(); }
+void ClusterMetrics::Forwarded(bool ok) { (ok ? forwards_ok_ : forwards_failed_)->Increment(); }
+void ClusterMetrics::WrongOwner() { wrong_owner_->Increment(); }
+void ClusterMetrics::WaitedForOwner() { owner_waits_->Increment(); }
+
+}  // namespace seqd

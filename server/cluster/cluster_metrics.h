@@ -1,0 +1,53 @@
+// Cluster mode's Prometheus series (docs/metrics.md, "Cluster"), registered
+// on the process's registry.
+//
+// Thread safety: every method is safe from any thread (prometheus-cpp
+// counters and gauges are atomic).
+#pragma once
+
+#include <cstdint>
+
+namespace prometheus {
+class Registry;
+class Counter;
+class Gauge;
+class Histogram;
+}  // namespace prometheus
+
+namespace seqd {
+
+class ClusterMetrics {
+ public:
+  explicit ClusterMetrics(prometheus::Registry& registry);
+
+  // One keeper round (heartbeat, renewals, takeovers): how long it took,
+  // whether it succeeded, and what this instance holds after it.
+  void Round(bool ok, double seconds, int64_t shards_owned, int64_t members_live,
+             int64_t shards_unowned);
+  void TakeoversTo(int64_t total);  // the keeper's running count
+  void HandoffsTo(int64_t total);
+  void Fenced();  // a fenced reservation or commit rolled back
+  // A request for another owner's key: forwarded (ok: answered; else the
+  // peer could not be reached or was not the owner), or answered
+  // WRONG_OWNER (a NO_FORWARD request), or made to wait for an owner.
+  void Forwarded(bool ok);
+  void WrongOwner();
+  void WaitedForOwner();
+
+ private:
+  prometheus::Counter* rounds_ok_;
+  prometheus::Counter* rounds_failed_;
+  prometheus::Histogram* round_seconds_;
+  prometheus::Gauge* shards_owned_;
+  prometheus::Gauge* members_live_;
+  prometheus::Gauge* shards_unowned_;
+  prometheus::Counter* takeovers_;
+  prometheus::Counter* handoffs_;
+  prometheus::Counter* fenced_;
+  prometheus::Counter* forwards_ok_;
+  prometheus::Counter* forwards_failed_;
+  prometheus::Counter* wrong_owner_;
+  prometheus::Counter* owner_waits_;
+};
+
+}  // namespace seqd

@@ -1,0 +1,149 @@
+#include "server/cluster/cluster_node.h"
+
+#include <chrono>
+
+#include "server/cluster/shard_map.h"
+#include "server/core/log.h"
+
+namespace seqd {
+namespace {
+
+constexpr auto kStartRetry = std::chrono::seconds(1);
+
+}  // namespace
+
+ClusterNode::ClusterNode(ShardLeaseStore& store, const Clock& clock, ClusterNodeOptions options,
+                         ClusterMetrics* metrics)
+    : store_(store), clock_(clock), options_(std::move(options)), metrics_(metrics) {}
+
+ClusterNode::~ClusterNode() { Stop(); }
+
+void ClusterNode::Start(std::string advertise) {
+  std::lock_guard lock(mu_);
+  if (thread_.joinable() || stop_) return;
+  keeper_ =
+      std::make_unique<ClusterKeeper>(store_, clock_,
+                                      ClusterKeeperOptions{options_.instance, std::move(advertise),
+                                                           options_.shards, options_.timing});
+  thread_ = std::thread([this] { Loop(); });
+}
+
+std::shared_ptr<const ClusterSnapshot> ClusterNode::snapshot() const {
+  return ready() ? keeper_->snapshot() : nullptr;
+}
+
+void ClusterNode::Leave(std::function<void()> done) {
+  {
+    std::lock_guard lock(mu_);
+    if (thread_.joinable() && !stop_) {
+      leave_requested_ = true;
+      leave_done_ = std::move(done);
+      wake_.notify_all();
+      return;
+    }
+  }
+  if (done) done();  // never started, or already stopped: nothing to leave
+}
+
+void ClusterNode::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+    wake_.notify_all();
+  }
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+void ClusterNode::Loop() {
+  const auto period =
+      std::chrono::duration_cast<std::chrono::milliseconds>(options_.timing.lease) / 4;
+  Clock::TimePoint last_warned{};
+  for (;;) {
+    std::function<void()> leave_done;
+    bool leave = false;
+    {
+      std::unique_lock lock(mu_);
+      if (stop_) return;
+      leave = leave_requested_;
+      leave_done = std::move(leave_done_);
+    }
+    if (leave) {
+      if (ready()) {
+        Status s = keeper_->Leave();
+        if (!s) {
+          SEQD_LOG(kWarn) << "cluster: leave: " << s.error().message;
+        }
+        if (metrics_) metrics_->HandoffsTo(keeper_->handoffs());
+        SEQD_LOG(kInfo) << "cluster: left; shards released";
+      }
+      {
+        std::lock_guard lock(mu_);
+        stop_ = true;
+      }
+      if (leave_done) leave_done();
+      return;
+    }
+    const auto started = std::chrono::steady_clock::now();
+    Status s = OkStatus();
+    if (!ready()) {
+      s = keeper_->Start();
+      if (s) {
+        ready_.store(true, std::memory_order_release);
+        SEQD_LOG(kInfo) << "cluster: tables ready, " << keeper_->shards() << " shards";
+      }
+    }
+    if (s) s = keeper_->Tick();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (!s && clock_.Now() - last_warned > std::chrono::seconds(10)) {
+      last_warned = clock_.Now();
+      SEQD_LOG(kWarn) << "cluster: lease round failed (shards stop serving at their deadlines): "
+                      << s.error().message;
+    }
+    if (metrics_) {
+      const auto snap = keeper_->snapshot();
+      int64_t owned = 0, unowned = 0, live = 0;
+      for (const auto& [id, m] : snap->members) live += m.live ? 1 : 0;
+      for (const auto& shard : snap->shards) {
+        if (shard.owner == options_.instance) ++owned;
+        auto m = snap->members.find(shard.owner);
+        if (shard.owner.empty() || m == snap->members.end() || !m->second.live) ++unowned;
+      }
+      metrics_->Round(static_cast<bool>(s), seconds, owned, live, unowned);
+      metrics_->TakeoversTo(keeper_->takeovers());
+      metrics_->HandoffsTo(keeper_->handoffs());
+    }
+    std::unique_lock lock(mu_);
+    wake_.wait_for(lock, ready() ? period : kStartRetry,
+                   [this] { return stop_ || leave_requested_; });
+  }
+}
+
+ShardGrant ClusterNode::Check(std::string_view key) const {
+  if (!ready()) return {};
+  const uint32_t shard = ShardOf(key, keeper_->shards());
+  if (!keeper_->Serving(shard, clock_.Now())) return ShardGrant{shard, 0};
+  return ShardGrant{shard, keeper_->Epoch(shard)};
+}
+
+void ClusterNode::Fenced(uint32_t shard, int64_t epoch) {
+  keeper_->Fenced(shard, epoch);
+  if (metrics_) metrics_->Fenced();
+}
+
+ShardRoute ClusterNode::Route(std::string_view key) const {
+  ShardRoute r;
+  if (!ready()) return r;
+  r.shard = ShardOf(key, keeper_->shards());
+  const auto snap = keeper_->snapshot();
+  if (r.shard >= snap->shards.size()) return r;
+  r.owner = snap->shards[r.shard].owner;
+  r.mine = !r.owner.empty() && r.owner == options_.instance;
+  if (auto m = snap->members.find(r.owner); m != snap->members.end()) {
+    r.advertise = m->second.advertise;
+    r.owner_live = m->second.live;
+  }
+  return r;
+}
+
+}  // namespace seqd

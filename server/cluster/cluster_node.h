@@ -1,0 +1,93 @@
+// One instance's part in cluster mode (docs/cluster.md): runs the
+// ClusterKeeper on a thread of its own, on its own database connection, so
+// a flood of reservations never delays a lease renewal; answers the
+// allocator's ShardGate questions; tells the router where a key's owner is.
+//
+// The thread: ClusterKeeper::Start() (retried every second until the
+// database answers), then Tick() every lease/4; on Leave(), a clean leave
+// (every shard released at once, so its next owner takes it without a lease
+// wait).
+//
+// Thread safety: every public method is safe from any thread. Check(),
+// Route() and snapshot() never block; Stop() joins the thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "server/cluster/cluster_keeper.h"
+#include "server/cluster/cluster_metrics.h"
+#include "server/core/shard_gate.h"
+
+namespace seqd {
+
+struct ClusterNodeOptions {
+  std::string instance;  // unique per process
+  uint32_t shards = 1024;
+  LeaseTiming timing;
+};
+
+// Where a key goes now, as of the latest round.
+struct ShardRoute {
+  uint32_t shard = 0;
+  std::string owner;      // instance id; "" while free
+  std::string advertise;  // the owner's address; "" if unknown
+  bool owner_live = false;
+  bool mine = false;  // the owner is this instance
+};
+
+class ClusterNode final : public ShardGate {
+ public:
+  // `store` and `clock` must outlive the node; `metrics` may be null.
+  ClusterNode(ShardLeaseStore& store, const Clock& clock, ClusterNodeOptions options,
+              ClusterMetrics* metrics);
+  ~ClusterNode() override;  // Stop()
+  ClusterNode(const ClusterNode&) = delete;
+  ClusterNode& operator=(const ClusterNode&) = delete;
+
+  // Starts the thread; `advertise` is this instance's binary-protocol
+  // address (known once the listener is bound). Call once.
+  void Start(std::string advertise);
+  // Stops serving every shard and releases it, marks this member left,
+  // then runs `done` on the node's thread. Later rounds stop.
+  void Leave(std::function<void()> done);
+  // Ends the thread (without leaving, unless Leave ran). Idempotent.
+  void Stop();
+
+  // ShardGate.
+  ShardGrant Check(std::string_view key) const override;
+  const std::string& instance() const override { return options_.instance; }
+  void Fenced(uint32_t shard, int64_t epoch) override;
+
+  // False until the cluster tables have been read once.
+  bool ready() const { return ready_.load(std::memory_order_acquire); }
+  uint32_t shards() const { return ready() ? keeper_->shards() : 0; }
+  ShardRoute Route(std::string_view key) const;
+  // Null until ready().
+  std::shared_ptr<const ClusterSnapshot> snapshot() const;
+  const ClusterNodeOptions& options() const { return options_; }
+
+ private:
+  void Loop();
+
+  ShardLeaseStore& store_;
+  const Clock& clock_;
+  const ClusterNodeOptions options_;
+  ClusterMetrics* const metrics_;
+  std::unique_ptr<ClusterKeeper> keeper_;  // set by Start(); read by others once ready_
+  std::atomic<bool> ready_{false};
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stop_ = false;                 // guarded by mu_
+  std::function<void()> leave_done_;  // guarded by mu_; set: leave next
+  bool leave_requested_ = false;      // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace seqd

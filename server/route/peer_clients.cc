@@ -1,0 +1,83 @@
+#include "server/route/peer_clients.h"
+
+#include <seqd/client.h>
+
+namespace seqd {
+namespace {
+
+// The peer's answer as our own error. kWrongOwner means "try again where
+// the map now points": also for codes the client makes itself (timeout,
+// connection lost: not answered) and for a peer that is shutting down.
+Error FromClient(client::StatusCode code, const std::string& message) {
+  using C = client::StatusCode;
+  switch (code) {
+    case C::kInvalidArgument:
+      return MakeError(ErrorCode::kInvalidArgument, message);
+    case C::kUnknownKey:
+      return MakeError(ErrorCode::kUnknownKey, message);
+    case C::kWrongOwner:
+      return MakeError(ErrorCode::kWrongOwner, message);
+    case C::kShuttingDown:  // the owner is leaving: its shards move
+      return MakeError(ErrorCode::kWrongOwner, "the owner is shutting down");
+    case C::kStoreUnavailable:
+      return MakeError(ErrorCode::kStoreUnavailable, message);
+    default:
+      return MakeError(ErrorCode::kWrongOwner, "the key's owner did not answer");
+  }
+}
+
+}  // namespace
+
+PeerClients::PeerClients(boost::asio::any_io_executor executor,
+                         std::chrono::milliseconds call_timeout)
+    : executor_(std::move(executor)), call_timeout_(call_timeout) {}
+
+PeerClients::~PeerClients() { Close(); }
+
+client::AsyncClient* PeerClients::For(const std::string& address) {
+  std::lock_guard lock(mu_);
+  if (closed_) return nullptr;
+  auto it = peers_.find(address);
+  if (it != peers_.end()) return it->second.get();
+  client::ClientOptions o;
+  o.endpoints = {address};
+  o.connect_timeout = call_timeout_;
+  o.call_timeout = call_timeout_;
+  o.max_attempts = 1;  // the router decides what to retry, within its deadline
+  o.no_forward = true;
+  try {
+    auto peer = std::make_unique<client::AsyncClient>(executor_, std::move(o));
+    return peers_.emplace(address, std::move(peer)).first->second.get();
+  } catch (const std::invalid_argument&) {
+    return nullptr;  // a malformed advertised address
+  }
+}
+
+void PeerClients::NextIds(const std::string& address, std::string_view key, int64_t count,
+                          TakeCallback done) {
+  client::AsyncClient* peer = For(address);
+  if (!peer) {
+    return done(MakeError(ErrorCode::kWrongOwner, "the key's owner cannot be reached"));
+  }
+  peer->NextIds(std::string(key), static_cast<uint32_t>(count),
+                [done = std::move(done)](client::ClientResult<client::IdBatch> r) {
+                  if (!r) return done(FromClient(r.code(), r.message()));
+                  IdBatch batch;
+                  for (const client::IdRange& range : r->ranges) {
+                    batch.ranges.push_back(IdRange{range.first, range.last});
+                  }
+                  done(std::move(batch));
+                });
+}
+
+void PeerClients::Close() {
+  std::map<std::string, std::unique_ptr<client::AsyncClient>> peers;
+  {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+    peers.swap(peers_);
+  }
+  for (auto& [address, peer] : peers) peer->Close();
+}
+
+}  // namespace seqd

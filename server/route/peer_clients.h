@@ -1,0 +1,54 @@
+// Cluster mode's connections to other instances (docs/cluster.md): one
+// pipelined binary-protocol client per peer address, made on first use and
+// kept, each request marked NO_FORWARD (a hop limit of 1: the peer answers
+// WRONG_OWNER rather than forwarding again).
+//
+// Thread safety: every method is safe from any thread; callbacks run on the
+// io_context given at construction and must not block.
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "common/error.h"
+#include "server/core/segment_allocator.h"
+
+namespace seqd {
+
+namespace client {
+class AsyncClient;
+}
+
+class PeerClients {
+ public:
+  PeerClients(boost::asio::any_io_executor executor, std::chrono::milliseconds call_timeout);
+  ~PeerClients();
+  PeerClients(const PeerClients&) = delete;
+  PeerClients& operator=(const PeerClients&) = delete;
+
+  // NEXT_IDS of `key` at the instance listening on `address` (host:port).
+  // Errors: the peer's own answer (as an ErrorCode), kWrongOwner, or
+  // kStoreUnavailable when it could not be reached in time (retryable: the
+  // IDs of a lost answer are never handed out).
+  void NextIds(const std::string& address, std::string_view key, int64_t count, TakeCallback done);
+
+  // Closes every connection; later calls fail with kShuttingDown.
+  void Close();
+
+ private:
+  client::AsyncClient* For(const std::string& address);
+
+  const boost::asio::any_io_executor executor_;
+  const std::chrono::milliseconds call_timeout_;
+  std::mutex mu_;
+  bool closed_ = false;                                                // guarded by mu_
+  std::map<std::string, std::unique_ptr<client::AsyncClient>> peers_;  // guarded by mu_
+};
+
+}  // namespace seqd
