@@ -21,7 +21,7 @@
 #include "server/core/task_runner.h"
 #include "server/http/api_router.h"
 #include "server/metrics/metrics.h"
-#include "server/route/id_router.h"
+#include "server/route/key_router.h"
 #include "server/route/peer_clients.h"
 #include "server/service/services.h"
 #include "server/snowflake/wall_clock.h"
@@ -120,15 +120,15 @@ struct App::Parts {
   OpenedStores stores;
   SystemWallClock wall;
   Metrics metrics;
-  std::optional<MessageService> messages;
   boost::asio::io_context io;
   AsioClock clock;
   std::optional<ThreadPoolRunner> db;
   std::optional<ClusterMetrics> cluster_metrics;
   std::unique_ptr<ClusterNode> cluster;  // cluster mode only
   std::optional<PeerClients> peers;      // cluster mode only
+  std::optional<MessageService> messages;
   std::optional<SegmentAllocator> allocator;
-  std::optional<IdRouter> id_router;
+  std::optional<KeyRouter> key_router;
   std::optional<KeyAdmin> admin;
   std::optional<SnowflakeGenerator> snowflake;
   std::optional<Services> services;
@@ -163,31 +163,33 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
   SnowflakeOptions snowflake_options = ToSnowflakeOptions(config);
   if (Status s = CheckSnowflakeLayout(config, snowflake_options, p->wall); !s) return s.error();
 
-  MessageServiceOptions message_options = ToMessageOptions(config);
-  message_options.metrics = &p->metrics;
-  p->messages.emplace(*p->stores.messages, *p->stores.segments, message_options);
-  p->db.emplace(static_cast<size_t>(config.db_threads));
-  AllocatorOptions allocator_options = ToAllocatorOptions(config);
-  allocator_options.metrics = &p->metrics;
   if (config.cluster) {
     p->cluster_metrics.emplace(p->metrics.registry());
     p->cluster = std::make_unique<ClusterNode>(*p->stores.shard_leases, p->clock,
                                                ToClusterOptions(config), &*p->cluster_metrics);
     p->peers.emplace(p->io.get_executor(), std::chrono::milliseconds(config.wait_deadline_ms));
-    allocator_options.gate = p->cluster.get();
   }
+  MessageServiceOptions message_options = ToMessageOptions(config);
+  message_options.metrics = &p->metrics;
+  message_options.gate = p->cluster.get();
+  p->messages.emplace(*p->stores.messages, *p->stores.segments, message_options);
+  p->db.emplace(static_cast<size_t>(config.db_threads));
+  AllocatorOptions allocator_options = ToAllocatorOptions(config);
+  allocator_options.metrics = &p->metrics;
+  allocator_options.gate = p->cluster.get();
   p->allocator.emplace(*p->stores.segments, *p->db, p->clock, KeyRules(config.auto_keys),
                        allocator_options);
   if (p->cluster) {
-    p->id_router.emplace(*p->allocator, *p->cluster, *p->peers, p->clock, &*p->cluster_metrics);
+    p->key_router.emplace(*p->allocator, *p->messages, *p->cluster, *p->peers, p->clock,
+                          &*p->cluster_metrics);
   } else {
-    p->id_router.emplace(*p->allocator);
+    p->key_router.emplace(*p->allocator, *p->messages);
   }
   p->admin.emplace(*p->stores.segments, *p->db, *p->allocator);
   snowflake_options.metrics = &p->metrics;
   p->snowflake.emplace(p->wall, p->clock, snowflake_options);
   p->services.emplace(
-      Services{*p->allocator, *p->id_router, *p->admin, *p->messages, *p->snowflake, p->metrics});
+      Services{*p->allocator, *p->key_router, *p->admin, *p->messages, *p->snowflake, p->metrics});
   const Services& services = *p->services;
 
   Metrics& metrics = p->metrics;

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "storage/segment_store.h"
 
 namespace seqd {
 
@@ -77,6 +78,12 @@ struct AppendOutcome {
   bool duplicate = false;
 
   bool operator==(const AppendOutcome&) const = default;
+};
+
+// Cluster mode's fences for one Append (MessageStore::AppendFenced).
+struct AppendFencing {
+  std::vector<ShardFence> fences;   // in: one per shard
+  std::optional<uint32_t> refused;  // out: the shard found no longer ours
 };
 
 // The caller's knowledge of each conversation's committed max seq
@@ -135,6 +142,19 @@ class MessageStore {
   // kInternal. On error the caller must assume nothing was acknowledged.
   virtual Result<std::vector<AppendOutcome>> Append(std::span<const AppendRequest> batch,
                                                     MaxSeqCache& max_seq_cache) = 0;
+
+  // Cluster mode: Append in a transaction that first writes each shard's
+  // lease row conditioned on `fencing.fences` (storage/segment_store.h's
+  // ShardFence; one per shard of the batch's conversations). If any lease
+  // is no longer ours, nothing is stored: kNotServing, with the shard in
+  // `fencing.refused`. Stores without cluster support answer
+  // kFailedPrecondition.
+  virtual Result<std::vector<AppendOutcome>> AppendFenced(std::span<const AppendRequest> batch,
+                                                          MaxSeqCache& max_seq_cache,
+                                                          AppendFencing& fencing) {
+    (void)batch, (void)max_seq_cache, (void)fencing;
+    return MakeError(ErrorCode::kFailedPrecondition, "this store has no cluster mode");
+  }
 
   // The committed max seq of a conversation; 0 if it has no message.
   virtual Result<int64_t> MaxSeq(std::string_view conv_id) = 0;

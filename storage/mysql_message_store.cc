@@ -80,6 +80,7 @@ enum StmtId {
   kSetRead,
   kCountUnread,
   kPing,
+  kFence,
   kNumStmts,
 };
 
@@ -115,6 +116,9 @@ const char* const kSql[kNumStmts] = {
     "SELECT COUNT(*) FROM seqd_message WHERE conv_id = ? AND seq > ? AND seq <= ? "
     "AND status = 0 AND sender_id <> ?",
     /* kPing */ "SELECT 1",
+    /* kFence (the same write as MysqlStore's: storage/shard_lease_store.h) */
+    "UPDATE seqd_shard_lease SET fences = fences + 1 "
+    "WHERE shard = ? AND owner = ? AND owner <> '' AND epoch = ?",
 };
 
 // Statements whose text depends on a count (IN lists, multi-row INSERT).
@@ -214,6 +218,16 @@ void ReadMaxSeqs(const std::function<sql::PreparedStatement&(size_t)>& stmt,
 
 Result<std::vector<AppendOutcome>> MysqlMessageStore::Append(std::span<const AppendRequest> batch,
                                                              MaxSeqCache& max_seq_cache) {
+  return AppendImpl(batch, max_seq_cache, nullptr);
+}
+
+Result<std::vector<AppendOutcome>> MysqlMessageStore::AppendFenced(
+    std::span<const AppendRequest> batch, MaxSeqCache& max_seq_cache, AppendFencing& fencing) {
+  return AppendImpl(batch, max_seq_cache, &fencing);
+}
+
+Result<std::vector<AppendOutcome>> MysqlMessageStore::AppendImpl(
+    std::span<const AppendRequest> batch, MaxSeqCache& max_seq_cache, AppendFencing* fencing) {
   if (batch.empty()) return std::vector<AppendOutcome>();
 
   // In-batch duplicates: index of the first request with the same client key.
@@ -242,6 +256,25 @@ Result<std::vector<AppendOutcome>> MysqlMessageStore::Append(std::span<const App
       // server_msg_id, and keep their seqs.
       "append", [&](MysqlConn& c) -> Result<std::vector<AppendOutcome>> {
         auto max_stmt = [&](size_t n) -> sql::PreparedStatement& { return c.List(kMaxSeqIn, n); };
+        // Cluster mode: write every shard's lease row first, in each
+        // transaction, so a takeover's CAS waits for this commit (or this
+        // transaction sees the lease gone and stores nothing).
+        auto fence = [&]() -> std::optional<Error> {
+          if (!fencing) return std::nullopt;
+          for (const ShardFence& f : fencing->fences) {
+            sql::PreparedStatement& st = c.Stmt(kFence);
+            st.setInt(1, static_cast<int>(f.shard));
+            st.setString(2, f.owner);
+            st.setInt64(3, f.epoch);
+            if (st.executeUpdate() == 0) {
+              fencing->refused = f.shard;
+              return MakeError(ErrorCode::kNotServing, "shard " + std::to_string(f.shard) +
+                                                           " is no longer held by this instance");
+            }
+          }
+          return std::nullopt;
+        };
+        if (auto fenced = fence()) return *fenced;  // rolled back by the pool
         std::vector<AppendOutcome> out(batch.size());
         std::unordered_map<std::string, int64_t> cur;
 
@@ -322,6 +355,7 @@ Result<std::vector<AppendOutcome>> MysqlMessageStore::Append(std::span<const App
           }
           c.Rollback();
         }
+        if (auto fenced = fence()) return *fenced;
 
         // ---- slow path: row by row, reading the true max.
         cur.clear();

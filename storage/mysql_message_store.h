@@ -51,6 +51,9 @@ class MysqlMessageStore final : public MessageStore {
   Status EnsureSchema() override;
   Result<std::vector<AppendOutcome>> Append(std::span<const AppendRequest> batch,
                                             MaxSeqCache& max_seq_cache) override;
+  Result<std::vector<AppendOutcome>> AppendFenced(std::span<const AppendRequest> batch,
+                                                  MaxSeqCache& max_seq_cache,
+                                                  AppendFencing& fencing) override;
   Result<int64_t> MaxSeq(std::string_view conv_id) override;
   Result<std::vector<int64_t>> MaxSeqs(std::span<const std::string> conv_ids) override;
   Result<MessagePage> GetRange(const RangeQuery& query) override;
@@ -71,6 +74,10 @@ class MysqlMessageStore final : public MessageStore {
   Status Ping() override;
 
  private:
+  // `fencing`: null outside cluster mode.
+  Result<std::vector<AppendOutcome>> AppendImpl(std::span<const AppendRequest> batch,
+                                                MaxSeqCache& max_seq_cache, AppendFencing* fencing);
+
   const std::shared_ptr<MysqlPool> pool_;
 };
 

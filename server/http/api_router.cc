@@ -72,7 +72,7 @@ std::string_view StatusLabelFor(http::status status) {
 ApiRouter::ApiRouter(const Services& services, RouterOptions options)
     : services_(services),
       options_(std::move(options)),
-      messages_(std::make_unique<MessageRoutes>(services.messages)),
+      messages_(std::make_unique<MessageRoutes>(services.messages, services.router)),
       snowflake_(std::make_unique<SnowflakeRoutes>(
           services.snowflake.enabled() ? &services.snowflake : nullptr)) {}
 

@@ -4,7 +4,7 @@
 
 #include "server/core/segment_allocator.h"
 #include "server/http/api_call.h"
-#include "server/route/id_router.h"
+#include "server/route/key_router.h"
 #include "server/service/services.h"
 
 namespace seqd {
@@ -86,7 +86,7 @@ void ApiRouter::HandleSeq(const std::shared_ptr<Call>& call, std::string key, bo
   call->seq_text = text;
   call->seq_leaf = leaf;
   // Captures one pointer so std::function needs no allocation.
-  services_.id_router.Take(call->key, count, Hop::kMayForward, [call](Result<IdBatch> result) {
+  services_.router.Take(call->key, count, Hop::kMayForward, [call](Result<IdBatch> result) {
     call->Reply([&]() -> Response { return SeqResponse(*call, result); });
   });
 }

@@ -6,6 +6,7 @@
 
 #include "server/http/http_util.h"
 #include "server/msg/message_service.h"
+#include "server/route/key_router.h"
 #include "server/service/message_wire.h"
 
 namespace seqd {
@@ -129,8 +130,7 @@ Result<std::vector<std::string>> StringList(const nlohmann::json& body, std::str
   return out;
 }
 
-void Send(MessageService& service, const std::string& conv, const std::string& body,
-          const Exchange& ex) {
+void Send(KeyRouter& router, const std::string& conv, const std::string& body, const Exchange& ex) {
   Result<nlohmann::json> j = ParseObject(body);
   if (!j) return ex.Fail(j.error());
   SendRequest req;
@@ -151,7 +151,7 @@ void Send(MessageService& service, const std::string& conv, const std::string& b
     }
     req.content_type = static_cast<int32_t>(*v);
   }
-  service.Send(std::move(req), [ex](Result<AppendOutcome> r) {
+  router.Send(std::move(req), Hop::kMayForward, [ex](Result<AppendOutcome> r) {
     if (!r) return ex.Fail(r.error());
     Json out;
     out["seq"] = r->seq;
@@ -306,7 +306,7 @@ bool MessageRoutes::Handle(http::verb method, const std::vector<std::string_view
 
   if (what == "messages") {
     if (seg.size() == 3) {
-      if (method == http::verb::post) return Send(service_, *conv, body, ex), true;
+      if (method == http::verb::post) return Send(router_, *conv, body, ex), true;
       if (method == http::verb::get) return Pull(service_, *conv, query, ex), true;
       return ex.NotAllowed(method, "GET, POST"), true;
     }

@@ -25,6 +25,8 @@
 
 namespace seqd {
 
+class KeyRouter;
+
 class MessageService;
 
 class MessageRoutes {
@@ -34,8 +36,9 @@ class MessageRoutes {
   using Respond = std::function<void(boost::beast::http::status status, std::string json,
                                      std::string allow, std::string_view code)>;
 
-  // `service` must outlive the routes and every pending call.
-  explicit MessageRoutes(MessageService& service) : service_(service) {}
+  // `service` and `router` (sends go through it: server/route/key_router.h)
+  // must outlive the routes and every pending call.
+  MessageRoutes(MessageService& service, KeyRouter& router) : service_(service), router_(router) {}
 
   // `segments`: the path split at '/', without the leading empty one, still
   // percent-encoded. Returns false (and does not respond) if the path is
@@ -50,6 +53,7 @@ class MessageRoutes {
 
  private:
   MessageService& service_;
+  KeyRouter& router_;
 };
 
 }  // namespace seqd

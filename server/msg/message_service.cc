@@ -70,7 +70,7 @@ struct MessageService::Impl {
     for (int i = 0; i < writers; ++i) {
       shards.push_back(std::make_unique<WriteShard>(store, ids, bus, options.max_batch, per_shard,
                                                     options.seq_cache_entries / writers + 1,
-                                                    options.metrics));
+                                                    options.metrics, options.gate));
     }
   }
 

@@ -33,6 +33,7 @@ namespace seqd {
 
 class SegmentStore;
 class Metrics;
+class ShardGate;
 
 inline constexpr size_t kMaxPullLimit = 1000;
 inline constexpr size_t kMaxListItems = 1000;
@@ -45,6 +46,11 @@ struct MessageServiceOptions {
   size_t max_queued_sends = 100000;    // beyond this, sends fail kStoreUnavailable
   size_t seq_cache_entries = 1 << 20;  // conversations whose max seq is cached
   Metrics* metrics = nullptr;          // optional; must outlive the service
+  // Cluster mode (server/core/shard_gate.h): store only sends of
+  // conversations whose shard this instance holds (others are answered
+  // kWrongOwner), in transactions fenced with the shards' epochs. Optional;
+  // must outlive the service.
+  ShardGate* gate = nullptr;
 };
 
 // Read at scrape time (seqd_message_queued_sends, seqd_message_subscriptions).
@@ -115,6 +121,8 @@ class MessageService {
   MessageServiceStats stats() const;
 
   // Stamps and stores one message; answered after its transaction commits.
+  // With a gate, kWrongOwner if the conversation's shard is not (or no
+  // longer) held here: nothing was stored by this call.
   void Send(SendRequest request, Callback<AppendOutcome> done);
 
   void Pull(PullRequest request, Callback<MessagePage> done);

@@ -1,8 +1,10 @@
 #include "server/msg/write_shard.h"
 
 #include <chrono>
+#include <map>
 
 #include "server/core/log.h"
+#include "server/core/shard_gate.h"
 #include "server/metrics/metrics.h"
 #include "server/msg/message_bus.h"
 #include "server/msg/server_msg_id_source.h"
@@ -23,8 +25,10 @@ int64_t NowMillis() {
 }  // namespace
 
 WriteShard::WriteShard(MessageStore& store, ServerMsgIdSource& ids, MessageBus& bus,
-                       size_t max_batch, size_t max_queued, size_t cache_entries, Metrics* metrics)
-    : store_(store),
+                       size_t max_batch, size_t max_queued, size_t cache_entries, Metrics* metrics,
+                       ShardGate* gate)
+    : gate_(gate),
+      store_(store),
       ids_(ids),
       bus_(bus),
       max_batch_(max_batch < 1 ? 1 : max_batch),
@@ -103,7 +107,33 @@ void WriteShard::Run() {
   for (Pending& p : left) p.done(MakeError(ErrorCode::kShuttingDown, "server is shutting down"));
 }
 
+AppendFencing WriteShard::KeepHeld(std::vector<Pending>& batch) {
+  AppendFencing fencing;
+  std::map<uint32_t, int64_t> epochs;
+  size_t kept = 0;
+  for (Pending& p : batch) {
+    const ShardGrant g = gate_->Check(p.request.conv_id);
+    if (!g.serving()) {
+      p.done(MakeError(ErrorCode::kWrongOwner, "the conversation's shard is not held here"));
+      continue;
+    }
+    epochs.emplace(g.shard, g.epoch);  // a later epoch in one batch: the first one's fence fails
+    if (&batch[kept] != &p) batch[kept] = std::move(p);
+    ++kept;
+  }
+  batch.resize(kept);
+  for (const auto& [shard, epoch] : epochs) {
+    fencing.fences.push_back(ShardFence{shard, gate_->instance(), epoch});
+  }
+  return fencing;
+}
+
 void WriteShard::Commit(std::vector<Pending>& batch) {
+  std::optional<AppendFencing> fencing;
+  if (gate_) {
+    fencing = KeepHeld(batch);
+    if (batch.empty()) return;
+  }
   std::vector<int64_t> ids;
   ids.reserve(batch.size());
   if (Status taken = ids_.Take(batch.size(), ids); !taken) {
@@ -125,7 +155,21 @@ void WriteShard::Commit(std::vector<Pending>& batch) {
   if (max_seq_cache_.size() > cache_entries_) max_seq_cache_.clear();
 
   const auto started = std::chrono::steady_clock::now();
-  Result<std::vector<AppendOutcome>> outcomes = AppendWithRetry(requests);
+  Result<std::vector<AppendOutcome>> outcomes =
+      AppendWithRetry(requests, fencing ? &*fencing : nullptr);
+  if (!outcomes && fencing && fencing->refused) {
+    // Fenced out: nothing was stored. Stop serving the shard; every send of
+    // the batch is routed again (re-sending is safe).
+    for (const ShardFence& f : fencing->fences) {
+      if (f.shard == *fencing->refused) gate_->Fenced(f.shard, f.epoch);
+    }
+    SEQD_LOG(kInfo) << "message store: batch of " << requests.size() << " fenced out (shard "
+                    << *fencing->refused << " moved)";
+    for (Pending& p : batch) {
+      p.done(MakeError(ErrorCode::kWrongOwner, "the conversation's shard moved"));
+    }
+    return;
+  }
   if (!outcomes) {
     SEQD_LOG(kWarn) << "message store: a batch of " << requests.size()
                     << " messages failed code=" << ErrorCodeName(outcomes.error().code) << ": "
@@ -164,9 +208,11 @@ void WriteShard::Commit(std::vector<Pending>& batch) {
 }
 
 Result<std::vector<AppendOutcome>> WriteShard::AppendWithRetry(
-    const std::vector<AppendRequest>& requests) {
+    const std::vector<AppendRequest>& requests, AppendFencing* fencing) {
   for (int attempt = 1;; ++attempt) {
-    Result<std::vector<AppendOutcome>> r = store_.Append(requests, max_seq_cache_);
+    Result<std::vector<AppendOutcome>> r =
+        fencing ? store_.AppendFenced(requests, max_seq_cache_, *fencing)
+                : store_.Append(requests, max_seq_cache_);
     if (r || r.error().code != ErrorCode::kStoreUnavailable || attempt == kAppendAttempts) {
       return r;
     }

@@ -24,6 +24,7 @@
 namespace seqd {
 
 class MessageBus;
+class ShardGate;
 class Metrics;
 class ServerMsgIdSource;
 
@@ -38,8 +39,11 @@ class WriteShard {
 
   // All references must outlive the shard. Starts the thread.
   // `metrics` is optional.
+  // `gate` (cluster mode) is optional too: with one, each batch keeps only
+  // the sends whose shard is held now and is stored fenced.
   WriteShard(MessageStore& store, ServerMsgIdSource& ids, MessageBus& bus, size_t max_batch,
-             size_t max_queued, size_t cache_entries, Metrics* metrics = nullptr);
+             size_t max_queued, size_t cache_entries, Metrics* metrics = nullptr,
+             ShardGate* gate = nullptr);
   ~WriteShard();  // Stop()
   WriteShard(const WriteShard&) = delete;
   WriteShard& operator=(const WriteShard&) = delete;
@@ -60,8 +64,13 @@ class WriteShard {
   void Run();
   void Commit(std::vector<Pending>& batch);
   // Append with a short retry for transient failures (lock conflicts).
-  Result<std::vector<AppendOutcome>> AppendWithRetry(const std::vector<AppendRequest>& requests);
+  Result<std::vector<AppendOutcome>> AppendWithRetry(const std::vector<AppendRequest>& requests,
+                                                     AppendFencing* fencing);
+  // Cluster mode: answers kWrongOwner to the sends whose shard is not held
+  // now and returns the fences of the rest.
+  AppendFencing KeepHeld(std::vector<Pending>& batch);
 
+  ShardGate* const gate_;  // null outside cluster mode
   MessageStore& store_;
   ServerMsgIdSource& ids_;
   MessageBus& bus_;

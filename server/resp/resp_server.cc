@@ -22,7 +22,7 @@
 #include "server/metrics/metrics.h"
 #include "server/net/tcp_listener.h"
 #include "server/resp/resp_commands.h"
-#include "server/route/id_router.h"
+#include "server/route/key_router.h"
 #include "server/service/services.h"
 
 namespace seqd {
@@ -56,12 +56,12 @@ struct RespServer::Impl {
   Impl(RespServerOptions options_, const Services& services)
       : options(std::move(options_)),
         allocator(services.ids),
-        router(services.id_router),
+        router(services.router),
         metrics(&services.metrics) {}
 
   const RespServerOptions options;
   SegmentAllocator& allocator;  // for its options
-  IdRouter& router;
+  KeyRouter& router;
   Metrics* const metrics;                 // never null
   std::shared_ptr<TcpListener> listener;  // set once, by the constructor
 };
@@ -491,7 +491,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   tcp::socket socket_;
   const Strand strand_;
   const std::shared_ptr<RespServer::Impl> server_;
-  IdRouter& router_;
+  KeyRouter& router_;
   const int64_t max_count_;
   Metrics* const metrics_;   // null without options.metrics
   net::steady_timer timer_;  // idle timeout, then linger deadline

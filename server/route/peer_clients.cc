@@ -15,13 +15,21 @@ Error FromClient(client::StatusCode code, const std::string& message) {
       return MakeError(ErrorCode::kInvalidArgument, message);
     case C::kUnknownKey:
       return MakeError(ErrorCode::kUnknownKey, message);
+    case C::kTooLarge:
+      return MakeError(ErrorCode::kTooLarge, message);
+    case C::kNotFound:
+      return MakeError(ErrorCode::kNotFound, message);
+    case C::kFailedPrecondition:
+      return MakeError(ErrorCode::kFailedPrecondition, message);
+    case C::kStoreUnavailable:
+      return MakeError(ErrorCode::kStoreUnavailable, message);
+    case C::kInternal:
+      return MakeError(ErrorCode::kInternal, "the key's owner reported an internal error");
     case C::kWrongOwner:
       return MakeError(ErrorCode::kWrongOwner, message);
     case C::kShuttingDown:  // the owner is leaving: its shards move
       return MakeError(ErrorCode::kWrongOwner, "the owner is shutting down");
-    case C::kStoreUnavailable:
-      return MakeError(ErrorCode::kStoreUnavailable, message);
-    default:
+    default:  // not answered (timeout, connection lost), or not understood
       return MakeError(ErrorCode::kWrongOwner, "the key's owner did not answer");
   }
 }
@@ -68,6 +76,22 @@ void PeerClients::NextIds(const std::string& address, std::string_view key, int6
                   }
                   done(std::move(batch));
                 });
+}
+
+void PeerClients::Send(const std::string& address, const SendRequest& request,
+                       std::function<void(Result<AppendOutcome>)> done) {
+  client::AsyncClient* peer = For(address);
+  if (!peer) return done(MakeError(ErrorCode::kWrongOwner, "the key's owner cannot be reached"));
+  client::OutgoingMessage m;
+  m.conv_id = request.conv_id;
+  m.sender_id = request.sender_id;
+  m.client_msg_id = request.client_msg_id;
+  m.content_type = request.content_type;
+  m.payload = request.payload;
+  peer->Send(std::move(m), [done = std::move(done)](client::ClientResult<client::SendResult> r) {
+    if (!r) return done(FromClient(r.code(), r.message()));
+    done(AppendOutcome{r->seq, r->server_msg_id, r->send_time_ms, r->duplicate});
+  });
 }
 
 void PeerClients::Close() {

@@ -18,6 +18,7 @@
 
 #include "common/error.h"
 #include "server/core/segment_allocator.h"
+#include "server/msg/message_service.h"
 
 namespace seqd {
 
@@ -38,7 +39,12 @@ class PeerClients {
   // IDs of a lost answer are never handed out).
   void NextIds(const std::string& address, std::string_view key, int64_t count, TakeCallback done);
 
-  // Closes every connection; later calls fail with kShuttingDown.
+  // SEND of `request` at the instance on `address`; errors as NextIds.
+  // Re-sending after kWrongOwner is safe: the store detects the re-send.
+  void Send(const std::string& address, const SendRequest& request,
+            std::function<void(Result<AppendOutcome>)> done);
+
+  // Closes every connection; later calls fail with kWrongOwner.
   void Close();
 
  private:

@@ -8,8 +8,8 @@
 //
 // Cross-cutting steps go here, once, for every interface:
 //  - cluster routing ("is this key's shard mine, else forward it to its
-//    owner"): every request for IDs goes through `id_router`, which is the
-//    local allocator outside cluster mode (server/route/id_router.h);
+//    owner"): every request for IDs goes through `router`, which is the
+//    local allocator outside cluster mode (server/route/key_router.h);
 //  - authentication and scopes ("may this token do this"): a check that
 //    every adapter makes with the request's principal before the service
 //    call, keyed by the same operation names as the metrics.
@@ -23,7 +23,7 @@
 namespace seqd {
 
 class SegmentAllocator;
-class IdRouter;
+class KeyRouter;
 class KeyAdmin;
 class MessageService;
 class SnowflakeGenerator;
@@ -31,7 +31,7 @@ class Metrics;
 
 struct Services {
   SegmentAllocator& ids;          // this process's segment buffers: snapshots, options
-  IdRouter& id_router;            // segment IDs: Take(key, count), local or at the key's owner
+  KeyRouter& router;            // segment IDs: Take(key, count), local or at the key's owner
   KeyAdmin& keys;                 // leaf_alloc rows: create, step, list
   MessageService& messages;       // the message store: send, pull, members, push
   SnowflakeGenerator& snowflake;  // snowflake IDs; enabled() is false with snowflake = off

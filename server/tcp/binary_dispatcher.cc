@@ -9,7 +9,7 @@
 #include "proto/snowflake_codec.h"
 #include "server/core/log.h"
 #include "server/metrics/metrics.h"
-#include "server/route/id_router.h"
+#include "server/route/key_router.h"
 #include "server/snowflake/snowflake_generator.h"
 #include "server/tcp/binary_dispatcher_impl.h"
 
@@ -90,8 +90,7 @@ void BinaryDispatcher::HandleNextIds(const proto::FrameView& f, BinaryConnection
     conn->DeliverIds(id, std::move(r));
   };
   static_assert(sizeof(done) <= 16 && std::is_trivially_copyable_v<decltype(done)>);
-  const Hop hop = (f.flags & proto::kFlagNoForward) ? Hop::kNoForward : Hop::kMayForward;
-  services_.id_router.Take(req->key, req->count, hop, done);  // the key is not kept past the call
+  services_.router.Take(req->key, req->count, HopOf(f), done);  // the key is not kept past the call
 }
 
 void BinaryDispatcher::WriteIds(BinaryConnection& c, uint32_t id, const Result<IdBatch>& r) {

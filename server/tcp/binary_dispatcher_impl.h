@@ -7,10 +7,17 @@
 #include <utility>
 
 #include "proto/message_codec.h"
+#include "server/route/key_router.h"
 #include "server/service/wire_errors.h"
 #include "server/tcp/binary_dispatcher.h"
 
 namespace seqd {
+
+// A request with NO_FORWARD (a peer's forward, or a client that routes
+// itself) is answered WRONG_OWNER rather than forwarded again.
+inline Hop HopOf(const proto::FrameView& f) {
+  return (f.flags & proto::kFlagNoForward) ? Hop::kNoForward : Hop::kMayForward;
+}
 
 template <typename T, typename Encode>
 void BinaryDispatcher::WriteResult(BinaryConnection& c, proto::Opcode op, uint32_t id,

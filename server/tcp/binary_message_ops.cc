@@ -9,9 +9,10 @@
 
 #include "proto/message_codec.h"
 #include "server/msg/message_service.h"
+#include "server/route/key_router.h"
+#include "server/service/message_wire.h"
 #include "server/tcp/binary_dispatcher.h"
 #include "server/tcp/binary_dispatcher_impl.h"
-#include "server/service/message_wire.h"
 
 namespace seqd {
 namespace {
@@ -64,11 +65,12 @@ void BinaryDispatcher::HandleMessageOp(const proto::FrameView& f, BinaryConnecti
     if (!q) return;
     SendRequest req{std::string(q->conv_id), std::string(q->sender_id),
                     std::string(q->client_msg_id), q->content_type, std::string(q->payload)};
-    svc.Send(std::move(req),
-             Later<AppendOutcome>(
-                 c, op, id, Encoder<proto::SendRes, AppendOutcome>(op, [](const AppendOutcome& o) {
-                   return proto::SendRes{o.seq, o.server_msg_id, o.send_time_ms, o.duplicate};
-                 })));
+    services_.router.Send(
+        std::move(req), HopOf(f),
+        Later<AppendOutcome>(
+            c, op, id, Encoder<proto::SendRes, AppendOutcome>(op, [](const AppendOutcome& o) {
+              return proto::SendRes{o.seq, o.server_msg_id, o.send_time_ms, o.duplicate};
+            })));
     return;
   }
   if (op == proto::kOpPullRange) {

@@ -23,9 +23,9 @@
 #include "server/core/log.h"
 #include "server/msg/message_service.h"
 #include "server/net/tcp_listener.h"
+#include "server/service/message_wire.h"
 #include "server/service/services.h"
 #include "server/tcp/binary_dispatcher.h"
-#include "server/service/message_wire.h"
 
 namespace seqd {
 

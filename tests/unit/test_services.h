@@ -18,7 +18,7 @@
 #include "server/core/task_runner.h"
 #include "server/metrics/metrics.h"
 #include "server/msg/message_service.h"
-#include "server/route/id_router.h"
+#include "server/route/key_router.h"
 #include "server/service/services.h"
 #include "server/snowflake/snowflake_generator.h"
 #include "server/snowflake/wall_clock.h"
@@ -32,15 +32,14 @@ struct ServiceOverrides {
   MessageService* messages = nullptr;
   SnowflakeGenerator* snowflake = nullptr;
   Metrics* metrics = nullptr;
-  IdRouter* id_router = nullptr;  // default: straight to the test's allocator
+  KeyRouter* router = nullptr;  // default: straight to the test's allocator
 };
 
 class TestServices {
  public:
   TestServices(SegmentStore& store, TaskRunner& db, SegmentAllocator& ids,
                ServiceOverrides given = {})
-      : router_(given.id_router ? nullptr : std::make_unique<IdRouter>(ids)),
-        keys_(given.keys ? nullptr : std::make_unique<KeyAdmin>(store, db, ids)),
+      : keys_(given.keys ? nullptr : std::make_unique<KeyAdmin>(store, db, ids)),
         messages_(given.messages ? nullptr
                                  : std::make_unique<MessageService>(message_store_, id_store_,
                                                                     MessageServiceOptions())),
@@ -48,8 +47,11 @@ class TestServices {
                        ? nullptr
                        : std::make_unique<SnowflakeGenerator>(wall_, clock_, DisabledSnowflake())),
         metrics_(given.metrics ? nullptr : std::make_unique<Metrics>("test")),
+        router_(given.router ? nullptr
+                             : std::make_unique<KeyRouter>(
+                                   ids, given.messages ? *given.messages : *messages_)),
         services_{ids,
-                  given.id_router ? *given.id_router : *router_,
+                  given.router ? *given.router : *router_,
                   given.keys ? *given.keys : *keys_,
                   given.messages ? *given.messages : *messages_,
                   given.snowflake ? *given.snowflake : *snowflake_,
@@ -73,11 +75,11 @@ class TestServices {
   MemoryStore id_store_;
   ManualWallClock wall_{1'700'000'000'000};
   ManualClock clock_;
-  std::unique_ptr<IdRouter> router_;
   std::unique_ptr<KeyAdmin> keys_;
   std::unique_ptr<MessageService> messages_;
   std::unique_ptr<SnowflakeGenerator> snowflake_;
   std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<KeyRouter> router_;
   Services services_;
 };
 

@@ -1,0 +1,125 @@
+#include "server/route/key_router.h"
+
+#include "server/cluster/cluster_metrics.h"
+#include "server/cluster/cluster_node.h"
+#include "server/core/key_rules.h"
+#include "server/route/peer_clients.h"
+#include "server/service/request_checks.h"
+
+namespace seqd {
+namespace {
+
+// How long a request waits before looking for the key's owner again.
+constexpr auto kRetryInterval = std::chrono::milliseconds(10);
+
+bool Moved(const Error& e) { return e.code == ErrorCode::kWrongOwner; }
+
+}  // namespace
+
+KeyRouter::KeyRouter(SegmentAllocator& ids, MessageService& messages)
+    : ids_(ids), messages_(messages) {}
+
+KeyRouter::KeyRouter(SegmentAllocator& ids, MessageService& messages, ClusterNode& cluster,
+                     PeerClients& peers, Clock& clock, ClusterMetrics* metrics)
+    : ids_(ids),
+      messages_(messages),
+      cluster_(&cluster),
+      peers_(&peers),
+      clock_(&clock),
+      metrics_(metrics) {}
+
+std::shared_ptr<KeyRouter::Attempt> KeyRouter::NewAttempt(std::string key, Hop hop) {
+  auto a = std::make_shared<Attempt>();
+  a->key = std::move(key);
+  a->hop = hop;
+  a->deadline = clock_->Now() + ids_.options().wait_deadline;
+  return a;
+}
+
+void KeyRouter::Take(std::string_view key, int64_t count, Hop hop, TakeCallback done) {
+  if (!cluster_) return ids_.Take(key, count, std::move(done));
+  // Bad requests are answered here, never forwarded.
+  if (Status s = CheckCount(count, ids_.options().max_count); !s) return done(s.error());
+  if (Status s = KeyRules::Validate(key); !s) return done(s.error());
+  auto a = NewAttempt(std::string(key), hop);
+  auto shared_done = std::make_shared<TakeCallback>(std::move(done));
+  // The Attempt's calls capture what they answer with, never the Attempt
+  // (no cycle); Route()'s continuation holds it while a call is pending.
+  a->local = [this, k = a->key, count, shared_done](std::function<void(bool)> next) {
+    ids_.Take(k, count, [shared_done, next = std::move(next)](Result<IdBatch> r) {
+      if (!r && Moved(r.error())) return next(true);
+      (*shared_done)(std::move(r));
+      next(false);
+    });
+  };
+  a->forward = [this, k = a->key, count, shared_done](const std::string& address,
+                                                      std::function<void(bool)> next) {
+    peers_->NextIds(address, k, count, [shared_done, next = std::move(next)](Result<IdBatch> r) {
+      if (!r && Moved(r.error())) return next(true);
+      (*shared_done)(std::move(r));
+      next(false);
+    });
+  };
+  a->fail = [shared_done](Error e) { (*shared_done)(std::move(e)); };
+  Route(std::move(a));
+}
+
+void KeyRouter::Send(SendRequest request, Hop hop, MessageService::Callback<AppendOutcome> done) {
+  if (!cluster_) return messages_.Send(std::move(request), std::move(done));
+  if (Status s = KeyRules::Validate(request.conv_id); !s) return done(s.error());
+  auto a = NewAttempt(request.conv_id, hop);
+  auto shared_done = std::make_shared<MessageService::Callback<AppendOutcome>>(std::move(done));
+  auto req = std::make_shared<const SendRequest>(std::move(request));
+  a->local = [this, req, shared_done](std::function<void(bool)> next) {
+    messages_.Send(*req, [shared_done, next = std::move(next)](Result<AppendOutcome> r) {
+      if (!r && Moved(r.error())) return next(true);
+      (*shared_done)(std::move(r));
+      next(false);
+    });
+  };
+  a->forward = [this, req, shared_done](const std::string& address,
+                                        std::function<void(bool)> next) {
+    peers_->Send(address, *req, [shared_done, next = std::move(next)](Result<AppendOutcome> r) {
+      if (!r && Moved(r.error())) return next(true);
+      (*shared_done)(std::move(r));
+      next(false);
+    });
+  };
+  a->fail = [shared_done](Error e) { (*shared_done)(std::move(e)); };
+  Route(std::move(a));
+}
+
+void KeyRouter::Route(std::shared_ptr<Attempt> a) {
+  if (cluster_->Check(a->key).serving()) {
+    // Lost while it waited here (kWrongOwner): route it again.
+    return a->local([this, a](bool again) {
+      if (again) Retry(a);
+    });
+  }
+  const ShardRoute route = cluster_->Route(a->key);
+  const bool elsewhere = !route.mine && route.owner_live && !route.advertise.empty();
+  if (elsewhere && a->hop == Hop::kNoForward) {
+    if (metrics_) metrics_->WrongOwner();
+    return a->fail(MakeError(ErrorCode::kWrongOwner, "another instance owns this key"));
+  }
+  if (elsewhere) {
+    return a->forward(route.advertise, [this, a](bool again) {
+      if (metrics_) metrics_->Forwarded(!again);
+      if (again) Retry(a);
+    });
+  }
+  Retry(std::move(a));  // no owner yet, or it is us and the lease is not granted yet
+}
+
+void KeyRouter::Retry(std::shared_ptr<Attempt> a) {
+  const Clock::TimePoint next = clock_->Now() + kRetryInterval;
+  if (next >= a->deadline) {
+    return a->fail(
+        MakeError(ErrorCode::kStoreUnavailable, "no instance serves this key's shard now; retry"));
+  }
+  if (metrics_ && !a->waited) metrics_->WaitedForOwner();
+  a->waited = true;
+  clock_->RunAt(next, [this, a]() mutable { Route(std::move(a)); });
+}
+
+}  // namespace seqd

@@ -1,0 +1,79 @@
+// Where every listener sends a keyed write: a request for IDs (Take) or a
+// message send (Send). Services::router.
+//
+// Outside cluster mode: straight to the local SegmentAllocator or
+// MessageService. In cluster mode (docs/cluster.md), by the key's shard
+// (a segment key, or a conversation id):
+//  - held by this instance (ShardGate::Check): served here;
+//  - owned by another live instance: forwarded once to it over the binary
+//    protocol (PeerClients, NO_FORWARD), its answer passed back unchanged;
+//    a request that itself came with NO_FORWARD is answered WRONG_OWNER;
+//  - no owner yet (a takeover in progress), or the owner did not answer or
+//    said it is not the owner (the map moved), or the shard was lost while
+//    the request waited here: tried again every few milliseconds until the
+//    wait deadline, then kStoreUnavailable. Re-sending a message is safe
+//    (the store detects the re-send), and so is asking again for IDs (those
+//    of a lost answer are never handed out).
+// Reads (pulls, member calls) need no routing: every instance reads the
+// committed rows.
+//
+// Thread safety: Take() and Send() are safe from any thread and never
+// block; `done` runs exactly once, on a network, database, writer or timer
+// thread.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "server/core/clock.h"
+#include "server/core/segment_allocator.h"
+#include "server/msg/message_service.h"
+
+namespace seqd {
+
+class ClusterNode;
+class ClusterMetrics;
+class PeerClients;
+
+// Whether a request may be forwarded to the key's owner.
+enum class Hop { kMayForward, kNoForward };
+
+class KeyRouter {
+ public:
+  // Outside cluster mode. Both must outlive the router.
+  KeyRouter(SegmentAllocator& ids, MessageService& messages);
+  // Cluster mode. Every argument but `metrics` (optional) must outlive the
+  // router.
+  KeyRouter(SegmentAllocator& ids, MessageService& messages, ClusterNode& cluster,
+            PeerClients& peers, Clock& clock, ClusterMetrics* metrics);
+
+  void Take(std::string_view key, int64_t count, Hop hop, TakeCallback done);
+  void Send(SendRequest request, Hop hop, MessageService::Callback<AppendOutcome> done);
+
+ private:
+  // One request's journey: `local` serves it here, `forward` at the owner
+  // (address given); both report kWrongOwner to have it routed again.
+  struct Attempt {
+    std::string key;
+    Hop hop = Hop::kMayForward;
+    Clock::TimePoint deadline;
+    bool waited = false;  // counted once in owner waits
+    std::function<void(std::function<void(bool again)>)> local;
+    std::function<void(const std::string& address, std::function<void(bool again)>)> forward;
+    std::function<void(Error)> fail;
+  };
+  void Route(std::shared_ptr<Attempt> a);
+  void Retry(std::shared_ptr<Attempt> a);
+  std::shared_ptr<Attempt> NewAttempt(std::string key, Hop hop);
+
+  SegmentAllocator& ids_;
+  MessageService& messages_;
+  ClusterNode* const cluster_ = nullptr;
+  PeerClients* const peers_ = nullptr;
+  Clock* const clock_ = nullptr;
+  ClusterMetrics* const metrics_ = nullptr;
+};
+
+}  // namespace seqd
