@@ -188,8 +188,8 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
   p->admin.emplace(*p->stores.segments, *p->db, *p->allocator);
   snowflake_options.metrics = &p->metrics;
   p->snowflake.emplace(p->wall, p->clock, snowflake_options);
-  p->services.emplace(
-      Services{*p->allocator, *p->key_router, *p->admin, *p->messages, *p->snowflake, p->metrics});
+  p->services.emplace(Services{*p->allocator, *p->key_router, *p->admin, *p->messages,
+                               *p->snowflake, p->metrics, p->cluster.get()});
   const Services& services = *p->services;
 
   Metrics& metrics = p->metrics;
@@ -206,7 +206,7 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
   p->http.emplace(p->io, ToHttpOptions(config), *p->router);
   if (Status s = Bind(*p->http, ""); !s) return s.error();
   // Admin listener: its own router, which answers only /metrics, /,
-  // /healthz and /readyz (client paths are 404 there).
+  // /healthz, /readyz and /admin/cluster (client paths are 404 there).
   if (config.admin_port >= 0) {
     p->admin_router.emplace(services, RouterOptions{SEQD_VERSION, started, /*admin_only=*/true});
     HttpOptions admin_options = ToHttpOptions(config);
@@ -214,8 +214,8 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
     admin_options.port = static_cast<uint16_t>(config.admin_port);
     p->admin_http = std::make_unique<HttpServer>(p->io, admin_options, *p->admin_router);
     if (Status s = Bind(*p->admin_http, "admin"); !s) return s.error();
-    SEQD_LOG(kInfo) << "admin (/metrics, /, /healthz, /readyz) on http://" << config.admin_address
-                    << ":" << p->admin_http->port();
+    SEQD_LOG(kInfo) << "admin (/metrics, /, /healthz, /readyz, /admin/cluster) on http://"
+                    << config.admin_address << ":" << p->admin_http->port();
   }
   if (config.tcp_port >= 0) {
     p->binary = std::make_unique<BinaryServer>(p->io, ToBinaryOptions(config), services);

@@ -127,6 +127,13 @@ Status MemoryShardLeaseStore::Leave(std::string_view instance) {
   return OkStatus();
 }
 
+Status MemoryShardLeaseStore::Forget(std::string_view instance, int64_t heartbeat) {
+  std::lock_guard lock(mu_);
+  auto it = members_.find(instance);
+  if (it != members_.end() && it->second.heartbeat == heartbeat) members_.erase(it);
+  return OkStatus();
+}
+
 Result<std::vector<ClusterMember>> MemoryShardLeaseStore::ReadMembers() {
   std::lock_guard lock(mu_);
   std::vector<ClusterMember> out;

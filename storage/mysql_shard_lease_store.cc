@@ -44,6 +44,7 @@ enum StmtId {
   kBeat,
   kLeave,
   kMembers,
+  kForget,
   kNumStmts,
 };
 
@@ -72,6 +73,7 @@ const char* const kSql[kNumStmts] = {
     "UPDATE seqd_cluster_member SET `left` = 1, heartbeat = heartbeat + 1 WHERE instance = ?",
     /* kMembers */
     "SELECT instance, advertise, heartbeat, `left` FROM seqd_cluster_member ORDER BY instance",
+    /* kForget */ "DELETE FROM seqd_cluster_member WHERE instance = ? AND heartbeat = ?",
 };
 
 const MysqlSession kSession{kSql, nullptr, std::nullopt};
@@ -242,6 +244,18 @@ Status MysqlShardLeaseStore::Leave(std::string_view instance) {
   return pool_->Run<Ok>(kSession, "leave", [&](MysqlConn& c) -> Result<Ok> {
     sql::PreparedStatement& s = c.Stmt(kLeave);
     s.setString(1, id);
+    s.executeUpdate();
+    c.Commit();
+    return Ok{};
+  });
+}
+
+Status MysqlShardLeaseStore::Forget(std::string_view instance, int64_t heartbeat) {
+  const std::string id(instance);
+  return pool_->Run<Ok>(kSession, "forget member", [&](MysqlConn& c) -> Result<Ok> {
+    sql::PreparedStatement& s = c.Stmt(kForget);
+    s.setString(1, id);
+    s.setInt64(2, heartbeat);
     s.executeUpdate();
     c.Commit();
     return Ok{};

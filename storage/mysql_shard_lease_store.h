@@ -29,6 +29,7 @@ class MysqlShardLeaseStore final : public ShardLeaseStore {
   Status Heartbeat(std::string_view instance, std::string_view advertise) override;
   Status Leave(std::string_view instance) override;
   Result<std::vector<ClusterMember>> ReadMembers() override;
+  Status Forget(std::string_view instance, int64_t heartbeat) override;
 
  private:
   const std::shared_ptr<MysqlPool> pool_;

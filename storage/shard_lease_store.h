@@ -87,6 +87,10 @@ class ShardLeaseStore {
   // A clean leave: `left` = 1, heartbeat + 1.
   virtual Status Leave(std::string_view instance) = 0;
   virtual Result<std::vector<ClusterMember>> ReadMembers() = 0;
+  // Deletes `instance`'s member row if its heartbeat is still `heartbeat`
+  // (one that beat meanwhile is kept; a later beat creates it again).
+  // Forgetting an absent member is not an error.
+  virtual Status Forget(std::string_view instance, int64_t heartbeat) = 0;
 };
 
 // Argument checks shared by the implementations.

@@ -129,12 +129,30 @@ Status ClusterKeeper::Tick() {
     }
     snap->shards[s] = ClusterSnapshot::Shard{row.owner, row.epoch};
   }
+  ForgetLongGone(*rows, now);
   for (const auto& [id, w] : watch_) {
     snap->members[id] = ClusterSnapshot::Member{w.advertise, Live(id, w, now)};
   }
   std::lock_guard lock(snapshot_mu_);
   snapshot_ = std::move(snap);
   return OkStatus();
+}
+
+void ClusterKeeper::ForgetLongGone(const std::vector<ShardLeaseRow>& rows, Clock::TimePoint now) {
+  // Long enough that no takeover can still be waiting on the member.
+  const Clock::Duration after =
+      std::max<Clock::Duration>(std::chrono::seconds(60), 20 * options_.timing.lease);
+  for (auto it = watch_.begin(); it != watch_.end();) {
+    const auto& [id, w] = *it;
+    const bool owns = std::any_of(rows.begin(), rows.end(),
+                                  [&](const ShardLeaseRow& r) { return r.owner == id; });
+    if (id == options_.instance || owns || now - w.changed < after) {
+      ++it;
+      continue;
+    }
+    if (Status s = store_.Forget(id, w.heartbeat); !s) return;  // next round
+    it = watch_.erase(it);
+  }
 }
 
 Status ClusterKeeper::Leave() {

@@ -8,7 +8,7 @@
 // holder); read the lease rows; hand off shards the rendezvous map gives to
 // someone else (stop serving, then release); take free shards at once and
 // shards of dead owners once ShardTakeover allows (a CAS on the version
-// seen); publish the map.
+// seen); forget members gone for long; publish the map.
 //
 // server/cluster/cluster_node.h runs Tick() on a thread of its own; the
 // allocator asks Serving() (through ShardGate) before answering for a key.
@@ -90,6 +90,9 @@ class ClusterKeeper {
   };
 
   bool Live(const std::string& id, const Watch& w, Clock::TimePoint now) const;
+  // Deletes the rows of members unchanged for a long time that own no
+  // shard (a later beat of theirs would create the row again).
+  void ForgetLongGone(const std::vector<ShardLeaseRow>& rows, Clock::TimePoint now);
 
   ShardLeaseStore& store_;
   const Clock& clock_;

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "server/cluster/cluster_node.h"
 #include "server/core/key_admin.h"
 #include "server/http/api_call.h"
 #include "server/http/message_routes.h"
@@ -128,8 +129,10 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
   };
   const bool get = method == http::verb::get;
 
-  if (options_.admin_only && path != "/" &&
-      !(seg.size() == 1 && (seg[0] == "healthz" || seg[0] == "readyz" || seg[0] == "metrics"))) {
+  const bool admin_page =
+      (seg.size() == 1 && (seg[0] == "healthz" || seg[0] == "readyz" || seg[0] == "metrics")) ||
+      (seg.size() == 2 && seg[0] == "admin" && seg[1] == "cluster");
+  if (options_.admin_only && path != "/" && !admin_page) {
     return not_found();
   }
   if (path == "/") {
@@ -163,6 +166,10 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
       return;
     }
     return not_found();
+  }
+  if (seg.size() == 2 && seg[0] == "admin" && seg[1] == "cluster") {
+    if (!get) return method_not_allowed("GET");
+    return HandleCluster(call);
   }
   if (seg.size() == 2 && seg[0] == "admin" && seg[1] == "cache") {
     if (!get) return method_not_allowed("GET");
@@ -244,6 +251,9 @@ void ApiRouter::HandleStatusPage(const std::shared_ptr<Call>& call) {
     auto in = std::make_shared<StatusPageInput>();
     in->version = options_.version;
     if (const SnowflakeGenerator* gen = snowflake_->generator()) in->snowflake = gen->status();
+    if (const ClusterNode* node = services_.cluster) {
+      in->cluster = StatusPageInput::Cluster{node->instance(), node->snapshot()};
+    }
     in->uptime = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
                                                                   options_.started);
     in->store_up = health.ok();

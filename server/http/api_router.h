@@ -19,7 +19,7 @@
 //     generator is not enabled
 // Everything is served from the Services seam (server/service/services.h);
 // every answer is counted in services.metrics (interface "http").
-// In admin mode (RouterOptions::admin_only) only /, /healthz, /readyz and
+// In admin mode (RouterOptions::admin_only) only /, /healthz, /readyz, /admin/cluster and
 // /metrics; everything else is 404.
 // Errors: {"error":{"code":"...","message":"..."}} with the status from
 // HttpStatusFor(); kInternal messages are replaced by "internal error".
@@ -84,6 +84,7 @@ class ApiRouter {
   void HandleCreateKey(const std::shared_ptr<Call>& call);
   void HandleSetStep(const std::shared_ptr<Call>& call, std::string key);
   void HandleCache(const std::shared_ptr<Call>& call);
+  void HandleCluster(const std::shared_ptr<Call>& call);
   void HandleHealth(const std::shared_ptr<Call>& call);
   void HandleReady(const std::shared_ptr<Call>& call);
   void HandleMetrics(const std::shared_ptr<Call>& call);

@@ -172,6 +172,51 @@ std::string SnowflakeSection(const SnowflakeStatus& s) {
   return h;
 }
 
+// The members (with the shards each owns) and the shard map as a grid of
+// member numbers; the full map with epochs is at /admin/cluster.
+std::string ClusterSection(const StatusPageInput::Cluster& c) {
+  std::string h = "<h2>Cluster</h2>\n";
+  if (!c.snapshot) {
+    return h + R"(<p class="summary err" id="cluster-waiting">waiting for the cluster tables )"
+               R"((is the store up?)</p>)"
+               "\n";
+  }
+  const ClusterSnapshot& snap = *c.snapshot;
+  std::map<std::string, size_t> number;  // member -> 1-based number in the table
+  std::map<std::string, int64_t> owned;
+  size_t unowned = 0;
+  for (const auto& [id, m] : snap.members) number.emplace(id, number.size() + 1);
+  for (const auto& s : snap.shards) {
+    ++owned[s.owner];
+    auto m = snap.members.find(s.owner);
+    if (s.owner.empty() || m == snap.members.end() || !m->second.live) ++unowned;
+  }
+  h += R"(<p class="summary">)" + std::to_string(snap.shards.size()) + " shards &middot; " +
+       std::to_string(unowned) + " without a live owner</p>\n";
+  h += R"(<div class="tablewrap"><table id="cluster-members"><thead><tr><th>#</th>)"
+       R"(<th class="l">Instance</th><th class="l">Address</th><th class="l">State</th>)"
+       R"(<th>Shards</th></tr></thead><tbody>)";
+  for (const auto& [id, m] : snap.members) {
+    h += "<tr><td>" + std::to_string(number[id]) + R"(</td><td class="l">)" + HtmlEscape(id);
+    if (id == c.instance) h += " (this one)";
+    h += R"(</td><td class="l">)" + HtmlEscape(m.advertise) + R"(</td><td class="l">)";
+    h += m.live ? R"(<span class="pill up">live</span>)" : R"(<span class="err">gone</span>)";
+    h += "</td><td>" + std::to_string(owned[id]) + "</td></tr>";
+  }
+  h += "</tbody></table></div>\n";
+  h += R"(<details><summary>Shard map (member # per shard)</summary><p id="shard-map" )"
+       R"(style="font-family:monospace;word-break:break-all">)";
+  for (size_t i = 0; i < snap.shards.size(); ++i) {
+    const auto& s = snap.shards[i];
+    auto n = number.find(s.owner);
+    const std::string cell = n == number.end() ? "-" : std::to_string(n->second);
+    h += "<span title=\"shard " + std::to_string(i) + " epoch " + std::to_string(s.epoch) + "\">" +
+         cell + "</span> ";
+  }
+  h += "</p></details>\n";
+  return h;
+}
+
 }  // namespace
 
 std::string RenderStatusPage(const StatusPageInput& in) {
@@ -228,6 +273,7 @@ std::string RenderStatusPage(const StatusPageInput& in) {
   }
 
   h += "<main>";
+  if (in.cluster) h += ClusterSection(*in.cluster);
   if (in.snowflake) h += SnowflakeSection(*in.snowflake);
   h += "<h2>Keys</h2><p class=\"summary\">";
   h += std::to_string(in.snapshots.size()) + " in memory";
@@ -302,6 +348,7 @@ std::string RenderStatusPage(const StatusPageInput& in) {
   if (in.refresh_s > 0) h += "Refreshes every " + std::to_string(in.refresh_s) + " s. ";
   h += R"(JSON: <a href="/admin/cache">/admin/cache</a> &middot; )";
   if (in.snowflake) h += R"(<a href="/admin/snowflake">/admin/snowflake</a> &middot; )";
+  if (in.cluster) h += R"(<a href="/admin/cluster">/admin/cluster</a> &middot; )";
   h += R"(<a href="/admin/keys">/admin/keys</a> &middot; <a href="/readyz">/readyz</a> &middot; )"
        R"(<a href="/healthz">/healthz</a></footer>)";
   h += "\n</body></html>\n";

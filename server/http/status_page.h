@@ -7,11 +7,13 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "server/cluster/cluster_keeper.h"
 #include "server/core/segment_allocator.h"
 #include "server/snowflake/snowflake_generator.h"
 #include "storage/segment_store.h"
@@ -36,6 +38,12 @@ struct StatusPageInput {
   bool rows_truncated = false;  // more rows exist than were listed
   // The snowflake generator's state; nullopt when snowflake IDs are off.
   std::optional<SnowflakeStatus> snowflake;
+  // Cluster mode's members and shard map; nullopt when cluster mode is off.
+  struct Cluster {
+    std::string instance;                             // this one
+    std::shared_ptr<const ClusterSnapshot> snapshot;  // null until the tables were read
+  };
+  std::optional<Cluster> cluster;
   // Seconds between automatic reloads; 0: none.
   int refresh_s = 5;
 };

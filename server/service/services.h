@@ -28,14 +28,16 @@ class KeyAdmin;
 class MessageService;
 class SnowflakeGenerator;
 class Metrics;
+class ClusterNode;
 
 struct Services {
   SegmentAllocator& ids;          // this process's segment buffers: snapshots, options
-  KeyRouter& router;            // segment IDs: Take(key, count), local or at the key's owner
+  KeyRouter& router;              // segment IDs: Take(key, count), local or at the key's owner
   KeyAdmin& keys;                 // leaf_alloc rows: create, step, list
   MessageService& messages;       // the message store: send, pull, members, push
   SnowflakeGenerator& snowflake;  // snowflake IDs; enabled() is false with snowflake = off
   Metrics& metrics;               // request counters and the /metrics page
+  const ClusterNode* cluster = nullptr;  // cluster mode's membership and map; null when off
 };
 
 }  // namespace seqd

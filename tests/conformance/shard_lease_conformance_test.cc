@@ -160,6 +160,13 @@ void CheckMembers(Backend& b) {
   REQUIRE(s.Heartbeat("inst-b", "127.0.0.1:7003").ok());  // back: left cleared
   CHECK(s.ReadMembers()->at(1) == ClusterMember{"inst-b", "127.0.0.1:7003", 3, false});
   CHECK(s.Heartbeat(std::string(200, 'x'), "h:1").error().code == ErrorCode::kInvalidArgument);
+  // Forget only at the heartbeat seen: a member that beat meanwhile stays.
+  REQUIRE(s.Forget("inst-b", 2).ok());
+  CHECK(s.ReadMembers()->size() == 2);
+  REQUIRE(s.Forget("inst-b", 3).ok());
+  REQUIRE(s.ReadMembers()->size() == 1);
+  CHECK(s.ReadMembers()->at(0).instance == "inst-a");
+  CHECK(s.Forget("inst-b", 3).ok());  // absent: fine
 }
 
 }  // namespace
