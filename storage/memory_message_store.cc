@@ -36,6 +36,25 @@ Status MemoryMessageStore::EnsureSchema() {
   return CheckAvailableLocked();
 }
 
+void MemoryMessageStore::SetFenceCheck(std::function<bool(const ShardFence&)> check) {
+  std::lock_guard lock(mu_);
+  fence_check_ = std::move(check);
+}
+
+Result<std::vector<AppendOutcome>> MemoryMessageStore::AppendFenced(
+    std::span<const AppendRequest> batch, MaxSeqCache& max_seq_cache, AppendFencing& fencing) {
+  {
+    std::lock_guard lock(mu_);
+    for (const ShardFence& f : fencing.fences) {
+      if (fence_check_ && !fence_check_(f)) {
+        fencing.refused = f.shard;
+        return MakeError(ErrorCode::kNotServing, "shard no longer held");
+      }
+    }
+  }
+  return Append(batch, max_seq_cache);
+}
+
 Result<std::vector<AppendOutcome>> MemoryMessageStore::Append(std::span<const AppendRequest> batch,
                                                               MaxSeqCache& max_seq_cache) {
   std::lock_guard lock(mu_);

@@ -4,6 +4,7 @@
 // Thread safety: all methods are safe to call concurrently (one mutex).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -23,6 +24,11 @@ class MemoryMessageStore final : public MessageStore {
   Status EnsureSchema() override;
   Result<std::vector<AppendOutcome>> Append(std::span<const AppendRequest> batch,
                                             MaxSeqCache& max_seq_cache) override;
+  // Cluster mode for tests: each fence is checked with the hook set by
+  // SetFenceCheck (none set: every fence holds).
+  Result<std::vector<AppendOutcome>> AppendFenced(std::span<const AppendRequest> batch,
+                                                  MaxSeqCache& max_seq_cache,
+                                                  AppendFencing& fencing) override;
   Result<int64_t> MaxSeq(std::string_view conv_id) override;
   Result<std::vector<int64_t>> MaxSeqs(std::span<const std::string> conv_ids) override;
   Result<MessagePage> GetRange(const RangeQuery& query) override;
@@ -53,6 +59,9 @@ class MemoryMessageStore final : public MessageStore {
   // kStoreUnavailable, as a COMMIT with an unknown outcome that did commit.
   void LoseNextCommits(int n);
 
+  // Test hook: whether a fence still holds (the lease table of a test).
+  void SetFenceCheck(std::function<bool(const ShardFence&)> check);
+
  private:
   using ClientKey = std::tuple<std::string, std::string, std::string>;  // conv, sender, client
   using MemberKey = std::pair<std::string, std::string>;                // conv, user
@@ -62,8 +71,9 @@ class MemoryMessageStore final : public MessageStore {
   const std::vector<StoredMessage>* ConvLocked(std::string_view conv_id) const;
 
   mutable std::mutex mu_;
-  int lose_commits_ = 0;   // guarded by mu_
-  bool available_ = true;  // guarded by mu_
+  int lose_commits_ = 0;                                // guarded by mu_
+  std::function<bool(const ShardFence&)> fence_check_;  // guarded by mu_
+  bool available_ = true;                               // guarded by mu_
   size_t append_calls_ = 0;
   // conv_id -> messages; messages[i].seq == i + 1. All guarded by mu_.
   std::map<std::string, std::vector<StoredMessage>, std::less<>> convs_;
