@@ -1,6 +1,7 @@
 // AsyncClient's entry points: construction, NextIds (with prefetch), Ping,
 // Subscribe, Unsubscribe and Close over the transport (async_client_impl.h).
 #include "async_client_impl.h"
+#include "proto/shard_hash.h"
 
 namespace seqd::client {
 
@@ -133,6 +134,8 @@ void AsyncClient::Unsubscribe(std::vector<std::string> conv_ids, Done<bool> done
 void AsyncClient::Close() {
   asio::post(impl_->strand, [impl = impl_] { impl->DoClose(); });
 }
+
+uint32_t ShardOf(std::string_view key, uint32_t shards) { return proto::ShardOfKey(key, shards); }
 
 bool SplitEndpoint(const std::string& s, std::string& host, std::string& port) {
   size_t colon;

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -47,8 +48,11 @@ Commands:
   key KEY                       one key: its row and its in-memory state
   create KEY STEP [DESCRIPTION] register a key with a step (POST /admin/keys)
   set-step KEY STEP             change a key's step (PUT /admin/keys/KEY/step)
+  cluster [KEY]                 cluster mode: the members, the shards each
+                                owns and, with KEY, the key's shard and owner
+                                (GET /admin/cluster)
 
-Admin commands (keys, key, create, set-step) always use HTTP.
+Admin commands (keys, key, create, set-step, cluster) always use HTTP.
 
 Exit status: 0 on success, 1 on an error (message on stderr), 2 on a usage error.
 )";
@@ -253,6 +257,44 @@ void PrintLines(const std::vector<std::string>& lines) {
   std::cout << out;
 }
 
+// `seqctl cluster`: members with their shard counts, the shards without a
+// live owner, and optionally where one key lives.
+int PrintCluster(const Json& j, const std::optional<std::string>& key) {
+  const std::string me = Scalar(j.value("instance", Json("?")));
+  const int64_t shards = j.value("shards", int64_t{0});
+  std::cout << "instance " << me << " (answering), " << shards << " shards, lease "
+            << Scalar(j.value("lease_ms", Json("?"))) << " ms"
+            << (j.value("ready", false) ? "" : ", NOT READY (cluster tables not read yet)") << "\n";
+  std::map<std::string, bool> live;
+  std::vector<std::vector<std::string>> rows{{"INSTANCE", "ADDRESS", "STATE", "SHARDS"}};
+  for (const Json& m : j.value("members", Json::array())) {
+    const std::string id = Scalar(m.value("instance", Json("")));
+    live[id] = m.value("live", false);
+    rows.push_back({id + (id == me ? " *" : ""), Scalar(m.value("advertise", Json(""))),
+                    live[id] ? "live" : "gone", Scalar(m.value("shards_owned", Json(0)))});
+  }
+  PrintTable(rows);
+  const Json map = j.value("shard_map", Json::array());
+  int64_t unowned = 0;
+  for (const Json& s : map) {
+    const Json owner = s.value("owner", Json());
+    if (owner.is_null() || !live[owner.get<std::string>()]) ++unowned;
+  }
+  std::cout << unowned << " shards without a live owner\n";
+  if (key && shards > 0) {
+    const uint32_t shard = seqd::client::ShardOf(*key, static_cast<uint32_t>(shards));
+    std::string owner = "-", epoch = "-";
+    if (shard < map.size()) {
+      const Json& s = map[shard];
+      if (!s.value("owner", Json()).is_null()) owner = Scalar(s["owner"]);
+      epoch = Scalar(s.value("epoch", Json()));
+    }
+    std::cout << "key " << *key << ": shard " << shard << ", owner " << owner << ", epoch " << epoch
+              << "\n";
+  }
+  return 0;
+}
+
 // --- commands ------------------------------------------------------------------
 
 void Need(const Args& a, size_t min, size_t max, const char* usage) {
@@ -264,7 +306,8 @@ int Run(const Args& args) {
   if (args.positional.empty()) throw UsageError{"no command (try --help)"};
   const std::string& cmd = args.positional[0];
   const auto timeout = std::chrono::milliseconds(args.timeout_ms);
-  const bool admin = cmd == "keys" || cmd == "key" || cmd == "create" || cmd == "set-step";
+  const bool admin =
+      cmd == "keys" || cmd == "key" || cmd == "create" || cmd == "set-step" || cmd == "cluster";
   if ((args.after || args.limit) && cmd != "keys") {
     throw UsageError{"--after and --limit only apply to `keys`"};
   }
@@ -453,6 +496,17 @@ int Run(const Args& args) {
       std::cout << "(more: seqctl keys --after " << Scalar(j["next_after"]) << ")\n";
     }
     return 0;
+  }
+  if (cmd == "cluster") {
+    Need(args, 0, 1, "cluster [KEY]");
+    const std::string body = http.Call("GET", "/admin/cluster");
+    if (args.json) {
+      std::cout << body << "\n";
+      return 0;
+    }
+    return PrintCluster(ParseJson(body), args.positional.size() > 1
+                                             ? std::optional<std::string>(args.positional[1])
+                                             : std::nullopt);
   }
   if (cmd == "key") {
     Need(args, 1, 1, "key KEY");

@@ -1,15 +1,10 @@
 #include "server/cluster/shard_map.h"
 
+#include "proto/shard_hash.h"
+
 namespace seqd {
 
-uint64_t Fnv1a64(std::string_view bytes, uint64_t seed) {
-  uint64_t h = seed;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
+uint64_t Fnv1a64(std::string_view bytes, uint64_t seed) { return proto::Fnv1a64(bytes, seed); }
 
 uint64_t SplitMix64(uint64_t z) {
   z += 0x9e3779b97f4a7c15ull;
@@ -18,9 +13,7 @@ uint64_t SplitMix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-uint32_t ShardOf(std::string_view key, uint32_t shards) {
-  return static_cast<uint32_t>(Fnv1a64(key) % shards);
-}
+uint32_t ShardOf(std::string_view key, uint32_t shards) { return proto::ShardOfKey(key, shards); }
 
 uint64_t RendezvousWeight(std::string_view member_id, uint32_t shard) {
   uint64_t h = Fnv1a64(member_id);

@@ -315,6 +315,11 @@ class Client {
   std::unique_ptr<Impl> impl_;
 };
 
+// Cluster mode (docs/cluster.md): the shard of `key` among `shards`, as
+// every seqd instance computes it: FNV-1a-64 of the key bytes mod shards.
+// REQUIRES: shards >= 1.
+uint32_t ShardOf(std::string_view key, uint32_t shards);
+
 // Splits "host:port" or "[v6]:port" (port 1..65535) into its parts; false if
 // malformed (a bare IPv6 address needs brackets).
 bool SplitEndpoint(const std::string& s, std::string& host, std::string& port);
