@@ -23,6 +23,7 @@
 #include "server/metrics/metrics.h"
 #include "server/route/key_router.h"
 #include "server/route/peer_clients.h"
+#include "server/route/push_relay.h"
 #include "server/service/services.h"
 #include "server/snowflake/wall_clock.h"
 #include "server/snowflake/worker_lease_keeper.h"
@@ -127,6 +128,7 @@ struct App::Parts {
   std::unique_ptr<ClusterNode> cluster;  // cluster mode only
   std::optional<PeerClients> peers;      // cluster mode only
   std::optional<MessageService> messages;
+  std::optional<PushRelay> relay;  // cluster mode only
   std::optional<SegmentAllocator> allocator;
   std::optional<KeyRouter> key_router;
   std::optional<KeyAdmin> admin;
@@ -180,7 +182,8 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
   p->allocator.emplace(*p->stores.segments, *p->db, p->clock, KeyRules(config.auto_keys),
                        allocator_options);
   if (p->cluster) {
-    p->key_router.emplace(*p->allocator, *p->messages, *p->cluster, *p->peers, p->clock,
+    p->relay.emplace(*p->messages, *p->cluster, *p->peers);
+    p->key_router.emplace(*p->allocator, *p->messages, *p->cluster, *p->peers, *p->relay, p->clock,
                           &*p->cluster_metrics);
   } else {
     p->key_router.emplace(*p->allocator, *p->messages);
@@ -298,6 +301,9 @@ int App::Run() {
                          SEQD_LOG(kDebug) << "evicted " << n << " idle keys";
                        }
                      });
+  // Cluster mode: push relays follow their conversations' owners.
+  std::optional<PeriodicTask> relay;
+  if (p.relay) relay.emplace(p.io, std::chrono::milliseconds(100), [&p] { p.relay->Reconcile(); });
   PeriodicTask refresh(p.io, std::chrono::seconds(p.config.key_refresh_interval_s), [&p] {
     p.allocator->RefreshRegisteredKeys([](Result<size_t> dropped) {
       if (!dropped) {
@@ -314,6 +320,7 @@ int App::Run() {
     SEQD_LOG(kInfo) << "signal " << sig << ": draining";
     evict.Cancel();
     refresh.Cancel();
+    if (relay) relay->Cancel();
     schema.Cancel();
     auto drain_listeners = [&p] {
       const int listeners = 1 + (p.admin_http ? 1 : 0) + (p.binary ? 1 : 0) + (p.resp ? 1 : 0);

@@ -374,6 +374,8 @@ void MessageService::SetConvMinSeq(std::string conv_id, int64_t min_seq, Callbac
                       });
 }
 
+void MessageService::PublishRelayed(const StoredMessage& message) { impl_->bus.Publish(message); }
+
 Result<std::unique_ptr<Subscription>> MessageService::Subscribe(
     const std::vector<std::string>& conv_ids, MessageListener listener) {
   if (Status s = ValidateIds("conv_ids", conv_ids); !s) return s.error();

@@ -156,6 +156,11 @@ class MessageService {
   Result<std::unique_ptr<Subscription>> Subscribe(const std::vector<std::string>& conv_ids,
                                                   MessageListener listener);
 
+  // Cluster mode: delivers a message committed by another instance (relayed
+  // from its owner, server/route/push_relay.h) to this process's
+  // subscribers of its conversation.
+  void PublishRelayed(const StoredMessage& message);
+
   // Stops the writers after their current transaction, answers queued
   // sends with kShuttingDown, joins every thread. Idempotent.
   void Shutdown();

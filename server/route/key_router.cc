@@ -4,6 +4,7 @@
 #include "server/cluster/cluster_node.h"
 #include "server/core/key_rules.h"
 #include "server/route/peer_clients.h"
+#include "server/route/push_relay.h"
 #include "server/service/request_checks.h"
 
 namespace seqd {
@@ -20,11 +21,12 @@ KeyRouter::KeyRouter(SegmentAllocator& ids, MessageService& messages)
     : ids_(ids), messages_(messages) {}
 
 KeyRouter::KeyRouter(SegmentAllocator& ids, MessageService& messages, ClusterNode& cluster,
-                     PeerClients& peers, Clock& clock, ClusterMetrics* metrics)
+                     PeerClients& peers, PushRelay& relay, Clock& clock, ClusterMetrics* metrics)
     : ids_(ids),
       messages_(messages),
       cluster_(&cluster),
       peers_(&peers),
+      relay_(&relay),
       clock_(&clock),
       metrics_(metrics) {}
 
@@ -87,6 +89,29 @@ void KeyRouter::Send(SendRequest request, Hop hop, MessageService::Callback<Appe
   };
   a->fail = [shared_done](Error e) { (*shared_done)(std::move(e)); };
   Route(std::move(a));
+}
+
+namespace {
+
+// A local subscription and the relay's hold, released together.
+class RelayedSubscription final : public Subscription {
+ public:
+  RelayedSubscription(std::unique_ptr<Subscription> local, std::unique_ptr<Subscription> relay)
+      : relay_(std::move(relay)), local_(std::move(local)) {}
+
+ private:
+  std::unique_ptr<Subscription> relay_;
+  std::unique_ptr<Subscription> local_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Subscription>> KeyRouter::Subscribe(const std::string& conv, Hop hop,
+                                                           MessageListener listener) {
+  Result<std::unique_ptr<Subscription>> local = messages_.Subscribe({conv}, std::move(listener));
+  if (!local || !relay_ || hop == Hop::kNoForward) return local;
+  return std::unique_ptr<Subscription>(
+      std::make_unique<RelayedSubscription>(std::move(local).value(), relay_->Want(conv)));
 }
 
 void KeyRouter::Route(std::shared_ptr<Attempt> a) {

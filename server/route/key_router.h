@@ -36,6 +36,7 @@ namespace seqd {
 class ClusterNode;
 class ClusterMetrics;
 class PeerClients;
+class PushRelay;
 
 // Whether a request may be forwarded to the key's owner.
 enum class Hop { kMayForward, kNoForward };
@@ -47,10 +48,15 @@ class KeyRouter {
   // Cluster mode. Every argument but `metrics` (optional) must outlive the
   // router.
   KeyRouter(SegmentAllocator& ids, MessageService& messages, ClusterNode& cluster,
-            PeerClients& peers, Clock& clock, ClusterMetrics* metrics);
+            PeerClients& peers, PushRelay& relay, Clock& clock, ClusterMetrics* metrics);
 
   void Take(std::string_view key, int64_t count, Hop hop, TakeCallback done);
   void Send(SendRequest request, Hop hop, MessageService::Callback<AppendOutcome> done);
+  // Push of `conv` to `listener`: this process's bus, and in cluster mode
+  // (unless `hop` is kNoForward: a peer relaying) also what the
+  // conversation's owner publishes, wherever it is (PushRelay).
+  Result<std::unique_ptr<Subscription>> Subscribe(const std::string& conv, Hop hop,
+                                                  MessageListener listener);
 
  private:
   // One request's journey: `local` serves it here, `forward` at the owner
@@ -72,6 +78,7 @@ class KeyRouter {
   MessageService& messages_;
   ClusterNode* const cluster_ = nullptr;
   PeerClients* const peers_ = nullptr;
+  PushRelay* const relay_ = nullptr;
   Clock* const clock_ = nullptr;
   ClusterMetrics* const metrics_ = nullptr;
 };

@@ -2,6 +2,9 @@
 
 #include <seqd/client.h>
 
+#include <boost/asio/post.hpp>
+#include <utility>
+
 namespace seqd {
 namespace {
 
@@ -92,6 +95,41 @@ void PeerClients::Send(const std::string& address, const SendRequest& request,
     if (!r) return done(FromClient(r.code(), r.message()));
     done(AppendOutcome{r->seq, r->server_msg_id, r->send_time_ms, r->duplicate});
   });
+}
+
+void PeerClients::Subscribe(const std::string& address, const std::string& conv,
+                            std::function<void(const StoredMessage&)> on_message,
+                            std::function<void()> on_lost) {
+  client::AsyncClient* peer = For(address);
+  if (!peer) return boost::asio::post(executor_, std::move(on_lost));  // never inline
+  auto lost = std::make_shared<std::function<void()>>(std::move(on_lost));
+  peer->Subscribe(
+      {conv},
+      [on_message = std::move(on_message)](client::Message m) {
+        StoredMessage s;
+        s.conv_id = std::move(m.conv_id);
+        s.seq = m.seq;
+        s.server_msg_id = m.server_msg_id;
+        s.sender_id = std::move(m.sender_id);
+        s.client_msg_id = std::move(m.client_msg_id);
+        s.content_type = m.content_type;
+        s.payload = std::move(m.payload);
+        s.send_time_ms = m.send_time_ms;
+        s.status = static_cast<MessageStatus>(m.status);
+        on_message(s);
+      },
+      [lost](std::vector<std::string>, std::string) {
+        if (*lost) std::exchange(*lost, nullptr)();
+      },
+      [lost](client::ClientResult<bool> r) {
+        if (!r && *lost) std::exchange(*lost, nullptr)();
+      });
+}
+
+void PeerClients::Unsubscribe(const std::string& address, const std::string& conv) {
+  if (client::AsyncClient* peer = For(address)) {
+    peer->Unsubscribe({conv}, [](client::ClientResult<bool>) {});
+  }
 }
 
 void PeerClients::Close() {

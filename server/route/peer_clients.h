@@ -44,6 +44,15 @@ class PeerClients {
   void Send(const std::string& address, const SendRequest& request,
             std::function<void(Result<AppendOutcome>)> done);
 
+  // SUBSCRIBE to `conv` at the instance on `address`: `on_message` gets
+  // each message it publishes; `on_lost` runs once if the subscription
+  // could not be made or ends (connection closed, PUSH_DROPPED). Neither
+  // runs inside this call.
+  void Subscribe(const std::string& address, const std::string& conv,
+                 std::function<void(const StoredMessage&)> on_message,
+                 std::function<void()> on_lost);
+  void Unsubscribe(const std::string& address, const std::string& conv);
+
   // Closes every connection; later calls fail with kWrongOwner.
   void Close();
 

@@ -214,7 +214,7 @@ void BinaryDispatcher::HandleSubscribe(const proto::FrameView& f, BinaryConnecti
           "at most " + std::to_string(limits_.max_subscriptions) + " subscriptions per connection");
     }
     Result<std::unique_ptr<Subscription>> sub =
-        services_.messages.Subscribe({std::string(conv)}, c.PushListener());
+        services_.router.Subscribe(std::string(conv), HopOf(f), c.PushListener());
     if (!sub.ok()) {
       const BinaryError w = ToBinaryError(sub.error());
       return AnswerError(c, op, f.request_id, w.status, w.message);
