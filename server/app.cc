@@ -169,7 +169,12 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
     p->cluster_metrics.emplace(p->metrics.registry());
     p->cluster = std::make_unique<ClusterNode>(*p->stores.shard_leases, p->clock,
                                                ToClusterOptions(config), &*p->cluster_metrics);
-    p->peers.emplace(p->io.get_executor(), std::chrono::milliseconds(config.wait_deadline_ms));
+    // A forward that gets no answer within a quarter of the deadline is
+    // routed again (the owner may be frozen and the map about to move).
+    p->peers.emplace(p->io.get_executor(), std::chrono::milliseconds(std::max<int64_t>(
+                                               100, config.wait_deadline_ms / 4)));
+    p->cluster->SetNudger(
+        [peers = &*p->peers](const std::string& address) { peers->Nudge(address); });
   }
   MessageServiceOptions message_options = ToMessageOptions(config);
   message_options.metrics = &p->metrics;

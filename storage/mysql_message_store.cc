@@ -256,9 +256,10 @@ Result<std::vector<AppendOutcome>> MysqlMessageStore::AppendImpl(
       // server_msg_id, and keep their seqs.
       "append", [&](MysqlConn& c) -> Result<std::vector<AppendOutcome>> {
         auto max_stmt = [&](size_t n) -> sql::PreparedStatement& { return c.List(kMaxSeqIn, n); };
-        // Cluster mode: write every shard's lease row first, in each
-        // transaction, so a takeover's CAS waits for this commit (or this
-        // transaction sees the lease gone and stores nothing).
+        // Cluster mode: write every shard's lease row last in each
+        // transaction, just before COMMIT (the lease row is locked only for
+        // the commit; see MysqlStore's reservation), or find the lease gone
+        // and store nothing.
         auto fence = [&]() -> std::optional<Error> {
           if (!fencing) return std::nullopt;
           for (const ShardFence& f : fencing->fences) {
@@ -274,7 +275,6 @@ Result<std::vector<AppendOutcome>> MysqlMessageStore::AppendImpl(
           }
           return std::nullopt;
         };
-        if (auto fenced = fence()) return *fenced;  // rolled back by the pool
         std::vector<AppendOutcome> out(batch.size());
         std::unordered_map<std::string, int64_t> cur;
 
@@ -349,13 +349,13 @@ Result<std::vector<AppendOutcome>> MysqlMessageStore::AppendImpl(
               out[i] = out[first_of[i]];
               out[i].duplicate = true;
             }
+            if (auto fenced = fence()) return *fenced;  // rolled back by the pool
             c.Commit();
             committed = std::move(cur);
             return out;
           }
           c.Rollback();
         }
-        if (auto fenced = fence()) return *fenced;
 
         // ---- slow path: row by row, reading the true max.
         cur.clear();
@@ -416,6 +416,7 @@ Result<std::vector<AppendOutcome>> MysqlMessageStore::AppendImpl(
             max = true_max;
           }
         }
+        if (auto fenced = fence()) return *fenced;
         c.Commit();
         committed = std::move(cur);
         return out;

@@ -16,6 +16,7 @@ namespace seqd {
 namespace {
 
 constexpr int kErrDupKey = 1062;
+constexpr int kErrUnknownSystemVariable = 1193;
 
 // Error codes meaning the connection itself is unusable.
 bool IsConnectionLost(int code) {
@@ -224,6 +225,18 @@ Result<std::unique_ptr<MysqlConn>> MysqlPool::Connect() {
     // the latest committed row). UTC: the lease store's time arithmetic.
     c->Plain().execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
     c->Plain().execute("SET SESSION time_zone = '+00:00'");
+    if (options_.lock_wait_timeout_s > 0) {
+      c->Plain().execute("SET SESSION innodb_lock_wait_timeout = " +
+                         std::to_string(options_.lock_wait_timeout_s));
+    }
+    if (options_.idle_txn_timeout_s > 0) {
+      try {
+        c->Plain().execute("SET SESSION idle_write_transaction_timeout = " +
+                           std::to_string(options_.idle_txn_timeout_s));
+      } catch (const sql::SQLException& e) {
+        if (e.getErrorCode() != kErrUnknownSystemVariable) throw;  // MySQL: not there
+      }
+    }
     c->conn->setAutoCommit(false);
     // setAutoCommit() ignores mysql_autocommit()'s result too: a connection
     // left in autocommit would commit each statement on its own.

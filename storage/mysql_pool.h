@@ -73,6 +73,15 @@ struct MysqlOptions {
   // what the opener gives (seqd: its wait deadline).
   int retry_budget_ms = -1;
   static constexpr int kDefaultRetryBudgetMs = 1000;
+  // > 0: how long a statement waits for a row lock (innodb_lock_wait_timeout
+  // of each connection); 0: the server's default (50 s).
+  int lock_wait_timeout_s = 0;
+  // > 0: the server ends a connection whose read-write transaction sits idle
+  // this long, releasing its locks, so a frozen process (SIGSTOP, a long
+  // pause) cannot block others' writes of its rows for longer (MariaDB's
+  // idle_write_transaction_timeout; MySQL has none and ignores it).
+  // 0: never.
+  int idle_txn_timeout_s = 0;
 };
 
 // "user@host:port/database" (IPv6 host in brackets), safe to log.

@@ -72,7 +72,9 @@ const char* const kSql[kNumStmts] = {
     /* kLeave */
     "UPDATE seqd_cluster_member SET `left` = 1, heartbeat = heartbeat + 1 WHERE instance = ?",
     /* kMembers */
-    "SELECT instance, advertise, heartbeat, `left` FROM seqd_cluster_member ORDER BY instance",
+    "SELECT instance, advertise, heartbeat, `left`, "
+    "TIMESTAMPDIFF(SECOND, update_time, CURRENT_TIMESTAMP) FROM seqd_cluster_member "
+    "ORDER BY instance",
     /* kForget */ "DELETE FROM seqd_cluster_member WHERE instance = ? AND heartbeat = ?",
 };
 
@@ -268,9 +270,9 @@ Result<std::vector<ClusterMember>> MysqlShardLeaseStore::ReadMembers() {
         std::unique_ptr<sql::ResultSet> rs(c.Stmt(kMembers).executeQuery());
         std::vector<ClusterMember> out;
         while (rs->next()) {
-          out.push_back(ClusterMember{rs->getString(1).asStdString(),
-                                      rs->getString(2).asStdString(), rs->getInt64(3),
-                                      rs->getInt(4) != 0});
+          out.push_back(ClusterMember{
+              rs->getString(1).asStdString(), rs->getString(2).asStdString(), rs->getInt64(3),
+              rs->getInt(4) != 0, std::max<int64_t>(0, rs->getInt64(5)) * 1000});
         }
         rs.reset();
         c.Commit();

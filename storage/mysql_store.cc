@@ -98,7 +98,8 @@ Error BadUrl(const std::string& what) {
 }
 
 // One "name=value" of the URL's query: connect_timeout and rw_timeout in
-// seconds (1..3600), retry_budget_ms (0..600000).
+// seconds (1..3600), retry_budget_ms (0..600000), lock_wait_timeout and
+// idle_txn_timeout in seconds (0: the server's default / none).
 Status ApplyParam(std::string_view name, std::string_view value, MysqlOptions* o) {
   struct Param {
     std::string_view name;
@@ -109,6 +110,8 @@ Status ApplyParam(std::string_view name, std::string_view value, MysqlOptions* o
       {"connect_timeout", &MysqlOptions::connect_timeout_s, 1, 3600},
       {"rw_timeout", &MysqlOptions::rw_timeout_s, 1, 3600},
       {"retry_budget_ms", &MysqlOptions::retry_budget_ms, 0, 600000},
+      {"lock_wait_timeout", &MysqlOptions::lock_wait_timeout_s, 0, 3600},
+      {"idle_txn_timeout", &MysqlOptions::idle_txn_timeout_s, 0, 3600},
   };
   for (const Param& p : kParams) {
     if (p.name != name) continue;
@@ -122,7 +125,8 @@ Status ApplyParam(std::string_view name, std::string_view value, MysqlOptions* o
     return OkStatus();
   }
   return BadUrl("unknown parameter '" + std::string(name) +
-                "' (known: connect_timeout, rw_timeout, retry_budget_ms)");
+                "' (known: connect_timeout, rw_timeout, retry_budget_ms, lock_wait_timeout, "
+                "idle_txn_timeout)");
 }
 
 Status ApplyQuery(std::string_view query, MysqlOptions* o) {
@@ -251,17 +255,6 @@ Result<ReservedSegment> MysqlStore::ReserveImpl(std::string_view key, std::optio
   const std::string k(key);
   return pool_->Run<ReservedSegment>(
       kSession, "reserve", [&](MysqlConn& c) -> Result<ReservedSegment> {
-        if (fence) {
-          // First, so a takeover's CAS on the lease row waits for this commit.
-          sql::PreparedStatement& f = c.Stmt(kFence);
-          f.setInt(1, static_cast<int>(fence->shard));
-          f.setString(2, fence->owner);
-          f.setInt64(3, fence->epoch);
-          if (f.executeUpdate() == 0) {
-            return MakeError(ErrorCode::kNotServing, "shard " + std::to_string(fence->shard) +
-                                                         " is no longer held by this instance");
-          }
-        }
         int updated = 0;
         if (step) {
           sql::PreparedStatement& upd = c.Stmt(kReserveBy);
@@ -282,6 +275,20 @@ Result<ReservedSegment> MysqlStore::ReserveImpl(std::string_view key, std::optio
         const int64_t max_id = rs->getInt64(1);
         const int64_t table_step = rs->getInt64(2);
         rs.reset();
+        if (fence) {
+          // Last, just before COMMIT: the lease row stays locked only for
+          // the commit, so an owner frozen mid-transaction rarely holds it
+          // (a takeover's CAS waits for the lock), and never for long (the
+          // server ends idle transactions: storage/mysql_pool.h).
+          sql::PreparedStatement& f = c.Stmt(kFence);
+          f.setInt(1, static_cast<int>(fence->shard));
+          f.setString(2, fence->owner);
+          f.setInt64(3, fence->epoch);
+          if (f.executeUpdate() == 0) {
+            return MakeError(ErrorCode::kNotServing, "shard " + std::to_string(fence->shard) +
+                                                         " is no longer held by this instance");
+          }
+        }
         try {
           c.Commit();
         } catch (...) {

@@ -43,8 +43,16 @@ struct ClusterMember {
   std::string advertise;  // host:port of its binary protocol
   int64_t heartbeat = 0;
   bool left = false;
+  // Time since its last beat by the store's own clock (one clock, so no
+  // agreement between machines is needed), at whole seconds on MySQL; -1
+  // if unknown. Only a hint for members seen for the first time; liveness
+  // is otherwise judged by watching `heartbeat` change.
+  int64_t age_ms = -1;
 
-  bool operator==(const ClusterMember&) const = default;
+  bool operator==(const ClusterMember& o) const {  // age_ms is a hint: not compared
+    return instance == o.instance && advertise == o.advertise && heartbeat == o.heartbeat &&
+           left == o.left;
+  }
 };
 
 inline constexpr size_t kMaxInstanceIdBytes = 128;

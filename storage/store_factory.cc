@@ -14,6 +14,10 @@
 
 namespace seqd {
 
+namespace {
+constexpr int kClusterIdleTxnTimeoutS = 1;
+}  // namespace
+
 Result<std::unique_ptr<SegmentStore>> OpenStore(std::string_view spec) {
   auto parsed = ParseStoreSpec(spec, /*allow_memory=*/false);
   if (!parsed.ok()) return parsed.error();
@@ -39,6 +43,11 @@ Result<OpenedStores> OpenStores(std::string_view spec, const StoreNeeds& needs) 
   if (parsed->kind == StoreKind::kMysql) {
     MysqlOptions options = parsed->mysql;
     options.pool_size = needs.connections;
+    if (needs.cluster && options.idle_txn_timeout_s == 0) {
+      // A frozen owner must not hold its rows' locks (a key's leaf_alloc
+      // row, a lease row) past the takeover: docs/cluster.md.
+      options.idle_txn_timeout_s = kClusterIdleTxnTimeoutS;
+    }
     const bool url_budget = options.retry_budget_ms >= 0;
     if (!url_budget) options.retry_budget_ms = needs.retry_budget_ms;
     out.pool = std::make_shared<MysqlPool>(options);
@@ -53,6 +62,8 @@ Result<OpenedStores> OpenStores(std::string_view spec, const StoreNeeds& needs) 
       options.retry_budget_ms =
           url_budget ? std::min(options.retry_budget_ms, needs.cluster_retry_budget_ms)
                      : needs.cluster_retry_budget_ms;
+      // The lease round never waits long for a row a frozen owner locked.
+      if (options.lock_wait_timeout_s == 0) options.lock_wait_timeout_s = 1;
       out.cluster_pool = std::make_shared<MysqlPool>(options);
       out.shard_leases = std::make_unique<MysqlShardLeaseStore>(out.cluster_pool);
     }

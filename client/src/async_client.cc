@@ -75,6 +75,7 @@ void AsyncClient::NextIds(std::string key, uint32_t count,
   }
   auto call = std::make_shared<Call>(impl_->strand);
   call->op = Op::kNextIds;
+  call->route_key = key;
   call->key = std::move(key);
   call->count = count;
   call->on_ids = std::move(done);
@@ -129,6 +130,18 @@ void AsyncClient::Unsubscribe(std::vector<std::string> conv_ids, Done<bool> done
         Decoding<proto::EmptyRes>(std::move(done), [](const proto::EmptyRes&) { return true; }),
         fit, std::move(call));
   });
+}
+
+void AsyncClient::ClusterNudge(Done<bool> done) {
+  auto call = std::make_shared<Call>(impl_->strand);
+  call->op = Op::kRaw;
+  call->opcode = proto::kOpClusterNudge;
+  call->on_raw = [done = std::move(done)](ClientResult<std::string> r) {
+    if (!r) return done(ClientResult<bool>(r.code(), r.message()));
+    done(ClientResult<bool>(true));
+  };
+  asio::post(impl_->strand,
+             [impl = impl_, call = std::move(call)]() mutable { impl->Submit(std::move(call)); });
 }
 
 void AsyncClient::Close() {

@@ -7,6 +7,8 @@ namespace seqd::client {
 
 void AsyncClient::Send(OutgoingMessage m, Done<SendResult> done) {
   const bool fit = IdsFit({&m.conv_id, &m.sender_id, &m.client_msg_id});
+  auto call = std::make_shared<Call>(impl_->strand);
+  call->route_key = m.conv_id;  // cluster mode: straight to the conversation's owner
   impl_->SubmitMessage(proto::SendReq{IdView(fit, m.conv_id), IdView(fit, m.sender_id),
                                       IdView(fit, m.client_msg_id), m.content_type, m.payload},
                        Decoding<proto::SendRes>(
@@ -14,7 +16,7 @@ void AsyncClient::Send(OutgoingMessage m, Done<SendResult> done) {
                            [](const proto::SendRes& r) {
                              return SendResult{r.seq, r.server_msg_id, r.send_time_ms, r.duplicate};
                            }),
-                       fit);
+                       fit, std::move(call));
 }
 
 void AsyncClient::PullRange(std::string conv_id, PullOptions o, Done<PullPage> done) {

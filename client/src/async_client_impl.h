@@ -31,7 +31,9 @@
 #include <unordered_map>
 
 #include "proto/binary_codec.h"
+#include "proto/cluster_codec.h"
 #include "proto/message_codec.h"
+#include "proto/shard_hash.h"
 #include "proto/snowflake_codec.h"
 #include "seqd/client.h"
 
@@ -49,6 +51,10 @@ namespace detail {
 // stricter and answered as INVALID_ARGUMENT.
 inline constexpr size_t kMaxKeyBytes = 0xFFFF;
 inline constexpr size_t kReadChunk = 64 * 1024;
+// Cluster mode: how often the shard map is fetched again on its own, and
+// how soon after the last fetch a routed call that found it wrong may.
+inline constexpr auto kShardMapRefresh = std::chrono::seconds(10);
+inline constexpr auto kShardMapMinInterval = std::chrono::milliseconds(100);
 
 inline bool Retryable(StatusCode code) {
   return code == StatusCode::kTimeout || code == StatusCode::kUnavailable ||
@@ -83,7 +89,12 @@ struct Call {
   proto::Opcode opcode = proto::Opcode::kPing;
   std::string body;
   std::function<void(ClientResult<std::string>)> on_raw;
-  int preferred_endpoint = -1;         // where the first attempt goes, if >= 0
+  int preferred_endpoint = -1;  // where the first attempt goes, if >= 0
+  // Cluster mode (ClientOptions::route_by_shard): the key whose owner the
+  // call may go to ("" for calls not routed by key), and whether this
+  // attempt went there with NO_FORWARD.
+  std::string route_key;
+  bool routed = false;
   std::vector<std::string> sub_convs;  // SUBSCRIBE: registered on success
   std::shared_ptr<SubHandlers> sub_handlers;
 
@@ -233,7 +244,17 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
 
   asio::strand<asio::any_io_executor> strand;
   const ClientOptions options;
+  // Grows (never shrinks) as the shard map names owners not given in
+  // options.endpoints: index it, never keep references across handlers.
   std::vector<Endpoint> endpoints;
+  // Cluster mode's shard map, as last fetched (CLUSTER_MAP).
+  struct ShardRoutes {
+    uint32_t shards = 0;
+    std::vector<int> owner;  // by shard: endpoint index, -1 for none (or not live)
+    bool fetching = false;
+    bool unsupported = false;  // the server has no cluster mode: stop asking
+    Clock::time_point fetched_at{};
+  } routes;
   size_t current = 0;  // where new calls start
   bool closed = false;
   uint64_t next_call_seq = 1;
@@ -348,6 +369,10 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
     if (closed) return Fail(call, StatusCode::kCancelled, "client closed");
     call->seq = next_call_seq++;
     calls.emplace(call->seq, call);
+    if (const int owner = OwnerEndpoint(call->route_key); owner >= 0) {
+      call->routed = true;
+      return StartAttempt(call, static_cast<size_t>(owner));
+    }
     StartAttempt(call, call->preferred_endpoint >= 0 ? static_cast<size_t>(call->preferred_endpoint)
                                                      : current);
   }
@@ -384,7 +409,9 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
     } else {
       proto::AppendFrame(conn->out, proto::Opcode::kPing, 0, id, {});
     }
-    if (options.no_forward) conn->out[frame_start + 7] |= static_cast<char>(proto::kFlagNoForward);
+    if (options.no_forward || call->routed) {
+      conn->out[frame_start + 7] |= static_cast<char>(proto::kFlagNoForward);
+    }
     StartWrite(conn);
   }
 
@@ -424,6 +451,15 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
     call->conn.reset();
     call->sent = false;
     if (closed) return Fail(call, StatusCode::kCancelled, "client closed");
+    if (call->routed) {
+      // The map was wrong (or the owner unreachable): refresh it, and let
+      // the next attempt go the ordinary way (a server forwards it).
+      call->routed = false;
+      FetchShardMap(/*force=*/true);
+      if (code == StatusCode::kWrongOwner && call->attempt < options.max_attempts) {
+        return StartAttempt(call, current);
+      }
+    }
     if (Retryable(code) && call->attempt < options.max_attempts) {
       const size_t next = (static_cast<size_t>(call->endpoint) + 1) % endpoints.size();
       Arm(call, JitteredBackoff(call->attempt),
@@ -432,6 +468,67 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
     }
     if (call->attempt > 1) message += " (after " + std::to_string(call->attempt) + " attempts)";
     Fail(call, code, std::move(message));
+  }
+
+  // --- cluster mode: routing by shard ----------------------------------------------
+
+  // The endpoint that owns `key`'s shard as the map says, or -1 (not
+  // routing, no map yet, no live owner, or the owner marked down).
+  int OwnerEndpoint(const std::string& key) {
+    if (!options.route_by_shard || key.empty() || routes.unsupported) return -1;
+    FetchShardMap(/*force=*/false);
+    if (routes.shards == 0 || routes.owner.size() != routes.shards) return -1;
+    const int e = routes.owner[proto::ShardOfKey(key, routes.shards)];
+    if (e < 0 || endpoints[e].down_until > Clock::now()) return -1;
+    return e;
+  }
+
+  // Fetches the map in the background: at first use, every
+  // kShardMapRefresh, and (force) when a routed call found it wrong. At
+  // most one fetch at a time; calls meanwhile go the ordinary way.
+  void FetchShardMap(bool force) {
+    if (routes.fetching || routes.unsupported || closed) return;
+    const Clock::time_point now = Clock::now();
+    if (!force && routes.shards != 0 && now - routes.fetched_at < kShardMapRefresh) return;
+    if (force && now - routes.fetched_at < kShardMapMinInterval) return;
+    routes.fetching = true;
+    routes.fetched_at = now;
+    auto call = std::make_shared<Call>(strand);
+    call->op = Op::kRaw;
+    call->opcode = proto::kOpClusterMap;
+    call->on_raw = [self = shared_from_this()](ClientResult<std::string> r) {
+      self->routes.fetching = false;
+      if (!r) {
+        if (r.code() == StatusCode::kUnknownOpcode) self->routes.unsupported = true;
+        return;
+      }
+      if (auto map = proto::ParseClusterMapResult(r.value())) self->UseShardMap(*map);
+    };
+    Submit(std::move(call));
+  }
+
+  void UseShardMap(const proto::ClusterMapWire& map) {
+    std::vector<int> member_endpoint(map.members.size(), -1);
+    for (size_t i = 0; i < map.members.size(); ++i) {
+      const auto& m = map.members[i];
+      if (!m.live) continue;
+      auto it = std::find_if(endpoints.begin(), endpoints.end(),
+                             [&](const Endpoint& ep) { return ep.name == m.advertise; });
+      if (it != endpoints.end()) {
+        member_endpoint[i] = static_cast<int>(it - endpoints.begin());
+        continue;
+      }
+      Endpoint ep;
+      if (!SplitEndpoint(m.advertise, ep.host, ep.port)) continue;
+      ep.name = m.advertise;
+      endpoints.push_back(std::move(ep));
+      member_endpoint[i] = static_cast<int>(endpoints.size() - 1);
+    }
+    routes.shards = map.shards;
+    routes.owner.assign(map.owners.size(), -1);
+    for (size_t s = 0; s < map.owners.size(); ++s) {
+      if (map.owners[s] != proto::kNoOwner) routes.owner[s] = member_endpoint[map.owners[s]];
+    }
   }
 
   // --- connections -------------------------------------------------------------
@@ -611,12 +708,12 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
         IdBatch batch;
         batch.ranges.reserve(wire->size());
         for (const proto::IdRangeWire& r : *wire) batch.ranges.push_back({r.first, r.last});
-        current = static_cast<size_t>(conn->endpoint);
+        if (!call->routed) current = static_cast<size_t>(conn->endpoint);
         Retire(call);
         Deliver(std::move(call->on_ids), ClientResult<IdBatch>(std::move(batch)));
       }
     } else if (call->op == Op::kRaw) {
-      current = static_cast<size_t>(conn->endpoint);
+      if (!call->routed) current = static_cast<size_t>(conn->endpoint);
       Retire(call);
       if (call->sub_handlers) {
         for (const std::string& conv : call->sub_convs) subs[conv] = {call->sub_handlers, conn};
@@ -801,6 +898,7 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
     call->op = Op::kNextIds;
     call->key = key;
     call->count = static_cast<uint32_t>(options.prefetch);
+    call->route_key = key;
     call->on_ids = [self = shared_from_this(), key](ClientResult<IdBatch> result) {
       self->OnRefill(key, std::move(result));
     };

@@ -62,10 +62,21 @@ Status ClusterKeeper::Tick() {
   auto members = store_.ReadMembers();
   if (!members) return members.error();
   for (const ClusterMember& m : *members) {
-    Watch& w = watch_[m.instance];
+    auto [it, first_sight] = watch_.try_emplace(m.instance);
+    Watch& w = it->second;
     if (w.heartbeat != m.heartbeat) {
       w.heartbeat = m.heartbeat;
       w.changed = members_sent;
+      // Seen for the first time (we just started): a member whose row has
+      // not beaten for longer than a takeover wait (by the store's clock,
+      // whole seconds) is long dead; do not count it live for a lease and
+      // hand it shards nobody will serve.
+      const auto stale = std::chrono::duration_cast<Clock::Duration>(
+          options_.timing.TakeoverAt(Clock::TimePoint{}).time_since_epoch() +
+          std::chrono::seconds(1));
+      if (first_sight && m.age_ms >= 0 && std::chrono::milliseconds(m.age_ms) > stale) {
+        w.changed = members_sent - std::chrono::milliseconds(m.age_ms);
+      }
     }
     w.advertise = m.advertise;
     w.left = m.left;
@@ -95,6 +106,7 @@ Status ClusterKeeper::Tick() {
   if (!rows) return rows.error();
   auto snap = std::make_shared<ClusterSnapshot>();
   snap->shards.resize(shards_);
+  bool acquiring = true;
   for (ShardLeaseRow& row : *rows) {
     if (row.shard >= shards_) continue;
     const uint32_t s = row.shard;
@@ -105,6 +117,10 @@ Status ClusterKeeper::Tick() {
       if (Status st = store_.Release(s, me, row.epoch); st) {
         row.owner.clear();
         ++handoffs_done_;
+        // Wake the new owner: it takes the shard now, not at its next round.
+        if (auto next = watch_.find(OwnerOf(s, live)); next != watch_.end()) {
+          nudges_.push_back(next->second.advertise);
+        }
       } else {
         SEQD_LOG(kWarn) << "cluster: releasing shard " << s << ": " << st.error().message;
       }
@@ -117,19 +133,32 @@ Status ClusterKeeper::Tick() {
       auto owner = watch_.find(row.owner);
       const bool owner_live = !row.owner.empty() && owner != watch_.end() &&
                               Live(row.owner, owner->second, clock_.Now());
-      if (desired && !owner_live && k.MayTake(clock_.Now())) {
+      if (desired && !owner_live && acquiring && k.MayTake(clock_.Now())) {
         const Clock::TimePoint sent = clock_.Now();
         auto taken = store_.Acquire(s, k.expected_version(), me);
         if (taken) {
           holders_[s]->Granted(taken->epoch, sent);
           row = *taken;
           ++takeovers_done_;
+        } else if (taken.error().code != ErrorCode::kFailedPrecondition) {
+          // Not a lost race: the row is locked (an owner frozen mid-commit)
+          // or the store is failing. Try the rest next round, so this
+          // round (and our renewals) is not held up once per shard.
+          acquiring = false;
         }
       }
     }
     snap->shards[s] = ClusterSnapshot::Shard{row.owner, row.epoch};
   }
   ForgetLongGone(*rows, now);
+  if (!joined_) {
+    // Our first round: the others learn of us at their next round and then
+    // hand us our shards; wake them so that happens now.
+    joined_ = true;
+    for (const std::string& id : live) {
+      if (id != me) nudges_.push_back(watch_[id].advertise);
+    }
+  }
   for (const auto& [id, w] : watch_) {
     snap->members[id] = ClusterSnapshot::Member{w.advertise, Live(id, w, now)};
   }
@@ -161,16 +190,47 @@ Status ClusterKeeper::Leave() {
   auto rows = store_.ReadLeases();
   if (!rows) return rows.error();
   Status result = OkStatus();
+  // The map as it will be: our shards go to their owners among the others.
+  const Clock::TimePoint now = clock_.Now();
+  std::vector<std::string> others;
+  for (const auto& [id, w] : watch_) {
+    if (id != me && Live(id, w, now)) others.push_back(id);
+  }
+  auto snap = std::make_shared<ClusterSnapshot>();
+  snap->shards.resize(shards_);
   for (const ShardLeaseRow& row : *rows) {
-    if (row.owner != me) continue;
-    if (Status s = store_.Release(row.shard, me, row.epoch); !s) {
-      result = s;
-    } else {
-      ++handoffs_done_;
+    if (row.shard >= shards_) continue;
+    std::string owner = row.owner;
+    if (row.owner == me) {
+      if (Status s = store_.Release(row.shard, me, row.epoch); !s) {
+        result = s;
+      } else {
+        ++handoffs_done_;
+      }
+      owner = OwnerOf(row.shard, others);
     }
+    snap->shards[row.shard] = ClusterSnapshot::Shard{owner, row.epoch};
   }
   if (Status s = store_.Leave(me); !s) result = s;
+  // Requests still arriving here go to the successors; wake them so they
+  // take the shards now rather than at their next round.
+  for (const std::string& id : others) {
+    const Watch& w = watch_[id];
+    snap->members[id] = ClusterSnapshot::Member{w.advertise, true};
+    nudges_.push_back(w.advertise);
+  }
+  snap->members[me] = ClusterSnapshot::Member{options_.advertise, false};
+  std::lock_guard lock(snapshot_mu_);
+  snapshot_ = std::move(snap);
   return result;
+}
+
+std::vector<std::string> ClusterKeeper::TakeNudges() {
+  std::vector<std::string> out;
+  out.swap(nudges_);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 }  // namespace seqd

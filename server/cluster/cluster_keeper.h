@@ -63,8 +63,14 @@ class ClusterKeeper {
   // One round (see the file comment). An error leaves the holders as they
   // are: they stop serving by themselves when their deadlines pass.
   Status Tick();
-  // A clean leave: stop serving every shard, release each, mark left.
+  // A clean leave: stop serving every shard, release each, mark left, and
+  // publish the map with each released shard at its next owner (requests
+  // still arriving are forwarded there).
   Status Leave();
+  // The addresses of members to wake now (ClusterNode sends them
+  // CLUSTER_NUDGE): after our first round (join), after a handoff (the new
+  // owner), after Leave (everyone). Cleared by the call.
+  std::vector<std::string> TakeNudges();
 
   uint32_t shards() const { return shards_; }
   // True while this instance may answer for `shard` from memory.
@@ -102,6 +108,8 @@ class ClusterKeeper {
   std::vector<ShardTakeover> takeovers_;  // by shard: each row not ours, as last seen
   std::atomic<int64_t> takeovers_done_{0};
   std::atomic<int64_t> handoffs_done_{0};
+  bool joined_ = false;                 // a first round has succeeded
+  std::vector<std::string> nudges_;     // see TakeNudges()
   std::map<std::string, Watch> watch_;  // by instance
   mutable std::mutex snapshot_mu_;
   std::shared_ptr<const ClusterSnapshot> snapshot_;  // guarded by snapshot_mu_

@@ -54,6 +54,22 @@ void ClusterNode::Stop() {
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
+void ClusterNode::Nudge() {
+  std::lock_guard lock(mu_);
+  nudged_ = true;
+  wake_.notify_all();
+}
+
+void ClusterNode::SetNudger(std::function<void(const std::string&)> nudger) {
+  nudger_ = std::move(nudger);
+}
+
+void ClusterNode::SendNudges() {
+  for (const std::string& address : keeper_->TakeNudges()) {
+    if (nudger_ && !address.empty()) nudger_(address);
+  }
+}
+
 void ClusterNode::Loop() {
   const auto period =
       std::chrono::duration_cast<std::chrono::milliseconds>(options_.timing.lease) / 4;
@@ -74,6 +90,7 @@ void ClusterNode::Loop() {
           SEQD_LOG(kWarn) << "cluster: leave: " << s.error().message;
         }
         if (metrics_) metrics_->HandoffsTo(keeper_->handoffs());
+        SendNudges();
         SEQD_LOG(kInfo) << "cluster: left; shards released";
       }
       {
@@ -93,6 +110,7 @@ void ClusterNode::Loop() {
       }
     }
     if (s) s = keeper_->Tick();
+    SendNudges();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (!s && clock_.Now() - last_warned > std::chrono::seconds(10)) {
@@ -115,7 +133,8 @@ void ClusterNode::Loop() {
     }
     std::unique_lock lock(mu_);
     wake_.wait_for(lock, ready() ? period : kStartRetry,
-                   [this] { return stop_ || leave_requested_; });
+                   [this] { return stop_ || leave_requested_ || nudged_; });
+    nudged_ = false;
   }
 }
 

@@ -60,6 +60,14 @@ class ClusterNode final : public ShardGate {
   // Ends the thread (without leaving, unless Leave ran). Idempotent.
   void Stop();
 
+  // Runs a round now (another instance released shards for us, joined, or
+  // is leaving: op CLUSTER_NUDGE). Never blocks.
+  void Nudge();
+  // How this node wakes others (see ClusterKeeper::TakeNudges): called on
+  // the node's thread with an advertised address; must not block. Set
+  // before Start().
+  void SetNudger(std::function<void(const std::string& address)> nudger);
+
   // ShardGate.
   ShardGrant Check(std::string_view key) const override;
   const std::string& instance() const override { return options_.instance; }
@@ -75,6 +83,7 @@ class ClusterNode final : public ShardGate {
 
  private:
   void Loop();
+  void SendNudges();
 
   ShardLeaseStore& store_;
   const Clock& clock_;
@@ -84,9 +93,11 @@ class ClusterNode final : public ShardGate {
   std::atomic<bool> ready_{false};
   std::mutex mu_;
   std::condition_variable wake_;
-  bool stop_ = false;                 // guarded by mu_
-  std::function<void()> leave_done_;  // guarded by mu_; set: leave next
-  bool leave_requested_ = false;      // guarded by mu_
+  bool stop_ = false;                               // guarded by mu_
+  std::function<void()> leave_done_;                // guarded by mu_; set: leave next
+  bool leave_requested_ = false;                    // guarded by mu_
+  bool nudged_ = false;                             // guarded by mu_
+  std::function<void(const std::string&)> nudger_;  // set before Start()
   std::thread thread_;
 };
 

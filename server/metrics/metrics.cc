@@ -55,8 +55,8 @@ const std::vector<std::string_view>& Metrics::Ops(Interface i) {
                                                      "snowflake_decode",
                                                      "other"};
   static const std::vector<std::string_view> binary = {
-      "ping",      "next_ids",  "msg_send",  "msg_pull",         "msg_member",    "msg_status",
-      "msg_batch", "subscribe", "snowflake", "snowflake_decode", "protocol_error"};
+      "ping",      "next_ids",  "msg_send",  "msg_pull",         "msg_member",  "msg_status",
+      "msg_batch", "subscribe", "snowflake", "snowflake_decode", "cluster_map", "protocol_error"};
   static const std::vector<std::string_view> resp = {"incr", "incrby", "ping", "other"};
   switch (i) {
     case Interface::kHttp:

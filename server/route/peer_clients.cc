@@ -132,6 +132,12 @@ void PeerClients::Unsubscribe(const std::string& address, const std::string& con
   }
 }
 
+void PeerClients::Nudge(const std::string& address) {
+  if (client::AsyncClient* peer = For(address)) {
+    peer->ClusterNudge([](client::ClientResult<bool>) {});
+  }
+}
+
 void PeerClients::Close() {
   std::map<std::string, std::unique_ptr<client::AsyncClient>> peers;
   {

@@ -52,6 +52,8 @@ class PeerClients {
                  std::function<void(const StoredMessage&)> on_message,
                  std::function<void()> on_lost);
   void Unsubscribe(const std::string& address, const std::string& conv);
+  // CLUSTER_NUDGE to the instance on `address`; the answer is not awaited.
+  void Nudge(const std::string& address);
 
   // Closes every connection; later calls fail with kWrongOwner.
   void Close();

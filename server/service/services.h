@@ -37,7 +37,7 @@ struct Services {
   MessageService& messages;       // the message store: send, pull, members, push
   SnowflakeGenerator& snowflake;  // snowflake IDs; enabled() is false with snowflake = off
   Metrics& metrics;               // request counters and the /metrics page
-  const ClusterNode* cluster = nullptr;  // cluster mode's membership and map; null when off
+  ClusterNode* cluster = nullptr;  // cluster mode's membership and map; null when off
 };
 
 }  // namespace seqd

@@ -2,11 +2,14 @@
 
 #include <cctype>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "proto/cluster_codec.h"
 #include "proto/snowflake_codec.h"
+#include "server/cluster/cluster_node.h"
 #include "server/core/log.h"
 #include "server/metrics/metrics.h"
 #include "server/route/key_router.h"
@@ -33,6 +36,7 @@ std::string_view BinaryOpName(uint8_t opcode) {
   if (op == proto::kOpSubscribe || op == proto::kOpUnsubscribe) return "subscribe";
   if (op == proto::kOpSnowflake) return "snowflake";
   if (op == proto::kOpSnowflakeDecode) return "snowflake_decode";
+  if (op == proto::kOpClusterMap || op == proto::kOpClusterNudge) return "cluster_map";
   return "protocol_error";
 }
 
@@ -65,6 +69,17 @@ void BinaryDispatcher::Handle(const proto::FrameView& f, BinaryConnection& c) {
       if (proto::IsMessageOpcode(f.opcode)) return HandleMessageOp(f, c);
       if (services_.snowflake.enabled() && proto::IsSnowflakeOpcode(f.opcode)) {
         return HandleSnowflakeOp(f, c);
+      }
+      if (services_.cluster && f.opcode == static_cast<uint8_t>(proto::kOpClusterMap)) {
+        return HandleClusterMap(f, c);
+      }
+      if (services_.cluster && f.opcode == static_cast<uint8_t>(proto::kOpClusterNudge)) {
+        services_.cluster->Nudge();
+        Count(f.opcode, f.request_id, proto::Status::kOk);
+        proto::AppendFrame(c.out(), proto::kOpClusterNudge, proto::kFlagResponse, f.request_id,
+                           std::string_view("\0\0", 2));  // status OK, empty result
+        c.Queued();
+        return;
       }
       break;
   }
@@ -114,6 +129,33 @@ void BinaryDispatcher::WriteIds(BinaryConnection& c, uint32_t id, const Result<I
     proto::AppendError(c.out(), proto::Opcode::kNextIds, id, w.status, w.message);
     if (w.status == proto::Status::kShuttingDown) c.CloseAfterAnswers();
   }
+  c.Queued();
+}
+
+// --- cluster map ---------------------------------------------------------------
+
+void BinaryDispatcher::HandleClusterMap(const proto::FrameView& f, BinaryConnection& c) {
+  if (!f.payload.empty()) {
+    return AnswerError(c, proto::kOpClusterMap, f.request_id, proto::Status::kInvalidArgument,
+                       "CLUSTER_MAP takes an empty payload");
+  }
+  const ClusterNode& node = *services_.cluster;
+  proto::ClusterMapWire map;
+  if (const auto snap = node.snapshot()) {
+    map.shards = static_cast<uint32_t>(snap->shards.size());
+    std::map<std::string_view, uint16_t> index;
+    for (const auto& [id, m] : snap->members) {
+      index.emplace(id, static_cast<uint16_t>(map.members.size()));
+      map.members.push_back({id, m.advertise, m.live});
+    }
+    map.owners.reserve(snap->shards.size());
+    for (const auto& s : snap->shards) {
+      auto it = index.find(s.owner);
+      map.owners.push_back(it == index.end() ? proto::kNoOwner : it->second);
+    }
+  }
+  Count(f.opcode, f.request_id, proto::Status::kOk);
+  proto::AppendOkClusterMap(c.out(), f.request_id, map);
   c.Queued();
 }
 

@@ -49,6 +49,7 @@ class BinaryDispatcher {
  private:
   void HandleNextIds(const proto::FrameView& f, BinaryConnection& c);
   void HandleSnowflakeOp(const proto::FrameView& f, BinaryConnection& c);
+  void HandleClusterMap(const proto::FrameView& f, BinaryConnection& c);
   void HandleMessageOp(const proto::FrameView& f, BinaryConnection& c);  // binary_message_ops.cc
   void HandleSubscribe(const proto::FrameView& f, BinaryConnection& c);  // binary_message_ops.cc
   void HandleUnsubscribe(const proto::FrameView& f, BinaryConnection& c);

@@ -206,6 +206,13 @@ struct ClientOptions {
   // than forward a request for a key they do not own (request flag
   // NO_FORWARD). Servers before cluster mode refuse the flag.
   bool no_forward = false;
+  // Cluster mode (docs/cluster.md): fetch the shard map (op CLUSTER_MAP) in
+  // the background and send NEXT_IDS and SEND straight to each key's owner,
+  // adding owners' advertised addresses to the endpoints as needed. A
+  // WRONG_OWNER answer refreshes the map; that attempt is then retried the
+  // ordinary way (the server forwards it). Against a server without cluster
+  // mode the client stops asking after its UNKNOWN_OPCODE.
+  bool route_by_shard = false;
 };
 
 // Throws std::invalid_argument for empty or malformed endpoints or option
@@ -260,6 +267,9 @@ class AsyncClient {
   void Subscribe(std::vector<std::string> conv_ids, MessageFn on_message, LostFn on_lost,
                  Done<bool> done);
   void Unsubscribe(std::vector<std::string> conv_ids, Done<bool> done);
+  // Cluster mode, between seqd instances: asks the server to run its lease
+  // round now (CLUSTER_NUDGE). UNKNOWN_OPCODE without cluster mode.
+  void ClusterNudge(Done<bool> done);
   // Closes connections; pending and later calls complete with kCancelled.
   void Close();
 
