@@ -125,8 +125,9 @@ struct App::Parts {
   AsioClock clock;
   std::optional<ThreadPoolRunner> db;
   std::optional<ClusterMetrics> cluster_metrics;
-  std::unique_ptr<ClusterNode> cluster;  // cluster mode only
-  std::optional<PeerClients> peers;      // cluster mode only
+  // Cluster mode only. The peers outlive the node (its thread nudges them).
+  std::optional<PeerClients> peers;
+  std::unique_ptr<ClusterNode> cluster;
   std::optional<MessageService> messages;
   std::optional<PushRelay> relay;  // cluster mode only
   std::optional<SegmentAllocator> allocator;
@@ -174,7 +175,9 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
     p->peers.emplace(p->io.get_executor(), std::chrono::milliseconds(std::max<int64_t>(
                                                100, config.wait_deadline_ms / 4)));
     p->cluster->SetNudger(
-        [peers = &*p->peers](const std::string& address) { peers->Nudge(address); });
+        [peers = &*p->peers](const std::string& address, std::function<void()> answered) {
+          peers->Nudge(address, std::move(answered));
+        });
   }
   MessageServiceOptions message_options = ToMessageOptions(config);
   message_options.metrics = &p->metrics;

@@ -225,6 +225,20 @@ Status ClusterKeeper::Leave() {
   return result;
 }
 
+Clock::TimePoint ClusterKeeper::NextEvent(Clock::TimePoint now) const {
+  Clock::TimePoint next = Clock::TimePoint::max();
+  auto consider = [&](Clock::TimePoint t) {
+    if (t > now && t < next) next = t;
+  };
+  for (const auto& [id, w] : watch_) {
+    if (id != options_.instance && !w.left) consider(options_.timing.TakeoverAt(w.changed));
+  }
+  for (const ShardTakeover& k : takeovers_) {
+    if (k.observed()) consider(k.may_take_at());
+  }
+  return next;
+}
+
 std::vector<std::string> ClusterKeeper::TakeNudges() {
   std::vector<std::string> out;
   out.swap(nudges_);

@@ -81,6 +81,10 @@ class ClusterKeeper {
   // Safe from any thread; at worst it stops a newer grant until the next
   // renewal (stopping is always safe).
   void Fenced(uint32_t shard, int64_t epoch);
+  // The next moment a round could change something without news from the
+  // store: a member judged dead, or a takeover wait ending; after `now`, or
+  // TimePoint::max() if none. Call between rounds, on the rounds' thread.
+  Clock::TimePoint NextEvent(Clock::TimePoint now) const;
   // Shards taken over (acquired by compare-and-set) since start.
   int64_t takeovers() const { return takeovers_done_.load(std::memory_order_relaxed); }
   // Shards released (handed to their new owner, or on leave) since start.

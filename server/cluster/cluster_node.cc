@@ -9,6 +9,7 @@ namespace seqd {
 namespace {
 
 constexpr auto kStartRetry = std::chrono::seconds(1);
+constexpr auto kLeaveNudgeWait = std::chrono::milliseconds(300);
 
 }  // namespace
 
@@ -60,14 +61,29 @@ void ClusterNode::Nudge() {
   wake_.notify_all();
 }
 
-void ClusterNode::SetNudger(std::function<void(const std::string&)> nudger) {
-  nudger_ = std::move(nudger);
-}
+void ClusterNode::SetNudger(Nudger nudger) { nudger_ = std::move(nudger); }
 
-void ClusterNode::SendNudges() {
+void ClusterNode::SendNudges(bool wait) {
+  struct Pending {
+    std::mutex mu;
+    std::condition_variable done;
+    size_t left = 0;
+  };
+  auto pending = std::make_shared<Pending>();
   for (const std::string& address : keeper_->TakeNudges()) {
-    if (nudger_ && !address.empty()) nudger_(address);
+    if (!nudger_ || address.empty()) continue;
+    {
+      std::lock_guard lock(pending->mu);
+      ++pending->left;
+    }
+    nudger_(address, [pending] {
+      std::lock_guard lock(pending->mu);
+      if (--pending->left == 0) pending->done.notify_all();
+    });
   }
+  if (!wait) return;
+  std::unique_lock lock(pending->mu);
+  pending->done.wait_for(lock, kLeaveNudgeWait, [&] { return pending->left == 0; });
 }
 
 void ClusterNode::Loop() {
@@ -90,7 +106,7 @@ void ClusterNode::Loop() {
           SEQD_LOG(kWarn) << "cluster: leave: " << s.error().message;
         }
         if (metrics_) metrics_->HandoffsTo(keeper_->handoffs());
-        SendNudges();
+        SendNudges(/*wait=*/true);
         SEQD_LOG(kInfo) << "cluster: left; shards released";
       }
       {
@@ -110,7 +126,7 @@ void ClusterNode::Loop() {
       }
     }
     if (s) s = keeper_->Tick();
-    SendNudges();
+    SendNudges(/*wait=*/false);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (!s && clock_.Now() - last_warned > std::chrono::seconds(10)) {
@@ -131,9 +147,17 @@ void ClusterNode::Loop() {
       metrics_->TakeoversTo(keeper_->takeovers());
       metrics_->HandoffsTo(keeper_->handoffs());
     }
+    // The next round: a period from now, or sooner when a member is about
+    // to be judged dead or a takeover wait ends (takeovers happen on time,
+    // not up to a period late).
+    Clock::Duration wait = ready() ? Clock::Duration(period) : Clock::Duration(kStartRetry);
+    if (ready()) {
+      const Clock::TimePoint now = clock_.Now();
+      const Clock::TimePoint next = keeper_->NextEvent(now);
+      if (next - now < wait) wait = next - now + std::chrono::milliseconds(1);
+    }
     std::unique_lock lock(mu_);
-    wake_.wait_for(lock, ready() ? period : kStartRetry,
-                   [this] { return stop_ || leave_requested_ || nudged_; });
+    wake_.wait_for(lock, wait, [this] { return stop_ || leave_requested_ || nudged_; });
     nudged_ = false;
   }
 }
@@ -157,8 +181,24 @@ ShardRoute ClusterNode::Route(std::string_view key) const {
   const auto snap = keeper_->snapshot();
   if (r.shard >= snap->shards.size()) return r;
   r.owner = snap->shards[r.shard].owner;
+  auto m = snap->members.find(r.owner);
+  if (r.owner.empty() || m == snap->members.end() || !m->second.live) {
+    // Free, or its owner is gone: a takeover is under way, by the member the
+    // map gives it to. Send there: it serves once it holds the shard and
+    // makes the request wait until then (if that is us, we wait ourselves).
+    std::vector<std::string> live;
+    for (const auto& [id, member] : snap->members) {
+      if (member.live) live.push_back(id);
+    }
+    const std::string next = OwnerOf(r.shard, live);
+    if (!next.empty()) {
+      r.owner = next;
+      r.predicted = true;
+      m = snap->members.find(next);
+    }
+  }
   r.mine = !r.owner.empty() && r.owner == options_.instance;
-  if (auto m = snap->members.find(r.owner); m != snap->members.end()) {
+  if (m != snap->members.end()) {
     r.advertise = m->second.advertise;
     r.owner_live = m->second.live;
   }

@@ -39,7 +39,8 @@ struct ShardRoute {
   std::string owner;      // instance id; "" while free
   std::string advertise;  // the owner's address; "" if unknown
   bool owner_live = false;
-  bool mine = false;  // the owner is this instance
+  bool mine = false;       // the owner is this instance
+  bool predicted = false;  // no live owner in the map: `owner` is the member taking it over
 };
 
 class ClusterNode final : public ShardGate {
@@ -64,9 +65,10 @@ class ClusterNode final : public ShardGate {
   // is leaving: op CLUSTER_NUDGE). Never blocks.
   void Nudge();
   // How this node wakes others (see ClusterKeeper::TakeNudges): called on
-  // the node's thread with an advertised address; must not block. Set
-  // before Start().
-  void SetNudger(std::function<void(const std::string& address)> nudger);
+  // the node's thread with an advertised address and a callback to run once
+  // the nudge was answered (or failed); must not block. Set before Start().
+  using Nudger = std::function<void(const std::string& address, std::function<void()> answered)>;
+  void SetNudger(Nudger nudger);
 
   // ShardGate.
   ShardGrant Check(std::string_view key) const override;
@@ -83,7 +85,10 @@ class ClusterNode final : public ShardGate {
 
  private:
   void Loop();
-  void SendNudges();
+  // Sends the keeper's nudges; with `wait`, blocks until they were
+  // answered, at most kLeaveNudgeWait (a leaving process must not exit
+  // before its successors were woken).
+  void SendNudges(bool wait);
 
   ShardLeaseStore& store_;
   const Clock& clock_;
@@ -93,11 +98,11 @@ class ClusterNode final : public ShardGate {
   std::atomic<bool> ready_{false};
   std::mutex mu_;
   std::condition_variable wake_;
-  bool stop_ = false;                               // guarded by mu_
-  std::function<void()> leave_done_;                // guarded by mu_; set: leave next
-  bool leave_requested_ = false;                    // guarded by mu_
-  bool nudged_ = false;                             // guarded by mu_
-  std::function<void(const std::string&)> nudger_;  // set before Start()
+  bool stop_ = false;                 // guarded by mu_
+  std::function<void()> leave_done_;  // guarded by mu_; set: leave next
+  bool leave_requested_ = false;      // guarded by mu_
+  bool nudged_ = false;               // guarded by mu_
+  Nudger nudger_;                     // set before Start()
   std::thread thread_;
 };
 

@@ -85,6 +85,8 @@ class ShardTakeover {
   // True once a CAS on expected_version() may be tried.
   bool MayTake(Clock::TimePoint now) const;
   int64_t expected_version() const { return version_; }
+  // When MayTake() turns true (meaningful once observed()).
+  Clock::TimePoint may_take_at() const { return may_take_at_; }
   bool observed() const { return observed_; }
 
  private:

@@ -11,7 +11,10 @@ namespace {
 // The peer's answer as our own error. kWrongOwner means "try again where
 // the map now points": also for codes the client makes itself (timeout,
 // connection lost: not answered) and for a peer that is shutting down.
-Error FromClient(client::StatusCode code, const std::string& message) {
+Error FromClient(client::StatusCode code, std::string message, const std::string& address) {
+  // The client library names the endpoint ("host:port: ..."): our clients
+  // must not learn the peers' addresses.
+  if (message.starts_with(address + ": ")) message.erase(0, address.size() + 2);
   using C = client::StatusCode;
   switch (code) {
     case C::kInvalidArgument:
@@ -71,8 +74,8 @@ void PeerClients::NextIds(const std::string& address, std::string_view key, int6
     return done(MakeError(ErrorCode::kWrongOwner, "the key's owner cannot be reached"));
   }
   peer->NextIds(std::string(key), static_cast<uint32_t>(count),
-                [done = std::move(done)](client::ClientResult<client::IdBatch> r) {
-                  if (!r) return done(FromClient(r.code(), r.message()));
+                [done = std::move(done), address](client::ClientResult<client::IdBatch> r) {
+                  if (!r) return done(FromClient(r.code(), r.message(), address));
                   IdBatch batch;
                   for (const client::IdRange& range : r->ranges) {
                     batch.ranges.push_back(IdRange{range.first, range.last});
@@ -91,10 +94,11 @@ void PeerClients::Send(const std::string& address, const SendRequest& request,
   m.client_msg_id = request.client_msg_id;
   m.content_type = request.content_type;
   m.payload = request.payload;
-  peer->Send(std::move(m), [done = std::move(done)](client::ClientResult<client::SendResult> r) {
-    if (!r) return done(FromClient(r.code(), r.message()));
-    done(AppendOutcome{r->seq, r->server_msg_id, r->send_time_ms, r->duplicate});
-  });
+  peer->Send(std::move(m),
+             [done = std::move(done), address](client::ClientResult<client::SendResult> r) {
+               if (!r) return done(FromClient(r.code(), r.message(), address));
+               done(AppendOutcome{r->seq, r->server_msg_id, r->send_time_ms, r->duplicate});
+             });
 }
 
 void PeerClients::Subscribe(const std::string& address, const std::string& conv,
@@ -132,10 +136,10 @@ void PeerClients::Unsubscribe(const std::string& address, const std::string& con
   }
 }
 
-void PeerClients::Nudge(const std::string& address) {
-  if (client::AsyncClient* peer = For(address)) {
-    peer->ClusterNudge([](client::ClientResult<bool>) {});
-  }
+void PeerClients::Nudge(const std::string& address, std::function<void()> answered) {
+  client::AsyncClient* peer = For(address);
+  if (!peer) return boost::asio::post(executor_, std::move(answered));
+  peer->ClusterNudge([answered = std::move(answered)](client::ClientResult<bool>) { answered(); });
 }
 
 void PeerClients::Close() {

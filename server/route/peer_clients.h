@@ -52,8 +52,9 @@ class PeerClients {
                  std::function<void(const StoredMessage&)> on_message,
                  std::function<void()> on_lost);
   void Unsubscribe(const std::string& address, const std::string& conv);
-  // CLUSTER_NUDGE to the instance on `address`; the answer is not awaited.
-  void Nudge(const std::string& address);
+  // CLUSTER_NUDGE to the instance on `address`; `answered` runs once it
+  // was answered or failed (never inside this call).
+  void Nudge(const std::string& address, std::function<void()> answered);
 
   // Closes every connection; later calls fail with kWrongOwner.
   void Close();

@@ -31,12 +31,13 @@ class Metrics;
 class ClusterNode;
 
 struct Services {
-  SegmentAllocator& ids;          // this process's segment buffers: snapshots, options
-  KeyRouter& router;              // segment IDs: Take(key, count), local or at the key's owner
-  KeyAdmin& keys;                 // leaf_alloc rows: create, step, list
-  MessageService& messages;       // the message store: send, pull, members, push
-  SnowflakeGenerator& snowflake;  // snowflake IDs; enabled() is false with snowflake = off
-  Metrics& metrics;               // request counters and the /metrics page
+  SegmentAllocator& ids;           // this process's segment buffers: snapshots, options
+  KeyRouter& router;               // segment IDs: Take(key, count), local or at the key's owner
+  KeyAdmin& keys;                  // leaf_alloc rows: create, step, list
+  MessageService& messages;        // the message store: pulls, members, status (sends and
+                                   // subscriptions go through `router`)
+  SnowflakeGenerator& snowflake;   // snowflake IDs; enabled() is false with snowflake = off
+  Metrics& metrics;                // request counters and the /metrics page
   ClusterNode* cluster = nullptr;  // cluster mode's membership and map; null when off
 };
 

@@ -550,6 +550,18 @@ class ClusterServing(unittest.TestCase):
             self.assertEqual(struct.unpack(">qqqB", result)[0], 2)
 
     @dump_logs_on_failure
+    def test_3b_forwarded_errors_name_no_instance(self):
+        """An error answered by the owner comes back unchanged, without the
+        address of the instance that answered it."""
+        self.stable()
+        addresses = [m["advertise"] for m in self.nodes[0].cluster()["members"]]
+        for node in self.nodes:
+            status, body = node.get("/seq/unregistered_key")
+            self.assertEqual(status, 404, body)
+            self.assertIn(b"unknown_key", body)
+            for a in addresses:
+                self.assertNotIn(a.encode(), body, "%r leaked a peer address" % node)
+
     def test_4_message_seqs_in_send_order_across_instances(self):
         self.stable()
         conv = "ck_chat"
@@ -623,9 +635,11 @@ class PlannedHandoff(ClusterCase):
             mine = self.asker_problems(asker)
             if rc != 0:
                 mine.append("the owner exited with %s after SIGTERM" % rc)
-            if gap >= 1.0:
+            # The goal is 100 ms (20-40 ms measured); 0.5 s leaves room for a
+            # loaded CI machine and still fails on a lease wait or a deadline.
+            if gap >= 0.5:
                 mine.append("longest gap between answers %.0f ms (%+.0f..%+.0f ms from SIGTERM), "
-                            "not under 1 s; 503s: %s" % (
+                            "not under 0.5 s; 503s: %s" % (
                                 gap * 1000, (a - t_term) * 1000, (b - t_term) * 1000,
                                 retryable[:3]))
             if retryable:
@@ -696,6 +710,67 @@ class Kill9Takeover(ClusterCase):
             nodes.append(self.start_node(db))
         log("  kill -9 gaps (ms): %s" % ", ".join("%.1f" % (g * 1000) for g in gaps))
         self.fail_rounds(problems)
+
+
+class PushAcrossInstances(ClusterCase):
+    """A subscriber on any instance gets every message of its conversation,
+    committed by the owner wherever it is, also after the owner moves."""
+
+    SUBSCRIBE, PUSH_MESSAGE = 0x2A, 0x2C
+
+    def subscribe(self, node, conv):
+        sock = node.tcp()
+        self.addCleanup(sock.close)
+        c = conv.encode()
+        sock.sendall(frame(self.SUBSCRIBE, 1, struct.pack(">IH", 1, len(c)) + c))
+        opcode, _, rid, status, _ = read_frame(sock)
+        self.assertEqual((opcode, rid, status), (self.SUBSCRIBE, 1, OK))
+        return sock
+
+    def pushed_seqs(self, sock, want, timeout=5.0):
+        """Seqs pushed on `sock` until `want` of them arrived or the timeout."""
+        seqs = []
+        deadline = time.monotonic() + timeout
+        while len(seqs) < want and time.monotonic() < deadline:
+            sock.settimeout(max(0.05, deadline - time.monotonic()))
+            try:
+                opcode, flags, rid, status, result = read_frame(sock)
+            except (socket.timeout, OSError):
+                break
+            self.assertEqual((opcode, flags, rid, status), (self.PUSH_MESSAGE, 3, 0, OK))
+            (n,) = struct.unpack(">H", result[:2])
+            seqs.append(struct.unpack(">q", result[2 + n:10 + n])[0])
+        return seqs
+
+    def send(self, node, conv, i):
+        body = {"sender_id": "u", "client_msg_id": "p%d" % i, "payload": "m%d" % i}
+        status, answer, _ = node.request("POST", "/conversations/%s/messages" % conv, body)
+        self.assertEqual(status, 201, answer)
+        return json.loads(answer)["seq"]
+
+    @dump_logs_on_failure
+    def test_9_pushes_reach_subscribers_on_every_instance(self):
+        db, nodes = self.cluster_of(3)
+        owners = wait_stable(nodes)
+        conv = "ck_push"
+        owner = owner_of(nodes, owners, conv)
+        subs = {n.instance: self.subscribe(n, conv) for n in nodes}
+        time.sleep(0.3)  # the relays subscribe at the owner
+        seqs = [self.send(nodes[i % 3], conv, i) for i in range(10)]
+        self.assertEqual(seqs, list(range(1, 11)))
+        for n in nodes:
+            self.assertEqual(self.pushed_seqs(subs[n.instance], 10), seqs,
+                             "pushes to a subscriber on %r (owner %r)" % (n, owner))
+        # The owner leaves: the other subscribers' relays follow the new owner.
+        owner.stop()
+        rest = [n for n in nodes if n is not owner]
+        wait_stable(rest)
+        time.sleep(0.3)
+        more = [self.send(rest[i % 2], conv, 10 + i) for i in range(10)]
+        self.assertEqual(more, list(range(11, 21)))
+        for n in rest:
+            self.assertEqual(self.pushed_seqs(subs[n.instance], 10), more,
+                             "pushes to a subscriber on %r after the owner left" % n)
 
 
 class StoppedOwner(ClusterCase):

@@ -1,0 +1,116 @@
+// ClusterNode's thread over the memory lease store: two nodes start, split
+// the shards, answer Check() from other threads while their rounds run (the
+// ThreadSanitizer pass runs this too), wake each other with nudges, and a
+// clean leave hands every shard to the other node at once, with the leaving
+// node's map already pointing at it.
+#include "server/cluster/cluster_node.h"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "server/cluster/shard_map.h"
+#include "server/core/manual_clock.h"
+#include "storage/memory_shard_lease_store.h"
+
+namespace seqd {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr uint32_t kShards = 32;
+
+ClusterNodeOptions Options(const std::string& id) {
+  ClusterNodeOptions o;
+  o.instance = id;
+  o.shards = kShards;
+  o.timing.lease = 2s;  // rounds every 500 ms: a test waits only on nudges
+  return o;
+}
+
+// Polls `done` for up to 3 s.
+template <typename F>
+bool Eventually(F done) {
+  for (int i = 0; i < 300; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return done();
+}
+
+size_t Serving(const ClusterNode& n) {
+  size_t count = 0;
+  for (uint32_t s = 0; s < kShards; ++s) {
+    // A key of shard s: probe keys until one hashes there.
+    for (int k = 0;; ++k) {
+      std::string key = "k";  // appended: GCC 12's -Wrestrict misfires on "k" + string
+      key += std::to_string(k);
+      if (ShardOf(key, kShards) != s) continue;
+      count += n.Check(key).serving() ? 1 : 0;
+      break;
+    }
+  }
+  return count;
+}
+
+}  // namespace
+
+TEST_CASE("cluster node: two nodes split the shards, nudges move them, a leave hands them over") {
+  MemoryShardLeaseStore store;
+  ManualClock clock;  // never advanced: no lease ever expires by time here
+  ClusterNode a(store, clock, Options("a"), nullptr);
+  ClusterNode b(store, clock, Options("b"), nullptr);
+  // Nudges go straight to the other node, as PeerClients would send them.
+  a.SetNudger([&b](const std::string& address, std::function<void()> answered) {
+    if (address == "b:1") b.Nudge();
+    answered();
+  });
+  b.SetNudger([&a](const std::string& address, std::function<void()> answered) {
+    if (address == "a:1") a.Nudge();
+    answered();
+  });
+
+  // Readers on other threads all along (data races show under TSan).
+  std::atomic<bool> stop{false};
+  std::thread reader([&] {
+    while (!stop) {
+      (void)a.Check("some-key");
+      (void)b.Route("other-key");
+      (void)a.snapshot();
+    }
+  });
+
+  a.Start("a:1");
+  REQUIRE(Eventually([&] { return Serving(a) == kShards; }));  // alone: every shard
+  b.Start("b:1");
+  // b's first round nudges a, which releases b's half and nudges b, which
+  // takes the released rows at once: no lease wait anywhere.
+  REQUIRE(Eventually([&] { return Serving(a) + Serving(b) == kShards && Serving(b) > 0; }));
+  CHECK(Serving(a) > 0);
+  for (uint32_t s = 0; s < kShards; ++s) {
+    std::string key = "x";
+    key += std::to_string(s);
+    CHECK_FALSE((a.Check(key).serving() && b.Check(key).serving()));
+  }
+
+  // A clean leave: a stops serving at once, its map names b for everything.
+  bool left = false;
+  a.Leave([&left] { left = true; });
+  REQUIRE(Eventually([&] { return left; }));
+  CHECK(Serving(a) == 0);
+  const auto snap = a.snapshot();
+  REQUIRE(snap);
+  for (const auto& shard : snap->shards) CHECK(shard.owner == "b");
+  CHECK_FALSE(snap->members.at("a").live);
+  // b was nudged and takes every released shard without a lease wait.
+  REQUIRE(Eventually([&] { return Serving(b) == kShards; }));
+  CHECK(a.Route("any").owner == "b");
+
+  stop = true;
+  reader.join();
+  a.Stop();
+  b.Stop();
+}
+
+}  // namespace seqd
