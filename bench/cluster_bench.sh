@@ -66,6 +66,8 @@ stop_all() {
   wait 2>/dev/null || true
   pids=()
 }
+# The load generators exit 1 if any request failed: keep their report.
+bench() { "$@" || true; }
 # rps JSON-LINE: requests (or calls) per second
 rps() { python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); print(round(d.get("requests_per_s", d.get("calls_per_s", 0))))'; }
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
@@ -82,7 +84,17 @@ forwards() {
 # --- 1 and 2: three instances ------------------------------------------------
 sql "CREATE DATABASE seqd_test_c3"
 for i in 1 2 3; do start "c$i" seqd_test_c3 --cluster --auto-keys "bk:100000" --threads 1; done
-sleep 2
+# Until every instance sees three live members and no shard without an owner.
+for _ in $(seq 100); do
+  settled=1
+  for h in "$HTTP_c1" "$HTTP_c2" "$HTTP_c3"; do
+    m=$(curl -s "localhost:$h/metrics")
+    [[ $(awk '/^seqd_cluster_members_live / {print $2}' <<<"$m") == 3 ]] || settled=0
+    [[ $(awk '/^seqd_cluster_shards_unowned / {print $2}' <<<"$m") == 0 ]] || settled=0
+  done
+  ((settled)) && break
+  sleep 0.2
+done
 owner=$(curl -s "localhost:$HTTP_c1/admin/cluster" | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
@@ -98,17 +110,17 @@ for i in 1 2 3; do
 done
 direct=(); forwarded=()
 for _ in $(seq "$ROUNDS"); do
-  direct+=("$("$SEQBENCH" --tcp "$owner" --key bk --duration "$DURATION" --json | rps)")
-  forwarded+=("$("$SEQBENCH" --tcp "$other" --key bk --duration "$DURATION" --json | rps)")
+  direct+=("$(bench "$SEQBENCH" --tcp "$owner" --key bk --duration "$DURATION" --json | rps)")
+  forwarded+=("$(bench "$SEQBENCH" --tcp "$other" --key bk --duration "$DURATION" --json | rps)")
 done
 d=$(median "${direct[@]}"); f=$(median "${forwarded[@]}")
 echo "1. NEXT_IDS to the owner: ${direct[*]} req/s (median $d); via a non-owner (forwarded): ${forwarded[*]} (median $f); forwarded/direct = $(ratio "$f" "$d")"
 
 eps="127.0.0.1:$TCP_c1,127.0.0.1:$TCP_c2,127.0.0.1:$TCP_c3"
 f0=$(forwards "$HTTP_c1" "$HTTP_c2" "$HTTP_c3")
-plain=$("$ROUTE_BENCH" --endpoints "$eps" --prefix bk --seconds "$DURATION")
+plain=$(bench "$ROUTE_BENCH" --endpoints "$eps" --prefix bk --seconds "$DURATION")
 f1=$(forwards "$HTTP_c1" "$HTTP_c2" "$HTTP_c3")
-routed=$("$ROUTE_BENCH" --endpoints "$eps" --prefix bk --seconds "$DURATION" --route)
+routed=$(bench "$ROUTE_BENCH" --endpoints "$eps" --prefix bk --seconds "$DURATION" --route)
 f2=$(forwards "$HTTP_c1" "$HTTP_c2" "$HTTP_c3")
 python3 - "$plain" "$routed" "$f0" "$f1" "$f2" <<'EOF'
 import json, sys
@@ -117,7 +129,7 @@ f0, f1, f2 = (int(x) for x in sys.argv[3:6])
 for name, r, fw in (("without routing", plain, f1 - f0), ("route_by_shard ", routed, f2 - f1)):
     direct = 100.0 * (1 - fw / r["calls"]) if r["calls"] else 0
     print(f"2. client {name}: {r['calls_per_s']} calls/s, {fw} of {r['calls']} forwarded "
-          f"({direct:.2f}% direct), {r['errors']} errors")
+          f"({direct:.3f}% direct), {r['errors']} errors")
 print(f"   routed/unrouted throughput = {routed['calls_per_s'] / plain['calls_per_s']:.2f}")
 EOF
 stop_all
@@ -139,8 +151,8 @@ for r in $(seq "$ROUNDS"); do
         sleep 0.1
       done
     fi
-    ids=$("$SEQBENCH" --tcp "127.0.0.1:${!t_var}" --key "fk$mode$r" --duration "$DURATION" --json | rps)
-    sends=$("$ROUTE_BENCH" --endpoints "127.0.0.1:${!t_var}" --send --prefix "c$mode$r" \
+    ids=$(bench "$SEQBENCH" --tcp "127.0.0.1:${!t_var}" --key "fk$mode$r" --duration "$DURATION" --json | rps)
+    sends=$(bench "$ROUTE_BENCH" --endpoints "127.0.0.1:${!t_var}" --send --prefix "c$mode$r" \
       --seconds "$DURATION" | rps)
     if [[ $mode == plain ]]; then res_plain+=("$ids"); msg_plain+=("$sends"); else res_fenced+=("$ids"); msg_fenced+=("$sends"); fi
     stop_all

@@ -80,7 +80,7 @@ enum StmtId {
   kSetRead,
   kCountUnread,
   kPing,
-  kFence,
+  kLeaseOf,
   kNumStmts,
 };
 
@@ -116,13 +116,11 @@ const char* const kSql[kNumStmts] = {
     "SELECT COUNT(*) FROM seqd_message WHERE conv_id = ? AND seq > ? AND seq <= ? "
     "AND status = 0 AND sender_id <> ?",
     /* kPing */ "SELECT 1",
-    /* kFence (the same write as MysqlStore's: storage/shard_lease_store.h) */
-    "UPDATE seqd_shard_lease SET fences = fences + 1 "
-    "WHERE shard = ? AND owner = ? AND owner <> '' AND epoch = ?",
+    /* kLeaseOf */ "SELECT owner, epoch FROM seqd_shard_lease WHERE shard = ?",
 };
 
 // Statements whose text depends on a count (IN lists, multi-row INSERT).
-enum ListKind { kInsertRows, kMaxSeqIn, kBySeqsIn };
+enum ListKind { kInsertRows, kMaxSeqIn, kBySeqsIn, kFencesIn };
 
 constexpr char kInsertPrefix[] = "INSERT INTO seqd_message (" SEQD_MSG_COLUMNS ") VALUES ";
 
@@ -153,6 +151,13 @@ std::string ListSql(ListKind kind, size_t n) {
       sql = "SELECT " SEQD_MSG_COLUMNS " FROM seqd_message WHERE conv_id = ? AND seq IN (";
       for (size_t i = 0; i < n; ++i) sql += i ? ",?" : "?";
       sql += ") ORDER BY seq";
+      return sql;
+    case kFencesIn:  // MysqlStore's fence (storage/shard_lease_store.h), every shard at once
+      sql =
+          "UPDATE seqd_shard_lease SET fences = fences + 1 WHERE owner = ? AND owner <> '' "
+          "AND (shard, epoch) IN (";
+      for (size_t i = 0; i < n; ++i) sql += i ? ",(?,?)" : "(?,?)";
+      sql += ")";
       return sql;
   }
   return sql;
@@ -262,18 +267,34 @@ Result<std::vector<AppendOutcome>> MysqlMessageStore::AppendImpl(
         // and store nothing.
         auto fence = [&]() -> std::optional<Error> {
           if (!fencing) return std::nullopt;
-          for (const ShardFence& f : fencing->fences) {
-            sql::PreparedStatement& st = c.Stmt(kFence);
-            st.setInt(1, static_cast<int>(f.shard));
-            st.setString(2, f.owner);
-            st.setInt64(3, f.epoch);
-            if (st.executeUpdate() == 0) {
+          const std::vector<ShardFence>& fences = fencing->fences;
+          // One statement per kInListMax shards; it must match every row.
+          size_t matched = 0;
+          for (size_t at = 0; at < fences.size(); at += kInListMax) {
+            const size_t n = std::min(kInListMax, fences.size() - at);
+            sql::PreparedStatement& st = c.List(kFencesIn, n);
+            st.setString(1, fences[at].owner);  // one owner: this instance
+            for (size_t i = 0; i < n; ++i) {
+              st.setInt(static_cast<unsigned>(2 + 2 * i), static_cast<int>(fences[at + i].shard));
+              st.setInt64(static_cast<unsigned>(3 + 2 * i), fences[at + i].epoch);
+            }
+            matched += static_cast<size_t>(st.executeUpdate());
+          }
+          if (matched == fences.size()) return std::nullopt;
+          // Some lease moved: name one (the caller stops serving it).
+          for (const ShardFence& f : fences) {
+            sql::PreparedStatement& q = c.Stmt(kLeaseOf);
+            q.setInt(1, static_cast<int>(f.shard));
+            std::unique_ptr<sql::ResultSet> rs(q.executeQuery());
+            if (!rs->next() || rs->getString(1).asStdString() != f.owner ||
+                rs->getInt64(2) != f.epoch) {
               fencing->refused = f.shard;
-              return MakeError(ErrorCode::kNotServing, "shard " + std::to_string(f.shard) +
-                                                           " is no longer held by this instance");
+              break;
             }
           }
-          return std::nullopt;
+          if (!fencing->refused && !fences.empty()) fencing->refused = fences.front().shard;
+          return MakeError(ErrorCode::kNotServing, "shard " + std::to_string(*fencing->refused) +
+                                                       " is no longer held by this instance");
         };
         std::vector<AppendOutcome> out(batch.size());
         std::unordered_map<std::string, int64_t> cur;

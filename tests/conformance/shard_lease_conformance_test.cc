@@ -17,6 +17,7 @@
 #include "conformance_support.h"
 #include "storage/memory_shard_lease_store.h"
 #include "storage/memory_store.h"
+#include "storage/mysql_message_store.h"
 #include "storage/mysql_pool.h"
 #include "storage/mysql_shard_lease_store.h"
 #include "storage/mysql_store.h"
@@ -231,6 +232,48 @@ TEST_SUITE("mariadb") {
     REQUIRE(memory.CreateKey(key, 10, "").ok());
     CHECK(memory.ReserveFenced(key, std::nullopt, fence).error().code ==
           ErrorCode::kFailedPrecondition);
+  }
+  TEST_CASE("mariadb: a fenced message batch commits only while every lease is ours") {
+    MysqlBackend b;
+    ShardLeaseStore& leases = b.store();
+    REQUIRE(leases.EnsureSchema(16).ok());
+    MysqlMessageStore messages(b.options);
+    REQUIRE(messages.EnsureSchema().ok());
+    std::vector<ShardLeaseRow> held;
+    for (uint32_t shard : {3u, 4u, 5u}) {
+      auto row = leases.Acquire(shard, 0, "inst-a");
+      REQUIRE(row.ok());
+      held.push_back(*row);
+    }
+    const std::string conv = conformance::UniqueName("fconv");
+    auto batch = [&](const std::string& tag) {
+      std::vector<AppendRequest> out;
+      for (int i = 0; i < 3; ++i) {
+        AppendRequest r;
+        r.conv_id = conv + std::to_string(i);
+        r.sender_id = "u";
+        r.client_msg_id = tag + std::to_string(i);
+        r.payload = "p";
+        r.server_msg_id = 1000 + i;
+        out.push_back(r);
+      }
+      return out;
+    };
+    AppendFencing fencing;
+    for (const ShardLeaseRow& r : held) fencing.fences.push_back({r.shard, "inst-a", r.epoch});
+    MaxSeqCache cache;
+    auto first = messages.AppendFenced(batch("a"), cache, fencing);
+    REQUIRE_MESSAGE(first.ok(), (first.ok() ? std::string() : first.error().message));
+    CHECK((*first)[2].seq == 1);
+    CHECK_FALSE(fencing.refused);
+    // Shard 4 taken over: the whole batch rolls back, and the store names it.
+    REQUIRE(leases.Acquire(4, held[1].version, "inst-b").ok());
+    auto stale = messages.AppendFenced(batch("b"), cache, fencing);
+    REQUIRE_FALSE(stale.ok());
+    CHECK(stale.error().code == ErrorCode::kNotServing);
+    REQUIRE(fencing.refused);
+    CHECK(*fencing.refused == 4);
+    for (int i = 0; i < 3; ++i) CHECK(messages.MaxSeq(conv + std::to_string(i)).value() == 1);
   }
 }
 
