@@ -95,9 +95,9 @@ TEST_CASE("cluster node: two nodes split the shards, nudges move them, a leave h
   }
 
   // A clean leave: a stops serving at once, its map names b for everything.
-  bool left = false;
+  std::atomic<bool> left{false};  // set on a's thread
   a.Leave([&left] { left = true; });
-  REQUIRE(Eventually([&] { return left; }));
+  REQUIRE(Eventually([&] { return left.load(); }));
   CHECK(Serving(a) == 0);
   const auto snap = a.snapshot();
   REQUIRE(snap);
