@@ -170,8 +170,9 @@ Figures RunSeqd(const Args& a) {
     }
     seqd::SendRequest r;
     r.conv_id = "bench_" + run + "_" + std::to_string(s->rng() % a.convs);
-    r.sender_id = "u" + std::to_string(s->id);
-    r.client_msg_id = "m" + std::to_string(s->n++);
+    // Appended, not "u" + string: GCC 12's -Wrestrict misfires on that.
+    r.sender_id = std::string("u").append(std::to_string(s->id));
+    r.client_msg_id = std::string("m").append(std::to_string(s->n++));
     r.content_type = 1;
     r.payload = payload;
     const auto sent = Clock::now();
@@ -244,7 +245,7 @@ Figures RunNaive(const Args& a, int naive_threads) {
         std::mt19937 rng(t);
         for (int64_t n = 0; Clock::now() < deadline; ++n) {
           const auto sent = Clock::now();
-          const std::string conv = "c" + std::to_string(rng() % a.convs);
+          const std::string conv = std::string("c").append(std::to_string(rng() % a.convs));
           try {
             max->setString(1, conv);
             std::unique_ptr<sql::ResultSet> rs(max->executeQuery());
@@ -252,8 +253,8 @@ Figures RunNaive(const Args& a, int naive_threads) {
             const int64_t seq = rs->getInt64(1) + 1;
             ins->setString(1, conv);
             ins->setInt64(2, seq);
-            ins->setString(3, "u" + std::to_string(t));
-            ins->setString(4, "m" + std::to_string(n));
+            ins->setString(3, std::string("u").append(std::to_string(t)));
+            ins->setString(4, std::string("m").append(std::to_string(n)));
             ins->setString(5, payload);
             ins->setInt64(6, 0);
             ins->executeUpdate();

@@ -237,7 +237,7 @@ void SnowflakeRoutes::Issue(int64_t count, bool text, bool leaf, const Respond& 
       j["ids"] = std::move(list);
       body = Dump(j);
     }
-    respond(Reply{http::status::ok, leaf || text, std::move(body), ""});
+    respond(Reply{http::status::ok, leaf || text, std::move(body), "", ""});
   });
 }
 
