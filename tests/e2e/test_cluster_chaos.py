@@ -4,7 +4,9 @@ across the whole cluster while instances and MariaDB fail.
 
 The promise under test: for every key, no ID is answered twice, and if
 request A's answer came back before request B was sent, every ID in B is
-above every ID in A, whichever instances A and B went to.
+above every ID in A, whichever instances A and B went to. And the message
+store stays gap-free and stamps seqs in real-time order; every acked
+message is present.
 
 Setup: a MariaDB of the test's own (scripts/mariadb.sh in a temp dir, so it
 can be frozen, killed and restarted) and 3 seqd in cluster mode with small
@@ -18,15 +20,30 @@ sending to a thawed instance at once), one of 8 keys, one of 5 interfaces
 INCRBY). Every request is recorded with its send and receive time
 (time.monotonic(), one process) and its IDs or its error.
 
+Messages: 2 sender threads, each in a loop: a new message (a client_msg_id
+unique in the run) to one of 4 conversations, sent to a random running
+instance (one sender also to frozen ones) over HTTP POST
+/conversations/CONV/messages or binary SEND. An error or a timeout leaves
+the outcome unknown: the same message (same sender and client_msg_id) is
+sent again to a random instance until one attempt is answered, for up to
+30 s (then it is unresolved: allowed, but an acked message must never be
+lost). Now and then an acked message is sent once more on purpose: the
+answer must be its first one (duplicate). Every attempt is recorded with
+its send and receive time and its seq, server message id and duplicate
+flag, or its error.
+
 Nemesis (one fault at a time, a settling pause between, the kinds in a
 seeded shuffled order, each cycle running every kind):
   kill_instance  kill -9 a random instance, start a fresh one ~1 s later
-  stop_owner     SIGSTOP the owner of a random key (from seqd_shard_lease)
-                 for 2.5 leases, then SIGCONT: it must not answer from its
-                 stale buffers. Late probes: 0.3 s before the SIGCONT, one
-                 request per key and interface is sent to the frozen
-                 instance, i.e. after other instances answered for its
-                 keys; they are answered once it is thawed.
+  stop_owner     SIGSTOP the owner of a random key (every second time of a
+                 conversation; from seqd_shard_lease) for 2.5 leases, then
+                 SIGCONT: it must not answer from its stale buffers. Late
+                 probes: 0.3 s before the SIGCONT, one request per key and
+                 interface and one new message per conversation and
+                 interface are sent to the frozen instance, i.e. after
+                 other instances answered for its keys; they are answered
+                 once it is thawed (a message probe that fails is re-sent
+                 as above).
   freeze_db      SIGSTOP mariadbd for 2 s, then SIGCONT
   kill_db        kill -9 mariadbd, restart it ~1 s later on the same port
   leave_join     SIGTERM a random instance (a clean leave), start a new one
@@ -43,14 +60,37 @@ Checks (exit 1 if any fails):
   - every fault kind ran;
   - no instance died unless the nemesis killed it;
   - after the nemesis stops and 2 leases of settling, one request per
-    running instance, key and interface all succeed.
+    running instance, key and interface, and one message per running
+    instance, conversation and interface, all succeed;
+  - messages: every conversation is then pulled completely, over HTTP from
+    one instance and over PULL_RANGE from another (the two must agree), and
+    per conversation
+      the stored seqs are exactly 1..n (no hole, no seq twice);
+      every acked message is stored, at the seq it was acked with, with its
+      server message id, sender, client_msg_id and payload;
+      every answer for one message (first send, re-sends) carries the same
+      seq and server message id, and every answer after the first one is a
+      duplicate;
+      each message is stored at most once, and nothing stored was never
+      sent;
+      real-time order: if message A's first ack was received before message
+      B could be stamped, seq(B) > seq(A). B could be stamped from the send
+      of the attempt whose answer was duplicate = false (that attempt
+      stored it), or, if B's answers are all duplicates, from the send of
+      B's first attempt (an earlier attempt with an unknown outcome stored
+      it);
+    every message error is one the contract allows, and at least
+    MIN_MESSAGES messages are acked.
 Figures (answers per interface, errors by kind, per fault the longest time a
-key went without a successful answer) are printed, and written with --json.
+key and a conversation went without a successful answer, messages acked,
+re-sent, unresolved and stored) are printed, and written with --json.
 
 --self-test feeds the checker synthetic histories (with duplicates, order
-violations and near misses, and random ones against a brute-force check)
-and exits; every run does it first, so a pass is never a checker that cannot
-fail.
+violations and near misses, and random ones against a brute-force check;
+message histories with a hole, a lost or misplaced ack, a seq that changed
+on a re-send, a message stored twice, order violations and near misses)
+and exits; every run does it first, so a pass is never a checker that
+cannot fail.
 
 Usage: python3 tests/e2e/test_cluster_chaos.py [--seconds 60] [--seed S]
            [--lease-ms 2000] [--json PATH] [--history PATH] [--keep] [-v]
@@ -100,8 +140,19 @@ EXAMPLES = 5
 START_TIMEOUT_S = 20.0
 LEAVE_TIMEOUT_S = 15.0
 LATE_PROBE_LEAD_S = 0.3  # late probes are sent this long before the SIGCONT
+CONVS = ("cc0", "cc1", "cc2", "cc3")
+MSG_INTERFACES = ("http", "binary")
+MSG_SENDERS = 2
+MSG_PROBERS = 1         # sender threads that also send to frozen instances
+MSG_RESOLVE_S = 30.0    # a message unanswered this long after its first try is unresolved
+MSG_RETRY_PAUSE_S = 0.05
+MSG_SEND_AGAIN = 0.05   # share of acked messages sent once more on purpose
+MIN_MESSAGES = 200
+PULL_LIMIT = 1000
 
 BINARY_NEXT_IDS = 0x02
+BINARY_SEND, BINARY_PULL_RANGE = 0x20, 0x21
+MESSAGE_STATUS = {0: "normal", 1: "recalled", 2: "deleted"}
 BINARY_STATUS = {0: "OK", 1: "INVALID_ARGUMENT", 2: "UNKNOWN_KEY", 3: "KEY_EXISTS",
                  4: "STORE_UNAVAILABLE", 5: "SHUTTING_DOWN", 6: "INTERNAL", 7: "UNKNOWN_OPCODE",
                  8: "NOT_FOUND", 9: "FAILED_PRECONDITION", 10: "TOO_LARGE", 11: "NOT_SERVING",
@@ -166,6 +217,39 @@ def short_ranges(ranges):
     return "[%s%s]" % (text, ",..." if len(ranges) > 4 else "")
 
 
+Msg = collections.namedtuple("Msg", "conv sender cmid payload")
+Msg.__doc__ = "One chat message; (conv, sender, cmid) names it, re-sends included."
+
+
+class MsgAttempt:
+    """One try at sending `msg` as a client saw it: `seq`, `msg_id` (the
+    server message id) and `duplicate` when answered, else `error` and
+    `expected`. `kind`: first, retry (after an unknown outcome), again (an
+    acked message sent once more on purpose), probe (a late probe) or
+    final (the final round)."""
+    __slots__ = ("msg", "kind", "iface", "inst", "send", "recv", "seq", "msg_id", "duplicate",
+                 "error", "expected")
+
+    def __init__(self, msg, kind, iface, inst, send, recv, answer=None, error=None,
+                 expected=True):
+        self.msg, self.kind, self.iface, self.inst = msg, kind, iface, inst
+        self.send, self.recv = send, recv
+        self.seq, self.msg_id, self.duplicate = answer if answer else (None, None, None)
+        self.error, self.expected = error, expected
+
+    @property
+    def ok(self):
+        return self.error is None
+
+    def describe(self):
+        what = ("seq %d (server msg %d%s)" % (self.seq, self.msg_id,
+                                              ", duplicate" if self.duplicate else "")
+                if self.ok else "error %s" % self.error)
+        return "%s %s/%s %s via %s on %s sent %.3f recv %.3f: %s" % (
+            self.msg.conv, self.msg.sender, self.msg.cmid, self.kind, self.iface, self.inst,
+            rel(self.send), rel(self.recv), what)
+
+
 class ServerError(Exception):
     """An answer that is not IDs: `kind` names it, `expected` says whether
     the contract allows it."""
@@ -217,6 +301,39 @@ class HttpClient:
         except (ValueError, KeyError, TypeError) as e:
             raise ServerError("malformed: http body %r (%s)" % (body[:120], e), False, close=True)
 
+    def send_message(self, msg):
+        """(seq, server_msg_id, duplicate) of POST /conversations/CONV/messages."""
+        body = json.dumps({"sender_id": msg.sender, "client_msg_id": msg.cmid,
+                           "payload": msg.payload})
+        self.conn.request("POST", "/conversations/%s/messages" % msg.conv, body=body,
+                          headers={"Content-Type": "application/json"})
+        r = self.conn.getresponse()
+        body = r.read()
+        if r.status not in (200, 201):
+            code = error_code(body)
+            raise ServerError("http:%d %s" % (r.status, code), (r.status, code) in HTTP_EXPECTED)
+        try:
+            j = json.loads(body)
+            seq, msg_id, dup = int(j["seq"]), int(j["server_msg_id"]), j["duplicate"]
+            if seq < 1 or dup is not (r.status == 200):
+                raise ValueError("seq %d, duplicate %r with status %d" % (seq, dup, r.status))
+            return seq, msg_id, dup
+        except (ValueError, KeyError, TypeError) as e:
+            raise ServerError("malformed: http body %r (%s)" % (body[:120], e), False, close=True)
+
+    def pull(self, conv, first):
+        """(rows, is_end) of GET /conversations/CONV/messages?from=FIRST; a row
+        is (seq, server_msg_id, sender, client_msg_id, payload, status)."""
+        self.conn.request("GET", "/conversations/%s/messages?from=%d&limit=%d" % (
+            conv, first, PULL_LIMIT))
+        r = self.conn.getresponse()
+        body = r.read()
+        if r.status != 200:
+            raise ServerError("http:%d %s" % (r.status, error_code(body)), False)
+        j = json.loads(body)
+        return [(int(m["seq"]), int(m["server_msg_id"]), m["sender_id"], m["client_msg_id"],
+                 m["payload"], m["status"]) for m in j["messages"]], bool(j["is_end"])
+
     def close(self):
         self.conn.close()
 
@@ -246,12 +363,11 @@ class BinaryClient:
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=SOCKET_TIMEOUT_S)
         self.next_id = 1
 
-    def next_ids(self, key, count):
+    def call(self, op, payload):
+        """The payload of the OK answer to one request (status included),
+        or ServerError."""
         rid, self.next_id = self.next_id, self.next_id + 1
-        k = key.encode()
-        payload = struct.pack(">H", len(k)) + k + struct.pack(">I", count)
-        self.sock.sendall(struct.pack(">IBBHI", 8 + len(payload), 1, BINARY_NEXT_IDS, 0, rid)
-                          + payload)
+        self.sock.sendall(struct.pack(">IBBHI", 8 + len(payload), 1, op, 0, rid) + payload)
         length, _, opcode, flags, got_rid = struct.unpack(">IBBHI", recv_exact(self.sock, 12))
         body = recv_exact(self.sock, length - 8)
         (status,) = struct.unpack(">H", body[:2])
@@ -259,9 +375,14 @@ class BinaryClient:
             name = BINARY_STATUS.get(status, str(status))
             raise ServerError("binary:%s" % name, name in BINARY_EXPECTED,
                               close=status >= 64 or name == "SHUTTING_DOWN")
-        if (opcode, flags, got_rid) != (BINARY_NEXT_IDS, 1, rid):
+        if (opcode, flags, got_rid) != (op, 1, rid):
             raise ServerError("malformed: binary header %r" % ((opcode, flags, got_rid, rid),),
                               False, close=True)
+        return body
+
+    def next_ids(self, key, count):
+        k = key.encode()
+        body = self.call(BINARY_NEXT_IDS, struct.pack(">H", len(k)) + k + struct.pack(">I", count))
         (n,) = struct.unpack(">I", body[2:6])
         if len(body) != 6 + 16 * n:
             raise ServerError("malformed: binary payload of %d bytes" % len(body), False,
@@ -269,8 +390,54 @@ class BinaryClient:
         return checked_ranges([struct.unpack(">qq", body[6 + 16 * i:22 + 16 * i])
                                for i in range(n)], count)
 
+    def send_message(self, msg):
+        """(seq, server_msg_id, duplicate) of SEND (content type 0)."""
+        body = self.call(BINARY_SEND, wire_str(msg.conv) + wire_str(msg.sender)
+                         + wire_str(msg.cmid) + struct.pack(">i", 0)
+                         + struct.pack(">I", len(msg.payload)) + msg.payload.encode())
+        if len(body) != 2 + 25:
+            raise ServerError("malformed: SEND answer of %d bytes" % len(body), False, close=True)
+        seq, msg_id, _, dup = struct.unpack(">qqqB", body[2:])
+        if seq < 1 or dup > 1:
+            raise ServerError("malformed: SEND seq %d duplicate %d" % (seq, dup), False,
+                              close=True)
+        return seq, msg_id, dup == 1
+
+    def pull_range(self, conv, first):
+        """(rows, is_end) of PULL_RANGE from FIRST to the max, ascending; rows
+        as HttpClient.pull's."""
+        body = self.call(BINARY_PULL_RANGE, wire_str(conv) + struct.pack(
+            ">qqIB", first, 0, PULL_LIMIT, 0) + struct.pack(">H", 0))
+        is_end, n = struct.unpack(">BI", body[2:7])
+        pos, rows = 7, []
+        for _ in range(n):
+            seq, msg_id = struct.unpack(">qq", body[pos:pos + 16])
+            pos += 16
+            sender, pos = read_wire_str(body, pos)
+            cmid, pos = read_wire_str(body, pos)
+            _, status, _, size = struct.unpack(">iBqI", body[pos:pos + 17])
+            pos += 17
+            payload = body[pos:pos + size].decode(errors="replace")
+            pos += size
+            rows.append((seq, msg_id, sender, cmid, payload, MESSAGE_STATUS.get(status, status)))
+        if pos != len(body):
+            raise ValueError("PULL_RANGE answer: %d bytes left over" % (len(body) - pos))
+        return rows, bool(is_end)
+
     def close(self):
         self.sock.close()
+
+
+def wire_str(text):
+    """A binary-protocol `str`: u16 length, bytes."""
+    b = text.encode()
+    return struct.pack(">H", len(b)) + b
+
+
+def read_wire_str(buf, pos):
+    """The `str` at `pos` of `buf` and the position after it."""
+    (n,) = struct.unpack(">H", buf[pos:pos + 2])
+    return buf[pos + 2:pos + 2 + n].decode(errors="replace"), pos + 2 + n
 
 
 class RespClient:
@@ -372,6 +539,66 @@ def drop(conns, slot):
             c.close()
         except OSError:
             pass
+
+
+def client_for(conns, inst, proto):
+    """The connection to `inst` for `proto` kept in `conns`, made if missing."""
+    slot = (inst.name, proto)
+    c = conns.get(slot)
+    if c is None:
+        c = conns[slot] = {"http": lambda: HttpClient(inst.http_port),
+                           "binary": lambda: BinaryClient(inst.binary_port)}[proto]()
+    return c
+
+
+def send_message(conns, inst, msg, iface, kind):
+    """One attempt at sending `msg` to `inst` over `iface` (http or binary),
+    as `request` does for IDs; returns its MsgAttempt."""
+    slot = (inst.name, iface)
+    send = time.monotonic()
+    try:
+        answer = client_for(conns, inst, iface).send_message(msg)
+        return MsgAttempt(msg, kind, iface, inst.name, send, time.monotonic(), answer)
+    except ServerError as e:
+        recv = time.monotonic()
+        if e.close:
+            drop(conns, slot)
+        return MsgAttempt(msg, kind, iface, inst.name, send, recv, error=e.kind,
+                          expected=e.expected)
+    except TRANSPORT_ERRORS as e:
+        recv = time.monotonic()
+        drop(conns, slot)
+        return MsgAttempt(msg, kind, iface, inst.name, send, recv, error=transport_kind(e))
+
+
+def deliver(cluster, rng, conns, msg, attempts, kind="first", frozen=False, first=None):
+    """Sends `msg` until an attempt is answered: first to `first` over its
+    interface (an (instance, iface) pair) if given, then, after every error
+    or timeout (the outcome is unknown), the same message again to a random
+    reachable instance (frozen ones too if `frozen`) over a random
+    interface. Gives up MSG_RESOLVE_S after the first try, or after an
+    error outside the contract. Every attempt is appended to `attempts`;
+    returns True if one was answered."""
+    deadline = time.monotonic() + MSG_RESOLVE_S
+    while True:
+        if first is not None:
+            (inst, iface), first = first, None
+        else:
+            insts = cluster.reachable(frozen)
+            if not insts:
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.01)
+                continue
+            inst, iface = rng.choice(insts), rng.choice(MSG_INTERFACES)
+        a = send_message(conns, inst, msg, iface, kind)
+        attempts.append(a)
+        if a.ok:
+            return True
+        if not a.expected or time.monotonic() >= deadline:
+            return False
+        kind = "retry"
+        time.sleep(MSG_RETRY_PAUSE_S)
 
 
 # --- MariaDB ------------------------------------------------------------------
@@ -696,6 +923,63 @@ class Probe(threading.Thread):
             drop(conns, slot)
 
 
+class Sender(threading.Thread):
+    """A loop of new messages (sender w<n>, a random conversation), each
+    delivered (see `deliver`) until `stop` is set; now and then an acked
+    one is sent once more. `attempts` holds every try. Only a prober sends
+    to frozen instances."""
+
+    def __init__(self, cluster, seed, stop, n, prober):
+        super().__init__(daemon=True)
+        self.cluster, self.rng, self.stop = cluster, random.Random(seed), stop
+        self.sender, self.prober = "w%d" % n, prober
+        self.attempts = []
+        self.error = None
+
+    def run(self):
+        conns = {}
+        try:
+            n = 0
+            while not self.stop.is_set():
+                n += 1
+                cmid = "%s-%d" % (self.sender, n)
+                msg = Msg(self.rng.choice(CONVS), self.sender, cmid, "payload of " + cmid)
+                acked = deliver(self.cluster, self.rng, conns, msg, self.attempts,
+                                frozen=self.prober)
+                if acked and self.rng.random() < MSG_SEND_AGAIN:
+                    deliver(self.cluster, self.rng, conns, msg, self.attempts, kind="again",
+                            frozen=self.prober)
+        except Exception:  # noqa: BLE001 - reported as a harness failure
+            self.error = traceback.format_exc()
+        finally:
+            for slot in list(conns):
+                drop(conns, slot)
+
+
+class MessageProbe(threading.Thread):
+    """A new message `msg` sent to `inst` over `iface`, re-sent to the
+    running instances until answered (see `deliver`); `attempts` holds
+    every try."""
+
+    def __init__(self, cluster, seed, inst, iface, msg):
+        super().__init__(daemon=True)
+        self.cluster, self.rng, self.msg = cluster, random.Random(seed), msg
+        self.first = (inst, iface)
+        self.attempts = []
+        self.error = None
+
+    def run(self):
+        conns = {}
+        try:
+            deliver(self.cluster, self.rng, conns, self.msg, self.attempts, kind="probe",
+                    first=self.first)
+        except Exception:  # noqa: BLE001 - reported as a harness failure
+            self.error = traceback.format_exc()
+        finally:
+            for slot in list(conns):
+                drop(conns, slot)
+
+
 # --- faults ----------------------------------------------------------------------
 
 class Nemesis(threading.Thread):
@@ -708,6 +992,7 @@ class Nemesis(threading.Thread):
         self.cluster, self.db, self.rng, self.lease_s, self.until = cluster, db, rng, lease_s, until
         self.faults = []
         self.answers = []  # the late probes' (see fault_stop_owner)
+        self.msg_probes = []  # the late message probes, joined by the run
         self.error = None
         self.stop = threading.Event()
 
@@ -744,34 +1029,54 @@ class Nemesis(threading.Thread):
         fault["end"], fault["detail"] = time.monotonic(), "replaced by %s" % new.name
 
     def fault_stop_owner(self, fault):
-        """SIGSTOP the owner of a random key for 2.5 leases, then SIGCONT.
-        Just before the SIGCONT, late probes: one request per key and
-        interface sent to the frozen instance, long after its leases lapsed
-        and other instances answered for its keys; the thawed instance must
-        not answer them (or anything) from the buffers it froze with."""
-        key = self.rng.choice(KEYS)
+        """SIGSTOP the owner of a random key (of a random conversation every
+        second time) for 2.5 leases, then SIGCONT. Just before the SIGCONT, late probes: one request per
+        key and interface and one new message per conversation and interface
+        sent to the frozen instance, long after its leases lapsed and other
+        instances answered for its keys; the thawed instance must not answer
+        them (or anything) from the buffers or cached max seqs it froze
+        with."""
+        stops = sum(f["kind"] == "stop_owner" for f in self.faults)
+        key = self.rng.choice(CONVS if stops % 2 else KEYS)
         victim, how = self.owner_of(key), "owner of %s" % key
         if victim is None or victim.state != "up":
             victim, how = self.rng.choice(self.cluster.up()), "random (owner of %s unknown)" % key
         self.begin(fault, victim.name, "SIGSTOP (%s) for %.1f s" % (how, 2.5 * self.lease_s))
         self.cluster.set_state(victim, "frozen", signal.SIGSTOP)
         time.sleep(2.5 * self.lease_s - LATE_PROBE_LEAD_S)
-        probes = self.late_probes(victim)
+        probes, msg_probes = self.late_probes(victim), self.late_messages(victim)
         time.sleep(LATE_PROBE_LEAD_S)  # the probes are in the victim's sockets
         self.cluster.set_state(victim, "up", signal.SIGCONT)
+        deadline = time.monotonic() + SOCKET_TIMEOUT_S + 2
         for t in probes:
             t.join(SOCKET_TIMEOUT_S + 2)
+        while time.monotonic() < deadline and not all(t.attempts for t in msg_probes):
+            time.sleep(0.02)
         late = [a for t in probes for a in t.answers]
         self.answers.extend(late)
         fault["end"] = time.monotonic()
-        fault["detail"] = "%s; late probes %d/%d answered" % (
-            how, sum(a.ok for a in late), len(KEYS) * len(INTERFACES))
+        fault["detail"] = "%s; late probes %d/%d answered, messages %d/%d" % (
+            how, sum(a.ok for a in late), len(KEYS) * len(INTERFACES),
+            sum(bool(t.attempts) and t.attempts[0].ok for t in msg_probes), len(msg_probes))
 
     def late_probes(self, victim):
         """Started Probe threads, one per key and interface, at `victim`."""
         probes = [Probe(victim, key, iface) for key in KEYS for iface in INTERFACES]
         for t in probes:
             t.start()
+        return probes
+
+    def late_messages(self, victim):
+        """Started MessageProbe threads, one new message per conversation and
+        interface, at `victim`; also kept in `msg_probes`."""
+        n = len(self.faults)
+        probes = [MessageProbe(self.cluster, self.rng.getrandbits(32), victim, iface,
+                               Msg(conv, "lp", "lp%d-%s-%s" % (n, conv, iface),
+                                   "late probe %d" % n))
+                  for conv in CONVS for iface in MSG_INTERFACES]
+        for t in probes:
+            t.start()
+        self.msg_probes.extend(probes)
         return probes
 
     def owner_of(self, key):
@@ -889,27 +1194,43 @@ def unexpected_errors(answers):
     return len(bad), dict(kinds), [a.describe() for a in bad[:EXAMPLES]]
 
 
-def availability(answers, faults, end):
+def availability(answers, faults, end, msg_attempts=()):
     """Per fault: the longest time any key went without a successful answer
     (by receive time) between the fault's start and the next fault's start
-    (or `end`), counting from the fault's start. Informative only."""
+    (or `end`), counting from the fault's start; the same for conversations
+    and answered message sends. Informative only."""
     recvs = {k: sorted(a.recv for a in v) for k, v in by_key(answers).items()}
+    msg_recvs = collections.defaultdict(list)
+    for a in msg_attempts:
+        if a.ok:
+            msg_recvs[a.msg.conv].append(a.recv)
+    for times in msg_recvs.values():
+        times.sort()
     out = []
     for n, f in enumerate(faults):
         w0, w1 = f["start"], faults[n + 1]["start"] if n + 1 < len(faults) else end
-        worst, worst_key = 0.0, None
-        for key in KEYS:
-            times = recvs.get(key, [])
-            lo, hi = bisect.bisect_left(times, w0), bisect.bisect_right(times, w1)
-            prev, gap = w0, 0.0
-            for t in times[lo:hi] + [w1]:
-                gap, prev = max(gap, t - prev), t
-            if gap > worst:
-                worst, worst_key = gap, key
+        worst, worst_key = longest_gap(recvs, KEYS, w0, w1)
+        msg_worst, msg_worst_conv = longest_gap(msg_recvs, CONVS, w0, w1)
         out.append({"kind": f["kind"], "start": rel(f["start"]), "end": rel(f["end"]),
                     "target": f["target"], "detail": f["detail"],
-                    "max_gap_s": round(worst, 3), "gap_key": worst_key})
+                    "max_gap_s": round(worst, 3), "gap_key": worst_key,
+                    "msg_max_gap_s": round(msg_worst, 3), "msg_gap_conv": msg_worst_conv})
     return out
+
+
+def longest_gap(recvs, names, w0, w1):
+    """(gap, name): the longest time from `w0` to `w1` one of `names` went
+    without a time in its sorted list `recvs[name]`."""
+    worst, worst_name = 0.0, None
+    for name in names:
+        times = recvs.get(name, [])
+        lo, hi = bisect.bisect_left(times, w0), bisect.bisect_right(times, w1)
+        prev, gap = w0, 0.0
+        for t in times[lo:hi] + [w1]:
+            gap, prev = max(gap, t - prev), t
+        if gap > worst:
+            worst, worst_name = gap, name
+    return worst, worst_name
 
 
 def check_history(answers):
@@ -922,6 +1243,144 @@ def check_history(answers):
             "order_violations": order, "order_examples": order_examples,
             "unexpected_errors": bad, "unexpected_kinds": bad_kinds,
             "unexpected_examples": bad_examples}
+
+
+# --- the message checker ----------------------------------------------------------
+
+# The message verdict's fields that fail a run, with what they count.
+MSG_FAILURES = (
+    ("holes", "seqs missing from a conversation's 1..max (holes)"),
+    ("seqs_twice", "seqs stored twice"),
+    ("lost", "acked messages not stored"),
+    ("misplaced", "acked messages stored at another seq or with other content"),
+    ("disagreeing", "messages whose answers disagree (seq, server message id, duplicate)"),
+    ("stored_twice", "extra copies of stored messages"),
+    ("unknown_stored", "stored messages never sent"),
+    ("order_violations", "message real-time order violations"),
+    ("unexpected_errors", "message answers outside the contract"),
+)
+
+
+def message_acks(attempts):
+    """Attempts grouped by message, in send order, and per message with an
+    answer (first answer, stamp): `stamp` is the earliest send that can have
+    stored it, the send of the attempt answered duplicate = false (that one
+    stored it) or, if every answer is a duplicate, of the first attempt (one
+    whose outcome the client never learned stored it). Returns (tries by
+    message, acks by message)."""
+    tries = collections.OrderedDict()
+    for a in sorted(attempts, key=lambda a: a.send):
+        tries.setdefault(a.msg[:3], []).append(a)
+    acks = {}
+    for name, ts in tries.items():
+        answers = sorted((a for a in ts if a.ok), key=lambda a: a.recv)
+        if answers:
+            first = answers[0]
+            acks[name] = (first, first.send if not first.duplicate else ts[0].send)
+    return tries, acks
+
+
+def find_message_order_violations(acks):
+    """Per conversation, messages B with seq(B) <= seq(A) for a message A
+    whose first ack was received before B's stamp (A.recv < stamp(B)): the
+    sweep of find_order_violations, B by stamp while the acks received
+    before it feed a running maximum. O(n log n). Returns (count, examples,
+    pairs): `pairs` counts the (A, B) pairs so ordered, i.e. checked."""
+    per_conv = collections.defaultdict(list)
+    for (conv, _, _), ack in acks.items():
+        per_conv[conv].append(ack)
+    count, examples, pairs = 0, [], 0
+    for conv, items in sorted(per_conv.items()):
+        by_recv = sorted(items, key=lambda fs: fs[0].recv)
+        i, best = 0, None
+        for b, stamp in sorted(items, key=lambda fs: fs[1]):
+            while i < len(by_recv) and by_recv[i][0].recv < stamp:
+                if best is None or by_recv[i][0].seq > best.seq:
+                    best = by_recv[i][0]
+                i += 1
+            pairs += i
+            if best is not None and b.seq <= best.seq:
+                count += 1
+                if len(examples) < EXAMPLES:
+                    examples.append({"conv": conv, "earlier": best.describe(),
+                                     "later": b.describe(),
+                                     "gap_s": round(stamp - best.recv, 3)})
+    return count, examples, pairs
+
+
+def check_messages(attempts, stored):
+    """The verdict on a message history: `attempts` (MsgAttempt) and
+    `stored`, {conv: [(seq, server_msg_id, sender, client_msg_id, payload,
+    status), ...]} as pulled. Counts (MSG_FAILURES's fields fail a run, the
+    others inform) and examples."""
+    v = dict.fromkeys((f for f, _ in MSG_FAILURES), 0)
+    examples = collections.defaultdict(list)
+
+    def bad(field, text, n=1):
+        v[field] += n
+        if len(examples[field]) < EXAMPLES:
+            examples[field].append(text)
+
+    tries, acks = message_acks(attempts)
+    for name, ts in tries.items():
+        if name not in acks:
+            continue
+        first = acks[name][0]
+        for a in ts:
+            if a.ok and a is not first and ((a.seq, a.msg_id) != (first.seq, first.msg_id)
+                                            or not a.duplicate):
+                bad("disagreeing", "first answer %s; later %s" % (first.describe(),
+                                                                  a.describe()))
+                break
+    rows_by_msg = collections.defaultdict(list)
+    for conv, rows in sorted(stored.items()):
+        seqs = collections.Counter(r[0] for r in rows)
+        top = max(seqs, default=0)
+        missing = [q for q in range(1, top + 1) if q not in seqs] + [q for q in seqs if q < 1]
+        if missing:
+            bad("holes", "%s: %d stored, max %d, missing %s" % (
+                conv, len(rows), top, missing[:10]), len(missing))
+        for q, c in sorted(seqs.items()):
+            if c > 1:
+                bad("seqs_twice", "%s: seq %d stored %d times" % (conv, q, c), c - 1)
+        for r in rows:
+            rows_by_msg[(conv, r[2], r[3])].append(r)
+    for name, rows in sorted(rows_by_msg.items()):
+        if len(rows) > 1:
+            bad("stored_twice", "%s/%s/%s stored at seqs %s" % (
+                name + ([r[0] for r in rows],)), len(rows) - 1)
+        if name not in tries:
+            bad("unknown_stored", "%s/%s/%s stored at seq %d, never sent" % (
+                name + (rows[0][0],)))
+    for name, (first, _) in sorted(acks.items()):
+        rows = rows_by_msg.get(name)
+        if not rows:
+            bad("lost", "acked, not stored: %s" % first.describe())
+        elif not any((r[0], r[1], r[4]) == (first.seq, first.msg_id, first.msg.payload)
+                     for r in rows):
+            bad("misplaced", "acked %s; stored as %s" % (first.describe(), rows[:2]))
+    order, order_examples, pairs = find_message_order_violations(acks)
+    v["order_violations"] = order
+    for a in attempts:
+        if not a.ok and not a.expected:
+            bad("unexpected_errors", a.describe())
+    answers = [a for a in attempts if a.ok]
+    unresolved = [n for n in tries if n not in acks]
+    v.update({
+        "messages": len(tries), "acked": len(acks), "unresolved": len(unresolved),
+        "unresolved_stored": sum(1 for n in unresolved if n in rows_by_msg),
+        "attempts": len(attempts), "answers": len(answers),
+        "resends": sum(1 for a in attempts if a.kind == "retry"),
+        "sent_again": sum(1 for a in attempts if a.kind == "again"),
+        "duplicate_answers": sum(1 for a in answers if a.duplicate),
+        "stored": sum(len(rows) for rows in stored.values()),
+        "max_seqs": {c: max((r[0] for r in rows), default=0) for c, rows in sorted(stored.items())},
+        "order_pairs": pairs,
+        "by_interface": dict(collections.Counter(a.iface for a in answers)),
+        "errors": dict(collections.Counter(a.error for a in attempts if not a.ok).most_common()),
+        "order_examples": order_examples, "examples": dict(examples),
+    })
+    return v
 
 
 # --- self-test ------------------------------------------------------------------
@@ -967,16 +1426,124 @@ def self_test():
         v = check_history(history)
         assert (v["duplicates"], v["order_violations"]) == brute_force(history), \
             "self-test: random history disagrees with the brute force"
+    clean_messages = dict(dict.fromkeys((f for f, _ in MSG_FAILURES), 0),
+                          acked=MIN_MESSAGES, pull_problems=[])
     clean = {"duplicates": 0, "order_violations": 0, "unexpected_errors": 0,
              "unexpected_kinds": {}, "answers_ok": MIN_ANSWERS,
              "faults_by_kind": dict.fromkeys(FAULTS, 1),
-             "final_round": {"requests": 1, "failed": []}}
+             "final_round": {"requests": 1, "failed": []}, "messages": clean_messages}
     assert failures_of(clean, [], []) == [], "self-test: a clean run must pass"
     for field, value in (("duplicates", 1), ("order_violations", 1), ("unexpected_errors", 1),
                          ("answers_ok", MIN_ANSWERS - 1), ("faults_by_kind", {})):
         assert failures_of(dict(clean, **{field: value}), [], []), \
             "self-test: %s=%r must fail the run" % (field, value)
-    return len(cases) + 300
+    for field, value in [(f, 1) for f, _ in MSG_FAILURES] + [
+            ("acked", MIN_MESSAGES - 1), ("pull_problems", ["http pull failed"])]:
+        assert failures_of(dict(clean, messages=dict(clean_messages, **{field: value})),
+                           [], []), "self-test: messages %s=%r must fail the run" % (field, value)
+    return len(cases) + 300 + message_self_test()
+
+
+def message_self_test():
+    """Proves the message checker can fail: histories with a hole, a lost or
+    misplaced ack, a re-send answered with another seq or as new, a message
+    stored twice or never sent, order violations (one against an older ack,
+    one by a re-send that stored the message after another was acked), and
+    near misses that must pass (concurrent inversions, a send at the very
+    instant of an ack, a re-send answered duplicate after an unknown outcome,
+    unresolved messages stored or not, separate conversations); then 200
+    random histories against an O(n^2) order check. Returns the count."""
+    def M(cmid, conv="c"):
+        return Msg(conv, "u", cmid, "payload " + cmid)
+
+    def T(m, send, recv, seq=None, dup=False, kind="first", error="transport:timeout",
+          expected=True):
+        if seq is None:
+            return MsgAttempt(m, kind, "http", "s1", send, recv, error=error, expected=expected)
+        return MsgAttempt(m, kind, "http", "s1", send, recv, (seq, 1000 + seq, dup))
+
+    def R(m, seq, msg_id=None):
+        return (seq, msg_id or 1000 + seq, m.sender, m.cmid, m.payload, "normal")
+
+    a, b, c, d, x = M("a"), M("b"), M("c"), M("d"), M("x")
+    seq3 = [T(a, 0, 1, 1), T(b, 2, 3, 2), T(c, 4, 5, 3)]
+    rows3 = [R(a, 1), R(b, 2), R(c, 3)]
+    cases = [
+        ("clean", seq3, {"c": rows3}, {}),
+        ("a hole", [T(a, 0, 1, 1), T(b, 2, 3), T(c, 4, 5, 3)], {"c": [R(a, 1), R(c, 3)]},
+         {"holes": 1}),
+        ("lost ack at the end", seq3, {"c": rows3[:2]}, {"lost": 1}),
+        ("lost ack in the middle", seq3, {"c": [R(a, 1), R(c, 3)]}, {"lost": 1, "holes": 1}),
+        ("conversation never stored", seq3, {}, {"lost": 3}),
+        ("stored at other seqs", seq3, {"c": [R(a, 1), R(c, 2), R(b, 3)]}, {"misplaced": 2}),
+        ("stored with another server msg id", seq3, {"c": [R(a, 1), R(b, 2, 7), R(c, 3)]},
+         {"misplaced": 1}),
+        ("a seq stored twice", seq3, {"c": rows3 + [R(x, 3)]},
+         {"seqs_twice": 1, "unknown_stored": 1}),
+        ("stored twice", seq3, {"c": rows3 + [R(a, 4)]}, {"stored_twice": 1}),
+        ("never sent", seq3, {"c": rows3 + [R(x, 4)]}, {"unknown_stored": 1}),
+        ("re-send got another seq", seq3 + [T(a, 6, 7, 2, dup=True, kind="again")],
+         {"c": rows3}, {"disagreeing": 1}),
+        ("re-send answered as new", seq3 + [T(a, 6, 7, 1, kind="again")], {"c": rows3},
+         {"disagreeing": 1}),
+        ("re-send answered its first seq", seq3 + [T(a, 6, 7, 1, dup=True, kind="again")],
+         {"c": rows3}, {}),
+        ("stale after an ack", [T(a, 0, 1, 2), T(b, 2, 3, 1)], {"c": [R(b, 1), R(a, 2)]},
+         {"order_violations": 1}),
+        ("older ack holds the max", [T(a, 0, 1, 3), T(b, 0.5, 2, 1), T(c, 3, 4, 2)],
+         {"c": [R(b, 1), R(c, 2), R(a, 3)]}, {"order_violations": 1}),
+        ("concurrent inversion", [T(a, 0, 2, 2), T(b, 1, 3, 1)], {"c": [R(b, 1), R(a, 2)]}, {}),
+        ("send at the ack's instant", [T(a, 0, 1, 2), T(b, 1, 2, 1)],
+         {"c": [R(b, 1), R(a, 2)]}, {}),
+        ("re-send answered duplicate after an unknown outcome",
+         [T(b, 0, 1), T(a, 1.5, 2, 2), T(b, 3, 4, 1, dup=True, kind="retry")],
+         {"c": [R(b, 1), R(a, 2)]}, {}),
+        ("re-send stored after another ack got a lower seq",
+         [T(b, 0, 1), T(a, 1.5, 2, 2), T(b, 3, 4, 1, kind="retry")],
+         {"c": [R(b, 1), R(a, 2)]}, {"order_violations": 1}),
+        ("unresolved, not stored", seq3 + [T(d, 6, 7), T(d, 8, 9, kind="retry")],
+         {"c": rows3}, {}),
+        ("unresolved, stored", seq3 + [T(d, 6, 7)], {"c": rows3 + [R(d, 4)]}, {}),
+        ("error outside the contract", seq3 + [T(d, 6, 7, error="http:500 internal",
+                                                 expected=False)],
+         {"c": rows3}, {"unexpected_errors": 1}),
+        ("conversations are separate", [T(a, 0, 1, 1), T(M("b", "e"), 2, 3, 1)],
+         {"c": [R(a, 1)], "e": [R(M("b", "e"), 1)]}, {}),
+    ]
+    for name, attempts, stored, want in cases:
+        v = check_messages(attempts, stored)
+        got = {f: v[f] for f, _ in MSG_FAILURES if v[f]}
+        assert got == want, "message self-test %r: got %r, want %r" % (name, got, want)
+    rng = random.Random(11)
+    for _ in range(200):
+        attempts = []
+        for n in range(rng.randint(1, 30)):
+            m = M("m%d" % n, conv=rng.choice("ef"))
+            send = rng.uniform(0, 10)
+            if rng.random() < 0.3:
+                attempts.append(T(m, send, send + rng.uniform(0, 2)))
+                send += rng.uniform(0, 3)
+            attempts.append(T(m, send, send + rng.uniform(0, 2), rng.randint(1, 40),
+                              dup=rng.random() < 0.3))
+        v = check_messages(attempts, {})
+        assert v["order_violations"] == message_brute_force(attempts), \
+            "message self-test: random history disagrees with the brute force"
+    return len(cases) + 200
+
+
+def message_brute_force(attempts):
+    """Messages B with seq(B) <= seq(A) for some A acked before B's stamp, by
+    the definitions, O(n^2)."""
+    names = {a.msg for a in attempts}
+    acks = {}
+    for m in names:
+        ts = sorted((a for a in attempts if a.msg == m), key=lambda a: a.send)
+        answered = [a for a in ts if a.ok]
+        first = min(answered, key=lambda a: a.recv)
+        acks[m] = (first, first.send if not first.duplicate else ts[0].send)
+    return sum(1 for mb, (b, stamp) in acks.items() if any(
+        ma.conv == mb.conv and a.recv < stamp and b.seq <= a.seq
+        for ma, (a, _) in acks.items()))
 
 
 def brute_force(history):
@@ -992,17 +1559,78 @@ def brute_force(history):
 # --- the run ---------------------------------------------------------------------
 
 def final_round(cluster):
-    """One request per running instance, key and interface on fresh
-    connections; returns the answers."""
-    out = []
+    """One request per running instance, key and interface, and one new
+    message per running instance, conversation and interface (one attempt
+    each), on fresh connections; returns (answers, message attempts)."""
+    out, msgs = [], []
     for inst in cluster.up():
         conns = {}
         for key in KEYS:
             for iface in INTERFACES:
                 out.append(request(conns, inst, key, iface, 3))
+        for conv in CONVS:
+            for iface in MSG_INTERFACES:
+                cmid = "fin-%s-%s-%s" % (inst.name, conv, iface)
+                msgs.append(send_message(conns, inst, Msg(conv, "fin", cmid, "final " + cmid),
+                                         iface, "final"))
         for slot in list(conns):
             drop(conns, slot)
-    return out
+    return out, msgs
+
+
+def pull_conv(pull, conv):
+    """Every message of `conv` by `pull(conv, from)` -> (rows, is_end), page
+    after page."""
+    rows, first = [], 1
+    while True:
+        page, is_end = pull(conv, first)
+        rows.extend(page)
+        if is_end:
+            return rows
+        if not page:
+            raise ValueError("an empty page that is not the end, from %d" % first)
+        first = page[-1][0] + 1
+
+
+def pull_all(cluster):
+    """Every conversation pulled completely, over HTTP from one running
+    instance and over PULL_RANGE from another (the same one if only one
+    runs), each tried 3 times. Returns ({conv: rows}, problems): the rows of
+    the HTTP pull (the binary one's if that failed); a pull that failed or
+    two pulls that disagree are problems."""
+    insts = cluster.up()
+    if not insts:
+        return {}, ["no running instance to pull from"]
+    pulls, problems = {}, []
+    for iface, inst in (("http", insts[0]), ("binary", insts[1 % len(insts)])):
+        conns = {}
+        for conv in CONVS:
+            for attempt in range(3):
+                try:
+                    c = client_for(conns, inst, iface)
+                    pulls[(iface, conv)] = pull_conv(c.pull if iface == "http" else c.pull_range,
+                                                     conv)
+                    break
+                except (ServerError, ValueError, KeyError, TypeError, struct.error,
+                        *TRANSPORT_ERRORS) as e:
+                    drop(conns, (inst.name, iface))
+                    if attempt == 2:
+                        problems.append("pulling %s over %s from %s failed: %r" % (
+                            conv, iface, inst.name, e))
+                    time.sleep(0.5)
+        for slot in list(conns):
+            drop(conns, slot)
+    stored = {}
+    for conv in CONVS:
+        h, b = pulls.get(("http", conv)), pulls.get(("binary", conv))
+        if h is not None and b is not None and h != b:
+            diff = next((i for i, (x, y) in enumerate(zip(h, b)) if x != y), min(len(h), len(b)))
+            problems.append("%s: the HTTP pull (%d rows) and PULL_RANGE (%d rows) disagree "
+                            "from row %d: %r / %r" % (conv, len(h), len(b), diff, h[diff:diff + 1],
+                                                      b[diff:diff + 1]))
+        if h is not None or b is not None:
+            stored[conv] = h if h is not None else b
+    return stored, problems
 
 
 def scan_logs(base):
@@ -1039,10 +1667,15 @@ def cluster_metrics(cluster):
     return totals
 
 
-def figures_of(args, answers, final, faults, end, started):
-    """Every figure of the run, for the summary and --json."""
+def figures_of(args, answers, final, faults, end, started, messages=(), final_msgs=(),
+               stored=None, pull_problems=()):
+    """Every figure of the run, for the summary and --json. `messages`:
+    every message attempt (the final round's included); `stored` the pulled
+    conversations."""
     ok = [a for a in answers if a.ok]
     verdict = check_history(answers)
+    msg_verdict = check_messages(messages, stored or {})
+    msg_verdict["pull_problems"] = list(pull_problems)
     return {
         "seconds": args.seconds, "seed": args.seed, "lease_ms": args.lease_ms,
         "wall_s": round(time.monotonic() - started, 1),
@@ -1051,11 +1684,13 @@ def figures_of(args, answers, final, faults, end, started):
         "by_interface": dict(collections.Counter(a.iface for a in ok)),
         "by_instance": dict(sorted(collections.Counter(a.inst for a in ok).items())),
         "errors": dict(collections.Counter(a.error for a in answers if not a.ok).most_common()),
-        "faults": availability(answers, faults, end),
+        "faults": availability(answers, faults, end, messages),
         "faults_by_kind": dict(collections.Counter(f["kind"] for f in faults)),
-        "final_round": {"requests": len(final),
-                        "failed": [a.describe() for a in final if not a.ok]},
+        "final_round": {"requests": len(final) + len(final_msgs),
+                        "failed": [a.describe() for a in list(final) + list(final_msgs)
+                                   if not a.ok]},
         **verdict,
+        "messages": msg_verdict,
     }
 
 
@@ -1074,6 +1709,13 @@ def failures_of(fig, harness_errors, crashes):
     missing = [k for k in FAULTS if k not in fig["faults_by_kind"]]
     if missing:
         out.append("faults that never ran: %s" % ", ".join(missing))
+    m = fig["messages"]
+    for field, what in MSG_FAILURES:
+        if m[field]:
+            out.append("%d %s" % (m[field], what))
+    if m["acked"] < MIN_MESSAGES:
+        out.append("only %d messages acked (want >= %d)" % (m["acked"], MIN_MESSAGES))
+    out.extend("messages: %s" % p for p in m["pull_problems"])
     if fig["final_round"]["failed"]:
         out.append("%d of %d final-round requests failed" % (
             len(fig["final_round"]["failed"]), fig["final_round"]["requests"]))
@@ -1084,14 +1726,21 @@ def failures_of(fig, harness_errors, crashes):
     return out
 
 
-def write_history(path, answers):
-    """Every answer as a JSON line (times in seconds since the start), in
-    send order, for a closer look at a failed or slow run."""
+def write_history(path, answers, messages=()):
+    """Every answer and message attempt as a JSON line (times in seconds
+    since the start), in send order, for a closer look at a failed or slow
+    run."""
+    lines = [(a.send, {"key": a.key, "iface": a.iface, "inst": a.inst, "send": rel(a.send),
+                       "recv": rel(a.recv), "ranges": a.ranges, "error": a.error})
+             for a in answers]
+    lines += [(a.send, {"conv": a.msg.conv, "sender": a.msg.sender, "cmid": a.msg.cmid,
+                        "kind": a.kind, "iface": a.iface, "inst": a.inst, "send": rel(a.send),
+                        "recv": rel(a.recv), "seq": a.seq, "server_msg_id": a.msg_id,
+                        "duplicate": a.duplicate, "error": a.error})
+              for a in messages]
     with open(path, "w") as f:
-        for a in sorted(answers, key=lambda a: a.send):
-            f.write(json.dumps({"key": a.key, "iface": a.iface, "inst": a.inst,
-                                "send": rel(a.send), "recv": rel(a.recv), "ranges": a.ranges,
-                                "error": a.error}) + "\n")
+        for _, line in sorted(lines, key=lambda tl: tl[0]):
+            f.write(json.dumps(line) + "\n")
 
 
 def print_summary(fig, failures):
@@ -1104,9 +1753,9 @@ def print_summary(fig, failures):
     p("errors: %s" % fig["errors"])
     p("faults run: %s" % fig["faults_by_kind"])
     for f in fig["faults"]:
-        p("  %7.2f-%7.2f s %-13s %-14s longest gap %.3f s (%s) %s" % (
+        p("  %7.2f-%7.2f s %-13s %-14s longest gap %.3f s (%s), messages %.3f s (%s) %s" % (
             f["start"], f["end"], f["kind"], f["target"], f["max_gap_s"], f["gap_key"],
-            f["detail"]))
+            f["msg_max_gap_s"], f["msg_gap_conv"], f["detail"]))
     p("duplicates: %d; order violations: %d; answers outside the contract: %d" % (
         fig["duplicates"], fig["order_violations"], fig["unexpected_errors"]))
     for e in fig["duplicate_examples"]:
@@ -1116,6 +1765,28 @@ def print_summary(fig, failures):
             e["key"], e["gap_s"], e["earlier"], e["later"]))
     for e in fig["unexpected_examples"]:
         p("  outside the contract: %s" % e)
+    m = fig["messages"]
+    p("messages: %d sent, %d acked, %d unresolved (%d of them stored); %d attempts: %d answered "
+      "(%d duplicates), %d re-sends after an unknown outcome, %d sent again on purpose; "
+      "by interface %s" % (m["messages"], m["acked"], m["unresolved"], m["unresolved_stored"],
+                           m["attempts"], m["answers"], m["duplicate_answers"], m["resends"],
+                           m["sent_again"], m["by_interface"]))
+    p("message errors: %s" % m["errors"])
+    p("stored: %d messages, max seqs %s" % (m["stored"], m["max_seqs"]))
+    p("holes: %d; seqs twice: %d; acked lost: %d; misplaced: %d; answers disagreeing: %d; "
+      "stored twice: %d; never sent: %d; order violations: %d (%d ordered pairs checked); "
+      "outside the contract: %d" % (
+          m["holes"], m["seqs_twice"], m["lost"], m["misplaced"], m["disagreeing"],
+          m["stored_twice"], m["unknown_stored"], m["order_violations"], m["order_pairs"],
+          m["unexpected_errors"]))
+    for field, texts in m["examples"].items():
+        for t in texts:
+            p("  %s: %s" % (field, t))
+    for e in m["order_examples"]:
+        p("  message order %s (stamped %.3f s after):\n    earlier %s\n    later   %s" % (
+            e["conv"], e["gap_s"], e["earlier"], e["later"]))
+    for e in m["pull_problems"]:
+        p("  pull: %s" % e)
     p("final round: %d requests, %d failed" % (fig["final_round"]["requests"],
                                                 len(fig["final_round"]["failed"])))
     for e in fig["final_round"]["failed"][:EXAMPLES]:
@@ -1162,6 +1833,10 @@ def run(args):
                    for n in range(CLIENT_THREADS)]
         for c in clients:
             c.start()
+        senders = [Sender(cluster, rng.getrandbits(32), stop, n, prober=n < MSG_PROBERS)
+                   for n in range(MSG_SENDERS)]
+        for t in senders:
+            t.start()
         lease_s = args.lease_ms / 1000.0
         nemesis = Nemesis(cluster, db, random.Random(rng.getrandbits(32)), lease_s,
                           time.monotonic() + args.seconds)
@@ -1176,13 +1851,24 @@ def run(args):
         stop.set()
         for c in clients:
             c.join(SOCKET_TIMEOUT_S + 5)
+        # A message being re-sent is resolved now, or given up.
+        msg_threads = senders + nemesis.msg_probes
+        for t in msg_threads:
+            t.join(max(0.0, end + MSG_RESOLVE_S + SOCKET_TIMEOUT_S + 5 - time.monotonic()))
         crashes = cluster.check_crashes()
-        final = final_round(cluster)
+        final, final_msgs = final_round(cluster)
+        stored, pull_problems = pull_all(cluster)
+        log("pulled %d messages of %d conversations" % (
+            sum(len(r) for r in stored.values()), len(stored)))
         answers = [a for c in clients for a in c.answers] + nemesis.answers + final
-        harness_errors = [e for e in [nemesis.error] + [c.error for c in clients] if e]
+        messages = [a for t in msg_threads for a in t.attempts] + final_msgs
+        harness_errors = [e for e in [nemesis.error] + [t.error for t in clients + msg_threads]
+                          if e]
         harness_errors += ["a client thread did not stop" for c in clients if c.is_alive()]
+        harness_errors += ["a message sender did not stop" for t in msg_threads if t.is_alive()]
         harness_errors += ["the nemesis did not stop"] if nemesis.is_alive() else []
-        fig = figures_of(args, answers, final, nemesis.faults, end, started)
+        fig = figures_of(args, answers, final, nemesis.faults, end, started, messages,
+                         final_msgs, stored, pull_problems)
         fig["cluster_metrics"] = cluster_metrics(cluster)
         fig["seqd_logs"] = scan_logs(base)
         fig["crashes"] = crashes
@@ -1197,7 +1883,7 @@ def run(args):
         with open(args.json, "w") as f:
             json.dump(fig, f, indent=2)
     if args.history:
-        write_history(args.history, answers)
+        write_history(args.history, answers, messages)
     return 0 if not failures else 1
 
 
