@@ -50,8 +50,8 @@ const char* const kSql[kNumStmts] = {
     /* kSetStep */ "UPDATE leaf_alloc SET step = ? WHERE biz_tag = ?",
     /* kPing */ "SELECT 1",
     /* kFence */
-    "UPDATE seqd_shard_lease SET fences = fences + 1 "
-    "WHERE shard = ? AND owner = ? AND owner <> '' AND epoch = ?",
+    ("UPDATE seqd_shard_lease SET fences = fences + 1 "
+     "WHERE shard = ? AND owner = ? AND owner <> '' AND epoch = ?"),
 };
 
 // A duplicate key escaping a call can only be a key that exists.

@@ -172,7 +172,8 @@ void ClusterKeeper::ForgetLongGone(const std::vector<ShardLeaseRow>& rows, Clock
   const Clock::Duration after =
       std::max<Clock::Duration>(std::chrono::seconds(60), 20 * options_.timing.lease);
   for (auto it = watch_.begin(); it != watch_.end();) {
-    const auto& [id, w] = *it;
+    const std::string& id = it->first;  // not a structured binding: lambdas capture it
+    const Watch& w = it->second;
     const bool owns = std::any_of(rows.begin(), rows.end(),
                                   [&](const ShardLeaseRow& r) { return r.owner == id; });
     if (id == options_.instance || owns || now - w.changed < after) {
