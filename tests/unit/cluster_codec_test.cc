@@ -1,8 +1,8 @@
 // CLUSTER_MAP's result codec: a round trip, and every malformed result
 // refused (never a crash, never an index out of range).
-#include <doctest/doctest.h>
-
 #include "proto/cluster_codec.h"
+
+#include <doctest/doctest.h>
 
 using namespace seqd::proto;
 
