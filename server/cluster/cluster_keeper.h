@@ -51,6 +51,14 @@ struct ClusterSnapshot {
   };
   std::vector<Shard> shards;              // by shard
   std::map<std::string, Member> members;  // by instance id
+
+  // Derived tallies (metrics, /admin/cluster, the status page).
+  struct Counts {
+    std::map<std::string, int64_t> owned;  // shards per owner ("" for free ones)
+    int64_t unowned = 0;                   // free, or owned by a member not live
+    int64_t live = 0;                      // live members
+  };
+  Counts Count() const;
 };
 
 class ClusterKeeper {

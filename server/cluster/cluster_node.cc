@@ -135,15 +135,8 @@ void ClusterNode::Loop() {
                       << s.error().message;
     }
     if (metrics_) {
-      const auto snap = keeper_->snapshot();
-      int64_t owned = 0, unowned = 0, live = 0;
-      for (const auto& [id, m] : snap->members) live += m.live ? 1 : 0;
-      for (const auto& shard : snap->shards) {
-        if (shard.owner == options_.instance) ++owned;
-        auto m = snap->members.find(shard.owner);
-        if (shard.owner.empty() || m == snap->members.end() || !m->second.live) ++unowned;
-      }
-      metrics_->Round(static_cast<bool>(s), seconds, owned, live, unowned);
+      ClusterSnapshot::Counts c = keeper_->snapshot()->Count();
+      metrics_->Round(static_cast<bool>(s), seconds, c.owned[options_.instance], c.live, c.unowned);
       metrics_->TakeoversTo(keeper_->takeovers());
       metrics_->HandoffsTo(keeper_->handoffs());
     }

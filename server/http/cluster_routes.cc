@@ -28,13 +28,12 @@ void ApiRouter::HandleCluster(const std::shared_ptr<Call>& call) {
     seqd::Json members = seqd::Json::array();
     seqd::Json map = seqd::Json::array();
     if (snap) {
-      std::map<std::string, int64_t> owned;
-      for (const auto& s : snap->shards) ++owned[s.owner];
+      ClusterSnapshot::Counts counts = snap->Count();
       for (const auto& [id, m] : snap->members) {
         members.push_back({{"instance", id},
                            {"advertise", m.advertise},
                            {"live", m.live},
-                           {"shards_owned", owned[id]}});
+                           {"shards_owned", counts.owned[id]}});
       }
       for (size_t i = 0; i < snap->shards.size(); ++i) {
         const auto& s = snap->shards[i];

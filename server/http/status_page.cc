@@ -183,16 +183,10 @@ std::string ClusterSection(const StatusPageInput::Cluster& c) {
   }
   const ClusterSnapshot& snap = *c.snapshot;
   std::map<std::string, size_t> number;  // member -> 1-based number in the table
-  std::map<std::string, int64_t> owned;
-  size_t unowned = 0;
+  ClusterSnapshot::Counts counts = snap.Count();
   for (const auto& [id, m] : snap.members) number.emplace(id, number.size() + 1);
-  for (const auto& s : snap.shards) {
-    ++owned[s.owner];
-    auto m = snap.members.find(s.owner);
-    if (s.owner.empty() || m == snap.members.end() || !m->second.live) ++unowned;
-  }
   h += R"(<p class="summary">)" + std::to_string(snap.shards.size()) + " shards &middot; " +
-       std::to_string(unowned) + " without a live owner</p>\n";
+       std::to_string(counts.unowned) + " without a live owner</p>\n";
   h += R"(<div class="tablewrap"><table id="cluster-members"><thead><tr><th>#</th>)"
        R"(<th class="l">Instance</th><th class="l">Address</th><th class="l">State</th>)"
        R"(<th>Shards</th></tr></thead><tbody>)";
@@ -201,7 +195,7 @@ std::string ClusterSection(const StatusPageInput::Cluster& c) {
     if (id == c.instance) h += " (this one)";
     h += R"(</td><td class="l">)" + HtmlEscape(m.advertise) + R"(</td><td class="l">)";
     h += m.live ? R"(<span class="pill up">live</span>)" : R"(<span class="err">gone</span>)";
-    h += "</td><td>" + std::to_string(owned[id]) + "</td></tr>";
+    h += "</td><td>" + std::to_string(counts.owned[id]) + "</td></tr>";
   }
   h += "</tbody></table></div>\n";
   h += R"(<details><summary>Shard map (member # per shard)</summary><p id="shard-map" )"
