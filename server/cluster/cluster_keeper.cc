@@ -75,6 +75,7 @@ Status ClusterKeeper::Tick() {
   for (const ClusterMember& m : *members) {
     auto [it, first_sight] = watch_.try_emplace(m.instance);
     Watch& w = it->second;
+    if (first_sight) w.first_seen = members_sent;
     if (w.heartbeat != m.heartbeat) {
       w.heartbeat = m.heartbeat;
       w.changed = members_sent;
@@ -118,20 +119,20 @@ Status ClusterKeeper::Tick() {
   auto snap = std::make_shared<ClusterSnapshot>();
   snap->shards.resize(shards_);
   bool acquiring = true;
+  bool moved = false;  // a shard changed hands: the others' maps are stale
   for (ShardLeaseRow& row : *rows) {
     if (row.shard >= shards_) continue;
     const uint32_t s = row.shard;
     const bool desired = OwnerOf(s, live) == me;
+    std::string taker;
     if (row.owner == me && !desired) {
       // Handoff: stop serving first, then free the row for its new owner.
       holders_[s]->Lost();
       if (Status st = store_.Release(s, me, row.epoch); st) {
         row.owner.clear();
+        taker = OwnerOf(s, live);
         ++handoffs_done_;
-        // Wake the new owner: it takes the shard now, not at its next round.
-        if (auto next = watch_.find(OwnerOf(s, live)); next != watch_.end()) {
-          nudges_.push_back(next->second.advertise);
-        }
+        moved = true;  // the new owner takes it now, not at its next round
       } else {
         SEQD_LOG(kWarn) << "cluster: releasing shard " << s << ": " << st.error().message;
       }
@@ -144,13 +145,16 @@ Status ClusterKeeper::Tick() {
       auto owner = watch_.find(row.owner);
       const bool owner_live = !row.owner.empty() && owner != watch_.end() &&
                               Live(row.owner, owner->second, clock_.Now());
-      if (desired && !owner_live && acquiring && k.MayTake(clock_.Now())) {
+      if (!owner_live) taker = TakerOf(row, k, live);
+      if (taker == me && acquiring && k.MayTake(clock_.Now())) {
         const Clock::TimePoint sent = clock_.Now();
         auto taken = store_.Acquire(s, k.expected_version(), me);
         if (taken) {
           holders_[s]->Granted(taken->epoch, sent);
           row = *taken;
+          taker.clear();
           ++takeovers_done_;
+          moved = true;
         } else if (taken.error().code != ErrorCode::kFailedPrecondition) {
           // Not a lost race: the row is locked (an owner frozen mid-commit)
           // or the store is failing. Try the rest next round, so this
@@ -159,16 +163,15 @@ Status ClusterKeeper::Tick() {
         }
       }
     }
-    snap->shards[s] = ClusterSnapshot::Shard{row.owner, row.epoch};
+    snap->shards[s] = ClusterSnapshot::Shard{row.owner, row.epoch, taker};
   }
+  if (moved) NudgeOthers(live);
   ForgetLongGone(*rows, now);
   if (!joined_) {
     // Our first round: the others learn of us at their next round and then
     // hand us our shards; wake them so that happens now.
     joined_ = true;
-    for (const std::string& id : live) {
-      if (id != me) nudges_.push_back(watch_[id].advertise);
-    }
+    NudgeOthers(live);
   }
   for (const auto& [id, w] : watch_) {
     snap->members[id] = ClusterSnapshot::Member{w.advertise, Live(id, w, now)};
@@ -176,6 +179,34 @@ Status ClusterKeeper::Tick() {
   std::lock_guard lock(snapshot_mu_);
   snapshot_ = std::move(snap);
   return OkStatus();
+}
+
+std::string ClusterKeeper::TakerOf(const ShardLeaseRow& row, const ShardTakeover& seen,
+                                   const std::vector<std::string>& live) const {
+  // A released row needs no wait: its owner among all live members takes it.
+  if (row.owner.empty()) return OwnerOf(row.shard, live);
+  // A dead owner's row: its owner among the live members we knew before we
+  // first saw the row's last version. A member that joined after that (often
+  // the dead one's replacement) first reads the row later and so would wait
+  // longer; an earlier member takes it on time and hands it over at its next
+  // round, with no wait. Views may differ (we do not know when the others
+  // joined): two members then both try, and the compare-and-set on the
+  // version lets one win. Someone always tries: each member's choice is the
+  // highest-weighted member it knew of, so following choices only climbs in
+  // weight and ends at a member that chooses itself.
+  std::vector<std::string> earlier;
+  for (const std::string& id : live) {
+    auto w = watch_.find(id);
+    if (w != watch_.end() && w->second.first_seen <= seen.seen_at()) earlier.push_back(id);
+  }
+  return OwnerOf(row.shard, earlier.empty() ? live : earlier);
+}
+
+void ClusterKeeper::NudgeOthers(const std::vector<std::string>& live) {
+  for (const std::string& id : live) {
+    auto w = watch_.find(id);
+    if (id != options_.instance && w != watch_.end()) nudges_.push_back(w->second.advertise);
+  }
 }
 
 void ClusterKeeper::ForgetLongGone(const std::vector<ShardLeaseRow>& rows, Clock::TimePoint now) {
@@ -221,7 +252,7 @@ Status ClusterKeeper::Leave() {
       }
       owner = OwnerOf(row.shard, others);
     }
-    snap->shards[row.shard] = ClusterSnapshot::Shard{owner, row.epoch};
+    snap->shards[row.shard] = ClusterSnapshot::Shard{owner, row.epoch, ""};
   }
   if (Status s = store_.Leave(me); !s) result = s;
   // Requests still arriving here go to the successors; wake them so they

@@ -44,6 +44,9 @@ struct ClusterSnapshot {
   struct Shard {
     std::string owner;  // instance id; "" while free
     int64_t epoch = 0;
+    // While the owner is not live (or the row is free): the member expected
+    // to take the shard (TakerOf in cluster_keeper.cc); "" otherwise.
+    std::string taker;
   };
   struct Member {
     std::string advertise;
@@ -76,8 +79,8 @@ class ClusterKeeper {
   // still arriving are forwarded there).
   Status Leave();
   // The addresses of members to wake now (ClusterNode sends them
-  // CLUSTER_NUDGE): after our first round (join), after a handoff (the new
-  // owner), after Leave (everyone). Cleared by the call.
+  // CLUSTER_NUDGE): after our first round (join), after a takeover or a
+  // handoff, after Leave (every live member). Cleared by the call.
   std::vector<std::string> TakeNudges();
 
   uint32_t shards() const { return shards_; }
@@ -103,11 +106,19 @@ class ClusterKeeper {
   struct Watch {  // a member as we last saw it
     int64_t heartbeat = -1;
     Clock::TimePoint changed{};
+    Clock::TimePoint first_seen{};
     std::string advertise;
     bool left = false;
   };
 
   bool Live(const std::string& id, const Watch& w, Clock::TimePoint now) const;
+  // Who takes over `row`, whose owner is not live, in our view; see the
+  // definition.
+  std::string TakerOf(const ShardLeaseRow& row, const ShardTakeover& seen,
+                      const std::vector<std::string>& live) const;
+  // Wakes every live member but us (their maps are stale after a takeover
+  // or handoff).
+  void NudgeOthers(const std::vector<std::string>& live);
   // Deletes the rows of members unchanged for a long time that own no
   // shard (a later beat of theirs would create the row again).
   void ForgetLongGone(const std::vector<ShardLeaseRow>& rows, Clock::TimePoint now);

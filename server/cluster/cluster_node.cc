@@ -10,6 +10,12 @@ namespace {
 
 constexpr auto kStartRetry = std::chrono::seconds(1);
 constexpr auto kLeaveNudgeWait = std::chrono::milliseconds(300);
+// Nudges come in bursts (every peer after a move; requests that found the
+// map stale): at most one round per kMinRoundSpacing, and at most one
+// RefreshSoon() round per kRefreshSpacing (a dead owner's requests ask for
+// one on every attempt until its leases run out).
+constexpr auto kMinRoundSpacing = std::chrono::milliseconds(10);
+constexpr auto kRefreshSpacing = std::chrono::milliseconds(50);
 
 }  // namespace
 
@@ -59,6 +65,16 @@ void ClusterNode::Nudge() {
   std::lock_guard lock(mu_);
   nudged_ = true;
   wake_.notify_all();
+}
+
+void ClusterNode::RefreshSoon() {
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  int64_t last = last_refresh_ns_.load(std::memory_order_relaxed);
+  const int64_t spacing = std::chrono::nanoseconds(kRefreshSpacing).count();
+  if (now - last < spacing || !last_refresh_ns_.compare_exchange_strong(last, now)) return;
+  Nudge();
 }
 
 void ClusterNode::SetNudger(Nudger nudger) { nudger_ = std::move(nudger); }
@@ -151,7 +167,11 @@ void ClusterNode::Loop() {
     }
     std::unique_lock lock(mu_);
     wake_.wait_for(lock, wait, [this] { return stop_ || leave_requested_ || nudged_; });
-    nudged_ = false;
+    const auto since = std::chrono::steady_clock::now() - started;
+    if (since < kMinRoundSpacing) {
+      wake_.wait_for(lock, kMinRoundSpacing - since, [this] { return stop_ || leave_requested_; });
+    }
+    nudged_ = false;  // nudges until now are served by the coming round
   }
 }
 
@@ -176,14 +196,10 @@ ShardRoute ClusterNode::Route(std::string_view key) const {
   r.owner = snap->shards[r.shard].owner;
   auto m = snap->members.find(r.owner);
   if (r.owner.empty() || m == snap->members.end() || !m->second.live) {
-    // Free, or its owner is gone: a takeover is under way, by the member the
-    // map gives it to. Send there: it serves once it holds the shard and
+    // Free, or its owner is gone: a takeover is under way, by the member
+    // the round named. Send there: it serves once it holds the shard and
     // makes the request wait until then (if that is us, we wait ourselves).
-    std::vector<std::string> live;
-    for (const auto& [id, member] : snap->members) {
-      if (member.live) live.push_back(id);
-    }
-    const std::string next = OwnerOf(r.shard, live);
+    const std::string& next = snap->shards[r.shard].taker;
     if (!next.empty()) {
       r.owner = next;
       r.predicted = true;

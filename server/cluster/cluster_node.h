@@ -4,7 +4,8 @@
 // allocator's ShardGate questions; tells the router where a key's owner is.
 //
 // The thread: ClusterKeeper::Start() (retried every second until the
-// database answers), then Tick() every lease/4; on Leave(), a clean leave
+// database answers), then Tick() every lease/4, sooner when a takeover wait ends or when
+// nudged (at most one round per 10 ms); on Leave(), a clean leave
 // (every shard released at once, so its next owner takes it without a lease
 // wait).
 //
@@ -64,6 +65,10 @@ class ClusterNode final : public ShardGate {
   // Runs a round now (another instance released shards for us, joined, or
   // is leaving: op CLUSTER_NUDGE). Never blocks.
   void Nudge();
+  // A request found the map stale (the member it names as owner said it is
+  // not, or did not answer): run a round soon, at most one per 50 ms for
+  // these. Never blocks.
+  void RefreshSoon();
   // How this node wakes others (see ClusterKeeper::TakeNudges): called on
   // the node's thread with an advertised address and a callback to run once
   // the nudge was answered (or failed); must not block. Set before Start().
@@ -98,11 +103,12 @@ class ClusterNode final : public ShardGate {
   std::atomic<bool> ready_{false};
   std::mutex mu_;
   std::condition_variable wake_;
-  bool stop_ = false;                 // guarded by mu_
-  std::function<void()> leave_done_;  // guarded by mu_; set: leave next
-  bool leave_requested_ = false;      // guarded by mu_
-  bool nudged_ = false;               // guarded by mu_
-  Nudger nudger_;                     // set before Start()
+  bool stop_ = false;                        // guarded by mu_
+  std::function<void()> leave_done_;         // guarded by mu_; set: leave next
+  bool leave_requested_ = false;             // guarded by mu_
+  bool nudged_ = false;                      // guarded by mu_
+  std::atomic<int64_t> last_refresh_ns_{0};  // steady_clock, the last RefreshSoon() honoured
+  Nudger nudger_;                            // set before Start()
   std::thread thread_;
 };
 

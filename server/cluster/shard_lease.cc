@@ -34,6 +34,7 @@ void ShardTakeover::Observed(int64_t version, const std::string& owner, Clock::T
   if (observed_ && version == version_) return;  // the wait runs from the first sight
   observed_ = true;
   version_ = version;
+  seen_at_ = seen;
   may_take_at_ = owner.empty() ? seen : timing_.TakeoverAt(seen);
 }
 

@@ -85,8 +85,10 @@ class ShardTakeover {
   // True once a CAS on expected_version() may be tried.
   bool MayTake(Clock::TimePoint now) const;
   int64_t expected_version() const { return version_; }
-  // When MayTake() turns true (meaningful once observed()).
+  // When MayTake() turns true, and when the version now expected was
+  // first seen (meaningful once observed()).
   Clock::TimePoint may_take_at() const { return may_take_at_; }
+  Clock::TimePoint seen_at() const { return seen_at_; }
   bool observed() const { return observed_; }
 
  private:
@@ -94,6 +96,7 @@ class ShardTakeover {
   bool observed_ = false;
   int64_t version_ = -1;
   Clock::TimePoint may_take_at_{};
+  Clock::TimePoint seen_at_{};
 };
 
 }  // namespace seqd

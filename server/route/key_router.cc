@@ -130,7 +130,9 @@ void KeyRouter::Route(std::shared_ptr<Attempt> a) {
   if (elsewhere) {
     return a->forward(route.advertise, [this, a](bool again) {
       if (metrics_) metrics_->Forwarded(!again);
-      if (again) Retry(a);
+      if (!again) return;
+      cluster_->RefreshSoon();  // our map named an owner that is not (or did not answer)
+      Retry(a);
     });
   }
   Retry(std::move(a));  // no owner yet, or it is us and the lease is not granted yet

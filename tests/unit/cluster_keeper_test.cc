@@ -140,4 +140,34 @@ TEST_CASE("cluster keeper: a clean leave hands over at once, a join takes its sh
   CHECK(c_owns > 10);
 }
 
+TEST_CASE("cluster keeper: a member joining after an owner died does not delay the takeover") {
+  Cluster c;
+  c.Add("a");
+  c.Add("b");
+  c.Run(6s, 250ms);
+  REQUIRE(c.Unserved() == 0);
+  const int b_had = c.ServingCount(1);
+  c.running[1] = false;  // b dies (kill -9) ...
+  c.Run(1s, 250ms);
+  c.Add("c");  // ... and its replacement joins a second later
+  // Among {a, c}, c is the rendezvous owner of some of b's shards. c first
+  // reads their rows now, so its own wait would end ~1 s after a's: a takes
+  // every one of b's shards on a's clock, then hands c its share.
+  const std::vector<std::string> ac = {"a", "c"};
+  int c_gets = 0;
+  for (uint32_t s = 0; s < kShards; ++s) c_gets += OwnerOf(s, ac) == "c" ? 1 : 0;
+  REQUIRE(c_gets > 5);
+  c.Run(2500ms, 250ms);  // b's last renewal + lease*(1+drift) + a round: all served
+  CHECK(c.Unserved() == 0);
+  CHECK(c.ServingCount(0) + c.ServingCount(2) == static_cast<int>(kShards));
+  CHECK(c.ServingCount(0) >= b_had);
+  c.Run(1s, 250ms);  // a's next rounds hand c its share, taken at once
+  CHECK(c.Unserved() == 0);
+  for (uint32_t s = 0; s < kShards; ++s) {
+    CHECK(c.keepers[OwnerOf(s, ac) == "c" ? 2 : 0]->Serving(s, c.clock.Now()));
+  }
+  // c ticked last: in its map every shard has a live owner, so no taker.
+  for (const auto& shard : c.keepers[2]->snapshot()->shards) CHECK(shard.taker.empty());
+}
+
 }  // namespace seqd

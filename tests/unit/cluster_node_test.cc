@@ -113,4 +113,33 @@ TEST_CASE("cluster node: two nodes split the shards, nudges move them, a leave h
   b.Stop();
 }
 
+TEST_CASE("cluster node: a burst of map refreshes runs a few rounds, not one per request") {
+  MemoryShardLeaseStore store;
+  ManualClock clock;
+  ClusterNode a(store, clock, Options("a"), nullptr);
+  a.Start("a:1");
+  REQUIRE(Eventually([&] { return a.ready() && Serving(a) == kShards; }));
+  auto beats = [&]() -> int64_t {  // one heartbeat per round
+    auto members = store.ReadMembers();
+    REQUIRE(members.ok());
+    for (const ClusterMember& m : *members) {
+      if (m.instance == "a") return m.heartbeat;
+    }
+    return -1;
+  };
+  const int64_t before = beats();
+  // 300 ms of requests finding the map stale, 1,000 of them: without the
+  // refreshes at most one periodic round (every 500 ms) would run.
+  const auto until = std::chrono::steady_clock::now() + 300ms;
+  for (int i = 0; i < 1000 && std::chrono::steady_clock::now() < until; ++i) {
+    a.RefreshSoon();
+    std::this_thread::sleep_for(std::chrono::microseconds(300));
+  }
+  std::this_thread::sleep_for(20ms);
+  const int64_t rounds = beats() - before;
+  CHECK(rounds >= 3);
+  CHECK(rounds <= 9);  // one per 50 ms, and the periodic one
+  a.Stop();
+}
+
 }  // namespace seqd
