@@ -24,6 +24,10 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "not_serving";
     case ErrorCode::kWrongOwner:
       return "wrong_owner";
+    case ErrorCode::kUnauthenticated:
+      return "unauthenticated";
+    case ErrorCode::kPermissionDenied:
+      return "permission_denied";
     case ErrorCode::kInternal:
       return "internal";
   }

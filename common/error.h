@@ -23,6 +23,8 @@ enum class ErrorCode {
   kTooLarge,            // payload or list longer than its limit
   kNotServing,          // cannot issue now (no worker-id lease, clock moved back); retry later
   kWrongOwner,          // cluster mode: another instance owns the key's shard (not forwarded)
+  kUnauthenticated,     // no credentials, or a token that matches none
+  kPermissionDenied,    // the token's scopes do not allow this
   kInternal,            // anything else; message is never shown to clients
 };
 

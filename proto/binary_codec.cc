@@ -112,6 +112,10 @@ std::string_view StatusName(Status s) {
       return "NOT_SERVING";
     case Status::kWrongOwner:
       return "WRONG_OWNER";
+    case Status::kUnauthenticated:
+      return "UNAUTHENTICATED";
+    case Status::kPermissionDenied:
+      return "PERMISSION_DENIED";
     case Status::kMalformedFrame:
       return "MALFORMED_FRAME";
     case Status::kUnsupportedVersion:

@@ -6,7 +6,7 @@
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libboost-dev libmysqlcppconn-dev nlohmann-json3-dev
-          prometheus-cpp-dev libsqlite3-dev doctest-dev libbenchmark-dev curl python3)
+          prometheus-cpp-dev libsqlite3-dev doctest-dev libbenchmark-dev libssl-dev openssl curl python3)
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(mariadb-server clang-14 libclang-rt-14-dev chromium prometheus)
 fi

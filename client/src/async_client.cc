@@ -33,6 +33,10 @@ std::string_view StatusCodeName(StatusCode code) {
       return "NOT_SERVING";
     case StatusCode::kWrongOwner:
       return "WRONG_OWNER";
+    case StatusCode::kUnauthenticated:
+      return "UNAUTHENTICATED";
+    case StatusCode::kPermissionDenied:
+      return "PERMISSION_DENIED";
     case StatusCode::kMalformedFrame:
       return "MALFORMED_FRAME";
     case StatusCode::kUnsupportedVersion:

@@ -5,6 +5,8 @@
 #include <boost/asio/post.hpp>
 #include <utility>
 
+#include "server/core/log.h"
+
 namespace seqd {
 namespace {
 
@@ -33,6 +35,13 @@ Error FromClient(client::StatusCode code, std::string message, const std::string
       return MakeError(ErrorCode::kInternal, "the key's owner reported an internal error");
     case C::kWrongOwner:
       return MakeError(ErrorCode::kWrongOwner, message);
+    case C::kUnauthenticated:
+    case C::kPermissionDenied:
+      // Our cluster token is missing from the peer's tokens file (or lacks
+      // the cluster scope): an operator's mistake, not the client's.
+      SEQD_LOG(kWarn) << "cluster: peer " << address << " refused this instance's cluster token: "
+                      << message;
+      return MakeError(ErrorCode::kStoreUnavailable, "the key's owner refused this instance");
     case C::kShuttingDown:  // the owner is leaving: its shards move
       return MakeError(ErrorCode::kWrongOwner, "the owner is shutting down");
     default:  // not answered (timeout, connection lost), or not understood

@@ -102,6 +102,8 @@ enum class StatusCode : uint16_t {
   kTooLarge = 10,
   kNotServing = 11,  // no snowflake IDs now: no worker-id lease, or the clock moved back
   kWrongOwner = 12,  // cluster mode, with ClientOptions::no_forward: another instance owns the key
+  kUnauthenticated = 13,   // the server wants a token (ClientOptions::token), or it was refused
+  kPermissionDenied = 14,  // the token's scopes do not allow this op for this key
   kMalformedFrame = 64,
   kUnsupportedVersion = 65,
   kFrameTooLarge = 66,
