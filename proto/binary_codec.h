@@ -30,7 +30,10 @@ enum class Opcode : uint8_t {
   kProtocolError = 0x00,  // only in server error frames
   kPing = 0x01,
   kNextIds = 0x02,
+  kAuth = 0x03,  // payload: the token's secret (1..kMaxAuthSecret bytes); answer: empty
 };
+
+inline constexpr size_t kMaxAuthSecret = 256;
 
 enum class Status : uint16_t {
   kOk = 0,

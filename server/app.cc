@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "server/app_options.h"
+#include "server/app_security.h"
+#include "server/auth/audit.h"
 #include "server/cluster/cluster_metrics.h"
 #include "server/cluster/cluster_node.h"
 #include "server/core/allocator_gauges.h"
@@ -84,6 +86,10 @@ Status Bind(Listener& listener, std::string_view what) {
   return MakeError(s.error().code, "cannot listen" + label + ": " + s.error().message);
 }
 
+constexpr const char* kInsecureWarning =
+    "insecure_no_auth: serving without tokens; anyone who can reach a listener can do "
+    "everything (docs/security.md)";
+
 size_t NetworkThreads(const Config& c) {
   return c.threads > 0 ? static_cast<size_t>(c.threads)
                        : std::max(1u, std::thread::hardware_concurrency());
@@ -109,6 +115,26 @@ Status CheckSnowflakeLayout(const Config& config, const SnowflakeOptions& o,
   return OkStatus();
 }
 
+// Reloads the tokens file and says how it went, in the log and the audit
+// trail.
+void ReloadTokens(Authenticator& auth) {
+  if (!auth.enabled()) {
+    SEQD_LOG(kInfo) << "SIGHUP: no tokens file to reload";
+    return;
+  }
+  Status s = auth.Reload();
+  AuditEvent e;
+  e.interface = "config";
+  e.action = "tokens_reload";
+  e.target = auth.path();
+  e.outcome = s ? "ok" : "failed";
+  e.new_value = s ? std::to_string(auth.size()) + " tokens" : s.error().message;
+  Audit(e);
+  if (!s) {
+    SEQD_LOG(kError) << "SIGHUP: tokens file kept as it was: " << s.error().message;
+  }
+}
+
 }  // namespace
 
 // Member order is build order; destruction runs in reverse, so nothing is
@@ -124,6 +150,7 @@ struct App::Parts {
   boost::asio::io_context io;
   AsioClock clock;
   std::optional<ThreadPoolRunner> db;
+  std::unique_ptr<Authenticator> auth;  // tokens; open without a tokens file
   std::optional<ClusterMetrics> cluster_metrics;
   // Cluster mode only. The peers outlive the node (its thread nudges them).
   std::optional<PeerClients> peers;
@@ -150,6 +177,18 @@ App::~App() = default;
 
 Result<std::unique_ptr<App>> App::Create(const Config& config) {
   auto p = std::make_unique<Parts>(config);
+  auto auth = LoadAuthenticator(config);
+  if (!auth) return auth.error();
+  p->auth = std::move(auth).value();
+  if (Status s = CheckExposure(config, p->auth->enabled()); !s) return s.error();
+  auto peer_token = ReadClusterToken(config, p->auth->enabled());
+  if (!peer_token) return peer_token.error();
+  if (p->auth->enabled()) {
+    SEQD_LOG(kInfo) << "tokens: " << p->auth->size() << " loaded from " << config.tokens_file
+                    << "; every listener requires one (SIGHUP reloads)";
+  } else if (config.insecure_no_auth) {
+    SEQD_LOG(kWarn) << kInsecureWarning;
+  }
   // A store transaction may be retried (lost connection, conflict) within
   // the time a request waits.
   StoreNeeds needs;
@@ -172,8 +211,9 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
                                                ToClusterOptions(config), &*p->cluster_metrics);
     // A forward that gets no answer within a quarter of the deadline is
     // routed again (the owner may be frozen and the map about to move).
-    p->peers.emplace(p->io.get_executor(), std::chrono::milliseconds(std::max<int64_t>(
-                                               100, config.wait_deadline_ms / 4)));
+    p->peers.emplace(p->io.get_executor(),
+                     std::chrono::milliseconds(std::max<int64_t>(100, config.wait_deadline_ms / 4)),
+                     std::move(peer_token).value());
     p->cluster->SetNudger(
         [peers = &*p->peers](const std::string& address, std::function<void()> answered) {
           peers->Nudge(address, std::move(answered));
@@ -200,7 +240,8 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
   snowflake_options.metrics = &p->metrics;
   p->snowflake.emplace(p->wall, p->clock, snowflake_options);
   p->services.emplace(Services{*p->allocator, *p->key_router, *p->admin, *p->messages,
-                               *p->snowflake, p->metrics, p->cluster.get()});
+                               *p->snowflake, p->metrics, p->cluster.get(), p->auth.get(),
+                               config.metrics_auth});
   const Services& services = *p->services;
 
   Metrics& metrics = p->metrics;
@@ -322,12 +363,31 @@ int App::Run() {
     });
   });
 
+  // Open on purpose: say so every hour, not only at start.
+  std::optional<PeriodicTask> insecure;
+  if (!p.auth->enabled() && p.config.insecure_no_auth) {
+    insecure.emplace(p.io, std::chrono::hours(1), [] { SEQD_LOG(kWarn) << kInsecureWarning; });
+  }
+  // SIGHUP: read the tokens file again (on a database thread: it is file
+  // I/O); a bad file keeps the tokens loaded now.
+  boost::asio::signal_set hangup(p.io, SIGHUP);
+  std::function<void()> await_hangup = [&] {
+    hangup.async_wait([&](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      p.db->Post([&p] { ReloadTokens(*p.auth); });
+      await_hangup();
+    });
+  };
+  await_hangup();
+
   boost::asio::signal_set signals(p.io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int sig) {
     if (ec) return;
     SEQD_LOG(kInfo) << "signal " << sig << ": draining";
     evict.Cancel();
     refresh.Cancel();
+    hangup.cancel();
+    if (insecure) insecure->Cancel();
     if (relay) relay->Cancel();
     schema.Cancel();
     auto drain_listeners = [&p] {

@@ -228,6 +228,9 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
       endpoints.push_back(std::move(ep));
     }
     if (options.max_attempts < 1) throw std::invalid_argument("seqd client: max_attempts < 1");
+    if (options.token.size() > proto::kMaxAuthSecret) {
+      throw std::invalid_argument("seqd client: token longer than 256 bytes");
+    }
     if (options.max_in_flight_per_connection < 1) {
       throw std::invalid_argument("seqd client: max_in_flight_per_connection < 1");
     }
@@ -537,6 +540,13 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
     Endpoint& ep = endpoints[e];
     if (ep.conn && ep.conn->state != Connection::State::kClosed) return ep.conn;
     auto conn = std::make_shared<Connection>(strand, e);
+    if (!options.token.empty()) {
+      // First on the wire, so the server knows us before any call. Its id is
+      // in no call's `pending`: the answer is dropped (a refused token shows
+      // in every call's own answer).
+      proto::AppendFrame(conn->out, proto::Opcode::kAuth, 0, conn->next_request_id++,
+                         options.token);
+    }
     ep.conn = conn;
     conns.insert(conn);
     Connect(conn);

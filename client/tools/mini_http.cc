@@ -154,11 +154,12 @@ HttpParse ParseHttpResponse(std::string_view input, HttpResponse& out, size_t& c
 
 std::string BuildHttpRequest(std::string_view method, std::string_view target,
                              std::string_view host, std::string_view body,
-                             std::string_view content_type) {
+                             std::string_view content_type, std::string_view token) {
   std::string req;
-  req.reserve(128 + target.size() + body.size());
+  req.reserve(128 + target.size() + body.size() + token.size());
   req.append(method).append(" ").append(target).append(" HTTP/1.1\r\nHost: ").append(host);
   req.append("\r\nUser-Agent: seqd-tools\r\nAccept: application/json\r\n");
+  if (!token.empty()) req.append("Authorization: Bearer ").append(token).append("\r\n");
   if (!body.empty() || method == "POST" || method == "PUT") {
     req.append("Content-Type: ").append(content_type).append("\r\n");
     req.append("Content-Length: ").append(std::to_string(body.size())).append("\r\n");
@@ -170,7 +171,7 @@ std::string BuildHttpRequest(std::string_view method, std::string_view target,
 std::optional<HttpResponse> HttpCall(const std::string& host, const std::string& port,
                                      std::string_view method, std::string_view target,
                                      std::string_view body, std::chrono::milliseconds timeout,
-                                     std::string& error) {
+                                     std::string& error, std::string_view token) {
   asio::io_context io;
   tcp::socket socket(io);
   tcp::resolver resolver(io);
@@ -187,7 +188,8 @@ std::optional<HttpResponse> HttpCall(const std::string& host, const std::string&
 
   const std::string host_header =
       host.find(':') != std::string::npos ? "[" + host + "]:" + port : host + ":" + port;
-  const std::string request = BuildHttpRequest(method, target, host_header, body);
+  const std::string request =
+      BuildHttpRequest(method, target, host_header, body, "application/json", token);
   std::string in;
   std::optional<HttpResponse> result;
   char buf[16 * 1024];

@@ -29,16 +29,18 @@ enum class HttpParse { kDone, kNeedMore, kError };
 HttpParse ParseHttpResponse(std::string_view input, HttpResponse& out, size_t& consumed,
                             std::string& error);
 
-// "GET /x HTTP/1.1" with Host, keep-alive, and a body when not empty.
+// "GET /x HTTP/1.1" with Host, keep-alive, a body when not empty, and
+// `Authorization: Bearer <token>` when `token` is not empty.
 std::string BuildHttpRequest(std::string_view method, std::string_view target,
                              std::string_view host, std::string_view body = {},
-                             std::string_view content_type = "application/json");
+                             std::string_view content_type = "application/json",
+                             std::string_view token = {});
 
 // One request on a fresh connection; nullopt (and `error`) on I/O failure or timeout.
 std::optional<HttpResponse> HttpCall(const std::string& host, const std::string& port,
                                      std::string_view method, std::string_view target,
                                      std::string_view body, std::chrono::milliseconds timeout,
-                                     std::string& error);
+                                     std::string& error, std::string_view token = {});
 
 // Percent-encodes a path segment or query value.
 std::string UrlEncode(std::string_view s);

@@ -57,6 +57,9 @@ throughput and latency.
   --count C           IDs per request (default 1)
   --duration S        seconds to run, fractions allowed (default 10)
   --threads T         I/O threads (default: min(4, cores))
+  --token SECRET      the token to present (AUTH first on each binary
+                      connection, a bearer header on HTTP); default: the
+                      environment variable SEQD_TOKEN
   --json              print the report as JSON
   -h, --help          this help
 
@@ -148,7 +151,12 @@ struct Config {
   double duration_s = 10;
   int threads = 0;
   bool json = false;
+  std::string token;  // --token, else SEQD_TOKEN; "" for none
 };
+
+// The request id of the AUTH frame each binary connection starts with (no
+// NEXT_IDS request uses it).
+constexpr uint32_t kAuthRequestId = 0xFFFFFFFFu;
 
 class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
  public:
@@ -163,8 +171,9 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
     if (cfg_.http) {
       const std::string path =
           cfg_.snowflake ? "/snowflake" : "/seq/" + seqd::tools::UrlEncode(cfg_.key);
-      http_request_ = seqd::tools::BuildHttpRequest(
-          "GET", path + "?count=" + std::to_string(cfg_.count), cfg_.endpoint);
+      http_request_ =
+          seqd::tools::BuildHttpRequest("GET", path + "?count=" + std::to_string(cfg_.count),
+                                        cfg_.endpoint, {}, "application/json", cfg_.token);
     }
   }
 
@@ -190,6 +199,10 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
           if (ec) return self->Fail("connect: " + ec.message());
           self->connected_ = true;
           self->socket_.set_option(tcp::no_delay(true));
+          if (!self->cfg_.http && !self->cfg_.token.empty()) {
+            seqd::proto::AppendFrame(self->out_, seqd::proto::Opcode::kAuth, 0, kAuthRequestId,
+                                     self->cfg_.token);
+          }
           self->Fill();
           self->Read();
         });
@@ -220,7 +233,7 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
         out_ += http_request_;
         sent_order_.push_back(now);
       } else {
-        if (++next_id_ == 0) ++next_id_;
+        if (++next_id_ == 0 || next_id_ == kAuthRequestId) next_id_ = 1;
         if (cfg_.snowflake) {
           seqd::proto::AppendSnowflakeRequest(out_, next_id_, cfg_.count);
         } else {
@@ -285,6 +298,14 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
         return false;
       }
       const auto resp = seqd::proto::ParseResponse(r.frame.payload);
+      if (r.frame.request_id == kAuthRequestId && resp) {
+        if (resp->status != seqd::proto::Status::kOk) {
+          Fail("AUTH: " + std::string(seqd::proto::StatusName(resp->status)));
+          return false;
+        }
+        pos += r.consumed;
+        continue;
+      }
       auto it = sent_.find(r.frame.request_id);
       if (r.frame.request_id == 0 || it == sent_.end() || !resp) {
         Fail(resp && r.frame.request_id == 0
@@ -385,6 +406,7 @@ T Number(const std::string& s, const char* what, T min, T max) {
 
 Config ParseArgs(int argc, char** argv) {
   Config cfg;
+  if (const char* env = std::getenv("SEQD_TOKEN")) cfg.token = env;
   bool have_target = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -427,6 +449,9 @@ Config ParseArgs(int argc, char** argv) {
       cfg.threads = Number<int>(need(), "--threads", 1, 1024);
     } else if (a == "--json") {
       cfg.json = true;
+    } else if (a == "--token") {
+      cfg.token = need();
+      if (cfg.token.size() > seqd::proto::kMaxAuthSecret) throw UsageError{"--token is too long"};
     } else {
       throw UsageError{"unexpected argument '" + a + "' (try --help)"};
     }

@@ -15,6 +15,8 @@
 
 #include "mini_http.h"
 #include "seqd/client.h"
+#include "server/auth/scopes.h"
+#include "server/auth/token_digest.h"
 
 namespace {
 
@@ -25,7 +27,7 @@ using seqd::tools::UrlEncode;
 
 constexpr const char* kUsage =
     R"(usage: seqctl [--http HOST:PORT | --tcp HOST:PORT[,HOST:PORT...]] [--json]
-              [--timeout MS] COMMAND [ARGS]
+              [--timeout MS] [--token SECRET] COMMAND [ARGS]
 
 Talks to a seqd server. By default over HTTP to 127.0.0.1:8080.
 
@@ -36,6 +38,9 @@ Options:
                      `snowflake-decode`)
   --json             print the server's JSON instead of readable output
   --timeout MS       per-request timeout (default 5000)
+  --token SECRET     the token to present (docs/security.md); default: the
+                     environment variable SEQD_TOKEN (prefer it: a flag shows
+                     in `ps`)
   -h, --help         this help
 
 Commands:
@@ -51,6 +56,10 @@ Commands:
   cluster [KEY]                 cluster mode: the members, the shards each
                                 owns and, with KEY, the key's shard and owner
                                 (GET /admin/cluster)
+  token new --id ID --scopes S[,S...]
+                                a fresh random secret, printed once, and the
+                                line to add to seqd's tokens file (which
+                                keeps only its SHA-256); talks to no server
 
 Admin commands (keys, key, create, set-step, cluster) always use HTTP.
 
@@ -71,6 +80,8 @@ struct Args {
   int timeout_ms = 5000;
   std::optional<std::string> after;
   std::optional<std::string> limit;
+  std::string token;                                  // --token, else SEQD_TOKEN
+  std::optional<std::string> token_id, token_scopes;  // token new
   std::vector<std::string> positional;
 };
 
@@ -97,6 +108,7 @@ std::vector<std::string> SplitComma(const std::string& s) {
 
 Args ParseArgs(int argc, char** argv) {
   Args args;
+  if (const char* env = std::getenv("SEQD_TOKEN")) args.token = env;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     std::string value;
@@ -130,6 +142,12 @@ Args ParseArgs(int argc, char** argv) {
       args.after = need();
     } else if (a == "--limit") {
       args.limit = need();
+    } else if (a == "--token") {
+      args.token = need();
+    } else if (a == "--id") {
+      args.token_id = need();
+    } else if (a == "--scopes") {
+      args.token_scopes = need();
     } else if (a.size() > 1 && a[0] == '-' && a != "-") {
       throw UsageError{"unknown option " + a};
     } else {
@@ -144,12 +162,14 @@ Args ParseArgs(int argc, char** argv) {
 struct Http {
   std::string host, port;
   std::chrono::milliseconds timeout;
+  std::string token;
 
   // The body of a 2xx answer; anything else throws Failure.
   std::string Call(std::string_view method, const std::string& target,
                    const std::string& body = "") const {
     std::string error;
-    std::optional<HttpResponse> res = HttpCall(host, port, method, target, body, timeout, error);
+    std::optional<HttpResponse> res =
+        HttpCall(host, port, method, target, body, timeout, error, token);
     if (!res) throw Failure{error};
     if (res->status / 100 != 2) {
       Json j = Json::parse(res->body, nullptr, false);
@@ -302,9 +322,39 @@ void Need(const Args& a, size_t min, size_t max, const char* usage) {
   if (n < min || n > max) throw UsageError{std::string("usage: seqctl ") + usage};
 }
 
+// token new --id ID --scopes S,...: a secret and its tokens-file line.
+int NewToken(const Args& args) {
+  Need(args, 1, 1, "token new --id ID --scopes S[,S...]");
+  if (args.positional[1] != "new") throw UsageError{"usage: seqctl token new --id ID --scopes S"};
+  if (!args.token_id || !args.token_scopes) {
+    throw UsageError{"token new needs --id ID and --scopes S[,S...]"};
+  }
+  // The same checks as the server's tokens file.
+  if (!seqd::ValidTokenId(*args.token_id)) {
+    throw UsageError{"--id must be 1-64 of A-Z a-z 0-9 _ . -"};
+  }
+  if (auto scopes = seqd::ParseScopes(*args.token_scopes); !scopes) {
+    throw UsageError{"--scopes: " + scopes.error().message};
+  }
+  const std::string secret = seqd::NewTokenSecret();
+  const std::string line =
+      *args.token_id + " " + seqd::DigestHex(seqd::Sha256(secret)) + " " + *args.token_scopes;
+  if (args.json) {
+    std::cout << Json{{"id", *args.token_id}, {"secret", secret}, {"line", line}}.dump() << "\n";
+  } else {
+    std::cout << "secret (shown once; give it to the client, e.g. SEQD_TOKEN):\n  " << secret
+              << "\nline for the tokens file (then SIGHUP seqd):\n  " << line << "\n";
+  }
+  return 0;
+}
+
 int Run(const Args& args) {
   if (args.positional.empty()) throw UsageError{"no command (try --help)"};
   const std::string& cmd = args.positional[0];
+  if ((args.token_id || args.token_scopes) && cmd != "token") {
+    throw UsageError{"--id and --scopes only apply to `token new`"};
+  }
+  if (cmd == "token") return NewToken(args);
   const auto timeout = std::chrono::milliseconds(args.timeout_ms);
   const bool admin =
       cmd == "keys" || cmd == "key" || cmd == "create" || cmd == "set-step" || cmd == "cluster";
@@ -317,6 +367,7 @@ int Run(const Args& args) {
     options.endpoints = args.tcp;
     options.call_timeout = timeout;
     options.connect_timeout = timeout;
+    options.token = args.token;
     std::unique_ptr<seqd::client::Client> client;
     try {
       client = std::make_unique<seqd::client::Client>(options);
@@ -397,6 +448,7 @@ int Run(const Args& args) {
     throw UsageError{"--http wants HOST:PORT, got '" + args.http + "'"};
   }
   http.timeout = timeout;
+  http.token = args.token;
 
   if (cmd == "next") {
     Need(args, 1, 2, "next KEY [COUNT]");

@@ -8,17 +8,6 @@ namespace seqd {
 namespace {
 
 constexpr size_t kMaxTokensFileBytes = 4 << 20;
-constexpr size_t kMaxTokenId = 64;
-
-bool ValidId(std::string_view id) {
-  if (id.empty() || id.size() > kMaxTokenId) return false;
-  for (char c : id) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '_' || c == '.' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
 
 // The whitespace-separated fields of `line` (after any comment).
 std::vector<std::string_view> Fields(std::string_view line) {
@@ -56,7 +45,7 @@ Result<std::vector<Principal>> ParseTokens(std::string_view text) {
     if (f.empty()) continue;
     if (f.size() != 3) return LineError(number, "expected ID SHA256HEX SCOPE[,SCOPE...]");
     Principal p;
-    if (!ValidId(f[0])) return LineError(number, "the id must be 1-64 of A-Z a-z 0-9 _ . -");
+    if (!ValidTokenId(f[0])) return LineError(number, "the id must be 1-64 of A-Z a-z 0-9 _ . -");
     p.id = std::string(f[0]);
     auto digest = ParseDigestHex(f[1]);
     if (!digest) {

@@ -27,6 +27,16 @@ constexpr size_t kMaxPrefix = 128;
 
 }  // namespace
 
+bool ValidTokenId(std::string_view id) {
+  if (id.empty() || id.size() > 64) return false;
+  for (char c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '.' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
 std::string_view PermissionName(Permission p) {
   for (const PermissionRow& row : kPermissions) {
     if (row.permission == p) return row.name;

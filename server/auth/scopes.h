@@ -46,6 +46,9 @@ struct Scope {
   bool operator==(const Scope& o) const = default;
 };
 
+// A token id: 1-64 of [A-Za-z0-9_.-].
+bool ValidTokenId(std::string_view id);
+
 // One scope as written in a tokens file. Keyed permissions need a prefix
 // ("ids:order_", "ids:*"); the others take none.
 Result<Scope> ParseScope(std::string_view text);

@@ -221,6 +221,27 @@ const std::vector<Option>& Options() {
                 "Cluster mode: shards the keys hash into, fixed when the cluster's tables are "
                 "created (later values are ignored).",
                 &Config::cluster_shards, 1, 65'536),
+      StringOption("tokens_file",
+                   "Tokens (docs/security.md): one per line, ID SHA256HEX SCOPE[,SCOPE...]; every "
+                   "listener then requires one. SIGHUP reloads it. Without it seqd serves only on "
+                   "loopback addresses (see insecure_no_auth).",
+                   &Config::tokens_file),
+      Option{"insecure_no_auth",
+             "Serve without tokens even on non-loopback addresses (logs a warning at start and "
+             "every hour). --insecure-no-auth alone means on.",
+             [](Config& c, std::string_view v) { return ParseSwitch(v, c.insecure_no_auth); },
+             [](const Config& c) { return std::string(c.insecure_no_auth ? "on" : "off"); },
+             /*bare_means_on=*/true},
+      Option{"metrics_auth",
+             "With tokens: /metrics needs a token with the metrics scope (Prometheus: "
+             "authorization in the scrape config). --metrics-auth alone means on.",
+             [](Config& c, std::string_view v) { return ParseSwitch(v, c.metrics_auth); },
+             [](const Config& c) { return std::string(c.metrics_auth ? "on" : "off"); },
+             /*bare_means_on=*/true},
+      StringOption("cluster_token_file",
+                   "Cluster mode with tokens: a file holding the secret this instance presents "
+                   "to the others (their tokens files list its SHA-256 with the cluster scope).",
+                   &Config::cluster_token_file),
       IntOption("snowflake_epoch_ms",
                 "Unix ms the snowflake time field counts from (Leaf's epoch by default, so IDs "
                 "keep rising after a switch from Leaf).",

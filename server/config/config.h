@@ -66,6 +66,10 @@ struct Config {
   int64_t cluster_lease_ms = 3000;        // shard lease
   int64_t cluster_shards = 1024;          // used only when the cluster's tables are created
   std::string log_level = "info";
+  std::string tokens_file;         // docs/security.md; empty: no tokens (loopback only)
+  bool insecure_no_auth = false;   // serve without tokens on non-loopback addresses
+  bool metrics_auth = false;       // /metrics needs the metrics scope
+  std::string cluster_token_file;  // the secret this instance presents to its peers
 
   bool show_help = false;
   bool show_version = false;

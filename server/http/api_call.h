@@ -20,6 +20,7 @@
 #include <string_view>
 #include <utility>
 
+#include "server/auth/access.h"
 #include "server/core/log.h"
 #include "server/http/api_router.h"
 #include "server/http/http_util.h"
@@ -41,6 +42,9 @@ inline boost::beast::string_view ToBeast(std::string_view s) { return {s.data(),
 inline std::string Dump(const Json& j) {
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
+
+// The secret of an `Authorization: Bearer <secret>` header; "" if none.
+std::string_view BearerSecret(const ApiRouter::Request& req);
 
 // True if the request's Accept header asks for text/plain and not JSON.
 bool PrefersText(const ApiRouter::Request& req);
@@ -65,6 +69,7 @@ struct ApiRouter::Call {
   // `status_label` by whatever builds an error answer (empty: derived from
   // the HTTP status).
   std::string_view op = "other";
+  std::optional<Access> access;  // set by the router before any route runs
   mutable std::string_view status_label;
 
   ApiRouter::Response Make(http::status status, std::string_view type, std::string body) const {
@@ -95,9 +100,21 @@ struct ApiRouter::Call {
     return Make(HttpStatusFor(error.code), kTextType, PublicMessage(error));
   }
 
+  // True if the request's token may do `p` on `key`; else answers 401 or
+  // 403 (as text for Leaf's text endpoints) and returns false.
+  bool Permit(Permission p, std::string_view key = {}, bool text = false) {
+    Status s = access->Check(p, key, op);
+    if (s) return true;
+    Finish(text ? ErrorText(s.error()) : ErrorJson(s.error()));
+    return false;
+  }
+
   // Sends `res` unless a response already went out. Never throws.
   void Finish(Response res) {
     if (responded.exchange(true)) return;
+    if (res.result() == http::status::unauthorized) {
+      res.set(http::field::www_authenticate, "Bearer realm=\"seqd\"");
+    }
     // Drop our copy of `respond` once used: whatever still holds this call
     // (e.g. an allocator deadline timer) must not keep the connection alive.
     Respond fn = std::move(respond);

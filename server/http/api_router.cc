@@ -44,6 +44,21 @@ std::string_view OpFor(http::verb method, std::string_view path,
 
 }  // namespace
 
+std::string_view BearerSecret(const ApiRouter::Request& req) {
+  auto it = req.find(http::field::authorization);
+  if (it == req.end()) return {};
+  std::string_view v = ToStd(it->value());
+  constexpr std::string_view kScheme = "bearer ";
+  if (v.size() <= kScheme.size()) return {};
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(v[i])) != kScheme[i]) return {};
+  }
+  v.remove_prefix(kScheme.size());
+  while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+  while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
+  return v;
+}
+
 bool PrefersText(const ApiRouter::Request& req) {
   auto accept = req.find(http::field::accept);
   if (accept == req.end()) return false;
@@ -79,7 +94,7 @@ ApiRouter::ApiRouter(const Services& services, RouterOptions options)
 
 ApiRouter::~ApiRouter() = default;
 
-void ApiRouter::Handle(Request req, Respond respond) {
+void ApiRouter::Handle(Request req, std::string peer, Respond respond) {
   auto call = std::make_shared<Call>();
   call->metrics = &services_.metrics;
   call->started = std::chrono::steady_clock::now();
@@ -90,6 +105,8 @@ void ApiRouter::Handle(Request req, Respond respond) {
     const size_t q = target.find('?');
     call->path = target.substr(0, q);
     if (q != std::string_view::npos) call->query = target.substr(q + 1);
+    call->access.emplace(
+        IdentifyBy(services_.auth, BearerSecret(call->req), "http", std::move(peer)));
     Route(call);
   } catch (const std::exception& e) {
     SEQD_LOG(kError) << "handling " << call->path << " failed: " << e.what();
@@ -137,18 +154,25 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
   }
   if (path == "/") {
     if (!get) return method_not_allowed("GET");
+    // People with either an admin or a metrics token may look.
+    const Principal* who = call->access->principal();
+    if (!(who && who->May(Permission::kMetrics)) && !call->Permit(Permission::kAdmin)) return;
     return HandleStatusPage(call);
   }
   if (seg.size() == 2 && seg[0] == "seq") {
     if (!get) return method_not_allowed("GET");
-    if (auto key = decode_key(seg[1], false)) HandleSeq(call, std::move(*key), false);
+    auto key = decode_key(seg[1], false);
+    if (key && call->Permit(Permission::kIds, *key)) HandleSeq(call, std::move(*key), false);
     return;
   }
   if (seg.size() == 4 && seg[0] == "api" && seg[1] == "segment" && seg[2] == "get") {
     if (!get) return method_not_allowed("GET");
-    if (auto key = decode_key(seg[3], true)) HandleSeq(call, std::move(*key), true);
+    auto key = decode_key(seg[3], true);
+    if (key && call->Permit(Permission::kIds, *key, true)) HandleSeq(call, std::move(*key), true);
     return;
   }
+  // Everything under /admin needs the admin scope.
+  if (!seg.empty() && seg[0] == "admin" && !call->Permit(Permission::kAdmin)) return;
   if (seg.size() >= 2 && seg[0] == "admin" && seg[1] == "keys") {
     if (seg.size() == 2) {
       if (get) return HandleListKeys(call);
@@ -185,8 +209,10 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
   }
   if (seg.size() == 1 && seg[0] == "metrics") {
     if (!get) return method_not_allowed("GET");
+    if (services_.metrics_auth && !call->Permit(Permission::kMetrics)) return;
     return HandleMetrics(call);
   }
+  if (!SnowflakeRoutes::OpName(seg).empty() && !call->Permit(Permission::kSnowflake)) return;
   {
     auto respond = [call](SnowflakeRoutes::Reply r) {
       call->status_label = r.code;
@@ -206,7 +232,9 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
       if (!allow.empty()) res.set(http::field::allow, allow);
       call->Finish(std::move(res));
     };
-    if (messages_->Handle(method, seg, call->query, call->req.body(), respond)) return;
+    if (messages_->Handle(method, seg, call->query, call->req.body(), *call->access, respond)) {
+      return;
+    }
   }
   return not_found();
 }

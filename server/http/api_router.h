@@ -23,6 +23,10 @@
 // /metrics; everything else is 404.
 // Errors: {"error":{"code":"...","message":"..."}} with the status from
 // HttpStatusFor(); kInternal messages are replaced by "internal error".
+// Tokens (docs/security.md): `Authorization: Bearer <secret>`; each path
+// needs its scope (ids:KEY, msg:...:CONV, snowflake, admin; /metrics needs
+// metrics with Services::metrics_auth; /healthz and /readyz are open). No
+// or unknown token: 401 with WWW-Authenticate; a scope missing: 403.
 //
 // Thread safety: Handle() is safe from any thread. `respond` runs exactly
 // once, on the calling thread or on an allocator/database/timer thread; it
@@ -70,7 +74,9 @@ class ApiRouter {
   ApiRouter(const ApiRouter&) = delete;
   ApiRouter& operator=(const ApiRouter&) = delete;
 
-  void Handle(Request req, Respond respond);
+  // `peer`: the client's address:port, for audit lines.
+  void Handle(Request req, std::string peer, Respond respond);
+  void Handle(Request req, Respond respond) { Handle(std::move(req), {}, std::move(respond)); }
 
   const Services& services() const { return services_; }
 

@@ -67,7 +67,11 @@ namespace {
 class Session : public ListenedSession, public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket&& socket, std::shared_ptr<HttpServer::Impl> server)
-      : stream_(std::move(socket)), strand_(stream_.get_executor()), server_(std::move(server)) {}
+      : stream_(std::move(socket)), strand_(stream_.get_executor()), server_(std::move(server)) {
+    error_code ec;
+    const tcp::endpoint remote = stream_.socket().remote_endpoint(ec);
+    if (!ec) peer_ = remote.address().to_string() + ":" + std::to_string(remote.port());
+  }
 
   // Starts serving; with `reject`, answers 503 and closes instead.
   void Start(bool reject) override {
@@ -132,7 +136,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
 
     busy_ = true;
     stream_.expires_never();  // the router answers within the allocator's deadline
-    server_->router.Handle(parser_->release(), [self = shared_from_this()](Response res) {
+    server_->router.Handle(parser_->release(), peer_, [self = shared_from_this()](Response res) {
       // May run on any thread: hop onto the strand before touching the stream.
       // On the fast path we are still on it, and dispatch runs inline.
       net::dispatch(self->strand_,
@@ -204,6 +208,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<Response> response_;  // kept alive while being written
   bool busy_ = false;                 // a request is being answered or a reply written
+  std::string peer_;                  // the client's address:port (audit lines)
   bool stopping_ = false;
   std::unique_ptr<char[]> discard_;  // only while lingering
   size_t discarded_ = 0;

@@ -127,8 +127,11 @@ void ApiRouter::HandleCreateKey(const std::shared_ptr<Call>& call) {
     description = it->get<std::string>();
   }
 
-  services_.keys.CreateKey(key_it->get<std::string>(), *step, std::move(description),
-                           [call](Result<KeyRow> row) {
+  const std::string key = key_it->get<std::string>();
+  services_.keys.CreateKey(key, *step, std::move(description),
+                           [call, key, step = *step](Result<KeyRow> row) {
+                             call->access->AuditMutation("key_create", key, row.ok(), "",
+                                                         "step " + std::to_string(step));
                              call->Reply([&]() -> Response {
                                if (!row) return call->ErrorJson(row.error());
                                return call->JsonResponse(http::status::created, RowJson(*row));
@@ -146,10 +149,16 @@ void ApiRouter::HandleSetStep(const std::shared_ptr<Call>& call, std::string key
   std::optional<int64_t> step = IntField(*step_it);
   if (!step) return call->Finish(call->ErrorJson(FieldError("step", "must be an integer")));
 
-  services_.keys.SetStep(std::move(key), *step, [call](Result<KeyRow> row) {
-    call->Reply([&]() -> Response {
-      if (!row) return call->ErrorJson(row.error());
-      return call->JsonResponse(http::status::ok, RowJson(*row));
+  // The step before, for the audit line (read just before the change).
+  services_.keys.GetKey(key, [this, call, key, step = *step](Result<KeyRow> before) {
+    std::string old_step = before ? "step " + std::to_string(before->step) : "";
+    services_.keys.SetStep(key, step, [call, key, step, old_step](Result<KeyRow> row) {
+      call->access->AuditMutation("key_step", key, row.ok(), old_step,
+                                  "step " + std::to_string(step));
+      call->Reply([&]() -> Response {
+        if (!row) return call->ErrorJson(row.error());
+        return call->JsonResponse(http::status::ok, RowJson(*row));
+      });
     });
   });
 }

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "server/auth/access.h"
 #include "server/http/http_util.h"
 #include "server/msg/message_service.h"
 #include "server/route/key_router.h"
@@ -214,7 +215,7 @@ void Pull(MessageService& service, const std::string& conv, std::string_view que
 }
 
 void SetMember(MessageService& service, const std::string& conv, const std::string& user,
-               const std::string& body, const Exchange& ex) {
+               const std::string& body, const Access& access, const Exchange& ex) {
   Result<nlohmann::json> j = ParseObject(body);
   if (!j) return ex.Fail(j.error());
   std::optional<int64_t> min_seq, max_seq;
@@ -231,8 +232,14 @@ void SetMember(MessageService& service, const std::string& conv, const std::stri
       if (!max_seq) return ex.Fail(FieldError("max_seq", "must be an integer or null"));
     }
   }
-  service.SetMember(conv, user, min_seq, max_seq, clear_max,
-                    ex.Answer<MemberView>(http::status::ok, MemberJson));
+  std::string change = "user " + user;
+  if (min_seq) change += " min_seq " + std::to_string(*min_seq);
+  if (max_seq) change += " max_seq " + std::to_string(*max_seq);
+  if (clear_max) change += " max_seq none";
+  service.SetMember(
+      conv, user, min_seq, max_seq, clear_max,
+      access.Audited<MemberView>("msg_member_bounds", conv, std::move(change),
+                                 ex.Answer<MemberView>(http::status::ok, MemberJson)));
 }
 
 Result<int64_t> RequiredInt(const std::string& body, std::string_view field) {
@@ -248,9 +255,21 @@ Result<int64_t> RequiredInt(const std::string& body, std::string_view field) {
 }  // namespace
 
 bool MessageRoutes::Handle(http::verb method, const std::vector<std::string_view>& seg,
-                           std::string_view query, const std::string& body,
+                           std::string_view query, const std::string& body, const Access& access,
                            const Respond& respond) {
   const Exchange ex(respond);
+  // True if allowed; else answered.
+  auto permit = [&](Permission p, std::string_view conv) {
+    Status s = access.Check(p, conv, OpName(method, seg));
+    if (!s) ex.Fail(s.error());
+    return s.ok();
+  };
+  auto permit_all = [&](Permission p, const std::vector<std::string>& convs) {
+    for (const std::string& c : convs) {
+      if (!permit(p, c)) return false;
+    }
+    return true;
+  };
   if (seg.size() == 3 && seg[0] == "users" && seg[2] == "sync") {
     if (method != http::verb::post) return ex.NotAllowed(method, "POST"), true;
     Result<std::string> user = DecodeSegment(seg[1], "user id");
@@ -259,6 +278,7 @@ bool MessageRoutes::Handle(http::verb method, const std::vector<std::string_view
     if (!j) return ex.Fail(j.error()), true;
     Result<std::vector<std::string>> convs = StringList(*j, "conv_ids");
     if (!convs) return ex.Fail(convs.error()), true;
+    if (!permit_all(Permission::kMsgRead, *convs)) return true;
     service_.SyncUser(
         *user, std::move(*convs),
         ex.Answer<std::vector<ConvSync>>(http::status::ok, [](const std::vector<ConvSync>& list) {
@@ -287,6 +307,7 @@ bool MessageRoutes::Handle(http::verb method, const std::vector<std::string_view
     if (!j) return ex.Fail(j.error()), true;
     Result<std::vector<std::string>> convs = StringList(*j, "conv_ids");
     if (!convs) return ex.Fail(convs.error()), true;
+    if (!permit_all(Permission::kMsgRead, *convs)) return true;
     std::vector<std::string> ids = *convs;
     service_.MaxSeqs(std::move(*convs),
                      ex.Answer<std::vector<int64_t>>(
@@ -306,8 +327,14 @@ bool MessageRoutes::Handle(http::verb method, const std::vector<std::string_view
 
   if (what == "messages") {
     if (seg.size() == 3) {
-      if (method == http::verb::post) return Send(router_, *conv, body, ex), true;
-      if (method == http::verb::get) return Pull(service_, *conv, query, ex), true;
+      if (method == http::verb::post) {
+        if (permit(Permission::kMsgSend, *conv)) Send(router_, *conv, body, ex);
+        return true;
+      }
+      if (method == http::verb::get) {
+        if (permit(Permission::kMsgRead, *conv)) Pull(service_, *conv, query, ex);
+        return true;
+      }
       return ex.NotAllowed(method, "GET, POST"), true;
     }
     std::optional<int64_t> seq = ParseBoundedInt(seg[3], 1, kMaxSeq);
@@ -317,11 +344,15 @@ bool MessageRoutes::Handle(http::verb method, const std::vector<std::string_view
     auto message_json = [](const StoredMessage& m) { return MessageJson(MessageWire(m)); };
     if (seg.size() == 4) {
       if (method == http::verb::delete_) {
+        if (!permit(Permission::kMsgAdmin, *conv)) return true;
         service_.SetStatus(*conv, *seq, MessageStatus::kDeleted,
-                           ex.Answer<StoredMessage>(http::status::ok, message_json));
+                           access.Audited<StoredMessage>(
+                               "msg_delete", *conv, "seq " + std::to_string(*seq),
+                               ex.Answer<StoredMessage>(http::status::ok, message_json)));
         return true;
       }
       if (method != http::verb::get) return ex.NotAllowed(method, "GET, DELETE"), true;
+      if (!permit(Permission::kMsgRead, *conv)) return true;
       const int64_t wanted = *seq;
       service_.PullSeqs(
           *conv, {wanted}, std::nullopt, [ex, wanted](Result<std::vector<StoredMessage>> r) {
@@ -336,23 +367,30 @@ bool MessageRoutes::Handle(http::verb method, const std::vector<std::string_view
     }
     if (seg.size() == 5 && seg[4] == "recall") {
       if (method != http::verb::post) return ex.NotAllowed(method, "POST"), true;
-      service_.SetStatus(*conv, *seq, MessageStatus::kRecalled,
-                         ex.Answer<StoredMessage>(http::status::ok, message_json));
+      if (!permit(Permission::kMsgAdmin, *conv)) return true;
+      service_.SetStatus(
+          *conv, *seq, MessageStatus::kRecalled,
+          access.Audited<StoredMessage>("msg_recall", *conv, "seq " + std::to_string(*seq),
+                                        ex.Answer<StoredMessage>(http::status::ok, message_json)));
       return true;
     }
     return false;
   }
   if (what == "min_seq" && seg.size() == 3) {
     if (method != http::verb::put) return ex.NotAllowed(method, "PUT"), true;
+    if (!permit(Permission::kMsgAdmin, *conv)) return true;
     Result<int64_t> min_seq = RequiredInt(body, "min_seq");
     if (!min_seq) return ex.Fail(min_seq.error()), true;
     const std::string id = *conv;
-    service_.SetConvMinSeq(*conv, *min_seq, ex.Answer<int64_t>(http::status::ok, [id](int64_t v) {
-      Json out;
-      out["conv_id"] = id;
-      out["min_seq"] = v;
-      return out;
-    }));
+    service_.SetConvMinSeq(
+        *conv, *min_seq,
+        access.Audited<int64_t>("msg_min_seq", id, "min_seq " + std::to_string(*min_seq),
+                                ex.Answer<int64_t>(http::status::ok, [id](int64_t v) {
+                                  Json out;
+                                  out["conv_id"] = id;
+                                  out["min_seq"] = v;
+                                  return out;
+                                })));
     return true;
   }
   if (what == "members" && (seg.size() == 4 || seg.size() == 5)) {
@@ -361,6 +399,7 @@ bool MessageRoutes::Handle(http::verb method, const std::vector<std::string_view
     if (seg.size() == 5) {
       if (seg[4] != "read_seq") return false;
       if (method != http::verb::put) return ex.NotAllowed(method, "PUT"), true;
+      if (!permit(Permission::kMsgRead, *conv)) return true;
       Result<int64_t> read_seq = RequiredInt(body, "read_seq");
       if (!read_seq) return ex.Fail(read_seq.error()), true;
       service_.MarkRead(*conv, *user, *read_seq,
@@ -368,10 +407,14 @@ bool MessageRoutes::Handle(http::verb method, const std::vector<std::string_view
       return true;
     }
     if (method == http::verb::get) {
+      if (!permit(Permission::kMsgRead, *conv)) return true;
       service_.GetMember(*conv, *user, ex.Answer<MemberView>(http::status::ok, MemberJson));
       return true;
     }
-    if (method == http::verb::put) return SetMember(service_, *conv, *user, body, ex), true;
+    if (method == http::verb::put) {
+      if (permit(Permission::kMsgAdmin, *conv)) SetMember(service_, *conv, *user, body, access, ex);
+      return true;
+    }
     return ex.NotAllowed(method, "GET, PUT"), true;
   }
   return false;

@@ -26,6 +26,7 @@
 namespace seqd {
 
 class KeyRouter;
+class Access;
 
 class MessageService;
 
@@ -43,8 +44,13 @@ class MessageRoutes {
   // `segments`: the path split at '/', without the leading empty one, still
   // percent-encoded. Returns false (and does not respond) if the path is
   // not a message-store path.
+  // `access`: the request's token; each path checks its scope (msg:send,
+  // msg:read, msg:admin on the conversation; every listed one for the batch
+  // calls) and answers 401/403 without calling the service. Mutations of
+  // msg:admin paths are audited.
   bool Handle(boost::beast::http::verb method, const std::vector<std::string_view>& segments,
-              std::string_view query, const std::string& body, const Respond& respond);
+              std::string_view query, const std::string& body, const Access& access,
+              const Respond& respond);
 
   // The metrics `op` of a message-store path (msg_send, msg_pull,
   // msg_batch, msg_member, msg_status), or "" if it is not one.

@@ -81,6 +81,12 @@ std::string EncodedError(std::string_view message) {
   return out;
 }
 
+std::string NoPermReply(std::string_view message) {
+  std::string out = "-NOPERM ";
+  for (char c : message) out.push_back(c == '\r' || c == '\n' ? ' ' : c);
+  return out + "\r\n";
+}
+
 std::string TakeErrorReply(const Error& e) { return EncodedError(RespErrorText(e)); }
 
 std::string NotContiguousReply(int64_t count) {
@@ -109,8 +115,22 @@ RespAction DecideRespCommand(const std::vector<std::string_view>& args, int64_t 
     }
     return Take(RespAction::Kind::kIncrBy, args[1], n);
   }
+  if (IsCommand(name, "auth")) {
+    if (argc != 2 && argc != 3) return Invalid(RespOp::kOther, WrongArity("auth"));
+    RespAction a;
+    a.kind = RespAction::Kind::kAuth;
+    a.op = RespOp::kOther;
+    a.key = args[argc - 1];
+    if (argc == 3) a.user = args[1];
+    a.needs_auth = false;
+    return a;
+  }
   if (IsCommand(name, "ping")) {
-    if (argc == 1) return Reply(RespOp::kPing, std::nullopt, "+PONG\r\n");
+    if (argc == 1) {
+      RespAction a = Reply(RespOp::kPing, std::nullopt, "+PONG\r\n");
+      a.needs_auth = false;
+      return a;
+    }
     if (argc > 2) return Invalid(RespOp::kPing, WrongArity("ping"));
     std::string out;
     resp::AppendBulk(out, args[1]);
@@ -119,6 +139,7 @@ RespAction DecideRespCommand(const std::vector<std::string_view>& args, int64_t 
   if (IsCommand(name, "quit")) {
     RespAction a = Reply(RespOp::kOther, std::nullopt, "+OK\r\n");
     a.close = true;
+    a.needs_auth = false;
     return a;
   }
   if (IsCommand(name, "command")) return Reply(RespOp::kOther, std::nullopt, "*0\r\n");

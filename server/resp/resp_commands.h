@@ -27,6 +27,7 @@ struct RespAction {
     kIncr,    // take one ID of `key` (joins a run of INCRs of that key)
     kIncrBy,  // take a contiguous block of `count` IDs of `key`
     kReply,   // answer `reply` now (in order)
+    kAuth,    // AUTH [user] secret: `key` is the secret, `user` the user name ("" if none)
   };
   Kind kind = Kind::kReply;
   RespOp op = RespOp::kOther;
@@ -36,7 +37,16 @@ struct RespAction {
   std::string reply;              // kReply: the encoded reply
   bool ends_run = true;           // false: a pending run of INCRs may go on after it
   bool close = false;             // QUIT: read no more commands
+  std::string_view user;          // kAuth
+  bool needs_auth = true;         // false for AUTH, PING and QUIT: answered before an AUTH
 };
+
+// Redis's replies for authentication (RESP error prefixes clients know).
+inline constexpr std::string_view kNoAuthReply = "-NOAUTH Authentication required.\r\n";
+inline constexpr std::string_view kWrongPassReply =
+    "-WRONGPASS invalid username-password pair or user is disabled.\r\n";
+// "-NOPERM <message>\r\n".
+std::string NoPermReply(std::string_view message);
 
 // What `args` (args[0] is the command name, any case) asks for.
 // REQUIRES: !args.empty().

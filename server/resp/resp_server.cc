@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "proto/resp_codec.h"
+#include "server/auth/access.h"
 #include "server/core/log.h"
 #include "server/core/segment_allocator.h"
 #include "server/metrics/metrics.h"
@@ -42,6 +43,8 @@ constexpr size_t kCompactBelow = 16 * 1024;
 // Unsent reply bytes beyond which a connection stops reading (the client is
 // not reading its replies).
 constexpr size_t kMaxOutputBacklog = 1 << 20;
+// Failed AUTHs after which a connection is closed.
+constexpr int kMaxFailedAuths = 3;
 // How long a connection we are closing may keep sending before we drop it,
 // and how much of that we read (so our last reply is not lost to a RST).
 constexpr std::chrono::seconds kLingerTime{2};
@@ -57,12 +60,14 @@ struct RespServer::Impl {
       : options(std::move(options_)),
         allocator(services.ids),
         router(services.router),
-        metrics(&services.metrics) {}
+        metrics(&services.metrics),
+        auth(services.auth) {}
 
   const RespServerOptions options;
   SegmentAllocator& allocator;  // for its options
   KeyRouter& router;
   Metrics* const metrics;                 // never null
+  const Authenticator* const auth;        // null: open
   std::shared_ptr<TcpListener> listener;  // set once, by the constructor
 };
 
@@ -106,7 +111,8 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
         max_count_(server_->allocator.options().max_count),
         metrics_(server_->metrics),
         timer_(strand_),
-        in_(new char[kReadBufferBytes]) {}
+        in_(new char[kReadBufferBytes]),
+        access_(IdentifyBy(server_->auth, {}, "resp", PeerOf(socket_))) {}
 
   // Starts serving; with `reject`, answers an error and closes instead.
   void Start(bool reject) override {
@@ -230,16 +236,50 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   void Execute() {
     RespAction a = DecideRespCommand(args_, max_count_);
     if (a.ends_run) CloseRun();  // everything else is ordered after the INCRs before it
+    if (a.kind == RespAction::Kind::kAuth) return Auth(a);
+    if (a.needs_auth) {
+      access_.Revalidate(server_->auth);  // a reload may have revoked the token
+      if (!access_.principal()) {
+        CloseRun();
+        return Reply(a.op, ErrorCode::kUnauthenticated, kNoAuthReply);
+      }
+    }
     switch (a.kind) {
+      case RespAction::Kind::kAuth:
+        return;  // handled above
       case RespAction::Kind::kIncr:
-        return Incr(a.key);
       case RespAction::Kind::kIncrBy:
+        if (Status s = access_.Check(Permission::kIds, a.key, RespOpName(a.op)); !s) {
+          CloseRun();
+          return Reply(a.op, ErrorCode::kPermissionDenied, NoPermReply(s.error().message));
+        }
+        if (a.kind == RespAction::Kind::kIncr) return Incr(a.key);
         return IncrBy(a.key, a.count);
       case RespAction::Kind::kReply:
         Reply(a.op, a.code, a.reply);
         if (a.close) read_closed_ = true;
         return;
     }
+  }
+
+  // AUTH [user] secret: a user other than "default" must be the token's id.
+  void Auth(const RespAction& a) {
+    Access next = IdentifyBy(server_->auth, a.key, "resp", access_.peer());
+    const Principal* who = next.principal();
+    if (!who || (!a.user.empty() && a.user != "default" && !who->open && a.user != who->id)) {
+      Reply(RespOp::kOther, ErrorCode::kUnauthenticated, kWrongPassReply);
+      // Guessing secrets costs a connection every few tries.
+      if (++failed_auths_ >= kMaxFailedAuths) read_closed_ = true;
+      return;
+    }
+    access_ = std::move(next);
+    Reply(RespOp::kOther, kOk, "+OK\r\n");
+  }
+
+  static std::string PeerOf(const tcp::socket& socket) {
+    error_code ec;
+    const auto remote = socket.remote_endpoint(ec);
+    return ec ? std::string() : remote.address().to_string() + ":" + std::to_string(remote.port());
   }
 
   // --- metrics ---------------------------------------------------------------
@@ -529,7 +569,9 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   bool write_waiting_ = false;  // waiting for the socket to take more output
   bool read_closed_ = false;    // no more commands: EOF, QUIT, protocol error, rejected
   bool peer_eof_ = false;       // the client shut down its sending side
-  bool stopping_ = false;       // server shutdown
+  Access access_;               // the connection's token; replaced by each AUTH
+  int failed_auths_ = 0;
+  bool stopping_ = false;  // server shutdown
   bool lingering_ = false;
   bool closed_ = false;
 };

@@ -39,8 +39,8 @@ Error FromClient(client::StatusCode code, std::string message, const std::string
     case C::kPermissionDenied:
       // Our cluster token is missing from the peer's tokens file (or lacks
       // the cluster scope): an operator's mistake, not the client's.
-      SEQD_LOG(kWarn) << "cluster: peer " << address << " refused this instance's cluster token: "
-                      << message;
+      SEQD_LOG(kWarn) << "cluster: peer " << address
+                      << " refused this instance's cluster token: " << message;
       return MakeError(ErrorCode::kStoreUnavailable, "the key's owner refused this instance");
     case C::kShuttingDown:  // the owner is leaving: its shards move
       return MakeError(ErrorCode::kWrongOwner, "the owner is shutting down");
@@ -52,8 +52,8 @@ Error FromClient(client::StatusCode code, std::string message, const std::string
 }  // namespace
 
 PeerClients::PeerClients(boost::asio::any_io_executor executor,
-                         std::chrono::milliseconds call_timeout)
-    : executor_(std::move(executor)), call_timeout_(call_timeout) {}
+                         std::chrono::milliseconds call_timeout, std::string token)
+    : executor_(std::move(executor)), call_timeout_(call_timeout), token_(std::move(token)) {}
 
 PeerClients::~PeerClients() { Close(); }
 
@@ -68,6 +68,7 @@ client::AsyncClient* PeerClients::For(const std::string& address) {
   o.call_timeout = call_timeout_;
   o.max_attempts = 1;  // the router decides what to retry, within its deadline
   o.no_forward = true;
+  o.token = token_;
   try {
     auto peer = std::make_unique<client::AsyncClient>(executor_, std::move(o));
     return peers_.emplace(address, std::move(peer)).first->second.get();

@@ -28,7 +28,10 @@ class AsyncClient;
 
 class PeerClients {
  public:
-  PeerClients(boost::asio::any_io_executor executor, std::chrono::milliseconds call_timeout);
+  // `token`: the secret this instance presents to its peers (their tokens
+  // files list it with the cluster scope); "" for none (tokens off).
+  PeerClients(boost::asio::any_io_executor executor, std::chrono::milliseconds call_timeout,
+              std::string token = {});
   ~PeerClients();
   PeerClients(const PeerClients&) = delete;
   PeerClients& operator=(const PeerClients&) = delete;
@@ -64,6 +67,7 @@ class PeerClients {
 
   const boost::asio::any_io_executor executor_;
   const std::chrono::milliseconds call_timeout_;
+  const std::string token_;
   std::mutex mu_;
   bool closed_ = false;                                                // guarded by mu_
   std::map<std::string, std::unique_ptr<client::AsyncClient>> peers_;  // guarded by mu_

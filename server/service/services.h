@@ -10,9 +10,9 @@
 //  - cluster routing ("is this key's shard mine, else forward it to its
 //    owner"): every request for IDs goes through `router`, which is the
 //    local allocator outside cluster mode (server/route/key_router.h);
-//  - authentication and scopes ("may this token do this"): a check that
-//    every adapter makes with the request's principal before the service
-//    call, keyed by the same operation names as the metrics.
+//  - authentication and scopes ("may this token do this"): every adapter
+//    turns the request's credentials into an Access (server/auth/access.h)
+//    with IdentifyBy() and checks it before each service call.
 //
 // Ownership: Services holds references; the App (or the test) owns the
 // objects and keeps them alive until every listener has drained.
@@ -29,6 +29,7 @@ class MessageService;
 class SnowflakeGenerator;
 class Metrics;
 class ClusterNode;
+class Authenticator;
 
 struct Services {
   SegmentAllocator& ids;           // this process's segment buffers: snapshots, options
@@ -39,6 +40,8 @@ struct Services {
   SnowflakeGenerator& snowflake;   // snowflake IDs; enabled() is false with snowflake = off
   Metrics& metrics;                // request counters and the /metrics page
   ClusterNode* cluster = nullptr;  // cluster mode's membership and map; null when off
+  const Authenticator* auth = nullptr;  // tokens (server/auth/authenticator.h); null: open
+  bool metrics_auth = false;            // /metrics needs the metrics scope
 };
 
 }  // namespace seqd

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "server/auth/access.h"
 #include "server/core/segment_allocator.h"
 #include "server/msg/message_service.h"
 
@@ -52,6 +53,16 @@ class BinaryConnection {
   // never blocks).
   virtual SubscriptionMap& subscriptions() = 0;
   virtual MessageListener PushListener() = 0;
+
+  // The connection's rights: as the server identified it when it accepted
+  // it (no credentials: open without a tokens file, else nobody), replaced
+  // by each AUTH. Open by default (tests).
+  Access& access() { return access_; }
+  // Failed AUTHs so far (the dispatcher closes the connection at 3).
+  int failed_auths = 0;
+
+ private:
+  Access access_ = IdentifyBy(nullptr, {}, "binary", {});
 };
 
 }  // namespace seqd

@@ -26,6 +26,7 @@ std::string_view BinaryOpName(uint8_t opcode) {
   const auto op = static_cast<proto::Opcode>(opcode);
   if (op == proto::Opcode::kPing) return "ping";
   if (op == proto::Opcode::kNextIds) return "next_ids";
+  if (op == proto::Opcode::kAuth) return "auth";
   if (op == proto::kOpSend) return "msg_send";
   if (op == proto::kOpPullRange || op == proto::kOpPullSeqs) return "msg_pull";
   if (op == proto::kOpMaxSeqs || op == proto::kOpSyncUser) return "msg_batch";
@@ -53,7 +54,17 @@ BinaryDispatcher::BinaryDispatcher(const Services& services, BinaryDispatchLimit
     : services_(services), limits_(limits) {}
 
 void BinaryDispatcher::Handle(const proto::FrameView& f, BinaryConnection& c) {
-  switch (static_cast<proto::Opcode>(f.opcode)) {
+  const auto opcode = static_cast<proto::Opcode>(f.opcode);
+  if (opcode == proto::Opcode::kAuth) return HandleAuth(f, c);
+  if (opcode != proto::Opcode::kPing) {
+    Access& access = c.access();
+    access.Revalidate(services_.auth);  // a reload may have revoked or changed the token
+    if (!access.principal()) {
+      return AnswerError(c, opcode, f.request_id, proto::Status::kUnauthenticated,
+                         "send AUTH with a token first");
+    }
+  }
+  switch (opcode) {
     case proto::Opcode::kPing:
       if (f.payload.size() > proto::kMaxPingPayload) {
         return AnswerError(c, proto::Opcode::kPing, f.request_id, proto::Status::kInvalidArgument,
@@ -68,12 +79,14 @@ void BinaryDispatcher::Handle(const proto::FrameView& f, BinaryConnection& c) {
     default:
       if (proto::IsMessageOpcode(f.opcode)) return HandleMessageOp(f, c);
       if (services_.snowflake.enabled() && proto::IsSnowflakeOpcode(f.opcode)) {
+        if (!Permit(f, c, Permission::kSnowflake)) return;
         return HandleSnowflakeOp(f, c);
       }
       if (services_.cluster && f.opcode == static_cast<uint8_t>(proto::kOpClusterMap)) {
-        return HandleClusterMap(f, c);
+        return HandleClusterMap(f, c);  // any token: clients that route themselves need it
       }
       if (services_.cluster && f.opcode == static_cast<uint8_t>(proto::kOpClusterNudge)) {
+        if (!Permit(f, c, Permission::kCluster)) return;
         services_.cluster->Nudge();
         Count(f.opcode, f.request_id, proto::Status::kOk);
         proto::AppendFrame(c.out(), proto::kOpClusterNudge, proto::kFlagResponse, f.request_id,
@@ -91,6 +104,37 @@ void BinaryDispatcher::Handle(const proto::FrameView& f, BinaryConnection& c) {
   c.Queued();
 }
 
+// --- AUTH ------------------------------------------------------------------------
+
+void BinaryDispatcher::HandleAuth(const proto::FrameView& f, BinaryConnection& c) {
+  constexpr auto kOp = proto::Opcode::kAuth;
+  if (f.payload.empty() || f.payload.size() > proto::kMaxAuthSecret) {
+    return AnswerError(c, kOp, f.request_id, proto::Status::kInvalidArgument,
+                       "AUTH payload must be the token's secret, 1-256 bytes");
+  }
+  Access next = IdentifyBy(services_.auth, f.payload, "binary", c.access().peer());
+  if (!next.principal()) {
+    AnswerError(c, kOp, f.request_id, proto::Status::kUnauthenticated, "unknown token");
+    // Guessing secrets costs a connection every few tries.
+    if (++c.failed_auths >= kMaxFailedAuths) c.CloseAfterAnswers();
+    return;
+  }
+  c.access() = std::move(next);
+  Count(f.opcode, f.request_id, proto::Status::kOk);
+  proto::AppendFrame(c.out(), kOp, proto::kFlagResponse, f.request_id,
+                     std::string_view("\0\0", 2));  // status OK, empty result
+  c.Queued();
+}
+
+bool BinaryDispatcher::Permit(const proto::FrameView& f, BinaryConnection& c, Permission p,
+                              std::string_view key) {
+  Status s = c.access().Check(p, key, BinaryOpName(f.opcode));
+  if (s) return true;
+  const BinaryError w = ToBinaryError(s.error());
+  AnswerError(c, static_cast<proto::Opcode>(f.opcode), f.request_id, w.status, w.message);
+  return false;
+}
+
 // --- NEXT_IDS: the hot path, allocation-free ---------------------------------
 
 void BinaryDispatcher::HandleNextIds(const proto::FrameView& f, BinaryConnection& c) {
@@ -99,6 +143,7 @@ void BinaryDispatcher::HandleNextIds(const proto::FrameView& f, BinaryConnection
     return AnswerError(c, proto::Opcode::kNextIds, f.request_id, proto::Status::kInvalidArgument,
                        "NEXT_IDS payload must be u16 key_length, key, u32 count");
   }
+  if (!Permit(f, c, Permission::kIds, req->key)) return;
   c.Hold();
   // Small and trivially copyable: std::function stores it without allocating.
   auto done = [conn = &c, id = f.request_id](Result<IdBatch> r) {

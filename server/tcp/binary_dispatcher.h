@@ -3,7 +3,10 @@
 // through a BinaryConnection. BinaryServer's session feeds it frames;
 // tests feed it frames and read what a string-backed connection got.
 //
-// Ops: PING; NEXT_IDS (services.ids); the message store ops 0x20-0x2B and
+// Tokens (docs/security.md): with a tokens file, only PING and AUTH are
+// answered until an AUTH succeeds (UNAUTHENTICATED otherwise); each op then
+// needs its scope (PERMISSION_DENIED); 3 failed AUTHs close the connection.
+// Ops: PING; AUTH; NEXT_IDS (services.ids); the message store ops 0x20-0x2B and
 // SUBSCRIBE/UNSUBSCRIBE (services.messages, binary_message_ops.cc); the
 // snowflake ops 0x10-0x11 (services.snowflake; UNKNOWN_OPCODE while it is
 // not enabled). Anything else: UNKNOWN_OPCODE. Errors map through
@@ -46,7 +49,15 @@ class BinaryDispatcher {
   // Counts a protocol error (the connection closes after its error frame).
   void CountProtocolError(proto::Status status);
 
+  // Failed AUTHs after which a connection is closed.
+  static constexpr int kMaxFailedAuths = 3;
+
  private:
+  void HandleAuth(const proto::FrameView& f, BinaryConnection& c);
+  // True if the connection's token may do `p` on `key`; else answers
+  // UNAUTHENTICATED or PERMISSION_DENIED and returns false.
+  bool Permit(const proto::FrameView& f, BinaryConnection& c, Permission p,
+              std::string_view key = {});
   void HandleNextIds(const proto::FrameView& f, BinaryConnection& c);
   void HandleSnowflakeOp(const proto::FrameView& f, BinaryConnection& c);
   void HandleClusterMap(const proto::FrameView& f, BinaryConnection& c);

@@ -53,10 +53,12 @@ struct BinaryServer::Impl {
       : options(std::move(options_)),
         dispatcher(services,
                    BinaryDispatchLimits{std::min(options.max_frame_bytes, proto::kMaxFrameSize),
-                                        options.max_subscriptions}) {}
+                                        options.max_subscriptions}),
+        auth(services.auth) {}
 
   const BinaryServerOptions options;
   BinaryDispatcher dispatcher;
+  const Authenticator* const auth;        // null: open
   std::shared_ptr<TcpListener> listener;  // set once, by the constructor
 };
 
@@ -82,7 +84,13 @@ class Session final : public ListenedSession,
         max_in_flight_(std::max<size_t>(1, server_->options.max_in_flight)),
         max_frame_(std::min(server_->options.max_frame_bytes, proto::kMaxFrameSize)),
         max_output_(std::max(server_->options.max_output_bytes, max_frame_)),
-        idle_(server_->options.idle_timeout) {}
+        idle_(server_->options.idle_timeout) {
+    boost::system::error_code ec;
+    const auto remote = socket_.remote_endpoint(ec);
+    std::string peer;
+    if (!ec) peer = remote.address().to_string() + ":" + std::to_string(remote.port());
+    access() = IdentifyBy(server_->auth, {}, "binary", std::move(peer));
+  }
 
   ~Session() override {
     // No listener may run once the subscriptions are gone; drop them before

@@ -215,6 +215,12 @@ struct ClientOptions {
   // ordinary way (the server forwards it). Against a server without cluster
   // mode the client stops asking after its UNKNOWN_OPCODE.
   bool route_by_shard = false;
+  // A token's secret (docs/security.md), sent as the first frame (AUTH) of
+  // every connection; "" sends none. A server with tokens answers calls
+  // without one UNAUTHENTICATED, and PERMISSION_DENIED for keys outside
+  // the token's scopes; neither is retried. The tools read it from
+  // --token or SEQD_TOKEN; the library reads no environment.
+  std::string token;
 };
 
 // Throws std::invalid_argument for empty or malformed endpoints or option

@@ -1,0 +1,88 @@
+#include "server/app_security.h"
+
+#include <boost/asio/ip/address.hpp>
+#include <fstream>
+#include <sstream>
+
+namespace seqd {
+namespace {
+
+constexpr size_t kMaxClusterTokenBytes = 256;
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() &&
+         (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+}  // namespace
+
+bool IsLoopbackAddress(std::string_view address) {
+  if (address == "localhost") return true;
+  if (address.size() >= 2 && address.front() == '[' && address.back() == ']') {
+    address = address.substr(1, address.size() - 2);
+  }
+  boost::system::error_code ec;
+  const auto ip = boost::asio::ip::make_address(std::string(address), ec);
+  return !ec && ip.is_loopback();
+}
+
+Result<std::unique_ptr<Authenticator>> LoadAuthenticator(const Config& c) {
+  if (c.tokens_file.empty()) return std::make_unique<Authenticator>();
+  return Authenticator::FromFile(c.tokens_file);
+}
+
+Status CheckExposure(const Config& c, bool tokens_enabled) {
+  if (tokens_enabled || c.insecure_no_auth) return OkStatus();
+  struct Listener {
+    const char* name;
+    const std::string& address;
+    bool enabled;
+  };
+  const Listener listeners[] = {
+      {"http_address", c.http_address, true},
+      {"admin_address", c.admin_address, c.admin_port >= 0},
+      {"tcp_address", c.tcp_address, c.tcp_port >= 0 || c.resp_port >= 0},
+  };
+  for (const Listener& l : listeners) {
+    if (!l.enabled || IsLoopbackAddress(l.address)) continue;
+    return MakeError(ErrorCode::kInvalidArgument,
+                     std::string(l.name) + " '" + l.address +
+                         "' is not a loopback address and no tokens file is set: anyone who "
+                         "can reach it could do everything. Give --tokens-file "
+                         "(docs/security.md), bind 127.0.0.1, or pass --insecure-no-auth");
+  }
+  return OkStatus();
+}
+
+Result<std::string> ReadClusterToken(const Config& c, bool tokens_enabled) {
+  if (!c.cluster || !tokens_enabled) return std::string();
+  if (c.cluster_token_file.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "cluster mode with tokens needs --cluster-token-file: the secret this "
+                     "instance presents to its peers (a token with the cluster scope)");
+  }
+  std::ifstream in(c.cluster_token_file, std::ios::binary);
+  if (!in) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "cannot read cluster_token_file " + c.cluster_token_file);
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  const std::string_view secret = Trim(text.view());
+  if (secret.empty() || secret.size() > kMaxClusterTokenBytes ||
+      secret.find_first_of(" \t\r\n") != std::string_view::npos) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "cluster_token_file " + c.cluster_token_file +
+                         " must hold one secret of 1-256 bytes without spaces");
+  }
+  return std::string(secret);
+}
+
+}  // namespace seqd

@@ -1,0 +1,72 @@
+#include "server/auth/access.h"
+
+#include "server/auth/audit.h"
+
+namespace seqd {
+
+Access::Access(std::shared_ptr<const Principal> principal, std::string_view interface,
+               std::string peer)
+    : principal_(std::move(principal)), interface_(interface), peer_(std::move(peer)) {}
+
+Access IdentifyBy(const Authenticator* auth, std::string_view secret, std::string_view interface,
+                  std::string peer) {
+  static const Authenticator kOpen;
+  const Authenticator& a = auth ? *auth : kOpen;
+  std::shared_ptr<const Principal> p = a.Authenticate(secret);
+  if (!p && !secret.empty()) {
+    AuditEvent e;
+    e.interface = interface;
+    e.peer = peer;
+    e.action = "authenticate";
+    e.outcome = "unauthenticated";
+    Audit(e);
+  }
+  Access access(std::move(p), interface, std::move(peer));
+  access.generation_ = a.generation();
+  return access;
+}
+
+void Access::Revalidate(const Authenticator* auth) {
+  if (!auth || !principal_ || principal_->open) return;
+  const uint64_t now = auth->generation();
+  if (now == generation_) return;
+  principal_ = auth->Current(principal_);
+  generation_ = now;
+}
+
+void Access::AuditMutation(std::string_view action, std::string_view target, bool ok,
+                           std::string old_value, std::string new_value) const {
+  AuditEvent e;
+  e.interface = interface_;
+  e.token = token_id();
+  e.peer = peer_;
+  e.action = action;
+  e.target = target;
+  e.outcome = ok ? "ok" : "failed";
+  e.old_value = std::move(old_value);
+  e.new_value = std::move(new_value);
+  Audit(e);
+}
+
+Status Access::Check(Permission p, std::string_view key, std::string_view action) const {
+  if (principal_ && principal_->May(p, key)) return OkStatus();
+  AuditEvent e;
+  e.interface = interface_;
+  e.token = token_id();
+  e.peer = peer_;
+  e.action = action.empty() ? PermissionName(p) : action;
+  e.target = key;
+  if (!principal_) {
+    e.outcome = "unauthenticated";
+    Audit(e);
+    return MakeError(ErrorCode::kUnauthenticated, "a token is required");
+  }
+  e.outcome = "denied";
+  Audit(e);
+  std::string what =
+      "token " + principal_->id + " has no " + std::string(PermissionName(p)) + " scope";
+  if (!key.empty()) what += " for this key";
+  return MakeError(ErrorCode::kPermissionDenied, what);
+}
+
+}  // namespace seqd

@@ -1,0 +1,68 @@
+// One request's rights, as every listener checks them before a service
+// call (server/service/services.h): who is asking (a principal, or nobody)
+// and whether it may do an operation on a key. Failures are audited
+// (server/auth/audit.h) with the listener's peer address.
+//
+// Thread safety: a value; Check() is safe from any thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/error.h"
+#include "server/auth/authenticator.h"
+
+namespace seqd {
+
+class Access;
+
+// The Access of a request that presented `secret` ("" for none) to `auth`
+// (null: open, everything allowed).
+Access IdentifyBy(const Authenticator* auth, std::string_view secret, std::string_view interface,
+                  std::string peer);
+
+class Access {
+ public:
+  // `principal` null: the request gave no credentials (or bad ones) while
+  // tokens are on. `interface` ("http", "binary", "resp") and `peer`
+  // (address:port) go into audit lines.
+  Access(std::shared_ptr<const Principal> principal, std::string_view interface, std::string peer);
+
+  // OK, kUnauthenticated (no principal) or kPermissionDenied; a failure is
+  // audited as `action` on `key`.
+  Status Check(Permission p, std::string_view key = {}, std::string_view action = {}) const;
+
+  const Principal* principal() const { return principal_.get(); }
+  // After a reload of `auth`'s tokens: the same token as now loaded, or
+  // none if it was removed. Cheap when nothing was reloaded (one atomic
+  // load).
+  void Revalidate(const Authenticator* auth);
+  // The token id for audit lines ("-" open, "" none).
+  std::string_view token_id() const { return principal_ ? principal_->id : std::string_view(); }
+  std::string_view interface() const { return interface_; }
+  const std::string& peer() const { return peer_; }
+
+  // The audit line of a mutation this request made (or tried): `outcome`
+  // ok or failed, with the value before and after where known.
+  void AuditMutation(std::string_view action, std::string_view target, bool ok,
+                     std::string old_value, std::string new_value) const;
+  // `done` wrapped to audit `action` on `target` once its outcome is known.
+  template <typename T, typename F>
+  auto Audited(std::string_view action, std::string target, std::string new_value, F done) const {
+    return [self = *this, action, target = std::move(target), new_value = std::move(new_value),
+            done = std::move(done)](Result<T> r) mutable {
+      self.AuditMutation(action, target, r.ok(), "", new_value);
+      done(std::move(r));
+    };
+  }
+
+ private:
+  friend Access IdentifyBy(const Authenticator*, std::string_view, std::string_view, std::string);
+  std::shared_ptr<const Principal> principal_;
+  std::string_view interface_;
+  std::string peer_;
+  uint64_t generation_ = 0;  // of the authenticator when principal_ was found
+};
+
+}  // namespace seqd

@@ -1,0 +1,31 @@
+// The audit trail: one JSON line on the log (stderr) per admin mutation and
+// per failed authentication or authorization, whatever the log level, e.g.
+//   ... INFO audit {"time":"2026-11-25T08:00:00.000Z","interface":"http",
+//   "token":"ops","peer":"10.0.0.7:51522","action":"key_step","target":"order",
+//   "outcome":"ok","old":"1000","new":"5000"}
+// Successful requests are not logged one by one (metrics count them).
+//
+// Thread safety: Audit() is safe from any thread (one write per line).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace seqd {
+
+struct AuditEvent {
+  std::string_view interface;  // http, binary, resp, config (reloads)
+  std::string_view token;      // token id; "-" open; "" none given
+  std::string_view peer;       // address:port
+  std::string_view action;     // key_create, key_step, msg_min_seq, ..., or a permission
+  std::string_view target;     // key or conversation; "" if none
+  std::string_view outcome;    // ok, failed, unauthenticated, denied
+  std::string old_value;       // "" if not applicable
+  std::string new_value;
+};
+
+void Audit(const AuditEvent& event);
+// The JSON object of one event (tests).
+std::string AuditJson(const AuditEvent& event);
+
+}  // namespace seqd
