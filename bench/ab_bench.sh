@@ -45,7 +45,7 @@ run() {
     --threads 1 --log-level error >"$WORK/seqd-$round.log" 2>&1 &
   PID=$!
   for _ in $(seq 100); do curl -sf "localhost:$http/healthz" >/dev/null && break; sleep 0.05; done
-  curl -sf -X POST "localhost:$http/admin/keys" -d '{"key":"k","step":100000}' >/dev/null
+  curl -sf -X POST "localhost:$http/admin/keys" -H 'Content-Type: application/json' -d '{"key":"k","step":100000}' >/dev/null
   curl -sf "localhost:$http/seq/k" >/dev/null
   local rps ids
   rps=$($PIN_LOAD wrk -t1 -c64 -d"${DURATION}s" "http://127.0.0.1:$http/seq/k" |

@@ -94,6 +94,23 @@ const std::vector<Option>& Options() {
                 "Threads for blocking store calls, and the MySQL connections the segment and "
                 "message stores share (leases use one more).",
                 &Config::db_threads, 1, 256),
+      IntOption("db_queue_max",
+                "Store calls (segment reservations, key admin, message reads) waiting for a "
+                "database thread; beyond this, new ones fail at once with store_unavailable "
+                "(503). Snowflake and cluster lease renewals have threads of their own.",
+                &Config::db_queue_max, 1, 10'000'000),
+      Option{"store_password",
+             "MySQL password; overrides the one in the store URL. Set it as "
+             "SEQD_STORE_PASSWORD or use store_password_file: a --store-password flag is "
+             "visible to every local user (ps) and is discouraged. Never logged.",
+             [](Config& c, std::string_view v) {
+               c.store_password = std::string(v);
+               return OkStatus();
+             },
+             [](const Config&) { return std::string(); }},
+      StringOption("store_password_file",
+                   "File whose first line is the MySQL password (overrides the store URL's).",
+                   &Config::store_password_file),
       Option{"prefetch_fraction",
              "Reserve the next segment once this fraction of the current one is used.",
              [](Config& c, std::string_view v) {
@@ -128,6 +145,18 @@ const std::vector<Option>& Options() {
       IntOption("key_refresh_interval_s",
                 "How often registered keys are checked against leaf_alloc (deleted rows go).",
                 &Config::key_refresh_interval_s, 1, 86'400),
+      IntOption("max_cached_keys",
+                "Keys held in memory at most; beyond it the least recently used idle keys leave "
+                "(their unused IDs are skipped, as after key_idle_timeout_s). 0: no cap.",
+                &Config::max_cached_keys, 0, 100'000'000),
+      IntOption("auto_create_rate",
+                "New keys each token may auto-create (by an auto_keys rule) per second; over it "
+                "requests for new keys fail with 429 resource_exhausted. Keys whose rows exist "
+                "never count. 0: no limit.",
+                &Config::auto_create_rate, 0, 1'000'000),
+      IntOption("auto_create_burst",
+                "Auto-created keys a token may create at once before auto_create_rate applies.",
+                &Config::auto_create_burst, 1, 100'000'000),
       Option{"auto_keys", "Auto-created key rules, PREFIX:STEP[,PREFIX:STEP...]; empty disables.",
              [](Config& c, std::string_view v) {
                std::vector<AutoKeyRule> rules;
@@ -171,6 +200,18 @@ const std::vector<Option>& Options() {
                 &Config::tcp_idle_timeout_s, 1, 86'400),
       IntOption("tcp_max_connections", "Open connections allowed per binary/RESP listener.",
                 &Config::tcp_max_connections, 1, 1'000'000),
+      IntOption("tcp_request_timeout_s",
+                "Binary/RESP: a frame or command must arrive whole within this many seconds of "
+                "its first byte, else the connection is closed (slow clients).",
+                &Config::tcp_request_timeout_s, 1, 3600),
+      IntOption("tcp_write_timeout_s",
+                "Binary/RESP: a client that takes longer than this to accept a pending reply "
+                "write (it does not read) is closed.",
+                &Config::tcp_write_timeout_s, 1, 3600),
+      IntOption("max_connections_per_peer",
+                "Open connections one client IP address may hold per listener (HTTP, admin, "
+                "binary, RESP); beyond it new ones are refused.",
+                &Config::max_connections_per_peer, 1, 1'000'000),
       IntOption("tcp_max_frame_bytes", "Largest binary-protocol frame accepted.",
                 &Config::tcp_max_frame_bytes, 64, 1 << 20),
       IntOption("tcp_max_output_bytes",
@@ -191,6 +232,10 @@ const std::vector<Option>& Options() {
       IntOption("msg_max_queued",
                 "Sends waiting to be stored before new ones fail with store_unavailable.",
                 &Config::msg_max_queued, 1, 10'000'000),
+      IntOption("msg_max_pull_bytes",
+                "HTTP message pulls answer at most about this many bytes of messages (at least "
+                "one message), with is_end false and next_from/next_to to continue.",
+                &Config::msg_max_pull_bytes, 1024, 1 << 30),
       Option{"snowflake", "Serve snowflake (time-ordered) IDs: on or off.",
              [](Config& c, std::string_view v) {
                if (v != "on" && v != "off") {
@@ -335,6 +380,29 @@ Status ApplyFile(Config& c, const std::string& path) {
   return OkStatus();
 }
 
+// store_password_file → store_password (its first line). Errors name the
+// file, never its content.
+Status ReadStorePassword(Config& c) {
+  if (c.store_password_file.empty()) return OkStatus();
+  if (!c.store_password.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "store_password and store_password_file are both set; give one");
+  }
+  std::ifstream in(c.store_password_file);
+  std::string line;
+  if (!in || !std::getline(in, line)) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "store_password_file: cannot read '" + c.store_password_file + "'");
+  }
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (line.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument, "store_password_file: '" + c.store_password_file +
+                                                      "' has an empty first line");
+  }
+  c.store_password = std::move(line);
+  return OkStatus();
+}
+
 }  // namespace
 
 Result<Config> LoadConfig(int argc, const char* const* argv,
@@ -403,6 +471,7 @@ Result<Config> LoadConfig(int argc, const char* const* argv,
     if (std::string_view(o->name) == "config") continue;
     if (auto s = Apply(c, *o, v, FlagName(o->name)); !s) return s.error();
   }
+  if (auto s = ReadStorePassword(c); !s) return s.error();
   if (c.snowflake_time_bits + c.snowflake_worker_bits + c.snowflake_sequence_bits > 63) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "snowflake_time_bits + snowflake_worker_bits + snowflake_sequence_bits must "

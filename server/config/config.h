@@ -22,8 +22,11 @@ struct Config {
   std::string store = "sqlite:./data/seqd.db";
   std::string http_address = "127.0.0.1";
   int64_t http_port = 8080;
-  int64_t threads = 0;     // network threads; 0 = one per core
-  int64_t db_threads = 4;  // threads (and MySQL connections) for blocking store calls
+  int64_t threads = 0;              // network threads; 0 = one per core
+  int64_t db_threads = 4;           // threads (and MySQL connections) for blocking store calls
+  int64_t db_queue_max = 1000;      // store calls waiting for a db thread; beyond: 503 at once
+  std::string store_password;       // overrides the store URL's; never shown
+  std::string store_password_file;  // read into store_password at start
   double prefetch_fraction = 0.1;
   int64_t wait_deadline_ms = 1000;
   int64_t segment_duration_s = 900;
@@ -31,6 +34,9 @@ struct Config {
   int64_t max_count = 10'000;
   int64_t key_idle_timeout_s = 600;
   int64_t key_refresh_interval_s = 60;
+  int64_t max_cached_keys = 100'000;  // keys held in memory; LRU idle keys leave beyond it
+  int64_t auto_create_rate = 100;     // new auto-created keys per second per token; 0: no limit
+  int64_t auto_create_burst = 1000;
   std::vector<AutoKeyRule> auto_keys = DefaultAutoKeyRules();
   int64_t http_max_header_bytes = 8192;
   int64_t http_max_body_bytes = 262144;  // a 64 KiB message payload, JSON-escaped
@@ -43,6 +49,9 @@ struct Config {
   int64_t resp_port = -1;                   // Redis protocol; -1 (default) disables
   int64_t tcp_max_in_flight = 1024;         // unanswered requests per connection
   int64_t tcp_idle_timeout_s = 300;
+  int64_t tcp_request_timeout_s = 10;     // a frame/command completes within this of its first byte
+  int64_t tcp_write_timeout_s = 30;       // a client must take each reply write within this
+  int64_t max_connections_per_peer = 1000;  // per client IP and listener
   int64_t tcp_max_connections = 10000;  // per listener
   int64_t tcp_max_frame_bytes = 1 << 20;
   int64_t tcp_max_output_bytes = 4 << 20;  // unsent bytes per binary connection
@@ -52,6 +61,7 @@ struct Config {
   int64_t msg_max_batch = 1024;            // messages per group-commit transaction
   int64_t msg_max_payload_bytes = 65536;
   int64_t msg_max_queued = 100000;             // sends waiting for a writer
+  int64_t msg_max_pull_bytes = 1 << 20;        // JSON bytes of messages per HTTP pull answer
   bool snowflake = true;                       // serve snowflake IDs (leases a worker id)
   int64_t snowflake_epoch_ms = 1288834974657;  // Leaf's (Twitter's) epoch
   int64_t snowflake_time_bits = 41;

@@ -13,6 +13,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
+#include <cctype>
 #include <optional>
 
 #include "server/core/log.h"
@@ -40,6 +41,62 @@ constexpr size_t kLingerBytes = 1 << 20;
 constexpr size_t kDiscardBufferBytes = 4096;
 
 // A canned error response that closes the connection. Fixed texts only.
+Response CloseWithError(http::status status, std::string_view code, std::string_view message);
+
+bool EqualsNoCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string_view Trimmed(beast::string_view v) {
+  std::string_view s(v.data(), v.size());
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// A header that must not be served (docs/security.md):
+//  - Transfer-Encoding other than exactly "chunked": a body framed in a way
+//    we do not read could be taken for a second request (smuggling);
+//  - no Host;
+//  - a body-carrying method (POST, PUT, PATCH) without Content-Type
+//    application/json and without a bearer token: what a browser form on
+//    another site can send (CSRF).
+std::optional<Response> RefuseHeader(const http::request_header<>& h) {
+  if (auto te = h.find(http::field::transfer_encoding); te != h.end()) {
+    if (!EqualsNoCase(Trimmed(te->value()), "chunked")) {
+      return CloseWithError(http::status::bad_request, "bad_request",
+                            "only chunked is accepted as Transfer-Encoding");
+    }
+  }
+  if (h.find(http::field::host) == h.end()) {
+    return CloseWithError(http::status::bad_request, "bad_request", "a Host header is required");
+  }
+  const http::verb m = h.method();
+  if (m == http::verb::post || m == http::verb::put || m == http::verb::patch) {
+    std::string_view type;
+    if (auto ct = h.find(http::field::content_type); ct != h.end()) type = Trimmed(ct->value());
+    type = type.substr(0, type.find(';'));
+    while (!type.empty() && type.back() == ' ') type.remove_suffix(1);
+    bool bearer = false;
+    if (auto a = h.find(http::field::authorization); a != h.end()) {
+      const std::string_view v = Trimmed(a->value());
+      bearer = v.size() > 7 && EqualsNoCase(v.substr(0, 7), "bearer ");
+    }
+    if (!EqualsNoCase(type, "application/json") && !bearer) {
+      return CloseWithError(http::status::unsupported_media_type, "unsupported_media_type",
+                            "send the body as Content-Type: application/json");
+    }
+  }
+  return std::nullopt;
+}
+
 Response CloseWithError(http::status status, std::string_view code, std::string_view message) {
   Response res{status, 11};
   res.set(http::field::content_type, "application/json");
@@ -103,6 +160,18 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     parser_->body_limit(static_cast<std::uint64_t>(server_->options.max_body_bytes));
     // An absolute deadline for the whole request: trickling does not extend it.
     stream_.expires_after(server_->options.idle_timeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&Session::OnHeader, shared_from_this()));
+  }
+
+  // The header is in: refuse what must not reach the router before its body
+  // is read, then read the body.
+  void OnHeader(error_code ec, size_t bytes) {
+    if (ec) return OnRead(ec, bytes);
+    if (auto refusal = RefuseHeader(parser_->get())) {
+      Count("bad_request");
+      return SendAndClose(std::move(*refusal));
+    }
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&Session::OnRead, shared_from_this()));
   }
@@ -220,8 +289,10 @@ HttpServer::HttpServer(net::io_context& io, HttpOptions options, ApiRouter& rout
     : impl_(std::make_shared<Impl>(std::move(options), router)) {
   const HttpOptions& o = impl_->options;
   impl_->listener = MakeTcpListener(
-      io, {"http", o.address, o.port, o.max_connections, /*sessions_reject=*/true}, impl_,
-      [](TcpListener::Socket socket, std::shared_ptr<Impl> impl) {
+      io,
+      {"http", o.address, o.port, o.max_connections, o.max_connections_per_peer,
+       /*sessions_reject=*/true},
+      impl_, [](TcpListener::Socket socket, std::shared_ptr<Impl> impl) {
         return std::make_shared<Session>(tcp::socket(std::move(socket)), std::move(impl));
       });
 }

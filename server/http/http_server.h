@@ -35,6 +35,7 @@ struct HttpOptions {
   size_t max_body_bytes = 65536;
   std::chrono::seconds idle_timeout{30};
   size_t max_connections = 10000;
+  size_t max_connections_per_peer = 0;  // per client IP; 0: no cap
 };
 
 class HttpServer {

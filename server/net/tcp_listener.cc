@@ -81,16 +81,23 @@ void TcpListener::Adopt(Socket socket) {
   error_code ignored;
   // Sessions coalesce or frame their own writes; Nagle would only delay them.
   socket.set_option(tcp::no_delay(true), ignored);
+  const tcp::endpoint remote = socket.remote_endpoint(ignored);
+  std::string peer = ignored ? std::string() : remote.address().to_string();
   std::shared_ptr<ListenedSession> session = make_session_(std::move(socket));
   if (!session) return;
   bool reject = false;
   {
     std::lock_guard lock(mu_);
     if (stopping_) return;  // the session (and socket) dies here, unregistered
-    reject = sessions_.size() >= options_.max_connections;
+    const size_t from_peer = peer.empty() ? 0 : per_peer_[peer];
+    reject =
+        sessions_.size() >= options_.max_connections ||
+        (options_.max_connections_per_peer > 0 && from_peer >= options_.max_connections_per_peer);
+    if (peer.empty() || from_peer == 0) per_peer_.erase(peer);  // made by the lookup
     if (!reject || options_.sessions_reject) {
       session->listener_ = shared_from_this();
-      sessions_.emplace(session.get(), session);
+      if (!peer.empty()) ++per_peer_[peer];
+      sessions_.emplace(session.get(), Registered{session, std::move(peer)});
     }
   }
   if (reject && !options_.sessions_reject) {
@@ -124,7 +131,14 @@ void TcpListener::Unregister(ListenedSession* session) {
   std::function<void()> done;
   {
     std::lock_guard lock(mu_);
-    if (sessions_.erase(session) == 0 || !stopping_ || !sessions_.empty() || !drained_) return;
+    auto it = sessions_.find(session);
+    if (it == sessions_.end()) return;
+    if (!it->second.peer.empty()) {
+      auto p = per_peer_.find(it->second.peer);
+      if (p != per_peer_.end() && --p->second == 0) per_peer_.erase(p);
+    }
+    sessions_.erase(it);
+    if (!stopping_ || !sessions_.empty() || !drained_) return;
     done = std::move(drained_);
     drained_ = nullptr;
   }
@@ -152,8 +166,8 @@ void TcpListener::Stop(std::function<void()> drained) {
         drained_ = std::move(drained);
       }
     }
-    for (auto& [ptr, weak] : sessions_) {
-      if (auto s = weak.lock()) live.push_back(std::move(s));
+    for (auto& [ptr, registered] : sessions_) {
+      if (auto s = registered.session.lock()) live.push_back(std::move(s));
     }
     if (sessions_.empty() && drained_) {
       done = std::move(drained_);

@@ -1,6 +1,7 @@
 // The connection management the TCP front ends (HTTP, binary, RESP) share:
 // binds and accepts (backing off after accept errors), keeps the registry of
-// live sessions, enforces max_connections, adopts already-connected sockets,
+// live sessions, enforces max_connections in all and per client address,
+// adopts already-connected sockets,
 // and stops: stop accepting, tell every live session to Stop(), report when
 // none is left. The protocols themselves live in their sessions.
 //
@@ -60,6 +61,9 @@ struct TcpListenerOptions {
   std::string address;
   uint16_t port = 0;
   size_t max_connections = 0;
+  // Connections from one client address (IP, port ignored); 0: no cap.
+  // Beyond it a connection is treated as over max_connections.
+  size_t max_connections_per_peer = 0;
   // Beyond max_connections: true -> the session is created, registered and
   // started with reject = true; false -> the connection is closed at once.
   bool sessions_reject = false;
@@ -121,9 +125,14 @@ class TcpListener : public std::enable_shared_from_this<TcpListener> {
   std::atomic<uint16_t> port_{0};
 
   mutable std::mutex mu_;
-  std::unordered_map<ListenedSession*, std::weak_ptr<ListenedSession>> sessions_;  // guarded by mu_
-  bool stopping_ = false;                                                          // guarded by mu_
-  std::function<void()> drained_;                                                  // guarded by mu_
+  struct Registered {
+    std::weak_ptr<ListenedSession> session;
+    std::string peer;  // the client's IP; "" if unknown
+  };
+  std::unordered_map<ListenedSession*, Registered> sessions_;  // guarded by mu_
+  std::unordered_map<std::string, size_t> per_peer_;           // guarded by mu_
+  bool stopping_ = false;                                      // guarded by mu_
+  std::function<void()> drained_;                              // guarded by mu_
 };
 
 // A listener whose sessions belong to `owner` (the server's shared state):

@@ -97,6 +97,15 @@ std::string NotContiguousReply(int64_t count) {
 RespAction DecideRespCommand(const std::vector<std::string_view>& args, int64_t max_count) {
   const std::string_view name = args[0];
   const size_t argc = args.size();
+  // "POST / HTTP/1.1", "GET / HTTP/1.1" and "Host: ..." as inline commands.
+  if (IsCommand(name, "post") || IsCommand(name, "host:") ||
+      (argc >= 2 && args[argc - 1].starts_with("HTTP/"))) {
+    RespAction a = Reply(RespOp::kOther, ErrorCode::kInvalidArgument, "");
+    a.looks_like_http = true;
+    a.close = true;
+    a.needs_auth = false;
+    return a;
+  }
   if (IsCommand(name, "incr")) {
     if (argc != 2) {
       RespAction a = Invalid(RespOp::kIncr, WrongArity("incr"));

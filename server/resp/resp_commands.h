@@ -39,6 +39,10 @@ struct RespAction {
   bool close = false;             // QUIT: read no more commands
   std::string_view user;          // kAuth
   bool needs_auth = true;         // false for AUTH, PING and QUIT: answered before an AUTH
+  // The input is an HTTP request sent to the RESP port (a browser or a
+  // cross-protocol attack): close the connection at once, answering nothing,
+  // as Redis does.
+  bool looks_like_http = false;
 };
 
 // Redis's replies for authentication (RESP error prefixes clients know).

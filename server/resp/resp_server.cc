@@ -36,6 +36,9 @@ using Strand = TcpListener::Strand;
 
 namespace {
 
+// The read buffer starts small and doubles, up to kReadBufferBytes, only
+// when a command needs more than what is free.
+constexpr size_t kInitialReadBytes = 4 * 1024;
 constexpr size_t kReadBufferBytes = 64 * 1024;
 // Leftover input is moved to the front once less than this is free behind it.
 // Larger than the biggest command the limits allow (~8.5 KiB).
@@ -111,7 +114,6 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
         max_count_(server_->allocator.options().max_count),
         metrics_(server_->metrics),
         timer_(strand_),
-        in_(new char[kReadBufferBytes]),
         access_(IdentifyBy(server_->auth, {}, "resp", PeerOf(socket_))) {}
 
   // Starts serving; with `reject`, answers an error and closes instead.
@@ -121,7 +123,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
       self->socket_.non_blocking(true, ec);
       if (ec) return self->Close();
       self->last_activity_ = SteadyClock::now();
-      self->ArmTimer(self->last_activity_ + self->server_->options.idle_timeout);
+      self->ArmTimer(self->NextCheck(self->last_activity_));
       if (reject) {
         resp::AppendError(self->out_, "max number of clients reached");
         self->read_closed_ = true;
@@ -164,13 +166,24 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   }
 
   void StartRead() {
-    if (in_end_ == kReadBufferBytes) Compact(/*force=*/true);
+    if (in_cap_ == 0) {
+      in_ = std::make_unique<char[]>(kInitialReadBytes);
+      in_cap_ = kInitialReadBytes;
+    }
+    if (in_end_ == in_cap_) Compact(/*force=*/true);
+    if (in_end_ == in_cap_ && in_cap_ < kReadBufferBytes) {
+      // A partial command fills the buffer: grow with what arrived.
+      auto bigger = std::make_unique<char[]>(in_cap_ * 2);
+      std::memcpy(bigger.get(), in_.get(), in_end_);
+      in_ = std::move(bigger);
+      in_cap_ *= 2;
+    }
     // Cannot happen: the parser rejects a command long before it fills the
     // buffer. A zero-sized read would complete at once, forever.
-    if (in_end_ == kReadBufferBytes) return Close();
+    if (in_end_ == in_cap_) return Close();
     read_waiting_ = true;
     socket_.async_read_some(
-        net::buffer(in_.get() + in_end_, kReadBufferBytes - in_end_),
+        net::buffer(in_.get() + in_end_, in_cap_ - in_end_),
         [self = shared_from_this()](error_code ec, size_t n) { self->OnRead(ec, n); });
   }
 
@@ -207,6 +220,11 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
       resp::ParseResult r = resp::ParseCommand(input, kLimits, &args_);
       if (r.state == resp::ParseState::kNeedMore) {
         need_more_ = true;
+        // A command has begun: it must be whole within request_timeout.
+        if (!input.empty() && !partial_) {
+          partial_ = true;
+          partial_since_ = read_at_;
+        }
         break;
       }
       if (r.state == resp::ParseState::kError) {
@@ -217,6 +235,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
         break;
       }
       in_begin_ += r.consumed;
+      partial_ = false;
       if (!args_.empty()) Execute();
     }
     CloseRun();  // before Compact(): the run's key points into the buffer
@@ -226,7 +245,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   void Compact(bool force) {
     if (in_begin_ == in_end_) {
       in_begin_ = in_end_ = 0;
-    } else if (in_begin_ > 0 && (force || kReadBufferBytes - in_end_ < kCompactBelow)) {
+    } else if (in_begin_ > 0 && (force || in_cap_ - in_end_ < kCompactBelow)) {
       std::memmove(in_.get(), in_.get() + in_begin_, in_end_ - in_begin_);
       in_end_ -= in_begin_;
       in_begin_ = 0;
@@ -236,6 +255,13 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   void Execute() {
     RespAction a = DecideRespCommand(args_, max_count_);
     if (a.ends_run) CloseRun();  // everything else is ordered after the INCRs before it
+    if (a.looks_like_http) {
+      Counted(a.op, a.code);
+      SEQD_LOG(kWarn) << "resp: closing a connection from " << access_.peer()
+                      << " that sent an HTTP request (cross-protocol attack or wrong port)";
+      read_closed_ = true;
+      return Close();
+    }
     if (a.kind == RespAction::Kind::kAuth) return Auth(a);
     if (a.needs_auth) {
       access_.Revalidate(server_->auth);  // a reload may have revoked the token
@@ -459,6 +485,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
           socket_.write_some(net::buffer(out_.data() + out_sent_, out_.size() - out_sent_), ec);
       if (ec == net::error::would_block || ec == net::error::try_again) {
         write_waiting_ = true;
+        write_wait_since_ = SteadyClock::now();
         socket_.async_wait(tcp::socket::wait_write, [self = shared_from_this()](error_code wec) {
           self->write_waiting_ = false;
           if (self->closed_) return;
@@ -520,12 +547,38 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
       if (now >= linger_deadline_) return Close();
       return ArmTimer(linger_deadline_);
     }
+    const auto& o = server_->options;
+    if (write_waiting_ && o.write_timeout.count() > 0 &&
+        now - write_wait_since_ >= o.write_timeout) {
+      SEQD_LOG(kDebug) << "resp: closing a connection that does not read its replies";
+      return Close();
+    }
+    if (partial_ && o.request_timeout.count() > 0 && now - partial_since_ >= o.request_timeout) {
+      SEQD_LOG(kDebug) << "resp: closing a connection whose command did not arrive in time";
+      return Close();
+    }
     // Unsent output does not keep a connection open: a client that neither
     // sends nor reads for idle_timeout is gone or stuck.
-    const auto idle_timeout = server_->options.idle_timeout;
-    if (ring_count_ > 0) return ArmTimer(now + idle_timeout);
-    if (now - last_activity_ >= idle_timeout) return Close();
-    ArmTimer(last_activity_ + idle_timeout);
+    if (ring_count_ == 0 && o.idle_timeout.count() > 0 && now - last_activity_ >= o.idle_timeout) {
+      return Close();
+    }
+    ArmTimer(NextCheck(now));
+  }
+
+  // When OnTimer looks again: the idle deadline (or one idle period while
+  // commands are in flight), and at least every half of the shorter of the
+  // command and write timeouts (those start without touching the timer, so
+  // they close within 1.5 times their timeout).
+  SteadyClock::time_point NextCheck(SteadyClock::time_point now) const {
+    const auto& o = server_->options;
+    SteadyClock::time_point next = now + std::chrono::hours(24);
+    if (o.idle_timeout.count() > 0) {
+      next = ring_count_ > 0 ? now + o.idle_timeout : last_activity_ + o.idle_timeout;
+    }
+    for (std::chrono::seconds t : {o.request_timeout, o.write_timeout}) {
+      if (t.count() > 0) next = std::min<SteadyClock::time_point>(next, now + t / 2);
+    }
+    return std::max<SteadyClock::time_point>(next, now + std::chrono::milliseconds(1));
   }
 
   tcp::socket socket_;
@@ -537,8 +590,12 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   net::steady_timer timer_;  // idle timeout, then linger deadline
 
   // Input: bytes [in_begin_, in_end_) are read but not yet parsed.
-  std::unique_ptr<char[]> in_;
+  std::unique_ptr<char[]> in_;  // allocated by the first read
+  size_t in_cap_ = 0;
   size_t in_begin_ = 0, in_end_ = 0;
+  bool partial_ = false;                     // a command has begun and is not whole yet
+  SteadyClock::time_point partial_since_{};  // the read its first bytes came in
+  SteadyClock::time_point write_wait_since_{};
   std::vector<std::string_view> args_;  // the command being executed
   bool need_more_ = true;               // Parse() stopped for lack of input
 
@@ -582,7 +639,9 @@ RespServer::RespServer(net::io_context& io, RespServerOptions options, const Ser
     : impl_(std::make_shared<Impl>(std::move(options), services)) {
   const RespServerOptions& o = impl_->options;
   impl_->listener =
-      MakeTcpListener(io, {"resp", o.address, o.port, o.max_connections, /*sessions_reject=*/true},
+      MakeTcpListener(io,
+                      {"resp", o.address, o.port, o.max_connections, o.max_connections_per_peer,
+                       /*sessions_reject=*/true},
                       impl_, [](TcpListener::Socket socket, std::shared_ptr<Impl> impl) {
                         Strand strand = socket.get_executor();
                         return std::make_shared<Session>(tcp::socket(std::move(socket)),

@@ -63,6 +63,11 @@ struct RespServerOptions {
   size_t max_in_flight = 1024;  // unanswered commands per connection
   std::chrono::seconds idle_timeout{300};
   size_t max_connections = 10000;
+  size_t max_connections_per_peer = 0;  // per client IP; 0: no cap
+  // A command must arrive whole within this of its first byte; a pending
+  // reply write must be taken within write_timeout. 0 disables either.
+  std::chrono::seconds request_timeout{10};
+  std::chrono::seconds write_timeout{30};
 };
 
 class RespServer {

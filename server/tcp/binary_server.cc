@@ -102,7 +102,7 @@ class Session final : public ListenedSession,
   void Start(bool /*reject*/) override {
     net::dispatch(strand_, [self = shared_from_this()] {
       self->last_activity_ = SteadyClock::now();
-      if (self->idle_.count() > 0) self->ArmTimer(self->last_activity_ + self->idle_);
+      self->ArmTimer(self->NextCheck(self->last_activity_, false));
       self->StartRead();
     });
   }
@@ -133,7 +133,10 @@ class Session final : public ListenedSession,
       const auto* p = reinterpret_cast<const unsigned char*>(in_.data() + in_begin_);
       const size_t frame =
           4 + ((size_t{p[0]} << 24) | (size_t{p[1]} << 16) | (size_t{p[2]} << 8) | size_t{p[3]});
+      // Grow with what arrived, never with what the header announces: a
+      // client that announces 1 MiB and sends 5 bytes gets a small buffer.
       if (frame > have) need = std::max(need, std::min(frame, max_frame_) - have);
+      need = std::min(need, std::max(kMinReadSpace, have));
     }
     if (in_.size() - in_end_ < need) {
       if (in_begin_ > 0) {
@@ -181,13 +184,21 @@ class Session final : public ListenedSession,
     while (in_begin_ < in_end_ && unanswered() < max_in_flight_ && !output_full()) {
       const std::string_view input(in_.data() + in_begin_, in_end_ - in_begin_);
       const proto::DecodeResult r = proto::DecodeFrame(input, max_frame_);
-      if (r.state == proto::DecodeState::kNeedMore) break;
+      if (r.state == proto::DecodeState::kNeedMore) {
+        // A frame has begun: it must be whole within request_timeout.
+        if (!partial_) {
+          partial_ = true;
+          partial_since_ = last_activity_;
+        }
+        break;
+      }
       if (r.state == proto::DecodeState::kError) {
         ProtocolError(r.error, proto::DescribeDecodeError(input, max_frame_));
         break;
       }
       // The frame stays valid: nothing reuses the buffer until the loop ends.
       in_begin_ += r.consumed;
+      partial_ = false;
       HandleFrame(r.frame);
       if (closing_ || stopping_) break;
     }
@@ -352,6 +363,7 @@ class Session final : public ListenedSession,
     writing_count_ = queued_;
     queued_ = 0;
     PublishUnsent();
+    write_started_ = SteadyClock::now();
     net::async_write(socket_, net::buffer(wbuf_),
                      [self = shared_from_this()](error_code ec, size_t) { self->OnWrite(ec); });
   }
@@ -425,17 +437,53 @@ class Session final : public ListenedSession,
     timer_.async_wait([self = shared_from_this()](error_code ec) { self->OnTimer(ec); });
   }
 
-  // Checks the last activity instead of re-arming on every request.
+  // Checks the deadlines instead of re-arming on every request: a frame
+  // begun must be whole within request_timeout (trickling does not extend
+  // it), a write must be taken within write_timeout, and a connection with
+  // nothing in flight closes after idle_timeout.
   void OnTimer(error_code ec) {
     if (ec || closed_) return;  // cancelled or re-armed
     if (lingering_) return Close();
     const auto now = SteadyClock::now();
-    if (unanswered() > 0 || !subs_.empty()) return ArmTimer(now + idle_);  // busy: not idle
-    if (now - last_activity_ >= idle_) {
+    const auto& o = server_->options;
+    if (writing_ && o.write_timeout.count() > 0 && now - write_started_ >= o.write_timeout) {
+      SEQD_LOG(kDebug) << "binary: closing a connection that does not read its answers";
+      return Close();
+    }
+    if (partial_ && o.request_timeout.count() > 0 && now - partial_since_ >= o.request_timeout) {
+      SEQD_LOG(kDebug) << "binary: closing a connection whose frame did not arrive in time";
+      return Close();
+    }
+    const bool busy = unanswered() > 0 || !subs_.empty();
+    if (idle_.count() > 0 && !busy && now - last_activity_ >= idle_) {
       SEQD_LOG(kDebug) << "binary: closing idle connection";
       return Close();
     }
-    ArmTimer(last_activity_ + idle_);
+    ArmTimer(NextCheck(now, busy));
+  }
+
+  SteadyClock::time_point NextCheck(SteadyClock::time_point now, bool busy) const {
+    const auto& o = server_->options;
+    constexpr auto kFar = std::chrono::hours(24);
+    SteadyClock::time_point next = now + kFar;
+    if (idle_.count() > 0) next = busy ? now + idle_ : last_activity_ + idle_;
+    // The frame and write deadlines start without touching the timer (that
+    // would cost the hot path): it checks them at least every half of the
+    // shorter one, so they close within 1.5 times their timeout.
+    auto period = std::chrono::duration_cast<SteadyClock::duration>(kFar);
+    if (o.write_timeout.count() > 0)
+      period = std::min<SteadyClock::duration>(period, o.write_timeout);
+    if (o.request_timeout.count() > 0) {
+      period = std::min<SteadyClock::duration>(period, o.request_timeout);
+    }
+    next = std::min(next, now + period / 2);
+    if (writing_ && o.write_timeout.count() > 0) {
+      next = std::min(next, write_started_ + o.write_timeout);
+    }
+    if (partial_ && o.request_timeout.count() > 0) {
+      next = std::min(next, partial_since_ + o.request_timeout);
+    }
+    return std::max(next, now + std::chrono::milliseconds(1));
   }
 
   Socket socket_;
@@ -459,7 +507,10 @@ class Session final : public ListenedSession,
   size_t writing_count_ = 0;
   std::shared_ptr<Session> self_keep_;  // set while pending_ > 0
   SteadyClock::time_point last_activity_{};
+  SteadyClock::time_point partial_since_{};  // when the partial frame's bytes began
+  SteadyClock::time_point write_started_{};  // of the write in flight
   size_t discarded_ = 0;
+  bool partial_ = false;  // a frame has begun and is not whole yet
 
   bool reading_ = false;    // an async_read_some is in flight
   bool writing_ = false;    // an async_write is in flight
@@ -477,11 +528,13 @@ BinaryServer::BinaryServer(net::io_context& io, BinaryServerOptions options,
                            const Services& services)
     : impl_(std::make_shared<Impl>(std::move(options), services)) {
   const BinaryServerOptions& o = impl_->options;
-  impl_->listener = MakeTcpListener(
-      io, {"binary", o.address, o.port, o.max_connections, /*sessions_reject=*/false}, impl_,
-      [](TcpListener::Socket socket, std::shared_ptr<Impl> impl) {
-        return std::make_shared<Session>(std::move(socket), std::move(impl));
-      });
+  impl_->listener =
+      MakeTcpListener(io,
+                      {"binary", o.address, o.port, o.max_connections, o.max_connections_per_peer,
+                       /*sessions_reject=*/false},
+                      impl_, [](TcpListener::Socket socket, std::shared_ptr<Impl> impl) {
+                        return std::make_shared<Session>(std::move(socket), std::move(impl));
+                      });
 }
 
 BinaryServer::~BinaryServer() { impl_->listener->CloseAcceptor(); }

@@ -54,6 +54,11 @@ struct BinaryServerOptions {
   size_t max_in_flight = 1024;             // unanswered requests per connection (>= 1)
   std::chrono::seconds idle_timeout{300};  // 0 disables the idle timeout
   size_t max_connections = 10000;
+  size_t max_connections_per_peer = 0;  // per client IP; 0: no cap
+  // A frame must arrive whole within this of its first byte; a pending
+  // write must be taken by the client within write_timeout. 0 disables either.
+  std::chrono::seconds request_timeout{10};
+  std::chrono::seconds write_timeout{30};
   size_t max_frame_bytes = proto::kMaxFrameSize;  // whole frame; never above kMaxFrameSize
   // Unsent answers and pushes per connection: reading pauses above it, and a
   // push that would pass it drops the connection's subscriptions. Never

@@ -73,7 +73,11 @@ class Seqd:
     def request(self, method, path, body=None, headers=None, conn=None):
         c = conn or self.conn()
         data = json.dumps(body) if isinstance(body, (dict, list)) else body
-        c.request(method, path, body=data, headers=headers or {})
+        headers = dict(headers or {})
+        if data is not None and method in ("POST", "PUT", "PATCH"):
+            # seqd refuses body-carrying requests that a browser form could send (CSRF).
+            headers.setdefault("Content-Type", "application/json")
+        c.request(method, path, body=data, headers=headers)
         r = c.getresponse()
         payload = r.read()
         if conn is None:

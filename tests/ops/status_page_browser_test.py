@@ -119,7 +119,7 @@ class StatusPageBrowserTest(unittest.TestCase):
         for needle in (b"<script src", b"<link rel=\"stylesheet\"", b"<img", b"http://",
                        b"https://"):
             self.assertNotIn(needle, body)
-        status, _, res = self.seqd.request("POST", "/")
+        status, _, res = self.seqd.request("POST", "/", headers={"Content-Type": "application/json"})
         self.assertEqual(status, 405)
         self.assertEqual(res.getheader("Allow"), "GET")
 

@@ -1,0 +1,274 @@
+"""End-to-end tests of the connection limits that hold against hostile clients
+(docs/security.md), on the real seqd binary (SQLite store). Each attack is
+the one the security issue reported; each check fails on a build without
+the limit:
+
+- a binary frame that announces 1 MiB and sends 5 bytes must not cost 1 MiB
+  (RSS of 40 such connections);
+- one byte every 0.4 s must not keep a binary or RESP connection open past
+  the request timeout (nor does a client that never reads its replies);
+- connections per client address are capped on every listener;
+- the RESP port closes on an HTTP request instead of running its body;
+- HTTP: Transfer-Encoding other than chunked, a missing Host and a form
+  POST (CSRF) are refused;
+- the open-files limit is raised to cover the connection caps.
+
+Usage: python3 tests/e2e/test_limits.py [unittest args]
+"""
+import os
+import re
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import SEQD, Seqd, free_port, store_spec  # noqa: E402
+
+PING, NEXT_IDS = 0x01, 0x02
+
+
+def frame(opcode, request_id, payload=b""):
+    return struct.pack(">IBBHI", 8 + len(payload), 1, opcode, 0, request_id) + payload
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+
+
+def closed_within(sock, seconds):
+    """True if the server closes `sock` within `seconds` (reads and drops data)."""
+    sock.settimeout(0.2)
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            if sock.recv(65536) == b"":
+                return True
+        except socket.timeout:
+            continue
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+    return False
+
+
+class Limits(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.tcp_port, cls.resp_port = free_port(), free_port()
+        cls.seqd = Seqd(store_spec("sqlite", cls.tmp.name), "--tcp-port", str(cls.tcp_port),
+                        "--resp-port", str(cls.resp_port), "--tcp-request-timeout-s", "2",
+                        "--tcp-write-timeout-s", "2", "--max-connections-per-peer", "60")
+        cls.seqd.create_key("lim", 1000)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.seqd.__exit__()
+        cls.tmp.cleanup()
+
+    def connect(self, port):
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.addCleanup(s.close)
+        return s
+
+    def test_announced_frame_length_costs_nothing_until_sent(self):
+        before = rss_kib(self.seqd.proc.pid)
+        socks = []
+        for _ in range(40):
+            s = self.connect(self.tcp_port)
+            # A 1 MiB NEXT_IDS frame's header and one byte of its body.
+            s.sendall(struct.pack(">IBBHI", (1 << 20) - 4, 1, NEXT_IDS, 0, 1) + b"x")
+            socks.append(s)
+        time.sleep(0.5)
+        grown = rss_kib(self.seqd.proc.pid) - before
+        # Before the fix each connection reserved the announced 1 MiB: 40+ MiB.
+        self.assertLess(grown, 8 * 1024, "RSS grew by %d KiB" % grown)
+        # The connections still work as connections: they are closed by the
+        # request timeout, since the frames never complete.
+        self.assertTrue(closed_within(socks[0], 5))
+
+    def test_trickling_binary_frame_is_closed(self):
+        s = self.connect(self.tcp_port)
+        whole = frame(PING, 7, b"abcdefghijklmnopqrstuvwxyz")
+        start = time.time()
+        closed = False
+        for b in whole:
+            try:
+                s.sendall(bytes([b]))
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+                break
+            if closed_within(s, 0.4):
+                closed = True
+                break
+        took = time.time() - start
+        self.assertTrue(closed, "a 38-byte frame trickled for %.1f s was still served" % took)
+        self.assertLess(took, 4.5)  # request timeout 2 s, checked every 1 s
+
+    def test_whole_frames_then_quiet_stays_open(self):
+        s = self.connect(self.tcp_port)
+        s.sendall(frame(PING, 1, b"hi"))
+        self.assertEqual(len(s.recv(100)), 12 + 2 + 2)
+        time.sleep(3.5)  # longer than the request timeout, shorter than idle
+        s.sendall(frame(PING, 2, b"hi"))
+        self.assertEqual(len(s.recv(100)), 12 + 2 + 2)
+
+    def test_trickling_resp_command_is_closed(self):
+        s = self.connect(self.resp_port)
+        start = time.time()
+        closed = False
+        for b in b"*2\r\n$4\r\nINCR\r\n$3\r\nlim\r\n":
+            try:
+                s.sendall(bytes([b]))
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+                break
+            if closed_within(s, 0.4):
+                closed = True
+                break
+        self.assertTrue(closed)
+        self.assertLess(time.time() - start, 4.5)
+
+    def test_client_that_does_not_read_is_closed(self):
+        for port, request in ((self.tcp_port, frame(PING, 1, b"p" * 1000)),
+                              (self.resp_port, b"*2\r\n$4\r\nPING\r\n$1000\r\n" + b"p" * 1000
+                               + b"\r\n")):
+            with self.subTest(port=port):
+                s = socket.socket()
+                self.addCleanup(s.close)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                s.connect(("127.0.0.1", port))
+                s.settimeout(0.05)
+                sent = 0
+                stuck_since = None
+                start = time.time()
+                gone = False
+                # Send requests without ever reading the answers.
+                while time.time() - start < 15:
+                    try:
+                        s.sendall(request * 16)
+                        sent += 16
+                        stuck_since = None
+                    except socket.timeout:
+                        stuck_since = stuck_since or time.time()
+                    except (BrokenPipeError, ConnectionResetError):
+                        gone = True
+                        break
+                    if stuck_since and time.time() - stuck_since > 6:
+                        break
+                if not gone:
+                    # Nothing more goes in: the server must have closed by now.
+                    gone = closed_within(s, 1)
+                self.assertTrue(gone, "a client that never reads stayed open (%d sent)" % sent)
+
+    def test_connections_per_peer_are_capped(self):
+        held = [self.connect(self.tcp_port) for _ in range(60)]
+        for s in held[:5]:
+            s.sendall(frame(PING, 1, b"x"))
+            self.assertEqual(len(s.recv(100)), 12 + 2 + 1)
+        extra = self.connect(self.tcp_port)
+        self.assertTrue(closed_within(extra, 3), "the 61st binary connection was served")
+        resp = [self.connect(self.resp_port) for _ in range(60)]
+        extra = self.connect(self.resp_port)
+        extra.settimeout(3)
+        self.assertIn(b"max number of clients", extra.recv(200))
+        for s in held + resp:
+            s.close()
+        time.sleep(0.3)
+        again = self.connect(self.tcp_port)
+        again.sendall(frame(PING, 2, b"x"))
+        self.assertEqual(len(again.recv(100)), 12 + 2 + 1)
+
+    def test_resp_port_closes_on_http(self):
+        before = self.seqd.ids("lim")[0]
+        s = self.connect(self.resp_port)
+        body = b"*2\r\n$4\r\nINCR\r\n$3\r\nlim\r\n" * 5
+        s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        self.assertTrue(closed_within(s, 3))
+        # None of the body's five INCRs ran.
+        self.assertEqual(self.seqd.ids("lim")[0], before + 1)
+        s = self.connect(self.resp_port)
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.assertTrue(closed_within(s, 3))
+
+    def raw_http(self, data):
+        s = self.connect(self.seqd.port)
+        s.sendall(data)
+        s.settimeout(5)
+        out = b""
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except (ConnectionResetError, socket.timeout):
+                break
+            if not chunk:
+                break
+            out += chunk
+        return out
+
+    def test_http_smuggling_host_and_csrf(self):
+        before = self.seqd.ids("lim")[0]
+        smuggled = (b"GET /seq/lim HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\n"
+                    b"Content-Length: 40\r\n\r\nGET /seq/lim HTTP/1.1\r\nHost: x\r\n\r\n")
+        out = self.raw_http(smuggled)
+        self.assertTrue(out.startswith(b"HTTP/1.1 400"), out[:200])
+        self.assertEqual(out.count(b"HTTP/1.1"), 1, out)
+        out = self.raw_http(b"GET /seq/lim HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n"
+                            b"Host: x\r\n\r\n0\r\n\r\n")
+        self.assertTrue(out.startswith(b"HTTP/1.1 400"), out[:200])
+        out = self.raw_http(b"GET /seq/lim HTTP/1.1\r\n\r\n")
+        self.assertTrue(out.startswith(b"HTTP/1.1 400"), out[:200])
+        self.assertIn(b"Host", out)
+        # Nothing above was served.
+        self.assertEqual(self.seqd.ids("lim")[0], before + 1)
+        # A form post (what a page on another site can make a browser send).
+        form = b'{"key":"csrf","step":5}'
+        out = self.raw_http(b"POST /admin/keys HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                            b"application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\n%s"
+                            % (len(form), form))
+        self.assertTrue(out.startswith(b"HTTP/1.1 415"), out[:200])
+        self.assertEqual(self.seqd.get("/admin/keys/csrf")[0], 404)
+        # Chunked and JSON are fine.
+        out = self.raw_http(b"POST /admin/keys HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                            b"application/json; charset=utf-8\r\nTransfer-Encoding: chunked\r\n"
+                            b"Connection: close\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(form), form))
+        self.assertTrue(out.startswith(b"HTTP/1.1 201"), out[:300])
+
+
+class FileLimit(unittest.TestCase):
+    def test_open_files_limit_is_raised(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            hard = subprocess.run(["sh", "-c", "ulimit -Hn"], capture_output=True,
+                                  text=True).stdout.strip()
+            hard = 1 << 20 if hard == "unlimited" else int(hard)
+            # Caps whose sum fits under the hard limit, well above 1024.
+            cap = min(10000, (hard - 1024) // 4)
+            self.assertGreater(cap, 1024, "hard open-files limit %d is too low to test" % hard)
+            cmd = "ulimit -Sn 1024; exec %s --store %s --http-port 0 --tcp-port 0 " \
+                  "--resp-port 0 --http-max-connections %d --tcp-max-connections %d" % (
+                      SEQD, store_spec("sqlite", tmp), cap, cap)
+            p = subprocess.Popen(["sh", "-c", cmd], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+            try:
+                deadline = time.time() + 10
+                soft = 0
+                while time.time() < deadline:
+                    with open("/proc/%d/limits" % p.pid) as f:
+                        m = re.search(r"Max open files\s+(\d+)", f.read())
+                    soft = int(m.group(1))
+                    if soft > 1024:
+                        break
+                    time.sleep(0.05)
+                # HTTP + binary + RESP caps (no admin listener).
+                self.assertGreaterEqual(soft, 3 * cap)
+            finally:
+                p.terminate()
+                p.wait(timeout=15)
+
+
+if __name__ == "__main__":
+    unittest.main()
