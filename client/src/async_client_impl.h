@@ -19,6 +19,8 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
@@ -36,6 +38,7 @@
 #include "proto/shard_hash.h"
 #include "proto/snowflake_codec.h"
 #include "seqd/client.h"
+#include "tls_client.h"
 
 namespace seqd::client {
 
@@ -116,6 +119,10 @@ struct Connection {
       : socket(ex), resolver(ex), connect_timer(ex), endpoint(ep) {}
 
   tcp::socket socket;
+  // With ClientOptions::tls: the TLS stream over `socket`, handshaken before
+  // the connection is kOpen; every read and write goes through it. Null on
+  // plain connections (their I/O uses `socket` directly).
+  std::unique_ptr<asio::ssl::stream<tcp::socket&>> tls;
   tcp::resolver resolver;
   asio::steady_timer connect_timer;
   int endpoint;
@@ -242,11 +249,20 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
     }
     if (options.prefetch > 0xFFFFFFFFu)
       throw std::invalid_argument("seqd client: prefetch too large");
+    if (options.tls) {
+      tls_context =
+          MakeTlsClientContext(options.tls_ca_file, options.tls_cert_file, options.tls_key_file);
+    } else if (!options.tls_ca_file.empty() || !options.tls_server_name.empty() ||
+               !options.tls_cert_file.empty() || !options.tls_key_file.empty()) {
+      // Never fall back to plaintext when TLS settings were given.
+      throw std::invalid_argument("seqd client: TLS files or server name given without tls = true");
+    }
     current = g_round_robin.fetch_add(1) % endpoints.size();
   }
 
   asio::strand<asio::any_io_executor> strand;
   const ClientOptions options;
+  std::shared_ptr<asio::ssl::context> tls_context;  // options.tls only
   // Grows (never shrinks) as the shard map names owners not given in
   // options.endpoints: index it, never keep references across handlers.
   std::vector<Endpoint> endpoints;
@@ -540,6 +556,9 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
     Endpoint& ep = endpoints[e];
     if (ep.conn && ep.conn->state != Connection::State::kClosed) return ep.conn;
     auto conn = std::make_shared<Connection>(strand, e);
+    if (tls_context) {
+      conn->tls = std::make_unique<asio::ssl::stream<tcp::socket&>>(conn->socket, *tls_context);
+    }
     if (!options.token.empty()) {
       // First on the wire, so the server knows us before any call. Its id is
       // in no call's `pending`: the answer is dropped (a refused token shows
@@ -590,11 +609,43 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
   }
 
   void Connected(const std::shared_ptr<Connection>& conn) {
+    boost::system::error_code ignored;
+    conn->socket.set_option(tcp::no_delay(true), ignored);
+    if (conn->tls) return Handshake(conn);
+    Opened(conn);
+  }
+
+  // TLS: verifies the server (CA, then its name) before any frame is sent;
+  // the connect timer still runs. A refused certificate fails the
+  // connection like a refused connect (kUnavailable, the endpoint marked
+  // down), with the reason in the message.
+  void Handshake(const std::shared_ptr<Connection>& conn) {
+    const Endpoint& ep = endpoints[conn->endpoint];
+    const std::string& name = options.tls_server_name.empty() ? ep.host : options.tls_server_name;
+    std::string error;
+    if (!SetTlsPeerName(conn->tls->native_handle(), name, error)) {
+      return ConnFail(conn, StatusCode::kUnavailable, ep.name + ": " + error, true);
+    }
+    conn->tls->async_handshake(
+        asio::ssl::stream_base::client,
+        [self = shared_from_this(), conn](const boost::system::error_code& ec) {
+          if (conn->state != Connection::State::kConnecting) return;
+          if (!ec) return self->Opened(conn);
+          const Endpoint& ep = self->endpoints[conn->endpoint];
+          std::string message = conn->connect_timed_out
+                                    ? "TLS handshake with " + ep.name + " timed out after " +
+                                          std::to_string(self->options.connect_timeout.count()) +
+                                          " ms"
+                                    : "TLS handshake with " + ep.name + ": " +
+                                          TlsFailureReason(conn->tls->native_handle(), ec);
+          self->ConnFail(conn, StatusCode::kUnavailable, std::move(message), true);
+        });
+  }
+
+  void Opened(const std::shared_ptr<Connection>& conn) {
     conn->connect_timer.cancel();
     conn->state = Connection::State::kOpen;
     conn->last_read = Clock::now();
-    boost::system::error_code ignored;
-    conn->socket.set_option(tcp::no_delay(true), ignored);
     endpoints[conn->endpoint].failures = 0;
     StartRead(conn);
     StartWrite(conn);
@@ -607,19 +658,23 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
     conn->writing.swap(conn->out);
     conn->out.clear();
     conn->write_in_flight = true;
-    asio::async_write(
-        conn->socket, asio::buffer(conn->writing),
-        [self = shared_from_this(), conn](const boost::system::error_code& ec, size_t) {
-          conn->write_in_flight = false;
-          conn->writing.clear();
-          if (conn->state == Connection::State::kClosed) return;
-          if (ec) {
-            return self->ConnFail(
-                conn, StatusCode::kUnavailable,
-                "write to " + self->endpoints[conn->endpoint].name + ": " + ec.message(), true);
-          }
-          self->StartWrite(conn);
-        });
+    auto on_written = [self = shared_from_this(), conn](const boost::system::error_code& ec,
+                                                        size_t) {
+      conn->write_in_flight = false;
+      conn->writing.clear();
+      if (conn->state == Connection::State::kClosed) return;
+      if (ec) {
+        return self->ConnFail(
+            conn, StatusCode::kUnavailable,
+            "write to " + self->endpoints[conn->endpoint].name + ": " + ec.message(), true);
+      }
+      self->StartWrite(conn);
+    };
+    if (conn->tls) {
+      asio::async_write(*conn->tls, asio::buffer(conn->writing), std::move(on_written));
+    } else {
+      asio::async_write(conn->socket, asio::buffer(conn->writing), std::move(on_written));
+    }
   }
 
   void StartRead(const std::shared_ptr<Connection>& conn) {
@@ -635,26 +690,33 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
         conn->in.resize(std::max(conn->in.size() * 2, conn->in_end + kReadChunk));
       }
     }
-    conn->socket.async_read_some(
-        asio::buffer(conn->in.data() + conn->in_end, conn->in.size() - conn->in_end),
-        [self = shared_from_this(), conn](const boost::system::error_code& ec, size_t n) {
-          if (conn->state == Connection::State::kClosed) return;
-          if (ec) {
-            const std::string& name = self->endpoints[conn->endpoint].name;
-            // An orderly close of an idle connection (the server's idle
-            // timeout) is no reason to avoid the endpoint.
-            const bool idle = conn->pending.empty() && conn->waiting.empty();
-            return self->ConnFail(conn, StatusCode::kUnavailable,
-                                  ec == asio::error::eof
-                                      ? "connection closed by " + name
-                                      : "read from " + name + ": " + ec.message(),
-                                  !(idle && ec == asio::error::eof));
-          }
-          conn->in_end += n;
-          conn->last_read = Clock::now();
-          self->ProcessInput(conn);
-          if (conn->state != Connection::State::kClosed) self->StartRead(conn);
-        });
+    auto on_read = [self = shared_from_this(), conn](const boost::system::error_code& ec,
+                                                     size_t n) {
+      if (conn->state == Connection::State::kClosed) return;
+      if (ec) {
+        const std::string& name = self->endpoints[conn->endpoint].name;
+        // An orderly close of an idle connection (the server's idle
+        // timeout) is no reason to avoid the endpoint. Over TLS, a close
+        // without close_notify is "stream truncated": a close all the same.
+        const bool eof = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
+        const bool idle = conn->pending.empty() && conn->waiting.empty();
+        return self->ConnFail(
+            conn, StatusCode::kUnavailable,
+            eof ? "connection closed by " + name : "read from " + name + ": " + ec.message(),
+            !(idle && eof));
+      }
+      conn->in_end += n;
+      conn->last_read = Clock::now();
+      self->ProcessInput(conn);
+      if (conn->state != Connection::State::kClosed) self->StartRead(conn);
+    };
+    const auto buffer =
+        asio::buffer(conn->in.data() + conn->in_end, conn->in.size() - conn->in_end);
+    if (conn->tls) {
+      conn->tls->async_read_some(buffer, std::move(on_read));
+    } else {
+      conn->socket.async_read_some(buffer, std::move(on_read));
+    }
   }
 
   void ProcessInput(const std::shared_ptr<Connection>& conn) {

@@ -57,6 +57,7 @@ class FakeServer {
   std::atomic<int> snowflake_requests{0};  // SNOWFLAKE and SNOWFLAKE_DECODE
   std::atomic<uint32_t> last_count{0};
   std::atomic<int> max_outstanding{0};  // most unanswered requests seen on one connection
+  std::atomic<int> first_opcode{-1};    // the opcode of the last connection's first frame
 
  private:
   using tcp = boost::asio::ip::tcp;
@@ -69,6 +70,7 @@ class FakeServer {
     bool write_in_flight = false;
     std::vector<std::string> held;
     int outstanding = 0;
+    bool seen_frame = false;
     char buf[8192];
   };
 
@@ -107,6 +109,10 @@ class FakeServer {
       }
       std::string frame_out;
       const proto::FrameView& f = r.frame;
+      if (!c->seen_frame) {
+        c->seen_frame = true;
+        first_opcode = f.opcode;
+      }
       bool answer = true;
       if (f.opcode == static_cast<uint8_t>(proto::Opcode::kPing)) {
         ++pings;

@@ -221,6 +221,23 @@ struct ClientOptions {
   // the token's scopes; neither is retried. The tools read it from
   // --token or SEQD_TOKEN; the library reads no environment.
   std::string token;
+
+  // TLS: every connection does a TLS handshake (TLS 1.2 or later) and
+  // verifies the server's certificate before its first frame (AUTH, then
+  // the calls). A failed handshake (untrusted certificate, wrong name, a
+  // refused client certificate) fails the connection like a refused
+  // connect: kUnavailable, retried on the next endpoint, with the reason in
+  // the message ("TLS handshake with h:p: certificate verify failed:
+  // hostname mismatch"). Setting any tls_* field without `tls` is an error
+  // (std::invalid_argument), never a plaintext connection. Files are PEM,
+  // read once at construction (a missing or bad file throws
+  // std::invalid_argument).
+  bool tls = false;
+  std::string tls_ca_file;      // CAs to verify the server with; "" = the system's default CAs
+  std::string tls_server_name;  // the name the server's certificate must match (DNS or IP SAN),
+                                // sent as SNI if not an IP; "" = each endpoint's host
+  std::string tls_cert_file;    // client certificate for mTLS (with tls_key_file)
+  std::string tls_key_file;     // its private key, unencrypted
 };
 
 // Throws std::invalid_argument for empty or malformed endpoints or option
