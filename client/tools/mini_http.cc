@@ -5,11 +5,19 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <cctype>
 #include <charconv>
+#include <cstdlib>
 #include <functional>
+#include <memory>
+#include <stdexcept>
+
+#include "seqd/client.h"
+#include "tls_client.h"
 
 namespace seqd::tools {
 
@@ -34,6 +42,56 @@ std::string_view Trim(std::string_view s) {
 constexpr size_t kMaxHeaderBytes = 64 * 1024;
 
 }  // namespace
+
+const char* const kTlsFlagsHelp =
+    R"(  --tls              TLS: verify the server's certificate (CA, then its name)
+  --tls-ca FILE      PEM CAs to verify the server with (default: the system's
+                     CAs; env SEQD_TLS_CA)
+  --tls-server-name NAME
+                     the name the server's certificate must carry (default:
+                     the host given; env SEQD_TLS_SERVER_NAME)
+  --tls-cert FILE    client certificate for mTLS (env SEQD_TLS_CERT)
+  --tls-key FILE     its private key (env SEQD_TLS_KEY)
+                     Any --tls-* flag implies --tls.
+)";
+
+bool TlsFlags::Parse(const std::string& flag, const std::function<std::string()>& value) {
+  if (flag == "--tls") {
+    enabled = true;
+  } else if (flag == "--tls-ca") {
+    ca_file = value();
+  } else if (flag == "--tls-server-name") {
+    server_name = value();
+  } else if (flag == "--tls-cert") {
+    cert_file = value();
+  } else if (flag == "--tls-key") {
+    key_file = value();
+  } else {
+    return false;
+  }
+  enabled = true;
+  return true;
+}
+
+void TlsFlags::ApplyEnvironment() {
+  if (!enabled) return;
+  auto fill = [](std::string& field, const char* name) {
+    const char* env = std::getenv(name);
+    if (field.empty() && env) field = env;
+  };
+  fill(ca_file, "SEQD_TLS_CA");
+  fill(server_name, "SEQD_TLS_SERVER_NAME");
+  fill(cert_file, "SEQD_TLS_CERT");
+  fill(key_file, "SEQD_TLS_KEY");
+}
+
+void TlsFlags::ApplyTo(client::ClientOptions& options) const {
+  options.tls = enabled;
+  options.tls_ca_file = ca_file;
+  options.tls_server_name = server_name;
+  options.tls_cert_file = cert_file;
+  options.tls_key_file = key_file;
+}
 
 const std::string* HttpResponse::Header(std::string_view name) const {
   for (const auto& [k, v] : headers) {
@@ -171,9 +229,23 @@ std::string BuildHttpRequest(std::string_view method, std::string_view target,
 std::optional<HttpResponse> HttpCall(const std::string& host, const std::string& port,
                                      std::string_view method, std::string_view target,
                                      std::string_view body, std::chrono::milliseconds timeout,
-                                     std::string& error, std::string_view token) {
+                                     std::string& error, std::string_view token,
+                                     const TlsFlags& tls) {
+  std::shared_ptr<asio::ssl::context> tls_context;
+  if (tls.enabled) {
+    try {
+      tls_context = client::detail::MakeTlsClientContext(tls.ca_file, tls.cert_file, tls.key_file);
+    } catch (const std::invalid_argument& e) {
+      error = e.what();
+      return std::nullopt;
+    }
+  }
   asio::io_context io;
   tcp::socket socket(io);
+  // With TLS, every read and write goes through it.
+  std::unique_ptr<asio::ssl::stream<tcp::socket&>> tls_stream;
+  if (tls_context)
+    tls_stream = std::make_unique<asio::ssl::stream<tcp::socket&>>(socket, *tls_context);
   tcp::resolver resolver(io);
   asio::steady_timer deadline(io);
   bool timed_out = false;
@@ -197,7 +269,7 @@ std::optional<HttpResponse> HttpCall(const std::string& host, const std::string&
   std::string stage = "resolve";
 
   std::function<void()> read_more = [&] {
-    socket.async_read_some(asio::buffer(buf), [&](const boost::system::error_code& ec, size_t n) {
+    auto on_read = [&](const boost::system::error_code& ec, size_t n) {
       in.append(buf, n);
       HttpResponse res;
       size_t consumed = 0;
@@ -214,7 +286,9 @@ std::optional<HttpResponse> HttpCall(const std::string& host, const std::string&
         return;
       }
       if (ec) {
-        if (ec == asio::error::eof && !res.keep_alive && res.status != 0) {
+        // Over TLS a close without close_notify is "stream truncated".
+        const bool eof = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
+        if (eof && !res.keep_alive && res.status != 0) {
           // Body delimited by close.
           const size_t head_end = in.find("\r\n\r\n");
           res.body = in.substr(head_end + 4);
@@ -227,7 +301,30 @@ std::optional<HttpResponse> HttpCall(const std::string& host, const std::string&
         return;
       }
       read_more();
-    });
+    };
+    if (tls_stream) {
+      tls_stream->async_read_some(asio::buffer(buf), on_read);
+    } else {
+      socket.async_read_some(asio::buffer(buf), on_read);
+    }
+  };
+
+  auto on_written = [&](const boost::system::error_code& ec, size_t) {
+    if (ec) {
+      failure = ec;
+      deadline.cancel();
+      return;
+    }
+    stage = "read from";
+    read_more();
+  };
+  auto write_request = [&] {
+    stage = "write to";
+    if (tls_stream) {
+      asio::async_write(*tls_stream, asio::buffer(request), on_written);
+    } else {
+      asio::async_write(socket, asio::buffer(request), on_written);
+    }
   };
 
   resolver.async_resolve(
@@ -239,25 +336,35 @@ std::optional<HttpResponse> HttpCall(const std::string& host, const std::string&
           return;
         }
         stage = "connect to";
-        asio::async_connect(socket, results,
-                            [&](const boost::system::error_code& ec, const tcp::endpoint&) {
-                              if (ec) {
-                                failure = ec;
-                                deadline.cancel();
-                                return;
-                              }
-                              stage = "write to";
-                              asio::async_write(socket, asio::buffer(request),
-                                                [&](const boost::system::error_code& ec, size_t) {
-                                                  if (ec) {
-                                                    failure = ec;
-                                                    deadline.cancel();
-                                                    return;
-                                                  }
-                                                  stage = "read from";
-                                                  read_more();
-                                                });
-                            });
+        asio::async_connect(
+            socket, results, [&](const boost::system::error_code& ec, const tcp::endpoint&) {
+              if (ec) {
+                failure = ec;
+                deadline.cancel();
+                return;
+              }
+              if (!tls_stream) return write_request();
+              std::string name_error;
+              const std::string& name = tls.server_name.empty() ? host : tls.server_name;
+              if (!client::detail::SetTlsPeerName(tls_stream->native_handle(), name, name_error)) {
+                error = name_error;
+                deadline.cancel();
+                return;
+              }
+              stage = "TLS handshake with";
+              tls_stream->async_handshake(
+                  asio::ssl::stream_base::client, [&](const boost::system::error_code& ec) {
+                    if (ec) {
+                      if (!timed_out) {
+                        error = "TLS handshake with " + host + ":" + port + ": " +
+                                client::detail::TlsFailureReason(tls_stream->native_handle(), ec);
+                      }
+                      deadline.cancel();
+                      return;
+                    }
+                    write_request();
+                  });
+            });
       });
   io.run();
   if (result) return result;

@@ -27,7 +27,7 @@ using seqd::tools::UrlEncode;
 
 constexpr const char* kUsage =
     R"(usage: seqctl [--http HOST:PORT | --tcp HOST:PORT[,HOST:PORT...]] [--json]
-              [--timeout MS] [--token SECRET] COMMAND [ARGS]
+              [--timeout MS] [--token SECRET] [--tls [--tls-ca FILE] ...] COMMAND [ARGS]
 
 Talks to a seqd server. By default over HTTP to 127.0.0.1:8080.
 
@@ -41,7 +41,7 @@ Options:
   --token SECRET     the token to present (docs/security.md); default: the
                      environment variable SEQD_TOKEN (prefer it: a flag shows
                      in `ps`)
-  -h, --help         this help
+%TLS%  -h, --help         this help
 
 Commands:
   next KEY [COUNT]              COUNT (default 1) IDs of KEY, one per line
@@ -63,8 +63,17 @@ Commands:
 
 Admin commands (keys, key, create, set-step, cluster) always use HTTP.
 
+TLS applies to --http and --tcp alike; e.g.
+  seqctl --http seqd.internal:8080 --tls --tls-ca ca.crt next order 3
+
 Exit status: 0 on success, 1 on an error (message on stderr), 2 on a usage error.
 )";
+
+std::string Usage() {
+  std::string usage = kUsage;
+  usage.replace(usage.find("%TLS%"), 5, seqd::tools::kTlsFlagsHelp);
+  return usage;
+}
 
 struct UsageError {
   std::string message;
@@ -81,6 +90,7 @@ struct Args {
   std::optional<std::string> after;
   std::optional<std::string> limit;
   std::string token;                                  // --token, else SEQD_TOKEN
+  seqd::tools::TlsFlags tls;                          // --tls, --tls-*
   std::optional<std::string> token_id, token_scopes;  // token new
   std::vector<std::string> positional;
 };
@@ -127,7 +137,7 @@ Args ParseArgs(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "-h" || a == "--help") {
-      std::cout << kUsage;
+      std::cout << Usage();
       std::exit(0);
     } else if (a == "--http") {
       args.http = need();
@@ -148,12 +158,14 @@ Args ParseArgs(int argc, char** argv) {
       args.token_id = need();
     } else if (a == "--scopes") {
       args.token_scopes = need();
+    } else if (args.tls.Parse(a, need)) {
     } else if (a.size() > 1 && a[0] == '-' && a != "-") {
       throw UsageError{"unknown option " + a};
     } else {
       args.positional.push_back(argv[i]);
     }
   }
+  args.tls.ApplyEnvironment();
   return args;
 }
 
@@ -163,13 +175,14 @@ struct Http {
   std::string host, port;
   std::chrono::milliseconds timeout;
   std::string token;
+  seqd::tools::TlsFlags tls;
 
   // The body of a 2xx answer; anything else throws Failure.
   std::string Call(std::string_view method, const std::string& target,
                    const std::string& body = "") const {
     std::string error;
     std::optional<HttpResponse> res =
-        HttpCall(host, port, method, target, body, timeout, error, token);
+        HttpCall(host, port, method, target, body, timeout, error, token, tls);
     if (!res) throw Failure{error};
     if (res->status / 100 != 2) {
       Json j = Json::parse(res->body, nullptr, false);
@@ -368,6 +381,7 @@ int Run(const Args& args) {
     options.call_timeout = timeout;
     options.connect_timeout = timeout;
     options.token = args.token;
+    args.tls.ApplyTo(options);
     std::unique_ptr<seqd::client::Client> client;
     try {
       client = std::make_unique<seqd::client::Client>(options);
@@ -449,6 +463,7 @@ int Run(const Args& args) {
   }
   http.timeout = timeout;
   http.token = args.token;
+  http.tls = args.tls;
 
   if (cmd == "next") {
     Need(args, 1, 2, "next KEY [COUNT]");
