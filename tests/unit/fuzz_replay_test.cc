@@ -39,4 +39,10 @@ TEST_CASE("fuzz corpus and regressions replay cleanly") {
   CHECK(Replay("binary_decoder", seqd::fuzz::BinaryDecoder) >= 10);
   CHECK(Replay("resp_decoder", seqd::fuzz::RespDecoder) >= 5);
   CHECK(Replay("session", seqd::fuzz::BinarySession) >= 5);
+  CHECK(Replay("http_request", seqd::fuzz::HttpRequest) >= 5);
+  CHECK(Replay("http_json", seqd::fuzz::HttpJson) >= 5);
+  CHECK(Replay("resp_session", seqd::fuzz::RespSession) >= 5);
+  CHECK(Replay("config", seqd::fuzz::ConfigFile) >= 5);
+  CHECK(Replay("store_url", seqd::fuzz::StoreUrl) >= 5);
+  CHECK(Replay("tokens", seqd::fuzz::Tokens) >= 5);
 }

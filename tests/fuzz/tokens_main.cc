@@ -1,0 +1,7 @@
+// libFuzzer entry point; the body is seqd::fuzz::Tokens (tests/fuzz/fuzz_targets.h).
+#include "tests/fuzz/fuzz_targets.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  seqd::fuzz::Tokens(data, size);
+  return 0;
+}
