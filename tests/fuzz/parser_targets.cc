@@ -89,17 +89,22 @@ std::string WithPassword(std::string_view url, std::string_view password, std::s
 
 // True if `text` shows the password of `url`: it holds the password, and
 // with the password swapped for another of the same length it holds that
-// one (so the password is not merely a word of the message's fixed text).
+// one. Passwords found elsewhere in the URL (the user name, the database)
+// are not judged: a message may name those.
 template <typename Describe>
 bool ShowsPassword(std::string_view url, Describe describe) {
   const std::string_view password = RawPassword(url);
   if (password.size() < 4 || password.find_first_of("%@/?") != std::string_view::npos) {
     return false;
   }
+  if (WithPassword(url, password, "").find(password) != std::string::npos) return false;
   if (describe(url).find(password) == std::string::npos) return false;
-  const std::string other(password.size(), password[0] == 'Q' ? 'Z' : 'Q');
-  const std::string swapped = WithPassword(url, password, other);
-  return describe(swapped).find(other) != std::string::npos;
+  for (const char fill : {'Q', 'Z', 'K', 'J'}) {
+    const std::string other(password.size(), fill);
+    if (url.find(other) != std::string_view::npos) continue;
+    return describe(WithPassword(url, password, other)).find(other) != std::string::npos;
+  }
+  return false;
 }
 
 // The text of `scopes` as a tokens file writes them.

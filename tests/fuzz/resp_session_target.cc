@@ -16,7 +16,9 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
@@ -99,18 +101,26 @@ RespWorld& World() {
   return *world;
 }
 
-// A loopback connection to `port`. Closed with a reset (SO_LINGER 0) so a
-// million runs leave no TIME_WAIT sockets behind.
+// A loopback connection to `port`, from a new source address of 127/8
+// each time: the connections we close first sit in TIME_WAIT for a
+// minute, and a million runs from one address would use up its ports.
 int Connect(uint16_t port) {
+  static uint32_t next = 0;
+  const uint32_t n = next++ % 65000 + 1;
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   FUZZ_CHECK(fd >= 0);
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  from.sin_addr.s_addr = htonl(0x7f000000u | (n >> 8) << 8 | (n & 0xff));
+  FUZZ_CHECK(::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) == 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  FUZZ_CHECK(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  const linger reset{1, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::dprintf(kReportFd, "connect: %s\n", std::strerror(errno));
+    FUZZ_CHECK(false);
+  }
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   return fd;
