@@ -28,6 +28,8 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "unauthenticated";
     case ErrorCode::kPermissionDenied:
       return "permission_denied";
+    case ErrorCode::kResourceExhausted:
+      return "resource_exhausted";
     case ErrorCode::kInternal:
       return "internal";
   }

@@ -25,6 +25,7 @@ enum class ErrorCode {
   kWrongOwner,          // cluster mode: another instance owns the key's shard (not forwarded)
   kUnauthenticated,     // no credentials, or a token that matches none
   kPermissionDenied,    // the token's scopes do not allow this
+  kResourceExhausted,   // a rate limit was hit (auto-created keys per token); retry later
   kInternal,            // anything else; message is never shown to clients
 };
 

@@ -116,6 +116,8 @@ std::string_view StatusName(Status s) {
       return "UNAUTHENTICATED";
     case Status::kPermissionDenied:
       return "PERMISSION_DENIED";
+    case Status::kResourceExhausted:
+      return "RESOURCE_EXHAUSTED";
     case Status::kMalformedFrame:
       return "MALFORMED_FRAME";
     case Status::kUnsupportedVersion:

@@ -49,8 +49,9 @@ enum class Status : uint16_t {
   kTooLarge = 10,
   kNotServing = 11,
   kWrongOwner = 12,
-  kUnauthenticated = 13,   // no AUTH yet (only PING and AUTH are answered), or a bad secret
-  kPermissionDenied = 14,  // the token's scopes do not allow the op for this key
+  kUnauthenticated = 13,    // no AUTH yet (only PING and AUTH are answered), or a bad secret
+  kPermissionDenied = 14,   // the token's scopes do not allow the op for this key
+  kResourceExhausted = 15,  // a rate limit (auto-created keys per token); retry later
   kMalformedFrame = 64,
   kUnsupportedVersion = 65,
   kFrameTooLarge = 66,

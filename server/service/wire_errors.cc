@@ -10,7 +10,7 @@ namespace {
 using proto::Status;
 
 // One row per ErrorCode, in enum order (checked below).
-constexpr std::array<WireErrorRow, 13> kRows = {{
+constexpr std::array<WireErrorRow, 14> kRows = {{
     {ErrorCode::kInvalidArgument, 400, Status::kInvalidArgument, "", "invalid_argument"},
     {ErrorCode::kUnknownKey, 404, Status::kUnknownKey, "", "unknown_key"},
     {ErrorCode::kKeyExists, 409, Status::kKeyExists, "", "key_exists"},
@@ -25,6 +25,7 @@ constexpr std::array<WireErrorRow, 13> kRows = {{
     {ErrorCode::kWrongOwner, 503, Status::kWrongOwner, "", "wrong_owner"},
     {ErrorCode::kUnauthenticated, 401, Status::kUnauthenticated, "", "unauthenticated"},
     {ErrorCode::kPermissionDenied, 403, Status::kPermissionDenied, "", "permission_denied"},
+    {ErrorCode::kResourceExhausted, 429, Status::kResourceExhausted, "", "resource_exhausted"},
     {ErrorCode::kInternal, 500, Status::kInternal, "internal error", "internal"},
 }};
 

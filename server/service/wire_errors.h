@@ -2,8 +2,10 @@
 // status, the binary protocol's status, the RESP error text and the metric
 // `status` label. Every listener maps errors through here and nowhere else.
 //
-// What a client may read: PublicMessage(). kInternal is never shown
-// ("internal error"; the real message goes to the log).
+// What a client may read: PublicMessage(). The text of kInternal and
+// kStoreUnavailable is never shown ("internal error", "store unavailable,
+// retry later"; the real message goes to the log): it may come from the
+// store and name its user, host, port or schema.
 //
 // Thread safety: pure functions over a constant table.
 #pragma once
@@ -27,8 +29,9 @@ struct WireErrorRow {
 // The row of `code`.
 const WireErrorRow& WireErrorFor(ErrorCode code);
 
-// The message a client may see: `error.message`, except for kInternal,
-// which is logged and answered as "internal error".
+// The message a client may see: `error.message`, except for kInternal and
+// kStoreUnavailable, which are logged (store errors at most once a second)
+// and answered with a fixed text.
 std::string PublicMessage(const Error& error);
 
 // The binary protocol's status and message for `error`.

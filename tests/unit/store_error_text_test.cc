@@ -1,0 +1,222 @@
+// A store error's text (which may name the MySQL user, host, port and
+// schema) never reaches a client: over HTTP, the binary protocol and RESP,
+// clients read "store unavailable, retry later" or "internal error"; the
+// full text goes to the log only.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "proto/binary_codec.h"
+#include "proto/message_codec.h"
+#include "server/core/manual_clock.h"
+#include "server/core/segment_allocator.h"
+#include "server/core/task_runner.h"
+#include "server/http/api_router.h"
+#include "server/msg/message_service.h"
+#include "server/resp/resp_commands.h"
+#include "server/service/wire_errors.h"
+#include "server/tcp/binary_dispatcher.h"
+#include "storage/memory_store.h"
+#include "tests/unit/string_connection.h"
+#include "tests/unit/test_services.h"
+
+namespace seqd {
+namespace {
+
+using namespace std::chrono_literals;
+namespace http = boost::beast::http;
+
+// What a MySQL connect error looks like: user, host, port, schema, and a
+// password where a careless driver might put one.
+constexpr char kStoreText[] =
+    "mysql connect to seqd_app@db-7.internal:3306/seqd_prod: Access denied for user "
+    "'seqd_app'@'10.1.2.3' password=hunter2";
+const std::vector<std::string> kSecrets = {"seqd_app",  "db-7.internal", "3306",
+                                           "seqd_prod", "hunter2",       "10.1.2.3"};
+
+Error StoreError(ErrorCode code) { return MakeError(code, kStoreText); }
+
+// Every call fails with `code` and kStoreText.
+class SecretSegmentStore final : public SegmentStore {
+ public:
+  explicit SecretSegmentStore(ErrorCode code) : code_(code) {}
+  Status EnsureSchema() override { return Fail(); }
+  Result<ReservedSegment> Reserve(std::string_view, std::optional<int64_t>) override {
+    return Fail();
+  }
+  Result<KeyRow> CreateKey(std::string_view, int64_t, std::string_view) override { return Fail(); }
+  Result<KeyRow> GetKey(std::string_view) override { return Fail(); }
+  Result<std::vector<KeyRow>> ListKeys(std::string_view, size_t) override { return Fail(); }
+  Result<KeyRow> SetStep(std::string_view, int64_t) override { return Fail(); }
+  Status Ping() override { return Fail(); }
+
+ private:
+  Error Fail() const { return StoreError(code_); }
+  ErrorCode code_;
+};
+
+class SecretMessageStore final : public MessageStore {
+ public:
+  explicit SecretMessageStore(ErrorCode code) : code_(code) {}
+  Status EnsureSchema() override { return Fail(); }
+  Result<std::vector<AppendOutcome>> Append(std::span<const AppendRequest>, MaxSeqCache&) override {
+    return Fail();
+  }
+  Result<std::vector<AppendOutcome>> AppendFenced(std::span<const AppendRequest>, MaxSeqCache&,
+                                                  AppendFencing&) override {
+    return Fail();
+  }
+  Result<int64_t> MaxSeq(std::string_view) override { return Fail(); }
+  Result<std::vector<int64_t>> MaxSeqs(std::span<const std::string>) override { return Fail(); }
+  Result<MessagePage> GetRange(const RangeQuery&) override { return Fail(); }
+  Result<std::vector<StoredMessage>> GetBySeqs(std::string_view,
+                                               std::span<const int64_t>) override {
+    return Fail();
+  }
+  Result<StoredMessage> SetStatus(std::string_view, int64_t, MessageStatus) override {
+    return Fail();
+  }
+  Result<int64_t> GetConvMinSeq(std::string_view) override { return Fail(); }
+  Status SetConvMinSeq(std::string_view, int64_t) override { return Fail(); }
+  Result<std::optional<MemberState>> GetMember(std::string_view, std::string_view) override {
+    return Fail();
+  }
+  Status PutMember(std::string_view, std::string_view, const MemberState&) override {
+    return Fail();
+  }
+  Result<MemberState> SetReadSeq(std::string_view, std::string_view, int64_t, int64_t) override {
+    return Fail();
+  }
+  Result<int64_t> CountUnread(std::string_view, std::string_view, int64_t, int64_t) override {
+    return Fail();
+  }
+  Status Ping() override { return Fail(); }
+
+ private:
+  Error Fail() const { return StoreError(code_); }
+  ErrorCode code_;
+};
+
+// Services whose every store call fails with `code` and kStoreText.
+struct World {
+  explicit World(ErrorCode code)
+      : segments(code),
+        messages_store(code),
+        allocator(segments, db, clock, KeyRules({{"auto_", 100}}), AllocatorOptions{}),
+        admin(segments, db, allocator),
+        messages(messages_store, segments, MessageServiceOptions()),
+        services(segments, db, allocator, {.keys = &admin, .messages = &messages}),
+        router(services, RouterOptions{"9.9.9", std::chrono::steady_clock::now()}),
+        dispatcher(services, BinaryDispatchLimits{}),
+        conn(dispatcher) {}
+
+  // The whole HTTP answer (status line, headers, body) as text.
+  std::string Http(http::verb method, std::string target, std::string body = "") {
+    ApiRouter::Request req{method, target, 11};
+    req.set(http::field::host, "localhost");
+    req.set(http::field::content_type, "application/json");
+    req.body() = std::move(body);
+    req.prepare_payload();
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<ApiRouter::Response> out;
+    router.Handle(std::move(req), [&](ApiRouter::Response res) {
+      std::lock_guard lock(mu);
+      out = std::move(res);
+      cv.notify_all();
+    });
+    std::unique_lock lock(mu);
+    for (int i = 0; i < 100 && !out; ++i) {
+      lock.unlock();
+      clock.Advance(500ms);
+      lock.lock();
+      cv.wait_for(lock, 20ms, [&] { return out.has_value(); });
+    }
+    REQUIRE(out.has_value());
+    std::string text = std::to_string(out->result_int()) + " ";
+    for (const auto& field : *out) {
+      text += std::string(field.name_string()) + ": " + std::string(field.value()) + "\n";
+    }
+    return text + out->body();
+  }
+
+  SecretSegmentStore segments;
+  SecretMessageStore messages_store;
+  ThreadPoolRunner db{1};
+  ManualClock clock;
+  SegmentAllocator allocator;
+  KeyAdmin admin;
+  MessageService messages;
+  TestServices services;
+  ApiRouter router;
+  BinaryDispatcher dispatcher;
+  StringConnection conn;
+};
+
+void CheckNoSecrets(const std::string& answer) {
+  for (const std::string& s : kSecrets) {
+    CHECK_MESSAGE(answer.find(s) == std::string::npos, "'" << s << "' leaked in: " << answer);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("store error text: never in an HTTP, binary or RESP answer") {
+  for (ErrorCode code : {ErrorCode::kStoreUnavailable, ErrorCode::kInternal}) {
+    INFO(ErrorCodeName(code));
+    World w(code);
+
+    // HTTP: IDs, key admin, message pulls, sends and bounds.
+    for (auto [method, target, body] :
+         std::vector<std::tuple<http::verb, std::string, std::string>>{
+             {http::verb::get, "/seq/auto_k", ""},
+             {http::verb::get, "/admin/keys/k", ""},
+             {http::verb::get, "/conversations/sg_c/messages?from=1", ""},
+             {http::verb::get, "/conversations/sg_c/messages?seqs=1,2", ""},
+             {http::verb::post, "/conversations/sg_c/messages",
+              R"({"sender_id":"a","client_msg_id":"m1","content_type":1,"payload":"x"})"},
+             {http::verb::put, "/conversations/sg_c/min_seq", R"({"min_seq":1})"},
+             {http::verb::put, "/conversations/sg_c/members/bob", R"({"min_seq":1})"},
+             {http::verb::get, "/readyz", ""},
+         }) {
+      INFO(target);
+      const std::string answer = w.Http(method, target, body);
+      CHECK(answer.rfind("200 ", 0) != 0);
+      CheckNoSecrets(answer);
+    }
+
+    // Binary: NEXT_IDS, PULL_RANGE, SET_CONV_MIN_SEQ, SEND.
+    std::vector<std::string> frames(4);
+    proto::AppendNextIdsRequest(frames[0], 1, "auto_k", 1);
+    proto::AppendRequest(frames[1], 2, proto::PullRangeReq{"sg_c", 1, 0, 10, false, ""});
+    proto::AppendRequest(frames[2], 3, proto::SetConvMinSeqReq{"sg_c", 1});
+    proto::AppendRequest(frames[3], 4, proto::SendReq{"sg_c", "a", "m2", 1, "x"});
+    for (const std::string& frame : frames) {
+      const std::string answer = w.conn.Call(frame, w.clock);
+      CHECK(AnswerView(answer).status != proto::Status::kOk);
+      CheckNoSecrets(answer);
+    }
+
+    // RESP: the reply an INCR gets for the error, and the table's own texts.
+    CheckNoSecrets(TakeErrorReply(StoreError(code)));
+    CheckNoSecrets(RespErrorText(StoreError(code)));
+    CheckNoSecrets(ToBinaryError(StoreError(code)).message);
+    CheckNoSecrets(PublicMessage(StoreError(code)));
+  }
+}
+
+TEST_CASE("store error text: clients read a fixed text with a retry hint") {
+  CHECK(PublicMessage(StoreError(ErrorCode::kStoreUnavailable)) ==
+        "store unavailable, retry later");
+  CHECK(ToBinaryError(StoreError(ErrorCode::kStoreUnavailable)).status ==
+        proto::Status::kStoreUnavailable);
+  CHECK(PublicMessage(StoreError(ErrorCode::kInternal)) == "internal error");
+}
+
+}  // namespace seqd

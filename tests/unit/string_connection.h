@@ -1,0 +1,93 @@
+// A BinaryConnection whose answers are appended to a string, for
+// BinaryDispatcher tests without sockets.
+//
+// Thread safety: Call() from the test thread; deliveries from any thread
+// (a recursive mutex stands for the strand).
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+
+#include "proto/binary_codec.h"
+#include "server/core/manual_clock.h"
+#include "server/tcp/binary_dispatcher.h"
+
+namespace seqd {
+
+// Answer frames of the dispatcher, collected in a string.
+class StringConnection final : public BinaryConnection {
+ public:
+  explicit StringConnection(BinaryDispatcher& d) : dispatcher_(d) {}
+  std::string& out() override { return out_; }
+  void Queued() override { ++queued_; }
+  void Hold() override { ++held_; }
+  void Deliver(std::function<void(BinaryConnection&)> write) override {
+    std::lock_guard lock(mu_);
+    --held_;
+    write(*this);
+    cv_.notify_all();
+  }
+  void DeliverIds(uint32_t id, Result<IdBatch> r) override {
+    std::lock_guard lock(mu_);
+    --held_;
+    dispatcher_.WriteIds(*this, id, r);
+    cv_.notify_all();
+  }
+  void CloseAfterAnswers() override {}
+  SubscriptionMap& subscriptions() override { return subs_; }
+  MessageListener PushListener() override {
+    return [](const StoredMessage&) {};
+  }
+
+  // The whole answer frame to `frame` (its status and message included),
+  // advancing `clock` while the answer is parked on a deadline.
+  std::string Call(const std::string& frame, ManualClock& clock) {
+    const proto::DecodeResult r = proto::DecodeFrame(frame);
+    REQUIRE(r.state == proto::DecodeState::kFrame);
+    {
+      std::lock_guard lock(mu_);
+      dispatcher_.Handle(r.frame, *this);
+    }
+    std::unique_lock lock(mu_);
+    // A parked NEXT_IDS is answered at its deadline: let time pass.
+    for (int i = 0; i < 100 && !(held_ == 0 && queued_ > answered_); ++i) {
+      lock.unlock();
+      clock.Advance(std::chrono::milliseconds(500));
+      lock.lock();
+      cv_.wait_for(lock, std::chrono::milliseconds(20),
+                   [&] { return held_ == 0 && queued_ > answered_; });
+    }
+    REQUIRE((held_ == 0 && queued_ > answered_));
+    ++answered_;
+    std::string answer = out_.substr(read_);
+    read_ = out_.size();
+    return answer;
+  }
+
+ private:
+  BinaryDispatcher& dispatcher_;
+  std::recursive_mutex mu_;
+  std::condition_variable_any cv_;
+  std::string out_;
+  size_t read_ = 0;
+  int queued_ = 0;
+  int answered_ = 0;
+  int held_ = 0;
+  SubscriptionMap subs_;
+};
+
+// The status and body of one answer frame.
+inline proto::ResponseView AnswerView(const std::string& answer) {
+  const proto::DecodeResult r = proto::DecodeFrame(answer);
+  REQUIRE(r.state == proto::DecodeState::kFrame);
+  auto view = proto::ParseResponse(
+      std::string_view(answer).substr(proto::kHeaderSize, r.consumed - proto::kHeaderSize));
+  REQUIRE(view);
+  return *view;
+}
+
+}  // namespace seqd
