@@ -1,6 +1,8 @@
 #include "server/service/wire_errors.h"
 
 #include <array>
+#include <atomic>
+#include <chrono>
 
 #include "server/core/log.h"
 
@@ -29,6 +31,28 @@ constexpr std::array<WireErrorRow, 14> kRows = {{
     {ErrorCode::kInternal, 500, Status::kInternal, "internal error", "internal"},
 }};
 
+// What clients read for a store that cannot serve, whatever the store said
+// (its text may name the MySQL user, host, port and schema).
+constexpr std::string_view kStoreUnavailableText = "store unavailable, retry later";
+
+// Logs a store error's full text, at most once a second (a database that is
+// down fails every request), with the count of those not logged.
+void LogStoreError(const Error& error) {
+  static std::atomic<int64_t> last_ms{0};
+  static std::atomic<int64_t> skipped{0};
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now().time_since_epoch())
+                             .count();
+  int64_t last = last_ms.load(std::memory_order_relaxed);
+  if (now_ms - last < 1000 || !last_ms.compare_exchange_strong(last, now_ms)) {
+    skipped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const int64_t n = skipped.exchange(0, std::memory_order_relaxed);
+  SEQD_LOG(kWarn) << "store unavailable: " << error.message
+                  << (n > 0 ? " (" + std::to_string(n) + " more not logged)" : std::string());
+}
+
 constexpr bool RowsInEnumOrder() {
   for (size_t i = 0; i < kRows.size(); ++i) {
     if (static_cast<size_t>(kRows[i].code) != i) return false;
@@ -45,6 +69,10 @@ std::string PublicMessage(const Error& error) {
   if (error.code == ErrorCode::kInternal) {
     SEQD_LOG(kError) << "internal error: " << error.message;
     return "internal error";
+  }
+  if (error.code == ErrorCode::kStoreUnavailable) {
+    LogStoreError(error);
+    return std::string(kStoreUnavailableText);
   }
   return error.message;
 }
