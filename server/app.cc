@@ -195,6 +195,7 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
   needs.connections = static_cast<int>(config.db_threads);
   needs.worker_leases = config.snowflake;
   needs.retry_budget_ms = static_cast<int>(config.wait_deadline_ms);
+  needs.password = config.store_password;  // store_password(_file): overrides the URL's
   needs.cluster = config.cluster;
   // A lease round's retries must leave time for the next round.
   needs.cluster_retry_budget_ms = static_cast<int>(config.cluster_lease_ms / 4);
@@ -223,7 +224,9 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
   message_options.metrics = &p->metrics;
   message_options.gate = p->cluster.get();
   p->messages.emplace(*p->stores.messages, *p->stores.segments, message_options);
-  p->db.emplace(static_cast<size_t>(config.db_threads));
+  // Bounded: beyond db_queue_max waiting calls, new ones fail at once
+  // (server/core/task_runner.h).
+  p->db.emplace(static_cast<size_t>(config.db_threads), static_cast<size_t>(config.db_queue_max));
   AllocatorOptions allocator_options = ToAllocatorOptions(config);
   allocator_options.metrics = &p->metrics;
   allocator_options.gate = p->cluster.get();
@@ -298,8 +301,10 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
     lease_options.retry_interval =
         std::min<std::chrono::milliseconds>(std::chrono::seconds(1), lease_options.ttl / 10);
     lease_options.metrics = &metrics;
-    p->lease_keeper = std::make_unique<WorkerLeaseKeeper>(*p->stores.leases, *p->db, p->clock,
-                                                          p->wall, snowflake, lease_options);
+    // Its own thread (and the lease store's own connection): a flood of
+    // store work on the db runner never delays a renewal.
+    p->lease_keeper = std::make_unique<WorkerLeaseKeeper>(*p->stores.leases, p->clock, p->wall,
+                                                          snowflake, lease_options);
     metrics.SetSnowflakeStats([&snowflake] {
       const SnowflakeStatus st = snowflake.status();
       return SnowflakeGauges{st.worker_id, st.serving, st.lease_left_s,
@@ -397,7 +402,7 @@ int App::Run() {
         p.messages->Shutdown();
         p.snowflake->Shutdown();
         if (p.peers) p.peers->Close();
-        if (p.lease_keeper) p.lease_keeper->Stop();  // releases the worker id (db runner)
+        if (p.lease_keeper) p.lease_keeper->Stop();  // releases the worker id (its runner)
         p.io.stop();
       });
       p.http->Stop([latch] { latch->Arrive(); });

@@ -59,6 +59,8 @@ MessageServiceOptions ToMessageOptions(const Config& c) {
   o.max_batch = static_cast<size_t>(c.msg_max_batch);
   o.max_payload_bytes = static_cast<size_t>(c.msg_max_payload_bytes);
   o.max_queued_sends = static_cast<size_t>(c.msg_max_queued);
+  o.max_pull_bytes = static_cast<size_t>(c.msg_max_pull_bytes);
+  o.max_queued_reads = static_cast<size_t>(c.db_queue_max);
   return o;
 }
 

@@ -217,6 +217,29 @@ Result<std::unique_ptr<MysqlConn>> MysqlPool::Connect() {
     // Affected rows = matched rows, so an UPDATE that changes nothing
     // (SetStep to the current step) still proves the row exists.
     props["CLIENT_FOUND_ROWS"] = true;
+    using Ssl = MysqlOptions::SslMode;
+    if (!options_.ssl_ca.empty()) props["sslCA"] = options_.ssl_ca;
+    if (!options_.ssl_cert.empty()) props["sslCert"] = options_.ssl_cert;
+    if (!options_.ssl_key.empty()) props["sslKey"] = options_.ssl_key;
+    switch (options_.ssl_mode) {
+      case Ssl::kDefault:
+        break;
+      case Ssl::kDisabled:
+        props["OPT_SSL_MODE"] = static_cast<int>(sql::SSL_MODE_DISABLED);
+        break;
+      case Ssl::kPreferred:
+        props["OPT_SSL_MODE"] = static_cast<int>(sql::SSL_MODE_PREFERRED);
+        break;
+      case Ssl::kRequired:
+        props["OPT_SSL_MODE"] = static_cast<int>(sql::SSL_MODE_REQUIRED);
+        break;
+      case Ssl::kVerifyCa:
+        props["OPT_SSL_MODE"] = static_cast<int>(sql::SSL_MODE_VERIFY_CA);
+        break;
+      case Ssl::kVerifyIdentity:
+        props["OPT_SSL_MODE"] = static_cast<int>(sql::SSL_MODE_VERIFY_IDENTITY);
+        break;
+    }
     auto c = std::make_unique<MysqlConn>();
     c->conn.reset(MysqlDriver()->connect(props));
     if (!c->conn) return MakeError(ErrorCode::kStoreUnavailable, where + ": no connection");

@@ -82,6 +82,13 @@ struct MysqlOptions {
   // idle_write_transaction_timeout; MySQL has none and ignores it).
   // 0: never.
   int idle_txn_timeout_s = 0;
+  // TLS to the server (URL: ssl-mode, ssl-ca, ssl-cert, ssl-key).
+  // kDefault: the client library's default (no TLS unless the server asks).
+  enum class SslMode { kDefault, kDisabled, kPreferred, kRequired, kVerifyCa, kVerifyIdentity };
+  SslMode ssl_mode = SslMode::kDefault;
+  std::string ssl_ca;    // CA file that signed the server's certificate
+  std::string ssl_cert;  // client certificate (with ssl_key)
+  std::string ssl_key;
 };
 
 // "user@host:port/database" (IPv6 host in brackets), safe to log.

@@ -6,6 +6,7 @@
 #include <cppconn/resultset.h>
 #include <cppconn/statement.h>
 
+#include <cctype>
 #include <charconv>
 #include <functional>
 #include <limits>
@@ -126,7 +127,64 @@ Status ApplyParam(std::string_view name, std::string_view value, MysqlOptions* o
   }
   return BadUrl("unknown parameter '" + std::string(name) +
                 "' (known: connect_timeout, rw_timeout, retry_budget_ms, lock_wait_timeout, "
-                "idle_txn_timeout)");
+                "idle_txn_timeout, ssl-mode, ssl-ca, ssl-cert, ssl-key)");
+}
+
+// One TLS parameter: ssl-mode (DISABLED, PREFERRED, REQUIRED, VERIFY_CA,
+// VERIFY_IDENTITY, any case), ssl-ca, ssl-cert, ssl-key (file paths,
+// %-escaped). Returns false if `name` is not one.
+bool ApplySslParam(std::string_view name, std::string_view value, MysqlOptions* o, Status* st) {
+  using Ssl = MysqlOptions::SslMode;
+  if (name == "ssl-mode") {
+    static constexpr std::pair<std::string_view, Ssl> kModes[] = {
+        {"DISABLED", Ssl::kDisabled},
+        {"PREFERRED", Ssl::kPreferred},
+        {"REQUIRED", Ssl::kRequired},
+        {"VERIFY_CA", Ssl::kVerifyCa},
+        {"VERIFY_IDENTITY", Ssl::kVerifyIdentity}};
+    std::string upper(value);
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    for (const auto& [text, mode] : kModes) {
+      if (upper == text) {
+        o->ssl_mode = mode;
+        return true;
+      }
+    }
+    *st = BadUrl(
+        "ssl-mode must be DISABLED, PREFERRED, REQUIRED, VERIFY_CA or VERIFY_IDENTITY, "
+        "got '" +
+        std::string(value) + "'");
+    return true;
+  }
+  std::string* field = name == "ssl-ca"     ? &o->ssl_ca
+                       : name == "ssl-cert" ? &o->ssl_cert
+                       : name == "ssl-key"  ? &o->ssl_key
+                                            : nullptr;
+  if (!field) return false;
+  if (!PercentDecode(value, field)) {
+    *st = BadUrl("malformed %-escape in " + std::string(name));
+  } else if (field->empty()) {
+    *st = BadUrl(std::string(name) + " needs a file path");
+  }
+  return true;
+}
+
+// The TLS parameters together: a verifying mode needs ssl-ca, a client
+// certificate needs its key (and the other way round), and DISABLED takes
+// no files.
+Status CheckSsl(const MysqlOptions& o) {
+  using Ssl = MysqlOptions::SslMode;
+  if ((o.ssl_mode == Ssl::kVerifyCa || o.ssl_mode == Ssl::kVerifyIdentity) && o.ssl_ca.empty()) {
+    return BadUrl("ssl-mode=VERIFY_CA and VERIFY_IDENTITY need ssl-ca (the CA file)");
+  }
+  if (o.ssl_cert.empty() != o.ssl_key.empty()) {
+    return BadUrl("ssl-cert and ssl-key go together (a client certificate and its key)");
+  }
+  if (o.ssl_mode == Ssl::kDisabled &&
+      !(o.ssl_ca.empty() && o.ssl_cert.empty() && o.ssl_key.empty())) {
+    return BadUrl("ssl-mode=DISABLED with ssl-ca, ssl-cert or ssl-key");
+  }
+  return OkStatus();
 }
 
 Status ApplyQuery(std::string_view query, MysqlOptions* o) {
@@ -138,9 +196,13 @@ Status ApplyQuery(std::string_view query, MysqlOptions* o) {
     if (eq == std::string_view::npos) {
       return BadUrl("parameter '" + std::string(pair) + "' needs a value");
     }
-    if (Status st = ApplyParam(pair.substr(0, eq), pair.substr(eq + 1), o); !st.ok()) return st;
+    Status st = OkStatus();
+    if (!ApplySslParam(pair.substr(0, eq), pair.substr(eq + 1), o, &st)) {
+      st = ApplyParam(pair.substr(0, eq), pair.substr(eq + 1), o);
+    }
+    if (!st.ok()) return st;
   }
-  return OkStatus();
+  return CheckSsl(*o);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "storage/mysql_store.h"
 #include "storage/mysql_worker_lease_store.h"
 #include "storage/sqlite_store.h"
+#include "storage/store_shedding.h"
 #include "storage/store_spec.h"
 #include "storage/worker_lease_store_factory.h"
 
@@ -43,6 +44,7 @@ Result<OpenedStores> OpenStores(std::string_view spec, const StoreNeeds& needs) 
   if (parsed->kind == StoreKind::kMysql) {
     MysqlOptions options = parsed->mysql;
     options.pool_size = needs.connections;
+    if (!needs.password.empty()) options.password = needs.password;
     if (needs.cluster && options.idle_txn_timeout_s == 0) {
       // A frozen owner must not hold its rows' locks (a key's leaf_alloc
       // row, a lease row) past the takeover: docs/cluster.md.
@@ -51,7 +53,7 @@ Result<OpenedStores> OpenStores(std::string_view spec, const StoreNeeds& needs) 
     const bool url_budget = options.retry_budget_ms >= 0;
     if (!url_budget) options.retry_budget_ms = needs.retry_budget_ms;
     out.pool = std::make_shared<MysqlPool>(options);
-    out.segments = std::make_unique<MysqlStore>(out.pool);
+    out.segments = std::make_unique<SheddingSegmentStore>(std::make_unique<MysqlStore>(out.pool));
     out.messages = std::make_unique<MysqlMessageStore>(out.pool);
     options.pool_size = 1;
     if (with_leases) {
@@ -74,7 +76,7 @@ Result<OpenedStores> OpenStores(std::string_view spec, const StoreNeeds& needs) 
   }
   auto segments = OpenStore(spec);
   if (!segments) return segments.error();
-  out.segments = std::move(segments).value();
+  out.segments = std::make_unique<SheddingSegmentStore>(std::move(segments).value());
   auto messages = OpenMessageStore(spec);
   if (!messages) return messages.error();
   out.messages = std::move(messages).value();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "storage/message_store.h"
@@ -29,6 +30,8 @@ Result<std::unique_ptr<SegmentStore>> OpenStore(std::string_view spec);
 
 // Every store of one seqd process, on one spec.
 struct OpenedStores {
+  // Wrapped in a SheddingSegmentStore (storage/store_shedding.h): calls
+  // from work the database runner could not queue fail at once.
   std::unique_ptr<SegmentStore> segments;
   std::unique_ptr<MessageStore> messages;
   std::unique_ptr<WorkerLeaseStore> leases;  // null unless asked for
@@ -52,6 +55,9 @@ struct StoreNeeds {
   // MySQL: how long a failed transaction may be retried, unless the URL
   // sets retry_budget_ms.
   int retry_budget_ms = 1000;
+  // MySQL: the password, overriding the URL's (from a file or the
+  // environment, so it need not be on a command line); empty: the URL's.
+  std::string password;
   // Cluster mode: the shard lease store, whose retries must fit in a
   // fraction of the lease (kInvalidArgument on a store other than MySQL).
   bool cluster = false;

@@ -3,6 +3,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <utility>
 
 #include "server/auth/access.h"
 #include "server/http/http_util.h"
@@ -35,10 +36,20 @@ Json MessageJson(const proto::MessageView& m) {
   return j;
 }
 
-Json MessagesJson(const std::vector<StoredMessage>& messages) {
+// The leading messages whose JSON encodings add up to at most `max_bytes`
+// (always the first, so a reader makes progress), and how many they are.
+std::pair<Json, size_t> CappedMessagesJson(const std::vector<StoredMessage>& messages,
+                                           size_t max_bytes) {
   Json list = Json::array();
-  for (const StoredMessage& m : messages) list.push_back(MessageJson(MessageWire(m)));
-  return list;
+  size_t bytes = 0;
+  for (const StoredMessage& m : messages) {
+    Json j = MessageJson(MessageWire(m));
+    bytes += Dump(j).size() + 1;  // and its comma
+    if (bytes > max_bytes && !list.empty()) break;
+    list.push_back(std::move(j));
+  }
+  const size_t n = list.size();
+  return {std::move(list), n};
 }
 
 Json MemberJson(const MemberView& v) {
@@ -179,11 +190,16 @@ void Pull(MessageService& service, const std::string& conv, std::string_view que
       }
       list.push_back(*v);
     }
+    const size_t max_bytes = service.options().max_pull_bytes;
     return service.PullSeqs(conv, std::move(list), *user,
                             ex.Answer<std::vector<StoredMessage>>(
-                                http::status::ok, [](const std::vector<StoredMessage>& m) {
+                                http::status::ok, [max_bytes](const std::vector<StoredMessage>& m) {
+                                  auto [messages, n] = CappedMessagesJson(m, max_bytes);
                                   Json out;
-                                  out["messages"] = MessagesJson(m);
+                                  out["messages"] = std::move(messages);
+                                  out["is_end"] = n == m.size();
+                                  // The rest: ask again for the seqs from here.
+                                  if (n < m.size()) out["next_from"] = m[n].seq;
                                   return out;
                                 }));
   }
@@ -206,12 +222,26 @@ void Pull(MessageService& service, const std::string& conv, std::string_view que
   req.to_seq = *to;
   if (*limit) req.limit = static_cast<size_t>(**limit);
   req.descending = *order && **order == "desc";
-  service.Pull(std::move(req), ex.Answer<MessagePage>(http::status::ok, [](const MessagePage& p) {
-    Json out;
-    out["messages"] = MessagesJson(p.messages);
-    out["is_end"] = !p.more;
-    return out;
-  }));
+  const size_t max_bytes = service.options().max_pull_bytes;
+  const bool descending = req.descending;
+  service.Pull(std::move(req), ex.Answer<MessagePage>(
+                                   http::status::ok, [max_bytes, descending](const MessagePage& p) {
+                                     auto [messages, n] = CappedMessagesJson(p.messages, max_bytes);
+                                     Json out;
+                                     out["messages"] = std::move(messages);
+                                     out["is_end"] = !p.more && n == p.messages.size();
+                                     // Not the end: where the next page starts (the range's other
+                                     // bound unchanged).
+                                     if (!out["is_end"].get<bool>() && n > 0) {
+                                       const int64_t last = p.messages[n - 1].seq;
+                                       if (descending) {
+                                         out["next_to"] = last - 1;
+                                       } else {
+                                         out["next_from"] = last + 1;
+                                       }
+                                     }
+                                     return out;
+                                   }));
 }
 
 void SetMember(MessageService& service, const std::string& conv, const std::string& user,

@@ -12,6 +12,10 @@
 //   POST /conversations/max_seqs                     {"conv_ids":[...]}
 //   POST /users/{user}/sync                          {"conv_ids":[...]}
 //
+// Pull answers carry at most about MessageServiceOptions::max_pull_bytes of
+// messages (at least one); a cut answer has is_end false and next_from
+// (next_to when newest first) to continue.
+//
 // Thread safety: Handle() is safe from any thread; `respond` runs exactly
 // once, on the calling thread or on a message-store thread.
 #pragma once

@@ -51,6 +51,15 @@ Error NotMember(std::string_view conv, std::string_view user) {
                                              std::string(conv) + "'");
 }
 
+// A min_seq may hide at most what exists: up to `max_seq` + 1 (the next
+// message). Checked against a max read before the write; the committed max
+// only grows, so the bound still holds when the write lands.
+Status CheckMinSeq(int64_t min_seq, int64_t max_seq) {
+  if (min_seq - 1 <= max_seq) return OkStatus();
+  return Invalid("min_seq " + std::to_string(min_seq) +
+                 " is above the conversation's max seq + 1 (" + std::to_string(max_seq + 1) + ")");
+}
+
 // The seqs a user (or, without a member row, anyone) may see.
 struct Window {
   int64_t lower = 1;
@@ -64,7 +73,7 @@ struct MessageService::Impl {
       : options(options_),
         store(store_),
         ids(id_store, kServerMsgIdBlock),
-        readers(static_cast<size_t>(std::max(1, options_.readers))) {
+        readers(static_cast<size_t>(std::max(1, options_.readers)), options_.max_queued_reads) {
     const int writers = std::max(1, options.writers);
     const size_t per_shard = std::max<size_t>(1, options.max_queued_sends / writers);
     for (int i = 0; i < writers; ++i) {
@@ -79,12 +88,15 @@ struct MessageService::Impl {
   }
 
   // Runs `work` on a reader thread, answering `done` with its result.
-  // After Shutdown(), answers kShuttingDown at once.
+  // After Shutdown(), answers kShuttingDown at once; with
+  // `max_queued_reads` reads already waiting, kStoreUnavailable at once.
   template <typename T>
   void Read(Callback<T> done, std::function<Result<T>()> work) {
     std::shared_lock lock(stop_mu);
     if (stopped) return done(MakeError(ErrorCode::kShuttingDown, "server is shutting down"));
-    readers.Post([done = std::move(done), work = std::move(work)] { done(work()); });
+    // Copies: a refused task is dropped, and `done` still answers.
+    if (readers.TryPost([done, work = std::move(work)] { done(work()); })) return;
+    done(MakeError(ErrorCode::kStoreUnavailable, "message read queue full"));
   }
 
   // The window of `user` in `conv`; kNotFound if not a member.
@@ -288,14 +300,21 @@ void MessageService::SetMember(std::string conv_id, std::string user_id,
                                impl->store.GetMember(conv_id, user_id);
                            if (!current) return current.error();
                            MemberState state;
+                           std::optional<int64_t> conv_max;
+                           if (!*current || min_seq) {
+                             Result<int64_t> max = impl->store.MaxSeq(conv_id);
+                             if (!max) return max.error();
+                             conv_max = *max;
+                           }
                            if (*current) {
                              state = **current;
                            } else {
-                             Result<int64_t> max = impl->store.MaxSeq(conv_id);
-                             if (!max) return max.error();
-                             state.min_seq = *max + 1;
+                             state.min_seq = *conv_max + 1;
                            }
-                           if (min_seq) state.min_seq = *min_seq;
+                           if (min_seq) {
+                             if (Status s = CheckMinSeq(*min_seq, *conv_max); !s) return s.error();
+                             state.min_seq = *min_seq;
+                           }
                            if (max_seq) state.max_seq = *max_seq;
                            if (clear_max) state.max_seq.reset();
                            if (state.max_seq && *state.max_seq < state.min_seq - 1) {
@@ -367,6 +386,9 @@ void MessageService::SetConvMinSeq(std::string conv_id, int64_t min_seq, Callbac
   Impl* impl = impl_.get();
   impl->Read<int64_t>(std::move(done),
                       [impl, conv_id = std::move(conv_id), min_seq]() -> Result<int64_t> {
+                        Result<int64_t> max = impl->store.MaxSeq(conv_id);
+                        if (!max) return max.error();
+                        if (Status s = CheckMinSeq(min_seq, *max); !s) return s.error();
                         if (Status s = impl->store.SetConvMinSeq(conv_id, min_seq); !s) {
                           return s.error();
                         }

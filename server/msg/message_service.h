@@ -7,7 +7,8 @@
 // in ONE MessageStore::Append transaction, and only then answers each one.
 // Answers carry the seq, the server message id and the send time.
 //
-// Reads and member/status calls run on `readers` database threads.
+// Reads and member/status calls run on `readers` database threads, at most
+// `max_queued_reads` waiting.
 //
 // Limits (kInvalidArgument / kTooLarge with a message naming the field):
 // ids follow the key rules (1-128 bytes of A-Z a-z 0-9 _ - . : @); payload at
@@ -43,7 +44,14 @@ struct MessageServiceOptions {
   int readers = 2;          // database threads for reads
   size_t max_batch = 1024;  // messages per group-commit transaction
   size_t max_payload_bytes = 64 * 1024;
-  size_t max_queued_sends = 100000;    // beyond this, sends fail kStoreUnavailable
+  size_t max_queued_sends = 100000;  // beyond this, sends fail kStoreUnavailable
+  // An HTTP pull answer carries messages up to about this many bytes of
+  // JSON (at least one message), then says where to continue. Binary
+  // answers are bounded by the frame size instead.
+  size_t max_pull_bytes = 1 << 20;
+  // Reads (pulls, members, status, min seq) waiting for a reader thread;
+  // beyond this, new ones fail kStoreUnavailable at once. 0: no bound.
+  size_t max_queued_reads = 0;
   size_t seq_cache_entries = 1 << 20;  // conversations whose max seq is cached
   Metrics* metrics = nullptr;          // optional; must outlive the service
   // Cluster mode (server/core/shard_gate.h): store only sends of
@@ -137,7 +145,8 @@ class MessageService {
   // Adds or updates a member. min_seq defaults to the conversation's max + 1
   // for a new member (it sees only what comes after it joined); max_seq set
   // means the user left or was kicked at that seq. read_seq starts at
-  // min_seq - 1.
+  // min_seq - 1. A min_seq above the conversation's max seq + 1 is
+  // kInvalidArgument (it would hide messages not sent yet).
   void SetMember(std::string conv_id, std::string user_id, std::optional<int64_t> min_seq,
                  std::optional<int64_t> max_seq, bool clear_max, Callback<MemberView> done);
   void GetMember(std::string conv_id, std::string user_id, Callback<MemberView> done);
@@ -149,6 +158,8 @@ class MessageService {
   // Recall or delete (status != kNormal). kNotFound for a missing seq.
   void SetStatus(std::string conv_id, int64_t seq, MessageStatus status,
                  Callback<StoredMessage> done);
+  // Hides the history before `min_seq`; kInvalidArgument above the
+  // conversation's max seq + 1.
   void SetConvMinSeq(std::string conv_id, int64_t min_seq, Callback<int64_t> done);
 
   // Push: `listener` receives every message of `conv_ids` committed from

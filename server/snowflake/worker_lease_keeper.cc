@@ -38,6 +38,21 @@ WorkerLeaseKeeper::WorkerLeaseKeeper(WorkerLeaseStore& store, TaskRunner& db, Cl
       options_(std::move(options)),
       instance_(NewInstanceToken()) {}
 
+WorkerLeaseKeeper::WorkerLeaseKeeper(WorkerLeaseStore& store, Clock& clock, const WallClock& wall,
+                                     SnowflakeGenerator& generator, LeaseKeeperOptions options)
+    : own_db_(std::make_unique<ThreadPoolRunner>(1)),
+      store_(store),
+      db_(*own_db_),
+      clock_(clock),
+      wall_(wall),
+      generator_(generator),
+      options_(std::move(options)),
+      instance_(NewInstanceToken()) {}
+
+WorkerLeaseKeeper::~WorkerLeaseKeeper() {
+  if (own_db_) own_db_->Stop();  // queued work still uses the members
+}
+
 void WorkerLeaseKeeper::Start() { Tick(); }
 
 void WorkerLeaseKeeper::Tick() {

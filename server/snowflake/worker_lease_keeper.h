@@ -26,6 +26,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -64,6 +65,12 @@ class WorkerLeaseKeeper {
   // no-op). Generates this process's random instance token.
   WorkerLeaseKeeper(WorkerLeaseStore& store, TaskRunner& db, Clock& clock, const WallClock& wall,
                     SnowflakeGenerator& generator, LeaseKeeperOptions options);
+  // As above, on a runner of its own (one thread), so renewals never wait
+  // behind other store work (a flood of new keys on the shared database
+  // runner). The keeper's destructor finishes its queued work (the release).
+  WorkerLeaseKeeper(WorkerLeaseStore& store, Clock& clock, const WallClock& wall,
+                    SnowflakeGenerator& generator, LeaseKeeperOptions options);
+  ~WorkerLeaseKeeper();
 
   // Starts claiming (at once) and renewing. Call once.
   void Start();
@@ -91,6 +98,9 @@ class WorkerLeaseKeeper {
   // schedules the next try. REQUIRES: mu_ not held.
   void Failed(const std::string& what, const Error& e, std::chrono::milliseconds retry);
 
+  // The keeper's own runner (the second constructor); declared first so
+  // `db_` can refer to it, and joined in the destructor.
+  std::unique_ptr<ThreadPoolRunner> own_db_;
   WorkerLeaseStore& store_;
   TaskRunner& db_;
   Clock& clock_;

@@ -646,6 +646,50 @@ TEST_SUITE("sqlite") {
 }
 
 TEST_SUITE("misc") {
+  TEST_CASE("MysqlStore::ParseUrl takes TLS options") {
+    using Ssl = MysqlOptions::SslMode;
+    auto none = MysqlStore::ParseUrl("mysql://u:p@h/d");
+    REQUIRE(none.ok());
+    CHECK(none->ssl_mode == Ssl::kDefault);
+    CHECK(none->ssl_ca.empty());
+    auto full = MysqlStore::ParseUrl(
+        "mysql://u:p@h/d?ssl-mode=verify_identity&ssl-ca=/etc/ca%20dir/ca.pem"
+        "&ssl-cert=/c.pem&ssl-key=/k.pem&rw_timeout=3");
+    REQUIRE(full.ok());
+    CHECK(full->ssl_mode == Ssl::kVerifyIdentity);
+    CHECK(full->ssl_ca == "/etc/ca dir/ca.pem");
+    CHECK(full->ssl_cert == "/c.pem");
+    CHECK(full->ssl_key == "/k.pem");
+    CHECK(full->rw_timeout_s == 3);
+    for (auto [text, mode] :
+         std::vector<std::pair<std::string, Ssl>>{{"DISABLED", Ssl::kDisabled},
+                                                  {"PREFERRED", Ssl::kPreferred},
+                                                  {"REQUIRED", Ssl::kRequired},
+                                                  {"VERIFY_CA&ssl-ca=/ca.pem", Ssl::kVerifyCa}}) {
+      auto r = MysqlStore::ParseUrl("mysql://u:p@h/d?ssl-mode=" + text);
+      REQUIRE_MESSAGE(r.ok(), text);
+      CHECK(r->ssl_mode == mode);
+    }
+    for (auto [url, says] : std::vector<std::pair<std::string, std::string>>{
+             {"mysql://u:hunter2@h/d?ssl-mode=SOMETIMES", "ssl-mode must be"},
+             {"mysql://u:hunter2@h/d?ssl-mode=VERIFY_CA", "need ssl-ca"},
+             {"mysql://u:hunter2@h/d?ssl-mode=VERIFY_IDENTITY", "need ssl-ca"},
+             {"mysql://u:hunter2@h/d?ssl-cert=/c.pem", "go together"},
+             {"mysql://u:hunter2@h/d?ssl-key=/k.pem", "go together"},
+             {"mysql://u:hunter2@h/d?ssl-ca=", "needs a file path"},
+             {"mysql://u:hunter2@h/d?ssl-ca=%zz", "malformed %-escape in ssl-ca"},
+             {"mysql://u:hunter2@h/d?ssl-mode=DISABLED&ssl-ca=/ca.pem", "DISABLED with"},
+             {"mysql://u:hunter2@h/d?sslmode=REQUIRED", "unknown parameter"},
+         }) {
+      INFO(url);
+      auto r = MysqlStore::ParseUrl(url);
+      REQUIRE_FALSE(r.ok());
+      CHECK(r.error().code == ErrorCode::kInvalidArgument);
+      CHECK(r.error().message.find(says) != std::string::npos);
+      CHECK(r.error().message.find("hunter2") == std::string::npos);
+    }
+  }
+
   TEST_CASE("MysqlStore::ParseUrl accepts good URLs") {
     auto full = MysqlStore::ParseUrl("mysql://seqd:secret@db.example.com:3307/leaf");
     REQUIRE_OK(full);
@@ -910,6 +954,28 @@ TEST_SUITE("mariadb") {
       CHECK(r.error().message.find("1045") != std::string::npos);
       CHECK(r.error().message.find("definitely-wrong-pw") == std::string::npos);
     }
+  }
+
+  TEST_CASE("mariadb: the password from the config overrides the URL's") {
+    const char* url = std::getenv("SEQD_TEST_MYSQL_URL");
+    REQUIRE(url != nullptr);
+    const MysqlOptions good = TestMysqlOptions();
+    // The URL without its password (or with a wrong one): the store
+    // connects with the password given apart (file or environment).
+    const std::string wrong = "mysql://" + good.user + ":not-it@" + good.host + ":" +
+                              std::to_string(good.port) + "/" + good.database;
+    StoreNeeds needs;
+    needs.password = good.password;
+    auto stores = OpenStores(wrong, needs);
+    REQUIRE(stores.ok());
+    REQUIRE_OK(stores->segments->Ping());
+    REQUIRE_OK(stores->messages->Ping());
+    // Without it, the URL's wrong password is used, and never echoed.
+    auto plain = OpenStores(wrong, StoreNeeds{});
+    REQUIRE(plain.ok());
+    Status ping = plain->segments->Ping();
+    CHECK_ERR(ping, ErrorCode::kStoreUnavailable);
+    if (!ping.ok()) CHECK(ping.error().message.find("not-it") == std::string::npos);
   }
 
   TEST_CASE("mariadb: SQL errors map to kInternal, keys stay usable") {

@@ -1,0 +1,64 @@
+#include "storage/store_shedding.h"
+
+namespace seqd {
+namespace {
+
+thread_local int shed_depth = 0;
+
+}  // namespace
+
+bool ShedThisThread() { return shed_depth > 0; }
+
+ShedScope::ShedScope() { ++shed_depth; }
+ShedScope::~ShedScope() { --shed_depth; }
+
+Error ShedError() {
+  return MakeError(ErrorCode::kStoreUnavailable,
+                   "database queue full: the call was refused without reaching the store");
+}
+
+Status SheddingSegmentStore::EnsureSchema() {
+  if (ShedThisThread()) return ShedError();
+  return inner_->EnsureSchema();
+}
+
+Result<ReservedSegment> SheddingSegmentStore::Reserve(std::string_view key,
+                                                      std::optional<int64_t> step) {
+  if (ShedThisThread()) return ShedError();
+  return inner_->Reserve(key, step);
+}
+
+Result<ReservedSegment> SheddingSegmentStore::ReserveFenced(std::string_view key,
+                                                            std::optional<int64_t> step,
+                                                            const ShardFence& fence) {
+  if (ShedThisThread()) return ShedError();
+  return inner_->ReserveFenced(key, step, fence);
+}
+
+Result<KeyRow> SheddingSegmentStore::CreateKey(std::string_view key, int64_t step,
+                                               std::string_view description) {
+  if (ShedThisThread()) return ShedError();
+  return inner_->CreateKey(key, step, description);
+}
+
+Result<KeyRow> SheddingSegmentStore::GetKey(std::string_view key) {
+  if (ShedThisThread()) return ShedError();
+  return inner_->GetKey(key);
+}
+
+Result<std::vector<KeyRow>> SheddingSegmentStore::ListKeys(std::string_view after, size_t limit) {
+  if (ShedThisThread()) return ShedError();
+  return inner_->ListKeys(after, limit);
+}
+
+Result<KeyRow> SheddingSegmentStore::SetStep(std::string_view key, int64_t step) {
+  if (ShedThisThread()) return ShedError();
+  return inner_->SetStep(key, step);
+}
+
+Status SheddingSegmentStore::Ping() {
+  if (ShedThisThread()) return ShedError();
+  return inner_->Ping();
+}
+
+}  // namespace seqd

@@ -1,0 +1,149 @@
+// The database queue is bounded: work it cannot queue fails at once
+// (store_unavailable), never waiting behind the queue; snowflake lease
+// renewals have a thread of their own and keep going meanwhile.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "server/core/key_admin.h"
+#include "server/core/manual_clock.h"
+#include "server/core/segment_allocator.h"
+#include "server/core/task_runner.h"
+#include "server/snowflake/snowflake_generator.h"
+#include "server/snowflake/wall_clock.h"
+#include "server/snowflake/worker_lease_keeper.h"
+#include "storage/faulty_store.h"
+#include "storage/memory_store.h"
+#include "storage/memory_worker_lease_store.h"
+#include "storage/store_shedding.h"
+
+namespace seqd {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Polls `cond` for up to 5 s of real time.
+template <typename F>
+bool Eventually(F cond) {
+  for (int i = 0; i < 500; ++i) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return cond();
+}
+
+}  // namespace
+
+TEST_CASE("db queue: a bounded runner refuses TryPost and sheds Post beyond its bound") {
+  ThreadPoolRunner runner(1, 2);
+  std::mutex gate;
+  std::unique_lock hold(gate);
+  std::atomic<int> ran{0};
+  runner.Post([&] {
+    std::lock_guard wait(gate);  // the one thread blocks here
+    ++ran;
+  });
+  REQUIRE(Eventually([&] { return runner.queued() == 0; }));  // taken by the thread
+  CHECK(runner.TryPost([&] { ++ran; }));
+  CHECK(runner.TryPost([&] { ++ran; }));
+  CHECK_FALSE(runner.TryPost([&] { ++ran; }));  // full: dropped
+  CHECK(runner.refused() == 1);
+  // Post beyond the bound runs anyway, at once, on the overflow thread,
+  // where store calls are shed.
+  std::atomic<int> shed{-1};
+  runner.Post([&] { shed = ShedThisThread() ? 1 : 0; });
+  CHECK(Eventually([&] { return shed.load() == 1; }));
+  CHECK(runner.refused() == 2);
+  CHECK(ran.load() == 0);
+  hold.unlock();
+  runner.Stop();
+  CHECK(ran.load() == 3);
+  CHECK_FALSE(ShedThisThread());
+}
+
+TEST_CASE("db queue: a flood of new keys gets store_unavailable; the snowflake lease renews") {
+  // The segment store blocks every reservation: the one db thread is stuck
+  // and the queue (4) fills.
+  MemoryStore mem;
+  REQUIRE(mem.CreateKey("k", 10, "").ok());
+  auto faulty_owned = std::make_unique<FaultyStore>(mem);
+  FaultyStore& faulty = *faulty_owned;
+  SheddingSegmentStore store(std::move(faulty_owned));
+  faulty.SetHold(true);
+  ThreadPoolRunner db(1, 4);
+  ManualClock clock;
+  AllocatorOptions ao;
+  ao.wait_deadline = 1000ms;
+  SegmentAllocator allocator(store, db, clock, KeyRules({{"auto_", 100}}), ao);
+  KeyAdmin admin(store, db, allocator);
+
+  // The snowflake keeper, on its own runner, with its own lease store.
+  ManualWallClock wall(1'790'000'000'000);
+  ManualClock lease_clock;
+  MemoryWorkerLeaseStore leases([&wall] { return wall.NowMs(); });
+  SnowflakeGenerator gen(wall, lease_clock, SnowflakeOptions{});
+  WorkerLeaseKeeper keeper(leases, lease_clock, wall, gen,
+                           LeaseKeeperOptions{"host-a:8080", 4, 3000ms, 100ms});
+
+  // The flood: 40 new keys at once.
+  constexpr int kKeys = 40;
+  std::mutex mu;
+  std::vector<std::optional<Result<IdBatch>>> got(kKeys);
+  for (int i = 0; i < kKeys; ++i) {
+    allocator.Take("auto_" + std::to_string(i), 1, [&, i](Result<IdBatch> r) {
+      std::lock_guard lock(mu);
+      got[i].emplace(std::move(r));
+    });
+  }
+  // Only the running reservation and the 4 queued ones may reach the store;
+  // the rest were shed without touching it.
+  REQUIRE(Eventually([&] { return db.refused() >= kKeys - 5; }));
+  CHECK(faulty.reserve_calls() <= 1);
+  // Key admin behind the full queue: answered at once, 503.
+  std::atomic<int> admin_code{-1};
+  admin.GetKey("k",
+               [&](Result<KeyRow> r) { admin_code = r ? -2 : static_cast<int>(r.error().code); });
+  CHECK(Eventually([&] { return admin_code.load() != -1; }));
+  CHECK(admin_code.load() == static_cast<int>(ErrorCode::kStoreUnavailable));
+
+  // Meanwhile the snowflake keeper claims and renews its worker id.
+  keeper.Start();
+  REQUIRE(Eventually([&] { return keeper.status().worker_id >= 0; }));
+  const int64_t first_expiry = keeper.status().expires_ms;
+  for (int round = 0; round < 3; ++round) {
+    const int64_t before = keeper.status().expires_ms;
+    wall.Advance(1000);
+    lease_clock.Advance(1000ms);
+    CHECK(Eventually([&] { return keeper.status().expires_ms > before; }));
+  }
+  CHECK(keeper.status().expires_ms >= first_expiry + 3000);
+  CHECK(keeper.status().last_error.empty());
+
+  // At the deadline every parked request is answered 503.
+  clock.Advance(1500ms);
+  CHECK(Eventually([&] {
+    std::lock_guard lock(mu);
+    int answered = 0;
+    for (auto& g : got) answered += g.has_value();
+    return answered >= kKeys - 5;
+  }));
+  {
+    std::lock_guard lock(mu);
+    for (auto& g : got) {
+      if (g) CHECK((!*g && g->error().code == ErrorCode::kStoreUnavailable));
+    }
+  }
+  gen.Shutdown();
+  keeper.Stop();
+  faulty.SetHold(false);
+  allocator.Shutdown();
+  db.Stop();
+}
+
+}  // namespace seqd
