@@ -15,6 +15,9 @@ AllocatorOptions ToAllocatorOptions(const Config& c) {
   o.max_step = c.max_step;
   o.max_count = c.max_count;
   o.idle_timeout = std::chrono::seconds(c.key_idle_timeout_s);
+  o.max_cached_keys = static_cast<size_t>(c.max_cached_keys);
+  o.auto_create_rate = static_cast<double>(c.auto_create_rate);
+  o.auto_create_burst = static_cast<double>(c.auto_create_burst);
   return o;
 }
 

@@ -4,12 +4,22 @@ namespace seqd {
 
 AllocatorGauges CollectAllocatorGauges(const SegmentAllocator& allocator) {
   AllocatorGauges out;
-  out.parked = allocator.stats().parked_now;
+  const AllocatorStats stats = allocator.stats();
+  out.parked = stats.parked_now;
+  out.keys_in_memory = stats.keys_in_memory;
+  out.unknown_keys = stats.unknown_keys;
+  out.evicted_idle = stats.evicted_idle;
+  out.evicted_capacity = stats.evicted_capacity;
+  out.auto_create_refused = stats.auto_create_refused;
   std::vector<KeySnapshot> snapshot = allocator.Snapshot();
   out.keys.reserve(snapshot.size());
   for (const KeySnapshot& k : snapshot) {
+    const AutoKeyRule* rule = allocator.rules().Match(k.key);
+    // A key no rule matches is shown only once the store confirmed it: a
+    // request for an unknown key is in memory while the store is asked.
+    if (!rule && k.reservations == 0) continue;
     KeyGaugeInput g;
-    g.label = Metrics::KeyLabel(k.key, allocator.rules().Match(k.key));
+    g.label = Metrics::KeyLabel(k.key, rule);
     g.registered = !k.auto_created && g.label == k.key;
     g.step = k.step;
     if (k.current.ready) g.current_left = k.current.last - k.current.next + 1;

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <deque>
+#include <list>
+#include <sstream>
 
 #include "server/core/log.h"
 #include "server/metrics/metrics.h"
@@ -27,7 +29,6 @@ constexpr size_t kShardCount = 64;
 // Keys created through KeyAdmin are forgotten at once; rows inserted by SQL
 // appear after at most this long.
 constexpr Clock::Duration kUnknownKeyTtl = std::chrono::seconds(1);
-constexpr size_t kMaxUnknownPerShard = 1024;
 
 // One reserved segment being served. Empty when next > last.
 struct Buffer {
@@ -54,10 +55,13 @@ struct SegmentAllocator::KeyState {
   explicit KeyState(std::string k) : key(std::move(k)) {}
 
   const std::string key;
+  // Its place in the shard's use order; guarded by the shard's mu.
+  std::list<KeyState*>::iterator lru;
   mutable std::mutex mu;
   // Everything below is guarded by mu.
   bool auto_created = false;
   int64_t auto_step = 0;  // the rule's initial step, if auto_created
+  std::string creator;    // if auto_created: the requester that brought it into memory
   bool erased = false;    // no longer in the map; new requests must re-insert
   bool has_current = false;
   Buffer current;
@@ -68,7 +72,7 @@ struct SegmentAllocator::KeyState {
   int64_t step = 0;        // dynamic step
   int64_t reservations = 0;
   Clock::TimePoint last_reserved_at{};
-  Clock::TimePoint last_used{};  // coarse: as of the latest EvictIdle() sweep
+  Clock::TimePoint last_used{};  // coarse: as of the latest sweep or reservation
   Clock::TimePoint retry_at{};   // no reservation before this (after a failure)
   bool retry_scheduled = false;
   std::optional<std::string> last_error;
@@ -102,11 +106,25 @@ struct KeyHash {
 
 struct SegmentAllocator::Shard {
   mutable std::mutex mu;
-  // guarded by mu
+  // Everything below is guarded by mu.
   std::unordered_map<std::string, std::shared_ptr<KeyState>, KeyHash, std::equal_to<>> keys;
-  // Keys the store recently said do not exist, with when to ask again;
-  // guarded by mu. Spares the store a query per request for a bad key.
-  std::unordered_map<std::string, Clock::TimePoint, KeyHash, std::equal_to<>> unknown;
+  // The keys in use order: front most recently used (max_cached_keys).
+  std::list<KeyState*> lru;
+  // Keys the store recently said do not exist, with when to ask again.
+  // Spares the store a query per request for a bad key. When full, the
+  // oldest entry goes (never all at once: that would send a burst of
+  // queries for keys just found missing to the store).
+  struct Unknown {
+    Clock::TimePoint ask_again;
+    std::list<const std::string*>::iterator order;
+  };
+  std::unordered_map<std::string, Unknown, KeyHash, std::equal_to<>> unknown;
+  std::list<const std::string*> unknown_order;  // the map's keys, oldest first
+
+  void ForgetUnknown(decltype(unknown)::iterator it) {
+    unknown_order.erase(it->second.order);
+    unknown.erase(it);
+  }
 };
 
 SegmentAllocator::SegmentAllocator(SegmentStore& store, TaskRunner& db, Clock& clock,
@@ -117,7 +135,12 @@ SegmentAllocator::SegmentAllocator(SegmentStore& store, TaskRunner& db, Clock& c
       rules_(std::move(rules)),
       options_(options),
       shards_(new Shard[kShardCount]),
-      coarse_now_(clock.Now()) {}
+      coarse_now_(clock.Now()) {
+  if (options_.auto_create_rate > 0) {
+    auto_create_limit_ = std::make_unique<TokenBuckets>(options_.auto_create_rate,
+                                                        std::max(1.0, options_.auto_create_burst));
+  }
+}
 
 SegmentAllocator::~SegmentAllocator() = default;
 
@@ -139,42 +162,96 @@ std::shared_ptr<SegmentAllocator::KeyState> SegmentAllocator::FindOrInsert(std::
   auto it = shard.keys.find(key);
   if (it != shard.keys.end()) {
     *inserted = false;
+    KeyState& s = *it->second;
+    if (s.lru != shard.lru.begin()) shard.lru.splice(shard.lru.begin(), shard.lru, s.lru);
     return it->second;
   }
   if (!shard.unknown.empty()) {
     auto u = shard.unknown.find(key);
     if (u != shard.unknown.end()) {
-      if (clock_.Now() < u->second) return nullptr;  // known not to exist
-      shard.unknown.erase(u);
+      if (clock_.Now() < u->second.ask_again) return nullptr;  // known not to exist
+      shard.ForgetUnknown(u);
     }
   }
   auto state = std::make_shared<KeyState>(std::string(key));
   shard.keys.emplace(state->key, state);
+  state->lru = shard.lru.insert(shard.lru.begin(), state.get());
+  keys_held_.fetch_add(1, std::memory_order_relaxed);
   *inserted = true;
   return state;
 }
 
 void SegmentAllocator::RememberUnknown(std::string_view key) {
   Shard& shard = ShardFor(key);
+  const size_t per_shard = std::max<size_t>(1, options_.max_unknown_keys / kShardCount);
   std::lock_guard lock(shard.mu);
-  if (shard.unknown.size() >= kMaxUnknownPerShard) shard.unknown.clear();
-  shard.unknown.insert_or_assign(std::string(key), clock_.Now() + kUnknownKeyTtl);
+  if (auto u = shard.unknown.find(key); u != shard.unknown.end()) shard.ForgetUnknown(u);
+  while (shard.unknown.size() >= per_shard) {
+    shard.ForgetUnknown(shard.unknown.find(*shard.unknown_order.front()));
+  }
+  auto [u, _] = shard.unknown.emplace(std::string(key), Shard::Unknown{});
+  u->second.ask_again = clock_.Now() + kUnknownKeyTtl;
+  u->second.order = shard.unknown_order.insert(shard.unknown_order.end(), &u->first);
 }
 
 void SegmentAllocator::OnKeyCreated(std::string_view key) {
   Shard& shard = ShardFor(key);
   std::lock_guard lock(shard.mu);
-  if (auto u = shard.unknown.find(key); u != shard.unknown.end()) shard.unknown.erase(u);
+  if (auto u = shard.unknown.find(key); u != shard.unknown.end()) shard.ForgetUnknown(u);
+}
+
+void SegmentAllocator::EraseLocked(Shard& shard, KeyState& state) {
+  shard.lru.erase(state.lru);
+  shard.keys.erase(shard.keys.find(state.key));  // may destroy `state`: last
+  keys_held_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void SegmentAllocator::Erase(const std::shared_ptr<KeyState>& state) {
   Shard& shard = ShardFor(state->key);
   std::lock_guard lock(shard.mu);
   auto it = shard.keys.find(state->key);
-  if (it != shard.keys.end() && it->second == state) shard.keys.erase(it);
+  if (it != shard.keys.end() && it->second == state) EraseLocked(shard, *state);
 }
 
-void SegmentAllocator::Take(std::string_view key, int64_t count, TakeCallback done) {
+void SegmentAllocator::EvictOverCapacity(std::string_view key) {
+  const auto cap = static_cast<int64_t>(options_.max_cached_keys);
+  if (cap == 0) return;
+  const size_t first = std::hash<std::string_view>{}(key) % kShardCount;
+  while (keys_held_.load(std::memory_order_relaxed) > cap) {
+    // Each shard keeps its keys in use order; the least recently used idle
+    // key of each is a candidate, and the one used longest ago goes (ties:
+    // the first shard looked at, the new key's own).
+    std::shared_ptr<KeyState> victim;
+    Clock::TimePoint oldest{};
+    for (size_t i = 0; i < kShardCount; ++i) {
+      Shard& shard = shards_[(first + i) % kShardCount];
+      std::lock_guard shard_lock(shard.mu);
+      for (auto it = shard.lru.rbegin(); it != shard.lru.rend(); ++it) {
+        KeyState& s = **it;
+        std::lock_guard lock(s.mu);
+        if (s.loading || !s.parked.empty()) continue;  // busy: stays
+        if (!victim || s.last_used < oldest) {
+          victim = shard.keys.find(s.key)->second;
+          oldest = s.last_used;
+        }
+        break;
+      }
+    }
+    if (!victim) return;  // every key is busy: over the cap until some finish
+    Shard& shard = ShardFor(victim->key);
+    std::lock_guard shard_lock(shard.mu);
+    {
+      std::lock_guard lock(victim->mu);
+      if (victim->erased || victim->loading || !victim->parked.empty()) continue;  // raced
+      victim->erased = true;
+    }
+    EraseLocked(shard, *victim);
+    evicted_capacity_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void SegmentAllocator::Take(std::string_view key, int64_t count, TakeCallback done,
+                            std::string_view requester) {
   if (shutting_down_) return done(MakeError(ErrorCode::kShuttingDown, "server is shutting down"));
   if (Status s = CheckCount(count, options_.max_count); !s) return done(s.error());
   if (auto s = KeyRules::Validate(key); !s) return done(s.error());
@@ -210,10 +287,13 @@ void SegmentAllocator::Take(std::string_view key, int64_t count, TakeCallback do
         if (rule) {
           state->auto_created = true;
           state->auto_step = rule->step;
+          state->creator = requester;
         }
         if (options_.metrics) {
           state->metric_label = Metrics::KeyLabel(key, rule);
-          state->issued_counter = &options_.metrics->IdsIssued(state->metric_label);
+          // A key no rule matches may not exist: its series start once the
+          // store has confirmed it (OnReserved), so unknown keys add none.
+          if (rule) state->issued_counter = &options_.metrics->IdsIssued(state->metric_label);
         }
         SampleRateLocked(*state, clock_.Now());  // the rate's origin
       }
@@ -241,6 +321,12 @@ void SegmentAllocator::Take(std::string_view key, int64_t count, TakeCallback do
       state->parked.push_back(waiter);
       ++parked_now_;
       MaybeReserveLocked(state);
+    }
+    // A new key always parks (nothing is buffered yet): now busy, it cannot
+    // be the one evicted.
+    if (inserted && keys_held_.load(std::memory_order_relaxed) >
+                        static_cast<int64_t>(options_.max_cached_keys)) {
+      EvictOverCapacity(key);
     }
     clock_.RunAt(clock_.Now() + options_.wait_deadline,
                  [this, state, waiter] { OnDeadline(state, waiter); });
@@ -338,12 +424,20 @@ void SegmentAllocator::RunReservation(std::shared_ptr<KeyState> state, int64_t s
   if (!result && result.error().code == ErrorCode::kUnknownKey && state->auto_created) {
     // First use of an auto-created key: create its row, then reserve. A
     // concurrent creator (another process) makes CreateKey fail with
-    // kKeyExists, which is fine.
-    Result<KeyRow> created = store_.CreateKey(state->key, state->auto_step, "auto-created");
-    if (created || created.error().code == ErrorCode::kKeyExists) {
-      result = Reserve(*state, by, grant);
+    // kKeyExists, which is fine. Only new rows count against the rate.
+    if (auto_create_limit_ && !auto_create_limit_->TryTake(state->creator, clock_.Now())) {
+      auto_create_refused_.fetch_add(1, std::memory_order_relaxed);
+      std::ostringstream what;
+      what << "too many new keys: a token may auto-create " << auto_create_limit_->rate()
+           << " keys per second (bursts of " << auto_create_limit_->burst() << "); retry later";
+      result = MakeError(ErrorCode::kResourceExhausted, what.str());
     } else {
-      result = created.error();
+      Result<KeyRow> created = store_.CreateKey(state->key, state->auto_step, "auto-created");
+      if (created || created.error().code == ErrorCode::kKeyExists) {
+        result = Reserve(*state, by, grant);
+      } else {
+        result = created.error();
+      }
     }
   }
   OnReserved(state, std::move(result),
@@ -353,18 +447,29 @@ void SegmentAllocator::RunReservation(std::shared_ptr<KeyState> state, int64_t s
 
 void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
                                   Result<ReservedSegment> result, double seconds, int64_t epoch) {
-  if (options_.metrics) {
-    const bool unknown = !result && result.error().code == ErrorCode::kUnknownKey;
-    // An unknown key is a client error: the store answered.
-    options_.metrics->SetStoreUp(static_cast<bool>(result) || unknown);
-    if (!unknown)
-      options_.metrics->ReservationDone(state->metric_label, static_cast<bool>(result), seconds);
-  }
   std::vector<std::pair<std::shared_ptr<Waiter>, Result<IdBatch>>> finished;
   bool erase_key = false;
+  prometheus::Counter* issued_counter = nullptr;
   {
     std::lock_guard lock(state->mu);
     KeyState& s = *state;
+    if (options_.metrics) {
+      // An unknown key (or one over the creation rate) is a client error:
+      // the store answered.
+      const bool unknown = !result && (result.error().code == ErrorCode::kUnknownKey ||
+                                       result.error().code == ErrorCode::kResourceExhausted);
+      options_.metrics->SetStoreUp(static_cast<bool>(result) || unknown);
+      // Per-key series only for keys the store confirmed (or a rule's label).
+      if (result && !s.issued_counter) {
+        s.issued_counter = &options_.metrics->IdsIssued(s.metric_label);
+      }
+      if (!unknown) {
+        options_.metrics->ReservationDone(
+            s.issued_counter ? s.metric_label : std::string(kUnconfirmedKeyLabel),
+            static_cast<bool>(result), seconds);
+      }
+    }
+    issued_counter = s.issued_counter;
     s.loading = false;
     const bool fenced = !result && result.error().code == ErrorCode::kNotServing;
     if (options_.gate && (epoch != s.epoch || fenced)) {
@@ -387,6 +492,9 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
       result = MakeError(ErrorCode::kWrongOwner, "stale epoch");
     } else if (result) {
       ++reservations_;
+      // A finer use stamp for the keys used from now on (max_cached_keys
+      // evicts by it) than the sweeps alone give.
+      coarse_now_.store(clock_.Now(), std::memory_order_relaxed);
       const ReservedSegment& seg = *result;
       SEQD_LOG(kInfo) << "reserved key=" << s.key << " range=[" << seg.first << "," << seg.last
                       << "] step=" << (seg.last - seg.first + 1) << " table_step=" << seg.table_step
@@ -412,22 +520,26 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
         s.parked.pop_front();
       }
     } else {
-      ++reservation_failures_;
+      const ErrorCode code = result.error().code;
+      const bool client_error =
+          code == ErrorCode::kUnknownKey || code == ErrorCode::kResourceExhausted;
+      if (!client_error) ++reservation_failures_;
       s.last_error = result.error().message;
-      if (result.error().code == ErrorCode::kUnknownKey) {
-        SEQD_LOG(kDebug) << "unknown key=" << s.key;  // a client error, not ours
+      if (client_error) {
+        SEQD_LOG(kDebug) << ErrorCodeName(code) << " key=" << s.key;  // not ours
       } else {
         SEQD_LOG(kWarn) << "reservation failed key=" << s.key
                         << " code=" << ErrorCodeName(result.error().code)
                         << " duration_ms=" << seconds * 1000 << " parked=" << s.parked.size()
                         << ": " << result.error().message;
       }
-      if (result.error().code == ErrorCode::kUnknownKey) {
-        // The row is gone (or never existed): fail everyone and forget the key.
-        for (auto& w : s.parked) {
-          finished.emplace_back(w,
-                                MakeError(ErrorCode::kUnknownKey, "unknown key '" + s.key + "'"));
-        }
+      if (client_error) {
+        // The row is gone (or never existed), or may not be created now:
+        // fail everyone and forget the key.
+        const Error error = code == ErrorCode::kUnknownKey
+                                ? MakeError(ErrorCode::kUnknownKey, "unknown key '" + s.key + "'")
+                                : result.error();
+        for (auto& w : s.parked) finished.emplace_back(w, error);
         s.parked.clear();
         s.erased = true;
         erase_key = true;
@@ -439,13 +551,13 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
   }
   if (erase_key) {
     Erase(state);
-    if (!state->auto_created) RememberUnknown(state->key);
+    if (!state->auto_created) RememberUnknown(state->key);  // auto keys: rate refusals
   }
   for (auto& [w, r] : finished) {
     --parked_now_;
     if (r) {
       ids_issued_ += r->count();
-      if (state->issued_counter) state->issued_counter->Increment(static_cast<double>(r->count()));
+      if (issued_counter) issued_counter->Increment(static_cast<double>(r->count()));
     }
     // Moved out so the pending deadline timer does not keep the caller's
     // state (its connection) alive.
@@ -496,13 +608,15 @@ size_t SegmentAllocator::EvictIdle() {
       if (!state->loading && state->parked.empty() &&
           now - state->last_used >= options_.idle_timeout) {
         state->erased = true;
-        it = shard.keys.erase(it);
+        ++it;
+        EraseLocked(shard, *state);
         ++dropped;
       } else {
         ++it;
       }
     }
   }
+  evicted_idle_.fetch_add(static_cast<int64_t>(dropped), std::memory_order_relaxed);
   return dropped;
 }
 
@@ -617,6 +731,30 @@ std::vector<KeySnapshot> SegmentAllocator::Snapshot() const {
   return out;
 }
 
+std::vector<KeySnapshot> SegmentAllocator::Snapshot(std::string_view after, size_t limit) const {
+  std::vector<std::shared_ptr<KeyState>> page;
+  for (size_t i = 0; i < kShardCount; ++i) {
+    std::lock_guard shard_lock(shards_[i].mu);
+    for (auto& [k, state] : shards_[i].keys) {
+      if (k > after) page.push_back(state);
+    }
+  }
+  auto by_key = [](const auto& a, const auto& b) { return a->key < b->key; };
+  if (page.size() > limit) {
+    std::nth_element(page.begin(), page.begin() + static_cast<ptrdiff_t>(limit), page.end(),
+                     by_key);
+    page.resize(limit);
+  }
+  std::sort(page.begin(), page.end(), by_key);
+  std::vector<KeySnapshot> out;
+  out.reserve(page.size());
+  for (const auto& state : page) {
+    std::lock_guard lock(state->mu);
+    out.push_back(SnapshotLocked(*state));
+  }
+  return out;
+}
+
 std::optional<KeySnapshot> SegmentAllocator::SnapshotKey(std::string_view key) const {
   std::shared_ptr<KeyState> state = Find(key);
   if (!state) return std::nullopt;
@@ -631,9 +769,13 @@ AllocatorStats SegmentAllocator::stats() const {
   st.reservation_failures = reservation_failures_;
   st.parked_now = parked_now_;
   st.timeouts = timeouts_;
+  st.keys_in_memory = keys_held_;
+  st.evicted_idle = evicted_idle_;
+  st.evicted_capacity = evicted_capacity_;
+  st.auto_create_refused = auto_create_refused_;
   for (size_t i = 0; i < kShardCount; ++i) {
     std::lock_guard lock(shards_[i].mu);
-    st.keys_in_memory += static_cast<int64_t>(shards_[i].keys.size());
+    st.unknown_keys += static_cast<int64_t>(shards_[i].unknown.size());
   }
   return st;
 }

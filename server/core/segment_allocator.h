@@ -34,6 +34,7 @@
 #include "server/core/key_rules.h"
 #include "server/core/shard_gate.h"
 #include "server/core/task_runner.h"
+#include "server/core/token_buckets.h"
 #include "storage/segment_store.h"
 
 namespace seqd {
@@ -48,6 +49,18 @@ struct AllocatorOptions {
   int64_t max_count = 10'000;                                      // largest batch per call
   Clock::Duration idle_timeout = std::chrono::minutes(10);         // evict keys unused this long
   Clock::Duration retry_backoff = std::chrono::milliseconds(200);  // after a failed reservation
+  // Keys held in memory at most (0: no cap). Beyond it the least recently
+  // used idle keys leave (never one with parked requests or a reservation in
+  // flight); their unused IDs are skipped, as after idle_timeout.
+  size_t max_cached_keys = 100'000;
+  // Keys remembered as recently unknown (answered 404 without the store);
+  // beyond it the oldest are forgotten first.
+  size_t max_unknown_keys = 65'536;
+  // New rows for auto-created keys per second per requester (the token id
+  // given to Take), with bursts of auto_create_burst; 0: no limit. A key
+  // whose row exists is never counted, even when first loaded into memory.
+  double auto_create_rate = 0;
+  double auto_create_burst = 1;
   Metrics* metrics = nullptr;  // optional; must outlive the allocator
   // Cluster mode (server/core/shard_gate.h): answer only for keys whose
   // shard this instance holds, fence every reservation with the shard's
@@ -105,6 +118,10 @@ struct AllocatorStats {
   int64_t parked_now = 0;
   int64_t timeouts = 0;
   int64_t keys_in_memory = 0;
+  int64_t evicted_idle = 0;         // keys dropped after idle_timeout
+  int64_t evicted_capacity = 0;     // keys dropped beyond max_cached_keys
+  int64_t unknown_keys = 0;         // keys remembered as recently unknown
+  int64_t auto_create_refused = 0;  // auto-creations refused by auto_create_rate
 };
 
 class SegmentAllocator {
@@ -119,9 +136,14 @@ class SegmentAllocator {
 
   // Hands out `count` IDs of `key` to `done`. Errors: kInvalidArgument (bad
   // key or count), kUnknownKey, kStoreUnavailable (deadline passed),
-  // kShuttingDown; with a gate, kWrongOwner (the key's shard is not held by
-  // this instance now, or was lost while the request waited).
-  void Take(std::string_view key, int64_t count, TakeCallback done);
+  // kShuttingDown, kResourceExhausted (the key would be auto-created and
+  // `requester` is over auto_create_rate); with a gate, kWrongOwner (the
+  // key's shard is not held by this instance now, or was lost while the
+  // request waited). `requester` names who asks (a token id; "" for a
+  // listener that does not say): it is read only when the call brings a
+  // new key into memory, never on the path of keys already held.
+  void Take(std::string_view key, int64_t count, TakeCallback done,
+            std::string_view requester = {});
 
   // Forgets that `key` was recently unknown (it was just created).
   void OnKeyCreated(std::string_view key);
@@ -131,8 +153,8 @@ class SegmentAllocator {
 
   // Drops keys unused for idle_timeout (never one with work in flight).
   // Returns how many were dropped. Use times are only as fine as the calls
-  // to this sweep (the hot path does not read the clock), so call it every
-  // idle_timeout / 4 or so.
+  // to this sweep and the reservations (the hot path does not read the
+  // clock), so call it every idle_timeout / 4 or so.
   size_t EvictIdle();
 
   // Drops registered keys (those no rule matches) whose rows are gone. Runs
@@ -142,7 +164,10 @@ class SegmentAllocator {
   // Fails every parked request with kShuttingDown and refuses new ones.
   void Shutdown();
 
+  // Every key in memory, sorted by key.
   std::vector<KeySnapshot> Snapshot() const;
+  // At most `limit` keys greater than `after`, sorted by key (a page).
+  std::vector<KeySnapshot> Snapshot(std::string_view after, size_t limit) const;
   std::optional<KeySnapshot> SnapshotKey(std::string_view key) const;
   AllocatorStats stats() const;
   const KeyRules& rules() const { return rules_; }
@@ -154,10 +179,16 @@ class SegmentAllocator {
   struct Shard;
 
   // nullptr if the key is known not to exist (recently reported unknown).
+  // Marks the key most recently used.
   std::shared_ptr<KeyState> FindOrInsert(std::string_view key, bool* inserted);
   void RememberUnknown(std::string_view key);
   std::shared_ptr<KeyState> Find(std::string_view key) const;
   void Erase(const std::shared_ptr<KeyState>& state);
+  // REQUIRES: shard.mu held; `state` is in shard.keys.
+  void EraseLocked(Shard& shard, KeyState& state);
+  // Drops least recently used idle keys while more than max_cached_keys
+  // are held, starting with the shard of `key`.
+  void EvictOverCapacity(std::string_view key);
   Shard& ShardFor(std::string_view key) const;
 
   // REQUIRES: state->mu held. Moves up to `need` IDs from the buffers into
@@ -184,8 +215,8 @@ class SegmentAllocator {
   const AllocatorOptions options_;
   std::unique_ptr<Shard[]> shards_;
   std::atomic<bool> shutting_down_{false};
-  // The clock as of the latest EvictIdle(): stamps key use without a clock
-  // read on the hot path.
+  // The clock as of the latest EvictIdle() or reservation: stamps key use
+  // without a clock read on the hot path.
   std::atomic<Clock::TimePoint> coarse_now_;
 
   std::atomic<int64_t> ids_issued_{0};
@@ -193,6 +224,11 @@ class SegmentAllocator {
   std::atomic<int64_t> reservation_failures_{0};
   std::atomic<int64_t> parked_now_{0};
   std::atomic<int64_t> timeouts_{0};
+  std::atomic<int64_t> keys_held_{0};
+  std::atomic<int64_t> evicted_idle_{0};
+  std::atomic<int64_t> evicted_capacity_{0};
+  std::atomic<int64_t> auto_create_refused_{0};
+  std::unique_ptr<TokenBuckets> auto_create_limit_;  // null: no limit
 };
 
 }  // namespace seqd

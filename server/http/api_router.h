@@ -9,7 +9,7 @@
 //   POST /admin/keys                   create {"key","step","description"?}
 //   GET  /admin/keys/{key}             one row + in-memory state
 //   PUT  /admin/keys/{key}/step        {"step":N}
-//   GET  /admin/cache                  every key held in memory
+//   GET  /admin/cache                  keys held in memory, by page (?after=&limit=)
 //   GET  /                             status page for people (text/html)
 //   GET  /healthz, /readyz, /metrics
 //   the message store's paths (see message_routes.h)

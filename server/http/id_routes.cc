@@ -85,10 +85,14 @@ void ApiRouter::HandleSeq(const std::shared_ptr<Call>& call, std::string key, bo
   call->seq_batch = batch;
   call->seq_text = text;
   call->seq_leaf = leaf;
-  // Captures one pointer so std::function needs no allocation.
-  services_.router.Take(call->key, count, Hop::kMayForward, [call](Result<IdBatch> result) {
-    call->Reply([&]() -> Response { return SeqResponse(*call, result); });
-  });
+  // Captures one pointer so std::function needs no allocation. The token id
+  // counts new auto-created keys against its rate.
+  services_.router.Take(
+      call->key, count, Hop::kMayForward,
+      [call](Result<IdBatch> result) {
+        call->Reply([&]() -> Response { return SeqResponse(*call, result); });
+      },
+      call->access ? call->access->token_id() : std::string_view());
 }
 
 }  // namespace seqd

@@ -55,32 +55,48 @@ Json RowWithCacheJson(const KeyRow& row, const SegmentAllocator& allocator) {
   return j;
 }
 
-}  // namespace
-
-void ApiRouter::HandleListKeys(const std::shared_ptr<Call>& call) {
+// The page a list asks for: `?after=KEY&limit=N` (keys greater than KEY, at
+// most N of them, N in [1, kMaxListLimit], kDefaultListLimit by default).
+struct Page {
   std::string after;
-  if (auto raw = call->RawParam("after")) {
+  size_t limit = kDefaultListLimit;
+};
+
+// The page of `call`, or nullopt once a 400 naming the bad parameter is sent.
+std::optional<Page> PageParams(ApiRouter::Call& call) {
+  Page page;
+  if (auto raw = call.RawParam("after")) {
     std::optional<std::string> decoded = PercentDecode(*raw, true);
     if (!decoded) {
-      return call->Finish(call->ErrorJson(http::status::bad_request, "invalid_argument",
-                                          "after has a malformed percent-escape"));
+      call.Finish(call.ErrorJson(http::status::bad_request, "invalid_argument",
+                                 "after has a malformed percent-escape"));
+      return std::nullopt;
     }
-    after = std::move(*decoded);
+    page.after = std::move(*decoded);
   }
-  size_t limit = kDefaultListLimit;
-  if (auto raw = call->RawParam("limit")) {
+  if (auto raw = call.RawParam("limit")) {
     std::optional<std::string> decoded = PercentDecode(*raw, true);
     std::optional<int64_t> n =
         decoded ? ParseBoundedInt(*decoded, 1, static_cast<int64_t>(kMaxListLimit)) : std::nullopt;
     if (!n) {
-      return call->Finish(call->ErrorJson(
-          http::status::bad_request, "invalid_argument",
-          "limit must be an integer in [1, " + std::to_string(kMaxListLimit) + "]"));
+      call.Finish(
+          call.ErrorJson(http::status::bad_request, "invalid_argument",
+                         "limit must be an integer in [1, " + std::to_string(kMaxListLimit) + "]"));
+      return std::nullopt;
     }
-    limit = static_cast<size_t>(*n);
+    page.limit = static_cast<size_t>(*n);
   }
+  return page;
+}
+
+}  // namespace
+
+void ApiRouter::HandleListKeys(const std::shared_ptr<Call>& call) {
+  std::optional<Page> page = PageParams(*call);
+  if (!page) return;
+  const size_t limit = page->limit;
   services_.keys.ListKeys(
-      std::move(after), limit, [this, call, limit](Result<std::vector<KeyRow>> rows) {
+      std::move(page->after), limit, [this, call, limit](Result<std::vector<KeyRow>> rows) {
         call->Reply([&]() -> Response {
           if (!rows) return call->ErrorJson(rows.error());
           seqd::Json keys = seqd::Json::array();
@@ -164,14 +180,16 @@ void ApiRouter::HandleSetStep(const std::shared_ptr<Call>& call, std::string key
 }
 
 void ApiRouter::HandleCache(const std::shared_ptr<Call>& call) {
+  std::optional<Page> page = PageParams(*call);
+  if (!page) return;
   call->Reply([&] {
-    std::vector<KeySnapshot> snaps = services_.ids.Snapshot();
-    std::sort(snaps.begin(), snaps.end(),
-              [](const KeySnapshot& a, const KeySnapshot& b) { return a.key < b.key; });
+    const std::vector<KeySnapshot> snaps = services_.ids.Snapshot(page->after, page->limit);
     seqd::Json keys = seqd::Json::array();
     for (const KeySnapshot& s : snaps) keys.push_back(SnapshotJson(s));
     seqd::Json j;
     j["keys"] = std::move(keys);
+    j["next_after"] =
+        snaps.size() == page->limit ? seqd::Json(snaps.back().key) : seqd::Json(nullptr);
     return call->JsonResponse(http::status::ok, j);
   });
 }

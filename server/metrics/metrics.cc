@@ -9,6 +9,7 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <cassert>
 #include <map>
 #include <sstream>
 
@@ -22,8 +23,9 @@ namespace {
 constexpr std::array<std::string_view, kInterfaceCount> kInterfaceNames = {"http", "binary",
                                                                            "resp"};
 constexpr size_t kMaxOps = 16;
-constexpr size_t kMaxStatuses = 16;
 constexpr size_t kErrorCodes = static_cast<size_t>(ErrorCode::kInternal) + 1;
+// Statuses(): every ErrorCode, then the five HTTP-only names.
+constexpr size_t kMaxStatuses = kErrorCodes + 5;
 
 prometheus::Histogram::BucketBoundaries LatencyBuckets() {
   return {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
@@ -79,6 +81,7 @@ const std::vector<std::string_view>& Metrics::Statuses() {
     }
     return s;
   }();
+  assert(statuses.size() == kMaxStatuses);
   return statuses;
 }
 
@@ -101,6 +104,11 @@ struct Metrics::Impl {
   prometheus::Family<prometheus::Gauge>* key_runway = nullptr;
   prometheus::Family<prometheus::Gauge>* key_next_ready = nullptr;
   prometheus::Gauge* parked = nullptr;
+  prometheus::Gauge* keys_in_memory = nullptr;
+  prometheus::Gauge* unknown_keys = nullptr;
+  prometheus::Counter* evicted_idle = nullptr;
+  prometheus::Counter* evicted_capacity = nullptr;
+  prometheus::Counter* auto_create_refused = nullptr;
   prometheus::Gauge* store_up = nullptr;
   // Copied from ProcessStoreStats() at scrape time: failures by
   // CommitFailure, then unknown outcomes, conflict retries, ranges skipped.
@@ -198,6 +206,30 @@ Metrics::Metrics(std::string_view version) : impl_(std::make_unique<Impl>()) {
                        .Help("Requests waiting for a reservation")
                        .Register(r)
                        .Add({});
+  impl_->keys_in_memory = &BuildGauge()
+                               .Name("seqd_keys_in_memory")
+                               .Help("Keys held in memory (at most max_cached_keys)")
+                               .Register(r)
+                               .Add({});
+  impl_->unknown_keys =
+      &BuildGauge()
+           .Name("seqd_unknown_keys_cached")
+           .Help("Keys remembered as recently unknown (answered without the store)")
+           .Register(r)
+           .Add({});
+  auto& evictions = BuildCounter()
+                        .Name("seqd_keys_evicted_total")
+                        .Help(
+                            "Keys dropped from memory: unused for key_idle_timeout_s (idle), or "
+                            "least recently used beyond max_cached_keys (capacity)")
+                        .Register(r);
+  impl_->evicted_idle = &evictions.Add({{"reason", "idle"}});
+  impl_->evicted_capacity = &evictions.Add({{"reason", "capacity"}});
+  impl_->auto_create_refused = &BuildCounter()
+                                    .Name("seqd_auto_create_refused_total")
+                                    .Help("New auto-created keys refused by auto_create_rate")
+                                    .Register(r)
+                                    .Add({});
   impl_->store_up = &BuildGauge()
                          .Name("seqd_store_up")
                          .Help("1 if the last store round trip succeeded")
@@ -419,9 +451,12 @@ void Metrics::SetSnowflakeStats(std::function<SnowflakeGauges()> source) {
 namespace {
 
 // Raises a scrape-time counter to `total` (counters never go down).
-void CatchUp(prometheus::Counter* c, const std::atomic<int64_t>& total) {
-  const double delta = static_cast<double>(total.load(std::memory_order_relaxed)) - c->Value();
+void CatchUp(prometheus::Counter* c, int64_t total) {
+  const double delta = static_cast<double>(total) - c->Value();
   if (delta > 0) c->Increment(delta);
+}
+void CatchUp(prometheus::Counter* c, const std::atomic<int64_t>& total) {
+  CatchUp(c, total.load(std::memory_order_relaxed));
 }
 
 }  // namespace
@@ -453,6 +488,11 @@ std::string Metrics::Render() {
   if (m.allocator_stats) {
     const AllocatorGauges gauges = m.allocator_stats();
     m.parked->Set(static_cast<double>(gauges.parked));
+    m.keys_in_memory->Set(static_cast<double>(gauges.keys_in_memory));
+    m.unknown_keys->Set(static_cast<double>(gauges.unknown_keys));
+    CatchUp(m.evicted_idle, gauges.evicted_idle);
+    CatchUp(m.evicted_capacity, gauges.evicted_capacity);
+    CatchUp(m.auto_create_refused, gauges.auto_create_refused);
     // Per key label: registered keys as they are, auto-created keys summed
     // per prefix rule (one series per rule, never per conversation).
     struct Agg {

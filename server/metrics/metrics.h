@@ -38,6 +38,11 @@ namespace seqd {
 
 struct AutoKeyRule;
 
+// The `key` label of a reservation that failed before the store ever
+// confirmed the key (no rule matches it and no reservation succeeded yet):
+// never the key itself, which may not exist. Not a valid key name.
+inline constexpr std::string_view kUnconfirmedKeyLabel = "(unconfirmed)";
+
 enum class Interface { kHttp = 0, kBinary = 1, kResp = 2 };
 inline constexpr size_t kInterfaceCount = 3;
 
@@ -61,6 +66,12 @@ struct KeyGaugeInput {
 struct AllocatorGauges {
   int64_t parked = 0;  // requests waiting for a reservation
   std::vector<KeyGaugeInput> keys;
+  int64_t keys_in_memory = 0;
+  int64_t unknown_keys = 0;  // remembered as recently unknown
+  // Totals since the start (counters).
+  int64_t evicted_idle = 0;
+  int64_t evicted_capacity = 0;
+  int64_t auto_create_refused = 0;
 };
 
 struct SnowflakeGauges {

@@ -38,8 +38,9 @@ std::shared_ptr<KeyRouter::Attempt> KeyRouter::NewAttempt(std::string key, Hop h
   return a;
 }
 
-void KeyRouter::Take(std::string_view key, int64_t count, Hop hop, TakeCallback done) {
-  if (!cluster_) return ids_.Take(key, count, std::move(done));
+void KeyRouter::Take(std::string_view key, int64_t count, Hop hop, TakeCallback done,
+                     std::string_view requester) {
+  if (!cluster_) return ids_.Take(key, count, std::move(done), requester);
   // Bad requests are answered here, never forwarded.
   if (Status s = CheckCount(count, ids_.options().max_count); !s) return done(s.error());
   if (Status s = KeyRules::Validate(key); !s) return done(s.error());
@@ -47,12 +48,16 @@ void KeyRouter::Take(std::string_view key, int64_t count, Hop hop, TakeCallback 
   auto shared_done = std::make_shared<TakeCallback>(std::move(done));
   // The Attempt's calls capture what they answer with, never the Attempt
   // (no cycle); Route()'s continuation holds it while a call is pending.
-  a->local = [this, k = a->key, count, shared_done](std::function<void(bool)> next) {
-    ids_.Take(k, count, [shared_done, next = std::move(next)](Result<IdBatch> r) {
-      if (!r && Moved(r.error())) return next(true);
-      (*shared_done)(std::move(r));
-      next(false);
-    });
+  a->local = [this, k = a->key, count, shared_done,
+              who = std::string(requester)](std::function<void(bool)> next) {
+    ids_.Take(
+        k, count,
+        [shared_done, next = std::move(next)](Result<IdBatch> r) {
+          if (!r && Moved(r.error())) return next(true);
+          (*shared_done)(std::move(r));
+          next(false);
+        },
+        who);
   };
   a->forward = [this, k = a->key, count, shared_done](const std::string& address,
                                                       std::function<void(bool)> next) {

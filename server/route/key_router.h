@@ -50,7 +50,10 @@ class KeyRouter {
   KeyRouter(SegmentAllocator& ids, MessageService& messages, ClusterNode& cluster,
             PeerClients& peers, PushRelay& relay, Clock& clock, ClusterMetrics* metrics);
 
-  void Take(std::string_view key, int64_t count, Hop hop, TakeCallback done);
+  // `requester`: who asks (a token id), for the allocator's limit on
+  // auto-created keys (SegmentAllocator::Take).
+  void Take(std::string_view key, int64_t count, Hop hop, TakeCallback done,
+            std::string_view requester = {});
   void Send(SendRequest request, Hop hop, MessageService::Callback<AppendOutcome> done);
   // Push of `conv` to `listener`: this process's bus, and in cluster mode
   // (unless `hop` is kNoForward: a peer relaying) also what the

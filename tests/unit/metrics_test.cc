@@ -15,6 +15,7 @@
 #include "server/core/manual_clock.h"
 #include "server/core/segment_allocator.h"
 #include "server/http/api_router.h"
+#include "storage/faulty_store.h"
 #include "storage/memory_store.h"
 #include "tests/unit/test_services.h"
 
@@ -95,6 +96,74 @@ TEST_CASE("metrics: 1000 auto-created conversation keys make one key=\"auto:si_\
   CHECK(Count(text, R"(seqd_ids_issued_total{)") == 1);
   CHECK(Count(text, R"(seqd_key_next_ready{)") == 1);
   CHECK(Count(text, R"(seqd_key_step{)") == 0);  // registered keys only
+}
+
+// The series lines of a /metrics page (comments excluded).
+size_t SeriesCount(const std::string& text) {
+  size_t n = 0, at = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    if (end > at && text[at] != '#') ++n;
+    at = end + 1;
+  }
+  return n;
+}
+
+TEST_CASE("metrics: 10,000 random unknown keys add no series") {
+  AllocFixture f({AutoKeyRule{"si_", 10}});
+  REQUIRE(f.store.CreateKey("order", 100, ""));
+  KeyAdmin admin(f.store, f.db, *f.alloc);
+  TestServices services(f.store, f.db, *f.alloc, {.keys = &admin, .metrics = &f.metrics});
+  ApiRouter router(services, RouterOptions{"9.9.9", std::chrono::steady_clock::now()});
+  auto get = [&](std::string target) {
+    ApiRouter::Request req{boost::beast::http::verb::get, target, 11};
+    std::optional<ApiRouter::Response> out;
+    router.Handle(std::move(req), [&](ApiRouter::Response res) { out = std::move(res); });
+    f.db.RunAll();
+    REQUIRE(out);
+    return std::move(*out);
+  };
+  using boost::beast::http::status;
+  CHECK(get("/seq/order").result() == status::ok);
+  CHECK(get("/seq/si_a").result() == status::ok);
+  CHECK(get("/seq/warm_up_unknown").result() == status::not_found);
+  get("/metrics");  // its own request counter exists from now on
+  const std::string before = get("/metrics").body();
+  uint64_t x = 88172645463325252ull;  // xorshift: reproducible random names
+  for (int i = 0; i < 10'000; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    CHECK(get("/seq/k" + std::to_string(x)).result() == status::not_found);
+  }
+  const std::string after = get("/metrics").body();
+  CHECK(SeriesCount(after) == SeriesCount(before));
+  CHECK(Count(after, R"(key="k)") == 0);
+  CHECK(
+      after.find(R"(seqd_requests_total{interface="http",op="seq",status="unknown_key"} 10001)") !=
+      std::string::npos);
+  MESSAGE("/metrics: " << before.size() << " bytes before, " << after.size() << " after");
+}
+
+TEST_CASE("metrics: a failed first reservation of an unconfirmed key is labelled (unconfirmed)") {
+  MemoryStore memory;
+  FaultyStore store{memory};
+  ManualRunner db;
+  ManualClock clock;
+  Metrics metrics{"9.9.9"};
+  AllocatorOptions options;
+  options.metrics = &metrics;
+  SegmentAllocator alloc(store, db, clock, KeyRules(), options);
+  metrics.SetAllocatorStats([&] { return CollectAllocatorGauges(alloc); });
+  store.SetDown(true);
+  alloc.Take("maybe_a_key", 1, [](Result<IdBatch>) {});
+  CHECK(Count(metrics.Render(), "maybe_a_key") == 0);  // in memory, loading: no gauges
+  db.RunAll();
+  const std::string text = metrics.Render();
+  CHECK(Count(text, "maybe_a_key") == 0);
+  CHECK(text.find(R"x(seqd_segment_reservations_total{key="(unconfirmed)",result="error"} 1)x") !=
+        std::string::npos);
 }
 
 TEST_CASE("KeySnapshot: rate over about the last minute and runway from both buffers") {
