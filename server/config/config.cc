@@ -157,18 +157,6 @@ const std::vector<Option>& Options() {
       IntOption("auto_create_burst",
                 "Auto-created keys a token may create at once before auto_create_rate applies.",
                 &Config::auto_create_burst, 1, 100'000'000),
-      IntOption("max_cached_keys",
-                "Keys held in memory at most; beyond it the least recently used idle keys leave "
-                "(their unused IDs are skipped, as after key_idle_timeout_s). 0: no cap.",
-                &Config::max_cached_keys, 0, 100'000'000),
-      IntOption("auto_create_rate",
-                "New keys each token may auto-create (by an auto_keys rule) per second; over it "
-                "requests for new keys fail with 429 resource_exhausted. Keys whose rows exist "
-                "never count. 0: no limit.",
-                &Config::auto_create_rate, 0, 1'000'000),
-      IntOption("auto_create_burst",
-                "Auto-created keys a token may create at once before auto_create_rate applies.",
-                &Config::auto_create_burst, 1, 100'000'000),
       Option{"auto_keys", "Auto-created key rules, PREFIX:STEP[,PREFIX:STEP...]; empty disables.",
              [](Config& c, std::string_view v) {
                std::vector<AutoKeyRule> rules;

@@ -37,9 +37,6 @@ struct Config {
   int64_t max_cached_keys = 100'000;  // keys held in memory; LRU idle keys leave beyond it
   int64_t auto_create_rate = 100;     // new auto-created keys per second per token; 0: no limit
   int64_t auto_create_burst = 1000;
-  int64_t max_cached_keys = 100'000;  // keys held in memory; LRU idle keys leave beyond it
-  int64_t auto_create_rate = 100;     // new auto-created keys per second per token; 0: no limit
-  int64_t auto_create_burst = 1000;
   std::vector<AutoKeyRule> auto_keys = DefaultAutoKeyRules();
   int64_t http_max_header_bytes = 8192;
   int64_t http_max_body_bytes = 262144;  // a 64 KiB message payload, JSON-escaped
