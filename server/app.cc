@@ -1,5 +1,7 @@
 #include "server/app.h"
 
+#include <sys/resource.h>
+
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -23,6 +25,7 @@
 #include "server/core/task_runner.h"
 #include "server/http/api_router.h"
 #include "server/metrics/metrics.h"
+#include "server/net/tls_context.h"
 #include "server/route/key_router.h"
 #include "server/route/peer_clients.h"
 #include "server/route/push_relay.h"
@@ -115,6 +118,43 @@ Status CheckSnowflakeLayout(const Config& config, const SnowflakeOptions& o,
   return OkStatus();
 }
 
+// Raises the soft limit on open files to cover every listener's connection
+// cap plus the database connections and some slack (up to the hard limit;
+// a warning says when that is lower).
+void RaiseFileLimit(const Config& c) {
+  const int listeners_tcp = (c.tcp_port >= 0 ? 1 : 0) + (c.resp_port >= 0 ? 1 : 0);
+  const rlim_t want =
+      static_cast<rlim_t>(c.http_max_connections * (c.admin_port >= 0 ? 2 : 1) +
+                          c.tcp_max_connections * listeners_tcp + 2 * c.db_threads + 256);
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= want) return;
+  const rlim_t old = lim.rlim_cur;
+  lim.rlim_cur = lim.rlim_max == RLIM_INFINITY ? want : std::min(want, lim.rlim_max);
+  if (setrlimit(RLIMIT_NOFILE, &lim) != 0) lim.rlim_cur = old;
+  if (lim.rlim_cur < want) {
+    SEQD_LOG(kWarn) << "open files limit " << lim.rlim_cur << " is below the " << want
+                    << " the connection caps need (raise the hard limit, e.g. LimitNOFILE)";
+  } else {
+    SEQD_LOG(kDebug) << "open files limit raised from " << old << " to " << lim.rlim_cur;
+  }
+}
+
+// Reloads the TLS certificate, key and client CA (new connections use
+// them; open ones keep theirs) and says how it went.
+void ReloadTls(TlsContextHolder& tls) {
+  Status s = tls.Reload();
+  AuditEvent e;
+  e.interface = "config";
+  e.action = "tls_reload";
+  e.target = tls.files().cert;
+  e.outcome = s ? "ok" : "failed";
+  if (!s) e.new_value = s.error().message;
+  Audit(e);
+  if (!s) {
+    SEQD_LOG(kError) << "SIGHUP: TLS certificate kept as it was: " << s.error().message;
+  }
+}
+
 // Reloads the tokens file and says how it went, in the log and the audit
 // trail.
 void ReloadTokens(Authenticator& auth) {
@@ -150,7 +190,8 @@ struct App::Parts {
   boost::asio::io_context io;
   AsioClock clock;
   std::optional<ThreadPoolRunner> db;
-  std::unique_ptr<Authenticator> auth;  // tokens; open without a tokens file
+  std::unique_ptr<Authenticator> auth;    // tokens; open without a tokens file
+  std::shared_ptr<TlsContextHolder> tls;  // null without tls_cert
   std::optional<ClusterMetrics> cluster_metrics;
   // Cluster mode only. The peers outlive the node (its thread nudges them).
   std::optional<PeerClients> peers;
@@ -181,8 +222,23 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
   if (!auth) return auth.error();
   p->auth = std::move(auth).value();
   if (Status s = CheckExposure(config, p->auth->enabled()); !s) return s.error();
+  RaiseFileLimit(config);
   auto peer_token = ReadClusterToken(config, p->auth->enabled());
   if (!peer_token) return peer_token.error();
+  auto tls_use = ParseTlsListeners(config);
+  if (!tls_use) return tls_use.error();
+  if (!config.tls_cert.empty() || !config.tls_key.empty()) {
+    if (config.tls_cert.empty() || config.tls_key.empty()) {
+      return MakeError(ErrorCode::kInvalidArgument, "TLS needs both tls_cert and tls_key");
+    }
+    auto tls = TlsContextHolder::Load({config.tls_cert, config.tls_key, config.tls_client_ca});
+    if (!tls) return tls.error();
+    p->tls = std::move(tls).value();
+  } else if (!config.tls_client_ca.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument, "tls_client_ca needs tls_cert and tls_key");
+  }
+  // The TLS context of a listener, or null.
+  auto tls_for = [&](bool used) { return used ? p->tls : nullptr; };
   if (p->auth->enabled()) {
     SEQD_LOG(kInfo) << "tokens: " << p->auth->size() << " loaded from " << config.tokens_file
                     << "; every listener requires one (SIGHUP reloads)";
@@ -212,9 +268,20 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
                                                ToClusterOptions(config), &*p->cluster_metrics);
     // A forward that gets no answer within a quarter of the deadline is
     // routed again (the owner may be frozen and the map about to move).
+    PeerCredentials credentials;
+    credentials.token = std::move(peer_token).value();
+    credentials.tls = p->tls && tls_use->binary;
+    if (credentials.tls) {
+      credentials.tls_ca_file = config.cluster_tls_ca;
+      if (!config.tls_client_ca.empty()) {  // the peers want a client certificate: ours
+        credentials.tls_cert_file = config.tls_cert;
+        credentials.tls_key_file = config.tls_key;
+      }
+    }
     p->peers.emplace(p->io.get_executor(),
                      std::chrono::milliseconds(std::max<int64_t>(100, config.wait_deadline_ms / 4)),
-                     std::move(peer_token).value());
+                     std::move(credentials));
+    if (Status s = p->peers->CheckCredentials(); !s) return s.error();
     p->cluster->SetNudger(
         [peers = &*p->peers](const std::string& address, std::function<void()> answered) {
           peers->Nudge(address, std::move(answered));
@@ -258,7 +325,9 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
 
   const auto started = std::chrono::steady_clock::now();
   p->router.emplace(services, RouterOptions{SEQD_VERSION, started});
-  p->http.emplace(p->io, ToHttpOptions(config), *p->router);
+  HttpOptions http_options = ToHttpOptions(config);
+  http_options.tls = tls_for(tls_use->http);
+  p->http.emplace(p->io, std::move(http_options), *p->router);
   if (Status s = Bind(*p->http, ""); !s) return s.error();
   // Admin listener: its own router, which answers only /metrics, /,
   // /healthz, /readyz and /admin/cluster (client paths are 404 there).
@@ -267,18 +336,23 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
     HttpOptions admin_options = ToHttpOptions(config);
     admin_options.address = config.admin_address;
     admin_options.port = static_cast<uint16_t>(config.admin_port);
+    admin_options.tls = tls_for(tls_use->admin);
     p->admin_http = std::make_unique<HttpServer>(p->io, admin_options, *p->admin_router);
     if (Status s = Bind(*p->admin_http, "admin"); !s) return s.error();
     SEQD_LOG(kInfo) << "admin (/metrics, /, /healthz, /readyz, /admin/cluster) on http://"
                     << config.admin_address << ":" << p->admin_http->port();
   }
   if (config.tcp_port >= 0) {
-    p->binary = std::make_unique<BinaryServer>(p->io, ToBinaryOptions(config), services);
+    BinaryServerOptions binary_options = ToBinaryOptions(config);
+    binary_options.tls = tls_for(tls_use->binary);
+    p->binary = std::make_unique<BinaryServer>(p->io, std::move(binary_options), services);
     if (Status s = Bind(*p->binary, "binary protocol"); !s) return s.error();
     SEQD_LOG(kInfo) << "binary protocol on " << config.tcp_address << ":" << p->binary->port();
   }
   if (config.resp_port >= 0) {
-    p->resp = std::make_unique<RespServer>(p->io, ToRespOptions(config), services);
+    RespServerOptions resp_options = ToRespOptions(config);
+    resp_options.tls = tls_for(tls_use->resp);
+    p->resp = std::make_unique<RespServer>(p->io, std::move(resp_options), services);
     if (Status s = Bind(*p->resp, "RESP"); !s) return s.error();
     SEQD_LOG(kInfo) << "RESP (Redis protocol) on " << config.tcp_address << ":" << p->resp->port();
   }
@@ -379,7 +453,10 @@ int App::Run() {
   std::function<void()> await_hangup = [&] {
     hangup.async_wait([&](const boost::system::error_code& ec, int) {
       if (ec) return;
-      p.db->Post([&p] { ReloadTokens(*p.auth); });
+      p.db->Post([&p] {
+        ReloadTokens(*p.auth);
+        if (p.tls) ReloadTls(*p.tls);
+      });
       await_hangup();
     });
   };

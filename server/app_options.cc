@@ -29,6 +29,7 @@ HttpOptions ToHttpOptions(const Config& c) {
   o.max_body_bytes = static_cast<size_t>(c.http_max_body_bytes);
   o.idle_timeout = std::chrono::seconds(c.http_idle_timeout_s);
   o.max_connections = static_cast<size_t>(c.http_max_connections);
+  o.max_connections_per_peer = static_cast<size_t>(c.max_connections_per_peer);
   return o;
 }
 
@@ -39,6 +40,9 @@ BinaryServerOptions ToBinaryOptions(const Config& c) {
   o.max_in_flight = static_cast<size_t>(c.tcp_max_in_flight);
   o.idle_timeout = std::chrono::seconds(c.tcp_idle_timeout_s);
   o.max_connections = static_cast<size_t>(c.tcp_max_connections);
+  o.max_connections_per_peer = static_cast<size_t>(c.max_connections_per_peer);
+  o.request_timeout = std::chrono::seconds(c.tcp_request_timeout_s);
+  o.write_timeout = std::chrono::seconds(c.tcp_write_timeout_s);
   o.max_frame_bytes = static_cast<size_t>(c.tcp_max_frame_bytes);
   o.max_output_bytes = static_cast<size_t>(c.tcp_max_output_bytes);
   o.max_subscriptions = static_cast<size_t>(c.tcp_max_subscriptions);
@@ -52,6 +56,9 @@ RespServerOptions ToRespOptions(const Config& c) {
   o.max_in_flight = static_cast<size_t>(c.tcp_max_in_flight);
   o.idle_timeout = std::chrono::seconds(c.tcp_idle_timeout_s);
   o.max_connections = static_cast<size_t>(c.tcp_max_connections);
+  o.max_connections_per_peer = static_cast<size_t>(c.max_connections_per_peer);
+  o.request_timeout = std::chrono::seconds(c.tcp_request_timeout_s);
+  o.write_timeout = std::chrono::seconds(c.tcp_write_timeout_s);
   return o;
 }
 

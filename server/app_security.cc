@@ -61,6 +61,30 @@ Status CheckExposure(const Config& c, bool tokens_enabled) {
   return OkStatus();
 }
 
+Result<TlsListeners> ParseTlsListeners(const Config& c) {
+  TlsListeners out;
+  std::string_view rest = c.tls_listeners;
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    const std::string_view name = Trim(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    if (name == "http") {
+      out.http = true;
+    } else if (name == "admin") {
+      out.admin = true;
+    } else if (name == "binary") {
+      out.binary = true;
+    } else if (name == "resp") {
+      out.resp = true;
+    } else if (!name.empty()) {
+      return MakeError(ErrorCode::kInvalidArgument, "tls_listeners: unknown listener '" +
+                                                        std::string(name) +
+                                                        "' (http, admin, binary, resp)");
+    }
+  }
+  return out;
+}
+
 Result<std::string> ReadClusterToken(const Config& c, bool tokens_enabled) {
   if (!c.cluster || !tokens_enabled) return std::string();
   if (c.cluster_token_file.empty()) {

@@ -32,6 +32,12 @@ Result<std::unique_ptr<Authenticator>> LoadAuthenticator(const Config& c);
 // an error naming the first exposed listener and the two ways out.
 Status CheckExposure(const Config& c, bool tokens_enabled);
 
+// Which listeners use TLS when a certificate is given (tls_listeners).
+struct TlsListeners {
+  bool http = false, admin = false, binary = false, resp = false;
+};
+Result<TlsListeners> ParseTlsListeners(const Config& c);
+
 // Cluster mode with tokens: the secret in cluster_token_file (required then;
 // surrounding whitespace trimmed). "" when tokens or cluster mode are off.
 Result<std::string> ReadClusterToken(const Config& c, bool tokens_enabled);

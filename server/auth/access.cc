@@ -34,6 +34,16 @@ void Access::Revalidate(const Authenticator* auth) {
   generation_ = now;
 }
 
+void Access::AuditUnauthenticated(std::string_view action) const {
+  AuditEvent e;
+  e.interface = interface_;
+  e.token = token_id();
+  e.peer = peer_;
+  e.action = action;
+  e.outcome = "unauthenticated";
+  Audit(e);
+}
+
 void Access::AuditMutation(std::string_view action, std::string_view target, bool ok,
                            std::string old_value, std::string new_value) const {
   AuditEvent e;

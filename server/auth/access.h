@@ -43,6 +43,8 @@ class Access {
   std::string_view interface() const { return interface_; }
   const std::string& peer() const { return peer_; }
 
+  // The audit line of a request refused for want of a token, as `action`.
+  void AuditUnauthenticated(std::string_view action) const;
   // The audit line of a mutation this request made (or tried): `outcome`
   // ok or failed, with the value before and after where known.
   void AuditMutation(std::string_view action, std::string_view target, bool ok,

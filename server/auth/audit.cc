@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "server/core/log.h"
@@ -22,6 +23,43 @@ std::string UtcNow() {
   return buf;
 }
 
+// Failed authentications and denials cost an attacker one request each: at
+// most kFailureLinesPerSecond of them are written per second; the rest are
+// counted and reported in the next line that goes out.
+constexpr int kFailureLinesPerSecond = 50;
+
+class FailureThrottle {
+ public:
+  // True if this failure's line may be written; `suppressed` then holds how
+  // many were dropped since the last one written.
+  bool Admit(uint64_t& suppressed) {
+    const auto now = std::chrono::steady_clock::now();
+    std::lock_guard lock(mu_);
+    if (now - window_start_ >= std::chrono::seconds(1)) {
+      window_start_ = now;
+      written_ = 0;
+    }
+    if (written_ >= kFailureLinesPerSecond) {
+      ++suppressed_;
+      return false;
+    }
+    ++written_;
+    suppressed = suppressed_;
+    suppressed_ = 0;
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::chrono::steady_clock::time_point window_start_{};
+  int written_ = 0;
+  uint64_t suppressed_ = 0;
+};
+
+bool IsFailure(std::string_view outcome) {
+  return outcome == "unauthenticated" || outcome == "denied";
+}
+
 }  // namespace
 
 std::string AuditJson(const AuditEvent& e) {
@@ -39,6 +77,22 @@ std::string AuditJson(const AuditEvent& e) {
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
-void Audit(const AuditEvent& event) { WriteLogLine(LogLevel::kInfo, "audit " + AuditJson(event)); }
+void Audit(const AuditEvent& event) {
+  if (IsFailure(event.outcome)) {
+    static FailureThrottle throttle;
+    uint64_t suppressed = 0;
+    if (!throttle.Admit(suppressed)) return;
+    if (suppressed > 0) {
+      AuditEvent note;
+      note.interface = event.interface;
+      note.action = "audit_suppressed";
+      note.outcome = "failed";
+      note.new_value = std::to_string(suppressed) + " failure lines over " +
+                       std::to_string(kFailureLinesPerSecond) + "/s not written";
+      WriteLogLine(LogLevel::kInfo, "audit " + AuditJson(note));
+    }
+  }
+  WriteLogLine(LogLevel::kInfo, "audit " + AuditJson(event));
+}
 
 }  // namespace seqd

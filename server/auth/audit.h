@@ -4,6 +4,9 @@
 //   "token":"ops","peer":"10.0.0.7:51522","action":"key_step","target":"order",
 //   "outcome":"ok","old":"1000","new":"5000"}
 // Successful requests are not logged one by one (metrics count them).
+// Failures (unauthenticated, denied) are written at most 50 a second; the
+// next one written is preceded by an `audit_suppressed` line counting the
+// rest, so a flood of bad requests cannot flood the log.
 //
 // Thread safety: Audit() is safe from any thread (one write per line).
 #pragma once

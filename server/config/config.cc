@@ -287,6 +287,25 @@ const std::vector<Option>& Options() {
                    "Cluster mode with tokens: a file holding the secret this instance presents "
                    "to the others (their tokens files list its SHA-256 with the cluster scope).",
                    &Config::cluster_token_file),
+      StringOption("tls_cert",
+                   "TLS: the listeners' certificate (PEM, then any intermediates); with "
+                   "tls_key, the listeners in tls_listeners speak TLS only. SIGHUP reloads it.",
+                   &Config::tls_cert),
+      StringOption("tls_key", "TLS: the certificate's private key (PEM, unencrypted).",
+                   &Config::tls_key),
+      StringOption("tls_client_ca",
+                   "TLS: clients must present a certificate signed by this CA (PEM bundle): "
+                   "mutual TLS.",
+                   &Config::tls_client_ca),
+      StringOption("tls_listeners",
+                   "TLS: the listeners that use it, comma-separated from http, admin, binary, "
+                   "resp.",
+                   &Config::tls_listeners),
+      StringOption("cluster_tls_ca",
+                   "Cluster mode with TLS on the binary listener: the CA (PEM) the peers' "
+                   "certificates are verified against (default: the system's CAs). With "
+                   "tls_client_ca, an instance presents its own tls_cert to its peers.",
+                   &Config::cluster_tls_ca),
       IntOption("snowflake_epoch_ms",
                 "Unix ms the snowflake time field counts from (Leaf's epoch by default, so IDs "
                 "keep rising after a switch from Leaf).",

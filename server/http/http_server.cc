@@ -13,6 +13,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <cctype>
 #include <optional>
 
@@ -20,6 +21,7 @@
 #include "server/http/api_router.h"
 #include "server/metrics/metrics.h"
 #include "server/net/tcp_listener.h"
+#include "server/net/tls_context.h"
 #include "server/service/services.h"
 
 namespace seqd {
@@ -120,25 +122,43 @@ struct HttpServer::Impl {
 
 namespace {
 
-// One connection. Every member is touched only on the connection's strand.
-class Session : public ListenedSession, public std::enable_shared_from_this<Session> {
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+// One connection over `Stream`: beast::tcp_stream, or TlsStream. Every
+// member is touched only on the connection's strand.
+template <typename Stream>
+class Session : public ListenedSession, public std::enable_shared_from_this<Session<Stream>> {
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+  using std::enable_shared_from_this<Session<Stream>>::shared_from_this;
+
  public:
-  Session(tcp::socket&& socket, std::shared_ptr<HttpServer::Impl> server)
-      : stream_(std::move(socket)), strand_(stream_.get_executor()), server_(std::move(server)) {
+  // `tls`: the context of a TLS stream (kept alive with it); null for TCP.
+  Session(tcp::socket&& socket, std::shared_ptr<net::ssl::context> tls,
+          std::shared_ptr<HttpServer::Impl> server)
+      : tls_(std::move(tls)),
+        stream_(MakeStream(std::move(socket), tls_.get())),
+        strand_(stream_.get_executor()),
+        server_(std::move(server)) {
     error_code ec;
-    const tcp::endpoint remote = stream_.socket().remote_endpoint(ec);
+    const tcp::endpoint remote = Tcp().socket().remote_endpoint(ec);
     if (!ec) peer_ = remote.address().to_string() + ":" + std::to_string(remote.port());
   }
 
-  // Starts serving; with `reject`, answers 503 and closes instead.
+  // Starts serving (after the TLS handshake, which must finish within the
+  // idle timeout); with `reject`, answers 503 and closes instead.
   void Start(bool reject) override {
     net::dispatch(strand_, [self = shared_from_this(), reject] {
-      if (reject) {
-        self->Count("other");
-        self->SendAndClose(CloseWithError(http::status::service_unavailable, "service_unavailable",
-                                          "too many connections"));
+      if constexpr (kTls) {
+        self->Tcp().expires_after(self->server_->options.idle_timeout);
+        self->stream_.async_handshake(net::ssl::stream_base::server, [self, reject](error_code ec) {
+          if (ec) {
+            SEQD_LOG(kDebug) << "http: TLS handshake failed: " << ec.message();
+            return self->Tcp().close();
+          }
+          self->Begin(reject);
+        });
       } else {
-        self->DoRead();
+        self->Begin(reject);
       }
     });
   }
@@ -147,21 +167,43 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   void Stop() override {
     net::post(strand_, [self = shared_from_this()] {
       self->stopping_ = true;
-      if (!self->busy_) self->stream_.close();
+      if (!self->busy_) self->Tcp().close();
     });
   }
 
  private:
+  static Stream MakeStream(tcp::socket&& socket, net::ssl::context* tls) {
+    if constexpr (kTls) {
+      return Stream(std::move(socket), *tls);
+    } else {
+      (void)tls;
+      return Stream(std::move(socket));
+    }
+  }
+
+  beast::tcp_stream& Tcp() { return beast::get_lowest_layer(stream_); }
+
+  void Begin(bool reject) {
+    if (reject) {
+      Count("other");
+      SendAndClose(CloseWithError(http::status::service_unavailable, "service_unavailable",
+                                  "too many connections"));
+    } else {
+      DoRead();
+    }
+  }
+
   void DoRead() {
-    if (stopping_) return stream_.close();
+    if (stopping_) return Tcp().close();
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(
         std::min<size_t>(server_->options.max_header_bytes, UINT32_MAX)));
     parser_->body_limit(static_cast<std::uint64_t>(server_->options.max_body_bytes));
     // An absolute deadline for the whole request: trickling does not extend it.
-    stream_.expires_after(server_->options.idle_timeout);
-    http::async_read_header(stream_, buffer_, *parser_,
-                            beast::bind_front_handler(&Session::OnHeader, shared_from_this()));
+    Tcp().expires_after(server_->options.idle_timeout);
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        beast::bind_front_handler(&Session<Stream>::OnHeader, shared_from_this()));
   }
 
   // The header is in: refuse what must not reach the router before its body
@@ -173,7 +215,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
       return SendAndClose(std::move(*refusal));
     }
     http::async_read(stream_, buffer_, *parser_,
-                     beast::bind_front_handler(&Session::OnRead, shared_from_this()));
+                     beast::bind_front_handler(&Session<Stream>::OnRead, shared_from_this()));
   }
 
   void Count(std::string_view status) {
@@ -201,10 +243,11 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
           CloseWithError(http::status::bad_request, "bad_request", "malformed HTTP request"));
     }
     if (ec) return;  // timeout, reset, aborted by Stop(), truncated request: drop
-    if (stopping_) return stream_.close();
+    if (stopping_) return Tcp().close();
 
     busy_ = true;
-    stream_.expires_never();  // the router answers within the allocator's deadline
+    head_ = parser_->get().method() == http::verb::head;
+    Tcp().expires_never();  // the router answers within the allocator's deadline
     server_->router.Handle(parser_->release(), peer_, [self = shared_from_this()](Response res) {
       // May run on any thread: hop onto the strand before touching the stream.
       // On the fast path we are still on it, and dispatch runs inline.
@@ -215,11 +258,14 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
 
   void OnResponse(Response res) {
     if (stopping_) res.keep_alive(false);
+    // A response to HEAD has no body (its headers stay as GET's would be):
+    // bytes after them would be read as the next response.
+    if (head_) res.body().clear();
     response_.emplace(std::move(res));
-    stream_.expires_after(server_->options.idle_timeout);
-    http::async_write(
-        stream_, *response_,
-        beast::bind_front_handler(&Session::OnWrite, shared_from_this(), response_->need_eof()));
+    Tcp().expires_after(server_->options.idle_timeout);
+    http::async_write(stream_, *response_,
+                      beast::bind_front_handler(&Session<Stream>::OnWrite, shared_from_this(),
+                                                response_->need_eof()));
   }
 
   void OnWrite(bool close, error_code ec, size_t /*bytes*/) {
@@ -234,7 +280,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   void SendAndClose(Response res) {
     busy_ = true;
     response_.emplace(std::move(res));
-    stream_.expires_after(server_->options.idle_timeout);
+    Tcp().expires_after(server_->options.idle_timeout);
     http::async_write(stream_, *response_, [self = shared_from_this()](error_code ec, size_t) {
       self->busy_ = false;
       self->response_.reset();
@@ -251,7 +297,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     ShutdownSend();
     buffer_.clear();
     discard_ = std::make_unique<char[]>(kDiscardBufferBytes);
-    stream_.expires_after(
+    Tcp().expires_after(
         std::min<std::chrono::steady_clock::duration>(kLingerTime, server_->options.idle_timeout));
     DoDiscard();
   }
@@ -267,16 +313,18 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
 
   void ShutdownSend() {
     error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    Tcp().socket().shutdown(tcp::socket::shutdown_send, ec);
   }
 
-  beast::tcp_stream stream_;
+  std::shared_ptr<net::ssl::context> tls_;  // TLS: the stream's context; before stream_
+  Stream stream_;
   const net::any_io_executor strand_;
   std::shared_ptr<HttpServer::Impl> server_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<Response> response_;  // kept alive while being written
   bool busy_ = false;                 // a request is being answered or a reply written
+  bool head_ = false;                 // the request being answered is a HEAD
   std::string peer_;                  // the client's address:port (audit lines)
   bool stopping_ = false;
   std::unique_ptr<char[]> discard_;  // only while lingering
@@ -288,13 +336,21 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
 HttpServer::HttpServer(net::io_context& io, HttpOptions options, ApiRouter& router)
     : impl_(std::make_shared<Impl>(std::move(options), router)) {
   const HttpOptions& o = impl_->options;
-  impl_->listener = MakeTcpListener(
-      io,
-      {"http", o.address, o.port, o.max_connections, o.max_connections_per_peer,
-       /*sessions_reject=*/true},
-      impl_, [](TcpListener::Socket socket, std::shared_ptr<Impl> impl) {
-        return std::make_shared<Session>(tcp::socket(std::move(socket)), std::move(impl));
-      });
+  impl_->listener =
+      MakeTcpListener(io,
+                      {"http", o.address, o.port, o.max_connections, o.max_connections_per_peer,
+                       /*sessions_reject=*/true},
+                      impl_,
+                      [](TcpListener::Socket socket,
+                         std::shared_ptr<Impl> impl) -> std::shared_ptr<ListenedSession> {
+                        if (impl->options.tls) {
+                          auto context = impl->options.tls->Current();
+                          return std::make_shared<Session<TlsStream>>(
+                              tcp::socket(std::move(socket)), std::move(context), std::move(impl));
+                        }
+                        return std::make_shared<Session<beast::tcp_stream>>(
+                            tcp::socket(std::move(socket)), nullptr, std::move(impl));
+                      });
 }
 
 HttpServer::~HttpServer() { impl_->listener->CloseAcceptor(); }

@@ -26,6 +26,8 @@ class io_context;
 
 namespace seqd {
 
+class TlsContextHolder;
+
 class ApiRouter;
 
 struct HttpOptions {
@@ -36,6 +38,9 @@ struct HttpOptions {
   std::chrono::seconds idle_timeout{30};
   size_t max_connections = 10000;
   size_t max_connections_per_peer = 0;  // per client IP; 0: no cap
+  // TLS (server/net/tls_context.h): each connection uses the holder's
+  // current context; null: plain HTTP.
+  std::shared_ptr<TlsContextHolder> tls;
 };
 
 class HttpServer {

@@ -10,6 +10,7 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
 #include <charconv>
 #include <cstring>
 #include <optional>
@@ -21,7 +22,9 @@
 #include "server/core/log.h"
 #include "server/core/segment_allocator.h"
 #include "server/metrics/metrics.h"
+#include "server/net/conn_stream.h"
 #include "server/net/tcp_listener.h"
+#include "server/net/tls_context.h"
 #include "server/resp/resp_commands.h"
 #include "server/route/key_router.h"
 #include "server/service/services.h"
@@ -106,29 +109,42 @@ struct Slot {
 // `self_` keeps the session alive while any is outstanding.
 class Session : public ListenedSession, public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket&& socket, Strand strand, std::shared_ptr<RespServer::Impl> server)
-      : socket_(std::move(socket)),
+  Session(ConnStream&& stream, Strand strand, std::shared_ptr<RespServer::Impl> server)
+      : socket_(std::move(stream)),
         strand_(std::move(strand)),
         server_(std::move(server)),
         router_(server_->router),
         max_count_(server_->allocator.options().max_count),
         metrics_(server_->metrics),
         timer_(strand_),
-        access_(IdentifyBy(server_->auth, {}, "resp", PeerOf(socket_))) {}
+        access_(IdentifyBy(server_->auth, {}, "resp", socket_.PeerAddress())) {}
 
   // Starts serving; with `reject`, answers an error and closes instead.
+  // With TLS the handshake comes first; it must finish within the request
+  // timeout, like a command.
   void Start(bool reject) override {
     net::dispatch(strand_, [self = shared_from_this(), reject] {
       error_code ec;
-      self->socket_.non_blocking(true, ec);
+      // Plain writes are non-blocking sends (Flush); TLS writes are async.
+      if (!self->socket_.is_tls()) self->socket_.socket().non_blocking(true, ec);
       if (ec) return self->Close();
       self->last_activity_ = SteadyClock::now();
+      self->partial_ = self->socket_.is_tls();
+      self->partial_since_ = self->last_activity_;
       self->ArmTimer(self->NextCheck(self->last_activity_));
-      if (reject) {
-        resp::AppendError(self->out_, "max number of clients reached");
-        self->read_closed_ = true;
-      }
-      self->Pump();
+      self->socket_.AsyncHandshake([self, reject](error_code hec) {
+        if (self->closed_) return;
+        if (hec) {
+          SEQD_LOG(kDebug) << "resp: TLS handshake failed: " << hec.message();
+          return self->Close();
+        }
+        self->partial_ = false;
+        if (reject) {
+          resp::AppendError(self->out_, "max number of clients reached");
+          self->read_closed_ = true;
+        }
+        self->Pump();
+      });
     });
   }
 
@@ -145,8 +161,8 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   }
 
  private:
-  bool OutEmpty() const { return out_sent_ == out_.size(); }
-  size_t OutBacklog() const { return out_.size() - out_sent_; }
+  bool OutEmpty() const { return out_sent_ == out_.size() && wbuf_.empty(); }
+  size_t OutBacklog() const { return out_.size() - out_sent_ + wbuf_.size(); }
 
   // Moves the connection forward after any event: parse what was read,
   // write what is ready, then read more, finish or wait.
@@ -266,6 +282,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     if (a.needs_auth) {
       access_.Revalidate(server_->auth);  // a reload may have revoked the token
       if (!access_.principal()) {
+        access_.AuditUnauthenticated(RespOpName(a.op));
         CloseRun();
         return Reply(a.op, ErrorCode::kUnauthenticated, kNoAuthReply);
       }
@@ -300,12 +317,6 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     }
     access_ = std::move(next);
     Reply(RespOp::kOther, kOk, "+OK\r\n");
-  }
-
-  static std::string PeerOf(const tcp::socket& socket) {
-    error_code ec;
-    const auto remote = socket.remote_endpoint(ec);
-    return ec ? std::string() : remote.address().to_string() + ":" + std::to_string(remote.port());
   }
 
   // --- metrics ---------------------------------------------------------------
@@ -367,8 +378,9 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   void StartTake(std::string_view key, int64_t count, uint64_t seq) {
     if (outstanding_++ == 0) self_ = shared_from_this();
     // 16 bytes of trivially copyable capture: std::function stores it inline.
-    router_.Take(key, count, Hop::kMayForward,
-                 [s = this, seq](Result<IdBatch> r) { s->OnTaken(seq, std::move(r)); });
+    router_.Take(
+        key, count, Hop::kMayForward,
+        [s = this, seq](Result<IdBatch> r) { s->OnTaken(seq, std::move(r)); }, access_.token_id());
   }
 
   // Any thread. On the fast path the allocator answers inline, still on our
@@ -389,8 +401,10 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
         // The block spans two segments that are not adjacent: drop it and
         // take another, which comes from the newer segment.
         const std::string key = head.text;
-        router_.Take(key, head.count, Hop::kMayForward,
-                     [s = this, seq](Result<IdBatch> r2) { s->OnTaken(seq, std::move(r2)); });
+        router_.Take(
+            key, head.count, Hop::kMayForward,
+            [s = this, seq](Result<IdBatch> r2) { s->OnTaken(seq, std::move(r2)); },
+            access_.token_id());
         return;  // still outstanding
       }
       if (!r) {
@@ -479,20 +493,22 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   // meanwhile go out with the rest.
   void Flush() {
     if (write_waiting_ || closed_) return;
+    if (socket_.is_tls()) return FlushTls();
     while (out_sent_ < out_.size()) {
       error_code ec;
-      const size_t n =
-          socket_.write_some(net::buffer(out_.data() + out_sent_, out_.size() - out_sent_), ec);
+      const size_t n = socket_.socket().write_some(
+          net::buffer(out_.data() + out_sent_, out_.size() - out_sent_), ec);
       if (ec == net::error::would_block || ec == net::error::try_again) {
         write_waiting_ = true;
         write_wait_since_ = SteadyClock::now();
-        socket_.async_wait(tcp::socket::wait_write, [self = shared_from_this()](error_code wec) {
-          self->write_waiting_ = false;
-          if (self->closed_) return;
-          if (wec) return self->Close();
-          self->last_activity_ = SteadyClock::now();  // the client reads
-          self->Pump();
-        });
+        socket_.socket().async_wait(
+            tcp::socket::wait_write, [self = shared_from_this()](error_code wec) {
+              self->write_waiting_ = false;
+              if (self->closed_) return;
+              if (wec) return self->Close();
+              self->last_activity_ = SteadyClock::now();  // the client reads
+              self->Pump();
+            });
         return;
       }
       if (ec) return Close();  // the peer is gone
@@ -500,6 +516,31 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     }
     out_.clear();
     out_sent_ = 0;
+  }
+
+  // TLS: the output so far goes out in one async write (the TLS layer
+  // cannot take partial non-blocking writes); replies appended meanwhile
+  // wait in out_ for the next.
+  void FlushTls() {
+    if (out_sent_ == out_.size()) {
+      out_.clear();
+      out_sent_ = 0;
+      return;
+    }
+    write_waiting_ = true;
+    write_wait_since_ = SteadyClock::now();
+    wbuf_.assign(out_, out_sent_);
+    out_.clear();
+    out_sent_ = 0;
+    net::async_write(socket_, net::buffer(wbuf_),
+                     [self = shared_from_this()](error_code ec, size_t) {
+                       self->write_waiting_ = false;
+                       self->wbuf_.clear();
+                       if (self->closed_) return;
+                       if (ec) return self->Close();
+                       self->last_activity_ = SteadyClock::now();  // the client reads
+                       self->Pump();
+                     });
   }
 
   // Everything answered and written; the connection ends.
@@ -513,8 +554,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   // would reset the connection and could destroy our last reply.
   void Linger() {
     lingering_ = true;
-    error_code ec;
-    socket_.shutdown(tcp::socket::shutdown_send, ec);
+    socket_.ShutdownSend();
     linger_deadline_ = SteadyClock::now() +
                        std::min<SteadyClock::duration>(kLingerTime, server_->options.idle_timeout);
     ArmTimer(linger_deadline_);
@@ -526,8 +566,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     if (closed_) return;
     closed_ = true;
     timer_.cancel();
-    error_code ec;
-    socket_.close(ec);
+    socket_.Close();
   }
 
   // The idle check runs only when the timer fires; reads (and writes that
@@ -581,7 +620,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     return std::max<SteadyClock::time_point>(next, now + std::chrono::milliseconds(1));
   }
 
-  tcp::socket socket_;
+  ConnStream socket_;  // TCP, or TLS over it
   const Strand strand_;
   const std::shared_ptr<RespServer::Impl> server_;
   KeyRouter& router_;
@@ -614,6 +653,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   // Output: bytes [out_sent_, size) are not yet written.
   std::string out_;
   size_t out_sent_ = 0;
+  std::string wbuf_;  // TLS: the output being written
 
   int outstanding_ = 0;            // Take calls not yet completed
   std::shared_ptr<Session> self_;  // set while outstanding_ > 0
@@ -638,15 +678,16 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
 RespServer::RespServer(net::io_context& io, RespServerOptions options, const Services& services)
     : impl_(std::make_shared<Impl>(std::move(options), services)) {
   const RespServerOptions& o = impl_->options;
-  impl_->listener =
-      MakeTcpListener(io,
-                      {"resp", o.address, o.port, o.max_connections, o.max_connections_per_peer,
-                       /*sessions_reject=*/true},
-                      impl_, [](TcpListener::Socket socket, std::shared_ptr<Impl> impl) {
-                        Strand strand = socket.get_executor();
-                        return std::make_shared<Session>(tcp::socket(std::move(socket)),
-                                                         std::move(strand), std::move(impl));
-                      });
+  impl_->listener = MakeTcpListener(
+      io,
+      {"resp", o.address, o.port, o.max_connections, o.max_connections_per_peer,
+       /*sessions_reject=*/true},
+      impl_, [](TcpListener::Socket socket, std::shared_ptr<Impl> impl) {
+        Strand strand = socket.get_executor();
+        const auto& tls = impl->options.tls;
+        ConnStream stream(std::move(socket), tls ? tls->Current() : nullptr);
+        return std::make_shared<Session>(std::move(stream), std::move(strand), std::move(impl));
+      });
 }
 
 RespServer::~RespServer() { impl_->listener->CloseAcceptor(); }

@@ -55,6 +55,8 @@ class io_context;
 
 namespace seqd {
 
+class TlsContextHolder;
+
 struct Services;
 
 struct RespServerOptions {
@@ -68,6 +70,8 @@ struct RespServerOptions {
   // reply write must be taken within write_timeout. 0 disables either.
   std::chrono::seconds request_timeout{10};
   std::chrono::seconds write_timeout{30};
+  // TLS (server/net/tls_context.h); null: plain TCP.
+  std::shared_ptr<TlsContextHolder> tls;
 };
 
 class RespServer {

@@ -2,7 +2,9 @@
 
 #include <seqd/client.h>
 
+#include <atomic>
 #include <boost/asio/post.hpp>
+#include <chrono>
 #include <utility>
 
 #include "server/core/log.h"
@@ -48,6 +50,18 @@ Error FromClient(client::StatusCode code, std::string message, const std::string
     case C::kShuttingDown:  // the owner is leaving: its shards move
       return MakeError(ErrorCode::kWrongOwner, "the owner is shutting down");
     default:  // not answered (timeout, connection lost), or not understood
+      if (message.find("TLS") != std::string::npos) {
+        // Certificates or CAs that do not fit: an operator's mistake too.
+        // Said at most every 10 s: every forward to that peer fails alike.
+        static std::atomic<int64_t> last_said_s{0};
+        const int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                                  std::chrono::steady_clock::now().time_since_epoch())
+                                  .count();
+        int64_t last = last_said_s.load();
+        if (now_s - last >= 10 && last_said_s.compare_exchange_strong(last, now_s)) {
+          SEQD_LOG(kWarn) << "cluster: cannot reach peer " << address << ": " << message;
+        }
+      }
       return MakeError(ErrorCode::kWrongOwner, "the key's owner did not answer");
   }
 }
@@ -55,10 +69,27 @@ Error FromClient(client::StatusCode code, std::string message, const std::string
 }  // namespace
 
 PeerClients::PeerClients(boost::asio::any_io_executor executor,
-                         std::chrono::milliseconds call_timeout, std::string token)
-    : executor_(std::move(executor)), call_timeout_(call_timeout), token_(std::move(token)) {}
+                         std::chrono::milliseconds call_timeout, PeerCredentials credentials)
+    : executor_(std::move(executor)),
+      call_timeout_(call_timeout),
+      credentials_(std::move(credentials)) {}
 
 PeerClients::~PeerClients() { Close(); }
+
+Status PeerClients::CheckCredentials() const {
+  client::ClientOptions o;
+  o.endpoints = {"127.0.0.1:1"};  // never dialled: the client connects on first use
+  o.tls = credentials_.tls;
+  o.tls_ca_file = credentials_.tls_ca_file;
+  o.tls_cert_file = credentials_.tls_cert_file;
+  o.tls_key_file = credentials_.tls_key_file;
+  try {
+    client::AsyncClient probe(executor_, std::move(o));
+  } catch (const std::invalid_argument& e) {
+    return MakeError(ErrorCode::kInvalidArgument, std::string("cluster peers: ") + e.what());
+  }
+  return OkStatus();
+}
 
 client::AsyncClient* PeerClients::For(const std::string& address) {
   std::lock_guard lock(mu_);
@@ -71,7 +102,11 @@ client::AsyncClient* PeerClients::For(const std::string& address) {
   o.call_timeout = call_timeout_;
   o.max_attempts = 1;  // the router decides what to retry, within its deadline
   o.no_forward = true;
-  o.token = token_;
+  o.token = credentials_.token;
+  o.tls = credentials_.tls;
+  o.tls_ca_file = credentials_.tls_ca_file;
+  o.tls_cert_file = credentials_.tls_cert_file;
+  o.tls_key_file = credentials_.tls_key_file;
   try {
     auto peer = std::make_unique<client::AsyncClient>(executor_, std::move(o));
     return peers_.emplace(address, std::move(peer)).first->second.get();

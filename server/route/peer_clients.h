@@ -26,13 +26,26 @@ namespace client {
 class AsyncClient;
 }
 
+// What this instance presents to its peers, and how it checks them.
+struct PeerCredentials {
+  // The secret of a token with the cluster scope (their tokens files list
+  // its SHA-256); "" for none (tokens off).
+  std::string token;
+  // TLS on the binary listeners: verify peers against `tls_ca_file` (""
+  // for the system's CAs) and, for mutual TLS, present this instance's own
+  // certificate and key ("" for none).
+  bool tls = false;
+  std::string tls_ca_file, tls_cert_file, tls_key_file;
+};
+
 class PeerClients {
  public:
-  // `token`: the secret this instance presents to its peers (their tokens
-  // files list it with the cluster scope); "" for none (tokens off).
   PeerClients(boost::asio::any_io_executor executor, std::chrono::milliseconds call_timeout,
-              std::string token = {});
+              PeerCredentials credentials = {});
   ~PeerClients();
+  // An error if the credentials' TLS files do not load (checked at start,
+  // so a bad file is not found at the first forward).
+  Status CheckCredentials() const;
   PeerClients(const PeerClients&) = delete;
   PeerClients& operator=(const PeerClients&) = delete;
 
@@ -67,7 +80,7 @@ class PeerClients {
 
   const boost::asio::any_io_executor executor_;
   const std::chrono::milliseconds call_timeout_;
-  const std::string token_;
+  const PeerCredentials credentials_;
   std::mutex mu_;
   bool closed_ = false;                                                // guarded by mu_
   std::map<std::string, std::unique_ptr<client::AsyncClient>> peers_;  // guarded by mu_

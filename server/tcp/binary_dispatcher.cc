@@ -60,6 +60,7 @@ void BinaryDispatcher::Handle(const proto::FrameView& f, BinaryConnection& c) {
     Access& access = c.access();
     access.Revalidate(services_.auth);  // a reload may have revoked or changed the token
     if (!access.principal()) {
+      access.AuditUnauthenticated(BinaryOpName(f.opcode));
       return AnswerError(c, opcode, f.request_id, proto::Status::kUnauthenticated,
                          "send AUTH with a token first");
     }
@@ -150,7 +151,8 @@ void BinaryDispatcher::HandleNextIds(const proto::FrameView& f, BinaryConnection
     conn->DeliverIds(id, std::move(r));
   };
   static_assert(sizeof(done) <= 16 && std::is_trivially_copyable_v<decltype(done)>);
-  services_.router.Take(req->key, req->count, HopOf(f), done);  // the key is not kept past the call
+  // Neither the key nor the token id is kept past the call.
+  services_.router.Take(req->key, req->count, HopOf(f), done, c.access().token_id());
 }
 
 void BinaryDispatcher::WriteIds(BinaryConnection& c, uint32_t id, const Result<IdBatch>& r) {

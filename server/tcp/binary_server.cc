@@ -22,7 +22,9 @@
 #include "proto/snowflake_codec.h"
 #include "server/core/log.h"
 #include "server/msg/message_service.h"
+#include "server/net/conn_stream.h"
 #include "server/net/tcp_listener.h"
+#include "server/net/tls_context.h"
 #include "server/service/message_wire.h"
 #include "server/service/services.h"
 #include "server/tcp/binary_dispatcher.h"
@@ -76,8 +78,8 @@ class Session final : public ListenedSession,
                       public BinaryConnection,
                       public std::enable_shared_from_this<Session> {
  public:
-  Session(Socket&& socket, std::shared_ptr<BinaryServer::Impl> server)
-      : socket_(std::move(socket)),
+  Session(ConnStream&& stream, std::shared_ptr<BinaryServer::Impl> server)
+      : socket_(std::move(stream)),
         strand_(socket_.get_executor()),
         timer_(strand_),
         server_(std::move(server)),
@@ -85,11 +87,7 @@ class Session final : public ListenedSession,
         max_frame_(std::min(server_->options.max_frame_bytes, proto::kMaxFrameSize)),
         max_output_(std::max(server_->options.max_output_bytes, max_frame_)),
         idle_(server_->options.idle_timeout) {
-    boost::system::error_code ec;
-    const auto remote = socket_.remote_endpoint(ec);
-    std::string peer;
-    if (!ec) peer = remote.address().to_string() + ":" + std::to_string(remote.port());
-    access() = IdentifyBy(server_->auth, {}, "binary", std::move(peer));
+    access() = IdentifyBy(server_->auth, {}, "binary", socket_.PeerAddress());
   }
 
   ~Session() override {
@@ -99,11 +97,23 @@ class Session final : public ListenedSession,
   }
 
   // Never with `reject`: over-capacity connections are closed at once.
+  // With TLS the handshake comes first; it must finish within the request
+  // timeout, like a frame.
   void Start(bool /*reject*/) override {
     net::dispatch(strand_, [self = shared_from_this()] {
       self->last_activity_ = SteadyClock::now();
+      self->partial_ = self->socket_.is_tls();
+      self->partial_since_ = self->last_activity_;
       self->ArmTimer(self->NextCheck(self->last_activity_, false));
-      self->StartRead();
+      self->socket_.AsyncHandshake([self](error_code ec) {
+        if (self->closed_) return;
+        if (ec) {
+          SEQD_LOG(kDebug) << "binary: TLS handshake failed: " << ec.message();
+          return self->Close();
+        }
+        self->partial_ = false;
+        self->StartRead();
+      });
     });
   }
 
@@ -402,7 +412,7 @@ class Session final : public ListenedSession,
   void Linger() {
     lingering_ = true;
     error_code ignored;
-    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    socket_.ShutdownSend();
     const auto linger = idle_.count() > 0 ? std::min<SteadyClock::duration>(kLingerTime, idle_)
                                           : SteadyClock::duration(kLingerTime);
     ArmTimer(SteadyClock::now() + linger);
@@ -421,7 +431,7 @@ class Session final : public ListenedSession,
     if (closed_) return;
     closed_ = true;
     error_code ignored;
-    socket_.close(ignored);  // aborts the read and write in flight
+    socket_.Close();  // aborts the read and write in flight
     timer_.cancel();
     out_.clear();
     queued_ = 0;
@@ -486,7 +496,7 @@ class Session final : public ListenedSession,
     return std::max(next, now + std::chrono::milliseconds(1));
   }
 
-  Socket socket_;
+  ConnStream socket_;  // TCP, or TLS over it
   const Strand strand_;
   Timer timer_;
   std::shared_ptr<BinaryServer::Impl> server_;
@@ -533,7 +543,9 @@ BinaryServer::BinaryServer(net::io_context& io, BinaryServerOptions options,
                       {"binary", o.address, o.port, o.max_connections, o.max_connections_per_peer,
                        /*sessions_reject=*/false},
                       impl_, [](TcpListener::Socket socket, std::shared_ptr<Impl> impl) {
-                        return std::make_shared<Session>(std::move(socket), std::move(impl));
+                        const auto& tls = impl->options.tls;
+                        ConnStream stream(std::move(socket), tls ? tls->Current() : nullptr);
+                        return std::make_shared<Session>(std::move(stream), std::move(impl));
                       });
 }
 

@@ -46,6 +46,8 @@ class io_context;
 
 namespace seqd {
 
+class TlsContextHolder;
+
 struct Services;
 
 struct BinaryServerOptions {
@@ -59,6 +61,9 @@ struct BinaryServerOptions {
   // write must be taken by the client within write_timeout. 0 disables either.
   std::chrono::seconds request_timeout{10};
   std::chrono::seconds write_timeout{30};
+  // TLS (server/net/tls_context.h): each connection uses the holder's
+  // current context; null: plain TCP.
+  std::shared_ptr<TlsContextHolder> tls;
   size_t max_frame_bytes = proto::kMaxFrameSize;  // whole frame; never above kMaxFrameSize
   // Unsent answers and pushes per connection: reading pauses above it, and a
   // push that would pass it drops the connection's subscriptions. Never

@@ -239,6 +239,17 @@ class Limits(unittest.TestCase):
         self.assertTrue(out.startswith(b"HTTP/1.1 201"), out[:300])
 
 
+    def test_head_answers_carry_no_body(self):
+        # HEAD then GET on one connection: the GET's answer must start right
+        # after the HEAD's headers (a body there would be read as the next
+        # response by a keep-alive client).
+        out = self.raw_http(b"HEAD /seq/lim HTTP/1.1\r\nHost: x\r\n\r\n"
+                            b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        head, rest = out.split(b"\r\n\r\n", 1)
+        self.assertTrue(head.startswith(b"HTTP/1.1 "), out[:200])
+        self.assertTrue(rest.startswith(b"HTTP/1.1 200"), out[:400])
+
+
 class FileLimit(unittest.TestCase):
     def test_open_files_limit_is_raised(self):
         with tempfile.TemporaryDirectory() as tmp:

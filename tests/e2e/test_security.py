@@ -255,6 +255,28 @@ class Security(unittest.TestCase):
             self.assertNotIn(secret, log)
         self.assertNotIn("sqd_guess", log)
 
+    def test_failure_lines_are_throttled(self):
+        before = sum(1 for a in self.audit_lines() if a["outcome"] == "unauthenticated")
+        s = self.tcp()
+        # 600 refused requests on one connection, as fast as they go.
+        s.sendall(b"".join(frame(NEXT_IDS, 100 + i, next_ids_payload("order_a"))
+                           for i in range(600)))
+        for _ in range(600):
+            read_frame(s)
+        time.sleep(1.1)
+        self.http("GET", "/seq/order_a")  # one more, in the next second
+        deadline = time.time() + 5
+        while time.time() < deadline:
+            lines = self.audit_lines()
+            if any(a["action"] == "audit_suppressed" for a in lines):
+                break
+            time.sleep(0.05)
+        failures = sum(1 for a in lines if a["outcome"] == "unauthenticated") - before
+        self.assertLess(failures, 200, "every refused request wrote a line")
+        self.assertGreater(failures, 10)
+        note = [a for a in lines if a["action"] == "audit_suppressed"][-1]
+        self.assertIn("not written", note["new"])
+
     # --- binary -------------------------------------------------------------------
 
     def test_binary_needs_auth_then_scopes(self):

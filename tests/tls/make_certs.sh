@@ -5,6 +5,7 @@
 # if needed; existing files are overwritten):
 #   ca.crt ca.key             the test CA
 #   server.crt server.key     signed by it; SAN IP:127.0.0.1 and DNS:localhost, serverAuth
+#                             and clientAuth (a cluster instance presents it to its peers)
 #   client.crt client.key     signed by it; CN seqd-test-client, clientAuth (mTLS)
 #   other-ca.crt other-ca.key an unrelated CA (to check that verification fails)
 #   other.crt other.key       signed by other-ca; same SANs as server.crt
@@ -35,7 +36,7 @@ make_leaf() {
 
 server_ext='basicConstraints=CA:FALSE
 keyUsage=critical,digitalSignature
-extendedKeyUsage=serverAuth
+extendedKeyUsage=serverAuth,clientAuth
 subjectAltName=IP:127.0.0.1,DNS:localhost'
 client_ext='basicConstraints=CA:FALSE
 keyUsage=critical,digitalSignature

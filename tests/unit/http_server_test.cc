@@ -175,8 +175,10 @@ TEST_CASE("http: oversized body gets 413 and close") {
   // A body within the limit is fine.
   Client ok(f.server.port());
   std::string json = R"({"key":"small","step":5})";
-  ok.Send("POST /admin/keys HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(json.size()) +
-          "\r\n\r\n" + json);
+  ok.Send(
+      "POST /admin/keys HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+      "Content-Length: " +
+      std::to_string(json.size()) + "\r\n\r\n" + json);
   r = ok.Read();
   REQUIRE(r);
   CHECK(r->status == 201);
