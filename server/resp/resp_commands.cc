@@ -107,11 +107,9 @@ RespAction DecideRespCommand(const std::vector<std::string_view>& args, int64_t 
     return a;
   }
   if (IsCommand(name, "incr")) {
-    if (argc != 2) {
-      RespAction a = Invalid(RespOp::kIncr, WrongArity("incr"));
-      a.ends_run = false;
-      return a;
-    }
+    // A bad INCR ends the run like any other reply: its slot sits between
+    // the run's, which must stay contiguous.
+    if (argc != 2) return Invalid(RespOp::kIncr, WrongArity("incr"));
     return Take(RespAction::Kind::kIncr, args[1], 1);
   }
   if (IsCommand(name, "incrby")) {

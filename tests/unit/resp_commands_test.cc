@@ -29,7 +29,7 @@ TEST_CASE("resp commands: INCR, INCRBY and the replies decided without a connect
   a = DecideRespCommand(Args{"incr"}, 100);
   CHECK(a.kind == RespAction::Kind::kReply);
   CHECK(a.op == RespOp::kIncr);
-  CHECK_FALSE(a.ends_run);
+  CHECK(a.ends_run);  // its reply goes between the run's slots: the run must end
   CHECK(a.reply == "-ERR wrong number of arguments for 'incr' command\r\n");
 
   CHECK(DecideRespCommand(Args{"PING"}, 100).reply == "+PONG\r\n");

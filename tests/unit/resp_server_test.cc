@@ -313,6 +313,21 @@ TEST_CASE("resp server: PING, QUIT, COMMAND, CONFIG GET, unknown commands, arity
   CHECK(d.Call(Cmd({"INCR", "k"})) == ":2\r\n");
 }
 
+TEST_CASE("resp server: a bad INCR between INCRs of one key is answered in order (fuzz find)") {
+  Fixture f;
+  REQUIRE(f.listening);
+  Client c(f.server.port());
+  // A run of INCR k, a wrong-arity INCR, then INCR k again: the run used to
+  // stay open across the error and fill the error's slot, so the last INCR
+  // was never answered.
+  c.Send("INCR k\r\nINCR a b c\r\nINCR k\r\nINCR k\r\nPING\r\n");
+  CHECK(c.Read() == ":1\r\n");
+  CHECK(c.Read() == "-ERR wrong number of arguments for 'incr' command\r\n");
+  CHECK(c.Read() == ":2\r\n");
+  CHECK(c.Read() == ":3\r\n");
+  CHECK(c.Read() == "+PONG\r\n");
+}
+
 TEST_CASE("resp server: key errors are clean -ERR replies") {
   AllocatorOptions ao = LongDeadline();
   ao.wait_deadline = 200ms;
