@@ -118,8 +118,20 @@ int Connect(uint16_t port) {
   addr.sin_port = htons(port);
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::dprintf(kReportFd, "connect: %s\n", std::strerror(errno));
-    FUZZ_CHECK(false);
+    // libFuzzer's timer signal may interrupt connect(); the connection then
+    // completes on its own: wait for it and read its outcome.
+    int error = errno;
+    if (error == EINTR) {
+      pollfd p{fd, POLLOUT, 0};
+      while (::poll(&p, 1, 10'000) < 0 && errno == EINTR) {
+      }
+      socklen_t len = sizeof error;
+      ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len);
+    }
+    if (error != 0) {
+      ::dprintf(kReportFd, "connect: %s\n", std::strerror(error));
+      FUZZ_CHECK(false);
+    }
   }
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -143,11 +155,13 @@ std::string Exchange(int fd, std::string_view input) {
     if (::poll(&p, 1, 100) <= 0) continue;
     if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
       const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-      if (n <= 0) return output;  // EOF or reset: the server closed
+      if (n < 0 && errno == EINTR) continue;  // libFuzzer's timer signal
+      if (n <= 0) return output;              // EOF or reset: the server closed
       output.append(buf, static_cast<size_t>(n));
     }
     if (!write_closed && (p.revents & POLLOUT)) {
       const ssize_t n = ::send(fd, input.data() + written, input.size() - written, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;  // libFuzzer's timer signal
       written = n < 0 ? input.size() : written + static_cast<size_t>(n);
     }
   }

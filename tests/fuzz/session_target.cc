@@ -14,6 +14,7 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <map>
@@ -123,11 +124,13 @@ std::string Exchange(int fd, std::string_view input) {
     if (::poll(&p, 1, 100) <= 0) continue;
     if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
       const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-      if (n <= 0) return output;  // EOF or reset: the server closed
+      if (n < 0 && errno == EINTR) continue;  // libFuzzer's timer signal
+      if (n <= 0) return output;              // EOF or reset: the server closed
       output.append(buf, static_cast<size_t>(n));
     }
     if (!write_closed && (p.revents & POLLOUT)) {
       const ssize_t n = ::send(fd, input.data() + written, input.size() - written, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;  // libFuzzer's timer signal
       if (n < 0) {
         written = input.size();  // the server closed its side; just read the rest
       } else {
