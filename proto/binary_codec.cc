@@ -187,22 +187,33 @@ void AppendFrame(std::string& out, Opcode opcode, uint16_t flags, uint32_t reque
 std::optional<NextIdsRequest> ParseNextIdsRequest(std::string_view payload) {
   if (payload.size() < 2) return std::nullopt;
   const size_t key_len = Load16(payload.data());
-  if (payload.size() != 2 + key_len + 4) return std::nullopt;
+  const size_t fixed = 2 + key_len + 4;
+  if (payload.size() < fixed) return std::nullopt;
   NextIdsRequest req;
   req.key = payload.substr(2, key_len);
   req.count = Load32(payload.data() + 2 + key_len);
+  if (payload.size() == fixed) return req;
+  // The optional trailer: u8 len, on_behalf_of, exactly.
+  const size_t behalf_len = static_cast<uint8_t>(payload[fixed]);
+  if (behalf_len == 0 || payload.size() != fixed + 1 + behalf_len) return std::nullopt;
+  req.on_behalf_of = payload.substr(fixed + 1, behalf_len);
   return req;
 }
 
 void AppendNextIdsRequest(std::string& out, uint32_t request_id, std::string_view key,
-                          uint32_t count) {
+                          uint32_t count, std::string_view on_behalf_of) {
   assert(key.size() <= UINT16_MAX);
-  const size_t payload = 2 + key.size() + 4;
+  assert(on_behalf_of.size() <= kMaxOnBehalfOf);
+  const size_t trailer = on_behalf_of.empty() ? 0 : 1 + on_behalf_of.size();
+  const size_t payload = 2 + key.size() + 4 + trailer;
   char* p = Grow(out, kHeaderSize + payload);
   p = StoreHeader(p, Opcode::kNextIds, 0, request_id, payload);
   p = Store16(p, static_cast<uint16_t>(key.size()));
   p = StoreBytes(p, key);
-  Store32(p, count);
+  p = Store32(p, count);
+  if (trailer == 0) return;
+  *p++ = static_cast<char>(on_behalf_of.size());
+  StoreBytes(p, on_behalf_of);
 }
 
 void AppendOkNextIds(std::string& out, uint32_t request_id, const IdRangeWire* ranges, size_t n) {

@@ -102,15 +102,24 @@ struct IdRangeWire {
   bool operator==(const IdRangeWire&) const = default;
 };
 
+// Longest `on_behalf_of` a NEXT_IDS may carry (a token id).
+inline constexpr size_t kMaxOnBehalfOf = 255;
+
 struct NextIdsRequest {
   std::string_view key;  // points into the payload
   uint32_t count = 0;
+  // Cluster peers forwarding a client's request: whom the request is for
+  // (its token id), so the owner charges that client's limits. Empty when
+  // absent. Points into the payload.
+  std::string_view on_behalf_of;
 };
 
-// nullopt if the payload is not `u16 key_len, key, u32 count` exactly.
+// nullopt if the payload is not `u16 key_len, key, u32 count` exactly,
+// optionally followed by `u8 len, on_behalf_of` (1 to kMaxOnBehalfOf bytes).
 std::optional<NextIdsRequest> ParseNextIdsRequest(std::string_view payload);
+// `on_behalf_of`: empty, or at most kMaxOnBehalfOf bytes.
 void AppendNextIdsRequest(std::string& out, uint32_t request_id, std::string_view key,
-                          uint32_t count);
+                          uint32_t count, std::string_view on_behalf_of = {});
 
 // Response writers: append a whole response frame to `out`.
 void AppendOkNextIds(std::string& out, uint32_t request_id, const IdRangeWire* ranges, size_t n);

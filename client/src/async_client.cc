@@ -77,11 +77,21 @@ void AsyncClient::NextIds(std::string key, uint32_t count,
                });
     return;
   }
+  NextIdsOnBehalf(std::move(key), count, std::string(), std::move(done));
+}
+
+void AsyncClient::NextIdsOnBehalf(std::string key, uint32_t count, std::string on_behalf_of,
+                                  std::function<void(ClientResult<IdBatch>)> done) {
+  if (key.size() > kMaxKeyBytes || on_behalf_of.size() > proto::kMaxOnBehalfOf) {
+    return impl_->Deliver(std::move(done), ClientResult<IdBatch>(StatusCode::kInvalidArgument,
+                                                                 "key or on_behalf_of too long"));
+  }
   auto call = std::make_shared<Call>(impl_->strand);
   call->op = Op::kNextIds;
   call->route_key = key;
   call->key = std::move(key);
   call->count = count;
+  call->on_behalf_of = std::move(on_behalf_of);
   call->on_ids = std::move(done);
   asio::post(impl_->strand,
              [impl = impl_, call = std::move(call)]() mutable { impl->Submit(std::move(call)); });

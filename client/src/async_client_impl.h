@@ -85,6 +85,7 @@ struct Call {
   Op op = Op::kNextIds;
   std::string key;
   uint32_t count = 0;
+  std::string on_behalf_of;  // NEXT_IDS's optional trailer
   std::function<void(ClientResult<IdBatch>)> on_ids;
   std::function<void(ClientResult<microseconds>)> on_ping;
   // Op::kRaw: the request payload, and the raw OK result (decoded by the
@@ -422,7 +423,7 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
     conn->pending.emplace(id, call);
     const size_t frame_start = conn->out.size();
     if (call->op == Op::kNextIds) {
-      proto::AppendNextIdsRequest(conn->out, id, call->key, call->count);
+      proto::AppendNextIdsRequest(conn->out, id, call->key, call->count, call->on_behalf_of);
     } else if (call->op == Op::kRaw) {
       proto::AppendFrame(conn->out, call->opcode, 0, id, call->body);
     } else {

@@ -13,6 +13,7 @@
 #include "server/core/log.h"
 #include "server/metrics/metrics.h"
 #include "server/service/request_checks.h"
+#include "storage/store_shedding.h"
 
 namespace seqd {
 
@@ -440,13 +441,17 @@ void SegmentAllocator::RunReservation(std::shared_ptr<KeyState> state, int64_t s
       }
     }
   }
+  // A shed reservation (the database queue is full) never reached the store:
+  // its parked requests are answered now, not at their deadline.
+  const bool shed = !result && ShedThisThread();
   OnReserved(state, std::move(result),
              std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
-             grant.epoch);
+             grant.epoch, shed);
 }
 
 void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
-                                  Result<ReservedSegment> result, double seconds, int64_t epoch) {
+                                  Result<ReservedSegment> result, double seconds, int64_t epoch,
+                                  bool shed) {
   std::vector<std::pair<std::shared_ptr<Waiter>, Result<IdBatch>>> finished;
   bool erase_key = false;
   prometheus::Counter* issued_counter = nullptr;
@@ -545,6 +550,10 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
         erase_key = true;
       } else {
         s.retry_at = clock_.Now() + options_.retry_backoff;
+        if (shed) {
+          for (auto& w : s.parked) finished.emplace_back(w, ShedError());
+          s.parked.clear();
+        }
       }
     }
     if (!s.erased) MaybeReserveLocked(state);

@@ -135,7 +135,8 @@ class SegmentAllocator {
   SegmentAllocator& operator=(const SegmentAllocator&) = delete;
 
   // Hands out `count` IDs of `key` to `done`. Errors: kInvalidArgument (bad
-  // key or count), kUnknownKey, kStoreUnavailable (deadline passed),
+  // key or count), kUnknownKey, kStoreUnavailable (deadline passed, or
+  // the database queue was full: answered at once),
   // kShuttingDown, kResourceExhausted (the key would be auto-created and
   // `requester` is over auto_create_rate); with a gate, kWrongOwner (the
   // key's shard is not held by this instance now, or was lost while the
@@ -201,8 +202,10 @@ class SegmentAllocator {
   void RunReservation(std::shared_ptr<KeyState> state, int64_t step, ShardGrant grant);
   Result<ReservedSegment> Reserve(const KeyState& state, std::optional<int64_t> step,
                                   ShardGrant grant);
+  // `shed`: the reservation was refused by the full database queue; parked
+  // requests fail at once instead of at their deadline.
   void OnReserved(const std::shared_ptr<KeyState>& state, Result<ReservedSegment> result,
-                  double seconds, int64_t epoch);
+                  double seconds, int64_t epoch, bool shed);
   void OnDeadline(const std::shared_ptr<KeyState>& state, const std::shared_ptr<Waiter>& w);
   KeySnapshot SnapshotLocked(const KeyState& state) const;
   // REQUIRES: state->mu held. Records (now, IDs issued) for the rate.

@@ -115,6 +115,12 @@ struct ApiRouter::Call {
     if (res.result() == http::status::unauthorized) {
       res.set(http::field::www_authenticate, "Bearer realm=\"seqd\"");
     }
+    // Over a rate, or no store/owner now: a well-behaved client waits a
+    // second before it retries.
+    if (res.result() == http::status::too_many_requests ||
+        res.result() == http::status::service_unavailable) {
+      res.set(http::field::retry_after, "1");
+    }
     // Drop our copy of `respond` once used: whatever still holds this call
     // (e.g. an allocator deadline timer) must not keep the connection alive.
     Respond fn = std::move(respond);

@@ -59,13 +59,14 @@ void KeyRouter::Take(std::string_view key, int64_t count, Hop hop, TakeCallback 
         },
         who);
   };
-  a->forward = [this, k = a->key, count, shared_done](const std::string& address,
-                                                      std::function<void(bool)> next) {
-    peers_->NextIds(address, k, count, [shared_done, next = std::move(next)](Result<IdBatch> r) {
-      if (!r && Moved(r.error())) return next(true);
-      (*shared_done)(std::move(r));
-      next(false);
-    });
+  a->forward = [this, k = a->key, count, shared_done, who = std::string(requester)](
+                   const std::string& address, std::function<void(bool)> next) {
+    peers_->NextIds(address, k, count, who,
+                    [shared_done, next = std::move(next)](Result<IdBatch> r) {
+                      if (!r && Moved(r.error())) return next(true);
+                      (*shared_done)(std::move(r));
+                      next(false);
+                    });
   };
   a->fail = [shared_done](Error e) { (*shared_done)(std::move(e)); };
   Route(std::move(a));

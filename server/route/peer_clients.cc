@@ -116,20 +116,20 @@ client::AsyncClient* PeerClients::For(const std::string& address) {
 }
 
 void PeerClients::NextIds(const std::string& address, std::string_view key, int64_t count,
-                          TakeCallback done) {
+                          std::string_view requester, TakeCallback done) {
   client::AsyncClient* peer = For(address);
   if (!peer) {
     return done(MakeError(ErrorCode::kWrongOwner, "the key's owner cannot be reached"));
   }
-  peer->NextIds(std::string(key), static_cast<uint32_t>(count),
-                [done = std::move(done), address](client::ClientResult<client::IdBatch> r) {
-                  if (!r) return done(FromClient(r.code(), r.message(), address));
-                  IdBatch batch;
-                  for (const client::IdRange& range : r->ranges) {
-                    batch.ranges.push_back(IdRange{range.first, range.last});
-                  }
-                  done(std::move(batch));
-                });
+  peer->NextIdsOnBehalf(std::string(key), static_cast<uint32_t>(count), std::string(requester),
+                        [done = std::move(done), address](client::ClientResult<client::IdBatch> r) {
+                          if (!r) return done(FromClient(r.code(), r.message(), address));
+                          IdBatch batch;
+                          for (const client::IdRange& range : r->ranges) {
+                            batch.ranges.push_back(IdRange{range.first, range.last});
+                          }
+                          done(std::move(batch));
+                        });
 }
 
 void PeerClients::Send(const std::string& address, const SendRequest& request,

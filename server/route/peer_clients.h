@@ -52,8 +52,10 @@ class PeerClients {
   // NEXT_IDS of `key` at the instance listening on `address` (host:port).
   // Errors: the peer's own answer (as an ErrorCode), kWrongOwner, or
   // kStoreUnavailable when it could not be reached in time (retryable: the
-  // IDs of a lost answer are never handed out).
-  void NextIds(const std::string& address, std::string_view key, int64_t count, TakeCallback done);
+  // IDs of a lost answer are never handed out). `requester`: the token id
+  // the request came with ("" for none); the owner charges its limits.
+  void NextIds(const std::string& address, std::string_view key, int64_t count,
+               std::string_view requester, TakeCallback done);
 
   // SEND of `request` at the instance on `address`; errors as NextIds.
   // Re-sending after kWrongOwner is safe: the store detects the re-send.

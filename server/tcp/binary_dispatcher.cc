@@ -145,6 +145,13 @@ void BinaryDispatcher::HandleNextIds(const proto::FrameView& f, BinaryConnection
                        "NEXT_IDS payload must be u16 key_length, key, u32 count");
   }
   if (!Permit(f, c, Permission::kIds, req->key)) return;
+  // A client's request forwarded by a peer counts against that client's
+  // limits, not the peer's; only peers may say whom a request is for.
+  std::string_view requester = c.access().token_id();
+  if (!req->on_behalf_of.empty()) {
+    if (!Permit(f, c, Permission::kCluster)) return;
+    requester = req->on_behalf_of;
+  }
   c.Hold();
   // Small and trivially copyable: std::function stores it without allocating.
   auto done = [conn = &c, id = f.request_id](Result<IdBatch> r) {
@@ -152,7 +159,7 @@ void BinaryDispatcher::HandleNextIds(const proto::FrameView& f, BinaryConnection
   };
   static_assert(sizeof(done) <= 16 && std::is_trivially_copyable_v<decltype(done)>);
   // Neither the key nor the token id is kept past the call.
-  services_.router.Take(req->key, req->count, HopOf(f), done, c.access().token_id());
+  services_.router.Take(req->key, req->count, HopOf(f), done, requester);
 }
 
 void BinaryDispatcher::WriteIds(BinaryConnection& c, uint32_t id, const Result<IdBatch>& r) {

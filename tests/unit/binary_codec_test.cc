@@ -268,6 +268,30 @@ TEST_CASE("codec: ParseNextIdsRequest rejects truncated and extra bytes") {
   auto big = ParseNextIdsRequest(FromHex("0001 61 ffffffff"));
   REQUIRE(big);
   CHECK(big->count == 0xFFFFFFFFu);
+  CHECK(big->on_behalf_of.empty());
+}
+
+TEST_CASE("codec: NEXT_IDS carries an optional on_behalf_of trailer, exactly") {
+  std::string frame;
+  AppendNextIdsRequest(frame, 3, "order", 42, "alice");
+  DecodeResult r = DecodeFrame(frame);
+  REQUIRE(r.state == DecodeState::kFrame);
+  const std::string payload(r.frame.payload);
+  auto req = ParseNextIdsRequest(payload);
+  REQUIRE(req);
+  CHECK(req->key == "order");
+  CHECK(req->count == 42);
+  CHECK(req->on_behalf_of == "alice");
+  CHECK(payload == std::string(FromHex("0005")) + "order" + FromHex("0000002a 05") + "alice");
+  CHECK_FALSE(ParseNextIdsRequest(payload + "x"));  // bytes after the trailer
+  CHECK_FALSE(ParseNextIdsRequest(payload.substr(0, payload.size() - 1)));  // short trailer
+  CHECK_FALSE(ParseNextIdsRequest(FromHex("0001 61 00000001 00")));         // empty trailer
+  const std::string longest(kMaxOnBehalfOf, 'a');
+  std::string max_frame;
+  AppendNextIdsRequest(max_frame, 4, "k", 1, longest);
+  auto max_req = ParseNextIdsRequest(DecodeFrame(max_frame).frame.payload);
+  REQUIRE(max_req);
+  CHECK(max_req->on_behalf_of == longest);
 }
 
 TEST_CASE("codec: responses round trip") {

@@ -16,8 +16,10 @@
 #include "server/http/api_router.h"
 #include "server/metrics/metrics.h"
 #include "server/service/wire_errors.h"
+#include "server/tcp/binary_dispatcher.h"
 #include "storage/faulty_store.h"
 #include "storage/memory_store.h"
+#include "tests/unit/string_connection.h"
 #include "tests/unit/test_services.h"
 
 using namespace seqd;
@@ -265,7 +267,51 @@ TEST_CASE("auto_create_rate over HTTP: 429 resource_exhausted for the open princ
   ApiRouter::Response over = get("/seq/sg_b");
   CHECK(over.result() == http::status::too_many_requests);
   CHECK(nlohmann::json::parse(over.body())["error"]["code"] == "resource_exhausted");
-  CHECK(get("/seq/sg_a").result() == http::status::ok);  // held keys are not limited
+  CHECK(over[http::field::retry_after] == "1");
+  ApiRouter::Response ok = get("/seq/sg_a");
+  CHECK(ok.result() == http::status::ok);  // held keys are not limited
+  CHECK(ok.find(http::field::retry_after) == ok.end());
+}
+
+TEST_CASE("auto_create_rate over binary: a peer's forwarded NEXT_IDS counts against its client") {
+  MemoryStore store;
+  ThreadPoolRunner db{1};
+  ManualClock clock;
+  AllocatorOptions o;
+  o.auto_create_rate = 0.0001;  // no refill while the test's clock moves (Call may advance it)
+  o.auto_create_burst = 1;
+  SegmentAllocator alloc(store, db, clock, KeyRules({{"sg_", 10}}), o);
+  TestServices services(store, db, alloc);
+  BinaryDispatcher dispatcher(services, BinaryDispatchLimits{});
+  auto principal = [](std::string id, std::string scopes) {
+    auto p = std::make_shared<Principal>();
+    p->id = std::move(id);
+    p->scopes = ParseScopes(scopes).value();
+    return p;
+  };
+  auto status = [&](StringConnection& conn, uint32_t id, std::string_view key,
+                    std::string_view on_behalf_of) {
+    std::string frame;
+    proto::AppendNextIdsRequest(frame, id, key, 1, on_behalf_of);
+    return AnswerView(conn.Call(frame, clock)).status;
+  };
+  StringConnection peer(dispatcher);
+  peer.access() = Access(principal("peer", "cluster"), "binary", "10.0.0.2:1");
+  StringConnection client(dispatcher);
+  client.access() = Access(principal("alice", "ids:*"), "binary", "10.0.0.3:1");
+
+  // The peer creates a key for alice, then for bob: one bucket each.
+  CHECK(status(peer, 1, "sg_a", "alice") == proto::Status::kOk);
+  CHECK(status(peer, 2, "sg_b", "bob") == proto::Status::kOk);
+  // Alice's own next new key, direct, finds her bucket empty: the forwarded
+  // one was charged to her, not to the peer.
+  CHECK(status(client, 3, "sg_c", "") == proto::Status::kResourceExhausted);
+  CHECK(status(peer, 4, "sg_d", "alice") == proto::Status::kResourceExhausted);
+  // Only a peer may speak for someone else.
+  CHECK(status(client, 5, "sg_e", "carol") == proto::Status::kPermissionDenied);
+  CHECK(alloc.stats().auto_create_refused == 2);
+  alloc.Shutdown();
+  db.Stop();
 }
 
 TEST_CASE(

@@ -173,6 +173,7 @@ TEST_CASE("store error text: never in an HTTP, binary or RESP answer") {
     World w(code);
 
     // HTTP: IDs, key admin, message pulls, sends and bounds.
+    int unavailable = 0;
     for (auto [method, target, body] :
          std::vector<std::tuple<http::verb, std::string, std::string>>{
              {http::verb::get, "/seq/auto_k", ""},
@@ -189,7 +190,13 @@ TEST_CASE("store error text: never in an HTTP, binary or RESP answer") {
       const std::string answer = w.Http(method, target, body);
       CHECK(answer.rfind("200 ", 0) != 0);
       CheckNoSecrets(answer);
+      // A 503 tells the client when to come back.
+      if (answer.rfind("503 ", 0) == 0) {
+        ++unavailable;
+        CHECK(answer.find("Retry-After: 1\n") != std::string::npos);
+      }
     }
+    if (code == ErrorCode::kStoreUnavailable) CHECK(unavailable > 0);
 
     // Binary: NEXT_IDS, PULL_RANGE, SET_CONV_MIN_SEQ, SEND.
     std::vector<std::string> frames(4);

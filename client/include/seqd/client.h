@@ -254,6 +254,12 @@ class AsyncClient {
   // `count` IDs of `key` (1 to the server's max_count). `done` runs exactly
   // once, on the executor.
   void NextIds(std::string key, uint32_t count, std::function<void(ClientResult<IdBatch>)> done);
+  // As NextIds, never from the prefetch cache, for the client whose token
+  // id is `on_behalf_of` (1 to 255 bytes): the server charges that client's
+  // limits. Needs a token with the `cluster` scope (seqd instances
+  // forwarding to each other); others get PERMISSION_DENIED.
+  void NextIdsOnBehalf(std::string key, uint32_t count, std::string on_behalf_of,
+                       std::function<void(ClientResult<IdBatch>)> done);
   // A PING round trip; the result is the round-trip time of the answered attempt.
   void Ping(std::function<void(ClientResult<std::chrono::microseconds>)> done);
 
