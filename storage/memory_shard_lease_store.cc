@@ -2,37 +2,6 @@
 
 namespace seqd {
 
-namespace shard_lease {
-
-Status CheckShards(uint32_t shards) {
-  if (shards < 1 || shards > kMaxShards) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "shards must be in 1.." + std::to_string(kMaxShards));
-  }
-  return OkStatus();
-}
-
-Status CheckInstance(std::string_view instance) {
-  if (instance.empty() || instance.size() > kMaxInstanceIdBytes) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "instance id must be 1.." + std::to_string(kMaxInstanceIdBytes) + " bytes");
-  }
-  return OkStatus();
-}
-
-Error NotHeld(uint32_t shard) {
-  return MakeError(ErrorCode::kFailedPrecondition,
-                   "shard " + std::to_string(shard) + " is no longer held at this epoch");
-}
-
-Error VersionMoved(uint32_t shard, int64_t expected) {
-  return MakeError(
-      ErrorCode::kFailedPrecondition,
-      "shard " + std::to_string(shard) + " moved past version " + std::to_string(expected));
-}
-
-}  // namespace shard_lease
-
 Result<uint32_t> MemoryShardLeaseStore::EnsureSchema(uint32_t shards) {
   if (Status s = shard_lease::CheckShards(shards); !s) return s.error();
   std::lock_guard lock(mu_);

@@ -80,6 +80,9 @@ const char* const kSql[kNumStmts] = {
 
 const MysqlSession kSession{kSql, nullptr, std::nullopt};
 
+// MySQL's ER_LOCK_WAIT_TIMEOUT.
+constexpr int kLockWaitTimeout = 1205;
+
 ShardLeaseRow ReadRow(sql::ResultSet& rs) {
   ShardLeaseRow r;
   r.shard = static_cast<uint32_t>(rs.getInt(1));
@@ -226,6 +229,66 @@ Status MysqlShardLeaseStore::Release(uint32_t shard, std::string_view owner, int
     c.Commit();
     return Ok{};
   });
+}
+
+Status MysqlShardLeaseStore::ReleaseMany(std::string_view owner,
+                                         const std::vector<ShardLeaseRow>& held) {
+  if (held.empty()) return OkStatus();
+  const std::string me(owner);
+  // Idempotent: a re-run after a lost COMMIT finds the rows already free.
+  return pool_->Run<Ok>(kSession, "release many", [&](MysqlConn& c) -> Result<Ok> {
+    sql::PreparedStatement& s = c.Stmt(kRelease);
+    for (const ShardLeaseRow& row : held) {
+      s.setInt(1, static_cast<int>(row.shard));
+      s.setString(2, me);
+      s.setInt64(3, row.epoch);
+      s.executeUpdate();
+    }
+    c.Commit();
+    return Ok{};
+  });
+}
+
+Result<std::vector<ShardLeaseRow>> MysqlShardLeaseStore::AcquireMany(
+    std::string_view owner, const std::vector<std::pair<uint32_t, int64_t>>& wanted) {
+  if (Status s = shard_lease::CheckInstance(owner); !s) return s.error();
+  if (wanted.empty()) return std::vector<ShardLeaseRow>();
+  const std::string me(owner);
+  return pool_->Run<std::vector<ShardLeaseRow>>(
+      kSession, "acquire many", [&](MysqlConn& c) -> Result<std::vector<ShardLeaseRow>> {
+        sql::PreparedStatement& u = c.Stmt(kAcquire);
+        for (const auto& [shard, version] : wanted) {
+          u.setString(1, me);
+          u.setInt(2, static_cast<int>(shard));
+          u.setInt64(3, version);
+          try {
+            u.executeUpdate();
+          } catch (const sql::SQLException& e) {
+            // A row locked by another transaction (an owner frozen mid
+            // commit): only this statement is rolled back; take the rest.
+            if (e.getErrorCode() != kLockWaitTimeout) throw;
+          }
+        }
+        // Ours at expected + 1: taken now, or by our own earlier run whose
+        // COMMIT was lost.
+        sql::PreparedStatement& r = c.Stmt(kReadOwned);
+        r.setString(1, me);
+        std::unique_ptr<sql::ResultSet> rs(r.executeQuery());
+        std::vector<ShardLeaseRow> owned;
+        while (rs->next()) owned.push_back(ReadRow(*rs));
+        rs.reset();
+        c.Commit();
+        std::vector<ShardLeaseRow> taken;
+        for (const auto& [shard, version] : wanted) {
+          auto it =
+              std::lower_bound(owned.begin(), owned.end(), shard,
+                               [](const ShardLeaseRow& row, uint32_t s) { return row.shard < s; });
+          if (it != owned.end() && it->shard == shard && it->version == version + 1) {
+            taken.push_back(*it);
+          }
+        }
+        return taken;
+      });
 }
 
 Status MysqlShardLeaseStore::Heartbeat(std::string_view instance, std::string_view advertise) {

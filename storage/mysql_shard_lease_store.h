@@ -26,6 +26,10 @@ class MysqlShardLeaseStore final : public ShardLeaseStore {
   Result<ShardLeaseRow> Renew(uint32_t shard, std::string_view owner, int64_t epoch) override;
   Result<std::vector<ShardLeaseRow>> RenewAll(std::string_view owner) override;
   Status Release(uint32_t shard, std::string_view owner, int64_t epoch) override;
+  // One transaction each.
+  Status ReleaseMany(std::string_view owner, const std::vector<ShardLeaseRow>& held) override;
+  Result<std::vector<ShardLeaseRow>> AcquireMany(
+      std::string_view owner, const std::vector<std::pair<uint32_t, int64_t>>& wanted) override;
   Status Heartbeat(std::string_view instance, std::string_view advertise) override;
   Status Leave(std::string_view instance) override;
   Result<std::vector<ClusterMember>> ReadMembers() override;

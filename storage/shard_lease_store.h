@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -89,6 +90,21 @@ class ShardLeaseStore {
   // If `owner` holds the row at `epoch`: owner "" (version + 1); a later
   // taker may take it at once. Not holding it is not an error.
   virtual Status Release(uint32_t shard, std::string_view owner, int64_t epoch) = 0;
+
+  // Batches, so a handoff of hundreds of shards costs one commit, not one
+  // each (a planned handoff must finish in well under 100 ms).
+  //
+  // Release of every row of `held` (shard and epoch) `owner` still holds,
+  // all or none.
+  virtual Status ReleaseMany(std::string_view owner, const std::vector<ShardLeaseRow>& held);
+  // Acquire of each (shard, expected version) of `wanted`: the rows taken,
+  // by shard; those whose version moved (a lost race) or whose row is
+  // locked by another transaction are left out, not errors. An error only
+  // when the store failed and nothing was taken (this default stops at the
+  // first failure and reports what it took before; a transactional store
+  // takes all or nothing).
+  virtual Result<std::vector<ShardLeaseRow>> AcquireMany(
+      std::string_view owner, const std::vector<std::pair<uint32_t, int64_t>>& wanted);
 
   // One heartbeat of `instance` (created on first beat; clears `left`).
   virtual Status Heartbeat(std::string_view instance, std::string_view advertise) = 0;

@@ -18,6 +18,15 @@ ClusterSnapshot::Counts ClusterSnapshot::Count() const {
   return c;
 }
 
+namespace {
+
+// Wall time spent since `start` on the keeper's clock, for log lines.
+int64_t MillisSince(Clock::TimePoint start, const Clock& clock) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(clock.Now() - start).count();
+}
+
+}  // namespace
+
 ClusterKeeper::ClusterKeeper(ShardLeaseStore& store, const Clock& clock,
                              ClusterKeeperOptions options)
     : store_(store),
@@ -94,9 +103,13 @@ Status ClusterKeeper::Tick() {
     w.left = m.left;
   }
   const Clock::TimePoint now = clock_.Now();
-  std::vector<std::string> live;
+  std::vector<std::string> live, beating;
   for (const auto& [id, w] : watch_) {
-    if (Live(id, w, now)) live.push_back(id);
+    if (!Live(id, w, now)) continue;
+    live.push_back(id);
+    // Members beat every quarter lease (ClusterNode's round): one that was
+    // not seen to beat for a round and a half is probably gone.
+    if (id == me || now - w.changed <= options_.timing.lease * 3 / 8) beating.push_back(id);
   }
 
   // Renew everything we hold; whatever is not among the rows is lost.
@@ -118,8 +131,11 @@ Status ClusterKeeper::Tick() {
   if (!rows) return rows.error();
   auto snap = std::make_shared<ClusterSnapshot>();
   snap->shards.resize(shards_);
-  bool acquiring = true;
   bool moved = false;  // a shard changed hands: the others' maps are stale
+  // Handoffs and takeovers are decided row by row, then done in one
+  // transaction each: hundreds of shards move in one commit.
+  std::vector<ShardLeaseRow> releasing;
+  std::vector<std::pair<uint32_t, int64_t>> taking;
   for (ShardLeaseRow& row : *rows) {
     if (row.shard >= shards_) continue;
     const uint32_t s = row.shard;
@@ -128,14 +144,7 @@ Status ClusterKeeper::Tick() {
     if (row.owner == me && !desired) {
       // Handoff: stop serving first, then free the row for its new owner.
       holders_[s]->Lost();
-      if (Status st = store_.Release(s, me, row.epoch); st) {
-        row.owner.clear();
-        taker = OwnerOf(s, live);
-        ++handoffs_done_;
-        moved = true;  // the new owner takes it now, not at its next round
-      } else {
-        SEQD_LOG(kWarn) << "cluster: releasing shard " << s << ": " << st.error().message;
-      }
+      releasing.push_back(row);
     } else if (row.owner != me) {
       // Every row not ours is watched, wanted or not, so a wait for a dead
       // owner runs from the first sight of its last version, not from the
@@ -145,25 +154,44 @@ Status ClusterKeeper::Tick() {
       auto owner = watch_.find(row.owner);
       const bool owner_live = !row.owner.empty() && owner != watch_.end() &&
                               Live(row.owner, owner->second, clock_.Now());
-      if (!owner_live) taker = TakerOf(row, k, live);
-      if (taker == me && acquiring && k.MayTake(clock_.Now())) {
-        const Clock::TimePoint sent = clock_.Now();
-        auto taken = store_.Acquire(s, k.expected_version(), me);
-        if (taken) {
-          holders_[s]->Granted(taken->epoch, sent);
-          row = *taken;
-          taker.clear();
-          ++takeovers_done_;
-          moved = true;
-        } else if (taken.error().code != ErrorCode::kFailedPrecondition) {
-          // Not a lost race: the row is locked (an owner frozen mid-commit)
-          // or the store is failing. Try the rest next round, so this
-          // round (and our renewals) is not held up once per shard.
-          acquiring = false;
-        }
-      }
+      if (!owner_live) taker = TakerOf(row, k, beating, live);
+      if (taker == me && k.MayTake(clock_.Now())) taking.emplace_back(s, k.expected_version());
     }
     snap->shards[s] = ClusterSnapshot::Shard{row.owner, row.epoch, taker};
+  }
+  if (!releasing.empty()) {
+    const Clock::TimePoint sent = clock_.Now();
+    if (Status st = store_.ReleaseMany(me, releasing); st) {
+      SEQD_LOG(kInfo) << "cluster: released " << releasing.size() << " shards in "
+                      << MillisSince(sent, clock_) << " ms";
+      for (const ShardLeaseRow& row : releasing) {
+        snap->shards[row.shard] = ClusterSnapshot::Shard{"", row.epoch, OwnerOf(row.shard, live)};
+      }
+      handoffs_done_ += static_cast<int64_t>(releasing.size());
+      moved = true;  // the new owners take them now, not at their next round
+    } else {
+      SEQD_LOG(kWarn) << "cluster: releasing " << releasing.size()
+                      << " shards: " << st.error().message;
+    }
+  }
+  if (!taking.empty()) {
+    const Clock::TimePoint sent = clock_.Now();
+    auto taken = store_.AcquireMany(me, taking);
+    if (taken) {
+      SEQD_LOG(kInfo) << "cluster: took " << taken->size() << " of " << taking.size()
+                      << " shards in " << MillisSince(sent, clock_) << " ms";
+      for (const ShardLeaseRow& row : *taken) {
+        holders_[row.shard]->Granted(row.epoch, sent);
+        snap->shards[row.shard] = ClusterSnapshot::Shard{row.owner, row.epoch, ""};
+      }
+      takeovers_done_ += static_cast<int64_t>(taken->size());
+      if (!taken->empty()) moved = true;
+    } else {
+      // Lost races are not errors; this is the store failing. The next
+      // round tries again.
+      SEQD_LOG(kWarn) << "cluster: taking " << taking.size()
+                      << " shards: " << taken.error().message;
+    }
   }
   if (moved) NudgeOthers(live);
   ForgetLongGone(*rows, now);
@@ -182,9 +210,16 @@ Status ClusterKeeper::Tick() {
 }
 
 std::string ClusterKeeper::TakerOf(const ShardLeaseRow& row, const ShardTakeover& seen,
+                                   const std::vector<std::string>& beating,
                                    const std::vector<std::string>& live) const {
-  // A released row needs no wait: its owner among all live members takes it.
-  if (row.owner.empty()) return OwnerOf(row.shard, live);
+  // A released row needs no wait: its owner among the members seen beating
+  // takes it. Not among all live ones: a member that died just before we
+  // joined still counts as live for a lease from our first sight of it
+  // (the others, who watched it longer, already judged it dead and released
+  // its shards to us), and would hold the rows up that long. Taking a free
+  // row is always safe; if its owner-to-be was alive after all, we hand it
+  // over at our next round.
+  if (row.owner.empty()) return OwnerOf(row.shard, beating.empty() ? live : beating);
   // A dead owner's row: its owner among the live members we knew before we
   // first saw the row's last version. A member that joined after that (often
   // the dead one's replacement) first reads the row later and so would wait
@@ -241,18 +276,20 @@ Status ClusterKeeper::Leave() {
   }
   auto snap = std::make_shared<ClusterSnapshot>();
   snap->shards.resize(shards_);
+  std::vector<ShardLeaseRow> releasing;
   for (const ShardLeaseRow& row : *rows) {
     if (row.shard >= shards_) continue;
     std::string owner = row.owner;
     if (row.owner == me) {
-      if (Status s = store_.Release(row.shard, me, row.epoch); !s) {
-        result = s;
-      } else {
-        ++handoffs_done_;
-      }
+      releasing.push_back(row);
       owner = OwnerOf(row.shard, others);
     }
     snap->shards[row.shard] = ClusterSnapshot::Shard{owner, row.epoch, ""};
+  }
+  if (Status s = store_.ReleaseMany(me, releasing); !s) {
+    result = s;
+  } else {
+    handoffs_done_ += static_cast<int64_t>(releasing.size());
   }
   if (Status s = store_.Leave(me); !s) result = s;
   // Requests still arriving here go to the successors; wake them so they

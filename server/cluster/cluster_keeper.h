@@ -114,7 +114,10 @@ class ClusterKeeper {
   bool Live(const std::string& id, const Watch& w, Clock::TimePoint now) const;
   // Who takes over `row`, whose owner is not live, in our view; see the
   // definition.
+  // `beating`: the live members seen to beat within the last 3/8 lease
+  // (and us).
   std::string TakerOf(const ShardLeaseRow& row, const ShardTakeover& seen,
+                      const std::vector<std::string>& beating,
                       const std::vector<std::string>& live) const;
   // Wakes every live member but us (their maps are stale after a takeover
   // or handoff).

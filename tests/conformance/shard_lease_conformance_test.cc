@@ -145,6 +145,51 @@ void CheckRacers(Backend& b, int racers) {
   }
 }
 
+// The batches: one commit for many shards; lost races are left out.
+void CheckBatches(Backend& b) {
+  ShardLeaseStore& s = b.store();
+  REQUIRE(s.EnsureSchema(16).ok());
+  auto rows = s.ReadLeases();
+  REQUIRE(rows.ok());
+  // inst-b wins shard 9 first: inst-a's batch at the old version loses it.
+  REQUIRE(s.Acquire(9, rows->at(9).version, "inst-b").ok());
+  std::vector<std::pair<uint32_t, int64_t>> wanted;
+  for (uint32_t shard : {2u, 9u, 11u, 12u}) wanted.emplace_back(shard, rows->at(shard).version);
+  auto taken = s.AcquireMany("inst-a", wanted);
+  REQUIRE_MESSAGE(taken.ok(), (taken.ok() ? std::string() : taken.error().message));
+  REQUIRE(taken->size() == 3);
+  CHECK(taken->at(0).shard == 2);
+  CHECK(taken->at(1).shard == 11);
+  CHECK(taken->at(2).shard == 12);
+  for (const ShardLeaseRow& row : *taken) {
+    const ShardLeaseRow before = rows->at(row.shard);
+    CHECK(row == ShardLeaseRow{row.shard, "inst-a", before.epoch + 1, before.version + 1});
+    CHECK(s.ReadLeases()->at(row.shard) == row);
+  }
+  CHECK(s.ReadLeases()->at(9).owner == "inst-b");
+  // Another taker at the same versions: every version moved, nothing
+  // taken, no error.
+  auto again = s.AcquireMany("inst-c", wanted);
+  REQUIRE(again.ok());
+  CHECK(again->empty());
+  CHECK(s.AcquireMany("", wanted).error().code == ErrorCode::kInvalidArgument);
+
+  // ReleaseMany frees the rows still held at their epochs; a row at a stale
+  // epoch (taken over meanwhile) is left alone.
+  std::vector<ShardLeaseRow> held = *taken;
+  held.push_back(ShardLeaseRow{9, "inst-b", 0, 0});             // inst-a never held 9
+  REQUIRE(s.Acquire(12, taken->at(2).version, "inst-c").ok());  // 12 moved on
+  REQUIRE(s.ReleaseMany("inst-a", held).ok());
+  auto after = s.ReadLeases();
+  CHECK(after->at(2).owner.empty());
+  CHECK(after->at(2).version == taken->at(0).version + 1);
+  CHECK(after->at(11).owner.empty());
+  CHECK(after->at(12).owner == "inst-c");
+  CHECK(after->at(9).owner == "inst-b");
+  CHECK(s.RenewAll("inst-a")->empty());
+  REQUIRE(s.ReleaseMany("inst-a", {}).ok());
+}
+
 void CheckMembers(Backend& b) {
   ShardLeaseStore& s = b.store();
   REQUIRE(s.EnsureSchema(16).ok());
@@ -181,6 +226,10 @@ TEST_SUITE("memory") {
     MemoryBackend b;
     CheckRacers(b, 8);
   }
+  TEST_CASE("memory: AcquireMany and ReleaseMany") {
+    MemoryBackend b;
+    CheckBatches(b);
+  }
   TEST_CASE("memory: members and heartbeats") {
     MemoryBackend b;
     CheckMembers(b);
@@ -195,6 +244,29 @@ TEST_SUITE("mariadb") {
   TEST_CASE("mariadb: of 6 racers (own connections) for one version exactly one wins") {
     MysqlBackend b;
     CheckRacers(b, 6);
+  }
+  TEST_CASE("mariadb: AcquireMany and ReleaseMany in one transaction each") {
+    MysqlBackend b;
+    CheckBatches(b);
+  }
+  TEST_CASE("mariadb: AcquireMany skips a row locked by another transaction, takes the rest") {
+    MysqlBackend b;
+    MysqlOptions o = b.options;
+    o.lock_wait_timeout_s = 1;
+    MysqlShardLeaseStore store(std::make_shared<MysqlPool>(o));
+    REQUIRE(store.EnsureSchema(16).ok());
+    // An owner frozen in the middle of a fenced commit holds shard 4's row.
+    auto frozen = RawMysql(b.options);
+    RawExec(*frozen, "START TRANSACTION");
+    RawExec(*frozen, "UPDATE seqd_shard_lease SET fences = fences + 1 WHERE shard = 4");
+    auto taken = store.AcquireMany("inst-a", {{3, 0}, {4, 0}, {5, 0}});
+    REQUIRE_MESSAGE(taken.ok(), (taken.ok() ? std::string() : taken.error().message));
+    REQUIRE(taken->size() == 2);
+    CHECK(taken->at(0).shard == 3);
+    CHECK(taken->at(1).shard == 5);
+    RawExec(*frozen, "ROLLBACK");
+    CHECK(store.ReadLeases()->at(4).owner.empty());
+    CHECK(store.ReadLeases()->at(5).owner == "inst-a");
   }
   TEST_CASE("mariadb: members and heartbeats") {
     MysqlBackend b;

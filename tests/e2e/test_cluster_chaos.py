@@ -1206,15 +1206,39 @@ def availability(answers, faults, end, msg_attempts=()):
             msg_recvs[a.msg.conv].append(a.recv)
     for times in msg_recvs.values():
         times.sort()
+    # Answered requests by send time, for the slowest one sent in a window:
+    # how long a request waited for its key's shard (the gaps above also
+    # count time when the clients sent nothing for a key).
+    answered = sorted((a.send, a.recv - a.send) for a in answers if a.ok)
+    answered += [(a.send, a.recv - a.send) for a in msg_attempts if a.ok]
+    answered.sort()
+    sends = [t for t, _ in answered]
     out = []
     for n, f in enumerate(faults):
         w0, w1 = f["start"], faults[n + 1]["start"] if n + 1 < len(faults) else end
         worst, worst_key = longest_gap(recvs, KEYS, w0, w1)
         msg_worst, msg_worst_conv = longest_gap(msg_recvs, CONVS, w0, w1)
+        lo, hi = bisect.bisect_left(sends, w0), bisect.bisect_right(sends, w1)
+        wait = max((d for _, d in answered[lo:hi]), default=0.0)
         out.append({"kind": f["kind"], "start": rel(f["start"]), "end": rel(f["end"]),
                     "target": f["target"], "detail": f["detail"],
                     "max_gap_s": round(worst, 3), "gap_key": worst_key,
-                    "msg_max_gap_s": round(msg_worst, 3), "msg_gap_conv": msg_worst_conv})
+                    "msg_max_gap_s": round(msg_worst, 3), "msg_gap_conv": msg_worst_conv,
+                    "max_wait_s": round(wait, 3)})
+    return out
+
+
+def gaps_by_kind(faults):
+    """Per fault kind: count, and the median and max of the longest gap
+    (IDs, messages) and of the longest answered request's wait."""
+    out = {}
+    for kind in sorted({f["kind"] for f in faults}):
+        mine = [f for f in faults if f["kind"] == kind]
+        row = {"faults": len(mine)}
+        for field in ("max_gap_s", "msg_max_gap_s", "max_wait_s"):
+            values = sorted(f[field] for f in mine)
+            row[field] = {"median": values[len(values) // 2], "max": values[-1]}
+        out[kind] = row
     return out
 
 
@@ -1676,6 +1700,7 @@ def figures_of(args, answers, final, faults, end, started, messages=(), final_ms
     verdict = check_history(answers)
     msg_verdict = check_messages(messages, stored or {})
     msg_verdict["pull_problems"] = list(pull_problems)
+    fault_figures = availability(answers, faults, end, messages)
     return {
         "seconds": args.seconds, "seed": args.seed, "lease_ms": args.lease_ms,
         "wall_s": round(time.monotonic() - started, 1),
@@ -1684,8 +1709,9 @@ def figures_of(args, answers, final, faults, end, started, messages=(), final_ms
         "by_interface": dict(collections.Counter(a.iface for a in ok)),
         "by_instance": dict(sorted(collections.Counter(a.inst for a in ok).items())),
         "errors": dict(collections.Counter(a.error for a in answers if not a.ok).most_common()),
-        "faults": availability(answers, faults, end, messages),
+        "faults": fault_figures,
         "faults_by_kind": dict(collections.Counter(f["kind"] for f in faults)),
+        "gaps_by_kind": gaps_by_kind(fault_figures),
         "final_round": {"requests": len(final) + len(final_msgs),
                         "failed": [a.describe() for a in list(final) + list(final_msgs)
                                    if not a.ok]},
@@ -1753,9 +1779,16 @@ def print_summary(fig, failures):
     p("errors: %s" % fig["errors"])
     p("faults run: %s" % fig["faults_by_kind"])
     for f in fig["faults"]:
-        p("  %7.2f-%7.2f s %-13s %-14s longest gap %.3f s (%s), messages %.3f s (%s) %s" % (
-            f["start"], f["end"], f["kind"], f["target"], f["max_gap_s"], f["gap_key"],
-            f["msg_max_gap_s"], f["msg_gap_conv"], f["detail"]))
+        p("  %7.2f-%7.2f s %-13s %-14s longest gap %.3f s (%s), messages %.3f s (%s), "
+          "longest wait %.3f s %s" % (
+              f["start"], f["end"], f["kind"], f["target"], f["max_gap_s"], f["gap_key"],
+              f["msg_max_gap_s"], f["msg_gap_conv"], f["max_wait_s"], f["detail"]))
+    for kind, row in fig["gaps_by_kind"].items():
+        p("  %-13s x%-3d gap median %.3f max %.3f s; messages median %.3f max %.3f s; "
+          "wait median %.3f max %.3f s" % (
+              kind, row["faults"], row["max_gap_s"]["median"], row["max_gap_s"]["max"],
+              row["msg_max_gap_s"]["median"], row["msg_max_gap_s"]["max"],
+              row["max_wait_s"]["median"], row["max_wait_s"]["max"]))
     p("duplicates: %d; order violations: %d; answers outside the contract: %d" % (
         fig["duplicates"], fig["order_violations"], fig["unexpected_errors"]))
     for e in fig["duplicate_examples"]:

@@ -170,4 +170,35 @@ TEST_CASE("cluster keeper: a member joining after an owner died does not delay t
   for (const auto& shard : c.keepers[2]->snapshot()->shards) CHECK(shard.taker.empty());
 }
 
+TEST_CASE("cluster keeper: a joiner takes released shards of an owner that died before it joined") {
+  Cluster c;
+  c.Add("a");
+  c.Add("b");
+  c.Add("c");
+  c.Run(6s, 250ms);
+  REQUIRE(c.Unserved() == 0);
+  c.running[2] = false;  // c dies (kill -9) ...
+  c.Run(1s, 250ms);
+  c.Add("d");  // ... and its replacement joins a second later
+  // a and b judge c dead and take its shards, then release to d the ones
+  // d owns among {a, b, d}. To d, which has watched c for only a while, c
+  // is still live for a lease from its first sight; among those released
+  // rows are some that c would own in d's view. d must take them at once
+  // (c has not been seen to beat), not a second later when d judges c dead.
+  const std::vector<std::string> abd = {"a", "b", "d"};
+  const std::vector<std::string> abcd = {"a", "b", "c", "d"};
+  int contested = 0;
+  for (uint32_t s = 0; s < kShards; ++s) {
+    contested += OwnerOf(s, abd) == "d" && OwnerOf(s, abcd) == "c" ? 1 : 0;
+  }
+  REQUIRE(contested > 0);
+  // c's last renewal + lease*(1+drift), a round to take, a round to hand
+  // over: served by then, a quarter second before d's own wait for c ends.
+  c.Run(2750ms, 250ms);
+  CHECK(c.Unserved() == 0);
+  for (uint32_t s = 0; s < kShards; ++s) {
+    if (OwnerOf(s, abd) == "d") CHECK(c.keepers[3]->Serving(s, c.clock.Now()));
+  }
+}
+
 }  // namespace seqd
