@@ -194,6 +194,7 @@ ShardRoute ClusterNode::Route(std::string_view key) const {
   const auto snap = keeper_->snapshot();
   if (r.shard >= snap->shards.size()) return r;
   r.owner = snap->shards[r.shard].owner;
+  r.released = r.owner.empty();
   auto m = snap->members.find(r.owner);
   if (r.owner.empty() || m == snap->members.end() || !m->second.live) {
     // Free, or its owner is gone: a takeover is under way, by the member

@@ -42,6 +42,7 @@ struct ShardRoute {
   bool owner_live = false;
   bool mine = false;       // the owner is this instance
   bool predicted = false;  // no live owner in the map: `owner` is the member taking it over
+  bool released = false;   // the row was free in the map (a handoff under way)
 };
 
 class ClusterNode final : public ShardGate {

@@ -130,6 +130,9 @@ void KeyRouter::Route(std::shared_ptr<Attempt> a) {
   const ShardRoute route = cluster_->Route(a->key);
   const bool elsewhere = !route.mine && route.owner_live && !route.advertise.empty();
   if (elsewhere && a->hop == Hop::kNoForward) {
+    // A peer (or a client routing by its map) thinks we own it: one of the
+    // maps is stale, perhaps ours (a handoff whose nudge did not reach us).
+    cluster_->RefreshSoon();
     if (metrics_) metrics_->WrongOwner();
     return a->fail(MakeError(ErrorCode::kWrongOwner, "another instance owns this key"));
   }
@@ -141,6 +144,10 @@ void KeyRouter::Route(std::shared_ptr<Attempt> a) {
       Retry(a);
     });
   }
+  // A shard released to us (a handoff) is taken at our next round: have it
+  // now, in case the releaser's nudge was lost. (A dead owner's shard is
+  // taken when its wait ends; the round is scheduled for then already.)
+  if (route.released && route.mine) cluster_->RefreshSoon();
   Retry(std::move(a));  // no owner yet, or it is us and the lease is not granted yet
 }
 
