@@ -12,6 +12,7 @@ AllocatorOptions ToAllocatorOptions(const Config& c) {
   o.prefetch_fraction = c.prefetch_fraction;
   o.wait_deadline = std::chrono::milliseconds(c.wait_deadline_ms);
   o.segment_duration = std::chrono::seconds(c.segment_duration_s);
+  o.min_runway = std::chrono::seconds(c.min_runway_s);
   o.max_step = c.max_step;
   o.max_count = c.max_count;
   o.idle_timeout = std::chrono::seconds(c.key_idle_timeout_s);

@@ -42,7 +42,8 @@ using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kUsage =
-    R"(usage: seqbench (--tcp HOST:PORT | --http HOST:PORT) (--key KEY | --snowflake) [options]
+    R"(usage: seqbench (--tcp HOST:PORT | --http HOST:PORT)
+                (--key KEY | --new-keys PREFIX | --snowflake) [options]
 
 Load generator for seqd: N connections each keep D requests in flight, each
 asking for C IDs of KEY (or C snowflake IDs), for S seconds; then reports
@@ -52,12 +53,22 @@ throughput and latency.
   --http HOST:PORT    the HTTP API: keep-alive, pipelined GET /seq/KEY?count=C
                       (GET /snowflake?count=C with --snowflake)
   --key KEY           the key to ask for (segment IDs: NEXT_IDS)
+  --new-keys PREFIX   a fresh key on every request: PREFIX, then the
+                      connection's number and a counter (a storm of new
+                      conversations; PREFIX should match an auto-create rule)
   --snowflake         snowflake IDs instead of a key's (SNOWFLAKE; C at most
                       the server's snowflake max count, 4096 by default)
   --connections N     connections (default 4)
   --pipeline D        requests in flight per connection (default 16)
   --count C           IDs per request (default 1)
   --duration S        seconds to run, fractions allowed (default 10)
+  --rate R            open loop: R requests per second in all (spread over the
+                      connections, on a fixed schedule, however slow the
+                      answers); latency counts from each request's scheduled
+                      time, so a stall shows in full (no coordinated
+                      omission). --pipeline is then ignored
+  --warmup S          leave the requests scheduled in the first S seconds
+                      out of the latency figures (counted apart)
   --threads T         I/O threads (default: min(4, cores))
   --token SECRET      the token to present (AUTH first on each binary
                       connection, a bearer header on HTTP); default: the
@@ -133,7 +144,8 @@ class Histogram {
 };
 
 struct Stats {
-  uint64_t requests = 0;  // answered
+  uint64_t requests = 0;         // answered
+  uint64_t warmup_requests = 0;  // answered, sent during --warmup (not in latency)
   uint64_t ids = 0;
   uint64_t errors = 0;
   std::map<std::string, uint64_t> error_kinds;
@@ -144,6 +156,7 @@ struct Stats {
   }
   void Merge(const Stats& o) {
     requests += o.requests;
+    warmup_requests += o.warmup_requests;
     ids += o.ids;
     errors += o.errors;
     for (const auto& [k, v] : o.error_kinds) error_kinds[k] += v;
@@ -155,11 +168,15 @@ struct Config {
   bool http = false;
   std::string host, port, endpoint;
   std::string key;
+  std::string new_keys;    // --new-keys PREFIX; "" for one key
   bool snowflake = false;  // SNOWFLAKE / GET /snowflake instead of a key's IDs
   int connections = 4;
   int pipeline = 16;
   uint32_t count = 1;
   double duration_s = 10;
+  double rate = 0;            // --rate: requests/s in all; 0: closed loop
+  double warmup_s = 0;        // --warmup
+  Clock::time_point start{};  // when the run starts (set before connections start)
   int threads = 0;
   bool json = false;
   std::string token;  // --token, else SEQD_TOKEN; "" for none
@@ -178,17 +195,17 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
         socket_(strand_),
         tls_context_(std::move(tls_context)),
         retry_timer_(strand_),
+        pace_timer_(strand_),
         cfg_(cfg),
         endpoints_(std::move(endpoints)),
         stop_(stop) {
     if (cfg_.http) {
-      const std::string path =
-          cfg_.snowflake ? "/snowflake" : "/seq/" + seqd::tools::UrlEncode(cfg_.key);
-      http_request_ =
-          seqd::tools::BuildHttpRequest("GET", path + "?count=" + std::to_string(cfg_.count),
-                                        cfg_.endpoint, {}, "application/json", cfg_.token);
+      http_request_ = HttpRequestFor(cfg_.key);
     }
   }
+
+  // Numbers the connections, so --new-keys keys never repeat across them.
+  void SetIndex(int index) { index_ = index; }
 
   void Start() {
     asio::post(strand_, [self = shared_from_this()] { self->Connect(); });
@@ -198,6 +215,7 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
       boost::system::error_code ignored;
       self->socket_.close(ignored);
       self->retry_timer_.cancel();
+      self->pace_timer_.cancel();
     });
   }
   const Stats& stats() const { return stats_; }
@@ -241,8 +259,38 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
     if (!cfg_.http && !cfg_.token.empty()) {
       seqd::proto::AppendFrame(out_, seqd::proto::Opcode::kAuth, 0, kAuthRequestId, cfg_.token);
     }
-    Fill();
+    if (cfg_.rate > 0) {
+      if (!pacing_) {
+        pacing_ = true;
+        next_due_ = std::max(Clock::now(), cfg_.start);
+        Pace();
+      }
+    } else {
+      Fill();
+    }
     Read();
+  }
+
+  // Open loop: sends every request whose scheduled time has come, stamped
+  // with that time, then sleeps until the next one is due.
+  void Pace() {
+    if (stop_) return;
+    const auto interval = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(cfg_.connections / cfg_.rate));
+    const Clock::time_point now = Clock::now();
+    if (connected_) {
+      while (next_due_ <= now) {
+        Append(next_due_);
+        next_due_ += interval;
+      }
+      Write();
+    }
+    // At most a thousand wake-ups a second; late requests keep their
+    // scheduled stamps.
+    pace_timer_.expires_at(std::max(next_due_, now + std::chrono::microseconds(1000)));
+    pace_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!ec) self->Pace();
+    });
   }
 
   void Fail(const std::string& what) {
@@ -265,22 +313,38 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
 
   void Fill() {
     const Clock::time_point now = Clock::now();
-    while (in_flight_ < cfg_.pipeline && !stop_) {
-      if (cfg_.http) {
-        out_ += http_request_;
-        sent_order_.push_back(now);
-      } else {
-        if (++next_id_ == 0 || next_id_ == kAuthRequestId) next_id_ = 1;
-        if (cfg_.snowflake) {
-          seqd::proto::AppendSnowflakeRequest(out_, next_id_, cfg_.count);
-        } else {
-          seqd::proto::AppendNextIdsRequest(out_, next_id_, cfg_.key, cfg_.count);
-        }
-        sent_.emplace(next_id_, now);
-      }
-      ++in_flight_;
-    }
+    while (in_flight_ < cfg_.pipeline && !stop_) Append(now);
     Write();
+  }
+
+  std::string HttpRequestFor(const std::string& key) const {
+    const std::string path = cfg_.snowflake ? "/snowflake" : "/seq/" + seqd::tools::UrlEncode(key);
+    return seqd::tools::BuildHttpRequest("GET", path + "?count=" + std::to_string(cfg_.count),
+                                         cfg_.endpoint, {}, "application/json", cfg_.token);
+  }
+
+  // The key of the next request: --key, or a fresh one with --new-keys.
+  const std::string& NextKey() {
+    if (cfg_.new_keys.empty()) return cfg_.key;
+    fresh_key_ = cfg_.new_keys + std::to_string(index_) + "_" + std::to_string(++fresh_count_);
+    return fresh_key_;
+  }
+
+  // Queues one request, its latency counted from `stamp`.
+  void Append(Clock::time_point stamp) {
+    if (cfg_.http) {
+      out_ += cfg_.new_keys.empty() ? http_request_ : HttpRequestFor(NextKey());
+      sent_order_.push_back(stamp);
+    } else {
+      if (++next_id_ == 0 || next_id_ == kAuthRequestId) next_id_ = 1;
+      if (cfg_.snowflake) {
+        seqd::proto::AppendSnowflakeRequest(out_, next_id_, cfg_.count);
+      } else {
+        seqd::proto::AppendNextIdsRequest(out_, next_id_, NextKey(), cfg_.count);
+      }
+      sent_.emplace(next_id_, stamp);
+    }
+    ++in_flight_;
   }
 
   void Write() {
@@ -315,7 +379,7 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
       self->in_.resize(old + n);
       if (ec) return self->Fail("read: " + ec.message());
       if (!(self->cfg_.http ? self->ParseHttp() : self->ParseBinary())) return;
-      self->Fill();
+      if (self->cfg_.rate <= 0) self->Fill();
       self->Read();
     };
     const auto buffer = asio::buffer(in_.data() + old, 64 * 1024);
@@ -331,6 +395,12 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
   void Record(Clock::time_point sent) {
     ++stats_.requests;
     --in_flight_;
+    if (cfg_.warmup_s > 0 &&
+        sent < cfg_.start + std::chrono::duration_cast<Clock::duration>(
+                                std::chrono::duration<double>(cfg_.warmup_s))) {
+      ++stats_.warmup_requests;
+      return;
+    }
     stats_.latency.Record(
         std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - sent).count());
   }
@@ -427,6 +497,9 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
   std::shared_ptr<asio::ssl::context> tls_context_;       // --tls only
   std::shared_ptr<asio::ssl::stream<tcp::socket&>> tls_;  // this connection's, over socket_
   asio::steady_timer retry_timer_;
+  asio::steady_timer pace_timer_;  // --rate only
+  bool pacing_ = false;
+  Clock::time_point next_due_{};  // --rate: the next request's scheduled time
   const Config& cfg_;
   tcp::resolver::results_type endpoints_;
   const std::atomic<bool>& stop_;
@@ -437,6 +510,9 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
   std::vector<char> in_;
   int in_flight_ = 0;
   uint32_t next_id_ = 0;
+  int index_ = 0;
+  uint64_t fresh_count_ = 0;
+  std::string fresh_key_;
   uint64_t generation_ = 0;
   std::unordered_map<uint32_t, Clock::time_point> sent_;
   std::deque<Clock::time_point> sent_order_;
@@ -486,6 +562,11 @@ Config ParseArgs(int argc, char** argv) {
       }
     } else if (a == "--key") {
       cfg.key = need();
+    } else if (a == "--new-keys") {
+      cfg.new_keys = need();
+      if (cfg.new_keys.empty() || cfg.new_keys.size() > 100) {
+        throw UsageError{"--new-keys wants a prefix of 1 to 100 bytes"};
+      }
     } else if (a == "--snowflake") {
       cfg.snowflake = true;
     } else if (a == "--connections") {
@@ -496,6 +577,10 @@ Config ParseArgs(int argc, char** argv) {
       cfg.count = Number<uint32_t>(need(), "--count", 1, 0xFFFFFFFFu);
     } else if (a == "--duration") {
       cfg.duration_s = Number<double>(need(), "--duration", 0.001, 1e6);
+    } else if (a == "--rate") {
+      cfg.rate = Number<double>(need(), "--rate", 1, 1e8);
+    } else if (a == "--warmup") {
+      cfg.warmup_s = Number<double>(need(), "--warmup", 0, 1e6);
     } else if (a == "--threads") {
       cfg.threads = Number<int>(need(), "--threads", 1, 1024);
     } else if (a == "--json") {
@@ -510,8 +595,11 @@ Config ParseArgs(int argc, char** argv) {
   }
   if (!have_target) throw UsageError{"give --tcp HOST:PORT or --http HOST:PORT"};
   cfg.tls.ApplyEnvironment();
-  if (cfg.snowflake && !cfg.key.empty()) throw UsageError{"give one of --key and --snowflake"};
-  if (!cfg.snowflake && cfg.key.empty()) throw UsageError{"--key (or --snowflake) is required"};
+  if (static_cast<int>(cfg.snowflake) + static_cast<int>(!cfg.key.empty()) +
+          static_cast<int>(!cfg.new_keys.empty()) !=
+      1) {
+    throw UsageError{"give one of --key, --new-keys and --snowflake"};
+  }
   if (cfg.threads == 0) {
     cfg.threads = static_cast<int>(std::min(4u, std::max(1u, std::thread::hardware_concurrency())));
   }
@@ -535,7 +623,7 @@ std::string JsonString(const std::string& s) {
   return out + "\"";
 }
 
-int Run(const Config& cfg) {
+int Run(Config cfg) {
   asio::io_context io(cfg.threads);
   tcp::resolver resolver(io);
   boost::system::error_code ec;
@@ -558,12 +646,14 @@ int Run(const Config& cfg) {
   std::vector<std::shared_ptr<BenchConnection>> conns;
   for (int i = 0; i < cfg.connections; ++i) {
     conns.push_back(std::make_shared<BenchConnection>(io, cfg, endpoints, stop, tls_context));
+    conns.back()->SetIndex(i);
   }
   auto work = asio::make_work_guard(io);
   std::vector<std::thread> threads;
   for (int i = 0; i < cfg.threads; ++i) threads.emplace_back([&io] { io.run(); });
 
   const Clock::time_point start = Clock::now();
+  cfg.start = start;  // read by the connections only once started
   for (auto& c : conns) c->Start();
   std::this_thread::sleep_for(std::chrono::duration<double>(cfg.duration_s));
   stop = true;
@@ -582,9 +672,13 @@ int Run(const Config& cfg) {
     o << "{\"protocol\":\"" << (cfg.http ? "http" : "tcp")
       << "\",\"tls\":" << (cfg.tls.enabled ? "true" : "false")
       << ",\"endpoint\":" << JsonString(cfg.endpoint) << ",\"mode\":\""
-      << (cfg.snowflake ? "snowflake" : "key") << "\",\"key\":" << JsonString(cfg.key)
+      << (cfg.snowflake          ? "snowflake"
+          : cfg.new_keys.empty() ? "key"
+                                 : "new_keys")
+      << "\",\"key\":" << JsonString(cfg.new_keys.empty() ? cfg.key : cfg.new_keys + "*")
       << ",\"connections\":" << cfg.connections << ",\"pipeline\":" << cfg.pipeline
-      << ",\"count\":" << cfg.count << ",\"duration_s\":" << elapsed
+      << ",\"count\":" << cfg.count << ",\"rate\":" << cfg.rate << ",\"warmup_s\":" << cfg.warmup_s
+      << ",\"warmup_requests\":" << total.warmup_requests << ",\"duration_s\":" << elapsed
       << ",\"requests\":" << total.requests << ",\"requests_per_s\":" << rps
       << ",\"ids\":" << total.ids << ",\"ids_per_s\":" << ips << ",\"errors\":" << total.errors
       << ",\"error_kinds\":{";
@@ -598,11 +692,18 @@ int Run(const Config& cfg) {
       << ",\"mean\":" << total.latency.mean() / 1000.0 << "}}";
     std::cout << o.str() << "\n";
   } else {
-    const std::string what = cfg.snowflake ? "snowflake" : "key=" + cfg.key;
+    const std::string what = cfg.snowflake          ? "snowflake"
+                             : cfg.new_keys.empty() ? "key=" + cfg.key
+                                                    : "new-keys=" + cfg.new_keys + "*";
     std::printf("%s%s %s %s connections=%d pipeline=%d count=%u duration=%.2fs threads=%d\n",
                 cfg.http ? "http" : "tcp", cfg.tls.enabled ? "+tls" : "", cfg.endpoint.c_str(),
                 what.c_str(), cfg.connections, cfg.pipeline, cfg.count, elapsed, cfg.threads);
     std::printf("requests  %llu  (%.0f/s)\n", static_cast<unsigned long long>(total.requests), rps);
+    if (cfg.rate > 0) std::printf("open loop %.0f/s scheduled\n", cfg.rate);
+    if (cfg.warmup_s > 0) {
+      std::printf("warmup    %llu requests in the first %.2fs, not in the latency figures\n",
+                  static_cast<unsigned long long>(total.warmup_requests), cfg.warmup_s);
+    }
     std::printf("ids       %llu  (%.0f/s)\n", static_cast<unsigned long long>(total.ids), ips);
     std::printf("errors    %llu\n", static_cast<unsigned long long>(total.errors));
     for (const auto& [k, v] : total.error_kinds) {

@@ -136,6 +136,10 @@ const std::vector<Option>& Options() {
                 &Config::wait_deadline_ms, 1, 60'000),
       IntOption("segment_duration_s", "Target lifetime of a segment; drives the dynamic step.",
                 &Config::segment_duration_s, 1, 86'400),
+      IntOption("min_runway_s",
+                "Grow the step (within max_step) until both buffers hold this many seconds of "
+                "IDs at the key's current rate; 0 = off.",
+                &Config::min_runway_s, 0, 86'400),
       IntOption("max_step", "Upper bound of the dynamic step.", &Config::max_step, 1,
                 1'000'000'000),
       IntOption("max_count", "Largest batch (count) one request may ask for.", &Config::max_count,

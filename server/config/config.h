@@ -30,6 +30,7 @@ struct Config {
   double prefetch_fraction = 0.1;
   int64_t wait_deadline_ms = 1000;
   int64_t segment_duration_s = 900;
+  int64_t min_runway_s = 0;
   int64_t max_step = 1'000'000;
   int64_t max_count = 10'000;
   int64_t key_idle_timeout_s = 600;
@@ -49,10 +50,10 @@ struct Config {
   int64_t resp_port = -1;                   // Redis protocol; -1 (default) disables
   int64_t tcp_max_in_flight = 1024;         // unanswered requests per connection
   int64_t tcp_idle_timeout_s = 300;
-  int64_t tcp_request_timeout_s = 10;     // a frame/command completes within this of its first byte
-  int64_t tcp_write_timeout_s = 30;       // a client must take each reply write within this
+  int64_t tcp_request_timeout_s = 10;  // a frame/command completes within this of its first byte
+  int64_t tcp_write_timeout_s = 30;    // a client must take each reply write within this
   int64_t max_connections_per_peer = 1000;  // per client IP and listener
-  int64_t tcp_max_connections = 10000;  // per listener
+  int64_t tcp_max_connections = 10000;      // per listener
   int64_t tcp_max_frame_bytes = 1 << 20;
   int64_t tcp_max_output_bytes = 4 << 20;  // unsent bytes per binary connection
   int64_t tcp_max_subscriptions = 10000;   // conversations subscribed per connection
@@ -76,15 +77,16 @@ struct Config {
   int64_t cluster_lease_ms = 3000;        // shard lease
   int64_t cluster_shards = 1024;          // used only when the cluster's tables are created
   std::string log_level = "info";
-  std::string tokens_file;         // docs/security.md; empty: no tokens (loopback only)
-  bool insecure_no_auth = false;   // serve without tokens on non-loopback addresses
-  bool metrics_auth = false;       // /metrics needs the metrics scope
+  std::string tokens_file;        // docs/security.md; empty: no tokens (loopback only)
+  bool insecure_no_auth = false;  // serve without tokens on non-loopback addresses
+  bool metrics_auth = false;      // /metrics needs the metrics scope
   std::string cluster_token_file;
   std::string tls_cert;       // PEM certificate (chain) of the listeners; empty: no TLS
   std::string tls_key;        // its private key
   std::string tls_client_ca;  // clients must present a certificate of this CA (mTLS)
   std::string tls_listeners = "http,admin,binary,resp";  // which listeners use TLS
-  std::string cluster_tls_ca;  // cluster mode with TLS: the CA peers' certificates chain to  // the secret this instance presents to its peers
+  std::string cluster_tls_ca;  // cluster mode with TLS: the CA peers' certificates chain to  // the
+                               // secret this instance presents to its peers
 
   bool show_help = false;
   bool show_version = false;

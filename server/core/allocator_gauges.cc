@@ -11,6 +11,7 @@ AllocatorGauges CollectAllocatorGauges(const SegmentAllocator& allocator) {
   out.evicted_idle = stats.evicted_idle;
   out.evicted_capacity = stats.evicted_capacity;
   out.auto_create_refused = stats.auto_create_refused;
+  out.parked_total = stats.parked_total;
   std::vector<KeySnapshot> snapshot = allocator.Snapshot();
   out.keys.reserve(snapshot.size());
   for (const KeySnapshot& k : snapshot) {

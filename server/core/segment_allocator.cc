@@ -6,6 +6,7 @@
 #include <prometheus/counter.h>
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <list>
 #include <sstream>
@@ -73,6 +74,13 @@ struct SegmentAllocator::KeyState {
   int64_t step = 0;        // dynamic step
   int64_t reservations = 0;
   Clock::TimePoint last_reserved_at{};
+  // For sizing the next step: when the reservation in flight (or the
+  // latest) was sent; how long reservations take lately, from sending to
+  // landing (a decaying maximum, seconds); `issued` when the latest landed
+  // (last_reserved_at), before the requests parked on it were served.
+  Clock::TimePoint reserve_sent_at{};
+  double reserve_seconds = 0;
+  int64_t issued_at_landing = 0;
   Clock::TimePoint last_used{};  // coarse: as of the latest sweep or reservation
   Clock::TimePoint retry_at{};   // no reservation before this (after a failure)
   bool retry_scheduled = false;
@@ -321,6 +329,7 @@ void SegmentAllocator::Take(std::string_view key, int64_t count, TakeCallback do
       waiter->done = std::move(done);
       state->parked.push_back(waiter);
       ++parked_now_;
+      parked_total_.fetch_add(1, std::memory_order_relaxed);
       MaybeReserveLocked(state);
     }
     // A new key always parks (nothing is buffered yet): now busy, it cannot
@@ -361,8 +370,9 @@ int64_t SegmentAllocator::NextStepLocked(KeyState& state, int64_t demand) {
   const Clock::TimePoint now = clock_.Now();
   int64_t floor = state.table_step > 0 ? state.table_step : 1;
   if (state.step == 0) state.step = floor;
-  // The first two reservations use the table step (as Leaf does): the first
-  // has no previous segment to measure, the second measures a partial one.
+  // Leaf's rule: double while segments last less than segment_duration,
+  // halve when one lasted more than twice that. The first reservation has
+  // no previous segment to measure, the second a partial one.
   if (state.reservations >= 2) {
     const Clock::Duration lasted = now - state.last_reserved_at;
     if (lasted < options_.segment_duration) {
@@ -371,10 +381,37 @@ int64_t SegmentAllocator::NextStepLocked(KeyState& state, int64_t demand) {
       state.step = state.step / 2;
     }
   }
+  // Doubling alone is too slow from a cold start: size the step from what
+  // we measured, so the next segment lands before the current one runs out
+  // (what is left of it at the prefetch point must outlast a few
+  // reservations) and the two buffers hold min_runway at the current rate.
+  state.step = std::max(state.step, MeasuredStepLocked(state, now));
   // A table step above max_step wins: we never reserve less than the row says.
   const int64_t ceiling = std::max(options_.max_step, floor);
   state.step = std::clamp(state.step, floor, ceiling);
   return std::clamp(std::max(state.step, demand), floor, ceiling);
+}
+
+int64_t SegmentAllocator::MeasuredStepLocked(const KeyState& state, Clock::TimePoint now) const {
+  if (state.reservations == 0) return 0;
+  // The rate while IDs were there to take: since the latest segment landed
+  // (the requests that waited for it included). Not over the wait itself:
+  // a stalled client asks for little, and the rate would understate it.
+  constexpr double kMinWindowSeconds = 0.001;
+  const double elapsed = std::max(
+      kMinWindowSeconds, std::chrono::duration<double>(now - state.last_reserved_at).count());
+  const double rate = static_cast<double>(state.issued - state.issued_at_landing) / elapsed;
+  // Four reservation latencies of margin: the database may slow down
+  // further, and a failed reservation is retried after a backoff.
+  constexpr double kLatencyMargin = 4;
+  const double left_at_prefetch = 1.0 - options_.prefetch_fraction;
+  const double for_latency = rate * kLatencyMargin * state.reserve_seconds / left_at_prefetch;
+  // Both buffers together: about (2 - prefetch_fraction) steps.
+  const double for_runway = rate * std::chrono::duration<double>(options_.min_runway).count() /
+                            (2.0 - options_.prefetch_fraction);
+  const double wanted = std::ceil(std::max(for_latency, for_runway));
+  return wanted >= static_cast<double>(options_.max_step) ? options_.max_step
+                                                          : static_cast<int64_t>(wanted);
 }
 
 void SegmentAllocator::MaybeReserveLocked(const std::shared_ptr<KeyState>& state) {
@@ -403,6 +440,7 @@ void SegmentAllocator::MaybeReserveLocked(const std::shared_ptr<KeyState>& state
   // Before the first reservation we do not know the table step; the store
   // uses the row's own step then.
   const int64_t step = s.reservations == 0 ? 0 : NextStepLocked(s, demand);
+  s.reserve_sent_at = now;
   s.loading = true;
   db_.Post([this, state, step, grant = ShardGrant{s.shard, s.epoch}] {
     RunReservation(state, step, grant);
@@ -517,6 +555,12 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
       s.last_reserved_at = clock_.Now();
       SampleRateLocked(s, s.last_reserved_at);
       ++s.reservations;
+      // Sending to landing on our clock: queueing for a database thread
+      // counts as much as the database's own latency.
+      const double latency =
+          std::chrono::duration<double>(s.last_reserved_at - s.reserve_sent_at).count();
+      s.reserve_seconds = std::max(latency, s.reserve_seconds / 2);
+      s.issued_at_landing = s.issued;
       s.last_error.reset();
       while (!s.parked.empty()) {
         Waiter& w = *s.parked.front();
@@ -778,6 +822,7 @@ AllocatorStats SegmentAllocator::stats() const {
   st.reservation_failures = reservation_failures_;
   st.parked_now = parked_now_;
   st.timeouts = timeouts_;
+  st.parked_total = parked_total_.load(std::memory_order_relaxed);
   st.keys_in_memory = keys_held_;
   st.evicted_idle = evicted_idle_;
   st.evicted_capacity = evicted_capacity_;

@@ -45,6 +45,10 @@ struct AllocatorOptions {
   double prefetch_fraction = 0.1;                           // reserve next after this much is used
   Clock::Duration wait_deadline = std::chrono::seconds(1);  // parked request limit
   Clock::Duration segment_duration = std::chrono::minutes(15);
+  // The step grows (within max_step) until both buffers together hold this
+  // long at the key's current rate: a database outage this long costs no
+  // request, at the price of more IDs skipped at a restart. 0: off.
+  Clock::Duration min_runway = Clock::Duration::zero();
   int64_t max_step = 1'000'000;
   int64_t max_count = 10'000;                                      // largest batch per call
   Clock::Duration idle_timeout = std::chrono::minutes(10);         // evict keys unused this long
@@ -116,6 +120,7 @@ struct AllocatorStats {
   int64_t reservations = 0;
   int64_t reservation_failures = 0;
   int64_t parked_now = 0;
+  int64_t parked_total = 0;  // requests that ever waited for a reservation
   int64_t timeouts = 0;
   int64_t keys_in_memory = 0;
   int64_t evicted_idle = 0;         // keys dropped after idle_timeout
@@ -202,6 +207,9 @@ class SegmentAllocator {
   void RunReservation(std::shared_ptr<KeyState> state, int64_t step, ShardGrant grant);
   Result<ReservedSegment> Reserve(const KeyState& state, std::optional<int64_t> step,
                                   ShardGrant grant);
+  // REQUIRES: state.mu held. The step the measured rate and reservation
+  // latency call for (0 before the first reservation); see NextStepLocked.
+  int64_t MeasuredStepLocked(const KeyState& state, Clock::TimePoint now) const;
   // `shed`: the reservation was refused by the full database queue; parked
   // requests fail at once instead of at their deadline.
   void OnReserved(const std::shared_ptr<KeyState>& state, Result<ReservedSegment> result,
@@ -227,6 +235,7 @@ class SegmentAllocator {
   std::atomic<int64_t> reservation_failures_{0};
   std::atomic<int64_t> parked_now_{0};
   std::atomic<int64_t> timeouts_{0};
+  std::atomic<int64_t> parked_total_{0};
   std::atomic<int64_t> keys_held_{0};
   std::atomic<int64_t> evicted_idle_{0};
   std::atomic<int64_t> evicted_capacity_{0};

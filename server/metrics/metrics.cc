@@ -109,6 +109,7 @@ struct Metrics::Impl {
   prometheus::Counter* evicted_idle = nullptr;
   prometheus::Counter* evicted_capacity = nullptr;
   prometheus::Counter* auto_create_refused = nullptr;
+  prometheus::Counter* parked_total = nullptr;
   prometheus::Gauge* store_up = nullptr;
   // Copied from ProcessStoreStats() at scrape time: failures by
   // CommitFailure, then unknown outcomes, conflict retries, ranges skipped.
@@ -225,6 +226,13 @@ Metrics::Metrics(std::string_view version) : impl_(std::make_unique<Impl>()) {
                         .Register(r);
   impl_->evicted_idle = &evictions.Add({{"reason", "idle"}});
   impl_->evicted_capacity = &evictions.Add({{"reason", "capacity"}});
+  impl_->parked_total = &BuildCounter()
+                             .Name("seqd_parked_total")
+                             .Help(
+                                 "Requests that found both buffers empty and waited for a "
+                                 "reservation")
+                             .Register(r)
+                             .Add({});
   impl_->auto_create_refused = &BuildCounter()
                                     .Name("seqd_auto_create_refused_total")
                                     .Help("New auto-created keys refused by auto_create_rate")
@@ -493,6 +501,7 @@ std::string Metrics::Render() {
     CatchUp(m.evicted_idle, gauges.evicted_idle);
     CatchUp(m.evicted_capacity, gauges.evicted_capacity);
     CatchUp(m.auto_create_refused, gauges.auto_create_refused);
+    CatchUp(m.parked_total, gauges.parked_total);
     // Per key label: registered keys as they are, auto-created keys summed
     // per prefix rule (one series per rule, never per conversation).
     struct Agg {

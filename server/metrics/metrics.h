@@ -72,6 +72,7 @@ struct AllocatorGauges {
   int64_t evicted_idle = 0;
   int64_t evicted_capacity = 0;
   int64_t auto_create_refused = 0;
+  int64_t parked_total = 0;  // requests that waited for a reservation
 };
 
 struct SnowflakeGauges {

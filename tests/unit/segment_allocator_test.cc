@@ -58,6 +58,13 @@ struct Fixture {
     return o;
   }
 
+  // Takes without running the database; true if answered from memory.
+  bool TakeNowNoRun(std::string_view key, int64_t count) {
+    Outcome o;
+    alloc->Take(key, count, o.Callback());
+    return o.batch.has_value();
+  }
+
   int64_t One(std::string_view key) {
     Outcome o = TakeNow(key);
     REQUIRE(o.batch);
@@ -239,6 +246,46 @@ TEST_CASE("dynamic step doubles when segments go fast and halves when slow, with
     steps.push_back(f.alloc->SnapshotKey("k")->next.step);
   }
   CHECK(steps == std::vector<int64_t>{200, 100, 100});
+}
+
+TEST_CASE("a cold key's step comes from its measured rate and reservation latency") {
+  // 100 ms from asking to landing; then 100,000 IDs/s. Doubling from 1,000
+  // would need many reservations (each a stall); the second is big enough.
+  auto second_step = [](AllocatorOptions o, int64_t ids_per_tick) {
+    o.prefetch_fraction = 0.1;
+    Fixture f(o);
+    REQUIRE(f.memory.CreateKey("k", 1000, ""));
+    Outcome first;
+    f.alloc->Take("k", 1, first.Callback());
+    f.clock.Advance(100ms);
+    REQUIRE(f.db.RunAll() == 1);  // [1, 1000] lands after 100 ms
+    REQUIRE(first.batch);
+    // Take until the prefetch point (10% used) posts reservation 2.
+    while (f.db.pending() == 0) {
+      f.clock.Advance(100us);
+      REQUIRE(f.TakeNowNoRun("k", ids_per_tick));
+    }
+    f.db.RunAll();
+    return f.alloc->SnapshotKey("k")->next.step;
+  };
+  AllocatorOptions o;
+  // 10 IDs per 100 us: the rest of the segment (90%) must outlast four
+  // reservations: 100k/s x 4 x 0.1 s / 0.9 = 44,445.
+  const int64_t fast = second_step(o, 10);
+  CHECK(fast >= 40'000);
+  CHECK(fast <= 50'000);
+  // A slow key keeps the table step: 1 ID per 100 us is 10k/s -> 4,445.
+  const int64_t slower = second_step(o, 1);
+  CHECK(slower >= 4'000);
+  CHECK(slower <= 5'000);
+  // min_runway: both buffers (1.9 steps) hold 10 s at 100k/s.
+  o.min_runway = 10s;
+  const int64_t runway = second_step(o, 10);
+  CHECK(runway >= 500'000);
+  CHECK(runway <= 560'000);
+  // Capped by max_step.
+  o.max_step = 200'000;
+  CHECK(second_step(o, 10) == 200'000);
 }
 
 TEST_CASE("a batch larger than the step reserves enough in one go") {
