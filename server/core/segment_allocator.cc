@@ -397,7 +397,7 @@ int64_t SegmentAllocator::MeasuredStepLocked(const KeyState& state, Clock::TimeP
   // The rate while IDs were there to take: since the latest segment landed
   // (the requests that waited for it included). Not over the wait itself:
   // a stalled client asks for little, and the rate would understate it.
-  constexpr double kMinWindowSeconds = 0.001;
+  constexpr double kMinWindowSeconds = 0.0001;
   const double elapsed = std::max(
       kMinWindowSeconds, std::chrono::duration<double>(now - state.last_reserved_at).count());
   const double rate = static_cast<double>(state.issued - state.issued_at_landing) / elapsed;
