@@ -92,6 +92,17 @@ ShardLeaseRow ReadRow(sql::ResultSet& rs) {
   return r;
 }
 
+// The rows `owner` holds, by shard, in the open transaction. REQUIRES:
+// inside Run.
+std::vector<ShardLeaseRow> ReadOwned(MysqlConn& c, const std::string& owner) {
+  sql::PreparedStatement& s = c.Stmt(kReadOwned);
+  s.setString(1, owner);
+  std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
+  std::vector<ShardLeaseRow> out;
+  while (rs->next()) out.push_back(ReadRow(*rs));
+  return out;
+}
+
 // Reads one row and commits. REQUIRES: inside Run.
 Result<ShardLeaseRow> ReadOne(MysqlConn& c, uint32_t shard) {
   sql::PreparedStatement& s = c.Stmt(kReadOne);
@@ -207,12 +218,7 @@ Result<std::vector<ShardLeaseRow>> MysqlShardLeaseStore::RenewAll(std::string_vi
         sql::PreparedStatement& u = c.Stmt(kRenewAll);
         u.setString(1, me);
         u.executeUpdate();
-        sql::PreparedStatement& s = c.Stmt(kReadOwned);
-        s.setString(1, me);
-        std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
-        std::vector<ShardLeaseRow> out;
-        while (rs->next()) out.push_back(ReadRow(*rs));
-        rs.reset();
+        std::vector<ShardLeaseRow> out = ReadOwned(c, me);
         c.Commit();
         return out;
       });
@@ -271,12 +277,7 @@ Result<std::vector<ShardLeaseRow>> MysqlShardLeaseStore::AcquireMany(
         }
         // Ours at expected + 1: taken now, or by our own earlier run whose
         // COMMIT was lost.
-        sql::PreparedStatement& r = c.Stmt(kReadOwned);
-        r.setString(1, me);
-        std::unique_ptr<sql::ResultSet> rs(r.executeQuery());
-        std::vector<ShardLeaseRow> owned;
-        while (rs->next()) owned.push_back(ReadRow(*rs));
-        rs.reset();
+        const std::vector<ShardLeaseRow> owned = ReadOwned(c, me);
         c.Commit();
         std::vector<ShardLeaseRow> taken;
         for (const auto& [shard, version] : wanted) {
