@@ -142,4 +142,41 @@ TEST_CASE("cluster node: a burst of map refreshes runs a few rounds, not one per
   a.Stop();
 }
 
+TEST_CASE("cluster node: shards released to a node whose nudge was lost move on a map refresh") {
+  MemoryShardLeaseStore store;
+  ManualClock clock;
+  ClusterNodeOptions oa = Options("a"), ob = Options("b");
+  oa.timing.lease = ob.timing.lease = 60s;  // rounds every 15 s: only wake-ups move shards here
+  ClusterNode a(store, clock, oa, nullptr);
+  ClusterNode b(store, clock, ob, nullptr);
+  std::atomic<bool> lose_nudges_to_b{false};
+  a.SetNudger([&](const std::string& address, std::function<void()> answered) {
+    if (address == "b:1" && !lose_nudges_to_b) b.Nudge();
+    answered();
+  });
+  b.SetNudger([&a](const std::string& address, std::function<void()> answered) {
+    if (address == "a:1") a.Nudge();
+    answered();
+  });
+  a.Start("a:1");
+  REQUIRE(Eventually([&] { return Serving(a) == kShards; }));
+  b.Start("b:1");
+  REQUIRE(Eventually([&] { return Serving(a) + Serving(b) == kShards && Serving(b) > 0; }));
+
+  // a leaves; its wake-up to b is lost. b's map (from its last round)
+  // still names a for a's shards, so nothing moves on its own for 15 s.
+  lose_nudges_to_b = true;
+  std::atomic<bool> left{false};
+  a.Leave([&left] { left = true; });
+  REQUIRE(Eventually([&] { return left.load(); }));
+  CHECK(Serving(b) < kShards);
+  // What KeyRouter does when a peer forwards a request b's map gives to
+  // another (NO_FORWARD), or when b's map shows a shard released to b: it
+  // refreshes the map, and the round takes the released rows at once.
+  b.RefreshSoon();
+  CHECK(Eventually([&] { return Serving(b) == kShards; }));
+  a.Stop();
+  b.Stop();
+}
+
 }  // namespace seqd
