@@ -146,6 +146,7 @@ MSG_SENDERS = 2
 MSG_PROBERS = 1         # sender threads that also send to frozen instances
 MSG_RESOLVE_S = 30.0    # a message unanswered this long after its first try is unresolved
 MSG_RETRY_PAUSE_S = 0.05
+WAIT_TAIL_S = 1.0  # a fault's "longest wait" counts requests sent up to this long after it
 MSG_SEND_AGAIN = 0.05   # share of acked messages sent once more on purpose
 MIN_MESSAGES = 200
 PULL_LIMIT = 1000
@@ -1206,7 +1207,8 @@ def availability(answers, faults, end, msg_attempts=()):
             msg_recvs[a.msg.conv].append(a.recv)
     for times in msg_recvs.values():
         times.sort()
-    # Answered requests by send time, for the slowest one sent in a window:
+    # Answered requests by send time, for the slowest one sent during a fault
+    # or within WAIT_TAIL_S after it:
     # how long a request waited for its key's shard (the gaps above also
     # count time when the clients sent nothing for a key).
     answered = sorted((a.send, a.recv - a.send) for a in answers if a.ok)
@@ -1218,7 +1220,9 @@ def availability(answers, faults, end, msg_attempts=()):
         w0, w1 = f["start"], faults[n + 1]["start"] if n + 1 < len(faults) else end
         worst, worst_key = longest_gap(recvs, KEYS, w0, w1)
         msg_worst, msg_worst_conv = longest_gap(msg_recvs, CONVS, w0, w1)
-        lo, hi = bisect.bisect_left(sends, w0), bisect.bisect_right(sends, w1)
+        # Requests sent during the fault or in the second after it.
+        lo = bisect.bisect_left(sends, w0)
+        hi = bisect.bisect_right(sends, min(w1, f["end"] + WAIT_TAIL_S))
         wait = max((d for _, d in answered[lo:hi]), default=0.0)
         out.append({"kind": f["kind"], "start": rel(f["start"]), "end": rel(f["end"]),
                     "target": f["target"], "detail": f["detail"],
