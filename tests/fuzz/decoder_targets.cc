@@ -88,7 +88,8 @@ void BinaryDecoder(const uint8_t* data, size_t size) {
     FUZZ_CHECK(again == rest.substr(0, r.consumed));
     if (auto req = proto::ParseNextIdsRequest(r.frame.payload)) {
       std::string encoded;
-      proto::AppendNextIdsRequest(encoded, r.frame.request_id, req->key, req->count);
+      proto::AppendNextIdsRequest(encoded, r.frame.request_id, req->key, req->count,
+                                  req->on_behalf_of);
       proto::DecodeResult back = proto::DecodeFrame(encoded);
       FUZZ_CHECK(back.state == proto::DecodeState::kFrame);
       FUZZ_CHECK(back.frame.payload == r.frame.payload);

@@ -42,7 +42,7 @@ std::string Reencode(const FrameView& f) {
     if (op == Opcode::kNextIds) {
       auto req = ParseNextIdsRequest(f.payload);
       REQUIRE(req);
-      AppendNextIdsRequest(out, f.request_id, req->key, req->count);
+      AppendNextIdsRequest(out, f.request_id, req->key, req->count, req->on_behalf_of);
     } else {
       AppendFrame(out, op, f.flags, f.request_id, f.payload);
     }
