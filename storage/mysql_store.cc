@@ -285,9 +285,12 @@ Result<MysqlOptions> MysqlStore::ParseUrl(std::string_view url) {
     db = db.substr(0, q);
     if (Status st = ApplyQuery(query, &opts); !st.ok()) return st.error();
   }
-  if (db.find('/') != std::string_view::npos) return BadUrl("'/' in the database name");
   if (!PercentDecode(db, &opts.database)) return BadUrl("malformed %-escape in the database");
   if (opts.database.empty()) return BadUrl("empty database name");
+  // Checked after decoding: "%2f" must not smuggle a '/' (or a NUL) in.
+  if (opts.database.find_first_of(std::string_view("/\0", 2)) != std::string::npos) {
+    return BadUrl("'/' or NUL in the database name");
+  }
   return opts;
 }
 

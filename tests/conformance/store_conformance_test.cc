@@ -761,12 +761,14 @@ TEST_SUITE("misc") {
         "mysql://u:p@h/d?rw_timeout=0",   // out of range
         "mysql://u:p@h/d?rw_timeout=5s",  // not a number
         "mysql://u:p@h/d?retry_budget_ms=-1&rw_timeout=2",
-        "mysql://u:p@h/d/e",   // path
-        "mysql://u:p%zz@h/d",  // bad escape in password
-        "mysql://u:p%4@h/d",   // truncated escape
-        "mysql://u%g0:p@h/d",  // bad escape in user
-        "mysql://u:p@h o/d",   // space in host
-        "mysql://u:p@[::1/d",  // unterminated IPv6
+        "mysql://u:p@h/d/e",    // path
+        "mysql://u:p@h/d%2fe",  // path, escaped
+        "mysql://u:p@h/d%00",   // NUL in the database
+        "mysql://u:p%zz@h/d",   // bad escape in password
+        "mysql://u:p%4@h/d",    // truncated escape
+        "mysql://u%g0:p@h/d",   // bad escape in user
+        "mysql://u:p@h o/d",    // space in host
+        "mysql://u:p@[::1/d",   // unterminated IPv6
     };
     for (const char* url : bad) {
       CAPTURE(url);
