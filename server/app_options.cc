@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
 
@@ -19,6 +20,9 @@ AllocatorOptions ToAllocatorOptions(const Config& c) {
   o.max_cached_keys = static_cast<size_t>(c.max_cached_keys);
   o.auto_create_rate = static_cast<double>(c.auto_create_rate);
   o.auto_create_burst = static_cast<double>(c.auto_create_burst);
+  // Half the database threads for reservation batches: a burst of new keys
+  // leaves the rest to message reads and admin calls.
+  o.reservation_flushes = static_cast<size_t>(std::max<int64_t>(1, c.db_threads / 2));
   return o;
 }
 

@@ -43,6 +43,17 @@ Result<ReservedSegment> FaultyStore::Reserve(std::string_view key, std::optional
   return inner_.Reserve(key, step);
 }
 
+std::vector<Result<ReservedSegment>> FaultyStore::ReserveMany(
+    const std::vector<ReserveRequest>& requests) {
+  ++reserve_batches_;
+  return SegmentStore::ReserveMany(requests);
+}
+
+Status FaultyStore::CreateKeys(const std::vector<NewKey>& keys, std::string_view description) {
+  ++create_batches_;
+  return SegmentStore::CreateKeys(keys, description);
+}
+
 Result<KeyRow> FaultyStore::CreateKey(std::string_view key, int64_t step,
                                       std::string_view description) {
   if (auto s = Inject(); !s) return s.error();

@@ -29,9 +29,16 @@ class FaultyStore final : public SegmentStore {
   void Release();
 
   int64_t reserve_calls() const { return reserve_calls_; }
+  // ReserveMany and CreateKeys calls (each one transaction on a real store).
+  int64_t reserve_batches() const { return reserve_batches_; }
+  int64_t create_batches() const { return create_batches_; }
 
   Status EnsureSchema() override;
   Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) override;
+  // Both run the single-key calls above, one per item (faults included).
+  std::vector<Result<ReservedSegment>> ReserveMany(
+      const std::vector<ReserveRequest>& requests) override;
+  Status CreateKeys(const std::vector<NewKey>& keys, std::string_view description) override;
   Result<KeyRow> CreateKey(std::string_view key, int64_t step,
                            std::string_view description) override;
   Result<KeyRow> GetKey(std::string_view key) override;
@@ -47,6 +54,8 @@ class FaultyStore final : public SegmentStore {
   std::atomic<int64_t> latency_ms_{0};
   std::atomic<bool> down_{false};
   std::atomic<int64_t> reserve_calls_{0};
+  std::atomic<int64_t> reserve_batches_{0};
+  std::atomic<int64_t> create_batches_{0};
   std::mutex hold_mu_;
   std::condition_variable hold_cv_;
   bool hold_ = false;        // guarded by hold_mu_

@@ -6,10 +6,12 @@
 #include <cppconn/resultset.h>
 #include <cppconn/statement.h>
 
+#include <bit>
 #include <cctype>
 #include <charconv>
 #include <functional>
 #include <limits>
+#include <map>
 #include <utility>
 
 namespace seqd {
@@ -55,8 +57,50 @@ const char* const kSql[kNumStmts] = {
      "WHERE shard = ? AND owner = ? AND owner <> '' AND epoch = ?"),
 };
 
+// Statements whose text depends on a count. Counts are rounded up to a
+// power of two (PaddedCount), the last item repeated, so each connection
+// prepares a handful of them.
+enum ListKind {
+  // Locks the rows of keys (request index i, key k) and reads them, with the
+  // row's own biz_tag: the table's collation decides which key is which row.
+  kLockRows,
+  // Sets max_id of rows (biz_tag, new max_id); then the biz_tags again.
+  kSetMaxIds,
+  // Inserts rows (biz_tag, step, description) with max_id = 1, unless present.
+  kInsertMissing,
+};
+
+std::string ListSql(int kind, size_t n) {
+  std::string sql;
+  switch (static_cast<ListKind>(kind)) {
+    case kLockRows:
+      sql = "SELECT t.i, a.biz_tag, a.max_id, a.step FROM (";
+      for (size_t i = 0; i < n; ++i) sql += i ? " UNION ALL SELECT ?, ?" : "SELECT ? AS i, ? AS k";
+      sql += ") t JOIN leaf_alloc a ON a.biz_tag = t.k FOR UPDATE";
+      return sql;
+    case kSetMaxIds:
+      sql = "UPDATE leaf_alloc SET max_id = CASE biz_tag";
+      for (size_t i = 0; i < n; ++i) sql += " WHEN ? THEN ?";
+      sql += " END WHERE biz_tag IN (";
+      for (size_t i = 0; i < n; ++i) sql += i ? ",?" : "?";
+      sql += ")";
+      return sql;
+    case kInsertMissing:
+      sql = "INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES ";
+      for (size_t i = 0; i < n; ++i) sql += i ? ",(?,1,?,?)" : "(?,1,?,?)";
+      sql += " ON DUPLICATE KEY UPDATE biz_tag = biz_tag";
+      return sql;
+  }
+  return sql;
+}
+
+// Items per list statement at most; a batch beyond it takes several.
+constexpr size_t kListMax = 1024;
+
+size_t PaddedCount(size_t n) { return std::bit_ceil(n); }
+
 // A duplicate key escaping a call can only be a key that exists.
-const MysqlSession kSession{kSql, nullptr, ErrorCode::kKeyExists};
+const MysqlSession kSession{kSql, ListSql, ErrorCode::kKeyExists};
 
 KeyRow ReadRow(sql::ResultSet& rs) {
   KeyRow row;
@@ -368,6 +412,129 @@ Result<ReservedSegment> MysqlStore::ReserveImpl(std::string_view key, std::optio
         const int64_t by = step.value_or(table_step);
         return ReservedSegment{max_id - by, max_id - 1, table_step};
       });
+}
+
+std::vector<Result<ReservedSegment>> MysqlStore::ReserveMany(
+    const std::vector<ReserveRequest>& requests) {
+  using Results = std::vector<Result<ReservedSegment>>;
+  if (requests.size() == 1) {  // the single-row statements, already prepared
+    const ReserveRequest& r = requests[0];
+    return Results{ReserveImpl(r.key, r.step, r.fence ? &*r.fence : nullptr)};
+  }
+  Result<Results> result =
+      pool_->Run<Results>(kSession, "reserve many", [&](MysqlConn& c) -> Result<Results> {
+        struct Row {
+          int64_t max_id = 0;  // as locked, then as this batch leaves it
+          int64_t step = 0;
+          int64_t reserved = 0;  // ranges taken from it in this batch
+        };
+        std::map<std::string, Row> rows;            // by the row's own biz_tag
+        std::vector<Row*> row_of(requests.size());  // null: no such key
+        for (size_t at = 0; at < requests.size(); at += kListMax) {
+          const size_t n = std::min(kListMax, requests.size() - at);
+          const size_t padded = PaddedCount(n);
+          sql::PreparedStatement& lock = c.List(kLockRows, padded);
+          for (size_t i = 0; i < padded; ++i) {
+            const size_t r = at + std::min(i, n - 1);
+            lock.setInt64(static_cast<unsigned>(2 * i + 1), static_cast<int64_t>(r));
+            lock.setString(static_cast<unsigned>(2 * i + 2), requests[r].key);
+          }
+          std::unique_ptr<sql::ResultSet> rs(lock.executeQuery());
+          while (rs->next()) {
+            const auto r = static_cast<size_t>(rs->getInt64(1));
+            if (r >= requests.size() || row_of[r]) continue;  // a padding repeat
+            Row& row = rows[rs->getString(2).asStdString()];
+            row.max_id = rs->getInt64(3);
+            row.step = rs->getInt64(4);
+            row_of[r] = &row;
+          }
+        }
+        // Cluster fences, each shard's lease row once (ReserveImpl's fence).
+        std::map<std::pair<uint32_t, int64_t>, bool> fence_held;
+        for (const ReserveRequest& r : requests) {
+          if (!r.fence) continue;
+          auto [it, added] = fence_held.try_emplace({r.fence->shard, r.fence->epoch}, false);
+          if (!added) continue;
+          sql::PreparedStatement& f = c.Stmt(kFence);
+          f.setInt(1, static_cast<int>(r.fence->shard));
+          f.setString(2, r.fence->owner);
+          f.setInt64(3, r.fence->epoch);
+          it->second = f.executeUpdate() > 0;
+        }
+        Results out;
+        out.reserve(requests.size());
+        for (size_t i = 0; i < requests.size(); ++i) {
+          const ReserveRequest& r = requests[i];
+          Row* row = row_of[i];
+          if (r.step && *r.step <= 0) {
+            out.push_back(
+                MakeError(ErrorCode::kInvalidArgument, "mysql reserve: step must be > 0"));
+          } else if (r.fence && !fence_held[{r.fence->shard, r.fence->epoch}]) {
+            out.push_back(MakeError(
+                ErrorCode::kNotServing,
+                "shard " + std::to_string(r.fence->shard) + " is no longer held by this instance"));
+          } else if (!row) {
+            out.push_back(MakeError(ErrorCode::kUnknownKey, "no such key"));
+          } else if (const int64_t by = r.step.value_or(row->step);
+                     by > 0 && row->max_id > std::numeric_limits<int64_t>::max() - by) {
+            out.push_back(MakeError(ErrorCode::kInternal, "mysql reserve: max_id overflow"));
+          } else {
+            out.push_back(ReservedSegment{row->max_id, row->max_id + by - 1, row->step});
+            row->max_id += by;
+            ++row->reserved;
+          }
+        }
+        std::vector<std::pair<const std::string*, int64_t>> changed;
+        for (const auto& [tag, row] : rows) {
+          if (row.reserved > 0) changed.emplace_back(&tag, row.max_id);
+        }
+        for (size_t at = 0; at < changed.size(); at += kListMax) {
+          const size_t n = std::min(kListMax, changed.size() - at);
+          const size_t padded = PaddedCount(n);
+          sql::PreparedStatement& set = c.List(kSetMaxIds, padded);
+          for (size_t i = 0; i < padded; ++i) {
+            const auto& [tag, max_id] = changed[at + std::min(i, n - 1)];
+            set.setString(static_cast<unsigned>(2 * i + 1), *tag);
+            set.setInt64(static_cast<unsigned>(2 * i + 2), max_id);
+            set.setString(static_cast<unsigned>(2 * padded + i + 1), *tag);
+          }
+          set.executeUpdate();
+        }
+        try {
+          c.Commit();
+        } catch (...) {
+          // As in ReserveImpl: ranges that may have committed are never served.
+          if (c.CommitOutcomeUnknown()) {
+            ProcessStoreStats().ranges_skipped.fetch_add(static_cast<int64_t>(changed.size()),
+                                                         std::memory_order_relaxed);
+          }
+          throw;
+        }
+        return out;
+      });
+  if (!result) return Results(requests.size(), result.error());
+  return std::move(*result);
+}
+
+Status MysqlStore::CreateKeys(const std::vector<NewKey>& keys, std::string_view description) {
+  const std::string d(description);
+  // Safe to run again after a COMMIT with an unknown outcome: rows there are kept.
+  return pool_->Run<Ok>(kSession, "create keys", [&](MysqlConn& c) -> Result<Ok> {
+    for (size_t at = 0; at < keys.size(); at += kListMax) {
+      const size_t n = std::min(kListMax, keys.size() - at);
+      const size_t padded = PaddedCount(n);
+      sql::PreparedStatement& ins = c.List(kInsertMissing, padded);
+      for (size_t i = 0; i < padded; ++i) {
+        const NewKey& k = keys[at + std::min(i, n - 1)];
+        ins.setString(static_cast<unsigned>(3 * i + 1), k.key);
+        ins.setInt64(static_cast<unsigned>(3 * i + 2), k.step);
+        ins.setString(static_cast<unsigned>(3 * i + 3), d);
+      }
+      ins.executeUpdate();
+    }
+    c.Commit();
+    return Ok{};
+  });
 }
 
 namespace {

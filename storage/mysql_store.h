@@ -53,6 +53,11 @@ class MysqlStore final : public SegmentStore {
 
   Status EnsureSchema() override;
   Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) override;
+  // One transaction for the whole batch: its rows are locked, then fenced,
+  // then moved on with one statement per 1024 rows.
+  std::vector<Result<ReservedSegment>> ReserveMany(
+      const std::vector<ReserveRequest>& requests) override;
+  Status CreateKeys(const std::vector<NewKey>& keys, std::string_view description) override;
   Result<ReservedSegment> ReserveFenced(std::string_view key, std::optional<int64_t> step,
                                         const ShardFence& fence) override;
   Result<KeyRow> CreateKey(std::string_view key, int64_t step,

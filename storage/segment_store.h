@@ -40,6 +40,19 @@ struct ReservedSegment {
   int64_t table_step = 0;  // the row's configured step after the reservation
 };
 
+// One reservation of a batch (SegmentStore::ReserveMany).
+struct ReserveRequest {
+  std::string key;
+  std::optional<int64_t> step;      // the row's own step if nullopt; else > 0
+  std::optional<ShardFence> fence;  // as ReserveFenced if set
+};
+
+// One row of a batch creation (SegmentStore::CreateKeys).
+struct NewKey {
+  std::string key;
+  int64_t step = 0;
+};
+
 class SegmentStore {
  public:
   virtual ~SegmentStore() = default;
@@ -62,6 +75,35 @@ class SegmentStore {
                                                 const ShardFence& fence) {
     (void)key, (void)step, (void)fence;
     return MakeError(ErrorCode::kFailedPrecondition, "this store has no cluster mode");
+  }
+
+  // Reserves each request's range as Reserve (or ReserveFenced, for a
+  // request with a fence) would, in as few transactions as the store can:
+  // the answer's i-th result is requests[i]'s. A key named twice gets two
+  // ranges, in request order. kUnknownKey, kNotServing and an overflowing
+  // max_id concern one request; a failure of the store fails every request
+  // (none of their ranges will ever be served: a gap, never a duplicate).
+  // This default runs one transaction per request.
+  virtual std::vector<Result<ReservedSegment>> ReserveMany(
+      const std::vector<ReserveRequest>& requests) {
+    std::vector<Result<ReservedSegment>> out;
+    out.reserve(requests.size());
+    for (const ReserveRequest& r : requests) {
+      out.push_back(r.fence ? ReserveFenced(r.key, r.step, *r.fence) : Reserve(r.key, r.step));
+    }
+    return out;
+  }
+
+  // Creates the rows of `keys` that do not exist yet, with max_id = 1, as
+  // CreateKey would, in as few transactions as the store can; rows already
+  // there are left as they are. Ok once every key has a row. This default
+  // runs one transaction per key.
+  virtual Status CreateKeys(const std::vector<NewKey>& keys, std::string_view description) {
+    for (const NewKey& k : keys) {
+      Result<KeyRow> row = CreateKey(k.key, k.step, description);
+      if (!row && row.error().code != ErrorCode::kKeyExists) return row.error();
+    }
+    return Ok{};
   }
 
   // Inserts a row with max_id = 1. kKeyExists if the key is already there.

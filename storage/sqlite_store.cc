@@ -26,6 +26,7 @@ enum StmtId {
   kReserveUpdate,
   kReserveSelect,
   kInsert,
+  kInsertIfAbsent,
   kSelectOne,
   kList,
   kSetStep,
@@ -40,6 +41,9 @@ const char* const kSql[kNumStmts] = {
     /* kReserveSelect */ "SELECT max_id, step FROM leaf_alloc WHERE biz_tag = ?1",
     /* kInsert */
     "INSERT INTO leaf_alloc (biz_tag, max_id, step, description, update_time) "
+    "VALUES (?1, 1, ?2, ?3, " SEQD_SQLITE_NOW ")",
+    /* kInsertIfAbsent */
+    "INSERT OR IGNORE INTO leaf_alloc (biz_tag, max_id, step, description, update_time) "
     "VALUES (?1, 1, ?2, ?3, " SEQD_SQLITE_NOW ")",
     /* kSelectOne */ "SELECT " SEQD_SQLITE_ROW_COLUMNS " FROM leaf_alloc WHERE biz_tag = ?1",
     /* kList */
@@ -145,6 +149,86 @@ Result<ReservedSegment> SqliteStore::Reserve(std::string_view key, std::optional
 
   const int64_t by = step.value_or(table_step);
   return ReservedSegment{max_id - by, max_id - 1, table_step};
+}
+
+std::vector<Result<ReservedSegment>> SqliteStore::ReserveMany(
+    const std::vector<ReserveRequest>& requests) {
+  std::lock_guard lock(mu_);
+  auto fail_all = [&](const Error& e) {
+    db_.Rollback();
+    return std::vector<Result<ReservedSegment>>(requests.size(), e);
+  };
+  if (Status st = db_.Begin("reserve many (begin)"); !st.ok()) return fail_all(st.error());
+  std::vector<Result<ReservedSegment>> out;
+  out.reserve(requests.size());
+  for (const ReserveRequest& r : requests) {
+    if (r.fence) {
+      out.push_back(MakeError(ErrorCode::kFailedPrecondition, "this store has no cluster mode"));
+      continue;
+    }
+    if (r.step && *r.step <= 0) {
+      out.push_back(MakeError(ErrorCode::kInvalidArgument, "sqlite reserve: step must be > 0"));
+      continue;
+    }
+    // Read, then add: the transaction holds the write lock throughout.
+    int64_t max_id = 0;
+    int64_t table_step = 0;
+    {
+      auto sel = db_.Stmt(kReserveSelect, "reserve many (select)");
+      if (!sel.ok()) return fail_all(sel.error());
+      SqliteResetOnExit reset(*sel);
+      SqliteBindText(*sel, 1, r.key);
+      const int rc = sqlite3_step(*sel);
+      if (rc == SQLITE_DONE) {
+        out.push_back(MakeError(ErrorCode::kUnknownKey, "no such key"));
+        continue;
+      }
+      if (rc != SQLITE_ROW) return fail_all(db_.SqlError(rc, "reserve many (select)"));
+      max_id = sqlite3_column_int64(*sel, 0);
+      table_step = sqlite3_column_int64(*sel, 1);
+    }
+    const int64_t by = r.step.value_or(table_step);
+    if (by > 0 && max_id > std::numeric_limits<int64_t>::max() - by) {
+      out.push_back(MakeError(ErrorCode::kInternal, "sqlite reserve: max_id overflow"));
+      continue;
+    }
+    {
+      auto upd = db_.Stmt(kReserveUpdate, "reserve many (update)");
+      if (!upd.ok()) return fail_all(upd.error());
+      SqliteResetOnExit reset(*upd);
+      sqlite3_bind_int64(*upd, 1, by);
+      SqliteBindText(*upd, 2, r.key);
+      const int rc = sqlite3_step(*upd);
+      if (rc != SQLITE_DONE) return fail_all(db_.SqlError(rc, "reserve many (update)"));
+    }
+    out.push_back(ReservedSegment{max_id, max_id + by - 1, table_step});
+  }
+  if (Status st = db_.Commit("reserve many (commit)"); !st.ok()) return fail_all(st.error());
+  return out;
+}
+
+Status SqliteStore::CreateKeys(const std::vector<NewKey>& keys, std::string_view description) {
+  std::lock_guard lock(mu_);
+  if (Status st = db_.Begin("create keys (begin)"); !st.ok()) return st;
+  for (const NewKey& k : keys) {
+    auto ins = db_.Stmt(kInsertIfAbsent, "create keys");
+    if (!ins.ok()) {
+      db_.Rollback();
+      return ins.error();
+    }
+    SqliteResetOnExit reset(*ins);
+    SqliteBindText(*ins, 1, k.key);
+    sqlite3_bind_int64(*ins, 2, k.step);
+    SqliteBindText(*ins, 3, description);
+    if (const int rc = sqlite3_step(*ins); rc != SQLITE_DONE) {
+      Error e = db_.SqlError(rc, "create keys");
+      db_.Rollback();
+      return e;
+    }
+  }
+  Status st = db_.Commit("create keys (commit)");
+  if (!st.ok()) db_.Rollback();
+  return st;
 }
 
 Result<KeyRow> SqliteStore::SelectOneLocked(std::string_view key, const char* op) {

@@ -40,6 +40,10 @@ class SqliteStore final : public SegmentStore {
 
   Status EnsureSchema() override;
   Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) override;
+  // One transaction for the whole batch.
+  std::vector<Result<ReservedSegment>> ReserveMany(
+      const std::vector<ReserveRequest>& requests) override;
+  Status CreateKeys(const std::vector<NewKey>& keys, std::string_view description) override;
   Result<KeyRow> CreateKey(std::string_view key, int64_t step,
                            std::string_view description) override;
   Result<KeyRow> GetKey(std::string_view key) override;

@@ -35,6 +35,18 @@ Result<ReservedSegment> SheddingSegmentStore::ReserveFenced(std::string_view key
   return inner_->ReserveFenced(key, step, fence);
 }
 
+std::vector<Result<ReservedSegment>> SheddingSegmentStore::ReserveMany(
+    const std::vector<ReserveRequest>& requests) {
+  if (ShedThisThread()) return std::vector<Result<ReservedSegment>>(requests.size(), ShedError());
+  return inner_->ReserveMany(requests);
+}
+
+Status SheddingSegmentStore::CreateKeys(const std::vector<NewKey>& keys,
+                                        std::string_view description) {
+  if (ShedThisThread()) return ShedError();
+  return inner_->CreateKeys(keys, description);
+}
+
 Result<KeyRow> SheddingSegmentStore::CreateKey(std::string_view key, int64_t step,
                                                std::string_view description) {
   if (ShedThisThread()) return ShedError();

@@ -38,6 +38,9 @@ class SheddingSegmentStore final : public SegmentStore {
   Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) override;
   Result<ReservedSegment> ReserveFenced(std::string_view key, std::optional<int64_t> step,
                                         const ShardFence& fence) override;
+  std::vector<Result<ReservedSegment>> ReserveMany(
+      const std::vector<ReserveRequest>& requests) override;
+  Status CreateKeys(const std::vector<NewKey>& keys, std::string_view description) override;
   Result<KeyRow> CreateKey(std::string_view key, int64_t step,
                            std::string_view description) override;
   Result<KeyRow> GetKey(std::string_view key) override;

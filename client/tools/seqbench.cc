@@ -62,6 +62,9 @@ throughput and latency.
   --pipeline D        requests in flight per connection (default 16)
   --count C           IDs per request (default 1)
   --duration S        seconds to run, fractions allowed (default 10)
+  --requests N        send N requests in all, then stop once they are
+                      answered (a burst); --duration is then a time limit
+                      (default 60) and the report covers the burst only
   --rate R            open loop: R requests per second in all (spread over the
                       connections, on a fixed schedule, however slow the
                       answers); latency counts from each request's scheduled
@@ -174,6 +177,9 @@ struct Config {
   int pipeline = 16;
   uint32_t count = 1;
   double duration_s = 10;
+  int64_t requests = 0;  // --requests: the burst's size; 0: run for duration_s
+  // Requests answered or lost with a failed connection, all connections.
+  std::atomic<int64_t>* finished = nullptr;
   double rate = 0;            // --rate: requests/s in all; 0: closed loop
   double warmup_s = 0;        // --warmup
   Clock::time_point start{};  // when the run starts (set before connections start)
@@ -205,7 +211,11 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
   }
 
   // Numbers the connections, so --new-keys keys never repeat across them.
-  void SetIndex(int index) { index_ = index; }
+  // `quota`: requests this connection sends in all (-1: no limit).
+  void SetIndex(int index, int64_t quota) {
+    index_ = index;
+    quota_ = quota;
+  }
 
   void Start() {
     asio::post(strand_, [self = shared_from_this()] { self->Connect(); });
@@ -279,7 +289,7 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
         std::chrono::duration<double>(cfg_.connections / cfg_.rate));
     const Clock::time_point now = Clock::now();
     if (connected_) {
-      while (next_due_ <= now) {
+      while (next_due_ <= now && !QuotaSent()) {
         Append(next_due_);
         next_due_ += interval;
       }
@@ -297,6 +307,7 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
   void Fail(const std::string& what) {
     if (stop_) return;
     stats_.Error(what);
+    cfg_.finished->fetch_add(in_flight_, std::memory_order_relaxed);  // never answered
     connected_ = false;
     boost::system::error_code ignored;
     socket_.close(ignored);
@@ -314,7 +325,7 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
 
   void Fill() {
     const Clock::time_point now = Clock::now();
-    while (in_flight_ < cfg_.pipeline && !stop_) Append(now);
+    while (in_flight_ < cfg_.pipeline && !stop_ && !QuotaSent()) Append(now);
     Write();
   }
 
@@ -331,8 +342,11 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
     return fresh_key_;
   }
 
+  bool QuotaSent() const { return quota_ >= 0 && appended_ >= quota_; }
+
   // Queues one request, its latency counted from `stamp`.
   void Append(Clock::time_point stamp) {
+    ++appended_;
     if (cfg_.http) {
       out_ += cfg_.new_keys.empty() ? http_request_ : HttpRequestFor(NextKey());
       sent_order_.push_back(stamp);
@@ -395,6 +409,7 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
 
   void Record(Clock::time_point sent) {
     ++stats_.requests;
+    cfg_.finished->fetch_add(1, std::memory_order_relaxed);
     --in_flight_;
     if (cfg_.warmup_s > 0 &&
         sent < cfg_.start + std::chrono::duration_cast<Clock::duration>(
@@ -512,6 +527,8 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
   int in_flight_ = 0;
   uint32_t next_id_ = 0;
   int index_ = 0;
+  int64_t quota_ = -1;    // requests to send in all; -1: no limit
+  int64_t appended_ = 0;  // requests queued so far (resent ones not counted again)
   uint64_t fresh_count_ = 0;
   std::string fresh_key_;
   uint64_t generation_ = 0;
@@ -536,6 +553,7 @@ Config ParseArgs(int argc, char** argv) {
   Config cfg;
   if (const char* env = std::getenv("SEQD_TOKEN")) cfg.token = env;
   bool have_target = false;
+  bool duration_given = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     std::string value;
@@ -578,6 +596,9 @@ Config ParseArgs(int argc, char** argv) {
       cfg.count = Number<uint32_t>(need(), "--count", 1, 0xFFFFFFFFu);
     } else if (a == "--duration") {
       cfg.duration_s = Number<double>(need(), "--duration", 0.001, 1e6);
+      duration_given = true;
+    } else if (a == "--requests") {
+      cfg.requests = Number<int64_t>(need(), "--requests", 1, 1'000'000'000);
     } else if (a == "--rate") {
       cfg.rate = Number<double>(need(), "--rate", 1, 1e8);
     } else if (a == "--warmup") {
@@ -595,6 +616,7 @@ Config ParseArgs(int argc, char** argv) {
     }
   }
   if (!have_target) throw UsageError{"give --tcp HOST:PORT or --http HOST:PORT"};
+  if (cfg.requests > 0 && !duration_given) cfg.duration_s = 60;
   cfg.tls.ApplyEnvironment();
   if (static_cast<int>(cfg.snowflake) + static_cast<int>(!cfg.key.empty()) +
           static_cast<int>(!cfg.new_keys.empty()) !=
@@ -644,10 +666,13 @@ int Run(Config cfg) {
     }
   }
   std::atomic<bool> stop{false};
+  std::atomic<int64_t> finished{0};
+  cfg.finished = &finished;
   std::vector<std::shared_ptr<BenchConnection>> conns;
   for (int i = 0; i < cfg.connections; ++i) {
     conns.push_back(std::make_shared<BenchConnection>(io, cfg, endpoints, stop, tls_context));
-    conns.back()->SetIndex(i);
+    const int64_t share = cfg.requests / cfg.connections + (i < cfg.requests % cfg.connections);
+    conns.back()->SetIndex(i, cfg.requests > 0 ? share : -1);
   }
   auto work = asio::make_work_guard(io);
   std::vector<std::thread> threads;
@@ -656,7 +681,15 @@ int Run(Config cfg) {
   const Clock::time_point start = Clock::now();
   cfg.start = start;  // read by the connections only once started
   for (auto& c : conns) c->Start();
-  std::this_thread::sleep_for(std::chrono::duration<double>(cfg.duration_s));
+  const auto limit = start + std::chrono::duration_cast<Clock::duration>(
+                                 std::chrono::duration<double>(cfg.duration_s));
+  if (cfg.requests > 0) {  // a burst: until every request is answered
+    while (finished.load(std::memory_order_relaxed) < cfg.requests && Clock::now() < limit) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  } else {
+    std::this_thread::sleep_until(limit);
+  }
   stop = true;
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   for (auto& c : conns) c->Stop();

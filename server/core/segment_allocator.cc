@@ -144,6 +144,12 @@ SegmentAllocator::SegmentAllocator(SegmentStore& store, TaskRunner& db, Clock& c
       rules_(std::move(rules)),
       options_(options),
       shards_(new Shard[kShardCount]),
+      reservation_queue_(std::make_unique<BatchQueue<PendingReservation>>(
+          db, kMaxReservationBatch, std::max<size_t>(1, options_.reservation_flushes),
+          // One reservation per key at most: beyond the keys memory holds,
+          // the store is not keeping up (keys with work in flight stay).
+          std::max(kMaxReservationBatch, options_.max_cached_keys),
+          [this](std::vector<PendingReservation> batch) { RunReservations(std::move(batch)); })),
       coarse_now_(clock.Now()) {
   if (options_.auto_create_rate > 0) {
     auto_create_limit_ = std::make_unique<TokenBuckets>(options_.auto_create_rate,
@@ -425,66 +431,95 @@ void SegmentAllocator::MaybeReserveLocked(const std::shared_ptr<KeyState>& state
       current_empty || s.current.used() > s.current.size() * options_.prefetch_fraction;
   if (!due) return;
   const Clock::TimePoint now = clock_.Now();
-  if (now < s.retry_at) {
-    // A reservation failed recently: retry later, and only if someone waits.
-    if (!s.parked.empty() && !s.retry_scheduled) {
-      s.retry_scheduled = true;
-      clock_.RunAt(s.retry_at, [this, state] {
-        std::lock_guard lock(state->mu);
-        state->retry_scheduled = false;
-        MaybeReserveLocked(state);
-      });
-    }
-    return;
-  }
+  if (now < s.retry_at) return ScheduleRetryLocked(state);
   // Before the first reservation we do not know the table step; the store
   // uses the row's own step then.
   const int64_t step = s.reservations == 0 ? 0 : NextStepLocked(s, demand);
   s.reserve_sent_at = now;
+  if (!reservation_queue_->Add(PendingReservation{state, step, ShardGrant{s.shard, s.epoch}})) {
+    // As many reservations wait for the store as keys fit in memory: it is
+    // not keeping up. Try again after the backoff; parked requests wait
+    // until then or their deadline.
+    reservation_failures_.fetch_add(1, std::memory_order_relaxed);
+    s.last_error = "too many reservations waiting for the store";
+    s.retry_at = now + options_.retry_backoff;
+    return ScheduleRetryLocked(state);
+  }
   s.loading = true;
-  db_.Post([this, state, step, grant = ShardGrant{s.shard, s.epoch}] {
-    RunReservation(state, step, grant);
+}
+
+void SegmentAllocator::ScheduleRetryLocked(const std::shared_ptr<KeyState>& state) {
+  KeyState& s = *state;
+  // Only if someone waits; later requests find retry_at themselves.
+  if (s.parked.empty() || s.retry_scheduled) return;
+  s.retry_scheduled = true;
+  clock_.RunAt(s.retry_at, [this, state] {
+    std::lock_guard lock(state->mu);
+    state->retry_scheduled = false;
+    MaybeReserveLocked(state);
   });
 }
 
-Result<ReservedSegment> SegmentAllocator::Reserve(const KeyState& state,
-                                                  std::optional<int64_t> step, ShardGrant grant) {
-  if (!options_.gate) return store_.Reserve(state.key, step);
-  return store_.ReserveFenced(state.key, step,
-                              ShardFence{grant.shard, options_.gate->instance(), grant.epoch});
+ReserveRequest SegmentAllocator::RequestFor(const PendingReservation& p) const {
+  ReserveRequest r;
+  r.key = p.state->key;
+  if (p.step > 0) r.step = p.step;
+  if (options_.gate) r.fence = ShardFence{p.grant.shard, options_.gate->instance(), p.grant.epoch};
+  return r;
 }
 
-void SegmentAllocator::RunReservation(std::shared_ptr<KeyState> state, int64_t step,
-                                      ShardGrant grant) {
+void SegmentAllocator::RunReservations(std::vector<PendingReservation> batch) {
   const auto started = std::chrono::steady_clock::now();
-  std::optional<int64_t> by;
-  if (step > 0) by = step;
-  Result<ReservedSegment> result = Reserve(*state, by, grant);
-  if (!result && result.error().code == ErrorCode::kUnknownKey && state->auto_created) {
-    // First use of an auto-created key: create its row, then reserve. A
-    // concurrent creator (another process) makes CreateKey fail with
-    // kKeyExists, which is fine. Only new rows count against the rate.
-    if (auto_create_limit_ && !auto_create_limit_->TryTake(state->creator, clock_.Now())) {
+  std::vector<ReserveRequest> requests;
+  requests.reserve(batch.size());
+  for (const PendingReservation& p : batch) requests.push_back(RequestFor(p));
+  std::vector<Result<ReservedSegment>> results = store_.ReserveMany(requests);
+
+  // First use of auto-created keys: create their rows (one transaction for
+  // all), then reserve again. A row another process created meanwhile is
+  // fine. Only rows found missing count against auto_create_rate.
+  // (A key's `auto_created`, `auto_step` and `creator` are set before its
+  // first reservation is queued and never change.)
+  std::vector<size_t> to_create;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const KeyState& s = *batch[i].state;
+    if (results[i] || results[i].error().code != ErrorCode::kUnknownKey || !s.auto_created) {
+      continue;
+    }
+    if (auto_create_limit_ && !auto_create_limit_->TryTake(s.creator, clock_.Now())) {
       auto_create_refused_.fetch_add(1, std::memory_order_relaxed);
       std::ostringstream what;
       what << "too many new keys: a token may auto-create " << auto_create_limit_->rate()
            << " keys per second (bursts of " << auto_create_limit_->burst() << "); retry later";
-      result = MakeError(ErrorCode::kResourceExhausted, what.str());
-    } else {
-      Result<KeyRow> created = store_.CreateKey(state->key, state->auto_step, "auto-created");
-      if (created || created.error().code == ErrorCode::kKeyExists) {
-        result = Reserve(*state, by, grant);
-      } else {
-        result = created.error();
-      }
+      results[i] = MakeError(ErrorCode::kResourceExhausted, what.str());
+      continue;
     }
+    to_create.push_back(i);
   }
-  // A shed reservation (the database queue is full) never reached the store:
-  // its parked requests are answered now, not at their deadline.
-  const bool shed = !result && ShedThisThread();
-  OnReserved(state, std::move(result),
-             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
-             grant.epoch, shed);
+  if (!to_create.empty()) {
+    std::vector<NewKey> rows;
+    std::vector<ReserveRequest> retry;
+    for (size_t i : to_create) {
+      rows.push_back(NewKey{batch[i].state->key, batch[i].state->auto_step});
+      retry.push_back(std::move(requests[i]));
+    }
+    Status created = store_.CreateKeys(rows, "auto-created");
+    std::vector<Result<ReservedSegment>> again =
+        created ? store_.ReserveMany(retry)
+                : std::vector<Result<ReservedSegment>>(retry.size(), created.error());
+    for (size_t j = 0; j < to_create.size(); ++j) results[to_create[j]] = std::move(again[j]);
+  }
+
+  // A shed batch (the database queue is full) never reached the store: its
+  // parked requests are answered now, not at their deadline.
+  const bool shed = ShedThisThread();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const bool failed = !results[i];
+    OnReserved(batch[i].state, std::move(results[i]), seconds, batch[i].grant.epoch,
+               shed && failed);
+  }
 }
 
 void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,

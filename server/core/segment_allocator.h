@@ -30,6 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "server/core/batch_queue.h"
 #include "server/core/clock.h"
 #include "server/core/key_rules.h"
 #include "server/core/shard_gate.h"
@@ -60,6 +61,9 @@ struct AllocatorOptions {
   // Keys remembered as recently unknown (answered 404 without the store);
   // beyond it the oldest are forgotten first.
   size_t max_unknown_keys = 65'536;
+  // Reservations run in batches (one store transaction each, up to
+  // kMaxReservationBatch keys): at most this many batches at once.
+  size_t reservation_flushes = 2;
   // New rows for auto-created keys per second per requester (the token id
   // given to Take), with bursts of auto_create_burst; 0: no limit. A key
   // whose row exists is never counted, even when first loaded into memory.
@@ -131,6 +135,9 @@ struct AllocatorStats {
 
 class SegmentAllocator {
  public:
+  // Keys per reservation batch (one store transaction) at most.
+  static constexpr size_t kMaxReservationBatch = 1000;
+
   // `store`, `db` and `clock` must outlive the allocator. Store calls run
   // only on `db`.
   SegmentAllocator(SegmentStore& store, TaskRunner& db, Clock& clock, KeyRules rules,
@@ -183,6 +190,12 @@ class SegmentAllocator {
   struct KeyState;
   struct Waiter;
   struct Shard;
+  // A reservation waiting for its batch. `step` 0: the row's own step.
+  struct PendingReservation {
+    std::shared_ptr<KeyState> state;
+    int64_t step = 0;
+    ShardGrant grant;  // the shard and epoch to fence with (ignored without a gate)
+  };
 
   // nullptr if the key is known not to exist (recently reported unknown).
   // Marks the key most recently used.
@@ -203,10 +216,13 @@ class SegmentAllocator {
   // REQUIRES: state->mu held. Starts a reservation if one is due and allowed.
   void MaybeReserveLocked(const std::shared_ptr<KeyState>& state);
   int64_t NextStepLocked(KeyState& state, int64_t demand);
-  // `grant`: the shard and epoch to fence with (ignored without a gate).
-  void RunReservation(std::shared_ptr<KeyState> state, int64_t step, ShardGrant grant);
-  Result<ReservedSegment> Reserve(const KeyState& state, std::optional<int64_t> step,
-                                  ShardGrant grant);
+  // REQUIRES: state->mu held; state->retry_at set. Runs MaybeReserveLocked
+  // at retry_at if requests are parked.
+  void ScheduleRetryLocked(const std::shared_ptr<KeyState>& state);
+  // On the db runner: one batch's reservations, creating the rows of
+  // auto-created keys first seen missing (within auto_create_rate).
+  void RunReservations(std::vector<PendingReservation> batch);
+  ReserveRequest RequestFor(const PendingReservation& p) const;
   // REQUIRES: state.mu held. The step the measured rate and reservation
   // latency call for (0 before the first reservation); see NextStepLocked.
   int64_t MeasuredStepLocked(const KeyState& state, Clock::TimePoint now) const;
@@ -225,6 +241,7 @@ class SegmentAllocator {
   const KeyRules rules_;
   const AllocatorOptions options_;
   std::unique_ptr<Shard[]> shards_;
+  std::unique_ptr<BatchQueue<PendingReservation>> reservation_queue_;
   std::atomic<bool> shutting_down_{false};
   // The clock as of the latest EvictIdle() or reservation: stamps key use
   // without a clock read on the hot path.

@@ -29,6 +29,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -63,6 +64,13 @@ class ForwardingStore final : public SegmentStore {
   Status EnsureSchema() override { return inner_.EnsureSchema(); }
   Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) override {
     return inner_.Reserve(key, step);
+  }
+  std::vector<Result<ReservedSegment>> ReserveMany(
+      const std::vector<ReserveRequest>& requests) override {
+    return inner_.ReserveMany(requests);
+  }
+  Status CreateKeys(const std::vector<NewKey>& keys, std::string_view description) override {
+    return inner_.CreateKeys(keys, description);
   }
   Result<KeyRow> CreateKey(std::string_view key, int64_t step,
                            std::string_view description) override {
@@ -378,6 +386,129 @@ void CheckReserveSequence(Backend& b) {
   CheckSegment(s.Reserve(k, std::nullopt), 1352, 1401, 50);
 }
 
+void CheckReserveMany(Backend& b) {
+  SegmentStore& s = b.store();
+  const std::string k1 = UniqueName("many-a");
+  const std::string k2 = UniqueName("many-b");
+  REQUIRE_OK(s.CreateKey(k1, 100, ""));
+  REQUIRE_OK(s.CreateKey(k2, 3, ""));
+  // Several ranges of one key in one batch come out in request order.
+  auto got = s.ReserveMany({{k1, std::nullopt, {}},
+                            {UniqueName("many-missing"), std::nullopt, {}},
+                            {k2, 5, {}},
+                            {k1, std::nullopt, {}},
+                            {k1, 1000, {}}});
+  REQUIRE(got.size() == 5);
+  CheckSegment(got[0], 1, 100, 100);
+  CHECK_ERR(got[1], ErrorCode::kUnknownKey);
+  CheckSegment(got[2], 1, 5, 3);
+  CheckSegment(got[3], 101, 200, 100);
+  CheckSegment(got[4], 201, 1200, 100);
+  auto row = s.GetKey(k1);
+  REQUIRE_OK(row);
+  CHECK(row->max_id == 1201);
+  // A batch of one, and the single-key call, continue the same sequence.
+  auto one = s.ReserveMany({{k2, std::nullopt, {}}});
+  REQUIRE(one.size() == 1);
+  CheckSegment(one[0], 6, 8, 3);
+  CheckSegment(s.Reserve(k2, std::nullopt), 9, 11, 3);
+
+  // More keys than one statement takes (1024): created in one call, some
+  // of them already there (left as they are), then reserved twice.
+  constexpr size_t kKeys = 1100;
+  const std::string prefix = UniqueName("many-bulk") + "-";
+  std::vector<NewKey> keys;
+  for (size_t i = 0; i < kKeys; ++i) {
+    keys.push_back(NewKey{prefix + std::to_string(i), static_cast<int64_t>(1 + i % 7)});
+  }
+  REQUIRE_OK(s.CreateKey(keys[5].key, 50, "was there"));
+  CheckSegment(s.Reserve(keys[5].key, std::nullopt), 1, 50, 50);
+  REQUIRE_OK(s.CreateKeys(keys, "bulk"));
+  std::vector<ReserveRequest> requests;
+  for (const NewKey& k : keys) requests.push_back(ReserveRequest{k.key, std::nullopt, {}});
+  for (int64_t round = 0; round < 2; ++round) {
+    auto ranges = s.ReserveMany(requests);
+    REQUIRE(ranges.size() == kKeys);
+    for (size_t i = 0; i < kKeys; ++i) {
+      CAPTURE(i);
+      const int64_t step = i == 5 ? 50 : keys[i].step;
+      const int64_t base = i == 5 ? 51 : 1;
+      CheckSegment(ranges[i], base + round * step, base + (round + 1) * step - 1, step);
+    }
+  }
+  auto kept = s.GetKey(keys[5].key);
+  REQUIRE_OK(kept);
+  CHECK(kept->description == "was there");
+  auto last = s.GetKey(keys[kKeys - 1].key);
+  REQUIRE_OK(last);
+  CHECK(last->description == "bulk");
+  CHECK(last->max_id == 1 + 2 * keys[kKeys - 1].step);
+}
+
+// Threads reserve overlapping batches of the same keys (each in its own
+// order, some keys twice): per key, every range is disjoint from the others
+// and together they cover 1..max_id-1.
+void CheckConcurrentBatches(Backend& b) {
+  constexpr int kThreads = 6;
+  constexpr int kBatches = 30;
+  constexpr int kKeys = 5;
+  std::vector<std::string> keys;
+  for (int i = 0; i < kKeys; ++i) {
+    keys.push_back(UniqueName("batches-" + std::to_string(i)));
+    REQUIRE_OK(b.store().CreateKey(keys.back(), 10 + i, ""));
+  }
+  std::vector<std::unique_ptr<SegmentStore>> stores;
+  for (int t = 0; t < kThreads; ++t) stores.push_back(b.NewInstance());
+  std::vector<std::vector<std::pair<int, ReservedSegment>>> got(kThreads);
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(static_cast<unsigned>(t));
+      for (int n = 0; n < kBatches; ++n) {
+        std::vector<int> order;
+        for (int i = 0; i < kKeys; ++i) order.push_back(i);
+        order.push_back(static_cast<int>(rng() % kKeys));  // one key twice
+        std::shuffle(order.begin(), order.end(), rng);
+        std::vector<ReserveRequest> requests;
+        for (int i : order) {
+          std::optional<int64_t> step;
+          if (rng() % 2) step = 1 + static_cast<int64_t>(rng() % 20);
+          requests.push_back(ReserveRequest{keys[i], step, {}});
+        }
+        auto ranges = stores[t]->ReserveMany(requests);
+        for (size_t j = 0; j < ranges.size(); ++j) {
+          if (ranges[j]) {
+            got[t].emplace_back(order[j], *ranges[j]);
+          } else if (errors[t].empty()) {
+            errors[t] = Describe(ranges[j]);
+          }
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  std::vector<std::vector<ReservedSegment>> per_key(kKeys);
+  for (int t = 0; t < kThreads; ++t) {
+    CHECK_MESSAGE(errors[t].empty(), "thread ", t, ": ", errors[t]);
+    for (const auto& [k, seg] : got[t]) per_key[k].push_back(seg);
+  }
+  for (int k = 0; k < kKeys; ++k) {
+    auto& all = per_key[k];
+    CHECK(all.size() >= static_cast<size_t>(kThreads * kBatches));
+    std::sort(all.begin(), all.end(),
+              [](const ReservedSegment& x, const ReservedSegment& y) { return x.first < y.first; });
+    int64_t expect = 1;
+    for (const ReservedSegment& seg : all) {
+      CHECK(seg.first == expect);
+      expect = seg.last + 1;
+    }
+    auto row = b.store().GetKey(keys[k]);
+    REQUIRE_OK(row);
+    CHECK(row->max_id == expect);
+  }
+}
+
 void CheckConcurrentDisjoint(Backend& b) {
   constexpr int kThreads = 8;
   constexpr int kPerThread = 50;
@@ -491,6 +622,14 @@ void CheckLeafCreatedTable(Backend& b) {
   TEST_CASE(NAME ": reserve yields Leaf's segments") {                                  \
     BACKEND b;                                                                          \
     CheckReserveSequence(b);                                                            \
+  }                                                                                     \
+  TEST_CASE(NAME ": ReserveMany and CreateKeys, as the single calls would") {           \
+    BACKEND b;                                                                          \
+    CheckReserveMany(b);                                                                \
+  }                                                                                     \
+  TEST_CASE(NAME ": threads reserving overlapping batches get disjoint ranges") {       \
+    BACKEND b;                                                                          \
+    CheckConcurrentBatches(b);                                                          \
   }                                                                                     \
   TEST_CASE(NAME ": 8 threads x 50 reserves, own instances: disjoint and contiguous") { \
     BACKEND b;                                                                          \

@@ -3,6 +3,7 @@
 // renewals have a thread of their own and keep going meanwhile.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -67,7 +68,9 @@ TEST_CASE("db queue: a bounded runner refuses TryPost and sheds Post beyond its 
   CHECK_FALSE(ShedThisThread());
 }
 
-TEST_CASE("db queue: a flood of new keys gets store_unavailable; the snowflake lease renews") {
+TEST_CASE(
+    "db queue: a flood of new keys takes no queue slot; admin calls beyond the bound get "
+    "store_unavailable at once; the snowflake lease renews") {
   // The segment store blocks every reservation: the one db thread is stuck
   // and the queue (4) fills.
   MemoryStore mem;
@@ -80,6 +83,7 @@ TEST_CASE("db queue: a flood of new keys gets store_unavailable; the snowflake l
   ManualClock clock;
   AllocatorOptions ao;
   ao.wait_deadline = 1000ms;
+  ao.reservation_flushes = 1;
   SegmentAllocator allocator(store, db, clock, KeyRules({{"auto_", 100}}), ao);
   KeyAdmin admin(store, db, allocator);
 
@@ -91,7 +95,9 @@ TEST_CASE("db queue: a flood of new keys gets store_unavailable; the snowflake l
   WorkerLeaseKeeper keeper(leases, lease_clock, wall, gen,
                            LeaseKeeperOptions{"host-a:8080", 4, 3000ms, 100ms});
 
-  // The flood: 40 new keys at once.
+  // The flood: 40 new keys at once. The first batch is stuck in the store;
+  // the other 39 keys wait in the allocator for the next batch (one at a
+  // time: reservation_flushes), which the stuck one posts when done.
   constexpr int kKeys = 40;
   std::mutex mu;
   std::vector<std::optional<Result<IdBatch>>> got(kKeys);
@@ -101,16 +107,23 @@ TEST_CASE("db queue: a flood of new keys gets store_unavailable; the snowflake l
       got[i].emplace(std::move(r));
     });
   }
-  // Only the running reservation and the 4 queued ones may reach the store;
-  // the rest were shed without touching it.
-  REQUIRE(Eventually([&] { return db.refused() >= kKeys - 5; }));
-  CHECK(faulty.reserve_calls() <= 1);
-  // Key admin behind the full queue: answered at once, 503.
-  std::atomic<int> admin_code{-1};
-  admin.GetKey("k",
-               [&](Result<KeyRow> r) { admin_code = r ? -2 : static_cast<int>(r.error().code); });
-  CHECK(Eventually([&] { return admin_code.load() != -1; }));
-  CHECK(admin_code.load() == static_cast<int>(ErrorCode::kStoreUnavailable));
+  REQUIRE(Eventually([&] { return faulty.reserve_calls() == 1; }));
+  CHECK(db.queued() == 0);
+  CHECK(db.refused() == 0);
+  // Key admin calls fill the 4 slots; beyond them, 503 at once.
+  constexpr int kAdmin = 5;
+  std::array<std::atomic<int>, kAdmin> admin_code;
+  for (int i = 0; i < kAdmin; ++i) {
+    admin_code[i] = -1;
+    admin.GetKey("k", [&, i](Result<KeyRow> r) {
+      admin_code[i] = r ? -2 : static_cast<int>(r.error().code);
+    });
+  }
+  CHECK(Eventually([&] { return db.refused() == 1; }));
+  for (int i = 4; i < kAdmin; ++i) {
+    CHECK(Eventually([&] { return admin_code[i].load() != -1; }));
+    CHECK(admin_code[i].load() == static_cast<int>(ErrorCode::kStoreUnavailable));
+  }
 
   // Meanwhile the snowflake keeper claims and renews its worker id.
   keeper.Start();
@@ -125,23 +138,12 @@ TEST_CASE("db queue: a flood of new keys gets store_unavailable; the snowflake l
   CHECK(keeper.status().expires_ms >= first_expiry + 3000);
   CHECK(keeper.status().last_error.empty());
 
-  // The shed requests were answered 503 at once, long before their deadline
-  // (the allocator's clock has not moved).
-  CHECK(Eventually([&] {
-    std::lock_guard lock(mu);
-    int answered = 0;
-    for (auto& g : got) answered += g.has_value();
-    return answered >= kKeys - 5;
-  }));
+  // The new keys' requests wait for the store until their deadline, then
+  // are answered 503.
   {
     std::lock_guard lock(mu);
-    for (auto& g : got) {
-      if (g) CHECK((!*g && g->error().code == ErrorCode::kStoreUnavailable));
-    }
+    for (auto& g : got) CHECK_FALSE(g.has_value());
   }
-  CHECK(allocator.stats().timeouts == 0);
-  // The ones that did reach the queue wait for the store: at the deadline
-  // they too are answered 503.
   clock.Advance(1500ms);
   CHECK(Eventually([&] {
     std::lock_guard lock(mu);
@@ -149,6 +151,11 @@ TEST_CASE("db queue: a flood of new keys gets store_unavailable; the snowflake l
     for (auto& g : got) answered += g.has_value();
     return answered == kKeys;
   }));
+  {
+    std::lock_guard lock(mu);
+    for (auto& g : got) CHECK((!*g && g->error().code == ErrorCode::kStoreUnavailable));
+  }
+  CHECK(allocator.stats().timeouts == kKeys);
   gen.Shutdown();
   keeper.Stop();
   faulty.SetHold(false);

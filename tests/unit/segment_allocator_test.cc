@@ -92,6 +92,78 @@ TEST_CASE("first request parks until the first segment lands, later ones are ser
   CHECK(f.alloc->stats().parked_now == 0);
 }
 
+TEST_CASE("first requests for new keys share store batches, not a transaction each") {
+  AllocatorOptions options;
+  options.reservation_flushes = 1;
+  Fixture f(options, {{"sg_", 100}});
+  constexpr int kKeys = 2500;  // 1000 + 1000 + 500
+  std::vector<Outcome> outs(kKeys);
+  for (int i = 0; i < kKeys; ++i) {
+    f.alloc->Take("sg_" + std::to_string(i), 1, outs[i].Callback());
+  }
+  CHECK(f.db.pending() == 1);  // one flush queued; the other keys wait for it
+  f.db.RunAll();
+  for (int i = 0; i < kKeys; ++i) {
+    CAPTURE(i);
+    REQUIRE(outs[i].batch);
+    CHECK(Ranges(*outs[i].batch) == std::vector<IdRange>{{1, 1}});
+  }
+  // Per batch: reserve (every key missing), create the rows, reserve again.
+  CHECK(f.store.reserve_batches() == 2 * 3);
+  CHECK(f.store.create_batches() == 3);
+  auto row = f.memory.GetKey("sg_2499");
+  REQUIRE(row);
+  CHECK(row->step == 100);
+  CHECK(row->max_id == 101);
+  CHECK(f.alloc->stats().parked_now == 0);
+}
+
+TEST_CASE("reservations waiting for the store are bounded; the refused ones retry") {
+  AllocatorOptions options;
+  options.max_cached_keys = 1000;  // the bound: one waiting reservation per key held
+  options.wait_deadline = 10s;
+  Fixture f(options, {{"sg_", 10}});
+  constexpr int kKeys = 1500;
+  std::vector<Outcome> outs(kKeys);
+  for (int i = 0; i < kKeys; ++i) {
+    f.alloc->Take("sg_" + std::to_string(i), 1, outs[i].Callback());
+  }
+  // Nothing ran yet: 1000 wait for a batch, 500 were refused and will retry.
+  CHECK(f.alloc->stats().reservation_failures == 500);
+  auto refused = f.alloc->SnapshotKey("sg_1499");
+  REQUIRE(refused);
+  CHECK_FALSE(refused->loading);
+  REQUIRE(refused->last_error);
+  f.db.RunAll();
+  int answered = 0;
+  for (const Outcome& o : outs) answered += o.called;
+  CHECK(answered == 1000);
+  f.clock.Advance(options.retry_backoff);  // the retries queue their reservations
+  f.db.RunAll();
+  for (int i = 0; i < kKeys; ++i) {
+    CAPTURE(i);
+    REQUIRE(outs[i].batch);
+    CHECK(Ranges(*outs[i].batch) == std::vector<IdRange>{{1, 1}});
+  }
+}
+
+TEST_CASE("a batch mixes keys that exist, new auto-created keys and unknown keys") {
+  Fixture f({}, {{"sg_", 10}});
+  REQUIRE(f.memory.CreateKey("order", 50, ""));
+  Outcome order, fresh, unknown, refused_twice;
+  f.alloc->Take("order", 3, order.Callback());
+  f.alloc->Take("sg_new", 2, fresh.Callback());
+  f.alloc->Take("nope", 1, unknown.Callback());
+  f.db.RunAll();
+  REQUIRE(order.batch);
+  CHECK(Ranges(*order.batch) == std::vector<IdRange>{{1, 3}});
+  REQUIRE(fresh.batch);
+  CHECK(Ranges(*fresh.batch) == std::vector<IdRange>{{1, 2}});
+  REQUIRE(unknown.error);
+  CHECK(unknown.error->code == ErrorCode::kUnknownKey);
+  CHECK_FALSE(f.memory.GetKey("nope"));  // never created: no rule matches
+}
+
 TEST_CASE("the next segment is reserved once more than the prefetch fraction is used") {
   Fixture f;
   REQUIRE(f.memory.CreateKey("k", 100, ""));
