@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
-# HTTP throughput of seqd next to nginx returning a fixed JSON body of similar
+# HTTP throughput of seqd next to nginx returning a fixed body of the same
 # size, both measured with wrk on this machine (nothing pinned: wrk and the
 # servers share the cores, so read the ratio, not the absolute numbers).
 #
 #   DURATION=10 CONNECTIONS=64 bench/http_bench.sh
 #
-# Builds seqd Release in build-release, runs seqd (--threads 1, temp SQLite)
-# and nginx (1 worker), then wrk: seqd, nginx, seqd, nginx.
+# Builds seqd Release in $BUILD_DIR (default build-release, with BUILD_JOBS
+# jobs; SEQD=path/to/seqd skips the build and runs that binary), runs seqd (--threads 1, temp SQLite) and nginx (1 worker), then for
+# each route wrk alternately: seqd, nginx, seqd, nginx (ROUNDS pairs). nginx
+# answers each route with a copy of seqd's answer to it (same body size and
+# Content-Type). Prints seqd req/s / nginx req/s per route.
+#
+# ROUTES: space-separated paths on key "bench"; default the three ID routes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10}
 CONNECTIONS=${CONNECTIONS:-64}
 BUILD_DIR=${BUILD_DIR:-build-release}
+BUILD_JOBS=${BUILD_JOBS:-2}
+ROUNDS=${ROUNDS:-2}
+ROUTES=${ROUTES:-/seq/bench /api/segment/get/bench /api/segment/get/bench?count=100}
+read -r -a routes <<<"$ROUTES"
 
 # --- tools ------------------------------------------------------------------
 missing=()
@@ -25,11 +34,13 @@ if ((${#missing[@]})); then
 fi
 NGINX=$(command -v nginx)
 
-# --- build ------------------------------------------------------------------
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DSEQD_BUILD_TESTS=OFF \
-  -DSEQD_BUILD_BENCH=OFF >/dev/null
-cmake --build "$BUILD_DIR" -j2 --target seqd >/dev/null
-SEQD="$BUILD_DIR/seqd"
+# --- build (skipped when SEQD names a binary) --------------------------------
+if [[ -z ${SEQD:-} ]]; then
+  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DSEQD_BUILD_TESTS=OFF \
+    -DSEQD_BUILD_BENCH=OFF >/dev/null
+  cmake --build "$BUILD_DIR" -j"$BUILD_JOBS" --target seqd >/dev/null
+  SEQD="$BUILD_DIR/seqd"
+fi
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -57,14 +68,40 @@ wait_http() {  # URL NAME LOG
 
 # --- seqd -------------------------------------------------------------------
 SEQD_PORT=$(free_port)
-"$SEQD" --store "sqlite:$WORK/seqd.db" --http-port "$SEQD_PORT" --threads 1 \
-  --log-level warn >"$WORK/seqd.log" 2>&1 &
-SEQD_PID=$!
-wait_http "http://127.0.0.1:$SEQD_PORT/healthz" seqd "$WORK/seqd.log"
+start_seqd() {
+  "$SEQD" --store "sqlite:$WORK/seqd.db" --http-port "$SEQD_PORT" --threads 1 \
+    --log-level warn >>"$WORK/seqd.log" 2>&1 &
+  SEQD_PID=$!
+  wait_http "http://127.0.0.1:$SEQD_PORT/healthz" seqd "$WORK/seqd.log"
+}
+start_seqd
 curl -fsS -o /dev/null -X POST "http://127.0.0.1:$SEQD_PORT/admin/keys" \
   -H 'Content-Type: application/json' -d '{"key":"bench","step":100000}'
-SEQD_URL="http://127.0.0.1:$SEQD_PORT/seq/bench"
-echo "seqd  sample: $(curl -fsS "$SEQD_URL")"
+# IDs from 10^12 on: every answer has the same size during the whole run.
+kill "$SEQD_PID" && wait "$SEQD_PID" || true
+SEQD_PID=""
+python3 - "$WORK/seqd.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("UPDATE leaf_alloc SET max_id = 1000000000000 WHERE biz_tag = 'bench'")
+db.commit()
+PY
+start_seqd
+SEQD_BASE="http://127.0.0.1:$SEQD_PORT"
+
+# seqd's answer to each route: nginx serves a copy of it (same size).
+locations=""
+for i in "${!routes[@]}"; do
+  r=${routes[$i]}
+  body=$(curl -fsS -D "$WORK/headers.$i" "$SEQD_BASE$r")
+  type=$(awk -F': *' 'tolower($1) == "content-type" {sub(/\r$/, "", $2); print $2}' "$WORK/headers.$i")
+  if [[ $body == *"'"* || $body == *'\\'* ]]; then
+    echo "cannot quote seqd's answer to $r for nginx: $body" >&2
+    exit 1
+  fi
+  echo "seqd  $r (${#body} bytes, $type): $body"
+  locations+="    location = /r$i { default_type \"$type\"; return 200 '$body'; }"$'\n'
+done
 
 # --- nginx ------------------------------------------------------------------
 NGINX_PORT=$(free_port)
@@ -87,19 +124,17 @@ http {
   scgi_temp_path $WORK/nginx-scgi;
   server {
     listen 127.0.0.1:$NGINX_PORT;
-    location / {
-      default_type application/json;
-      return 200 '{"key":"bench","id":123456}';
-    }
-  }
+$locations  }
 }
 CONF
 "$NGINX" -p "$WORK" -e "$WORK/nginx-error.log" -c "$WORK/nginx.conf" \
   >"$WORK/nginx.out" 2>&1 &
 NGINX_PID=$!
-wait_http "http://127.0.0.1:$NGINX_PORT/" nginx "$WORK/nginx-error.log"
-NGINX_URL="http://127.0.0.1:$NGINX_PORT/seq/bench"
-echo "nginx sample: $(curl -fsS "$NGINX_URL")"
+wait_http "http://127.0.0.1:$NGINX_PORT/r0" nginx "$WORK/nginx-error.log"
+NGINX_BASE="http://127.0.0.1:$NGINX_PORT"
+for i in "${!routes[@]}"; do
+  echo "nginx ${routes[$i]} -> /r$i: $(curl -fsS "$NGINX_BASE/r$i")"
+done
 
 # --- wrk --------------------------------------------------------------------
 run_wrk() {  # NAME URL -> prints req/s
@@ -114,18 +149,25 @@ run_wrk() {  # NAME URL -> prints req/s
 }
 
 echo "wrk -t1 -c$CONNECTIONS -d${DURATION}s, alternating (seqd --threads 1, nginx 1 worker):"
-seqd_rps=() nginx_rps=()
-for _ in 1 2; do
-  seqd_rps+=("$(run_wrk seqd "$SEQD_URL")")
-  nginx_rps+=("$(run_wrk nginx "$NGINX_URL")")
-done
-
-python3 - "${seqd_rps[@]}" "${nginx_rps[@]}" <<'PY'
+summary=()
+for i in "${!routes[@]}"; do
+  r=${routes[$i]}
+  echo "$r" >&2
+  seqd_rps=() nginx_rps=()
+  for _ in $(seq "$ROUNDS"); do
+    seqd_rps+=("$(run_wrk seqd "$SEQD_BASE$r")")
+    nginx_rps+=("$(run_wrk nginx "$NGINX_BASE/r$i")")
+  done
+  summary+=("$(python3 - "$r" "${seqd_rps[@]}" "${nginx_rps[@]}" <<'PY'
 import sys
-v = [float(x) for x in sys.argv[1:]]
-s, n = v[:2], v[2:]
-ms, mn = sum(s) / 2, sum(n) / 2
-print(f"seqd  mean {ms:,.0f} req/s  (runs: {', '.join(f'{x:,.0f}' for x in s)})")
-print(f"nginx mean {mn:,.0f} req/s  (runs: {', '.join(f'{x:,.0f}' for x in n)})")
-print(f"ratio seqd/nginx = {ms / mn:.3f}")
+route, v = sys.argv[1], [float(x) for x in sys.argv[2:]]
+k = len(v) // 2
+s, n = v[:k], v[k:]
+ms, mn = sum(s) / k, sum(n) / k
+print(f"{route}: seqd mean {ms:,.0f} req/s ({', '.join(f'{x:,.0f}' for x in s)}); "
+      f"nginx mean {mn:,.0f} req/s ({', '.join(f'{x:,.0f}' for x in n)}); "
+      f"ratio seqd/nginx = {ms / mn:.3f}")
 PY
+)")
+done
+printf '%s\n' "${summary[@]}"
