@@ -69,7 +69,8 @@ wait_http() {  # URL NAME LOG
 # --- seqd -------------------------------------------------------------------
 SEQD_PORT=$(free_port)
 start_seqd() {
-  "$SEQD" --store "sqlite:$WORK/seqd.db" --http-port "$SEQD_PORT" --threads 1 \
+  "$SEQD" --store "sqlite:$WORK/seqd.db" --http-port "$SEQD_PORT" --tcp-port -1 --resp-port -1 \
+    --admin-port -1 --threads 1 \
     --log-level warn >>"$WORK/seqd.log" 2>&1 &
   SEQD_PID=$!
   wait_http "http://127.0.0.1:$SEQD_PORT/healthz" seqd "$WORK/seqd.log"
