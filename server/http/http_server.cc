@@ -3,14 +3,17 @@
 #include <algorithm>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/bind_handler.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/core/stream_traits.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
+#include <boost/beast/http/status.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
@@ -122,25 +125,72 @@ struct HttpServer::Impl {
 
 namespace {
 
-using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+using Socket = TcpListener::Socket;  // bound to the connection's strand
+using Strand = TcpListener::Strand;
+using TlsStream = beast::ssl_stream<Socket>;
+using Timer = net::basic_waitable_timer<std::chrono::steady_clock,
+                                        net::wait_traits<std::chrono::steady_clock>, Strand>;
+using Clock = std::chrono::steady_clock;
 
-// One connection over `Stream`: beast::tcp_stream, or TlsStream. Every
+// The bytes Beast's serializer would write for `res` (a non-chunked answer):
+// status line, the fields in order, a blank line, then the body unless
+// `head`. Appended to `out`.
+void SerializeResponse(const Response& res, bool head, std::string& out) {
+  const unsigned version = res.version();
+  const unsigned code = res.result_int();
+  char line[13] = {'H',
+                   'T',
+                   'T',
+                   'P',
+                   '/',
+                   static_cast<char>('0' + version / 10),
+                   '.',
+                   static_cast<char>('0' + version % 10),
+                   ' ',
+                   static_cast<char>('0' + code / 100),
+                   static_cast<char>('0' + (code / 10) % 10),
+                   static_cast<char>('0' + code % 10),
+                   ' '};
+  out.append(line, sizeof line);
+  const beast::string_view reason =
+      res.reason().empty() ? http::obsolete_reason(res.result()) : res.reason();
+  out.append(reason.data(), reason.size());
+  out += "\r\n";
+  for (const auto& field : res) {
+    const beast::string_view name = field.name_string();
+    const beast::string_view value = field.value();
+    out.append(name.data(), name.size());
+    out += ": ";
+    out.append(value.data(), value.size());
+    out += "\r\n";
+  }
+  out += "\r\n";
+  if (!head) out += res.body();
+}
+
+// One connection over `Stream`: the strand-bound socket, or TlsStream. Every
 // member is touched only on the connection's strand.
+//
+// Deadlines: one timer per connection, armed lazily. Moving the deadline
+// later only records it; the timer, when it fires early, re-arms for the
+// recorded deadline. So a keep-alive request costs no timer operation.
 template <typename Stream>
 class Session : public ListenedSession, public std::enable_shared_from_this<Session<Stream>> {
   static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
   using std::enable_shared_from_this<Session<Stream>>::shared_from_this;
+  using std::enable_shared_from_this<Session<Stream>>::weak_from_this;
 
  public:
   // `tls`: the context of a TLS stream (kept alive with it); null for TCP.
-  Session(tcp::socket&& socket, std::shared_ptr<net::ssl::context> tls,
+  Session(Socket&& socket, std::shared_ptr<net::ssl::context> tls,
           std::shared_ptr<HttpServer::Impl> server)
       : tls_(std::move(tls)),
         stream_(MakeStream(std::move(socket), tls_.get())),
-        strand_(stream_.get_executor()),
+        strand_(Tcp().get_executor()),
+        timer_(strand_),
         server_(std::move(server)) {
     error_code ec;
-    const tcp::endpoint remote = Tcp().socket().remote_endpoint(ec);
+    const tcp::endpoint remote = Tcp().remote_endpoint(ec);
     if (!ec) peer_ = remote.address().to_string() + ":" + std::to_string(remote.port());
   }
 
@@ -149,11 +199,11 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   void Start(bool reject) override {
     net::dispatch(strand_, [self = shared_from_this(), reject] {
       if constexpr (kTls) {
-        self->Tcp().expires_after(self->server_->options.idle_timeout);
+        self->ExpiresAfter(self->server_->options.idle_timeout);
         self->stream_.async_handshake(net::ssl::stream_base::server, [self, reject](error_code ec) {
           if (ec) {
             SEQD_LOG(kDebug) << "http: TLS handshake failed: " << ec.message();
-            return self->Tcp().close();
+            return self->Close();
           }
           self->Begin(reject);
         });
@@ -167,12 +217,12 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   void Stop() override {
     net::post(strand_, [self = shared_from_this()] {
       self->stopping_ = true;
-      if (!self->busy_) self->Tcp().close();
+      if (!self->busy_) self->Close();
     });
   }
 
  private:
-  static Stream MakeStream(tcp::socket&& socket, net::ssl::context* tls) {
+  static Stream MakeStream(Socket&& socket, net::ssl::context* tls) {
     if constexpr (kTls) {
       return Stream(std::move(socket), *tls);
     } else {
@@ -181,7 +231,44 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     }
   }
 
-  beast::tcp_stream& Tcp() { return beast::get_lowest_layer(stream_); }
+  Socket& Tcp() { return beast::get_lowest_layer(stream_); }
+
+  // Closes the socket: pending reads and writes end with an error.
+  void Close() {
+    error_code ignored;
+    Tcp().close(ignored);
+    timer_.cancel();
+  }
+
+  // The connection is closed if the operation under way has not finished
+  // by now + `d`.
+  void ExpiresAfter(Clock::duration d) {
+    deadline_ = Clock::now() + d;
+    if (!timer_armed_ || deadline_ < timer_.expiry()) ArmTimer(deadline_);
+  }
+  void ExpiresNever() { deadline_ = Clock::time_point::max(); }
+
+  void ArmTimer(Clock::time_point at) {
+    timer_armed_ = true;
+    timer_.expires_at(at);  // cancels a wait already pending
+    // Weak: an idle deadline must not keep a finished connection alive.
+    timer_.async_wait([weak = weak_from_this()](error_code ec) {
+      if (ec == net::error::operation_aborted) return;  // re-armed or closed
+      if (auto self = weak.lock()) self->OnTimer();
+    });
+  }
+
+  void OnTimer() {
+    timer_armed_ = false;
+    if (deadline_ == Clock::time_point::max()) return;  // armed again when set
+    if (Clock::now() >= deadline_) {
+      // As a timed-out stream would: close, failing what is under way.
+      error_code ignored;
+      Tcp().close(ignored);
+      return;
+    }
+    ArmTimer(deadline_);
+  }
 
   void Begin(bool reject) {
     if (reject) {
@@ -194,26 +281,27 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   }
 
   void DoRead() {
-    if (stopping_) return Tcp().close();
+    if (stopping_) return Close();
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(
         std::min<size_t>(server_->options.max_header_bytes, UINT32_MAX)));
     parser_->body_limit(static_cast<std::uint64_t>(server_->options.max_body_bytes));
     // An absolute deadline for the whole request: trickling does not extend it.
-    Tcp().expires_after(server_->options.idle_timeout);
+    ExpiresAfter(server_->options.idle_timeout);
     http::async_read_header(
         stream_, buffer_, *parser_,
         beast::bind_front_handler(&Session<Stream>::OnHeader, shared_from_this()));
   }
 
   // The header is in: refuse what must not reach the router before its body
-  // is read, then read the body.
+  // is read, then read the body (if there is one).
   void OnHeader(error_code ec, size_t bytes) {
     if (ec) return OnRead(ec, bytes);
     if (auto refusal = RefuseHeader(parser_->get())) {
       Count("bad_request");
       return SendAndClose(std::move(*refusal));
     }
+    if (parser_->is_done()) return OnRead({}, 0);  // no body: nothing more to read
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&Session<Stream>::OnRead, shared_from_this()));
   }
@@ -243,29 +331,39 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
           CloseWithError(http::status::bad_request, "bad_request", "malformed HTTP request"));
     }
     if (ec) return;  // timeout, reset, aborted by Stop(), truncated request: drop
-    if (stopping_) return Tcp().close();
+    if (stopping_) return Close();
 
     busy_ = true;
     head_ = parser_->get().method() == http::verb::head;
-    Tcp().expires_never();  // the router answers within the allocator's deadline
+    ExpiresNever();  // the router answers within the allocator's deadline
     server_->router.Handle(parser_->release(), peer_, [self = shared_from_this()](Response res) {
       // May run on any thread: hop onto the strand before touching the stream.
       // On the fast path we are still on it, and dispatch runs inline.
-      net::dispatch(self->strand_,
-                    [self, res = std::move(res)]() mutable { self->OnResponse(std::move(res)); });
+      if (self->strand_.running_in_this_thread()) return self->OnResponse(std::move(res));
+      net::post(self->strand_,
+                [self, res = std::move(res)]() mutable { self->OnResponse(std::move(res)); });
     });
   }
 
   void OnResponse(Response res) {
     if (stopping_) res.keep_alive(false);
-    // A response to HEAD has no body (its headers stay as GET's would be):
-    // bytes after them would be read as the next response.
-    if (head_) res.body().clear();
-    response_.emplace(std::move(res));
-    Tcp().expires_after(server_->options.idle_timeout);
-    http::async_write(stream_, *response_,
-                      beast::bind_front_handler(&Session<Stream>::OnWrite, shared_from_this(),
-                                                response_->need_eof()));
+    ExpiresAfter(server_->options.idle_timeout);
+    const bool close = res.need_eof();
+    if (res.chunked()) {  // not made by the router; Beast frames it
+      // A response to HEAD has no body (its headers stay as GET's would be):
+      // bytes after them would be read as the next response.
+      if (head_) res.body().clear();
+      response_.emplace(std::move(res));
+      return http::async_write(
+          stream_, *response_,
+          beast::bind_front_handler(&Session<Stream>::OnWrite, shared_from_this(), close));
+    }
+    // Formatted into a buffer the connection keeps: no allocation once warm.
+    out_.clear();
+    SerializeResponse(res, head_, out_);
+    net::async_write(
+        stream_, net::buffer(out_),
+        beast::bind_front_handler(&Session<Stream>::OnWrite, shared_from_this(), close));
   }
 
   void OnWrite(bool close, error_code ec, size_t /*bytes*/) {
@@ -279,15 +377,16 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   // Writes a final response, then lingers so the client reads it.
   void SendAndClose(Response res) {
     busy_ = true;
-    response_.emplace(std::move(res));
-    Tcp().expires_after(server_->options.idle_timeout);
-    http::async_write(stream_, *response_, [self = shared_from_this()](error_code ec, size_t) {
-      self->busy_ = false;
-      self->response_.reset();
-      if (ec) return;
-      if (self->stopping_) return self->ShutdownSend();
-      self->Linger();
-    });
+    out_.clear();
+    SerializeResponse(res, /*head=*/false, out_);
+    ExpiresAfter(server_->options.idle_timeout);
+    net::async_write(stream_, net::buffer(out_),
+                     [self = shared_from_this()](error_code ec, size_t) {
+                       self->busy_ = false;
+                       if (ec) return;
+                       if (self->stopping_) return self->ShutdownSend();
+                       self->Linger();
+                     });
   }
 
   // Half-closes, then discards what the client still sends until it closes,
@@ -297,8 +396,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     ShutdownSend();
     buffer_.clear();
     discard_ = std::make_unique<char[]>(kDiscardBufferBytes);
-    Tcp().expires_after(
-        std::min<std::chrono::steady_clock::duration>(kLingerTime, server_->options.idle_timeout));
+    ExpiresAfter(std::min<Clock::duration>(kLingerTime, server_->options.idle_timeout));
     DoDiscard();
   }
 
@@ -313,16 +411,20 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
 
   void ShutdownSend() {
     error_code ec;
-    Tcp().socket().shutdown(tcp::socket::shutdown_send, ec);
+    Tcp().shutdown(tcp::socket::shutdown_send, ec);
   }
 
   std::shared_ptr<net::ssl::context> tls_;  // TLS: the stream's context; before stream_
   Stream stream_;
-  const net::any_io_executor strand_;
+  const Strand strand_;
+  Timer timer_;               // fires at or before deadline_, when armed
+  bool timer_armed_ = false;  // a wait is pending (or its handler queued)
+  Clock::time_point deadline_ = Clock::time_point::max();
   std::shared_ptr<HttpServer::Impl> server_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  std::optional<Response> response_;  // kept alive while being written
+  std::optional<Response> response_;  // a chunked response, kept alive while being written
+  std::string out_;                   // the response being written
   bool busy_ = false;                 // a request is being answered or a reply written
   bool head_ = false;                 // the request being answered is a HEAD
   std::string peer_;                  // the client's address:port (audit lines)
@@ -336,21 +438,20 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
 HttpServer::HttpServer(net::io_context& io, HttpOptions options, ApiRouter& router)
     : impl_(std::make_shared<Impl>(std::move(options), router)) {
   const HttpOptions& o = impl_->options;
-  impl_->listener =
-      MakeTcpListener(io,
-                      {"http", o.address, o.port, o.max_connections, o.max_connections_per_peer,
-                       /*sessions_reject=*/true},
-                      impl_,
-                      [](TcpListener::Socket socket,
-                         std::shared_ptr<Impl> impl) -> std::shared_ptr<ListenedSession> {
-                        if (impl->options.tls) {
-                          auto context = impl->options.tls->Current();
-                          return std::make_shared<Session<TlsStream>>(
-                              tcp::socket(std::move(socket)), std::move(context), std::move(impl));
-                        }
-                        return std::make_shared<Session<beast::tcp_stream>>(
-                            tcp::socket(std::move(socket)), nullptr, std::move(impl));
-                      });
+  impl_->listener = MakeTcpListener(
+      io,
+      {"http", o.address, o.port, o.max_connections, o.max_connections_per_peer,
+       /*sessions_reject=*/true},
+      impl_,
+      [](TcpListener::Socket socket,
+         std::shared_ptr<Impl> impl) -> std::shared_ptr<ListenedSession> {
+        if (impl->options.tls) {
+          auto context = impl->options.tls->Current();
+          return std::make_shared<Session<TlsStream>>(std::move(socket), std::move(context),
+                                                      std::move(impl));
+        }
+        return std::make_shared<Session<Socket>>(std::move(socket), nullptr, std::move(impl));
+      });
 }
 
 HttpServer::~HttpServer() { impl_->listener->CloseAcceptor(); }
