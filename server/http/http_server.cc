@@ -192,6 +192,9 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     error_code ec;
     const tcp::endpoint remote = Tcp().remote_endpoint(ec);
     if (!ec) peer_ = remote.address().to_string() + ":" + std::to_string(remote.port());
+    // Plain TCP answers are first written directly (OnResponse): that write
+    // must not block the thread.
+    if constexpr (!kTls) Tcp().non_blocking(true, ec);
   }
 
   // Starts serving (after the TLS handshake, which must finish within the
@@ -361,8 +364,19 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     // Formatted into a buffer the connection keeps: no allocation once warm.
     out_.clear();
     SerializeResponse(res, head_, out_);
+    size_t sent = 0;
+    if constexpr (!kTls) {
+      // Most answers fit the socket's send buffer: write now and go on
+      // reading, without a round through the scheduler.
+      error_code ec;
+      sent = Tcp().write_some(net::buffer(out_), ec);
+      if (ec != net::error::would_block && (ec || sent == out_.size())) {
+        return OnWrite(close, ec, sent);
+      }
+      if (ec) sent = 0;
+    }
     net::async_write(
-        stream_, net::buffer(out_),
+        stream_, net::buffer(out_.data() + sent, out_.size() - sent),
         beast::bind_front_handler(&Session<Stream>::OnWrite, shared_from_this(), close));
   }
 
