@@ -326,6 +326,7 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
   const auto started = std::chrono::steady_clock::now();
   p->router.emplace(services, RouterOptions{SEQD_VERSION, started});
   HttpOptions http_options = ToHttpOptions(config);
+  http_options.single_threaded = NetworkThreads(config) == 1;  // Run() runs io on that many
   http_options.tls = tls_for(tls_use->http);
   p->http.emplace(p->io, std::move(http_options), *p->router);
   if (Status s = Bind(*p->http, ""); !s) return s.error();

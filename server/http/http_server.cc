@@ -1,5 +1,7 @@
 #include "server/http/http_server.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -19,6 +21,7 @@
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <cctype>
 #include <optional>
+#include <type_traits>
 
 #include "server/core/log.h"
 #include "server/http/api_router.h"
@@ -126,11 +129,29 @@ struct HttpServer::Impl {
 namespace {
 
 using Socket = TcpListener::Socket;  // bound to the connection's strand
-using Strand = TcpListener::Strand;
 using TlsStream = beast::ssl_stream<Socket>;
-using Timer = net::basic_waitable_timer<std::chrono::steady_clock,
-                                        net::wait_traits<std::chrono::steady_clock>, Strand>;
+// Bound to the io_context itself: when a single thread runs it, that thread
+// is the connection's strand, and a real strand only costs.
+using IoSocket = net::basic_stream_socket<tcp, net::io_context::executor_type>;
 using Clock = std::chrono::steady_clock;
+
+// The same connection as an IoSocket; nullopt if the descriptor cannot be
+// moved (`socket` is then left as it was or closed).
+std::optional<IoSocket> Unstranded(Socket& socket) {
+  error_code ec;
+  const tcp::endpoint local = socket.local_endpoint(ec);
+  if (ec) return std::nullopt;
+  net::io_context& io = socket.get_executor().get_inner_executor().context();
+  const auto fd = socket.release(ec);
+  if (ec) return std::nullopt;
+  IoSocket out(io);
+  out.assign(local.protocol(), fd, ec);
+  if (ec) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  return out;
+}
 
 // The bytes Beast's serializer would write for `res` (a non-chunked answer):
 // status line, the fields in order, a blank line, then the body unless
@@ -177,17 +198,21 @@ void SerializeResponse(const Response& res, bool head, std::string& out) {
 template <typename Stream>
 class Session : public ListenedSession, public std::enable_shared_from_this<Session<Stream>> {
   static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+  using Lowest =
+      std::remove_reference_t<decltype(beast::get_lowest_layer(std::declval<Stream&>()))>;
+  using Executor = typename Lowest::executor_type;  // a strand, or the io_context's
+  using Timer = net::basic_waitable_timer<Clock, net::wait_traits<Clock>, Executor>;
   using std::enable_shared_from_this<Session<Stream>>::shared_from_this;
   using std::enable_shared_from_this<Session<Stream>>::weak_from_this;
 
  public:
   // `tls`: the context of a TLS stream (kept alive with it); null for TCP.
-  Session(Socket&& socket, std::shared_ptr<net::ssl::context> tls,
+  Session(Lowest&& socket, std::shared_ptr<net::ssl::context> tls,
           std::shared_ptr<HttpServer::Impl> server)
       : tls_(std::move(tls)),
         stream_(MakeStream(std::move(socket), tls_.get())),
-        strand_(Tcp().get_executor()),
-        timer_(strand_),
+        ex_(Tcp().get_executor()),
+        timer_(ex_),
         server_(std::move(server)) {
     error_code ec;
     const tcp::endpoint remote = Tcp().remote_endpoint(ec);
@@ -200,7 +225,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   // Starts serving (after the TLS handshake, which must finish within the
   // idle timeout); with `reject`, answers 503 and closes instead.
   void Start(bool reject) override {
-    net::dispatch(strand_, [self = shared_from_this(), reject] {
+    net::dispatch(ex_, [self = shared_from_this(), reject] {
       if constexpr (kTls) {
         self->ExpiresAfter(self->server_->options.idle_timeout);
         self->stream_.async_handshake(net::ssl::stream_base::server, [self, reject](error_code ec) {
@@ -218,14 +243,14 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
 
   // Server shutdown: close now if idle, else after the response in flight.
   void Stop() override {
-    net::post(strand_, [self = shared_from_this()] {
+    net::post(ex_, [self = shared_from_this()] {
       self->stopping_ = true;
       if (!self->busy_) self->Close();
     });
   }
 
  private:
-  static Stream MakeStream(Socket&& socket, net::ssl::context* tls) {
+  static Stream MakeStream(Lowest&& socket, net::ssl::context* tls) {
     if constexpr (kTls) {
       return Stream(std::move(socket), *tls);
     } else {
@@ -234,7 +259,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     }
   }
 
-  Socket& Tcp() { return beast::get_lowest_layer(stream_); }
+  Lowest& Tcp() { return beast::get_lowest_layer(stream_); }
 
   // Closes the socket: pending reads and writes end with an error.
   void Close() {
@@ -342,8 +367,8 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     server_->router.Handle(parser_->release(), peer_, [self = shared_from_this()](Response res) {
       // May run on any thread: hop onto the strand before touching the stream.
       // On the fast path we are still on it, and dispatch runs inline.
-      if (self->strand_.running_in_this_thread()) return self->OnResponse(std::move(res));
-      net::post(self->strand_,
+      if (self->ex_.running_in_this_thread()) return self->OnResponse(std::move(res));
+      net::post(self->ex_,
                 [self, res = std::move(res)]() mutable { self->OnResponse(std::move(res)); });
     });
   }
@@ -430,7 +455,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
 
   std::shared_ptr<net::ssl::context> tls_;  // TLS: the stream's context; before stream_
   Stream stream_;
-  const Strand strand_;
+  const Executor ex_;         // the connection's strand (or the only io thread)
   Timer timer_;               // fires at or before deadline_, when armed
   bool timer_armed_ = false;  // a wait is pending (or its handler queued)
   Clock::time_point deadline_ = Clock::time_point::max();
@@ -463,6 +488,12 @@ HttpServer::HttpServer(net::io_context& io, HttpOptions options, ApiRouter& rout
           auto context = impl->options.tls->Current();
           return std::make_shared<Session<TlsStream>>(std::move(socket), std::move(context),
                                                       std::move(impl));
+        }
+        if (impl->options.single_threaded) {
+          if (std::optional<IoSocket> plain = Unstranded(socket)) {
+            return std::make_shared<Session<IoSocket>>(std::move(*plain), nullptr, std::move(impl));
+          }
+          if (!socket.is_open()) return nullptr;
         }
         return std::make_shared<Session<Socket>>(std::move(socket), nullptr, std::move(impl));
       });

@@ -8,7 +8,8 @@
 // max_connections new connections get 503 and are closed.
 //
 // Thread safety: all methods are safe from any thread. The io_context may be
-// run by any number of threads; no handler blocks.
+// run by any number of threads (by one only with
+// HttpOptions::single_threaded); no handler blocks.
 #pragma once
 
 #include <chrono>
@@ -38,6 +39,9 @@ struct HttpOptions {
   std::chrono::seconds idle_timeout{30};
   size_t max_connections = 10000;
   size_t max_connections_per_peer = 0;  // per client IP; 0: no cap
+  // True only if exactly one thread runs the io_context: connections then
+  // skip their strands (that thread serializes them already).
+  bool single_threaded = false;
   // TLS (server/net/tls_context.h): each connection uses the holder's
   // current context; null: plain HTTP.
   std::shared_ptr<TlsContextHolder> tls;
