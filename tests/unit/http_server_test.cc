@@ -95,7 +95,11 @@ using ServerFixture = ServerWorld<HttpServer, HttpOptions, RouterFront>;
 }  // namespace
 
 TEST_CASE("http: keep-alive serves several requests on one connection") {
-  ServerFixture f(HttpOptions{});
+  HttpOptions o;
+  // Connections on strands over two io threads, and strandless over one.
+  SUBCASE("two io threads") {}
+  SUBCASE("one io thread") { o.single_threaded = true; }
+  ServerFixture f(o);
   REQUIRE(f.listening);
   REQUIRE(f.server.port() != 0);
   REQUIRE(f.mem.CreateKey("k", 10, "").ok());
@@ -131,7 +135,11 @@ TEST_CASE("http: keep-alive serves several requests on one connection") {
 }
 
 TEST_CASE("http: malformed request gets 400 and the connection closes") {
-  ServerFixture f(HttpOptions{});
+  HttpOptions o;
+  // Connections on strands over two io threads, and strandless over one.
+  SUBCASE("two io threads") {}
+  SUBCASE("one io thread") { o.single_threaded = true; }
+  ServerFixture f(o);
   REQUIRE(f.listening);
   for (const char* garbage :
        {"NOT HTTP AT ALL\r\n\r\n", "GET / HTTP/1.1\r\nBad Header\r\n\r\n",
@@ -198,6 +206,9 @@ TEST_CASE("http: oversized header gets 431 and close") {
 TEST_CASE("http: idle and trickling clients are dropped at the idle timeout") {
   HttpOptions o;
   o.idle_timeout = 1s;
+  // Connections on strands over two io threads, and strandless over one.
+  SUBCASE("two io threads") {}
+  SUBCASE("one io thread") { o.single_threaded = true; }
   ServerFixture f(o);
   REQUIRE(f.listening);
 
@@ -232,7 +243,11 @@ TEST_CASE("http: idle and trickling clients are dropped at the idle timeout") {
 }
 
 TEST_CASE("http: Stop() closes idle connections and lets in-flight requests finish") {
-  ServerFixture f(HttpOptions{});
+  HttpOptions o;
+  // Connections on strands over two io threads, and strandless over one.
+  SUBCASE("two io threads") {}
+  SUBCASE("one io thread") { o.single_threaded = true; }
+  ServerFixture f(o);
   REQUIRE(f.listening);
   REQUIRE(f.mem.CreateKey("k", 10, "").ok());
   const uint16_t port = f.server.port();
@@ -311,7 +326,11 @@ TEST_CASE("http: Listen() reports a port in use without throwing") {
 }
 
 TEST_CASE("http: concurrent clients get unique IDs") {
-  ServerFixture f(HttpOptions{});
+  HttpOptions o;
+  // Connections on strands over two io threads, and strandless over one.
+  SUBCASE("two io threads") {}
+  SUBCASE("one io thread") { o.single_threaded = true; }
+  ServerFixture f(o);
   REQUIRE(f.listening);
   REQUIRE(f.mem.CreateKey("k", 7, "").ok());  // small step: many reservations
   constexpr int kClients = 6, kRequests = 150;

@@ -174,8 +174,9 @@ struct AllocatorFront {
 // Guarantees:
 //  * Store stack: mem <- layer <- store (FaultyStore) <- allocator. Tests
 //    create keys in `mem` directly and inject faults through `store`.
-//  * Threads: the server's io_context runs on 2 background threads from the
-//    end of the constructor until the destructor; a work guard keeps them
+//  * Threads: the server's io_context runs on 2 background threads (1 if
+//    the options say single_threaded) from the end of the constructor until
+//    the destructor; a work guard keeps them
 //    alive while idle. Store calls run on `db`, a 2-thread pool. The
 //    allocator's timers run on `io` through `clock`.
 //  * Startup: Listen() is called once in the constructor; `listening` says
@@ -192,14 +193,15 @@ template <typename Server, typename Options, typename Front = AllocatorFront,
 struct ServerWorld {
   explicit ServerWorld(Options options = {}, AllocatorOptions alloc_options = LongDeadline(),
                        KeyRules rules = KeyRules())
-      : layer(mem),
+      : io_threads(IoThreads(options)),
+        layer(mem),
         store(LayerStore(layer)),
         clock(io),
         allocator(store, db, clock, std::move(rules), alloc_options),
         front(store, db, allocator),
         server(io, Loopback(std::move(options)), front.target) {
     listening = server.Listen().ok();
-    for (int i = 0; i < 2; ++i) threads.emplace_back([this] { io.run(); });
+    for (int i = 0; i < io_threads; ++i) threads.emplace_back([this] { io.run(); });
   }
 
   ~ServerWorld() {
@@ -219,6 +221,7 @@ struct ServerWorld {
 
   net::io_context io;
   net::executor_work_guard<net::io_context::executor_type> work = net::make_work_guard(io);
+  const int io_threads;  // running io: 2, or 1 for a server told it is single-threaded
   MemoryStore mem;
   Layer layer;
   FaultyStore store;
@@ -231,6 +234,10 @@ struct ServerWorld {
   std::vector<std::thread> threads;
 
  private:
+  static int IoThreads(const Options& options) {
+    if constexpr (requires { options.single_threaded; }) return options.single_threaded ? 1 : 2;
+    return 2;
+  }
   static Options Loopback(Options options) {
     options.address = "127.0.0.1";
     options.port = 0;
