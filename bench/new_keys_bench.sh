@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# New-conversation storms: a burst of BURST distinct new keys (each used
+# once, auto-created by a rule), CONNECTIONS x PIPELINE in flight, over the
+# binary protocol, on SQLite and on MariaDB (a throwaway server, durable
+# commits). Prints new keys per second and the errors, per store and binary.
+#
+#   BURST=100000 CONNECTIONS=4 PIPELINE=256 bench/new_keys_bench.sh [SEQD_BINARY...]
+#
+# Default binary: a Release build of this tree. Give an older binary first
+# to compare before and after side by side in one run. seqd runs with the
+# default wait deadline (1 s) and --auto-create-rate 0 (the default limits
+# each token to 100 new keys a second).
+# Goals (issue 18): MariaDB >= 50,000 new keys/s and the 100,000 burst with
+# 0 errors; SQLite >= 20,000 new keys/s.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BURST=${BURST:-100000}
+CONNECTIONS=${CONNECTIONS:-4}
+PIPELINE=${PIPELINE:-256}
+STORES=${STORES:-"sqlite mariadb"}
+BUILD_DIR=${BUILD_DIR:-build-release}
+
+if (($# == 0)); then
+  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DSEQD_BUILD_TESTS=OFF \
+    -DSEQD_BUILD_BENCH=OFF >/dev/null
+  cmake --build "$BUILD_DIR" -j2 --target seqd seqbench >/dev/null
+  set -- "$BUILD_DIR/seqd"
+fi
+SEQBENCH=${SEQBENCH:-$(find "$BUILD_DIR" build -name seqbench -type f -perm -u+x 2>/dev/null | head -1)}
+[[ -x $SEQBENCH ]] || { echo "no seqbench binary (set SEQBENCH)" >&2; exit 1; }
+
+WORK=$(mktemp -d /tmp/seqd-newkeys-bench.XXXXXX)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+  scripts/mariadb.sh stop "$WORK/db" >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+MYSQL_URL=""
+if [[ " $STORES " == *" mariadb "* ]]; then
+  MYSQL_URL=$(scripts/mariadb.sh start "$WORK/db" 2>/dev/null | tail -1)
+fi
+
+run_one() {  # SEQD_BINARY LABEL STORE
+  local seqd=$1 label=$2 store=$3 spec http tcp pid
+  case $store in
+    sqlite) spec="sqlite:$WORK/$label.db" ;;
+    mariadb) spec=$MYSQL_URL ;;
+  esac
+  http=$(free_port) tcp=$(free_port)
+  "$seqd" --store "$spec" --http-port "$http" --tcp-port "$tcp" --threads 2 \
+    --auto-keys "nk_:100" --auto-create-rate 0 --log-level warn >"$WORK/seqd-$label-$store.log" 2>&1 &
+  pid=$!
+  PIDS+=("$pid")
+  for _ in $(seq 300); do
+    curl -fsS -o /dev/null "http://127.0.0.1:$http/readyz" 2>/dev/null && break
+    sleep 0.1
+  done
+  "$SEQBENCH" --tcp "127.0.0.1:$tcp" --new-keys "nk_${label}_" --requests "$BURST" \
+    --connections "$CONNECTIONS" --pipeline "$PIPELINE" --json >"$WORK/$label-$store.json" || true
+  kill "$pid" && wait "$pid" 2>/dev/null || true
+  python3 - "$label" "$store" "$WORK/$label-$store.json" <<'PY'
+import json, sys
+label, store, r = sys.argv[1], sys.argv[2], json.load(open(sys.argv[3]))
+lat = r["latency_us"]
+served = r["requests"] - r["errors"]
+print(f"{label} {store:8s}: {served:,} of {r['requests']:,} new keys served in "
+      f"{r['duration_s']:.2f} s = {served / r['duration_s']:,.0f} new keys/s; "
+      f"errors {r['errors']} {r['error_kinds'] or ''}; "
+      f"p99 {lat['p99'] / 1000:.1f} ms, max {lat['max'] / 1000:.1f} ms")
+PY
+}
+
+echo "burst of $BURST new keys, $CONNECTIONS connections x $PIPELINE in flight"
+n=0
+for binary in "$@"; do
+  n=$((n + 1))
+  for store in $STORES; do run_one "$binary" "s$n" "$store"; done
+done
