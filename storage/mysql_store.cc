@@ -6,6 +6,7 @@
 #include <cppconn/resultset.h>
 #include <cppconn/statement.h>
 
+#include <algorithm>
 #include <bit>
 #include <cctype>
 #include <charconv>
@@ -430,12 +431,18 @@ std::vector<Result<ReservedSegment>> MysqlStore::ReserveMany(
         };
         std::map<std::string, Row> rows;            // by the row's own biz_tag
         std::vector<Row*> row_of(requests.size());  // null: no such key
+        // Rows are locked in key order, whatever the request order: two
+        // batches never wait for each other's locks in a cycle.
+        std::vector<size_t> by_key(requests.size());
+        for (size_t i = 0; i < by_key.size(); ++i) by_key[i] = i;
+        std::sort(by_key.begin(), by_key.end(),
+                  [&](size_t a, size_t b) { return requests[a].key < requests[b].key; });
         for (size_t at = 0; at < requests.size(); at += kListMax) {
           const size_t n = std::min(kListMax, requests.size() - at);
           const size_t padded = PaddedCount(n);
           sql::PreparedStatement& lock = c.List(kLockRows, padded);
           for (size_t i = 0; i < padded; ++i) {
-            const size_t r = at + std::min(i, n - 1);
+            const size_t r = by_key[at + std::min(i, n - 1)];
             lock.setInt64(static_cast<unsigned>(2 * i + 1), static_cast<int64_t>(r));
             lock.setString(static_cast<unsigned>(2 * i + 2), requests[r].key);
           }

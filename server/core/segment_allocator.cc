@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <list>
 #include <sstream>
 
@@ -85,7 +84,8 @@ struct SegmentAllocator::KeyState {
   Clock::TimePoint retry_at{};   // no reservation before this (after a failure)
   bool retry_scheduled = false;
   std::optional<std::string> last_error;
-  std::deque<std::shared_ptr<Waiter>> parked;
+  // Vectors, not deques: an empty deque costs ~600 bytes of heap per key.
+  std::vector<std::shared_ptr<Waiter>> parked;
   // Cluster mode: the shard and the epoch the buffers (and the reservation
   // in flight) belong to; 0 before the first request.
   uint32_t shard = 0;
@@ -98,7 +98,7 @@ struct SegmentAllocator::KeyState {
     Clock::TimePoint at;
     int64_t issued = 0;
   };
-  mutable std::deque<RateSample> rate_samples;
+  mutable std::vector<RateSample> rate_samples;  // oldest first; a few dozen at most
   // Metrics (set on insertion when the allocator has metrics): the `key`
   // label and its IDs-issued counter, cached so the hot path only increments.
   std::string metric_label;
@@ -564,7 +564,7 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
             finished.emplace_back(
                 w, MakeError(ErrorCode::kWrongOwner, "the key's shard moved to another instance"));
           }
-          s.parked.clear();
+          s.parked = {};
         }
       }
       result = MakeError(ErrorCode::kWrongOwner, "stale epoch");
@@ -597,12 +597,14 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
       s.reserve_seconds = std::max(latency, s.reserve_seconds / 2);
       s.issued_at_landing = s.issued;
       s.last_error.reset();
-      while (!s.parked.empty()) {
-        Waiter& w = *s.parked.front();
+      size_t served = 0;
+      for (; served < s.parked.size(); ++served) {
+        Waiter& w = *s.parked[served];
         if (!ServeLocked(s, w.need, w.got)) break;
-        finished.emplace_back(s.parked.front(), std::move(w.got));
-        s.parked.pop_front();
+        finished.emplace_back(s.parked[served], std::move(w.got));
       }
+      s.parked.erase(s.parked.begin(), s.parked.begin() + static_cast<ptrdiff_t>(served));
+      if (s.parked.empty()) s.parked.shrink_to_fit();  // a burst's room goes back
     } else {
       const ErrorCode code = result.error().code;
       const bool client_error =
@@ -624,14 +626,14 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
                                 ? MakeError(ErrorCode::kUnknownKey, "unknown key '" + s.key + "'")
                                 : result.error();
         for (auto& w : s.parked) finished.emplace_back(w, error);
-        s.parked.clear();
+        s.parked = {};
         s.erased = true;
         erase_key = true;
       } else {
         s.retry_at = clock_.Now() + options_.retry_backoff;
         if (shed) {
           for (auto& w : s.parked) finished.emplace_back(w, ShedError());
-          s.parked.clear();
+          s.parked = {};
         }
       }
     }
@@ -744,7 +746,7 @@ void SegmentAllocator::Shutdown() {
     for (auto& [k, state] : shards_[i].keys) {
       std::lock_guard lock(state->mu);
       for (auto& w : state->parked) failed.push_back(w);
-      state->parked.clear();
+      state->parked = {};
     }
   }
   for (auto& w : failed) {
@@ -765,8 +767,10 @@ constexpr size_t kMaxRateSamples = 16;
 void SegmentAllocator::SampleRateLocked(const KeyState& s, Clock::TimePoint now) {
   auto& q = s.rate_samples;
   if (q.empty() || now - q.back().at >= kRateSpacing) q.push_back({now, s.issued});
-  while (q.size() > 1 && now - q[1].at >= kRateWindow) q.pop_front();
-  while (q.size() > kMaxRateSamples) q.pop_front();
+  size_t drop = 0;
+  while (q.size() - drop > 1 && now - q[drop + 1].at >= kRateWindow) ++drop;
+  if (q.size() - drop > kMaxRateSamples) drop = q.size() - kMaxRateSamples;
+  q.erase(q.begin(), q.begin() + static_cast<ptrdiff_t>(drop));
 }
 
 KeySnapshot SegmentAllocator::SnapshotLocked(const KeyState& s) const {
