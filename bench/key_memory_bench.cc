@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "server/core/log.h"
 #include "server/core/manual_clock.h"
 #include "server/core/segment_allocator.h"
 #include "storage/memory_store.h"
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: key_memory_bench [KEYS]\n");
     return 2;
   }
+  SetLogLevel(LogLevel::kWarn);  // not a line per reservation
   MemoryStore store;
   std::vector<NewKey> rows;
   rows.reserve(static_cast<size_t>(n));

@@ -13,9 +13,12 @@ if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
     -DSEQD_BUILD_TESTS=OFF -DSEQD_BUILD_BENCH=ON >/dev/null
 fi
 cmake --build "$build_dir" -j2 --target key_memory_bench >/dev/null
-"$build_dir/bench/key_memory_bench" "$KEYS" | python3 -c '
+"$build_dir/bench/key_memory_bench" "$KEYS" | python3 -c "$(cat <<'PY'
 import json, sys
 r = json.load(sys.stdin)
-print(f"{r[\"keys_in_memory\"]:,} keys held: RSS {r[\"rss_before_bytes\"] / 2**20:,.0f} MiB -> "
-      f"{r[\"rss_after_bytes\"] / 2**20:,.0f} MiB = {r[\"bytes_per_key\"]:.0f} bytes per key "
-      f"(goal <= 256); failed requests {r[\"failed\"]}")'
+mib = 2 ** 20
+print(f"{r['keys_in_memory']:,} keys held: RSS {r['rss_before_bytes'] / mib:,.0f} MiB -> "
+      f"{r['rss_after_bytes'] / mib:,.0f} MiB = {r['bytes_per_key']:.0f} bytes per key "
+      f"(goal <= 256); failed requests {r['failed']}")
+PY
+)"
