@@ -65,6 +65,64 @@ class E2E(unittest.TestCase):
             self.assertEqual(ids, sorted(ids))
             self.assertEqual(len(ids), len(set(ids)))
 
+    def test_new_key_storm_across_processes_and_kill9(self):
+        """Two processes bring the same new conversation keys into memory at
+        once (rows created and reserved in batches on the shared store); one
+        is killed -9 mid-storm and another takes its place. No ID of any key
+        is ever issued twice."""
+        flags = ("--auto-create-rate", "0")
+        servers = [self.start(*flags), self.start(*flags)]
+        lock = threading.Lock()
+        keys = ["sg_storm_%s_%d" % (RUN, i) for i in range(400)]
+        got = {k: [] for k in keys}
+        errors = []
+        served = [0]
+
+        def client(n):
+            rnd = random.Random(n)
+            order = keys[:]
+            rnd.shuffle(order)
+            conns = {}
+            for i, k in enumerate(order):
+                with lock:
+                    s = servers[(n + i) % 2]
+                try:
+                    c = conns.get(id(s)) or s.conn()
+                    conns[id(s)] = c
+                    ids = s.ids(k, 1 + i % 3, conn=c)
+                except Exception as e:  # noqa: BLE001 - the killed process
+                    conns.pop(id(s), None)
+                    with lock:
+                        errors.append(repr(e))
+                    continue
+                with lock:
+                    got[k].extend(ids)
+                    served[0] += 1
+
+        threads = [threading.Thread(target=client, args=(n,)) for n in range(16)]
+        for t in threads:
+            t.start()
+        deadline = time.time() + 60
+        while served[0] < 1500 and time.time() < deadline:
+            time.sleep(0.01)
+        with lock:
+            victim = servers[0]
+        victim.stop(signal.SIGKILL)
+        served_at_kill = served[0]
+        replacement = self.start(*flags)
+        with lock:
+            servers[0] = replacement
+        for t in threads:
+            t.join()
+        # The fault hit a storm under way: requests were answered before the
+        # kill and after it.
+        self.assertGreater(served_at_kill, 1000)
+        self.assertGreater(served[0], served_at_kill + 1000)
+        self.assertLess(len(errors), 16 * len(keys) // 4, errors[:5])
+        for k, ids in got.items():
+            self.assertEqual(len(ids), len(set(ids)), "duplicate IDs of %s" % k)
+        self.assertGreater(sum(1 for ids in got.values() if ids), len(keys) // 2)
+
     def restart_never_reissues(self, sig):
         k = key("restart%d" % sig)
         s = self.start()
