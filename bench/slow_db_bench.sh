@@ -18,30 +18,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DELAY_MS=${DELAY_MS:-50}
 DURATION=${DURATION:-10}
-BUILD_DIR=${BUILD_DIR:-build-release}
 
-if (($# == 0)); then
-  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DSEQD_BUILD_TESTS=OFF \
-    -DSEQD_BUILD_BENCH=OFF >/dev/null
-  cmake --build "$BUILD_DIR" -j2 --target seqd seqbench >/dev/null
-  set -- "$BUILD_DIR/seqd"
-fi
-SEQBENCH=${SEQBENCH:-$(find "$BUILD_DIR" build -name seqbench -type f -perm -u+x 2>/dev/null | head -1)}
-[[ -x $SEQBENCH ]] || { echo "no seqbench binary (set SEQBENCH)" >&2; exit 1; }
-
-WORK=$(mktemp -d /tmp/seqd-slowdb-bench.XXXXXX)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
-  scripts/mariadb.sh stop "$WORK/db" >/dev/null 2>&1 || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+source bench/seqd_bench_lib.sh
+bench_binaries "$@"
+bench_workdir slowdb-bench
 
 URL=$(scripts/mariadb.sh start "$WORK/db" 2>/dev/null | tail -1)
 DB_PORT=$(python3 -c 'import sys,urllib.parse as u; print(u.urlparse(sys.argv[1]).port)' "$URL")
@@ -112,7 +92,7 @@ PY
 
 echo "MariaDB behind a proxy adding ${DELAY_MS} ms each way; ${DURATION}s runs; key step 1000"
 n=0
-for binary in "$@"; do
+for binary in "${BINARIES[@]}"; do
   n=$((n + 1))
   run_one "$binary" "s$n"
 done

@@ -136,31 +136,22 @@ void AppendHexLiteral(std::string& out, std::string_view bytes) {
 }
 
 std::string ListSql(ListKind kind, size_t n) {
-  std::string sql;
   switch (kind) {
     case kInsertRows:
-      sql = "INSERT INTO seqd_message (" SEQD_MSG_COLUMNS ") VALUES ";
-      for (size_t i = 0; i < n; ++i) sql += i ? ",(?,?,?,?,?,?,?,?,0)" : "(?,?,?,?,?,?,?,?,0)";
-      return sql;
+      return "INSERT INTO seqd_message (" SEQD_MSG_COLUMNS ") VALUES " +
+             RepeatSql("(?,?,?,?,?,?,?,?,0)", n);
     case kMaxSeqIn:
-      sql = "SELECT conv_id, MAX(seq) FROM seqd_message WHERE conv_id IN (";
-      for (size_t i = 0; i < n; ++i) sql += i ? ",?" : "?";
-      sql += ") GROUP BY conv_id";
-      return sql;
+      return "SELECT conv_id, MAX(seq) FROM seqd_message WHERE conv_id IN (" + RepeatSql("?", n) +
+             ") GROUP BY conv_id";
     case kBySeqsIn:
-      sql = "SELECT " SEQD_MSG_COLUMNS " FROM seqd_message WHERE conv_id = ? AND seq IN (";
-      for (size_t i = 0; i < n; ++i) sql += i ? ",?" : "?";
-      sql += ") ORDER BY seq";
-      return sql;
+      return "SELECT " SEQD_MSG_COLUMNS " FROM seqd_message WHERE conv_id = ? AND seq IN (" +
+             RepeatSql("?", n) + ") ORDER BY seq";
     case kFencesIn:  // MysqlStore's fence (storage/shard_lease_store.h), every shard at once
-      sql =
-          "UPDATE seqd_shard_lease SET fences = fences + 1 WHERE owner = ? AND owner <> '' "
-          "AND (shard, epoch) IN (";
-      for (size_t i = 0; i < n; ++i) sql += i ? ",(?,?)" : "(?,?)";
-      sql += ")";
-      return sql;
+      return "UPDATE seqd_shard_lease SET fences = fences + 1 WHERE owner = ? AND owner <> '' "
+             "AND (shard, epoch) IN (" +
+             RepeatSql("(?,?)", n) + ")";
   }
-  return sql;
+  return {};
 }
 
 std::string ListSqlById(int kind, size_t n) { return ListSql(static_cast<ListKind>(kind), n); }

@@ -87,6 +87,16 @@ Error ExceptionError(const sql::SQLException& e, const std::string& op, bool los
 
 }  // namespace
 
+std::string RepeatSql(std::string_view item, size_t n, std::string_view separator) {
+  std::string out;
+  out.reserve(n * (item.size() + separator.size()));
+  for (size_t i = 0; i < n; ++i) {
+    if (i) out += separator;
+    out += item;
+  }
+  return out;
+}
+
 std::string DescribeMysql(const MysqlOptions& o) {
   std::string host = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
   return o.user + "@" + host + ":" + std::to_string(o.port) + "/" + o.database;

@@ -43,6 +43,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -93,6 +94,10 @@ struct MysqlOptions {
 
 // "user@host:port/database" (IPv6 host in brackets), safe to log.
 std::string DescribeMysql(const MysqlOptions& options);
+
+// `n` copies of `item` joined by `separator` (RepeatSql("?", 3) is "?,?,?"):
+// the repeated part of a statement whose text depends on a count.
+std::string RepeatSql(std::string_view item, size_t n, std::string_view separator = ",");
 
 // The Connector/C++ driver, created once for the whole process (its first
 // use is not thread-safe; this is). May throw sql::SQLException.

@@ -72,27 +72,19 @@ enum ListKind {
 };
 
 std::string ListSql(int kind, size_t n) {
-  std::string sql;
   switch (static_cast<ListKind>(kind)) {
     case kLockRows:
-      sql = "SELECT t.i, a.biz_tag, a.max_id, a.step FROM (";
-      for (size_t i = 0; i < n; ++i) sql += i ? " UNION ALL SELECT ?, ?" : "SELECT ? AS i, ? AS k";
-      sql += ") t JOIN leaf_alloc a ON a.biz_tag = t.k FOR UPDATE";
-      return sql;
+      return "SELECT t.i, a.biz_tag, a.max_id, a.step FROM (SELECT ? AS i, ? AS k" +
+             RepeatSql(" UNION ALL SELECT ?, ?", n > 0 ? n - 1 : 0, "") +
+             ") t JOIN leaf_alloc a ON a.biz_tag = t.k FOR UPDATE";
     case kSetMaxIds:
-      sql = "UPDATE leaf_alloc SET max_id = CASE biz_tag";
-      for (size_t i = 0; i < n; ++i) sql += " WHEN ? THEN ?";
-      sql += " END WHERE biz_tag IN (";
-      for (size_t i = 0; i < n; ++i) sql += i ? ",?" : "?";
-      sql += ")";
-      return sql;
+      return "UPDATE leaf_alloc SET max_id = CASE biz_tag" + RepeatSql(" WHEN ? THEN ?", n, "") +
+             " END WHERE biz_tag IN (" + RepeatSql("?", n) + ")";
     case kInsertMissing:
-      sql = "INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES ";
-      for (size_t i = 0; i < n; ++i) sql += i ? ",(?,1,?,?)" : "(?,1,?,?)";
-      sql += " ON DUPLICATE KEY UPDATE biz_tag = biz_tag";
-      return sql;
+      return "INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES " +
+             RepeatSql("(?,1,?,?)", n) + " ON DUPLICATE KEY UPDATE biz_tag = biz_tag";
   }
-  return sql;
+  return {};
 }
 
 // Items per list statement at most; a batch beyond it takes several.

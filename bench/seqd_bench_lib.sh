@@ -1,0 +1,41 @@
+# Sourced by the bench scripts that run seqd binaries against a throwaway
+# store (new_keys_bench.sh, slow_db_bench.sh). Call from the repository root.
+#
+#   bench_binaries "$@"   # no arguments: builds seqd + seqbench Release in
+#                         # $BUILD_DIR and sets BINARIES to that seqd; else
+#                         # BINARIES are the arguments
+#   bench_workdir NAME    # WORK: a temp dir; PIDS killed and a MariaDB in
+#                         # $WORK/db stopped on exit
+#   free_port             # prints a free local TCP port
+# SEQBENCH: the seqbench binary (found in $BUILD_DIR or build/ unless set).
+
+bench_binaries() {
+  BUILD_DIR=${BUILD_DIR:-build-release}
+  if (($# == 0)); then
+    cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DSEQD_BUILD_TESTS=OFF \
+      -DSEQD_BUILD_BENCH=OFF >/dev/null
+    cmake --build "$BUILD_DIR" -j2 --target seqd seqbench >/dev/null
+    BINARIES=("$BUILD_DIR/seqd")
+  else
+    BINARIES=("$@")
+  fi
+  SEQBENCH=${SEQBENCH:-$(find "$BUILD_DIR" build -name seqbench -type f -perm -u+x 2>/dev/null | head -1)}
+  [[ -x $SEQBENCH ]] || { echo "no seqbench binary (set SEQBENCH)" >&2; exit 1; }
+}
+
+bench_cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+  scripts/mariadb.sh stop "$WORK/db" >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+}
+
+bench_workdir() {
+  WORK=$(mktemp -d "/tmp/seqd-$1.XXXXXX")
+  PIDS=()
+  trap bench_cleanup EXIT
+  trap 'exit 130' INT TERM
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
