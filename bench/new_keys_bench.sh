@@ -35,14 +35,9 @@ run_one() {  # SEQD_BINARY LABEL STORE
     mariadb) spec=$MYSQL_URL ;;
   esac
   http=$(free_port) tcp=$(free_port)
-  "$seqd" --store "$spec" --http-port "$http" --tcp-port "$tcp" --threads 2 \
-    --auto-keys "nk_:100" --auto-create-rate 0 --log-level warn >"$WORK/seqd-$label-$store.log" 2>&1 &
-  pid=$!
-  PIDS+=("$pid")
-  for _ in $(seq 300); do
-    curl -fsS -o /dev/null "http://127.0.0.1:$http/readyz" 2>/dev/null && break
-    sleep 0.1
-  done
+  bench_start_seqd "$WORK/seqd-$label-$store.log" "$seqd" --http-port "$http" --store "$spec" \
+    --tcp-port "$tcp" --threads 2 --auto-keys "nk_:100" --auto-create-rate 0 --log-level warn
+  pid=$SEQD_PID
   "$SEQBENCH" --tcp "127.0.0.1:$tcp" --new-keys "nk_${label}_" --requests "$BURST" \
     --connections "$CONNECTIONS" --pipeline "$PIPELINE" --json >"$WORK/$label-$store.json" || true
   kill "$pid" && wait "$pid" 2>/dev/null || true

@@ -7,6 +7,10 @@
 #   bench_workdir NAME    # WORK: a temp dir; PIDS killed and a MariaDB in
 #                         # $WORK/db stopped on exit
 #   free_port             # prints a free local TCP port
+#   bench_start_seqd LOG SEQD --http-port P ...
+#                         # starts SEQD with its arguments (the HTTP port
+#                         # right after the binary), waits until /readyz
+#                         # answers; SEQD_PID is its pid
 # SEQBENCH: the seqbench binary (found in $BUILD_DIR or build/ unless set).
 
 bench_binaries() {
@@ -38,4 +42,19 @@ bench_workdir() {
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+bench_start_seqd() {
+  local log=$1 http=$4
+  shift
+  "$@" >"$log" 2>&1 &
+  SEQD_PID=$!
+  PIDS+=("$SEQD_PID")
+  for _ in $(seq 300); do
+    curl -fsS -o /dev/null "http://127.0.0.1:$http/readyz" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "seqd did not become ready; its log:" >&2
+  cat "$log" >&2
+  exit 1
 }

@@ -39,14 +39,9 @@ metric() {  # HTTP_PORT NAME -> value
 run_one() {  # SEQD_BINARY LABEL
   local seqd=$1 label=$2 http tcp pid
   http=$(free_port) tcp=$(free_port)
-  "$seqd" --store "$SLOW_URL" --http-port "$http" --tcp-port "$tcp" --threads 2 \
-    --log-level warn >"$WORK/seqd-$label.log" 2>&1 &
-  pid=$!
-  PIDS+=("$pid")
-  for _ in $(seq 300); do
-    curl -fsS -o /dev/null "http://127.0.0.1:$http/readyz" 2>/dev/null && break
-    sleep 0.1
-  done
+  bench_start_seqd "$WORK/seqd-$label.log" "$seqd" --http-port "$http" --store "$SLOW_URL" \
+    --tcp-port "$tcp" --threads 2 --log-level warn
+  pid=$SEQD_PID
   local closed_key="slow_closed_$label" open_key="slow_open_$label"
   for k in "$closed_key" "$open_key"; do
     curl -fsS -o /dev/null -X POST "http://127.0.0.1:$http/admin/keys" \
