@@ -37,6 +37,7 @@ enum StmtId {
   kSetStep,
   kPing,
   kFence,
+  kRowTag,
   kNumStmts,
 };
 
@@ -56,14 +57,15 @@ const char* const kSql[kNumStmts] = {
     /* kFence */
     ("UPDATE seqd_shard_lease SET fences = fences + 1 "
      "WHERE shard = ? AND owner = ? AND owner <> '' AND epoch = ?"),
+    /* kRowTag */ "SELECT biz_tag FROM leaf_alloc WHERE biz_tag = ?",
 };
 
 // Statements whose text depends on a count. Counts are rounded up to a
 // power of two (PaddedCount), the last item repeated, so each connection
 // prepares a handful of them.
 enum ListKind {
-  // Locks the rows of keys (request index i, key k) and reads them, with the
-  // row's own biz_tag: the table's collation decides which key is which row.
+  // Locks the rows of keys and reads them, in index order (the parameters
+  // take the column's collation, so the primary key is used).
   kLockRows,
   // Sets max_id of rows (biz_tag, new max_id); then the biz_tags again.
   kSetMaxIds,
@@ -74,9 +76,8 @@ enum ListKind {
 std::string ListSql(int kind, size_t n) {
   switch (static_cast<ListKind>(kind)) {
     case kLockRows:
-      return "SELECT t.i, a.biz_tag, a.max_id, a.step FROM (SELECT ? AS i, ? AS k" +
-             RepeatSql(" UNION ALL SELECT ?, ?", n > 0 ? n - 1 : 0, "") +
-             ") t JOIN leaf_alloc a ON a.biz_tag = t.k FOR UPDATE";
+      return "SELECT biz_tag, max_id, step FROM leaf_alloc WHERE biz_tag IN (" + RepeatSql("?", n) +
+             ") ORDER BY biz_tag FOR UPDATE";
     case kSetMaxIds:
       return "UPDATE leaf_alloc SET max_id = CASE biz_tag" + RepeatSql(" WHEN ? THEN ?", n, "") +
              " END WHERE biz_tag IN (" + RepeatSql("?", n) + ")";
@@ -91,6 +92,12 @@ std::string ListSql(int kind, size_t n) {
 constexpr size_t kListMax = 1024;
 
 size_t PaddedCount(size_t n) { return std::bit_ceil(n); }
+
+std::string AsciiLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
 
 // A duplicate key escaping a call can only be a key that exists.
 const MysqlSession kSession{kSql, ListSql, ErrorCode::kKeyExists};
@@ -421,44 +428,59 @@ std::vector<Result<ReservedSegment>> MysqlStore::ReserveMany(
           int64_t step = 0;
           int64_t reserved = 0;  // ranges taken from it in this batch
         };
-        std::map<std::string, Row> rows;            // by the row's own biz_tag
-        std::vector<Row*> row_of(requests.size());  // null: no such key
-        // Rows are locked in key order, whatever the request order: two
-        // batches never wait for each other's locks in a cycle.
-        std::vector<size_t> by_key(requests.size());
-        for (size_t i = 0; i < by_key.size(); ++i) by_key[i] = i;
-        std::sort(by_key.begin(), by_key.end(),
-                  [&](size_t a, size_t b) { return requests[a].key < requests[b].key; });
+        std::map<std::string, Row> rows;  // by the row's own biz_tag
         for (size_t at = 0; at < requests.size(); at += kListMax) {
           const size_t n = std::min(kListMax, requests.size() - at);
           const size_t padded = PaddedCount(n);
           sql::PreparedStatement& lock = c.List(kLockRows, padded);
           for (size_t i = 0; i < padded; ++i) {
-            const size_t r = by_key[at + std::min(i, n - 1)];
-            lock.setInt64(static_cast<unsigned>(2 * i + 1), static_cast<int64_t>(r));
-            lock.setString(static_cast<unsigned>(2 * i + 2), requests[r].key);
+            lock.setString(static_cast<unsigned>(i + 1), requests[at + std::min(i, n - 1)].key);
           }
           std::unique_ptr<sql::ResultSet> rs(lock.executeQuery());
           while (rs->next()) {
-            const auto r = static_cast<size_t>(rs->getInt64(1));
-            if (r >= requests.size() || row_of[r]) continue;  // a padding repeat
-            Row& row = rows[rs->getString(2).asStdString()];
-            row.max_id = rs->getInt64(3);
-            row.step = rs->getInt64(4);
-            row_of[r] = &row;
+            Row& row = rows[rs->getString(1).asStdString()];
+            row.max_id = rs->getInt64(2);
+            row.step = rs->getInt64(3);
           }
         }
-        // Cluster fences, each shard's lease row once (ReserveImpl's fence).
-        std::map<std::pair<uint32_t, int64_t>, bool> fence_held;
+        // Which row each request names. The table's collation decides: a
+        // key that is no row's exact name but equals one ignoring ASCII case
+        // (keys are ASCII) may be that row under a case-insensitive
+        // collation; the server says which (rare: one query each).
+        std::map<std::string, std::string> by_folded;  // ASCII-lowercased -> row's tag
+        for (const auto& [tag, row] : rows) by_folded.emplace(AsciiLower(tag), tag);
+        std::vector<Row*> row_of(requests.size());  // null: no such key
+        for (size_t i = 0; i < requests.size(); ++i) {
+          const std::string& key = requests[i].key;
+          if (auto it = rows.find(key); it != rows.end()) {
+            row_of[i] = &it->second;
+            continue;
+          }
+          if (!by_folded.count(AsciiLower(key))) continue;
+          sql::PreparedStatement& q = c.Stmt(kRowTag);
+          q.setString(1, key);
+          std::unique_ptr<sql::ResultSet> rs(q.executeQuery());
+          if (!rs->next()) continue;
+          if (auto it = rows.find(rs->getString(1).asStdString()); it != rows.end()) {
+            row_of[i] = &it->second;
+          }
+        }
+        // Cluster fences: each shard's lease row once, in shard order (two
+        // batches never wait for each other in a cycle), as ReserveImpl's.
+        struct Fence {
+          const std::string* owner = nullptr;
+          bool held = false;
+        };
+        std::map<std::pair<uint32_t, int64_t>, Fence> fence_held;
         for (const ReserveRequest& r : requests) {
-          if (!r.fence) continue;
-          auto [it, added] = fence_held.try_emplace({r.fence->shard, r.fence->epoch}, false);
-          if (!added) continue;
+          if (r.fence) fence_held[{r.fence->shard, r.fence->epoch}].owner = &r.fence->owner;
+        }
+        for (auto& [shard_epoch, fence] : fence_held) {
           sql::PreparedStatement& f = c.Stmt(kFence);
-          f.setInt(1, static_cast<int>(r.fence->shard));
-          f.setString(2, r.fence->owner);
-          f.setInt64(3, r.fence->epoch);
-          it->second = f.executeUpdate() > 0;
+          f.setInt(1, static_cast<int>(shard_epoch.first));
+          f.setString(2, *fence.owner);
+          f.setInt64(3, shard_epoch.second);
+          fence.held = f.executeUpdate() > 0;
         }
         Results out;
         out.reserve(requests.size());
@@ -468,7 +490,7 @@ std::vector<Result<ReservedSegment>> MysqlStore::ReserveMany(
           if (r.step && *r.step <= 0) {
             out.push_back(
                 MakeError(ErrorCode::kInvalidArgument, "mysql reserve: step must be > 0"));
-          } else if (r.fence && !fence_held[{r.fence->shard, r.fence->epoch}]) {
+          } else if (r.fence && !fence_held[{r.fence->shard, r.fence->epoch}].held) {
             out.push_back(MakeError(
                 ErrorCode::kNotServing,
                 "shard " + std::to_string(r.fence->shard) + " is no longer held by this instance"));
@@ -504,7 +526,9 @@ std::vector<Result<ReservedSegment>> MysqlStore::ReserveMany(
         } catch (...) {
           // As in ReserveImpl: ranges that may have committed are never served.
           if (c.CommitOutcomeUnknown()) {
-            ProcessStoreStats().ranges_skipped.fetch_add(static_cast<int64_t>(changed.size()),
+            const auto served =
+                std::count_if(out.begin(), out.end(), [](const auto& r) { return r.ok(); });
+            ProcessStoreStats().ranges_skipped.fetch_add(static_cast<int64_t>(served),
                                                          std::memory_order_relaxed);
           }
           throw;
@@ -515,8 +539,12 @@ std::vector<Result<ReservedSegment>> MysqlStore::ReserveMany(
   return std::move(*result);
 }
 
-Status MysqlStore::CreateKeys(const std::vector<NewKey>& keys, std::string_view description) {
+Status MysqlStore::CreateKeys(const std::vector<NewKey>& unsorted, std::string_view description) {
   const std::string d(description);
+  // Inserted in key order: two batches never wait for each other in a cycle.
+  std::vector<NewKey> keys = unsorted;
+  std::sort(keys.begin(), keys.end(),
+            [](const NewKey& a, const NewKey& b) { return a.key < b.key; });
   // Safe to run again after a COMMIT with an unknown outcome: rows there are kept.
   return pool_->Run<Ok>(kSession, "create keys", [&](MysqlConn& c) -> Result<Ok> {
     for (size_t at = 0; at < keys.size(); at += kListMax) {

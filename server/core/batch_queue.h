@@ -80,7 +80,14 @@ class BatchQueue {
                 std::back_inserter(batch));
       pending_.erase(pending_.begin(), pending_.begin() + static_cast<ptrdiff_t>(n));
     }
-    if (!batch.empty()) flush_(std::move(batch));
+    if (!batch.empty()) {
+      // The flush function should not throw; if it does (bad_alloc), the
+      // queue keeps its slot count right and goes on with the next batch.
+      try {
+        flush_(std::move(batch));
+      } catch (...) {
+      }
+    }
     {
       std::lock_guard lock(mu_);
       if (pending_.empty() || queued_ > 0) {  // nothing left, or a queued flush takes it

@@ -434,9 +434,11 @@ void SegmentAllocator::MaybeReserveLocked(const std::shared_ptr<KeyState>& state
   if (now < s.retry_at) return ScheduleRetryLocked(state);
   // Before the first reservation we do not know the table step; the store
   // uses the row's own step then.
+  const int64_t step_before = s.step;
   const int64_t step = s.reservations == 0 ? 0 : NextStepLocked(s, demand);
   s.reserve_sent_at = now;
   if (!reservation_queue_->Add(PendingReservation{state, step, ShardGrant{s.shard, s.epoch}})) {
+    s.step = step_before;  // nothing was reserved: the next try sizes it again
     // As many reservations wait for the store as keys fit in memory: it is
     // not keeping up. Try again after the backoff; parked requests wait
     // until then or their deadline.

@@ -47,6 +47,8 @@ using Response = http::response<http::string_body>;
 constexpr std::chrono::seconds kLingerTime{2};
 constexpr size_t kLingerBytes = 1 << 20;
 constexpr size_t kDiscardBufferBytes = 4096;
+// A connection's response buffer keeps at most this much room between answers.
+constexpr size_t kKeptResponseBytes = 64 * 1024;
 
 // A canned error response that closes the connection. Fixed texts only.
 Response CloseWithError(http::status status, std::string_view code, std::string_view message);
@@ -408,6 +410,9 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   void OnWrite(bool close, error_code ec, size_t /*bytes*/) {
     busy_ = false;
     response_.reset();
+    // A large answer (metrics, admin pages) does not keep its room for the
+    // life of a keep-alive connection.
+    if (out_.capacity() > kKeptResponseBytes) std::string().swap(out_);
     if (ec) return;
     if (close || stopping_) return ShutdownSend();
     DoRead();  // one request at a time: read the next only now

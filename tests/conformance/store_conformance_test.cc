@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -1033,6 +1034,28 @@ TEST_SUITE("misc") {
 }
 
 TEST_SUITE("mariadb") {
+  TEST_CASE("mariadb: a batch maps keys to rows by the table's collation (case-insensitive)") {
+    MysqlBackend b;
+    SegmentStore& s = b.store();
+    const std::string k = UniqueName("CaseKey");
+    REQUIRE_OK(s.CreateKey(k, 10, ""));
+    std::string lower = k, upper = k;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    // Three spellings of one row, and a key that is no row in any case.
+    auto got = s.ReserveMany({{k, std::nullopt, {}},
+                              {lower, std::nullopt, {}},
+                              {upper, std::nullopt, {}},
+                              {UniqueName("NoSuchCase"), std::nullopt, {}}});
+    REQUIRE(got.size() == 4);
+    CheckSegment(got[0], 1, 10, 10);
+    CheckSegment(got[1], 11, 20, 10);
+    CheckSegment(got[2], 21, 30, 10);
+    CHECK_ERR(got[3], ErrorCode::kUnknownKey);
+    // The single-key call agrees (the same row, as MySQL compares).
+    CheckSegment(s.Reserve(lower, std::nullopt), 31, 40, 10);
+  }
+
   TEST_CASE("mariadb: SEQD_TEST_MYSQL_URL is set and the server answers") {
     MysqlStore store(TestMysqlOptions());
     REQUIRE_OK(store.Ping());
