@@ -92,6 +92,20 @@ class ThreadPoolRunner final : public TaskRunner {
   std::atomic<int64_t> refused_{0};
 };
 
+// Stops a ThreadPoolRunner when destroyed. Declared after everything the
+// runner's tasks reach (an allocator, its stores), it makes those tasks end
+// before any of that is destroyed.
+class StopRunnerOnExit {
+ public:
+  explicit StopRunnerOnExit(ThreadPoolRunner& runner) : runner_(runner) {}
+  ~StopRunnerOnExit() { runner_.Stop(); }
+  StopRunnerOnExit(const StopRunnerOnExit&) = delete;
+  StopRunnerOnExit& operator=(const StopRunnerOnExit&) = delete;
+
+ private:
+  ThreadPoolRunner& runner_;
+};
+
 // Queues tasks until the test runs them. For deterministic unit tests.
 class ManualRunner final : public TaskRunner {
  public:

@@ -114,6 +114,8 @@ struct Fixture {
   TestServices services{store, db, allocator};
   BinaryDispatcher dispatcher{services, BinaryDispatchLimits{}};
   StringConnection conn{dispatcher};
+  // Last: the database thread is done before anything above goes.
+  StopRunnerOnExit stop_db{db};
 };
 
 std::string NextIds(uint32_t id, std::string_view key, uint32_t count) {

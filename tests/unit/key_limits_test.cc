@@ -283,6 +283,7 @@ TEST_CASE("auto_create_rate over binary: a peer's forwarded NEXT_IDS counts agai
   SegmentAllocator alloc(store, db, clock, KeyRules({{"sg_", 10}}), o);
   TestServices services(store, db, alloc);
   BinaryDispatcher dispatcher(services, BinaryDispatchLimits{});
+  StopRunnerOnExit stop_db(db);  // before the allocator and services go
   auto principal = [](std::string id, std::string scopes) {
     auto p = std::make_shared<Principal>();
     p->id = std::move(id);

@@ -101,6 +101,8 @@ struct World {
   BinaryDispatcher dispatcher;
   StringConnection conn;
   int sent = 0;
+  // Last: the database thread is done before anything above goes.
+  StopRunnerOnExit stop_db{db};
 };
 
 std::vector<int64_t> Seqs(const json& page) {

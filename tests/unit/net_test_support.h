@@ -243,6 +243,8 @@ struct ServerWorld {
     options.port = 0;
     return options;
   }
+  // Last: the database thread is done before anything above goes.
+  StopRunnerOnExit stop_db{db};
 };
 
 }  // namespace seqd::nettest

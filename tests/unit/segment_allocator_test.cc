@@ -455,6 +455,7 @@ TEST_CASE("many threads: IDs unique and strictly increasing per thread") {
   ThreadPoolRunner db(2);
   ManualClock clock;
   SegmentAllocator alloc(store, db, clock, KeyRules(), AllocatorOptions{});
+  StopRunnerOnExit stop_db(db);  // before the allocator goes
   constexpr int kThreads = 4, kPerThread = 20000;
   std::vector<std::vector<int64_t>> got(kThreads);
   std::vector<std::thread> threads;

@@ -157,6 +157,8 @@ struct World {
   ApiRouter router;
   BinaryDispatcher dispatcher;
   StringConnection conn;
+  // Last: the database thread is done before anything above goes.
+  StopRunnerOnExit stop_db{db};
 };
 
 void CheckNoSecrets(const std::string& answer) {
