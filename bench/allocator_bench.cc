@@ -1,5 +1,7 @@
-// Hot path of SegmentAllocator::Take next to a bare atomic counter, in one
-// binary so a single run compares them side by side.
+// Hot path of SegmentAllocator next to a bare atomic counter, in one binary
+// so a single run compares them side by side: take by name (Take) and by
+// KeyHandle (TryTake, falling back to Take). Goals (issue 18): handle >=
+// 0.5x fetch_add, by name >= 0.2x, at 1 and 2 threads.
 //
 // The key has a large step (1,000,000, growing to max_step) and reservations
 // run on a one-thread runner, so almost every Take is served from memory.
@@ -15,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <optional>
 
 #include "server/core/manual_clock.h"
 #include "server/core/segment_allocator.h"
@@ -93,13 +96,55 @@ void TakeLoop(benchmark::State& state, int64_t count) {
   state.SetItemsProcessed(state.iterations() * count);
 }
 
+// A KeyHandle per thread: TryTake (one compare-and-swap) while the current
+// segment lasts, Take(handle) past its prefetch point.
+void HandleLoop(benchmark::State& state, int64_t count) {
+  SegmentAllocator& allocator = GetEnv().allocator;
+  KeyHandle handle = allocator.Handle(kKey);
+  Sink* out = &g_sinks[state.thread_index() % 16];
+  for (auto _ : state) {
+    if (std::optional<int64_t> first = allocator.TryTake(handle, count)) {
+      benchmark::DoNotOptimize(*first);
+      continue;
+    }
+    allocator.Take(handle, count, [out](Result<IdBatch> r) {
+      if (!r) return g_take_failed.store(true, std::memory_order_relaxed);
+      out->id.store(r->ranges.front().first, std::memory_order_relaxed);
+    });
+  }
+  if (g_take_failed.load()) state.SkipWithError("Take failed");
+  state.SetItemsProcessed(state.iterations() * count);
+}
+
+// By name without a callback: TryTake(key) (the thread's handle cache),
+// falling back to Take.
+void BM_TryTakeByName(benchmark::State& state) {
+  SegmentAllocator& allocator = GetEnv().allocator;
+  Sink* out = &g_sinks[state.thread_index() % 16];
+  for (auto _ : state) {
+    if (std::optional<int64_t> first = allocator.TryTake(kKey, 1)) {
+      benchmark::DoNotOptimize(*first);
+      continue;
+    }
+    allocator.Take(kKey, 1, [out](Result<IdBatch> r) {
+      if (!r) return g_take_failed.store(true, std::memory_order_relaxed);
+      out->id.store(r->ranges.front().first, std::memory_order_relaxed);
+    });
+  }
+  if (g_take_failed.load()) state.SkipWithError("Take failed");
+  state.SetItemsProcessed(state.iterations());
+}
+
 void BM_AllocatorTake(benchmark::State& state) { TakeLoop(state, 1); }
+void BM_HandleTake(benchmark::State& state) { HandleLoop(state, 1); }
 void BM_AllocatorTakeBatch100(benchmark::State& state) { TakeLoop(state, 100); }
 
 void Setup(const benchmark::State&) { GetEnv(); }
 
 BENCHMARK(BM_AtomicFetchAdd)->Threads(1)->Threads(2)->UseRealTime();
 BENCHMARK(BM_AllocatorTake)->Setup(Setup)->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_TryTakeByName)->Setup(Setup)->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_HandleTake)->Setup(Setup)->Threads(1)->Threads(2)->UseRealTime();
 BENCHMARK(BM_AllocatorTakeBatch100)->Setup(Setup)->Threads(1)->Threads(2)->UseRealTime();
 
 }  // namespace

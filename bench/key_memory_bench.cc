@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   const long chunk = 1000;  // one reservation batch
   for (long at = 0; at < n; at += chunk) {
     for (long i = at; i < std::min(n, at + chunk); ++i) {
-      alloc.Take("sg_" + std::to_string(i), 1, [&failed](Result<IdBatch> r) { failed += !r; });
+      alloc.Take("sg_" + std::to_string(i), 1, [&failed](const Result<IdBatch>& r) { failed += !r; });
     }
     db.RunAll();
   }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds allocator_bench (Release, in build-bench) if needed, runs it with 3
-# repetitions and prints items/s medians and the allocator/atomic ratio per
-# thread count. Extra arguments go to the benchmark binary.
+# repetitions and prints items/s medians and the handle/atomic and
+# by-name/atomic ratios per thread count (issue 18 goal 6). Extra arguments go to the benchmark binary.
 #   bench/run_allocator.sh [--benchmark_min_time=0.2] ...
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +32,11 @@ print()
 for t in sorted({t for _, t in med}):
     base = med[("BM_AtomicFetchAdd", t)]
     take = med[("BM_AllocatorTake", t)]
+    by_name = med[("BM_TryTakeByName", t)]
+    handle = med[("BM_HandleTake", t)]
     batch = med[("BM_AllocatorTakeBatch100", t)]
-    print(f"threads={t}: allocator/atomic = {take / base:.4f} (1 id/Take, "
-          f"{base / take:.1f}x slower); batch100 IDs/atomic = {batch / base:.3f}")
+    print(f"threads={t}: handle/atomic = {handle / base:.3f} (goal >= 0.5); "
+          f"by name/atomic = {by_name / base:.3f} (goal >= 0.2; "
+          f"with a callback, Take: {take / base:.3f}); "
+          f"batch100 IDs/atomic = {batch / base:.3f}")
 PY

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <list>
+#include <shared_mutex>
 #include <sstream>
 
 #include "server/core/log.h"
@@ -31,18 +32,17 @@ constexpr size_t kShardCount = 64;
 // appear after at most this long.
 constexpr Clock::Duration kUnknownKeyTtl = std::chrono::seconds(1);
 
-// One reserved segment being served. Empty when next > last.
-struct Buffer {
-  int64_t first = 0;
-  int64_t next = 1;
-  int64_t last = 0;
-  int64_t step = 0;
-  int64_t remaining() const { return last - next + 1; }
-  int64_t size() const { return last - first + 1; }
-  int64_t used() const { return next - first; }
-};
+std::atomic<uint64_t> next_allocator_id{1};  // 0 marks an unused handle-cache entry
 
 }  // namespace
+
+// One reserved segment: [first, last], reserved with `step`.
+struct SegmentAllocator::Buffer {
+  int64_t first = 0;
+  int64_t last = 0;
+  int64_t step = 0;
+  int64_t size() const { return last - first + 1; }
+};
 
 // A request parked until a reservation lands. Guarded by its key's mutex.
 struct SegmentAllocator::Waiter {
@@ -52,18 +52,22 @@ struct SegmentAllocator::Waiter {
 };
 
 // Lock order: Shard::mu before KeyState::mu, never the reverse.
-struct SegmentAllocator::KeyState {
+//
+// The fast path (KeyFastPath: the current segment's cursor, the epoch, the
+// erased flag) is read without mu; it is written only with mu held.
+struct SegmentAllocator::KeyState : KeyFastPath {
   explicit KeyState(std::string k) : key(std::move(k)) {}
 
   const std::string key;
-  // Its place in the shard's use order; guarded by the shard's mu.
-  std::list<KeyState*>::iterator lru;
+  // Coarse (the clock as of the latest sweep or reservation): stamped by
+  // lookups by name, and by sweeps that find IDs taken since the last one.
+  std::atomic<Clock::TimePoint> last_used{};
   mutable std::mutex mu;
   // Everything below is guarded by mu.
   bool auto_created = false;
   int64_t auto_step = 0;  // the rule's initial step, if auto_created
   std::string creator;    // if auto_created: the requester that brought it into memory
-  bool erased = false;    // no longer in the map; new requests must re-insert
+  // The current segment (served through `cursor`) and the next one.
   bool has_current = false;
   Buffer current;
   bool has_next = false;
@@ -75,34 +79,43 @@ struct SegmentAllocator::KeyState {
   Clock::TimePoint last_reserved_at{};
   // For sizing the next step: when the reservation in flight (or the
   // latest) was sent; how long reservations take lately, from sending to
-  // landing (a decaying maximum, seconds); `issued` when the latest landed
-  // (last_reserved_at), before the requests parked on it were served.
+  // landing (a decaying maximum, seconds); IssuedLocked() when the latest
+  // landed (last_reserved_at), before the requests parked on it were served.
   Clock::TimePoint reserve_sent_at{};
   double reserve_seconds = 0;
   int64_t issued_at_landing = 0;
-  Clock::TimePoint last_used{};  // coarse: as of the latest sweep or reservation
-  Clock::TimePoint retry_at{};   // no reservation before this (after a failure)
+  Clock::TimePoint retry_at{};  // no reservation before this (after a failure)
   bool retry_scheduled = false;
   std::optional<std::string> last_error;
   // Vectors, not deques: an empty deque costs ~600 bytes of heap per key.
   std::vector<std::shared_ptr<Waiter>> parked;
-  // Cluster mode: the shard and the epoch the buffers (and the reservation
-  // in flight) belong to; 0 before the first request.
+  // Cluster mode: the shard the key belongs to (epoch: see KeyFastPath).
   uint32_t shard = 0;
-  int64_t epoch = 0;
-  // IDs taken out of the buffers, ever; with the samples below it gives the
-  // recent rate. Samples are taken off the hot path (reservations, sweeps,
-  // snapshots), hence mutable.
-  int64_t issued = 0;
+  // IDs taken from segments no longer current; IssuedLocked() adds the
+  // current one's. `reported`: how many of them the counters (metrics)
+  // have been told of; `seen_by_sweep`: the total at the latest sweep.
+  // Mutable: brought up to date by snapshots too.
+  int64_t issued_closed = 0;
+  mutable int64_t reported = 0;
+  int64_t seen_by_sweep = 0;
   struct RateSample {
     Clock::TimePoint at;
     int64_t issued = 0;
   };
   mutable std::vector<RateSample> rate_samples;  // oldest first; a few dozen at most
   // Metrics (set on insertion when the allocator has metrics): the `key`
-  // label and its IDs-issued counter, cached so the hot path only increments.
+  // label and its IDs-issued counter.
   std::string metric_label;
   prometheus::Counter* issued_counter = nullptr;
+
+  int64_t CurrentLeftLocked() const { return has_current ? current.size() - cursor.Used() : 0; }
+  int64_t IssuedLocked() const { return issued_closed + (has_current ? cursor.Used() : 0); }
+  // Ends the current segment; its unclaimed IDs are skipped.
+  void DropCurrentLocked() {
+    if (!has_current) return;
+    issued_closed += cursor.Close();
+    has_current = false;
+  }
 };
 
 namespace {
@@ -114,11 +127,10 @@ struct KeyHash {
 }  // namespace
 
 struct SegmentAllocator::Shard {
-  mutable std::mutex mu;
+  // Shared by lookups (the hot path), exclusive to insert and erase.
+  mutable std::shared_mutex mu;
   // Everything below is guarded by mu.
   std::unordered_map<std::string, std::shared_ptr<KeyState>, KeyHash, std::equal_to<>> keys;
-  // The keys in use order: front most recently used (max_cached_keys).
-  std::list<KeyState*> lru;
   // Keys the store recently said do not exist, with when to ask again.
   // Spares the store a query per request for a bad key. When full, the
   // oldest entry goes (never all at once: that would send a burst of
@@ -150,7 +162,8 @@ SegmentAllocator::SegmentAllocator(SegmentStore& store, TaskRunner& db, Clock& c
           // the store is not keeping up (keys with work in flight stay).
           std::max(kMaxReservationBatch, options_.max_cached_keys),
           [this](std::vector<PendingReservation> batch) { RunReservations(std::move(batch)); })),
-      coarse_now_(clock.Now()) {
+      coarse_now_(clock.Now()),
+      id_(next_allocator_id.fetch_add(1, std::memory_order_relaxed)) {
   if (options_.auto_create_rate > 0) {
     auto_create_limit_ = std::make_unique<TokenBuckets>(options_.auto_create_rate,
                                                         std::max(1.0, options_.auto_create_burst));
@@ -163,9 +176,17 @@ SegmentAllocator::Shard& SegmentAllocator::ShardFor(std::string_view key) const 
   return shards_[std::hash<std::string_view>{}(key) % kShardCount];
 }
 
+void SegmentAllocator::StampUse(KeyState& state) const {
+  const Clock::TimePoint now = coarse_now_.load(std::memory_order_relaxed);
+  // Written only when it changes: lookups of a busy key do not contend.
+  if (state.last_used.load(std::memory_order_relaxed) != now) {
+    state.last_used.store(now, std::memory_order_relaxed);
+  }
+}
+
 std::shared_ptr<SegmentAllocator::KeyState> SegmentAllocator::Find(std::string_view key) const {
   Shard& shard = ShardFor(key);
-  std::lock_guard lock(shard.mu);
+  std::shared_lock lock(shard.mu);
   auto it = shard.keys.find(key);
   return it == shard.keys.end() ? nullptr : it->second;
 }
@@ -173,12 +194,19 @@ std::shared_ptr<SegmentAllocator::KeyState> SegmentAllocator::Find(std::string_v
 std::shared_ptr<SegmentAllocator::KeyState> SegmentAllocator::FindOrInsert(std::string_view key,
                                                                            bool* inserted) {
   Shard& shard = ShardFor(key);
+  *inserted = false;
+  {
+    std::shared_lock lock(shard.mu);
+    auto it = shard.keys.find(key);
+    if (it != shard.keys.end()) {
+      StampUse(*it->second);
+      return it->second;
+    }
+  }
   std::lock_guard lock(shard.mu);
   auto it = shard.keys.find(key);
-  if (it != shard.keys.end()) {
-    *inserted = false;
-    KeyState& s = *it->second;
-    if (s.lru != shard.lru.begin()) shard.lru.splice(shard.lru.begin(), shard.lru, s.lru);
+  if (it != shard.keys.end()) {  // inserted meanwhile
+    StampUse(*it->second);
     return it->second;
   }
   if (!shard.unknown.empty()) {
@@ -189,8 +217,8 @@ std::shared_ptr<SegmentAllocator::KeyState> SegmentAllocator::FindOrInsert(std::
     }
   }
   auto state = std::make_shared<KeyState>(std::string(key));
+  StampUse(*state);
   shard.keys.emplace(state->key, state);
-  state->lru = shard.lru.insert(shard.lru.begin(), state.get());
   keys_held_.fetch_add(1, std::memory_order_relaxed);
   *inserted = true;
   return state;
@@ -215,8 +243,13 @@ void SegmentAllocator::OnKeyCreated(std::string_view key) {
   if (auto u = shard.unknown.find(key); u != shard.unknown.end()) shard.ForgetUnknown(u);
 }
 
+void SegmentAllocator::MarkErasedLocked(KeyState& state) const {
+  state.erased.store(true, std::memory_order_relaxed);
+  state.DropCurrentLocked();  // handles and lookups in flight now miss
+  ReportIssuedLocked(state);
+}
+
 void SegmentAllocator::EraseLocked(Shard& shard, KeyState& state) {
-  shard.lru.erase(state.lru);
   shard.keys.erase(shard.keys.find(state.key));  // may destroy `state`: last
   keys_held_.fetch_sub(1, std::memory_order_relaxed);
 }
@@ -228,45 +261,80 @@ void SegmentAllocator::Erase(const std::shared_ptr<KeyState>& state) {
   if (it != shard.keys.end() && it->second == state) EraseLocked(shard, *state);
 }
 
-void SegmentAllocator::EvictOverCapacity(std::string_view key) {
+namespace {
+// Keys held at most for an exact least-recently-used search; above it the
+// victim is the least recently used of kEvictionSamples keys picked at random.
+constexpr int64_t kExactEvictionKeys = 256;
+constexpr int kEvictionSamples = 32;
+}  // namespace
+
+std::shared_ptr<SegmentAllocator::KeyState> SegmentAllocator::PickEvictionVictim() {
+  std::shared_ptr<KeyState> victim;
+  Clock::TimePoint oldest{};
+  auto consider = [&](const std::shared_ptr<KeyState>& s) {
+    std::lock_guard lock(s->mu);
+    if (s->loading || !s->parked.empty()) return;  // busy: stays
+    const Clock::TimePoint used = s->last_used.load(std::memory_order_relaxed);
+    if (!victim || used < oldest) {
+      victim = s;
+      oldest = used;
+    }
+  };
+  if (keys_held_.load(std::memory_order_relaxed) <= kExactEvictionKeys) {
+    for (size_t i = 0; i < kShardCount; ++i) {
+      std::shared_lock lock(shards_[i].mu);
+      for (const auto& [k, s] : shards_[i].keys) consider(s);
+    }
+    return victim;
+  }
+  for (int sample = 0; sample < kEvictionSamples; ++sample) {
+    const uint64_t r =
+        eviction_random_.fetch_add(0x9E3779B97F4A7C15ull, std::memory_order_relaxed) *
+        0xBF58476D1CE4E5B9ull;
+    Shard& shard = shards_[(r >> 32) % kShardCount];
+    std::shared_lock lock(shard.mu);
+    const size_t buckets = shard.keys.bucket_count();
+    if (shard.keys.empty() || buckets == 0) continue;
+    // The first key at or after a random bucket (buckets are about as many
+    // as keys, so few are skipped).
+    for (size_t b = r % buckets, n = 0; n < buckets; ++n, b = (b + 1) % buckets) {
+      if (shard.keys.begin(b) == shard.keys.end(b)) continue;
+      consider(shard.keys.begin(b)->second);
+      break;
+    }
+  }
+  return victim;
+}
+
+void SegmentAllocator::EvictOverCapacity() {
   const auto cap = static_cast<int64_t>(options_.max_cached_keys);
   if (cap == 0) return;
-  const size_t first = std::hash<std::string_view>{}(key) % kShardCount;
   while (keys_held_.load(std::memory_order_relaxed) > cap) {
-    // Each shard keeps its keys in use order; the least recently used idle
-    // key of each is a candidate, and the one used longest ago goes (ties:
-    // the first shard looked at, the new key's own).
-    std::shared_ptr<KeyState> victim;
-    Clock::TimePoint oldest{};
-    for (size_t i = 0; i < kShardCount; ++i) {
-      Shard& shard = shards_[(first + i) % kShardCount];
-      std::lock_guard shard_lock(shard.mu);
-      for (auto it = shard.lru.rbegin(); it != shard.lru.rend(); ++it) {
-        KeyState& s = **it;
-        std::lock_guard lock(s.mu);
-        if (s.loading || !s.parked.empty()) continue;  // busy: stays
-        if (!victim || s.last_used < oldest) {
-          victim = shard.keys.find(s.key)->second;
-          oldest = s.last_used;
-        }
-        break;
-      }
-    }
+    std::shared_ptr<KeyState> victim = PickEvictionVictim();
     if (!victim) return;  // every key is busy: over the cap until some finish
     Shard& shard = ShardFor(victim->key);
     std::lock_guard shard_lock(shard.mu);
     {
       std::lock_guard lock(victim->mu);
       if (victim->erased || victim->loading || !victim->parked.empty()) continue;  // raced
-      victim->erased = true;
+      MarkErasedLocked(*victim);
     }
     EraseLocked(shard, *victim);
     evicted_capacity_.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
+void SegmentAllocator::Resolve(KeyHandle& handle) const { handle.fast_ = Find(handle.key_); }
+
 void SegmentAllocator::Take(std::string_view key, int64_t count, TakeCallback done,
                             std::string_view requester) {
+  // A key in memory was valid when it came in; a count out of range, a
+  // shard not held or a shutdown miss here, and are answered below.
+  if (std::optional<int64_t> first = TryTake(key, count)) {
+    IdBatch got;
+    got.ranges.push_back(IdRange{*first, *first + count - 1});
+    return done(std::move(got));
+  }
   if (shutting_down_) return done(MakeError(ErrorCode::kShuttingDown, "server is shutting down"));
   if (Status s = CheckCount(count, options_.max_count); !s) return done(s.error());
   if (auto s = KeyRules::Validate(key); !s) return done(s.error());
@@ -280,7 +348,32 @@ void SegmentAllocator::Take(std::string_view key, int64_t count, TakeCallback do
       return done(MakeError(ErrorCode::kWrongOwner, "this instance does not own the key now"));
     }
   }
+  TakeSlow(key, count, std::move(done), requester, grant);
+}
 
+KeyHandle SegmentAllocator::Handle(std::string_view key) const {
+  KeyHandle h;
+  h.key_ = std::string(key);
+  h.fast_ = Find(key);
+  return h;
+}
+
+void SegmentAllocator::Take(KeyHandle& handle, int64_t count, TakeCallback done,
+                            std::string_view requester) {
+  if (std::optional<int64_t> first = TryTake(handle, count)) {
+    IdBatch got;
+    got.ranges.push_back(IdRange{*first, *first + count - 1});
+    return done(std::move(got));
+  }
+  Take(handle.key_, count, std::move(done), requester);
+  // The key may have (re-)entered memory: later takes find it by handle.
+  if (!handle.fast_ || handle.fast_->erased.load(std::memory_order_relaxed)) {
+    handle.fast_ = Find(handle.key_);
+  }
+}
+
+void SegmentAllocator::TakeSlow(std::string_view key, int64_t count, TakeCallback done,
+                                std::string_view requester, const ShardGrant& grant) {
   for (;;) {
     bool inserted = false;
     std::shared_ptr<KeyState> state = FindOrInsert(key, &inserted);
@@ -312,20 +405,18 @@ void SegmentAllocator::Take(std::string_view key, int64_t count, TakeCallback do
         }
         SampleRateLocked(*state, clock_.Now());  // the rate's origin
       }
-      state->last_used = coarse_now_.load(std::memory_order_relaxed);
       if (options_.gate && state->epoch != grant.epoch) {
         // Held again at a new epoch (or for the first time): IDs buffered
         // under the old one may be below what another owner served since.
-        state->has_current = state->has_next = false;
+        state->DropCurrentLocked();
+        state->has_next = false;
         state->shard = grant.shard;  // the same for every grant of this key
         state->epoch = grant.epoch;
       }
       if (ServeLocked(*state, need, got)) {
         MaybeReserveLocked(state);
-        prometheus::Counter* counter = state->issued_counter;
+        ReportIssuedLocked(*state);
         lock.unlock();
-        ids_issued_.fetch_add(count, std::memory_order_relaxed);
-        if (counter) counter->Increment(static_cast<double>(count));
         return done(std::move(got));
       }
       // Both buffers are empty: park until a reservation lands or the deadline.
@@ -342,7 +433,7 @@ void SegmentAllocator::Take(std::string_view key, int64_t count, TakeCallback do
     // be the one evicted.
     if (inserted && keys_held_.load(std::memory_order_relaxed) >
                         static_cast<int64_t>(options_.max_cached_keys)) {
-      EvictOverCapacity(key);
+      EvictOverCapacity();
     }
     clock_.RunAt(clock_.Now() + options_.wait_deadline,
                  [this, state, waiter] { OnDeadline(state, waiter); });
@@ -352,24 +443,50 @@ void SegmentAllocator::Take(std::string_view key, int64_t count, TakeCallback do
 
 bool SegmentAllocator::ServeLocked(KeyState& state, int64_t& need, IdBatch& got) {
   while (need > 0) {
-    if (!state.has_current || state.current.remaining() == 0) {
+    if (state.CurrentLeftLocked() == 0) {
       if (!state.has_next) return false;
-      state.current = state.next;
-      state.has_current = true;
       state.has_next = false;
+      InstallCurrentLocked(state, state.next);
     }
-    Buffer& b = state.current;
-    const int64_t n = std::min(need, b.remaining());
-    if (!got.ranges.empty() && got.ranges.back().last + 1 == b.next) {
+    int64_t first = 0;
+    const int64_t n = state.cursor.TakeUpTo(need, state.current.size(), &first);
+    if (n == 0) continue;  // the fast path took the rest meanwhile
+    if (!got.ranges.empty() && got.ranges.back().last + 1 == first) {
       got.ranges.back().last += n;
     } else {
-      got.ranges.push_back(IdRange{b.next, b.next + n - 1});
+      got.ranges.push_back(IdRange{first, first + n - 1});
     }
-    b.next += n;
     need -= n;
-    state.issued += n;
   }
   return true;
+}
+
+void SegmentAllocator::InstallCurrentLocked(KeyState& state, const Buffer& b) const {
+  state.DropCurrentLocked();
+  state.current = b;
+  // A segment too large for the cursor serves its first kMaxSize IDs (the
+  // rest are skipped, as after a restart): no step comes near that.
+  state.current.last = std::min(b.last, b.first + SegmentCursor::kMaxSize - 1);
+  state.has_current = true;
+  state.cursor.Open(b.first, FastLimitLocked(state));
+}
+
+int64_t SegmentAllocator::FastLimitLocked(const KeyState& state) const {
+  const int64_t size = std::min(state.current.size(), SegmentCursor::kMaxSize);
+  // Until the next segment is here, takes past the prefetch point go
+  // through the lock, where the reservation is started (and retried).
+  if (state.has_next) return size;
+  return std::min(size, static_cast<int64_t>(static_cast<double>(state.current.size()) *
+                                             options_.prefetch_fraction));
+}
+
+void SegmentAllocator::ReportIssuedLocked(const KeyState& state) const {
+  const int64_t issued = state.IssuedLocked();
+  if (issued == state.reported) return;
+  if (state.issued_counter) {
+    state.issued_counter->Increment(static_cast<double>(issued - state.reported));
+  }
+  state.reported = issued;
 }
 
 int64_t SegmentAllocator::NextStepLocked(KeyState& state, int64_t demand) {
@@ -406,7 +523,7 @@ int64_t SegmentAllocator::MeasuredStepLocked(const KeyState& state, Clock::TimeP
   constexpr double kMinWindowSeconds = 0.0001;
   const double elapsed = std::max(
       kMinWindowSeconds, std::chrono::duration<double>(now - state.last_reserved_at).count());
-  const double rate = static_cast<double>(state.issued - state.issued_at_landing) / elapsed;
+  const double rate = static_cast<double>(state.IssuedLocked() - state.issued_at_landing) / elapsed;
   // Four reservation latencies of margin: the database may slow down
   // further, and a failed reservation is retried after a backoff.
   constexpr double kLatencyMargin = 4;
@@ -426,9 +543,9 @@ void SegmentAllocator::MaybeReserveLocked(const std::shared_ptr<KeyState>& state
   if (options_.gate && s.epoch == 0) return;  // not held: the next Take sets the epoch
   int64_t demand = 0;
   for (const auto& w : s.parked) demand += w->need;
-  const bool current_empty = !s.has_current || s.current.remaining() == 0;
-  const bool due =
-      current_empty || s.current.used() > s.current.size() * options_.prefetch_fraction;
+  const bool due = s.CurrentLeftLocked() == 0 ||
+                   static_cast<double>(s.cursor.Used()) >
+                       static_cast<double>(s.current.size()) * options_.prefetch_fraction;
   if (!due) return;
   const Clock::TimePoint now = clock_.Now();
   if (now < s.retry_at) return ScheduleRetryLocked(state);
@@ -529,7 +646,6 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
                                   bool shed) {
   std::vector<std::pair<std::shared_ptr<Waiter>, Result<IdBatch>>> finished;
   bool erase_key = false;
-  prometheus::Counter* issued_counter = nullptr;
   {
     std::lock_guard lock(state->mu);
     KeyState& s = *state;
@@ -549,7 +665,6 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
             static_cast<bool>(result), seconds);
       }
     }
-    issued_counter = s.issued_counter;
     s.loading = false;
     const bool fenced = !result && result.error().code == ErrorCode::kNotServing;
     if (options_.gate && (epoch != s.epoch || fenced)) {
@@ -560,7 +675,8 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
                         << " epoch=" << epoch;
         options_.gate->Fenced(s.shard, epoch);
         if (epoch == s.epoch) {
-          s.has_current = s.has_next = false;
+          s.DropCurrentLocked();
+          s.has_next = false;
           s.epoch = 0;
           for (auto& w : s.parked) {
             finished.emplace_back(
@@ -579,13 +695,13 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
       SEQD_LOG(kInfo) << "reserved key=" << s.key << " range=[" << seg.first << "," << seg.last
                       << "] step=" << (seg.last - seg.first + 1) << " table_step=" << seg.table_step
                       << " duration_ms=" << seconds * 1000 << " parked=" << s.parked.size();
-      Buffer b{seg.first, seg.first, seg.last, seg.last - seg.first + 1};
-      if (!s.has_current || s.current.remaining() == 0) {
-        s.current = b;
-        s.has_current = true;
+      const Buffer b{seg.first, seg.last, seg.last - seg.first + 1};
+      if (s.CurrentLeftLocked() == 0) {
+        InstallCurrentLocked(s, b);
       } else {
         s.next = b;
         s.has_next = true;
+        s.cursor.SetLimit(FastLimitLocked(s));  // the rest of the current one, lock-free
       }
       s.table_step = seg.table_step;
       if (s.step == 0) s.step = std::max<int64_t>(seg.table_step, 1);
@@ -597,7 +713,7 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
       const double latency =
           std::chrono::duration<double>(s.last_reserved_at - s.reserve_sent_at).count();
       s.reserve_seconds = std::max(latency, s.reserve_seconds / 2);
-      s.issued_at_landing = s.issued;
+      s.issued_at_landing = s.IssuedLocked();
       s.last_error.reset();
       size_t served = 0;
       for (; served < s.parked.size(); ++served) {
@@ -629,7 +745,7 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
                                 : result.error();
         for (auto& w : s.parked) finished.emplace_back(w, error);
         s.parked = {};
-        s.erased = true;
+        MarkErasedLocked(s);
         erase_key = true;
       } else {
         s.retry_at = clock_.Now() + options_.retry_backoff;
@@ -640,6 +756,7 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
       }
     }
     if (!s.erased) MaybeReserveLocked(state);
+    ReportIssuedLocked(s);
   }
   if (erase_key) {
     Erase(state);
@@ -647,10 +764,6 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
   }
   for (auto& [w, r] : finished) {
     --parked_now_;
-    if (r) {
-      ids_issued_ += r->count();
-      if (issued_counter) issued_counter->Increment(static_cast<double>(r->count()));
-    }
     // Moved out so the pending deadline timer does not keep the caller's
     // state (its connection) alive.
     TakeCallback done = std::move(w->done);
@@ -686,7 +799,10 @@ void SegmentAllocator::OnTableStepChanged(std::string_view key, int64_t table_st
 
 size_t SegmentAllocator::EvictIdle() {
   const Clock::TimePoint now = clock_.Now();
-  coarse_now_.store(now, std::memory_order_relaxed);
+  // IDs taken from memory since the previous sweep stamp their key as used
+  // then (the fast path writes nothing): a key may leave up to one sweep
+  // interval early, never late.
+  const Clock::TimePoint previous_sweep = coarse_now_.exchange(now, std::memory_order_relaxed);
   size_t dropped = 0;
   for (size_t i = 0; i < kShardCount; ++i) {
     Shard& shard = shards_[i];
@@ -697,9 +813,16 @@ size_t SegmentAllocator::EvictIdle() {
       const std::shared_ptr<KeyState> state = it->second;
       std::lock_guard lock(state->mu);
       SampleRateLocked(*state, now);
+      ReportIssuedLocked(*state);
+      if (state->reported != state->seen_by_sweep) {
+        state->seen_by_sweep = state->reported;
+        if (state->last_used.load(std::memory_order_relaxed) < previous_sweep) {
+          state->last_used.store(previous_sweep, std::memory_order_relaxed);
+        }
+      }
       if (!state->loading && state->parked.empty() &&
-          now - state->last_used >= options_.idle_timeout) {
-        state->erased = true;
+          now - state->last_used.load(std::memory_order_relaxed) >= options_.idle_timeout) {
+        MarkErasedLocked(*state);
         ++it;
         EraseLocked(shard, *state);
         ++dropped;
@@ -717,7 +840,7 @@ void SegmentAllocator::RefreshRegisteredKeys(std::function<void(Result<size_t>)>
     // Check each registered key held in memory against the table.
     std::vector<std::shared_ptr<KeyState>> registered;
     for (size_t i = 0; i < kShardCount; ++i) {
-      std::lock_guard lock(shards_[i].mu);
+      std::shared_lock lock(shards_[i].mu);
       for (auto& [k, state] : shards_[i].keys) {
         if (!rules_.Match(k)) registered.push_back(state);
       }
@@ -732,7 +855,7 @@ void SegmentAllocator::RefreshRegisteredKeys(std::function<void(Result<size_t>)>
       }
       std::lock_guard lock(state->mu);
       if (state->loading || !state->parked.empty()) continue;  // its reservation will tell
-      state->erased = true;
+      MarkErasedLocked(*state);
       gone.push_back(state);
     }
     for (const auto& state : gone) Erase(state);
@@ -744,7 +867,7 @@ void SegmentAllocator::Shutdown() {
   shutting_down_ = true;
   std::vector<std::shared_ptr<Waiter>> failed;
   for (size_t i = 0; i < kShardCount; ++i) {
-    std::lock_guard shard_lock(shards_[i].mu);
+    std::shared_lock shard_lock(shards_[i].mu);
     for (auto& [k, state] : shards_[i].keys) {
       std::lock_guard lock(state->mu);
       for (auto& w : state->parked) failed.push_back(w);
@@ -768,7 +891,7 @@ constexpr size_t kMaxRateSamples = 16;
 
 void SegmentAllocator::SampleRateLocked(const KeyState& s, Clock::TimePoint now) {
   auto& q = s.rate_samples;
-  if (q.empty() || now - q.back().at >= kRateSpacing) q.push_back({now, s.issued});
+  if (q.empty() || now - q.back().at >= kRateSpacing) q.push_back({now, s.IssuedLocked()});
   size_t drop = 0;
   while (q.size() - drop > 1 && now - q[drop + 1].at >= kRateWindow) ++drop;
   if (q.size() - drop > kMaxRateSamples) drop = q.size() - kMaxRateSamples;
@@ -776,37 +899,39 @@ void SegmentAllocator::SampleRateLocked(const KeyState& s, Clock::TimePoint now)
 }
 
 KeySnapshot SegmentAllocator::SnapshotLocked(const KeyState& s) const {
-  auto buffer = [](bool ready, const Buffer& b) {
+  auto buffer = [](bool ready, const Buffer& b, int64_t used) {
     BufferSnapshot out;
-    out.ready = ready && b.remaining() > 0;
+    out.ready = ready && used < b.size();
     out.first = b.first;
-    out.next = b.next;
+    out.next = b.first + used;
     out.last = b.last;
     out.step = b.step;
     return out;
   };
+  ReportIssuedLocked(s);  // the counters are current at every scrape
   KeySnapshot snap;
   snap.key = s.key;
   snap.auto_created = s.auto_created;
   snap.loading = s.loading;
-  snap.current = buffer(s.has_current, s.current);
-  snap.next = buffer(s.has_next, s.next);
+  snap.current = buffer(s.has_current, s.current, s.has_current ? s.cursor.Used() : 0);
+  snap.next = buffer(s.has_next, s.next, 0);
   snap.step = s.step;
   snap.table_step = s.table_step;
   snap.parked = static_cast<int64_t>(s.parked.size());
   snap.reservations = s.reservations;
   snap.last_error = s.last_error;
   const Clock::TimePoint now = clock_.Now();
-  snap.idle_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - s.last_used).count();
+  snap.idle_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now - s.last_used.load()).count();
   SampleRateLocked(s, now);
   if (!s.rate_samples.empty()) {
     const auto& ref = s.rate_samples.front();
     const double secs = std::chrono::duration<double>(now - ref.at).count();
-    if (secs > 0 && s.issued > ref.issued) snap.rate_per_s = (s.issued - ref.issued) / secs;
+    const int64_t issued = s.IssuedLocked();
+    if (secs > 0 && issued > ref.issued) snap.rate_per_s = (issued - ref.issued) / secs;
   }
   if (snap.rate_per_s > 0) {
-    const int64_t left = (s.has_current ? std::max<int64_t>(s.current.remaining(), 0) : 0) +
-                         (s.has_next ? std::max<int64_t>(s.next.remaining(), 0) : 0);
+    const int64_t left = s.CurrentLeftLocked() + (s.has_next ? s.next.size() : 0);
     snap.runway_s = static_cast<double>(left) / snap.rate_per_s;
   }
   return snap;
@@ -815,7 +940,7 @@ KeySnapshot SegmentAllocator::SnapshotLocked(const KeyState& s) const {
 std::vector<KeySnapshot> SegmentAllocator::Snapshot() const {
   std::vector<KeySnapshot> out;
   for (size_t i = 0; i < kShardCount; ++i) {
-    std::lock_guard shard_lock(shards_[i].mu);
+    std::shared_lock shard_lock(shards_[i].mu);
     for (auto& [k, state] : shards_[i].keys) {
       std::lock_guard lock(state->mu);
       out.push_back(SnapshotLocked(*state));
@@ -828,7 +953,7 @@ std::vector<KeySnapshot> SegmentAllocator::Snapshot() const {
 std::vector<KeySnapshot> SegmentAllocator::Snapshot(std::string_view after, size_t limit) const {
   std::vector<std::shared_ptr<KeyState>> page;
   for (size_t i = 0; i < kShardCount; ++i) {
-    std::lock_guard shard_lock(shards_[i].mu);
+    std::shared_lock shard_lock(shards_[i].mu);
     for (auto& [k, state] : shards_[i].keys) {
       if (k > after) page.push_back(state);
     }
@@ -858,7 +983,6 @@ std::optional<KeySnapshot> SegmentAllocator::SnapshotKey(std::string_view key) c
 
 AllocatorStats SegmentAllocator::stats() const {
   AllocatorStats st;
-  st.ids_issued = ids_issued_;
   st.reservations = reservations_;
   st.reservation_failures = reservation_failures_;
   st.parked_now = parked_now_;
@@ -869,7 +993,7 @@ AllocatorStats SegmentAllocator::stats() const {
   st.evicted_capacity = evicted_capacity_;
   st.auto_create_refused = auto_create_refused_;
   for (size_t i = 0; i < kShardCount; ++i) {
-    std::lock_guard lock(shards_[i].mu);
+    std::shared_lock lock(shards_[i].mu);
     st.unknown_keys += static_cast<int64_t>(shards_[i].unknown.size());
   }
   return st;

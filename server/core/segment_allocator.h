@@ -12,6 +12,11 @@
 // step never leaves [table step, max_step]. A reservation is also never
 // smaller than the demand of the requests parked on it (capped at max_step).
 //
+// Hot path: a key whose current segment is below its prefetch point is
+// served with one compare-and-swap (SegmentCursor) under a shared lookup
+// lock; with a KeyHandle, without the lookup. Everything else takes the
+// key's lock.
+//
 // Thread safety: every public method is safe from any thread and never
 // blocks on I/O. Callbacks run exactly once, on the calling thread (fast
 // path), a database runner thread (after a reservation) or a clock timer
@@ -32,9 +37,11 @@
 
 #include "server/core/batch_queue.h"
 #include "server/core/clock.h"
+#include "server/core/key_handle.h"
 #include "server/core/key_rules.h"
 #include "server/core/shard_gate.h"
 #include "server/core/task_runner.h"
+#include "server/core/thread_handle_cache.h"
 #include "server/core/token_buckets.h"
 #include "storage/segment_store.h"
 
@@ -120,7 +127,6 @@ struct KeySnapshot {
 };
 
 struct AllocatorStats {
-  int64_t ids_issued = 0;
   int64_t reservations = 0;
   int64_t reservation_failures = 0;
   int64_t parked_now = 0;
@@ -158,6 +164,45 @@ class SegmentAllocator {
   void Take(std::string_view key, int64_t count, TakeCallback done,
             std::string_view requester = {});
 
+  // Resolves `key` for TryTake and Take(KeyHandle&). The key need not be in
+  // memory, exist, or be valid: the first Take(KeyHandle&) says.
+  KeyHandle Handle(std::string_view key) const;
+
+  // From memory only, with one atomic operation: the first of `count` IDs
+  // (first .. first + count - 1), or nullopt when the call needs more than
+  // that (the segment is at its prefetch point or used up, the key left
+  // memory, the count is out of range, cluster ownership moved, shutdown):
+  // then call Take(KeyHandle&, ...). Never blocks; touches no counters
+  // (the per-key IDs-issued metric catches up at the next scrape).
+  std::optional<int64_t> TryTake(const KeyHandle& handle, int64_t count) const {
+    if (!handle.fast_ || count < 1 || count > options_.max_count ||
+        shutting_down_.load(std::memory_order_relaxed)) {
+      return std::nullopt;
+    }
+    KeyFastPath& fast = *handle.fast_;
+    if (options_.gate &&
+        options_.gate->Check(handle.key_).epoch != fast.epoch.load(std::memory_order_relaxed)) {
+      return std::nullopt;
+    }
+    return fast.cursor.TryTake(count);
+  }
+
+  // By name, as TryTake(handle): one lookup in the calling thread's cache
+  // of handles (server/core/thread_handle_cache.h), no lock while the key
+  // stays in memory.
+  std::optional<int64_t> TryTake(std::string_view key, int64_t count) const {
+    bool fresh = false;
+    KeyHandle& handle = ThreadHandleCache::Slot(id_, key, &fresh);
+    if (fresh || !handle.fast_ || handle.fast_->erased.load(std::memory_order_relaxed)) {
+      Resolve(handle);
+    }
+    return TryTake(handle, count);
+  }
+
+  // As Take(key, ...), trying TryTake first; re-resolves `handle` when the
+  // key left memory (or was not in it).
+  void Take(KeyHandle& handle, int64_t count, TakeCallback done, std::string_view requester = {});
+
   // Forgets that `key` was recently unknown (it was just created).
   void OnKeyCreated(std::string_view key);
 
@@ -188,6 +233,7 @@ class SegmentAllocator {
 
  private:
   struct KeyState;
+  struct Buffer;
   struct Waiter;
   struct Shard;
   // A reservation waiting for its batch. `step` 0: the row's own step.
@@ -197,22 +243,41 @@ class SegmentAllocator {
     ShardGrant grant;  // the shard and epoch to fence with (ignored without a gate)
   };
 
+  // Points `handle` at its key's state in memory (null if not in memory).
+  void Resolve(KeyHandle& handle) const;
   // nullptr if the key is known not to exist (recently reported unknown).
-  // Marks the key most recently used.
+  // Stamps the key used.
   std::shared_ptr<KeyState> FindOrInsert(std::string_view key, bool* inserted);
+  void StampUse(KeyState& state) const;
+  // Take past the fast path, with the key's lock: serve, reserve or park.
+  void TakeSlow(std::string_view key, int64_t count, TakeCallback done, std::string_view requester,
+                const ShardGrant& grant);
   void RememberUnknown(std::string_view key);
   std::shared_ptr<KeyState> Find(std::string_view key) const;
   void Erase(const std::shared_ptr<KeyState>& state);
-  // REQUIRES: shard.mu held; `state` is in shard.keys.
+  // REQUIRES: shard.mu held exclusively; `state` is in shard.keys.
   void EraseLocked(Shard& shard, KeyState& state);
+  // REQUIRES: state.mu held. Marks it erased and ends its current segment.
+  void MarkErasedLocked(KeyState& state) const;
   // Drops least recently used idle keys while more than max_cached_keys
-  // are held, starting with the shard of `key`.
-  void EvictOverCapacity(std::string_view key);
+  // are held: exactly the least recently used for a few keys, else the
+  // least recently used of a random sample.
+  void EvictOverCapacity();
+  std::shared_ptr<KeyState> PickEvictionVictim();
   Shard& ShardFor(std::string_view key) const;
 
   // REQUIRES: state->mu held. Moves up to `need` IDs from the buffers into
   // `got`, decrementing `need`; true once need == 0.
   bool ServeLocked(KeyState& state, int64_t& need, IdBatch& got);
+  // REQUIRES: state.mu held. Makes `b` the current segment (ending the old).
+  void InstallCurrentLocked(KeyState& state, const Buffer& b) const;
+  // REQUIRES: state.mu held; has_current. How much of the current segment
+  // TryTake may claim: all of it once the next one is here, else up to the
+  // prefetch point.
+  int64_t FastLimitLocked(const KeyState& state) const;
+  // REQUIRES: state.mu held. Adds the IDs taken since the last report to
+  // the key's IDs-issued counter.
+  void ReportIssuedLocked(const KeyState& state) const;
   // REQUIRES: state->mu held. Starts a reservation if one is due and allowed.
   void MaybeReserveLocked(const std::shared_ptr<KeyState>& state);
   int64_t NextStepLocked(KeyState& state, int64_t demand);
@@ -247,7 +312,8 @@ class SegmentAllocator {
   // without a clock read on the hot path.
   std::atomic<Clock::TimePoint> coarse_now_;
 
-  std::atomic<int64_t> ids_issued_{0};
+  const uint64_t id_;                         // unique in the process: tags thread-cached handles
+  std::atomic<uint64_t> eviction_random_{0};  // PickEvictionVictim's sampling
   std::atomic<int64_t> reservations_{0};
   std::atomic<int64_t> reservation_failures_{0};
   std::atomic<int64_t> parked_now_{0};

@@ -186,6 +186,28 @@ TEST_CASE("cluster allocator: IDs buffered under a lost epoch are never served")
   CHECK(o.batch->ranges[0].first == 21);
 }
 
+TEST_CASE("cluster allocator: a key handle stops at a lost epoch too") {
+  Fixture f;
+  f.gate.Hold(f.shard, 1);
+  f.store.SetLease(f.shard, "me", 1);
+  REQUIRE(f.Take().batch);  // 1..10 buffered, 1 served
+  KeyHandle h = f.alloc->Handle(f.key);
+  CHECK(f.alloc->TryTake(h, 1) == 2);  // from memory, without the lock
+  f.gate.Drop(f.shard);
+  CHECK_FALSE(f.alloc->TryTake(h, 1));  // not held: the buffer is not served
+  f.store.SetLease(f.shard, "other", 2);
+  REQUIRE(f.store.Reserve(f.key, std::nullopt));  // the other owner's 11..20
+  f.gate.Hold(f.shard, 3);
+  f.store.SetLease(f.shard, "me", 3);
+  CHECK_FALSE(f.alloc->TryTake(h, 1));  // held again, but the buffer is epoch 1's
+  Outcome o;
+  f.alloc->Take(h, 1, o.Callback());
+  f.db.RunAll();
+  REQUIRE(o.batch);
+  CHECK(o.batch->ranges[0].first == 21);
+  CHECK(f.alloc->TryTake(h, 1) == 22);
+}
+
 TEST_CASE("cluster allocator: a fenced-out reservation serves nothing and stops the shard") {
   Fixture f;
   f.gate.Hold(f.shard, 1);

@@ -1,0 +1,286 @@
+// The allocator's lock-free hot path: SegmentCursor on its own (attacked by
+// readers racing a writer that replaces segments as fast as it can), and
+// KeyHandle / take-by-name through the allocator (prefetch point, eviction,
+// and threads mixing every way to take, checked for real-time order).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "server/core/manual_clock.h"
+#include "server/core/segment_allocator.h"
+#include "server/core/segment_cursor.h"
+#include "storage/memory_store.h"
+
+using namespace seqd;
+using namespace std::chrono_literals;
+
+TEST_CASE("SegmentCursor: takes below the limit; the lock holder takes to the end") {
+  SegmentCursor c;
+  CHECK_FALSE(c.TryTake(1));  // closed until opened
+  c.Open(100, 5);             // segment 100..109, the first 5 lock-free
+  CHECK(c.TryTake(2) == 100);
+  CHECK(c.TryTake(3) == 102);
+  CHECK_FALSE(c.TryTake(1));  // at the limit
+  int64_t first = 0;
+  CHECK(c.TakeUpTo(3, 10, &first) == 3);
+  CHECK(first == 105);
+  c.SetLimit(10);
+  CHECK(c.TryTake(1) == 108);
+  CHECK_FALSE(c.TryTake(2));  // one left
+  CHECK(c.TakeUpTo(5, 10, &first) == 1);
+  CHECK(first == 109);
+  CHECK(c.TakeUpTo(5, 10, &first) == 0);
+  CHECK(c.Used() == 10);
+  CHECK(c.Close() == 10);
+  CHECK(c.Close() == 0);  // already closed
+  c.Open(500, 100);
+  CHECK(c.TryTake(1) == 500);
+  CHECK(c.Close() == 1);  // the rest are skipped
+  CHECK_FALSE(c.TryTake(1));
+}
+
+TEST_CASE("SegmentCursor: readers racing a writer that replaces segments get each ID once") {
+  // The writer replaces the segment as soon as it is used up, sometimes
+  // after taking some of it itself, sometimes closing it early. Readers
+  // must never get an ID twice, an ID outside the segment it came from, or
+  // an ID below one they got before (segments only grow).
+  constexpr int kReaders = 3;
+  constexpr int64_t kSegment = 64;
+  constexpr int kSegments = 20000;
+  SegmentCursor cursor;
+  std::mutex mu;  // the owner's lock
+  std::atomic<bool> stop{false};
+  std::vector<std::vector<int64_t>> got(kReaders);
+  std::vector<int64_t> by_writer;
+  std::vector<std::thread> readers;
+  for (int r = 0; r < kReaders; ++r) {
+    readers.emplace_back([&, r] {
+      for (int64_t attempt = 0; !stop.load(); ++attempt) {
+        const int64_t n = 1 + attempt % 3;
+        if (std::optional<int64_t> first = cursor.TryTake(n)) {
+          for (int64_t id = *first; id < *first + n; ++id) got[r].push_back(id);
+        }
+      }
+    });
+  }
+  for (int s = 0; s < kSegments; ++s) {
+    std::lock_guard lock(mu);
+    const int64_t base = 1000 + s * kSegment * 2;  // gaps between segments
+    cursor.Close();
+    cursor.Open(base, s % 2 ? kSegment : kSegment / 2);
+    if (s % 3 == 0) {
+      int64_t first = 0;
+      const int64_t n = cursor.TakeUpTo(7, kSegment, &first);
+      for (int64_t id = first; id < first + n; ++id) by_writer.push_back(id);
+    }
+    if (s % 5 == 0) continue;  // closed early by the next round, readers still taking
+    while (cursor.Used() < (s % 2 ? kSegment : kSegment / 2)) std::this_thread::yield();
+  }
+  stop = true;
+  for (auto& t : readers) t.join();
+  std::set<int64_t> all(by_writer.begin(), by_writer.end());
+  size_t total = by_writer.size();
+  for (const auto& ids : got) {
+    for (size_t i = 1; i < ids.size(); ++i) REQUIRE(ids[i] > ids[i - 1]);
+    for (int64_t id : ids) {
+      const int64_t offset = (id - 1000) % (kSegment * 2);
+      REQUIRE(id >= 1000);
+      REQUIRE(offset < kSegment);  // inside a segment, never in a gap
+    }
+    all.insert(ids.begin(), ids.end());
+    total += ids.size();
+  }
+  CHECK(all.size() == total);  // no ID twice
+  CHECK(total > static_cast<size_t>(kSegments));
+}
+
+namespace {
+
+struct Fixture {
+  MemoryStore store;
+  ManualRunner db;
+  ManualClock clock;
+  std::unique_ptr<SegmentAllocator> alloc;
+
+  explicit Fixture(AllocatorOptions o = {}) {
+    alloc = std::make_unique<SegmentAllocator>(store, db, clock, KeyRules(), o);
+  }
+  std::optional<IdBatch> TakeNow(KeyHandle& h, int64_t count = 1) {
+    std::optional<IdBatch> out;
+    alloc->Take(h, count, [&](Result<IdBatch> r) {
+      if (r) out = *r;
+    });
+    db.RunAll();
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("KeyHandle: from memory up to the prefetch point, then the next segment is reserved") {
+  AllocatorOptions o;
+  o.prefetch_fraction = 0.5;
+  Fixture f(o);
+  REQUIRE(f.store.CreateKey("k", 10, ""));
+  KeyHandle h = f.alloc->Handle("k");
+  CHECK(h.key() == "k");
+  CHECK_FALSE(f.alloc->TryTake(h, 1));  // not in memory yet
+  std::optional<IdBatch> first = f.TakeNow(h);
+  REQUIRE(first);
+  CHECK(first->ranges[0].first == 1);
+  for (int64_t id = 2; id <= 5; ++id) CHECK(f.alloc->TryTake(h, 1) == id);
+  CHECK_FALSE(f.alloc->TryTake(h, 1));  // the prefetch point: the next takes reserve
+  CHECK(f.db.pending() == 0);
+  bool answered = false;
+  f.alloc->Take(h, 1, [&](Result<IdBatch> r) { answered = r && r->ranges[0].first == 6; });
+  CHECK(answered);                      // served from the current segment...
+  CHECK(f.db.pending() == 1);           // ...and the next one is on its way
+  CHECK_FALSE(f.alloc->TryTake(h, 1));  // still through the lock until it lands
+  f.db.RunAll();
+  for (int64_t id = 7; id <= 10; ++id) CHECK(f.alloc->TryTake(h, 1) == id);  // to the end
+  CHECK_FALSE(f.alloc->TryTake(h, 1));  // the next segment is installed by the lock holder
+  CHECK(f.TakeNow(h)->ranges[0].first == 11);
+  CHECK_FALSE(f.alloc->TryTake(h, 0));
+  CHECK_FALSE(f.alloc->TryTake(h, o.max_count + 1));
+}
+
+TEST_CASE("KeyHandle: an evicted key is loaded again; its old IDs are never served") {
+  AllocatorOptions o;
+  o.idle_timeout = 10min;
+  Fixture f(o);
+  REQUIRE(f.store.CreateKey("k", 100, ""));
+  KeyHandle h = f.alloc->Handle("k");
+  REQUIRE(f.TakeNow(h));
+  // Sweeps every idle_timeout / 4, as the server runs them. A take without
+  // the lock is seen by the next sweep, which counts it as made at the
+  // sweep before.
+  auto sweep = [&](Clock::Duration after) {
+    f.clock.Advance(after);
+    return f.alloc->EvictIdle();
+  };
+  CHECK(sweep(150s) == 0);  // 2.5 min
+  CHECK(sweep(150s) == 0);  // 5
+  CHECK(sweep(150s) == 0);  // 7.5
+  f.clock.Advance(90s);
+  REQUIRE(f.alloc->TryTake(h, 1) == 2);  // at 9 min
+  CHECK(sweep(60s) == 0);                // 10: ten minutes after the first take, but used since
+  CHECK(sweep(150s) == 0);               // 12.5
+  CHECK(sweep(150s) == 0);               // 15
+  CHECK(sweep(150s) == 1);               // 17.5: ten minutes after the sweep before the use
+  REQUIRE(f.alloc->stats().keys_in_memory == 0);
+  CHECK_FALSE(f.alloc->TryTake(h, 1));  // 3..10 are never served
+  std::optional<IdBatch> again = f.TakeNow(h);
+  REQUIRE(again);
+  CHECK(again->ranges[0].first == 101);  // a fresh segment
+  CHECK(f.alloc->TryTake(h, 1) == 102);  // the handle follows the key back into memory
+}
+
+TEST_CASE("KeyHandle: snapshots see the IDs taken without the lock") {
+  Fixture f;
+  REQUIRE(f.store.CreateKey("k", 1000, ""));
+  KeyHandle h = f.alloc->Handle("k");
+  REQUIRE(f.TakeNow(h));
+  for (int i = 0; i < 20; ++i) REQUIRE(f.alloc->TryTake(h, 1));
+  std::optional<KeySnapshot> snap = f.alloc->SnapshotKey("k");
+  REQUIRE(snap);
+  CHECK(snap->current.next == 22);
+}
+
+TEST_CASE("many threads by handle, by name and through the lock: real-time order per key") {
+  // Small segments, a one-thread database runner and an eviction sweep
+  // racing the takers: every way to take, and every transition between the
+  // lock-free path and the lock, happens often. Each take is stamped with
+  // a global counter before it starts and after it ends; a take that ended
+  // before another started must have smaller IDs.
+  MemoryStore store;
+  REQUIRE(store.CreateKey("k", 200, ""));
+  ThreadPoolRunner db(1);
+  ManualClock clock;
+  AllocatorOptions o;
+  o.idle_timeout = 1ms;  // every sweep evicts an idle key
+  o.max_step = 400;
+  SegmentAllocator alloc(store, db, clock, KeyRules(), o);
+  StopRunnerOnExit stop_db(db);
+  struct Op {
+    int64_t start = 0, end = 0, first = 0, last = 0;
+  };
+  std::atomic<int64_t> now{0};
+  constexpr int kThreads = 3, kPerThread = 20000;
+  std::vector<std::vector<Op>> ops(kThreads);
+  std::atomic<bool> stop{false};
+  std::thread sweeper([&] {
+    while (!stop) {
+      clock.Advance(1ms);
+      alloc.EvictIdle();
+      std::this_thread::yield();
+    }
+  });
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      KeyHandle h = alloc.Handle("k");
+      std::mutex mu;
+      std::condition_variable cv;
+      for (int i = 0; i < kPerThread; ++i) {
+        const int64_t count = 1 + i % 3;
+        Op op;
+        op.start = now.fetch_add(1);
+        if (std::optional<int64_t> first = i % 2 ? alloc.TryTake(h, count) : std::nullopt) {
+          op.first = *first;
+          op.last = *first + count - 1;
+        } else {
+          bool done = false;
+          auto cb = [&](Result<IdBatch> r) {
+            REQUIRE(r.ok());
+            std::lock_guard lock(mu);
+            op.first = r->ranges.front().first;
+            op.last = r->ranges.back().last;
+            done = true;
+            cv.notify_one();
+          };
+          if (i % 4 == 0) {
+            alloc.Take("k", count, cb);
+          } else {
+            alloc.Take(h, count, cb);
+          }
+          std::unique_lock lock(mu);
+          cv.wait(lock, [&] { return done; });
+        }
+        op.end = now.fetch_add(1);
+        ops[t].push_back(op);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  stop = true;
+  sweeper.join();
+  std::vector<Op> all;
+  for (const auto& v : ops) all.insert(all.end(), v.begin(), v.end());
+  // Unique IDs.
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (const Op& op : all) ranges.emplace_back(op.first, op.last);
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i) REQUIRE(ranges[i].first > ranges[i - 1].second);
+  // Real-time order: the largest ID of every op that ended before `b`
+  // started is below b's first.
+  std::vector<Op> by_end = all;
+  std::sort(by_end.begin(), by_end.end(), [](const Op& a, const Op& b) { return a.end < b.end; });
+  std::vector<int64_t> max_last(by_end.size());
+  for (size_t i = 0; i < by_end.size(); ++i) {
+    max_last[i] = std::max(i ? max_last[i - 1] : 0, by_end[i].last);
+  }
+  int violations = 0;
+  for (const Op& b : all) {
+    auto it = std::lower_bound(by_end.begin(), by_end.end(), b.start,
+                               [](const Op& a, int64_t start) { return a.end < start; });
+    if (it == by_end.begin()) continue;
+    if (max_last[static_cast<size_t>(it - by_end.begin()) - 1] >= b.first) ++violations;
+  }
+  CHECK(violations == 0);
+  CHECK(alloc.stats().evicted_idle > 0);  // the sweeper really raced the takers
+}
