@@ -55,9 +55,13 @@ int main(int argc, char** argv) {
   const long chunk = 1000;  // one reservation batch
   for (long at = 0; at < n; at += chunk) {
     for (long i = at; i < std::min(n, at + chunk); ++i) {
-      alloc.Take("sg_" + std::to_string(i), 1, [&failed](const Result<IdBatch>& r) { failed += !r; });
+      alloc.Take("sg_" + std::to_string(i), 1,
+                 [&failed](const Result<IdBatch>& r) { failed += !r; });
     }
     db.RunAll();
+    // A second later, as in a server: the requests' deadline timers fire
+    // (no-ops, they were answered) and free what they hold.
+    clock.Advance(options.wait_deadline);
   }
   const long long after = RssBytes();
   const long long held = alloc.stats().keys_in_memory;

@@ -150,8 +150,9 @@ const std::vector<Option>& Options() {
                 "How often registered keys are checked against leaf_alloc (deleted rows go).",
                 &Config::key_refresh_interval_s, 1, 86'400),
       IntOption("max_cached_keys",
-                "Keys held in memory at most; beyond it the least recently used idle keys leave "
-                "(their unused IDs are skipped, as after key_idle_timeout_s). 0: no cap.",
+                "Keys held in memory at most (about 250 bytes each); beyond it the least "
+                "recently used idle keys leave (their unused IDs are skipped, as after "
+                "key_idle_timeout_s). 0: no cap.",
                 &Config::max_cached_keys, 0, 100'000'000),
       IntOption("auto_create_rate",
                 "New keys each token may auto-create (by an auto_keys rule) per second; over it "

@@ -35,8 +35,8 @@ struct Config {
   int64_t max_count = 10'000;
   int64_t key_idle_timeout_s = 600;
   int64_t key_refresh_interval_s = 60;
-  int64_t max_cached_keys = 100'000;  // keys held in memory; LRU idle keys leave beyond it
-  int64_t auto_create_rate = 100;     // new auto-created keys per second per token; 0: no limit
+  int64_t max_cached_keys = 1'000'000;  // keys held in memory; LRU idle keys leave beyond it
+  int64_t auto_create_rate = 100;       // new auto-created keys per second per token; 0: no limit
   int64_t auto_create_burst = 1000;
   std::vector<AutoKeyRule> auto_keys = DefaultAutoKeyRules();
   int64_t http_max_header_bytes = 8192;

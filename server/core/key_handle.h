@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <boost/smart_ptr/intrusive_ptr.hpp>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -19,8 +20,13 @@ struct KeyFastPath {
   SegmentCursor cursor;  // the current segment
   // Cluster mode: the epoch the buffers belong to (0: none yet, or fenced).
   std::atomic<int64_t> epoch{0};
+  std::atomic<uint32_t> refs{0};    // references (boost::intrusive_ptr)
   std::atomic<bool> erased{false};  // left memory; later requests load it again
 };
+
+// For boost::intrusive_ptr; the last reference deletes the key's state.
+void intrusive_ptr_add_ref(KeyFastPath* key);
+void intrusive_ptr_release(KeyFastPath* key);
 
 // A key resolved once (SegmentAllocator::Handle), for takes without a
 // lookup by name. Copyable and cheap to keep; holds the key's in-memory
@@ -35,7 +41,7 @@ class KeyHandle {
  private:
   friend class SegmentAllocator;
   std::string key_;
-  std::shared_ptr<KeyFastPath> fast_;  // null: not in memory when resolved
+  boost::intrusive_ptr<KeyFastPath> fast_;  // null: not in memory when resolved
 };
 
 }  // namespace seqd

@@ -11,7 +11,9 @@
 #include <shared_mutex>
 #include <sstream>
 
+#include "server/core/key_table.h"
 #include "server/core/log.h"
+#include "server/core/tiny_mutex.h"
 #include "server/metrics/metrics.h"
 #include "server/service/request_checks.h"
 #include "storage/store_shedding.h"
@@ -36,11 +38,10 @@ std::atomic<uint64_t> next_allocator_id{1};  // 0 marks an unused handle-cache e
 
 }  // namespace
 
-// One reserved segment: [first, last], reserved with `step`.
+// One reserved segment: [first, last]; its step is its size.
 struct SegmentAllocator::Buffer {
   int64_t first = 0;
   int64_t last = 0;
-  int64_t step = 0;
   int64_t size() const { return last - first + 1; }
 };
 
@@ -51,64 +52,72 @@ struct SegmentAllocator::Waiter {
   TakeCallback done;
 };
 
+// What a key holds only while requests wait on it, before its first
+// reservation, or after a failure: most keys in memory have none.
+struct SegmentAllocator::WaitState {
+  // Vectors, not deques: an empty deque costs ~600 bytes of heap.
+  std::vector<std::shared_ptr<Waiter>> parked;
+  std::optional<std::string> last_error;  // of the latest failed reservation
+  std::string creator;          // auto-created keys, until the first reservation: who asked first
+  Clock::TimePoint retry_at{};  // no reservation before this (after a failure)
+  bool retry_scheduled = false;
+};
+
+// One key in memory. Kept small (a million keys are held at once): the
+// rare parts live in WaitState; the metric label and the rule's step are
+// worked out from the key when needed.
+//
 // Lock order: Shard::mu before KeyState::mu, never the reverse.
 //
 // The fast path (KeyFastPath: the current segment's cursor, the epoch, the
 // erased flag) is read without mu; it is written only with mu held.
+// Lifetime: reference-counted (KeyRef); the shard's table holds one.
 struct SegmentAllocator::KeyState : KeyFastPath {
   explicit KeyState(std::string k) : key(std::move(k)) {}
 
   const std::string key;
-  // Coarse (the clock as of the latest sweep or reservation): stamped by
-  // lookups by name, and by sweeps that find IDs taken since the last one.
-  std::atomic<Clock::TimePoint> last_used{};
-  mutable std::mutex mu;
+  // Whole seconds since the allocator started, as of the coarse clock (the
+  // latest sweep or reservation): stamped by lookups by name, and when IDs
+  // taken without the lock are first counted.
+  mutable std::atomic<uint32_t> last_used{0};
+  mutable TinyMutex mu;
   // Everything below is guarded by mu.
   bool auto_created = false;
-  int64_t auto_step = 0;  // the rule's initial step, if auto_created
-  std::string creator;    // if auto_created: the requester that brought it into memory
-  // The current segment (served through `cursor`) and the next one.
-  bool has_current = false;
-  Buffer current;
+  bool has_current = false;  // the current segment: cursor.Base() .. current_last
   bool has_next = false;
+  bool loading = false;  // a reservation is queued or in flight
+  uint32_t shard = 0;    // cluster mode: the key's shard (epoch: see KeyFastPath)
+  int32_t reservations = 0;
+  // How long reservations take lately, from sending to landing (a decaying
+  // maximum, seconds): sizes the next step.
+  float reserve_seconds = 0;
+  int64_t current_last = 0;
   Buffer next;
-  bool loading = false;
   int64_t table_step = 0;  // 0 until the first reservation tells us
   int64_t step = 0;        // dynamic step
-  int64_t reservations = 0;
+  // When the latest reservation landed, and IssuedLocked() then, before the
+  // requests parked on it were served.
   Clock::TimePoint last_reserved_at{};
-  // For sizing the next step: when the reservation in flight (or the
-  // latest) was sent; how long reservations take lately, from sending to
-  // landing (a decaying maximum, seconds); IssuedLocked() when the latest
-  // landed (last_reserved_at), before the requests parked on it were served.
-  Clock::TimePoint reserve_sent_at{};
-  double reserve_seconds = 0;
   int64_t issued_at_landing = 0;
-  Clock::TimePoint retry_at{};  // no reservation before this (after a failure)
-  bool retry_scheduled = false;
-  std::optional<std::string> last_error;
-  // Vectors, not deques: an empty deque costs ~600 bytes of heap per key.
-  std::vector<std::shared_ptr<Waiter>> parked;
-  // Cluster mode: the shard the key belongs to (epoch: see KeyFastPath).
-  uint32_t shard = 0;
   // IDs taken from segments no longer current; IssuedLocked() adds the
   // current one's. `reported`: how many of them the counters (metrics)
-  // have been told of; `seen_by_sweep`: the total at the latest sweep.
-  // Mutable: brought up to date by snapshots too.
+  // have been told of. Mutable: brought up to date by snapshots too.
   int64_t issued_closed = 0;
   mutable int64_t reported = 0;
-  int64_t seen_by_sweep = 0;
+  // Two samples of (time, IDs issued) for the recent rate: `rate[0]` at
+  // least kRateSpacing older than `rate[1]`.
   struct RateSample {
-    Clock::TimePoint at;
+    Clock::TimePoint at{};
     int64_t issued = 0;
   };
-  mutable std::vector<RateSample> rate_samples;  // oldest first; a few dozen at most
-  // Metrics (set on insertion when the allocator has metrics): the `key`
-  // label and its IDs-issued counter.
-  std::string metric_label;
-  prometheus::Counter* issued_counter = nullptr;
+  mutable RateSample rate[2];
+  prometheus::Counter* issued_counter = nullptr;  // with metrics, once confirmed
+  std::unique_ptr<WaitState> wait;                // see WaitState; null: none
 
-  int64_t CurrentLeftLocked() const { return has_current ? current.size() - cursor.Used() : 0; }
+  Buffer CurrentLocked() const { return Buffer{cursor.Base(), current_last}; }
+  int64_t CurrentLeftLocked() const {
+    return has_current ? CurrentLocked().size() - cursor.Used() : 0;
+  }
   int64_t IssuedLocked() const { return issued_closed + (has_current ? cursor.Used() : 0); }
   // Ends the current segment; its unclaimed IDs are skipped.
   void DropCurrentLocked() {
@@ -116,10 +125,37 @@ struct SegmentAllocator::KeyState : KeyFastPath {
     issued_closed += cursor.Close();
     has_current = false;
   }
+  bool HasParkedLocked() const { return wait && !wait->parked.empty(); }
+  size_t ParkedLocked() const { return wait ? wait->parked.size() : 0; }
+  // Removes and returns every parked request.
+  std::vector<std::shared_ptr<Waiter>> TakeParkedLocked() {
+    std::vector<std::shared_ptr<Waiter>> out;
+    if (wait) out.swap(wait->parked);
+    return out;
+  }
+  WaitState& WaitLocked() {
+    if (!wait) wait = std::make_unique<WaitState>();
+    return *wait;
+  }
+  // Frees the wait state once nothing in it matters any more.
+  void TidyLocked() {
+    if (wait && wait->parked.empty() && !wait->last_error && !wait->retry_scheduled &&
+        wait->creator.empty()) {
+      wait.reset();
+    }
+  }
 };
 
+void intrusive_ptr_add_ref(KeyFastPath* key) { key->refs.fetch_add(1, std::memory_order_relaxed); }
+
+void intrusive_ptr_release(KeyFastPath* key) {
+  if (key->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    delete static_cast<SegmentAllocator::KeyState*>(key);  // every KeyFastPath is one
+  }
+}
+
 namespace {
-// Lets the key map be searched with a string_view, without a copy.
+// Lets the unknown-key map be searched with a string_view, without a copy.
 struct KeyHash {
   using is_transparent = void;
   size_t operator()(std::string_view k) const { return std::hash<std::string_view>{}(k); }
@@ -127,10 +163,11 @@ struct KeyHash {
 }  // namespace
 
 struct SegmentAllocator::Shard {
-  // Shared by lookups (the hot path), exclusive to insert and erase.
+  // Shared by lookups, exclusive to insert and erase.
   mutable std::shared_mutex mu;
   // Everything below is guarded by mu.
-  std::unordered_map<std::string, std::shared_ptr<KeyState>, KeyHash, std::equal_to<>> keys;
+  // The keys in memory; each entry holds a reference (intrusive_ptr_add_ref).
+  KeyTable<KeyState> keys;
   // Keys the store recently said do not exist, with when to ask again.
   // Spares the store a query per request for a bad key. When full, the
   // oldest entry goes (never all at once: that would send a burst of
@@ -141,6 +178,10 @@ struct SegmentAllocator::Shard {
   };
   std::unordered_map<std::string, Unknown, KeyHash, std::equal_to<>> unknown;
   std::list<const std::string*> unknown_order;  // the map's keys, oldest first
+
+  ~Shard() {
+    keys.ForEach([](KeyState* state) { intrusive_ptr_release(state); });
+  }
 
   void ForgetUnknown(decltype(unknown)::iterator it) {
     unknown_order.erase(it->second.order);
@@ -163,6 +204,7 @@ SegmentAllocator::SegmentAllocator(SegmentStore& store, TaskRunner& db, Clock& c
           std::max(kMaxReservationBatch, options_.max_cached_keys),
           [this](std::vector<PendingReservation> batch) { RunReservations(std::move(batch)); })),
       coarse_now_(clock.Now()),
+      started_(coarse_now_.load()),
       id_(next_allocator_id.fetch_add(1, std::memory_order_relaxed)) {
   if (options_.auto_create_rate > 0) {
     auto_create_limit_ = std::make_unique<TokenBuckets>(options_.auto_create_rate,
@@ -176,38 +218,43 @@ SegmentAllocator::Shard& SegmentAllocator::ShardFor(std::string_view key) const 
   return shards_[std::hash<std::string_view>{}(key) % kShardCount];
 }
 
+uint32_t SegmentAllocator::CoarseSeconds() const {
+  const Clock::Duration since = coarse_now_.load(std::memory_order_relaxed) - started_;
+  return static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::seconds>(since).count());
+}
+
 void SegmentAllocator::StampUse(KeyState& state) const {
-  const Clock::TimePoint now = coarse_now_.load(std::memory_order_relaxed);
+  const uint32_t now = CoarseSeconds();
   // Written only when it changes: lookups of a busy key do not contend.
   if (state.last_used.load(std::memory_order_relaxed) != now) {
     state.last_used.store(now, std::memory_order_relaxed);
   }
 }
 
-std::shared_ptr<SegmentAllocator::KeyState> SegmentAllocator::Find(std::string_view key) const {
-  Shard& shard = ShardFor(key);
-  std::shared_lock lock(shard.mu);
-  auto it = shard.keys.find(key);
-  return it == shard.keys.end() ? nullptr : it->second;
+Clock::TimePoint SegmentAllocator::LastUsedLocked(const KeyState& state) const {
+  return started_ + std::chrono::seconds(state.last_used.load(std::memory_order_relaxed));
 }
 
-std::shared_ptr<SegmentAllocator::KeyState> SegmentAllocator::FindOrInsert(std::string_view key,
-                                                                           bool* inserted) {
+SegmentAllocator::KeyRef SegmentAllocator::Find(std::string_view key) const {
+  Shard& shard = ShardFor(key);
+  std::shared_lock lock(shard.mu);
+  return KeyRef(shard.keys.Find(key));
+}
+
+SegmentAllocator::KeyRef SegmentAllocator::FindOrInsert(std::string_view key, bool* inserted) {
   Shard& shard = ShardFor(key);
   *inserted = false;
   {
     std::shared_lock lock(shard.mu);
-    auto it = shard.keys.find(key);
-    if (it != shard.keys.end()) {
-      StampUse(*it->second);
-      return it->second;
+    if (KeyState* found = shard.keys.Find(key)) {
+      StampUse(*found);
+      return KeyRef(found);
     }
   }
   std::lock_guard lock(shard.mu);
-  auto it = shard.keys.find(key);
-  if (it != shard.keys.end()) {  // inserted meanwhile
-    StampUse(*it->second);
-    return it->second;
+  if (KeyState* found = shard.keys.Find(key)) {  // inserted meanwhile
+    StampUse(*found);
+    return KeyRef(found);
   }
   if (!shard.unknown.empty()) {
     auto u = shard.unknown.find(key);
@@ -216,9 +263,10 @@ std::shared_ptr<SegmentAllocator::KeyState> SegmentAllocator::FindOrInsert(std::
       shard.ForgetUnknown(u);
     }
   }
-  auto state = std::make_shared<KeyState>(std::string(key));
+  KeyRef state(new KeyState(std::string(key)));
   StampUse(*state);
-  shard.keys.emplace(state->key, state);
+  shard.keys.Insert(state.get());
+  intrusive_ptr_add_ref(state.get());  // the table's reference
   keys_held_.fetch_add(1, std::memory_order_relaxed);
   *inserted = true;
   return state;
@@ -250,15 +298,15 @@ void SegmentAllocator::MarkErasedLocked(KeyState& state) const {
 }
 
 void SegmentAllocator::EraseLocked(Shard& shard, KeyState& state) {
-  shard.keys.erase(shard.keys.find(state.key));  // may destroy `state`: last
+  shard.keys.Erase(state.key);
   keys_held_.fetch_sub(1, std::memory_order_relaxed);
+  intrusive_ptr_release(&state);  // the table's reference; may destroy `state`: last
 }
 
-void SegmentAllocator::Erase(const std::shared_ptr<KeyState>& state) {
+void SegmentAllocator::Erase(const KeyRef& state) {
   Shard& shard = ShardFor(state->key);
   std::lock_guard lock(shard.mu);
-  auto it = shard.keys.find(state->key);
-  if (it != shard.keys.end() && it->second == state) EraseLocked(shard, *state);
+  if (shard.keys.Find(state->key) == state.get()) EraseLocked(shard, *state);
 }
 
 namespace {
@@ -268,13 +316,13 @@ constexpr int64_t kExactEvictionKeys = 256;
 constexpr int kEvictionSamples = 32;
 }  // namespace
 
-std::shared_ptr<SegmentAllocator::KeyState> SegmentAllocator::PickEvictionVictim() {
-  std::shared_ptr<KeyState> victim;
+SegmentAllocator::KeyRef SegmentAllocator::PickEvictionVictim() {
+  KeyRef victim;
   Clock::TimePoint oldest{};
-  auto consider = [&](const std::shared_ptr<KeyState>& s) {
+  auto consider = [&](KeyState* s) {
     std::lock_guard lock(s->mu);
-    if (s->loading || !s->parked.empty()) return;  // busy: stays
-    const Clock::TimePoint used = s->last_used.load(std::memory_order_relaxed);
+    if (s->loading || s->HasParkedLocked()) return;  // busy: stays
+    const Clock::TimePoint used = LastUsedLocked(*s);
     if (!victim || used < oldest) {
       victim = s;
       oldest = used;
@@ -283,7 +331,7 @@ std::shared_ptr<SegmentAllocator::KeyState> SegmentAllocator::PickEvictionVictim
   if (keys_held_.load(std::memory_order_relaxed) <= kExactEvictionKeys) {
     for (size_t i = 0; i < kShardCount; ++i) {
       std::shared_lock lock(shards_[i].mu);
-      for (const auto& [k, s] : shards_[i].keys) consider(s);
+      shards_[i].keys.ForEach(consider);
     }
     return victim;
   }
@@ -293,15 +341,7 @@ std::shared_ptr<SegmentAllocator::KeyState> SegmentAllocator::PickEvictionVictim
         0xBF58476D1CE4E5B9ull;
     Shard& shard = shards_[(r >> 32) % kShardCount];
     std::shared_lock lock(shard.mu);
-    const size_t buckets = shard.keys.bucket_count();
-    if (shard.keys.empty() || buckets == 0) continue;
-    // The first key at or after a random bucket (buckets are about as many
-    // as keys, so few are skipped).
-    for (size_t b = r % buckets, n = 0; n < buckets; ++n, b = (b + 1) % buckets) {
-      if (shard.keys.begin(b) == shard.keys.end(b)) continue;
-      consider(shard.keys.begin(b)->second);
-      break;
-    }
+    if (KeyState* s = shard.keys.AtOrAfter(static_cast<size_t>(r))) consider(s);
   }
   return victim;
 }
@@ -310,13 +350,13 @@ void SegmentAllocator::EvictOverCapacity() {
   const auto cap = static_cast<int64_t>(options_.max_cached_keys);
   if (cap == 0) return;
   while (keys_held_.load(std::memory_order_relaxed) > cap) {
-    std::shared_ptr<KeyState> victim = PickEvictionVictim();
+    KeyRef victim = PickEvictionVictim();
     if (!victim) return;  // every key is busy: over the cap until some finish
     Shard& shard = ShardFor(victim->key);
     std::lock_guard shard_lock(shard.mu);
     {
       std::lock_guard lock(victim->mu);
-      if (victim->erased || victim->loading || !victim->parked.empty()) continue;  // raced
+      if (victim->erased || victim->loading || victim->HasParkedLocked()) continue;  // raced
       MarkErasedLocked(*victim);
     }
     EraseLocked(shard, *victim);
@@ -376,7 +416,7 @@ void SegmentAllocator::TakeSlow(std::string_view key, int64_t count, TakeCallbac
                                 std::string_view requester, const ShardGrant& grant) {
   for (;;) {
     bool inserted = false;
-    std::shared_ptr<KeyState> state = FindOrInsert(key, &inserted);
+    KeyRef state = FindOrInsert(key, &inserted);
     if (!state) {
       return done(MakeError(ErrorCode::kUnknownKey, "unknown key '" + std::string(key) + "'"));
     }
@@ -394,16 +434,15 @@ void SegmentAllocator::TakeSlow(std::string_view key, int64_t count, TakeCallbac
         const AutoKeyRule* rule = rules_.Match(key);
         if (rule) {
           state->auto_created = true;
-          state->auto_step = rule->step;
-          state->creator = requester;
-        }
-        if (options_.metrics) {
-          state->metric_label = Metrics::KeyLabel(key, rule);
+          state->WaitLocked().creator = requester;
           // A key no rule matches may not exist: its series start once the
           // store has confirmed it (OnReserved), so unknown keys add none.
-          if (rule) state->issued_counter = &options_.metrics->IdsIssued(state->metric_label);
+          if (options_.metrics) {
+            state->issued_counter = &options_.metrics->IdsIssued(Metrics::KeyLabel(key, rule));
+          }
         }
-        SampleRateLocked(*state, clock_.Now());  // the rate's origin
+        const Clock::TimePoint now = clock_.Now();
+        state->rate[0] = state->rate[1] = KeyState::RateSample{now, 0};  // the rate's origin
       }
       if (options_.gate && state->epoch != grant.epoch) {
         // Held again at a new epoch (or for the first time): IDs buffered
@@ -424,7 +463,7 @@ void SegmentAllocator::TakeSlow(std::string_view key, int64_t count, TakeCallbac
       waiter->need = need;
       waiter->got = std::move(got);
       waiter->done = std::move(done);
-      state->parked.push_back(waiter);
+      state->WaitLocked().parked.push_back(waiter);
       ++parked_now_;
       parked_total_.fetch_add(1, std::memory_order_relaxed);
       MaybeReserveLocked(state);
@@ -449,7 +488,7 @@ bool SegmentAllocator::ServeLocked(KeyState& state, int64_t& need, IdBatch& got)
       InstallCurrentLocked(state, state.next);
     }
     int64_t first = 0;
-    const int64_t n = state.cursor.TakeUpTo(need, state.current.size(), &first);
+    const int64_t n = state.cursor.TakeUpTo(need, state.CurrentLocked().size(), &first);
     if (n == 0) continue;  // the fast path took the rest meanwhile
     if (!got.ranges.empty() && got.ranges.back().last + 1 == first) {
       got.ranges.back().last += n;
@@ -463,26 +502,31 @@ bool SegmentAllocator::ServeLocked(KeyState& state, int64_t& need, IdBatch& got)
 
 void SegmentAllocator::InstallCurrentLocked(KeyState& state, const Buffer& b) const {
   state.DropCurrentLocked();
-  state.current = b;
   // A segment too large for the cursor serves its first kMaxSize IDs (the
   // rest are skipped, as after a restart): no step comes near that.
-  state.current.last = std::min(b.last, b.first + SegmentCursor::kMaxSize - 1);
+  state.current_last = std::min(b.last, b.first + SegmentCursor::kMaxSize - 1);
   state.has_current = true;
-  state.cursor.Open(b.first, FastLimitLocked(state));
+  state.cursor.Open(b.first, FastLimitLocked(state, Buffer{b.first, state.current_last}));
 }
 
-int64_t SegmentAllocator::FastLimitLocked(const KeyState& state) const {
-  const int64_t size = std::min(state.current.size(), SegmentCursor::kMaxSize);
+int64_t SegmentAllocator::FastLimitLocked(const KeyState& state, const Buffer& current) const {
+  const int64_t size = std::min(current.size(), SegmentCursor::kMaxSize);
   // Until the next segment is here, takes past the prefetch point go
   // through the lock, where the reservation is started (and retried).
   if (state.has_next) return size;
-  return std::min(size, static_cast<int64_t>(static_cast<double>(state.current.size()) *
-                                             options_.prefetch_fraction));
+  return std::min(
+      size, static_cast<int64_t>(static_cast<double>(current.size()) * options_.prefetch_fraction));
 }
 
 void SegmentAllocator::ReportIssuedLocked(const KeyState& state) const {
   const int64_t issued = state.IssuedLocked();
   if (issued == state.reported) return;
+  // Taken since the last report: used at least as recently as the coarse
+  // clock's last tick (the latest sweep or reservation).
+  const uint32_t tick = CoarseSeconds();
+  if (state.last_used.load(std::memory_order_relaxed) < tick) {
+    state.last_used.store(tick, std::memory_order_relaxed);
+  }
   if (state.issued_counter) {
     state.issued_counter->Increment(static_cast<double>(issued - state.reported));
   }
@@ -537,45 +581,49 @@ int64_t SegmentAllocator::MeasuredStepLocked(const KeyState& state, Clock::TimeP
                                                           : static_cast<int64_t>(wanted);
 }
 
-void SegmentAllocator::MaybeReserveLocked(const std::shared_ptr<KeyState>& state) {
+void SegmentAllocator::MaybeReserveLocked(const KeyRef& state) {
   KeyState& s = *state;
   if (s.loading || s.has_next || shutting_down_) return;
   if (options_.gate && s.epoch == 0) return;  // not held: the next Take sets the epoch
   int64_t demand = 0;
-  for (const auto& w : s.parked) demand += w->need;
+  if (s.wait) {
+    for (const auto& w : s.wait->parked) demand += w->need;
+  }
   const bool due = s.CurrentLeftLocked() == 0 ||
                    static_cast<double>(s.cursor.Used()) >
-                       static_cast<double>(s.current.size()) * options_.prefetch_fraction;
+                       static_cast<double>(s.CurrentLocked().size()) * options_.prefetch_fraction;
   if (!due) return;
   const Clock::TimePoint now = clock_.Now();
-  if (now < s.retry_at) return ScheduleRetryLocked(state);
+  if (s.wait && now < s.wait->retry_at) return ScheduleRetryLocked(state);
   // Before the first reservation we do not know the table step; the store
   // uses the row's own step then.
   const int64_t step_before = s.step;
   const int64_t step = s.reservations == 0 ? 0 : NextStepLocked(s, demand);
-  s.reserve_sent_at = now;
-  if (!reservation_queue_->Add(PendingReservation{state, step, ShardGrant{s.shard, s.epoch}})) {
+  PendingReservation pending{state, step, ShardGrant{s.shard, s.epoch}, now, {}};
+  if (s.wait && s.reservations == 0) pending.creator = s.wait->creator;
+  if (!reservation_queue_->Add(std::move(pending))) {
     s.step = step_before;  // nothing was reserved: the next try sizes it again
     // As many reservations wait for the store as keys fit in memory: it is
     // not keeping up. Try again after the backoff; parked requests wait
     // until then or their deadline.
     reservation_failures_.fetch_add(1, std::memory_order_relaxed);
-    s.last_error = "too many reservations waiting for the store";
-    s.retry_at = now + options_.retry_backoff;
+    s.WaitLocked().last_error = "too many reservations waiting for the store";
+    s.wait->retry_at = now + options_.retry_backoff;
     return ScheduleRetryLocked(state);
   }
   s.loading = true;
 }
 
-void SegmentAllocator::ScheduleRetryLocked(const std::shared_ptr<KeyState>& state) {
+void SegmentAllocator::ScheduleRetryLocked(const KeyRef& state) {
   KeyState& s = *state;
   // Only if someone waits; later requests find retry_at themselves.
-  if (s.parked.empty() || s.retry_scheduled) return;
-  s.retry_scheduled = true;
-  clock_.RunAt(s.retry_at, [this, state] {
+  if (!s.HasParkedLocked() || s.wait->retry_scheduled) return;
+  s.wait->retry_scheduled = true;
+  clock_.RunAt(s.wait->retry_at, [this, state] {
     std::lock_guard lock(state->mu);
-    state->retry_scheduled = false;
+    state->wait->retry_scheduled = false;  // the wait state stays while scheduled
     MaybeReserveLocked(state);
+    state->TidyLocked();
   });
 }
 
@@ -597,15 +645,15 @@ void SegmentAllocator::RunReservations(std::vector<PendingReservation> batch) {
   // First use of auto-created keys: create their rows (one transaction for
   // all), then reserve again. A row another process created meanwhile is
   // fine. Only rows found missing count against auto_create_rate.
-  // (A key's `auto_created`, `auto_step` and `creator` are set before its
-  // first reservation is queued and never change.)
+  // (A key's `auto_created` is set before its first reservation is queued
+  // and never changes.)
   std::vector<size_t> to_create;
   for (size_t i = 0; i < batch.size(); ++i) {
     const KeyState& s = *batch[i].state;
     if (results[i] || results[i].error().code != ErrorCode::kUnknownKey || !s.auto_created) {
       continue;
     }
-    if (auto_create_limit_ && !auto_create_limit_->TryTake(s.creator, clock_.Now())) {
+    if (auto_create_limit_ && !auto_create_limit_->TryTake(batch[i].creator, clock_.Now())) {
       auto_create_refused_.fetch_add(1, std::memory_order_relaxed);
       std::ostringstream what;
       what << "too many new keys: a token may auto-create " << auto_create_limit_->rate()
@@ -619,7 +667,8 @@ void SegmentAllocator::RunReservations(std::vector<PendingReservation> batch) {
     std::vector<NewKey> rows;
     std::vector<ReserveRequest> retry;
     for (size_t i : to_create) {
-      rows.push_back(NewKey{batch[i].state->key, batch[i].state->auto_step});
+      const AutoKeyRule* rule = rules_.Match(batch[i].state->key);
+      rows.push_back(NewKey{batch[i].state->key, rule ? rule->step : 1});
       retry.push_back(std::move(requests[i]));
     }
     Status created = store_.CreateKeys(rows, "auto-created");
@@ -636,19 +685,21 @@ void SegmentAllocator::RunReservations(std::vector<PendingReservation> batch) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   for (size_t i = 0; i < batch.size(); ++i) {
     const bool failed = !results[i];
-    OnReserved(batch[i].state, std::move(results[i]), seconds, batch[i].grant.epoch,
-               shed && failed);
+    OnReserved(batch[i], std::move(results[i]), seconds, shed && failed);
   }
 }
 
-void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
-                                  Result<ReservedSegment> result, double seconds, int64_t epoch,
-                                  bool shed) {
+void SegmentAllocator::OnReserved(const PendingReservation& p, Result<ReservedSegment> result,
+                                  double seconds, bool shed) {
+  const KeyRef& state = p.state;
+  const int64_t epoch = p.grant.epoch;
   std::vector<std::pair<std::shared_ptr<Waiter>, Result<IdBatch>>> finished;
   bool erase_key = false;
   {
     std::lock_guard lock(state->mu);
     KeyState& s = *state;
+    const std::string metric_label =
+        options_.metrics ? Metrics::KeyLabel(s.key, rules_.Match(s.key)) : std::string();
     if (options_.metrics) {
       // An unknown key (or one over the creation rate) is a client error:
       // the store answered.
@@ -657,11 +708,11 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
       options_.metrics->SetStoreUp(static_cast<bool>(result) || unknown);
       // Per-key series only for keys the store confirmed (or a rule's label).
       if (result && !s.issued_counter) {
-        s.issued_counter = &options_.metrics->IdsIssued(s.metric_label);
+        s.issued_counter = &options_.metrics->IdsIssued(metric_label);
       }
       if (!unknown) {
         options_.metrics->ReservationDone(
-            s.issued_counter ? s.metric_label : std::string(kUnconfirmedKeyLabel),
+            s.issued_counter ? metric_label : std::string(kUnconfirmedKeyLabel),
             static_cast<bool>(result), seconds);
       }
     }
@@ -678,11 +729,10 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
           s.DropCurrentLocked();
           s.has_next = false;
           s.epoch = 0;
-          for (auto& w : s.parked) {
+          for (auto& w : s.TakeParkedLocked()) {
             finished.emplace_back(
                 w, MakeError(ErrorCode::kWrongOwner, "the key's shard moved to another instance"));
           }
-          s.parked = {};
         }
       }
       result = MakeError(ErrorCode::kWrongOwner, "stale epoch");
@@ -694,14 +744,14 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
       const ReservedSegment& seg = *result;
       SEQD_LOG(kInfo) << "reserved key=" << s.key << " range=[" << seg.first << "," << seg.last
                       << "] step=" << (seg.last - seg.first + 1) << " table_step=" << seg.table_step
-                      << " duration_ms=" << seconds * 1000 << " parked=" << s.parked.size();
-      const Buffer b{seg.first, seg.last, seg.last - seg.first + 1};
+                      << " duration_ms=" << seconds * 1000 << " parked=" << s.ParkedLocked();
+      const Buffer b{seg.first, seg.last};
       if (s.CurrentLeftLocked() == 0) {
         InstallCurrentLocked(s, b);
       } else {
         s.next = b;
         s.has_next = true;
-        s.cursor.SetLimit(FastLimitLocked(s));  // the rest of the current one, lock-free
+        s.cursor.SetLimit(FastLimitLocked(s, s.CurrentLocked()));  // the rest, lock-free
       }
       s.table_step = seg.table_step;
       if (s.step == 0) s.step = std::max<int64_t>(seg.table_step, 1);
@@ -710,31 +760,34 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
       ++s.reservations;
       // Sending to landing on our clock: queueing for a database thread
       // counts as much as the database's own latency.
-      const double latency =
-          std::chrono::duration<double>(s.last_reserved_at - s.reserve_sent_at).count();
-      s.reserve_seconds = std::max(latency, s.reserve_seconds / 2);
+      const double latency = std::chrono::duration<double>(s.last_reserved_at - p.sent_at).count();
+      s.reserve_seconds = static_cast<float>(std::max<double>(latency, s.reserve_seconds / 2));
       s.issued_at_landing = s.IssuedLocked();
-      s.last_error.reset();
-      size_t served = 0;
-      for (; served < s.parked.size(); ++served) {
-        Waiter& w = *s.parked[served];
-        if (!ServeLocked(s, w.need, w.got)) break;
-        finished.emplace_back(s.parked[served], std::move(w.got));
+      if (s.wait) {
+        WaitState& w = *s.wait;
+        w.last_error.reset();
+        w.creator.clear();  // the row exists now
+        size_t served = 0;
+        for (; served < w.parked.size(); ++served) {
+          Waiter& waiter = *w.parked[served];
+          if (!ServeLocked(s, waiter.need, waiter.got)) break;
+          finished.emplace_back(w.parked[served], std::move(waiter.got));
+        }
+        w.parked.erase(w.parked.begin(), w.parked.begin() + static_cast<ptrdiff_t>(served));
+        if (w.parked.empty()) w.parked.shrink_to_fit();  // a burst's room goes back
       }
-      s.parked.erase(s.parked.begin(), s.parked.begin() + static_cast<ptrdiff_t>(served));
-      if (s.parked.empty()) s.parked.shrink_to_fit();  // a burst's room goes back
     } else {
       const ErrorCode code = result.error().code;
       const bool client_error =
           code == ErrorCode::kUnknownKey || code == ErrorCode::kResourceExhausted;
       if (!client_error) ++reservation_failures_;
-      s.last_error = result.error().message;
+      s.WaitLocked().last_error = result.error().message;
       if (client_error) {
         SEQD_LOG(kDebug) << ErrorCodeName(code) << " key=" << s.key;  // not ours
       } else {
         SEQD_LOG(kWarn) << "reservation failed key=" << s.key
                         << " code=" << ErrorCodeName(result.error().code)
-                        << " duration_ms=" << seconds * 1000 << " parked=" << s.parked.size()
+                        << " duration_ms=" << seconds * 1000 << " parked=" << s.ParkedLocked()
                         << ": " << result.error().message;
       }
       if (client_error) {
@@ -743,20 +796,19 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
         const Error error = code == ErrorCode::kUnknownKey
                                 ? MakeError(ErrorCode::kUnknownKey, "unknown key '" + s.key + "'")
                                 : result.error();
-        for (auto& w : s.parked) finished.emplace_back(w, error);
-        s.parked = {};
+        for (auto& w : s.TakeParkedLocked()) finished.emplace_back(w, error);
         MarkErasedLocked(s);
         erase_key = true;
       } else {
-        s.retry_at = clock_.Now() + options_.retry_backoff;
+        s.wait->retry_at = clock_.Now() + options_.retry_backoff;
         if (shed) {
-          for (auto& w : s.parked) finished.emplace_back(w, ShedError());
-          s.parked = {};
+          for (auto& w : s.TakeParkedLocked()) finished.emplace_back(w, ShedError());
         }
       }
     }
     if (!s.erased) MaybeReserveLocked(state);
     ReportIssuedLocked(s);
+    s.TidyLocked();
   }
   if (erase_key) {
     Erase(state);
@@ -771,13 +823,15 @@ void SegmentAllocator::OnReserved(const std::shared_ptr<KeyState>& state,
   }
 }
 
-void SegmentAllocator::OnDeadline(const std::shared_ptr<KeyState>& state,
-                                  const std::shared_ptr<Waiter>& w) {
+void SegmentAllocator::OnDeadline(const KeyRef& state, const std::shared_ptr<Waiter>& w) {
   {
     std::lock_guard lock(state->mu);
-    auto it = std::find(state->parked.begin(), state->parked.end(), w);
-    if (it == state->parked.end()) return;  // already served
-    state->parked.erase(it);
+    if (!state->wait) return;  // already served
+    auto& parked = state->wait->parked;
+    auto it = std::find(parked.begin(), parked.end(), w);
+    if (it == parked.end()) return;  // already served
+    parked.erase(it);
+    state->TidyLocked();
   }
   --parked_now_;
   ++timeouts_;
@@ -790,7 +844,7 @@ void SegmentAllocator::OnDeadline(const std::shared_ptr<KeyState>& state,
 }
 
 void SegmentAllocator::OnTableStepChanged(std::string_view key, int64_t table_step) {
-  std::shared_ptr<KeyState> state = Find(key);
+  KeyRef state = Find(key);
   if (!state) return;
   std::lock_guard lock(state->mu);
   state->table_step = table_step;
@@ -798,39 +852,31 @@ void SegmentAllocator::OnTableStepChanged(std::string_view key, int64_t table_st
 }
 
 size_t SegmentAllocator::EvictIdle() {
+  // IDs taken without the lock since they were last counted are counted
+  // now, and stamp their key with the coarse clock (ReportIssuedLocked):
+  // such a use is dated to within a sweep interval, so a key used only that
+  // way may leave up to one interval early or late.
   const Clock::TimePoint now = clock_.Now();
-  // IDs taken from memory since the previous sweep stamp their key as used
-  // then (the fast path writes nothing): a key may leave up to one sweep
-  // interval early, never late.
-  const Clock::TimePoint previous_sweep = coarse_now_.exchange(now, std::memory_order_relaxed);
   size_t dropped = 0;
+  std::vector<KeyState*> idle;
   for (size_t i = 0; i < kShardCount; ++i) {
     Shard& shard = shards_[i];
     std::lock_guard shard_lock(shard.mu);
-    for (auto it = shard.keys.begin(); it != shard.keys.end();) {
-      // Our own reference: erasing the map entry must not destroy the state
-      // (and its locked mutex) under us.
-      const std::shared_ptr<KeyState> state = it->second;
+    shard.keys.ForEach([&](KeyState* state) {
       std::lock_guard lock(state->mu);
       SampleRateLocked(*state, now);
       ReportIssuedLocked(*state);
-      if (state->reported != state->seen_by_sweep) {
-        state->seen_by_sweep = state->reported;
-        if (state->last_used.load(std::memory_order_relaxed) < previous_sweep) {
-          state->last_used.store(previous_sweep, std::memory_order_relaxed);
-        }
-      }
-      if (!state->loading && state->parked.empty() &&
-          now - state->last_used.load(std::memory_order_relaxed) >= options_.idle_timeout) {
+      if (!state->loading && !state->HasParkedLocked() &&
+          now - LastUsedLocked(*state) >= options_.idle_timeout) {
         MarkErasedLocked(*state);
-        ++it;
-        EraseLocked(shard, *state);
-        ++dropped;
-      } else {
-        ++it;
+        idle.push_back(state);
       }
-    }
+    });
+    for (KeyState* state : idle) EraseLocked(shard, *state);  // after the walk: it moves entries
+    dropped += idle.size();
+    idle.clear();
   }
+  coarse_now_.store(now, std::memory_order_relaxed);
   evicted_idle_.fetch_add(static_cast<int64_t>(dropped), std::memory_order_relaxed);
   return dropped;
 }
@@ -838,14 +884,14 @@ size_t SegmentAllocator::EvictIdle() {
 void SegmentAllocator::RefreshRegisteredKeys(std::function<void(Result<size_t>)> done) {
   db_.Post([this, done = std::move(done)] {
     // Check each registered key held in memory against the table.
-    std::vector<std::shared_ptr<KeyState>> registered;
+    std::vector<KeyRef> registered;
     for (size_t i = 0; i < kShardCount; ++i) {
       std::shared_lock lock(shards_[i].mu);
-      for (auto& [k, state] : shards_[i].keys) {
-        if (!rules_.Match(k)) registered.push_back(state);
-      }
+      shards_[i].keys.ForEach([&](KeyState* state) {
+        if (!rules_.Match(state->key)) registered.emplace_back(state);
+      });
     }
-    std::vector<std::shared_ptr<KeyState>> gone;
+    std::vector<KeyRef> gone;
     for (const auto& state : registered) {
       Result<KeyRow> row = store_.GetKey(state->key);
       if (row) continue;
@@ -854,7 +900,7 @@ void SegmentAllocator::RefreshRegisteredKeys(std::function<void(Result<size_t>)>
         return;
       }
       std::lock_guard lock(state->mu);
-      if (state->loading || !state->parked.empty()) continue;  // its reservation will tell
+      if (state->loading || state->HasParkedLocked()) continue;  // its reservation will tell
       MarkErasedLocked(*state);
       gone.push_back(state);
     }
@@ -868,11 +914,11 @@ void SegmentAllocator::Shutdown() {
   std::vector<std::shared_ptr<Waiter>> failed;
   for (size_t i = 0; i < kShardCount; ++i) {
     std::shared_lock shard_lock(shards_[i].mu);
-    for (auto& [k, state] : shards_[i].keys) {
+    shards_[i].keys.ForEach([&](KeyState* state) {
       std::lock_guard lock(state->mu);
-      for (auto& w : state->parked) failed.push_back(w);
-      state->parked = {};
-    }
+      for (auto& w : state->TakeParkedLocked()) failed.push_back(std::move(w));
+      state->TidyLocked();
+    });
   }
   for (auto& w : failed) {
     --parked_now_;
@@ -882,20 +928,16 @@ void SegmentAllocator::Shutdown() {
 }
 
 namespace {
-// The rate window: samples closer than kRateSpacing are not kept, and the
-// oldest sample kept is the newest one at least kRateWindow old.
-constexpr Clock::Duration kRateWindow = std::chrono::seconds(60);
-constexpr Clock::Duration kRateSpacing = std::chrono::seconds(5);
-constexpr size_t kMaxRateSamples = 16;
+// The rate is measured from the older of two samples at least this far
+// apart: over the last 30 to 60 seconds, as samples are taken (every
+// reservation, sweep and scrape).
+constexpr Clock::Duration kRateSpacing = std::chrono::seconds(30);
 }  // namespace
 
 void SegmentAllocator::SampleRateLocked(const KeyState& s, Clock::TimePoint now) {
-  auto& q = s.rate_samples;
-  if (q.empty() || now - q.back().at >= kRateSpacing) q.push_back({now, s.IssuedLocked()});
-  size_t drop = 0;
-  while (q.size() - drop > 1 && now - q[drop + 1].at >= kRateWindow) ++drop;
-  if (q.size() - drop > kMaxRateSamples) drop = q.size() - kMaxRateSamples;
-  q.erase(q.begin(), q.begin() + static_cast<ptrdiff_t>(drop));
+  if (now - s.rate[1].at < kRateSpacing) return;
+  s.rate[0] = s.rate[1];
+  s.rate[1] = KeyState::RateSample{now, s.IssuedLocked()};
 }
 
 KeySnapshot SegmentAllocator::SnapshotLocked(const KeyState& s) const {
@@ -905,7 +947,7 @@ KeySnapshot SegmentAllocator::SnapshotLocked(const KeyState& s) const {
     out.first = b.first;
     out.next = b.first + used;
     out.last = b.last;
-    out.step = b.step;
+    out.step = b.size();
     return out;
   };
   ReportIssuedLocked(s);  // the counters are current at every scrape
@@ -913,19 +955,20 @@ KeySnapshot SegmentAllocator::SnapshotLocked(const KeyState& s) const {
   snap.key = s.key;
   snap.auto_created = s.auto_created;
   snap.loading = s.loading;
-  snap.current = buffer(s.has_current, s.current, s.has_current ? s.cursor.Used() : 0);
+  snap.current = buffer(s.has_current, s.has_current ? s.CurrentLocked() : Buffer{},
+                        s.has_current ? s.cursor.Used() : 0);
   snap.next = buffer(s.has_next, s.next, 0);
   snap.step = s.step;
   snap.table_step = s.table_step;
-  snap.parked = static_cast<int64_t>(s.parked.size());
+  snap.parked = static_cast<int64_t>(s.ParkedLocked());
   snap.reservations = s.reservations;
-  snap.last_error = s.last_error;
+  if (s.wait) snap.last_error = s.wait->last_error;
   const Clock::TimePoint now = clock_.Now();
   snap.idle_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(now - s.last_used.load()).count();
+      std::chrono::duration_cast<std::chrono::milliseconds>(now - LastUsedLocked(s)).count();
   SampleRateLocked(s, now);
-  if (!s.rate_samples.empty()) {
-    const auto& ref = s.rate_samples.front();
+  {
+    const KeyState::RateSample& ref = s.rate[0];
     const double secs = std::chrono::duration<double>(now - ref.at).count();
     const int64_t issued = s.IssuedLocked();
     if (secs > 0 && issued > ref.issued) snap.rate_per_s = (issued - ref.issued) / secs;
@@ -941,22 +984,22 @@ std::vector<KeySnapshot> SegmentAllocator::Snapshot() const {
   std::vector<KeySnapshot> out;
   for (size_t i = 0; i < kShardCount; ++i) {
     std::shared_lock shard_lock(shards_[i].mu);
-    for (auto& [k, state] : shards_[i].keys) {
+    shards_[i].keys.ForEach([&](KeyState* state) {
       std::lock_guard lock(state->mu);
       out.push_back(SnapshotLocked(*state));
-    }
+    });
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
   return out;
 }
 
 std::vector<KeySnapshot> SegmentAllocator::Snapshot(std::string_view after, size_t limit) const {
-  std::vector<std::shared_ptr<KeyState>> page;
+  std::vector<KeyRef> page;
   for (size_t i = 0; i < kShardCount; ++i) {
     std::shared_lock shard_lock(shards_[i].mu);
-    for (auto& [k, state] : shards_[i].keys) {
-      if (k > after) page.push_back(state);
-    }
+    shards_[i].keys.ForEach([&](KeyState* state) {
+      if (state->key > after) page.emplace_back(state);
+    });
   }
   auto by_key = [](const auto& a, const auto& b) { return a->key < b->key; };
   if (page.size() > limit) {
@@ -975,7 +1018,7 @@ std::vector<KeySnapshot> SegmentAllocator::Snapshot(std::string_view after, size
 }
 
 std::optional<KeySnapshot> SegmentAllocator::SnapshotKey(std::string_view key) const {
-  std::shared_ptr<KeyState> state = Find(key);
+  KeyRef state = Find(key);
   if (!state) return std::nullopt;
   std::lock_guard lock(state->mu);
   return SnapshotLocked(*state);

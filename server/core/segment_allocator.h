@@ -61,10 +61,11 @@ struct AllocatorOptions {
   int64_t max_count = 10'000;                                      // largest batch per call
   Clock::Duration idle_timeout = std::chrono::minutes(10);         // evict keys unused this long
   Clock::Duration retry_backoff = std::chrono::milliseconds(200);  // after a failed reservation
-  // Keys held in memory at most (0: no cap). Beyond it the least recently
-  // used idle keys leave (never one with parked requests or a reservation in
-  // flight); their unused IDs are skipped, as after idle_timeout.
-  size_t max_cached_keys = 100'000;
+  // Keys held in memory at most (0: no cap); about 250 bytes each (keys of
+  // up to 15 bytes). Beyond it the least recently used idle keys leave
+  // (exactly for a few hundred keys, else the oldest of a random sample) (never one with parked
+  // requests or a reservation in flight); their unused IDs are skipped, as after idle_timeout.
+  size_t max_cached_keys = 1'000'000;
   // Keys remembered as recently unknown (answered 404 without the store);
   // beyond it the oldest are forgotten first.
   size_t max_unknown_keys = 65'536;
@@ -181,7 +182,9 @@ class SegmentAllocator {
     }
     KeyFastPath& fast = *handle.fast_;
     if (options_.gate &&
-        options_.gate->Check(handle.key_).epoch != fast.epoch.load(std::memory_order_relaxed)) {
+        // Acquire: a buffer dropped for a new epoch is closed before the
+        // epoch is published, so a take that sees the epoch sees it closed.
+        options_.gate->Check(handle.key_).epoch != fast.epoch.load(std::memory_order_acquire)) {
       return std::nullopt;
     }
     return fast.cursor.TryTake(count);
@@ -233,28 +236,37 @@ class SegmentAllocator {
 
  private:
   struct KeyState;
+  struct WaitState;
   struct Buffer;
+  using KeyRef = boost::intrusive_ptr<KeyState>;
+  friend void intrusive_ptr_release(KeyFastPath* key);
   struct Waiter;
   struct Shard;
   // A reservation waiting for its batch. `step` 0: the row's own step.
   struct PendingReservation {
-    std::shared_ptr<KeyState> state;
+    KeyRef state;
     int64_t step = 0;
-    ShardGrant grant;  // the shard and epoch to fence with (ignored without a gate)
+    ShardGrant grant;          // the shard and epoch to fence with (ignored without a gate)
+    Clock::TimePoint sent_at;  // when it was queued: its latency is measured from here
+    std::string creator;       // auto-created keys before their first reservation
   };
 
   // Points `handle` at its key's state in memory (null if not in memory).
   void Resolve(KeyHandle& handle) const;
   // nullptr if the key is known not to exist (recently reported unknown).
   // Stamps the key used.
-  std::shared_ptr<KeyState> FindOrInsert(std::string_view key, bool* inserted);
+  KeyRef FindOrInsert(std::string_view key, bool* inserted);
   void StampUse(KeyState& state) const;
+  // The coarse clock in whole seconds since started_ (key use stamps), and
+  // a key's stamp back as a time.
+  uint32_t CoarseSeconds() const;
+  Clock::TimePoint LastUsedLocked(const KeyState& state) const;
   // Take past the fast path, with the key's lock: serve, reserve or park.
   void TakeSlow(std::string_view key, int64_t count, TakeCallback done, std::string_view requester,
                 const ShardGrant& grant);
   void RememberUnknown(std::string_view key);
-  std::shared_ptr<KeyState> Find(std::string_view key) const;
-  void Erase(const std::shared_ptr<KeyState>& state);
+  KeyRef Find(std::string_view key) const;
+  void Erase(const KeyRef& state);
   // REQUIRES: shard.mu held exclusively; `state` is in shard.keys.
   void EraseLocked(Shard& shard, KeyState& state);
   // REQUIRES: state.mu held. Marks it erased and ends its current segment.
@@ -263,7 +275,7 @@ class SegmentAllocator {
   // are held: exactly the least recently used for a few keys, else the
   // least recently used of a random sample.
   void EvictOverCapacity();
-  std::shared_ptr<KeyState> PickEvictionVictim();
+  KeyRef PickEvictionVictim();
   Shard& ShardFor(std::string_view key) const;
 
   // REQUIRES: state->mu held. Moves up to `need` IDs from the buffers into
@@ -274,16 +286,16 @@ class SegmentAllocator {
   // REQUIRES: state.mu held; has_current. How much of the current segment
   // TryTake may claim: all of it once the next one is here, else up to the
   // prefetch point.
-  int64_t FastLimitLocked(const KeyState& state) const;
+  int64_t FastLimitLocked(const KeyState& state, const Buffer& current) const;
   // REQUIRES: state.mu held. Adds the IDs taken since the last report to
   // the key's IDs-issued counter.
   void ReportIssuedLocked(const KeyState& state) const;
   // REQUIRES: state->mu held. Starts a reservation if one is due and allowed.
-  void MaybeReserveLocked(const std::shared_ptr<KeyState>& state);
+  void MaybeReserveLocked(const KeyRef& state);
   int64_t NextStepLocked(KeyState& state, int64_t demand);
   // REQUIRES: state->mu held; state->retry_at set. Runs MaybeReserveLocked
   // at retry_at if requests are parked.
-  void ScheduleRetryLocked(const std::shared_ptr<KeyState>& state);
+  void ScheduleRetryLocked(const KeyRef& state);
   // On the db runner: one batch's reservations, creating the rows of
   // auto-created keys first seen missing (within auto_create_rate).
   void RunReservations(std::vector<PendingReservation> batch);
@@ -293,9 +305,9 @@ class SegmentAllocator {
   int64_t MeasuredStepLocked(const KeyState& state, Clock::TimePoint now) const;
   // `shed`: the reservation was refused by the full database queue; parked
   // requests fail at once instead of at their deadline.
-  void OnReserved(const std::shared_ptr<KeyState>& state, Result<ReservedSegment> result,
-                  double seconds, int64_t epoch, bool shed);
-  void OnDeadline(const std::shared_ptr<KeyState>& state, const std::shared_ptr<Waiter>& w);
+  void OnReserved(const PendingReservation& p, Result<ReservedSegment> result, double seconds,
+                  bool shed);
+  void OnDeadline(const KeyRef& state, const std::shared_ptr<Waiter>& w);
   KeySnapshot SnapshotLocked(const KeyState& state) const;
   // REQUIRES: state->mu held. Records (now, IDs issued) for the rate.
   static void SampleRateLocked(const KeyState& state, Clock::TimePoint now);
@@ -311,6 +323,7 @@ class SegmentAllocator {
   // The clock as of the latest EvictIdle() or reservation: stamps key use
   // without a clock read on the hot path.
   std::atomic<Clock::TimePoint> coarse_now_;
+  const Clock::TimePoint started_;  // origin of the keys' use stamps
 
   const uint64_t id_;                         // unique in the process: tags thread-cached handles
   std::atomic<uint64_t> eviction_random_{0};  // PickEvictionVictim's sampling

@@ -44,6 +44,9 @@ class SegmentCursor {
     }
   }
 
+  // Lock held; open. The segment's first ID.
+  int64_t Base() const { return base_.load(std::memory_order_relaxed); }
+
   // IDs claimed from the open segment so far. REQUIRES: open.
   int64_t Used() const { return Offset(word_.load(std::memory_order_acquire)); }
 

@@ -108,6 +108,27 @@ TEST_CASE("max_cached_keys: keys with parked requests or a reservation in flight
   CHECK(f.alloc->stats().keys_in_memory == 2);
 }
 
+TEST_CASE("max_cached_keys beyond a few hundred keys: sampled eviction keeps the recent keys") {
+  // Above kExactEvictionKeys the victim is the least recently used of a
+  // random sample: with half the keys used recently, a sample of 32 misses
+  // every old key with probability 2^-32, so only old keys may go.
+  AllocatorOptions o;
+  o.max_cached_keys = 1000;
+  Fixture f(o, {{"sg_", 10}});
+  for (int i = 0; i < 1000; ++i) REQUIRE(f.Take("sg_" + std::to_string(i)));
+  f.Later();
+  for (int i = 500; i < 1000; ++i) REQUIRE(f.Take("sg_" + std::to_string(i)));  // from memory
+  f.Later();  // the sweep counts those takes: their keys are recent
+  for (int i = 1000; i < 1200; ++i) REQUIRE(f.Take("sg_" + std::to_string(i)));
+  CHECK(f.alloc->stats().keys_in_memory == 1000);
+  CHECK(f.alloc->stats().evicted_capacity == 200);
+  int recent_kept = 0, old_kept = 0;
+  for (int i = 0; i < 500; ++i) old_kept += f.InMemory("sg_" + std::to_string(i));
+  for (int i = 500; i < 1000; ++i) recent_kept += f.InMemory("sg_" + std::to_string(i));
+  CHECK(recent_kept == 500);
+  CHECK(old_kept == 300);
+}
+
 TEST_CASE("max_cached_keys 0: no cap") {
   AllocatorOptions o;
   o.max_cached_keys = 0;
@@ -131,7 +152,7 @@ TEST_CASE("TokenBuckets: bursts, then the rate; one bucket per name") {
 
   TokenBuckets few(1, 1, /*max_buckets=*/2);
   for (int i = 0; i < 10; ++i) {
-    clock.Advance(1s);  // earlier buckets have refilled: they may go
+    clock.Advance(1s);                           // earlier buckets have refilled: they may go
     const std::string name = std::to_string(i);  // "n" + ...: a GCC 12 -Wrestrict false positive
     CHECK(few.TryTake(name, clock.Now()));
   }
