@@ -28,8 +28,7 @@ bool ContainsNoCase(std::string_view haystack, std::string_view needle) {
 }
 
 // The `op` label of a request (docs/metrics.md), from its split path.
-std::string_view OpFor(http::verb method, std::string_view path,
-                       const std::vector<std::string_view>& seg) {
+std::string_view OpFor(http::verb method, std::string_view path, PathSegments seg) {
   if (path == "/") return "status";
   if (seg.empty()) return "other";
   if (std::string_view op = SnowflakeRoutes::OpName(seg); !op.empty()) return op;
@@ -123,7 +122,8 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
                                  "no such endpoint: " + std::string(path)));
   };
   if (path.empty() || path[0] != '/') return not_found();
-  const std::vector<std::string_view> seg = Split(path.substr(1), '/');
+  const SplitParts parts = Split(path.substr(1), '/');
+  const PathSegments seg(parts.data(), parts.size());
   call->op = OpFor(method, path, seg);
 
   // Resolves a raw path segment to a key; on a bad escape answers 400.
