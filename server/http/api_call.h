@@ -44,18 +44,18 @@ inline std::string Dump(const Json& j) {
 }
 
 // The secret of an `Authorization: Bearer <secret>` header; "" if none.
-std::string_view BearerSecret(const ApiRouter::Request& req);
+std::string_view BearerSecret(const HttpRequest& req);
 
 // True if the request's Accept header asks for text/plain and not JSON.
-bool PrefersText(const ApiRouter::Request& req);
+bool PrefersText(const HttpRequest& req);
 
 // The `status` label of an error answer that did not name its code.
 std::string_view StatusLabelFor(http::status status);
 
 struct ApiRouter::Call {
-  Request req;
-  Respond respond;
-  std::string_view path;  // into req.target()
+  HttpRequest req;
+  std::shared_ptr<HttpResponder> responder;  // until the answer is sent
+  std::string_view path;                     // into req.target
   std::string_view query;
   std::atomic<bool> responded{false};
   // GET /seq and the Leaf endpoint: what the answer looks like.
@@ -71,12 +71,17 @@ struct ApiRouter::Call {
   std::string_view op = "other";
   std::optional<Access> access;  // set by the router before any route runs
   mutable std::string_view status_label;
+  // This call, held by itself while a service holds a callback that
+  // points to it without owning it (HandleSeq): such a callback can stay
+  // small enough for std::function to keep without allocating. Released by
+  // that callback, which the service runs exactly once.
+  std::shared_ptr<Call> self;
 
   ApiRouter::Response Make(http::status status, std::string_view type, std::string body) const {
-    Response res{status, req.version()};
+    Response res{status, req.version};
     res.set(http::field::content_type, ToBeast(type));
     res.set(http::field::cache_control, "no-store");
-    res.keep_alive(req.keep_alive());
+    res.keep_alive(req.keep_alive);
     res.body() = std::move(body);
     return res;
   }
@@ -121,14 +126,27 @@ struct ApiRouter::Call {
         res.result() == http::status::service_unavailable) {
       res.set(http::field::retry_after, "1");
     }
-    // Drop our copy of `respond` once used: whatever still holds this call
-    // (e.g. an allocator deadline timer) must not keep the connection alive.
-    Respond fn = std::move(respond);
-    respond = nullptr;
+    // Drop our responder once used: whatever still holds this call (e.g. an
+    // allocator deadline timer) must not keep the connection alive.
+    std::shared_ptr<HttpResponder> to = std::move(responder);
     Account(res);
     try {
       res.prepare_payload();
-      fn(std::move(res));
+      to->Respond(std::move(res));
+    } catch (const std::exception& e) {
+      SEQD_LOG(kError) << "respond callback threw: " << e.what();
+    }
+  }
+
+  // Sends a 200 with `body` as `type` (and Cache-Control: no-store) unless
+  // a response already went out: Finish(Make(ok, type, body)) without
+  // building the message. Never throws.
+  void FinishOk(std::string_view type, std::string_view body) {
+    if (responded.exchange(true)) return;
+    std::shared_ptr<HttpResponder> to = std::move(responder);
+    try {
+      if (metrics) metrics->CountRequest(Interface::kHttp, op, "ok", Metrics::Since(started));
+      to->RespondOk(OkAnswer{req.version, req.keep_alive, type, body});
     } catch (const std::exception& e) {
       SEQD_LOG(kError) << "respond callback threw: " << e.what();
     }
@@ -162,14 +180,14 @@ struct ApiRouter::Call {
         return;
       }
       SEQD_LOG(kWarn) << "http request_id=" << id << " op=" << op << " status=" << code
-                      << " code=" << status << " " << ToStd(req.method_string()) << " " << path
-                      << " (" << left_out.exchange(0) << " more 503s not logged)";
+                      << " code=" << status << " " << req.method_name << " " << path << " ("
+                      << left_out.exchange(0) << " more 503s not logged)";
     } else if (code >= 500) {
       SEQD_LOG(kError) << "http request_id=" << id << " op=" << op << " status=" << code
-                       << " code=" << status << " " << ToStd(req.method_string()) << " " << path;
+                       << " code=" << status << " " << req.method_name << " " << path;
     } else {  // client errors: debug, not to flood the log
       SEQD_LOG(kDebug) << "http request_id=" << id << " op=" << op << " status=" << code
-                       << " code=" << status << " " << ToStd(req.method_string()) << " " << path;
+                       << " code=" << status << " " << req.method_name << " " << path;
     }
   }
 

@@ -28,8 +28,7 @@ bool ContainsNoCase(std::string_view haystack, std::string_view needle) {
 }
 
 // The `op` label of a request (docs/metrics.md), from its split path.
-std::string_view OpFor(http::verb method, std::string_view path,
-                       const std::vector<std::string_view>& seg) {
+std::string_view OpFor(http::verb method, std::string_view path, PathSegments seg) {
   if (path == "/") return "status";
   if (seg.empty()) return "other";
   if (std::string_view op = SnowflakeRoutes::OpName(seg); !op.empty()) return op;
@@ -44,10 +43,8 @@ std::string_view OpFor(http::verb method, std::string_view path,
 
 }  // namespace
 
-std::string_view BearerSecret(const ApiRouter::Request& req) {
-  auto it = req.find(http::field::authorization);
-  if (it == req.end()) return {};
-  std::string_view v = ToStd(it->value());
+std::string_view BearerSecret(const HttpRequest& req) {
+  std::string_view v = req.authorization;
   constexpr std::string_view kScheme = "bearer ";
   if (v.size() <= kScheme.size()) return {};
   for (size_t i = 0; i < kScheme.size(); ++i) {
@@ -59,10 +56,8 @@ std::string_view BearerSecret(const ApiRouter::Request& req) {
   return v;
 }
 
-bool PrefersText(const ApiRouter::Request& req) {
-  auto accept = req.find(http::field::accept);
-  if (accept == req.end()) return false;
-  const std::string_view v = ToStd(accept->value());
+bool PrefersText(const HttpRequest& req) {
+  const std::string_view v = req.accept;
   return ContainsNoCase(v, "text/plain") && !ContainsNoCase(v, "application/json");
 }
 
@@ -94,19 +89,19 @@ ApiRouter::ApiRouter(const Services& services, RouterOptions options)
 
 ApiRouter::~ApiRouter() = default;
 
-void ApiRouter::Handle(Request req, std::string peer, Respond respond) {
+void ApiRouter::Handle(HttpRequest req, std::string_view peer, std::shared_ptr<HttpResponder> to) {
   auto call = std::make_shared<Call>();
   call->metrics = &services_.metrics;
   call->started = std::chrono::steady_clock::now();
   call->req = std::move(req);
-  call->respond = std::move(respond);
+  call->responder = std::move(to);
   try {
-    std::string_view target = ToStd(call->req.target());
+    std::string_view target = call->req.target;
     const size_t q = target.find('?');
     call->path = target.substr(0, q);
     if (q != std::string_view::npos) call->query = target.substr(q + 1);
     call->access.emplace(
-        IdentifyBy(services_.auth, BearerSecret(call->req), "http", std::move(peer)));
+        IdentifyBy(services_.auth, BearerSecret(call->req), "http", std::string(peer)));
     Route(call);
   } catch (const std::exception& e) {
     SEQD_LOG(kError) << "handling " << call->path << " failed: " << e.what();
@@ -117,13 +112,14 @@ void ApiRouter::Handle(Request req, std::string peer, Respond respond) {
 
 void ApiRouter::Route(const std::shared_ptr<Call>& call) {
   const std::string_view path = call->path;
-  const http::verb method = call->req.method();
+  const http::verb method = call->req.method;
   auto not_found = [&] {
     call->Finish(call->ErrorJson(http::status::not_found, "not_found",
                                  "no such endpoint: " + std::string(path)));
   };
   if (path.empty() || path[0] != '/') return not_found();
-  const std::vector<std::string_view> seg = Split(path.substr(1), '/');
+  const SplitParts parts = Split(path.substr(1), '/');
+  const PathSegments seg(parts.data(), parts.size());
   call->op = OpFor(method, path, seg);
 
   // Resolves a raw path segment to a key; on a bad escape answers 400.
@@ -138,9 +134,8 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
   };
   auto method_not_allowed = [&](std::string_view allow) {
     Response res = call->ErrorJson(http::status::method_not_allowed, "method_not_allowed",
-                                   "method " + std::string(ToStd(call->req.method_string())) +
-                                       " is not allowed on " + std::string(path) + "; use " +
-                                       std::string(allow));
+                                   "method " + call->req.method_name + " is not allowed on " +
+                                       std::string(path) + "; use " + std::string(allow));
     res.set(http::field::allow, ToBeast(allow));
     call->Finish(std::move(res));
   };
@@ -232,7 +227,7 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
       if (!allow.empty()) res.set(http::field::allow, allow);
       call->Finish(std::move(res));
     };
-    if (messages_->Handle(method, seg, call->query, call->req.body(), *call->access, respond)) {
+    if (messages_->Handle(method, seg, call->query, call->req.body, *call->access, respond)) {
       return;
     }
   }

@@ -28,9 +28,9 @@
 // metrics with Services::metrics_auth; /healthz and /readyz are open). No
 // or unknown token: 401 with WWW-Authenticate; a scope missing: 403.
 //
-// Thread safety: Handle() is safe from any thread. `respond` runs exactly
-// once, on the calling thread or on an allocator/database/timer thread; it
-// must not block.
+// Thread safety: Handle() is safe from any thread. The responder is
+// answered exactly once, on the calling thread or on an
+// allocator/database/timer thread; it must not block.
 #pragma once
 
 #include <boost/beast/http/message.hpp>
@@ -45,6 +45,8 @@
 #include <string_view>
 
 #include "common/error.h"
+#include "server/http/http_request.h"
+#include "server/http/http_responder.h"
 #include "server/service/services.h"
 
 namespace seqd {
@@ -64,7 +66,7 @@ struct RouterOptions {
 class ApiRouter {
  public:
   using Request = boost::beast::http::request<boost::beast::http::string_body>;
-  using Response = boost::beast::http::response<boost::beast::http::string_body>;
+  using Response = HttpResponse;
   using Respond = std::function<void(Response)>;
 
   // The objects `services` refers to must outlive the router and every
@@ -74,9 +76,14 @@ class ApiRouter {
   ApiRouter(const ApiRouter&) = delete;
   ApiRouter& operator=(const ApiRouter&) = delete;
 
-  // `peer`: the client's address:port, for audit lines.
-  void Handle(Request req, std::string peer, Respond respond);
-  void Handle(Request req, Respond respond) { Handle(std::move(req), {}, std::move(respond)); }
+  // Answers `req` through `to`. `peer`: the client's address:port, for
+  // audit lines.
+  void Handle(HttpRequest req, std::string_view peer, std::shared_ptr<HttpResponder> to);
+  // The same for a Beast message, answered to a function (tests, fuzzer).
+  void Handle(const Request& req, std::string_view peer, Respond respond) {
+    Handle(FromBeast(req), peer, RespondTo(std::move(respond)));
+  }
+  void Handle(const Request& req, Respond respond) { Handle(req, {}, std::move(respond)); }
 
   const Services& services() const { return services_; }
 

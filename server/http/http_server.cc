@@ -13,18 +13,20 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/stream_traits.hpp>
 #include <boost/beast/http/error.hpp>
-#include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/read.hpp>
 #include <boost/beast/http/status.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <cctype>
+#include <charconv>
 #include <optional>
 #include <type_traits>
 
 #include "server/core/log.h"
 #include "server/http/api_router.h"
+#include "server/http/http_request.h"
+#include "server/http/http_responder.h"
+#include "server/http/request_parser.h"
 #include "server/metrics/metrics.h"
 #include "server/net/tcp_listener.h"
 #include "server/net/tls_context.h"
@@ -49,6 +51,8 @@ constexpr size_t kLingerBytes = 1 << 20;
 constexpr size_t kDiscardBufferBytes = 4096;
 // A connection's response buffer keeps at most this much room between answers.
 constexpr size_t kKeptResponseBytes = 64 * 1024;
+// The most one read asks for (as Beast's reads).
+constexpr size_t kReadChunkBytes = 65536;
 
 // A canned error response that closes the connection. Fixed texts only.
 Response CloseWithError(http::status status, std::string_view code, std::string_view message);
@@ -64,8 +68,7 @@ bool EqualsNoCase(std::string_view a, std::string_view b) {
   return true;
 }
 
-std::string_view Trimmed(beast::string_view v) {
-  std::string_view s(v.data(), v.size());
+std::string_view Trimmed(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
@@ -78,27 +81,22 @@ std::string_view Trimmed(beast::string_view v) {
 //  - a body-carrying method (POST, PUT, PATCH) without Content-Type
 //    application/json and without a bearer token: what a browser form on
 //    another site can send (CSRF).
-std::optional<Response> RefuseHeader(const http::request_header<>& h) {
-  if (auto te = h.find(http::field::transfer_encoding); te != h.end()) {
-    if (!EqualsNoCase(Trimmed(te->value()), "chunked")) {
-      return CloseWithError(http::status::bad_request, "bad_request",
-                            "only chunked is accepted as Transfer-Encoding");
-    }
+// `p` has parsed the header; `req` is what it parsed into.
+std::optional<Response> RefuseHeader(const RequestParser& p, const HttpRequest& req) {
+  if (p.has_transfer_encoding() && !EqualsNoCase(Trimmed(p.transfer_encoding()), "chunked")) {
+    return CloseWithError(http::status::bad_request, "bad_request",
+                          "only chunked is accepted as Transfer-Encoding");
   }
-  if (h.find(http::field::host) == h.end()) {
+  if (!p.has_host()) {
     return CloseWithError(http::status::bad_request, "bad_request", "a Host header is required");
   }
-  const http::verb m = h.method();
+  const http::verb m = req.method;
   if (m == http::verb::post || m == http::verb::put || m == http::verb::patch) {
-    std::string_view type;
-    if (auto ct = h.find(http::field::content_type); ct != h.end()) type = Trimmed(ct->value());
+    std::string_view type = Trimmed(p.content_type());
     type = type.substr(0, type.find(';'));
     while (!type.empty() && type.back() == ' ') type.remove_suffix(1);
-    bool bearer = false;
-    if (auto a = h.find(http::field::authorization); a != h.end()) {
-      const std::string_view v = Trimmed(a->value());
-      bearer = v.size() > 7 && EqualsNoCase(v.substr(0, 7), "bearer ");
-    }
+    const std::string_view auth = Trimmed(req.authorization);
+    const bool bearer = auth.size() > 7 && EqualsNoCase(auth.substr(0, 7), "bearer ");
     if (!EqualsNoCase(type, "application/json") && !bearer) {
       return CloseWithError(http::status::unsupported_media_type, "unsupported_media_type",
                             "send the body as Content-Type: application/json");
@@ -191,6 +189,18 @@ void SerializeResponse(const Response& res, bool head, std::string& out) {
   if (!head) out += res.body();
 }
 
+// The head of what ToResponse() makes of a 200 HTTP/1.1 keep-alive
+// answer, as SerializeResponse() writes it: no Connection field.
+void AppendOkHeader(std::string_view content_type, size_t body_size, std::string& out) {
+  out += "HTTP/1.1 200 OK\r\nContent-Type: ";
+  out += content_type;
+  out += "\r\nCache-Control: no-store\r\nContent-Length: ";
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, body_size).ptr;
+  out.append(digits, end);
+  out += "\r\n\r\n";
+}
+
 // One connection over `Stream`: the strand-bound socket, or TlsStream. Every
 // member is touched only on the connection's strand.
 //
@@ -198,7 +208,9 @@ void SerializeResponse(const Response& res, bool head, std::string& out) {
 // later only records it; the timer, when it fires early, re-arms for the
 // recorded deadline. So a keep-alive request costs no timer operation.
 template <typename Stream>
-class Session : public ListenedSession, public std::enable_shared_from_this<Session<Stream>> {
+class Session : public ListenedSession,
+                public HttpResponder,
+                public std::enable_shared_from_this<Session<Stream>> {
   static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
   using Lowest =
       std::remove_reference_t<decltype(beast::get_lowest_layer(std::declval<Stream&>()))>;
@@ -310,30 +322,66 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     }
   }
 
+  // Starts reading the next request: from what the buffer holds already
+  // (pipelined), then from the socket.
   void DoRead() {
     if (stopping_) return Close();
-    parser_.emplace();
+    parser_.emplace(request_, header_fields_);
     parser_->header_limit(static_cast<std::uint32_t>(
         std::min<size_t>(server_->options.max_header_bytes, UINT32_MAX)));
     parser_->body_limit(static_cast<std::uint64_t>(server_->options.max_body_bytes));
+    header_checked_ = false;
     // An absolute deadline for the whole request: trickling does not extend it.
     ExpiresAfter(server_->options.idle_timeout);
-    http::async_read_header(
-        stream_, buffer_, *parser_,
-        beast::bind_front_handler(&Session<Stream>::OnHeader, shared_from_this()));
+    Parse();
   }
 
-  // The header is in: refuse what must not reach the router before its body
-  // is read, then read the body (if there is one).
-  void OnHeader(error_code ec, size_t bytes) {
-    if (ec) return OnRead(ec, bytes);
-    if (auto refusal = RefuseHeader(parser_->get())) {
-      Count("bad_request");
-      return SendAndClose(std::move(*refusal));
+  // Feeds the buffer to the parser as Beast's read operations do: the
+  // header first, then (eagerly) the body. Reads more while the request is
+  // incomplete; refuses a bad header before its body is read.
+  void Parse() {
+    while (buffer_.size() > 0) {
+      error_code ec;
+      const size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (ec == http::error::need_more) break;
+      if (ec) return OnReadError(ec);
+      if (!header_checked_ && parser_->is_header_done()) {
+        header_checked_ = true;
+        if (auto refusal = RefuseHeader(*parser_, request_)) {
+          Count("bad_request");
+          return SendAndClose(std::move(*refusal));
+        }
+        parser_->eager(true);  // as http::async_read reads a body
+      }
+      if (parser_->is_done()) return OnRequest();
+      if (used == 0) break;  // no progress without more input
     }
-    if (parser_->is_done()) return OnRead({}, 0);  // no body: nothing more to read
-    http::async_read(stream_, buffer_, *parser_,
-                     beast::bind_front_handler(&Session<Stream>::OnRead, shared_from_this()));
+    ReadSome();
+  }
+
+  void ReadSome() {
+    // Room as Beast's read_size(buffer, 65536) gives it.
+    const size_t room =
+        std::clamp<size_t>(buffer_.capacity() - buffer_.size(), 512, kReadChunkBytes);
+    stream_.async_read_some(
+        buffer_.prepare(room),
+        beast::bind_front_handler(&Session<Stream>::OnReadSome, shared_from_this()));
+  }
+
+  void OnReadSome(error_code ec, size_t bytes) {
+    buffer_.commit(bytes);
+    if (ec == net::error::eof) {
+      // As Beast's read: a request cut short is a partial message; a clean
+      // close between requests is the end of the stream.
+      if (!parser_->got_some()) return OnReadError(http::error::end_of_stream);
+      ec = {};
+      parser_->put_eof(ec);
+      if (ec) return OnReadError(ec);
+      return Parse();
+    }
+    if (ec) return OnReadError(ec);
+    Parse();
   }
 
   void Count(std::string_view status) {
@@ -341,7 +389,7 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     SEQD_LOG(kDebug) << "http: answered " << status << " and closed the connection";
   }
 
-  void OnRead(error_code ec, size_t /*bytes*/) {
+  void OnReadError(error_code ec) {
     if (ec == http::error::end_of_stream) return ShutdownSend();  // client is done
     if (ec == http::error::header_limit) {
       Count("bad_request");
@@ -354,25 +402,47 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
       return SendAndClose(CloseWithError(http::status::payload_too_large, "payload_too_large",
                                          "request body is too large"));
     }
-    if (ec && ec.category() == http::make_error_code(http::error::bad_method).category() &&
+    if (ec.category() == http::make_error_code(http::error::bad_method).category() &&
         ec != http::error::partial_message) {
       Count("bad_request");
       return SendAndClose(
           CloseWithError(http::status::bad_request, "bad_request", "malformed HTTP request"));
     }
-    if (ec) return;  // timeout, reset, aborted by Stop(), truncated request: drop
-    if (stopping_) return Close();
+    // Timeout, reset, aborted by Stop(), truncated request: drop.
+  }
 
+  // A complete request is in request_: hand it to the router.
+  void OnRequest() {
+    if (stopping_) return Close();
     busy_ = true;
-    head_ = parser_->get().method() == http::verb::head;
+    head_ = request_.method == http::verb::head;
     ExpiresNever();  // the router answers within the allocator's deadline
-    server_->router.Handle(parser_->release(), peer_, [self = shared_from_this()](Response res) {
-      // May run on any thread: hop onto the strand before touching the stream.
-      // On the fast path we are still on it, and dispatch runs inline.
-      if (self->ex_.running_in_this_thread()) return self->OnResponse(std::move(res));
-      net::post(self->ex_,
-                [self, res = std::move(res)]() mutable { self->OnResponse(std::move(res)); });
+    // The request's strings move to the router; the next parse grows new ones.
+    server_->router.Handle(std::move(request_), peer_, shared_from_this());
+  }
+
+  // HttpResponder. May run on any thread: hop onto the strand before
+  // touching the stream. On the fast path we are still on it.
+  void Respond(Response res) override {
+    if (ex_.running_in_this_thread()) return OnResponse(std::move(res));
+    net::post(ex_, [self = shared_from_this(), res = std::move(res)]() mutable {
+      self->OnResponse(std::move(res));
     });
+  }
+
+  void RespondOk(const OkAnswer& answer) override {
+    // Off the strand the views would not outlive the hop: build the message.
+    if (!ex_.running_in_this_thread()) return Respond(ToResponse(answer));
+    // For an HTTP/1.1 keep-alive answer Beast's message has no Connection
+    // field: format its bytes directly. Anything else goes the general way.
+    if (answer.version != 11 || !answer.keep_alive || stopping_) {
+      return OnResponse(ToResponse(answer));
+    }
+    ExpiresAfter(server_->options.idle_timeout);
+    out_.clear();
+    AppendOkHeader(answer.content_type, answer.body.size(), out_);
+    if (!head_) out_.append(answer.body.data(), answer.body.size());
+    Send(/*close=*/false);
   }
 
   void OnResponse(Response res) {
@@ -391,14 +461,25 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
     // Formatted into a buffer the connection keeps: no allocation once warm.
     out_.clear();
     SerializeResponse(res, head_, out_);
+    Send(close);
+  }
+
+  // Writes out_, then goes on with the connection (OnWrite).
+  void Send(bool close) {
     size_t sent = 0;
     if constexpr (!kTls) {
-      // Most answers fit the socket's send buffer: write now and go on
-      // reading, without a round through the scheduler.
+      // Most answers fit the socket's send buffer: write now, without a
+      // round through the scheduler.
       error_code ec;
       sent = Tcp().write_some(net::buffer(out_), ec);
       if (ec != net::error::would_block && (ec || sent == out_.size())) {
-        return OnWrite(close, ec, sent);
+        if (ec || close || stopping_) return OnWrite(close, ec, sent);
+        // Read the next request only after what is already queued: by then
+        // the client has often sent it, and the read finds it without a
+        // failed recv() and a wait for readiness. Also bounds the stack when
+        // requests are pipelined.
+        return net::post(
+            ex_, [self = shared_from_this(), close, sent] { self->OnWrite(close, {}, sent); });
       }
       if (ec) sent = 0;
     }
@@ -465,13 +546,16 @@ class Session : public ListenedSession, public std::enable_shared_from_this<Sess
   bool timer_armed_ = false;  // a wait is pending (or its handler queued)
   Clock::time_point deadline_ = Clock::time_point::max();
   std::shared_ptr<HttpServer::Impl> server_;
-  beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
-  std::optional<Response> response_;  // a chunked response, kept alive while being written
-  std::string out_;                   // the response being written
-  bool busy_ = false;                 // a request is being answered or a reply written
-  bool head_ = false;                 // the request being answered is a HEAD
-  std::string peer_;                  // the client's address:port (audit lines)
+  beast::flat_buffer buffer_;            // bytes read and not yet parsed
+  std::optional<RequestParser> parser_;  // of the request being read
+  HttpRequest request_;                  // what parser_ parses into
+  std::string header_fields_;            // parser_'s scratch, kept for the next request
+  bool header_checked_ = false;          // RefuseHeader ran on the request being read
+  std::optional<Response> response_;     // a chunked response, kept alive while being written
+  std::string out_;                      // the response being written
+  bool busy_ = false;                    // a request is being answered or a reply written
+  bool head_ = false;                    // the request being answered is a HEAD
+  std::string peer_;                     // the client's address:port (audit lines)
   bool stopping_ = false;
   std::unique_ptr<char[]> discard_;  // only while lingering
   size_t discarded_ = 0;

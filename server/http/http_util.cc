@@ -52,8 +52,8 @@ std::optional<int64_t> ParseBoundedInt(std::string_view text, int64_t min, int64
   return value;
 }
 
-std::vector<std::string_view> Split(std::string_view s, char sep) {
-  std::vector<std::string_view> parts;
+SplitParts Split(std::string_view s, char sep) {
+  SplitParts parts;
   size_t start = 0;
   for (;;) {
     const size_t pos = s.find(sep, start);

@@ -5,12 +5,13 @@
 #pragma once
 
 #include <boost/beast/http/status.hpp>
+#include <boost/container/small_vector.hpp>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "common/error.h"
 #include "server/service/wire_errors.h"
@@ -23,7 +24,14 @@ std::optional<std::string> PercentDecode(std::string_view in, bool plus_is_space
 // A plain decimal integer (digits only) within [min, max].
 std::optional<int64_t> ParseBoundedInt(std::string_view text, int64_t min, int64_t max);
 
-std::vector<std::string_view> Split(std::string_view s, char sep);
+// The parts of `s` between `sep`s (one part if none). Room for eight inline:
+// splitting a path or a short list does not allocate.
+using SplitParts = boost::container::small_vector<std::string_view, 8>;
+SplitParts Split(std::string_view s, char sep);
+
+// A path split at '/', without the leading empty part, still
+// percent-encoded: what the route tables match on.
+using PathSegments = std::span<const std::string_view>;
 
 // The raw (still percent-encoded) value of `name` in a query string; an
 // empty view for "name" without "=".

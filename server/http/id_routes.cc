@@ -1,5 +1,6 @@
 // ApiRouter: segment IDs, GET /seq/{key}[?count=N] and Leaf's
 // GET /api/segment/get/{key}.
+#include <charconv>
 #include <string>
 
 #include "server/core/segment_allocator.h"
@@ -10,53 +11,63 @@
 namespace seqd {
 namespace {
 
-// The answer to GET /seq or Leaf's endpoint. Keys are validated to a charset
-// that needs no JSON escaping, so the hot path formats JSON by hand.
-ApiRouter::Response SeqResponse(const ApiRouter::Call& call, const Result<IdBatch>& result) {
+void AppendInt(std::string& out, int64_t v) {
+  char digits[24];
+  const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, v);
+  out.append(digits, end);
+}
+
+// Answers GET /seq or Leaf's endpoint. Keys are validated to a charset that
+// needs no JSON escaping, so the body is formatted by hand, into a buffer
+// the thread keeps (FinishOk copies it before it returns).
+void AnswerSeq(ApiRouter::Call& call, const Result<IdBatch>& result) {
   if (!result) {
     const Error& error = result.error();
-    if (call.seq_leaf) return call.ErrorText(error);
-    return call.ErrorJson(error);
+    return call.Finish(call.seq_leaf ? call.ErrorText(error) : call.ErrorJson(error));
   }
   const IdBatch& ids = *result;
   if (ids.ranges.empty()) {
-    return call.ErrorJson(MakeError(ErrorCode::kInternal, "allocator returned no IDs"));
+    return call.Finish(
+        call.ErrorJson(MakeError(ErrorCode::kInternal, "allocator returned no IDs")));
   }
+  thread_local std::string body;
+  body.clear();
   if (call.seq_leaf) {
-    return call.Make(http::status::ok, kTextType, std::to_string(ids.ranges.front().first));
+    AppendInt(body, ids.ranges.front().first);
+    return call.FinishOk(kTextType, body);
   }
-  std::string body;
   if (call.seq_text) {
     for (const IdRange& r : ids.ranges) {
       for (int64_t id = r.first; id <= r.last; ++id) {
-        body += std::to_string(id);
+        AppendInt(body, id);
         body += '\n';
       }
     }
-    return call.Make(http::status::ok, kTextType, std::move(body));
-  }
-  body.reserve(64 + call.key.size() + 40 * ids.ranges.size());
-  body += R"({"key":")";
-  body += call.key;
-  if (call.seq_batch) {
-    body += R"(","count":)";
-    body += std::to_string(ids.count());
-    body += R"(,"ranges":[)";
-    for (size_t i = 0; i < ids.ranges.size(); ++i) {
-      if (i > 0) body += ',';
-      body += R"({"first":)";
-      body += std::to_string(ids.ranges[i].first);
-      body += R"(,"last":)";
-      body += std::to_string(ids.ranges[i].last);
+  } else {
+    body += R"({"key":")";
+    body += call.key;
+    if (call.seq_batch) {
+      body += R"(","count":)";
+      AppendInt(body, ids.count());
+      body += R"(,"ranges":[)";
+      for (size_t i = 0; i < ids.ranges.size(); ++i) {
+        if (i > 0) body += ',';
+        body += R"({"first":)";
+        AppendInt(body, ids.ranges[i].first);
+        body += R"(,"last":)";
+        AppendInt(body, ids.ranges[i].last);
+        body += '}';
+      }
+      body += "]}";
+    } else {
+      body += R"(","id":)";
+      AppendInt(body, ids.ranges.front().first);
       body += '}';
     }
-    body += "]}";
-  } else {
-    body += R"(","id":)";
-    body += std::to_string(ids.ranges.front().first);
-    body += '}';
   }
-  return call.Make(http::status::ok, kJsonType, std::move(body));
+  call.FinishOk(call.seq_text ? kTextType : kJsonType, body);
+  // A large answer does not keep its room in the thread.
+  if (body.capacity() > 64 * 1024) std::string().swap(body);
 }
 
 }  // namespace
@@ -85,12 +96,23 @@ void ApiRouter::HandleSeq(const std::shared_ptr<Call>& call, std::string key, bo
   call->seq_batch = batch;
   call->seq_text = text;
   call->seq_leaf = leaf;
-  // Captures one pointer so std::function needs no allocation. The token id
-  // counts new auto-created keys against its rate.
+  // The callback captures a plain pointer, which std::function keeps
+  // without allocating; the call holds itself until the callback runs
+  // (Take runs it exactly once). Should Take throw, the call stays held: a
+  // leak at worst, never a dangling callback. The token id counts new
+  // auto-created keys against its rate.
+  call->self = call;
   services_.router.Take(
       call->key, count, Hop::kMayForward,
-      [call](Result<IdBatch> result) {
-        call->Reply([&]() -> Response { return SeqResponse(*call, result); });
+      [c = call.get()](Result<IdBatch> result) {
+        const std::shared_ptr<Call> hold = std::move(c->self);
+        try {
+          AnswerSeq(*c, result);
+        } catch (const std::exception& e) {
+          SEQD_LOG(kError) << "building response for " << c->path << " failed: " << e.what();
+          c->Finish(
+              c->ErrorJson(http::status::internal_server_error, "internal", "internal error"));
+        }
       },
       call->access ? call->access->token_id() : std::string_view());
 }

@@ -122,7 +122,7 @@ void ApiRouter::HandleGetKey(const std::shared_ptr<Call>& call, std::string key)
 }
 
 void ApiRouter::HandleCreateKey(const std::shared_ptr<Call>& call) {
-  Result<nlohmann::json> body = ParseObject(call->req.body());
+  Result<nlohmann::json> body = ParseObject(call->req.body);
   if (!body) return call->Finish(call->ErrorJson(body.error()));
   const nlohmann::json& j = *body;
 
@@ -156,7 +156,7 @@ void ApiRouter::HandleCreateKey(const std::shared_ptr<Call>& call) {
 }
 
 void ApiRouter::HandleSetStep(const std::shared_ptr<Call>& call, std::string key) {
-  Result<nlohmann::json> body = ParseObject(call->req.body());
+  Result<nlohmann::json> body = ParseObject(call->req.body);
   if (!body) return call->Finish(call->ErrorJson(body.error()));
   auto step_it = body->find("step");
   if (step_it == body->end()) {

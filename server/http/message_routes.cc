@@ -284,9 +284,8 @@ Result<int64_t> RequiredInt(const std::string& body, std::string_view field) {
 
 }  // namespace
 
-bool MessageRoutes::Handle(http::verb method, const std::vector<std::string_view>& seg,
-                           std::string_view query, const std::string& body, const Access& access,
-                           const Respond& respond) {
+bool MessageRoutes::Handle(http::verb method, PathSegments seg, std::string_view query,
+                           const std::string& body, const Access& access, const Respond& respond) {
   const Exchange ex(respond);
   // True if allowed; else answered.
   auto permit = [&](Permission p, std::string_view conv) {
@@ -450,8 +449,7 @@ bool MessageRoutes::Handle(http::verb method, const std::vector<std::string_view
   return false;
 }
 
-std::string_view MessageRoutes::OpName(http::verb method,
-                                       const std::vector<std::string_view>& seg) {
+std::string_view MessageRoutes::OpName(http::verb method, PathSegments seg) {
   if (seg.empty()) return {};
   if (seg[0] == "users") return "msg_batch";
   if (seg[0] != "conversations") return {};

@@ -27,6 +27,8 @@
 #include <string_view>
 #include <vector>
 
+#include "server/http/http_util.h"
+
 namespace seqd {
 
 class KeyRouter;
@@ -52,14 +54,12 @@ class MessageRoutes {
   // msg:read, msg:admin on the conversation; every listed one for the batch
   // calls) and answers 401/403 without calling the service. Mutations of
   // msg:admin paths are audited.
-  bool Handle(boost::beast::http::verb method, const std::vector<std::string_view>& segments,
-              std::string_view query, const std::string& body, const Access& access,
-              const Respond& respond);
+  bool Handle(boost::beast::http::verb method, PathSegments segments, std::string_view query,
+              const std::string& body, const Access& access, const Respond& respond);
 
   // The metrics `op` of a message-store path (msg_send, msg_pull,
   // msg_batch, msg_member, msg_status), or "" if it is not one.
-  static std::string_view OpName(boost::beast::http::verb method,
-                                 const std::vector<std::string_view>& segments);
+  static std::string_view OpName(boost::beast::http::verb method, PathSegments segments);
 
  private:
   MessageService& service_;

@@ -103,7 +103,7 @@ Result<int64_t> ParseId(std::optional<std::string> text, std::string_view what,
 
 }  // namespace
 
-std::string_view SnowflakeRoutes::OpName(const std::vector<std::string_view>& seg) {
+std::string_view SnowflakeRoutes::OpName(PathSegments seg) {
   if (seg.size() == 1 && seg[0] == "snowflake") return "snowflake";
   if (seg.size() == 3 && seg[0] == "snowflake" && seg[1] == "decode") return "snowflake_decode";
   if (seg.size() == 4 && seg[0] == "api" && seg[1] == "snowflake" && seg[2] == "get") {
@@ -113,9 +113,8 @@ std::string_view SnowflakeRoutes::OpName(const std::vector<std::string_view>& se
   return {};
 }
 
-bool SnowflakeRoutes::Handle(http::verb method, const std::vector<std::string_view>& seg,
-                             std::string_view query, bool prefers_text,
-                             const Respond& respond) const {
+bool SnowflakeRoutes::Handle(http::verb method, PathSegments seg, std::string_view query,
+                             bool prefers_text, const Respond& respond) const {
   if (seg.size() == 2 && seg[0] == "admin" && seg[1] == "snowflake") {
     ServeAdmin(method, respond);
     return true;
@@ -154,9 +153,8 @@ void SnowflakeRoutes::ServeAdmin(http::verb method, const Respond& respond) cons
   respond(JsonReply(http::status::ok, Dump(j)));
 }
 
-void SnowflakeRoutes::Serve(http::verb method, const std::vector<std::string_view>& seg,
-                            std::string_view query, bool prefers_text,
-                            const Respond& respond) const {
+void SnowflakeRoutes::Serve(http::verb method, PathSegments seg, std::string_view query,
+                            bool prefers_text, const Respond& respond) const {
   if (generator_ == nullptr) {
     return respond(Disabled());
   }

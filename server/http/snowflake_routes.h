@@ -31,6 +31,8 @@
 #include <string_view>
 #include <vector>
 
+#include "server/http/http_util.h"
+
 namespace seqd {
 
 class SnowflakeGenerator;
@@ -56,19 +58,19 @@ class SnowflakeRoutes {
   // The metrics `op` of a snowflake path ("snowflake" for the three that
   // issue IDs, "snowflake_decode" for the two that decode), or "" if
   // `segments` is not one of them.
-  static std::string_view OpName(const std::vector<std::string_view>& segments);
+  static std::string_view OpName(PathSegments segments);
 
   // `segments`: the path split at '/', without the leading empty one, still
   // percent-encoded. `prefers_text`: the Accept header asks for text/plain
   // (GET /snowflake only). Returns false (and does not respond) if the path
   // is not a snowflake path.
-  bool Handle(boost::beast::http::verb method, const std::vector<std::string_view>& segments,
-              std::string_view query, bool prefers_text, const Respond& respond) const;
+  bool Handle(boost::beast::http::verb method, PathSegments segments, std::string_view query,
+              bool prefers_text, const Respond& respond) const;
 
  private:
   // Answers a snowflake path (OpName(segments) is not empty).
-  void Serve(boost::beast::http::verb method, const std::vector<std::string_view>& segments,
-             std::string_view query, bool prefers_text, const Respond& respond) const;
+  void Serve(boost::beast::http::verb method, PathSegments segments, std::string_view query,
+             bool prefers_text, const Respond& respond) const;
   // GET /admin/snowflake.
   void ServeAdmin(boost::beast::http::verb method, const Respond& respond) const;
   // Issues `count` IDs and answers: JSON, text lines (`text`) or Leaf's bare ID (`leaf`).

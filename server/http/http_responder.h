@@ -1,0 +1,48 @@
+// Where ApiRouter sends the answer to one request: HttpServer's connection,
+// or (tests, the fuzzer) a function. The router calls exactly one of
+// Respond() and RespondOk() once per request.
+//
+// Thread safety: the router may call from any thread (the request's, or an
+// allocator, database or timer thread); implementations must not block.
+#pragma once
+
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <functional>
+#include <memory>
+#include <string_view>
+
+namespace seqd {
+
+using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
+
+// A 200 answer with Cache-Control: no-store and nothing else to say: what
+// the ID routes send. Its views are valid only during the call.
+struct OkAnswer {
+  unsigned version = 11;  // the request's
+  bool keep_alive = true;
+  std::string_view content_type;
+  std::string_view body;
+};
+
+class HttpResponder {
+ public:
+  virtual ~HttpResponder() = default;
+
+  // Any answer, complete (Content-Length set).
+  virtual void Respond(HttpResponse res) = 0;
+
+  // `answer` as the HttpResponse ToResponse() makes of it. The default
+  // calls Respond(ToResponse(answer)); a connection may format the same
+  // bytes without building the message.
+  virtual void RespondOk(const OkAnswer& answer);
+
+  // Content-Type, Cache-Control: no-store, the Connection field
+  // message::keep_alive() sets for the version, Content-Length; the body.
+  static HttpResponse ToResponse(const OkAnswer& answer);
+};
+
+// A responder that hands the answer to a function.
+std::shared_ptr<HttpResponder> RespondTo(std::function<void(HttpResponse)> fn);
+
+}  // namespace seqd

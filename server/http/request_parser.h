@@ -1,0 +1,70 @@
+// One HTTP/1 request from bytes: Beast's basic_parser (the grammar, limits
+// and errors of http::request_parser) writing into an HttpRequest the
+// connection keeps, so a request costs no allocation once the strings have
+// grown. Also keeps what HttpServer checks before it reads a body.
+//
+// One parser per request (a basic_parser cannot be reused); construct it in
+// a std::optional.
+//
+// Thread safety: none; one connection's.
+#pragma once
+
+#include <boost/beast/http/basic_parser.hpp>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "server/http/http_request.h"
+
+namespace seqd {
+
+class RequestParser final : public boost::beast::http::basic_parser<true> {
+ public:
+  // Clears `out` (keeping its storage) and parses into it; `out` must
+  // outlive the parser. `header_fields` is scratch storage of the
+  // connection's, reused the same way.
+  RequestParser(HttpRequest& out, std::string& header_fields);
+
+  // Of the header (once is_header_done()), the first value of each field;
+  // "" if absent.
+  bool has_host() const { return has_host_; }
+  bool has_transfer_encoding() const { return te_.set; }
+  std::string_view transfer_encoding() const { return Field(te_); }
+  std::string_view content_type() const { return Field(content_type_); }
+
+ private:
+  struct Span {
+    uint32_t offset = 0, size = 0;
+    bool set = false;
+  };
+  std::string_view Field(Span s) const {
+    return std::string_view(fields_).substr(s.offset, s.size);
+  }
+  void Keep(Span& s, boost::beast::string_view value);
+
+  void on_request_impl(boost::beast::http::verb method, boost::beast::string_view method_str,
+                       boost::beast::string_view target, int version,
+                       boost::beast::error_code& ec) override;
+  void on_response_impl(int code, boost::beast::string_view reason, int version,
+                        boost::beast::error_code& ec) override;
+  void on_field_impl(boost::beast::http::field name, boost::beast::string_view name_string,
+                     boost::beast::string_view value, boost::beast::error_code& ec) override;
+  void on_header_impl(boost::beast::error_code& ec) override;
+  void on_body_init_impl(boost::optional<std::uint64_t> const& content_length,
+                         boost::beast::error_code& ec) override;
+  std::size_t on_body_impl(boost::beast::string_view body, boost::beast::error_code& ec) override;
+  void on_chunk_header_impl(std::uint64_t size, boost::beast::string_view extensions,
+                            boost::beast::error_code& ec) override;
+  std::size_t on_chunk_body_impl(std::uint64_t remain, boost::beast::string_view body,
+                                 boost::beast::error_code& ec) override;
+  void on_finish_impl(boost::beast::error_code& ec) override;
+
+  HttpRequest& out_;
+  std::string& fields_;  // the values of te_, content_type_, connection_
+  Span te_, content_type_, connection_;
+  bool has_host_ = false;
+  bool has_authorization_ = false;
+  bool has_accept_ = false;
+};
+
+}  // namespace seqd
