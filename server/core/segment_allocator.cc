@@ -481,11 +481,15 @@ void SegmentAllocator::TakeSlow(std::string_view key, int64_t count, TakeCallbac
 }
 
 bool SegmentAllocator::ServeLocked(KeyState& state, int64_t& need, IdBatch& got) {
+  bool installed = false;
   while (need > 0) {
     if (state.CurrentLeftLocked() == 0) {
-      if (!state.has_next) return false;
+      if (!state.has_next) break;
       state.has_next = false;
-      InstallCurrentLocked(state, state.next);
+      // Closed to TryTake until this request has its share: its IDs stay
+      // one range per segment.
+      InstallCurrentLocked(state, state.next, /*fast=*/false);
+      installed = true;
     }
     int64_t first = 0;
     const int64_t n = state.cursor.TakeUpTo(need, state.CurrentLocked().size(), &first);
@@ -497,16 +501,18 @@ bool SegmentAllocator::ServeLocked(KeyState& state, int64_t& need, IdBatch& got)
     }
     need -= n;
   }
-  return true;
+  if (installed) state.cursor.SetLimit(FastLimitLocked(state, state.CurrentLocked()));
+  return need == 0;
 }
 
-void SegmentAllocator::InstallCurrentLocked(KeyState& state, const Buffer& b) const {
+void SegmentAllocator::InstallCurrentLocked(KeyState& state, const Buffer& b, bool fast) const {
   state.DropCurrentLocked();
   // A segment too large for the cursor serves its first kMaxSize IDs (the
   // rest are skipped, as after a restart): no step comes near that.
   state.current_last = std::min(b.last, b.first + SegmentCursor::kMaxSize - 1);
   state.has_current = true;
-  state.cursor.Open(b.first, FastLimitLocked(state, Buffer{b.first, state.current_last}));
+  state.cursor.Open(b.first,
+                    fast ? FastLimitLocked(state, Buffer{b.first, state.current_last}) : 0);
 }
 
 int64_t SegmentAllocator::FastLimitLocked(const KeyState& state, const Buffer& current) const {
@@ -747,7 +753,7 @@ void SegmentAllocator::OnReserved(const PendingReservation& p, Result<ReservedSe
                       << " duration_ms=" << seconds * 1000 << " parked=" << s.ParkedLocked();
       const Buffer b{seg.first, seg.last};
       if (s.CurrentLeftLocked() == 0) {
-        InstallCurrentLocked(s, b);
+        InstallCurrentLocked(s, b, /*fast=*/true);
       } else {
         s.next = b;
         s.has_next = true;

@@ -281,8 +281,10 @@ class SegmentAllocator {
   // REQUIRES: state->mu held. Moves up to `need` IDs from the buffers into
   // `got`, decrementing `need`; true once need == 0.
   bool ServeLocked(KeyState& state, int64_t& need, IdBatch& got);
-  // REQUIRES: state.mu held. Makes `b` the current segment (ending the old).
-  void InstallCurrentLocked(KeyState& state, const Buffer& b) const;
+  // REQUIRES: state.mu held. Makes `b` the current segment (ending the
+  // old); `fast`: open to TryTake at once, else once the caller sets the
+  // limit (SetLimit).
+  void InstallCurrentLocked(KeyState& state, const Buffer& b, bool fast) const;
   // REQUIRES: state.mu held; has_current. How much of the current segment
   // TryTake may claim: all of it once the next one is here, else up to the
   // prefetch point.

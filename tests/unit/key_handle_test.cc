@@ -208,6 +208,7 @@ TEST_CASE("many threads by handle, by name and through the lock: real-time order
   StopRunnerOnExit stop_db(db);
   struct Op {
     int64_t start = 0, end = 0, first = 0, last = 0;
+    std::vector<IdRange> ranges;  // one, or two if it spans segments
   };
   std::atomic<int64_t> now{0};
   constexpr int kThreads = 3, kPerThread = 20000;
@@ -233,6 +234,7 @@ TEST_CASE("many threads by handle, by name and through the lock: real-time order
         if (std::optional<int64_t> first = i % 2 ? alloc.TryTake(h, count) : std::nullopt) {
           op.first = *first;
           op.last = *first + count - 1;
+          op.ranges = {IdRange{op.first, op.last}};
         } else {
           bool done = false;
           auto cb = [&](Result<IdBatch> r) {
@@ -240,6 +242,7 @@ TEST_CASE("many threads by handle, by name and through the lock: real-time order
             std::lock_guard lock(mu);
             op.first = r->ranges.front().first;
             op.last = r->ranges.back().last;
+            op.ranges.assign(r->ranges.begin(), r->ranges.end());
             done = true;
             cv.notify_one();
           };
@@ -261,9 +264,13 @@ TEST_CASE("many threads by handle, by name and through the lock: real-time order
   sweeper.join();
   std::vector<Op> all;
   for (const auto& v : ops) all.insert(all.end(), v.begin(), v.end());
-  // Unique IDs.
+  // Unique IDs; at most two ranges per take (the end of one segment and the
+  // start of the next), each increasing.
   std::vector<std::pair<int64_t, int64_t>> ranges;
-  for (const Op& op : all) ranges.emplace_back(op.first, op.last);
+  for (const Op& op : all) {
+    REQUIRE(op.ranges.size() <= 2);
+    for (const IdRange& r : op.ranges) ranges.emplace_back(r.first, r.last);
+  }
   std::sort(ranges.begin(), ranges.end());
   for (size_t i = 1; i < ranges.size(); ++i) REQUIRE(ranges[i].first > ranges[i - 1].second);
   // Real-time order: the largest ID of every op that ended before `b`
