@@ -28,7 +28,9 @@ bench_binaries() {
 }
 
 bench_cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+  # `|| true`: wait returns the killed process's status, and under set -e a
+  # failing last command would end the trap before MariaDB is stopped.
+  for p in "${PIDS[@]}"; do { kill "$p" && wait "$p"; } 2>/dev/null || true; done
   scripts/mariadb.sh stop "$WORK/db" >/dev/null 2>&1 || true
   rm -rf "$WORK"
 }
