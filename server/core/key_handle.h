@@ -30,8 +30,7 @@ void intrusive_ptr_release(KeyFastPath* key);
 
 // A key resolved once (SegmentAllocator::Handle), for takes without a
 // lookup by name. Copyable and cheap to keep; holds the key's in-memory
-// state alive, not in memory. Thread safety: as a value: one thread at a
-// time (TryTake updates it).
+// state alive, not in memory. Thread safety: as a value (one writer).
 class KeyHandle {
  public:
   KeyHandle() = default;
@@ -41,16 +40,8 @@ class KeyHandle {
 
  private:
   friend class SegmentAllocator;
-  // Points the handle at `fast` (null: not in memory), forgetting the hint
-  // of the cursor it pointed at.
-  void PointAt(boost::intrusive_ptr<KeyFastPath> fast) {
-    fast_ = std::move(fast);
-    hint_ = SegmentCursor::Hint{};
-  }
-
   std::string key_;
   boost::intrusive_ptr<KeyFastPath> fast_;  // null: not in memory when resolved
-  SegmentCursor::Hint hint_;                // this handle's last take
 };
 
 }  // namespace seqd

@@ -364,7 +364,7 @@ void SegmentAllocator::EvictOverCapacity() {
   }
 }
 
-void SegmentAllocator::Resolve(KeyHandle& handle) const { handle.PointAt(Find(handle.key_)); }
+void SegmentAllocator::Resolve(KeyHandle& handle) const { handle.fast_ = Find(handle.key_); }
 
 void SegmentAllocator::Take(std::string_view key, int64_t count, TakeCallback done,
                             std::string_view requester) {
@@ -394,7 +394,7 @@ void SegmentAllocator::Take(std::string_view key, int64_t count, TakeCallback do
 KeyHandle SegmentAllocator::Handle(std::string_view key) const {
   KeyHandle h;
   h.key_ = std::string(key);
-  h.PointAt(Find(key));
+  h.fast_ = Find(key);
   return h;
 }
 
@@ -408,7 +408,7 @@ void SegmentAllocator::Take(KeyHandle& handle, int64_t count, TakeCallback done,
   Take(handle.key_, count, std::move(done), requester);
   // The key may have (re-)entered memory: later takes find it by handle.
   if (!handle.fast_ || handle.fast_->erased.load(std::memory_order_relaxed)) {
-    handle.PointAt(Find(handle.key_));
+    handle.fast_ = Find(handle.key_);
   }
 }
 

@@ -175,7 +175,7 @@ class SegmentAllocator {
   // memory, the count is out of range, cluster ownership moved, shutdown):
   // then call Take(KeyHandle&, ...). Never blocks; touches no counters
   // (the per-key IDs-issued metric catches up at the next scrape).
-  std::optional<int64_t> TryTake(KeyHandle& handle, int64_t count) const {
+  std::optional<int64_t> TryTake(const KeyHandle& handle, int64_t count) const {
     if (!handle.fast_ || count < 1 || count > options_.max_count ||
         shutting_down_.load(std::memory_order_relaxed)) {
       return std::nullopt;
@@ -187,7 +187,7 @@ class SegmentAllocator {
         options_.gate->Check(handle.key_).epoch != fast.epoch.load(std::memory_order_acquire)) {
       return std::nullopt;
     }
-    return fast.cursor.TryTake(count, handle.hint_);
+    return fast.cursor.TryTake(count);
   }
 
   // By name, as TryTake(handle): one lookup in the calling thread's cache

@@ -12,17 +12,8 @@
 // word has changed since (the generation only grows; it would take 2^24
 // replacements during one take to come back).
 //
-// A taker may keep a Hint: the word as its last take left it, with that
-// generation's base and limit. Its next take first tries the swap from
-// there, without reading the shared word, base or limit; under contention
-// the failed swap brings the current word, and the take goes on from it.
-// The swap succeeds only if the word is exactly as left: the same
-// generation (base unchanged; limit the same or raised) and offset. A hint
-// belongs to one cursor: drop it when the taker moves to another.
-//
-// Thread safety: TryTake() and Used() from any thread, without a lock (a
-// Hint belongs to one thread). The other methods REQUIRE the owner's lock:
-// one writer at a time.
+// Thread safety: TryTake() and Used() from any thread, without a lock. The
+// other methods REQUIRE the owner's lock: one writer at a time.
 #pragma once
 
 #include <algorithm>
@@ -37,44 +28,17 @@ class SegmentCursor {
   // Segments and limits must stay below this many IDs.
   static constexpr int64_t kMaxSize = int64_t{1} << 39;
 
-  // What one taker remembers between takes (see above).
-  struct Hint {
-    uint64_t word = ~uint64_t{0};  // an offset past every limit: no hint
-    int64_t base = 0;
-    int64_t limit = 0;
-  };
-
   // Claims `count` IDs (1 <= count <= kMaxSize) if they fit below the
   // limit; returns the first. nullopt: closed, or past the limit.
   std::optional<int64_t> TryTake(int64_t count) {
-    Hint none;
-    return TryTake(count, none);
-  }
-
-  // As TryTake(count), starting from (and updating) `hint`.
-  std::optional<int64_t> TryTake(int64_t count, Hint& hint) {
-    uint64_t word = hint.word;
-    if (Offset(word) + count <= hint.limit) {
-      if (word_.compare_exchange_strong(word, word + static_cast<uint64_t>(count),
-                                        std::memory_order_acq_rel, std::memory_order_acquire)) {
-        hint.word = word + static_cast<uint64_t>(count);
-        return hint.base + Offset(word);
-      }
-      // `word` is the current one now.
-    } else {
-      word = word_.load(std::memory_order_acquire);
-    }
+    uint64_t word = word_.load(std::memory_order_acquire);
     for (;;) {
       const int64_t offset = Offset(word);
       const int64_t base = base_.load(std::memory_order_acquire);
       const int64_t limit = limit_.load(std::memory_order_acquire);
-      if (offset + count > limit) {
-        hint = Hint{};
-        return std::nullopt;
-      }
+      if (offset + count > limit) return std::nullopt;
       if (word_.compare_exchange_weak(word, word + static_cast<uint64_t>(count),
                                       std::memory_order_acq_rel, std::memory_order_acquire)) {
-        hint = Hint{word + static_cast<uint64_t>(count), base, limit};
         return base + offset;
       }
     }

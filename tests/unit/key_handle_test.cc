@@ -60,13 +60,9 @@ TEST_CASE("SegmentCursor: readers racing a writer that replaces segments get eac
   std::vector<std::thread> readers;
   for (int r = 0; r < kReaders; ++r) {
     readers.emplace_back([&, r] {
-      // Readers 0 and 1 keep a hint (their last take's word, base and limit),
-      // which goes stale at every new segment; reader 2 reads afresh.
-      SegmentCursor::Hint hint;
       for (int64_t attempt = 0; !stop.load(); ++attempt) {
         const int64_t n = 1 + attempt % 3;
-        std::optional<int64_t> first = r < 2 ? cursor.TryTake(n, hint) : cursor.TryTake(n);
-        if (first) {
+        if (std::optional<int64_t> first = cursor.TryTake(n)) {
           for (int64_t id = *first; id < *first + n; ++id) got[r].push_back(id);
         }
       }
