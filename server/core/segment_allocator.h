@@ -13,9 +13,9 @@
 // smaller than the demand of the requests parked on it (capped at max_step).
 //
 // Hot path: a key whose current segment is below its prefetch point is
-// served with one compare-and-swap (SegmentCursor) under a shared lookup
-// lock; with a KeyHandle, without the lookup. Everything else takes the
-// key's lock.
+// served with one compare-and-swap (SegmentCursor), the key found through
+// the calling thread's handle cache, without a lock; with a KeyHandle,
+// without the lookup. Everything else takes the key's lock.
 //
 // Thread safety: every public method is safe from any thread and never
 // blocks on I/O. Callbacks run exactly once, on the calling thread (fast
@@ -62,9 +62,10 @@ struct AllocatorOptions {
   Clock::Duration idle_timeout = std::chrono::minutes(10);         // evict keys unused this long
   Clock::Duration retry_backoff = std::chrono::milliseconds(200);  // after a failed reservation
   // Keys held in memory at most (0: no cap); about 250 bytes each (keys of
-  // up to 15 bytes). Beyond it the least recently used idle keys leave
-  // (exactly for a few hundred keys, else the oldest of a random sample) (never one with parked
-  // requests or a reservation in flight); their unused IDs are skipped, as after idle_timeout.
+  // up to 15 bytes). Beyond it the least recently used idle keys leave:
+  // exactly among a few hundred keys, else the oldest of a random sample;
+  // never one with parked requests or a reservation in flight. Their unused
+  // IDs are skipped, as after idle_timeout.
   size_t max_cached_keys = 1'000'000;
   // Keys remembered as recently unknown (answered 404 without the store);
   // beyond it the oldest are forgotten first.
