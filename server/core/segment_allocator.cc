@@ -392,9 +392,8 @@ void SegmentAllocator::Take(std::string_view key, int64_t count, TakeCallback do
 }
 
 KeyHandle SegmentAllocator::Handle(std::string_view key) const {
-  KeyHandle h;
-  h.key_ = std::string(key);
-  h.fast_ = Find(key);
+  KeyHandle h(key);
+  Resolve(h);
   return h;
 }
 
@@ -408,7 +407,7 @@ void SegmentAllocator::Take(KeyHandle& handle, int64_t count, TakeCallback done,
   Take(handle.key_, count, std::move(done), requester);
   // The key may have (re-)entered memory: later takes find it by handle.
   if (!handle.fast_ || handle.fast_->erased.load(std::memory_order_relaxed)) {
-    handle.fast_ = Find(handle.key_);
+    Resolve(handle);
   }
 }
 
