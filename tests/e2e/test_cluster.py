@@ -3,7 +3,7 @@ instances on one MariaDB share the keys by shard (FNV-1a-64 of the key, mod
 the shard count), each shard leased by one live instance; the others forward
 to it (HTTP, binary and RESP requests for IDs, message sends), so IDs and
 seqs grow in real-time order across instances. Covers the shard map,
-forwarding, NO_FORWARD, messages, a planned handoff (SIGTERM), kill -9, a
+forwarding, NO_FORWARD, messages, planned handoffs (SIGTERM, a member joining), kill -9, a
 SIGSTOP past the lease, and the start-up refusals.
 
 Each test runs on a database of its own (seqd_test_cluster_<pid>_<n>,
@@ -655,6 +655,72 @@ class PlannedHandoff(ClusterCase):
             nodes.remove(owner)
             nodes.append(self.start_node(db))
         log("  handoff gaps (ms): %s" % ", ".join("%.1f" % (g * 1000) for g in gaps))
+        self.fail_rounds(problems)
+
+    @dump_logs_on_failure
+    def test_5b_a_join_moves_its_keys_at_once(self):
+        """A member joining takes its shards from the others in a planned
+        handoff: the keys that move to it keep being answered, through the
+        same instance, with no lease wait and no 503."""
+        db, nodes = self.cluster_of(2)
+        gaps, problems = [], []
+        for rnd in range(self.ROUNDS):
+            owners = wait_stable(nodes)
+            via = nodes[0]
+            # Keys on 12 shards: whichever shards the joiner gets, some of
+            # these move (a third of them, on average, with three members).
+            by_shard = {}
+            for i in itertools.count():
+                k = "ck_join%d_%d" % (rnd, i)
+                by_shard.setdefault(shard_of(k), k)
+                if len(by_shard) == 12:
+                    break
+            askers = [Asker(via, k) for k in by_shard.values()]
+            for a in askers:
+                a.start()
+            try:
+                for a in askers:
+                    a.wait_for(50)
+                t_start = time.monotonic()
+                joiner = self.start_node(db)
+                t_up = time.monotonic()
+                nodes.append(joiner)
+                after = wait_stable(nodes)
+                n_before = [len(a.samples) for a in askers]
+                time.sleep(0.5)
+                for a, n in zip(askers, n_before):
+                    a.wait_for(n + 20)
+            finally:
+                for a in askers:
+                    a.finish()
+            moved = [a for a in askers if after[shard_of(a.key)] == joiner.instance]
+            if not moved:
+                problems.append("round %d: no asked key moved to the joiner %s" % (
+                    rnd, joiner.instance))
+            for a in moved:
+                gap, x, y = a.longest_gap()
+                gaps.append(gap)
+                retryable = [e for e in a.errors if e[1] == 503]
+                log("\n  join round %d: key %s moved %s -> %s (started in %.0f ms); longest gap "
+                    "%.1f ms (%+.0f..%+.0f ms from the start), %d answers, %d 503s" % (
+                        rnd, a.key, owners[shard_of(a.key)], joiner.instance,
+                        (t_up - t_start) * 1000, gap * 1000, (x - t_start) * 1000,
+                        (y - t_start) * 1000, len(a.samples), len(retryable)))
+                mine = self.asker_problems(a)
+                # The goal is 100 ms; 0.5 s leaves room for a loaded CI
+                # machine and still fails on a lease wait or a wait deadline.
+                if gap >= 0.5:
+                    mine.append("longest gap between answers %.0f ms, not under 0.5 s" % (
+                        gap * 1000))
+                if retryable:
+                    mine.append("%d request(s) answered 503 across a join: %s" % (
+                        len(retryable), retryable[:3]))
+                problems.extend("round %d (key %s via %s): %s" % (rnd, a.key, via.instance, p)
+                                for p in mine)
+            # Back to two members for the next round: the joiner leaves.
+            nodes.remove(joiner)
+            joiner.stop(signal.SIGTERM)
+        log("  join gaps (ms): %s" % ", ".join("%.1f" % (g * 1000) for g in gaps))
         self.fail_rounds(problems)
 
 
