@@ -16,12 +16,14 @@ namespace seqd {
 
 // What a take from memory reads without the key's lock (the rest of the
 // key's state is private to the allocator). Written only under that lock.
+// The cursor's word, which takes write, is not here: the allocator keeps it
+// at least a cache line away (KeyHandle points to it).
 struct KeyFastPath {
   SegmentCursor cursor;  // the current segment
   // Cluster mode: the epoch the buffers belong to (0: none yet, or fenced).
   std::atomic<int64_t> epoch{0};
-  std::atomic<uint32_t> refs{0};    // references (boost::intrusive_ptr)
   std::atomic<bool> erased{false};  // left memory; later requests load it again
+  std::atomic<uint32_t> refs{0};    // references (boost::intrusive_ptr)
 };
 
 // For boost::intrusive_ptr; the last reference deletes the key's state.
@@ -42,6 +44,7 @@ class KeyHandle {
   friend class SegmentAllocator;
   std::string key_;
   boost::intrusive_ptr<KeyFastPath> fast_;  // null: not in memory when resolved
+  CursorWord* word_ = nullptr;              // fast_'s cursor word, kept alive by fast_
 };
 
 }  // namespace seqd

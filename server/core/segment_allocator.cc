@@ -93,6 +93,10 @@ struct SegmentAllocator::KeyState : KeyFastPath {
   float reserve_seconds = 0;
   int64_t current_last = 0;
   Buffer next;
+  // The cursor's word (see KeyFastPath): what the fast path writes. Placed
+  // here, more than a cache line past the fields takes read, so two threads
+  // taking from one key do not drag those to and fro with it.
+  CursorWord cursor_word;
   int64_t table_step = 0;  // 0 until the first reservation tells us
   int64_t step = 0;        // dynamic step
   // When the latest reservation landed, and IssuedLocked() then, before the
@@ -115,14 +119,19 @@ struct SegmentAllocator::KeyState : KeyFastPath {
   std::unique_ptr<WaitState> wait;                // see WaitState; null: none
 
   Buffer CurrentLocked() const { return Buffer{cursor.Base(), current_last}; }
-  int64_t CurrentLeftLocked() const {
-    return has_current ? CurrentLocked().size() - cursor.Used() : 0;
+  // IDs of the current segment claimed so far (takes that failed at its end
+  // may have run the word past it).
+  int64_t UsedLocked() const {
+    return has_current ? std::min(SegmentCursor::Used(cursor_word), CurrentLocked().size()) : 0;
   }
-  int64_t IssuedLocked() const { return issued_closed + (has_current ? cursor.Used() : 0); }
+  int64_t CurrentLeftLocked() const {
+    return has_current ? CurrentLocked().size() - UsedLocked() : 0;
+  }
+  int64_t IssuedLocked() const { return issued_closed + UsedLocked(); }
   // Ends the current segment; its unclaimed IDs are skipped.
   void DropCurrentLocked() {
     if (!has_current) return;
-    issued_closed += cursor.Close();
+    issued_closed += std::min(cursor.Close(cursor_word), CurrentLocked().size());
     has_current = false;
   }
   bool HasParkedLocked() const { return wait && !wait->parked.empty(); }
@@ -364,7 +373,11 @@ void SegmentAllocator::EvictOverCapacity() {
   }
 }
 
-void SegmentAllocator::Resolve(KeyHandle& handle) const { handle.fast_ = Find(handle.key_); }
+void SegmentAllocator::Resolve(KeyHandle& handle) const {
+  KeyRef state = Find(handle.key_);
+  handle.word_ = state ? &state->cursor_word : nullptr;
+  handle.fast_ = std::move(state);
+}
 
 void SegmentAllocator::Take(std::string_view key, int64_t count, TakeCallback done,
                             std::string_view requester) {
@@ -491,7 +504,8 @@ bool SegmentAllocator::ServeLocked(KeyState& state, int64_t& need, IdBatch& got)
       installed = true;
     }
     int64_t first = 0;
-    const int64_t n = state.cursor.TakeUpTo(need, state.CurrentLocked().size(), &first);
+    const int64_t n =
+        state.cursor.TakeUpTo(state.cursor_word, need, state.CurrentLocked().size(), &first);
     if (n == 0) continue;  // the fast path took the rest meanwhile
     if (!got.ranges.empty() && got.ranges.back().last + 1 == first) {
       got.ranges.back().last += n;
@@ -510,7 +524,7 @@ void SegmentAllocator::InstallCurrentLocked(KeyState& state, const Buffer& b, bo
   // rest are skipped, as after a restart): no step comes near that.
   state.current_last = std::min(b.last, b.first + SegmentCursor::kMaxSize - 1);
   state.has_current = true;
-  state.cursor.Open(b.first,
+  state.cursor.Open(state.cursor_word, b.first,
                     fast ? FastLimitLocked(state, Buffer{b.first, state.current_last}) : 0);
 }
 
@@ -595,7 +609,7 @@ void SegmentAllocator::MaybeReserveLocked(const KeyRef& state) {
     for (const auto& w : s.wait->parked) demand += w->need;
   }
   const bool due = s.CurrentLeftLocked() == 0 ||
-                   static_cast<double>(s.cursor.Used()) >
+                   static_cast<double>(s.UsedLocked()) >
                        static_cast<double>(s.CurrentLocked().size()) * options_.prefetch_fraction;
   if (!due) return;
   const Clock::TimePoint now = clock_.Now();
@@ -960,8 +974,8 @@ KeySnapshot SegmentAllocator::SnapshotLocked(const KeyState& s) const {
   snap.key = s.key;
   snap.auto_created = s.auto_created;
   snap.loading = s.loading;
-  snap.current = buffer(s.has_current, s.has_current ? s.CurrentLocked() : Buffer{},
-                        s.has_current ? s.cursor.Used() : 0);
+  snap.current =
+      buffer(s.has_current, s.has_current ? s.CurrentLocked() : Buffer{}, s.UsedLocked());
   snap.next = buffer(s.has_next, s.next, 0);
   snap.step = s.step;
   snap.table_step = s.table_step;

@@ -13,7 +13,7 @@
 // smaller than the demand of the requests parked on it (capped at max_step).
 //
 // Hot path: a key whose current segment is below its prefetch point is
-// served with one compare-and-swap (SegmentCursor), the key found through
+// served with one fetch_add (SegmentCursor), the key found through
 // the calling thread's handle cache, without a lock; with a KeyHandle,
 // without the lookup. Everything else takes the key's lock.
 //
@@ -188,7 +188,7 @@ class SegmentAllocator {
         options_.gate->Check(handle.key_).epoch != fast.epoch.load(std::memory_order_acquire)) {
       return std::nullopt;
     }
-    return fast.cursor.TryTake(count);
+    return fast.cursor.TryTake(*handle.word_, count);
   }
 
   // By name, as TryTake(handle): one lookup in the calling thread's cache

@@ -21,27 +21,50 @@ using namespace std::chrono_literals;
 
 TEST_CASE("SegmentCursor: takes below the limit; the lock holder takes to the end") {
   SegmentCursor c;
-  CHECK_FALSE(c.TryTake(1));  // closed until opened
-  c.Open(100, 5);             // segment 100..109, the first 5 lock-free
-  CHECK(c.TryTake(2) == 100);
-  CHECK(c.TryTake(3) == 102);
-  CHECK_FALSE(c.TryTake(1));  // at the limit
+  CursorWord w;
+  CHECK_FALSE(c.TryTake(w, 1));  // closed until opened
+  c.Open(w, 100, 5);             // segment 100..109, the first 5 lock-free
+  CHECK(c.TryTake(w, 2) == 100);
+  CHECK(c.TryTake(w, 3) == 102);
+  CHECK_FALSE(c.TryTake(w, 1));  // at the limit: the claim is given back
   int64_t first = 0;
-  CHECK(c.TakeUpTo(3, 10, &first) == 3);
+  CHECK(c.TakeUpTo(w, 3, 10, &first) == 3);
   CHECK(first == 105);
   c.SetLimit(10);
-  CHECK(c.TryTake(1) == 108);
-  CHECK_FALSE(c.TryTake(2));  // one left
-  CHECK(c.TakeUpTo(5, 10, &first) == 1);
+  CHECK(c.TryTake(w, 1) == 108);
+  CHECK_FALSE(c.TryTake(w, 2));  // one left
+  CHECK(c.TakeUpTo(w, 5, 10, &first) == 1);
   CHECK(first == 109);
-  CHECK(c.TakeUpTo(5, 10, &first) == 0);
-  CHECK(c.Used() == 10);
-  CHECK(c.Close() == 10);
-  CHECK(c.Close() == 0);  // already closed
-  c.Open(500, 100);
-  CHECK(c.TryTake(1) == 500);
-  CHECK(c.Close() == 1);  // the rest are skipped
-  CHECK_FALSE(c.TryTake(1));
+  CHECK(c.TakeUpTo(w, 5, 10, &first) == 0);
+  CHECK(SegmentCursor::Used(w) == 10);
+  CHECK(c.Close(w) == 10);
+  CHECK(c.Close(w) == 0);  // already closed
+  c.Open(w, 500, 100);
+  CHECK(c.TryTake(w, 1) == 500);
+  CHECK_FALSE(c.TryTake(w, SegmentCursor::kMaxTake + 1));  // too many at once: the lock's path
+  CHECK(c.Close(w) == 1);                                  // the rest are skipped
+  CHECK_FALSE(c.TryTake(w, 1));
+  c.Open(w, 900, 0);  // open, but not to TryTake
+  CHECK_FALSE(c.TryTake(w, 1));
+  CHECK(c.TakeUpTo(w, 1, 10, &first) == 1);
+  CHECK(first == 900);
+}
+
+TEST_CASE("SegmentCursor: a claim that may not be served is skipped only if one came after it") {
+  SegmentCursor c;
+  CursorWord w;
+  c.Open(w, 0, 4);
+  CHECK(c.TryTake(w, 3) == 0);
+  // A take past the limit while the lock holder claims after it: its claim
+  // cannot be given back, so it is skipped; nothing is served twice.
+  const uint64_t before = w.v.load();
+  w.v.fetch_add(2);  // a racing take's claim of 3..4, not yet given back
+  int64_t first = 0;
+  CHECK(c.TakeUpTo(w, 1, 10, &first) == 1);
+  CHECK(first == 5);
+  uint64_t expected = before + 2;  // what that take tries to give back
+  CHECK_FALSE(w.v.compare_exchange_strong(expected, before));
+  CHECK(SegmentCursor::Used(w) == 6);
 }
 
 TEST_CASE("SegmentCursor: readers racing a writer that replaces segments get each ID once") {
@@ -53,6 +76,7 @@ TEST_CASE("SegmentCursor: readers racing a writer that replaces segments get eac
   constexpr int64_t kSegment = 64;
   constexpr int kSegments = 20000;
   SegmentCursor cursor;
+  CursorWord word;
   std::mutex mu;  // the owner's lock
   std::atomic<bool> stop{false};
   std::vector<std::vector<int64_t>> got(kReaders);
@@ -62,7 +86,7 @@ TEST_CASE("SegmentCursor: readers racing a writer that replaces segments get eac
     readers.emplace_back([&, r] {
       for (int64_t attempt = 0; !stop.load(); ++attempt) {
         const int64_t n = 1 + attempt % 3;
-        if (std::optional<int64_t> first = cursor.TryTake(n)) {
+        if (std::optional<int64_t> first = cursor.TryTake(word, n)) {
           for (int64_t id = *first; id < *first + n; ++id) got[r].push_back(id);
         }
       }
@@ -71,15 +95,17 @@ TEST_CASE("SegmentCursor: readers racing a writer that replaces segments get eac
   for (int s = 0; s < kSegments; ++s) {
     std::lock_guard lock(mu);
     const int64_t base = 1000 + s * kSegment * 2;  // gaps between segments
-    cursor.Close();
-    cursor.Open(base, s % 2 ? kSegment : kSegment / 2);
+    cursor.Close(word);
+    cursor.Open(word, base, s % 2 ? kSegment : kSegment / 2);
     if (s % 3 == 0) {
       int64_t first = 0;
-      const int64_t n = cursor.TakeUpTo(7, kSegment, &first);
+      const int64_t n = cursor.TakeUpTo(word, 7, kSegment, &first);
       for (int64_t id = first; id < first + n; ++id) by_writer.push_back(id);
     }
     if (s % 5 == 0) continue;  // closed early by the next round, readers still taking
-    while (cursor.Used() < (s % 2 ? kSegment : kSegment / 2)) std::this_thread::yield();
+    while (SegmentCursor::Used(word) < (s % 2 ? kSegment : kSegment / 2)) {
+      std::this_thread::yield();
+    }
   }
   stop = true;
   for (auto& t : readers) t.join();
