@@ -322,9 +322,11 @@ TEST_SUITE("mariadb") {
       std::vector<AppendRequest> out;
       for (int i = 0; i < 3; ++i) {
         AppendRequest r;
-        r.conv_id = conv + std::to_string(i);
+        r.conv_id = conv;
+        r.conv_id += std::to_string(i);
         r.sender_id = "u";
-        r.client_msg_id = tag + std::to_string(i);
+        r.client_msg_id = tag;  // appended, not `tag + ...`: GCC 12 warns (-Wrestrict) on that
+        r.client_msg_id += std::to_string(i);
         r.payload = "p";
         r.server_msg_id = 1000 + i;
         out.push_back(r);
