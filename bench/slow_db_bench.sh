@@ -14,10 +14,22 @@
 #      first second.
 # Goals (issue 18): after the first second no request waits, max < 5 ms,
 # p999 < 1 ms at half of peak.
+#
+# SEQD_THREADS (default 2) sets seqd's --threads. SEQD_CPUS and BENCH_CPUS
+# (taskset CPU lists, default unset) pin seqd and seqbench apart: on a
+# 2-core machine, SEQD_THREADS=1 SEQD_CPUS=0 BENCH_CPUS=1 keeps the load
+# generator from preempting the server (and the server's tail from being
+# the scheduler's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DELAY_MS=${DELAY_MS:-50}
 DURATION=${DURATION:-10}
+SEQD_THREADS=${SEQD_THREADS:-2}
+pin() {  # CPUS COMMAND...: COMMAND, on CPUS if set
+  local cpus=$1
+  shift
+  if [[ -n $cpus ]]; then taskset -c "$cpus" "$@"; else "$@"; fi
+}
 
 source bench/seqd_bench_lib.sh
 bench_binaries "$@"
@@ -40,8 +52,10 @@ run_one() {  # SEQD_BINARY LABEL
   local seqd=$1 label=$2 http tcp pid
   http=$(free_port) tcp=$(free_port)
   bench_start_seqd "$WORK/seqd-$label.log" "$seqd" --http-port "$http" --store "$SLOW_URL" \
-    --tcp-port "$tcp" --threads 2 --log-level warn
+    --tcp-port "$tcp" --threads "$SEQD_THREADS" --log-level warn
   pid=$SEQD_PID
+  # Every thread it has now; later ones inherit the mask.
+  [[ -z ${SEQD_CPUS:-} ]] || taskset -a -pc "$SEQD_CPUS" "$pid" >/dev/null
   local closed_key="slow_closed_$label" open_key="slow_open_$label"
   for k in "$closed_key" "$open_key"; do
     curl -fsS -o /dev/null -X POST "http://127.0.0.1:$http/admin/keys" \
@@ -52,7 +66,8 @@ run_one() {  # SEQD_BINARY LABEL
   # seqbench's own clock starts after this script's (process start, connect),
   # and a request sent just after its 1 s warmup must not park unseen before
   # the count is read.
-  "$SEQBENCH" --tcp "127.0.0.1:$tcp" --key "$closed_key" --connections 4 --pipeline 16 \
+  pin "${BENCH_CPUS:-}" "$SEQBENCH" --tcp "127.0.0.1:$tcp" --key "$closed_key" \
+    --connections 4 --pipeline 16 \
     --duration "$DURATION" --warmup 1 --json >"$WORK/closed-$label.json" &
   local bench=$!
   sleep 0.8
@@ -67,7 +82,8 @@ run_one() {  # SEQD_BINARY LABEL
   # 2. Open loop at half of peak, another cold key.
   local half
   half=$(python3 -c "print(max(1, int($peak / 2)))")
-  "$SEQBENCH" --tcp "127.0.0.1:$tcp" --key "$open_key" --connections 4 --rate "$half" \
+  pin "${BENCH_CPUS:-}" "$SEQBENCH" --tcp "127.0.0.1:$tcp" --key "$open_key" \
+    --connections 4 --rate "$half" \
     --duration "$DURATION" --warmup 1 --json >"$WORK/open-$label.json" || true
   kill "$pid" && wait "$pid" 2>/dev/null || true
 

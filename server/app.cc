@@ -211,6 +211,10 @@ struct App::Parts {
   std::unique_ptr<RespServer> resp;
   std::unique_ptr<WorkerLeaseKeeper> lease_keeper;
   std::atomic<bool> schema_ready{false}, schema_pending{false};
+  // Threads opening the pool's connections once the schema is ready, and
+  // how many have not finished (-1: not started).
+  std::vector<std::thread> warm;
+  std::atomic<int> warm_left{-1};
 };
 
 App::App(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
@@ -324,7 +328,9 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
   });
 
   const auto started = std::chrono::steady_clock::now();
-  p->router.emplace(services, RouterOptions{SEQD_VERSION, started});
+  // Ready once the pool's connections are open (or could not be).
+  auto warming = [parts = p.get()] { return parts->warm_left.load() != 0; };
+  p->router.emplace(services, RouterOptions{SEQD_VERSION, started, false, warming});
   HttpOptions http_options = ToHttpOptions(config);
   http_options.single_threaded = NetworkThreads(config) == 1;  // Run() runs io on that many
   http_options.tls = tls_for(tls_use->http);
@@ -333,7 +339,8 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
   // Admin listener: its own router, which answers only /metrics, /,
   // /healthz, /readyz and /admin/cluster (client paths are 404 there).
   if (config.admin_port >= 0) {
-    p->admin_router.emplace(services, RouterOptions{SEQD_VERSION, started, /*admin_only=*/true});
+    p->admin_router.emplace(services,
+                            RouterOptions{SEQD_VERSION, started, /*admin_only=*/true, warming});
     HttpOptions admin_options = ToHttpOptions(config);
     admin_options.address = config.admin_address;
     admin_options.port = static_cast<uint16_t>(config.admin_port);
@@ -414,6 +421,19 @@ int App::Run() {
         p.schema_ready = true;
         // The lease table exists now: claim a worker id.
         if (p.lease_keeper) p.lease_keeper->Start();
+        // Open and ready the pool's connections now, one per database
+        // thread, on threads of their own (the database threads stay free):
+        // the first reservations would otherwise wait for those round
+        // trips. /readyz waits for it (best effort: an error ends it).
+        p.warm_left = p.config.db_threads;
+        for (int i = 0; i < p.config.db_threads; ++i) {
+          p.warm.emplace_back([&p] {
+            if (Status w = p.stores.segments->Warm(); !w) {
+              SEQD_LOG(kDebug) << "warming a database connection: " << w.error().message;
+            }
+            --p.warm_left;
+          });
+        }
       } else {
         SEQD_LOG(kWarn) << "store not ready: " << s.error().message;
       }
@@ -500,6 +520,7 @@ int App::Run() {
   for (auto& t : pool) t.join();
   if (p.cluster) p.cluster->Stop();
   p.db->Stop();
+  for (auto& t : p.warm) t.join();
   SEQD_LOG(kInfo) << "stopped";
   return 0;
 }

@@ -137,6 +137,18 @@ sql::PreparedStatement& MysqlConn::List(int kind, size_t n) {
   return *s;
 }
 
+void MysqlConn::Prepare(int id) {
+  Prepared& p = prepared[session];
+  if (p.stmts.empty()) p.stmts.resize(session->statements.size());
+  auto& s = p.stmts[static_cast<size_t>(id)];
+  if (!s) s.reset(conn->prepareStatement(session->statements[static_cast<size_t>(id)]));
+}
+
+void MysqlConn::PrepareList(int kind, size_t n) {
+  auto& s = prepared[session].lists[{kind, n}];
+  if (!s) s.reset(conn->prepareStatement(session->list_sql(kind, n)));
+}
+
 sql::Statement& MysqlConn::Plain() {
   if (!plain) plain.reset(conn->createStatement());
   return *plain;
@@ -404,6 +416,45 @@ Status MysqlPool::RunBody(const MysqlSession& session, const char* op, const Bod
     }
     return err;
   }
+}
+
+Status MysqlPool::Prepare(const MysqlSession& session,
+                          const std::function<void(MysqlConn&)>& prepare) {
+  std::unique_ptr<MysqlConn> c;
+  {
+    std::lock_guard lock(mu_);
+    const int cap = options_.pool_size > 0 ? options_.pool_size : 1;
+    if (open_ < cap) {
+      ++open_;  // ours to open
+    } else if (!idle_.empty()) {
+      c = std::move(idle_.front());  // the longest idle: perhaps never readied
+      idle_.erase(idle_.begin());
+    } else {
+      return OkStatus();  // every connection is open and busy
+    }
+  }
+  if (!c) {
+    auto opened = Connect();
+    if (!opened.ok()) {
+      {
+        std::lock_guard lock(mu_);
+        --open_;
+      }
+      cv_.notify_one();
+      return opened.error();
+    }
+    c = std::move(opened).value();
+  }
+  c->session = &session;
+  try {
+    prepare(*c);
+  } catch (const sql::SQLException& e) {
+    const bool lost = c->LostAfter(e.getErrorCode());
+    Release(std::move(c), lost);
+    return ExceptionError(e, "mysql prepare", lost, session.duplicate_key);
+  }
+  Release(std::move(c), false);
+  return OkStatus();
 }
 
 Status MysqlPool::Ping(const MysqlSession& session, int stmt) {

@@ -126,6 +126,10 @@ struct MysqlConn {
   sql::PreparedStatement& Stmt(int id);
   // The statement session->list_sql(kind, n), likewise.
   sql::PreparedStatement& List(int kind, size_t n);
+  // Prepare what Stmt(id) / List(kind, n) would return later; no
+  // transaction.
+  void Prepare(int id);
+  void PrepareList(int kind, size_t n);
   // Commits and marks the transaction closed. Throws sql::SQLException on
   // ANY failure, after setting `commit_failure` and counting it.
   void Commit();
@@ -195,6 +199,11 @@ class MysqlPool {
 
   // Runs statement `stmt` of `session` (a "SELECT 1") in Run("ping").
   Status Ping(const MysqlSession& session, int stmt);
+
+  // Runs `prepare` (statements to prepare for `session`) on a connection
+  // of its own: one newly opened if the pool has room, else an idle one.
+  // Concurrent calls open several. Blocks; errors are the connection's.
+  Status Prepare(const MysqlSession& session, const std::function<void(MysqlConn&)>& prepare);
 
  private:
   // One attempt's work; returns normally or throws.

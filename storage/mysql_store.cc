@@ -654,4 +654,14 @@ Result<KeyRow> MysqlStore::SetStep(std::string_view key, int64_t step) {
 
 Status MysqlStore::Ping() { return pool_->Ping(kSession, kPing); }
 
+Status MysqlStore::Warm() {
+  return pool_->Prepare(kSession, [](MysqlConn& c) {
+    for (int id : {kReserveBy, kReserveRowStep, kReserveSelect, kFence}) c.Prepare(id);
+    for (size_t n : {size_t{2}, size_t{4}}) {
+      c.PrepareList(kLockRows, n);
+      c.PrepareList(kSetMaxIds, n);
+    }
+  });
+}
+
 }  // namespace seqd

@@ -66,6 +66,10 @@ class MysqlStore final : public SegmentStore {
   Result<std::vector<KeyRow>> ListKeys(std::string_view after, size_t limit) override;
   Result<KeyRow> SetStep(std::string_view key, int64_t step) override;
   Status Ping() override;
+  // Prepares the statements of a reservation (one key, or a batch of up
+  // to four; fenced too) on a pooled connection, opening it if the pool
+  // has room.
+  Status Warm() override;
 
  private:
   Result<ReservedSegment> ReserveImpl(std::string_view key, std::optional<int64_t> step,

@@ -120,6 +120,13 @@ class SegmentStore {
 
   // Cheap round trip proving the store answers.
   virtual Status Ping() = 0;
+
+  // Readies one more database connection for reservations, so the first
+  // reservations after a start do not pay for opening connections and
+  // preparing statements (over a slow link, round trips that stall a cold
+  // key). Best effort; blocks; stores without connections do nothing.
+  // Call it from as many threads as reservations may run on at once.
+  virtual Status Warm() { return OkStatus(); }
 };
 
 }  // namespace seqd

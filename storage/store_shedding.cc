@@ -73,4 +73,9 @@ Status SheddingSegmentStore::Ping() {
   return inner_->Ping();
 }
 
+Status SheddingSegmentStore::Warm() {
+  if (ShedThisThread()) return ShedError();
+  return inner_->Warm();
+}
+
 }  // namespace seqd

@@ -47,6 +47,7 @@ class SheddingSegmentStore final : public SegmentStore {
   Result<std::vector<KeyRow>> ListKeys(std::string_view after, size_t limit) override;
   Result<KeyRow> SetStep(std::string_view key, int64_t step) override;
   Status Ping() override;
+  Status Warm() override;
 
  private:
   std::unique_ptr<SegmentStore> inner_;

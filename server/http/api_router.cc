@@ -247,6 +247,13 @@ void ApiRouter::HandleHealth(const std::shared_ptr<Call>& call) {
 }
 
 void ApiRouter::HandleReady(const std::shared_ptr<Call>& call) {
+  if (options_.warming && options_.warming()) {
+    return call->Reply([&] {
+      return call->ErrorJson(http::status::service_unavailable,
+                             ErrorCodeName(ErrorCode::kStoreUnavailable),
+                             "opening database connections");
+    });
+  }
   services_.keys.CheckStore([call](Status s) {
     if (call->metrics) call->metrics->SetStoreUp(static_cast<bool>(s));
     call->Reply([&]() -> Response {

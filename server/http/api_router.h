@@ -61,6 +61,9 @@ struct RouterOptions {
   // /metrics are served; every other path is 404, so client traffic cannot
   // reach the admin port.
   bool admin_only = false;
+  // While this returns true, /readyz answers 503 (the store's connections
+  // are being opened). Unset: never.
+  std::function<bool()> warming = nullptr;
 };
 
 class ApiRouter {

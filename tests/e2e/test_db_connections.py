@@ -105,6 +105,26 @@ class DbConnections(unittest.TestCase):
             self.assertGreaterEqual(most, db_threads, "the pool was never used in full")
             self.assertLessEqual(most, db_threads + 1)
 
+    def test_the_pool_is_opened_at_start(self):
+        """An idle seqd opens its db_threads connections once the schema is
+        ready, before any request: the first reservations do not pay for
+        opening connections and preparing statements."""
+        url = store_spec("mariadb", None)
+        deadline = time.time() + 10
+        while seqd_connections(url) > 0 and time.time() < deadline:
+            time.sleep(0.2)
+        self.assertEqual(seqd_connections(url), 0, "another client holds connections")
+        db_threads = 3
+        with Seqd(url, "--db-threads", str(db_threads), "--snowflake", "off"):
+            seen, until = 0, time.time() + 10
+            while seen < db_threads and time.time() < until:
+                seen = seqd_connections(url)
+                time.sleep(0.05)
+            time.sleep(0.5)  # and no more than that
+            now = seqd_connections(url)
+            print("connections of an idle seqd: %d (db_threads %d)" % (now, db_threads))
+            self.assertEqual(now, db_threads)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -385,6 +385,24 @@ TEST_CASE("healthz, readyz and metrics") {
   res = f.Get("/metrics");
   CHECK(res.result() == http::status::ok);
   CHECK(Header(res, http::field::content_type) == "text/plain; version=0.0.4");
+
+  // Not ready while the store's connections are being opened, whatever the
+  // store says.
+  bool warming = true;
+  RouterOptions options{"9.9.9", std::chrono::steady_clock::now()};
+  options.warming = [&warming] { return warming; };
+  ApiRouter warm_router(f.services, options);
+  auto ready = [&] {
+    std::optional<ApiRouter::Response> out;
+    warm_router.Handle(ApiRouter::Request{http::verb::get, "/readyz", 11},
+                       [&](ApiRouter::Response r) { out = std::move(r); });
+    f.runner.RunAll();
+    REQUIRE(out);
+    return std::move(*out);
+  };
+  CheckError(ready(), http::status::service_unavailable, "store_unavailable", "connections");
+  warming = false;
+  CHECK(ready().result() == http::status::ok);
   CHECK(res.body().find("seqd_build_info{version=\"test\"} 1") != std::string::npos);
   CHECK(f.Call(http::verb::post, "/metrics").result() == http::status::method_not_allowed);
 }
