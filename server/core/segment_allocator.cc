@@ -61,6 +61,10 @@ struct SegmentAllocator::WaitState {
   std::string creator;          // auto-created keys, until the first reservation: who asked first
   Clock::TimePoint retry_at{};  // no reservation before this (after a failure)
   bool retry_scheduled = false;
+  // A landing just answered parked requests: the rate window starts at the
+  // next take, which goes through the lock (lock-free takes are off until
+  // then). The time those clients took to send again is not the key's rate.
+  bool window_at_next_take = false;
 };
 
 // One key in memory. Kept small (a million keys are held at once): the
@@ -149,7 +153,7 @@ struct SegmentAllocator::KeyState : KeyFastPath {
   // Frees the wait state once nothing in it matters any more.
   void TidyLocked() {
     if (wait && wait->parked.empty() && !wait->last_error && !wait->retry_scheduled &&
-        wait->creator.empty()) {
+        wait->creator.empty() && !wait->window_at_next_take) {
       wait.reset();
     }
   }
@@ -464,7 +468,19 @@ void SegmentAllocator::TakeSlow(std::string_view key, int64_t count, TakeCallbac
         state->shard = grant.shard;  // the same for every grant of this key
         state->epoch = grant.epoch;
       }
-      if (ServeLocked(*state, need, got)) {
+      // The first take since parked requests were answered: the rate window
+      // starts after it, and lock-free takes resume.
+      const bool window_starts = state->wait && state->wait->window_at_next_take;
+      if (window_starts) state->wait->window_at_next_take = false;
+      const bool served = ServeLocked(*state, need, got);
+      if (window_starts) {
+        state->last_reserved_at = clock_.Now();
+        state->issued_at_landing = state->IssuedLocked();
+        if (state->has_current) {
+          state->cursor.SetLimit(FastLimitLocked(*state, state->CurrentLocked()));
+        }
+      }
+      if (served) {
         MaybeReserveLocked(state);
         ReportIssuedLocked(*state);
         lock.unlock();
@@ -529,6 +545,9 @@ void SegmentAllocator::InstallCurrentLocked(KeyState& state, const Buffer& b, bo
 }
 
 int64_t SegmentAllocator::FastLimitLocked(const KeyState& state, const Buffer& current) const {
+  // Closed until the first take after a landing that answered parked
+  // requests (WaitState::window_at_next_take).
+  if (state.wait && state.wait->window_at_next_take) return 0;
   const int64_t size = std::min(current.size(), SegmentCursor::kMaxSize);
   // Until the next segment is here, takes past the prefetch point go
   // through the lock, where the reservation is started (and retried).
@@ -793,6 +812,10 @@ void SegmentAllocator::OnReserved(const PendingReservation& p, Result<ReservedSe
           finished.emplace_back(w.parked[served], std::move(waiter.got));
         }
         w.parked.erase(w.parked.begin(), w.parked.begin() + static_cast<ptrdiff_t>(served));
+        if (served > 0 && s.has_current) {
+          w.window_at_next_take = true;
+          s.cursor.SetLimit(0);
+        }
         if (w.parked.empty()) w.parked.shrink_to_fit();  // a burst's room goes back
       }
     } else {

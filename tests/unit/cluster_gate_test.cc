@@ -190,9 +190,10 @@ TEST_CASE("cluster allocator: a key handle stops at a lost epoch too") {
   Fixture f;
   f.gate.Hold(f.shard, 1);
   f.store.SetLease(f.shard, "me", 1);
-  REQUIRE(f.Take().batch);  // 1..10 buffered, 1 served
+  REQUIRE(f.Take().batch);  // 1..10 buffered, 1 served (it waited for them)
+  REQUIRE(f.Take().batch);  // 2: the first take after the wait goes through the lock
   KeyHandle h = f.alloc->Handle(f.key);
-  CHECK(f.alloc->TryTake(h, 1) == 2);  // from memory, without the lock
+  CHECK(f.alloc->TryTake(h, 1) == 3);  // from memory, without the lock
   f.gate.Drop(f.shard);
   CHECK_FALSE(f.alloc->TryTake(h, 1));  // not held: the buffer is not served
   f.store.SetLease(f.shard, "other", 2);
@@ -204,8 +205,13 @@ TEST_CASE("cluster allocator: a key handle stops at a lost epoch too") {
   f.alloc->Take(h, 1, o.Callback());
   f.db.RunAll();
   REQUIRE(o.batch);
-  CHECK(o.batch->ranges[0].first == 21);
-  CHECK(f.alloc->TryTake(h, 1) == 22);
+  CHECK(o.batch->ranges[0].first == 21);  // it waited for them
+  CHECK_FALSE(f.alloc->TryTake(h, 1));    // so the next take starts the rate window
+  Outcome next;
+  f.alloc->Take(h, 1, next.Callback());
+  REQUIRE(next.batch);
+  CHECK(next.batch->ranges[0].first == 22);
+  CHECK(f.alloc->TryTake(h, 1) == 23);
 }
 
 TEST_CASE("cluster allocator: a fenced-out reservation serves nothing and stops the shard") {

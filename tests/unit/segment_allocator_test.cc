@@ -360,6 +360,31 @@ TEST_CASE("a cold key's step comes from its measured rate and reservation latenc
   CHECK(second_step(o, 10) == 200'000);
 }
 
+TEST_CASE("a cold key's rate is measured from the first take after its wait, not from landing") {
+  // The first request waits 100 ms for [1, 1000]; its client then takes a
+  // while to send again (10 ms here), then asks at 100,000 IDs/s. That
+  // pause is not the key's rate: the second step is sized as without it.
+  AllocatorOptions o;
+  o.prefetch_fraction = 0.1;
+  Fixture f(o);
+  REQUIRE(f.memory.CreateKey("k", 1000, ""));
+  Outcome first;
+  f.alloc->Take("k", 1, first.Callback());
+  f.clock.Advance(100ms);
+  REQUIRE(f.db.RunAll() == 1);
+  REQUIRE(first.batch);
+  f.clock.Advance(10ms);
+  while (f.db.pending() == 0) {
+    REQUIRE(f.TakeNowNoRun("k", 10));
+    f.clock.Advance(100us);
+  }
+  f.db.RunAll();
+  // 100k/s x 4 x 0.1 s / 0.9 = 44,445 (counting the pause: about 4,000).
+  const int64_t step = f.alloc->SnapshotKey("k")->next.step;
+  CHECK(step >= 40'000);
+  CHECK(step <= 50'000);
+}
+
 TEST_CASE("a batch larger than the step reserves enough in one go") {
   Fixture f;
   REQUIRE(f.memory.CreateKey("k", 10, ""));
