@@ -61,10 +61,6 @@ struct SegmentAllocator::WaitState {
   std::string creator;          // auto-created keys, until the first reservation: who asked first
   Clock::TimePoint retry_at{};  // no reservation before this (after a failure)
   bool retry_scheduled = false;
-  // A landing just answered parked requests: the rate window starts at the
-  // next take, which goes through the lock (lock-free takes are off until
-  // then). The time those clients took to send again is not the key's rate.
-  bool window_at_next_take = false;
 };
 
 // One key in memory. Kept small (a million keys are held at once): the
@@ -86,11 +82,17 @@ struct SegmentAllocator::KeyState : KeyFastPath {
   mutable std::atomic<uint32_t> last_used{0};
   mutable TinyMutex mu;
   // Everything below is guarded by mu.
-  bool auto_created = false;
-  bool has_current = false;  // the current segment: cursor.Base() .. current_last
-  bool has_next = false;
-  bool loading = false;  // a reservation is queued or in flight
-  uint32_t shard = 0;    // cluster mode: the key's shard (epoch: see KeyFastPath)
+  // Flags in one byte (a million keys are held at once).
+  bool auto_created : 1 = false;
+  bool has_current : 1 = false;  // the current segment: cursor.Base() .. current_last
+  bool has_next : 1 = false;
+  bool loading : 1 = false;  // a reservation is queued or in flight
+  // A landing just answered waiting requests: the rate window starts at
+  // the next take, which goes through the lock (lock-free takes are off
+  // until then). How long those clients took to ask again is not the
+  // key's rate.
+  bool window_at_next_take : 1 = false;
+  uint32_t shard = 0;  // cluster mode: the key's shard (epoch: see KeyFastPath)
   int32_t reservations = 0;
   // How long reservations take lately, from sending to landing (a decaying
   // maximum, seconds): sizes the next step.
@@ -153,7 +155,7 @@ struct SegmentAllocator::KeyState : KeyFastPath {
   // Frees the wait state once nothing in it matters any more.
   void TidyLocked() {
     if (wait && wait->parked.empty() && !wait->last_error && !wait->retry_scheduled &&
-        wait->creator.empty() && !wait->window_at_next_take) {
+        wait->creator.empty()) {
       wait.reset();
     }
   }
@@ -470,8 +472,8 @@ void SegmentAllocator::TakeSlow(std::string_view key, int64_t count, TakeCallbac
       }
       // The first take since parked requests were answered: the rate window
       // starts after it, and lock-free takes resume.
-      const bool window_starts = state->wait && state->wait->window_at_next_take;
-      if (window_starts) state->wait->window_at_next_take = false;
+      const bool window_starts = state->window_at_next_take;
+      state->window_at_next_take = false;
       const bool served = ServeLocked(*state, need, got);
       if (window_starts) {
         state->last_reserved_at = clock_.Now();
@@ -546,8 +548,8 @@ void SegmentAllocator::InstallCurrentLocked(KeyState& state, const Buffer& b, bo
 
 int64_t SegmentAllocator::FastLimitLocked(const KeyState& state, const Buffer& current) const {
   // Closed until the first take after a landing that answered parked
-  // requests (WaitState::window_at_next_take).
-  if (state.wait && state.wait->window_at_next_take) return 0;
+  // requests (KeyState::window_at_next_take).
+  if (state.window_at_next_take) return 0;
   const int64_t size = std::min(current.size(), SegmentCursor::kMaxSize);
   // Until the next segment is here, takes past the prefetch point go
   // through the lock, where the reservation is started (and retried).
@@ -813,7 +815,7 @@ void SegmentAllocator::OnReserved(const PendingReservation& p, Result<ReservedSe
         }
         w.parked.erase(w.parked.begin(), w.parked.begin() + static_cast<ptrdiff_t>(served));
         if (served > 0 && s.has_current) {
-          w.window_at_next_take = true;
+          s.window_at_next_take = true;
           s.cursor.SetLimit(0);
         }
         if (w.parked.empty()) w.parked.shrink_to_fit();  // a burst's room goes back
