@@ -82,8 +82,10 @@ struct SegmentAllocator::KeyState : KeyFastPath {
   mutable std::atomic<uint32_t> last_used{0};
   mutable TinyMutex mu;
   // Everything below is guarded by mu.
+  // Set before the key's first reservation is queued and never changed, so
+  // read without mu too: a byte of its own, not a bit-field.
+  bool auto_created = false;
   // Flags in one byte (a million keys are held at once).
-  bool auto_created : 1 = false;
   bool has_current : 1 = false;  // the current segment: cursor.Base() .. current_last
   bool has_next : 1 = false;
   bool loading : 1 = false;  // a reservation is queued or in flight
