@@ -20,20 +20,32 @@ sh "$src/tests/tls/make_certs.sh" "$tmp/certs"
 c=$tmp/certs
 mkdir "$tmp/www"
 printf '{"status":"ok","version":"tls-test","uptime_s":1}' >"$tmp/www/healthz"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+port=$(free_port)
 
-# start_server [extra s_server flags]: waits until seqctl gets through.
+# start_server [extra s_server flags]: waits until seqctl gets through. A
+# port taken meanwhile (by another test, or the last server's socket) makes
+# s_server exit: then it tries a fresh port, up to five times.
 start_server() {
   if [ -n "$pid" ]; then kill "$pid"; wait "$pid" 2>/dev/null || true; fi
-  (cd "$tmp/www" && exec openssl s_server -quiet -WWW -accept "$port" \
-    -cert "$c/server.crt" -key "$c/server.key" "$@") >"$tmp/s_server.log" 2>&1 &
-  pid=$!
-  for _ in $(seq 50); do
-    if "$seqctl" --http "127.0.0.1:$port" --tls-ca "$c/ca.crt" --tls-cert "$c/client.crt" \
-      --tls-key "$c/client.key" ping >/dev/null 2>&1; then
-      return 0
-    fi
-    sleep 0.1
+  for attempt in 1 2 3 4 5; do
+    (cd "$tmp/www" && exec openssl s_server -quiet -WWW -accept "$port" \
+      -cert "$c/server.crt" -key "$c/server.key" "$@") >"$tmp/s_server.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 50); do
+      if "$seqctl" --http "127.0.0.1:$port" --tls-ca "$c/ca.crt" --tls-cert "$c/client.crt" \
+        --tls-key "$c/client.key" ping >/dev/null 2>&1; then
+        return 0
+      fi
+      kill -0 "$pid" 2>/dev/null || break  # it exited: the port was taken
+      sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then break; fi  # up, but not answering
+    wait "$pid" 2>/dev/null || true
+    echo "s_server could not listen on $port (attempt $attempt); another port" >&2
+    port=$(free_port)
   done
   echo "s_server did not come up:" >&2
   cat "$tmp/s_server.log" >&2
