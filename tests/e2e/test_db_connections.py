@@ -41,13 +41,18 @@ def seqd_connections(url):
 
 
 class DbConnections(unittest.TestCase):
-    def test_db_threads_bounds_the_connections(self):
+    def quiet_database(self):
+        """The test MariaDB's URL, once no client of our user holds a
+        connection (nothing else of ours may while we count)."""
         url = store_spec("mariadb", None)
-        # Nothing else of ours may hold connections while we count.
         deadline = time.time() + 10
         while seqd_connections(url) > 0 and time.time() < deadline:
             time.sleep(0.2)
         self.assertEqual(seqd_connections(url), 0, "another client holds connections")
+        return url
+
+    def test_db_threads_bounds_the_connections(self):
+        url = self.quiet_database()
         db_threads = 2
         with Seqd(url, "--db-threads", str(db_threads), "--auto-keys", "dbc_:10",
                   "--snowflake-lease-ms", "1500") as s:
@@ -109,11 +114,7 @@ class DbConnections(unittest.TestCase):
         """An idle seqd opens its db_threads connections once the schema is
         ready, before any request: the first reservations do not pay for
         opening connections and preparing statements."""
-        url = store_spec("mariadb", None)
-        deadline = time.time() + 10
-        while seqd_connections(url) > 0 and time.time() < deadline:
-            time.sleep(0.2)
-        self.assertEqual(seqd_connections(url), 0, "another client holds connections")
+        url = self.quiet_database()
         db_threads = 3
         with Seqd(url, "--db-threads", str(db_threads), "--snowflake", "off"):
             seen, until = 0, time.time() + 10

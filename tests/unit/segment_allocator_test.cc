@@ -320,67 +320,60 @@ TEST_CASE("dynamic step doubles when segments go fast and halves when slow, with
   CHECK(steps == std::vector<int64_t>{200, 100, 100});
 }
 
-TEST_CASE("a cold key's step comes from its measured rate and reservation latency") {
-  // 100 ms from asking to landing; then 100,000 IDs/s. Doubling from 1,000
-  // would need many reservations (each a stall); the second is big enough.
-  auto second_step = [](AllocatorOptions o, int64_t ids_per_tick) {
-    o.prefetch_fraction = 0.1;
-    Fixture f(o);
-    REQUIRE(f.memory.CreateKey("k", 1000, ""));
-    Outcome first;
-    f.alloc->Take("k", 1, first.Callback());
-    f.clock.Advance(100ms);
-    REQUIRE(f.db.RunAll() == 1);  // [1, 1000] lands after 100 ms
-    REQUIRE(first.batch);
-    // Take until the prefetch point (10% used) posts reservation 2.
-    while (f.db.pending() == 0) {
-      f.clock.Advance(100us);
-      REQUIRE(f.TakeNowNoRun("k", ids_per_tick));
-    }
-    f.db.RunAll();
-    return f.alloc->SnapshotKey("k")->next.step;
-  };
-  AllocatorOptions o;
-  // 10 IDs per 100 us: the rest of the segment (90%) must outlast four
-  // reservations: 100k/s x 4 x 0.1 s / 0.9 = 44,445.
-  const int64_t fast = second_step(o, 10);
-  CHECK(fast >= 40'000);
-  CHECK(fast <= 50'000);
-  // A slow key keeps the table step: 1 ID per 100 us is 10k/s -> 4,445.
-  const int64_t slower = second_step(o, 1);
-  CHECK(slower >= 4'000);
-  CHECK(slower <= 5'000);
-  // min_runway: both buffers (1.9 steps) hold 10 s at 100k/s.
-  o.min_runway = 10s;
-  const int64_t runway = second_step(o, 10);
-  CHECK(runway >= 500'000);
-  CHECK(runway <= 560'000);
-  // Capped by max_step.
-  o.max_step = 200'000;
-  CHECK(second_step(o, 10) == 200'000);
-}
+namespace {
 
-TEST_CASE("a cold key's rate is measured from the first take after its wait, not from landing") {
-  // The first request waits 100 ms for [1, 1000]; its client then takes a
-  // while to send again (10 ms here), then asks at 100,000 IDs/s. That
-  // pause is not the key's rate: the second step is sized as without it.
-  AllocatorOptions o;
+// A cold key with table step 1,000: its first request waits 100 ms for
+// [1, 1000]; after `pause` its client takes `ids_per_tick` IDs every 100 us
+// until the prefetch point (10% used) posts reservation 2. Its step.
+int64_t SecondStep(AllocatorOptions o, int64_t ids_per_tick,
+                   Clock::Duration pause = Clock::Duration::zero()) {
   o.prefetch_fraction = 0.1;
   Fixture f(o);
   REQUIRE(f.memory.CreateKey("k", 1000, ""));
   Outcome first;
   f.alloc->Take("k", 1, first.Callback());
   f.clock.Advance(100ms);
-  REQUIRE(f.db.RunAll() == 1);
+  REQUIRE(f.db.RunAll() == 1);  // [1, 1000] lands after 100 ms
   REQUIRE(first.batch);
-  f.clock.Advance(10ms);
+  f.clock.Advance(pause);
   while (f.db.pending() == 0) {
-    REQUIRE(f.TakeNowNoRun("k", 10));
     f.clock.Advance(100us);
+    REQUIRE(f.TakeNowNoRun("k", ids_per_tick));
   }
   f.db.RunAll();
-  // 100k/s x 4 x 0.1 s / 0.9 = 44,445 (counting the pause: about 4,000).
-  const int64_t step = f.alloc->SnapshotKey("k")->next.step;
+  return f.alloc->SnapshotKey("k")->next.step;
+}
+
+}  // namespace
+
+TEST_CASE("a cold key's step comes from its measured rate and reservation latency") {
+  // 100 ms from asking to landing; then 100,000 IDs/s. Doubling from 1,000
+  // would need many reservations (each a stall); the second is big enough.
+  AllocatorOptions o;
+  // 10 IDs per 100 us: the rest of the segment (90%) must outlast four
+  // reservations: 100k/s x 4 x 0.1 s / 0.9 = 44,445.
+  const int64_t fast = SecondStep(o, 10);
+  CHECK(fast >= 40'000);
+  CHECK(fast <= 50'000);
+  // A slow key keeps the table step: 1 ID per 100 us is 10k/s -> 4,445.
+  const int64_t slower = SecondStep(o, 1);
+  CHECK(slower >= 4'000);
+  CHECK(slower <= 5'000);
+  // min_runway: both buffers (1.9 steps) hold 10 s at 100k/s.
+  o.min_runway = 10s;
+  const int64_t runway = SecondStep(o, 10);
+  CHECK(runway >= 500'000);
+  CHECK(runway <= 560'000);
+  // Capped by max_step.
+  o.max_step = 200'000;
+  CHECK(SecondStep(o, 10) == 200'000);
+}
+
+TEST_CASE("a cold key's rate is measured from the first take after its wait, not from landing") {
+  // The client that waited takes 10 ms to ask again, then asks at 100,000
+  // IDs/s. That pause is not the key's rate: the second step is sized as
+  // without it (counting the pause it would be about 4,000).
+  const int64_t step = SecondStep(AllocatorOptions{}, 10, 10ms);
   CHECK(step >= 40'000);
   CHECK(step <= 50'000);
 }
