@@ -6,6 +6,7 @@
 #include "server/app.h"
 #include "server/config/config.h"
 #include "server/core/log.h"
+#include "seqd_git_commit.h"  // generated at build time (cmake/git_commit.cmake)
 
 int main(int argc, char** argv) {
   auto config = seqd::LoadConfig(argc, argv, seqd::ProcessEnvironment());
@@ -18,7 +19,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (config->show_version) {
-    std::printf("seqd %s\n", SEQD_VERSION);
+    std::printf("seqd %s (commit %s)\n", SEQD_VERSION, SEQD_GIT_COMMIT);
     return 0;
   }
   seqd::SetLogLevel(*seqd::ParseLogLevel(config->log_level));
