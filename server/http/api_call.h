@@ -117,6 +117,16 @@ struct ApiRouter::Call {
   // Sends `res` unless a response already went out. Never throws.
   void Finish(Response res) {
     if (responded.exchange(true)) return;
+    if (req.method == http::verb::options && res.result() == http::status::method_not_allowed) {
+      // OPTIONS: the methods a 405 would list, as a 204 (RFC 9110 9.3.7).
+      if (auto allow = res.find(http::field::allow); allow != res.end()) {
+        const std::string methods = std::string(allow->value()) + ", OPTIONS";
+        res.result(http::status::no_content);
+        res.erase(http::field::content_type);
+        res.set(http::field::allow, methods);
+        res.body().clear();
+      }
+    }
     if (res.result() == http::status::unauthorized) {
       res.set(http::field::www_authenticate, "Bearer realm=\"seqd\"");
     }
@@ -132,6 +142,8 @@ struct ApiRouter::Call {
     Account(res);
     try {
       res.prepare_payload();
+      // No Content-Length on a 204 (RFC 9110 8.6).
+      if (res.result() == http::status::no_content) res.erase(http::field::content_length);
       to->Respond(std::move(res));
     } catch (const std::exception& e) {
       SEQD_LOG(kError) << "respond callback threw: " << e.what();

@@ -366,6 +366,22 @@ TEST_CASE("router-level 404 and 405") {
   CHECK(Header(res, http::field::allow) == "GET");
 }
 
+TEST_CASE("OPTIONS answers the methods a route allows") {
+  Fixture f;
+  auto res = f.Call(http::verb::options, "/seq/order");
+  CHECK(res.result() == http::status::no_content);
+  CHECK(Header(res, http::field::allow) == "GET, OPTIONS");
+  CHECK(res.body().empty());
+  CHECK(Header(res, http::field::content_length).empty());
+  res = f.Call(http::verb::options, "/admin/keys");
+  CHECK(res.result() == http::status::no_content);
+  CHECK(Header(res, http::field::allow).find("POST") != std::string::npos);
+  CHECK(Header(res, http::field::allow).ends_with(", OPTIONS"));
+  // No such route: still 404; other methods still 405.
+  CHECK(f.Call(http::verb::options, "/no/such/route").result() == http::status::not_found);
+  CHECK(f.Call(http::verb::delete_, "/seq/order").result() == http::status::method_not_allowed);
+}
+
 TEST_CASE("healthz, readyz and metrics") {
   Fixture f;
   auto res = f.Call(http::verb::get, "/healthz", "a body on a GET is ignored");
