@@ -353,11 +353,27 @@ class Session : public ListenedSession,
           return SendAndClose(std::move(*refusal));
         }
         parser_->eager(true);  // as http::async_read reads a body
+        // A client that asked to wait sends its body once told to go on.
+        if (parser_->expect_continue() && !parser_->is_done() && request_.version == 11) {
+          return SendContinue();
+        }
       }
       if (parser_->is_done()) return OnRequest();
       if (used == 0) break;  // no progress without more input
     }
     ReadSome();
+  }
+
+  // The interim "100 Continue", then on with the request (what the buffer
+  // holds already, then the socket). No answer is being written: one
+  // request is read at a time.
+  void SendContinue() {
+    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
+                     [self = shared_from_this()](error_code ec, size_t) {
+                       if (ec) return;
+                       self->Parse();
+                     });
   }
 
   void ReadSome() {

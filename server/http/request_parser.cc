@@ -1,6 +1,7 @@
 #include "server/http/request_parser.h"
 
 #include <boost/beast/http/error.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 
 namespace seqd {
@@ -58,6 +59,9 @@ void RequestParser::on_field_impl(http::field name, string_view, string_view val
     case http::field::accept:
       if (!has_accept_) out_.accept.assign(value.data(), value.size());
       has_accept_ = true;
+      break;
+    case http::field::expect:
+      expect_continue_ = expect_continue_ || boost::beast::iequals(value, "100-continue");
       break;
     default:
       break;

@@ -31,6 +31,9 @@ class RequestParser final : public boost::beast::http::basic_parser<true> {
   bool has_transfer_encoding() const { return te_.set; }
   std::string_view transfer_encoding() const { return Field(te_); }
   std::string_view content_type() const { return Field(content_type_); }
+  // `Expect: 100-continue` (case-insensitive): the client waits for an
+  // interim 100 before sending the body.
+  bool expect_continue() const { return expect_continue_; }
 
  private:
   struct Span {
@@ -65,6 +68,7 @@ class RequestParser final : public boost::beast::http::basic_parser<true> {
   bool has_host_ = false;
   bool has_authorization_ = false;
   bool has_accept_ = false;
+  bool expect_continue_ = false;
 };
 
 }  // namespace seqd

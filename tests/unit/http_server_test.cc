@@ -192,6 +192,28 @@ TEST_CASE("http: oversized body gets 413 and close") {
   CHECK(r->status == 201);
 }
 
+TEST_CASE("http: Expect: 100-continue gets its 100 before the body is sent") {
+  ServerFixture f;
+  REQUIRE(f.listening);
+  Client c(f.server.port());
+  const std::string json = R"({"key":"waits","step":5})";
+  c.Send("POST /admin/keys HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+         "Expect: 100-Continue\r\nContent-Length: " +
+         std::to_string(json.size()) + "\r\n\r\n");
+  auto r = c.Read();  // the body is not sent yet: only the interim answer can come
+  REQUIRE(r);
+  CHECK(r->status == 100);
+  c.Send(json);
+  r = c.Read();
+  REQUIRE(r);
+  CHECK(r->status == 201);
+  // Without a body to wait for, no 100: the answer comes at once.
+  c.Send(Get("/healthz", "Expect: 100-continue\r\n"));
+  r = c.Read();
+  REQUIRE(r);
+  CHECK(r->status == 200);
+}
+
 TEST_CASE("http: oversized header gets 431 and close") {
   ServerFixture f(HttpOptions{});
   REQUIRE(f.listening);
