@@ -1,7 +1,7 @@
 #include "server/http/request_parser.h"
 
-#include <boost/beast/http/error.hpp>
 #include <boost/beast/core/string.hpp>
+#include <boost/beast/http/error.hpp>
 #include <boost/beast/http/field.hpp>
 
 namespace seqd {
