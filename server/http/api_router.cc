@@ -112,7 +112,11 @@ void ApiRouter::Handle(HttpRequest req, std::string_view peer, std::shared_ptr<H
 
 void ApiRouter::Route(const std::shared_ptr<Call>& call) {
   const std::string_view path = call->path;
-  const http::verb method = call->req.method;
+  // HEAD is GET without the content (RFC 9110 9.3.2): routed as GET, and the
+  // connection leaves the body out. A route whose GET hands out IDs answers
+  // HEAD without taking any: a HEAD (a monitor, a proxy) must not use IDs up.
+  const bool head = call->req.method == http::verb::head;
+  const http::verb method = head ? http::verb::get : call->req.method;
   auto not_found = [&] {
     call->Finish(call->ErrorJson(http::status::not_found, "not_found",
                                  "no such endpoint: " + std::string(path)));
@@ -157,14 +161,16 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
   if (seg.size() == 2 && seg[0] == "seq") {
     if (!get) return method_not_allowed("GET");
     auto key = decode_key(seg[1], false);
-    if (key && call->Permit(Permission::kIds, *key)) HandleSeq(call, std::move(*key), false);
-    return;
+    if (!key || !call->Permit(Permission::kIds, *key)) return;
+    if (head) return call->FinishOk(kJsonType, "");
+    return HandleSeq(call, std::move(*key), false);
   }
   if (seg.size() == 4 && seg[0] == "api" && seg[1] == "segment" && seg[2] == "get") {
     if (!get) return method_not_allowed("GET");
     auto key = decode_key(seg[3], true);
-    if (key && call->Permit(Permission::kIds, *key, true)) HandleSeq(call, std::move(*key), true);
-    return;
+    if (!key || !call->Permit(Permission::kIds, *key, true)) return;
+    if (head) return call->FinishOk(kTextType, "");
+    return HandleSeq(call, std::move(*key), true);
   }
   // Everything under /admin needs the admin scope.
   if (!seg.empty() && seg[0] == "admin" && !call->Permit(Permission::kAdmin)) return;
@@ -208,6 +214,9 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
     return HandleMetrics(call);
   }
   if (!SnowflakeRoutes::OpName(seg).empty() && !call->Permit(Permission::kSnowflake)) return;
+  if (head && SnowflakeRoutes::OpName(seg) == "snowflake") {  // GETs that hand out IDs
+    return call->FinishOk(PrefersText(call->req) ? kTextType : kJsonType, "");
+  }
   {
     auto respond = [call](SnowflakeRoutes::Reply r) {
       call->status_label = r.code;

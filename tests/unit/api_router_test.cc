@@ -361,9 +361,26 @@ TEST_CASE("router-level 404 and 405") {
   res = f.Call(http::verb::get, "/admin/keys/k/step");
   CHECK(res.result() == http::status::method_not_allowed);
   CHECK(Header(res, http::field::allow) == "PUT");
-  res = f.Call(http::verb::head, "/healthz");
+  res = f.Call(http::verb::head, "/admin/keys/k/step");  // HEAD is GET: not allowed here either
   CHECK(res.result() == http::status::method_not_allowed);
-  CHECK(Header(res, http::field::allow) == "GET");
+  CHECK(Header(res, http::field::allow) == "PUT");
+}
+
+TEST_CASE("HEAD answers as GET does, and takes no IDs") {
+  Fixture f;
+  REQUIRE(f.mem.CreateKey("k", 10, ""));
+  CHECK(f.Call(http::verb::head, "/healthz").result() == http::status::ok);
+  CHECK(f.Call(http::verb::head, "/admin/keys").result() == http::status::ok);
+  CHECK(f.Call(http::verb::head, "/no/such/route").result() == http::status::not_found);
+  // The routes that hand out IDs answer HEAD without taking one.
+  auto res = f.Call(http::verb::head, "/seq/k");
+  CHECK(res.result() == http::status::ok);
+  CHECK(res.body().empty());
+  CHECK(f.Call(http::verb::head, "/api/segment/get/k").result() == http::status::ok);
+  CHECK(f.Call(http::verb::head, "/seq/bad%zz").result() == http::status::bad_request);
+  res = f.Get("/seq/k");
+  REQUIRE(res.result() == http::status::ok);
+  CHECK(Body(res)["id"] == 1);  // the HEADs took nothing
 }
 
 TEST_CASE("OPTIONS answers the methods a route allows") {
