@@ -5,9 +5,9 @@
 //   - the SegmentCursor itself, read-mostly: the segment's base and a tag
 //     (generation:24 | limit:40), written only by the holder of the key's
 //     lock and read as a seqlock.
-// A take below the limit is one fetch_add and three loads of a line no take
-// writes, so two threads taking from one key move one cache line between
-// them per take, not three. Everything else (taking up to the segment's real
+// A take below the limit is one fetch_add and four loads (the tag, then the
+// tag, the base and the tag again) of a line no take writes, so two threads
+// taking from one key pass one cache line between them per take. Everything else (taking up to the segment's real
 // end, replacing the segment) is done by the holder of the key's lock.
 //
 // Why it is safe:
