@@ -212,7 +212,8 @@ struct App::Parts {
   std::unique_ptr<WorkerLeaseKeeper> lease_keeper;
   std::atomic<bool> schema_ready{false}, schema_pending{false};
   // Threads opening the pool's connections once the schema is ready, and
-  // how many have not finished (-1: not started).
+  // how many have not finished (-1: the schema not tried yet; 0 also while
+  // it fails).
   std::vector<std::thread> warm;
   std::atomic<int> warm_left{-1};
 };
@@ -436,6 +437,10 @@ int App::Run() {
         }
       } else {
         SEQD_LOG(kWarn) << "store not ready: " << s.error().message;
+        // Readiness is the store's answer alone until the tables exist (a
+        // user without CREATE rights on a Leaf table must not stay unready).
+        int not_started = -1;
+        p.warm_left.compare_exchange_strong(not_started, 0);
       }
       p.schema_pending = false;
     });
