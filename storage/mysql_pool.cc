@@ -119,34 +119,32 @@ MysqlConn::~MysqlConn() {
   plain.reset();
 }
 
-sql::PreparedStatement& MysqlConn::Stmt(int id) {
+sql::PreparedStatement& MysqlConn::Prepare(int id) {
   Prepared& p = prepared[session];
   if (p.stmts.empty()) p.stmts.resize(session->statements.size());
   auto& s = p.stmts[static_cast<size_t>(id)];
   if (!s) s.reset(conn->prepareStatement(session->statements[static_cast<size_t>(id)]));
-  s->clearParameters();
-  in_txn = true;
   return *s;
+}
+
+sql::PreparedStatement& MysqlConn::PrepareList(int kind, size_t n) {
+  auto& s = prepared[session].lists[{kind, n}];
+  if (!s) s.reset(conn->prepareStatement(session->list_sql(kind, n)));
+  return *s;
+}
+
+sql::PreparedStatement& MysqlConn::Stmt(int id) {
+  sql::PreparedStatement& s = Prepare(id);
+  s.clearParameters();
+  in_txn = true;
+  return s;
 }
 
 sql::PreparedStatement& MysqlConn::List(int kind, size_t n) {
-  auto& s = prepared[session].lists[{kind, n}];
-  if (!s) s.reset(conn->prepareStatement(session->list_sql(kind, n)));
-  s->clearParameters();
+  sql::PreparedStatement& s = PrepareList(kind, n);
+  s.clearParameters();
   in_txn = true;
-  return *s;
-}
-
-void MysqlConn::Prepare(int id) {
-  Prepared& p = prepared[session];
-  if (p.stmts.empty()) p.stmts.resize(session->statements.size());
-  auto& s = p.stmts[static_cast<size_t>(id)];
-  if (!s) s.reset(conn->prepareStatement(session->statements[static_cast<size_t>(id)]));
-}
-
-void MysqlConn::PrepareList(int kind, size_t n) {
-  auto& s = prepared[session].lists[{kind, n}];
-  if (!s) s.reset(conn->prepareStatement(session->list_sql(kind, n)));
+  return s;
 }
 
 sql::Statement& MysqlConn::Plain() {
@@ -313,6 +311,10 @@ Result<std::unique_ptr<MysqlConn>> MysqlPool::Acquire(bool fresh) {
     }
   }
   stale.reset();
+  return ConnectCounted();
+}
+
+Result<std::unique_ptr<MysqlConn>> MysqlPool::ConnectCounted() {
   auto c = Connect();
   if (!c.ok()) {
     {
@@ -434,15 +436,8 @@ Status MysqlPool::Prepare(const MysqlSession& session,
     }
   }
   if (!c) {
-    auto opened = Connect();
-    if (!opened.ok()) {
-      {
-        std::lock_guard lock(mu_);
-        --open_;
-      }
-      cv_.notify_one();
-      return opened.error();
-    }
+    auto opened = ConnectCounted();
+    if (!opened.ok()) return opened.error();
     c = std::move(opened).value();
   }
   c->session = &session;

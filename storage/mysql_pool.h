@@ -126,10 +126,10 @@ struct MysqlConn {
   sql::PreparedStatement& Stmt(int id);
   // The statement session->list_sql(kind, n), likewise.
   sql::PreparedStatement& List(int kind, size_t n);
-  // Prepare what Stmt(id) / List(kind, n) would return later; no
-  // transaction.
-  void Prepare(int id);
-  void PrepareList(int kind, size_t n);
+  // The same statements, prepared on first use, parameters as they are;
+  // no transaction (warming a connection).
+  sql::PreparedStatement& Prepare(int id);
+  sql::PreparedStatement& PrepareList(int kind, size_t n);
   // Commits and marks the transaction closed. Throws sql::SQLException on
   // ANY failure, after setting `commit_failure` and counting it.
   void Commit();
@@ -218,6 +218,9 @@ class MysqlPool {
   // Closes all idle connections: after one connection died, they are suspect.
   void DropIdle();
   Result<std::unique_ptr<MysqlConn>> Connect();
+  // Connect() for a slot already counted in open_: gives the slot back if
+  // it fails.
+  Result<std::unique_ptr<MysqlConn>> ConnectCounted();
 
   const MysqlOptions options_;
   std::mutex mu_;
