@@ -105,45 +105,108 @@ void AsyncClient::Ping(std::function<void(ClientResult<microseconds>)> done) {
              [impl = impl_, call = std::move(call)]() mutable { impl->Submit(std::move(call)); });
 }
 
-void AsyncClient::Subscribe(std::vector<std::string> conv_ids, MessageFn on_message, LostFn on_lost,
-                            Done<bool> done) {
+void AsyncClient::Impl::SubscribeRaw(std::vector<std::string> conv_ids, MessageFn on_message,
+                                     LostFn on_lost, Done<bool> done) {
   bool fit = true;
   proto::SubscribeReq req{Views(conv_ids, fit)};
-  auto call = std::make_shared<Call>(impl_->strand);
+  auto call = std::make_shared<Call>(strand);
   call->sub_handlers =
       std::make_shared<SubHandlers>(SubHandlers{std::move(on_message), std::move(on_lost)});
   call->sub_convs = conv_ids;
-  impl_->SubmitMessage(
+  SubmitMessage(
       req, Decoding<proto::EmptyRes>(std::move(done), [](const proto::EmptyRes&) { return true; }),
       fit, std::move(call));
 }
 
-void AsyncClient::Unsubscribe(std::vector<std::string> conv_ids, Done<bool> done) {
+void AsyncClient::Impl::UnsubscribeRaw(std::vector<std::string> conv_ids, Done<bool> done) {
   bool fit = true;
   auto views = Views(conv_ids, fit);
   if (!fit) {
-    return impl_->Deliver(std::move(done), ClientResult<bool>(StatusCode::kInvalidArgument,
-                                                              "an id is longer than 65535 bytes"));
+    return Deliver(std::move(done), ClientResult<bool>(StatusCode::kInvalidArgument,
+                                                       "an id is longer than 65535 bytes"));
   }
   // Forget them locally first (no callback for them from now on), then tell
   // the server, on the connection most of them live on.
-  asio::post(impl_->strand, [impl = impl_, conv_ids = std::move(conv_ids),
-                             done = std::move(done)]() mutable {
+  asio::post(strand, [self = shared_from_this(), conv_ids = std::move(conv_ids),
+                      done = std::move(done)]() mutable {
     int endpoint = -1;
     for (const std::string& c : conv_ids) {
-      auto it = impl->subs.find(c);
-      if (it == impl->subs.end()) continue;
+      auto it = self->subs.find(c);
+      if (it == self->subs.end()) continue;
       if (endpoint < 0 && it->second.conn) endpoint = it->second.conn->endpoint;
-      impl->subs.erase(it);
+      self->subs.erase(it);
     }
-    auto call = std::make_shared<Call>(impl->strand);
+    auto call = std::make_shared<Call>(self->strand);
     call->preferred_endpoint = endpoint;
     bool fit = true;
-    impl->SubmitMessage(
+    self->SubmitMessage(
         proto::UnsubscribeReq{Views(conv_ids, fit)},
         Decoding<proto::EmptyRes>(std::move(done), [](const proto::EmptyRes&) { return true; }),
         fit, std::move(call));
   });
+}
+
+SubscriptionKeeper& AsyncClient::Impl::Keeper() {
+  if (keeper) return *keeper;
+  // The ops hold the Impl weakly: the keeper lives inside it.
+  std::weak_ptr<Impl> weak = weak_from_this();
+  SubscriptionKeeper::Ops ops;
+  ops.subscribe = [weak](std::vector<std::string> convs, MessageFn on_message, LostFn on_lost,
+                         Done<bool> done) {
+    if (auto self = weak.lock()) {
+      self->SubscribeRaw(std::move(convs), std::move(on_message), std::move(on_lost),
+                         std::move(done));
+    }
+  };
+  ops.unsubscribe = [weak](std::vector<std::string> convs, Done<bool> done) {
+    if (auto self = weak.lock()) self->UnsubscribeRaw(std::move(convs), std::move(done));
+  };
+  ops.pull = [weak](std::string conv, PullOptions o, Done<PullPage> done) {
+    if (auto self = weak.lock()) self->PullRange(std::move(conv), std::move(o), std::move(done));
+  };
+  ops.max_seqs = [weak](std::vector<std::string> convs, Done<std::vector<int64_t>> done) {
+    if (auto self = weak.lock()) self->MaxSeqs(std::move(convs), std::move(done));
+  };
+  ops.post = [weak](std::function<void()> fn) {
+    if (auto self = weak.lock()) asio::post(self->strand, std::move(fn));
+  };
+  keeper = std::make_shared<SubscriptionKeeper>(strand, std::move(ops), options.backoff_initial,
+                                                options.backoff_max);
+  return *keeper;
+}
+
+void AsyncClient::Subscribe(std::vector<std::string> conv_ids, MessageFn on_message, LostFn on_lost,
+                            Done<bool> done) {
+  if (!impl_->options.resubscribe) {
+    return impl_->SubscribeRaw(std::move(conv_ids), std::move(on_message), std::move(on_lost),
+                               std::move(done));
+  }
+  bool fit = true;
+  Views(conv_ids, fit);
+  if (!fit) {
+    return impl_->Deliver(std::move(done), ClientResult<bool>(StatusCode::kInvalidArgument,
+                                                              "an id is longer than 65535 bytes"));
+  }
+  if (conv_ids.empty()) return impl_->Deliver(std::move(done), ClientResult<bool>(true));
+  asio::post(impl_->strand,
+             [impl = impl_, conv_ids = std::move(conv_ids), on_message = std::move(on_message),
+              on_lost = std::move(on_lost), done = std::move(done)]() mutable {
+               if (impl->closed) {
+                 return done(ClientResult<bool>(StatusCode::kCancelled, "client closed"));
+               }
+               impl->Keeper().Subscribe(std::move(conv_ids), std::move(on_message),
+                                        std::move(on_lost), std::move(done));
+             });
+}
+
+void AsyncClient::Unsubscribe(std::vector<std::string> conv_ids, Done<bool> done) {
+  if (!impl_->options.resubscribe) {
+    return impl_->UnsubscribeRaw(std::move(conv_ids), std::move(done));
+  }
+  asio::post(impl_->strand,
+             [impl = impl_, conv_ids = std::move(conv_ids), done = std::move(done)]() mutable {
+               impl->Keeper().Unsubscribe(std::move(conv_ids), std::move(done));
+             });
 }
 
 void AsyncClient::ClusterNudge(Done<bool> done) {

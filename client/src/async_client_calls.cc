@@ -19,22 +19,26 @@ void AsyncClient::Send(OutgoingMessage m, Done<SendResult> done) {
                        fit, std::move(call));
 }
 
-void AsyncClient::PullRange(std::string conv_id, PullOptions o, Done<PullPage> done) {
+void AsyncClient::Impl::PullRange(std::string conv_id, PullOptions o,
+                                  AsyncClient::Done<PullPage> done) {
   const bool fit = IdsFit({&conv_id, &o.user_id});
-  impl_->SubmitMessage(
-      proto::PullRangeReq{IdView(fit, conv_id), o.from_seq, o.to_seq, o.limit, o.descending,
-                          IdView(fit, o.user_id)},
-      Decoding<proto::PullRangeRes>(std::move(done),
-                                    [conv_id](const proto::PullRangeRes& r) {
-                                      PullPage page;
-                                      page.is_end = r.is_end;
-                                      page.messages.reserve(r.messages.size());
-                                      for (const auto& v : r.messages) {
-                                        page.messages.push_back(ToMessage(conv_id, v));
-                                      }
-                                      return page;
-                                    }),
-      fit);
+  SubmitMessage(proto::PullRangeReq{IdView(fit, conv_id), o.from_seq, o.to_seq, o.limit,
+                                    o.descending, IdView(fit, o.user_id)},
+                Decoding<proto::PullRangeRes>(std::move(done),
+                                              [conv_id](const proto::PullRangeRes& r) {
+                                                PullPage page;
+                                                page.is_end = r.is_end;
+                                                page.messages.reserve(r.messages.size());
+                                                for (const auto& v : r.messages) {
+                                                  page.messages.push_back(ToMessage(conv_id, v));
+                                                }
+                                                return page;
+                                              }),
+                fit);
+}
+
+void AsyncClient::PullRange(std::string conv_id, PullOptions o, Done<PullPage> done) {
+  impl_->PullRange(std::move(conv_id), std::move(o), std::move(done));
 }
 
 void AsyncClient::PullSeqs(std::string conv_id, std::vector<int64_t> seqs, std::string user_id,
@@ -54,13 +58,18 @@ void AsyncClient::PullSeqs(std::string conv_id, std::vector<int64_t> seqs, std::
       fit);
 }
 
-void AsyncClient::MaxSeqs(std::vector<std::string> conv_ids, Done<std::vector<int64_t>> done) {
+void AsyncClient::Impl::MaxSeqs(std::vector<std::string> conv_ids,
+                                AsyncClient::Done<std::vector<int64_t>> done) {
   bool fit = true;
   proto::MaxSeqsReq req{Views(conv_ids, fit)};
-  impl_->SubmitMessage(req,
-                       Decoding<proto::MaxSeqsRes>(
-                           std::move(done), [](const proto::MaxSeqsRes& r) { return r.max_seqs; }),
-                       fit);
+  SubmitMessage(req,
+                Decoding<proto::MaxSeqsRes>(std::move(done),
+                                            [](const proto::MaxSeqsRes& r) { return r.max_seqs; }),
+                fit);
+}
+
+void AsyncClient::MaxSeqs(std::vector<std::string> conv_ids, Done<std::vector<int64_t>> done) {
+  impl_->MaxSeqs(std::move(conv_ids), std::move(done));
 }
 
 void AsyncClient::SyncUser(std::string user_id, std::vector<std::string> conv_ids,

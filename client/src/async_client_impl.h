@@ -38,6 +38,7 @@
 #include "proto/shard_hash.h"
 #include "proto/snowflake_codec.h"
 #include "seqd/client.h"
+#include "subscription_keeper.h"
 #include "tls_client.h"
 
 namespace seqd::client {
@@ -288,6 +289,9 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
     std::shared_ptr<Connection> conn;
   };
   std::unordered_map<std::string, SubEntry> subs;
+  // ClientOptions::resubscribe: the application's subscriptions, kept over
+  // the raw ones in `subs`. Made at the first Subscribe.
+  std::shared_ptr<SubscriptionKeeper> keeper;
 
   // Local prefetch, per key.
   struct KeyCache {
@@ -883,6 +887,7 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
     }
     for (Endpoint& ep : endpoints) ep.conn.reset();
     subs.clear();
+    if (keeper) keeper->Close();
     std::vector<std::shared_ptr<Call>> rest;
     for (auto& [seq, call] : calls) rest.push_back(call);
     for (const auto& call : rest) Fail(call, StatusCode::kCancelled, "client closed");
@@ -907,6 +912,16 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
       self->Submit(std::move(call));
     });
   }
+
+  // The calls the public API and the SubscriptionKeeper share; any thread
+  // (async_client.cc, async_client_calls.cc).
+  void SubscribeRaw(std::vector<std::string> conv_ids, AsyncClient::MessageFn on_message,
+                    AsyncClient::LostFn on_lost, AsyncClient::Done<bool> done);
+  void UnsubscribeRaw(std::vector<std::string> conv_ids, AsyncClient::Done<bool> done);
+  void PullRange(std::string conv_id, PullOptions o, AsyncClient::Done<PullPage> done);
+  void MaxSeqs(std::vector<std::string> conv_ids, AsyncClient::Done<std::vector<int64_t>> done);
+  // On the strand: the keeper, made at first use.
+  SubscriptionKeeper& Keeper();
 
   // Encodes `req` and submits it; fails at once (on the strand) with
   // INVALID_ARGUMENT if an id is too long for the wire or TOO_LARGE if the

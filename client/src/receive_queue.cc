@@ -30,6 +30,8 @@ int64_t ReceiveQueue::local_seq(const std::string& conv_id) const {
   return it == convs_.end() ? 0 : it->second.local_seq;
 }
 
+void ReceiveQueue::Forget(const std::string& conv_id) { convs_.erase(conv_id); }
+
 size_t ReceiveQueue::held(const std::string& conv_id) const {
   auto it = convs_.find(conv_id);
   return it == convs_.end() ? 0 : it->second.held.size();

@@ -180,7 +180,7 @@ TEST_CASE("receive queue: randomized loss, duplication and reordering deliver ea
   }
 }
 
-TEST_CASE("client messages: PUSH_DROPPED ends the subscriptions, later pushes are ignored") {
+TEST_CASE("client messages: PUSH_DROPPED ends raw subscriptions, later pushes are ignored") {
   namespace net = boost::asio;
   using tcp = net::ip::tcp;
   net::io_context io;
@@ -210,7 +210,9 @@ TEST_CASE("client messages: PUSH_DROPPED ends the subscriptions, later pushes ar
   });
   Inbox inbox;
   {
-    seqd::client::Client c(Options(port));
+    seqd::client::ClientOptions o = Options(port);
+    o.resubscribe = false;  // the raw op: nothing re-subscribes
+    seqd::client::Client c(o);
     REQUIRE(c.Subscribe({"sg_d"}, inbox.OnMessage(), inbox.OnLost()).ok());
     REQUIRE(inbox.Wait([&] { return !inbox.lost.empty(); }));
     std::this_thread::sleep_for(100ms);

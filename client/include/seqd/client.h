@@ -51,15 +51,32 @@
 // fails after max_attempts, resend the same OutgoingMessage (same
 // client_msg_id) later; never give it a new client_msg_id.
 //
-// Push: Subscribe(conv_ids, on_message, on_lost, done) subscribes on the
-// connection the call is answered on. on_message receives each pushed
-// message (per conversation in seq order; duplicates and gaps are possible
-// across re-subscriptions: feed them to a seqd::client::ReceiveQueue). When that
-// connection closes, or the server drops the subscriptions of a slow reader
-// (PUSH_DROPPED), on_lost(conv_ids, reason) runs once for the conversations
-// lost; nothing is re-subscribed automatically: subscribe again and pull
-// from your last seq. Once Unsubscribe's `done` has run, no callback of those
-// conversations runs again; after Close() none runs but pushes already
+// Push: Subscribe(conv_ids, on_message, on_lost, done). With
+// ClientOptions::resubscribe (the default) a subscription outlives its
+// connection:
+//   - on_message receives, per conversation, every message whose seq is
+//     above the conversation's max seq at the time of the Subscribe call,
+//     in seq order, each exactly once: no hole and no duplicate, across lost
+//     connections, server restarts and PUSH_DROPPED (a slow reader);
+//   - when pushes stop (connection closed, PUSH_DROPPED), on_lost(conv_ids,
+//     reason) tells you; the client re-subscribes by itself (on any
+//     endpoint, with jittered backoff, for as long as it takes) and pulls
+//     what was sent meanwhile, from the last seq it delivered;
+//   - on_lost runs again, with a reason starting "gave up", only if the
+//     server refuses the re-subscription (e.g. PERMISSION_DENIED): nothing
+//     more comes for those conversations;
+//   - seqs the server no longer has (below a conversation's min seq, after
+//     SetConvMinSeq) are skipped once three pulls of them, a second apart,
+//     come back without them.
+// `done` reports the first SUBSCRIBE's answer (true), or the error of it or
+// of the MAX_SEQS that fixes the starting point. Subscribing a conversation
+// again replaces its callbacks and keeps its position.
+// With resubscribe = false, Subscribe is the raw protocol op: on_message
+// gets pushes as they come (duplicates and gaps are possible across
+// re-subscriptions: feed them to a seqd::client::ReceiveQueue), on_lost runs
+// once when they stop, and nothing is re-subscribed.
+// Either way, once Unsubscribe's `done` has run, no callback of those
+// conversations runs again; after Close() none runs but those already
 // queued on the strand. Callbacks capture what they use: keep it alive
 // until the client is destroyed.
 //
@@ -221,6 +238,10 @@ struct ClientOptions {
   // the token's scopes; neither is retried. The tools read it from
   // --token or SEQD_TOKEN; the library reads no environment.
   std::string token;
+  // Subscriptions survive connection loss: the client re-subscribes and
+  // fills the gap by pulling (see "Push" above). false: Subscribe is the
+  // raw op, and the application re-subscribes on on_lost.
+  bool resubscribe = true;
 
   // TLS: every connection does a TLS handshake (TLS 1.2 or later) and
   // verifies the server's certificate before its first frame (AUTH, then
@@ -294,7 +315,7 @@ class AsyncClient {
   void SetStatus(std::string conv_id, int64_t seq, MessageStatus status, Done<Message> done);
   void SetConvMinSeq(std::string conv_id, int64_t min_seq, Done<int64_t> done);
   // `on_message` and `on_lost` run on the client's strand; `done` reports
-  // the SUBSCRIBE answer (true).
+  // the SUBSCRIBE answer (true). See "Push" above.
   void Subscribe(std::vector<std::string> conv_ids, MessageFn on_message, LostFn on_lost,
                  Done<bool> done);
   void Unsubscribe(std::vector<std::string> conv_ids, Done<bool> done);

@@ -57,6 +57,8 @@ class ReceiveQueue {
   // below it are dropped, and those that follow are delivered).
   void SetLocalSeq(const std::string& conv_id, int64_t local_seq);
   int64_t local_seq(const std::string& conv_id) const;
+  // Drops everything known of a conversation (it starts again at 0).
+  void Forget(const std::string& conv_id);
 
   void Offer(const Message& message);
   void OnPulled(const std::vector<Message>& messages);
