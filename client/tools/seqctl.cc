@@ -14,16 +14,22 @@
 #include <vector>
 
 #include "mini_http.h"
+#include "seqctl_msg.h"
 #include "seqd/client.h"
 #include "server/auth/scopes.h"
 #include "server/auth/token_digest.h"
+#include "tool_args.h"
 
 namespace {
 
 using Json = nlohmann::ordered_json;
+using seqd::tools::Failure;
 using seqd::tools::HttpCall;
 using seqd::tools::HttpResponse;
+using seqd::tools::ParseNumber;
 using seqd::tools::UrlEncode;
+using seqd::tools::UsageError;
+using seqd::tools::UtcTime;
 
 constexpr const char* kUsage =
     R"(usage: seqctl [--http HOST:PORT | --tcp HOST:PORT[,HOST:PORT...]] [--json]
@@ -34,8 +40,8 @@ Talks to a seqd server. By default over HTTP to 127.0.0.1:8080.
 Options:
   --http HOST:PORT   the HTTP API (default 127.0.0.1:8080)
   --tcp LIST         the binary protocol, comma-separated endpoints tried in
-                     order with failover (for `next`, `ping`, `snowflake` and
-                     `snowflake-decode`)
+                     order with failover (for `next`, `ping`, `snowflake`,
+                     `snowflake-decode` and `msg`)
   --json             print the server's JSON instead of readable output
   --timeout MS       per-request timeout (default 5000)
   --token SECRET     the token to present (docs/security.md); default: the
@@ -56,7 +62,7 @@ Commands:
   cluster [KEY]                 cluster mode: the members, the shards each
                                 owns and, with KEY, the key's shard and owner
                                 (GET /admin/cluster)
-  token new --id ID --scopes S[,S...]
+%MSG%  token new --id ID --scopes S[,S...]
                                 a fresh random secret, printed once, and the
                                 line to add to seqd's tokens file (which
                                 keeps only its SHA-256); talks to no server
@@ -72,15 +78,9 @@ Exit status: 0 on success, 1 on an error (message on stderr), 2 on a usage error
 std::string Usage() {
   std::string usage = kUsage;
   usage.replace(usage.find("%TLS%"), 5, seqd::tools::kTlsFlagsHelp);
+  usage.replace(usage.find("%MSG%"), 5, seqd::tools::kMsgHelp);
   return usage;
 }
-
-struct UsageError {
-  std::string message;
-};
-struct Failure {
-  std::string message;
-};
 
 struct Args {
   std::string http = "127.0.0.1:8080";
@@ -88,23 +88,13 @@ struct Args {
   bool json = false;
   int timeout_ms = 5000;
   std::optional<std::string> after;
-  std::optional<std::string> limit;
+  std::optional<std::string> limit;                   // keys, msg pull
   std::string token;                                  // --token, else SEQD_TOKEN
   seqd::tools::TlsFlags tls;                          // --tls, --tls-*
   std::optional<std::string> token_id, token_scopes;  // token new
+  seqd::tools::MsgArgs msg;                           // msg: its flags
   std::vector<std::string> positional;
 };
-
-template <typename T>
-T ParseNumber(const std::string& s, const char* what, T min, T max) {
-  T v{};
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || v < min || v > max) {
-    throw UsageError{std::string(what) + " must be an integer in [" + std::to_string(min) + ", " +
-                     std::to_string(max) + "], got '" + s + "'"};
-  }
-  return v;
-}
 
 std::vector<std::string> SplitComma(const std::string& s) {
   std::vector<std::string> out;
@@ -152,6 +142,20 @@ Args ParseArgs(int argc, char** argv) {
       args.after = need();
     } else if (a == "--limit") {
       args.limit = need();
+    } else if (a == "--from") {
+      args.msg.from = need();
+    } else if (a == "--to") {
+      args.msg.to = need();
+    } else if (a == "--user") {
+      args.msg.user = need();
+    } else if (a == "--desc") {
+      args.msg.desc = true;
+    } else if (a == "--client-msg-id") {
+      args.msg.client_msg_id = need();
+    } else if (a == "--content-type") {
+      args.msg.content_type = need();
+    } else if (a == "--count") {
+      args.msg.count = need();
     } else if (a == "--token") {
       args.token = need();
     } else if (a == "--id") {
@@ -253,17 +257,6 @@ void PrintIds(const Json& j) {
   std::cout << out;
 }
 
-// "2026-11-22T15:14:08.589Z" for unix milliseconds >= 0.
-std::string UtcTime(int64_t unix_ms) {
-  const std::time_t seconds = static_cast<std::time_t>(unix_ms / 1000);
-  std::tm tm{};
-  if (gmtime_r(&seconds, &tm) == nullptr) return "?";
-  char buf[64];
-  const size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  std::snprintf(buf + n, sizeof buf - n, ".%03dZ", static_cast<int>(unix_ms % 1000));
-  return buf;
-}
-
 // A decoded snowflake ID, in the shape of GET /snowflake/decode/{id}.
 Json DecodedJson(int64_t id, int64_t time_ms, int64_t worker, int64_t sequence) {
   Json j;
@@ -361,6 +354,54 @@ int NewToken(const Args& args) {
   return 0;
 }
 
+// The binary-protocol client for --tcp.
+std::unique_ptr<seqd::client::Client> MakeClient(const Args& args,
+                                                 std::chrono::milliseconds timeout) {
+  seqd::client::ClientOptions options;
+  options.endpoints = args.tcp;
+  options.call_timeout = timeout;
+  options.connect_timeout = timeout;
+  options.token = args.token;
+  args.tls.ApplyTo(options);
+  try {
+    return std::make_unique<seqd::client::Client>(options);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError{e.what()};
+  }
+}
+
+Http MakeHttp(const Args& args, std::chrono::milliseconds timeout) {
+  Http http;
+  if (!seqd::client::SplitEndpoint(args.http, http.host, http.port)) {
+    throw UsageError{"--http wants HOST:PORT, got '" + args.http + "'"};
+  }
+  http.timeout = timeout;
+  http.token = args.token;
+  http.tls = args.tls;
+  return http;
+}
+
+// `seqctl msg ...` (seqctl_msg.cc), over --tcp or HTTP.
+int RunMsg(const Args& args, std::chrono::milliseconds timeout) {
+  seqd::tools::MsgArgs msg = args.msg;
+  msg.words.assign(args.positional.begin() + 1, args.positional.end());
+  msg.json = args.json;
+  msg.limit = args.limit;
+  if (args.after) throw UsageError{"--after only applies to `keys`"};
+  seqd::tools::MsgServer server;
+  std::unique_ptr<seqd::client::Client> client;
+  if (!args.tcp.empty()) {
+    client = MakeClient(args, timeout);
+    server.tcp = client.get();
+  } else {
+    server.http = [http = MakeHttp(args, timeout)](
+                      std::string_view method, const std::string& target, const std::string& body) {
+      return http.Call(method, target, body);
+    };
+  }
+  return seqd::tools::RunMsg(msg, server);
+}
+
 int Run(const Args& args) {
   if (args.positional.empty()) throw UsageError{"no command (try --help)"};
   const std::string& cmd = args.positional[0];
@@ -371,23 +412,19 @@ int Run(const Args& args) {
   const auto timeout = std::chrono::milliseconds(args.timeout_ms);
   const bool admin =
       cmd == "keys" || cmd == "key" || cmd == "create" || cmd == "set-step" || cmd == "cluster";
+  if (cmd == "msg") return RunMsg(args, timeout);
+  if (args.msg.from || args.msg.to || args.msg.user || args.msg.desc || args.msg.client_msg_id ||
+      args.msg.content_type || args.msg.count) {
+    throw UsageError{
+        "--from, --to, --user, --desc, --client-msg-id, --content-type and --count "
+        "only apply to `msg` commands"};
+  }
   if ((args.after || args.limit) && cmd != "keys") {
-    throw UsageError{"--after and --limit only apply to `keys`"};
+    throw UsageError{"--after and --limit only apply to `keys` and `msg pull`"};
   }
 
   if (!args.tcp.empty() && !admin) {
-    seqd::client::ClientOptions options;
-    options.endpoints = args.tcp;
-    options.call_timeout = timeout;
-    options.connect_timeout = timeout;
-    options.token = args.token;
-    args.tls.ApplyTo(options);
-    std::unique_ptr<seqd::client::Client> client;
-    try {
-      client = std::make_unique<seqd::client::Client>(options);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError{e.what()};
-    }
+    std::unique_ptr<seqd::client::Client> client = MakeClient(args, timeout);
     if (cmd == "next") {
       Need(args, 1, 2, "next KEY [COUNT]");
       const std::string& key = args.positional[1];
@@ -457,13 +494,7 @@ int Run(const Args& args) {
     throw UsageError{"unknown command '" + cmd + "' (try --help)"};
   }
 
-  Http http;
-  if (!seqd::client::SplitEndpoint(args.http, http.host, http.port)) {
-    throw UsageError{"--http wants HOST:PORT, got '" + args.http + "'"};
-  }
-  http.timeout = timeout;
-  http.token = args.token;
-  http.tls = args.tls;
+  const Http http = MakeHttp(args, timeout);
 
   if (cmd == "next") {
     Need(args, 1, 2, "next KEY [COUNT]");
