@@ -24,13 +24,17 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <random>
 #include <sstream>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "bench_histogram.h"
+#include "bench_subscriber.h"
 #include "mini_http.h"
 #include "proto/binary_codec.h"
+#include "proto/message_codec.h"
 #include "proto/snowflake_codec.h"
 #include "seqd/client.h"
 #include "tls_client.h"
@@ -40,10 +44,12 @@ namespace {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
+using seqd::tools::Histogram;
 
 constexpr const char* kUsage =
     R"(usage: seqbench (--tcp HOST:PORT | --http HOST:PORT)
-                (--key KEY | --new-keys PREFIX | --snowflake) [options]
+                (--key KEY | --new-keys PREFIX | --snowflake | --messages CONV)
+                [options]
 
 Load generator for seqd: N connections each keep D requests in flight, each
 asking for C IDs of KEY (or C snowflake IDs), for S seconds; then reports
@@ -58,6 +64,15 @@ throughput and latency.
                       conversations; PREFIX should match an auto-create rule)
   --snowflake         snowflake IDs instead of a key's (SNOWFLAKE; C at most
                       the server's snowflake max count, 4096 by default)
+  --messages CONV     send messages to conversation CONV instead (SEND, or
+                      POST /conversations/CONV/messages), each with a fresh
+                      client_msg_id; the report counts messages stored
+  --convs N           with --messages: spread over CONV_0 .. CONV_{N-1}
+  --payload B         with --messages: payload bytes (default 100, min 16)
+  --subscribe N       with --messages and --tcp: N more connections that
+                      subscribe to the conversations first; reports push
+                      fan-out latency (a message's SEND written to its push
+                      read) and pushes received against those expected
   --connections N     connections (default 4)
   --pipeline D        requests in flight per connection (default 16)
   --count C           IDs per request (default 1)
@@ -98,54 +113,6 @@ std::string Usage() {
   return usage;
 }
 
-// Log-linear histogram of nanoseconds: 32 sub-buckets per power of two.
-class Histogram {
- public:
-  Histogram() : buckets_(64 + 59 * 32, 0) {}
-  void Record(uint64_t ns) {
-    ++buckets_[Index(ns)];
-    ++count_;
-    sum_ += ns;
-    max_ = std::max(max_, ns);
-  }
-  void Merge(const Histogram& o) {
-    for (size_t i = 0; i < buckets_.size(); ++i) buckets_[i] += o.buckets_[i];
-    count_ += o.count_;
-    sum_ += o.sum_;
-    max_ = std::max(max_, o.max_);
-  }
-  uint64_t count() const { return count_; }
-  uint64_t max() const { return max_; }
-  double mean() const { return count_ ? static_cast<double>(sum_) / count_ : 0; }
-  // The value at quantile q (0..1): the middle of its bucket.
-  uint64_t Quantile(double q) const {
-    if (count_ == 0) return 0;
-    const uint64_t rank = std::max<uint64_t>(1, static_cast<uint64_t>(q * count_ + 0.5));
-    uint64_t seen = 0;
-    for (size_t i = 0; i < buckets_.size(); ++i) {
-      seen += buckets_[i];
-      if (seen >= rank) return std::min(Middle(i), max_);
-    }
-    return max_;
-  }
-
- private:
-  static size_t Index(uint64_t v) {
-    if (v < 64) return v;
-    const int msb = 63 - std::countl_zero(v);
-    const int shift = msb - 5;
-    return 64 + static_cast<size_t>(shift - 1) * 32 + ((v >> shift) - 32);
-  }
-  static uint64_t Middle(size_t i) {
-    if (i < 64) return i;
-    const size_t shift = (i - 64) / 32 + 1;
-    const uint64_t top = (i - 64) % 32 + 32;
-    return (top << shift) + (uint64_t{1} << shift) / 2;
-  }
-  std::vector<uint64_t> buckets_;
-  uint64_t count_ = 0, sum_ = 0, max_ = 0;
-};
-
 struct Stats {
   uint64_t requests = 0;         // answered
   uint64_t warmup_requests = 0;  // answered, sent during --warmup (not in latency)
@@ -173,6 +140,11 @@ struct Config {
   std::string key;
   std::string new_keys;    // --new-keys PREFIX; "" for one key
   bool snowflake = false;  // SNOWFLAKE / GET /snowflake instead of a key's IDs
+  std::string messages;    // --messages CONV: SEND messages instead of asking for IDs
+  int convs = 1;           // --convs N: CONV_0 .. CONV_{N-1}; 1: CONV itself
+  size_t payload = 100;    // --payload B: message payload bytes
+  int subscribers = 0;     // --subscribe N: subscriber connections measuring pushes
+  std::string run_id;      // makes client_msg_ids unique across runs
   int connections = 4;
   int pipeline = 16;
   uint32_t count = 1;
@@ -335,6 +307,32 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
                                          cfg_.endpoint, {}, "application/json", cfg_.token);
   }
 
+  // The conversation of the next message: --messages CONV, spread over
+  // --convs conversations.
+  std::string NextConv() const {
+    if (cfg_.convs <= 1) return cfg_.messages;
+    return cfg_.messages + "_" + std::to_string((index_ + appended_) % cfg_.convs);
+  }
+
+  // A SEND of a message stamped with `stamp` (for --subscribe), with a
+  // client_msg_id never used before.
+  void AppendMessage(Clock::time_point stamp) {
+    const std::string conv = NextConv();
+    const std::string id =
+        cfg_.run_id + "-" + std::to_string(index_) + "-" + std::to_string(appended_);
+    const std::string payload = seqd::tools::StampedPayload(stamp, cfg_.payload);
+    if (cfg_.http) {
+      const std::string body = "{\"sender_id\":\"seqbench\",\"client_msg_id\":\"" + id +
+                               "\",\"payload\":\"" + payload + "\"}";
+      out_ += seqd::tools::BuildHttpRequest(
+          "POST", "/conversations/" + seqd::tools::UrlEncode(conv) + "/messages", cfg_.endpoint,
+          body, "application/json", cfg_.token);
+      return;
+    }
+    seqd::proto::AppendRequest(out_, next_id_,
+                               seqd::proto::SendReq{conv, "seqbench", id, 0, payload});
+  }
+
   // The key of the next request: --key, or a fresh one with --new-keys.
   const std::string& NextKey() {
     if (cfg_.new_keys.empty()) return cfg_.key;
@@ -348,11 +346,17 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
   void Append(Clock::time_point stamp) {
     ++appended_;
     if (cfg_.http) {
-      out_ += cfg_.new_keys.empty() ? http_request_ : HttpRequestFor(NextKey());
+      if (!cfg_.messages.empty()) {
+        AppendMessage(stamp);
+      } else {
+        out_ += cfg_.new_keys.empty() ? http_request_ : HttpRequestFor(NextKey());
+      }
       sent_order_.push_back(stamp);
     } else {
       if (++next_id_ == 0 || next_id_ == kAuthRequestId) next_id_ = 1;
-      if (cfg_.snowflake) {
+      if (!cfg_.messages.empty()) {
+        AppendMessage(stamp);
+      } else if (cfg_.snowflake) {
         seqd::proto::AppendSnowflakeRequest(out_, next_id_, cfg_.count);
       } else {
         seqd::proto::AppendNextIdsRequest(out_, next_id_, NextKey(), cfg_.count);
@@ -463,6 +467,13 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
 
   // Adds the IDs of an OK binary result to the stats.
   void CountIds(std::string_view result) {
+    if (!cfg_.messages.empty()) {
+      if (!seqd::proto::DecodeBody<seqd::proto::SendRes>(result)) {
+        return stats_.Error("malformed SEND result");
+      }
+      ++stats_.ids;  // a message stored
+      return;
+    }
     if (cfg_.snowflake) {
       auto ids = seqd::proto::ParseSnowflakeResult(result);
       if (!ids) return stats_.Error("malformed SNOWFLAKE result");
@@ -491,8 +502,8 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
       }
       Record(sent_order_.front());
       sent_order_.pop_front();
-      if (res.status == 200) {
-        stats_.ids += cfg_.count;
+      if (res.status / 100 == 2) {
+        stats_.ids += cfg_.messages.empty() ? cfg_.count : 1;
       } else {
         stats_.Error("HTTP " + std::to_string(res.status));
       }
@@ -588,6 +599,17 @@ Config ParseArgs(int argc, char** argv) {
       }
     } else if (a == "--snowflake") {
       cfg.snowflake = true;
+    } else if (a == "--messages") {
+      cfg.messages = need();
+      if (cfg.messages.empty() || cfg.messages.size() > 100) {
+        throw UsageError{"--messages wants a conversation id of 1 to 100 bytes"};
+      }
+    } else if (a == "--convs") {
+      cfg.convs = Number<int>(need(), "--convs", 1, 1000);
+    } else if (a == "--payload") {
+      cfg.payload = Number<size_t>(need(), "--payload", 16, 1 << 20);
+    } else if (a == "--subscribe") {
+      cfg.subscribers = Number<int>(need(), "--subscribe", 1, 10000);
     } else if (a == "--connections") {
       cfg.connections = Number<int>(need(), "--connections", 1, 10000);
     } else if (a == "--pipeline") {
@@ -619,10 +641,17 @@ Config ParseArgs(int argc, char** argv) {
   if (cfg.requests > 0 && !duration_given) cfg.duration_s = 60;
   cfg.tls.ApplyEnvironment();
   if (static_cast<int>(cfg.snowflake) + static_cast<int>(!cfg.key.empty()) +
-          static_cast<int>(!cfg.new_keys.empty()) !=
+          static_cast<int>(!cfg.new_keys.empty()) + static_cast<int>(!cfg.messages.empty()) !=
       1) {
-    throw UsageError{"give one of --key, --new-keys and --snowflake"};
+    throw UsageError{"give one of --key, --new-keys, --snowflake and --messages"};
   }
+  if (cfg.messages.empty() && (cfg.convs != 1 || cfg.subscribers > 0)) {
+    throw UsageError{"--convs and --subscribe go with --messages"};
+  }
+  if (cfg.subscribers > 0 && (cfg.http || cfg.tls.enabled)) {
+    throw UsageError{"--subscribe needs --tcp without TLS (pushes come over the binary protocol)"};
+  }
+  cfg.run_id = "sb" + std::to_string(std::random_device{}());
   if (cfg.threads == 0) {
     cfg.threads = static_cast<int>(std::min(4u, std::max(1u, std::thread::hardware_concurrency())));
   }
@@ -644,6 +673,28 @@ std::string JsonString(const std::string& s) {
     }
   }
   return out + "\"";
+}
+
+// --subscribe: starts the subscriber connections and waits (10 s at most)
+// until every one has subscribed, so the load starts with all of them live.
+bool StartSubscribers(const Config& cfg, asio::io_context& io,
+                      const tcp::resolver::results_type& endpoints,
+                      std::vector<std::shared_ptr<seqd::tools::BenchSubscriber>>& out) {
+  if (cfg.subscribers == 0) return true;
+  std::vector<std::string> convs;
+  for (int i = 0; i < cfg.convs; ++i) {
+    convs.push_back(cfg.convs <= 1 ? cfg.messages : cfg.messages + "_" + std::to_string(i));
+  }
+  std::atomic<int> ready{0}, failed{0};
+  for (int i = 0; i < cfg.subscribers; ++i) {
+    out.push_back(std::make_shared<seqd::tools::BenchSubscriber>(io, endpoints, convs, cfg.token));
+    out.back()->Start([&ready, &failed](bool ok) { ++(ok ? ready : failed); });
+  }
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (ready + failed < cfg.subscribers && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return ready == cfg.subscribers;
 }
 
 int Run(Config cfg) {
@@ -677,6 +728,14 @@ int Run(Config cfg) {
   auto work = asio::make_work_guard(io);
   std::vector<std::thread> threads;
   for (int i = 0; i < cfg.threads; ++i) threads.emplace_back([&io] { io.run(); });
+  std::vector<std::shared_ptr<seqd::tools::BenchSubscriber>> subscribers;
+  if (!StartSubscribers(cfg, io, endpoints, subscribers)) {
+    std::cerr << "seqbench: the subscribers could not all subscribe within 10 s\n";
+    for (auto& s : subscribers) s->Stop();
+    work.reset();
+    for (auto& t : threads) t.join();
+    return 1;
+  }
 
   const Clock::time_point start = Clock::now();
   cfg.start = start;  // read by the connections only once started
@@ -693,11 +752,23 @@ int Run(Config cfg) {
   stop = true;
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   for (auto& c : conns) c->Stop();
+  if (!subscribers.empty())
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // last pushes
+  for (auto& s : subscribers) s->Stop();
   work.reset();
   for (auto& t : threads) t.join();
 
   Stats total;
   for (auto& c : conns) total.Merge(c->stats());
+  seqd::tools::BenchSubscriber::Result pushes;
+  for (auto& s : subscribers) {
+    const auto& r = s->result();
+    pushes.pushes += r.pushes;
+    pushes.errors += r.errors;
+    for (const auto& [k, v] : r.error_kinds) pushes.error_kinds[k] += v;
+    pushes.latency.Merge(r.latency);
+  }
+  const auto push_us = [&](double q) { return pushes.latency.Quantile(q) / 1000.0; };
   const auto us = [&](double q) { return total.latency.Quantile(q) / 1000.0; };
   const double rps = total.requests / elapsed, ips = total.ids / elapsed;
   if (cfg.json) {
@@ -706,10 +777,14 @@ int Run(Config cfg) {
     o << "{\"protocol\":\"" << (cfg.http ? "http" : "tcp")
       << "\",\"tls\":" << (cfg.tls.enabled ? "true" : "false")
       << ",\"endpoint\":" << JsonString(cfg.endpoint) << ",\"mode\":\""
-      << (cfg.snowflake          ? "snowflake"
-          : cfg.new_keys.empty() ? "key"
-                                 : "new_keys")
-      << "\",\"key\":" << JsonString(cfg.new_keys.empty() ? cfg.key : cfg.new_keys + "*")
+      << (cfg.snowflake           ? "snowflake"
+          : !cfg.messages.empty() ? "messages"
+          : cfg.new_keys.empty()  ? "key"
+                                  : "new_keys")
+      << "\",\"key\":"
+      << JsonString(!cfg.messages.empty()  ? cfg.messages
+                    : cfg.new_keys.empty() ? cfg.key
+                                           : cfg.new_keys + "*")
       << ",\"connections\":" << cfg.connections << ",\"pipeline\":" << cfg.pipeline
       << ",\"count\":" << cfg.count << ",\"rate\":" << cfg.rate << ",\"warmup_s\":" << cfg.warmup_s
       << ",\"warmup_requests\":" << total.warmup_requests << ",\"duration_s\":" << elapsed
@@ -723,12 +798,20 @@ int Run(Config cfg) {
     }
     o << "},\"latency_us\":{\"p50\":" << us(0.5) << ",\"p99\":" << us(0.99)
       << ",\"p999\":" << us(0.999) << ",\"max\":" << total.latency.max() / 1000.0
-      << ",\"mean\":" << total.latency.mean() / 1000.0 << "}}";
+      << ",\"mean\":" << total.latency.mean() / 1000.0 << "}";
+    if (!subscribers.empty()) {
+      o << ",\"push\":{\"subscribers\":" << cfg.subscribers << ",\"pushes\":" << pushes.pushes
+        << ",\"expected\":" << total.ids * cfg.subscribers << ",\"errors\":" << pushes.errors
+        << ",\"latency_us\":{\"p50\":" << push_us(0.5) << ",\"p99\":" << push_us(0.99)
+        << ",\"p999\":" << push_us(0.999) << ",\"max\":" << pushes.latency.max() / 1000.0 << "}}";
+    }
+    o << "}";
     std::cout << o.str() << "\n";
   } else {
-    const std::string what = cfg.snowflake          ? "snowflake"
-                             : cfg.new_keys.empty() ? "key=" + cfg.key
-                                                    : "new-keys=" + cfg.new_keys + "*";
+    const std::string what = cfg.snowflake           ? "snowflake"
+                             : !cfg.messages.empty() ? "messages=" + cfg.messages
+                             : cfg.new_keys.empty()  ? "key=" + cfg.key
+                                                     : "new-keys=" + cfg.new_keys + "*";
     std::printf("%s%s %s %s connections=%d pipeline=%d count=%u duration=%.2fs threads=%d\n",
                 cfg.http ? "http" : "tcp", cfg.tls.enabled ? "+tls" : "", cfg.endpoint.c_str(),
                 what.c_str(), cfg.connections, cfg.pipeline, cfg.count, elapsed, cfg.threads);
@@ -738,7 +821,8 @@ int Run(Config cfg) {
       std::printf("warmup    %llu requests in the first %.2fs, not in the latency figures\n",
                   static_cast<unsigned long long>(total.warmup_requests), cfg.warmup_s);
     }
-    std::printf("ids       %llu  (%.0f/s)\n", static_cast<unsigned long long>(total.ids), ips);
+    std::printf("%s  %llu  (%.0f/s)\n", cfg.messages.empty() ? "ids     " : "messages",
+                static_cast<unsigned long long>(total.ids), ips);
     std::printf("errors    %llu\n", static_cast<unsigned long long>(total.errors));
     for (const auto& [k, v] : total.error_kinds) {
       std::printf("  %-40s %llu\n", k.c_str(), static_cast<unsigned long long>(v));
@@ -747,7 +831,20 @@ int Run(Config cfg) {
                 us(0.5), us(0.99), us(0.999), total.latency.max() / 1000.0,
                 total.latency.mean() / 1000.0);
   }
-  return total.errors == 0 && total.requests > 0 ? 0 : 1;
+  if (!subscribers.empty() && !cfg.json) {
+    std::printf("pushes    %llu of %llu expected to %d subscribers, %llu errors\n",
+                static_cast<unsigned long long>(pushes.pushes),
+                static_cast<unsigned long long>(total.ids * cfg.subscribers), cfg.subscribers,
+                static_cast<unsigned long long>(pushes.errors));
+    for (const auto& [k, v] : pushes.error_kinds) {
+      std::printf("  %-40s %llu\n", k.c_str(), static_cast<unsigned long long>(v));
+    }
+    std::printf(
+        "push lat  p50 %.1f us  p99 %.1f us  p999 %.1f us  max %.1f us (send written to "
+        "push read)\n",
+        push_us(0.5), push_us(0.99), push_us(0.999), pushes.latency.max() / 1000.0);
+  }
+  return total.errors == 0 && pushes.errors == 0 && total.requests > 0 ? 0 : 1;
 }
 
 }  // namespace
