@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <random>
 #include <thread>
 
@@ -21,6 +22,8 @@ constexpr int kErrUnknownSystemVariable = 1193;
 // Error codes meaning the connection itself is unusable.
 bool IsConnectionLost(int code) {
   switch (code) {
+    case 1047:  // ER_UNKNOWN_COM_ERROR: a Galera node out of the primary component
+                // ("WSREP has not yet prepared node for application use")
     case 1053:  // ER_SERVER_SHUTDOWN
     case 1927:  // ER_CONNECTION_KILLED (MariaDB)
     case 2002:  // CR_CONNECTION_ERROR
@@ -97,9 +100,40 @@ std::string RepeatSql(std::string_view item, size_t n, std::string_view separato
   return out;
 }
 
+namespace {
+
+// "host:port", an IPv6 host in brackets.
+std::string HostPort(const MysqlHost& h) {
+  const bool v6 = h.host.find(':') != std::string::npos;
+  return (v6 ? "[" + h.host + "]" : h.host) + ":" + std::to_string(h.port);
+}
+
+}  // namespace
+
 std::string DescribeMysql(const MysqlOptions& o) {
-  std::string host = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
-  return o.user + "@" + host + ":" + std::to_string(o.port) + "/" + o.database;
+  std::string hosts;
+  for (const MysqlHost& h : o.hosts) {
+    if (!hosts.empty()) hosts += ',';
+    hosts += HostPort(h);
+  }
+  return o.user + "@" + hosts + "/" + o.database;
+}
+
+std::vector<size_t> MysqlHostOrder(size_t preferred, std::span<const uint64_t> failed) {
+  const size_t n = failed.size();
+  std::vector<size_t> order;
+  order.reserve(n);
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = (preferred + k) % n;
+    if (failed[i] == 0) order.push_back(i);
+  }
+  const size_t healthy = order.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (failed[i] != 0) order.push_back(i);
+  }
+  std::stable_sort(order.begin() + static_cast<std::ptrdiff_t>(healthy), order.end(),
+                   [&](size_t a, size_t b) { return failed[a] < failed[b]; });
+  return order;
 }
 
 sql::Driver* MysqlDriver() {
@@ -213,19 +247,106 @@ bool MysqlConn::LostAfter(int code) noexcept {
   }
 }
 
+namespace {
+
+// On a Galera node (wsrep_on): true if the node serves (wsrep_ready, and
+// Synced unless `!synced_only`), after setting the session's
+// wsrep_sync_wait (-1: 1). Elsewhere (MySQL: no such variable; MariaDB
+// without Galera: wsrep_on off) true with nothing set. Throws
+// sql::SQLException.
+bool GaleraReady(MysqlConn& c, int sync_wait, bool synced_only, bool* not_synced) {
+  bool wsrep_on = false;
+  try {
+    std::unique_ptr<sql::ResultSet> rs(c.Plain().executeQuery("SELECT @@wsrep_on"));
+    wsrep_on = rs->next() && rs->getInt(1) != 0;
+  } catch (const sql::SQLException& e) {
+    if (e.getErrorCode() != kErrUnknownSystemVariable) throw;  // MySQL: no Galera
+  }
+  if (!wsrep_on) return true;
+  bool ready = false;
+  int state = 0;
+  {
+    std::unique_ptr<sql::ResultSet> rs(c.Plain().executeQuery(
+        "SHOW STATUS WHERE Variable_name IN ('wsrep_ready', 'wsrep_local_state')"));
+    while (rs->next()) {
+      const std::string name = rs->getString(1).asStdString();
+      const std::string value = rs->getString(2).asStdString();
+      if (name == "wsrep_ready") ready = value == "ON";
+      if (name == "wsrep_local_state") state = std::atoi(value.c_str());
+    }
+  }
+  constexpr int kSynced = 4;
+  if (!ready) return false;
+  if (state != kSynced && synced_only) {
+    *not_synced = true;
+    return false;
+  }
+  c.Plain().execute("SET SESSION wsrep_sync_wait = " +
+                    std::to_string(sync_wait >= 0 ? sync_wait : 1));
+  return true;
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------- MysqlPool
 
-MysqlPool::MysqlPool(MysqlOptions options) : options_(std::move(options)) {}
+MysqlPool::MysqlPool(MysqlOptions options)
+    : options_(std::move(options)), failed_(options_.hosts.size(), 0) {}
 
 MysqlPool::~MysqlPool() = default;
 
 Result<std::unique_ptr<MysqlConn>> MysqlPool::Connect() {
-  const std::string where = "mysql connect to " + DescribeMysql(options_);
+  if (options_.hosts.empty()) {
+    return MakeError(ErrorCode::kStoreUnavailable, "mysql connect: no host");
+  }
+  std::vector<size_t> order;
+  {
+    std::lock_guard lock(mu_);
+    order = MysqlHostOrder(preferred_host_, failed_);
+  }
+  // First only Synced nodes; then, if none took it, a ready Galera node that
+  // is not (a donor, a joiner) rather than none.
+  std::vector<size_t> not_synced;
+  std::optional<Error> first_error;
+  for (const bool synced_only : {true, false}) {
+    for (const size_t host : synced_only ? order : not_synced) {
+      bool unsynced = false;
+      auto c = ConnectTo(host, synced_only, &unsynced);
+      if (c.ok()) {
+        std::lock_guard lock(mu_);
+        preferred_host_ = host;
+        failed_[host] = 0;
+        return c;
+      }
+      if (unsynced) {
+        not_synced.push_back(host);
+      } else {
+        MarkFailed(host);
+      }
+      if (!first_error) first_error = c.error();
+    }
+  }
+  if (order.size() > 1) {
+    first_error->message = "no host of " + std::to_string(order.size()) +
+                           " took a connection; first: " + first_error->message;
+  }
+  return *first_error;
+}
+
+void MysqlPool::MarkFailed(size_t host) {
+  std::lock_guard lock(mu_);
+  if (host < failed_.size()) failed_[host] = ++failures_;
+}
+
+Result<std::unique_ptr<MysqlConn>> MysqlPool::ConnectTo(size_t host, bool synced_only,
+                                                        bool* not_synced) {
+  *not_synced = false;
+  MysqlOptions one = options_;
+  one.hosts = {options_.hosts[host]};
+  const std::string where = "mysql connect to " + DescribeMysql(one);
   try {
     sql::ConnectOptionsMap props;
-    const bool v6 = options_.host.find(':') != std::string::npos;
-    props["hostName"] = "tcp://" + (v6 ? "[" + options_.host + "]" : options_.host) + ":" +
-                        std::to_string(options_.port);
+    props["hostName"] = "tcp://" + HostPort(options_.hosts[host]);
     props["userName"] = options_.user;
     props["password"] = options_.password;
     props["schema"] = options_.database;
@@ -280,11 +401,18 @@ Result<std::unique_ptr<MysqlConn>> MysqlPool::Connect() {
         if (e.getErrorCode() != kErrUnknownSystemVariable) throw;  // MySQL: not there
       }
     }
+    if (!GaleraReady(*c, options_.wsrep_sync_wait, synced_only, not_synced)) {
+      return MakeError(ErrorCode::kStoreUnavailable,
+                       where + (*not_synced ? ": Galera node not Synced (a donor or a joiner)"
+                                            : ": Galera node not ready (not in the primary "
+                                              "component)"));
+    }
     c->conn->setAutoCommit(false);
     // setAutoCommit() ignores mysql_autocommit()'s result too: a connection
     // left in autocommit would commit each statement on its own.
     c->Plain().execute("SET SESSION autocommit = 0");
     c->rw_timeout_s = options_.rw_timeout_s;
+    c->host = host;
     return c;
   } catch (const sql::SQLException& e) {
     // Any failure to connect (refused, timeout, access denied, unknown
@@ -390,6 +518,7 @@ Status MysqlPool::RunBody(const MysqlSession& session, const char* op, const Bod
     } catch (const sql::SQLException& e) {
       lost = c->LostAfter(e.getErrorCode());
       conflict = !lost && IsConflict(e.getErrorCode());
+      if (conflict) ProcessStoreStats().conflicts.fetch_add(1, std::memory_order_relaxed);
       err = ExceptionError(e, what, lost, session.duplicate_key);
     } catch (const std::exception& e) {
       lost = c->LostAfter(0);
@@ -398,8 +527,12 @@ Status MysqlPool::RunBody(const MysqlSession& session, const char* op, const Bod
     }
     if (!lost) c->RollbackQuietly();
     const bool broken = lost || c->broken;
+    const size_t host = c->host;
     Release(std::move(c), broken);
-    if (lost) DropIdle();
+    if (lost) {
+      MarkFailed(host);  // its replacement goes to the next healthy host
+      DropIdle();
+    }
     const auto now = std::chrono::steady_clock::now();
     if (lost && retryable && lost_retries < kMaxLostRetries && now < deadline) {
       ++lost_retries;
@@ -445,7 +578,9 @@ Status MysqlPool::Prepare(const MysqlSession& session,
     prepare(*c);
   } catch (const sql::SQLException& e) {
     const bool lost = c->LostAfter(e.getErrorCode());
+    const size_t host = c->host;
     Release(std::move(c), lost);
+    if (lost) MarkFailed(host);
     return ExceptionError(e, "mysql prepare", lost, session.duplicate_key);
   }
   Release(std::move(c), false);

@@ -3,7 +3,19 @@
 // and retries a transaction after a lost connection or a conflict.
 //
 // Connections: at most `pool_size` (minimum 1), opened on demand (the
-// constructor never connects); a caller waits for a free one. One pool may
+// constructor never connects); a caller waits for a free one.
+//
+// Hosts: `hosts` lists the servers of one database (a Galera cluster's
+// nodes). A new connection goes to the host that last took one; if it
+// cannot be reached, to the next in the list (MysqlHostOrder). A host whose
+// connection was lost, or that refused one, is tried last until a
+// connection to it succeeds again, so a connection that fails is replaced
+// by one to the next healthy host, without a restart. A Galera node
+// (wsrep_on) must be ready and Synced (a donor or joiner only when no
+// host is Synced); its sessions get wsrep_sync_wait (default 1: reads wait
+// until the node has applied every transaction the cluster committed before
+// them, so a read after a failover sees what was acknowledged through
+// another node). One pool may
 // serve several stores: each Run() names its store's MysqlSession (statement
 // table, duplicate-key code), and each connection keeps its own prepared
 // statements per session. Every connection is opened with connect timeout
@@ -12,8 +24,9 @@
 // UTC, then autocommit off.
 //
 // Failures: every sql::SQLException is turned into an Error:
-// kStoreUnavailable for connection problems, lock timeouts, deadlocks and
-// read-only servers, the owner's code for a duplicate key (1062) if it set
+// kStoreUnavailable for connection problems (including a Galera node out
+// of the primary component, 1047), lock timeouts, deadlocks and read-only
+// servers, the owner's code for a duplicate key (1062) if it set
 // one, kInternal otherwise. Messages carry the MySQL error code and never the
 // password. Any failure to connect is kStoreUnavailable.
 //
@@ -36,6 +49,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -60,9 +74,17 @@ class Statement;
 
 namespace seqd {
 
-struct MysqlOptions {
-  std::string host = "127.0.0.1";
+struct MysqlHost {
+  std::string host;  // a name or an address (IPv6 without brackets)
   int port = 3306;
+  bool operator==(const MysqlHost&) const = default;
+};
+
+struct MysqlOptions {
+  // The servers of one database, at least one and at most kMaxHosts, in the
+  // order a pool tries them first (the header comment).
+  std::vector<MysqlHost> hosts{MysqlHost{"127.0.0.1", 3306}};
+  static constexpr size_t kMaxHosts = 16;
   std::string user;
   std::string password;
   std::string database;
@@ -83,6 +105,10 @@ struct MysqlOptions {
   // idle_write_transaction_timeout; MySQL has none and ignores it).
   // 0: never.
   int idle_txn_timeout_s = 0;
+  // On a Galera node: the session's wsrep_sync_wait (0..15, a bit mask of
+  // the statements that wait for the node to catch up with the cluster);
+  // -1: 1 (reads). Elsewhere ignored.
+  int wsrep_sync_wait = -1;
   // TLS to the server (URL: ssl-mode, ssl-ca, ssl-cert, ssl-key).
   // kDefault: the client library's default (no TLS unless the server asks).
   enum class SslMode { kDefault, kDisabled, kPreferred, kRequired, kVerifyCa, kVerifyIdentity };
@@ -92,8 +118,17 @@ struct MysqlOptions {
   std::string ssl_key;
 };
 
-// "user@host:port/database" (IPv6 host in brackets), safe to log.
+// "user@host:port/database" (IPv6 host in brackets; several hosts joined
+// by ','), safe to log.
 std::string DescribeMysql(const MysqlOptions& options);
+
+// The order in which a pool tries `failed.size()` hosts for a new
+// connection: from `preferred` (the last host that took one) round the
+// list, skipping failed ones; then the failed ones, the earliest failure
+// first. failed[i] is 0 for a host not failed since it last worked, else
+// a number that grows with each failure (a host that just failed is tried
+// last). REQUIRES: preferred < failed.size().
+std::vector<size_t> MysqlHostOrder(size_t preferred, std::span<const uint64_t> failed);
 
 // `n` copies of `item` joined by `separator` (RepeatSql("?", 3) is "?,?,?"):
 // the repeated part of a statement whose text depends on a count.
@@ -158,6 +193,7 @@ struct MysqlConn {
   bool in_txn = false;   // a statement ran since the last commit/rollback
   bool broken = false;   // a rollback failed: close instead of pooling
   int rw_timeout_s = 0;  // the connection's read timeout (tells a timeout from a loss)
+  size_t host = 0;       // index in MysqlOptions::hosts
   std::optional<CommitFailure> commit_failure;  // of the last Commit(); unset if it succeeded
 };
 
@@ -217,7 +253,14 @@ class MysqlPool {
   void Release(std::unique_ptr<MysqlConn> conn, bool broken);
   // Closes all idle connections: after one connection died, they are suspect.
   void DropIdle();
+  // A new connection to the first host of MysqlHostOrder that takes one.
   Result<std::unique_ptr<MysqlConn>> Connect();
+  // A connection to hosts[host]. With `synced_only`, a Galera node that is
+  // ready but not Synced (a donor, a joiner) is refused too; `*not_synced`
+  // tells that case from the others.
+  Result<std::unique_ptr<MysqlConn>> ConnectTo(size_t host, bool synced_only, bool* not_synced);
+  // Moves `host` to the end of the order (a connection to it failed).
+  void MarkFailed(size_t host);
   // Connect() for a slot already counted in open_: gives the slot back if
   // it fails.
   Result<std::unique_ptr<MysqlConn>> ConnectCounted();
@@ -226,7 +269,10 @@ class MysqlPool {
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::unique_ptr<MysqlConn>> idle_;  // guarded by mu_
-  int open_ = 0;  // connections idle, in use, or being opened; guarded by mu_
+  int open_ = 0;                  // connections idle, in use, or being opened; guarded by mu_
+  size_t preferred_host_ = 0;     // the host that last took a connection; guarded by mu_
+  std::vector<uint64_t> failed_;  // per host, as MysqlHostOrder takes it; guarded by mu_
+  uint64_t failures_ = 0;         // failures so far (failed_'s clock); guarded by mu_
 };
 
 }  // namespace seqd

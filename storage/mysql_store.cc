@@ -144,7 +144,8 @@ Error BadUrl(const std::string& what) {
 
 // One "name=value" of the URL's query: connect_timeout and rw_timeout in
 // seconds (1..3600), retry_budget_ms (0..600000), lock_wait_timeout and
-// idle_txn_timeout in seconds (0: the server's default / none).
+// idle_txn_timeout in seconds (0: the server's default / none),
+// wsrep_sync_wait (0..15, Galera only).
 Status ApplyParam(std::string_view name, std::string_view value, MysqlOptions* o) {
   struct Param {
     std::string_view name;
@@ -157,6 +158,7 @@ Status ApplyParam(std::string_view name, std::string_view value, MysqlOptions* o
       {"retry_budget_ms", &MysqlOptions::retry_budget_ms, 0, 600000},
       {"lock_wait_timeout", &MysqlOptions::lock_wait_timeout_s, 0, 3600},
       {"idle_txn_timeout", &MysqlOptions::idle_txn_timeout_s, 0, 3600},
+      {"wsrep_sync_wait", &MysqlOptions::wsrep_sync_wait, 0, 15},
   };
   for (const Param& p : kParams) {
     if (p.name != name) continue;
@@ -171,7 +173,7 @@ Status ApplyParam(std::string_view name, std::string_view value, MysqlOptions* o
   }
   return BadUrl("unknown parameter '" + std::string(name) +
                 "' (known: connect_timeout, rw_timeout, retry_budget_ms, lock_wait_timeout, "
-                "idle_txn_timeout, ssl-mode, ssl-ca, ssl-cert, ssl-key)");
+                "idle_txn_timeout, wsrep_sync_wait, ssl-mode, ssl-ca, ssl-cert, ssl-key)");
 }
 
 // One TLS parameter: ssl-mode (DISABLED, PREFERRED, REQUIRED, VERIFY_CA,
@@ -249,6 +251,69 @@ Status ApplyQuery(std::string_view query, MysqlOptions* o) {
   return CheckSsl(*o);
 }
 
+// One "host[:port]" or "[v6]:port" of the host list; the port defaults to
+// 3306. Returns what is wrong, or an empty string.
+std::string ParseHost(std::string_view hostport, MysqlHost* out) {
+  std::string_view port_text;
+  if (!hostport.empty() && hostport.front() == '[') {
+    const size_t close = hostport.find(']');
+    if (close == std::string_view::npos) return "unterminated '[' in the IPv6 host";
+    out->host = std::string(hostport.substr(1, close - 1));
+    std::string_view after = hostport.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') return "unexpected text after ']' in the host";
+      port_text = after.substr(1);
+      if (port_text.empty()) return "empty port after ':'";
+    }
+  } else {
+    const size_t pc = hostport.find(':');
+    out->host = std::string(hostport.substr(0, pc));
+    if (pc != std::string_view::npos) {
+      port_text = hostport.substr(pc + 1);
+      if (port_text.empty()) return "empty port after ':'";
+    }
+  }
+  if (out->host.empty()) return "empty host";
+  for (char c : out->host) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '-' || c == '_' || c == ':';
+    if (!ok) return "invalid character in host '" + out->host + "'";
+  }
+  out->port = 3306;
+  if (!port_text.empty()) {
+    int port = 0;
+    auto [p, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+    if (ec != std::errc() || p != port_text.data() + port_text.size() || port < 1 || port > 65535) {
+      return "port must be a number in 1..65535, got '" + std::string(port_text) + "'";
+    }
+    out->port = port;
+  }
+  return {};
+}
+
+// "h1[:port],h2[:port],...": 1..MysqlOptions::kMaxHosts hosts, none empty,
+// none twice.
+Status ParseHosts(std::string_view list, std::vector<MysqlHost>* out) {
+  out->clear();
+  for (;;) {
+    const size_t comma = list.find(',');
+    if (out->size() == MysqlOptions::kMaxHosts) {
+      return BadUrl("more than " + std::to_string(MysqlOptions::kMaxHosts) + " hosts");
+    }
+    MysqlHost h;
+    if (std::string bad = ParseHost(list.substr(0, comma), &h); !bad.empty()) {
+      if (comma == std::string_view::npos && out->empty()) return BadUrl(bad);
+      return BadUrl("host " + std::to_string(out->size() + 1) + " of the list: " + bad);
+    }
+    if (std::find(out->begin(), out->end(), h) != out->end()) {
+      return BadUrl("host " + std::to_string(out->size() + 1) + " of the list is listed twice");
+    }
+    out->push_back(std::move(h));
+    if (comma == std::string_view::npos) return OkStatus();
+    list.remove_prefix(comma + 1);
+  }
+}
+
 }  // namespace
 
 MysqlStore::MysqlStore(MysqlOptions options)
@@ -290,39 +355,7 @@ Result<MysqlOptions> MysqlStore::ParseUrl(std::string_view url) {
   std::string_view hostport = rest.substr(0, slash);
   std::string_view db = rest.substr(slash + 1);
 
-  std::string_view port_text;
-  if (!hostport.empty() && hostport.front() == '[') {
-    const size_t close = hostport.find(']');
-    if (close == std::string_view::npos) return BadUrl("unterminated '[' in the IPv6 host");
-    opts.host = std::string(hostport.substr(1, close - 1));
-    std::string_view after = hostport.substr(close + 1);
-    if (!after.empty()) {
-      if (after.front() != ':') return BadUrl("unexpected text after ']' in the host");
-      port_text = after.substr(1);
-      if (port_text.empty()) return BadUrl("empty port after ':'");
-    }
-  } else {
-    const size_t pc = hostport.find(':');
-    opts.host = std::string(hostport.substr(0, pc));
-    if (pc != std::string_view::npos) {
-      port_text = hostport.substr(pc + 1);
-      if (port_text.empty()) return BadUrl("empty port after ':'");
-    }
-  }
-  if (opts.host.empty()) return BadUrl("empty host");
-  for (char c : opts.host) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '.' || c == '-' || c == '_' || c == ':';
-    if (!ok) return BadUrl("invalid character in host '" + opts.host + "'");
-  }
-  if (!port_text.empty()) {
-    int port = 0;
-    auto [p, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-    if (ec != std::errc() || p != port_text.data() + port_text.size() || port < 1 || port > 65535) {
-      return BadUrl("port must be a number in 1..65535, got '" + std::string(port_text) + "'");
-    }
-    opts.port = port;
-  }
+  if (Status st = ParseHosts(hostport, &opts.hosts); !st.ok()) return st.error();
 
   if (const size_t q = db.find('?'); q != std::string_view::npos) {
     std::string_view query = db.substr(q + 1);

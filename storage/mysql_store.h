@@ -40,8 +40,11 @@ class MysqlStore final : public SegmentStore {
   MysqlStore(const MysqlStore&) = delete;
   MysqlStore& operator=(const MysqlStore&) = delete;
 
-  // Parses mysql://user[:password]@host[:port]/database. The port defaults
-  // to 3306; user and password are percent-decoded ("p%40ss" is "p@ss");
+  // Parses mysql://user[:password]@host[:port]/database, or with several
+  // hosts of one database (a Galera cluster's nodes) separated by commas,
+  // host1:3306,host2:3306 (at most MysqlOptions::kMaxHosts, none empty or
+  // listed twice; MysqlPool says how they are used). A port defaults to
+  // 3306; user and password are percent-decoded ("p%40ss" is "p@ss");
   // an IPv6 host is written in brackets. An optional query sets
   // connect_timeout and rw_timeout (seconds) and retry_budget_ms, e.g.
   // "?rw_timeout=2&retry_budget_ms=500". kInvalidArgument, naming what is

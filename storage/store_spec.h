@@ -22,7 +22,8 @@ struct StoreSpec {
 };
 
 // `spec` is "memory:" (only with `allow_memory`), "sqlite:PATH" or
-// "mysql://user:pass@host:port/db" (MysqlStore::ParseUrl). Anything else is
+// "mysql://user:pass@host:port/db", several hosts "host1:port,host2:port"
+// allowed (MysqlStore::ParseUrl). Anything else is
 // kInvalidArgument, naming the accepted forms; a mysql spec is never echoed
 // (it carries the password).
 Result<StoreSpec> ParseStoreSpec(std::string_view spec, bool allow_memory);

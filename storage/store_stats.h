@@ -1,5 +1,5 @@
 // Process-wide counters of what the SQL stores' transactions met: failed
-// COMMITs by reason, COMMITs whose outcome is unknown, conflicts retried,
+// COMMITs by reason, COMMITs whose outcome is unknown, conflicts met and retried,
 // reserved ranges discarded. Metrics reads them at scrape time
 // (seqd_store_* in docs/metrics.md).
 //
@@ -33,6 +33,7 @@ inline bool OutcomeUnknown(CommitFailure f) {
 struct StoreStats {
   std::array<std::atomic<int64_t>, kCommitFailureKinds> commit_failures{};  // by CommitFailure
   std::atomic<int64_t> commits_unknown{0};   // COMMITs with an unknown outcome
+  std::atomic<int64_t> conflicts{0};         // conflicts met, at a statement or at COMMIT
   std::atomic<int64_t> conflict_retries{0};  // transactions re-run after a conflict
   std::atomic<int64_t> ranges_skipped{0};    // reservations never served (outcome unknown)
 

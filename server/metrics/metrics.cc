@@ -112,9 +112,11 @@ struct Metrics::Impl {
   prometheus::Counter* parked_total = nullptr;
   prometheus::Gauge* store_up = nullptr;
   // Copied from ProcessStoreStats() at scrape time: failures by
-  // CommitFailure, then unknown outcomes, conflict retries, ranges skipped.
+  // CommitFailure, then unknown outcomes, conflicts, conflict retries,
+  // ranges skipped.
   std::array<prometheus::Counter*, kCommitFailureKinds> commit_failures{};
   prometheus::Counter* commits_unknown = nullptr;
+  prometheus::Counter* conflicts = nullptr;
   prometheus::Counter* conflict_retries = nullptr;
   prometheus::Counter* ranges_skipped = nullptr;
   prometheus::Counter* stored = nullptr;
@@ -261,6 +263,14 @@ Metrics::Metrics(std::string_view version) : impl_(std::make_unique<Impl>()) {
                                     "sending it)")
                                 .Register(r)
                                 .Add({});
+  impl_->conflicts = &BuildCounter()
+                          .Name("seqd_store_conflicts_total")
+                          .Help(
+                              "Store transactions rolled back by a deadlock, a Galera "
+                              "certification conflict or a lock wait timeout, at a statement "
+                              "or at COMMIT")
+                          .Register(r)
+                          .Add({});
   impl_->conflict_retries = &BuildCounter()
                                  .Name("seqd_store_conflict_retries_total")
                                  .Help(
@@ -477,6 +487,7 @@ std::string Metrics::Render() {
     CatchUp(m.commit_failures[i], store.commit_failures[i]);
   }
   CatchUp(m.commits_unknown, store.commits_unknown);
+  CatchUp(m.conflicts, store.conflicts);
   CatchUp(m.conflict_retries, store.conflict_retries);
   CatchUp(m.ranges_skipped, store.ranges_skipped);
   for (size_t i = 0; i < kInterfaceCount; ++i) {

@@ -126,7 +126,8 @@ inline MysqlOptions TestMysqlOptions() {
 // Raw Connector/C++ connection for test setup, outside the store.
 inline std::unique_ptr<sql::Connection> RawMysql(const MysqlOptions& o) {
   sql::ConnectOptionsMap props;
-  props["hostName"] = "tcp://" + o.host + ":" + std::to_string(o.port);
+  // The first host: where a store on these options connects first.
+  props["hostName"] = "tcp://" + o.hosts.front().host + ":" + std::to_string(o.hosts.front().port);
   props["userName"] = o.user;
   props["password"] = o.password;
   props["schema"] = o.database;
@@ -169,5 +170,36 @@ inline void KillConnections(sql::Connection& raw, const std::vector<int64_t>& id
     }
   }
 }
+
+// Raw connections to every host of `o` (one server, or a Galera cluster's
+// nodes), so a store's connections are found and KILLed on whichever host
+// holds them (after a KILL, a store with several hosts reconnects to the
+// next one).
+class RawHosts {
+ public:
+  using ConnId = std::pair<size_t, int64_t>;  // (host index, connection id)
+
+  explicit RawHosts(const MysqlOptions& o) {
+    for (const MysqlHost& h : o.hosts) {
+      MysqlOptions one = o;
+      one.hosts = {h};
+      raws_.push_back(RawMysql(one));
+    }
+  }
+  // `user`'s connections other than ours, on every host.
+  std::vector<ConnId> OtherIds(const std::string& user) const {
+    std::vector<ConnId> out;
+    for (size_t i = 0; i < raws_.size(); ++i) {
+      for (int64_t id : OtherConnectionIds(*raws_[i], user)) out.emplace_back(i, id);
+    }
+    return out;
+  }
+  void Kill(const std::vector<ConnId>& ids) const {
+    for (const auto& [host, id] : ids) KillConnections(*raws_[host], {id});
+  }
+
+ private:
+  std::vector<std::unique_ptr<sql::Connection>> raws_;
+};
 
 }  // namespace seqd::conformance

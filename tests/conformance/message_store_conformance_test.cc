@@ -918,16 +918,16 @@ TEST_SUITE("mariadb") {
     const std::string c = UniqueName("kill");
     MaxSeqCache cache;
     MustAppend(s, {Req(c, "u", "0")}, cache);
-    auto raw = RawMysql(b.options());
+    const RawHosts raw(b.options());
     int64_t expect = 1;
     for (int round = 0; round < 3; ++round) {
       CAPTURE(round);
       std::thread other([&] { (void)s.Ping(); });
       (void)s.Ping();
       other.join();
-      const std::vector<int64_t> ids = OtherConnectionIds(*raw, b.options().user);
+      const auto ids = raw.OtherIds(b.options().user);
       REQUIRE_FALSE(ids.empty());
-      KillConnections(*raw, ids);
+      raw.Kill(ids);
       auto r = s.Append(std::vector<AppendRequest>{Req(c, "u", Num("r", round))}, cache);
       REQUIRE_MESSAGE(r.ok(), "Append after KILL: ", Describe(r));
       CHECK((*r)[0].seq == ++expect);

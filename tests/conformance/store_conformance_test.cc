@@ -659,6 +659,42 @@ int ClosedPort() {
   return ntohs(addr.sin_port);
 }
 
+// A local TCP port that accepts connections (through the backlog) and never
+// sends the MySQL greeting: a hung server. Closed with the object.
+class SilentServer {
+ public:
+  SilentServer() : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    REQUIRE(fd_ >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(listen(fd_, 16) == 0);
+    socklen_t len = sizeof addr;
+    REQUIRE(getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    port_ = ntohs(addr.sin_port);
+  }
+  ~SilentServer() { close(fd_); }
+  SilentServer(const SilentServer&) = delete;
+  SilentServer& operator=(const SilentServer&) = delete;
+  int port() const { return port_; }
+
+ private:
+  int fd_;
+  int port_ = 0;
+};
+
+// ParseUrl refuses `url` with kInvalidArgument, saying `says`, and never
+// shows its password (hunter2).
+void CheckUrlRefused(const std::string& url, const std::string& says) {
+  INFO(url);
+  auto r = MysqlStore::ParseUrl(url);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == ErrorCode::kInvalidArgument);
+  CHECK(r.error().message.find(says) != std::string::npos);
+  CHECK(r.error().message.find("hunter2") == std::string::npos);
+}
+
 }  // namespace
 
 // ================================================================ suites
@@ -821,12 +857,7 @@ TEST_SUITE("misc") {
              {"mysql://u:hunter2@h/d?ssl-mode=DISABLED&ssl-ca=/ca.pem", "DISABLED with"},
              {"mysql://u:hunter2@h/d?sslmode=REQUIRED", "unknown parameter"},
          }) {
-      INFO(url);
-      auto r = MysqlStore::ParseUrl(url);
-      REQUIRE_FALSE(r.ok());
-      CHECK(r.error().code == ErrorCode::kInvalidArgument);
-      CHECK(r.error().message.find(says) != std::string::npos);
-      CHECK(r.error().message.find("hunter2") == std::string::npos);
+      CheckUrlRefused(url, says);
     }
   }
 
@@ -835,8 +866,7 @@ TEST_SUITE("misc") {
     REQUIRE_OK(full);
     CHECK(full->user == "seqd");
     CHECK(full->password == "secret");
-    CHECK(full->host == "db.example.com");
-    CHECK(full->port == 3307);
+    CHECK(full->hosts == std::vector<MysqlHost>{{"db.example.com", 3307}});
     CHECK(full->database == "leaf");
     CHECK(full->pool_size == 4);
 
@@ -844,7 +874,7 @@ TEST_SUITE("misc") {
     REQUIRE_OK(minimal);
     CHECK(minimal->user == "root");
     CHECK(minimal->password.empty());
-    CHECK(minimal->port == 3306);
+    CHECK(minimal->hosts == std::vector<MysqlHost>{{"127.0.0.1", 3306}});
     CHECK(minimal->database == "seqd_test");
 
     auto empty_pass = MysqlStore::ParseUrl("mysql://u:@h/d");
@@ -855,14 +885,12 @@ TEST_SUITE("misc") {
     REQUIRE_OK(escaped);
     CHECK(escaped->user == "us@er");
     CHECK(escaped->password == "p:a/s%s@");
-    CHECK(escaped->host == "localhost");
-    CHECK(escaped->port == 1);
+    CHECK(escaped->hosts == std::vector<MysqlHost>{{"localhost", 1}});
 
     auto raw_at = MysqlStore::ParseUrl("mysql://u:p@ss@h:65535/d");
     REQUIRE_OK(raw_at);
     CHECK(raw_at->password == "p@ss");
-    CHECK(raw_at->host == "h");
-    CHECK(raw_at->port == 65535);
+    CHECK(raw_at->hosts == std::vector<MysqlHost>{{"h", 65535}});
 
     auto tuned =
         MysqlStore::ParseUrl("mysql://u:p@h/d?rw_timeout=2&connect_timeout=1&retry_budget_ms=250");
@@ -873,8 +901,7 @@ TEST_SUITE("misc") {
     CHECK(tuned->retry_budget_ms == 250);
     auto v6 = MysqlStore::ParseUrl("mysql://u:p@[::1]:3308/d");
     REQUIRE_OK(v6);
-    CHECK(v6->host == "::1");
-    CHECK(v6->port == 3308);
+    CHECK(v6->hosts == std::vector<MysqlHost>{{"::1", 3308}});
   }
 
   TEST_CASE("MysqlStore::ParseUrl rejects malformed URLs with kInvalidArgument") {
@@ -927,6 +954,83 @@ TEST_SUITE("misc") {
     CHECK(r.error().message.find("hunter2") == std::string::npos);
   }
 
+  TEST_CASE("MysqlStore::ParseUrl takes a list of hosts") {
+    auto three = MysqlStore::ParseUrl("mysql://u:p@h1:3306,h2,[::1]:3308/d?rw_timeout=2");
+    REQUIRE_OK(three);
+    CHECK(three->hosts == std::vector<MysqlHost>{{"h1", 3306}, {"h2", 3306}, {"::1", 3308}});
+    CHECK(three->database == "d");
+    CHECK(three->rw_timeout_s == 2);
+    CHECK(DescribeMysql(*three) == "u@h1:3306,h2:3306,[::1]:3308/d");
+    // The same host on two ports is two servers.
+    auto ports = MysqlStore::ParseUrl("mysql://u:p@127.0.0.1:3306,127.0.0.1:3307/d");
+    REQUIRE_OK(ports);
+    CHECK(ports->hosts.size() == 2);
+    std::string sixteen;
+    for (int i = 1; i <= 16; ++i) sixteen += (i > 1 ? ",h" : "h") + std::to_string(i);
+    auto most = MysqlStore::ParseUrl("mysql://u:p@" + sixteen + "/d");
+    REQUIRE_OK(most);
+    CHECK(most->hosts.size() == MysqlOptions::kMaxHosts);
+    CHECK(most->hosts.back() == MysqlHost{"h16", 3306});
+
+    for (auto [url, says] : std::vector<std::pair<std::string, std::string>>{
+             {"mysql://u:hunter2@h1,/d", "host 2 of the list: empty host"},
+             {"mysql://u:hunter2@,h2/d", "host 1 of the list: empty host"},
+             {"mysql://u:hunter2@h1,,h3/d", "host 2 of the list: empty host"},
+             {"mysql://u:hunter2@,/d", "empty host"},
+             {"mysql://u:hunter2@h1:3306,h2:/d", "host 2 of the list: empty port"},
+             {"mysql://u:hunter2@h1,h2:0/d", "host 2 of the list: port must be"},
+             {"mysql://u:hunter2@h1,h2:70000/d", "port must be"},
+             {"mysql://u:hunter2@h1:x,h2/d", "host 1 of the list: port must be"},
+             {"mysql://u:hunter2@h1,h 2/d", "invalid character"},
+             {"mysql://u:hunter2@h1,[::1/d", "unterminated"},
+             {"mysql://u:hunter2@h1:3306,h1/d", "host 2 of the list is listed twice"},
+             {"mysql://u:hunter2@" + sixteen + ",h17/d", "more than 16 hosts"},
+             {"mysql://u:hunter2@h1,h2/d?wsrep_sync_wait=16", "wsrep_sync_wait must be"},
+         }) {
+      CheckUrlRefused(url, says);
+    }
+    auto wait = MysqlStore::ParseUrl("mysql://u:p@h1,h2/d?wsrep_sync_wait=3");
+    REQUIRE_OK(wait);
+    CHECK(wait->wsrep_sync_wait == 3);
+    CHECK(MysqlStore::ParseUrl("mysql://u:p@h/d")->wsrep_sync_wait == -1);
+  }
+
+  TEST_CASE("MysqlHostOrder: the last good host first, failed hosts last, the latest last") {
+    using V = std::vector<size_t>;
+    const auto order = [](size_t preferred, std::vector<uint64_t> failed) {
+      return MysqlHostOrder(preferred, failed);
+    };
+    CHECK(order(0, {0}) == V{0});
+    CHECK(order(0, {7}) == V{0});  // one host: always tried
+    CHECK(order(0, {0, 0, 0}) == V{0, 1, 2});
+    CHECK(order(1, {0, 0, 0}) == V{1, 2, 0});  // round the list from the last good one
+    CHECK(order(2, {0, 0, 0}) == V{2, 0, 1});
+    CHECK(order(0, {5, 0, 0}) == V{1, 2, 0});  // the last good one failed: the next
+    CHECK(order(1, {0, 3, 0}) == V{2, 0, 1});
+    CHECK(order(0, {5, 0, 4}) == V{1, 2, 0});  // failed ones by failure, earliest first
+    CHECK(order(0, {4, 0, 5}) == V{1, 0, 2});
+    CHECK(order(1, {2, 1, 3}) == V{1, 0, 2});  // all failed: the earliest failure first
+  }
+
+  TEST_CASE("MysqlStore with several hosts: the ones that refuse are passed over") {
+    // Two closed ports, then nothing: the error says every host was tried
+    // and never names the password.
+    MysqlOptions o;
+    o.hosts = {{"127.0.0.1", ClosedPort()}, {"127.0.0.1", ClosedPort()}};
+    o.user = "seqd";
+    o.password = "hunter2";
+    o.database = "seqd_test";
+    o.retry_budget_ms = 0;
+    MysqlStore store(o);
+    const auto start = Clock::now();
+    Status st = store.Ping();
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().code == ErrorCode::kStoreUnavailable);
+    CHECK(st.error().message.find("no host of 2") != std::string::npos);
+    CHECK(st.error().message.find("hunter2") == std::string::npos);
+    CHECK(Clock::now() - start < std::chrono::seconds(2));
+  }
+
   TEST_CASE("OpenStore rejects bad specs and opens good ones") {
     for (const char* spec : {"", "sqlite", "sqlite:", "foo:bar", "/tmp/x.db", "postgres://u@h/d",
                              "SQLITE:/tmp/x.db", "mysql:/u:p@h/d"}) {
@@ -966,7 +1070,7 @@ TEST_SUITE("misc") {
 
   TEST_CASE("MysqlStore against a closed port: kStoreUnavailable within seconds") {
     MysqlOptions o;
-    o.port = ClosedPort();
+    o.hosts = {{"127.0.0.1", ClosedPort()}};
     o.user = "seqd";
     o.password = "hunter2";
     o.database = "seqd_test";
@@ -1003,19 +1107,9 @@ TEST_SUITE("misc") {
   }
 
   TEST_CASE("MysqlStore against a server that never answers: bounded by the timeouts") {
-    // A listening socket that accepts (via the backlog) but never sends the
-    // MySQL greeting.
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    REQUIRE(listen(fd, 16) == 0);
-    socklen_t len = sizeof addr;
-    REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    const SilentServer silent;
     MysqlOptions o;
-    o.port = ntohs(addr.sin_port);
+    o.hosts = {{"127.0.0.1", silent.port()}};
     o.user = "seqd";
     o.database = "seqd_test";
     o.connect_timeout_s = 1;
@@ -1029,7 +1123,6 @@ TEST_SUITE("misc") {
     MESSAGE("silent server detected in ",
             std::chrono::duration_cast<std::chrono::milliseconds>(took).count(), " ms");
     CHECK(took < std::chrono::seconds(10));
-    close(fd);
   }
 }
 
@@ -1064,6 +1157,34 @@ TEST_SUITE("mariadb") {
 
   SEQD_CONFORMANCE_CASES(MysqlBackend, "mariadb")
 
+  TEST_CASE("mariadb: several hosts: a silent one is passed over once, then the good one first") {
+    // Host 1 accepts TCP connections and never answers (a hung server: the
+    // connect timeout, 1 s, runs out); host 2 is the server under test.
+    const SilentServer silent;
+    MysqlOptions o = TestMysqlOptions();
+    o.hosts.insert(o.hosts.begin(), MysqlHost{"127.0.0.1", silent.port()});
+    o.connect_timeout_s = 1;
+    o.retry_budget_ms = 5000;
+    MysqlStore store(o);
+    auto start = Clock::now();
+    REQUIRE_OK(store.Ping());
+    CHECK(Clock::now() - start >= std::chrono::milliseconds(900));  // host 1 tried once
+    // Both connections of the pool at once: the second is opened on host 2
+    // at once, host 1 is not tried again.
+    start = Clock::now();
+    std::thread other([&] { CHECK(store.Ping().ok()); });
+    REQUIRE_OK(store.Ping());
+    other.join();
+    CHECK(Clock::now() - start < std::chrono::milliseconds(800));
+    // Host 2's connections killed: the store serves again (host 2 is the
+    // only one that answers, so it is back after host 1's timeout at most).
+    auto raw = RawMysql(TestMysqlOptions());
+    KillConnections(*raw, OtherConnectionIds(*raw, o.user));
+    const std::string k = UniqueName("hosts");
+    REQUIRE_OK(store.CreateKey(k, 10, ""));
+    CheckSegment(store.Reserve(k, std::nullopt), 1, 10, 10);
+  }
+
   TEST_CASE("mariadb: after KILL of the store's connections the next call reconnects") {
     MysqlBackend b;
     MysqlStore& s = b.mysql();
@@ -1071,8 +1192,8 @@ TEST_SUITE("mariadb") {
     REQUIRE_OK(s.CreateKey(k, 10, ""));
     CheckSegment(s.Reserve(k, std::nullopt), 1, 10, 10);
 
-    auto raw = RawMysql(b.options());
-    auto other_ids = [&] { return OtherConnectionIds(*raw, b.options().user); };
+    const RawHosts raw(b.options());
+    auto other_ids = [&] { return raw.OtherIds(b.options().user); };
     int64_t last = 10;
     for (int round = 0; round < 3; ++round) {
       CAPTURE(round);
@@ -1081,9 +1202,9 @@ TEST_SUITE("mariadb") {
       (void)s.Ping();
       other.join();
 
-      const std::vector<int64_t> ids = other_ids();
+      const std::vector<RawHosts::ConnId> ids = other_ids();
       REQUIRE_FALSE(ids.empty());
-      KillConnections(*raw, ids);
+      raw.Kill(ids);
       auto r = s.Reserve(k, std::nullopt);
       REQUIRE_MESSAGE(r.ok(), "Reserve after KILL: ", Describe(r));
       // A retried reservation may skip a segment but never repeat one.
@@ -1094,12 +1215,12 @@ TEST_SUITE("mariadb") {
       REQUIRE_OK(s.GetKey(k));
       // The store now runs on new connections.
       // (Killed threads may linger in PROCESSLIST for a moment.)
-      std::vector<int64_t> now;
+      std::vector<RawHosts::ConnId> now;
       bool any_old = true;
       for (int i = 0; i < 50 && any_old; ++i) {
         if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
         now = other_ids();
-        any_old = std::any_of(now.begin(), now.end(), [&](int64_t id) {
+        any_old = std::any_of(now.begin(), now.end(), [&](const RawHosts::ConnId& id) {
           return std::find(ids.begin(), ids.end(), id) != ids.end();
         });
       }
@@ -1126,8 +1247,8 @@ TEST_SUITE("mariadb") {
     const MysqlOptions good = TestMysqlOptions();
     // The URL without its password (or with a wrong one): the store
     // connects with the password given apart (file or environment).
-    const std::string wrong = "mysql://" + good.user + ":not-it@" + good.host + ":" +
-                              std::to_string(good.port) + "/" + good.database;
+    const std::string wrong = "mysql://" + good.user + ":not-it@" + good.hosts[0].host + ":" +
+                              std::to_string(good.hosts[0].port) + "/" + good.database;
     StoreNeeds needs;
     needs.password = good.password;
     auto stores = OpenStores(wrong, needs);

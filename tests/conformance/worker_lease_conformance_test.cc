@@ -814,15 +814,15 @@ TEST_SUITE("mariadb") {
     MysqlBackend b;
     WorkerLeaseStore& s = b.store();
     CHECK(MustClaim(s, Req("host-a:1", "inst-a")).worker_id == 0);
-    auto raw = RawMysql(b.options());
+    const RawHosts raw(b.options());
     for (int round = 0; round < 3; ++round) {
       CAPTURE(round);
       std::thread other([&] { (void)s.List(); });
       (void)s.List();
       other.join();
-      const std::vector<int64_t> ids = OtherConnectionIds(*raw, b.options().user);
+      const auto ids = raw.OtherIds(b.options().user);
       REQUIRE_FALSE(ids.empty());
-      KillConnections(*raw, ids);
+      raw.Kill(ids);
       const WorkerLease again = MustClaim(s, Req("host-a:1", "inst-a"));
       CHECK(again.worker_id == 0);
       auto r = s.Renew(0, "inst-a", kLongTtlMs, round);

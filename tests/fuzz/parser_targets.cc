@@ -200,8 +200,14 @@ void StoreUrl(const uint8_t* data, size_t size) {
 
   const Result<MysqlOptions> options = MysqlStore::ParseUrl(text);
   if (!options) return;
-  FUZZ_CHECK(!options->user.empty() && !options->host.empty() && !options->database.empty());
-  FUZZ_CHECK(options->port >= 1 && options->port <= 65535);
+  FUZZ_CHECK(!options->user.empty() && !options->database.empty());
+  FUZZ_CHECK(!options->hosts.empty() && options->hosts.size() <= MysqlOptions::kMaxHosts);
+  for (size_t i = 0; i < options->hosts.size(); ++i) {
+    const MysqlHost& h = options->hosts[i];
+    FUZZ_CHECK(!h.host.empty() && h.host.find(',') == std::string::npos);
+    FUZZ_CHECK(h.port >= 1 && h.port <= 65535);
+    for (size_t j = 0; j < i; ++j) FUZZ_CHECK(!(options->hosts[j] == h));
+  }
   FUZZ_CHECK(options->database.find('/') == std::string::npos);
 }
 
