@@ -1,7 +1,9 @@
 # Writes OUT, a header defining SEQD_GIT_COMMIT: the source tree's commit
-# (12 hex digits, "-dirty" if tracked files changed), or "unknown" outside a
-# git checkout. Rewrites OUT only when that changes, so an unchanged commit
-# rebuilds nothing. Run at every build: cmake -DSRC=... -DOUT=... -P this.
+# (12 hex digits, "-dirty" if tracked files changed). Outside a git checkout:
+# the environment variable SEQD_GIT_COMMIT if set (the container build, whose
+# context has no .git), else "unknown". Rewrites OUT only when that changes,
+# so an unchanged commit rebuilds nothing. Run at every build:
+# cmake -DSRC=... -DOUT=... -P this.
 set(commit "unknown")
 find_program(GIT git)
 if(GIT)
@@ -16,6 +18,9 @@ if(GIT)
       set(commit "${commit}-dirty")
     endif()
   endif()
+endif()
+if(commit STREQUAL "unknown" AND NOT "$ENV{SEQD_GIT_COMMIT}" STREQUAL "")
+  set(commit "$ENV{SEQD_GIT_COMMIT}")
 endif()
 set(text "#pragma once\n#define SEQD_GIT_COMMIT \"${commit}\"\n")
 if(EXISTS "${OUT}")
