@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs what seqd needs to build on Debian 12 (run as root; python3 is
 # there because configuring the tests needs it). `--test` adds what the test
-# suites need: MariaDB server, clang and libFuzzer, Prometheus (promtool) and
+# suites need: MariaDB server, Galera and rsync (scripts/galera-test's cluster
+# and its state transfers), clang and libFuzzer, Prometheus (promtool) and
 # Chromium (the status page test).
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libboost-dev libmysqlcppconn-dev nlohmann-json3-dev
           prometheus-cpp-dev libsqlite3-dev doctest-dev libbenchmark-dev libssl-dev openssl curl python3)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(mariadb-server clang-14 libclang-rt-14-dev chromium prometheus)
+  packages+=(mariadb-server galera-4 rsync clang-14 libclang-rt-14-dev chromium prometheus)
 fi
 
 missing=()

@@ -1,0 +1,392 @@
+"""seqd on a 3-node MariaDB Galera cluster (scripts/galera.sh) through
+multi-host store URLs, under load, while the node a seqd talks to is killed
+with kill -9 and then rejoins.
+
+Six seqd: three plain (A, B, C) and three in cluster mode (X, Y, Z, on a
+database of their own), each pair listing a different node first, so
+writes reach all three nodes at once. Clients take segment IDs from shared
+keys (small steps: many reservations, the same leaf_alloc rows updated
+through every node, so Galera certification conflicts really happen) and
+send messages to shared conversations (re-sending with the same
+client_msg_id after a 503 or a dropped connection, the documented retry).
+Every answer is recorded with its time. Then, per round, the first node of
+one pair is killed with kill -9, load goes on for a while, and the node
+rejoins (IST). The checks:
+- no ID handed out twice, across all six seqd;
+- per conversation, stored seqs are 1..n, every acknowledged message is
+  stored once, at the seq it was acknowledged with;
+- the killed node did serve seqd before it died (a connection of ours on
+  it), the cluster shrank to two nodes and grew back to three, and the
+  seqd that used it answered again after the kill without a restart
+  (every seqd passes /readyz, an ID and a send at the end);
+- seqd_store_conflicts_total summed over the seqd is > 0;
+- the only errors clients see are 503s, and connection errors while a seqd
+  waits out its database (none from the seqd that do not use the node).
+A run where no node was killed fails.
+
+Usage: python3 tests/e2e/test_galera.py [--seconds N] [--rounds R]
+Environment: SEQD_GALERA_DIR (a cluster started by scripts/galera.sh),
+SEQD_BINARY.
+"""
+import argparse
+import collections
+import http.client
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import REPO, Seqd  # noqa: E402
+
+GALERA = os.path.join(REPO, "scripts", "galera.sh")
+RUN = "%06x" % random.getrandbits(24)
+ORDERS = [(1, 2, 3), (2, 3, 1), (3, 1, 2)]
+PACE_S = 0.01  # between a client's requests
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+def galera(*args):
+    r = subprocess.run([GALERA, args[0], os.environ["SEQD_GALERA_DIR"], *map(str, args[1:])],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+    if r.returncode != 0:
+        raise RuntimeError("galera.sh %s: %s" % (" ".join(map(str, args)), r.stderr[-2000:]))
+    return r.stdout.strip()
+
+
+def root_sql(node, statement):
+    """Runs `statement` as root on node `node` (its socket); the output."""
+    sock = os.path.join(os.environ["SEQD_GALERA_DIR"], "n%d" % node, "sock")
+    r = subprocess.run(["mariadb", "--no-defaults", "--protocol=socket", "--socket=" + sock,
+                        "-uroot", "-N", "-B", "-e", statement],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=30)
+    if r.returncode != 0:
+        raise RuntimeError("%s on node %d: %s" % (statement, node, r.stderr))
+    return r.stdout.strip()
+
+
+def url(order, database=None):
+    u = galera("url", *order)
+    if database:
+        u = u.rsplit("/", 1)[0] + "/" + database
+    return u
+
+
+def metric(s, name):
+    try:
+        status, body = s.get("/metrics")
+    except OSError:
+        return 0.0
+    total = 0.0
+    for line in body.decode().splitlines():
+        if line.startswith(name) and not line.startswith("#"):
+            total += float(line.rpartition(" ")[2])
+    return total
+
+
+class History:
+    """What the clients saw, thread-safe: every answer with its time."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.ids = collections.Counter()
+        self.acked = {}  # (conv, client_msg_id) -> seq
+        self.answers = collections.Counter()  # (instance, what, status)
+        self.ok_times = collections.defaultdict(list)  # instance -> times of successes
+        self.commit_times = collections.defaultdict(list)  # instance -> times of acked sends
+        self.bad = []
+
+    def saw(self, inst, what, status, payload):
+        with self.lock:
+            self.answers[(inst, what, status)] += 1
+            if 200 <= status < 300:
+                self.ok_times[inst].append(time.time())
+                if what == "send":  # a commit: proof that the store works, not the buffers
+                    self.commit_times[inst].append(time.time())
+            elif status != 503 and status != -1:
+                self.bad.append((inst, what, status, payload[:200]))
+
+
+class Load:
+    """Client threads against the seqd in `procs` until stop() is called."""
+
+    def __init__(self, procs, history, keys, convs):
+        # keys[inst], convs[inst]: the names each seqd's clients use (one set
+        # per database).
+        self.procs, self.h, self.keys, self.convs = procs, history, keys, convs
+        self.stopping = threading.Event()
+        self.threads = []
+
+    def request(self, s, conn, method, path, body=None):
+        try:
+            status, payload, _ = s.request(method, path, body, conn=conn)
+            return status, payload, conn
+        except (OSError, http.client.HTTPException) as e:
+            conn.close()
+            return -1, str(e).encode(), s.conn()
+
+    def ids(self, inst, s, key):
+        conn = s.conn()
+        while not self.stopping.is_set():
+            n = random.randint(1, 4)
+            status, payload, conn = self.request(s, conn, "GET", "/seq/%s?count=%d" % (key, n))
+            self.h.saw(inst, "seq", status, payload)
+            if status == 200:
+                got = []
+                for r in json.loads(payload)["ranges"]:
+                    got.extend(range(r["first"], r["last"] + 1))
+                with self.h.lock:
+                    self.h.ids.update((key, i) for i in got)
+            # Paced: the load must leave CPU for a rejoining node to catch up.
+            time.sleep(PACE_S if status == 200 else 0.02)
+        conn.close()
+
+    def sends(self, inst, s, conv, name):
+        conn = s.conn()
+        i = 0
+        while not self.stopping.is_set():
+            cmid = "%s-%d" % (name, i)
+            i += 1
+            body = {"sender_id": name, "client_msg_id": cmid, "content_type": 1,
+                    "payload": "m %s" % cmid}
+            # Until acknowledged, even past stop(): an unacknowledged send may
+            # have been stored, and a re-send resolves it.
+            deadline = time.time() + 60
+            while time.time() < deadline:
+                status, payload, conn = self.request(s, conn, "POST",
+                                                     "/conversations/%s/messages" % conv, body)
+                self.h.saw(inst, "send", status, payload)
+                if status in (200, 201):
+                    with self.h.lock:
+                        self.h.acked[(conv, cmid)] = json.loads(payload)["seq"]
+                    time.sleep(PACE_S)
+                    break
+                if status not in (503, -1):
+                    break
+                time.sleep(0.05)
+        conn.close()
+
+    def start(self):
+        for inst, s in self.procs.items():
+            for t in range(2):
+                self.threads.append(threading.Thread(
+                    target=self.ids, args=(inst, s, self.keys[inst][t])))
+            for t in range(2):
+                conv = self.convs[inst][t]
+                self.threads.append(threading.Thread(
+                    target=self.sends, args=(inst, s, conv, "%s%d" % (inst, t))))
+        for t in self.threads:
+            t.start()
+
+    def stop(self):
+        self.stopping.set()
+        for t in self.threads:
+            t.join()
+
+
+def cluster_size(node):
+    return int(root_sql(node, "SHOW STATUS LIKE 'wsrep_cluster_size'").split()[1])
+
+
+def our_connections(node):
+    return int(root_sql(node, "SELECT COUNT(*) FROM information_schema.PROCESSLIST "
+                              "WHERE USER = 'seqd'"))
+
+
+def wait_until(what, check, timeout):
+    deadline = time.time() + timeout
+    while True:
+        if check():
+            return
+        if time.time() > deadline:
+            raise AssertionError("not within %ss: %s" % (timeout, what))
+        time.sleep(0.2)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=8, help="load per phase")
+    ap.add_argument("--rounds", type=int, default=3, help="kill/rejoin rounds (nodes 1, 2, 3)")
+    ap.add_argument("-v", action="store_true")
+    args = ap.parse_args()
+    if not os.environ.get("SEQD_GALERA_DIR"):
+        raise SystemExit("SEQD_GALERA_DIR is not set: run scripts/galera-test")
+    started = time.time()
+
+    cluster_db = "seqd_test_galera_%s" % RUN
+    root_sql(1, "CREATE DATABASE %s" % cluster_db)
+    flags = ["--max-step", "20", "--db-threads", "4", "--snowflake", "off"]
+    procs = {}
+    try:
+        for name, order in zip("ABC", ORDERS):
+            procs[name] = Seqd(url(order), *flags)
+        for name, order in zip("XYZ", ORDERS):
+            procs[name] = Seqd(url(order, cluster_db), *flags, "--cluster",
+                               "--cluster-shards", "64")
+        for s in procs.values():
+            wait_until("readyz", lambda s=s: s.get("/readyz")[0] == 200, 30)
+        # One set of keys and conversations per database, shared by its
+        # three seqd.
+        keys, convs = {}, {}
+        for group in ("ABC", "XYZ"):
+            names = ["gal_%s_%s_%d" % (group, RUN, k) for k in range(2)]
+            for k in names:
+                procs[group[0]].create_key(k, 10)
+            conv_names = ["sg_gal_%s_%s_%d" % (group, RUN, c) for c in range(2)]
+            for inst in group:
+                keys[inst], convs[inst] = names, conv_names
+        h = History()
+        load = Load(procs, h, keys, convs)
+        conflicts_before = sum(metric(s, "seqd_store_conflicts_total") for s in procs.values())
+        load.start()
+        kills = []
+        try:
+            time.sleep(args.seconds)
+            for r in range(args.rounds):
+                node = ORDERS[r % 3][0]
+                users = [n for n, o in zip("ABC", ORDERS) if o[0] == node] + \
+                        [n for n, o in zip("XYZ", ORDERS) if o[0] == node]
+                before = our_connections(node)
+                t_kill = time.time()
+                galera("kill", node)
+                survivor = ORDERS[r % 3][1]
+                wait_until("cluster of 2", lambda: cluster_size(survivor) == 2, 30)
+                time.sleep(args.seconds)
+                t_rejoin = time.time()
+                galera("rejoin", node)
+                rejoin_s = time.time() - t_rejoin
+                wait_until("cluster of 3", lambda: cluster_size(node) == 3, 30)
+                kills.append({"node": node, "users": users, "connections_before": before,
+                              "t_kill": t_kill, "t_rejoin": t_rejoin, "rejoin_s": rejoin_s})
+                log("round %d: node %d killed with %d seqd connections on it (used first by %s); "
+                    "rejoined in %.1f s" % (r + 1, node, before, "".join(users), rejoin_s))
+                time.sleep(args.seconds)
+        finally:
+            load.stop()
+
+        problems = []
+        # --- the fault happened and mattered.
+        if not kills:
+            problems.append("no node was killed: the run proves nothing")
+        for k in kills:
+            if k["connections_before"] == 0:
+                problems.append("node %d held no seqd connection when killed" % k["node"])
+            for inst in k["users"]:
+                times = h.ok_times[inst]
+                after = [t for t in times if t > k["t_kill"]]
+                if not after:
+                    problems.append("%s answered nothing after node %d died" % (inst, k["node"]))
+                    continue
+                last_before = max([t for t in times if t <= k["t_kill"]], default=k["t_kill"])
+                k.setdefault("failover_s", {})[inst] = round(min(after) - last_before, 3)
+                if not [t for t in h.commit_times[inst] if k["t_kill"] < t < k["t_rejoin"]]:
+                    problems.append("%s acknowledged no message while node %d was down" %
+                                    (inst, k["node"]))
+        for k in kills:  # every seqd's longest wait between answers while the node was down
+            k["stall_s"] = {}
+            for inst, times in h.ok_times.items():
+                window = sorted(t for t in times if k["t_kill"] - 5 <= t <= k["t_rejoin"])
+                gaps = [b - a for a, b in zip(window, window[1:])]
+                k["stall_s"][inst] = round(max(gaps, default=0), 3)
+        # --- IDs: none twice.
+        dups = sum(c - 1 for c in h.ids.values() if c > 1)
+        if dups:
+            problems.append("%d IDs handed out twice" % dups)
+        if len(h.ids) < 1000:
+            problems.append("only %d IDs handed out" % len(h.ids))
+        # --- messages: 1..n, every ack stored at its seq, once.
+        stored_total = 0
+        for group, conv in [(g, c) for g in ("ABC", "XYZ") for c in convs[g[0]]]:
+            stored, after = [], 0
+            while True:
+                status, body = procs[group[0]].get_json(
+                    "/conversations/%s/messages?from=%d&limit=1000" % (conv, after + 1))
+                if status != 200:
+                    problems.append("pull %s: %s %s" % (conv, status, body))
+                    break
+                stored.extend(body["messages"])
+                if body["is_end"] or not body["messages"]:
+                    break
+                after = body["messages"][-1]["seq"]
+            stored_total += len(stored)
+            seqs = [m["seq"] for m in stored]
+            if seqs != list(range(1, len(seqs) + 1)):
+                problems.append("%s: seqs are not 1..n" % conv)
+            by_cmid = collections.defaultdict(list)
+            for m in stored:
+                by_cmid[m["client_msg_id"]].append(m["seq"])
+            for (c, cmid), seq in h.acked.items():
+                if c != conv:
+                    continue
+                if cmid not in by_cmid:
+                    problems.append("%s: acked %s (seq %d) missing" % (conv, cmid, seq))
+                elif by_cmid[cmid] != [seq]:
+                    problems.append("%s: acked %s at %d, stored at %s" %
+                                    (conv, cmid, seq, by_cmid[cmid]))
+        acked = len(h.acked)
+        if acked < 100:
+            problems.append("only %d messages acknowledged" % acked)
+        # --- answers: 503s and dropped connections only.
+        problems += ["unexpected answer %s" % (b,) for b in h.bad[:10]]
+        # --- back to full service, no restart.
+        for inst, s in procs.items():
+            try:
+                wait_until("%s ready" % inst, lambda s=s: s.get("/readyz")[0] == 200, 30)
+                for i in range(10):
+                    s.ids(keys[inst][0])
+                    status, payload, _ = s.request(
+                        "POST", "/conversations/%s/messages" % convs[inst][0],
+                        {"sender_id": "end", "client_msg_id": "%s-end-%d" % (inst, i),
+                         "content_type": 1, "payload": "x"})
+                    if status != 201:
+                        raise AssertionError("send: %s %s" % (status, payload))
+            except (AssertionError, RuntimeError, OSError) as e:
+                problems.append("%s not back to full service: %s" % (inst, e))
+            if s.proc.poll() is not None:
+                problems.append("%s exited" % inst)
+        conflicts = sum(metric(s, "seqd_store_conflicts_total")
+                        for s in procs.values()) - conflicts_before
+        retries = sum(metric(s, "seqd_store_conflict_retries_total") for s in procs.values())
+        lost = sum(metric(s, 'seqd_store_commit_failures_total{reason="lost"}')
+                   for s in procs.values())
+        if conflicts <= 0:
+            problems.append("no certification conflict counted (seqd_store_conflicts_total)")
+
+        statuses = collections.Counter()
+        for (inst, what, status), n in h.answers.items():
+            statuses[(what, status)] += n
+        log("galera: %d IDs (%d twice), %d messages acked, %d stored; answers %s" %
+            (len(h.ids), dups, acked, stored_total, dict(statuses)))
+        log("galera: seqd_store_conflicts_total %d, conflict retries %d, COMMITs lost %d" %
+            (conflicts, retries, lost))
+        for k in kills:
+            log("galera: node %d: first answer after the kill, per seqd that used it first: %s s "
+                "after the last one before; longest wait between answers while it was down, "
+                "per seqd: %s s; rejoin (recovery, IST, catching up to Synced) %.1f s" %
+                (k["node"], k.get("failover_s"), k["stall_s"], k["rejoin_s"]))
+        log("galera: %.0f s" % (time.time() - started))
+        if problems:
+            for p in problems:
+                log("FAIL: " + p)
+            for inst, s in procs.items():
+                log("--- %s log tail:\n%s" % (inst, s.logs()[-1500:]))
+            return 1
+        log("galera: OK")
+        return 0
+    finally:
+        for s in procs.values():
+            s.__exit__()
+        try:
+            root_sql(1, "DROP DATABASE IF EXISTS %s" % cluster_db)
+        except RuntimeError:
+            pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())
