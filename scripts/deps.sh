@@ -11,6 +11,12 @@ packages=(build-essential cmake pkg-config libboost-dev libmysqlcppconn-dev nloh
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(mariadb-server galera-4 rsync clang-14 libclang-rt-14-dev chromium prometheus)
 fi
+# The .deb install test (ctest deb_package) and scripts/container-test:
+# rootful Podman with runc (crun fails on this machine's cgroups), bridge
+# networking, and debootstrap for the debian:12 base (scripts/debian-base).
+if [[ "${1:-}" == "--test" ]]; then
+  packages+=(podman runc containernetworking-plugins iptables debootstrap python3-yaml)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
