@@ -52,12 +52,6 @@ check_install() {
   command -v wsrep_sst_rsync >/dev/null 2>&1 || die "wsrep_sst_rsync missing (mariadb-server)"
 }
 
-# As root, the nodes run as mysql: the joiner's rsync daemon (SST) started
-# by root would switch to nobody and could not write the datadir.
-user_flag() {
-  if [ "$(id -u)" -eq 0 ]; then echo "--user=mysql"; fi
-}
-
 # Hands DIR to the nodes' user (as root).
 own_dir() {
   if [ "$(id -u)" -eq 0 ]; then
@@ -108,29 +102,32 @@ gcomm() {
   echo "gcomm://$list"
 }
 
-# Node $1's mariadbd arguments (after the binary), extra arguments appended.
-node_args() {
+# Sets NODE_ARGS to node $1's mariadbd arguments (after the binary), the
+# further arguments appended.
+set_node_args() {
   local i="$1" d
   shift
   d="$(node_dir "$i")"
-  local uf
-  uf="$(user_flag)"
   local evs="evs.keepalive_period=PT0.5S;evs.inactive_check_period=PT0.5S"
   evs+=";evs.suspect_timeout=PT2S;evs.inactive_timeout=PT3S;evs.install_timeout=PT3S"
-  echo --no-defaults $uf --datadir="$d/data" --socket="$d/sock" --pid-file="$d/pid" \
-    --log-error="$d/mariadbd.err" --port="$(node_port "$i" port)" --bind-address=127.0.0.1 \
-    --skip-name-resolve --max-connections=500 \
-    --innodb-buffer-pool-size="${SEQD_GALERA_BUFFER_POOL:-32M}" --innodb-log-file-size=48M \
-    --innodb-flush-log-at-trx-commit=1 \
-    --binlog-format=ROW --default-storage-engine=InnoDB --innodb-autoinc-lock-mode=2 \
-    --wsrep-on=ON --wsrep-provider="$PROVIDER" --wsrep-cluster-name=seqd_test \
-    --wsrep-cluster-address="$(gcomm)" --wsrep-node-name="n$i" \
-    --wsrep-node-address="127.0.0.1:$(node_port "$i" gport)" \
-    --wsrep-node-incoming-address="127.0.0.1:$(node_port "$i" port)" \
-    --wsrep-sst-method=rsync --wsrep-sst-receive-address="127.0.0.1:$(node_port "$i" sstport)" \
-    --wsrep-slave-threads=2 \
-    "--wsrep-provider-options=gmcast.listen_addr=tcp://127.0.0.1:$(node_port "$i" gport);ist.recv_addr=127.0.0.1:$(node_port "$i" istport);gcache.size=64M;$evs" \
-    "$@"
+  NODE_ARGS=(--no-defaults)
+  # As root, the nodes run as mysql: the joiner's rsync daemon (SST) started
+  # by root would switch to nobody and could not write the datadir.
+  if [ "$(id -u)" -eq 0 ]; then NODE_ARGS+=(--user=mysql); fi
+  NODE_ARGS+=(--datadir="$d/data" --socket="$d/sock" --pid-file="$d/pid"
+    --log-error="$d/mariadbd.err" --port="$(node_port "$i" port)" --bind-address=127.0.0.1
+    --skip-name-resolve --max-connections=500
+    --innodb-buffer-pool-size="${SEQD_GALERA_BUFFER_POOL:-32M}" --innodb-log-file-size=48M
+    --innodb-flush-log-at-trx-commit=1
+    --binlog-format=ROW --default-storage-engine=InnoDB --innodb-autoinc-lock-mode=2
+    --wsrep-on=ON --wsrep-provider="$PROVIDER" --wsrep-cluster-name=seqd_test
+    --wsrep-cluster-address="$(gcomm)" --wsrep-node-name="n$i"
+    --wsrep-node-address="127.0.0.1:$(node_port "$i" gport)"
+    --wsrep-node-incoming-address="127.0.0.1:$(node_port "$i" port)"
+    --wsrep-sst-method=rsync --wsrep-sst-receive-address="127.0.0.1:$(node_port "$i" sstport)"
+    --wsrep-slave-threads=2
+    "--wsrep-provider-options=gmcast.listen_addr=tcp://127.0.0.1:$(node_port "$i" gport);ist.recv_addr=127.0.0.1:$(node_port "$i" istport);gcache.size=64M;$evs"
+    "$@")
 }
 
 install_db() {
@@ -138,10 +135,9 @@ install_db() {
   d="$(node_dir "$1")"
   [ -d "$d/data/mysql" ] && return 0
   mkdir -p "$d/data"
-  local uf
-  uf="$(user_flag)"
-  # shellcheck disable=SC2086
-  mariadb-install-db --no-defaults $uf --auth-root-authentication-method=normal \
+  local uf=()
+  if [ "$(id -u)" -eq 0 ]; then uf=(--user=mysql); fi
+  mariadb-install-db --no-defaults "${uf[@]}" --auth-root-authentication-method=normal \
     --datadir="$d/data" --skip-test-db >"$d/install.log" 2>&1 ||
     {
       tail -n 30 "$d/install.log" >&2
@@ -163,8 +159,8 @@ launch() {
   shift
   d="$(node_dir "$i")"
   rm -f "$d/sock" "$d/pid"
-  # shellcheck disable=SC2046
-  nohup "$(mariadbd_bin)" $(node_args "$i" "$@") </dev/null >>"$d/mariadbd.out" 2>&1 &
+  set_node_args "$i" "$@"
+  nohup "$(mariadbd_bin)" "${NODE_ARGS[@]}" </dev/null >>"$d/mariadbd.out" 2>&1 &
   local launcher=$!
   local deadline=$((SECONDS + START_TIMEOUT_S)) state=""
   while :; do
@@ -191,6 +187,11 @@ url() {
 }
 
 all_nodes() { seq 1 "$(node_count)"; }
+url_all() {
+  local nodes
+  mapfile -t nodes < <(all_nodes)
+  url "${nodes[@]}"
+}
 
 cmd_start() {
   local n="${1:-3}" i
@@ -230,7 +231,7 @@ GRANT PROCESS ON *.* TO '$DB_USER'@'127.0.0.1';" || die "creating database/user 
   local size
   size="$(root_sql 1 "SHOW STATUS LIKE 'wsrep_cluster_size'" | cut -f2)"
   [ "$size" = "$n" ] || die "cluster size is $size, expected $n"
-  url $(all_nodes)
+  url_all
 }
 
 cmd_stop() {
@@ -275,9 +276,8 @@ cmd_rejoin() {
   # What the crashed node had committed, from its InnoDB log (as Debian's
   # galera_recovery does for systemd): with it the node asks for IST.
   rm -f "$d/recover.log"
-  # shellcheck disable=SC2046
-  "$(mariadbd_bin)" $(node_args "$i" --wsrep-recover --log-error="$d/recover.log") \
-    >/dev/null 2>&1 || true
+  set_node_args "$i" --wsrep-recover --log-error="$d/recover.log"
+  "$(mariadbd_bin)" "${NODE_ARGS[@]}" >/dev/null 2>&1 || true
   pos="$(sed -n 's/.*WSREP: Recovered position: *\([^ ]*\).*/\1/p' "$d/recover.log" | tail -n 1)"
   local extra=()
   if [ -n "$pos" ] && [[ "$pos" != *:-1 ]]; then
@@ -301,7 +301,7 @@ case "$cmd" in
   stop) cmd_stop ;;
   kill) [ $# -eq 1 ] || usage; cmd_kill "$1" ;;
   rejoin) [ $# -eq 1 ] || usage; cmd_rejoin "$1" ;;
-  url) if [ $# -eq 0 ]; then url $(all_nodes); else url "$@"; fi ;;
+  url) if [ $# -eq 0 ]; then url_all; else url "$@"; fi ;;
   port) [ $# -eq 1 ] || usage; node_port "$1" port; echo ;;
   status) [ $# -eq 1 ] || usage; status_of "$1" ;;
   *) usage ;;
