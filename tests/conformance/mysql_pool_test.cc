@@ -13,6 +13,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "conformance_support.h"
 #include "storage/store_stats.h"
@@ -160,6 +161,32 @@ TEST_SUITE("mariadb_pool") {
     });
     REQUIRE(r.ok());
     CHECK(*r == 0);
+  }
+
+  TEST_CASE("mariadb: MysqlPool: a Galera node's sessions wait for causality, others are left") {
+    // With the URL's default, wsrep_sync_wait is 1 on a Galera node
+    // (@@wsrep_on) and untouched elsewhere; the URL's value replaces the 1.
+    for (const int from_url : {-1, 3}) {
+      CAPTURE(from_url);
+      MysqlOptions o = TestMysqlOptions();
+      o.wsrep_sync_wait = from_url;
+      MysqlPool pool(o);
+      auto r = pool.Run<std::pair<bool, int>>(
+          kSession, "read wsrep", [](MysqlConn& c) -> Result<std::pair<bool, int>> {
+            std::unique_ptr<sql::ResultSet> rs(
+                c.Plain().executeQuery("SELECT @@wsrep_on, @@wsrep_sync_wait"));
+            REQUIRE(rs->next());
+            return std::pair<bool, int>{rs->getInt(1) != 0, rs->getInt(2)};
+          });
+      REQUIRE(r.ok());
+      const auto [galera, sync_wait] = *r;
+      MESSAGE("wsrep_on ", galera, ", wsrep_sync_wait ", sync_wait);
+      if (galera) {
+        CHECK(sync_wait == (from_url < 0 ? 1 : from_url));
+      } else {
+        CHECK(sync_wait == 0);  // the server's default: not set
+      }
+    }
   }
 }
 
