@@ -64,6 +64,9 @@ grep -qx 'store = sqlite:/var/lib/seqd/seqd.db' "$tmp/root/etc/seqd/seqd.conf" |
 
 echo "== the unit"
 unit=$tmp/root/usr/lib/systemd/system/seqd.service
+for doc in $(sed -n 's|^Documentation=file://||p' "$unit"); do
+  [[ -f $tmp/root$doc ]] || fail "seqd.service names $doc, which the package lacks"
+done
 for d in DynamicUser=yes StateDirectory=seqd WorkingDirectory=/var/lib/seqd Restart=on-failure \
   ProtectSystem=strict ProtectHome=yes PrivateTmp=yes NoNewPrivileges=yes CapabilityBoundingSet= \
   'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX' SystemCallFilter=@system-service \
