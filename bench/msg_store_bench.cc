@@ -206,7 +206,9 @@ Figures RunNaive(const Args& a, int naive_threads) {
   sql::Driver* driver = get_driver_instance();
   auto connect = [&] {
     sql::ConnectOptionsMap props;
-    props["hostName"] = "tcp://" + options->host + ":" + std::to_string(options->port);
+    // The naive baseline talks to the first host listed.
+    props["hostName"] =
+        "tcp://" + options->hosts.front().host + ":" + std::to_string(options->hosts.front().port);
     props["userName"] = options->user;
     props["password"] = options->password;
     props["schema"] = options->database;
