@@ -13,7 +13,8 @@ namespace seqd {
 // `spec` is one of
 //   memory:                            MemoryMessageStore (tests, benchmarks)
 //   sqlite:PATH                        SqliteMessageStore on PATH (parent dir created)
-//   mysql://user:pass@host:port/db     MysqlMessageStore (port defaults to 3306)
+//   mysql://user:pass@host:port/db     MysqlMessageStore (port defaults to 3306;
+//                                      several hosts: host1:port,host2:port)
 // Anything else is kInvalidArgument.
 //
 // sqlite: opens the file and runs EnsureSchema(); any failure is returned.

@@ -18,7 +18,8 @@ class MysqlPool;
 
 // `spec` is one of
 //   sqlite:PATH                        SqliteStore on PATH (parent dir created)
-//   mysql://user:pass@host:port/db     MysqlStore (port defaults to 3306)
+//   mysql://user:pass@host:port/db     MysqlStore (port defaults to 3306;
+//                                      several hosts: host1:port,host2:port)
 // Anything else is kInvalidArgument.
 //
 // sqlite: opens the file and runs EnsureSchema(); any failure is returned.

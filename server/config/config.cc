@@ -77,7 +77,8 @@ const std::vector<Option>& Options() {
   static const std::vector<Option> options = {
       StringOption("config", "Config file (key = value lines, # comments).", &Config::config_file),
       Option{"store",
-             "Where IDs are kept: sqlite:PATH (embedded) or mysql://user:pass@host:port/db.",
+             "Where IDs are kept: sqlite:PATH (embedded) or mysql://user:pass@host:port/db "
+             "(the nodes of a Galera cluster: host1:port,host2:port,...).",
              [](Config& c, std::string_view v) {
                if (!v.starts_with("sqlite:") && !v.starts_with("mysql://")) {
                  return Status(MakeError(ErrorCode::kInvalidArgument,
