@@ -90,6 +90,7 @@ start=$(date +%s)
 "${podman[@]}" run --name "$name" "${limits[@]}" -v "$tmp/out:/pkg:ro" \
   docker.io/library/debian:12 bash -euo pipefail -c '
 export DEBIAN_FRONTEND=noninteractive
+echo "Acquire::Retries \"3\";" >/etc/apt/apt.conf.d/80retries  # a slow mirror is no failure
 apt-get update -qq
 cd /pkg && apt-get install -y -qq --no-install-recommends ./'"$deb"' >/tmp/apt.log 2>&1 ||
   { cat /tmp/apt.log; exit 1; }
