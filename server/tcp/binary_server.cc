@@ -430,7 +430,6 @@ class Session final : public ListenedSession,
   void Close() {
     if (closed_) return;
     closed_ = true;
-    error_code ignored;
     socket_.Close();  // aborts the read and write in flight
     timer_.cancel();
     out_.clear();
