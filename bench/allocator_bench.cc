@@ -19,9 +19,9 @@
 #include <future>
 #include <optional>
 
-#include "server/core/manual_clock.h"
+#include "server/base/manual_clock.h"
+#include "server/base/task_runner.h"
 #include "server/core/segment_allocator.h"
-#include "server/core/task_runner.h"
 #include "storage/memory_store.h"
 
 namespace seqd {

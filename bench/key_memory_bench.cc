@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "server/core/log.h"
-#include "server/core/manual_clock.h"
+#include "server/base/log.h"
+#include "server/base/manual_clock.h"
 #include "server/core/segment_allocator.h"
 #include "storage/memory_store.h"
 

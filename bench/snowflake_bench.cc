@@ -21,7 +21,7 @@
 #include <mutex>
 #include <thread>
 
-#include "server/core/asio_clock.h"
+#include "server/base/asio_clock.h"
 #include "server/snowflake/snowflake_generator.h"
 #include "server/snowflake/wall_clock.h"
 

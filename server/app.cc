@@ -16,13 +16,13 @@
 #include "server/app_options.h"
 #include "server/app_security.h"
 #include "server/auth/audit.h"
+#include "server/base/asio_clock.h"
+#include "server/base/log.h"
+#include "server/base/task_runner.h"
 #include "server/cluster/cluster_metrics.h"
 #include "server/cluster/cluster_node.h"
 #include "server/core/allocator_gauges.h"
-#include "server/core/asio_clock.h"
 #include "server/core/key_admin.h"
-#include "server/core/log.h"
-#include "server/core/task_runner.h"
 #include "server/http/api_router.h"
 #include "server/metrics/metrics.h"
 #include "server/net/tls_context.h"
@@ -297,7 +297,7 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
   message_options.gate = p->cluster.get();
   p->messages.emplace(*p->stores.messages, *p->stores.segments, message_options);
   // Bounded: beyond db_queue_max waiting calls, new ones fail at once
-  // (server/core/task_runner.h).
+  // (server/base/task_runner.h).
   p->db.emplace(static_cast<size_t>(config.db_threads), static_cast<size_t>(config.db_queue_max));
   AllocatorOptions allocator_options = ToAllocatorOptions(config);
   allocator_options.metrics = &p->metrics;

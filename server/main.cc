@@ -3,10 +3,10 @@
 // bad configuration.
 #include <cstdio>
 
-#include "server/app.h"
-#include "server/config/config.h"
-#include "server/core/log.h"
 #include "seqd_git_commit.h"  // generated at build time (cmake/git_commit.cmake)
+#include "server/app.h"
+#include "server/base/log.h"
+#include "server/config/config.h"
 
 int main(int argc, char** argv) {
   auto config = seqd::LoadConfig(argc, argv, seqd::ProcessEnvironment());
@@ -16,6 +16,10 @@ int main(int argc, char** argv) {
   }
   if (config->show_help) {
     std::fputs(seqd::ConfigHelp().c_str(), stdout);
+    return 0;
+  }
+  if (config->show_help_markdown) {
+    std::fputs(seqd::ConfigReferenceMarkdown().c_str(), stdout);
     return 0;
   }
   if (config->show_version) {

@@ -2,7 +2,7 @@
 //
 // Thread safety: every implementation is safe to call from many threads at
 // once. Calls BLOCK on I/O, so they must only run on the database threads
-// (a TaskRunner, server/core/task_runner.h), never on network threads.
+// (a TaskRunner, server/base/task_runner.h), never on network threads.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // Load shedding for the segment store: while a thread runs work its runner
-// could not queue (the database queue is full: server/core/task_runner.h),
+// could not queue (the database queue is full: server/base/task_runner.h),
 // every SheddingSegmentStore call on that thread fails at once with
 // kStoreUnavailable, without touching the database. The caller (the
 // allocator, key admin) handles it as any store failure: the request gets

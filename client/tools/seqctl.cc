@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "common/scopes.h"
+#include "common/token_digest.h"
 #include "mini_http.h"
 #include "seqctl_msg.h"
 #include "seqd/client.h"
-#include "server/auth/scopes.h"
-#include "server/auth/token_digest.h"
 #include "tool_args.h"
 
 namespace {

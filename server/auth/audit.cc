@@ -5,7 +5,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
-#include "server/core/log.h"
+#include "server/base/log.h"
 
 namespace seqd {
 namespace {

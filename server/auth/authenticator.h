@@ -1,5 +1,5 @@
 // Who is asking: tokens from the tokens file (--tokens-file), each an id, the
-// SHA-256 of its secret and its scopes (server/auth/scopes.h).
+// SHA-256 of its secret and its scopes (common/scopes.h).
 //
 // File format, one token per line, `#` starts a comment:
 //   ID SHA256HEX SCOPE[,SCOPE...]
@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "common/error.h"
-#include "server/auth/scopes.h"
-#include "server/auth/token_digest.h"
+#include "common/scopes.h"
+#include "common/token_digest.h"
 
 namespace seqd {
 

@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "common/error.h"
+#include "server/base/clock.h"
 #include "server/cluster/shard_lease.h"
-#include "server/core/clock.h"
 #include "storage/shard_lease_store.h"
 
 namespace seqd {

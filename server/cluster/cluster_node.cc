@@ -2,8 +2,8 @@
 
 #include <chrono>
 
+#include "server/base/log.h"
 #include "server/cluster/shard_map.h"
-#include "server/core/log.h"
 
 namespace seqd {
 namespace {

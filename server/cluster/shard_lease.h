@@ -33,7 +33,7 @@
 #include <cstdint>
 #include <string>
 
-#include "server/core/clock.h"
+#include "server/base/clock.h"
 
 namespace seqd {
 

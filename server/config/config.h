@@ -77,18 +77,18 @@ struct Config {
   int64_t cluster_lease_ms = 3000;        // shard lease
   int64_t cluster_shards = 1024;          // used only when the cluster's tables are created
   std::string log_level = "info";
-  std::string tokens_file;        // docs/security.md; empty: no tokens (loopback only)
-  bool insecure_no_auth = false;  // serve without tokens on non-loopback addresses
-  bool metrics_auth = false;      // /metrics needs the metrics scope
-  std::string cluster_token_file;
-  std::string tls_cert;       // PEM certificate (chain) of the listeners; empty: no TLS
-  std::string tls_key;        // its private key
-  std::string tls_client_ca;  // clients must present a certificate of this CA (mTLS)
+  std::string tokens_file;         // docs/security.md; empty: no tokens (loopback only)
+  bool insecure_no_auth = false;   // serve without tokens on non-loopback addresses
+  bool metrics_auth = false;       // /metrics needs the metrics scope
+  std::string cluster_token_file;  // the secret this instance presents to its peers
+  std::string tls_cert;            // PEM certificate (chain) of the listeners; empty: no TLS
+  std::string tls_key;             // its private key
+  std::string tls_client_ca;       // clients must present a certificate of this CA (mTLS)
   std::string tls_listeners = "http,admin,binary,resp";  // which listeners use TLS
-  std::string cluster_tls_ca;  // cluster mode with TLS: the CA peers' certificates chain to  // the
-                               // secret this instance presents to its peers
+  std::string cluster_tls_ca;  // cluster mode with TLS: the CA peers' certificates chain to
 
   bool show_help = false;
+  bool show_help_markdown = false;  // --help-markdown: docs/configuration.md
   bool show_version = false;
 };
 
@@ -102,5 +102,9 @@ std::map<std::string, std::string> ProcessEnvironment();
 
 // The text printed by --help: every option with its flag, env var, default.
 std::string ConfigHelp();
+
+// The same table as Markdown (--help-markdown): docs/configuration.md is this
+// text, and ctest configuration_reference fails when they differ.
+std::string ConfigReferenceMarkdown();
 
 }  // namespace seqd

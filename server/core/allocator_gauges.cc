@@ -20,7 +20,7 @@ AllocatorGauges CollectAllocatorGauges(const SegmentAllocator& allocator) {
     // request for an unknown key is in memory while the store is asked.
     if (!rule && k.reservations == 0) continue;
     KeyGaugeInput g;
-    g.label = Metrics::KeyLabel(k.key, rule);
+    g.label = KeyMetricLabel(k.key, rule);
     g.registered = !k.auto_created && g.label == k.key;
     g.step = k.step;
     if (k.current.ready) g.current_left = k.current.last - k.current.next + 1;

@@ -10,7 +10,7 @@
 namespace seqd {
 
 // Parked requests and one KeyGaugeInput per key in memory, labelled by
-// Metrics::KeyLabel (auto-created keys by their rule).
+// KeyMetricLabel (auto-created keys by their rule).
 AllocatorGauges CollectAllocatorGauges(const SegmentAllocator& allocator);
 
 }  // namespace seqd

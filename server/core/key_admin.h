@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "server/base/task_runner.h"
 #include "server/core/segment_allocator.h"
-#include "server/core/task_runner.h"
 #include "storage/segment_store.h"
 
 namespace seqd {

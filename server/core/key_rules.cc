@@ -65,4 +65,9 @@ Result<AutoKeyRule> ParseAutoKeyRule(std::string_view text) {
   return rule;
 }
 
+std::string KeyMetricLabel(std::string_view key, const AutoKeyRule* rule) {
+  if (rule) return "auto:" + rule->prefix;
+  return std::string(key);
+}
+
 }  // namespace seqd

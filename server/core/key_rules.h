@@ -43,6 +43,11 @@ class KeyRules {
   std::vector<AutoKeyRule> rules_;  // sorted by prefix length, longest first
 };
 
+// The metrics `key` label of `key`: the key itself, or "auto:<prefix>" when
+// `rule` (its auto-create rule, or null) made it, so auto-created keys share
+// one label.
+std::string KeyMetricLabel(std::string_view key, const AutoKeyRule* rule);
+
 // Parses "prefix:step" (as used by --auto-key). kInvalidArgument on error.
 Result<AutoKeyRule> ParseAutoKeyRule(std::string_view text);
 

@@ -11,11 +11,11 @@
 #include <shared_mutex>
 #include <sstream>
 
+#include "common/request_checks.h"
+#include "server/base/log.h"
+#include "server/base/tiny_mutex.h"
 #include "server/core/key_table.h"
-#include "server/core/log.h"
-#include "server/core/tiny_mutex.h"
 #include "server/metrics/metrics.h"
-#include "server/service/request_checks.h"
 #include "storage/store_shedding.h"
 
 namespace seqd {
@@ -458,7 +458,7 @@ void SegmentAllocator::TakeSlow(std::string_view key, int64_t count, TakeCallbac
           // A key no rule matches may not exist: its series start once the
           // store has confirmed it (OnReserved), so unknown keys add none.
           if (options_.metrics) {
-            state->issued_counter = &options_.metrics->IdsIssued(Metrics::KeyLabel(key, rule));
+            state->issued_counter = &options_.metrics->IdsIssued(KeyMetricLabel(key, rule));
           }
         }
         const Clock::TimePoint now = clock_.Now();
@@ -741,7 +741,7 @@ void SegmentAllocator::OnReserved(const PendingReservation& p, Result<ReservedSe
     std::lock_guard lock(state->mu);
     KeyState& s = *state;
     const std::string metric_label =
-        options_.metrics ? Metrics::KeyLabel(s.key, rules_.Match(s.key)) : std::string();
+        options_.metrics ? KeyMetricLabel(s.key, rules_.Match(s.key)) : std::string();
     if (options_.metrics) {
       // An unknown key (or one over the creation rate) is a client error:
       // the store answered.

@@ -35,12 +35,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "server/core/batch_queue.h"
-#include "server/core/clock.h"
+#include "server/base/batch_queue.h"
+#include "server/base/clock.h"
+#include "server/base/task_runner.h"
 #include "server/core/key_handle.h"
 #include "server/core/key_rules.h"
 #include "server/core/shard_gate.h"
-#include "server/core/task_runner.h"
 #include "server/core/thread_handle_cache.h"
 #include "server/core/token_buckets.h"
 #include "storage/segment_store.h"

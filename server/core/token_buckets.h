@@ -15,7 +15,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "server/core/clock.h"
+#include "server/base/clock.h"
 
 namespace seqd {
 

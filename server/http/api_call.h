@@ -21,7 +21,7 @@
 #include <utility>
 
 #include "server/auth/access.h"
-#include "server/core/log.h"
+#include "server/base/log.h"
 #include "server/http/api_router.h"
 #include "server/http/http_util.h"
 #include "server/metrics/metrics.h"

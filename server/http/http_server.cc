@@ -22,7 +22,7 @@
 #include <optional>
 #include <type_traits>
 
-#include "server/core/log.h"
+#include "server/base/log.h"
 #include "server/http/api_router.h"
 #include "server/http/http_request.h"
 #include "server/http/http_responder.h"

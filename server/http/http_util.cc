@@ -3,8 +3,8 @@
 #include <charconv>
 #include <limits>
 
-#include "server/core/log.h"
-#include "server/service/request_checks.h"
+#include "common/request_checks.h"
+#include "server/base/log.h"
 
 namespace seqd {
 

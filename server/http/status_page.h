@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "server/cluster/cluster_keeper.h"
+#include "server/core/key_admin.h"  // KeyRow, as KeyAdmin lists it
 #include "server/core/segment_allocator.h"
 #include "server/snowflake/snowflake_generator.h"
-#include "storage/segment_store.h"
 
 namespace seqd {
 

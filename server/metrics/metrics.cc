@@ -13,7 +13,6 @@
 #include <map>
 #include <sstream>
 
-#include "server/core/key_rules.h"
 #include "storage/store_stats.h"
 
 namespace seqd {
@@ -83,11 +82,6 @@ const std::vector<std::string_view>& Metrics::Statuses() {
   }();
   assert(statuses.size() == kMaxStatuses);
   return statuses;
-}
-
-std::string Metrics::KeyLabel(std::string_view key, const AutoKeyRule* rule) {
-  if (rule) return "auto:" + rule->prefix;
-  return std::string(key);
 }
 
 struct Metrics::Impl {

@@ -36,8 +36,6 @@ class Family;
 
 namespace seqd {
 
-struct AutoKeyRule;
-
 // The `key` label of a reservation that failed before the store ever
 // confirmed the key (no rule matches it and no reservation succeeded yet):
 // never the key itself, which may not exist. Not a valid key name.
@@ -54,7 +52,7 @@ struct MessageGauges {
 // One key in memory, for the per-key gauges (server/core/allocator_gauges.h
 // builds these from the allocator's snapshot).
 struct KeyGaugeInput {
-  std::string label;        // Metrics::KeyLabel(): the key, or "auto:<prefix>"
+  std::string label;        // KeyMetricLabel(): the key, or "auto:<prefix>"
   bool registered = false;  // not auto-created, and labelled by its own name
   int64_t step = 0;
   int64_t current_left = 0;  // IDs left in the current buffer (0 if not loaded)
@@ -90,8 +88,6 @@ class Metrics {
   // The fixed status names: ErrorCodeName() of every ErrorCode, then "ok",
   // "bad_request", "method_not_allowed", "payload_too_large", "other".
   static const std::vector<std::string_view>& Statuses();
-  // The `key` label: the key itself, or "auto:<prefix>" for an auto-created key.
-  static std::string KeyLabel(std::string_view key, const AutoKeyRule* rule);
 
   explicit Metrics(std::string_view version);
   ~Metrics();

@@ -5,8 +5,8 @@
 #include <limits>
 #include <shared_mutex>
 
+#include "server/base/task_runner.h"
 #include "server/core/key_rules.h"
-#include "server/core/task_runner.h"
 #include "server/metrics/metrics.h"
 #include "server/msg/message_bus.h"
 #include "server/msg/server_msg_id_source.h"

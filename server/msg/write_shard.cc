@@ -3,7 +3,7 @@
 #include <chrono>
 #include <map>
 
-#include "server/core/log.h"
+#include "server/base/log.h"
 #include "server/core/shard_gate.h"
 #include "server/metrics/metrics.h"
 #include "server/msg/message_bus.h"

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "server/core/log.h"
+#include "server/base/log.h"
 
 namespace seqd {
 

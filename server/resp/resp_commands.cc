@@ -1,8 +1,8 @@
 #include "server/resp/resp_commands.h"
 
+#include "common/request_checks.h"
 #include "proto/resp_codec.h"
 #include "server/metrics/metrics.h"
-#include "server/service/request_checks.h"
 #include "server/service/wire_errors.h"
 
 namespace seqd {

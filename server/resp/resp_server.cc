@@ -19,7 +19,7 @@
 
 #include "proto/resp_codec.h"
 #include "server/auth/access.h"
-#include "server/core/log.h"
+#include "server/base/log.h"
 #include "server/core/segment_allocator.h"
 #include "server/metrics/metrics.h"
 #include "server/net/conn_stream.h"

@@ -1,11 +1,11 @@
 #include "server/route/key_router.h"
 
+#include "common/request_checks.h"
 #include "server/cluster/cluster_metrics.h"
 #include "server/cluster/cluster_node.h"
 #include "server/core/key_rules.h"
 #include "server/route/peer_clients.h"
 #include "server/route/push_relay.h"
-#include "server/service/request_checks.h"
 
 namespace seqd {
 namespace {

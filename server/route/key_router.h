@@ -27,7 +27,7 @@
 #include <string>
 #include <string_view>
 
-#include "server/core/clock.h"
+#include "server/base/clock.h"
 #include "server/core/segment_allocator.h"
 #include "server/msg/message_service.h"
 

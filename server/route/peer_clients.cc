@@ -7,7 +7,7 @@
 #include <chrono>
 #include <utility>
 
-#include "server/core/log.h"
+#include "server/base/log.h"
 
 namespace seqd {
 namespace {

@@ -2,8 +2,8 @@
 
 #include <vector>
 
+#include "server/base/log.h"
 #include "server/cluster/cluster_node.h"
-#include "server/core/log.h"
 #include "server/route/peer_clients.h"
 
 namespace seqd {

@@ -4,7 +4,7 @@
 #include <atomic>
 #include <chrono>
 
-#include "server/core/log.h"
+#include "server/base/log.h"
 
 namespace seqd {
 namespace {

@@ -1,10 +1,10 @@
 #include "server/snowflake/snowflake_generator.h"
 
-#include "server/service/request_checks.h"
 #include <algorithm>
 #include <optional>
 #include <utility>
 
+#include "common/request_checks.h"
 #include "server/metrics/metrics.h"
 
 namespace seqd {

@@ -38,7 +38,7 @@
 #include <string>
 #include <vector>
 
-#include "server/core/clock.h"
+#include "server/base/clock.h"
 #include "server/snowflake/snowflake_layout.h"
 #include "server/snowflake/wall_clock.h"
 

@@ -1,5 +1,5 @@
 // Calendar time in unix milliseconds, behind an interface so tests can move
-// it backwards and forwards by hand. (Clock in server/core/clock.h is the
+// it backwards and forwards by hand. (Clock in server/base/clock.h is the
 // steady clock for deadlines and timers; this one is the time IDs carry.)
 //
 // Thread safety: NowMs() is safe from any thread; so are ManualWallClock's

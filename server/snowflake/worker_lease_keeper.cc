@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <random>
 
-#include "server/core/log.h"
+#include "server/base/log.h"
 #include "server/metrics/metrics.h"
 
 namespace seqd {

@@ -30,8 +30,8 @@
 #include <mutex>
 #include <string>
 
-#include "server/core/clock.h"
-#include "server/core/task_runner.h"
+#include "server/base/clock.h"
+#include "server/base/task_runner.h"
 #include "server/snowflake/snowflake_generator.h"
 #include "server/snowflake/wall_clock.h"
 #include "storage/worker_lease_store.h"

@@ -9,8 +9,8 @@
 
 #include "proto/cluster_codec.h"
 #include "proto/snowflake_codec.h"
+#include "server/base/log.h"
 #include "server/cluster/cluster_node.h"
-#include "server/core/log.h"
 #include "server/metrics/metrics.h"
 #include "server/route/key_router.h"
 #include "server/snowflake/snowflake_generator.h"

@@ -20,7 +20,7 @@
 
 #include "proto/message_codec.h"
 #include "proto/snowflake_codec.h"
-#include "server/core/log.h"
+#include "server/base/log.h"
 #include "server/msg/message_service.h"
 #include "server/net/conn_stream.h"
 #include "server/net/tcp_listener.h"

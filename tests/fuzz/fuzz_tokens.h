@@ -13,8 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/token_digest.h"
 #include "server/auth/authenticator.h"
-#include "server/auth/token_digest.h"
 #include "tests/fuzz/fuzz_targets.h"
 
 namespace seqd::fuzz {

@@ -31,11 +31,11 @@
 #include <thread>
 
 #include "server/auth/authenticator.h"
+#include "server/base/log.h"
+#include "server/base/manual_clock.h"
+#include "server/base/task_runner.h"
 #include "server/core/key_admin.h"
-#include "server/core/log.h"
-#include "server/core/manual_clock.h"
 #include "server/core/segment_allocator.h"
-#include "server/core/task_runner.h"
 #include "server/http/api_router.h"
 #include "server/snowflake/snowflake_generator.h"
 #include "server/snowflake/wall_clock.h"

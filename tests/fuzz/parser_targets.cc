@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
+#include "common/scopes.h"
+#include "common/token_digest.h"
 #include "server/auth/authenticator.h"
-#include "server/auth/scopes.h"
-#include "server/auth/token_digest.h"
 #include "server/config/config.h"
 #include "storage/mysql_pool.h"
 #include "storage/mysql_store.h"

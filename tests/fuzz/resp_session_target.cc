@@ -30,10 +30,10 @@
 
 #include "proto/resp_codec.h"
 #include "server/auth/authenticator.h"
-#include "server/core/asio_clock.h"
-#include "server/core/log.h"
+#include "server/base/asio_clock.h"
+#include "server/base/log.h"
+#include "server/base/task_runner.h"
 #include "server/core/segment_allocator.h"
-#include "server/core/task_runner.h"
 #include "server/resp/resp_commands.h"
 #include "server/resp/resp_server.h"
 #include "storage/memory_store.h"

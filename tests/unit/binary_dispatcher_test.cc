@@ -13,9 +13,9 @@
 
 #include "proto/binary_codec.h"
 #include "proto/message_codec.h"
-#include "server/core/manual_clock.h"
+#include "server/base/manual_clock.h"
+#include "server/base/task_runner.h"
 #include "server/core/segment_allocator.h"
-#include "server/core/task_runner.h"
 #include "server/metrics/metrics.h"
 #include "storage/memory_store.h"
 #include "tests/unit/test_services.h"

@@ -13,7 +13,7 @@
 
 #include "proto/binary_codec.h"
 #include "proto/snowflake_codec.h"
-#include "server/core/manual_clock.h"
+#include "server/base/manual_clock.h"
 #include "server/metrics/metrics.h"
 #include "server/snowflake/snowflake_generator.h"
 #include "server/snowflake/wall_clock.h"

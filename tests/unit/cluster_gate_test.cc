@@ -11,8 +11,8 @@
 #include <map>
 #include <mutex>
 
+#include "server/base/manual_clock.h"
 #include "server/cluster/shard_map.h"
-#include "server/core/manual_clock.h"
 #include "server/core/segment_allocator.h"
 #include "server/core/shard_gate.h"
 #include "server/msg/message_service.h"

@@ -11,8 +11,8 @@
 #include <chrono>
 #include <thread>
 
+#include "server/base/manual_clock.h"
 #include "server/cluster/shard_map.h"
-#include "server/core/manual_clock.h"
 #include "storage/memory_shard_lease_store.h"
 
 namespace seqd {

@@ -12,10 +12,10 @@
 #include <thread>
 #include <vector>
 
+#include "server/base/manual_clock.h"
+#include "server/base/task_runner.h"
 #include "server/core/key_admin.h"
-#include "server/core/manual_clock.h"
 #include "server/core/segment_allocator.h"
-#include "server/core/task_runner.h"
 #include "server/snowflake/snowflake_generator.h"
 #include "server/snowflake/wall_clock.h"
 #include "server/snowflake/worker_lease_keeper.h"

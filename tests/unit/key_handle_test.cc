@@ -11,7 +11,7 @@
 #include <set>
 #include <thread>
 
-#include "server/core/manual_clock.h"
+#include "server/base/manual_clock.h"
 #include "server/core/segment_allocator.h"
 #include "server/core/segment_cursor.h"
 #include "storage/memory_store.h"

@@ -9,8 +9,8 @@
 #include <optional>
 #include <string>
 
+#include "server/base/manual_clock.h"
 #include "server/core/key_admin.h"
-#include "server/core/manual_clock.h"
 #include "server/core/segment_allocator.h"
 #include "server/core/token_buckets.h"
 #include "server/http/api_router.h"

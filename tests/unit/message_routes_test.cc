@@ -7,10 +7,10 @@
 #include <future>
 #include <nlohmann/json.hpp>
 
+#include "server/base/manual_clock.h"
+#include "server/base/task_runner.h"
 #include "server/core/key_admin.h"
-#include "server/core/manual_clock.h"
 #include "server/core/segment_allocator.h"
-#include "server/core/task_runner.h"
 #include "server/http/api_router.h"
 #include "server/msg/message_service.h"
 #include "storage/memory_message_store.h"

@@ -10,9 +10,9 @@
 
 #include <optional>
 
+#include "server/base/manual_clock.h"
 #include "server/core/allocator_gauges.h"
 #include "server/core/key_admin.h"
-#include "server/core/manual_clock.h"
 #include "server/core/segment_allocator.h"
 #include "server/http/api_router.h"
 #include "storage/faulty_store.h"

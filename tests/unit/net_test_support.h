@@ -19,10 +19,10 @@
 #include <thread>
 #include <vector>
 
-#include "server/core/asio_clock.h"
+#include "server/base/asio_clock.h"
+#include "server/base/task_runner.h"
 #include "server/core/key_rules.h"
 #include "server/core/segment_allocator.h"
-#include "server/core/task_runner.h"
 #include "storage/faulty_store.h"
 #include "storage/memory_store.h"
 #include "tests/unit/test_services.h"

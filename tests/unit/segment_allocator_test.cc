@@ -8,7 +8,7 @@
 #include <set>
 #include <thread>
 
-#include "server/core/manual_clock.h"
+#include "server/base/manual_clock.h"
 #include "storage/faulty_store.h"
 #include "storage/memory_store.h"
 

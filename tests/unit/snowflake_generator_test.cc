@@ -11,8 +11,8 @@
 #include <set>
 #include <thread>
 
-#include "server/core/asio_clock.h"
-#include "server/core/manual_clock.h"
+#include "server/base/asio_clock.h"
+#include "server/base/manual_clock.h"
 #include "server/metrics/metrics.h"
 
 using namespace seqd;

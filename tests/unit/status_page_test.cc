@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
+#include "server/base/manual_clock.h"
+#include "server/base/task_runner.h"
 #include "server/core/key_admin.h"
-#include "server/core/manual_clock.h"
 #include "server/core/segment_allocator.h"
-#include "server/core/task_runner.h"
 #include "server/http/api_router.h"
 #include "storage/memory_store.h"
 #include "tests/unit/test_services.h"

@@ -14,9 +14,9 @@
 
 #include "proto/binary_codec.h"
 #include "proto/message_codec.h"
-#include "server/core/manual_clock.h"
+#include "server/base/manual_clock.h"
+#include "server/base/task_runner.h"
 #include "server/core/segment_allocator.h"
-#include "server/core/task_runner.h"
 #include "server/http/api_router.h"
 #include "server/msg/message_service.h"
 #include "server/resp/resp_commands.h"

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "proto/binary_codec.h"
-#include "server/core/manual_clock.h"
+#include "server/base/manual_clock.h"
 #include "server/tcp/binary_dispatcher.h"
 
 namespace seqd {

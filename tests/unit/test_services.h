@@ -12,10 +12,10 @@
 #include <memory>
 #include <optional>
 
+#include "server/base/manual_clock.h"
+#include "server/base/task_runner.h"
 #include "server/core/key_admin.h"
-#include "server/core/manual_clock.h"
 #include "server/core/segment_allocator.h"
-#include "server/core/task_runner.h"
 #include "server/metrics/metrics.h"
 #include "server/msg/message_service.h"
 #include "server/route/key_router.h"

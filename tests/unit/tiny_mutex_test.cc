@@ -1,7 +1,7 @@
 // TinyMutex under contention: mutual exclusion, and no lost wake-up (a
 // waiter that slept through an unlock would stall the run; each round has a
 // deadline far above its normal length).
-#include "server/core/tiny_mutex.h"
+#include "server/base/tiny_mutex.h"
 
 #include <doctest/doctest.h>
 

@@ -8,7 +8,7 @@
 #include <atomic>
 #include <optional>
 
-#include "server/core/manual_clock.h"
+#include "server/base/manual_clock.h"
 #include "storage/memory_worker_lease_store.h"
 
 using namespace seqd;

@@ -1,6 +1,6 @@
 #include "tests/client/real/snowflake_world.h"
 
-#include "server/core/manual_clock.h"
+#include "server/base/manual_clock.h"
 #include "server/snowflake/snowflake_generator.h"
 #include "server/snowflake/wall_clock.h"
 #include "server/tcp/binary_server.h"

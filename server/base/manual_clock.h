@@ -7,7 +7,7 @@
 #include <map>
 #include <mutex>
 
-#include "server/core/clock.h"
+#include "server/base/clock.h"
 
 namespace seqd {
 

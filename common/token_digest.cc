@@ -1,4 +1,4 @@
-#include "server/auth/token_digest.h"
+#include "common/token_digest.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>

@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "server/core/task_runner.h"
+#include "server/base/task_runner.h"
 
 namespace seqd {
 

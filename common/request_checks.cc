@@ -1,4 +1,4 @@
-#include "server/service/request_checks.h"
+#include "common/request_checks.h"
 
 #include <limits>
 #include <string>

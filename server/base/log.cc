@@ -1,4 +1,4 @@
-#include "server/core/log.h"
+#include "server/base/log.h"
 
 #include <chrono>
 #include <cstdio>

@@ -8,7 +8,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <memory>
 
-#include "server/core/clock.h"
+#include "server/base/clock.h"
 
 namespace seqd {
 

@@ -1,4 +1,4 @@
-#include "server/auth/scopes.h"
+#include "common/scopes.h"
 
 #include <array>
 #include <utility>

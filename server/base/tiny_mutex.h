@@ -6,7 +6,8 @@
 // and wake-up through a process-wide table of 16 shared counters. Not
 // recursive; no fairness promise.
 //
-// Thread safety: a mutex. Meets Lockable (std::lock_guard, unique_lock).
+// Thread safety: a mutex, and a capability for the thread-safety analysis
+// (hold it with LockGuard<TinyMutex>, common/mutex.h). Meets Lockable.
 #pragma once
 
 #include <linux/futex.h>
@@ -16,11 +17,13 @@
 #include <atomic>
 #include <cstdint>
 
+#include "common/thread_annotations.h"
+
 namespace seqd {
 
-class TinyMutex {
+class CAPABILITY("mutex") TinyMutex {
  public:
-  void lock() {
+  void lock() ACQUIRE() {
     uint32_t expected = kUnlocked;
     if (state_.compare_exchange_strong(expected, kLocked, std::memory_order_acquire,
                                        std::memory_order_relaxed)) {
@@ -32,13 +35,13 @@ class TinyMutex {
     }
   }
 
-  bool try_lock() {
+  bool try_lock() TRY_ACQUIRE(true) {
     uint32_t expected = kUnlocked;
     return state_.compare_exchange_strong(expected, kLocked, std::memory_order_acquire,
                                           std::memory_order_relaxed);
   }
 
-  void unlock() {
+  void unlock() RELEASE() {
     if (state_.exchange(kUnlocked, std::memory_order_release) == kContended) {
       Futex(FUTEX_WAKE_PRIVATE, 1);
     }
