@@ -23,8 +23,10 @@
 #include "server/auth/access.h"
 #include "server/base/log.h"
 #include "server/http/api_router.h"
+#include "server/http/http_ops.h"
 #include "server/http/http_util.h"
 #include "server/metrics/metrics.h"
+#include "server/service/wire_errors.h"
 
 namespace seqd {
 
@@ -50,7 +52,6 @@ std::string_view BearerSecret(const HttpRequest& req);
 bool PrefersText(const HttpRequest& req);
 
 // The `status` label of an error answer that did not name its code.
-std::string_view StatusLabelFor(http::status status);
 
 struct ApiRouter::Call {
   HttpRequest req;
@@ -97,18 +98,24 @@ struct ApiRouter::Call {
     return JsonResponse(status, j);
   }
   ApiRouter::Response ErrorJson(const Error& error) const {
-    return ErrorJson(HttpStatusFor(error.code), ErrorCodeName(error.code), PublicMessage(error));
+    ApiRouter::Response res =
+        ErrorJson(HttpStatusFor(error.code), ErrorCodeName(error.code), PublicMessage(error));
+    status_label = WireErrorFor(error.code).metric_label;
+    return res;
   }
   // An error as bare text (Leaf's endpoints).
   ApiRouter::Response ErrorText(const Error& error) const {
-    status_label = ErrorCodeName(error.code);
+    status_label = WireErrorFor(error.code).metric_label;
     return Make(HttpStatusFor(error.code), kTextType, PublicMessage(error));
   }
 
-  // True if the request's token may do `p` on `key`; else answers 401 or
-  // 403 (as text for Leaf's text endpoints) and returns false.
-  bool Permit(Permission p, std::string_view key = {}, bool text = false) {
-    Status s = access->Check(p, key, op);
+  // True if the request's token may do `what` (its permission in the op
+  // table, server/http/http_ops.h) on `key`; else answers 401 or 403 (as
+  // text for Leaf's text endpoints) and returns false.
+  bool Permit(HttpOp what, std::string_view key = {}, bool text = false) {
+    const HttpOpRow& row = HttpOpFor(what);
+    if (!row.permission) return true;
+    Status s = access->Check(*row.permission, key, op);
     if (s) return true;
     Finish(text ? ErrorText(s.error()) : ErrorJson(s.error()));
     return false;
@@ -170,7 +177,7 @@ struct ApiRouter::Call {
     if (code < 400 && !metrics) return;
     const std::string_view status = code < 400              ? std::string_view("ok")
                                     : !status_label.empty() ? status_label
-                                                            : StatusLabelFor(res.result());
+                                                            : MetricLabelForHttp(code);
     if (metrics) metrics->CountRequest(Interface::kHttp, op, status, Metrics::Since(started));
     if (code < 400) return;
     // Errors carry a request id: in the X-Request-Id header and the log line.

@@ -27,18 +27,18 @@ bool ContainsNoCase(std::string_view haystack, std::string_view needle) {
   return it != haystack.end();
 }
 
-// The `op` label of a request (docs/metrics.md), from its split path.
-std::string_view OpFor(http::verb method, std::string_view path, PathSegments seg) {
-  if (path == "/") return "status";
-  if (seg.empty()) return "other";
-  if (std::string_view op = SnowflakeRoutes::OpName(seg); !op.empty()) return op;
-  if (seg[0] == "seq" && seg.size() == 2) return "seq";
-  if (seg[0] == "api" && seg.size() == 4 && seg[1] == "segment") return "leaf_segment";
-  if (seg[0] == "admin") return "admin";
-  if (seg.size() == 1 && (seg[0] == "healthz" || seg[0] == "readyz")) return "health";
-  if (seg.size() == 1 && seg[0] == "metrics") return "metrics";
-  if (std::string_view op = MessageRoutes::OpName(method, seg); !op.empty()) return op;
-  return "other";
+// The op of a request (server/http/http_ops.h), from its split path.
+HttpOp OpFor(http::verb method, std::string_view path, PathSegments seg) {
+  if (path == "/") return HttpOp::kStatusPage;
+  if (seg.empty()) return HttpOp::kOther;
+  if (std::optional<HttpOp> op = SnowflakeRoutes::OpFor(seg)) return *op;
+  if (seg[0] == "seq" && seg.size() == 2) return HttpOp::kSeq;
+  if (seg[0] == "api" && seg.size() == 4 && seg[1] == "segment") return HttpOp::kLeafSegment;
+  if (seg[0] == "admin") return HttpOp::kAdmin;
+  if (seg.size() == 1 && (seg[0] == "healthz" || seg[0] == "readyz")) return HttpOp::kHealth;
+  if (seg.size() == 1 && seg[0] == "metrics") return HttpOp::kMetrics;
+  if (std::optional<HttpOp> op = MessageRoutes::OpFor(method, seg)) return *op;
+  return HttpOp::kOther;
 }
 
 }  // namespace
@@ -59,25 +59,6 @@ std::string_view BearerSecret(const HttpRequest& req) {
 bool PrefersText(const HttpRequest& req) {
   const std::string_view v = req.accept;
   return ContainsNoCase(v, "text/plain") && !ContainsNoCase(v, "application/json");
-}
-
-std::string_view StatusLabelFor(http::status status) {
-  switch (status) {
-    case http::status::bad_request:
-      return "invalid_argument";
-    case http::status::not_found:
-      return "not_found";
-    case http::status::method_not_allowed:
-      return "method_not_allowed";
-    case http::status::payload_too_large:
-      return "payload_too_large";
-    case http::status::service_unavailable:
-      return "store_unavailable";
-    case http::status::internal_server_error:
-      return "internal";
-    default:
-      return "other";
-  }
 }
 
 ApiRouter::ApiRouter(const Services& services, RouterOptions options)
@@ -124,7 +105,8 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
   if (path.empty() || path[0] != '/') return not_found();
   const SplitParts parts = Split(path.substr(1), '/');
   const PathSegments seg(parts.data(), parts.size());
-  call->op = OpFor(method, path, seg);
+  const HttpOp op = OpFor(method, path, seg);
+  call->op = HttpOpFor(op).metric_label;
 
   // Resolves a raw path segment to a key; on a bad escape answers 400.
   auto decode_key = [&](std::string_view raw, bool text) -> std::optional<std::string> {
@@ -155,25 +137,25 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
     if (!get) return method_not_allowed("GET");
     // People with either an admin or a metrics token may look.
     const Principal* who = call->access->principal();
-    if (!(who && who->May(Permission::kMetrics)) && !call->Permit(Permission::kAdmin)) return;
+    if (!(who && who->May(Permission::kMetrics)) && !call->Permit(op)) return;
     return HandleStatusPage(call);
   }
   if (seg.size() == 2 && seg[0] == "seq") {
     if (!get) return method_not_allowed("GET");
     auto key = decode_key(seg[1], false);
-    if (!key || !call->Permit(Permission::kIds, *key)) return;
+    if (!key || !call->Permit(op, *key)) return;
     if (head) return call->FinishOk(kJsonType, "");
     return HandleSeq(call, std::move(*key), false);
   }
   if (seg.size() == 4 && seg[0] == "api" && seg[1] == "segment" && seg[2] == "get") {
     if (!get) return method_not_allowed("GET");
     auto key = decode_key(seg[3], true);
-    if (!key || !call->Permit(Permission::kIds, *key, true)) return;
+    if (!key || !call->Permit(op, *key, true)) return;
     if (head) return call->FinishOk(kTextType, "");
     return HandleSeq(call, std::move(*key), true);
   }
   // Everything under /admin needs the admin scope.
-  if (!seg.empty() && seg[0] == "admin" && !call->Permit(Permission::kAdmin)) return;
+  if (op == HttpOp::kAdmin && !call->Permit(op)) return;
   if (seg.size() >= 2 && seg[0] == "admin" && seg[1] == "keys") {
     if (seg.size() == 2) {
       if (get) return HandleListKeys(call);
@@ -210,11 +192,12 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
   }
   if (seg.size() == 1 && seg[0] == "metrics") {
     if (!get) return method_not_allowed("GET");
-    if (services_.metrics_auth && !call->Permit(Permission::kMetrics)) return;
+    if (services_.metrics_auth && !call->Permit(op)) return;
     return HandleMetrics(call);
   }
-  if (!SnowflakeRoutes::OpName(seg).empty() && !call->Permit(Permission::kSnowflake)) return;
-  if (head && SnowflakeRoutes::OpName(seg) == "snowflake") {  // GETs that hand out IDs
+  const bool snowflake_op = op == HttpOp::kSnowflake || op == HttpOp::kSnowflakeDecode;
+  if (snowflake_op && !call->Permit(op)) return;
+  if (head && op == HttpOp::kSnowflake) {  // GETs that hand out IDs
     return call->FinishOk(PrefersText(call->req) ? kTextType : kJsonType, "");
   }
   {

@@ -6,10 +6,12 @@
 #include <utility>
 
 #include "server/auth/access.h"
+#include "server/http/http_ops.h"
 #include "server/http/http_util.h"
 #include "server/msg/message_service.h"
 #include "server/route/key_router.h"
 #include "server/service/message_wire.h"
+#include "server/service/wire_errors.h"
 
 namespace seqd {
 
@@ -70,7 +72,7 @@ class Exchange {
   void Ok(http::status status, const Json& j) const { respond_(status, Dump(j), "", {}); }
   void Fail(const Error& e) const {
     respond_(HttpStatusFor(e.code), ErrorBody(ErrorCodeName(e.code), PublicMessage(e)), "",
-             ErrorCodeName(e.code));
+             WireErrorFor(e.code).metric_label);
   }
   void NotAllowed(http::verb method, std::string_view allow) const {
     respond_(http::status::method_not_allowed,
@@ -288,14 +290,17 @@ bool MessageRoutes::Handle(http::verb method, PathSegments seg, std::string_view
                            const std::string& body, const Access& access, const Respond& respond) {
   const Exchange ex(respond);
   // True if allowed; else answered.
-  auto permit = [&](Permission p, std::string_view conv) {
-    Status s = access.Check(p, conv, OpName(method, seg));
+  // The op's permission (server/http/http_ops.h) on `conv`.
+  auto permit = [&](HttpOp op, std::string_view conv) {
+    const HttpOpRow& row = HttpOpFor(op);
+    if (!row.permission) return true;
+    Status s = access.Check(*row.permission, conv, row.metric_label);
     if (!s) ex.Fail(s.error());
     return s.ok();
   };
-  auto permit_all = [&](Permission p, const std::vector<std::string>& convs) {
+  auto permit_all = [&](HttpOp op, const std::vector<std::string>& convs) {
     for (const std::string& c : convs) {
-      if (!permit(p, c)) return false;
+      if (!permit(op, c)) return false;
     }
     return true;
   };
@@ -307,7 +312,7 @@ bool MessageRoutes::Handle(http::verb method, PathSegments seg, std::string_view
     if (!j) return ex.Fail(j.error()), true;
     Result<std::vector<std::string>> convs = StringList(*j, "conv_ids");
     if (!convs) return ex.Fail(convs.error()), true;
-    if (!permit_all(Permission::kMsgRead, *convs)) return true;
+    if (!permit_all(HttpOp::kMsgSyncUser, *convs)) return true;
     service_.SyncUser(
         *user, std::move(*convs),
         ex.Answer<std::vector<ConvSync>>(http::status::ok, [](const std::vector<ConvSync>& list) {
@@ -336,7 +341,7 @@ bool MessageRoutes::Handle(http::verb method, PathSegments seg, std::string_view
     if (!j) return ex.Fail(j.error()), true;
     Result<std::vector<std::string>> convs = StringList(*j, "conv_ids");
     if (!convs) return ex.Fail(convs.error()), true;
-    if (!permit_all(Permission::kMsgRead, *convs)) return true;
+    if (!permit_all(HttpOp::kMsgMaxSeqs, *convs)) return true;
     std::vector<std::string> ids = *convs;
     service_.MaxSeqs(std::move(*convs),
                      ex.Answer<std::vector<int64_t>>(
@@ -357,11 +362,11 @@ bool MessageRoutes::Handle(http::verb method, PathSegments seg, std::string_view
   if (what == "messages") {
     if (seg.size() == 3) {
       if (method == http::verb::post) {
-        if (permit(Permission::kMsgSend, *conv)) Send(router_, *conv, body, ex);
+        if (permit(HttpOp::kMsgSend, *conv)) Send(router_, *conv, body, ex);
         return true;
       }
       if (method == http::verb::get) {
-        if (permit(Permission::kMsgRead, *conv)) Pull(service_, *conv, query, ex);
+        if (permit(HttpOp::kMsgPull, *conv)) Pull(service_, *conv, query, ex);
         return true;
       }
       return ex.NotAllowed(method, "GET, POST"), true;
@@ -373,7 +378,7 @@ bool MessageRoutes::Handle(http::verb method, PathSegments seg, std::string_view
     auto message_json = [](const StoredMessage& m) { return MessageJson(MessageWire(m)); };
     if (seg.size() == 4) {
       if (method == http::verb::delete_) {
-        if (!permit(Permission::kMsgAdmin, *conv)) return true;
+        if (!permit(HttpOp::kMsgDelete, *conv)) return true;
         service_.SetStatus(*conv, *seq, MessageStatus::kDeleted,
                            access.Audited<StoredMessage>(
                                "msg_delete", *conv, "seq " + std::to_string(*seq),
@@ -381,7 +386,7 @@ bool MessageRoutes::Handle(http::verb method, PathSegments seg, std::string_view
         return true;
       }
       if (method != http::verb::get) return ex.NotAllowed(method, "GET, DELETE"), true;
-      if (!permit(Permission::kMsgRead, *conv)) return true;
+      if (!permit(HttpOp::kMsgPull, *conv)) return true;
       const int64_t wanted = *seq;
       service_.PullSeqs(
           *conv, {wanted}, std::nullopt, [ex, wanted](Result<std::vector<StoredMessage>> r) {
@@ -396,7 +401,7 @@ bool MessageRoutes::Handle(http::verb method, PathSegments seg, std::string_view
     }
     if (seg.size() == 5 && seg[4] == "recall") {
       if (method != http::verb::post) return ex.NotAllowed(method, "POST"), true;
-      if (!permit(Permission::kMsgAdmin, *conv)) return true;
+      if (!permit(HttpOp::kMsgRecall, *conv)) return true;
       service_.SetStatus(
           *conv, *seq, MessageStatus::kRecalled,
           access.Audited<StoredMessage>("msg_recall", *conv, "seq " + std::to_string(*seq),
@@ -407,7 +412,7 @@ bool MessageRoutes::Handle(http::verb method, PathSegments seg, std::string_view
   }
   if (what == "min_seq" && seg.size() == 3) {
     if (method != http::verb::put) return ex.NotAllowed(method, "PUT"), true;
-    if (!permit(Permission::kMsgAdmin, *conv)) return true;
+    if (!permit(HttpOp::kMsgMinSeq, *conv)) return true;
     Result<int64_t> min_seq = RequiredInt(body, "min_seq");
     if (!min_seq) return ex.Fail(min_seq.error()), true;
     const std::string id = *conv;
@@ -428,7 +433,7 @@ bool MessageRoutes::Handle(http::verb method, PathSegments seg, std::string_view
     if (seg.size() == 5) {
       if (seg[4] != "read_seq") return false;
       if (method != http::verb::put) return ex.NotAllowed(method, "PUT"), true;
-      if (!permit(Permission::kMsgRead, *conv)) return true;
+      if (!permit(HttpOp::kMsgMarkRead, *conv)) return true;
       Result<int64_t> read_seq = RequiredInt(body, "read_seq");
       if (!read_seq) return ex.Fail(read_seq.error()), true;
       service_.MarkRead(*conv, *user, *read_seq,
@@ -436,12 +441,12 @@ bool MessageRoutes::Handle(http::verb method, PathSegments seg, std::string_view
       return true;
     }
     if (method == http::verb::get) {
-      if (!permit(Permission::kMsgRead, *conv)) return true;
+      if (!permit(HttpOp::kMsgGetMember, *conv)) return true;
       service_.GetMember(*conv, *user, ex.Answer<MemberView>(http::status::ok, MemberJson));
       return true;
     }
     if (method == http::verb::put) {
-      if (permit(Permission::kMsgAdmin, *conv)) SetMember(service_, *conv, *user, body, access, ex);
+      if (permit(HttpOp::kMsgSetMember, *conv)) SetMember(service_, *conv, *user, body, access, ex);
       return true;
     }
     return ex.NotAllowed(method, "GET, PUT"), true;
@@ -449,19 +454,22 @@ bool MessageRoutes::Handle(http::verb method, PathSegments seg, std::string_view
   return false;
 }
 
-std::string_view MessageRoutes::OpName(http::verb method, PathSegments seg) {
-  if (seg.empty()) return {};
-  if (seg[0] == "users") return "msg_batch";
-  if (seg[0] != "conversations") return {};
-  if (seg.size() == 2) return "msg_batch";  // /conversations/max_seqs
-  if (seg.size() >= 3 && seg[2] == "members") return "msg_member";
-  if (seg.size() >= 3 && seg[2] == "min_seq") return "msg_status";
-  if (seg.size() >= 3 && seg[2] == "messages") {
-    if (seg.size() == 3) return method == http::verb::post ? "msg_send" : "msg_pull";
-    if (seg.size() == 4 && method == http::verb::get) return "msg_pull";
-    return "msg_status";  // delete, recall
+std::optional<HttpOp> MessageRoutes::OpFor(http::verb method, PathSegments seg) {
+  if (seg.empty()) return std::nullopt;
+  if (seg[0] == "users") return HttpOp::kMsgSyncUser;
+  if (seg[0] != "conversations") return std::nullopt;
+  if (seg.size() == 2) return HttpOp::kMsgMaxSeqs;  // /conversations/max_seqs
+  if (seg.size() >= 3 && seg[2] == "members") {
+    if (seg.size() >= 5) return HttpOp::kMsgMarkRead;
+    return method == http::verb::get ? HttpOp::kMsgGetMember : HttpOp::kMsgSetMember;
   }
-  return {};
+  if (seg.size() >= 3 && seg[2] == "min_seq") return HttpOp::kMsgMinSeq;
+  if (seg.size() >= 3 && seg[2] == "messages") {
+    if (seg.size() == 3) return method == http::verb::post ? HttpOp::kMsgSend : HttpOp::kMsgPull;
+    if (seg.size() == 4 && method == http::verb::get) return HttpOp::kMsgPull;
+    return seg.size() == 4 ? HttpOp::kMsgDelete : HttpOp::kMsgRecall;
+  }
+  return std::nullopt;
 }
 
 }  // namespace seqd

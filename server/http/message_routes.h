@@ -23,10 +23,12 @@
 #include <boost/beast/http/status.hpp>
 #include <boost/beast/http/verb.hpp>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "server/http/http_ops.h"
 #include "server/http/http_util.h"
 
 namespace seqd {
@@ -57,9 +59,9 @@ class MessageRoutes {
   bool Handle(boost::beast::http::verb method, PathSegments segments, std::string_view query,
               const std::string& body, const Access& access, const Respond& respond);
 
-  // The metrics `op` of a message-store path (msg_send, msg_pull,
-  // msg_batch, msg_member, msg_status), or "" if it is not one.
-  static std::string_view OpName(boost::beast::http::verb method, PathSegments segments);
+  // The op (server/http/http_ops.h) of a message-store path, or none if it
+  // is not one.
+  static std::optional<HttpOp> OpFor(boost::beast::http::verb method, PathSegments segments);
 
  private:
   MessageService& service_;

@@ -7,6 +7,7 @@
 
 #include "server/core/key_rules.h"
 #include "server/http/http_util.h"
+#include "server/service/wire_errors.h"
 #include "server/snowflake/snowflake_generator.h"
 
 namespace seqd {
@@ -85,7 +86,7 @@ SnowflakeRoutes::Reply Disabled() {
 
 SnowflakeRoutes::Reply ErrorReply(const Error& e) {
   return JsonReply(HttpStatusFor(e.code), ErrorBody(ErrorCodeName(e.code), PublicMessage(e)),
-                   ErrorCodeName(e.code));
+                   WireErrorFor(e.code).metric_label);
 }
 
 // The raw `text` (a path segment or a query value) as an ID of `layout`.
@@ -103,14 +104,16 @@ Result<int64_t> ParseId(std::optional<std::string> text, std::string_view what,
 
 }  // namespace
 
-std::string_view SnowflakeRoutes::OpName(PathSegments seg) {
-  if (seg.size() == 1 && seg[0] == "snowflake") return "snowflake";
-  if (seg.size() == 3 && seg[0] == "snowflake" && seg[1] == "decode") return "snowflake_decode";
-  if (seg.size() == 4 && seg[0] == "api" && seg[1] == "snowflake" && seg[2] == "get") {
-    return "snowflake";
+std::optional<HttpOp> SnowflakeRoutes::OpFor(PathSegments seg) {
+  if (seg.size() == 1 && seg[0] == "snowflake") return HttpOp::kSnowflake;
+  if (seg.size() == 3 && seg[0] == "snowflake" && seg[1] == "decode") {
+    return HttpOp::kSnowflakeDecode;
   }
-  if (seg.size() == 1 && seg[0] == "decodeSnowflakeId") return "snowflake_decode";
-  return {};
+  if (seg.size() == 4 && seg[0] == "api" && seg[1] == "snowflake" && seg[2] == "get") {
+    return HttpOp::kSnowflake;
+  }
+  if (seg.size() == 1 && seg[0] == "decodeSnowflakeId") return HttpOp::kSnowflakeDecode;
+  return std::nullopt;
 }
 
 bool SnowflakeRoutes::Handle(http::verb method, PathSegments seg, std::string_view query,
@@ -119,7 +122,7 @@ bool SnowflakeRoutes::Handle(http::verb method, PathSegments seg, std::string_vi
     ServeAdmin(method, respond);
     return true;
   }
-  if (OpName(seg).empty()) return false;
+  if (!OpFor(seg)) return false;
   Serve(method, seg, query, prefers_text, respond);
   return true;
 }

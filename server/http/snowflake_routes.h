@@ -27,10 +27,12 @@
 #include <boost/beast/http/verb.hpp>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "server/http/http_ops.h"
 #include "server/http/http_util.h"
 
 namespace seqd {
@@ -55,10 +57,10 @@ class SnowflakeRoutes {
   // The generator, or nullptr when snowflake IDs are off.
   const SnowflakeGenerator* generator() const { return generator_; }
 
-  // The metrics `op` of a snowflake path ("snowflake" for the three that
-  // issue IDs, "snowflake_decode" for the two that decode), or "" if
-  // `segments` is not one of them.
-  static std::string_view OpName(PathSegments segments);
+  // The op (server/http/http_ops.h) of a snowflake path (kSnowflake for the
+  // ones that issue IDs, kSnowflakeDecode for the two that decode), or none
+  // if `segments` is not one of them.
+  static std::optional<HttpOp> OpFor(PathSegments segments);
 
   // `segments`: the path split at '/', without the leading empty one, still
   // percent-encoded. `prefers_text`: the Accept header asks for text/plain
@@ -68,7 +70,7 @@ class SnowflakeRoutes {
               bool prefers_text, const Respond& respond) const;
 
  private:
-  // Answers a snowflake path (OpName(segments) is not empty).
+  // Answers a snowflake path (OpFor(segments) is not empty).
   void Serve(boost::beast::http::verb method, PathSegments segments, std::string_view query,
              bool prefers_text, const Respond& respond) const;
   // GET /admin/snowflake.

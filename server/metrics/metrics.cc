@@ -23,8 +23,9 @@ constexpr std::array<std::string_view, kInterfaceCount> kInterfaceNames = {"http
                                                                            "resp"};
 constexpr size_t kMaxOps = 16;
 constexpr size_t kErrorCodes = static_cast<size_t>(ErrorCode::kInternal) + 1;
-// Statuses(): every ErrorCode, then the five HTTP-only names.
-constexpr size_t kMaxStatuses = kErrorCodes + 5;
+// Statuses(): every ErrorCode, "ok", the protocol layers' own answers
+// (server/service/wire_errors.h, ProtocolError), then "other".
+constexpr size_t kMaxStatuses = kErrorCodes + 9;
 
 prometheus::Histogram::BucketBoundaries LatencyBuckets() {
   return {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
@@ -56,8 +57,9 @@ const std::vector<std::string_view>& Metrics::Ops(Interface i) {
                                                      "snowflake_decode",
                                                      "other"};
   static const std::vector<std::string_view> binary = {
-      "ping",      "next_ids",  "msg_send",  "msg_pull",         "msg_member",  "msg_status",
-      "msg_batch", "subscribe", "snowflake", "snowflake_decode", "cluster_map", "protocol_error"};
+      "ping",          "next_ids",  "auth",      "msg_send",  "msg_pull",         "msg_member",
+      "msg_status",    "msg_batch", "subscribe", "snowflake", "snowflake_decode", "cluster_map",
+      "protocol_error"};
   static const std::vector<std::string_view> resp = {"incr", "incrby", "ping", "other"};
   switch (i) {
     case Interface::kHttp:
@@ -75,7 +77,8 @@ const std::vector<std::string_view>& Metrics::Statuses() {
     std::vector<std::string_view> s;
     for (size_t c = 0; c < kErrorCodes; ++c) s.push_back(ErrorCodeName(static_cast<ErrorCode>(c)));
     for (std::string_view x :
-         {"ok", "bad_request", "method_not_allowed", "payload_too_large", "other"}) {
+         {"ok", "bad_request", "method_not_allowed", "payload_too_large", "malformed_frame",
+          "unsupported_version", "frame_too_large", "unknown_opcode", "other"}) {
       s.push_back(x);
     }
     return s;

@@ -86,7 +86,10 @@ class Metrics {
   // listed for HTTP and RESP ("other"), "protocol_error" for binary.
   static const std::vector<std::string_view>& Ops(Interface i);
   // The fixed status names: ErrorCodeName() of every ErrorCode, then "ok",
-  // "bad_request", "method_not_allowed", "payload_too_large", "other".
+  // the labels of the protocol layers' own answers (ProtocolError in
+  // server/service/wire_errors.h: "bad_request", "method_not_allowed", ...),
+  // then "other". ctest unit_tests checks that every label the op tables and
+  // wire_errors give is one of these.
   static const std::vector<std::string_view>& Statuses();
 
   explicit Metrics(std::string_view version);

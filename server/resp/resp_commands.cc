@@ -1,8 +1,9 @@
 #include "server/resp/resp_commands.h"
 
+#include <array>
+
 #include "common/request_checks.h"
 #include "proto/resp_codec.h"
-#include "server/metrics/metrics.h"
 #include "server/service/wire_errors.h"
 
 namespace seqd {
@@ -71,8 +72,15 @@ std::string ConfigGet(const std::vector<std::string_view>& args) {
 
 }  // namespace
 
-std::string_view RespOpName(RespOp op) {
-  return Metrics::Ops(Interface::kResp)[static_cast<size_t>(op)];
+const RespOpRow& RespOpFor(RespOp op) {
+  static constexpr std::array<RespOpRow, 4> kRows = {{
+      {RespOp::kIncr, "incr", Permission::kIds},
+      {RespOp::kIncrBy, "incrby", Permission::kIds},
+      {RespOp::kPing, "ping", std::nullopt},
+      {RespOp::kOther, "other", std::nullopt},
+  }};
+  static_assert(static_cast<size_t>(RespOp::kOther) + 1 == kRows.size());
+  return kRows[static_cast<size_t>(op)];
 }
 
 std::string EncodedError(std::string_view message) {

@@ -13,14 +13,27 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/scopes.h"
 
 namespace seqd {
 
-// The `op` label of a RESP command (Metrics::Ops(Interface::kResp) order).
+// The RESP op table: what each command family counts as and needs. The
+// session takes op labels and permissions from here and nowhere else.
 enum class RespOp : uint8_t { kIncr = 0, kIncrBy = 1, kPing = 2, kOther = 3 };
 
+struct RespOpRow {
+  RespOp op;
+  std::string_view metric_label;  // the `op` label, one of Metrics::Ops(Interface::kResp)
+  // What the connection's token must allow for the command's key; none:
+  // any authenticated connection (AUTH, QUIT and HELLO: any).
+  std::optional<Permission> permission;
+};
+
+// The row of `op`.
+const RespOpRow& RespOpFor(RespOp op);
+
 // The `op` label of `op` (docs/metrics.md).
-std::string_view RespOpName(RespOp op);
+inline std::string_view RespOpName(RespOp op) { return RespOpFor(op).metric_label; }
 
 struct RespAction {
   enum class Kind : uint8_t {

@@ -3,6 +3,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <optional>
 
 #include "server/base/log.h"
 
@@ -30,6 +31,41 @@ constexpr std::array<WireErrorRow, 14> kRows = {{
     {ErrorCode::kResourceExhausted, 429, Status::kResourceExhausted, "", "resource_exhausted"},
     {ErrorCode::kInternal, 500, Status::kInternal, "internal error", "internal"},
 }};
+
+// The answers a protocol layer makes by itself, in enum order.
+constexpr std::array<ProtocolErrorRow, 7> kProtocolRows = {{
+    {ProtocolError::kBadRequest, 400, Status::kMalformedFrame, "bad_request"},
+    {ProtocolError::kMethodNotAllowed, 405, Status::kInvalidArgument, "method_not_allowed"},
+    {ProtocolError::kPayloadTooLarge, 413, Status::kFrameTooLarge, "payload_too_large"},
+    {ProtocolError::kMalformedFrame, 400, Status::kMalformedFrame, "malformed_frame"},
+    {ProtocolError::kUnsupportedVersion, 400, Status::kUnsupportedVersion, "unsupported_version"},
+    {ProtocolError::kFrameTooLarge, 413, Status::kFrameTooLarge, "frame_too_large"},
+    {ProtocolError::kUnknownOpcode, 400, Status::kUnknownOpcode, "unknown_opcode"},
+}};
+
+// HTTP answers that a route makes without an Error (an unknown path, a
+// 405), and the row whose label they count under.
+struct HttpStatusRow {
+  unsigned http_status;
+  std::optional<ErrorCode> code;          // its label, or
+  std::optional<ProtocolError> protocol;  // this one's
+};
+constexpr std::array<HttpStatusRow, 6> kHttpRows = {{
+    {400, ErrorCode::kInvalidArgument, std::nullopt},
+    {404, ErrorCode::kNotFound, std::nullopt},
+    {405, std::nullopt, ProtocolError::kMethodNotAllowed},
+    {413, std::nullopt, ProtocolError::kPayloadTooLarge},
+    {500, ErrorCode::kInternal, std::nullopt},
+    {503, ErrorCode::kStoreUnavailable, std::nullopt},
+}};
+
+constexpr bool ProtocolRowsInEnumOrder() {
+  for (size_t i = 0; i < kProtocolRows.size(); ++i) {
+    if (static_cast<size_t>(kProtocolRows[i].error) != i) return false;
+  }
+  return static_cast<size_t>(ProtocolError::kUnknownOpcode) + 1 == kProtocolRows.size();
+}
+static_assert(ProtocolRowsInEnumOrder(), "kProtocolRows: one row per ProtocolError, in order");
 
 // What clients read for a store that cannot serve, whatever the store said
 // (its text may name the MySQL user, host, port and schema).
@@ -86,6 +122,32 @@ std::string RespErrorText(const Error& error) {
   if (!row.resp_text.empty()) return std::string(row.resp_text);
   if (error.code == ErrorCode::kInvalidArgument) return "invalid key: " + error.message;
   return PublicMessage(error);
+}
+
+const ProtocolErrorRow& ProtocolErrorFor(ProtocolError error) {
+  return kProtocolRows[static_cast<size_t>(error)];
+}
+
+std::string_view MetricLabelFor(proto::Status status) {
+  if (status == proto::Status::kOk) return "ok";
+  for (const WireErrorRow& row : kRows) {
+    if (row.binary == status) return row.metric_label;
+  }
+  for (const ProtocolError e : {ProtocolError::kMalformedFrame, ProtocolError::kUnsupportedVersion,
+                                ProtocolError::kFrameTooLarge, ProtocolError::kUnknownOpcode}) {
+    if (ProtocolErrorFor(e).binary == status) return ProtocolErrorFor(e).metric_label;
+  }
+  return "other";
+}
+
+std::string_view MetricLabelForHttp(unsigned http_status) {
+  if (http_status < 400) return "ok";
+  for (const HttpStatusRow& row : kHttpRows) {
+    if (row.http_status != http_status) continue;
+    return row.code ? WireErrorFor(*row.code).metric_label
+                    : ProtocolErrorFor(*row.protocol).metric_label;
+  }
+  return "other";
 }
 
 }  // namespace seqd

@@ -15,38 +15,12 @@
 #include "server/route/key_router.h"
 #include "server/snowflake/snowflake_generator.h"
 #include "server/tcp/binary_dispatcher_impl.h"
+#include "server/tcp/binary_ops.h"
 
 namespace seqd {
 namespace {
 
 constexpr size_t kInlineRanges = 4;  // ranges converted without allocating
-
-// The `op` label of a binary opcode (docs/metrics.md).
-std::string_view BinaryOpName(uint8_t opcode) {
-  const auto op = static_cast<proto::Opcode>(opcode);
-  if (op == proto::Opcode::kPing) return "ping";
-  if (op == proto::Opcode::kNextIds) return "next_ids";
-  if (op == proto::Opcode::kAuth) return "auth";
-  if (op == proto::kOpSend) return "msg_send";
-  if (op == proto::kOpPullRange || op == proto::kOpPullSeqs) return "msg_pull";
-  if (op == proto::kOpMaxSeqs || op == proto::kOpSyncUser) return "msg_batch";
-  if (op == proto::kOpMarkRead || op == proto::kOpSetMember || op == proto::kOpGetMember) {
-    return "msg_member";
-  }
-  if (op == proto::kOpSetStatus || op == proto::kOpSetConvMinSeq) return "msg_status";
-  if (op == proto::kOpSubscribe || op == proto::kOpUnsubscribe) return "subscribe";
-  if (op == proto::kOpSnowflake) return "snowflake";
-  if (op == proto::kOpSnowflakeDecode) return "snowflake_decode";
-  if (op == proto::kOpClusterMap || op == proto::kOpClusterNudge) return "cluster_map";
-  return "protocol_error";
-}
-
-// The `status` label of a wire status: its name in lower case.
-std::string StatusLabel(proto::Status s) {
-  std::string name(proto::StatusName(s));
-  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return name;
-}
 
 }  // namespace
 
@@ -60,7 +34,7 @@ void BinaryDispatcher::Handle(const proto::FrameView& f, BinaryConnection& c) {
     Access& access = c.access();
     access.Revalidate(services_.auth);  // a reload may have revoked or changed the token
     if (!access.principal()) {
-      access.AuditUnauthenticated(BinaryOpName(f.opcode));
+      access.AuditUnauthenticated(BinaryOpLabel(f.opcode));
       return AnswerError(c, opcode, f.request_id, proto::Status::kUnauthenticated,
                          "send AUTH with a token first");
     }
@@ -80,14 +54,14 @@ void BinaryDispatcher::Handle(const proto::FrameView& f, BinaryConnection& c) {
     default:
       if (proto::IsMessageOpcode(f.opcode)) return HandleMessageOp(f, c);
       if (services_.snowflake.enabled() && proto::IsSnowflakeOpcode(f.opcode)) {
-        if (!Permit(f, c, Permission::kSnowflake)) return;
+        if (!Permit(f, c)) return;
         return HandleSnowflakeOp(f, c);
       }
       if (services_.cluster && f.opcode == static_cast<uint8_t>(proto::kOpClusterMap)) {
         return HandleClusterMap(f, c);  // any token: clients that route themselves need it
       }
       if (services_.cluster && f.opcode == static_cast<uint8_t>(proto::kOpClusterNudge)) {
-        if (!Permit(f, c, Permission::kCluster)) return;
+        if (!Permit(f, c)) return;
         services_.cluster->Nudge();
         Count(f.opcode, f.request_id, proto::Status::kOk);
         proto::AppendFrame(c.out(), proto::kOpClusterNudge, proto::kFlagResponse, f.request_id,
@@ -127,9 +101,20 @@ void BinaryDispatcher::HandleAuth(const proto::FrameView& f, BinaryConnection& c
   c.Queued();
 }
 
-bool BinaryDispatcher::Permit(const proto::FrameView& f, BinaryConnection& c, Permission p,
+bool BinaryDispatcher::Permit(const proto::FrameView& f, BinaryConnection& c,
                               std::string_view key) {
-  Status s = c.access().Check(p, key, BinaryOpName(f.opcode));
+  const BinaryOpRow* row = BinaryOpFor(f.opcode);
+  if (!row) {  // a handler for an op without a row: refuse rather than guess
+    AnswerError(c, static_cast<proto::Opcode>(f.opcode), f.request_id, proto::Status::kInternal,
+                "internal error");
+    return false;
+  }
+  return !row->permission || PermitAs(f, c, *row->permission, key);
+}
+
+bool BinaryDispatcher::PermitAs(const proto::FrameView& f, BinaryConnection& c, Permission p,
+                                std::string_view key) {
+  Status s = c.access().Check(p, key, BinaryOpLabel(f.opcode));
   if (s) return true;
   const BinaryError w = ToBinaryError(s.error());
   AnswerError(c, static_cast<proto::Opcode>(f.opcode), f.request_id, w.status, w.message);
@@ -144,12 +129,12 @@ void BinaryDispatcher::HandleNextIds(const proto::FrameView& f, BinaryConnection
     return AnswerError(c, proto::Opcode::kNextIds, f.request_id, proto::Status::kInvalidArgument,
                        "NEXT_IDS payload must be u16 key_length, key, u32 count");
   }
-  if (!Permit(f, c, Permission::kIds, req->key)) return;
+  if (!Permit(f, c, req->key)) return;
   // A client's request forwarded by a peer counts against that client's
   // limits, not the peer's; only peers may say whom a request is for.
   std::string_view requester = c.access().token_id();
   if (!req->on_behalf_of.empty()) {
-    if (!Permit(f, c, Permission::kCluster)) return;
+    if (!PermitAs(f, c, Permission::kCluster)) return;
     requester = req->on_behalf_of;
   }
   c.Hold();
@@ -257,22 +242,22 @@ void BinaryDispatcher::HandleSnowflakeOp(const proto::FrameView& f, BinaryConnec
 void BinaryDispatcher::Count(uint8_t opcode, uint32_t id, proto::Status status) {
   Metrics& metrics = services_.metrics;
   if (status == proto::Status::kOk) {
-    metrics.CountRequest(Interface::kBinary, BinaryOpName(opcode), "ok");
+    metrics.CountRequest(Interface::kBinary, BinaryOpLabel(opcode), "ok");
     return;
   }
-  const std::string label = StatusLabel(status);
-  metrics.CountRequest(Interface::kBinary, BinaryOpName(opcode), label);
+  const std::string_view label = MetricLabelFor(status);
+  metrics.CountRequest(Interface::kBinary, BinaryOpLabel(opcode), label);
   if (status == proto::Status::kStoreUnavailable || status == proto::Status::kInternal) {
-    SEQD_LOG(kWarn) << "binary request_id=" << id << " op=" << BinaryOpName(opcode)
+    SEQD_LOG(kWarn) << "binary request_id=" << id << " op=" << BinaryOpLabel(opcode)
                     << " status=" << label;
   } else {
-    SEQD_LOG(kDebug) << "binary request_id=" << id << " op=" << BinaryOpName(opcode)
+    SEQD_LOG(kDebug) << "binary request_id=" << id << " op=" << BinaryOpLabel(opcode)
                      << " status=" << label;
   }
 }
 
 void BinaryDispatcher::CountProtocolError(proto::Status status) {
-  services_.metrics.CountRequest(Interface::kBinary, "protocol_error", StatusLabel(status));
+  services_.metrics.CountRequest(Interface::kBinary, "protocol_error", MetricLabelFor(status));
 }
 
 void BinaryDispatcher::AnswerError(BinaryConnection& c, proto::Opcode op, uint32_t id,

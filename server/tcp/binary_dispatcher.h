@@ -54,10 +54,14 @@ class BinaryDispatcher {
 
  private:
   void HandleAuth(const proto::FrameView& f, BinaryConnection& c);
-  // True if the connection's token may do `p` on `key`; else answers
+  // True if the connection's token may do the frame's op (its permission in
+  // the op table, server/tcp/binary_ops.h) on `key`; else answers
   // UNAUTHENTICATED or PERMISSION_DENIED and returns false.
-  bool Permit(const proto::FrameView& f, BinaryConnection& c, Permission p,
-              std::string_view key = {});
+  bool Permit(const proto::FrameView& f, BinaryConnection& c, std::string_view key = {});
+  // The same for a permission the op needs beyond its row's (a peer's
+  // forwarded request: cluster).
+  bool PermitAs(const proto::FrameView& f, BinaryConnection& c, Permission p,
+                std::string_view key = {});
   void HandleNextIds(const proto::FrameView& f, BinaryConnection& c);
   void HandleSnowflakeOp(const proto::FrameView& f, BinaryConnection& c);
   void HandleClusterMap(const proto::FrameView& f, BinaryConnection& c);

@@ -63,7 +63,7 @@ void BinaryDispatcher::HandleMessageOp(const proto::FrameView& f, BinaryConnecti
   if (op == proto::kOpSend) {
     auto q = Decode<proto::SendReq>(f, c);
     if (!q) return;
-    if (!Permit(f, c, Permission::kMsgSend, q->conv_id)) return;
+    if (!Permit(f, c, q->conv_id)) return;
     SendRequest req{std::string(q->conv_id), std::string(q->sender_id),
                     std::string(q->client_msg_id), q->content_type, std::string(q->payload)};
     services_.router.Send(
@@ -77,7 +77,7 @@ void BinaryDispatcher::HandleMessageOp(const proto::FrameView& f, BinaryConnecti
   if (op == proto::kOpPullRange) {
     auto q = Decode<proto::PullRangeReq>(f, c);
     if (!q) return;
-    if (!Permit(f, c, Permission::kMsgRead, q->conv_id)) return;
+    if (!Permit(f, c, q->conv_id)) return;
     PullRequest req;
     req.conv_id = std::string(q->conv_id);
     req.from_seq = q->from_seq;
@@ -104,7 +104,7 @@ void BinaryDispatcher::HandleMessageOp(const proto::FrameView& f, BinaryConnecti
   if (op == proto::kOpPullSeqs) {
     auto q = Decode<proto::PullSeqsReq>(f, c);
     if (!q) return;
-    if (!Permit(f, c, Permission::kMsgRead, q->conv_id)) return;
+    if (!Permit(f, c, q->conv_id)) return;
     const size_t max_frame = limits_.max_frame_bytes;
     svc.PullSeqs(
         std::string(q->conv_id), std::move(q->seqs), OptString(q->user_id),
@@ -126,7 +126,7 @@ void BinaryDispatcher::HandleMessageOp(const proto::FrameView& f, BinaryConnecti
     auto q = Decode<proto::MaxSeqsReq>(f, c);
     if (!q) return;
     for (std::string_view conv : q->conv_ids) {
-      if (!Permit(f, c, Permission::kMsgRead, conv)) return;
+      if (!Permit(f, c, conv)) return;
     }
     svc.MaxSeqs(Strings(q->conv_ids),
                 Later<std::vector<int64_t>>(
@@ -139,7 +139,7 @@ void BinaryDispatcher::HandleMessageOp(const proto::FrameView& f, BinaryConnecti
     auto q = Decode<proto::SyncUserReq>(f, c);
     if (!q) return;
     for (std::string_view conv : q->conv_ids) {
-      if (!Permit(f, c, Permission::kMsgRead, conv)) return;
+      if (!Permit(f, c, conv)) return;
     }
     svc.SyncUser(std::string(q->user_id), Strings(q->conv_ids),
                  Later<std::vector<ConvSync>>(
@@ -160,7 +160,7 @@ void BinaryDispatcher::HandleMessageOp(const proto::FrameView& f, BinaryConnecti
   if (op == proto::kOpMarkRead) {
     auto q = Decode<proto::MarkReadReq>(f, c);
     if (!q) return;
-    if (!Permit(f, c, Permission::kMsgRead, q->conv_id)) return;
+    if (!Permit(f, c, q->conv_id)) return;
     svc.MarkRead(std::string(q->conv_id), std::string(q->user_id), q->read_seq,
                  Later<MemberView>(c, op, id, member_encoder));
     return;
@@ -168,7 +168,7 @@ void BinaryDispatcher::HandleMessageOp(const proto::FrameView& f, BinaryConnecti
   if (op == proto::kOpSetMember) {
     auto q = Decode<proto::SetMemberReq>(f, c);
     if (!q) return;
-    if (!Permit(f, c, Permission::kMsgAdmin, q->conv_id)) return;
+    if (!Permit(f, c, q->conv_id)) return;
     svc.SetMember(std::string(q->conv_id), std::string(q->user_id), q->min_seq, q->max_seq,
                   q->clear_max, Later<MemberView>(c, op, id, member_encoder));
     return;
@@ -176,7 +176,7 @@ void BinaryDispatcher::HandleMessageOp(const proto::FrameView& f, BinaryConnecti
   if (op == proto::kOpGetMember) {
     auto q = Decode<proto::GetMemberReq>(f, c);
     if (!q) return;
-    if (!Permit(f, c, Permission::kMsgRead, q->conv_id)) return;
+    if (!Permit(f, c, q->conv_id)) return;
     svc.GetMember(std::string(q->conv_id), std::string(q->user_id),
                   Later<MemberView>(c, op, id, member_encoder));
     return;
@@ -184,7 +184,7 @@ void BinaryDispatcher::HandleMessageOp(const proto::FrameView& f, BinaryConnecti
   if (op == proto::kOpSetStatus) {
     auto q = Decode<proto::SetStatusReq>(f, c);
     if (!q) return;
-    if (!Permit(f, c, Permission::kMsgAdmin, q->conv_id)) return;
+    if (!Permit(f, c, q->conv_id)) return;
     svc.SetStatus(
         std::string(q->conv_id), q->seq, static_cast<MessageStatus>(q->status),
         Later<StoredMessage>(c, op, id, [](std::string& out, uint32_t rid, const StoredMessage& m) {
@@ -195,7 +195,7 @@ void BinaryDispatcher::HandleMessageOp(const proto::FrameView& f, BinaryConnecti
   if (op == proto::kOpSetConvMinSeq) {
     auto q = Decode<proto::SetConvMinSeqReq>(f, c);
     if (!q) return;
-    if (!Permit(f, c, Permission::kMsgAdmin, q->conv_id)) return;
+    if (!Permit(f, c, q->conv_id)) return;
     svc.SetConvMinSeq(
         std::string(q->conv_id), q->min_seq,
         Later<int64_t>(c, op, id, Encoder<proto::MinSeqRes, int64_t>(op, [](int64_t v) {
@@ -214,7 +214,7 @@ void BinaryDispatcher::HandleSubscribe(const proto::FrameView& f, BinaryConnecti
   auto q = Decode<proto::SubscribeReq>(f, c);
   if (!q) return;
   for (std::string_view conv : q->conv_ids) {
-    if (!Permit(f, c, Permission::kMsgRead, conv)) return;
+    if (!Permit(f, c, conv)) return;
   }
   if (q->conv_ids.size() > proto::kMaxWireList) {
     return AnswerError(c, op, f.request_id, proto::Status::kTooLarge,
