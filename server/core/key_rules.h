@@ -1,6 +1,6 @@
 // Which keys exist and how auto-created keys are born.
 //
-// Key charset (documented in README): ASCII letters, digits and `_ - . : @`,
+// Key charset (documented in docs/http-api.md): ASCII letters, digits and `_ - . : @`,
 // 1 to 128 bytes. Anything else is rejected before it reaches the store.
 //
 // Thread safety: immutable after construction; safe to share.
