@@ -20,6 +20,14 @@ echo "test: MariaDB at ${SEQD_TEST_MYSQL_URL//:seqd@/:***@}"
 
 (cd build && ctest --output-on-failure -j2 "$@")
 
+# What only clang checks: the thread-safety analysis (GUARDED_BY, REQUIRES)
+# as errors, and each folder's library linking only what
+# docs/architecture.md allows (shared, -Wl,--no-undefined). Skipped when
+# ctest arguments narrow the run.
+if [[ $# -eq 0 ]]; then
+  scripts/check-build
+fi
+
 # Each libFuzzer target for a short pass from the committed corpus (crashes
 # fail the run). SEQD_FUZZ_SECONDS=0 skips it.
 if [[ $# -eq 0 && "${SEQD_FUZZ_SECONDS:-60}" != "0" ]]; then

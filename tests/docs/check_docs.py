@@ -45,8 +45,10 @@ def index_repo(repo):
                         code = strip_comments(fh.read())
                     file_words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", code))
                     words |= file_words
-                    for cls in re.findall(r"\b(?:class|struct)\s+(?:\w+\s+)?([A-Z]\w*)\s*(?:final\s*)?[:{]",
-                                          code):
+                    # `class X {`, `class X final : Base {`, `struct Outer::X {`
+                    for name in re.findall(r"\b(?:class|struct)\s+(?:\w+\s+)?((?:\w+::)*[A-Z]\w*)"
+                                           r"\s*(?:final\s*)?(?::(?!:)|\{)", code):
+                        cls = name.split("::")[-1]
                         members.setdefault(cls, set()).update(file_words)
                         members[cls].add(os.path.join(dirpath, os.path.splitext(f)[0]))
     # A class's members are also in the .cc beside its header.
