@@ -1,5 +1,8 @@
 // AsyncClient's entry points: construction, NextIds (with prefetch), Ping,
-// Subscribe, Unsubscribe and Close over the transport (async_client_impl.h).
+// ClusterNudge and Close, and the free functions of seqd/client.h; the
+// jobs behind them are listed in async_client_impl.h.
+#include <algorithm>
+
 #include "async_client_impl.h"
 #include "proto/shard_hash.h"
 
@@ -105,110 +108,6 @@ void AsyncClient::Ping(std::function<void(ClientResult<microseconds>)> done) {
              [impl = impl_, call = std::move(call)]() mutable { impl->Submit(std::move(call)); });
 }
 
-void AsyncClient::Impl::SubscribeRaw(std::vector<std::string> conv_ids, MessageFn on_message,
-                                     LostFn on_lost, Done<bool> done) {
-  bool fit = true;
-  proto::SubscribeReq req{Views(conv_ids, fit)};
-  auto call = std::make_shared<Call>(strand);
-  call->sub_handlers =
-      std::make_shared<SubHandlers>(SubHandlers{std::move(on_message), std::move(on_lost)});
-  call->sub_convs = conv_ids;
-  SubmitMessage(
-      req, Decoding<proto::EmptyRes>(std::move(done), [](const proto::EmptyRes&) { return true; }),
-      fit, std::move(call));
-}
-
-void AsyncClient::Impl::UnsubscribeRaw(std::vector<std::string> conv_ids, Done<bool> done) {
-  bool fit = true;
-  auto views = Views(conv_ids, fit);
-  if (!fit) {
-    return Deliver(std::move(done), ClientResult<bool>(StatusCode::kInvalidArgument,
-                                                       "an id is longer than 65535 bytes"));
-  }
-  // Forget them locally first (no callback for them from now on), then tell
-  // the server, on the connection most of them live on.
-  asio::post(strand, [self = shared_from_this(), conv_ids = std::move(conv_ids),
-                      done = std::move(done)]() mutable {
-    int endpoint = -1;
-    for (const std::string& c : conv_ids) {
-      auto it = self->subs.find(c);
-      if (it == self->subs.end()) continue;
-      if (endpoint < 0 && it->second.conn) endpoint = it->second.conn->endpoint;
-      self->subs.erase(it);
-    }
-    auto call = std::make_shared<Call>(self->strand);
-    call->preferred_endpoint = endpoint;
-    bool fit = true;
-    self->SubmitMessage(
-        proto::UnsubscribeReq{Views(conv_ids, fit)},
-        Decoding<proto::EmptyRes>(std::move(done), [](const proto::EmptyRes&) { return true; }),
-        fit, std::move(call));
-  });
-}
-
-SubscriptionKeeper& AsyncClient::Impl::Keeper() {
-  if (keeper) return *keeper;
-  // The ops hold the Impl weakly: the keeper lives inside it.
-  std::weak_ptr<Impl> weak = weak_from_this();
-  SubscriptionKeeper::Ops ops;
-  ops.subscribe = [weak](std::vector<std::string> convs, MessageFn on_message, LostFn on_lost,
-                         Done<bool> done) {
-    if (auto self = weak.lock()) {
-      self->SubscribeRaw(std::move(convs), std::move(on_message), std::move(on_lost),
-                         std::move(done));
-    }
-  };
-  ops.unsubscribe = [weak](std::vector<std::string> convs, Done<bool> done) {
-    if (auto self = weak.lock()) self->UnsubscribeRaw(std::move(convs), std::move(done));
-  };
-  ops.pull = [weak](std::string conv, PullOptions o, Done<PullPage> done) {
-    if (auto self = weak.lock()) self->PullRange(std::move(conv), std::move(o), std::move(done));
-  };
-  ops.max_seqs = [weak](std::vector<std::string> convs, Done<std::vector<int64_t>> done) {
-    if (auto self = weak.lock()) self->MaxSeqs(std::move(convs), std::move(done));
-  };
-  ops.post = [weak](std::function<void()> fn) {
-    if (auto self = weak.lock()) asio::post(self->strand, std::move(fn));
-  };
-  keeper = std::make_shared<SubscriptionKeeper>(strand, std::move(ops), options.backoff_initial,
-                                                options.backoff_max);
-  return *keeper;
-}
-
-void AsyncClient::Subscribe(std::vector<std::string> conv_ids, MessageFn on_message, LostFn on_lost,
-                            Done<bool> done) {
-  if (!impl_->options.resubscribe) {
-    return impl_->SubscribeRaw(std::move(conv_ids), std::move(on_message), std::move(on_lost),
-                               std::move(done));
-  }
-  bool fit = true;
-  Views(conv_ids, fit);
-  if (!fit) {
-    return impl_->Deliver(std::move(done), ClientResult<bool>(StatusCode::kInvalidArgument,
-                                                              "an id is longer than 65535 bytes"));
-  }
-  if (conv_ids.empty()) return impl_->Deliver(std::move(done), ClientResult<bool>(true));
-  asio::post(impl_->strand,
-             [impl = impl_, conv_ids = std::move(conv_ids), on_message = std::move(on_message),
-              on_lost = std::move(on_lost), done = std::move(done)]() mutable {
-               if (impl->closed) {
-                 return done(ClientResult<bool>(StatusCode::kCancelled, "client closed"));
-               }
-               impl->Keeper().Subscribe(std::move(conv_ids), std::move(on_message),
-                                        std::move(on_lost), std::move(done));
-             });
-}
-
-void AsyncClient::Unsubscribe(std::vector<std::string> conv_ids, Done<bool> done) {
-  if (!impl_->options.resubscribe) {
-    return impl_->UnsubscribeRaw(std::move(conv_ids), std::move(done));
-  }
-  asio::post(impl_->strand,
-             [impl = impl_, conv_ids = std::move(conv_ids), done = std::move(done)]() mutable {
-               impl->Keeper().Unsubscribe(std::move(conv_ids), std::move(done));
-             });
-}
-
 void AsyncClient::ClusterNudge(Done<bool> done) {
   auto call = std::make_shared<Call>(impl_->strand);
   call->op = Op::kRaw;
@@ -219,6 +118,27 @@ void AsyncClient::ClusterNudge(Done<bool> done) {
   };
   asio::post(impl_->strand,
              [impl = impl_, call = std::move(call)]() mutable { impl->Submit(std::move(call)); });
+}
+
+void AsyncClient::Impl::DoClose() {
+  if (closed) return;
+  closed = true;
+  std::vector<std::shared_ptr<Connection>> all(conns.begin(), conns.end());
+  for (const auto& conn : all) {
+    ConnFail(conn, StatusCode::kCancelled, "client closed", false);
+  }
+  for (Endpoint& ep : endpoints) ep.conn.reset();
+  subs.clear();
+  if (keeper) keeper->Close();
+  std::vector<std::shared_ptr<Call>> rest;
+  for (auto& [seq, call] : calls) rest.push_back(call);
+  for (const auto& call : rest) Fail(call, StatusCode::kCancelled, "client closed");
+  for (auto& [key, kc] : cache) {
+    for (auto& done : kc.waiters) {
+      Deliver(std::move(done), ClientResult<IdBatch>(StatusCode::kCancelled, "client closed"));
+    }
+  }
+  cache.clear();
 }
 
 void AsyncClient::Close() {

@@ -1,7 +1,11 @@
 // AsyncClient's typed message-store and snowflake calls: encode the
-// request, submit it through the transport (async_client_impl.h), decode the
-// result.
+// request, submit it (async_client_requests.cc), decode the result
+// (async_client_decoding.h).
+#include <algorithm>
+#include <functional>
+
 #include "async_client_impl.h"
+#include "proto/snowflake_codec.h"
 
 namespace seqd::client {
 

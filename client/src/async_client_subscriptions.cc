@@ -1,0 +1,163 @@
+// AsyncClient's subscriptions: the raw SUBSCRIBE and UNSUBSCRIBE, pushed
+// messages to their subscriber, subscriptions lost with their connection,
+// and the glue to SubscriptionKeeper (ClientOptions::resubscribe), which
+// keeps the application's subscriptions over the raw ones. On the strand
+// unless said otherwise (async_client_impl.h).
+#include <algorithm>
+#include <map>
+
+#include "async_client_impl.h"
+
+namespace seqd::client {
+
+void AsyncClient::Impl::HandlePush(const std::shared_ptr<Connection>& conn,
+                                   const proto::FrameView& f,
+                                   const std::optional<proto::ResponseView>& resp) {
+  const std::string& name = endpoints[conn->endpoint].name;
+  if (!resp || f.request_id != 0) {
+    return ConnFail(conn, StatusCode::kProtocol, "bad push frame from " + name, true);
+  }
+  if (f.opcode == static_cast<uint8_t>(proto::kOpPushDropped)) {
+    return LoseSubscriptions(conn,
+                             name + " dropped the subscriptions: " + std::string(resp->message));
+  }
+  if (f.opcode != static_cast<uint8_t>(proto::kOpPushMessage) ||
+      resp->status != proto::Status::kOk) {
+    return;  // a push kind this client does not know: ignored
+  }
+  std::optional<proto::PushMessage> push = proto::DecodeBody<proto::PushMessage>(resp->result);
+  if (!push) return ConnFail(conn, StatusCode::kProtocol, "bad push from " + name, true);
+  auto it = subs.find(std::string(push->conv_id));
+  if (it == subs.end() || it->second.conn != conn) return;  // unsubscribed, or an old one
+  Message m = ToMessage(push->conv_id, push->message);
+  asio::post(strand, [handlers = it->second.handlers, m = std::move(m)]() mutable {
+    if (handlers->on_message) handlers->on_message(std::move(m));
+  });
+}
+
+void AsyncClient::Impl::LoseSubscriptions(const std::shared_ptr<Connection>& conn,
+                                          const std::string& reason) {
+  std::map<std::shared_ptr<SubHandlers>, std::vector<std::string>> lost;
+  for (auto it = subs.begin(); it != subs.end();) {
+    if (it->second.conn == conn) {
+      lost[it->second.handlers].push_back(it->first);
+      it = subs.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& [handlers, convs] : lost) {
+    std::sort(convs.begin(), convs.end());
+    asio::post(strand, [handlers = handlers, convs = std::move(convs), reason]() mutable {
+      if (handlers->on_lost) handlers->on_lost(std::move(convs), reason);
+    });
+  }
+}
+
+void AsyncClient::Impl::SubscribeRaw(std::vector<std::string> conv_ids, MessageFn on_message,
+                                     LostFn on_lost, Done<bool> done) {
+  bool fit = true;
+  proto::SubscribeReq req{Views(conv_ids, fit)};
+  auto call = std::make_shared<Call>(strand);
+  call->sub_handlers =
+      std::make_shared<SubHandlers>(SubHandlers{std::move(on_message), std::move(on_lost)});
+  call->sub_convs = conv_ids;
+  SubmitMessage(
+      req, Decoding<proto::EmptyRes>(std::move(done), [](const proto::EmptyRes&) { return true; }),
+      fit, std::move(call));
+}
+
+void AsyncClient::Impl::UnsubscribeRaw(std::vector<std::string> conv_ids, Done<bool> done) {
+  bool fit = true;
+  auto views = Views(conv_ids, fit);
+  if (!fit) {
+    return Deliver(std::move(done), ClientResult<bool>(StatusCode::kInvalidArgument,
+                                                       "an id is longer than 65535 bytes"));
+  }
+  // Forget them locally first (no callback for them from now on), then tell
+  // the server, on the connection most of them live on.
+  asio::post(strand, [self = shared_from_this(), conv_ids = std::move(conv_ids),
+                      done = std::move(done)]() mutable {
+    int endpoint = -1;
+    for (const std::string& c : conv_ids) {
+      auto it = self->subs.find(c);
+      if (it == self->subs.end()) continue;
+      if (endpoint < 0 && it->second.conn) endpoint = it->second.conn->endpoint;
+      self->subs.erase(it);
+    }
+    auto call = std::make_shared<Call>(self->strand);
+    call->preferred_endpoint = endpoint;
+    bool fit = true;
+    self->SubmitMessage(
+        proto::UnsubscribeReq{Views(conv_ids, fit)},
+        Decoding<proto::EmptyRes>(std::move(done), [](const proto::EmptyRes&) { return true; }),
+        fit, std::move(call));
+  });
+}
+
+SubscriptionKeeper& AsyncClient::Impl::Keeper() {
+  if (keeper) return *keeper;
+  // The ops hold the Impl weakly: the keeper lives inside it.
+  std::weak_ptr<Impl> weak = weak_from_this();
+  SubscriptionKeeper::Ops ops;
+  ops.subscribe = [weak](std::vector<std::string> convs, MessageFn on_message, LostFn on_lost,
+                         Done<bool> done) {
+    if (auto self = weak.lock()) {
+      self->SubscribeRaw(std::move(convs), std::move(on_message), std::move(on_lost),
+                         std::move(done));
+    }
+  };
+  ops.unsubscribe = [weak](std::vector<std::string> convs, Done<bool> done) {
+    if (auto self = weak.lock()) self->UnsubscribeRaw(std::move(convs), std::move(done));
+  };
+  ops.pull = [weak](std::string conv, PullOptions o, Done<PullPage> done) {
+    if (auto self = weak.lock()) self->PullRange(std::move(conv), std::move(o), std::move(done));
+  };
+  ops.max_seqs = [weak](std::vector<std::string> convs, Done<std::vector<int64_t>> done) {
+    if (auto self = weak.lock()) self->MaxSeqs(std::move(convs), std::move(done));
+  };
+  ops.post = [weak](std::function<void()> fn) {
+    if (auto self = weak.lock()) asio::post(self->strand, std::move(fn));
+  };
+  keeper = std::make_shared<SubscriptionKeeper>(strand, std::move(ops), options.backoff_initial,
+                                                options.backoff_max);
+  return *keeper;
+}
+
+// --- the public calls (any thread) ---------------------------------------------------
+
+void AsyncClient::Subscribe(std::vector<std::string> conv_ids, MessageFn on_message, LostFn on_lost,
+                            Done<bool> done) {
+  if (!impl_->options.resubscribe) {
+    return impl_->SubscribeRaw(std::move(conv_ids), std::move(on_message), std::move(on_lost),
+                               std::move(done));
+  }
+  bool fit = true;
+  Views(conv_ids, fit);
+  if (!fit) {
+    return impl_->Deliver(std::move(done), ClientResult<bool>(StatusCode::kInvalidArgument,
+                                                              "an id is longer than 65535 bytes"));
+  }
+  if (conv_ids.empty()) return impl_->Deliver(std::move(done), ClientResult<bool>(true));
+  asio::post(impl_->strand,
+             [impl = impl_, conv_ids = std::move(conv_ids), on_message = std::move(on_message),
+              on_lost = std::move(on_lost), done = std::move(done)]() mutable {
+               if (impl->closed) {
+                 return done(ClientResult<bool>(StatusCode::kCancelled, "client closed"));
+               }
+               impl->Keeper().Subscribe(std::move(conv_ids), std::move(on_message),
+                                        std::move(on_lost), std::move(done));
+             });
+}
+
+void AsyncClient::Unsubscribe(std::vector<std::string> conv_ids, Done<bool> done) {
+  if (!impl_->options.resubscribe) {
+    return impl_->UnsubscribeRaw(std::move(conv_ids), std::move(done));
+  }
+  asio::post(impl_->strand,
+             [impl = impl_, conv_ids = std::move(conv_ids), done = std::move(done)]() mutable {
+               impl->Keeper().Unsubscribe(std::move(conv_ids), std::move(done));
+             });
+}
+
+}  // namespace seqd::client
