@@ -5,46 +5,39 @@
 // key, or snowflake IDs with --snowflake), for S seconds. The binary side uses the raw codec, not
 // the client library, so it measures the server and not the client's retry logic.
 //
-// Over 400 lines: one tool (options, two protocol drivers, the latency
-// histogram and the report) that is run as a whole.
+// This file: the usage, the flags and the run (connections, threads, the
+// clock, the results); the connections are in bench_connection.h, the report
+// in bench_report.h.
+#include "seqbench.h"
+
+#include <algorithm>
 #include <atomic>
-#include <bit>
-#include <boost/asio/connect.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/ssl/stream.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/asio/write.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <charconv>
-#include <cstring>
-#include <deque>
 #include <iostream>
-#include <map>
 #include <memory>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
-#include "bench_histogram.h"
+#include "bench_connection.h"
+#include "bench_report.h"
 #include "bench_subscriber.h"
 #include "mini_http.h"
 #include "proto/binary_codec.h"
-#include "proto/message_codec.h"
-#include "proto/snowflake_codec.h"
 #include "seqd/client.h"
 #include "tls_client.h"
 
+namespace seqd::bench {
 namespace {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
-using Clock = std::chrono::steady_clock;
-using seqd::tools::Histogram;
 
 constexpr const char* kUsage =
     R"(usage: seqbench (--tcp HOST:PORT | --http HOST:PORT)
@@ -103,450 +96,11 @@ says "tls").
 Exit status: 0 if every request succeeded, 1 if any failed, 2 on a usage error.
 )";
 
-struct UsageError {
-  std::string message;
-};
-
 std::string Usage() {
   std::string usage = kUsage;
   usage.replace(usage.find("%TLS%"), 5, seqd::tools::kTlsFlagsHelp);
   return usage;
 }
-
-struct Stats {
-  uint64_t requests = 0;         // answered
-  uint64_t warmup_requests = 0;  // answered, sent during --warmup (not in latency)
-  uint64_t ids = 0;
-  uint64_t errors = 0;
-  std::map<std::string, uint64_t> error_kinds;
-  Histogram latency;
-  void Error(const std::string& kind) {
-    ++errors;
-    ++error_kinds[kind];
-  }
-  void Merge(const Stats& o) {
-    requests += o.requests;
-    warmup_requests += o.warmup_requests;
-    ids += o.ids;
-    errors += o.errors;
-    for (const auto& [k, v] : o.error_kinds) error_kinds[k] += v;
-    latency.Merge(o.latency);
-  }
-};
-
-struct Config {
-  bool http = false;
-  std::string host, port, endpoint;
-  std::string key;
-  std::string new_keys;    // --new-keys PREFIX; "" for one key
-  bool snowflake = false;  // SNOWFLAKE / GET /snowflake instead of a key's IDs
-  std::string messages;    // --messages CONV: SEND messages instead of asking for IDs
-  int convs = 1;           // --convs N: CONV_0 .. CONV_{N-1}; 1: CONV itself
-  size_t payload = 100;    // --payload B: message payload bytes
-  int subscribers = 0;     // --subscribe N: subscriber connections measuring pushes
-  std::string run_id;      // makes client_msg_ids unique across runs
-  int connections = 4;
-  int pipeline = 16;
-  uint32_t count = 1;
-  double duration_s = 10;
-  int64_t requests = 0;  // --requests: the burst's size; 0: run for duration_s
-  // Requests answered or lost with a failed connection, all connections.
-  std::atomic<int64_t>* finished = nullptr;
-  double rate = 0;            // --rate: requests/s in all; 0: closed loop
-  double warmup_s = 0;        // --warmup
-  Clock::time_point start{};  // when the run starts (set before connections start)
-  int threads = 0;
-  bool json = false;
-  std::string token;  // --token, else SEQD_TOKEN; "" for none
-  seqd::tools::TlsFlags tls;
-};
-
-// The request id of the AUTH frame each binary connection starts with (no
-// NEXT_IDS request uses it).
-constexpr uint32_t kAuthRequestId = 0xFFFFFFFFu;
-
-class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
- public:
-  BenchConnection(asio::io_context& io, const Config& cfg, tcp::resolver::results_type endpoints,
-                  const std::atomic<bool>& stop, std::shared_ptr<asio::ssl::context> tls_context)
-      : strand_(asio::make_strand(io)),
-        socket_(strand_),
-        tls_context_(std::move(tls_context)),
-        retry_timer_(strand_),
-        pace_timer_(strand_),
-        cfg_(cfg),
-        endpoints_(std::move(endpoints)),
-        stop_(stop) {
-    if (cfg_.http) {
-      http_request_ = HttpRequestFor(cfg_.key);
-    }
-  }
-
-  // Numbers the connections, so --new-keys keys never repeat across them.
-  // `quota`: requests this connection sends in all (-1: no limit).
-  void SetIndex(int index, int64_t quota) {
-    index_ = index;
-    quota_ = quota;
-  }
-
-  void Start() {
-    asio::post(strand_, [self = shared_from_this()] { self->Connect(); });
-  }
-  void Stop() {
-    asio::post(strand_, [self = shared_from_this()] {
-      boost::system::error_code ignored;
-      self->socket_.close(ignored);
-      self->retry_timer_.cancel();
-      self->pace_timer_.cancel();
-    });
-  }
-  const Stats& stats() const { return stats_; }
-
- private:
-  void Connect() {
-    if (stop_) return;
-    asio::async_connect(
-        socket_, endpoints_,
-        [self = shared_from_this()](const boost::system::error_code& ec, const tcp::endpoint&) {
-          if (self->stop_) return;
-          if (ec) return self->Fail("connect: " + ec.message());
-          self->socket_.set_option(tcp::no_delay(true));
-          if (self->tls_context_) return self->Handshake();
-          self->Started();
-        });
-  }
-
-  // A fresh TLS stream per connection (an SSL object is not reused); the
-  // handlers of its operations keep it alive past a Fail.
-  void Handshake() {
-    tls_ = std::make_shared<asio::ssl::stream<tcp::socket&>>(socket_, *tls_context_);
-    std::string error;
-    const std::string& name = cfg_.tls.server_name.empty() ? cfg_.host : cfg_.tls.server_name;
-    if (!seqd::client::detail::SetTlsPeerName(tls_->native_handle(), name, error)) {
-      return Fail(error);
-    }
-    tls_->async_handshake(asio::ssl::stream_base::client, [self = shared_from_this(), tls = tls_](
-                                                              const boost::system::error_code& ec) {
-      if (self->stop_ || tls != self->tls_) return;
-      if (ec) {
-        return self->Fail("tls handshake: " +
-                          seqd::client::detail::TlsFailureReason(tls->native_handle(), ec));
-      }
-      self->Started();
-    });
-  }
-
-  void Started() {
-    connected_ = true;
-    if (!cfg_.http && !cfg_.token.empty()) {
-      seqd::proto::AppendFrame(out_, seqd::proto::Opcode::kAuth, 0, kAuthRequestId, cfg_.token);
-    }
-    if (cfg_.rate > 0) {
-      if (!pacing_) {
-        pacing_ = true;
-        next_due_ = std::max(Clock::now(), cfg_.start);
-        Pace();
-      }
-    } else {
-      Fill();
-    }
-    Read();
-  }
-
-  // Open loop: sends every request whose scheduled time has come, stamped
-  // with that time, then sleeps until the next one is due.
-  void Pace() {
-    if (stop_) return;
-    const auto interval = std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double>(cfg_.connections / cfg_.rate));
-    const Clock::time_point now = Clock::now();
-    if (connected_) {
-      while (next_due_ <= now && !QuotaSent()) {
-        Append(next_due_);
-        next_due_ += interval;
-      }
-      Write();
-    }
-    // At most 10,000 wake-ups a second (a request may leave up to 100 us
-    // after its time: counted in its latency); late requests keep their
-    // scheduled stamps.
-    pace_timer_.expires_at(std::max(next_due_, now + std::chrono::microseconds(100)));
-    pace_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-      if (!ec) self->Pace();
-    });
-  }
-
-  void Fail(const std::string& what) {
-    if (stop_) return;
-    stats_.Error(what);
-    cfg_.finished->fetch_add(in_flight_, std::memory_order_relaxed);  // never answered
-    connected_ = false;
-    boost::system::error_code ignored;
-    socket_.close(ignored);
-    sent_.clear();
-    sent_order_.clear();
-    in_flight_ = 0;
-    out_.clear();
-    in_.clear();
-    ++generation_;
-    retry_timer_.expires_after(std::chrono::milliseconds(100));
-    retry_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-      if (!ec) self->Connect();
-    });
-  }
-
-  void Fill() {
-    const Clock::time_point now = Clock::now();
-    while (in_flight_ < cfg_.pipeline && !stop_ && !QuotaSent()) Append(now);
-    Write();
-  }
-
-  std::string HttpRequestFor(const std::string& key) const {
-    const std::string path = cfg_.snowflake ? "/snowflake" : "/seq/" + seqd::tools::UrlEncode(key);
-    return seqd::tools::BuildHttpRequest("GET", path + "?count=" + std::to_string(cfg_.count),
-                                         cfg_.endpoint, {}, "application/json", cfg_.token);
-  }
-
-  // The conversation of the next message: --messages CONV, spread over
-  // --convs conversations.
-  std::string NextConv() const {
-    if (cfg_.convs <= 1) return cfg_.messages;
-    return cfg_.messages + "_" + std::to_string((index_ + appended_) % cfg_.convs);
-  }
-
-  // A SEND of a message stamped with `stamp` (for --subscribe), with a
-  // client_msg_id never used before.
-  void AppendMessage(Clock::time_point stamp) {
-    const std::string conv = NextConv();
-    const std::string id =
-        cfg_.run_id + "-" + std::to_string(index_) + "-" + std::to_string(appended_);
-    const std::string payload = seqd::tools::StampedPayload(stamp, cfg_.payload);
-    if (cfg_.http) {
-      const std::string body = "{\"sender_id\":\"seqbench\",\"client_msg_id\":\"" + id +
-                               "\",\"payload\":\"" + payload + "\"}";
-      out_ += seqd::tools::BuildHttpRequest(
-          "POST", "/conversations/" + seqd::tools::UrlEncode(conv) + "/messages", cfg_.endpoint,
-          body, "application/json", cfg_.token);
-      return;
-    }
-    seqd::proto::AppendRequest(out_, next_id_,
-                               seqd::proto::SendReq{conv, "seqbench", id, 0, payload});
-  }
-
-  // The key of the next request: --key, or a fresh one with --new-keys.
-  const std::string& NextKey() {
-    if (cfg_.new_keys.empty()) return cfg_.key;
-    fresh_key_ = cfg_.new_keys + std::to_string(index_) + "_" + std::to_string(++fresh_count_);
-    return fresh_key_;
-  }
-
-  bool QuotaSent() const { return quota_ >= 0 && appended_ >= quota_; }
-
-  // Queues one request, its latency counted from `stamp`.
-  void Append(Clock::time_point stamp) {
-    ++appended_;
-    if (cfg_.http) {
-      if (!cfg_.messages.empty()) {
-        AppendMessage(stamp);
-      } else {
-        out_ += cfg_.new_keys.empty() ? http_request_ : HttpRequestFor(NextKey());
-      }
-      sent_order_.push_back(stamp);
-    } else {
-      if (++next_id_ == 0 || next_id_ == kAuthRequestId) next_id_ = 1;
-      if (!cfg_.messages.empty()) {
-        AppendMessage(stamp);
-      } else if (cfg_.snowflake) {
-        seqd::proto::AppendSnowflakeRequest(out_, next_id_, cfg_.count);
-      } else {
-        seqd::proto::AppendNextIdsRequest(out_, next_id_, NextKey(), cfg_.count);
-      }
-      sent_.emplace(next_id_, stamp);
-    }
-    ++in_flight_;
-  }
-
-  void Write() {
-    if (writing_ || out_.empty() || !connected_) return;
-    writing_ = true;
-    wbuf_.swap(out_);
-    out_.clear();
-    auto on_written = [self = shared_from_this(), gen = generation_](
-                          const boost::system::error_code& ec, size_t) {
-      self->writing_ = false;
-      self->wbuf_.clear();
-      // A write of a failed connection: flush the new one's requests.
-      if (gen != self->generation_) return self->Write();
-      if (ec) return self->Fail("write: " + ec.message());
-      self->Write();
-    };
-    if (tls_) {
-      asio::async_write(*tls_, asio::buffer(wbuf_),
-                        [tls = tls_, on_written = std::move(on_written)](
-                            const boost::system::error_code& ec, size_t n) { on_written(ec, n); });
-    } else {
-      asio::async_write(socket_, asio::buffer(wbuf_), std::move(on_written));
-    }
-  }
-
-  void Read() {
-    const size_t old = in_.size();
-    in_.resize(old + 64 * 1024);
-    auto on_read = [self = shared_from_this(), old, gen = generation_](
-                       const boost::system::error_code& ec, size_t n) {
-      if (gen != self->generation_ || self->stop_) return;
-      self->in_.resize(old + n);
-      if (ec) return self->Fail("read: " + ec.message());
-      if (!(self->cfg_.http ? self->ParseHttp() : self->ParseBinary())) return;
-      if (self->cfg_.rate <= 0) self->Fill();
-      self->Read();
-    };
-    const auto buffer = asio::buffer(in_.data() + old, 64 * 1024);
-    if (tls_) {
-      tls_->async_read_some(
-          buffer, [tls = tls_, on_read = std::move(on_read)](const boost::system::error_code& ec,
-                                                             size_t n) { on_read(ec, n); });
-    } else {
-      socket_.async_read_some(buffer, std::move(on_read));
-    }
-  }
-
-  void Record(Clock::time_point sent) {
-    ++stats_.requests;
-    cfg_.finished->fetch_add(1, std::memory_order_relaxed);
-    --in_flight_;
-    if (cfg_.warmup_s > 0 &&
-        sent < cfg_.start + std::chrono::duration_cast<Clock::duration>(
-                                std::chrono::duration<double>(cfg_.warmup_s))) {
-      ++stats_.warmup_requests;
-      return;
-    }
-    stats_.latency.Record(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - sent).count());
-  }
-
-  // False when the connection failed.
-  bool ParseBinary() {
-    size_t pos = 0;
-    for (;;) {
-      const seqd::proto::DecodeResult r =
-          seqd::proto::DecodeFrame(std::string_view(in_.data() + pos, in_.size() - pos));
-      if (r.state == seqd::proto::DecodeState::kNeedMore) break;
-      if (r.state == seqd::proto::DecodeState::kError) {
-        Fail("undecodable frame: " + std::string(seqd::proto::StatusName(r.error)));
-        return false;
-      }
-      const auto resp = seqd::proto::ParseResponse(r.frame.payload);
-      if (r.frame.request_id == kAuthRequestId && resp) {
-        if (resp->status != seqd::proto::Status::kOk) {
-          Fail("AUTH: " + std::string(seqd::proto::StatusName(resp->status)));
-          return false;
-        }
-        pos += r.consumed;
-        continue;
-      }
-      auto it = sent_.find(r.frame.request_id);
-      if (r.frame.request_id == 0 || it == sent_.end() || !resp) {
-        Fail(resp && r.frame.request_id == 0
-                 ? "protocol error: " + std::string(seqd::proto::StatusName(resp->status))
-                 : std::string("unexpected frame"));
-        return false;
-      }
-      Record(it->second);
-      sent_.erase(it);
-      if (resp->status == seqd::proto::Status::kOk) {
-        CountIds(resp->result);
-      } else {
-        stats_.Error(std::string(seqd::proto::StatusName(resp->status)));
-      }
-      pos += r.consumed;
-    }
-    in_.erase(in_.begin(), in_.begin() + pos);
-    return true;
-  }
-
-  // Adds the IDs of an OK binary result to the stats.
-  void CountIds(std::string_view result) {
-    if (!cfg_.messages.empty()) {
-      if (!seqd::proto::DecodeBody<seqd::proto::SendRes>(result)) {
-        return stats_.Error("malformed SEND result");
-      }
-      ++stats_.ids;  // a message stored
-      return;
-    }
-    if (cfg_.snowflake) {
-      auto ids = seqd::proto::ParseSnowflakeResult(result);
-      if (!ids) return stats_.Error("malformed SNOWFLAKE result");
-      stats_.ids += ids->size();
-      return;
-    }
-    auto ranges = seqd::proto::ParseNextIdsResult(result);
-    if (!ranges) return stats_.Error("malformed NEXT_IDS result");
-    for (const auto& range : *ranges) stats_.ids += range.last - range.first + 1;
-  }
-
-  bool ParseHttp() {
-    size_t pos = 0;
-    bool reconnect = false;
-    while (!reconnect) {
-      seqd::tools::HttpResponse res;
-      size_t consumed = 0;
-      std::string error;
-      const auto st = seqd::tools::ParseHttpResponse(
-          std::string_view(in_.data() + pos, in_.size() - pos), res, consumed, error);
-      if (st == seqd::tools::HttpParse::kNeedMore) break;
-      if (st == seqd::tools::HttpParse::kError || sent_order_.empty()) {
-        Fail(st == seqd::tools::HttpParse::kError ? "bad HTTP response: " + error
-                                                  : std::string("unexpected HTTP response"));
-        return false;
-      }
-      Record(sent_order_.front());
-      sent_order_.pop_front();
-      if (res.status / 100 == 2) {
-        stats_.ids += cfg_.messages.empty() ? cfg_.count : 1;
-      } else {
-        stats_.Error("HTTP " + std::to_string(res.status));
-      }
-      pos += consumed;
-      reconnect = !res.keep_alive;
-    }
-    in_.erase(in_.begin(), in_.begin() + pos);
-    if (reconnect) {
-      // The requests still in flight are lost with the connection.
-      Fail("server closed the connection");
-      return false;
-    }
-    return true;
-  }
-
-  asio::strand<asio::io_context::executor_type> strand_;
-  tcp::socket socket_;
-  std::shared_ptr<asio::ssl::context> tls_context_;       // --tls only
-  std::shared_ptr<asio::ssl::stream<tcp::socket&>> tls_;  // this connection's, over socket_
-  asio::steady_timer retry_timer_;
-  asio::steady_timer pace_timer_;  // --rate only
-  bool pacing_ = false;
-  Clock::time_point next_due_{};  // --rate: the next request's scheduled time
-  const Config& cfg_;
-  tcp::resolver::results_type endpoints_;
-  const std::atomic<bool>& stop_;
-  std::string http_request_;
-  std::string out_, wbuf_;
-  bool writing_ = false;
-  bool connected_ = false;
-  std::vector<char> in_;
-  int in_flight_ = 0;
-  uint32_t next_id_ = 0;
-  int index_ = 0;
-  int64_t quota_ = -1;    // requests to send in all; -1: no limit
-  int64_t appended_ = 0;  // requests queued so far (resent ones not counted again)
-  uint64_t fresh_count_ = 0;
-  std::string fresh_key_;
-  uint64_t generation_ = 0;
-  std::unordered_map<uint32_t, Clock::time_point> sent_;
-  std::deque<Clock::time_point> sent_order_;
-  Stats stats_;
-};
 
 template <typename T>
 T Number(const std::string& s, const char* what, T min, T max) {
@@ -658,23 +212,6 @@ Config ParseArgs(int argc, char** argv) {
   return cfg;
 }
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 // --subscribe: starts the subscriber connections and waits (10 s at most)
 // until every one has subscribed, so the load starts with all of them live.
 bool StartSubscribers(const Config& cfg, asio::io_context& io,
@@ -768,91 +305,17 @@ int Run(Config cfg) {
     for (const auto& [k, v] : r.error_kinds) pushes.error_kinds[k] += v;
     pushes.latency.Merge(r.latency);
   }
-  const auto push_us = [&](double q) { return pushes.latency.Quantile(q) / 1000.0; };
-  const auto us = [&](double q) { return total.latency.Quantile(q) / 1000.0; };
-  const double rps = total.requests / elapsed, ips = total.ids / elapsed;
-  if (cfg.json) {
-    std::ostringstream o;
-    o.precision(12);
-    o << "{\"protocol\":\"" << (cfg.http ? "http" : "tcp")
-      << "\",\"tls\":" << (cfg.tls.enabled ? "true" : "false")
-      << ",\"endpoint\":" << JsonString(cfg.endpoint) << ",\"mode\":\""
-      << (cfg.snowflake           ? "snowflake"
-          : !cfg.messages.empty() ? "messages"
-          : cfg.new_keys.empty()  ? "key"
-                                  : "new_keys")
-      << "\",\"key\":"
-      << JsonString(!cfg.messages.empty()  ? cfg.messages
-                    : cfg.new_keys.empty() ? cfg.key
-                                           : cfg.new_keys + "*")
-      << ",\"connections\":" << cfg.connections << ",\"pipeline\":" << cfg.pipeline
-      << ",\"count\":" << cfg.count << ",\"rate\":" << cfg.rate << ",\"warmup_s\":" << cfg.warmup_s
-      << ",\"warmup_requests\":" << total.warmup_requests << ",\"duration_s\":" << elapsed
-      << ",\"requests\":" << total.requests << ",\"requests_per_s\":" << rps
-      << ",\"ids\":" << total.ids << ",\"ids_per_s\":" << ips << ",\"errors\":" << total.errors
-      << ",\"error_kinds\":{";
-    bool first = true;
-    for (const auto& [k, v] : total.error_kinds) {
-      o << (first ? "" : ",") << JsonString(k) << ":" << v;
-      first = false;
-    }
-    o << "},\"latency_us\":{\"p50\":" << us(0.5) << ",\"p99\":" << us(0.99)
-      << ",\"p999\":" << us(0.999) << ",\"max\":" << total.latency.max() / 1000.0
-      << ",\"mean\":" << total.latency.mean() / 1000.0 << "}";
-    if (!subscribers.empty()) {
-      o << ",\"push\":{\"subscribers\":" << cfg.subscribers << ",\"pushes\":" << pushes.pushes
-        << ",\"expected\":" << total.ids * cfg.subscribers << ",\"errors\":" << pushes.errors
-        << ",\"latency_us\":{\"p50\":" << push_us(0.5) << ",\"p99\":" << push_us(0.99)
-        << ",\"p999\":" << push_us(0.999) << ",\"max\":" << pushes.latency.max() / 1000.0 << "}}";
-    }
-    o << "}";
-    std::cout << o.str() << "\n";
-  } else {
-    const std::string what = cfg.snowflake           ? "snowflake"
-                             : !cfg.messages.empty() ? "messages=" + cfg.messages
-                             : cfg.new_keys.empty()  ? "key=" + cfg.key
-                                                     : "new-keys=" + cfg.new_keys + "*";
-    std::printf("%s%s %s %s connections=%d pipeline=%d count=%u duration=%.2fs threads=%d\n",
-                cfg.http ? "http" : "tcp", cfg.tls.enabled ? "+tls" : "", cfg.endpoint.c_str(),
-                what.c_str(), cfg.connections, cfg.pipeline, cfg.count, elapsed, cfg.threads);
-    std::printf("requests  %llu  (%.0f/s)\n", static_cast<unsigned long long>(total.requests), rps);
-    if (cfg.rate > 0) std::printf("open loop %.0f/s scheduled\n", cfg.rate);
-    if (cfg.warmup_s > 0) {
-      std::printf("warmup    %llu requests in the first %.2fs, not in the latency figures\n",
-                  static_cast<unsigned long long>(total.warmup_requests), cfg.warmup_s);
-    }
-    std::printf("%s  %llu  (%.0f/s)\n", cfg.messages.empty() ? "ids     " : "messages",
-                static_cast<unsigned long long>(total.ids), ips);
-    std::printf("errors    %llu\n", static_cast<unsigned long long>(total.errors));
-    for (const auto& [k, v] : total.error_kinds) {
-      std::printf("  %-40s %llu\n", k.c_str(), static_cast<unsigned long long>(v));
-    }
-    std::printf("latency   p50 %.1f us  p99 %.1f us  p999 %.1f us  max %.1f us  mean %.1f us\n",
-                us(0.5), us(0.99), us(0.999), total.latency.max() / 1000.0,
-                total.latency.mean() / 1000.0);
-  }
-  if (!subscribers.empty() && !cfg.json) {
-    std::printf("pushes    %llu of %llu expected to %d subscribers, %llu errors\n",
-                static_cast<unsigned long long>(pushes.pushes),
-                static_cast<unsigned long long>(total.ids * cfg.subscribers), cfg.subscribers,
-                static_cast<unsigned long long>(pushes.errors));
-    for (const auto& [k, v] : pushes.error_kinds) {
-      std::printf("  %-40s %llu\n", k.c_str(), static_cast<unsigned long long>(v));
-    }
-    std::printf(
-        "push lat  p50 %.1f us  p99 %.1f us  p999 %.1f us  max %.1f us (send written to "
-        "push read)\n",
-        push_us(0.5), push_us(0.99), push_us(0.999), pushes.latency.max() / 1000.0);
-  }
+  PrintReport(cfg, elapsed, total, pushes);
   return total.errors == 0 && pushes.errors == 0 && total.requests > 0 ? 0 : 1;
 }
 
 }  // namespace
+}  // namespace seqd::bench
 
 int main(int argc, char** argv) {
   try {
-    return Run(ParseArgs(argc, argv));
-  } catch (const UsageError& e) {
+    return seqd::bench::Run(seqd::bench::ParseArgs(argc, argv));
+  } catch (const seqd::bench::UsageError& e) {
     std::cerr << "seqbench: " << e.message << "\n";
     return 2;
   } catch (const std::exception& e) {

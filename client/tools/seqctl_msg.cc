@@ -4,10 +4,10 @@
 #include <cstdint>
 #include <iostream>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "common/mutex.h"
 #include "mini_http.h"
 #include "seqd/client.h"
 #include "tool_args.h"
@@ -239,22 +239,22 @@ int Subscribe(const MsgArgs& a, const MsgServer& s) {
       a.count ? ParseNumber<uint64_t>(*a.count, "--count", 1, UINT64_MAX) : UINT64_MAX;
   // Shared with the callbacks, which may run until the client is gone.
   struct State {
-    std::mutex mu;
+    Mutex mu;  // also serializes the printing of pushes
     std::condition_variable cv;
-    uint64_t seen = 0;
-    std::optional<std::string> gave_up;
+    uint64_t seen GUARDED_BY(mu) = 0;
+    std::optional<std::string> gave_up GUARDED_BY(mu);
   };
   auto st = std::make_shared<State>();
   const bool json = a.json;
   auto on_message = [st, count, json](client::Message m) {
-    std::lock_guard<std::mutex> l(st->mu);
+    MutexLock l(st->mu);
     if (st->seen >= count) return;
     const Json j = MessageJson(m);
     std::cout << (json ? j.dump() : m.conv_id + "  " + MessageLine(j)) << std::endl;
     if (++st->seen >= count) st->cv.notify_all();
   };
   auto on_lost = [st](std::vector<std::string> convs, std::string reason) {
-    std::lock_guard<std::mutex> l(st->mu);
+    MutexLock l(st->mu);
     std::string names;
     for (const std::string& c : convs) names += (names.empty() ? "" : ",") + c;
     if (reason.rfind("gave up", 0) == 0) {
@@ -267,8 +267,9 @@ int Subscribe(const MsgArgs& a, const MsgServer& s) {
   };
   const std::vector<std::string> convs(a.words.begin() + 1, a.words.end());
   Ok(s.tcp->Subscribe(convs, on_message, on_lost));
-  std::unique_lock<std::mutex> l(st->mu);
-  st->cv.wait(l, [&] { return st->seen >= count || st->gave_up.has_value(); });
+  MutexLock l(st->mu);
+  st->cv.wait(l.native(),
+              [&]() REQUIRES(st->mu) { return st->seen >= count || st->gave_up.has_value(); });
   if (st->gave_up) throw Failure{*st->gave_up};
   return 0;
 }

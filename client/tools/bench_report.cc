@@ -1,0 +1,111 @@
+#include "bench_report.h"
+
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+namespace seqd::bench {
+namespace {
+
+// `s` as a JSON string literal.
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+void PrintReport(const Config& cfg, double elapsed, const Stats& total,
+                 const tools::BenchSubscriber::Result& pushes) {
+  const auto push_us = [&](double q) { return pushes.latency.Quantile(q) / 1000.0; };
+  const auto us = [&](double q) { return total.latency.Quantile(q) / 1000.0; };
+  const double rps = total.requests / elapsed, ips = total.ids / elapsed;
+  if (cfg.json) {
+    std::ostringstream o;
+    o.precision(12);
+    o << "{\"protocol\":\"" << (cfg.http ? "http" : "tcp")
+      << "\",\"tls\":" << (cfg.tls.enabled ? "true" : "false")
+      << ",\"endpoint\":" << JsonString(cfg.endpoint) << ",\"mode\":\""
+      << (cfg.snowflake           ? "snowflake"
+          : !cfg.messages.empty() ? "messages"
+          : cfg.new_keys.empty()  ? "key"
+                                  : "new_keys")
+      << "\",\"key\":"
+      << JsonString(!cfg.messages.empty()  ? cfg.messages
+                    : cfg.new_keys.empty() ? cfg.key
+                                           : cfg.new_keys + "*")
+      << ",\"connections\":" << cfg.connections << ",\"pipeline\":" << cfg.pipeline
+      << ",\"count\":" << cfg.count << ",\"rate\":" << cfg.rate << ",\"warmup_s\":" << cfg.warmup_s
+      << ",\"warmup_requests\":" << total.warmup_requests << ",\"duration_s\":" << elapsed
+      << ",\"requests\":" << total.requests << ",\"requests_per_s\":" << rps
+      << ",\"ids\":" << total.ids << ",\"ids_per_s\":" << ips << ",\"errors\":" << total.errors
+      << ",\"error_kinds\":{";
+    bool first = true;
+    for (const auto& [k, v] : total.error_kinds) {
+      o << (first ? "" : ",") << JsonString(k) << ":" << v;
+      first = false;
+    }
+    o << "},\"latency_us\":{\"p50\":" << us(0.5) << ",\"p99\":" << us(0.99)
+      << ",\"p999\":" << us(0.999) << ",\"max\":" << total.latency.max() / 1000.0
+      << ",\"mean\":" << total.latency.mean() / 1000.0 << "}";
+    if (cfg.subscribers > 0) {
+      o << ",\"push\":{\"subscribers\":" << cfg.subscribers << ",\"pushes\":" << pushes.pushes
+        << ",\"expected\":" << total.ids * cfg.subscribers << ",\"errors\":" << pushes.errors
+        << ",\"latency_us\":{\"p50\":" << push_us(0.5) << ",\"p99\":" << push_us(0.99)
+        << ",\"p999\":" << push_us(0.999) << ",\"max\":" << pushes.latency.max() / 1000.0 << "}}";
+    }
+    o << "}";
+    std::cout << o.str() << "\n";
+  } else {
+    const std::string what = cfg.snowflake           ? "snowflake"
+                             : !cfg.messages.empty() ? "messages=" + cfg.messages
+                             : cfg.new_keys.empty()  ? "key=" + cfg.key
+                                                     : "new-keys=" + cfg.new_keys + "*";
+    std::printf("%s%s %s %s connections=%d pipeline=%d count=%u duration=%.2fs threads=%d\n",
+                cfg.http ? "http" : "tcp", cfg.tls.enabled ? "+tls" : "", cfg.endpoint.c_str(),
+                what.c_str(), cfg.connections, cfg.pipeline, cfg.count, elapsed, cfg.threads);
+    std::printf("requests  %llu  (%.0f/s)\n", static_cast<unsigned long long>(total.requests), rps);
+    if (cfg.rate > 0) std::printf("open loop %.0f/s scheduled\n", cfg.rate);
+    if (cfg.warmup_s > 0) {
+      std::printf("warmup    %llu requests in the first %.2fs, not in the latency figures\n",
+                  static_cast<unsigned long long>(total.warmup_requests), cfg.warmup_s);
+    }
+    std::printf("%s  %llu  (%.0f/s)\n", cfg.messages.empty() ? "ids     " : "messages",
+                static_cast<unsigned long long>(total.ids), ips);
+    std::printf("errors    %llu\n", static_cast<unsigned long long>(total.errors));
+    for (const auto& [k, v] : total.error_kinds) {
+      std::printf("  %-40s %llu\n", k.c_str(), static_cast<unsigned long long>(v));
+    }
+    std::printf("latency   p50 %.1f us  p99 %.1f us  p999 %.1f us  max %.1f us  mean %.1f us\n",
+                us(0.5), us(0.99), us(0.999), total.latency.max() / 1000.0,
+                total.latency.mean() / 1000.0);
+  }
+  if (cfg.subscribers > 0 && !cfg.json) {
+    std::printf("pushes    %llu of %llu expected to %d subscribers, %llu errors\n",
+                static_cast<unsigned long long>(pushes.pushes),
+                static_cast<unsigned long long>(total.ids * cfg.subscribers), cfg.subscribers,
+                static_cast<unsigned long long>(pushes.errors));
+    for (const auto& [k, v] : pushes.error_kinds) {
+      std::printf("  %-40s %llu\n", k.c_str(), static_cast<unsigned long long>(v));
+    }
+    std::printf(
+        "push lat  p50 %.1f us  p99 %.1f us  p999 %.1f us  max %.1f us (send written to "
+        "push read)\n",
+        push_us(0.5), push_us(0.99), push_us(0.999), pushes.latency.max() / 1000.0);
+  }
+}
+
+}  // namespace seqd::bench

@@ -1,0 +1,16 @@
+// seqbench's report: throughput, errors and latency, as text or (--json)
+// one JSON object.
+#pragma once
+
+#include "bench_subscriber.h"
+#include "seqbench.h"
+
+namespace seqd::bench {
+
+// Prints the report of a run that took `elapsed` seconds: `total`, the
+// connections' merged counts, and with --subscribe `pushes`, the
+// subscribers' merged counts.
+void PrintReport(const Config& cfg, double elapsed, const Stats& total,
+                 const tools::BenchSubscriber::Result& pushes);
+
+}  // namespace seqd::bench

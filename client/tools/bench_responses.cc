@@ -1,0 +1,123 @@
+// How seqbench's connections read answers (bench_connection.h): binary
+// frames matched by request id, HTTP responses in order; each one's latency
+// and the IDs (or messages) it brought, or the error it was.
+#include <string>
+
+#include "bench_connection.h"
+#include "mini_http.h"
+#include "proto/binary_codec.h"
+#include "proto/message_codec.h"
+#include "proto/snowflake_codec.h"
+
+namespace seqd::bench {
+
+// One request answered (or lost): its latency from `sent`, unless it was
+// sent during --warmup.
+void BenchConnection::Record(Clock::time_point sent) {
+  ++stats_.requests;
+  cfg_.finished->fetch_add(1, std::memory_order_relaxed);
+  --in_flight_;
+  if (cfg_.warmup_s > 0 && sent < cfg_.start + std::chrono::duration_cast<Clock::duration>(
+                                                   std::chrono::duration<double>(cfg_.warmup_s))) {
+    ++stats_.warmup_requests;
+    return;
+  }
+  stats_.latency.Record(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - sent).count());
+}
+
+// False when the connection failed.
+bool BenchConnection::ParseBinary() {
+  size_t pos = 0;
+  for (;;) {
+    const seqd::proto::DecodeResult r =
+        seqd::proto::DecodeFrame(std::string_view(in_.data() + pos, in_.size() - pos));
+    if (r.state == seqd::proto::DecodeState::kNeedMore) break;
+    if (r.state == seqd::proto::DecodeState::kError) {
+      Fail("undecodable frame: " + std::string(seqd::proto::StatusName(r.error)));
+      return false;
+    }
+    const auto resp = seqd::proto::ParseResponse(r.frame.payload);
+    if (r.frame.request_id == kAuthRequestId && resp) {
+      if (resp->status != seqd::proto::Status::kOk) {
+        Fail("AUTH: " + std::string(seqd::proto::StatusName(resp->status)));
+        return false;
+      }
+      pos += r.consumed;
+      continue;
+    }
+    auto it = sent_.find(r.frame.request_id);
+    if (r.frame.request_id == 0 || it == sent_.end() || !resp) {
+      Fail(resp && r.frame.request_id == 0
+               ? "protocol error: " + std::string(seqd::proto::StatusName(resp->status))
+               : std::string("unexpected frame"));
+      return false;
+    }
+    Record(it->second);
+    sent_.erase(it);
+    if (resp->status == seqd::proto::Status::kOk) {
+      CountIds(resp->result);
+    } else {
+      stats_.Error(std::string(seqd::proto::StatusName(resp->status)));
+    }
+    pos += r.consumed;
+  }
+  in_.erase(in_.begin(), in_.begin() + pos);
+  return true;
+}
+
+// Adds the IDs of an OK binary result to the stats.
+void BenchConnection::CountIds(std::string_view result) {
+  if (!cfg_.messages.empty()) {
+    if (!seqd::proto::DecodeBody<seqd::proto::SendRes>(result)) {
+      return stats_.Error("malformed SEND result");
+    }
+    ++stats_.ids;  // a message stored
+    return;
+  }
+  if (cfg_.snowflake) {
+    auto ids = seqd::proto::ParseSnowflakeResult(result);
+    if (!ids) return stats_.Error("malformed SNOWFLAKE result");
+    stats_.ids += ids->size();
+    return;
+  }
+  auto ranges = seqd::proto::ParseNextIdsResult(result);
+  if (!ranges) return stats_.Error("malformed NEXT_IDS result");
+  for (const auto& range : *ranges) stats_.ids += range.last - range.first + 1;
+}
+
+bool BenchConnection::ParseHttp() {
+  size_t pos = 0;
+  bool reconnect = false;
+  while (!reconnect) {
+    seqd::tools::HttpResponse res;
+    size_t consumed = 0;
+    std::string error;
+    const auto st = seqd::tools::ParseHttpResponse(
+        std::string_view(in_.data() + pos, in_.size() - pos), res, consumed, error);
+    if (st == seqd::tools::HttpParse::kNeedMore) break;
+    if (st == seqd::tools::HttpParse::kError || sent_order_.empty()) {
+      Fail(st == seqd::tools::HttpParse::kError ? "bad HTTP response: " + error
+                                                : std::string("unexpected HTTP response"));
+      return false;
+    }
+    Record(sent_order_.front());
+    sent_order_.pop_front();
+    if (res.status / 100 == 2) {
+      stats_.ids += cfg_.messages.empty() ? cfg_.count : 1;
+    } else {
+      stats_.Error("HTTP " + std::to_string(res.status));
+    }
+    pos += consumed;
+    reconnect = !res.keep_alive;
+  }
+  in_.erase(in_.begin(), in_.begin() + pos);
+  if (reconnect) {
+    // The requests still in flight are lost with the connection.
+    Fail("server closed the connection");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace seqd::bench
