@@ -34,7 +34,8 @@ class BusSubscription final : public Subscription {
 
   // The caller runs inside `listener`'s call, so Publish() holds its
   // call_mu on this thread (further up the stack).
-  static void AssertCalling(MessageBus::Listener& listener) ASSERT_CAPABILITY(listener.call_mu) {
+  static void AssertCalling([[maybe_unused]] MessageBus::Listener& listener)
+      ASSERT_CAPABILITY(listener.call_mu) {
     assert(tls_calling_ == &listener);
   }
 
