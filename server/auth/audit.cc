@@ -2,9 +2,10 @@
 
 #include <chrono>
 #include <ctime>
-#include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
 #include "server/base/log.h"
 
 namespace seqd {
@@ -32,9 +33,9 @@ class FailureThrottle {
  public:
   // True if this failure's line may be written; `suppressed` then holds how
   // many were dropped since the last one written.
-  bool Admit(uint64_t& suppressed) {
+  bool Admit(uint64_t& suppressed) EXCLUDES(mu_) {
     const auto now = std::chrono::steady_clock::now();
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (now - window_start_ >= std::chrono::seconds(1)) {
       window_start_ = now;
       written_ = 0;
@@ -50,10 +51,10 @@ class FailureThrottle {
   }
 
  private:
-  std::mutex mu_;
-  std::chrono::steady_clock::time_point window_start_{};
-  int written_ = 0;
-  uint64_t suppressed_ = 0;
+  Mutex mu_;
+  std::chrono::steady_clock::time_point window_start_ GUARDED_BY(mu_) = {};
+  int written_ GUARDED_BY(mu_) = 0;
+  uint64_t suppressed_ GUARDED_BY(mu_) = 0;
 };
 
 bool IsFailure(std::string_view outcome) {

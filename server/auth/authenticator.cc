@@ -94,14 +94,14 @@ Status Authenticator::Reload() {
   }
   auto next = std::make_shared<Set>();
   for (Principal& p : *parsed) next->push_back(std::make_shared<const Principal>(std::move(p)));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   set_ = std::move(next);
   generation_.fetch_add(1, std::memory_order_release);
   return OkStatus();
 }
 
 std::shared_ptr<const Authenticator::Set> Authenticator::set() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return set_;
 }
 

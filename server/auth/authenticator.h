@@ -21,13 +21,14 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/error.h"
+#include "common/mutex.h"
 #include "common/scopes.h"
+#include "common/thread_annotations.h"
 #include "common/token_digest.h"
 
 namespace seqd {
@@ -57,7 +58,7 @@ class Authenticator {
   const std::string& path() const { return path_; }
   // Reads the file again; on an error keeps the current tokens and returns
   // the error. Open authenticators have nothing to reload.
-  Status Reload();
+  Status Reload() EXCLUDES(mu_);
   // Tokens loaded now.
   size_t size() const;
 
@@ -77,11 +78,11 @@ class Authenticator {
 
  private:
   using Set = std::vector<std::shared_ptr<const Principal>>;
-  std::shared_ptr<const Set> set() const;
+  std::shared_ptr<const Set> set() const EXCLUDES(mu_);
 
   const std::string path_;
-  mutable std::mutex mu_;
-  std::shared_ptr<const Set> set_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::shared_ptr<const Set> set_ GUARDED_BY(mu_);
   std::atomic<uint64_t> generation_{0};
   std::shared_ptr<const Principal> open_;
 };

@@ -20,10 +20,11 @@
 #include <deque>
 #include <functional>
 #include <iterator>
-#include <mutex>
 #include <utility>
 #include <vector>
 
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
 #include "server/base/task_runner.h"
 
 namespace seqd {
@@ -46,9 +47,9 @@ class BatchQueue {
   BatchQueue& operator=(const BatchQueue&) = delete;
 
   // False (and `item` dropped) if max_pending items wait already.
-  [[nodiscard]] bool Add(T item) {
+  [[nodiscard]] bool Add(T item) EXCLUDES(mu_) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (max_pending_ > 0 && pending_.size() >= max_pending_) return false;
       pending_.push_back(std::move(item));
       // A queued flush takes it, or a running one posts the next when done.
@@ -61,18 +62,18 @@ class BatchQueue {
   }
 
   // Items waiting for a flush now.
-  size_t pending() const {
-    std::lock_guard lock(mu_);
+  size_t pending() const EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     return pending_.size();
   }
 
  private:
   // One batch, then the next one goes to the back of the runner's queue, so
   // other work queued meanwhile is not starved.
-  void FlushOnce() {
+  void FlushOnce() EXCLUDES(mu_) {
     std::vector<T> batch;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       --queued_;
       const size_t n = std::min(max_batch_, pending_.size());
       batch.reserve(n);
@@ -89,7 +90,7 @@ class BatchQueue {
       }
     }
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (pending_.empty() || queued_ > 0) {  // nothing left, or a queued flush takes it
         --flushing_;
         return;
@@ -104,10 +105,10 @@ class BatchQueue {
   const size_t max_flushes_;
   const size_t max_pending_;
   const FlushFn flush_;
-  mutable std::mutex mu_;
-  std::deque<T> pending_;  // guarded by mu_
-  size_t flushing_ = 0;    // flushes posted or running; guarded by mu_
-  size_t queued_ = 0;      // of those, posted and not started; guarded by mu_
+  mutable Mutex mu_;
+  std::deque<T> pending_ GUARDED_BY(mu_);
+  size_t flushing_ GUARDED_BY(mu_) = 0;  // flushes posted or running
+  size_t queued_ GUARDED_BY(mu_) = 0;    // of those, posted and not started
 };
 
 }  // namespace seqd

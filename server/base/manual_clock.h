@@ -5,35 +5,36 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
 #include "server/base/clock.h"
 
 namespace seqd {
 
 class ManualClock final : public Clock {
  public:
-  TimePoint Now() const override {
-    std::lock_guard lock(mu_);
+  TimePoint Now() const override EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     return now_;
   }
 
-  void RunAt(TimePoint when, std::function<void()> fn) override {
-    std::lock_guard lock(mu_);
+  void RunAt(TimePoint when, std::function<void()> fn) override EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     timers_.emplace(when, std::move(fn));
   }
 
   // Moves time forward and runs every timer that became due, in time order.
-  void Advance(Duration by) {
+  void Advance(Duration by) EXCLUDES(mu_) {
     TimePoint target;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       target = now_ + by;
     }
     for (;;) {
       std::function<void()> fn;
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         auto it = timers_.begin();
         if (it == timers_.end() || it->first > target) {
           now_ = target;
@@ -47,15 +48,15 @@ class ManualClock final : public Clock {
     }
   }
 
-  size_t pending_timers() const {
-    std::lock_guard lock(mu_);
+  size_t pending_timers() const EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     return timers_.size();
   }
 
  private:
-  mutable std::mutex mu_;
-  TimePoint now_{std::chrono::hours(1)};                    // guarded by mu_
-  std::multimap<TimePoint, std::function<void()>> timers_;  // guarded by mu_
+  mutable Mutex mu_;
+  TimePoint now_ GUARDED_BY(mu_) = TimePoint(std::chrono::hours(1));
+  std::multimap<TimePoint, std::function<void()>> timers_ GUARDED_BY(mu_);
 };
 
 }  // namespace seqd

@@ -8,9 +8,10 @@
 #include <boost/asio/thread_pool.hpp>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <optional>
 
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
 #include "storage/store_shedding.h"
 
 namespace seqd {
@@ -109,20 +110,20 @@ class StopRunnerOnExit {
 // Queues tasks until the test runs them. For deterministic unit tests.
 class ManualRunner final : public TaskRunner {
  public:
-  void Post(std::function<void()> task) override {
-    std::lock_guard lock(mu_);
+  void Post(std::function<void()> task) override EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     tasks_.push_back(std::move(task));
   }
   // Runs queued tasks (and any they queue) until none are left. Returns how many ran.
-  int RunAll() {
+  int RunAll() EXCLUDES(mu_) {
     int n = 0;
     while (RunOne()) ++n;
     return n;
   }
-  bool RunOne() {
+  bool RunOne() EXCLUDES(mu_) {
     std::function<void()> task;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (tasks_.empty()) return false;
       task = std::move(tasks_.front());
       tasks_.pop_front();
@@ -130,14 +131,14 @@ class ManualRunner final : public TaskRunner {
     task();
     return true;
   }
-  size_t pending() const {
-    std::lock_guard lock(mu_);
+  size_t pending() const EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     return tasks_.size();
   }
 
  private:
-  mutable std::mutex mu_;
-  std::deque<std::function<void()>> tasks_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::deque<std::function<void()>> tasks_ GUARDED_BY(mu_);
 };
 
 }  // namespace seqd

@@ -68,7 +68,7 @@ void ClusterKeeper::Fenced(uint32_t shard, int64_t epoch) {
 }
 
 std::shared_ptr<const ClusterSnapshot> ClusterKeeper::snapshot() const {
-  std::lock_guard lock(snapshot_mu_);
+  MutexLock lock(snapshot_mu_);
   return snapshot_;
 }
 
@@ -204,7 +204,7 @@ Status ClusterKeeper::Tick() {
   for (const auto& [id, w] : watch_) {
     snap->members[id] = ClusterSnapshot::Member{w.advertise, Live(id, w, now)};
   }
-  std::lock_guard lock(snapshot_mu_);
+  MutexLock lock(snapshot_mu_);
   snapshot_ = std::move(snap);
   return OkStatus();
 }
@@ -300,7 +300,7 @@ Status ClusterKeeper::Leave() {
     nudges_.push_back(w.advertise);
   }
   snap->members[me] = ClusterSnapshot::Member{options_.advertise, false};
-  std::lock_guard lock(snapshot_mu_);
+  MutexLock lock(snapshot_mu_);
   snapshot_ = std::move(snap);
   return result;
 }

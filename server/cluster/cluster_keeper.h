@@ -22,11 +22,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "common/error.h"
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
 #include "server/base/clock.h"
 #include "server/cluster/shard_lease.h"
 #include "storage/shard_lease_store.h"
@@ -73,11 +74,11 @@ class ClusterKeeper {
   Status Start();
   // One round (see the file comment). An error leaves the holders as they
   // are: they stop serving by themselves when their deadlines pass.
-  Status Tick();
+  Status Tick() EXCLUDES(snapshot_mu_);
   // A clean leave: stop serving every shard, release each, mark left, and
   // publish the map with each released shard at its next owner (requests
   // still arriving are forwarded there).
-  Status Leave();
+  Status Leave() EXCLUDES(snapshot_mu_);
   // The addresses of members to wake now (ClusterNode sends them
   // CLUSTER_NUDGE): after our first round (join), after a takeover or a
   // handoff, after Leave (every live member). Cleared by the call.
@@ -100,7 +101,7 @@ class ClusterKeeper {
   int64_t takeovers() const { return takeovers_done_.load(std::memory_order_relaxed); }
   // Shards released (handed to their new owner, or on leave) since start.
   int64_t handoffs() const { return handoffs_done_.load(std::memory_order_relaxed); }
-  std::shared_ptr<const ClusterSnapshot> snapshot() const;
+  std::shared_ptr<const ClusterSnapshot> snapshot() const EXCLUDES(snapshot_mu_);
 
  private:
   struct Watch {  // a member as we last saw it
@@ -137,8 +138,8 @@ class ClusterKeeper {
   bool joined_ = false;                 // a first round has succeeded
   std::vector<std::string> nudges_;     // see TakeNudges()
   std::map<std::string, Watch> watch_;  // by instance
-  mutable std::mutex snapshot_mu_;
-  std::shared_ptr<const ClusterSnapshot> snapshot_;  // guarded by snapshot_mu_
+  mutable Mutex snapshot_mu_;
+  std::shared_ptr<const ClusterSnapshot> snapshot_ GUARDED_BY(snapshot_mu_);
 };
 
 }  // namespace seqd

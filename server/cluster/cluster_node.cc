@@ -26,7 +26,7 @@ ClusterNode::ClusterNode(ShardLeaseStore& store, const Clock& clock, ClusterNode
 ClusterNode::~ClusterNode() { Stop(); }
 
 void ClusterNode::Start(std::string advertise) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (thread_.joinable() || stop_) return;
   keeper_ =
       std::make_unique<ClusterKeeper>(store_, clock_,
@@ -41,7 +41,7 @@ std::shared_ptr<const ClusterSnapshot> ClusterNode::snapshot() const {
 
 void ClusterNode::Leave(std::function<void()> done) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (thread_.joinable() && !stop_) {
       leave_requested_ = true;
       leave_done_ = std::move(done);
@@ -54,7 +54,7 @@ void ClusterNode::Leave(std::function<void()> done) {
 
 void ClusterNode::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
     wake_.notify_all();
   }
@@ -62,7 +62,7 @@ void ClusterNode::Stop() {
 }
 
 void ClusterNode::Nudge() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   nudged_ = true;
   wake_.notify_all();
 }
@@ -81,25 +81,26 @@ void ClusterNode::SetNudger(Nudger nudger) { nudger_ = std::move(nudger); }
 
 void ClusterNode::SendNudges(bool wait) {
   struct Pending {
-    std::mutex mu;
+    Mutex mu;
     std::condition_variable done;
-    size_t left = 0;
+    size_t left GUARDED_BY(mu) = 0;
   };
   auto pending = std::make_shared<Pending>();
   for (const std::string& address : keeper_->TakeNudges()) {
     if (!nudger_ || address.empty()) continue;
     {
-      std::lock_guard lock(pending->mu);
+      MutexLock lock(pending->mu);
       ++pending->left;
     }
     nudger_(address, [pending] {
-      std::lock_guard lock(pending->mu);
+      MutexLock lock(pending->mu);
       if (--pending->left == 0) pending->done.notify_all();
     });
   }
   if (!wait) return;
-  std::unique_lock lock(pending->mu);
-  pending->done.wait_for(lock, kLeaveNudgeWait, [&] { return pending->left == 0; });
+  MutexLock lock(pending->mu);
+  pending->done.wait_for(lock.native(), kLeaveNudgeWait,
+                         [&]() REQUIRES(pending->mu) { return pending->left == 0; });
 }
 
 void ClusterNode::Loop() {
@@ -110,7 +111,7 @@ void ClusterNode::Loop() {
     std::function<void()> leave_done;
     bool leave = false;
     {
-      std::unique_lock lock(mu_);
+      MutexLock lock(mu_);
       if (stop_) return;
       leave = leave_requested_;
       leave_done = std::move(leave_done_);
@@ -126,7 +127,7 @@ void ClusterNode::Loop() {
         SEQD_LOG(kInfo) << "cluster: left; shards released";
       }
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         stop_ = true;
       }
       if (leave_done) leave_done();
@@ -165,11 +166,13 @@ void ClusterNode::Loop() {
       const Clock::TimePoint next = keeper_->NextEvent(now);
       if (next - now < wait) wait = next - now + std::chrono::milliseconds(1);
     }
-    std::unique_lock lock(mu_);
-    wake_.wait_for(lock, wait, [this] { return stop_ || leave_requested_ || nudged_; });
+    MutexLock lock(mu_);
+    wake_.wait_for(lock.native(), wait,
+                   [this]() REQUIRES(mu_) { return stop_ || leave_requested_ || nudged_; });
     const auto since = std::chrono::steady_clock::now() - started;
     if (since < kMinRoundSpacing) {
-      wake_.wait_for(lock, kMinRoundSpacing - since, [this] { return stop_ || leave_requested_; });
+      wake_.wait_for(lock.native(), kMinRoundSpacing - since,
+                     [this]() REQUIRES(mu_) { return stop_ || leave_requested_; });
     }
     nudged_ = false;  // nudges until now are served by the coming round
   }

@@ -17,11 +17,12 @@
 #include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
 
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
 #include "server/cluster/cluster_keeper.h"
 #include "server/cluster/cluster_metrics.h"
 #include "server/core/shard_gate.h"
@@ -56,20 +57,20 @@ class ClusterNode final : public ShardGate {
 
   // Starts the thread; `advertise` is this instance's binary-protocol
   // address (known once the listener is bound). Call once.
-  void Start(std::string advertise);
+  void Start(std::string advertise) EXCLUDES(mu_);
   // Stops serving every shard and releases it, marks this member left,
   // then runs `done` on the node's thread. Later rounds stop.
-  void Leave(std::function<void()> done);
+  void Leave(std::function<void()> done) EXCLUDES(mu_);
   // Ends the thread (without leaving, unless Leave ran). Idempotent.
-  void Stop();
+  void Stop() EXCLUDES(mu_);
 
   // Runs a round now (another instance released shards for us, joined, or
   // is leaving: op CLUSTER_NUDGE). Never blocks.
-  void Nudge();
+  void Nudge() EXCLUDES(mu_);
   // A request found the map stale (the member it names as owner said it is
   // not, or did not answer): run a round soon, at most one per 50 ms for
   // these. Never blocks.
-  void RefreshSoon();
+  void RefreshSoon() EXCLUDES(mu_);
   // How this node wakes others (see ClusterKeeper::TakeNudges): called on
   // the node's thread with an advertised address and a callback to run once
   // the nudge was answered (or failed); must not block. Set before Start().
@@ -90,7 +91,7 @@ class ClusterNode final : public ShardGate {
   const ClusterNodeOptions& options() const { return options_; }
 
  private:
-  void Loop();
+  void Loop() EXCLUDES(mu_);
   // Sends the keeper's nudges; with `wait`, blocks until they were
   // answered, at most kLeaveNudgeWait (a leaving process must not exit
   // before its successors were woken).
@@ -102,12 +103,12 @@ class ClusterNode final : public ShardGate {
   ClusterMetrics* const metrics_;
   std::unique_ptr<ClusterKeeper> keeper_;  // set by Start(); read by others once ready_
   std::atomic<bool> ready_{false};
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable wake_;
-  bool stop_ = false;                        // guarded by mu_
-  std::function<void()> leave_done_;         // guarded by mu_; set: leave next
-  bool leave_requested_ = false;             // guarded by mu_
-  bool nudged_ = false;                      // guarded by mu_
+  bool stop_ GUARDED_BY(mu_) = false;
+  std::function<void()> leave_done_ GUARDED_BY(mu_);  // set: leave next
+  bool leave_requested_ GUARDED_BY(mu_) = false;
+  bool nudged_ GUARDED_BY(mu_) = false;
   std::atomic<int64_t> last_refresh_ns_{0};  // steady_clock, the last RefreshSoon() honoured
   Nudger nudger_;                            // set before Start()
   std::thread thread_;

@@ -13,6 +13,8 @@
 #include <map>
 #include <sstream>
 
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
 #include "storage/store_stats.h"
 
 namespace seqd {
@@ -90,16 +92,18 @@ const std::vector<std::string_view>& Metrics::Statuses() {
 struct Metrics::Impl {
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
 
-  prometheus::Family<prometheus::Counter>* requests = nullptr;
+  // Series added on first use, under create_mu.
+  prometheus::Family<prometheus::Counter>* requests PT_GUARDED_BY(create_mu) = nullptr;
   prometheus::Family<prometheus::Histogram>* request_duration = nullptr;
   prometheus::Family<prometheus::Gauge>* open_connections = nullptr;
-  prometheus::Family<prometheus::Counter>* ids_issued = nullptr;
-  prometheus::Family<prometheus::Counter>* reservations = nullptr;
+  prometheus::Family<prometheus::Counter>* ids_issued PT_GUARDED_BY(create_mu) = nullptr;
+  prometheus::Family<prometheus::Counter>* reservations PT_GUARDED_BY(create_mu) = nullptr;
   prometheus::Histogram* reservation_duration = nullptr;
-  prometheus::Family<prometheus::Gauge>* key_step = nullptr;
-  prometheus::Family<prometheus::Gauge>* key_remaining = nullptr;
-  prometheus::Family<prometheus::Gauge>* key_runway = nullptr;
-  prometheus::Family<prometheus::Gauge>* key_next_ready = nullptr;
+  // Their series are replaced at each scrape, under render_mu.
+  prometheus::Family<prometheus::Gauge>* key_step PT_GUARDED_BY(render_mu) = nullptr;
+  prometheus::Family<prometheus::Gauge>* key_remaining PT_GUARDED_BY(render_mu) = nullptr;
+  prometheus::Family<prometheus::Gauge>* key_runway PT_GUARDED_BY(render_mu) = nullptr;
+  prometheus::Family<prometheus::Gauge>* key_next_ready PT_GUARDED_BY(render_mu) = nullptr;
   prometheus::Gauge* parked = nullptr;
   prometheus::Gauge* keys_in_memory = nullptr;
   prometheus::Gauge* unknown_keys = nullptr;
@@ -118,7 +122,7 @@ struct Metrics::Impl {
   prometheus::Counter* ranges_skipped = nullptr;
   prometheus::Counter* stored = nullptr;
   prometheus::Counter* duplicates = nullptr;
-  prometheus::Family<prometheus::Counter>* send_errors = nullptr;
+  prometheus::Family<prometheus::Counter>* send_errors PT_GUARDED_BY(create_mu) = nullptr;
   prometheus::Counter* batches = nullptr;
   prometheus::Histogram* batch_size = nullptr;
   prometheus::Histogram* commit_duration = nullptr;
@@ -131,10 +135,10 @@ struct Metrics::Impl {
   prometheus::Counter* renewals_ok = nullptr;
   prometheus::Counter* renewals_failed = nullptr;
   // worker id, serving, lease seconds left, parked requests
-  std::array<prometheus::Family<prometheus::Gauge>*, 4> snowflake_gauges{};
+  std::array<prometheus::Family<prometheus::Gauge>*, 4> snowflake_gauges GUARDED_BY(render_mu) = {};
 
   // Request counters, created on first use: [interface][op][status].
-  std::mutex create_mu;
+  Mutex create_mu;
   std::array<std::array<std::array<std::atomic<prometheus::Counter*>, kMaxStatuses>, kMaxOps>,
              kInterfaceCount>
       request_counters{};
@@ -142,13 +146,14 @@ struct Metrics::Impl {
   std::array<std::atomic<prometheus::Counter*>, kErrorCodes> send_error_counters{};
 
   // Scrape-time sources, guarded by render_mu.
-  std::mutex render_mu;
-  std::function<AllocatorGauges()> allocator_stats;
-  std::function<MessageGauges()> message_stats;
-  std::function<SnowflakeGauges()> snowflake_stats;
-  std::array<std::function<size_t()>, kInterfaceCount> connections;
-  std::array<prometheus::Gauge*, kInterfaceCount> connection_gauges{};
-  std::vector<prometheus::Gauge*> key_series[4];  // step, remaining, runway, next_ready
+  Mutex render_mu;
+  std::function<AllocatorGauges()> allocator_stats GUARDED_BY(render_mu);
+  std::function<MessageGauges()> message_stats GUARDED_BY(render_mu);
+  std::function<SnowflakeGauges()> snowflake_stats GUARDED_BY(render_mu);
+  std::array<std::function<size_t()>, kInterfaceCount> connections GUARDED_BY(render_mu);
+  std::array<prometheus::Gauge*, kInterfaceCount> connection_gauges GUARDED_BY(render_mu) = {};
+  // step, remaining, runway, next_ready
+  std::vector<prometheus::Gauge*> key_series[4] GUARDED_BY(render_mu);
 };
 
 Metrics::Metrics(std::string_view version) : impl_(std::make_unique<Impl>()) {
@@ -383,7 +388,7 @@ void Metrics::CountRequest(Interface i, std::string_view op, std::string_view st
   std::atomic<prometheus::Counter*>& slot = impl_->request_counters[ii][o][s];
   prometheus::Counter* c = slot.load(std::memory_order_acquire);
   if (!c) {
-    std::lock_guard lock(impl_->create_mu);
+    MutexLock lock(impl_->create_mu);
     c = &impl_->requests->Add({{"interface", std::string(kInterfaceNames[ii])},
                                {"op", std::string(ops[o])},
                                {"status", std::string(statuses[s])}});
@@ -394,18 +399,18 @@ void Metrics::CountRequest(Interface i, std::string_view op, std::string_view st
 }
 
 void Metrics::SetOpenConnections(Interface i, std::function<size_t()> source) {
-  std::lock_guard lock(impl_->render_mu);
+  MutexLock lock(impl_->render_mu);
   impl_->connections[static_cast<size_t>(i)] = std::move(source);
 }
 
 prometheus::Counter& Metrics::IdsIssued(const std::string& label) {
-  std::lock_guard lock(impl_->create_mu);
+  MutexLock lock(impl_->create_mu);
   return impl_->ids_issued->Add({{"key", label}});
 }
 
 void Metrics::ReservationDone(const std::string& label, bool ok, double seconds) {
   {
-    std::lock_guard lock(impl_->create_mu);
+    MutexLock lock(impl_->create_mu);
     impl_->reservations->Add({{"key", label}, {"result", ok ? "ok" : "error"}}).Increment();
   }
   impl_->reservation_duration->Observe(seconds);
@@ -414,7 +419,7 @@ void Metrics::ReservationDone(const std::string& label, bool ok, double seconds)
 void Metrics::SetStoreUp(bool up) { impl_->store_up->Set(up ? 1 : 0); }
 
 void Metrics::SetAllocatorStats(std::function<AllocatorGauges()> source) {
-  std::lock_guard lock(impl_->render_mu);
+  MutexLock lock(impl_->render_mu);
   impl_->allocator_stats = std::move(source);
 }
 
@@ -426,7 +431,7 @@ void Metrics::MessageSendError(ErrorCode code, int64_t n) {
   if (c >= kErrorCodes) return;
   prometheus::Counter* counter = impl_->send_error_counters[c].load(std::memory_order_acquire);
   if (!counter) {
-    std::lock_guard lock(impl_->create_mu);
+    MutexLock lock(impl_->create_mu);
     counter = &impl_->send_errors->Add({{"status", std::string(ErrorCodeName(code))}});
     impl_->send_error_counters[c].store(counter, std::memory_order_release);
   }
@@ -440,7 +445,7 @@ void Metrics::MessageBatch(size_t messages, double commit_seconds) {
 }
 
 void Metrics::SetMessageStats(std::function<MessageGauges()> source) {
-  std::lock_guard lock(impl_->render_mu);
+  MutexLock lock(impl_->render_mu);
   impl_->message_stats = std::move(source);
 }
 
@@ -456,7 +461,7 @@ void Metrics::SnowflakeLeaseRenewal(bool ok) {
 }
 
 void Metrics::SetSnowflakeStats(std::function<SnowflakeGauges()> source) {
-  std::lock_guard lock(impl_->render_mu);
+  MutexLock lock(impl_->render_mu);
   if (!impl_->snowflake_stats) {
     for (auto* family : impl_->snowflake_gauges) family->Add({});
   }
@@ -477,8 +482,8 @@ void CatchUp(prometheus::Counter* c, const std::atomic<int64_t>& total) {
 }  // namespace
 
 std::string Metrics::Render() {
-  std::lock_guard lock(impl_->render_mu);
   Impl& m = *impl_;
+  MutexLock lock(m.render_mu);
   const StoreStats& store = ProcessStoreStats();
   for (size_t i = 0; i < kCommitFailureKinds; ++i) {
     CatchUp(m.commit_failures[i], store.commit_failures[i]);

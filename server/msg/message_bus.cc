@@ -1,6 +1,7 @@
 #include "server/msg/message_bus.h"
 
 #include <algorithm>
+#include <cassert>
 #include <thread>
 
 namespace seqd {
@@ -8,8 +9,8 @@ namespace seqd {
 // A listener and the lock that lets its Subscription wait out a running call.
 struct MessageBus::Listener {
   explicit Listener(MessageListener fn) : fn(std::move(fn)) {}
-  std::mutex call_mu;  // held while `fn` runs
-  bool active = true;  // guarded by call_mu
+  Mutex call_mu;  // held while `fn` runs
+  bool active GUARDED_BY(call_mu) = true;
   MessageListener fn;
 };
 
@@ -23,11 +24,19 @@ class BusSubscription final : public Subscription {
     bus_.Remove(conv_ids_, listener_);
     // From inside the listener itself, the call lock is already ours.
     if (tls_calling_ == listener_.get()) {
+      AssertCalling(*listener_);
       listener_->active = false;
       return;
     }
-    std::lock_guard lock(listener_->call_mu);
+    MutexLock lock(listener_->call_mu);
     listener_->active = false;
+  }
+
+  // The caller runs inside `listener`'s call, so Publish() holds its
+  // call_mu on this thread (further up the stack).
+  static void AssertCalling([[maybe_unused]] MessageBus::Listener& listener)
+      ASSERT_CAPABILITY(listener.call_mu) {
+    assert(tls_calling_ == &listener);
   }
 
   static thread_local MessageBus::Listener* tls_calling_;
@@ -47,7 +56,7 @@ std::unique_ptr<Subscription> MessageBus::Subscribe(const std::vector<std::strin
   std::sort(unique.begin(), unique.end());
   unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const std::string& conv : unique) by_conv_[conv].push_back(shared);
   }
   return std::make_unique<BusSubscription>(*this, std::move(unique), std::move(shared));
@@ -55,7 +64,7 @@ std::unique_ptr<Subscription> MessageBus::Subscribe(const std::vector<std::strin
 
 void MessageBus::Remove(const std::vector<std::string>& conv_ids,
                         const std::shared_ptr<Listener>& listener) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const std::string& conv : conv_ids) {
     auto it = by_conv_.find(conv);
     if (it == by_conv_.end()) continue;
@@ -67,13 +76,13 @@ void MessageBus::Remove(const std::vector<std::string>& conv_ids,
 void MessageBus::Publish(const StoredMessage& message) {
   std::vector<std::shared_ptr<Listener>> targets;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = by_conv_.find(message.conv_id);
     if (it == by_conv_.end()) return;
     targets = it->second;
   }
   for (const std::shared_ptr<Listener>& listener : targets) {
-    std::lock_guard call(listener->call_mu);
+    MutexLock call(listener->call_mu);
     if (!listener->active) continue;
     BusSubscription::tls_calling_ = listener.get();
     listener->fn(message);
@@ -82,7 +91,7 @@ void MessageBus::Publish(const StoredMessage& message) {
 }
 
 size_t MessageBus::subscriber_count() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   size_t n = 0;
   for (const auto& [conv, listeners] : by_conv_) n += listeners.size();
   return n;

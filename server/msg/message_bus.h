@@ -11,11 +11,12 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
 #include "server/msg/message_service.h"
 
 namespace seqd {
@@ -28,22 +29,23 @@ class MessageBus {
 
   // REQUIRES: the bus outlives the returned subscription.
   std::unique_ptr<Subscription> Subscribe(const std::vector<std::string>& conv_ids,
-                                          MessageListener listener);
+                                          MessageListener listener) EXCLUDES(mu_);
 
   // Delivers `message` to every listener of its conversation.
-  void Publish(const StoredMessage& message);
+  void Publish(const StoredMessage& message) EXCLUDES(mu_);
 
-  size_t subscriber_count() const;
+  size_t subscriber_count() const EXCLUDES(mu_);
 
   struct Listener;  // shared by the bus and its Subscription
 
  private:
   friend class BusSubscription;
-  void Remove(const std::vector<std::string>& conv_ids, const std::shared_ptr<Listener>& listener);
+  void Remove(const std::vector<std::string>& conv_ids, const std::shared_ptr<Listener>& listener)
+      EXCLUDES(mu_);
 
-  mutable std::mutex mu_;
-  // conv_id -> listeners; guarded by mu_.
-  std::unordered_map<std::string, std::vector<std::shared_ptr<Listener>>> by_conv_;
+  mutable Mutex mu_;
+  // conv_id -> listeners.
+  std::unordered_map<std::string, std::vector<std::shared_ptr<Listener>>> by_conv_ GUARDED_BY(mu_);
 };
 
 }  // namespace seqd

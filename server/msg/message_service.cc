@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
-#include <shared_mutex>
+#include <mutex>
 
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
 #include "server/base/task_runner.h"
 #include "server/core/key_rules.h"
 #include "server/metrics/metrics.h"
@@ -91,8 +93,8 @@ struct MessageService::Impl {
   // After Shutdown(), answers kShuttingDown at once; with
   // `max_queued_reads` reads already waiting, kStoreUnavailable at once.
   template <typename T>
-  void Read(Callback<T> done, std::function<Result<T>()> work) {
-    std::shared_lock lock(stop_mu);
+  void Read(Callback<T> done, std::function<Result<T>()> work) EXCLUDES(stop_mu) {
+    ReaderLock lock(stop_mu);
     if (stopped) return done(MakeError(ErrorCode::kShuttingDown, "server is shutting down"));
     // Copies: a refused task is dropped, and `done` still answers.
     if (readers.TryPost([done, work = std::move(work)] { done(work()); })) return;
@@ -121,8 +123,8 @@ struct MessageService::Impl {
   ThreadPoolRunner readers;
   std::vector<std::unique_ptr<WriteShard>> shards;
   std::once_flag shutdown_once;
-  std::shared_mutex stop_mu;  // held shared while posting a read
-  bool stopped = false;       // guarded by stop_mu
+  SharedMutex stop_mu;  // held shared while posting a read
+  bool stopped GUARDED_BY(stop_mu) = false;
 };
 
 MessageService::MessageService(MessageStore& store, SegmentStore& id_store,
@@ -143,7 +145,7 @@ MessageServiceStats MessageService::stats() const {
 void MessageService::Shutdown() {
   std::call_once(impl_->shutdown_once, [this] {
     {
-      std::unique_lock lock(impl_->stop_mu);
+      WriterLock lock(impl_->stop_mu);
       impl_->stopped = true;
     }
     for (auto& shard : impl_->shards) shard->Stop();

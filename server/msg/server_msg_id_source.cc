@@ -8,7 +8,7 @@ ServerMsgIdSource::ServerMsgIdSource(SegmentStore& store, int64_t block_size)
     : store_(store), block_size_(block_size) {}
 
 Status ServerMsgIdSource::Take(size_t count, std::vector<int64_t>& out) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (size_t i = 0; i < count; ++i) {
     if (next_ > last_) {
       Status refilled = RefillLocked();

@@ -10,10 +10,11 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <vector>
 
 #include "common/error.h"
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
 
 namespace seqd {
 
@@ -29,16 +30,16 @@ class ServerMsgIdSource {
   // `count` consecutive-in-order ids (not necessarily contiguous) appended
   // to `out`. kStoreUnavailable if a block cannot be reserved; ids already
   // taken by this call are then lost (ids may skip, never repeat).
-  Status Take(size_t count, std::vector<int64_t>& out);
+  Status Take(size_t count, std::vector<int64_t>& out) EXCLUDES(mu_);
 
  private:
-  Status RefillLocked();
+  Status RefillLocked() REQUIRES(mu_);
 
   SegmentStore& store_;
   const int64_t block_size_;
-  std::mutex mu_;
-  int64_t next_ = 0;  // guarded by mu_; next_ > last_: no block
-  int64_t last_ = -1;
+  Mutex mu_;
+  int64_t next_ GUARDED_BY(mu_) = 0;  // next_ > last_: no block
+  int64_t last_ GUARDED_BY(mu_) = -1;
 };
 
 }  // namespace seqd

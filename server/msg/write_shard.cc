@@ -41,15 +41,15 @@ WriteShard::~WriteShard() { Stop(); }
 
 void WriteShard::Enqueue(Pending pending) {
   {
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     if (!stopping_ && queue_.size() < max_queued_) {
       queue_.push_back(std::move(pending));
-      lock.unlock();
+      lock.Unlock();
       cv_.notify_one();
       return;
     }
     if (!stopping_) {
-      lock.unlock();
+      lock.Unlock();
       if (metrics_) metrics_->MessageSendError(ErrorCode::kStoreUnavailable);
       SEQD_LOG(kWarn) << "message store: send queue full (" << max_queued_
                       << "), answered store_unavailable conv=" << pending.request.conv_id;
@@ -63,13 +63,13 @@ void WriteShard::Enqueue(Pending pending) {
 }
 
 size_t WriteShard::queued() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return queue_.size();
 }
 
 void WriteShard::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_ && !thread_.joinable()) return;
     stopping_ = true;
   }
@@ -81,8 +81,8 @@ void WriteShard::Run() {
   std::vector<Pending> batch;
   for (;;) {
     {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      MutexLock lock(mu_);
+      cv_.wait(lock.native(), [this]() REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
       if (stopping_) break;
       size_t bytes = 0;
       while (!queue_.empty() && batch.size() < max_batch_) {
@@ -98,7 +98,7 @@ void WriteShard::Run() {
   }
   std::deque<Pending> left;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     left.swap(queue_);
   }
   if (metrics_ && !left.empty()) {
@@ -217,7 +217,7 @@ Result<std::vector<AppendOutcome>> WriteShard::AppendWithRetry(
       return r;
     }
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (stopping_) return r;
     }
     std::this_thread::sleep_for(kRetryPause * attempt);

@@ -15,10 +15,11 @@
 
 #include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
 #include "server/msg/message_service.h"
 
 namespace seqd {
@@ -51,21 +52,21 @@ class WriteShard {
   // Queues a send. When the queue is full or the shard is stopping, `done`
   // is called at once (on this thread) with kStoreUnavailable or
   // kShuttingDown.
-  void Enqueue(Pending pending);
+  void Enqueue(Pending pending) EXCLUDES(mu_);
 
   // Finishes the transaction in progress, fails the queued sends with
   // kShuttingDown, joins the thread. Idempotent.
-  void Stop();
+  void Stop() EXCLUDES(mu_);
 
   // Sends waiting for this shard's writer.
-  size_t queued() const;
+  size_t queued() const EXCLUDES(mu_);
 
  private:
-  void Run();
-  void Commit(std::vector<Pending>& batch);
+  void Run() EXCLUDES(mu_);
+  void Commit(std::vector<Pending>& batch) EXCLUDES(mu_);
   // Append with a short retry for transient failures (lock conflicts).
   Result<std::vector<AppendOutcome>> AppendWithRetry(const std::vector<AppendRequest>& requests,
-                                                     AppendFencing* fencing);
+                                                     AppendFencing* fencing) EXCLUDES(mu_);
   // Cluster mode: answers kWrongOwner to the sends whose shard is not held
   // now and returns the fences of the rest.
   AppendFencing KeepHeld(std::vector<Pending>& batch);
@@ -79,10 +80,10 @@ class WriteShard {
   const size_t cache_entries_;
   Metrics* const metrics_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::deque<Pending> queue_;  // guarded by mu_
-  bool stopping_ = false;      // guarded by mu_
+  std::deque<Pending> queue_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
 
   MaxSeqCache max_seq_cache_;  // the shard thread only
   std::thread thread_;         // started last

@@ -92,7 +92,7 @@ Status PeerClients::CheckCredentials() const {
 }
 
 client::AsyncClient* PeerClients::For(const std::string& address) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (closed_) return nullptr;
   auto it = peers_.find(address);
   if (it != peers_.end()) return it->second.get();
@@ -193,7 +193,7 @@ void PeerClients::Nudge(const std::string& address, std::function<void()> answer
 void PeerClients::Close() {
   std::map<std::string, std::unique_ptr<client::AsyncClient>> peers;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     closed_ = true;
     peers.swap(peers_);
   }

@@ -12,11 +12,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 
 #include "common/error.h"
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
 #include "server/core/segment_allocator.h"
 #include "server/msg/message_service.h"
 
@@ -75,17 +76,17 @@ class PeerClients {
   void Nudge(const std::string& address, std::function<void()> answered);
 
   // Closes every connection; later calls fail with kWrongOwner.
-  void Close();
+  void Close() EXCLUDES(mu_);
 
  private:
-  client::AsyncClient* For(const std::string& address);
+  client::AsyncClient* For(const std::string& address) EXCLUDES(mu_);
 
   const boost::asio::any_io_executor executor_;
   const std::chrono::milliseconds call_timeout_;
   const PeerCredentials credentials_;
-  std::mutex mu_;
-  bool closed_ = false;                                                // guarded by mu_
-  std::map<std::string, std::unique_ptr<client::AsyncClient>> peers_;  // guarded by mu_
+  Mutex mu_;
+  bool closed_ GUARDED_BY(mu_) = false;
+  std::map<std::string, std::unique_ptr<client::AsyncClient>> peers_ GUARDED_BY(mu_);
 };
 
 }  // namespace seqd

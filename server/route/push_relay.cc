@@ -23,13 +23,13 @@ PushRelay::PushRelay(MessageService& messages, const ClusterNode& cluster, PeerC
     : messages_(messages), cluster_(cluster), peers_(peers) {}
 
 PushRelay::~PushRelay() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (auto& [conv, relay] : relays_) MoveLocked(conv, relay, "");
 }
 
 std::unique_ptr<Subscription> PushRelay::Want(const std::string& conv) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++relays_[conv].wanted;
   }
   Reconcile();  // subscribe at the owner now, not at the next tick
@@ -37,7 +37,7 @@ std::unique_ptr<Subscription> PushRelay::Want(const std::string& conv) {
 }
 
 void PushRelay::Release(const std::string& conv) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = relays_.find(conv);
   if (it == relays_.end() || --it->second.wanted > 0) return;
   MoveLocked(conv, it->second, "");
@@ -45,14 +45,14 @@ void PushRelay::Release(const std::string& conv) {
 }
 
 size_t PushRelay::relayed() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   size_t n = 0;
   for (const auto& [conv, relay] : relays_) n += relay.upstream.empty() ? 0 : 1;
   return n;
 }
 
 void PushRelay::Reconcile() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (auto& [conv, relay] : relays_) {
     const ShardRoute route = cluster_.Route(conv);
     // Ours (our writers publish), or no live owner yet (wait): no relay.
@@ -72,7 +72,7 @@ void PushRelay::MoveLocked(const std::string& conv, Relay& relay, const std::str
       // Lost (the peer closed, dropped us, or refused): subscribe again at
       // the next Reconcile, wherever the owner is then.
       [this, conv, generation] {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         auto it = relays_.find(conv);
         if (it != relays_.end() && it->second.generation == generation) {
           it->second.upstream.clear();

@@ -20,9 +20,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
 #include "server/msg/message_service.h"
 
 namespace seqd {
@@ -39,13 +40,13 @@ class PushRelay {
   PushRelay& operator=(const PushRelay&) = delete;
 
   // One local subscriber's interest in `conv`; dropping the handle ends it.
-  std::unique_ptr<Subscription> Want(const std::string& conv);
+  std::unique_ptr<Subscription> Want(const std::string& conv) EXCLUDES(mu_);
 
   // Moves each relay to its conversation's current owner (see above).
-  void Reconcile();
+  void Reconcile() EXCLUDES(mu_);
 
   // Relayed conversations, and how many relays moved or were lost so far.
-  size_t relayed() const;
+  size_t relayed() const EXCLUDES(mu_);
 
  private:
   struct Relay {
@@ -54,15 +55,15 @@ class PushRelay {
     uint64_t generation = 0;  // bumped on every move: stale callbacks are ignored
   };
   class Interest;
-  void Release(const std::string& conv);
-  // REQUIRES: mu_ held. Subscribes at `address` (or nowhere for "").
-  void MoveLocked(const std::string& conv, Relay& relay, const std::string& address);
+  void Release(const std::string& conv) EXCLUDES(mu_);
+  // Subscribes at `address` (or nowhere for "").
+  void MoveLocked(const std::string& conv, Relay& relay, const std::string& address) REQUIRES(mu_);
 
   MessageService& messages_;
   const ClusterNode& cluster_;
   PeerClients& peers_;
-  mutable std::mutex mu_;
-  std::map<std::string, Relay> relays_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::string, Relay> relays_ GUARDED_BY(mu_);
 };
 
 }  // namespace seqd

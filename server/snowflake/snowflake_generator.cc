@@ -31,7 +31,7 @@ void SnowflakeGenerator::Next(int64_t count, Callback done) {
   Error error;
   Step step;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (shutting_down_) {
       step = Step::kFail;
       error = MakeError(ErrorCode::kShuttingDown, "server is shutting down");
@@ -176,7 +176,7 @@ void SnowflakeGenerator::Drain() {
   std::vector<std::pair<Callback, Result<SnowflakeIds>>> answers;
   int64_t issued = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     timer_armed_ = false;
     while (!parked_.empty()) {
       Waiter& w = parked_.front();
@@ -203,7 +203,7 @@ void SnowflakeGenerator::Drain() {
 void SnowflakeGenerator::Grant(int worker_id, int64_t not_before_ms, int64_t time_bound_ms,
                                Clock::TimePoint valid_until) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (worker_id != worker_id_ && last_ms_ > 0) {
       // Another worker id: the same millisecond under it could give smaller
       // IDs than those already issued, so start at the next one.
@@ -221,7 +221,7 @@ void SnowflakeGenerator::Grant(int worker_id, int64_t not_before_ms, int64_t tim
 }
 
 void SnowflakeGenerator::Extend(int64_t time_bound_ms, Clock::TimePoint valid_until) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!granted_) return;
   time_bound_ms_ = std::max(time_bound_ms_, time_bound_ms);
   valid_until_ = std::max(valid_until_, valid_until);
@@ -230,7 +230,7 @@ void SnowflakeGenerator::Extend(int64_t time_bound_ms, Clock::TimePoint valid_un
 void SnowflakeGenerator::Revoke(std::string why) {
   std::deque<Waiter> failed;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     granted_ = false;
     why_not_ = why;
     failed.swap(parked_);
@@ -239,13 +239,13 @@ void SnowflakeGenerator::Revoke(std::string why) {
 }
 
 int64_t SnowflakeGenerator::last_time_ms() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return last_ms_;
 }
 
 SnowflakeStatus SnowflakeGenerator::status() const {
   const Clock::TimePoint now = clock_.Now();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   SnowflakeStatus s;
   // The checks Fill makes, without waiting: a request now would fail (or
   // wait for the clock) for the reason given.
@@ -283,7 +283,7 @@ SnowflakeStatus SnowflakeGenerator::status() const {
 void SnowflakeGenerator::Shutdown() {
   std::deque<Waiter> failed;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     shutting_down_ = true;
     failed.swap(parked_);
   }

@@ -33,11 +33,12 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
 #include "server/base/clock.h"
 #include "server/snowflake/snowflake_layout.h"
 #include "server/snowflake/wall_clock.h"
@@ -94,7 +95,7 @@ class SnowflakeGenerator {
 
   // Issues `count` IDs, ascending. kInvalidArgument unless 1 <= count <=
   // max_count. See the file comment for waiting and failing.
-  void Next(int64_t count, Callback done);
+  void Next(int64_t count, Callback done) EXCLUDES(mu_);
 
   // kInvalidArgument unless 0 <= id <= layout().max_id().
   Result<SnowflakeFields> Decode(int64_t id) const { return options_.layout.Decode(id); }
@@ -105,21 +106,21 @@ class SnowflakeGenerator {
   // worker id than the last one starts a fresh sequence; the same id keeps
   // its last timestamp (IDs never go backwards within a process).
   void Grant(int worker_id, int64_t not_before_ms, int64_t time_bound_ms,
-             Clock::TimePoint valid_until);
+             Clock::TimePoint valid_until) EXCLUDES(mu_);
   // A renewal: moves `valid_until` and raises `time_bound_ms`. Ignored
   // without a grant (after Revoke, only Grant serves again).
-  void Extend(int64_t time_bound_ms, Clock::TimePoint valid_until);
+  void Extend(int64_t time_bound_ms, Clock::TimePoint valid_until) EXCLUDES(mu_);
   // Stops serving; `why` is the kNotServing message until the next Grant.
   // Parked requests fail with it.
-  void Revoke(std::string why);
+  void Revoke(std::string why) EXCLUDES(mu_);
 
   // The largest timestamp issued so far (unix ms), 0 if none: what a
   // release persists.
-  int64_t last_time_ms() const;
-  SnowflakeStatus status() const;
+  int64_t last_time_ms() const EXCLUDES(mu_);
+  SnowflakeStatus status() const EXCLUDES(mu_);
 
   // Fails every parked request with kShuttingDown and refuses new ones.
-  void Shutdown();
+  void Shutdown() EXCLUDES(mu_);
 
  private:
   struct Waiter {
@@ -132,37 +133,35 @@ class SnowflakeGenerator {
   };
   enum class Step { kDone, kRetry, kFail };
 
-  // Issues what it can to `w` now. REQUIRES: mu_ held. On kRetry sets
-  // `retry_after` (how long to wait); on kFail sets `error`.
-  Step Fill(Waiter& w, std::chrono::microseconds& retry_after, Error& error);
+  // Issues what it can to `w` now. On kRetry sets `retry_after` (how long
+  // to wait); on kFail sets `error`.
+  Step Fill(Waiter& w, std::chrono::microseconds& retry_after, Error& error) REQUIRES(mu_);
   // Runs the parked queue; arms the next timer if some are left.
-  void Drain();
-  // REQUIRES: mu_ held.
-  void ArmLocked(std::chrono::microseconds after);
+  void Drain() EXCLUDES(mu_);
+  void ArmLocked(std::chrono::microseconds after) REQUIRES(mu_);
 
   const WallClock& wall_;
   Clock& clock_;
   const SnowflakeOptions options_;
 
-  mutable std::mutex mu_;
-  // --- guarded by mu_ ---
-  bool granted_ = false;
-  bool shutting_down_ = false;
-  std::string why_not_ = "no worker id leased yet";
-  int worker_id_ = -1;
-  int64_t not_before_ms_ = 0;
-  int64_t time_bound_ms_ = 0;
-  Clock::TimePoint valid_until_{};
-  int64_t lease_checked_ms_ = -1;  // the millisecond the lease was last checked in
-  int64_t last_ms_ = 0;            // timestamp of the last ID issued
-  int64_t sequence_ = 0;           // sequence of the last ID issued within last_ms_
-  std::deque<Waiter> parked_;
-  bool timer_armed_ = false;
-  Clock::TimePoint armed_at_{};  // when the armed timer fires
-  uint64_t issued_ = 0;
-  uint64_t clock_back_waits_ = 0;
-  uint64_t clock_back_refusals_ = 0;
-  uint64_t sequence_waits_ = 0;
+  mutable Mutex mu_;
+  bool granted_ GUARDED_BY(mu_) = false;
+  bool shutting_down_ GUARDED_BY(mu_) = false;
+  std::string why_not_ GUARDED_BY(mu_) = "no worker id leased yet";
+  int worker_id_ GUARDED_BY(mu_) = -1;
+  int64_t not_before_ms_ GUARDED_BY(mu_) = 0;
+  int64_t time_bound_ms_ GUARDED_BY(mu_) = 0;
+  Clock::TimePoint valid_until_ GUARDED_BY(mu_) = {};
+  int64_t lease_checked_ms_ GUARDED_BY(mu_) = -1;  // the millisecond the lease was last checked in
+  int64_t last_ms_ GUARDED_BY(mu_) = 0;            // timestamp of the last ID issued
+  int64_t sequence_ GUARDED_BY(mu_) = 0;           // sequence of the last ID issued within last_ms_
+  std::deque<Waiter> parked_ GUARDED_BY(mu_);
+  bool timer_armed_ GUARDED_BY(mu_) = false;
+  Clock::TimePoint armed_at_ GUARDED_BY(mu_) = {};  // when the armed timer fires
+  uint64_t issued_ GUARDED_BY(mu_) = 0;
+  uint64_t clock_back_waits_ GUARDED_BY(mu_) = 0;
+  uint64_t clock_back_refusals_ GUARDED_BY(mu_) = 0;
+  uint64_t sequence_waits_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace seqd

@@ -58,7 +58,7 @@ void WorkerLeaseKeeper::Start() { Tick(); }
 void WorkerLeaseKeeper::Tick() {
   bool claim = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopped_ || busy_) return;
     busy_ = true;
     claim = worker_id_ < 0;
@@ -78,7 +78,7 @@ void WorkerLeaseKeeper::ClaimOnRunner() {
   const int id = claimed->worker_id;
   int64_t not_before = claimed->time_bound_ms;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (claimed->reclaimed && claiming_id_ == id) {
       // Our own retried claim, nobody else held the row meanwhile: the
       // bound we read first (the row may now carry one we persisted).
@@ -94,7 +94,7 @@ void WorkerLeaseKeeper::ClaimOnRunner() {
   auto renewed = store_.Renew(id, instance_, ttl_ms, bound);
   if (!renewed) {
     if (renewed.error().code == ErrorCode::kFailedPrecondition) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       claiming_id_ = -1;  // taken over meanwhile: forget the bound we read
     }
     return Failed("persisting the time bound of worker id " + std::to_string(id), renewed.error(),
@@ -102,7 +102,7 @@ void WorkerLeaseKeeper::ClaimOnRunner() {
   }
   bool stopped;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopped = stopped_;
     worker_id_ = id;
     claiming_id_ = -1;
@@ -122,7 +122,7 @@ void WorkerLeaseKeeper::ClaimOnRunner() {
 void WorkerLeaseKeeper::RenewOnRunner() {
   int id;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     id = worker_id_;
   }
   const int64_t ttl_ms = options_.ttl.count();
@@ -134,7 +134,7 @@ void WorkerLeaseKeeper::RenewOnRunner() {
                         " was taken over by another process after its lease ran out; "
                         "leasing a new one");
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         worker_id_ = -1;
       }
       return Failed("renewing worker id " + std::to_string(id), renewed.error(),
@@ -146,7 +146,7 @@ void WorkerLeaseKeeper::RenewOnRunner() {
   int64_t not_before;
   bool stopped;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopped = stopped_;
     not_before = not_before_ms_;
     expires_ms_ = renewed->expires_ms;
@@ -170,7 +170,7 @@ void WorkerLeaseKeeper::Failed(const std::string& what, const Error& e,
   int id;
   int64_t not_before;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (message != last_error_) {
       SEQD_LOG(kWarn) << "snowflake: " << message;
       last_error_ = message;
@@ -195,7 +195,7 @@ void WorkerLeaseKeeper::Stop() {
   int id;
   int64_t not_before;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopped_) return;
     stopped_ = true;
     if (busy_) return;  // the call in flight releases when it ends
@@ -215,12 +215,12 @@ void WorkerLeaseKeeper::ReleaseOnRunner(int worker_id, int64_t not_before_ms) {
     SEQD_LOG(kWarn) << "snowflake: releasing worker id " << worker_id
                     << " failed (it expires by itself): " << st.error().message;
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   worker_id_ = -1;
 }
 
 LeaseKeeperStatus WorkerLeaseKeeper::status() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   LeaseKeeperStatus s;
   s.owner = options_.owner;
   s.instance = instance_;

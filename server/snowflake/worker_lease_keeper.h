@@ -27,9 +27,10 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
 #include "server/base/clock.h"
 #include "server/base/task_runner.h"
 #include "server/snowflake/snowflake_generator.h"
@@ -73,30 +74,31 @@ class WorkerLeaseKeeper {
   ~WorkerLeaseKeeper();
 
   // Starts claiming (at once) and renewing. Call once.
-  void Start();
+  void Start() EXCLUDES(mu_);
   // Stops the timers and, on the db runner, releases the id with the
   // generator's last issued timestamp. REQUIRES: the generator issues no
   // more IDs (Shutdown() first). The release is done when the runner's
   // queued work is (ThreadPoolRunner::Stop waits for it).
-  void Stop();
+  void Stop() EXCLUDES(mu_);
 
   const std::string& instance() const { return instance_; }
-  LeaseKeeperStatus status() const;
+  LeaseKeeperStatus status() const EXCLUDES(mu_);
 
   // One step (claim or renew), on the db runner. Public for tests, which
   // drive a ManualRunner and ManualClock; production calls it from timers.
-  void Tick();
+  void Tick() EXCLUDES(mu_);
 
  private:
   void Schedule(std::chrono::milliseconds after);
   // Run on the db runner.
-  void ClaimOnRunner();
-  void RenewOnRunner();
+  void ClaimOnRunner() EXCLUDES(mu_);
+  void RenewOnRunner() EXCLUDES(mu_);
   // Releases `worker_id` on the calling (db) thread.
-  void ReleaseOnRunner(int worker_id, int64_t not_before_ms);
+  void ReleaseOnRunner(int worker_id, int64_t not_before_ms) EXCLUDES(mu_);
   // Records a failed store call (logged once per distinct message) and
-  // schedules the next try. REQUIRES: mu_ not held.
-  void Failed(const std::string& what, const Error& e, std::chrono::milliseconds retry);
+  // schedules the next try.
+  void Failed(const std::string& what, const Error& e, std::chrono::milliseconds retry)
+      EXCLUDES(mu_);
 
   // The keeper's own runner (the second constructor); declared first so
   // `db_` can refer to it, and joined in the destructor.
@@ -109,16 +111,16 @@ class WorkerLeaseKeeper {
   const LeaseKeeperOptions options_;
   const std::string instance_;
 
-  mutable std::mutex mu_;
-  // --- guarded by mu_ ---
-  bool stopped_ = false;
-  bool busy_ = false;  // a store call is queued or running
-  int worker_id_ = -1;
-  int64_t not_before_ms_ = 0;  // of the id held (or being claimed)
-  int claiming_id_ = -1;       // claimed, not yet granted (a retried claim returns it again)
-  int64_t expires_ms_ = 0;
-  int64_t time_bound_ms_ = 0;
-  std::string last_error_;
+  mutable Mutex mu_;
+  bool stopped_ GUARDED_BY(mu_) = false;
+  bool busy_ GUARDED_BY(mu_) = false;  // a store call is queued or running
+  int worker_id_ GUARDED_BY(mu_) = -1;
+  int64_t not_before_ms_ GUARDED_BY(mu_) = 0;  // of the id held (or being claimed)
+  // Claimed, not yet granted (a retried claim returns it again).
+  int claiming_id_ GUARDED_BY(mu_) = -1;
+  int64_t expires_ms_ GUARDED_BY(mu_) = 0;
+  int64_t time_bound_ms_ GUARDED_BY(mu_) = 0;
+  std::string last_error_ GUARDED_BY(mu_);
 };
 
 }  // namespace seqd
