@@ -73,7 +73,7 @@ class HttpServer {
 
   size_t open_connections() const;
 
-  struct Impl;  // opaque; public only so the connection code can name it
+  struct Impl;  // what the sessions share (http_session.h); public so they can name it
 
  private:
   std::shared_ptr<Impl> impl_;

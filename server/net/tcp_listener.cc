@@ -87,7 +87,7 @@ void TcpListener::Adopt(Socket socket) {
   if (!session) return;
   bool reject = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return;  // the session (and socket) dies here, unregistered
     const size_t from_peer = peer.empty() ? 0 : per_peer_[peer];
     reject =
@@ -130,7 +130,7 @@ void TcpListener::CloseAcceptor() {
 void TcpListener::Unregister(ListenedSession* session) {
   std::function<void()> done;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = sessions_.find(session);
     if (it == sessions_.end()) return;
     if (!it->second.peer.empty()) {
@@ -146,7 +146,7 @@ void TcpListener::Unregister(ListenedSession* session) {
 }
 
 size_t TcpListener::open_connections() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return sessions_.size();
 }
 
@@ -154,7 +154,7 @@ void TcpListener::Stop(std::function<void()> drained) {
   std::vector<std::shared_ptr<ListenedSession>> live;
   std::function<void()> done;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
     if (drained) {
       if (drained_) {  // a second Stop(): run both callbacks

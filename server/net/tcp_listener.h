@@ -19,11 +19,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 
 #include "common/error.h"
+#include "common/mutex.h"
 
 namespace seqd {
 
@@ -98,12 +98,12 @@ class TcpListener : public std::enable_shared_from_this<TcpListener> {
   // every live session to Stop(). `drained` (optional) runs once, posted to
   // the io_context, when no session is left; the callbacks of several Stop()
   // calls all run.
-  void Stop(std::function<void()> drained);
+  void Stop(std::function<void()> drained) EXCLUDES(mu_);
 
   // Closes the acceptor (asynchronously); sessions are untouched.
   void CloseAcceptor();
 
-  size_t open_connections() const;
+  size_t open_connections() const EXCLUDES(mu_);
 
  private:
   friend class ListenedSession;
@@ -111,8 +111,8 @@ class TcpListener : public std::enable_shared_from_this<TcpListener> {
   void DoAccept();
   void OnAccept(boost::system::error_code ec, Socket socket);
   // Starts a session on a connected socket (or closes it when full/stopping).
-  void Adopt(Socket socket);
-  void Unregister(ListenedSession* session);
+  void Adopt(Socket socket) EXCLUDES(mu_);
+  void Unregister(ListenedSession* session) EXCLUDES(mu_);
 
   boost::asio::io_context& io_;
   const TcpListenerOptions options_;
@@ -124,15 +124,15 @@ class TcpListener : public std::enable_shared_from_this<TcpListener> {
       retry_timer_;  // backs off after accept errors (e.g. EMFILE)
   std::atomic<uint16_t> port_{0};
 
-  mutable std::mutex mu_;
   struct Registered {
     std::weak_ptr<ListenedSession> session;
     std::string peer;  // the client's IP; "" if unknown
   };
-  std::unordered_map<ListenedSession*, Registered> sessions_;  // guarded by mu_
-  std::unordered_map<std::string, size_t> per_peer_;           // guarded by mu_
-  bool stopping_ = false;                                      // guarded by mu_
-  std::function<void()> drained_;                              // guarded by mu_
+  mutable Mutex mu_;
+  std::unordered_map<ListenedSession*, Registered> sessions_ GUARDED_BY(mu_);
+  std::unordered_map<std::string, size_t> per_peer_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::function<void()> drained_ GUARDED_BY(mu_);
 };
 
 // A listener whose sessions belong to `owner` (the server's shared state):

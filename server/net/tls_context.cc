@@ -128,14 +128,14 @@ TlsContextHolder::TlsContextHolder(TlsFiles files, std::shared_ptr<ssl::context>
     : files_(std::move(files)), current_(std::move(first)) {}
 
 std::shared_ptr<ssl::context> TlsContextHolder::Current() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return current_;
 }
 
 Status TlsContextHolder::Reload() {
   Result<std::shared_ptr<ssl::context>> next = MakeTlsServerContext(files_);
   if (!next) return next.error();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   current_ = std::move(*next);
   return OkStatus();
 }

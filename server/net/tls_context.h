@@ -11,10 +11,10 @@
 
 #include <boost/asio/ssl/context.hpp>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "common/error.h"
+#include "common/mutex.h"
 
 namespace seqd {
 
@@ -41,11 +41,11 @@ class TlsContextHolder {
   static Result<std::shared_ptr<TlsContextHolder>> Load(TlsFiles files);
 
   // The context for a new connection. Never null.
-  std::shared_ptr<boost::asio::ssl::context> Current() const;
+  std::shared_ptr<boost::asio::ssl::context> Current() const EXCLUDES(mu_);
 
   // Builds a new context from the same files and makes it current. On error
   // the old one stays current and the error is returned.
-  Status Reload();
+  Status Reload() EXCLUDES(mu_);
 
   const TlsFiles& files() const { return files_; }
 
@@ -53,8 +53,8 @@ class TlsContextHolder {
 
  private:
   const TlsFiles files_;
-  mutable std::mutex mu_;
-  std::shared_ptr<boost::asio::ssl::context> current_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::shared_ptr<boost::asio::ssl::context> current_ GUARDED_BY(mu_);
 };
 
 }  // namespace seqd

@@ -99,7 +99,7 @@ class RespServer {
 
   size_t open_connections() const;
 
-  struct Impl;  // opaque; public only so the connection code can name it
+  struct Impl;  // what the sessions share (resp_session.h); public so they can name it
 
  private:
   std::shared_ptr<Impl> impl_;

@@ -14,10 +14,10 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <type_traits>
 #include <vector>
 
+#include "common/mutex.h"
 #include "proto/message_codec.h"
 #include "proto/snowflake_codec.h"
 #include "server/base/log.h"
@@ -297,15 +297,16 @@ class Session final : public ListenedSession,
     std::weak_ptr<Session> session;  // set once, before any listener exists
     std::atomic<size_t> unsent{0};   // the session's out_ + wbuf_ bytes, as last published
 
-    std::mutex mu;
-    std::string buf;       // push frames not yet moved to out_
-    bool posted = false;   // a drain is queued on the strand
-    bool dropped = false;  // over the cap: pushes discarded until the drain drops the subscriptions
+    Mutex mu;
+    std::string buf GUARDED_BY(mu);      // push frames not yet moved to out_
+    bool posted GUARDED_BY(mu) = false;  // a drain is queued on the strand
+    // Over the cap: pushes are discarded until the drain drops the subscriptions.
+    bool dropped GUARDED_BY(mu) = false;
   };
 
   // Writer thread. Never blocks on the connection.
   static void OnPush(PushBox& box, const StoredMessage& m) {
-    std::lock_guard<std::mutex> lock(box.mu);
+    MutexLock lock(box.mu);
     if (box.dropped) return;
     const size_t before = box.buf.size();
     proto::AppendPushMessage(box.buf, proto::PushMessage{m.conv_id, MessageWire(m)});
@@ -330,7 +331,7 @@ class Session final : public ListenedSession,
     std::string data;
     bool dropped;
     {
-      std::lock_guard<std::mutex> lock(push_->mu);
+      MutexLock lock(push_->mu);
       data.swap(push_->buf);
       push_->posted = false;
       dropped = push_->dropped;
@@ -341,7 +342,7 @@ class Session final : public ListenedSession,
       // Destroyed outside the lock: a listener may be waiting for it.
       subs_.clear();
       {
-        std::lock_guard<std::mutex> lock(push_->mu);
+        MutexLock lock(push_->mu);
         push_->dropped = false;
         push_->buf.clear();  // nothing was queued while dropped
       }

@@ -1,0 +1,108 @@
+#include "server/http/http_exchange.h"
+
+#include <cctype>
+#include <charconv>
+
+namespace seqd {
+
+namespace http = boost::beast::http;
+
+namespace {
+
+bool EqualsNoCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string_view Trimmed(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+HttpResponse CloseWithError(http::status status, std::string_view code, std::string_view message) {
+  HttpResponse res{status, 11};
+  res.set(http::field::content_type, "application/json");
+  res.set(http::field::cache_control, "no-store");
+  res.keep_alive(false);
+  res.body() = std::string(R"({"error":{"code":")") + std::string(code) + R"(","message":")" +
+               std::string(message) + R"("}})";
+  res.prepare_payload();
+  return res;
+}
+
+std::optional<HttpResponse> RefuseHeader(const RequestParser& p, const HttpRequest& req) {
+  if (p.has_transfer_encoding() && !EqualsNoCase(Trimmed(p.transfer_encoding()), "chunked")) {
+    return CloseWithError(http::status::bad_request, "bad_request",
+                          "only chunked is accepted as Transfer-Encoding");
+  }
+  if (!p.has_host()) {
+    return CloseWithError(http::status::bad_request, "bad_request", "a Host header is required");
+  }
+  const http::verb m = req.method;
+  if (m == http::verb::post || m == http::verb::put || m == http::verb::patch) {
+    std::string_view type = Trimmed(p.content_type());
+    type = type.substr(0, type.find(';'));
+    while (!type.empty() && type.back() == ' ') type.remove_suffix(1);
+    const std::string_view auth = Trimmed(req.authorization);
+    const bool bearer = auth.size() > 7 && EqualsNoCase(auth.substr(0, 7), "bearer ");
+    if (!EqualsNoCase(type, "application/json") && !bearer) {
+      return CloseWithError(http::status::unsupported_media_type, "unsupported_media_type",
+                            "send the body as Content-Type: application/json");
+    }
+  }
+  return std::nullopt;
+}
+
+void SerializeResponse(const HttpResponse& res, bool head, std::string& out) {
+  const unsigned version = res.version();
+  const unsigned code = res.result_int();
+  char line[13] = {'H',
+                   'T',
+                   'T',
+                   'P',
+                   '/',
+                   static_cast<char>('0' + version / 10),
+                   '.',
+                   static_cast<char>('0' + version % 10),
+                   ' ',
+                   static_cast<char>('0' + code / 100),
+                   static_cast<char>('0' + (code / 10) % 10),
+                   static_cast<char>('0' + code % 10),
+                   ' '};
+  out.append(line, sizeof line);
+  const boost::beast::string_view reason =
+      res.reason().empty() ? http::obsolete_reason(res.result()) : res.reason();
+  out.append(reason.data(), reason.size());
+  out += "\r\n";
+  for (const auto& field : res) {
+    const boost::beast::string_view name = field.name_string();
+    const boost::beast::string_view value = field.value();
+    out.append(name.data(), name.size());
+    out += ": ";
+    out.append(value.data(), value.size());
+    out += "\r\n";
+  }
+  out += "\r\n";
+  if (!head) out += res.body();
+}
+
+void AppendOkHeader(std::string_view content_type, size_t body_size, std::string& out) {
+  out += "HTTP/1.1 200 OK\r\nContent-Type: ";
+  out += content_type;
+  out += "\r\nCache-Control: no-store\r\nContent-Length: ";
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, body_size).ptr;
+  out.append(digits, end);
+  out += "\r\n\r\n";
+}
+
+}  // namespace seqd

@@ -1,0 +1,47 @@
+// What an HTTP connection (http_session.cc) adds between the bytes and
+// ApiRouter: the checks of a request's header made before its body is read,
+// the answers the connection gives itself, and a response's bytes.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <boost/beast/http/status.hpp>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "server/http/http_request.h"
+#include "server/http/http_responder.h"
+#include "server/http/request_parser.h"
+
+namespace seqd {
+
+// An error answer that closes the connection:
+// {"error":{"code":"<code>","message":"<message>"}}. Fixed texts only
+// (nothing is escaped).
+HttpResponse CloseWithError(boost::beast::http::status status, std::string_view code,
+                            std::string_view message);
+
+// The answer to a header that must not be served (docs/security.md), or
+// nullopt:
+//  - Transfer-Encoding other than exactly "chunked": a body framed in a way
+//    we do not read could be taken for a second request (smuggling);
+//  - no Host;
+//  - a body-carrying method (POST, PUT, PATCH) without Content-Type
+//    application/json and without a bearer token: what a browser form on
+//    another site can send (CSRF).
+// `p` has parsed the header; `req` is what it parsed into.
+std::optional<HttpResponse> RefuseHeader(const RequestParser& p, const HttpRequest& req);
+
+// Appends to `out` the bytes Beast's serializer would write for `res` (a
+// non-chunked answer): status line, the fields in order, a blank line, then
+// the body unless `head`.
+void SerializeResponse(const HttpResponse& res, bool head, std::string& out);
+
+// Appends to `out` the head of what HttpResponder::ToResponse() makes of a
+// 200 HTTP/1.1 keep-alive answer, as SerializeResponse() writes it: no
+// Connection field.
+void AppendOkHeader(std::string_view content_type, size_t body_size, std::string& out);
+
+}  // namespace seqd

@@ -1,0 +1,510 @@
+// One HTTP/1.1 connection, in the style of Beast's advanced server example:
+// the TLS handshake, reading one request at a time (the parser, its limits
+// and the header checks), handing it to ApiRouter, writing the answer,
+// keep-alive, the deadline, and lingering after a final answer. The bytes
+// of answers and the header checks are in http_exchange.h.
+//
+// Over 400 lines because the session is one class template over its three
+// streams (TLS, a strand's socket, the io_context's socket): its flags
+// (busy_, stopping_, the deadline) are shared by every handler, and
+// keeping them in one place keeps the one-request-at-a-time invariant
+// readable. Beast's stream and write templates compile here only.
+#include "server/http/http_session.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/bind_handler.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/stream_traits.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/status.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+#include <optional>
+#include <type_traits>
+
+#include "server/base/log.h"
+#include "server/http/api_router.h"
+#include "server/http/http_exchange.h"
+#include "server/http/http_request.h"
+#include "server/http/http_responder.h"
+#include "server/http/request_parser.h"
+#include "server/metrics/metrics.h"
+#include "server/service/services.h"
+
+namespace seqd {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using error_code = boost::system::error_code;
+
+namespace {
+
+using Response = HttpResponse;
+
+// How long a connection we are closing may keep sending before we drop it,
+// and how much of that we read (so our last response is not lost to a RST).
+constexpr std::chrono::seconds kLingerTime{2};
+constexpr size_t kLingerBytes = 1 << 20;
+constexpr size_t kDiscardBufferBytes = 4096;
+// A connection's response buffer keeps at most this much room between answers.
+constexpr size_t kKeptResponseBytes = 64 * 1024;
+// The most one read asks for (as Beast's reads).
+constexpr size_t kReadChunkBytes = 65536;
+
+using Socket = TcpListener::Socket;  // bound to the connection's strand
+using TlsStream = beast::ssl_stream<Socket>;
+// Bound to the io_context itself: when a single thread runs it, that thread
+// is the connection's strand, and a real strand only costs.
+using IoSocket = net::basic_stream_socket<tcp, net::io_context::executor_type>;
+using Clock = std::chrono::steady_clock;
+
+// The same connection as an IoSocket; nullopt if the descriptor cannot be
+// moved (`socket` is then left as it was or closed).
+std::optional<IoSocket> Unstranded(Socket& socket) {
+  error_code ec;
+  const tcp::endpoint local = socket.local_endpoint(ec);
+  if (ec) return std::nullopt;
+  net::io_context& io = socket.get_executor().get_inner_executor().context();
+  const auto fd = socket.release(ec);
+  if (ec) return std::nullopt;
+  IoSocket out(io);
+  out.assign(local.protocol(), fd, ec);
+  if (ec) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  return out;
+}
+
+// One connection over `Stream`: the strand-bound socket, IoSocket, or
+// TlsStream. Every member is touched only on the connection's strand.
+//
+// Deadlines: one timer per connection, armed lazily. Moving the deadline
+// later only records it; the timer, when it fires early, re-arms for the
+// recorded deadline. So a keep-alive request costs no timer operation.
+template <typename Stream>
+class Session : public ListenedSession,
+                public HttpResponder,
+                public std::enable_shared_from_this<Session<Stream>> {
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+  using Lowest =
+      std::remove_reference_t<decltype(beast::get_lowest_layer(std::declval<Stream&>()))>;
+  using Executor = typename Lowest::executor_type;  // a strand, or the io_context's
+  using Timer = net::basic_waitable_timer<Clock, net::wait_traits<Clock>, Executor>;
+  using std::enable_shared_from_this<Session<Stream>>::shared_from_this;
+  using std::enable_shared_from_this<Session<Stream>>::weak_from_this;
+
+ public:
+  // `tls`: the context of a TLS stream (kept alive with it); null for TCP.
+  Session(Lowest&& socket, std::shared_ptr<net::ssl::context> tls,
+          std::shared_ptr<HttpServer::Impl> server)
+      : tls_(std::move(tls)),
+        stream_(MakeStream(std::move(socket), tls_.get())),
+        ex_(Tcp().get_executor()),
+        timer_(ex_),
+        server_(std::move(server)) {
+    error_code ec;
+    const tcp::endpoint remote = Tcp().remote_endpoint(ec);
+    if (!ec) peer_ = remote.address().to_string() + ":" + std::to_string(remote.port());
+    // Plain TCP answers are first written directly (DoWrite): that write
+    // must not block the thread.
+    if constexpr (!kTls) Tcp().non_blocking(true, ec);
+  }
+
+  // Starts serving (after the TLS handshake, which must finish within the
+  // idle timeout); with `reject`, answers 503 and closes instead.
+  void Start(bool reject) override {
+    net::dispatch(ex_, [self = shared_from_this(), reject] {
+      if constexpr (kTls) {
+        self->DoHandshake(reject);
+      } else {
+        self->Begin(reject);
+      }
+    });
+  }
+
+  // Server shutdown: close now if idle, else after the response in flight.
+  void Stop() override {
+    net::post(ex_, [self = shared_from_this()] {
+      self->stopping_ = true;
+      if (!self->busy_) self->Close();
+    });
+  }
+
+ private:
+  static Stream MakeStream(Lowest&& socket, net::ssl::context* tls) {
+    if constexpr (kTls) {
+      return Stream(std::move(socket), *tls);
+    } else {
+      (void)tls;
+      return Stream(std::move(socket));
+    }
+  }
+
+  Lowest& Tcp() { return beast::get_lowest_layer(stream_); }
+
+  // Closes the socket: pending reads and writes end with an error.
+  void Close() {
+    error_code ignored;
+    Tcp().close(ignored);
+    timer_.cancel();
+  }
+
+  // --- deadline --------------------------------------------------------------
+
+  // The connection is closed if the operation under way has not finished
+  // by now + `d`.
+  void ExpiresAfter(Clock::duration d) {
+    deadline_ = Clock::now() + d;
+    if (!timer_armed_ || deadline_ < timer_.expiry()) ArmTimer(deadline_);
+  }
+  void ExpiresNever() { deadline_ = Clock::time_point::max(); }
+
+  void ArmTimer(Clock::time_point at) {
+    timer_armed_ = true;
+    timer_.expires_at(at);  // cancels a wait already pending
+    // Weak: an idle deadline must not keep a finished connection alive.
+    timer_.async_wait([weak = weak_from_this()](error_code ec) {
+      if (ec == net::error::operation_aborted) return;  // re-armed or closed
+      if (auto self = weak.lock()) self->OnTimer();
+    });
+  }
+
+  void OnTimer() {
+    timer_armed_ = false;
+    if (deadline_ == Clock::time_point::max()) return;  // armed again when set
+    if (Clock::now() >= deadline_) {
+      // As a timed-out stream would: close, failing what is under way.
+      error_code ignored;
+      Tcp().close(ignored);
+      return;
+    }
+    ArmTimer(deadline_);
+  }
+
+  // --- reading a request -----------------------------------------------------
+
+  void DoHandshake(bool reject) {
+    ExpiresAfter(server_->options.idle_timeout);
+    stream_.async_handshake(
+        net::ssl::stream_base::server,
+        beast::bind_front_handler(&Session<Stream>::OnHandshake, shared_from_this(), reject));
+  }
+
+  void OnHandshake(bool reject, error_code ec) {
+    if (ec) {
+      SEQD_LOG(kDebug) << "http: TLS handshake failed: " << ec.message();
+      return Close();
+    }
+    Begin(reject);
+  }
+
+  void Begin(bool reject) {
+    if (reject) {
+      Count("other");
+      SendAndClose(CloseWithError(http::status::service_unavailable, "service_unavailable",
+                                  "too many connections"));
+    } else {
+      DoRead();
+    }
+  }
+
+  // Starts reading the next request: from what the buffer holds already
+  // (pipelined), then from the socket.
+  void DoRead() {
+    if (stopping_) return Close();
+    parser_.emplace(request_, header_fields_);
+    parser_->header_limit(static_cast<std::uint32_t>(
+        std::min<size_t>(server_->options.max_header_bytes, UINT32_MAX)));
+    parser_->body_limit(static_cast<std::uint64_t>(server_->options.max_body_bytes));
+    header_checked_ = false;
+    // An absolute deadline for the whole request: trickling does not extend it.
+    ExpiresAfter(server_->options.idle_timeout);
+    Parse();
+  }
+
+  // Feeds the buffer to the parser as Beast's read operations do: the
+  // header first, then (eagerly) the body. Reads more while the request is
+  // incomplete; refuses a bad header before its body is read.
+  void Parse() {
+    while (buffer_.size() > 0) {
+      error_code ec;
+      const size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (ec == http::error::need_more) break;
+      if (ec) return OnReadError(ec);
+      if (!header_checked_ && parser_->is_header_done()) {
+        header_checked_ = true;
+        if (auto refusal = RefuseHeader(*parser_, request_)) {
+          Count("bad_request");
+          return SendAndClose(std::move(*refusal));
+        }
+        parser_->eager(true);  // as http::async_read reads a body
+        // A client that asked to wait sends its body once told to go on.
+        if (parser_->expect_continue() && !parser_->is_done() && request_.version == 11) {
+          return DoContinue();
+        }
+      }
+      if (parser_->is_done()) return OnRequest();
+      if (used == 0) break;  // no progress without more input
+    }
+    DoReadSome();
+  }
+
+  // The interim "100 Continue", then on with the request (what the buffer
+  // holds already, then the socket). No answer is being written: one
+  // request is read at a time.
+  void DoContinue() {
+    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
+                     beast::bind_front_handler(&Session<Stream>::OnContinue, shared_from_this()));
+  }
+
+  void OnContinue(error_code ec, size_t /*bytes*/) {
+    if (ec) return;
+    Parse();
+  }
+
+  void DoReadSome() {
+    // Room as Beast's read_size(buffer, 65536) gives it.
+    const size_t room =
+        std::clamp<size_t>(buffer_.capacity() - buffer_.size(), 512, kReadChunkBytes);
+    stream_.async_read_some(
+        buffer_.prepare(room),
+        beast::bind_front_handler(&Session<Stream>::OnReadSome, shared_from_this()));
+  }
+
+  void OnReadSome(error_code ec, size_t bytes) {
+    buffer_.commit(bytes);
+    if (ec == net::error::eof) {
+      // As Beast's read: a request cut short is a partial message; a clean
+      // close between requests is the end of the stream.
+      if (!parser_->got_some()) return OnReadError(http::error::end_of_stream);
+      ec = {};
+      parser_->put_eof(ec);
+      if (ec) return OnReadError(ec);
+      return Parse();
+    }
+    if (ec) return OnReadError(ec);
+    Parse();
+  }
+
+  // A request that cannot be served: the limits and malformed input get
+  // their answer and close; anything else just ends the connection.
+  void OnReadError(error_code ec) {
+    if (ec == http::error::end_of_stream) return ShutdownSend();  // client is done
+    if (ec == http::error::header_limit) {
+      Count("bad_request");
+      return SendAndClose(CloseWithError(http::status::request_header_fields_too_large,
+                                         "request_header_fields_too_large",
+                                         "request header is too large"));
+    }
+    if (ec == http::error::body_limit) {
+      Count("payload_too_large");
+      return SendAndClose(CloseWithError(http::status::payload_too_large, "payload_too_large",
+                                         "request body is too large"));
+    }
+    if (ec.category() == http::make_error_code(http::error::bad_method).category() &&
+        ec != http::error::partial_message) {
+      Count("bad_request");
+      return SendAndClose(
+          CloseWithError(http::status::bad_request, "bad_request", "malformed HTTP request"));
+    }
+    // Timeout, reset, aborted by Stop(), truncated request: drop.
+  }
+
+  // An answer the connection gives itself, counted as the router would.
+  void Count(std::string_view status) {
+    server_->router.services().metrics.CountRequest(Interface::kHttp, "other", status);
+    SEQD_LOG(kDebug) << "http: answered " << status << " and closed the connection";
+  }
+
+  // --- answering -------------------------------------------------------------
+
+  // A complete request is in request_: hand it to the router.
+  void OnRequest() {
+    if (stopping_) return Close();
+    busy_ = true;
+    head_ = request_.method == http::verb::head;
+    ExpiresNever();  // the router answers within the allocator's deadline
+    // The request's strings move to the router; the next parse grows new ones.
+    server_->router.Handle(std::move(request_), peer_, shared_from_this());
+  }
+
+  // HttpResponder. May run on any thread: hop onto the strand before
+  // touching the stream. On the fast path we are still on it.
+  void Respond(Response res) override {
+    if (ex_.running_in_this_thread()) return OnResponse(std::move(res));
+    net::post(ex_, [self = shared_from_this(), res = std::move(res)]() mutable {
+      self->OnResponse(std::move(res));
+    });
+  }
+
+  void RespondOk(const OkAnswer& answer) override {
+    // Off the strand the views would not outlive the hop: build the message.
+    if (!ex_.running_in_this_thread()) return Respond(ToResponse(answer));
+    // For an HTTP/1.1 keep-alive answer Beast's message has no Connection
+    // field: format its bytes directly. Anything else goes the general way.
+    if (answer.version != 11 || !answer.keep_alive || stopping_) {
+      return OnResponse(ToResponse(answer));
+    }
+    ExpiresAfter(server_->options.idle_timeout);
+    out_.clear();
+    AppendOkHeader(answer.content_type, answer.body.size(), out_);
+    if (!head_) out_.append(answer.body.data(), answer.body.size());
+    DoWrite(/*close=*/false);
+  }
+
+  void OnResponse(Response res) {
+    if (stopping_) res.keep_alive(false);
+    ExpiresAfter(server_->options.idle_timeout);
+    const bool close = res.need_eof();
+    if (res.chunked()) {  // not made by the router; Beast frames it
+      // A response to HEAD has no body (its headers stay as GET's would be):
+      // bytes after them would be read as the next response.
+      if (head_) res.body().clear();
+      response_.emplace(std::move(res));
+      return http::async_write(
+          stream_, *response_,
+          beast::bind_front_handler(&Session<Stream>::OnWrite, shared_from_this(), close));
+    }
+    // Formatted into a buffer the connection keeps: no allocation once warm.
+    out_.clear();
+    SerializeResponse(res, head_, out_);
+    DoWrite(close);
+  }
+
+  // Writes out_, then goes on with the connection (OnWrite).
+  void DoWrite(bool close) {
+    size_t sent = 0;
+    if constexpr (!kTls) {
+      // Most answers fit the socket's send buffer: write now, without a
+      // round through the scheduler.
+      error_code ec;
+      sent = Tcp().write_some(net::buffer(out_), ec);
+      if (ec != net::error::would_block && (ec || sent == out_.size())) {
+        if (ec || close || stopping_) return OnWrite(close, ec, sent);
+        // Read the next request only after what is already queued: by then
+        // the client has often sent it, and the read finds it without a
+        // failed recv() and a wait for readiness. Also bounds the stack when
+        // requests are pipelined.
+        return net::post(
+            ex_, [self = shared_from_this(), close, sent] { self->OnWrite(close, {}, sent); });
+      }
+      if (ec) sent = 0;
+    }
+    net::async_write(
+        stream_, net::buffer(out_.data() + sent, out_.size() - sent),
+        beast::bind_front_handler(&Session<Stream>::OnWrite, shared_from_this(), close));
+  }
+
+  void OnWrite(bool close, error_code ec, size_t /*bytes*/) {
+    busy_ = false;
+    response_.reset();
+    // A large answer (metrics, admin pages) does not keep its room for the
+    // life of a keep-alive connection.
+    if (out_.capacity() > kKeptResponseBytes) std::string().swap(out_);
+    if (ec) return;
+    if (close || stopping_) return ShutdownSend();
+    DoRead();  // one request at a time: read the next only now
+  }
+
+  // --- closing ---------------------------------------------------------------
+
+  // Writes a final response, then lingers so the client reads it.
+  void SendAndClose(Response res) {
+    busy_ = true;
+    out_.clear();
+    SerializeResponse(res, /*head=*/false, out_);
+    ExpiresAfter(server_->options.idle_timeout);
+    net::async_write(stream_, net::buffer(out_),
+                     beast::bind_front_handler(&Session<Stream>::OnFinalWrite, shared_from_this()));
+  }
+
+  void OnFinalWrite(error_code ec, size_t /*bytes*/) {
+    busy_ = false;
+    if (ec) return;
+    if (stopping_) return ShutdownSend();
+    Linger();
+  }
+
+  // Half-closes, then discards what the client still sends until it closes,
+  // the linger time passes or too much arrives. Closing with unread input
+  // would reset the connection and could destroy our last response.
+  void Linger() {
+    ShutdownSend();
+    buffer_.clear();
+    discard_ = std::make_unique<char[]>(kDiscardBufferBytes);
+    ExpiresAfter(std::min<Clock::duration>(kLingerTime, server_->options.idle_timeout));
+    DoDiscard();
+  }
+
+  void DoDiscard() {
+    stream_.async_read_some(
+        net::buffer(discard_.get(), kDiscardBufferBytes),
+        beast::bind_front_handler(&Session<Stream>::OnDiscard, shared_from_this()));
+  }
+
+  void OnDiscard(error_code ec, size_t bytes) {
+    discarded_ += bytes;
+    if (ec || discarded_ > kLingerBytes) return;
+    DoDiscard();
+  }
+
+  void ShutdownSend() {
+    error_code ec;
+    Tcp().shutdown(tcp::socket::shutdown_send, ec);
+  }
+
+  std::shared_ptr<net::ssl::context> tls_;  // TLS: the stream's context; before stream_
+  Stream stream_;
+  const Executor ex_;         // the connection's strand (or the only io thread)
+  Timer timer_;               // fires at or before deadline_, when armed
+  bool timer_armed_ = false;  // a wait is pending (or its handler queued)
+  Clock::time_point deadline_ = Clock::time_point::max();
+  std::shared_ptr<HttpServer::Impl> server_;
+  beast::flat_buffer buffer_;            // bytes read and not yet parsed
+  std::optional<RequestParser> parser_;  // of the request being read
+  HttpRequest request_;                  // what parser_ parses into
+  std::string header_fields_;            // parser_'s scratch, kept for the next request
+  bool header_checked_ = false;          // RefuseHeader ran on the request being read
+  std::optional<Response> response_;     // a chunked response, kept alive while being written
+  std::string out_;                      // the response being written
+  bool busy_ = false;                    // a request is being answered or a reply written
+  bool head_ = false;                    // the request being answered is a HEAD
+  std::string peer_;                     // the client's address:port (audit lines)
+  bool stopping_ = false;
+  std::unique_ptr<char[]> discard_;  // only while lingering
+  size_t discarded_ = 0;
+};
+
+}  // namespace
+
+std::shared_ptr<ListenedSession> MakeHttpSession(Socket socket,
+                                                 std::shared_ptr<net::ssl::context> tls,
+                                                 std::shared_ptr<HttpServer::Impl> server) {
+  if (tls) {
+    return std::make_shared<Session<TlsStream>>(std::move(socket), std::move(tls),
+                                                std::move(server));
+  }
+  if (server->options.single_threaded) {
+    if (std::optional<IoSocket> plain = Unstranded(socket)) {
+      return std::make_shared<Session<IoSocket>>(std::move(*plain), nullptr, std::move(server));
+    }
+    if (!socket.is_open()) return nullptr;
+  }
+  return std::make_shared<Session<Socket>>(std::move(socket), nullptr, std::move(server));
+}
+
+}  // namespace seqd

@@ -1,0 +1,35 @@
+// The HTTP connections of one HttpServer: what they share, and the session
+// the listener makes for each accepted socket (http_session.cc). Private to
+// server/http; free of Beast, so the listener's file does not compile it.
+//
+// Thread safety: MakeHttpSession may be called from any thread.
+#pragma once
+
+#include <memory>
+
+#include "server/http/http_server.h"
+#include "server/net/tcp_listener.h"
+
+namespace boost::asio::ssl {
+class context;
+}  // namespace boost::asio::ssl
+
+namespace seqd {
+
+struct HttpServer::Impl {
+  Impl(HttpOptions options_, ApiRouter& router_) : options(std::move(options_)), router(router_) {}
+
+  const HttpOptions options;
+  ApiRouter& router;
+  std::shared_ptr<TcpListener> listener;  // set once, by HttpServer's constructor
+};
+
+// The session serving `socket`: over TLS with `tls` (kept alive with the
+// connection), else plain (without a strand when options.single_threaded).
+// nullptr (the socket closes) if the socket could not be taken off its
+// strand.
+std::shared_ptr<ListenedSession> MakeHttpSession(TcpListener::Socket socket,
+                                                 std::shared_ptr<boost::asio::ssl::context> tls,
+                                                 std::shared_ptr<HttpServer::Impl> server);
+
+}  // namespace seqd
