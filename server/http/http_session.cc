@@ -34,11 +34,13 @@
 #include "server/base/log.h"
 #include "server/http/api_router.h"
 #include "server/http/http_exchange.h"
+#include "server/http/http_ops.h"
 #include "server/http/http_request.h"
 #include "server/http/http_responder.h"
 #include "server/http/request_parser.h"
 #include "server/metrics/metrics.h"
 #include "server/service/services.h"
+#include "server/service/wire_errors.h"
 
 namespace seqd {
 
@@ -212,7 +214,7 @@ class Session : public ListenedSession,
 
   void Begin(bool reject) {
     if (reject) {
-      Count("other");
+      Count(ProtocolErrorFor(ProtocolError::kTooManyConnections).metric_label);
       SendAndClose(CloseWithError(http::status::service_unavailable, "service_unavailable",
                                   "too many connections"));
     } else {
@@ -247,7 +249,7 @@ class Session : public ListenedSession,
       if (!header_checked_ && parser_->is_header_done()) {
         header_checked_ = true;
         if (auto refusal = RefuseHeader(*parser_, request_)) {
-          Count("bad_request");
+          Count(ProtocolErrorFor(ProtocolError::kBadRequest).metric_label);
           return SendAndClose(std::move(*refusal));
         }
         parser_->eager(true);  // as http::async_read reads a body
@@ -305,19 +307,19 @@ class Session : public ListenedSession,
   void OnReadError(error_code ec) {
     if (ec == http::error::end_of_stream) return ShutdownSend();  // client is done
     if (ec == http::error::header_limit) {
-      Count("bad_request");
+      Count(ProtocolErrorFor(ProtocolError::kBadRequest).metric_label);
       return SendAndClose(CloseWithError(http::status::request_header_fields_too_large,
                                          "request_header_fields_too_large",
                                          "request header is too large"));
     }
     if (ec == http::error::body_limit) {
-      Count("payload_too_large");
+      Count(ProtocolErrorFor(ProtocolError::kPayloadTooLarge).metric_label);
       return SendAndClose(CloseWithError(http::status::payload_too_large, "payload_too_large",
                                          "request body is too large"));
     }
     if (ec.category() == http::make_error_code(http::error::bad_method).category() &&
         ec != http::error::partial_message) {
-      Count("bad_request");
+      Count(ProtocolErrorFor(ProtocolError::kBadRequest).metric_label);
       return SendAndClose(
           CloseWithError(http::status::bad_request, "bad_request", "malformed HTTP request"));
     }
@@ -326,7 +328,8 @@ class Session : public ListenedSession,
 
   // An answer the connection gives itself, counted as the router would.
   void Count(std::string_view status) {
-    server_->router.services().metrics.CountRequest(Interface::kHttp, "other", status);
+    server_->router.services().metrics.CountRequest(Interface::kHttp,
+                                                    HttpOpFor(HttpOp::kOther).metric_label, status);
     SEQD_LOG(kDebug) << "http: answered " << status << " and closed the connection";
   }
 

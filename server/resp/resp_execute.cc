@@ -11,6 +11,7 @@
 #include "server/metrics/metrics.h"
 #include "server/resp/resp_session.h"
 #include "server/route/key_router.h"
+#include "server/service/wire_errors.h"
 
 namespace seqd {
 
@@ -51,7 +52,10 @@ void RespSession::Execute() {
       return;  // handled above
     case RespAction::Kind::kIncr:
     case RespAction::Kind::kIncrBy:
-      if (Status s = access_.Check(Permission::kIds, a.key, RespOpName(a.op)); !s) {
+      // The op's permission (RespOpFor) for the key; every INCR/INCRBY row has one.
+      if (Status s = access_.Check(RespOpFor(a.op).permission.value_or(Permission::kIds), a.key,
+                                   RespOpName(a.op));
+          !s) {
         CloseRun();
         return Reply(a.op, ErrorCode::kPermissionDenied, NoPermReply(s.error().message));
       }
@@ -196,15 +200,16 @@ void RespSession::Reply(RespOp op, std::optional<ErrorCode> code, std::string_vi
 
 // One command answered now: counted, and its time since the read observed.
 void RespSession::Counted(RespOp op, std::optional<ErrorCode> code) {
-  metrics_->CountRequest(Interface::kResp, RespOpName(op), code ? ErrorCodeName(*code) : "ok",
-                         Metrics::Since(read_at_));
+  metrics_->CountRequest(Interface::kResp, RespOpName(op),
+                         code ? WireErrorFor(*code).metric_label : "ok", Metrics::Since(read_at_));
 }
 
 // `n` commands answered by one allocator call (an INCR run, or one INCRBY
 // with n = 1): one counter add and one duration observation.
 void RespSession::CountedTake(RespOp op, const RespSlot& head, int64_t n,
                               std::optional<ErrorCode> code) {
-  metrics_->CountRequest(Interface::kResp, RespOpName(op), code ? ErrorCodeName(*code) : "ok",
+  metrics_->CountRequest(Interface::kResp, RespOpName(op),
+                         code ? WireErrorFor(*code).metric_label : "ok",
                          Metrics::Since(head.read_at), n);
 }
 

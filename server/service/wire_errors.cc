@@ -33,7 +33,7 @@ constexpr std::array<WireErrorRow, 14> kRows = {{
 }};
 
 // The answers a protocol layer makes by itself, in enum order.
-constexpr std::array<ProtocolErrorRow, 7> kProtocolRows = {{
+constexpr std::array<ProtocolErrorRow, 8> kProtocolRows = {{
     {ProtocolError::kBadRequest, 400, Status::kMalformedFrame, "bad_request"},
     {ProtocolError::kMethodNotAllowed, 405, Status::kInvalidArgument, "method_not_allowed"},
     {ProtocolError::kPayloadTooLarge, 413, Status::kFrameTooLarge, "payload_too_large"},
@@ -41,6 +41,7 @@ constexpr std::array<ProtocolErrorRow, 7> kProtocolRows = {{
     {ProtocolError::kUnsupportedVersion, 400, Status::kUnsupportedVersion, "unsupported_version"},
     {ProtocolError::kFrameTooLarge, 413, Status::kFrameTooLarge, "frame_too_large"},
     {ProtocolError::kUnknownOpcode, 400, Status::kUnknownOpcode, "unknown_opcode"},
+    {ProtocolError::kTooManyConnections, 503, Status::kResourceExhausted, "other"},
 }};
 
 // HTTP answers that a route makes without an Error (an unknown path, a
@@ -63,7 +64,7 @@ constexpr bool ProtocolRowsInEnumOrder() {
   for (size_t i = 0; i < kProtocolRows.size(); ++i) {
     if (static_cast<size_t>(kProtocolRows[i].error) != i) return false;
   }
-  return static_cast<size_t>(ProtocolError::kUnknownOpcode) + 1 == kProtocolRows.size();
+  return static_cast<size_t>(ProtocolError::kTooManyConnections) + 1 == kProtocolRows.size();
 }
 static_assert(ProtocolRowsInEnumOrder(), "kProtocolRows: one row per ProtocolError, in order");
 

@@ -257,7 +257,9 @@ void BinaryDispatcher::Count(uint8_t opcode, uint32_t id, proto::Status status) 
 }
 
 void BinaryDispatcher::CountProtocolError(proto::Status status) {
-  services_.metrics.CountRequest(Interface::kBinary, "protocol_error", MetricLabelFor(status));
+  services_.metrics.CountRequest(Interface::kBinary,
+                                 BinaryOpLabel(static_cast<uint8_t>(proto::Opcode::kProtocolError)),
+                                 MetricLabelFor(status));
 }
 
 void BinaryDispatcher::AnswerError(BinaryConnection& c, proto::Opcode op, uint32_t id,
