@@ -5,7 +5,7 @@
 namespace seqd {
 
 void FaultyStore::SetHold(bool hold) {
-  std::lock_guard lock(hold_mu_);
+  MutexLock lock(hold_mu_);
   hold_ = hold;
   if (!hold) {
     ++generation_;
@@ -14,7 +14,7 @@ void FaultyStore::SetHold(bool hold) {
 }
 
 void FaultyStore::Release() {
-  std::lock_guard lock(hold_mu_);
+  MutexLock lock(hold_mu_);
   ++generation_;
   hold_cv_.notify_all();
 }
@@ -35,9 +35,9 @@ Status FaultyStore::EnsureSchema() {
 Result<ReservedSegment> FaultyStore::Reserve(std::string_view key, std::optional<int64_t> step) {
   ++reserve_calls_;
   {
-    std::unique_lock lock(hold_mu_);
+    MutexLock lock(hold_mu_);
     const uint64_t gen = generation_;
-    hold_cv_.wait(lock, [&] { return !hold_ || generation_ != gen; });
+    hold_cv_.wait(lock.native(), [&]() REQUIRES(hold_mu_) { return !hold_ || generation_ != gen; });
   }
   if (auto s = Inject(); !s) return s.error();
   return inner_.Reserve(key, step);

@@ -8,8 +8,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
 
+#include "common/mutex.h"
 #include "storage/segment_store.h"
 
 namespace seqd {
@@ -24,9 +24,9 @@ class FaultyStore final : public SegmentStore {
   // While set, every call fails with kStoreUnavailable ("store down").
   void SetDown(bool down) { down_ = down; }
   // While set, Reserve() calls block until Release() (or SetHold(false)).
-  void SetHold(bool hold);
+  void SetHold(bool hold) EXCLUDES(hold_mu_);
   // Lets all held Reserve() calls proceed.
-  void Release();
+  void Release() EXCLUDES(hold_mu_);
 
   int64_t reserve_calls() const { return reserve_calls_; }
   // ReserveMany and CreateKeys calls (each one transaction on a real store).
@@ -56,10 +56,10 @@ class FaultyStore final : public SegmentStore {
   std::atomic<int64_t> reserve_calls_{0};
   std::atomic<int64_t> reserve_batches_{0};
   std::atomic<int64_t> create_batches_{0};
-  std::mutex hold_mu_;
+  Mutex hold_mu_;
   std::condition_variable hold_cv_;
-  bool hold_ = false;        // guarded by hold_mu_
-  uint64_t generation_ = 0;  // guarded by hold_mu_; bumped by Release()
+  bool hold_ GUARDED_BY(hold_mu_) = false;
+  uint64_t generation_ GUARDED_BY(hold_mu_) = 0;  // bumped by Release()
 };
 
 }  // namespace seqd

@@ -22,29 +22,29 @@ const std::vector<StoredMessage>* MemoryMessageStore::ConvLocked(std::string_vie
 }
 
 void MemoryMessageStore::SetAvailable(bool available) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   available_ = available;
 }
 
 size_t MemoryMessageStore::append_calls() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return append_calls_;
 }
 
 Status MemoryMessageStore::EnsureSchema() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return CheckAvailableLocked();
 }
 
 void MemoryMessageStore::SetFenceCheck(std::function<bool(const ShardFence&)> check) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   fence_check_ = std::move(check);
 }
 
 Result<std::vector<AppendOutcome>> MemoryMessageStore::AppendFenced(
     std::span<const AppendRequest> batch, MaxSeqCache& max_seq_cache, AppendFencing& fencing) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const ShardFence& f : fencing.fences) {
       if (fence_check_ && !fence_check_(f)) {
         fencing.refused = f.shard;
@@ -57,7 +57,7 @@ Result<std::vector<AppendOutcome>> MemoryMessageStore::AppendFenced(
 
 Result<std::vector<AppendOutcome>> MemoryMessageStore::Append(std::span<const AppendRequest> batch,
                                                               MaxSeqCache& max_seq_cache) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ++append_calls_;
   auto fail = [&](Error e) -> Error {
     for (const AppendRequest& r : batch) max_seq_cache.erase(r.conv_id);
@@ -127,19 +127,19 @@ Result<std::vector<AppendOutcome>> MemoryMessageStore::Append(std::span<const Ap
 }
 
 void MemoryMessageStore::LoseNextCommits(int n) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   lose_commits_ = n;
 }
 
 Result<int64_t> MemoryMessageStore::MaxSeq(std::string_view conv_id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!available_) return Unavailable();
   const auto* msgs = ConvLocked(conv_id);
   return msgs ? static_cast<int64_t>(msgs->size()) : int64_t{0};
 }
 
 Result<std::vector<int64_t>> MemoryMessageStore::MaxSeqs(std::span<const std::string> conv_ids) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!available_) return Unavailable();
   std::vector<int64_t> out;
   out.reserve(conv_ids.size());
@@ -155,7 +155,7 @@ Result<MessagePage> MemoryMessageStore::GetRange(const RangeQuery& q) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "get range: REQUIRES from_seq <= to_seq and limit >= 1");
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!available_) return Unavailable();
   MessagePage page;
   const auto* msgs = ConvLocked(q.conv_id);
@@ -175,7 +175,7 @@ Result<MessagePage> MemoryMessageStore::GetRange(const RangeQuery& q) {
 
 Result<std::vector<StoredMessage>> MemoryMessageStore::GetBySeqs(std::string_view conv_id,
                                                                  std::span<const int64_t> seqs) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!available_) return Unavailable();
   std::vector<StoredMessage> out;
   const auto* msgs = ConvLocked(conv_id);
@@ -194,7 +194,7 @@ Result<StoredMessage> MemoryMessageStore::SetStatus(std::string_view conv_id, in
   if (status == MessageStatus::kNormal) {
     return MakeError(ErrorCode::kInvalidArgument, "set status: REQUIRES status != normal");
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!available_) return Unavailable();
   auto it = convs_.find(conv_id);
   if (it == convs_.end() || seq < 1 || seq > static_cast<int64_t>(it->second.size())) {
@@ -207,14 +207,14 @@ Result<StoredMessage> MemoryMessageStore::SetStatus(std::string_view conv_id, in
 }
 
 Result<int64_t> MemoryMessageStore::GetConvMinSeq(std::string_view conv_id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!available_) return Unavailable();
   auto it = conv_min_seq_.find(conv_id);
   return it == conv_min_seq_.end() ? int64_t{1} : it->second;
 }
 
 Status MemoryMessageStore::SetConvMinSeq(std::string_view conv_id, int64_t min_seq) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!available_) return Unavailable();
   conv_min_seq_.insert_or_assign(std::string(conv_id), min_seq);
   return OkStatus();
@@ -222,7 +222,7 @@ Status MemoryMessageStore::SetConvMinSeq(std::string_view conv_id, int64_t min_s
 
 Result<std::optional<MemberState>> MemoryMessageStore::GetMember(std::string_view conv_id,
                                                                  std::string_view user_id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!available_) return Unavailable();
   auto it = members_.find(MemberKey(conv_id, user_id));
   if (it == members_.end()) return std::optional<MemberState>();
@@ -231,7 +231,7 @@ Result<std::optional<MemberState>> MemoryMessageStore::GetMember(std::string_vie
 
 Status MemoryMessageStore::PutMember(std::string_view conv_id, std::string_view user_id,
                                      const MemberState& state) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!available_) return Unavailable();
   members_.insert_or_assign(MemberKey(conv_id, user_id), state);
   return OkStatus();
@@ -240,7 +240,7 @@ Status MemoryMessageStore::PutMember(std::string_view conv_id, std::string_view 
 Result<MemberState> MemoryMessageStore::SetReadSeq(std::string_view conv_id,
                                                    std::string_view user_id, int64_t read_seq,
                                                    int64_t upper) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!available_) return Unavailable();
   auto it = members_.find(MemberKey(conv_id, user_id));
   if (it == members_.end()) return MakeError(ErrorCode::kNotFound, "not a member");
@@ -259,7 +259,7 @@ Result<MemberState> MemoryMessageStore::SetReadSeq(std::string_view conv_id,
 
 Result<int64_t> MemoryMessageStore::CountUnread(std::string_view conv_id, std::string_view user_id,
                                                 int64_t after_seq, int64_t upto_seq) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!available_) return Unavailable();
   const auto* msgs = ConvLocked(conv_id);
   if (msgs == nullptr) return int64_t{0};
@@ -274,7 +274,7 @@ Result<int64_t> MemoryMessageStore::CountUnread(std::string_view conv_id, std::s
 }
 
 Status MemoryMessageStore::Ping() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return CheckAvailableLocked();
 }
 

@@ -6,13 +6,13 @@
 
 #include <functional>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include "common/mutex.h"
 #include "storage/message_store.h"
 
 namespace seqd {
@@ -50,37 +50,37 @@ class MemoryMessageStore final : public MessageStore {
 
   // Test hook: while false, every call returns kStoreUnavailable (and Append
   // erases the batch's cache entries, as on any failure).
-  void SetAvailable(bool available);
+  void SetAvailable(bool available) EXCLUDES(mu_);
 
   // Number of Append calls that reached the store (failed ones included).
-  size_t append_calls() const;
+  size_t append_calls() const EXCLUDES(mu_);
 
   // Test hook: the next `n` Append calls store their batch and then return
   // kStoreUnavailable, as a COMMIT with an unknown outcome that did commit.
-  void LoseNextCommits(int n);
+  void LoseNextCommits(int n) EXCLUDES(mu_);
 
   // Test hook: whether a fence still holds (the lease table of a test).
-  void SetFenceCheck(std::function<bool(const ShardFence&)> check);
+  void SetFenceCheck(std::function<bool(const ShardFence&)> check) EXCLUDES(mu_);
 
  private:
   using ClientKey = std::tuple<std::string, std::string, std::string>;  // conv, sender, client
   using MemberKey = std::pair<std::string, std::string>;                // conv, user
 
-  // REQUIRES: mu_ held.
-  Status CheckAvailableLocked() const;
-  const std::vector<StoredMessage>* ConvLocked(std::string_view conv_id) const;
+  Status CheckAvailableLocked() const REQUIRES(mu_);
+  const std::vector<StoredMessage>* ConvLocked(std::string_view conv_id) const REQUIRES(mu_);
 
-  mutable std::mutex mu_;
-  int lose_commits_ = 0;                                // guarded by mu_
-  std::function<bool(const ShardFence&)> fence_check_;  // guarded by mu_
-  bool available_ = true;                               // guarded by mu_
-  size_t append_calls_ = 0;
-  // conv_id -> messages; messages[i].seq == i + 1. All guarded by mu_.
-  std::map<std::string, std::vector<StoredMessage>, std::less<>> convs_;
-  std::map<ClientKey, std::pair<std::string, int64_t>> by_client_;  // -> (conv, seq)
-  std::set<int64_t> server_msg_ids_;
-  std::map<std::string, int64_t, std::less<>> conv_min_seq_;
-  std::map<MemberKey, MemberState> members_;
+  mutable Mutex mu_;
+  int lose_commits_ GUARDED_BY(mu_) = 0;
+  std::function<bool(const ShardFence&)> fence_check_ GUARDED_BY(mu_);
+  bool available_ GUARDED_BY(mu_) = true;
+  size_t append_calls_ GUARDED_BY(mu_) = 0;
+  // conv_id -> messages; messages[i].seq == i + 1.
+  std::map<std::string, std::vector<StoredMessage>, std::less<>> convs_ GUARDED_BY(mu_);
+  // (conv, sender, client id) -> (conv, seq).
+  std::map<ClientKey, std::pair<std::string, int64_t>> by_client_ GUARDED_BY(mu_);
+  std::set<int64_t> server_msg_ids_ GUARDED_BY(mu_);
+  std::map<std::string, int64_t, std::less<>> conv_min_seq_ GUARDED_BY(mu_);
+  std::map<MemberKey, MemberState> members_ GUARDED_BY(mu_);
 };
 
 }  // namespace seqd

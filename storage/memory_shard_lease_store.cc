@@ -4,7 +4,7 @@ namespace seqd {
 
 Result<uint32_t> MemoryShardLeaseStore::EnsureSchema(uint32_t shards) {
   if (Status s = shard_lease::CheckShards(shards); !s) return s.error();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (shards_ == 0) {
     shards_ = shards;
     rows_.resize(shards);
@@ -14,7 +14,7 @@ Result<uint32_t> MemoryShardLeaseStore::EnsureSchema(uint32_t shards) {
 }
 
 Result<std::vector<ShardLeaseRow>> MemoryShardLeaseStore::ReadLeases() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return rows_;
 }
 
@@ -28,7 +28,7 @@ Result<ShardLeaseRow*> MemoryShardLeaseStore::RowLocked(uint32_t shard) {
 Result<ShardLeaseRow> MemoryShardLeaseStore::Acquire(uint32_t shard, int64_t expected_version,
                                                      std::string_view owner) {
   if (Status s = shard_lease::CheckInstance(owner); !s) return s.error();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto row = RowLocked(shard);
   if (!row) return row.error();
   ShardLeaseRow& r = **row;
@@ -41,7 +41,7 @@ Result<ShardLeaseRow> MemoryShardLeaseStore::Acquire(uint32_t shard, int64_t exp
 
 Result<ShardLeaseRow> MemoryShardLeaseStore::Renew(uint32_t shard, std::string_view owner,
                                                    int64_t epoch) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto row = RowLocked(shard);
   if (!row) return row.error();
   ShardLeaseRow& r = **row;
@@ -52,7 +52,7 @@ Result<ShardLeaseRow> MemoryShardLeaseStore::Renew(uint32_t shard, std::string_v
 
 Result<std::vector<ShardLeaseRow>> MemoryShardLeaseStore::RenewAll(std::string_view owner) {
   if (Status s = shard_lease::CheckInstance(owner); !s) return s.error();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<ShardLeaseRow> out;
   for (ShardLeaseRow& r : rows_) {
     if (r.owner != owner) continue;
@@ -63,7 +63,7 @@ Result<std::vector<ShardLeaseRow>> MemoryShardLeaseStore::RenewAll(std::string_v
 }
 
 Status MemoryShardLeaseStore::Release(uint32_t shard, std::string_view owner, int64_t epoch) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto row = RowLocked(shard);
   if (!row) return row.error();
   ShardLeaseRow& r = **row;
@@ -75,7 +75,7 @@ Status MemoryShardLeaseStore::Release(uint32_t shard, std::string_view owner, in
 
 Status MemoryShardLeaseStore::Heartbeat(std::string_view instance, std::string_view advertise) {
   if (Status s = shard_lease::CheckInstance(instance); !s) return s;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = members_.find(instance);
   if (it == members_.end()) {
     it = members_.emplace(std::string(instance), ClusterMember{std::string(instance), "", 0, false})
@@ -88,7 +88,7 @@ Status MemoryShardLeaseStore::Heartbeat(std::string_view instance, std::string_v
 }
 
 Status MemoryShardLeaseStore::Leave(std::string_view instance) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = members_.find(instance);
   if (it == members_.end()) return OkStatus();
   it->second.left = true;
@@ -97,14 +97,14 @@ Status MemoryShardLeaseStore::Leave(std::string_view instance) {
 }
 
 Status MemoryShardLeaseStore::Forget(std::string_view instance, int64_t heartbeat) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = members_.find(instance);
   if (it != members_.end() && it->second.heartbeat == heartbeat) members_.erase(it);
   return OkStatus();
 }
 
 Result<std::vector<ClusterMember>> MemoryShardLeaseStore::ReadMembers() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<ClusterMember> out;
   for (const auto& [id, m] : members_) out.push_back(m);
   return out;

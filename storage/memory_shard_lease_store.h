@@ -5,10 +5,10 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "storage/shard_lease_store.h"
 
 namespace seqd {
@@ -28,13 +28,12 @@ class MemoryShardLeaseStore final : public ShardLeaseStore {
   Status Forget(std::string_view instance, int64_t heartbeat) override;
 
  private:
-  // REQUIRES: mu_ held.
-  Result<ShardLeaseRow*> RowLocked(uint32_t shard);
+  Result<ShardLeaseRow*> RowLocked(uint32_t shard) REQUIRES(mu_);
 
-  std::mutex mu_;
-  uint32_t shards_ = 0;  // 0 until EnsureSchema
-  std::vector<ShardLeaseRow> rows_;
-  std::map<std::string, ClusterMember, std::less<>> members_;
+  Mutex mu_;
+  uint32_t shards_ GUARDED_BY(mu_) = 0;  // 0 until EnsureSchema
+  std::vector<ShardLeaseRow> rows_ GUARDED_BY(mu_);
+  std::map<std::string, ClusterMember, std::less<>> members_ GUARDED_BY(mu_);
 };
 
 }  // namespace seqd

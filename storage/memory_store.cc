@@ -5,7 +5,7 @@ namespace seqd {
 Status MemoryStore::EnsureSchema() { return OkStatus(); }
 
 Result<ReservedSegment> MemoryStore::Reserve(std::string_view key, std::optional<int64_t> step) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = rows_.find(key);
   if (it == rows_.end()) return MakeError(ErrorCode::kUnknownKey, "no such key");
   KeyRow& row = it->second;
@@ -16,7 +16,7 @@ Result<ReservedSegment> MemoryStore::Reserve(std::string_view key, std::optional
 
 Result<KeyRow> MemoryStore::CreateKey(std::string_view key, int64_t step,
                                       std::string_view description) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (rows_.count(key)) return MakeError(ErrorCode::kKeyExists, "key exists");
   KeyRow row{std::string(key), 1, step, std::string(description), 0};
   rows_.emplace(row.key, row);
@@ -24,14 +24,14 @@ Result<KeyRow> MemoryStore::CreateKey(std::string_view key, int64_t step,
 }
 
 Result<KeyRow> MemoryStore::GetKey(std::string_view key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = rows_.find(key);
   if (it == rows_.end()) return MakeError(ErrorCode::kUnknownKey, "no such key");
   return it->second;
 }
 
 Result<std::vector<KeyRow>> MemoryStore::ListKeys(std::string_view after, size_t limit) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<KeyRow> out;
   for (auto it = rows_.upper_bound(after); it != rows_.end() && out.size() < limit; ++it) {
     out.push_back(it->second);
@@ -40,7 +40,7 @@ Result<std::vector<KeyRow>> MemoryStore::ListKeys(std::string_view after, size_t
 }
 
 Result<KeyRow> MemoryStore::SetStep(std::string_view key, int64_t step) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = rows_.find(key);
   if (it == rows_.end()) return MakeError(ErrorCode::kUnknownKey, "no such key");
   it->second.step = step;
@@ -50,7 +50,7 @@ Result<KeyRow> MemoryStore::SetStep(std::string_view key, int64_t step) {
 Status MemoryStore::Ping() { return OkStatus(); }
 
 void MemoryStore::DeleteKey(std::string_view key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = rows_.find(key);
   if (it != rows_.end()) rows_.erase(it);
 }

@@ -5,8 +5,8 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 
+#include "common/mutex.h"
 #include "storage/segment_store.h"
 
 namespace seqd {
@@ -23,11 +23,11 @@ class MemoryStore final : public SegmentStore {
   Status Ping() override;
 
   // Test hook: deletes a row as an operator would with SQL.
-  void DeleteKey(std::string_view key);
+  void DeleteKey(std::string_view key) EXCLUDES(mu_);
 
  private:
-  std::mutex mu_;
-  std::map<std::string, KeyRow, std::less<>> rows_;  // guarded by mu_
+  Mutex mu_;
+  std::map<std::string, KeyRow, std::less<>> rows_ GUARDED_BY(mu_);
 };
 
 }  // namespace seqd

@@ -24,7 +24,7 @@ Status MemoryWorkerLeaseStore::EnsureSchema() { return OkStatus(); }
 Result<WorkerLease> MemoryWorkerLeaseStore::Claim(const ClaimRequest& r) {
   Status st = worker_lease::CheckClaim(r);
   if (!st.ok()) return st.error();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const int64_t now = now_ms_();
   std::vector<WorkerLease> rows;
   for (auto it = rows_.begin(); it != rows_.end() && it->first < r.max_workers; ++it) {
@@ -55,7 +55,7 @@ Result<WorkerLease> MemoryWorkerLeaseStore::Renew(int worker_id, std::string_vie
   Status st = worker_lease::CheckHolder("renew", worker_id, instance);
   if (st.ok()) st = worker_lease::CheckTtl("renew", ttl_ms);
   if (!st.ok()) return st.error();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const int64_t now = now_ms_();
   auto it = rows_.find(worker_id);
   if (it == rows_.end() || it->second.instance != instance) {
@@ -73,7 +73,7 @@ Status MemoryWorkerLeaseStore::Release(int worker_id, std::string_view instance,
                                        int64_t time_bound_ms) {
   Status st = worker_lease::CheckHolder("release", worker_id, instance);
   if (!st.ok()) return st;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = rows_.find(worker_id);
   if (it == rows_.end() || it->second.instance != instance) return OkStatus();
   it->second.expires_ms = 0;
@@ -82,7 +82,7 @@ Status MemoryWorkerLeaseStore::Release(int worker_id, std::string_view instance,
 }
 
 Result<std::vector<WorkerLease>> MemoryWorkerLeaseStore::List() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const int64_t now = now_ms_();
   std::vector<WorkerLease> out;
   out.reserve(rows_.size());

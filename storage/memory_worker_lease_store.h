@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 
+#include "common/mutex.h"
 #include "storage/worker_lease_store.h"
 
 namespace seqd {
@@ -31,8 +31,8 @@ class MemoryWorkerLeaseStore final : public WorkerLeaseStore {
 
  private:
   const std::function<int64_t()> now_ms_;
-  std::mutex mu_;
-  std::map<int, WorkerLease> rows_;  // by worker id; guarded by mu_
+  Mutex mu_;
+  std::map<int, WorkerLease> rows_ GUARDED_BY(mu_);  // by worker id
 };
 
 }  // namespace seqd

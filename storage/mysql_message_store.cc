@@ -1,6 +1,7 @@
-// Over 400 lines: every MessageStore call against one schema, each a short
-// transaction (Append with its group-commit fast path and the re-read after
-// a lost COMMIT); they share statements and are read next to the schema.
+// Over 400 lines: MysqlMessageStore's schema and statement table, and
+// Append (its group-commit fast path, the row-by-row slow path and the
+// re-read after a lost COMMIT), which is one transaction and reads as one.
+// The reads, members and status calls are in mysql_message_reads.cc.
 #include "storage/mysql_message_store.h"
 
 #include <cppconn/connection.h>
@@ -14,9 +15,12 @@
 #include <unordered_map>
 #include <utility>
 
-#include "storage/message_store_rows.h"
+#include "storage/mysql_message_sql.h"
 
 namespace seqd {
+
+using namespace mysql_message_sql;  // NOLINT: this store's private header
+
 namespace {
 
 // Rows per multi-row INSERT, and the payload bytes one may carry: written as
@@ -24,8 +28,6 @@ namespace {
 // of 16 MiB.
 constexpr size_t kChunkRows = 256;
 constexpr size_t kChunkBytes = 4 << 20;
-// IN-list length per SELECT.
-constexpr size_t kInListMax = 256;
 // Duplicate-key retries of one row on the slow path (another process keeps
 // committing the seq it stamped) before the batch fails kStoreUnavailable.
 constexpr int kMaxRowRetries = 20;
@@ -65,25 +67,6 @@ const char* const kSchema[] = {
   "conv_id, seq, server_msg_id, sender_id, client_msg_id, content_type, payload, send_time_ms, " \
   "status"
 
-enum StmtId {
-  kMaxSeq,
-  kSelectByClient,
-  kRangeAsc,
-  kRangeDesc,
-  kSelectOne,
-  kSetStatus,
-  kGetConvMin,
-  kSetConvMin,
-  kGetMember,
-  kGetMemberForUpdate,
-  kPutMember,
-  kSetRead,
-  kCountUnread,
-  kPing,
-  kLeaseOf,
-  kNumStmts,
-};
-
 const char* const kSql[kNumStmts] = {
     /* kMaxSeq */ "SELECT COALESCE(MAX(seq), 0) FROM seqd_message WHERE conv_id = ?",
     /* kSelectByClient */
@@ -119,9 +102,6 @@ const char* const kSql[kNumStmts] = {
     /* kLeaseOf */ "SELECT owner, epoch FROM seqd_shard_lease WHERE shard = ?",
 };
 
-// Statements whose text depends on a count (IN lists, multi-row INSERT).
-enum ListKind { kInsertRows, kMaxSeqIn, kBySeqsIn, kFencesIn };
-
 constexpr char kInsertPrefix[] = "INSERT INTO seqd_message (" SEQD_MSG_COLUMNS ") VALUES ";
 
 // Appends `bytes` as a hex literal (X'...'): any bytes, no escaping rules.
@@ -156,23 +136,28 @@ std::string ListSql(ListKind kind, size_t n) {
 
 std::string ListSqlById(int kind, size_t n) { return ListSql(static_cast<ListKind>(kind), n); }
 
+}  // namespace
+
+namespace mysql_message_sql {
+
 const MysqlSession kSession{kSql, ListSqlById, std::nullopt};
 
-StoredMessage ReadMessage(sql::ResultSet& rs) {
-  StoredMessage m;
-  m.conv_id = rs.getString(1).asStdString();
-  m.seq = rs.getInt64(2);
-  m.server_msg_id = rs.getInt64(3);
-  m.sender_id = rs.getString(4).asStdString();
-  m.client_msg_id = rs.getString(5).asStdString();
-  m.content_type = rs.getInt(6);
-  m.payload = rs.getString(7).asStdString();
-  m.send_time_ms = rs.getInt64(8);
-  m.status = MessageStatusFromColumn(rs.getInt(9));
-  return m;
+void ReadMaxSeqs(const std::function<sql::PreparedStatement&(size_t)>& stmt,
+                 const std::vector<std::string>& convs,
+                 std::unordered_map<std::string, int64_t>& out) {
+  for (size_t at = 0; at < convs.size(); at += kInListMax) {
+    const size_t n = std::min(kInListMax, convs.size() - at);
+    sql::PreparedStatement& s = stmt(n);
+    for (size_t i = 0; i < n; ++i) {
+      s.setString(static_cast<unsigned>(i + 1), convs[at + i]);
+      out[convs[at + i]] = 0;
+    }
+    std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
+    while (rs->next()) out[rs->getString(1).asStdString()] = rs->getInt64(2);
+  }
 }
 
-}  // namespace
+}  // namespace mysql_message_sql
 
 MysqlMessageStore::MysqlMessageStore(MysqlOptions options)
     : pool_(std::make_shared<MysqlPool>(std::move(options))) {}
@@ -191,26 +176,6 @@ Status MysqlMessageStore::EnsureSchema() {
     return Ok{};
   });
 }
-
-namespace {
-
-// Reads MAX(seq) of `convs` into `out` (0 for none), with IN lists.
-void ReadMaxSeqs(const std::function<sql::PreparedStatement&(size_t)>& stmt,
-                 const std::vector<std::string>& convs,
-                 std::unordered_map<std::string, int64_t>& out) {
-  for (size_t at = 0; at < convs.size(); at += kInListMax) {
-    const size_t n = std::min(kInListMax, convs.size() - at);
-    sql::PreparedStatement& s = stmt(n);
-    for (size_t i = 0; i < n; ++i) {
-      s.setString(static_cast<unsigned>(i + 1), convs[at + i]);
-      out[convs[at + i]] = 0;
-    }
-    std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
-    while (rs->next()) out[rs->getString(1).asStdString()] = rs->getInt64(2);
-  }
-}
-
-}  // namespace
 
 Result<std::vector<AppendOutcome>> MysqlMessageStore::Append(std::span<const AppendRequest> batch,
                                                              MaxSeqCache& max_seq_cache) {
@@ -439,249 +404,6 @@ Result<std::vector<AppendOutcome>> MysqlMessageStore::AppendImpl(
   }
   for (auto& [conv, max] : committed) max_seq_cache[conv] = max;
   return result;
-}
-
-Result<int64_t> MysqlMessageStore::MaxSeq(std::string_view conv_id) {
-  const std::string conv(conv_id);
-  return pool_->Run<int64_t>(kSession, "max seq", [&](MysqlConn& c) -> Result<int64_t> {
-    sql::PreparedStatement& s = c.Stmt(kMaxSeq);
-    s.setString(1, conv);
-    std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
-    const int64_t max = rs->next() ? rs->getInt64(1) : 0;
-    rs.reset();
-    c.Commit();
-    return max;
-  });
-}
-
-Result<std::vector<int64_t>> MysqlMessageStore::MaxSeqs(std::span<const std::string> conv_ids) {
-  if (conv_ids.empty()) return std::vector<int64_t>();
-  std::vector<std::string> distinct;
-  {
-    std::unordered_map<std::string, bool> seen;
-    for (const std::string& c : conv_ids) {
-      if (seen.emplace(c, true).second) distinct.push_back(c);
-    }
-  }
-  return pool_->Run<std::vector<int64_t>>(
-      kSession, "max seqs", [&](MysqlConn& c) -> Result<std::vector<int64_t>> {
-        std::unordered_map<std::string, int64_t> max;
-        ReadMaxSeqs([&](size_t n) -> sql::PreparedStatement& { return c.List(kMaxSeqIn, n); },
-                    distinct, max);
-        c.Commit();
-        std::vector<int64_t> out;
-        out.reserve(conv_ids.size());
-        for (const std::string& conv : conv_ids) out.push_back(max[conv]);
-        return out;
-      });
-}
-
-Result<MessagePage> MysqlMessageStore::GetRange(const RangeQuery& q) {
-  if (q.from_seq > q.to_seq || q.limit == 0) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "get range: REQUIRES from_seq <= to_seq and limit >= 1");
-  }
-  const int64_t limit = ClampRangeLimit(q.limit);
-  return pool_->Run<MessagePage>(kSession, "get range", [&](MysqlConn& c) -> Result<MessagePage> {
-    sql::PreparedStatement& s = c.Stmt(q.descending ? kRangeDesc : kRangeAsc);
-    s.setString(1, q.conv_id);
-    s.setInt64(2, q.from_seq);
-    s.setInt64(3, q.to_seq);
-    s.setInt64(4, limit + 1);
-    std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
-    MessagePage page;
-    while (rs->next()) {
-      if (static_cast<int64_t>(page.messages.size()) == limit) {
-        page.more = true;
-        break;
-      }
-      page.messages.push_back(ReadMessage(*rs));
-    }
-    rs.reset();
-    c.Commit();
-    return page;
-  });
-}
-
-Result<std::vector<StoredMessage>> MysqlMessageStore::GetBySeqs(std::string_view conv_id,
-                                                                std::span<const int64_t> seqs) {
-  std::vector<int64_t> sorted(seqs.begin(), seqs.end());
-  std::sort(sorted.begin(), sorted.end());
-  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
-  if (sorted.empty()) return std::vector<StoredMessage>();
-  const std::string conv(conv_id);
-  return pool_->Run<std::vector<StoredMessage>>(
-      kSession, "get by seqs", [&](MysqlConn& c) -> Result<std::vector<StoredMessage>> {
-        std::vector<StoredMessage> out;
-        for (size_t at = 0; at < sorted.size(); at += kInListMax) {
-          const size_t n = std::min(kInListMax, sorted.size() - at);
-          sql::PreparedStatement& s = c.List(kBySeqsIn, n);
-          s.setString(1, conv);
-          for (size_t i = 0; i < n; ++i) s.setInt64(static_cast<unsigned>(i + 2), sorted[at + i]);
-          std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
-          while (rs->next()) out.push_back(ReadMessage(*rs));
-        }
-        c.Commit();
-        return out;
-      });
-}
-
-Result<StoredMessage> MysqlMessageStore::SetStatus(std::string_view conv_id, int64_t seq,
-                                                   MessageStatus status) {
-  if (status == MessageStatus::kNormal) {
-    return MakeError(ErrorCode::kInvalidArgument, "set status: REQUIRES status != normal");
-  }
-  const std::string conv(conv_id);
-  return pool_->Run<StoredMessage>(kSession, "set status",
-                                   [&](MysqlConn& c) -> Result<StoredMessage> {
-                                     sql::PreparedStatement& upd = c.Stmt(kSetStatus);
-                                     upd.setInt(1, static_cast<int>(status));
-                                     upd.setString(2, conv);
-                                     upd.setInt64(3, seq);
-                                     if (upd.executeUpdate() == 0)
-                                       return MakeError(ErrorCode::kNotFound, "no such message");
-                                     sql::PreparedStatement& sel = c.Stmt(kSelectOne);
-                                     sel.setString(1, conv);
-                                     sel.setInt64(2, seq);
-                                     std::unique_ptr<sql::ResultSet> rs(sel.executeQuery());
-                                     if (!rs->next())
-                                       return MakeError(ErrorCode::kNotFound, "no such message");
-                                     StoredMessage m = ReadMessage(*rs);
-                                     rs.reset();
-                                     c.Commit();
-                                     return m;
-                                   });
-}
-
-Result<int64_t> MysqlMessageStore::GetConvMinSeq(std::string_view conv_id) {
-  const std::string conv(conv_id);
-  return pool_->Run<int64_t>(kSession, "get conv min seq", [&](MysqlConn& c) -> Result<int64_t> {
-    sql::PreparedStatement& s = c.Stmt(kGetConvMin);
-    s.setString(1, conv);
-    std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
-    const int64_t min = rs->next() ? rs->getInt64(1) : 1;
-    rs.reset();
-    c.Commit();
-    return min;
-  });
-}
-
-Status MysqlMessageStore::SetConvMinSeq(std::string_view conv_id, int64_t min_seq) {
-  const std::string conv(conv_id);
-  return pool_->Run<Ok>(kSession, "set conv min seq", [&](MysqlConn& c) -> Result<Ok> {
-    sql::PreparedStatement& s = c.Stmt(kSetConvMin);
-    s.setString(1, conv);
-    s.setInt64(2, min_seq);
-    s.executeUpdate();
-    c.Commit();
-    return Ok{};
-  });
-}
-
-namespace {
-
-MemberState ReadMember(sql::ResultSet& rs) {
-  MemberState m;
-  m.min_seq = rs.getInt64(1);
-  if (!rs.isNull(2)) m.max_seq = rs.getInt64(2);
-  m.read_seq = rs.getInt64(3);
-  return m;
-}
-
-}  // namespace
-
-Result<std::optional<MemberState>> MysqlMessageStore::GetMember(std::string_view conv_id,
-                                                                std::string_view user_id) {
-  const std::string conv(conv_id);
-  const std::string user(user_id);
-  return pool_->Run<std::optional<MemberState>>(
-      kSession, "get member", [&](MysqlConn& c) -> Result<std::optional<MemberState>> {
-        sql::PreparedStatement& s = c.Stmt(kGetMember);
-        s.setString(1, conv);
-        s.setString(2, user);
-        std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
-        std::optional<MemberState> m;
-        if (rs->next()) m = ReadMember(*rs);
-        rs.reset();
-        c.Commit();
-        return m;
-      });
-}
-
-Status MysqlMessageStore::PutMember(std::string_view conv_id, std::string_view user_id,
-                                    const MemberState& state) {
-  const std::string conv(conv_id);
-  const std::string user(user_id);
-  return pool_->Run<Ok>(kSession, "put member", [&](MysqlConn& c) -> Result<Ok> {
-    sql::PreparedStatement& s = c.Stmt(kPutMember);
-    s.setString(1, conv);
-    s.setString(2, user);
-    s.setInt64(3, state.min_seq);
-    if (state.max_seq) {
-      s.setInt64(4, *state.max_seq);
-    } else {
-      s.setNull(4, 0);
-    }
-    s.setInt64(5, state.read_seq);
-    s.executeUpdate();
-    c.Commit();
-    return Ok{};
-  });
-}
-
-Result<MemberState> MysqlMessageStore::SetReadSeq(std::string_view conv_id,
-                                                  std::string_view user_id, int64_t read_seq,
-                                                  int64_t upper) {
-  const std::string conv(conv_id);
-  const std::string user(user_id);
-  return pool_->Run<MemberState>(
-      kSession, "set read seq", [&](MysqlConn& c) -> Result<MemberState> {
-        sql::PreparedStatement& s = c.Stmt(kGetMemberForUpdate);
-        s.setString(1, conv);
-        s.setString(2, user);
-        std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
-        if (!rs->next()) return MakeError(ErrorCode::kNotFound, "not a member");
-        MemberState m = ReadMember(*rs);
-        rs.reset();
-        if (read_seq < m.read_seq) {
-          return MakeError(ErrorCode::kFailedPrecondition, "read_seq " + std::to_string(read_seq) +
-                                                               " is below the stored read_seq " +
-                                                               std::to_string(m.read_seq));
-        }
-        if (read_seq > upper) {
-          return MakeError(
-              ErrorCode::kFailedPrecondition,
-              "read_seq " + std::to_string(read_seq) + " is above " + std::to_string(upper));
-        }
-        if (read_seq != m.read_seq) {
-          sql::PreparedStatement& upd = c.Stmt(kSetRead);
-          upd.setInt64(1, read_seq);
-          upd.setString(2, conv);
-          upd.setString(3, user);
-          upd.executeUpdate();
-        }
-        c.Commit();
-        m.read_seq = read_seq;
-        return m;
-      });
-}
-
-Result<int64_t> MysqlMessageStore::CountUnread(std::string_view conv_id, std::string_view user_id,
-                                               int64_t after_seq, int64_t upto_seq) {
-  const std::string conv(conv_id);
-  const std::string user(user_id);
-  return pool_->Run<int64_t>(kSession, "count unread", [&](MysqlConn& c) -> Result<int64_t> {
-    sql::PreparedStatement& s = c.Stmt(kCountUnread);
-    s.setString(1, conv);
-    s.setInt64(2, after_seq);
-    s.setInt64(3, upto_seq);
-    s.setString(4, user);
-    std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
-    const int64_t n = rs->next() ? rs->getInt64(1) : 0;
-    rs.reset();
-    c.Commit();
-    return n;
-  });
 }
 
 Status MysqlMessageStore::Ping() { return pool_->Ping(kSession, kPing); }

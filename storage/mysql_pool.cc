@@ -301,7 +301,7 @@ Result<std::unique_ptr<MysqlConn>> MysqlPool::Connect() {
   }
   std::vector<size_t> order;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     order = MysqlHostOrder(preferred_host_, failed_);
   }
   // First only Synced nodes; then, if none took it, a ready Galera node that
@@ -313,7 +313,7 @@ Result<std::unique_ptr<MysqlConn>> MysqlPool::Connect() {
       bool unsynced = false;
       auto c = ConnectTo(host, synced_only, &unsynced);
       if (c.ok()) {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         preferred_host_ = host;
         failed_[host] = 0;
         return c;
@@ -334,7 +334,7 @@ Result<std::unique_ptr<MysqlConn>> MysqlPool::Connect() {
 }
 
 void MysqlPool::MarkFailed(size_t host) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (host < failed_.size()) failed_[host] = ++failures_;
 }
 
@@ -426,9 +426,9 @@ Result<std::unique_ptr<MysqlConn>> MysqlPool::ConnectTo(size_t host, bool synced
 Result<std::unique_ptr<MysqlConn>> MysqlPool::Acquire(bool fresh) {
   std::unique_ptr<MysqlConn> stale;  // closed outside the lock
   {
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     const int cap = options_.pool_size > 0 ? options_.pool_size : 1;
-    cv_.wait(lock, [&] { return !idle_.empty() || open_ < cap; });
+    cv_.wait(lock.native(), [&]() REQUIRES(mu_) { return !idle_.empty() || open_ < cap; });
     if (!idle_.empty()) {
       std::unique_ptr<MysqlConn> c = std::move(idle_.back());
       idle_.pop_back();
@@ -446,7 +446,7 @@ Result<std::unique_ptr<MysqlConn>> MysqlPool::ConnectCounted() {
   auto c = Connect();
   if (!c.ok()) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       --open_;
     }
     cv_.notify_one();
@@ -456,7 +456,7 @@ Result<std::unique_ptr<MysqlConn>> MysqlPool::ConnectCounted() {
 
 void MysqlPool::Release(std::unique_ptr<MysqlConn> conn, bool broken) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!broken) {
       idle_.push_back(std::move(conn));
     } else {
@@ -470,7 +470,7 @@ void MysqlPool::Release(std::unique_ptr<MysqlConn> conn, bool broken) {
 void MysqlPool::DropIdle() {
   std::vector<std::unique_ptr<MysqlConn>> dropped;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     dropped.swap(idle_);
     open_ -= static_cast<int>(dropped.size());
   }
@@ -557,7 +557,7 @@ Status MysqlPool::Prepare(const MysqlSession& session,
                           const std::function<void(MysqlConn&)>& prepare) {
   std::unique_ptr<MysqlConn> c;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const int cap = options_.pool_size > 0 ? options_.pool_size : 1;
     if (open_ < cap) {
       ++open_;  // ours to open

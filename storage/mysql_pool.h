@@ -53,7 +53,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -63,6 +62,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/mutex.h"
 #include "storage/store_stats.h"
 
 namespace sql {
@@ -239,40 +239,41 @@ class MysqlPool {
   // Runs `prepare` (statements to prepare for `session`) on a connection
   // of its own: one newly opened if the pool has room, else an idle one.
   // Concurrent calls open several. Blocks; errors are the connection's.
-  Status Prepare(const MysqlSession& session, const std::function<void(MysqlConn&)>& prepare);
+  Status Prepare(const MysqlSession& session, const std::function<void(MysqlConn&)>& prepare)
+      EXCLUDES(mu_);
 
  private:
   // One attempt's work; returns normally or throws.
   using Body = std::function<void(MysqlConn&, bool& retryable)>;
-  Status RunBody(const MysqlSession& session, const char* op, const Body& body);
+  Status RunBody(const MysqlSession& session, const char* op, const Body& body) EXCLUDES(mu_);
 
   // Takes an idle connection or opens a new one (waiting while `pool_size`
   // are in use). With `fresh`, never returns an already-open connection.
-  Result<std::unique_ptr<MysqlConn>> Acquire(bool fresh);
+  Result<std::unique_ptr<MysqlConn>> Acquire(bool fresh) EXCLUDES(mu_);
   // Returns a connection to the pool, or closes it if `broken`.
-  void Release(std::unique_ptr<MysqlConn> conn, bool broken);
+  void Release(std::unique_ptr<MysqlConn> conn, bool broken) EXCLUDES(mu_);
   // Closes all idle connections: after one connection died, they are suspect.
-  void DropIdle();
+  void DropIdle() EXCLUDES(mu_);
   // A new connection to the first host of MysqlHostOrder that takes one.
-  Result<std::unique_ptr<MysqlConn>> Connect();
+  Result<std::unique_ptr<MysqlConn>> Connect() EXCLUDES(mu_);
   // A connection to hosts[host]. With `synced_only`, a Galera node that is
   // ready but not Synced (a donor, a joiner) is refused too; `*not_synced`
   // tells that case from the others.
   Result<std::unique_ptr<MysqlConn>> ConnectTo(size_t host, bool synced_only, bool* not_synced);
   // Moves `host` to the end of the order (a connection to it failed).
-  void MarkFailed(size_t host);
+  void MarkFailed(size_t host) EXCLUDES(mu_);
   // Connect() for a slot already counted in open_: gives the slot back if
   // it fails.
-  Result<std::unique_ptr<MysqlConn>> ConnectCounted();
+  Result<std::unique_ptr<MysqlConn>> ConnectCounted() EXCLUDES(mu_);
 
   const MysqlOptions options_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::vector<std::unique_ptr<MysqlConn>> idle_;  // guarded by mu_
-  int open_ = 0;                  // connections idle, in use, or being opened; guarded by mu_
-  size_t preferred_host_ = 0;     // the host that last took a connection; guarded by mu_
-  std::vector<uint64_t> failed_;  // per host, as MysqlHostOrder takes it; guarded by mu_
-  uint64_t failures_ = 0;         // failures so far (failed_'s clock); guarded by mu_
+  std::vector<std::unique_ptr<MysqlConn>> idle_ GUARDED_BY(mu_);
+  int open_ GUARDED_BY(mu_) = 0;                  // connections idle, in use, or being opened
+  size_t preferred_host_ GUARDED_BY(mu_) = 0;     // the host that last took a connection
+  std::vector<uint64_t> failed_ GUARDED_BY(mu_);  // per host, as MysqlHostOrder takes it
+  uint64_t failures_ GUARDED_BY(mu_) = 0;         // failures so far (failed_'s clock)
 };
 
 }  // namespace seqd

@@ -126,14 +126,15 @@ StoredMessage ReadMessage(sqlite3_stmt* s) {
 
 }  // namespace
 
-SqliteMessageStore::SqliteMessageStore(std::string path) : db_(std::move(path), kSql) {}
+SqliteMessageStore::SqliteMessageStore(std::string path)
+    : path_(path), db_(std::move(path), kSql) {}
 
 SqliteMessageStore::~SqliteMessageStore() = default;
 
 Result<std::unique_ptr<SqliteMessageStore>> SqliteMessageStore::Open(const std::string& path) {
   auto store = std::make_unique<SqliteMessageStore>(path);
   {
-    std::lock_guard lock(store->mu_);
+    MutexLock lock(store->mu_);
     Status st = store->db_.Open();
     if (!st.ok()) return st.error();
   }
@@ -141,7 +142,7 @@ Result<std::unique_ptr<SqliteMessageStore>> SqliteMessageStore::Open(const std::
 }
 
 Status SqliteMessageStore::EnsureSchema() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return db_.ExecScript(kSchema, "create tables");
 }
 
@@ -237,12 +238,12 @@ Result<std::vector<AppendOutcome>> SqliteMessageStore::AppendLocked(
 
 Result<std::vector<AppendOutcome>> SqliteMessageStore::Append(std::span<const AppendRequest> batch,
                                                               MaxSeqCache& max_seq_cache) {
-  auto fail = [&](Error e) -> Error {
+  auto fail = [&](Error e) REQUIRES(mu_) -> Error {
     for (const AppendRequest& r : batch) max_seq_cache.erase(r.conv_id);
     return e;
   };
   if (batch.empty()) return std::vector<AppendOutcome>();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Status st = db_.Begin("append (begin)");
   if (!st.ok()) return fail(st.error());
   MaxSeqCache cur;
@@ -261,12 +262,12 @@ Result<std::vector<AppendOutcome>> SqliteMessageStore::Append(std::span<const Ap
 }
 
 Result<int64_t> SqliteMessageStore::MaxSeq(std::string_view conv_id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return MaxSeqLocked(conv_id, "max seq");
 }
 
 Result<std::vector<int64_t>> SqliteMessageStore::MaxSeqs(std::span<const std::string> conv_ids) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<int64_t> out;
   out.reserve(conv_ids.size());
   for (const std::string& c : conv_ids) {
@@ -282,7 +283,7 @@ Result<MessagePage> SqliteMessageStore::GetRange(const RangeQuery& q) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "get range: REQUIRES from_seq <= to_seq and limit >= 1");
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const char* op = "get range";
   auto s = db_.Stmt(q.descending ? kRangeDesc : kRangeAsc, op);
   if (!s.ok()) return s.error();
@@ -325,7 +326,7 @@ Result<std::vector<StoredMessage>> SqliteMessageStore::GetBySeqs(std::string_vie
   std::vector<int64_t> sorted(seqs.begin(), seqs.end());
   std::sort(sorted.begin(), sorted.end());
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<StoredMessage> out;
   for (int64_t seq : sorted) {
     auto m = SelectOneLocked(conv_id, seq, "get by seqs");
@@ -340,7 +341,7 @@ Result<StoredMessage> SqliteMessageStore::SetStatus(std::string_view conv_id, in
   if (status == MessageStatus::kNormal) {
     return MakeError(ErrorCode::kInvalidArgument, "set status: REQUIRES status != normal");
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const char* op = "set status";
   {
     auto s = db_.Stmt(kSetStatus, op);
@@ -360,7 +361,7 @@ Result<StoredMessage> SqliteMessageStore::SetStatus(std::string_view conv_id, in
 }
 
 Result<int64_t> SqliteMessageStore::GetConvMinSeq(std::string_view conv_id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const char* op = "get conv min seq";
   auto s = db_.Stmt(kGetConvMin, op);
   if (!s.ok()) return s.error();
@@ -373,7 +374,7 @@ Result<int64_t> SqliteMessageStore::GetConvMinSeq(std::string_view conv_id) {
 }
 
 Status SqliteMessageStore::SetConvMinSeq(std::string_view conv_id, int64_t min_seq) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const char* op = "set conv min seq";
   auto s = db_.Stmt(kSetConvMin, op);
   if (!s.ok()) return s.error();
@@ -387,7 +388,7 @@ Status SqliteMessageStore::SetConvMinSeq(std::string_view conv_id, int64_t min_s
 
 Result<std::optional<MemberState>> SqliteMessageStore::GetMember(std::string_view conv_id,
                                                                  std::string_view user_id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const char* op = "get member";
   auto s = db_.Stmt(kGetMember, op);
   if (!s.ok()) return s.error();
@@ -406,7 +407,7 @@ Result<std::optional<MemberState>> SqliteMessageStore::GetMember(std::string_vie
 
 Status SqliteMessageStore::PutMember(std::string_view conv_id, std::string_view user_id,
                                      const MemberState& state) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const char* op = "put member";
   auto s = db_.Stmt(kPutMember, op);
   if (!s.ok()) return s.error();
@@ -428,10 +429,10 @@ Status SqliteMessageStore::PutMember(std::string_view conv_id, std::string_view 
 Result<MemberState> SqliteMessageStore::SetReadSeq(std::string_view conv_id,
                                                    std::string_view user_id, int64_t read_seq,
                                                    int64_t upper) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Status st = db_.Begin("set read seq (begin)");
   if (!st.ok()) return st.error();
-  auto fail = [&](Error e) -> Error {
+  auto fail = [&](Error e) REQUIRES(mu_) -> Error {
     db_.Rollback();
     return e;
   };
@@ -479,7 +480,7 @@ Result<MemberState> SqliteMessageStore::SetReadSeq(std::string_view conv_id,
 
 Result<int64_t> SqliteMessageStore::CountUnread(std::string_view conv_id, std::string_view user_id,
                                                 int64_t after_seq, int64_t upto_seq) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const char* op = "count unread";
   auto s = db_.Stmt(kCountUnread, op);
   if (!s.ok()) return s.error();
@@ -494,7 +495,7 @@ Result<int64_t> SqliteMessageStore::CountUnread(std::string_view conv_id, std::s
 }
 
 Status SqliteMessageStore::Ping() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return db_.Exec(kPing, "ping");
 }
 

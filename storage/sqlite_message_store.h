@@ -14,9 +14,9 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "common/mutex.h"
 #include "storage/message_store.h"
 #include "storage/sqlite_db.h"
 
@@ -37,7 +37,7 @@ class SqliteMessageStore final : public MessageStore {
   // EnsureSchema(). kStoreUnavailable if the file cannot be opened.
   static Result<std::unique_ptr<SqliteMessageStore>> Open(const std::string& path);
 
-  const std::string& path() const { return db_.path(); }
+  const std::string& path() const { return path_; }
 
   Status EnsureSchema() override;
   Result<std::vector<AppendOutcome>> Append(std::span<const AppendRequest> batch,
@@ -62,17 +62,18 @@ class SqliteMessageStore final : public MessageStore {
   Status Ping() override;
 
  private:
-  // All private helpers REQUIRE: mu_ held.
-  Result<int64_t> MaxSeqLocked(std::string_view conv_id, const char* op);
+  Result<int64_t> MaxSeqLocked(std::string_view conv_id, const char* op) REQUIRES(mu_);
   // The message stored under (conv, sender, client id), if any.
-  Result<std::optional<AppendOutcome>> SelectByClientLocked(const AppendRequest& r);
+  Result<std::optional<AppendOutcome>> SelectByClientLocked(const AppendRequest& r) REQUIRES(mu_);
   Result<std::optional<StoredMessage>> SelectOneLocked(std::string_view conv_id, int64_t seq,
-                                                       const char* op);
+                                                       const char* op) REQUIRES(mu_);
   Result<std::vector<AppendOutcome>> AppendLocked(std::span<const AppendRequest> batch,
-                                                  const MaxSeqCache& cache, MaxSeqCache& new_max);
+                                                  const MaxSeqCache& cache, MaxSeqCache& new_max)
+      REQUIRES(mu_);
 
-  std::mutex mu_;
-  SqliteDb db_;  // guarded by mu_
+  const std::string path_;  // db_.path(), readable without mu_
+  Mutex mu_;
+  SqliteDb db_ GUARDED_BY(mu_);
 };
 
 }  // namespace seqd

@@ -73,14 +73,14 @@ KeyRow ReadRow(sqlite3_stmt* s) {
 
 }  // namespace
 
-SqliteStore::SqliteStore(std::string path) : db_(std::move(path), kSql) {}
+SqliteStore::SqliteStore(std::string path) : path_(path), db_(std::move(path), kSql) {}
 
 SqliteStore::~SqliteStore() = default;
 
 Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) {
   auto store = std::make_unique<SqliteStore>(path);
   {
-    std::lock_guard lock(store->mu_);
+    MutexLock lock(store->mu_);
     Status st = store->db_.Open();
     if (!st.ok()) return st.error();
   }
@@ -88,7 +88,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) 
 }
 
 Status SqliteStore::EnsureSchema() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return db_.ExecScript(kCreateTable, "create table");
 }
 
@@ -96,11 +96,11 @@ Result<ReservedSegment> SqliteStore::Reserve(std::string_view key, std::optional
   if (step && *step <= 0) {
     return MakeError(ErrorCode::kInvalidArgument, "sqlite reserve: step must be > 0");
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Status st = db_.Begin("reserve (begin)");
   if (!st.ok()) return st.error();
 
-  auto fail = [&](Error e) -> Error {
+  auto fail = [&](Error e) REQUIRES(mu_) -> Error {
     db_.Rollback();
     return e;
   };
@@ -153,8 +153,8 @@ Result<ReservedSegment> SqliteStore::Reserve(std::string_view key, std::optional
 
 std::vector<Result<ReservedSegment>> SqliteStore::ReserveMany(
     const std::vector<ReserveRequest>& requests) {
-  std::lock_guard lock(mu_);
-  auto fail_all = [&](const Error& e) {
+  MutexLock lock(mu_);
+  auto fail_all = [&](const Error& e) REQUIRES(mu_) {
     db_.Rollback();
     return std::vector<Result<ReservedSegment>>(requests.size(), e);
   };
@@ -208,7 +208,7 @@ std::vector<Result<ReservedSegment>> SqliteStore::ReserveMany(
 }
 
 Status SqliteStore::CreateKeys(const std::vector<NewKey>& keys, std::string_view description) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (Status st = db_.Begin("create keys (begin)"); !st.ok()) return st;
   for (const NewKey& k : keys) {
     auto ins = db_.Stmt(kInsertIfAbsent, "create keys");
@@ -244,7 +244,7 @@ Result<KeyRow> SqliteStore::SelectOneLocked(std::string_view key, const char* op
 
 Result<KeyRow> SqliteStore::CreateKey(std::string_view key, int64_t step,
                                       std::string_view description) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   {
     auto s = db_.Stmt(kInsert, "create key");
     if (!s.ok()) return s.error();
@@ -262,12 +262,12 @@ Result<KeyRow> SqliteStore::CreateKey(std::string_view key, int64_t step,
 }
 
 Result<KeyRow> SqliteStore::GetKey(std::string_view key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return SelectOneLocked(key, "get key");
 }
 
 Result<std::vector<KeyRow>> SqliteStore::ListKeys(std::string_view after, size_t limit) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto s = db_.Stmt(kList, "list keys");
   if (!s.ok()) return s.error();
   SqliteResetOnExit reset(*s);
@@ -285,7 +285,7 @@ Result<std::vector<KeyRow>> SqliteStore::ListKeys(std::string_view after, size_t
 }
 
 Result<KeyRow> SqliteStore::SetStep(std::string_view key, int64_t step) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   {
     auto s = db_.Stmt(kSetStep, "set step");
     if (!s.ok()) return s.error();
@@ -300,7 +300,7 @@ Result<KeyRow> SqliteStore::SetStep(std::string_view key, int64_t step) {
 }
 
 Status SqliteStore::Ping() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return db_.Exec(kPing, "ping");
 }
 

@@ -13,9 +13,9 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "common/mutex.h"
 #include "storage/segment_store.h"
 #include "storage/sqlite_db.h"
 
@@ -36,7 +36,7 @@ class SqliteStore final : public SegmentStore {
   // EnsureSchema(). kStoreUnavailable if the file cannot be opened.
   static Result<std::unique_ptr<SqliteStore>> Open(const std::string& path);
 
-  const std::string& path() const { return db_.path(); }
+  const std::string& path() const { return path_; }
 
   Status EnsureSchema() override;
   Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) override;
@@ -52,12 +52,12 @@ class SqliteStore final : public SegmentStore {
   Status Ping() override;
 
  private:
-  // All private helpers REQUIRE: mu_ held.
   // Reads the row for `key`; kUnknownKey if absent.
-  Result<KeyRow> SelectOneLocked(std::string_view key, const char* op);
+  Result<KeyRow> SelectOneLocked(std::string_view key, const char* op) REQUIRES(mu_);
 
-  std::mutex mu_;
-  SqliteDb db_;  // guarded by mu_
+  const std::string path_;  // db_.path(), readable without mu_
+  Mutex mu_;
+  SqliteDb db_ GUARDED_BY(mu_);
 };
 
 }  // namespace seqd

@@ -74,7 +74,8 @@ WorkerLease ReadLease(sqlite3_stmt* s) {
 
 }  // namespace
 
-SqliteWorkerLeaseStore::SqliteWorkerLeaseStore(std::string path) : db_(std::move(path), kSql) {}
+SqliteWorkerLeaseStore::SqliteWorkerLeaseStore(std::string path)
+    : path_(path), db_(std::move(path), kSql) {}
 
 SqliteWorkerLeaseStore::~SqliteWorkerLeaseStore() = default;
 
@@ -82,7 +83,7 @@ Result<std::unique_ptr<SqliteWorkerLeaseStore>> SqliteWorkerLeaseStore::Open(
     const std::string& path) {
   auto store = std::make_unique<SqliteWorkerLeaseStore>(path);
   {
-    std::lock_guard lock(store->mu_);
+    MutexLock lock(store->mu_);
     Status st = store->db_.Open();
     if (!st.ok()) return st.error();
   }
@@ -90,7 +91,7 @@ Result<std::unique_ptr<SqliteWorkerLeaseStore>> SqliteWorkerLeaseStore::Open(
 }
 
 Status SqliteWorkerLeaseStore::EnsureSchema() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return db_.ExecScript(kCreateTable, "create table");
 }
 
@@ -121,10 +122,10 @@ Result<std::vector<WorkerLease>> SqliteWorkerLeaseStore::RowsLocked(int64_t belo
 Result<WorkerLease> SqliteWorkerLeaseStore::Claim(const ClaimRequest& r) {
   Status st = worker_lease::CheckClaim(r);
   if (!st.ok()) return st.error();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   st = db_.Begin("claim (begin)");
   if (!st.ok()) return st.error();
-  auto fail = [&](Error e) -> Error {
+  auto fail = [&](Error e) REQUIRES(mu_) -> Error {
     db_.Rollback();
     return e;
   };
@@ -181,10 +182,10 @@ Result<WorkerLease> SqliteWorkerLeaseStore::Renew(int worker_id, std::string_vie
   Status st = worker_lease::CheckHolder("renew", worker_id, instance);
   if (st.ok()) st = worker_lease::CheckTtl("renew", ttl_ms);
   if (!st.ok()) return st.error();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   st = db_.Begin("renew (begin)");
   if (!st.ok()) return st.error();
-  auto fail = [&](Error e) -> Error {
+  auto fail = [&](Error e) REQUIRES(mu_) -> Error {
     db_.Rollback();
     return e;
   };
@@ -229,7 +230,7 @@ Status SqliteWorkerLeaseStore::Release(int worker_id, std::string_view instance,
                                        int64_t time_bound_ms) {
   Status st = worker_lease::CheckHolder("release", worker_id, instance);
   if (!st.ok()) return st;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   st = db_.Begin("release (begin)");
   if (!st.ok()) return st;
   {
@@ -255,7 +256,7 @@ Status SqliteWorkerLeaseStore::Release(int worker_id, std::string_view instance,
 }
 
 Result<std::vector<WorkerLease>> SqliteWorkerLeaseStore::List() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto now = NowLocked("list (now)");
   if (!now.ok()) return now.error();
   auto rows = RowsLocked(std::numeric_limits<int64_t>::max(), "list");

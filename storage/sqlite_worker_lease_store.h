@@ -17,9 +17,9 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "common/mutex.h"
 #include "storage/sqlite_db.h"
 #include "storage/worker_lease_store.h"
 
@@ -40,7 +40,7 @@ class SqliteWorkerLeaseStore final : public WorkerLeaseStore {
   // EnsureSchema(). kStoreUnavailable if the file cannot be opened.
   static Result<std::unique_ptr<SqliteWorkerLeaseStore>> Open(const std::string& path);
 
-  const std::string& path() const { return db_.path(); }
+  const std::string& path() const { return path_; }
 
   Status EnsureSchema() override;
   Result<WorkerLease> Claim(const ClaimRequest& r) override;
@@ -50,14 +50,14 @@ class SqliteWorkerLeaseStore final : public WorkerLeaseStore {
   Result<std::vector<WorkerLease>> List() override;
 
  private:
-  // All private helpers REQUIRE: mu_ held.
   // The store clock, unix millis.
-  Result<int64_t> NowLocked(const char* op);
+  Result<int64_t> NowLocked(const char* op) REQUIRES(mu_);
   // Rows with worker_id < `below`, by worker id; store_now_ms is left 0.
-  Result<std::vector<WorkerLease>> RowsLocked(int64_t below, const char* op);
+  Result<std::vector<WorkerLease>> RowsLocked(int64_t below, const char* op) REQUIRES(mu_);
 
-  std::mutex mu_;
-  SqliteDb db_;  // guarded by mu_
+  const std::string path_;  // db_.path(), readable without mu_
+  Mutex mu_;
+  SqliteDb db_ GUARDED_BY(mu_);
 };
 
 }  // namespace seqd
