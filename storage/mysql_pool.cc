@@ -1,3 +1,4 @@
+// Over 400 lines: one pool lifecycle (hosts, connect, statements, checked COMMIT), shared state.
 #include "storage/mysql_pool.h"
 
 #include <cppconn/connection.h>
