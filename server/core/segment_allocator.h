@@ -24,22 +24,24 @@
 #pragma once
 
 #include <atomic>
-#include <boost/container/small_vector.hpp>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include "common/thread_annotations.h"
 #include "server/base/batch_queue.h"
 #include "server/base/clock.h"
 #include "server/base/task_runner.h"
+#include "server/core/id_batch.h"
 #include "server/core/key_handle.h"
 #include "server/core/key_rules.h"
+#include "server/core/key_shard.h"
+#include "server/core/key_state.h"
 #include "server/core/shard_gate.h"
 #include "server/core/thread_handle_cache.h"
 #include "server/core/token_buckets.h"
@@ -85,24 +87,6 @@ struct AllocatorOptions {
   // must outlive the allocator.
   ShardGate* gate = nullptr;
 };
-
-// An inclusive range of IDs.
-struct IdRange {
-  int64_t first = 0;
-  int64_t last = 0;
-  int64_t size() const { return last - first + 1; }
-  bool operator==(const IdRange&) const = default;
-};
-
-// The IDs of one call, as the contiguous ranges they span, in increasing order.
-struct IdBatch {
-  // Inline room for two ranges: a batch spans at most two segments unless it
-  // is larger than a segment, so the hot path does not allocate.
-  boost::container::small_vector<IdRange, 2> ranges;
-  int64_t count() const;
-};
-
-using TakeCallback = std::function<void(Result<IdBatch>)>;
 
 // One segment buffer as seen by admin pages.
 struct BufferSnapshot {
@@ -236,13 +220,14 @@ class SegmentAllocator {
   const AllocatorOptions& options() const { return options_; }
 
  private:
-  struct KeyState;
-  struct WaitState;
-  struct Buffer;
-  using KeyRef = boost::intrusive_ptr<KeyState>;
-  friend void intrusive_ptr_release(KeyFastPath* key);
-  struct Waiter;
-  struct Shard;
+  // The key's state and the shards of keys: server/core/key_state.h and
+  // key_shard.h, where the locks that guard them are named.
+  using KeyState = allocator_internal::KeyState;
+  using WaitState = allocator_internal::WaitState;
+  using Buffer = allocator_internal::Buffer;
+  using Waiter = allocator_internal::Waiter;
+  using Shard = allocator_internal::Shard;
+  using KeyRef = allocator_internal::KeyRef;
   // A reservation waiting for its batch. `step` 0: the row's own step.
   struct PendingReservation {
     KeyRef state;
@@ -251,9 +236,93 @@ class SegmentAllocator {
     Clock::TimePoint sent_at;  // when it was queued: its latency is measured from here
     std::string creator;       // auto-created keys before their first reservation
   };
+  // Parked requests taken off their key with their answers, to be given
+  // once the key's lock is released (Deliver).
+  using Answers = std::vector<std::pair<std::shared_ptr<Waiter>, Result<IdBatch>>>;
 
+  // Take and park (segment_allocator.cc).
   // Points `handle` at its key's state in memory (null if not in memory).
   void Resolve(KeyHandle& handle) const;
+  // Take past the fast path, with the key's lock: serve, reserve or park.
+  void TakeSlow(std::string_view key, int64_t count, TakeCallback done, std::string_view requester,
+                const ShardGrant& grant);
+  // A key just brought into memory by `requester`: its rule, creator,
+  // IDs-issued counter and rate origin.
+  void AdmitNewKeyLocked(KeyState& state, std::string_view requester) REQUIRES(state.mu);
+  // Cluster mode: the key is held at `grant`'s epoch now; IDs buffered
+  // under another one are dropped.
+  void MoveToEpochLocked(KeyState& state, const ShardGrant& grant) REQUIRES(state.mu);
+  // ServeLocked for a new request; the first one after a landing that
+  // answered parked requests starts the rate window and reopens TryTake.
+  bool ServeTakeLocked(KeyState& state, int64_t& need, IdBatch& got) REQUIRES(state.mu);
+  // Parks a request still missing `need` IDs (`got` so far) and starts a
+  // reservation if due. The caller sets the deadline (OnDeadline).
+  std::shared_ptr<Waiter> ParkLocked(KeyState& state, int64_t need, IdBatch got, TakeCallback done)
+      REQUIRES(state.mu);
+  // Moves up to `need` IDs from the buffers into `got`, decrementing
+  // `need`; true once need == 0.
+  bool ServeLocked(KeyState& state, int64_t& need, IdBatch& got) REQUIRES(state.mu);
+  // Makes `b` the current segment (ending the old); `fast`: open to TryTake
+  // at once, else once the caller sets the limit (SetLimit).
+  void InstallCurrentLocked(KeyState& state, const Buffer& b, bool fast) const REQUIRES(state.mu);
+  // REQUIRES: has_current. How much of the current segment TryTake may
+  // claim: all of it once the next one is here, else up to the prefetch point.
+  int64_t FastLimitLocked(const KeyState& state, const Buffer& current) const REQUIRES(state.mu);
+  void OnDeadline(const KeyRef& state, const std::shared_ptr<Waiter>& w);
+
+  // Reservations and their batches (allocator_reservations.cc).
+  // Starts a reservation if one is due and allowed.
+  void MaybeReserveLocked(KeyState& state) REQUIRES(state.mu);
+  // REQUIRES: state.wait->retry_at set. Runs MaybeReserveLocked at
+  // retry_at if requests are parked.
+  void ScheduleRetryLocked(KeyState& state) REQUIRES(state.mu);
+  // On the db runner: one batch's reservations, creating the rows of
+  // auto-created keys first seen missing (within auto_create_rate).
+  void RunReservations(std::vector<PendingReservation> batch);
+  ReserveRequest RequestFor(const PendingReservation& p) const;
+  // The batch entries whose rows are missing and may be auto-created now;
+  // those over auto_create_rate get kResourceExhausted in `results`.
+  std::vector<size_t> RowsToCreate(const std::vector<PendingReservation>& batch,
+                                   std::vector<Result<ReservedSegment>>& results);
+  // Creates the rows of batch[i] for each i in `to_create` (one
+  // transaction), then reserves for them again into `results`.
+  void CreateRowsAndReserve(const std::vector<PendingReservation>& batch,
+                            std::vector<ReserveRequest>& requests,
+                            const std::vector<size_t>& to_create,
+                            std::vector<Result<ReservedSegment>>& results);
+  // `shed`: the reservation was refused by the full database queue; parked
+  // requests fail at once instead of at their deadline.
+  void OnReserved(const PendingReservation& p, Result<ReservedSegment> result, double seconds,
+                  bool shed);
+  // The steps of OnReserved, in order.
+  void RecordReservationMetricsLocked(KeyState& state, const Result<ReservedSegment>& result,
+                                      double seconds) REQUIRES(state.mu);
+  // Reserved under `epoch`, no longer the key's, or `fenced` out: the IDs
+  // are skipped; fenced at the key's epoch, the shard is someone else's.
+  void DropStaleReservationLocked(KeyState& state, int64_t epoch, bool fenced, Answers& answers)
+      REQUIRES(state.mu);
+  // The new segment becomes the current or the next one; the step and the
+  // reservation latency learn from it.
+  void InstallReservationLocked(KeyState& state, const ReservedSegment& seg,
+                                Clock::TimePoint sent_at, double seconds) REQUIRES(state.mu);
+  // Serves parked requests, oldest first, while the buffers last.
+  void ServeParkedLocked(KeyState& state, Answers& answers) REQUIRES(state.mu);
+  // Records the failure; true if the key must leave memory (unknown, or
+  // refused by auto_create_rate: its parked requests fail with it).
+  bool FailReservationLocked(KeyState& state, const Error& error, double seconds, bool shed,
+                             Answers& answers) REQUIRES(state.mu);
+  // Runs the callbacks of `answers`. Never with a key's lock held.
+  void Deliver(Answers& answers);
+
+  // Step sizing (allocator_step.cc).
+  int64_t NextStepLocked(KeyState& state, int64_t demand) REQUIRES(state.mu);
+  // The step the measured rate and reservation latency call for (0 before
+  // the first reservation); see NextStepLocked.
+  int64_t MeasuredStepLocked(const KeyState& state, Clock::TimePoint now) const REQUIRES(state.mu);
+
+  // The key table and eviction (allocator_keys.cc).
+  Shard& ShardFor(std::string_view key) const;
+  KeyRef Find(std::string_view key) const;
   // nullptr if the key is known not to exist (recently reported unknown).
   // Stamps the key used.
   KeyRef FindOrInsert(std::string_view key, bool* inserted);
@@ -261,59 +330,25 @@ class SegmentAllocator {
   // The coarse clock in whole seconds since started_ (key use stamps), and
   // a key's stamp back as a time.
   uint32_t CoarseSeconds() const;
-  Clock::TimePoint LastUsedLocked(const KeyState& state) const;
-  // Take past the fast path, with the key's lock: serve, reserve or park.
-  void TakeSlow(std::string_view key, int64_t count, TakeCallback done, std::string_view requester,
-                const ShardGrant& grant);
+  Clock::TimePoint LastUsedLocked(const KeyState& state) const REQUIRES(state.mu);
   void RememberUnknown(std::string_view key);
-  KeyRef Find(std::string_view key) const;
   void Erase(const KeyRef& state);
-  // REQUIRES: shard.mu held exclusively; `state` is in shard.keys.
-  void EraseLocked(Shard& shard, KeyState& state);
-  // REQUIRES: state.mu held. Marks it erased and ends its current segment.
-  void MarkErasedLocked(KeyState& state) const;
+  // REQUIRES: `state` is in shard.keys.
+  void EraseLocked(Shard& shard, KeyState& state) REQUIRES(shard.mu);
+  // Marks it erased and ends its current segment.
+  void MarkErasedLocked(KeyState& state) const REQUIRES(state.mu);
   // Drops least recently used idle keys while more than max_cached_keys
   // are held: exactly the least recently used for a few keys, else the
   // least recently used of a random sample.
   void EvictOverCapacity();
   KeyRef PickEvictionVictim();
-  Shard& ShardFor(std::string_view key) const;
 
-  // REQUIRES: state->mu held. Moves up to `need` IDs from the buffers into
-  // `got`, decrementing `need`; true once need == 0.
-  bool ServeLocked(KeyState& state, int64_t& need, IdBatch& got);
-  // REQUIRES: state.mu held. Makes `b` the current segment (ending the
-  // old); `fast`: open to TryTake at once, else once the caller sets the
-  // limit (SetLimit).
-  void InstallCurrentLocked(KeyState& state, const Buffer& b, bool fast) const;
-  // REQUIRES: state.mu held; has_current. How much of the current segment
-  // TryTake may claim: all of it once the next one is here, else up to the
-  // prefetch point.
-  int64_t FastLimitLocked(const KeyState& state, const Buffer& current) const;
-  // REQUIRES: state.mu held. Adds the IDs taken since the last report to
-  // the key's IDs-issued counter.
-  void ReportIssuedLocked(const KeyState& state) const;
-  // REQUIRES: state->mu held. Starts a reservation if one is due and allowed.
-  void MaybeReserveLocked(const KeyRef& state);
-  int64_t NextStepLocked(KeyState& state, int64_t demand);
-  // REQUIRES: state->mu held; state->retry_at set. Runs MaybeReserveLocked
-  // at retry_at if requests are parked.
-  void ScheduleRetryLocked(const KeyRef& state);
-  // On the db runner: one batch's reservations, creating the rows of
-  // auto-created keys first seen missing (within auto_create_rate).
-  void RunReservations(std::vector<PendingReservation> batch);
-  ReserveRequest RequestFor(const PendingReservation& p) const;
-  // REQUIRES: state.mu held. The step the measured rate and reservation
-  // latency call for (0 before the first reservation); see NextStepLocked.
-  int64_t MeasuredStepLocked(const KeyState& state, Clock::TimePoint now) const;
-  // `shed`: the reservation was refused by the full database queue; parked
-  // requests fail at once instead of at their deadline.
-  void OnReserved(const PendingReservation& p, Result<ReservedSegment> result, double seconds,
-                  bool shed);
-  void OnDeadline(const KeyRef& state, const std::shared_ptr<Waiter>& w);
-  KeySnapshot SnapshotLocked(const KeyState& state) const;
-  // REQUIRES: state->mu held. Records (now, IDs issued) for the rate.
-  static void SampleRateLocked(const KeyState& state, Clock::TimePoint now);
+  // Snapshots and metrics (allocator_snapshots.cc).
+  // Adds the IDs taken since the last report to the key's IDs-issued counter.
+  void ReportIssuedLocked(const KeyState& state) const REQUIRES(state.mu);
+  KeySnapshot SnapshotLocked(const KeyState& state) const REQUIRES(state.mu);
+  // Records (now, IDs issued) for the rate.
+  static void SampleRateLocked(const KeyState& state, Clock::TimePoint now) REQUIRES(state.mu);
 
   SegmentStore& store_;
   TaskRunner& db_;

@@ -7,8 +7,8 @@
 //     lock and read as a seqlock.
 // A take below the limit is one fetch_add and four loads (the tag, then the
 // tag, the base and the tag again) of a line no take writes, so two threads
-// taking from one key pass one cache line between them per take. Everything else (taking up to the segment's real
-// end, replacing the segment) is done by the holder of the key's lock.
+// taking from one key pass one cache line between them per take. Everything else (taking up to the
+// segment's real end, replacing the segment) is done by the holder of the key's lock.
 //
 // Why it is safe:
 //   - Every ID is claimed on the word, by takes and by the lock holder
@@ -37,7 +37,7 @@
 namespace seqd {
 
 // The word every take writes; give it a cache line without fields that
-// takes read (see KeyState in segment_allocator.cc). Starts closed.
+// takes read (see KeyState in key_state.h). Starts closed.
 struct CursorWord {
   std::atomic<uint64_t> v{kClosedOffset};
   // An offset no limit reaches, far enough from the mask that takes racing

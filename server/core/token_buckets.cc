@@ -15,7 +15,7 @@ void TokenBuckets::RefillLocked(Bucket& b, Clock::TimePoint now) const {
 }
 
 bool TokenBuckets::TryTake(std::string_view name, Clock::TimePoint now) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = buckets_.find(name);
   if (it == buckets_.end()) {
     if (buckets_.size() >= max_buckets_) {

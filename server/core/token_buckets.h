@@ -10,11 +10,12 @@
 // blocks on I/O.
 #pragma once
 
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
 #include "server/base/clock.h"
 
 namespace seqd {
@@ -25,7 +26,7 @@ class TokenBuckets {
   TokenBuckets(double rate, double burst, size_t max_buckets = 4096);
 
   // Takes one token of `name`'s bucket as of `now`: false if it is empty.
-  bool TryTake(std::string_view name, Clock::TimePoint now);
+  bool TryTake(std::string_view name, Clock::TimePoint now) EXCLUDES(mu_);
 
   double rate() const { return rate_; }
   double burst() const { return burst_; }
@@ -39,14 +40,14 @@ class TokenBuckets {
     using is_transparent = void;
     size_t operator()(std::string_view k) const { return std::hash<std::string_view>{}(k); }
   };
-  // REQUIRES: mu_ held. Adds what `b` earned since b.at (up to burst).
-  void RefillLocked(Bucket& b, Clock::TimePoint now) const;
+  // Adds what `b` (one of buckets_) earned since b.at (up to burst).
+  void RefillLocked(Bucket& b, Clock::TimePoint now) const REQUIRES(mu_);
 
   const double rate_;
   const double burst_;
   const size_t max_buckets_;
-  std::mutex mu_;
-  std::unordered_map<std::string, Bucket, Hash, std::equal_to<>> buckets_;  // guarded by mu_
+  Mutex mu_;
+  std::unordered_map<std::string, Bucket, Hash, std::equal_to<>> buckets_ GUARDED_BY(mu_);
 };
 
 }  // namespace seqd

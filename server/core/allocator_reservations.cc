@@ -1,0 +1,284 @@
+// SegmentAllocator: reservations. When a key's next segment is due, one
+// reservation per key goes to the batch queue; a batch is one store
+// transaction on the db runner (auto-created rows first, within
+// auto_create_rate); OnReserved installs what landed (or records the
+// failure) and answers the requests parked on it.
+#include <algorithm>
+#include <sstream>
+
+#include "common/mutex.h"
+#include "server/base/log.h"
+#include "server/core/segment_allocator.h"
+#include "server/metrics/metrics.h"
+#include "storage/store_shedding.h"
+
+namespace seqd {
+
+void SegmentAllocator::MaybeReserveLocked(KeyState& s) {
+  if (s.loading || s.has_next || shutting_down_) return;
+  if (options_.gate && s.epoch == 0) return;  // not held: the next Take sets the epoch
+  int64_t demand = 0;
+  if (s.wait) {
+    for (const auto& w : s.wait->parked) demand += w->need;
+  }
+  const bool due = s.CurrentLeftLocked() == 0 ||
+                   static_cast<double>(s.UsedLocked()) >
+                       static_cast<double>(s.CurrentLocked().size()) * options_.prefetch_fraction;
+  if (!due) return;
+  const Clock::TimePoint now = clock_.Now();
+  if (s.wait && now < s.wait->retry_at) return ScheduleRetryLocked(s);
+  // Before the first reservation we do not know the table step; the store
+  // uses the row's own step then.
+  const int64_t step_before = s.step;
+  const int64_t step = s.reservations == 0 ? 0 : NextStepLocked(s, demand);
+  PendingReservation pending{KeyRef(&s), step, ShardGrant{s.shard, s.epoch}, now, {}};
+  if (s.wait && s.reservations == 0) pending.creator = s.wait->creator;
+  if (!reservation_queue_->Add(std::move(pending))) {
+    s.step = step_before;  // nothing was reserved: the next try sizes it again
+    // As many reservations wait for the store as keys fit in memory: it is
+    // not keeping up. Try again after the backoff; parked requests wait
+    // until then or their deadline.
+    reservation_failures_.fetch_add(1, std::memory_order_relaxed);
+    s.WaitLocked().last_error = "too many reservations waiting for the store";
+    s.wait->retry_at = now + options_.retry_backoff;
+    return ScheduleRetryLocked(s);
+  }
+  s.loading = true;
+}
+
+void SegmentAllocator::ScheduleRetryLocked(KeyState& s) {
+  // Only if someone waits; later requests find retry_at themselves.
+  if (!s.HasParkedLocked() || s.wait->retry_scheduled) return;
+  s.wait->retry_scheduled = true;
+  clock_.RunAt(s.wait->retry_at, [this, state = KeyRef(&s)] {
+    LockGuard<TinyMutex> lock(state->mu);
+    state->wait->retry_scheduled = false;  // the wait state stays while scheduled
+    MaybeReserveLocked(*state);
+    state->TidyLocked();
+  });
+}
+
+ReserveRequest SegmentAllocator::RequestFor(const PendingReservation& p) const {
+  ReserveRequest r;
+  r.key = p.state->key;
+  if (p.step > 0) r.step = p.step;
+  if (options_.gate) r.fence = ShardFence{p.grant.shard, options_.gate->instance(), p.grant.epoch};
+  return r;
+}
+
+void SegmentAllocator::RunReservations(std::vector<PendingReservation> batch) {
+  const auto started = std::chrono::steady_clock::now();
+  std::vector<ReserveRequest> requests;
+  requests.reserve(batch.size());
+  for (const PendingReservation& p : batch) requests.push_back(RequestFor(p));
+  std::vector<Result<ReservedSegment>> results = store_.ReserveMany(requests);
+
+  // First use of auto-created keys: create their rows (one transaction for
+  // all), then reserve again. A row another process created meanwhile is
+  // fine. Only rows found missing count against auto_create_rate.
+  const std::vector<size_t> to_create = RowsToCreate(batch, results);
+  if (!to_create.empty()) CreateRowsAndReserve(batch, requests, to_create, results);
+
+  // A shed batch (the database queue is full) never reached the store: its
+  // parked requests are answered now, not at their deadline.
+  const bool shed = ShedThisThread();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const bool failed = !results[i];
+    OnReserved(batch[i], std::move(results[i]), seconds, shed && failed);
+  }
+}
+
+std::vector<size_t> SegmentAllocator::RowsToCreate(const std::vector<PendingReservation>& batch,
+                                                   std::vector<Result<ReservedSegment>>& results) {
+  std::vector<size_t> to_create;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const KeyState& s = *batch[i].state;
+    if (results[i] || results[i].error().code != ErrorCode::kUnknownKey ||
+        !s.AutoCreatedUnlocked()) {
+      continue;
+    }
+    if (auto_create_limit_ && !auto_create_limit_->TryTake(batch[i].creator, clock_.Now())) {
+      auto_create_refused_.fetch_add(1, std::memory_order_relaxed);
+      std::ostringstream what;
+      what << "too many new keys: a token may auto-create " << auto_create_limit_->rate()
+           << " keys per second (bursts of " << auto_create_limit_->burst() << "); retry later";
+      results[i] = MakeError(ErrorCode::kResourceExhausted, what.str());
+      continue;
+    }
+    to_create.push_back(i);
+  }
+  return to_create;
+}
+
+void SegmentAllocator::CreateRowsAndReserve(const std::vector<PendingReservation>& batch,
+                                            std::vector<ReserveRequest>& requests,
+                                            const std::vector<size_t>& to_create,
+                                            std::vector<Result<ReservedSegment>>& results) {
+  std::vector<NewKey> rows;
+  std::vector<ReserveRequest> retry;
+  for (size_t i : to_create) {
+    const AutoKeyRule* rule = rules_.Match(batch[i].state->key);
+    rows.push_back(NewKey{batch[i].state->key, rule ? rule->step : 1});
+    retry.push_back(std::move(requests[i]));
+  }
+  Status created = store_.CreateKeys(rows, "auto-created");
+  std::vector<Result<ReservedSegment>> again =
+      created ? store_.ReserveMany(retry)
+              : std::vector<Result<ReservedSegment>>(retry.size(), created.error());
+  for (size_t j = 0; j < to_create.size(); ++j) results[to_create[j]] = std::move(again[j]);
+}
+
+void SegmentAllocator::OnReserved(const PendingReservation& p, Result<ReservedSegment> result,
+                                  double seconds, bool shed) {
+  const KeyRef& state = p.state;
+  Answers answers;
+  bool forget_key = false;
+  {
+    LockGuard<TinyMutex> lock(state->mu);
+    RecordReservationMetricsLocked(*state, result, seconds);
+    state->loading = false;
+    const bool fenced = !result && result.error().code == ErrorCode::kNotServing;
+    if (options_.gate && (p.grant.epoch != state->epoch || fenced)) {
+      DropStaleReservationLocked(*state, p.grant.epoch, fenced, answers);
+    } else if (result) {
+      InstallReservationLocked(*state, *result, p.sent_at, seconds);
+      ServeParkedLocked(*state, answers);
+    } else {
+      forget_key = FailReservationLocked(*state, result.error(), seconds, shed, answers);
+    }
+    if (!state->erased) MaybeReserveLocked(*state);
+    ReportIssuedLocked(*state);
+    state->TidyLocked();
+  }
+  if (forget_key) {
+    Erase(state);
+    if (!state->AutoCreatedUnlocked()) RememberUnknown(state->key);  // auto keys: rate refusals
+  }
+  Deliver(answers);
+}
+
+void SegmentAllocator::RecordReservationMetricsLocked(KeyState& s,
+                                                      const Result<ReservedSegment>& result,
+                                                      double seconds) {
+  if (!options_.metrics) return;
+  const std::string metric_label = KeyMetricLabel(s.key, rules_.Match(s.key));
+  // An unknown key (or one over the creation rate) is a client error: the
+  // store answered.
+  const bool unknown = !result && (result.error().code == ErrorCode::kUnknownKey ||
+                                   result.error().code == ErrorCode::kResourceExhausted);
+  options_.metrics->SetStoreUp(static_cast<bool>(result) || unknown);
+  // Per-key series only for keys the store confirmed (or a rule's label).
+  if (result && !s.issued_counter) s.issued_counter = &options_.metrics->IdsIssued(metric_label);
+  if (!unknown) {
+    options_.metrics->ReservationDone(
+        s.issued_counter ? metric_label : std::string(kUnconfirmedKeyLabel),
+        static_cast<bool>(result), seconds);
+  }
+}
+
+void SegmentAllocator::DropStaleReservationLocked(KeyState& s, int64_t epoch, bool fenced,
+                                                  Answers& answers) {
+  // Reserved under an epoch we no longer hold (the IDs are skipped, as
+  // after a restart), or fenced out: the shard is someone else's.
+  if (!fenced) return;
+  SEQD_LOG(kInfo) << "reservation fenced out key=" << s.key << " shard=" << s.shard
+                  << " epoch=" << epoch;
+  options_.gate->Fenced(s.shard, epoch);
+  if (epoch != s.epoch) return;
+  s.DropCurrentLocked();
+  s.has_next = false;
+  s.epoch = 0;
+  for (auto& w : s.TakeParkedLocked()) {
+    answers.emplace_back(
+        w, MakeError(ErrorCode::kWrongOwner, "the key's shard moved to another instance"));
+  }
+}
+
+void SegmentAllocator::InstallReservationLocked(KeyState& s, const ReservedSegment& seg,
+                                                Clock::TimePoint sent_at, double seconds) {
+  ++reservations_;
+  // A finer use stamp for the keys used from now on (max_cached_keys
+  // evicts by it) than the sweeps alone give.
+  coarse_now_.store(clock_.Now(), std::memory_order_relaxed);
+  SEQD_LOG(kInfo) << "reserved key=" << s.key << " range=[" << seg.first << "," << seg.last
+                  << "] step=" << (seg.last - seg.first + 1) << " table_step=" << seg.table_step
+                  << " duration_ms=" << seconds * 1000 << " parked=" << s.ParkedLocked();
+  const Buffer b{seg.first, seg.last};
+  if (s.CurrentLeftLocked() == 0) {
+    InstallCurrentLocked(s, b, /*fast=*/true);
+  } else {
+    s.next = b;
+    s.has_next = true;
+    s.cursor.SetLimit(FastLimitLocked(s, s.CurrentLocked()));  // the rest, lock-free
+  }
+  s.table_step = seg.table_step;
+  if (s.step == 0) s.step = std::max<int64_t>(seg.table_step, 1);
+  s.last_reserved_at = clock_.Now();
+  SampleRateLocked(s, s.last_reserved_at);
+  ++s.reservations;
+  // Sending to landing on our clock: queueing for a database thread
+  // counts as much as the database's own latency.
+  const double latency = std::chrono::duration<double>(s.last_reserved_at - sent_at).count();
+  s.reserve_seconds = static_cast<float>(std::max<double>(latency, s.reserve_seconds / 2));
+  s.issued_at_landing = s.IssuedLocked();
+}
+
+void SegmentAllocator::ServeParkedLocked(KeyState& s, Answers& answers) {
+  if (!s.wait) return;
+  WaitState& w = *s.wait;
+  w.last_error.reset();
+  w.creator.clear();  // the row exists now
+  size_t served = 0;
+  for (; served < w.parked.size(); ++served) {
+    Waiter& waiter = *w.parked[served];
+    if (!ServeLocked(s, waiter.need, waiter.got)) break;
+    answers.emplace_back(w.parked[served], std::move(waiter.got));
+  }
+  w.parked.erase(w.parked.begin(), w.parked.begin() + static_cast<ptrdiff_t>(served));
+  if (served > 0 && s.has_current) {
+    s.window_at_next_take = true;
+    s.cursor.SetLimit(0);
+  }
+  if (w.parked.empty()) w.parked.shrink_to_fit();  // a burst's room goes back
+}
+
+bool SegmentAllocator::FailReservationLocked(KeyState& s, const Error& error, double seconds,
+                                             bool shed, Answers& answers) {
+  const bool client_error =
+      error.code == ErrorCode::kUnknownKey || error.code == ErrorCode::kResourceExhausted;
+  if (!client_error) ++reservation_failures_;
+  s.WaitLocked().last_error = error.message;
+  if (client_error) {
+    SEQD_LOG(kDebug) << ErrorCodeName(error.code) << " key=" << s.key;  // not ours
+    // The row is gone (or never existed), or may not be created now: fail
+    // everyone and forget the key.
+    const Error answer = error.code == ErrorCode::kUnknownKey
+                             ? MakeError(ErrorCode::kUnknownKey, "unknown key '" + s.key + "'")
+                             : error;
+    for (auto& w : s.TakeParkedLocked()) answers.emplace_back(w, answer);
+    MarkErasedLocked(s);
+    return true;
+  }
+  SEQD_LOG(kWarn) << "reservation failed key=" << s.key << " code=" << ErrorCodeName(error.code)
+                  << " duration_ms=" << seconds * 1000 << " parked=" << s.ParkedLocked() << ": "
+                  << error.message;
+  s.wait->retry_at = clock_.Now() + options_.retry_backoff;
+  if (shed) {
+    for (auto& w : s.TakeParkedLocked()) answers.emplace_back(w, ShedError());
+  }
+  return false;
+}
+
+void SegmentAllocator::Deliver(Answers& answers) {
+  for (auto& [w, r] : answers) {
+    --parked_now_;
+    // Moved out so the pending deadline timer does not keep the caller's
+    // state (its connection) alive.
+    TakeCallback done = std::move(w->done);
+    done(std::move(r));
+  }
+}
+
+}  // namespace seqd

@@ -1,0 +1,174 @@
+// One key held in memory by the SegmentAllocator (segment_allocator.h): its
+// two segment buffers, the reservation in flight, the requests parked on
+// it and its dynamic step. Private to the allocator; in a header of its own
+// so that the allocator's declarations can say which key's lock they need
+// (REQUIRES(state.mu)) and the compiler checks it.
+//
+// Thread safety: every field a GUARDED_BY names is read and written only
+// with the key's `mu` held. Without it: `key` (constant), the atomics
+// (`last_used`, `cursor_word`, and KeyFastPath's cursor, epoch, erased and
+// refs, which the fast path reads and only the holder of `mu` writes), and
+// AutoCreatedUnlocked() (see there). Lock order: the shard's mutex
+// (key_shard.h) before a key's, never the reverse.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <boost/smart_ptr/intrusive_ptr.hpp>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/thread_annotations.h"
+#include "server/base/clock.h"
+#include "server/base/tiny_mutex.h"
+#include "server/core/id_batch.h"
+#include "server/core/key_handle.h"
+#include "server/core/segment_cursor.h"
+
+namespace prometheus {
+class Counter;
+}  // namespace prometheus
+
+namespace seqd::allocator_internal {
+
+// One reserved segment: [first, last]; its step is its size.
+struct Buffer {
+  int64_t first = 0;
+  int64_t last = 0;
+  int64_t size() const { return last - first + 1; }
+};
+
+// A request parked until a reservation lands. Belongs to its key's parked
+// list (read and written with the key's mutex held) until taken out of it,
+// then to whoever took it out.
+struct Waiter {
+  int64_t need = 0;  // IDs still missing
+  IdBatch got;
+  TakeCallback done;
+};
+
+// What a key holds only while requests wait on it, before its first
+// reservation, or after a failure: most keys in memory have none. Guarded
+// by its key's mutex (KeyState::wait).
+struct WaitState {
+  // Vectors, not deques: an empty deque costs ~600 bytes of heap.
+  std::vector<std::shared_ptr<Waiter>> parked;
+  std::optional<std::string> last_error;  // of the latest failed reservation
+  std::string creator;          // auto-created keys, until the first reservation: who asked first
+  Clock::TimePoint retry_at{};  // no reservation before this (after a failure)
+  bool retry_scheduled = false;
+};
+
+// One key in memory. Kept small (a million keys are held at once): the
+// rare parts live in WaitState; the metric label and the rule's step are
+// worked out from the key when needed.
+//
+// The fast path (KeyFastPath: the current segment's cursor, the epoch, the
+// erased flag) is read without mu; it is written only with mu held.
+// Lifetime: reference-counted (KeyRef); the shard's table holds one.
+struct KeyState : KeyFastPath {
+  explicit KeyState(std::string k) : key(std::move(k)) {}
+
+  const std::string key;
+  // Whole seconds since the allocator started, as of the coarse clock (the
+  // latest sweep or reservation): stamped by lookups by name, and when IDs
+  // taken without the lock are first counted.
+  mutable std::atomic<uint32_t> last_used{0};
+  mutable TinyMutex mu;
+  // Set before the key's first reservation is queued and never changed, so
+  // read without mu too (AutoCreatedUnlocked): a byte of its own, not a
+  // bit-field.
+  bool auto_created GUARDED_BY(mu) = false;
+  // Flags in one byte (a million keys are held at once).
+  // The current segment: cursor.Base() .. current_last.
+  bool has_current : 1 GUARDED_BY(mu) = false;
+  bool has_next : 1 GUARDED_BY(mu) = false;
+  bool loading : 1 GUARDED_BY(mu) = false;  // a reservation is queued or in flight
+  // A landing just answered waiting requests: the rate window starts at
+  // the next take, which goes through the lock (lock-free takes are off
+  // until then). How long those clients took to ask again is not the
+  // key's rate.
+  bool window_at_next_take : 1 GUARDED_BY(mu) = false;
+  uint32_t shard GUARDED_BY(mu) = 0;  // cluster mode: the key's shard (epoch: see KeyFastPath)
+  int32_t reservations GUARDED_BY(mu) = 0;
+  // How long reservations take lately, from sending to landing (a decaying
+  // maximum, seconds): sizes the next step.
+  float reserve_seconds GUARDED_BY(mu) = 0;
+  int64_t current_last GUARDED_BY(mu) = 0;
+  Buffer next GUARDED_BY(mu);
+  // The cursor's word (see KeyFastPath): what the fast path writes. Placed
+  // here, more than a cache line past the fields takes read, so two threads
+  // taking from one key do not drag those to and fro with it.
+  CursorWord cursor_word;
+  int64_t table_step GUARDED_BY(mu) = 0;  // 0 until the first reservation tells us
+  int64_t step GUARDED_BY(mu) = 0;        // dynamic step
+  // When the latest reservation landed, and IssuedLocked() then, before the
+  // requests parked on it were served.
+  Clock::TimePoint last_reserved_at GUARDED_BY(mu) = {};
+  int64_t issued_at_landing GUARDED_BY(mu) = 0;
+  // IDs taken from segments no longer current; IssuedLocked() adds the
+  // current one's. `reported`: how many of them the counters (metrics)
+  // have been told of. Mutable: brought up to date by snapshots too.
+  int64_t issued_closed GUARDED_BY(mu) = 0;
+  mutable int64_t reported GUARDED_BY(mu) = 0;
+  // Two samples of (time, IDs issued) for the recent rate: `rate[0]` at
+  // least kRateSpacing older than `rate[1]`.
+  struct RateSample {
+    Clock::TimePoint at{};
+    int64_t issued = 0;
+  };
+  mutable RateSample rate[2] GUARDED_BY(mu);
+  // With metrics, once confirmed.
+  prometheus::Counter* issued_counter GUARDED_BY(mu) = nullptr;
+  // See WaitState; null: none.
+  std::unique_ptr<WaitState> wait GUARDED_BY(mu) PT_GUARDED_BY(mu);
+
+  // `auto_created` without mu. Safe: it is written (with mu held) before
+  // the key's first reservation is queued and never again, and every reader
+  // without mu got the key from that reservation or later.
+  bool AutoCreatedUnlocked() const NO_THREAD_SAFETY_ANALYSIS { return auto_created; }
+
+  Buffer CurrentLocked() const REQUIRES(mu) { return Buffer{cursor.Base(), current_last}; }
+  // IDs of the current segment claimed so far (takes that failed at its end
+  // may have run the word past it).
+  int64_t UsedLocked() const REQUIRES(mu) {
+    return has_current ? std::min(SegmentCursor::Used(cursor_word), CurrentLocked().size()) : 0;
+  }
+  int64_t CurrentLeftLocked() const REQUIRES(mu) {
+    return has_current ? CurrentLocked().size() - UsedLocked() : 0;
+  }
+  int64_t IssuedLocked() const REQUIRES(mu) { return issued_closed + UsedLocked(); }
+  // Ends the current segment; its unclaimed IDs are skipped.
+  void DropCurrentLocked() REQUIRES(mu) {
+    if (!has_current) return;
+    issued_closed += std::min(cursor.Close(cursor_word), CurrentLocked().size());
+    has_current = false;
+  }
+  bool HasParkedLocked() const REQUIRES(mu) { return wait && !wait->parked.empty(); }
+  size_t ParkedLocked() const REQUIRES(mu) { return wait ? wait->parked.size() : 0; }
+  // Removes and returns every parked request.
+  std::vector<std::shared_ptr<Waiter>> TakeParkedLocked() REQUIRES(mu) {
+    std::vector<std::shared_ptr<Waiter>> out;
+    if (wait) out.swap(wait->parked);
+    return out;
+  }
+  WaitState& WaitLocked() REQUIRES(mu) {
+    if (!wait) wait = std::make_unique<WaitState>();
+    return *wait;
+  }
+  // Frees the wait state once nothing in it matters any more.
+  void TidyLocked() REQUIRES(mu) {
+    if (wait && wait->parked.empty() && !wait->last_error && !wait->retry_scheduled &&
+        wait->creator.empty()) {
+      wait.reset();
+    }
+  }
+};
+
+using KeyRef = boost::intrusive_ptr<KeyState>;
+
+}  // namespace seqd::allocator_internal
