@@ -160,7 +160,11 @@ class SegmentAllocator {
   // memory, the count is out of range, cluster ownership moved, shutdown):
   // then call Take(KeyHandle&, ...). Never blocks; touches no counters
   // (the per-key IDs-issued metric catches up at the next scrape).
-  std::optional<int64_t> TryTake(const KeyHandle& handle, int64_t count) const {
+  // The hot path: the TryTakes, ThreadHandleCache::Slot and
+  // SegmentCursor::TryTake are always inlined, whatever GCC's inliner makes
+  // of the size of the file that calls them.
+  [[gnu::always_inline]] std::optional<int64_t> TryTake(const KeyHandle& handle,
+                                                        int64_t count) const {
     if (!handle.fast_ || count < 1 || count > options_.max_count ||
         shutting_down_.load(std::memory_order_relaxed)) {
       return std::nullopt;
@@ -178,7 +182,7 @@ class SegmentAllocator {
   // By name, as TryTake(handle): one lookup in the calling thread's cache
   // of handles (server/core/thread_handle_cache.h), no lock while the key
   // stays in memory.
-  std::optional<int64_t> TryTake(std::string_view key, int64_t count) const {
+  [[gnu::always_inline]] std::optional<int64_t> TryTake(std::string_view key, int64_t count) const {
     bool fresh = false;
     KeyHandle& handle = ThreadHandleCache::Slot(id_, key, &fresh);
     if (fresh || !handle.fast_ || handle.fast_->erased.load(std::memory_order_relaxed)) {

@@ -56,7 +56,8 @@ class SegmentCursor {
   // Claims `count` IDs (1 <= count) if they fit below the limit; returns the
   // first. nullopt: closed, past the limit, more than kMaxTake, or the
   // segment was being replaced (then the lock holder's path serves).
-  std::optional<int64_t> TryTake(CursorWord& word, int64_t count) {
+  // Always inlined: the allocator's hot path.
+  [[gnu::always_inline]] std::optional<int64_t> TryTake(CursorWord& word, int64_t count) {
     // Closed, or lock-free takes are off: leave the word alone.
     if (count > kMaxTake || Limit(tag_.load(std::memory_order_relaxed)) == 0) return std::nullopt;
     const uint64_t old = word.v.fetch_add(static_cast<uint64_t>(count), std::memory_order_acq_rel);

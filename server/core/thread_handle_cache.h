@@ -24,7 +24,8 @@ class ThreadHandleCache {
 
   // The calling thread's entry for (owner, key): `*fresh` true if it was
   // just claimed for them (its handle then names `key` and holds no state).
-  static KeyHandle& Slot(uint64_t owner, std::string_view key, bool* fresh) {
+  // Always inlined: the take by name's hot path (SegmentAllocator::TryTake).
+  [[gnu::always_inline]] static KeyHandle& Slot(uint64_t owner, std::string_view key, bool* fresh) {
     thread_local Entry table[kSlots];
     const Fingerprint f = FingerprintOf(key);
     Entry& e = table[f.Mix() % kSlots];
