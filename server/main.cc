@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   seqd::SetLogLevel(*seqd::ParseLogLevel(config->log_level));
+  seqd::SetLogFormat(*seqd::ParseLogFormat(config->log_format));
   auto app = seqd::App::Create(*config);
   if (!app) {
     SEQD_LOG(kError) << app.error().message;

@@ -1,7 +1,7 @@
 #include "server/auth/audit.h"
 
+#include <array>
 #include <chrono>
-#include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "common/mutex.h"
@@ -10,19 +10,6 @@
 
 namespace seqd {
 namespace {
-
-std::string UtcNow() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  const auto ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
-  return buf;
-}
 
 // Failed authentications and denials cost an attacker one request each: at
 // most kFailureLinesPerSecond of them are written per second; the rest are
@@ -65,7 +52,7 @@ bool IsFailure(std::string_view outcome) {
 
 std::string AuditJson(const AuditEvent& e) {
   nlohmann::ordered_json j;
-  j["time"] = UtcNow();
+  j["time"] = LogTimestamp();
   j["interface"] = e.interface;
   j["token"] = e.token;
   j["peer"] = e.peer;
@@ -74,9 +61,40 @@ std::string AuditJson(const AuditEvent& e) {
   j["outcome"] = e.outcome;
   if (!e.old_value.empty()) j["old"] = e.old_value;
   if (!e.new_value.empty()) j["new"] = e.new_value;
+  if (!e.request_id.empty()) j["request_id"] = e.request_id;
+  if (!e.trace_id.empty()) j["trace_id"] = e.trace_id;
   // Keys and ids come from clients: invalid UTF-8 is replaced, not thrown.
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
+
+namespace {
+
+// One event as a log line of the current format.
+void WriteAudit(const AuditEvent& e) {
+  if (CurrentLogFormat() == LogFormat::kText) {
+    WriteLogLine(LogLevel::kInfo, "audit " + AuditJson(e));
+    return;
+  }
+  std::array<LogField, 11> fields;
+  size_t n = 0;
+  auto add = [&](std::string_view key, std::string_view value, bool always) {
+    if (always || !value.empty()) fields[n++] = LogField{key, value};
+  };
+  add("log", "audit", true);
+  add("interface", e.interface, true);
+  add("token", e.token, true);
+  add("peer", e.peer, true);
+  add("action", e.action, true);
+  add("target", e.target, true);
+  add("outcome", e.outcome, true);
+  add("old", e.old_value, false);
+  add("new", e.new_value, false);
+  add("request_id", e.request_id, false);
+  add("trace_id", e.trace_id, false);
+  WriteLogEvent(LogLevel::kInfo, "audit", std::span<const LogField>(fields.data(), n));
+}
+
+}  // namespace
 
 void Audit(const AuditEvent& event) {
   if (IsFailure(event.outcome)) {
@@ -90,10 +108,10 @@ void Audit(const AuditEvent& event) {
       note.outcome = "failed";
       note.new_value = std::to_string(suppressed) + " failure lines over " +
                        std::to_string(kFailureLinesPerSecond) + "/s not written";
-      WriteLogLine(LogLevel::kInfo, "audit " + AuditJson(note));
+      WriteAudit(note);
     }
   }
-  WriteLogLine(LogLevel::kInfo, "audit " + AuditJson(event));
+  WriteAudit(event);
 }
 
 }  // namespace seqd

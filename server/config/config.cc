@@ -334,6 +334,15 @@ const std::vector<Option>& Options() {
                    "Who this process is in the lease table (at most 255 bytes); the same owner "
                    "gets its worker id back. Empty: <hostname>:<http_port>.",
                    &Config::snowflake_owner),
+      Option{"log_format",
+             "text, or json: one JSON object per line (time, level, message and fields; "
+             "audit events too).",
+             [](Config& c, std::string_view v) {
+               if (auto f = ParseLogFormat(v); !f) return Status(f.error());
+               c.log_format = std::string(v);
+               return OkStatus();
+             },
+             [](const Config& c) { return c.log_format; }},
       Option{"log_level", "debug, info, warn or error.",
              [](Config& c, std::string_view v) {
                if (auto l = ParseLogLevel(v); !l) return Status(l.error());
