@@ -9,20 +9,20 @@ Access::Access(std::shared_ptr<const Principal> principal, std::string_view inte
     : principal_(std::move(principal)), interface_(interface), peer_(std::move(peer)) {}
 
 Access IdentifyBy(const Authenticator* auth, std::string_view secret, std::string_view interface,
-                  std::string peer) {
+                  std::string peer, const RequestIds& ids) {
   static const Authenticator kOpen;
   const Authenticator& a = auth ? *auth : kOpen;
   std::shared_ptr<const Principal> p = a.Authenticate(secret);
-  if (!p && !secret.empty()) {
-    AuditEvent e;
-    e.interface = interface;
-    e.peer = peer;
+  const bool failed = !p && !secret.empty();
+  Access access(std::move(p), interface, std::move(peer));
+  access.generation_ = a.generation();
+  access.ids_ = ids;
+  if (failed) {
+    AuditEvent e = access.Event();
     e.action = "authenticate";
     e.outcome = "unauthenticated";
     Audit(e);
   }
-  Access access(std::move(p), interface, std::move(peer));
-  access.generation_ = a.generation();
   return access;
 }
 
@@ -34,11 +34,18 @@ void Access::Revalidate(const Authenticator* auth) {
   generation_ = now;
 }
 
-void Access::AuditUnauthenticated(std::string_view action) const {
+AuditEvent Access::Event() const {
   AuditEvent e;
   e.interface = interface_;
   e.token = token_id();
   e.peer = peer_;
+  e.request_id = ids_.request.view();
+  e.trace_id = ids_.trace.view();
+  return e;
+}
+
+void Access::AuditUnauthenticated(std::string_view action) const {
+  AuditEvent e = Event();
   e.action = action;
   e.outcome = "unauthenticated";
   Audit(e);
@@ -46,10 +53,7 @@ void Access::AuditUnauthenticated(std::string_view action) const {
 
 void Access::AuditMutation(std::string_view action, std::string_view target, bool ok,
                            std::string old_value, std::string new_value) const {
-  AuditEvent e;
-  e.interface = interface_;
-  e.token = token_id();
-  e.peer = peer_;
+  AuditEvent e = Event();
   e.action = action;
   e.target = target;
   e.outcome = ok ? "ok" : "failed";
@@ -60,10 +64,7 @@ void Access::AuditMutation(std::string_view action, std::string_view target, boo
 
 Status Access::Check(Permission p, std::string_view key, std::string_view action) const {
   if (principal_ && principal_->May(p, key)) return OkStatus();
-  AuditEvent e;
-  e.interface = interface_;
-  e.token = token_id();
-  e.peer = peer_;
+  AuditEvent e = Event();
   e.action = action.empty() ? PermissionName(p) : action;
   e.target = key;
   if (!principal_) {

@@ -12,15 +12,17 @@
 
 #include "common/error.h"
 #include "server/auth/authenticator.h"
+#include "server/base/request_id.h"
 
 namespace seqd {
 
 class Access;
+struct AuditEvent;
 
 // The Access of a request that presented `secret` ("" for none) to `auth`
-// (null: open, everything allowed).
+// (null: open, everything allowed). `ids` go into its audit lines.
 Access IdentifyBy(const Authenticator* auth, std::string_view secret, std::string_view interface,
-                  std::string peer);
+                  std::string peer, const RequestIds& ids = {});
 
 class Access {
  public:
@@ -42,6 +44,7 @@ class Access {
   std::string_view token_id() const { return principal_ ? principal_->id : std::string_view(); }
   std::string_view interface() const { return interface_; }
   const std::string& peer() const { return peer_; }
+  const RequestIds& ids() const { return ids_; }
 
   // The audit line of a request refused for want of a token, as `action`.
   void AuditUnauthenticated(std::string_view action) const;
@@ -60,11 +63,15 @@ class Access {
   }
 
  private:
-  friend Access IdentifyBy(const Authenticator*, std::string_view, std::string_view, std::string);
+  friend Access IdentifyBy(const Authenticator*, std::string_view, std::string_view, std::string,
+                           const RequestIds&);
+  // Fills the fields every audit line of this request carries.
+  AuditEvent Event() const;
   std::shared_ptr<const Principal> principal_;
   std::string_view interface_;
   std::string peer_;
   uint64_t generation_ = 0;  // of the authenticator when principal_ was found
+  RequestIds ids_;
 };
 
 }  // namespace seqd

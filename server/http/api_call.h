@@ -22,9 +22,11 @@
 
 #include "server/auth/access.h"
 #include "server/base/log.h"
+#include "server/base/request_id.h"
 #include "server/http/api_router.h"
 #include "server/http/http_ops.h"
 #include "server/http/http_util.h"
+#include "server/http/request_ids.h"
 #include "server/metrics/metrics.h"
 #include "server/service/wire_errors.h"
 
@@ -66,6 +68,9 @@ struct ApiRouter::Call {
   bool seq_leaf = false;   // Leaf's bare-ID text endpoint
   Metrics* metrics = nullptr;
   std::chrono::steady_clock::time_point started;
+  // X-Request-Id (given or made) and traceparent's trace id: on the
+  // answer, in its error body and in the request's log and audit lines.
+  RequestIds ids;
   // The metrics labels: `op` set by the router when it matches the path;
   // `status_label` by whatever builds an error answer (empty: derived from
   // the HTTP status).
@@ -95,6 +100,7 @@ struct ApiRouter::Call {
     seqd::Json j;
     j["error"]["code"] = code;
     j["error"]["message"] = std::move(message);
+    j["error"]["request_id"] = ids.request.view();
     return JsonResponse(status, j);
   }
   ApiRouter::Response ErrorJson(const Error& error) const {
@@ -148,12 +154,13 @@ struct ApiRouter::Call {
     std::shared_ptr<HttpResponder> to = std::move(responder);
     Account(res);
     try {
+      StampRequestId(res, ids.request.view());
       res.prepare_payload();
       // No Content-Length on a 204 (RFC 9110 8.6).
       if (res.result() == http::status::no_content) res.erase(http::field::content_length);
       to->Respond(std::move(res));
     } catch (const std::exception& e) {
-      SEQD_LOG(kError) << "respond callback threw: " << e.what();
+      SEQD_LOG(kError).With(ids) << "respond callback threw: " << e.what();
     }
   }
 
@@ -165,9 +172,9 @@ struct ApiRouter::Call {
     std::shared_ptr<HttpResponder> to = std::move(responder);
     try {
       if (metrics) metrics->CountRequest(Interface::kHttp, op, "ok", Metrics::Since(started));
-      to->RespondOk(OkAnswer{req.version, req.keep_alive, type, body});
+      to->RespondOk(OkAnswer{req.version, req.keep_alive, type, body, ids.request.view()});
     } catch (const std::exception& e) {
-      SEQD_LOG(kError) << "respond callback threw: " << e.what();
+      SEQD_LOG(kError).With(ids) << "respond callback threw: " << e.what();
     }
   }
 
@@ -180,10 +187,7 @@ struct ApiRouter::Call {
                                                             : MetricLabelForHttp(code);
     if (metrics) metrics->CountRequest(Interface::kHttp, op, status, Metrics::Since(started));
     if (code < 400) return;
-    // Errors carry a request id: in the X-Request-Id header and the log line.
-    static std::atomic<uint64_t> next_request_id{1};
-    const uint64_t id = next_request_id.fetch_add(1, std::memory_order_relaxed);
-    res.set("X-Request-Id", std::to_string(id));
+    const std::string_view peer = access ? std::string_view(access->peer()) : "";
     if (code == 503) {
       // Unavailable (store down, no worker-id lease, draining): the cause is
       // logged where it happens; a retrying client must not flood the log,
@@ -198,15 +202,30 @@ struct ApiRouter::Call {
         left_out.fetch_add(1, std::memory_order_relaxed);
         return;
       }
-      SEQD_LOG(kWarn) << "http request_id=" << id << " op=" << op << " status=" << code
-                      << " code=" << status << " " << req.method_name << " " << path << " ("
-                      << left_out.exchange(0) << " more 503s not logged)";
+      SEQD_LOG(kWarn)
+              .With(ids)
+              .With("op", op)
+              .With("status", code)
+              .With("code", status)
+              .With("peer", peer)
+              .With("not_logged_503s", left_out.exchange(0))
+          << "http " << req.method_name << " " << path;
     } else if (code >= 500) {
-      SEQD_LOG(kError) << "http request_id=" << id << " op=" << op << " status=" << code
-                       << " code=" << status << " " << req.method_name << " " << path;
+      SEQD_LOG(kError)
+              .With(ids)
+              .With("op", op)
+              .With("status", code)
+              .With("code", status)
+              .With("peer", peer)
+          << "http " << req.method_name << " " << path;
     } else {  // client errors: debug, not to flood the log
-      SEQD_LOG(kDebug) << "http request_id=" << id << " op=" << op << " status=" << code
-                       << " code=" << status << " " << req.method_name << " " << path;
+      SEQD_LOG(kDebug)
+              .With(ids)
+              .With("op", op)
+              .With("status", code)
+              .With("code", status)
+              .With("peer", peer)
+          << "http " << req.method_name << " " << path;
     }
   }
 
@@ -217,7 +236,7 @@ struct ApiRouter::Call {
     try {
       res.emplace(build());
     } catch (const std::exception& e) {
-      SEQD_LOG(kError) << "building response for " << path << " failed: " << e.what();
+      SEQD_LOG(kError).With(ids) << "building response for " << path << " failed: " << e.what();
       res.emplace(ErrorJson(http::status::internal_server_error, "internal", "internal error"));
     }
     Finish(std::move(*res));

@@ -76,16 +76,17 @@ void ApiRouter::Handle(HttpRequest req, std::string_view peer, std::shared_ptr<H
   call->started = std::chrono::steady_clock::now();
   call->req = std::move(req);
   call->responder = std::move(to);
+  call->ids = RequestIdsOf(call->req);
   try {
     std::string_view target = call->req.target;
     const size_t q = target.find('?');
     call->path = target.substr(0, q);
     if (q != std::string_view::npos) call->query = target.substr(q + 1);
     call->access.emplace(
-        IdentifyBy(services_.auth, BearerSecret(call->req), "http", std::string(peer)));
+        IdentifyBy(services_.auth, BearerSecret(call->req), "http", std::string(peer), call->ids));
     Route(call);
   } catch (const std::exception& e) {
-    SEQD_LOG(kError) << "handling " << call->path << " failed: " << e.what();
+    SEQD_LOG(kError).With(call->ids) << "handling " << call->path << " failed: " << e.what();
     call->Finish(
         call->ErrorJson(http::status::internal_server_error, "internal", "internal error"));
   }

@@ -95,10 +95,17 @@ void SerializeResponse(const HttpResponse& res, bool head, std::string& out) {
   if (!head) out += res.body();
 }
 
-void AppendOkHeader(std::string_view content_type, size_t body_size, std::string& out) {
+void AppendOkHeader(std::string_view content_type, size_t body_size, std::string_view request_id,
+                    std::string& out) {
   out += "HTTP/1.1 200 OK\r\nContent-Type: ";
   out += content_type;
-  out += "\r\nCache-Control: no-store\r\nContent-Length: ";
+  out += "\r\nCache-Control: no-store\r\n";
+  if (!request_id.empty()) {
+    out += "X-Request-Id: ";
+    out += request_id;
+    out += "\r\n";
+  }
+  out += "Content-Length: ";
   char digits[24];
   const auto end = std::to_chars(digits, digits + sizeof digits, body_size).ptr;
   out.append(digits, end);

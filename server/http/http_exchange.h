@@ -42,6 +42,7 @@ void SerializeResponse(const HttpResponse& res, bool head, std::string& out);
 // Appends to `out` the head of what HttpResponder::ToResponse() makes of a
 // 200 HTTP/1.1 keep-alive answer, as SerializeResponse() writes it: no
 // Connection field.
-void AppendOkHeader(std::string_view content_type, size_t body_size, std::string& out);
+void AppendOkHeader(std::string_view content_type, size_t body_size, std::string_view request_id,
+                    std::string& out);
 
 }  // namespace seqd

@@ -15,6 +15,8 @@ void HttpRequest::Clear() {
   keep_alive = true;
   authorization.clear();
   accept.clear();
+  x_request_id.clear();
+  traceparent.clear();
   body.clear();
 }
 
@@ -25,7 +27,7 @@ bool KeepAlive(unsigned version, std::string_view connection) {
 }
 
 HttpRequest FromBeast(const http::request<http::string_body>& req) {
-  auto first = [&](http::field f) -> std::string {
+  auto first = [&](auto f) -> std::string {
     auto it = req.find(f);
     if (it == req.end()) return {};
     return std::string(it->value());
@@ -38,6 +40,8 @@ HttpRequest FromBeast(const http::request<http::string_body>& req) {
   out.keep_alive = req.keep_alive();
   out.authorization = first(http::field::authorization);
   out.accept = first(http::field::accept);
+  out.x_request_id = first("x-request-id");
+  out.traceparent = first("traceparent");
   out.body = req.body();
   return out;
 }

@@ -24,6 +24,10 @@ struct HttpRequest {
   bool keep_alive = true;
   std::string authorization;  // the first Authorization field's value; "" if none
   std::string accept;         // the first Accept field's value; "" if none
+  // The first X-Request-Id and traceparent values as sent ("" if none);
+  // checked by ApiRouter (server/base/request_id.h).
+  std::string x_request_id;
+  std::string traceparent;
   std::string body;
 
   // Empties every field; the strings keep their storage.

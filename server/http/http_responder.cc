@@ -12,6 +12,10 @@ HttpResponse HttpResponder::ToResponse(const OkAnswer& answer) {
   res.set(http::field::content_type,
           boost::beast::string_view(answer.content_type.data(), answer.content_type.size()));
   res.set(http::field::cache_control, "no-store");
+  if (!answer.request_id.empty()) {
+    res.set("X-Request-Id",
+            boost::beast::string_view(answer.request_id.data(), answer.request_id.size()));
+  }
   res.keep_alive(answer.keep_alive);
   res.body().assign(answer.body.data(), answer.body.size());
   res.prepare_payload();

@@ -16,13 +16,15 @@ namespace seqd {
 
 using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
 
-// A 200 answer with Cache-Control: no-store and nothing else to say: what
-// the ID routes send. Its views are valid only during the call.
+// A 200 answer with Cache-Control: no-store, X-Request-Id and nothing else
+// to say: what the ID routes send. Its views are valid only during the
+// call.
 struct OkAnswer {
   unsigned version = 11;  // the request's
   bool keep_alive = true;
   std::string_view content_type;
   std::string_view body;
+  std::string_view request_id;  // "": no X-Request-Id field
 };
 
 class HttpResponder {
@@ -37,8 +39,9 @@ class HttpResponder {
   // bytes without building the message.
   virtual void RespondOk(const OkAnswer& answer);
 
-  // Content-Type, Cache-Control: no-store, the Connection field
-  // message::keep_alive() sets for the version, Content-Length; the body.
+  // Content-Type, Cache-Control: no-store, X-Request-Id, the Connection
+  // field message::keep_alive() sets for the version, Content-Length; the
+  // body.
   static HttpResponse ToResponse(const OkAnswer& answer);
 };
 

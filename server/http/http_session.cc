@@ -37,6 +37,7 @@
 #include "server/http/http_ops.h"
 #include "server/http/http_request.h"
 #include "server/http/http_responder.h"
+#include "server/http/request_ids.h"
 #include "server/http/request_parser.h"
 #include "server/metrics/metrics.h"
 #include "server/service/services.h"
@@ -330,7 +331,6 @@ class Session : public ListenedSession,
   void Count(std::string_view status) {
     server_->router.services().metrics.CountRequest(Interface::kHttp,
                                                     HttpOpFor(HttpOp::kOther).metric_label, status);
-    SEQD_LOG(kDebug) << "http: answered " << status << " and closed the connection";
   }
 
   // --- answering -------------------------------------------------------------
@@ -364,7 +364,7 @@ class Session : public ListenedSession,
     }
     ExpiresAfter(server_->options.idle_timeout);
     out_.clear();
-    AppendOkHeader(answer.content_type, answer.body.size(), out_);
+    AppendOkHeader(answer.content_type, answer.body.size(), answer.request_id, out_);
     if (!head_) out_.append(answer.body.data(), answer.body.size());
     DoWrite(/*close=*/false);
   }
@@ -425,8 +425,14 @@ class Session : public ListenedSession,
 
   // --- closing ---------------------------------------------------------------
 
-  // Writes a final response, then lingers so the client reads it.
+  // Writes a final response, then lingers so the client reads it. The
+  // request's id (given, or made if it has none yet) goes on it and its log
+  // line.
   void SendAndClose(Response res) {
+    const RequestIds ids = RequestIdsOf(request_);
+    StampRequestId(res, ids.request.view());
+    SEQD_LOG(kDebug).With(ids).With("status", res.result_int()).With("peer", peer_)
+        << "http: answered and closed the connection";
     busy_ = true;
     out_.clear();
     SerializeResponse(res, /*head=*/false, out_);

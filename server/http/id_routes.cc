@@ -109,7 +109,8 @@ void ApiRouter::HandleSeq(const std::shared_ptr<Call>& call, std::string key, bo
         try {
           AnswerSeq(*c, result);
         } catch (const std::exception& e) {
-          SEQD_LOG(kError) << "building response for " << c->path << " failed: " << e.what();
+          SEQD_LOG(kError).With(c->ids)
+              << "building response for " << c->path << " failed: " << e.what();
           c->Finish(
               c->ErrorJson(http::status::internal_server_error, "internal", "internal error"));
         }

@@ -37,7 +37,7 @@ void RequestParser::on_response_impl(int, string_view, int, error_code& ec) {
   ec = http::error::bad_version;  // never called: this is a request parser
 }
 
-void RequestParser::on_field_impl(http::field name, string_view, string_view value,
+void RequestParser::on_field_impl(http::field name, string_view name_string, string_view value,
                                   error_code& ec) {
   switch (name) {
     case http::field::host:
@@ -62,6 +62,16 @@ void RequestParser::on_field_impl(http::field name, string_view, string_view val
       break;
     case http::field::expect:
       expect_continue_ = expect_continue_ || boost::beast::iequals(value, "100-continue");
+      break;
+    case http::field::unknown:
+      // Not in Beast's table: compared by name, only when the length fits.
+      if (name_string.size() == 12 && boost::beast::iequals(name_string, "x-request-id")) {
+        if (!has_request_id_) out_.x_request_id.assign(value.data(), value.size());
+        has_request_id_ = true;
+      } else if (name_string.size() == 11 && boost::beast::iequals(name_string, "traceparent")) {
+        if (!has_traceparent_) out_.traceparent.assign(value.data(), value.size());
+        has_traceparent_ = true;
+      }
       break;
     default:
       break;

@@ -68,6 +68,8 @@ class RequestParser final : public boost::beast::http::basic_parser<true> {
   bool has_host_ = false;
   bool has_authorization_ = false;
   bool has_accept_ = false;
+  bool has_request_id_ = false;
+  bool has_traceparent_ = false;
   bool expect_continue_ = false;
 };
 

@@ -30,7 +30,28 @@ struct RawResponse {
   bool Has(std::string_view lower_header_line) const {
     return head.find(lower_header_line) != std::string::npos;
   }
+  // The X-Request-Id value (lower-cased); "" if none.
+  std::string RequestId() const {
+    const size_t at = head.find("\r\nx-request-id: ");
+    if (at == std::string::npos) return "";
+    const size_t from = at + 16;
+    return head.substr(from, head.find("\r\n", from) - from);
+  }
+  // The error object's request_id; "" if none.
+  std::string BodyRequestId() const {
+    const std::string key = R"("request_id":")";
+    const size_t at = body.find(key);
+    if (at == std::string::npos) return "";
+    const size_t from = at + key.size();
+    return body.substr(from, body.find('"', from) - from);
+  }
 };
+
+// A request id this server made: 16 hex digits, a dash, hex.
+bool IsMadeId(const std::string& id) {
+  if (id.size() < 18 || id[16] != '-') return false;
+  return id.find_first_not_of("0123456789abcdef-") == std::string::npos;
+}
 
 std::string Lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -153,6 +174,8 @@ TEST_CASE("http: malformed request gets 400 and the connection closes") {
     CHECK(r->status == 400);
     CHECK(r->body.find("\"bad_request\"") != std::string::npos);
     CHECK(r->Has("connection: close"));
+    CHECK(IsMadeId(r->RequestId()));
+    CHECK(r->BodyRequestId() == r->RequestId());
     CHECK(c.WaitClosed());
   }
   // The server is still fine.
@@ -172,12 +195,14 @@ TEST_CASE("http: oversized body gets 413 and close") {
   const std::string body(5000, 'x');
   c.Send(
       "POST /admin/keys HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
-      "Content-Length: 5000\r\n\r\n" +
+      "X-Request-Id: big-1\r\nContent-Length: 5000\r\n\r\n" +
       body);
   auto r = c.Read();
   REQUIRE(r);
   CHECK(r->status == 413);
   CHECK(r->body.find("\"payload_too_large\"") != std::string::npos);
+  CHECK(r->RequestId() == "big-1");  // the header was read: the client's id
+  CHECK(r->BodyRequestId() == "big-1");
   CHECK(c.WaitClosed());
 
   // A body within the limit is fine.
@@ -197,9 +222,10 @@ TEST_CASE("http: Expect: 100-continue gets its 100 before the body is sent") {
   REQUIRE(f.listening);
   Client c(f.server.port());
   const std::string json = R"({"key":"waits","step":5})";
-  c.Send("POST /admin/keys HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
-         "Expect: 100-Continue\r\nContent-Length: " +
-         std::to_string(json.size()) + "\r\n\r\n");
+  c.Send(
+      "POST /admin/keys HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+      "Expect: 100-Continue\r\nContent-Length: " +
+      std::to_string(json.size()) + "\r\n\r\n");
   auto r = c.Read();  // the body is not sent yet: only the interim answer can come
   REQUIRE(r);
   CHECK(r->status == 100);
@@ -222,6 +248,8 @@ TEST_CASE("http: oversized header gets 431 and close") {
   auto r = c.Read();
   REQUIRE(r);
   CHECK(r->status == 431);
+  CHECK(IsMadeId(r->RequestId()));
+  CHECK(r->BodyRequestId() == r->RequestId());
   CHECK(c.WaitClosed());
 }
 
@@ -321,6 +349,7 @@ TEST_CASE("http: connections beyond max_connections get 503") {
   auto r = second.Read();
   REQUIRE(r);
   CHECK(r->status == 503);
+  CHECK(IsMadeId(r->RequestId()));
   CHECK(second.WaitClosed());
 
   first.Send(Get("/healthz"));
@@ -380,4 +409,56 @@ TEST_CASE("http: concurrent clients get unique IDs") {
   std::sort(all.begin(), all.end());
   CHECK(all.size() == size_t{kClients * kRequests});
   CHECK(std::adjacent_find(all.begin(), all.end()) == all.end());
+}
+
+TEST_CASE("http: every answer carries X-Request-Id: the client's if acceptable, else a new one") {
+  HttpOptions o;
+  SUBCASE("two io threads") {}
+  SUBCASE("one io thread") { o.single_threaded = true; }
+  ServerFixture f(o);
+  REQUIRE(f.listening);
+  REQUIRE(f.mem.CreateKey("k", 10, "").ok());
+  Client c(f.server.port());
+  auto ask = [&](const std::string& request) {
+    c.Send(request);
+    auto r = c.Read();
+    REQUIRE(r);
+    return *r;
+  };
+  // The ID routes' fast path (headers formatted by hand).
+  RawResponse a = ask(Get("/seq/k"));
+  CHECK(a.status == 200);
+  CHECK(IsMadeId(a.RequestId()));
+  RawResponse b = ask(Get("/seq/k", "Accept: text/plain\r\n"));
+  CHECK(IsMadeId(b.RequestId()));
+  CHECK(a.RequestId() != b.RequestId());
+  CHECK(a.RequestId().substr(0, 16) == b.RequestId().substr(0, 16));  // one process, one prefix
+  CHECK(ask(Get("/seq/k", "X-Request-Id: client.id:1-a_b\r\n")).RequestId() == "client.id:1-a_b");
+  CHECK(ask(Get("/seq/k", "x-request-id: lower-case-name\r\n")).RequestId() == "lower-case-name");
+  CHECK(IsMadeId(ask("HEAD /seq/k HTTP/1.1\r\nHost: t\r\n\r\n").RequestId()));
+  // Not acceptable: replaced by one of ours, never echoed.
+  for (const std::string& bad : {std::string("has space"), std::string("quo\"te"),
+                                 std::string(129, 'a'), std::string("semi;colon")}) {
+    INFO(bad);
+    RawResponse r = ask(Get("/seq/k", "X-Request-Id: " + bad + "\r\n"));
+    CHECK(r.status == 200);
+    CHECK(IsMadeId(r.RequestId()));
+  }
+  // Other answers, errors with the id in the body too.
+  CHECK(IsMadeId(ask(Get("/healthz")).RequestId()));
+  RawResponse nf = ask(Get("/nope", "X-Request-Id: err-2\r\n"));
+  CHECK(nf.status == 404);
+  CHECK(nf.RequestId() == "err-2");
+  CHECK(nf.BodyRequestId() == "err-2");
+  RawResponse unknown = ask(Get("/seq/nokey"));
+  CHECK(unknown.status == 404);
+  CHECK(IsMadeId(unknown.RequestId()));
+  CHECK(unknown.BodyRequestId() == unknown.RequestId());
+  // HTTP/1.0: the general path (a Connection field), not the fast one.
+  Client old(f.server.port());
+  old.Send("GET /seq/k HTTP/1.0\r\nHost: t\r\nX-Request-Id: old-1\r\n\r\n");
+  auto r = old.Read();
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  CHECK(r->RequestId() == "old-1");
 }
