@@ -187,7 +187,6 @@ struct ApiRouter::Call {
                                                             : MetricLabelForHttp(code);
     if (metrics) metrics->CountRequest(Interface::kHttp, op, status, Metrics::Since(started));
     if (code < 400) return;
-    const std::string_view peer = access ? std::string_view(access->peer()) : "";
     if (code == 503) {
       // Unavailable (store down, no worker-id lease, draining): the cause is
       // logged where it happens; a retrying client must not flood the log,
@@ -202,31 +201,25 @@ struct ApiRouter::Call {
         left_out.fetch_add(1, std::memory_order_relaxed);
         return;
       }
-      SEQD_LOG(kWarn)
-              .With(ids)
-              .With("op", op)
-              .With("status", code)
-              .With("code", status)
-              .With("peer", peer)
-              .With("not_logged_503s", left_out.exchange(0))
-          << "http " << req.method_name << " " << path;
+      LogAnswer(LogLevel::kWarn, code, status, left_out.exchange(0));
     } else if (code >= 500) {
-      SEQD_LOG(kError)
-              .With(ids)
-              .With("op", op)
-              .With("status", code)
-              .With("code", status)
-              .With("peer", peer)
-          << "http " << req.method_name << " " << path;
+      LogAnswer(LogLevel::kError, code, status);
     } else {  // client errors: debug, not to flood the log
-      SEQD_LOG(kDebug)
-              .With(ids)
-              .With("op", op)
-              .With("status", code)
-              .With("code", status)
-              .With("peer", peer)
-          << "http " << req.method_name << " " << path;
+      LogAnswer(LogLevel::kDebug, code, status);
     }
+  }
+
+  // The log line of an error answer, if `level` is on: the request's ids,
+  // the op, the HTTP status and error code, the peer; with
+  // `not_logged_503s`, how many 503 lines were left out before it.
+  void LogAnswer(LogLevel level, unsigned code, std::string_view status,
+                 std::optional<uint64_t> not_logged_503s = std::nullopt) const {
+    if (!LogEnabled(level)) return;
+    LogLine line(level);
+    line.With(ids).With("op", op).With("status", code).With("code", status);
+    if (access) line.With("peer", access->peer());
+    if (not_logged_503s) line.With("not_logged_503s", *not_logged_503s);
+    line << "http " << req.method_name << " " << path;
   }
 
   // Builds the response with `build`; any exception becomes a 500.
