@@ -79,6 +79,8 @@ void CheckSame(std::string_view bytes) {
     CHECK(a.req.keep_alive == b.req.keep_alive);
     CHECK(a.req.authorization == b.req.authorization);
     CHECK(a.req.accept == b.req.accept);
+    CHECK(a.req.x_request_id == b.req.x_request_id);
+    CHECK(a.req.traceparent == b.req.traceparent);
     CHECK(a.req.body == b.req.body);
   }
 }
@@ -95,6 +97,13 @@ TEST_CASE("RequestParser reads what Beast's request_parser reads") {
   CheckSame("GET / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer  abc \r\nAuthorization: b\r\n\r\n");
   CheckSame("GET / HTTP/1.1\r\nHost: x\r\nAccept: text/plain\r\nAccept: application/json\r\n\r\n");
   CheckSame("GET / HTTP/1.1\r\nHost: x\r\nAccept: text/plain,\r\n  application/json\r\n\r\n");
+  // The request's ids: the first of each, by name in any case; look-alikes
+  // of the same length are not taken.
+  CheckSame(
+      "GET / HTTP/1.1\r\nHost: x\r\nX-Request-Ix: no\r\nx-REQUEST-id: r1\r\n"
+      "X-Request-Id: r2\r\ntraceparentx: no\r\nTraceParent: 00-a-b-01\r\n"
+      "traceparent: second\r\nTracepar3nt: no\r\n\r\n");
+  CheckSame("GET / HTTP/1.1\r\nHost: x\r\nX-Request-Id:\r\nX-Request-Id: later\r\n\r\n");
   CheckSame("FROB /x HTTP/1.1\r\nHost: x\r\n\r\n");
   CheckSame("POST /admin/keys HTTP/1.1\r\nHost: x\r\nContent-Length: 7\r\n\r\n{\"a\":1}");
   CheckSame(
