@@ -2,7 +2,6 @@
 // invalid UTF-8), fields, the line bound, the text shape; SEQD_LOG's
 // fields and its laziness; audit events as their own JSON objects.
 #include "server/base/log_format.h"
-#include "server/base/request_id.h"
 
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -15,6 +14,7 @@
 
 #include "server/auth/audit.h"
 #include "server/base/log.h"
+#include "server/base/request_id.h"
 #include "server/config/config.h"
 
 namespace seqd {
