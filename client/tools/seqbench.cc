@@ -41,9 +41,9 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
 constexpr const char* kUsage =
-    R"(usage: seqbench (--tcp HOST:PORT | --http HOST:PORT)
-                (--key KEY | --new-keys PREFIX | --snowflake | --messages CONV)
-                [options]
+    R"(Usage: seqbench --tcp HOST:PORT (--key KEY | --new-keys PREFIX | --snowflake | --messages CONV) [OPTION]...
+  or:  seqbench --http HOST:PORT (--key KEY | --new-keys PREFIX | --snowflake | --messages CONV) [OPTION]...
+  or:  seqbench --help | --version
 
 Load generator for seqd: N connections each keep D requests in flight, each
 asking for C IDs of KEY (or C snowflake IDs), for S seconds; then reports

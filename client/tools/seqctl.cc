@@ -22,8 +22,8 @@ namespace seqd::tools {
 namespace {
 
 constexpr const char* kUsage =
-    R"(usage: seqctl [--http HOST:PORT | --tcp HOST:PORT[,HOST:PORT...]] [--json]
-              [--timeout MS] [--token SECRET] [--tls [--tls-ca FILE] ...] COMMAND [ARGS]
+    R"(Usage: seqctl [--http HOST:PORT | --tcp HOST:PORT[,HOST:PORT...]] [OPTION]... COMMAND [ARGS]
+  or:  seqctl --help | --version
 
 Talks to a seqd server. By default over HTTP to 127.0.0.1:8080.
 
