@@ -31,11 +31,16 @@ PROMQL_KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right
 
 
 def documented():
-    """(series names, label names) of docs/metrics.md's Series table. A
-    histogram `x` documents x_bucket, x_sum and x_count."""
+    """(series names, label names) of docs/metrics.md's Series and Process
+    tables. A histogram `x` documents x_bucket, x_sum and x_count."""
     series, labels = set(), set()
     with open(METRICS_MD) as f:
         for line in f:
+            # The standard process_* series (their table has no labels column).
+            m = re.match(r"\|\s*`(process_\w+)`\s*\|", line)
+            if m:
+                series.add(m.group(1))
+                continue
             m = re.match(r"\|\s*`(seqd_\w+)`\s*\|([^|]*)\|([^|]*)\|", line)
             if not m:
                 continue
