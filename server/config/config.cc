@@ -373,8 +373,6 @@ Status Apply(Config& c, const Option& o, std::string_view value, const std::stri
   return OkStatus();
 }
 
-namespace {}  // namespace
-
 Result<Config> LoadConfig(int argc, const char* const* argv,
                           const std::map<std::string, std::string>& env) {
   Config c;
