@@ -67,7 +67,7 @@ grep -qx 'store = sqlite:/var/lib/seqd/seqd.db' "$tmp/root/etc/seqd/seqd.conf" |
 for page in seqd seqctl seqbench; do
   MANWIDTH=80 man -P cat -l "$tmp/root/usr/share/man/man1/$page.1.gz" >"$tmp/$page.txt" 2>&1 ||
     fail "man -l $page.1.gz: $(cat "$tmp/$page.txt")"
-  grep -qx SYNOPSIS "$tmp/$page.txt" && grep -q "^ *$page - " "$tmp/$page.txt" ||
+  grep -qx SYNOPSIS "$tmp/$page.txt" && grep -qE "^ *$page +- " "$tmp/$page.txt" ||
     fail "the packaged $page.1.gz has no NAME or SYNOPSIS"
 done
 

@@ -21,7 +21,7 @@ for bin in "$@"; do
   for heading in NAME SYNOPSIS DESCRIPTION; do
     printf '%s\n' "$text" | grep -qx "$heading" || fail "$name.1 has no $heading section"
   done
-  printf '%s\n' "$text" | grep -q "^ *$name - " || fail "$name.1: NAME is not '$name - ...'"
+  printf '%s\n' "$text" | grep -qE "^ *$name +- " || fail "$name.1: NAME is not '$name - ...'"
   version=$("$bin" --version)
   zcat "$page" | grep -qF "\"$version\"" || fail "$name.1 is not from '$version'"
   wanted="--help --version"
