@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
@@ -44,7 +45,8 @@ std::map<std::string, Printed> Parse(const std::string& text) {
 }
 
 std::string WriteFile(const std::string& name, const std::string& text) {
-  const std::string path = "/tmp/seqd_config_print_test_" + name;
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("seqd_config_print_test_" + name)).string();
   std::ofstream(path) << text;
   return path;
 }
