@@ -15,6 +15,7 @@
 
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
+#include "server/metrics/process_metrics.h"
 #include "storage/store_stats.h"
 
 namespace seqd {
@@ -91,6 +92,7 @@ const std::vector<std::string_view>& Metrics::Statuses() {
 
 struct Metrics::Impl {
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  ProcessCollector process;  // process_*, read from /proc at each scrape
 
   // Series added on first use, under create_mu.
   prometheus::Family<prometheus::Counter>* requests PT_GUARDED_BY(create_mu) = nullptr;
@@ -564,7 +566,9 @@ std::string Metrics::Render() {
     }
   }
   std::ostringstream out;
-  prometheus::TextSerializer().Serialize(out, m.registry->Collect());
+  std::vector<prometheus::MetricFamily> families = m.registry->Collect();
+  for (prometheus::MetricFamily& f : m.process.Collect()) families.push_back(std::move(f));
+  prometheus::TextSerializer().Serialize(out, families);
   return out.str();
 }
 
