@@ -139,6 +139,8 @@ class ContractCalls:
     """Requests and their checks, for a unittest.TestCase with `prism`,
     `seqd`, `spec` and `seen` ((method, template) -> statuses answered)."""
 
+    every_answer_has_request_id = False  # True: successes too must carry X-Request-Id
+
     # --- requests ------------------------------------------------------------
 
     def call(self, method, template, params=None, query=None, token="ops", body=None,
@@ -171,6 +173,8 @@ class ContractCalls:
         self.assertNotIn("problem+json", r.getheader("Content-Type", ""),
                          "Prism answered by itself: " + what)
         self.assertEqual(r.status, expect, what)
+        if self.every_answer_has_request_id:  # errors: the spec requires it, Prism checks
+            self.assertTrue(r.getheader("X-Request-Id"), "no X-Request-Id: " + what)
         self.seen.setdefault((method, template), set()).add(r.status)
         return r.status, r, payload
 
