@@ -5,7 +5,7 @@
 namespace seqd {
 namespace {
 
-constexpr std::array<HttpOpRow, 19> kRows = {{
+constexpr std::array<HttpOpRow, 21> kRows = {{
     {HttpOp::kStatusPage, "status", Permission::kAdmin},
     {HttpOp::kSeq, "seq", Permission::kIds},
     {HttpOp::kLeafSegment, "leaf_segment", Permission::kIds},
@@ -24,6 +24,8 @@ constexpr std::array<HttpOpRow, 19> kRows = {{
     {HttpOp::kMsgSetMember, "msg_member", Permission::kMsgAdmin},
     {HttpOp::kMsgMaxSeqs, "msg_batch", Permission::kMsgRead},
     {HttpOp::kMsgSyncUser, "msg_batch", Permission::kMsgRead},
+    {HttpOp::kLeafCache, "leaf_monitor", Permission::kAdmin},
+    {HttpOp::kLeafDb, "leaf_monitor", Permission::kAdmin},
     {HttpOp::kOther, "other", std::nullopt},
 }};
 

@@ -35,6 +35,8 @@ enum class HttpOp : uint8_t {
   kMsgSetMember,     // PUT /conversations/{c}/members/{u}
   kMsgMaxSeqs,       // POST /conversations/max_seqs
   kMsgSyncUser,      // POST /users/{u}/sync
+  kLeafCache,        // GET /cache (Leaf's monitor: segment buffers in memory)
+  kLeafDb,           // GET /db (Leaf's monitor: leaf_alloc rows)
   kOther,            // anything else (404s)
 };
 

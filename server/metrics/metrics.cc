@@ -58,6 +58,7 @@ const std::vector<std::string_view>& Metrics::Ops(Interface i) {
                                                      "msg_batch",
                                                      "snowflake",
                                                      "snowflake_decode",
+                                                     "leaf_monitor",
                                                      "other"};
   static const std::vector<std::string_view> binary = {
       "ping",          "next_ids",  "auth",      "msg_send",  "msg_pull",         "msg_member",
@@ -80,7 +81,7 @@ const std::vector<std::string_view>& Metrics::Statuses() {
     std::vector<std::string_view> s;
     for (size_t c = 0; c < kErrorCodes; ++c) s.push_back(ErrorCodeName(static_cast<ErrorCode>(c)));
     for (std::string_view x :
-         {"ok", "bad_request", "method_not_allowed", "payload_too_large", "malformed_frame",
+         {"ok", "bad_request", "method_not_allowed", "unsupported_media_type", "malformed_frame",
           "unsupported_version", "frame_too_large", "unknown_opcode", "other"}) {
       s.push_back(x);
     }
