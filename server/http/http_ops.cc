@@ -38,7 +38,7 @@ constexpr bool InEnumOrder() {
 static_assert(InEnumOrder(), "kRows: one row per HttpOp, in enum order");
 
 // In docs/openapi.yaml's order.
-constexpr std::array<HttpRoute, 28> kRoutes = {{
+constexpr std::array<HttpRoute, 30> kRoutes = {{
     {"GET", "/", HttpOp::kStatusPage},
     {"GET", "/seq/{key}", HttpOp::kSeq},
     {"GET", "/api/segment/get/{key}", HttpOp::kLeafSegment},
@@ -47,6 +47,8 @@ constexpr std::array<HttpRoute, 28> kRoutes = {{
     {"GET", "/admin/keys/{key}", HttpOp::kAdmin},
     {"PUT", "/admin/keys/{key}/step", HttpOp::kAdmin},
     {"GET", "/admin/cache", HttpOp::kAdmin},
+    {"GET", "/cache", HttpOp::kLeafCache},
+    {"GET", "/db", HttpOp::kLeafDb},
     {"GET", "/admin/cluster", HttpOp::kAdmin},
     {"GET", "/admin/snowflake", HttpOp::kAdmin},
     {"GET", "/healthz", HttpOp::kHealth},

@@ -44,13 +44,9 @@ from contract_support import (SECRETS, ContractCalls, Prism, Seqd, load_spec,  #
 PENDING_ROUTES = {
     ("GET", "/conversations/{conv}/events"),
     ("GET", "/events"),
-    ("GET", "/cache"),
-    ("GET", "/db"),
 }
 PENDING_FEATURES = {
     "long-poll",      # GET /conversations/{conv}/messages?wait_ms=
-    "location",       # Location on 201 answers
-    "reserved-keys",  # keys starting "seqd." answered 400
     "request-id",     # X-Request-Id on every answer, not only errors
 }
 

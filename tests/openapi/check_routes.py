@@ -20,8 +20,6 @@ import yaml
 PENDING_ROUTES = {
     ("GET", "/conversations/{conv}/events"),
     ("GET", "/events"),
-    ("GET", "/cache"),
-    ("GET", "/db"),
 }
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
