@@ -34,7 +34,7 @@ COPY config config
 # the caller (--build-arg SEQD_GIT_COMMIT=$(git rev-parse --short=12 HEAD)).
 ARG SEQD_GIT_COMMIT=unknown
 RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release \
-      -DSEQD_BUILD_TESTS=OFF -DSEQD_BUILD_BENCH=OFF \
+      -DSEQD_BUILD_TESTS=OFF -DSEQD_BUILD_BENCH=OFF -DSEQD_MAN_PAGES=OFF \
  && cmake --build /build -j"$(nproc)" --target seqd seqctl \
  && strip /build/seqd /build/client/seqctl
 

@@ -1,5 +1,6 @@
 # The Debian package: `cpack -G DEB` in a build directory makes
-# seqd_<version>_amd64.deb with seqd, seqctl and seqbench, the configuration
+# seqd_<version>_amd64.deb with seqd, seqctl and seqbench and their man pages
+# (cmake/man_pages.cmake), the configuration
 # in /etc/seqd (conffiles), a hardened systemd unit, and the Prometheus rules
 # and Grafana dashboard under /usr/share/seqd (docs/deploy.md).
 #
@@ -23,6 +24,15 @@ file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/package/etc/seqd.conf CONTENT "${seqd_
 set(seqd_deploy ${CMAKE_SOURCE_DIR}/deploy/debian)
 install(TARGETS seqd seqctl seqbench RUNTIME DESTINATION usr/bin
   COMPONENT seqd EXCLUDE_FROM_ALL)
+if(SEQD_MAN_PAGES)
+  install(FILES ${SEQD_MAN_PAGE_FILES} DESTINATION usr/share/man/man1
+    COMPONENT seqd EXCLUDE_FROM_ALL)
+else()
+  # No package without its man pages.
+  file(WRITE ${CMAKE_BINARY_DIR}/package/refuse.cmake "message(FATAL_ERROR \"this build has no "
+    "man pages (SEQD_MAN_PAGES=OFF): configure with -DSEQD_MAN_PAGES=ON to make the .deb\")\n")
+  set(CPACK_PRE_BUILD_SCRIPTS ${CMAKE_BINARY_DIR}/package/refuse.cmake)
+endif()
 install(FILES ${CMAKE_BINARY_DIR}/package/etc/seqd.conf DESTINATION etc/seqd
   COMPONENT seqd EXCLUDE_FROM_ALL)
 install(FILES ${seqd_deploy}/seqd.service DESTINATION usr/lib/systemd/system

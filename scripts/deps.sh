@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what seqd needs to build on Debian 12 (run as root; python3 is
-# there because configuring the tests needs it). `--test` adds what the test
+# there because configuring the tests needs it; help2man makes the man pages
+# at build time). `--test` adds what the test
 # suites need: MariaDB server, Galera and rsync (scripts/galera-test's cluster
 # and its state transfers), clang and libFuzzer, Prometheus (promtool),
 # Chromium (the status page and SSE browser tests) and Node.js with npm
@@ -8,15 +9,17 @@
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libboost-dev libmysqlcppconn-dev nlohmann-json3-dev
-          prometheus-cpp-dev libsqlite3-dev doctest-dev libbenchmark-dev libssl-dev openssl curl python3)
+          prometheus-cpp-dev libsqlite3-dev doctest-dev libbenchmark-dev libssl-dev openssl curl python3
+          help2man)
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(mariadb-server galera-4 rsync clang-14 libclang-rt-14-dev chromium prometheus nodejs)
 fi
 # The .deb install test (ctest deb_package) and scripts/container-test:
 # rootful Podman with runc (crun fails on this machine's cgroups), bridge
-# networking, and debootstrap for the debian:12 base (scripts/debian-base).
+# networking, debootstrap for the debian:12 base (scripts/debian-base), and
+# man-db to render the packaged man pages.
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(podman runc containernetworking-plugins iptables debootstrap python3-yaml)
+  packages+=(podman runc containernetworking-plugins iptables debootstrap python3-yaml man-db)
 fi
 
 missing=()

@@ -26,6 +26,10 @@ int main(int argc, char** argv) {
     std::printf("seqd %s (commit %s)\n", SEQD_VERSION, SEQD_GIT_COMMIT);
     return 0;
   }
+  if (config->print_config) {
+    std::fputs(seqd::PrintConfig(*config).c_str(), stdout);
+    return 0;
+  }
   seqd::SetLogLevel(*seqd::ParseLogLevel(config->log_level));
   seqd::SetLogFormat(*seqd::ParseLogFormat(config->log_format));
   auto app = seqd::App::Create(*config);

@@ -9,33 +9,17 @@
 #include <utility>
 #include <vector>
 
+#include "common/percent_decode.h"
 #include "storage/mysql_store.h"
 
 namespace seqd {
 namespace {
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// Percent-decodes `in`; false on a malformed escape.
-bool PercentDecode(std::string_view in, std::string* out) {
-  out->clear();
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (in[i] != '%') {
-      out->push_back(in[i]);
-      continue;
-    }
-    if (i + 2 >= in.size()) return false;
-    const int hi = HexValue(in[i + 1]);
-    const int lo = HexValue(in[i + 2]);
-    if (hi < 0 || lo < 0) return false;
-    out->push_back(static_cast<char>(hi * 16 + lo));
-    i += 2;
-  }
+// Percent-decodes `in` into `out`; false on a malformed escape.
+bool DecodeInto(std::string_view in, std::string* out) {
+  std::optional<std::string> decoded = PercentDecode(in, /*plus_is_space=*/false);
+  if (!decoded) return false;
+  *out = std::move(*decoded);
   return true;
 }
 
@@ -109,7 +93,7 @@ bool ApplySslParam(std::string_view name, std::string_view value, MysqlOptions* 
                        : name == "ssl-key"  ? &o->ssl_key
                                             : nullptr;
   if (!field) return false;
-  if (!PercentDecode(value, field)) {
+  if (!DecodeInto(value, field)) {
     *st = BadUrl("malformed %-escape in " + std::string(name));
   } else if (field->empty()) {
     *st = BadUrl(std::string(name) + " needs a file path");
@@ -236,9 +220,9 @@ Result<MysqlOptions> MysqlStore::ParseUrl(std::string_view url) {
   const size_t colon = userinfo.find(':');
   std::string_view user = userinfo.substr(0, colon);
   if (user.empty()) return BadUrl("empty user name");
-  if (!PercentDecode(user, &opts.user)) return BadUrl("malformed %-escape in the user name");
+  if (!DecodeInto(user, &opts.user)) return BadUrl("malformed %-escape in the user name");
   if (colon != std::string_view::npos) {
-    if (!PercentDecode(userinfo.substr(colon + 1), &opts.password)) {
+    if (!DecodeInto(userinfo.substr(colon + 1), &opts.password)) {
       return BadUrl("malformed %-escape in the password");
     }
   }
@@ -255,7 +239,7 @@ Result<MysqlOptions> MysqlStore::ParseUrl(std::string_view url) {
     db = db.substr(0, q);
     if (Status st = ApplyQuery(query, &opts); !st.ok()) return st.error();
   }
-  if (!PercentDecode(db, &opts.database)) return BadUrl("malformed %-escape in the database");
+  if (!DecodeInto(db, &opts.database)) return BadUrl("malformed %-escape in the database");
   if (opts.database.empty()) return BadUrl("empty database name");
   // Checked after decoding: "%2f" must not smuggle a '/' (or a NUL) in.
   if (opts.database.find_first_of(std::string_view("/\0", 2)) != std::string::npos) {

@@ -32,6 +32,7 @@
 #include "proto/binary_codec.h"
 #include "seqd/client.h"
 #include "tls_client.h"
+#include "tool_version.h"
 
 namespace seqd::bench {
 namespace {
@@ -40,9 +41,9 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
 constexpr const char* kUsage =
-    R"(usage: seqbench (--tcp HOST:PORT | --http HOST:PORT)
-                (--key KEY | --new-keys PREFIX | --snowflake | --messages CONV)
-                [options]
+    R"(Usage: seqbench --tcp HOST:PORT (--key KEY | --new-keys PREFIX | --snowflake | --messages CONV) [OPTION]...
+  or:  seqbench --http HOST:PORT (--key KEY | --new-keys PREFIX | --snowflake | --messages CONV) [OPTION]...
+  or:  seqbench --help | --version
 
 Load generator for seqd: N connections each keep D requests in flight, each
 asking for C IDs of KEY (or C snowflake IDs), for S seconds; then reports
@@ -86,6 +87,7 @@ throughput and latency.
                       environment variable SEQD_TOKEN
 %TLS%  --json              print the report as JSON
   -h, --help          this help
+  --version           the version and commit (as seqd --version)
 
 Latency is from writing a request to reading its whole response, recorded in
 a log-linear histogram (about 3% resolution). Errors count answers other than
@@ -135,6 +137,9 @@ Config ParseArgs(int argc, char** argv) {
     };
     if (a == "-h" || a == "--help") {
       std::cout << Usage();
+      std::exit(0);
+    } else if (a == "--version") {
+      std::cout << seqd::tools::VersionLine("seqbench") << "\n";
       std::exit(0);
     } else if (a == "--tcp" || a == "--http") {
       if (have_target) throw UsageError{"give one of --tcp and --http"};

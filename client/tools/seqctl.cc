@@ -16,13 +16,14 @@
 #include "seqctl_msg.h"
 #include "seqd/client.h"
 #include "tool_args.h"
+#include "tool_version.h"
 
 namespace seqd::tools {
 namespace {
 
 constexpr const char* kUsage =
-    R"(usage: seqctl [--http HOST:PORT | --tcp HOST:PORT[,HOST:PORT...]] [--json]
-              [--timeout MS] [--token SECRET] [--tls [--tls-ca FILE] ...] COMMAND [ARGS]
+    R"(Usage: seqctl [--http HOST:PORT | --tcp HOST:PORT[,HOST:PORT...]] [OPTION]... COMMAND [ARGS]
+  or:  seqctl --help | --version
 
 Talks to a seqd server. By default over HTTP to 127.0.0.1:8080.
 
@@ -37,6 +38,7 @@ Options:
                      environment variable SEQD_TOKEN (prefer it: a flag shows
                      in `ps`)
 %TLS%  -h, --help         this help
+  --version          the version and commit (as seqd --version)
 
 Commands:
   next KEY [COUNT]              COUNT (default 1) IDs of KEY, one per line
@@ -103,6 +105,9 @@ Args ParseArgs(int argc, char** argv) {
     };
     if (a == "-h" || a == "--help") {
       std::cout << Usage();
+      std::exit(0);
+    } else if (a == "--version") {
+      std::cout << VersionLine("seqctl") << "\n";
       std::exit(0);
     } else if (a == "--http") {
       args.http = need();

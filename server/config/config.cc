@@ -4,7 +4,6 @@
 #include "server/config/config.h"
 
 #include <charconv>
-#include <fstream>
 #include <functional>
 #include <sstream>
 
@@ -103,7 +102,8 @@ const std::vector<Option>& Options() {
                c.store_password = std::string(v);
                return OkStatus();
              },
-             [](const Config&) { return std::string(); }},
+             [](const Config& c) { return c.store_password; }, /*bare_means_on=*/false,
+             /*secret=*/true},
       StringOption("store_password_file",
                    "File whose first line is the MySQL password (overrides the store URL's).",
                    &Config::store_password_file),
@@ -366,8 +366,6 @@ std::string EnvName(std::string_view name) {
   return out;
 }
 
-namespace {
-
 const Option* FindOption(std::string_view name) {
   for (const Option& o : Options()) {
     if (name == o.name) return &o;
@@ -375,66 +373,14 @@ const Option* FindOption(std::string_view name) {
   return nullptr;
 }
 
-Status Apply(Config& c, const Option& o, std::string_view value, const std::string& source) {
+Status Apply(Config& c, const Option& o, std::string_view value, const std::string& source,
+             OptionOrigin origin) {
   if (auto s = o.set(c, value); !s) {
     return MakeError(ErrorCode::kInvalidArgument, source + ": " + s.error().message);
   }
+  c.origins[o.name] = std::move(origin);
   return OkStatus();
 }
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
-
-Status ApplyFile(Config& c, const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return MakeError(ErrorCode::kInvalidArgument, "--config: cannot read '" + path + "'");
-  std::string line;
-  for (int lineno = 1; std::getline(in, line); ++lineno) {
-    std::string_view text = Trim(line);
-    if (text.empty() || text.front() == '#') continue;
-    const std::string where = path + ":" + std::to_string(lineno);
-    size_t eq = text.find('=');
-    if (eq == std::string_view::npos) {
-      return MakeError(ErrorCode::kInvalidArgument, where + ": expected 'name = value'");
-    }
-    std::string name(Trim(text.substr(0, eq)));
-    const Option* o = FindOption(name);
-    if (!o || name == "config") {
-      return MakeError(ErrorCode::kInvalidArgument, where + ": unknown option '" + name + "'");
-    }
-    if (auto s = Apply(c, *o, Trim(text.substr(eq + 1)), where + ": " + name); !s) return s;
-  }
-  return OkStatus();
-}
-
-// store_password_file → store_password (its first line). Errors name the
-// file, never its content.
-Status ReadStorePassword(Config& c) {
-  if (c.store_password_file.empty()) return OkStatus();
-  if (!c.store_password.empty()) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "store_password and store_password_file are both set; give one");
-  }
-  std::ifstream in(c.store_password_file);
-  std::string line;
-  if (!in || !std::getline(in, line)) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "store_password_file: cannot read '" + c.store_password_file + "'");
-  }
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  if (line.empty()) {
-    return MakeError(ErrorCode::kInvalidArgument, "store_password_file: '" + c.store_password_file +
-                                                      "' has an empty first line");
-  }
-  c.store_password = std::move(line);
-  return OkStatus();
-}
-
-}  // namespace
 
 Result<Config> LoadConfig(int argc, const char* const* argv,
                           const std::map<std::string, std::string>& env) {
@@ -453,6 +399,10 @@ Result<Config> LoadConfig(int argc, const char* const* argv,
     }
     if (arg == "--version") {
       c.show_version = true;
+      continue;
+    }
+    if (arg == "--print-config") {
+      c.print_config = true;
       continue;
     }
     if (!arg.starts_with("--")) {
@@ -487,24 +437,32 @@ Result<Config> LoadConfig(int argc, const char* const* argv,
   if (c.show_help || c.show_help_markdown || c.show_version) return c;
 
   std::string config_file;
+  OptionOrigin config_origin{ConfigSource::kEnvironment, "SEQD_CONFIG"};
   if (auto it = env.find("SEQD_CONFIG"); it != env.end()) config_file = it->second;
   for (auto& [o, v] : flags) {
-    if (std::string_view(o->name) == "config") config_file = v;
+    if (std::string_view(o->name) == "config") {
+      config_file = v;
+      config_origin = {ConfigSource::kFlag, FlagName(o->name)};
+    }
   }
   if (!config_file.empty()) {
     c.config_file = config_file;
+    c.origins["config"] = std::move(config_origin);
     if (auto s = ApplyFile(c, config_file); !s) return s.error();
   }
   for (const Option& o : Options()) {
     if (std::string_view(o.name) == "config") continue;
     const std::string var = EnvName(o.name);
     if (auto it = env.find(var); it != env.end()) {
-      if (auto s = Apply(c, o, it->second, var); !s) return s.error();
+      if (auto s = Apply(c, o, it->second, var, {ConfigSource::kEnvironment, var}); !s) {
+        return s.error();
+      }
     }
   }
   for (auto& [o, v] : flags) {
     if (std::string_view(o->name) == "config") continue;
-    if (auto s = Apply(c, *o, v, FlagName(o->name)); !s) return s.error();
+    const std::string flag = FlagName(o->name);
+    if (auto s = Apply(c, *o, v, flag, {ConfigSource::kFlag, flag}); !s) return s.error();
   }
   if (auto s = ReadStorePassword(c); !s) return s.error();
   if (c.snowflake_time_bits + c.snowflake_worker_bits + c.snowflake_sequence_bits > 63) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "server/config/config_origin.h"
 #include "server/core/key_rules.h"
 
 namespace seqd {
@@ -91,12 +92,22 @@ struct Config {
   bool show_help = false;
   bool show_help_markdown = false;  // --help-markdown: docs/configuration.md
   bool show_version = false;
+  bool print_config = false;  // --print-config: PrintConfig() and exit
+
+  // Option name → where its value came from; an option not listed kept its
+  // default. Filled by LoadConfig.
+  std::map<std::string, OptionOrigin> origins;
 };
 
 // Parses everything. `env` is the process environment as name → value.
 // Errors name the option and the source ("--max-step: ...").
 Result<Config> LoadConfig(int argc, const char* const* argv,
                           const std::map<std::string, std::string>& env);
+
+// `seqd --print-config`: every option as a `name = value  # source` line
+// (a config file that LoadConfig reads back), secrets as <redacted>
+// (config_print.cc).
+std::string PrintConfig(const Config& config);
 
 // The environment of this process, for LoadConfig.
 std::map<std::string, std::string> ProcessEnvironment();

@@ -22,12 +22,14 @@ std::string ConfigHelp() {
   for (const Option& o : Options()) {
     out << "  " << FlagName(o.name) << "  (env " << EnvName(o.name) << ")\n"
         << "      " << o.help << "\n";
-    const std::string def = o.show(defaults);
+    const std::string def = o.secret ? "" : o.show(defaults);
     if (!def.empty()) out << "      default: " << def << "\n";
   }
   out << "  --help       Show this text.\n  --help-markdown  Show it as Markdown "
          "(docs/configuration.md).\n"
-         "  --version    Show the version.\n";
+         "  --version    Show the version.\n"
+         "  --print-config  Show the effective configuration, each value with its\n"
+         "      source (default, file, environment, flag), secrets redacted; then exit.\n";
   return out.str();
 }
 
@@ -67,12 +69,19 @@ std::string ConfigReferenceMarkdown() {
          "| flag | environment | default | meaning |\n"
          "|---|---|---|---|\n";
   for (const Option& o : Options()) {
-    const std::string def = o.show(defaults);
+    const std::string def = o.secret ? "" : o.show(defaults);
     out << "| `" << FlagName(o.name) << "` | `" << EnvName(o.name) << "` | "
         << (def.empty() ? std::string() : "`" + MarkdownCell(def) + "`") << " | "
         << MarkdownCell(o.help) << " |\n";
   }
-  out << "\n`--help` prints this table as text, `--version` the version and commit.\n";
+  out << "\n`--help` prints this table as text, `--version` the version and commit.\n"
+         "`--print-config` prints the effective configuration and exits: one\n"
+         "`name = value  # source` line per option, where the source is `default`,\n"
+         "`file PATH:LINE`, `environment SEQD_NAME` or `flag --name`; secrets (the\n"
+         "password in a store URL, `store_password`) show as `<redacted>`. The output\n"
+         "is itself a config file (a `#` after a space or tab starts a comment), with\n"
+         "`config` and redacted lines commented out "
+         "([operations.md](operations.md#effective-configuration)).\n";
   return out.str();
 }
 

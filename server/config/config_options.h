@@ -20,10 +20,27 @@ struct Option {
   std::function<Status(Config&, std::string_view)> set;
   std::function<std::string(const Config&)> show;
   bool bare_means_on = false;  // "--name" alone (no value follows) means "on"
+  bool secret = false;  // never shown: --help shows no default, --print-config <redacted>
 };
 
 // Every option, in --help order.
 const std::vector<Option>& Options();
+
+// The option named `name` (file key spelling); null if none.
+const Option* FindOption(std::string_view name);
+
+// Sets `o` from `value` and records `origin` in c.origins; errors start with
+// `source` ("--max-step: ...").
+Status Apply(Config& c, const Option& o, std::string_view value, const std::string& source,
+             OptionOrigin origin);
+
+// Reads the --config file into `c` (config_file.cc): `name = value` lines,
+// blank lines and `#` comments, also after a value following whitespace.
+Status ApplyFile(Config& c, const std::string& path);
+
+// store_password_file → store_password (its first line). Errors name the
+// file, never its content.
+Status ReadStorePassword(Config& c);
 
 // "--max-step" for "max_step".
 std::string FlagName(std::string_view name);

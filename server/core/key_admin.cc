@@ -17,18 +17,33 @@ void KeyAdmin::ListKeys(std::string after, size_t limit, Callback<std::vector<Ke
                           "limit must be in [1, " + std::to_string(kMaxListLimit) + "]"));
   }
   db_.Post([this, after = std::move(after), limit, done = std::move(done)] {
-    done(store_.ListKeys(after, limit));
+    // Reserved rows are left out; the page is filled from the rows after
+    // them, so a page shorter than `limit` still means the end.
+    std::vector<KeyRow> page;
+    std::string from = after;
+    for (;;) {
+      const size_t want = limit - page.size();
+      Result<std::vector<KeyRow>> rows = store_.ListKeys(from, want);
+      if (!rows) return done(rows.error());
+      for (KeyRow& row : *rows) {
+        if (!KeyIsReserved(row.key)) page.push_back(std::move(row));
+      }
+      // The store has no more rows, or the page is full.
+      if (rows->size() < want || page.size() == limit) break;
+      from = rows->back().key;
+    }
+    done(std::move(page));
   });
 }
 
 void KeyAdmin::GetKey(std::string key, Callback<KeyRow> done) {
-  if (auto s = KeyRules::Validate(key); !s) return done(s.error());
+  if (auto s = KeyRules::ValidateClientKey(key); !s) return done(s.error());
   db_.Post([this, key = std::move(key), done = std::move(done)] { done(store_.GetKey(key)); });
 }
 
 void KeyAdmin::CreateKey(std::string key, int64_t step, std::string description,
                          Callback<KeyRow> done) {
-  if (auto s = KeyRules::Validate(key); !s) return done(s.error());
+  if (auto s = KeyRules::ValidateClientKey(key); !s) return done(s.error());
   if (auto s = ValidateStep(step); !s) return done(s.error());
   if (description.size() > kMaxDescriptionLength) {
     return done(MakeError(ErrorCode::kInvalidArgument, "description is longer than 256 bytes"));
@@ -42,7 +57,7 @@ void KeyAdmin::CreateKey(std::string key, int64_t step, std::string description,
 }
 
 void KeyAdmin::SetStep(std::string key, int64_t step, Callback<KeyRow> done) {
-  if (auto s = KeyRules::Validate(key); !s) return done(s.error());
+  if (auto s = KeyRules::ValidateClientKey(key); !s) return done(s.error());
   if (auto s = ValidateStep(step); !s) return done(s.error());
   db_.Post([this, key = std::move(key), step, done = std::move(done)] {
     Result<KeyRow> row = store_.SetStep(key, step);

@@ -28,7 +28,9 @@ class KeyAdmin {
   KeyAdmin(SegmentStore& store, TaskRunner& db, SegmentAllocator& allocator)
       : store_(store), db_(db), allocator_(allocator) {}
 
-  // Rows with key > after, at most `limit` (1..kMaxListLimit).
+  // Rows with key > after, at most `limit` (1..kMaxListLimit). Reserved keys
+  // (KeyIsReserved) are never listed; every other call refuses them as a
+  // bad key (KeyRules::ValidateClientKey).
   void ListKeys(std::string after, size_t limit, Callback<std::vector<KeyRow>> done);
   void GetKey(std::string key, Callback<KeyRow> done);
   // Validates key, step (1..max_step) and description (<= 256 bytes).

@@ -34,6 +34,15 @@ Status KeyRules::Validate(std::string_view key) {
   return OkStatus();
 }
 
+Status KeyRules::ValidateClientKey(std::string_view key) {
+  if (Status s = Validate(key); !s) return s;
+  if (KeyIsReserved(key)) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "keys starting with '" + std::string(kReservedKeyPrefix) + "' are reserved");
+  }
+  return OkStatus();
+}
+
 const AutoKeyRule* KeyRules::Match(std::string_view key) const {
   for (const AutoKeyRule& rule : rules_) {
     if (key.size() > rule.prefix.size() && key.substr(0, rule.prefix.size()) == rule.prefix) {

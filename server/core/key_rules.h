@@ -18,6 +18,14 @@ namespace seqd {
 
 inline constexpr size_t kMaxKeyLength = 128;
 
+// Keys starting with this are seqd's own (today `seqd.server_msg_id`, the
+// message service's server message ids, which it reserves from the store
+// directly): no client may take IDs from them, see or change them.
+inline constexpr std::string_view kReservedKeyPrefix = "seqd.";
+
+// True if `key` is in the reserved namespace (kReservedKeyPrefix).
+inline bool KeyIsReserved(std::string_view key) { return key.starts_with(kReservedKeyPrefix); }
+
 // Keys starting with `prefix` are created on first use with `step`.
 struct AutoKeyRule {
   std::string prefix;
@@ -31,8 +39,15 @@ class KeyRules {
  public:
   explicit KeyRules(std::vector<AutoKeyRule> rules = {});
 
-  // kInvalidArgument naming the problem, or OK.
+  // kInvalidArgument naming the problem, or OK. The charset and length
+  // only: conversation and user ids are checked with it too.
   static Status Validate(std::string_view key);
+
+  // Validate(), and kInvalidArgument "keys starting with 'seqd.' are
+  // reserved" for a reserved key: the check for every key a client names
+  // (the allocator's Take, KeyRouter, KeyAdmin), so each protocol refuses
+  // reserved keys as it refuses a bad key.
+  static Status ValidateClientKey(std::string_view key);
 
   // The longest matching rule, if any.
   const AutoKeyRule* Match(std::string_view key) const;

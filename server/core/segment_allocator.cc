@@ -75,7 +75,7 @@ void SegmentAllocator::Take(std::string_view key, int64_t count, TakeCallback do
   }
   if (shutting_down_) return done(MakeError(ErrorCode::kShuttingDown, "server is shutting down"));
   if (Status s = CheckCount(count, options_.max_count); !s) return done(s.error());
-  if (auto s = KeyRules::Validate(key); !s) return done(s.error());
+  if (auto s = KeyRules::ValidateClientKey(key); !s) return done(s.error());
   // Checked once the request is here: a request received before the lease
   // deadline may be answered after it (it is concurrent with anything a
   // later owner answers, whose IDs are all larger).

@@ -139,7 +139,8 @@ class SegmentAllocator {
   SegmentAllocator& operator=(const SegmentAllocator&) = delete;
 
   // Hands out `count` IDs of `key` to `done`. Errors: kInvalidArgument (bad
-  // key or count), kUnknownKey, kStoreUnavailable (deadline passed, or
+  // or reserved key: KeyRules::ValidateClientKey; or bad count),
+  // kUnknownKey, kStoreUnavailable (deadline passed, or
   // the database queue was full: answered at once),
   // kShuttingDown, kResourceExhausted (the key would be auto-created and
   // `requester` is over auto_create_rate); with a gate, kWrongOwner (the

@@ -53,8 +53,6 @@ std::string_view BearerSecret(const HttpRequest& req);
 // True if the request's Accept header asks for text/plain and not JSON.
 bool PrefersText(const HttpRequest& req);
 
-// The `status` label of an error answer that did not name its code.
-
 struct ApiRouter::Call {
   HttpRequest req;
   std::shared_ptr<HttpResponder> responder;  // until the answer is sent
@@ -124,6 +122,17 @@ struct ApiRouter::Call {
     Status s = access->Check(*row.permission, key, op);
     if (s) return true;
     Finish(text ? ErrorText(s.error()) : ErrorJson(s.error()));
+    return false;
+  }
+
+  // For a route that takes the request's method (404 and 405 are decided):
+  // true if the CSRF rule (RefusedAsCrossSite, http_request.h) lets the
+  // request on; else answers 415 and returns false.
+  bool PassesCrossSiteRule() {
+    if (!RefusedAsCrossSite(req)) return true;
+    Finish(ErrorJson(http::status::unsupported_media_type,
+                     ProtocolErrorFor(ProtocolError::kUnsupportedMediaType).metric_label,
+                     std::string(kCrossSiteRefusal)));
     return false;
   }
 
@@ -239,5 +248,16 @@ struct ApiRouter::Call {
     return FindQueryParam(query, name);
   }
 };
+
+// The page a list asks for: `?after=KEY&limit=N` (keys greater than KEY, at
+// most N of them, N in [1, 1000]).
+struct Page {
+  std::string after;
+  size_t limit = kDefaultListLimit;
+};
+
+// The page of `call` (`default_limit` without ?limit=), or nullopt once a
+// 400 naming the bad parameter is sent. Defined in key_routes.cc.
+std::optional<Page> PageParams(ApiRouter::Call& call, size_t default_limit = kDefaultListLimit);
 
 }  // namespace seqd

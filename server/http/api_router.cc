@@ -5,6 +5,7 @@
 
 #include "server/cluster/cluster_node.h"
 #include "server/core/key_admin.h"
+#include "server/core/key_rules.h"
 #include "server/http/api_call.h"
 #include "server/http/message_routes.h"
 #include "server/http/snowflake_routes.h"
@@ -37,6 +38,8 @@ HttpOp OpFor(http::verb method, std::string_view path, PathSegments seg) {
   if (seg[0] == "admin") return HttpOp::kAdmin;
   if (seg.size() == 1 && (seg[0] == "healthz" || seg[0] == "readyz")) return HttpOp::kHealth;
   if (seg.size() == 1 && seg[0] == "metrics") return HttpOp::kMetrics;
+  if (seg.size() == 1 && seg[0] == "cache") return HttpOp::kLeafCache;
+  if (seg.size() == 1 && seg[0] == "db") return HttpOp::kLeafDb;
   if (std::optional<HttpOp> op = MessageRoutes::OpFor(method, seg)) return *op;
   return HttpOp::kOther;
 }
@@ -145,14 +148,24 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
     if (!get) return method_not_allowed("GET");
     auto key = decode_key(seg[1], false);
     if (!key || !call->Permit(op, *key)) return;
-    if (head) return call->FinishOk(kJsonType, "");
+    if (head) {  // checked as GET checks it, without taking an ID
+      if (Status s = KeyRules::ValidateClientKey(*key); !s) {
+        return call->Finish(call->ErrorJson(s.error()));
+      }
+      return call->FinishOk(kJsonType, "");
+    }
     return HandleSeq(call, std::move(*key), false);
   }
   if (seg.size() == 4 && seg[0] == "api" && seg[1] == "segment" && seg[2] == "get") {
     if (!get) return method_not_allowed("GET");
     auto key = decode_key(seg[3], true);
     if (!key || !call->Permit(op, *key, true)) return;
-    if (head) return call->FinishOk(kTextType, "");
+    if (head) {
+      if (Status s = KeyRules::ValidateClientKey(*key); !s) {
+        return call->Finish(call->ErrorText(s.error()));
+      }
+      return call->FinishOk(kTextType, "");
+    }
     return HandleSeq(call, std::move(*key), true);
   }
   // Everything under /admin needs the admin scope.
@@ -160,7 +173,10 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
   if (seg.size() >= 2 && seg[0] == "admin" && seg[1] == "keys") {
     if (seg.size() == 2) {
       if (get) return HandleListKeys(call);
-      if (method == http::verb::post) return HandleCreateKey(call);
+      if (method == http::verb::post) {
+        if (call->PassesCrossSiteRule()) HandleCreateKey(call);
+        return;
+      }
       return method_not_allowed("GET, POST");
     }
     if (seg.size() == 3) {
@@ -170,6 +186,7 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
     }
     if (seg.size() == 4 && seg[3] == "step") {
       if (method != http::verb::put) return method_not_allowed("PUT");
+      if (!call->PassesCrossSiteRule()) return;
       if (auto key = decode_key(seg[2], false)) HandleSetStep(call, std::move(*key));
       return;
     }
@@ -182,6 +199,11 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
   if (seg.size() == 2 && seg[0] == "admin" && seg[1] == "cache") {
     if (!get) return method_not_allowed("GET");
     return HandleCache(call);
+  }
+  if (op == HttpOp::kLeafCache || op == HttpOp::kLeafDb) {
+    if (!get) return method_not_allowed("GET");
+    if (!call->Permit(op)) return;
+    return op == HttpOp::kLeafCache ? HandleLeafCache(call) : HandleLeafDb(call);
   }
   if (seg.size() == 1 && seg[0] == "healthz") {
     if (!get) return method_not_allowed("GET");
@@ -213,14 +235,15 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
     if (snowflake_->Handle(method, seg, call->query, PrefersText(call->req), respond)) return;
   }
   {
-    auto respond = [call](http::status status, std::string json, std::string allow,
-                          std::string_view code) {
-      call->status_label = code;
-      Response res = call->Make(status, kJsonType, std::move(json));
-      if (!allow.empty()) res.set(http::field::allow, allow);
+    auto respond = [call](MessageRoutes::Reply r) {
+      call->status_label = r.code;
+      Response res = call->Make(r.status, kJsonType, std::move(r.json));
+      if (!r.allow.empty()) res.set(http::field::allow, r.allow);
+      if (!r.location.empty()) res.set(http::field::location, r.location);
       call->Finish(std::move(res));
     };
-    if (messages_->Handle(method, seg, call->query, call->req.body, *call->access, respond)) {
+    if (messages_->Handle(method, seg, call->query, call->req.body, RefusedAsCrossSite(call->req),
+                          *call->access, respond)) {
       return;
     }
   }

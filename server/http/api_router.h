@@ -10,6 +10,8 @@
 //   GET  /admin/keys/{key}             one row + in-memory state
 //   PUT  /admin/keys/{key}/step        {"step":N}
 //   GET  /admin/cache                  keys held in memory, by page (?after=&limit=)
+//   GET  /cache, /db                   Leaf's monitor routes in Leaf's field names
+//                                      (admin scope; ?after=&limit=, see leaf_monitor_routes.cc)
 //   GET  /                             status page for people (text/html)
 //   GET  /healthz, /readyz, /metrics
 //   the message store's paths (see message_routes.h)
@@ -101,6 +103,8 @@ class ApiRouter {
   void HandleSetStep(const std::shared_ptr<Call>& call, std::string key);
   void HandleCache(const std::shared_ptr<Call>& call);
   void HandleCluster(const std::shared_ptr<Call>& call);
+  void HandleLeafCache(const std::shared_ptr<Call>& call);
+  void HandleLeafDb(const std::shared_ptr<Call>& call);
   void HandleHealth(const std::shared_ptr<Call>& call);
   void HandleReady(const std::shared_ptr<Call>& call);
   void HandleMetrics(const std::shared_ptr<Call>& call);

@@ -27,10 +27,9 @@ HttpResponse CloseWithError(boost::beast::http::status status, std::string_view 
 // nullopt:
 //  - Transfer-Encoding other than exactly "chunked": a body framed in a way
 //    we do not read could be taken for a second request (smuggling);
-//  - no Host;
-//  - a body-carrying method (POST, PUT, PATCH) without Content-Type
-//    application/json and without a bearer token: what a browser form on
-//    another site can send (CSRF).
+//  - HTTP/1.1 without Host (HTTP/1.0 needs none).
+// The CSRF rule needs the route, so ApiRouter checks it
+// (RefusedAsCrossSite in http_request.h).
 // `p` has parsed the header; `req` is what it parsed into.
 std::optional<HttpResponse> RefuseHeader(const RequestParser& p, const HttpRequest& req);
 

@@ -5,7 +5,7 @@
 namespace seqd {
 namespace {
 
-constexpr std::array<HttpOpRow, 19> kRows = {{
+constexpr std::array<HttpOpRow, 21> kRows = {{
     {HttpOp::kStatusPage, "status", Permission::kAdmin},
     {HttpOp::kSeq, "seq", Permission::kIds},
     {HttpOp::kLeafSegment, "leaf_segment", Permission::kIds},
@@ -24,6 +24,8 @@ constexpr std::array<HttpOpRow, 19> kRows = {{
     {HttpOp::kMsgSetMember, "msg_member", Permission::kMsgAdmin},
     {HttpOp::kMsgMaxSeqs, "msg_batch", Permission::kMsgRead},
     {HttpOp::kMsgSyncUser, "msg_batch", Permission::kMsgRead},
+    {HttpOp::kLeafCache, "leaf_monitor", Permission::kAdmin},
+    {HttpOp::kLeafDb, "leaf_monitor", Permission::kAdmin},
     {HttpOp::kOther, "other", std::nullopt},
 }};
 
@@ -35,8 +37,44 @@ constexpr bool InEnumOrder() {
 }
 static_assert(InEnumOrder(), "kRows: one row per HttpOp, in enum order");
 
+// In docs/openapi.yaml's order.
+constexpr std::array<HttpRoute, 30> kRoutes = {{
+    {"GET", "/", HttpOp::kStatusPage},
+    {"GET", "/seq/{key}", HttpOp::kSeq},
+    {"GET", "/api/segment/get/{key}", HttpOp::kLeafSegment},
+    {"GET", "/admin/keys", HttpOp::kAdmin},
+    {"POST", "/admin/keys", HttpOp::kAdmin},
+    {"GET", "/admin/keys/{key}", HttpOp::kAdmin},
+    {"PUT", "/admin/keys/{key}/step", HttpOp::kAdmin},
+    {"GET", "/admin/cache", HttpOp::kAdmin},
+    {"GET", "/cache", HttpOp::kLeafCache},
+    {"GET", "/db", HttpOp::kLeafDb},
+    {"GET", "/admin/cluster", HttpOp::kAdmin},
+    {"GET", "/admin/snowflake", HttpOp::kAdmin},
+    {"GET", "/healthz", HttpOp::kHealth},
+    {"GET", "/readyz", HttpOp::kHealth},
+    {"GET", "/metrics", HttpOp::kMetrics},
+    {"GET", "/snowflake", HttpOp::kSnowflake},
+    {"GET", "/snowflake/decode/{id}", HttpOp::kSnowflakeDecode},
+    {"GET", "/api/snowflake/get/{key}", HttpOp::kSnowflake},
+    {"GET", "/decodeSnowflakeId", HttpOp::kSnowflakeDecode},
+    {"POST", "/conversations/{conv}/messages", HttpOp::kMsgSend},
+    {"GET", "/conversations/{conv}/messages", HttpOp::kMsgPull},
+    {"GET", "/conversations/{conv}/messages/{seq}", HttpOp::kMsgPull},
+    {"DELETE", "/conversations/{conv}/messages/{seq}", HttpOp::kMsgDelete},
+    {"POST", "/conversations/{conv}/messages/{seq}/recall", HttpOp::kMsgRecall},
+    {"PUT", "/conversations/{conv}/min_seq", HttpOp::kMsgMinSeq},
+    {"GET", "/conversations/{conv}/members/{user}", HttpOp::kMsgGetMember},
+    {"PUT", "/conversations/{conv}/members/{user}", HttpOp::kMsgSetMember},
+    {"PUT", "/conversations/{conv}/members/{user}/read_seq", HttpOp::kMsgMarkRead},
+    {"POST", "/conversations/max_seqs", HttpOp::kMsgMaxSeqs},
+    {"POST", "/users/{user}/sync", HttpOp::kMsgSyncUser},
+}};
+
 }  // namespace
 
 const HttpOpRow& HttpOpFor(HttpOp op) { return kRows[static_cast<size_t>(op)]; }
+
+std::span<const HttpRoute> HttpRoutes() { return kRoutes; }
 
 }  // namespace seqd

@@ -1,13 +1,15 @@
 // The HTTP API's one op table: every operation a route performs, with its
 // metrics `op` label and the permission a token needs for it. Routes take op
 // labels and permissions from here and nowhere else; a new route is a row
-// here, a branch in ApiRouter::Route (or its family's Handle) and a handler.
+// here, a row in the route table below, a branch in ApiRouter::Route (or its
+// family's Handle) and a handler.
 //
-// Thread safety: a constant table.
+// Thread safety: constant tables.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 
 #include "common/scopes.h"
@@ -33,6 +35,8 @@ enum class HttpOp : uint8_t {
   kMsgSetMember,     // PUT /conversations/{c}/members/{u}
   kMsgMaxSeqs,       // POST /conversations/max_seqs
   kMsgSyncUser,      // POST /users/{u}/sync
+  kLeafCache,        // GET /cache (Leaf's monitor: segment buffers in memory)
+  kLeafDb,           // GET /db (Leaf's monitor: leaf_alloc rows)
   kOther,            // anything else (404s)
 };
 
@@ -48,5 +52,20 @@ struct HttpOpRow {
 
 // The row of `op`.
 const HttpOpRow& HttpOpFor(HttpOp op);
+
+// One route: a method and a path template ("{name}" stands for one path
+// segment), and the op the router gives it.
+struct HttpRoute {
+  std::string_view method;  // "GET", "POST", "PUT" or "DELETE"
+  std::string_view path;    // e.g. "/conversations/{conv}/messages"
+  HttpOp op;
+};
+
+// Every method and path template the router serves, one row each: what
+// docs/openapi.yaml lists under `paths` (ctest openapi_routes compares the
+// two). HEAD (on every GET route) and OPTIONS (on every route) are answered
+// for all routes alike and are not rows. unit_tests checks that each row
+// reaches its op through ApiRouter and that no other method does.
+std::span<const HttpRoute> HttpRoutes();
 
 }  // namespace seqd

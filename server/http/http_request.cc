@@ -2,6 +2,7 @@
 
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/rfc7230.hpp>
+#include <cctype>
 
 namespace seqd {
 
@@ -17,7 +18,42 @@ void HttpRequest::Clear() {
   accept.clear();
   x_request_id.clear();
   traceparent.clear();
+  content_type.clear();
+  has_origin = false;
   body.clear();
+}
+
+namespace {
+
+std::string_view Trimmed(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+bool EqualsNoCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool RefusedAsCrossSite(const HttpRequest& req) {
+  const http::verb m = req.method;
+  if (m != http::verb::post && m != http::verb::put && m != http::verb::patch) return false;
+  const std::string_view auth = Trimmed(req.authorization);
+  if (auth.size() > 7 && EqualsNoCase(auth.substr(0, 7), "bearer ")) return false;
+  std::string_view type = req.content_type;
+  type = Trimmed(type.substr(0, type.find(';')));
+  if (EqualsNoCase(type, "application/json")) return false;
+  const bool bare = req.body.empty() && req.content_type.empty() && !req.has_origin;
+  return !bare;
 }
 
 bool KeepAlive(unsigned version, std::string_view connection) {
@@ -42,6 +78,8 @@ HttpRequest FromBeast(const http::request<http::string_body>& req) {
   out.accept = first(http::field::accept);
   out.x_request_id = first("x-request-id");
   out.traceparent = first("traceparent");
+  out.content_type = first(http::field::content_type);
+  out.has_origin = req.find(http::field::origin) != req.end();
   out.body = req.body();
   return out;
 }

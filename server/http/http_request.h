@@ -28,6 +28,8 @@ struct HttpRequest {
   // checked by ApiRouter (server/base/request_id.h).
   std::string x_request_id;
   std::string traceparent;
+  std::string content_type;   // the first Content-Type field's value; "" if none
+  bool has_origin = false;    // an Origin field was sent (a browser's page)
   std::string body;
 
   // Empties every field; the strings keep their storage.
@@ -36,6 +38,19 @@ struct HttpRequest {
 
 // The parts of `req` ApiRouter reads.
 HttpRequest FromBeast(const boost::beast::http::request<boost::beast::http::string_body>& req);
+
+// The CSRF rule (docs/security.md): true if `req` must not be acted on
+// because a page on another site could have made a browser send it without
+// asking first (a CORS "simple" request). That is a POST, PUT or PATCH
+// without a bearer token, unless it says Content-Type: application/json
+// (which a browser sends cross-site only after a preflight seqd never
+// grants) or is bare: no body, no Content-Type and no Origin (every
+// browser sends Origin with a cross-origin POST). Checked by the router
+// once the route is known to take the method (404 and 405 first): 415.
+bool RefusedAsCrossSite(const HttpRequest& req);
+// The message of that 415.
+inline constexpr std::string_view kCrossSiteRefusal =
+    "send the body as Content-Type: application/json (or send a bearer token)";
 
 // True if a request of `version` whose first Connection field is
 // `connection` ("" if none) keeps the connection open, as Beast's

@@ -314,9 +314,10 @@ class Session : public ListenedSession,
                                          "request header is too large"));
     }
     if (ec == http::error::body_limit) {
-      Count(ProtocolErrorFor(ProtocolError::kPayloadTooLarge).metric_label);
-      return SendAndClose(CloseWithError(http::status::payload_too_large, "payload_too_large",
-                                         "request body is too large"));
+      const std::string_view code = ProtocolErrorFor(ProtocolError::kPayloadTooLarge).metric_label;
+      Count(code);
+      return SendAndClose(
+          CloseWithError(http::status::payload_too_large, code, "request body is too large"));
     }
     if (ec.category() == http::make_error_code(http::error::bad_method).category() &&
         ec != http::error::partial_message) {

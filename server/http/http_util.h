@@ -14,12 +14,10 @@
 #include <string_view>
 
 #include "common/error.h"
+#include "common/percent_decode.h"  // PercentDecode, for every route file
 #include "server/service/wire_errors.h"
 
 namespace seqd {
-
-// Percent-decodes `in`; nullopt on a malformed escape.
-std::optional<std::string> PercentDecode(std::string_view in, bool plus_is_space);
 
 // A plain decimal integer (digits only) within [min, max].
 std::optional<int64_t> ParseBoundedInt(std::string_view text, int64_t min, int64_t max);

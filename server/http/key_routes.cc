@@ -55,16 +55,11 @@ Json RowWithCacheJson(const KeyRow& row, const SegmentAllocator& allocator) {
   return j;
 }
 
-// The page a list asks for: `?after=KEY&limit=N` (keys greater than KEY, at
-// most N of them, N in [1, kMaxListLimit], kDefaultListLimit by default).
-struct Page {
-  std::string after;
-  size_t limit = kDefaultListLimit;
-};
+}  // namespace
 
-// The page of `call`, or nullopt once a 400 naming the bad parameter is sent.
-std::optional<Page> PageParams(ApiRouter::Call& call) {
+std::optional<Page> PageParams(ApiRouter::Call& call, size_t default_limit) {
   Page page;
+  page.limit = default_limit;
   if (auto raw = call.RawParam("after")) {
     std::optional<std::string> decoded = PercentDecode(*raw, true);
     if (!decoded) {
@@ -88,8 +83,6 @@ std::optional<Page> PageParams(ApiRouter::Call& call) {
   }
   return page;
 }
-
-}  // namespace
 
 void ApiRouter::HandleListKeys(const std::shared_ptr<Call>& call) {
   std::optional<Page> page = PageParams(*call);
@@ -144,15 +137,18 @@ void ApiRouter::HandleCreateKey(const std::shared_ptr<Call>& call) {
   }
 
   const std::string key = key_it->get<std::string>();
-  services_.keys.CreateKey(key, *step, std::move(description),
-                           [call, key, step = *step](Result<KeyRow> row) {
-                             call->access->AuditMutation("key_create", key, row.ok(), "",
-                                                         "step " + std::to_string(step));
-                             call->Reply([&]() -> Response {
-                               if (!row) return call->ErrorJson(row.error());
-                               return call->JsonResponse(http::status::created, RowJson(*row));
-                             });
-                           });
+  services_.keys.CreateKey(
+      key, *step, std::move(description), [call, key, step = *step](Result<KeyRow> row) {
+        call->access->AuditMutation("key_create", key, row.ok(), "",
+                                    "step " + std::to_string(step));
+        call->Reply([&]() -> Response {
+          if (!row) return call->ErrorJson(row.error());
+          Response res = call->JsonResponse(http::status::created, RowJson(*row));
+          // Keys use only characters a path segment may hold.
+          res.set(http::field::location, "/admin/keys/" + row->key);
+          return res;
+        });
+      });
 }
 
 void ApiRouter::HandleSetStep(const std::shared_ptr<Call>& call, std::string key) {

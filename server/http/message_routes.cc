@@ -10,6 +10,7 @@
 
 #include "server/auth/access.h"
 #include "server/http/http_ops.h"
+#include "server/http/http_request.h"
 #include "server/http/http_util.h"
 #include "server/msg/message_service.h"
 #include "server/route/key_router.h"
@@ -72,16 +73,26 @@ class Exchange {
  public:
   explicit Exchange(MessageRoutes::Respond respond) : respond_(std::move(respond)) {}
 
-  void Ok(http::status status, const Json& j) const { respond_(status, Dump(j), "", {}); }
+  void Ok(http::status status, const Json& j, std::string location = {}) const {
+    respond_({status, Dump(j), "", std::move(location), {}});
+  }
   void Fail(const Error& e) const {
-    respond_(HttpStatusFor(e.code), ErrorBody(ErrorCodeName(e.code), PublicMessage(e)), "",
-             WireErrorFor(e.code).metric_label);
+    respond_({HttpStatusFor(e.code), ErrorBody(ErrorCodeName(e.code), PublicMessage(e)), "", "",
+              WireErrorFor(e.code).metric_label});
   }
   void NotAllowed(http::verb method, std::string_view allow) const {
-    respond_(http::status::method_not_allowed,
-             ErrorBody("method_not_allowed", "method " + std::string(http::to_string(method)) +
-                                                 " is not allowed here; use " + std::string(allow)),
-             std::string(allow), "method_not_allowed");
+    respond_(
+        {http::status::method_not_allowed,
+         ErrorBody("method_not_allowed", "method " + std::string(http::to_string(method)) +
+                                             " is not allowed here; use " + std::string(allow)),
+         std::string(allow), "", "method_not_allowed"});
+  }
+  // The CSRF rule's 415 (RefusedAsCrossSite).
+  void CrossSite() const {
+    const std::string_view code =
+        ProtocolErrorFor(ProtocolError::kUnsupportedMediaType).metric_label;
+    respond_(
+        {http::status::unsupported_media_type, ErrorBody(code, kCrossSiteRefusal), "", "", code});
   }
   // A callback answering `done` results with `to_json` and `status`.
   template <typename T, typename F>
@@ -147,6 +158,12 @@ Result<std::vector<std::string>> StringList(const nlohmann::json& body, std::str
   return out;
 }
 
+// The path of message `seq` of `conv` (ids use only characters a path
+// segment may hold: KeyRules::Validate).
+std::string MessagePath(std::string_view conv, int64_t seq) {
+  return "/conversations/" + std::string(conv) + "/messages/" + std::to_string(seq);
+}
+
 void Send(KeyRouter& router, const std::string& conv, const std::string& body, const Exchange& ex) {
   Result<nlohmann::json> j = ParseObject(body);
   if (!j) return ex.Fail(j.error());
@@ -168,14 +185,15 @@ void Send(KeyRouter& router, const std::string& conv, const std::string& body, c
     }
     req.content_type = static_cast<int32_t>(*v);
   }
-  router.Send(std::move(req), Hop::kMayForward, [ex](Result<AppendOutcome> r) {
+  router.Send(std::move(req), Hop::kMayForward, [ex, conv](Result<AppendOutcome> r) {
     if (!r) return ex.Fail(r.error());
     Json out;
     out["seq"] = r->seq;
     out["server_msg_id"] = r->server_msg_id;
     out["send_time"] = r->send_time_ms;
     out["duplicate"] = r->duplicate;
-    ex.Ok(r->duplicate ? http::status::ok : http::status::created, out);
+    if (r->duplicate) return ex.Ok(http::status::ok, out);
+    ex.Ok(http::status::created, out, MessagePath(conv, r->seq));
   });
 }
 
@@ -290,7 +308,8 @@ Result<int64_t> RequiredInt(const std::string& body, std::string_view field) {
 }  // namespace
 
 bool MessageRoutes::Handle(http::verb method, PathSegments seg, std::string_view query,
-                           const std::string& body, const Access& access, const Respond& respond) {
+                           const std::string& body, bool cross_site, const Access& access,
+                           const Respond& respond) {
   const Exchange ex(respond);
   // True if allowed; else answered.
   // The op's permission (server/http/http_ops.h) on `conv`.
@@ -309,6 +328,7 @@ bool MessageRoutes::Handle(http::verb method, PathSegments seg, std::string_view
   };
   if (seg.size() == 3 && seg[0] == "users" && seg[2] == "sync") {
     if (method != http::verb::post) return ex.NotAllowed(method, "POST"), true;
+    if (cross_site) return ex.CrossSite(), true;
     Result<std::string> user = DecodeSegment(seg[1], "user id");
     if (!user) return ex.Fail(user.error()), true;
     Result<nlohmann::json> j = ParseObject(body);
@@ -340,6 +360,7 @@ bool MessageRoutes::Handle(http::verb method, PathSegments seg, std::string_view
   if (seg.size() == 2) {
     if (seg[1] != "max_seqs") return false;
     if (method != http::verb::post) return ex.NotAllowed(method, "POST"), true;
+    if (cross_site) return ex.CrossSite(), true;
     Result<nlohmann::json> j = ParseObject(body);
     if (!j) return ex.Fail(j.error()), true;
     Result<std::vector<std::string>> convs = StringList(*j, "conv_ids");
@@ -365,6 +386,7 @@ bool MessageRoutes::Handle(http::verb method, PathSegments seg, std::string_view
   if (what == "messages") {
     if (seg.size() == 3) {
       if (method == http::verb::post) {
+        if (cross_site) return ex.CrossSite(), true;
         if (permit(HttpOp::kMsgSend, *conv)) Send(router_, *conv, body, ex);
         return true;
       }
@@ -404,6 +426,7 @@ bool MessageRoutes::Handle(http::verb method, PathSegments seg, std::string_view
     }
     if (seg.size() == 5 && seg[4] == "recall") {
       if (method != http::verb::post) return ex.NotAllowed(method, "POST"), true;
+      if (cross_site) return ex.CrossSite(), true;
       if (!permit(HttpOp::kMsgRecall, *conv)) return true;
       service_.SetStatus(
           *conv, *seq, MessageStatus::kRecalled,
@@ -415,6 +438,7 @@ bool MessageRoutes::Handle(http::verb method, PathSegments seg, std::string_view
   }
   if (what == "min_seq" && seg.size() == 3) {
     if (method != http::verb::put) return ex.NotAllowed(method, "PUT"), true;
+    if (cross_site) return ex.CrossSite(), true;
     if (!permit(HttpOp::kMsgMinSeq, *conv)) return true;
     Result<int64_t> min_seq = RequiredInt(body, "min_seq");
     if (!min_seq) return ex.Fail(min_seq.error()), true;
@@ -436,6 +460,7 @@ bool MessageRoutes::Handle(http::verb method, PathSegments seg, std::string_view
     if (seg.size() == 5) {
       if (seg[4] != "read_seq") return false;
       if (method != http::verb::put) return ex.NotAllowed(method, "PUT"), true;
+      if (cross_site) return ex.CrossSite(), true;
       if (!permit(HttpOp::kMsgMarkRead, *conv)) return true;
       Result<int64_t> read_seq = RequiredInt(body, "read_seq");
       if (!read_seq) return ex.Fail(read_seq.error()), true;
@@ -449,6 +474,7 @@ bool MessageRoutes::Handle(http::verb method, PathSegments seg, std::string_view
       return true;
     }
     if (method == http::verb::put) {
+      if (cross_site) return ex.CrossSite(), true;
       if (permit(HttpOp::kMsgSetMember, *conv)) SetMember(service_, *conv, *user, body, access, ex);
       return true;
     }

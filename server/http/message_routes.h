@@ -40,10 +40,18 @@ class MessageService;
 
 class MessageRoutes {
  public:
-  // `allow` is non-empty only for 405 answers (the Allow header); `code` is
-  // the error body's code (the metric status), empty for success.
-  using Respond = std::function<void(boost::beast::http::status status, std::string json,
-                                     std::string allow, std::string_view code)>;
+  // One answer. `allow`: non-empty only for 405 answers (the Allow
+  // header); `location`: only for 201 (the Location header, the created
+  // message's path); `code`: the error body's code (the metric status),
+  // empty for success.
+  struct Reply {
+    boost::beast::http::status status;
+    std::string json;
+    std::string allow;
+    std::string location;
+    std::string_view code;
+  };
+  using Respond = std::function<void(Reply reply)>;
 
   // `service` and `router` (sends go through it: server/route/key_router.h)
   // must outlive the routes and every pending call.
@@ -55,9 +63,12 @@ class MessageRoutes {
   // `access`: the request's token; each path checks its scope (msg:send,
   // msg:read, msg:admin on the conversation; every listed one for the batch
   // calls) and answers 401/403 without calling the service. Mutations of
-  // msg:admin paths are audited.
+  // msg:admin paths are audited. `cross_site`: RefusedAsCrossSite() of the
+  // request; a route that takes the method then answers 415 (after 404 and
+  // 405, before anything else).
   bool Handle(boost::beast::http::verb method, PathSegments segments, std::string_view query,
-              const std::string& body, const Access& access, const Respond& respond);
+              const std::string& body, bool cross_site, const Access& access,
+              const Respond& respond);
 
   // The op (server/http/http_ops.h) of a message-store path, or none if it
   // is not one.

@@ -47,7 +47,11 @@ void RequestParser::on_field_impl(http::field name, string_view name_string, str
       Keep(te_, value);
       break;
     case http::field::content_type:
-      Keep(content_type_, value);
+      if (!has_content_type_) out_.content_type.assign(value.data(), value.size());
+      has_content_type_ = true;
+      break;
+    case http::field::origin:
+      out_.has_origin = true;
       break;
     case http::field::connection:
       Keep(connection_, value);

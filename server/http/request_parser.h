@@ -30,7 +30,7 @@ class RequestParser final : public boost::beast::http::basic_parser<true> {
   bool has_host() const { return has_host_; }
   bool has_transfer_encoding() const { return te_.set; }
   std::string_view transfer_encoding() const { return Field(te_); }
-  std::string_view content_type() const { return Field(content_type_); }
+  std::string_view content_type() const { return out_.content_type; }
   // `Expect: 100-continue` (case-insensitive): the client waits for an
   // interim 100 before sending the body.
   bool expect_continue() const { return expect_continue_; }
@@ -63,13 +63,14 @@ class RequestParser final : public boost::beast::http::basic_parser<true> {
   void on_finish_impl(boost::beast::error_code& ec) override;
 
   HttpRequest& out_;
-  std::string& fields_;  // the values of te_, content_type_, connection_
-  Span te_, content_type_, connection_;
+  std::string& fields_;  // the values of te_, connection_
+  Span te_, connection_;
   bool has_host_ = false;
   bool has_authorization_ = false;
   bool has_accept_ = false;
   bool has_request_id_ = false;
   bool has_traceparent_ = false;
+  bool has_content_type_ = false;
   bool expect_continue_ = false;
 };
 

@@ -15,6 +15,7 @@
 
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
+#include "server/metrics/process_metrics.h"
 #include "storage/store_stats.h"
 
 namespace seqd {
@@ -57,6 +58,7 @@ const std::vector<std::string_view>& Metrics::Ops(Interface i) {
                                                      "msg_batch",
                                                      "snowflake",
                                                      "snowflake_decode",
+                                                     "leaf_monitor",
                                                      "other"};
   static const std::vector<std::string_view> binary = {
       "ping",          "next_ids",  "auth",      "msg_send",  "msg_pull",         "msg_member",
@@ -79,7 +81,7 @@ const std::vector<std::string_view>& Metrics::Statuses() {
     std::vector<std::string_view> s;
     for (size_t c = 0; c < kErrorCodes; ++c) s.push_back(ErrorCodeName(static_cast<ErrorCode>(c)));
     for (std::string_view x :
-         {"ok", "bad_request", "method_not_allowed", "payload_too_large", "malformed_frame",
+         {"ok", "bad_request", "method_not_allowed", "unsupported_media_type", "malformed_frame",
           "unsupported_version", "frame_too_large", "unknown_opcode", "other"}) {
       s.push_back(x);
     }
@@ -91,6 +93,7 @@ const std::vector<std::string_view>& Metrics::Statuses() {
 
 struct Metrics::Impl {
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  ProcessCollector process;  // process_*, read from /proc at each scrape
 
   // Series added on first use, under create_mu.
   prometheus::Family<prometheus::Counter>* requests PT_GUARDED_BY(create_mu) = nullptr;
@@ -564,7 +567,9 @@ std::string Metrics::Render() {
     }
   }
   std::ostringstream out;
-  prometheus::TextSerializer().Serialize(out, m.registry->Collect());
+  std::vector<prometheus::MetricFamily> families = m.registry->Collect();
+  for (prometheus::MetricFamily& f : m.process.Collect()) families.push_back(std::move(f));
+  prometheus::TextSerializer().Serialize(out, families);
   return out.str();
 }
 

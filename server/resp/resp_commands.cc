@@ -1,6 +1,7 @@
 #include "server/resp/resp_commands.h"
 
 #include <array>
+#include <limits>
 
 #include "common/request_checks.h"
 #include "proto/resp_codec.h"
@@ -122,10 +123,16 @@ RespAction DecideRespCommand(const std::vector<std::string_view>& args, int64_t 
   }
   if (IsCommand(name, "incrby")) {
     if (argc != 3) return Invalid(RespOp::kIncrBy, WrongArity("incrby"));
-    // Redis's own wording for a bad INCRBY value, for both the syntax and
-    // the range (CheckCount decides the range).
+    // Redis's own wording for a value that is not an integer >= 1 (or not
+    // a 64-bit one); a count over seqd's own limit names that limit
+    // (CheckCount decides the range).
     const int64_t n = ParseCountText(args[2]);
     if (!CheckCount(n, max_count)) {
+      if (n > max_count && n < std::numeric_limits<int64_t>::max()) {
+        return Invalid(RespOp::kIncrBy,
+                       EncodedError("count " + std::to_string(n) + " is over max_count " +
+                                    std::to_string(max_count)));
+      }
       return Invalid(RespOp::kIncrBy, EncodedError("value is not an integer or out of range"));
     }
     return Take(RespAction::Kind::kIncrBy, args[1], n);

@@ -43,7 +43,7 @@ void KeyRouter::Take(std::string_view key, int64_t count, Hop hop, TakeCallback 
   if (!cluster_) return ids_.Take(key, count, std::move(done), requester);
   // Bad requests are answered here, never forwarded.
   if (Status s = CheckCount(count, ids_.options().max_count); !s) return done(s.error());
-  if (Status s = KeyRules::Validate(key); !s) return done(s.error());
+  if (Status s = KeyRules::ValidateClientKey(key); !s) return done(s.error());
   auto a = NewAttempt(std::string(key), hop);
   auto shared_done = std::make_shared<TakeCallback>(std::move(done));
   // The Attempt's calls capture what they answer with, never the Attempt

@@ -33,10 +33,12 @@ constexpr std::array<WireErrorRow, 14> kRows = {{
 }};
 
 // The answers a protocol layer makes by itself, in enum order.
-constexpr std::array<ProtocolErrorRow, 8> kProtocolRows = {{
+constexpr std::array<ProtocolErrorRow, 9> kProtocolRows = {{
     {ProtocolError::kBadRequest, 400, Status::kMalformedFrame, "bad_request"},
     {ProtocolError::kMethodNotAllowed, 405, Status::kInvalidArgument, "method_not_allowed"},
-    {ProtocolError::kPayloadTooLarge, 413, Status::kFrameTooLarge, "payload_too_large"},
+    // The code and label of kTooLarge: one name for 413, whoever answers it.
+    {ProtocolError::kPayloadTooLarge, 413, Status::kFrameTooLarge, "too_large"},
+    {ProtocolError::kUnsupportedMediaType, 415, Status::kInvalidArgument, "unsupported_media_type"},
     {ProtocolError::kMalformedFrame, 400, Status::kMalformedFrame, "malformed_frame"},
     {ProtocolError::kUnsupportedVersion, 400, Status::kUnsupportedVersion, "unsupported_version"},
     {ProtocolError::kFrameTooLarge, 413, Status::kFrameTooLarge, "frame_too_large"},
@@ -51,11 +53,12 @@ struct HttpStatusRow {
   std::optional<ErrorCode> code;          // its label, or
   std::optional<ProtocolError> protocol;  // this one's
 };
-constexpr std::array<HttpStatusRow, 6> kHttpRows = {{
+constexpr std::array<HttpStatusRow, 7> kHttpRows = {{
     {400, ErrorCode::kInvalidArgument, std::nullopt},
     {404, ErrorCode::kNotFound, std::nullopt},
     {405, std::nullopt, ProtocolError::kMethodNotAllowed},
     {413, std::nullopt, ProtocolError::kPayloadTooLarge},
+    {415, std::nullopt, ProtocolError::kUnsupportedMediaType},
     {500, ErrorCode::kInternal, std::nullopt},
     {503, ErrorCode::kStoreUnavailable, std::nullopt},
 }};

@@ -51,14 +51,15 @@ std::string RespErrorText(const Error& error);
 // a request or frame it cannot parse, a method a route does not take, a
 // body or frame over its limit, an opcode it does not know.
 enum class ProtocolError : uint8_t {
-  kBadRequest,          // HTTP: a request Beast cannot parse, no Host, ...
-  kMethodNotAllowed,    // HTTP 405
-  kPayloadTooLarge,     // HTTP 413: the body is over --max-body
-  kMalformedFrame,      // binary: a frame that does not decode
-  kUnsupportedVersion,  // binary: a frame version this server does not speak
-  kFrameTooLarge,       // binary: a frame over the limit
-  kUnknownOpcode,       // binary: an opcode with no row in server/tcp/binary_ops.h
-  kTooManyConnections,  // HTTP 503 to a connection over the cap: counted as "other"
+  kBadRequest,            // HTTP: a request Beast cannot parse, no Host, ...
+  kMethodNotAllowed,      // HTTP 405
+  kPayloadTooLarge,       // HTTP 413: the body is over --max-body; code "too_large" as kTooLarge
+  kUnsupportedMediaType,  // HTTP 415: refused by the CSRF rule (RefusedAsCrossSite)
+  kMalformedFrame,        // binary: a frame that does not decode
+  kUnsupportedVersion,    // binary: a frame version this server does not speak
+  kFrameTooLarge,         // binary: a frame over the limit
+  kUnknownOpcode,         // binary: an opcode with no row in server/tcp/binary_ops.h
+  kTooManyConnections,    // HTTP 503 to a connection over the cap: counted as "other"
 };
 
 struct ProtocolErrorRow {

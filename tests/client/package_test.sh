@@ -3,7 +3,8 @@
 # Installs BUILD_DIR to a temporary prefix, configures and builds the example
 # project against it (find_package(seqd), seqd::seqd_client) and runs it:
 # --help, against a closed port (must fail cleanly), and, when SEQD_BINARY
-# exists, against a seqd started here on SQLite. Fails if any step fails.
+# exists, both examples against a seqd started here on SQLite. Fails if any
+# step fails.
 set -eu
 build=$1
 example=$2
@@ -62,6 +63,13 @@ if [ -n "$seqd" ] && [ -x "$seqd" ]; then
   fi
   test "$(wc -l <"$tmp/ids")" -eq 3
   cat "$tmp/ids"
+  # The messages example: subscribe, send two, each back as a push and in a pull.
+  "$tmp/build/seqd-messages-example" --endpoints "127.0.0.1:$tcp_port" --conv sg_package a b \
+    >"$tmp/msgs" 2>"$tmp/err" || { cat "$tmp/msgs" "$tmp/err" >&2; exit 1; }
+  cat "$tmp/msgs"
+  for line in "pushed seq=1: a" "pushed seq=2: b" "pulled seq=1: a" "pulled seq=2: b"; do
+    grep -qxF "$line" "$tmp/msgs" || { echo "no line '$line'" >&2; exit 1; }
+  done
 elif [ -n "$seqd" ]; then
   echo "no seqd binary at '$seqd'" >&2
   exit 1

@@ -77,7 +77,7 @@ for name, s in services.items():
 
 with open(os.path.join(src, "Dockerfile")) as f:
     dockerfile = f.read()
-for var in re.findall(r"\b(SEQD_[A-Z0-9_]+)=", dockerfile):
+for var in re.findall(r"(?<!-D)\b(SEQD_[A-Z0-9_]+)=", dockerfile):  # not -D cmake options
     check(var in options or var == "SEQD_GIT_COMMIT", "Dockerfile: %s is no seqd option" % var)
 check(re.search(r"^USER seqd$", dockerfile, re.M) is not None, "Dockerfile: no USER seqd")
 

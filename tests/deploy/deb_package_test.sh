@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # usage: deb_package_test.sh BUILD_DIR SOURCE_DIR VERSION
 # The Debian package of BUILD_DIR (cmake/packaging.cmake):
-#   1. `cpack -G DEB` makes seqd_VERSION_amd64.deb with the binaries, the
-#      configuration as a conffile pointing at /var/lib/seqd, the unit, the
-#      dashboards and rules, and the runtime libraries as dependencies;
+#   1. `cpack -G DEB` makes seqd_VERSION_amd64.deb with the binaries, their
+#      man pages (rendered here with man -l), the configuration as a conffile
+#      pointing at /var/lib/seqd, the unit, the dashboards and rules, and the
+#      runtime libraries as dependencies;
 #   2. the unit has its user, state directory and hardening;
 #   3. in a fresh debian:12 container (scripts/debian-base), `apt-get install`
 #      of the .deb works; seqd --version, seqctl --help and seqbench --help
@@ -11,7 +12,7 @@
 #      ExecStart command line, run as an unprivileged user in the unit's
 #      WorkingDirectory (systemd is not PID 1 there), serves an ID, keeps its
 #      database in /var/lib/seqd and stops cleanly on SIGTERM.
-# Needs root, cpack, dpkg-deb, podman, runc and debootstrap
+# Needs root, cpack, dpkg-deb, man, podman, runc and debootstrap
 # (scripts/deps.sh --test); fails with a message when one is missing.
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -26,7 +27,7 @@ fail() {
   exit 1
 }
 [[ $(id -u) -eq 0 ]] || fail "needs root (rootful podman)"
-for tool in cpack dpkg-deb podman runc debootstrap; do
+for tool in cpack dpkg-deb podman runc debootstrap man; do
   command -v "$tool" >/dev/null || fail "$tool is not installed (scripts/deps.sh --test installs it)"
 done
 
@@ -42,7 +43,8 @@ dpkg-deb -c "$tmp/out/$deb" | awk '{print $6}' >"$tmp/files"
 for f in ./usr/bin/seqd ./usr/bin/seqctl ./usr/bin/seqbench ./etc/seqd/seqd.conf \
   ./usr/lib/systemd/system/seqd.service ./usr/share/seqd/grafana/seqd-dashboard.json \
   ./usr/share/seqd/prometheus/seqd-alerts.yml ./usr/share/seqd/prometheus/prometheus.yml \
-  ./usr/share/doc/seqd/README.md; do
+  ./usr/share/doc/seqd/README.md ./usr/share/man/man1/seqd.1.gz ./usr/share/man/man1/seqctl.1.gz \
+  ./usr/share/man/man1/seqbench.1.gz; do
   grep -qx -- "$f" "$tmp/files" || fail "$deb has no $f"
 done
 if grep -E '^\./usr/(local|include)|\.a$|/cmake/' "$tmp/files"; then
@@ -61,6 +63,13 @@ done
 dpkg-deb -x "$tmp/out/$deb" "$tmp/root"
 grep -qx 'store = sqlite:/var/lib/seqd/seqd.db' "$tmp/root/etc/seqd/seqd.conf" ||
   fail "the packaged seqd.conf does not keep the database in /var/lib/seqd"
+
+for page in seqd seqctl seqbench; do
+  MANWIDTH=80 man -P cat -l "$tmp/root/usr/share/man/man1/$page.1.gz" >"$tmp/$page.txt" 2>&1 ||
+    fail "man -l $page.1.gz: $(cat "$tmp/$page.txt")"
+  grep -qx SYNOPSIS "$tmp/$page.txt" && grep -qE "^ *$page +- " "$tmp/$page.txt" ||
+    fail "the packaged $page.1.gz has no NAME or SYNOPSIS"
+done
 
 echo "== the unit"
 unit=$tmp/root/usr/lib/systemd/system/seqd.service

@@ -10,7 +10,7 @@ if ! diff -u "$repo/docs/configuration.md" <("$seqd" --help-markdown); then
     "regenerate it: build/seqd --help-markdown > docs/configuration.md" >&2
   exit 1
 fi
-flags=$("$seqd" --help | grep -oE '^  --[a-z0-9-]+' | grep -vE -- '--(help|help-markdown|version)$' \
+flags=$("$seqd" --help | grep -oE '^  --[a-z0-9-]+' | grep -vE -- '--(help|help-markdown|version|print-config)$' \
   | sort -u)
 n=0
 for f in $flags; do

@@ -246,8 +246,8 @@ class Limits(unittest.TestCase):
         # A form post (what a page on another site can make a browser send).
         form = b'{"key":"csrf","step":5}'
         out = self.raw_http(b"POST /admin/keys HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                            b"application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\n%s"
-                            % (len(form), form))
+                            b"application/x-www-form-urlencoded\r\nConnection: close\r\n"
+                            b"Content-Length: %d\r\n\r\n%s" % (len(form), form))
         self.assertTrue(out.startswith(b"HTTP/1.1 415"), out[:200])
         self.assertEqual(self.seqd.get("/admin/keys/csrf")[0], 404)
         # Chunked and JSON are fine.

@@ -172,6 +172,12 @@ void ConfigFile(const uint8_t* data, size_t size) {
       return s.ok() ? std::string() : s.error().message;
     }));
   }
+  // --print-config never shows the store URL's password.
+  FUZZ_CHECK(!ShowsPassword(config->store, [&](std::string_view url) {
+    Config with_url = *config;
+    with_url.store = std::string(url);
+    return PrintConfig(with_url);
+  }));
 }
 
 void StoreUrl(const uint8_t* data, size_t size) {

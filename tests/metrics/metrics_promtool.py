@@ -1,14 +1,77 @@
 #!/usr/bin/env python3
 """Starts the real seqd, makes requests of each kind, fetches /metrics and
-checks it with `promtool check metrics`. Fails (never skips) without promtool."""
+checks it with `promtool check metrics`; the process_* series have
+Prometheus's usual names, types and plausible values, and process_open_fds
+follows the connections seqd holds. Fails (never skips) without promtool."""
 import os
+import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
 import harness  # noqa: E402
+
+
+PROCESS_SERIES = {
+    "process_cpu_seconds_total": "counter",
+    "process_resident_memory_bytes": "gauge",
+    "process_virtual_memory_bytes": "gauge",
+    "process_open_fds": "gauge",
+    "process_max_fds": "gauge",
+    "process_start_time_seconds": "gauge",
+}
+
+
+def process_values(text):
+    """{name: value} of the process_* samples; fails on a missing series or a
+    wrong TYPE."""
+    values = {}
+    for name, kind in PROCESS_SERIES.items():
+        if ("# TYPE %s %s\n" % (name, kind)) not in text:
+            raise SystemExit("FAIL: no '# TYPE %s %s' line" % (name, kind))
+        m = re.search(r"^%s ([0-9.e+]+)$" % name, text, re.M)
+        if not m:
+            raise SystemExit("FAIL: no sample of " + name)
+        values[name] = float(m.group(1))
+    return values
+
+
+def check_process_series(s, text):
+    v = process_values(text)
+    now = time.time()
+    problems = []
+    if not now - 600 < v["process_start_time_seconds"] <= now + 1:
+        problems.append("start time %s is not within the last 10 minutes" % v["process_start_time_seconds"])
+    if not 1 << 20 < v["process_resident_memory_bytes"] <= v["process_virtual_memory_bytes"]:
+        problems.append("resident %s, virtual %s" % (v["process_resident_memory_bytes"],
+                                                      v["process_virtual_memory_bytes"]))
+    if not 0 <= v["process_cpu_seconds_total"] < 600:
+        problems.append("cpu seconds %s" % v["process_cpu_seconds_total"])
+    if not 0 < v["process_open_fds"] <= v["process_max_fds"]:
+        problems.append("open fds %s, max %s" % (v["process_open_fds"], v["process_max_fds"]))
+    # 20 more idle connections: seqd holds 20 more descriptors.
+    socks = [socket.create_connection(("127.0.0.1", s.port)) for _ in range(20)]
+    try:
+        deadline = time.time() + 5
+        while True:
+            _, body, _ = s.request("GET", "/metrics")
+            after = process_values(body.decode())["process_open_fds"]
+            if after >= v["process_open_fds"] + 20 or time.time() > deadline:
+                break
+            time.sleep(0.05)
+    finally:
+        for c in socks:
+            c.close()
+    if after < v["process_open_fds"] + 20:
+        problems.append("process_open_fds went from %s to %s with 20 more connections"
+                        % (v["process_open_fds"], after))
+    for p in problems:
+        print("FAIL: process_*: " + p)
+    return not problems
 
 
 def main():
@@ -33,6 +96,8 @@ def main():
             text = body.decode()
             if status != 200:
                 print("FAIL: GET /metrics answered %d" % status)
+                return 1
+            if not check_process_series(s, text):
                 return 1
     print(text)
     for want in ['seqd_requests_total{interface="http",op="seq",status="ok"}',

@@ -1,7 +1,10 @@
 """ctest prometheus_rules: promtool checks the Prometheus config and the alert
 rules and runs their unit tests; the Grafana dashboard must be valid JSON; and
 every metric (and label) name in the alert rules and the dashboard must be one
-of docs/metrics.md. Standard library only. Fails (never skips) without promtool.
+of docs/metrics.md; every alert rule has a runbook_url annotation
+"docs/operations.md#<anchor>" whose anchor is the heading of docs/operations.md
+that names the alert. Standard library only. Fails (never skips) without
+promtool.
 """
 import json
 import os
@@ -14,6 +17,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PROM = os.path.join(REPO, "config", "prometheus")
 DASHBOARD = os.path.join(REPO, "config", "grafana", "seqd-dashboard.json")
 METRICS_MD = os.path.join(REPO, "docs", "metrics.md")
+OPERATIONS_MD = os.path.join(REPO, "docs", "operations.md")
+RUNBOOK_PREFIX = "docs/operations.md#"
 
 # Series Prometheus itself makes, allowed besides docs/metrics.md.
 BUILTIN_SERIES = {"up"}
@@ -26,11 +31,16 @@ PROMQL_KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right
 
 
 def documented():
-    """(series names, label names) of docs/metrics.md's Series table. A
-    histogram `x` documents x_bucket, x_sum and x_count."""
+    """(series names, label names) of docs/metrics.md's Series and Process
+    tables. A histogram `x` documents x_bucket, x_sum and x_count."""
     series, labels = set(), set()
     with open(METRICS_MD) as f:
         for line in f:
+            # The standard process_* series (their table has no labels column).
+            m = re.match(r"\|\s*`(process_\w+)`\s*\|", line)
+            if m:
+                series.add(m.group(1))
+                continue
             m = re.match(r"\|\s*`(seqd_\w+)`\s*\|([^|]*)\|([^|]*)\|", line)
             if not m:
                 continue
@@ -98,6 +108,56 @@ def rule_exprs():
     return exprs
 
 
+def markdown_anchors(text):
+    """The anchors of a Markdown page as GitHub makes them: each heading
+    lowercased, punctuation dropped, spaces as '-' (a repeated one gets -1,
+    -2, ...), and explicit <a id=...> / <a name=...>."""
+    anchors, seen = set(), {}
+    in_code = False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            in_code = not in_code
+            continue
+        m = re.match(r"#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if m and not in_code:
+            slug = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-")
+            n = seen.get(slug, 0)
+            seen[slug] = n + 1
+            anchors.add(slug if n == 0 else "%s-%d" % (slug, n))
+        anchors.update(re.findall(r'<a\s+(?:id|name)="([^"]+)"', line))
+    return anchors
+
+
+def runbook_problems(rules_text, anchors):
+    """Each alert rule's runbook_url must be RUNBOOK_PREFIX + an anchor of
+    docs/operations.md, the one of the heading that names the alert."""
+    problems, rules = [], []
+    for line in rules_text.splitlines():
+        m = re.match(r"\s*- (alert|record):\s*(\S+)", line)
+        if m:
+            rules.append([m.group(1), m.group(2), None])
+            continue
+        m = re.match(r"\s*runbook_url:\s*[\"']?([^\"'\s]*)", line)
+        if m and rules:
+            rules[-1][2] = m.group(1)
+    alerts = [(name, url) for kind, name, url in rules if kind == "alert"]
+    if not alerts:
+        problems.append("no alert rules found")
+    for name, url in alerts:
+        if url is None:
+            problems.append("alert %s has no runbook_url annotation" % name)
+        elif not url.startswith(RUNBOOK_PREFIX):
+            problems.append("alert %s: runbook_url %r does not start with %s"
+                            % (name, url, RUNBOOK_PREFIX))
+        elif url[len(RUNBOOK_PREFIX):] not in anchors:
+            problems.append("alert %s: runbook_url %r: no such anchor in docs/operations.md"
+                            % (name, url))
+        elif url[len(RUNBOOK_PREFIX):] != name.lower():
+            problems.append("alert %s: runbook_url %r is not its own section (#%s)"
+                            % (name, url, name.lower()))
+    return problems
+
+
 def dashboard_exprs():
     with open(DASHBOARD) as f:
         dash = json.load(f)                                   # must parse
@@ -143,6 +203,16 @@ def self_test():
     assert l == {"interface", "le", "job", "status", "instance"}, l
     m, l = names_in('label_values(seqd_build_info{job=~"$job"}, instance)')
     assert m == {"seqd_build_info"} and l == {"job", "instance"}, (m, l)
+    a = markdown_anchors("# Ops\n## What to do\n#### SeqdA\n```\n# not a heading\n```\n"
+                         "## What to do\n<a id=\"x-y\"></a>\n")
+    assert a == {"ops", "what-to-do", "seqda", "what-to-do-1", "x-y"}, a
+    rules = ("  - alert: SeqdA\n    annotations:\n      runbook_url: \"docs/operations.md#seqda\"\n"
+             "  - alert: SeqdB\n    annotations:\n      summary: x\n"
+             "  - alert: SeqdC\n    annotations:\n      runbook_url: docs/operations.md#nope\n"
+             "  - alert: SeqdD\n    annotations:\n      runbook_url: https://x/#seqdd\n"
+             "  - alert: SeqdE\n    annotations:\n      runbook_url: docs/operations.md#seqda\n")
+    p = runbook_problems(rules, {"seqda"})
+    assert len(p) == 4 and all(x in " ".join(p) for x in ("SeqdB", "SeqdC", "SeqdD", "SeqdE")), p
 
 
 def main():
@@ -167,11 +237,14 @@ def main():
             problems.append("%s: metric %s is not in docs/metrics.md: %s" % (where, name, expr))
         for name in sorted(l - labels):
             problems.append("%s: label %s is not in docs/metrics.md: %s" % (where, name, expr))
+    with open(os.path.join(PROM, "seqd-alerts.yml")) as f, open(OPERATIONS_MD) as ops:
+        problems += runbook_problems(f.read(), markdown_anchors(ops.read()))
     for p in problems:
         print("FAIL: " + p)
     if problems:
         return 1
-    print("OK: %d alert rule and %d dashboard expressions use only documented names"
+    print("OK: %d alert rule and %d dashboard expressions use only documented names;"
+          " every alert's runbook_url is its section of docs/operations.md"
           % (len(rules), len(dash)))
     return 0
 

@@ -61,6 +61,8 @@ struct Fixture {
   ApiRouter::Response Call(http::verb method, std::string target, std::string body = "",
                            Headers headers = {}, unsigned version = 11) {
     ApiRouter::Request req{method, target, version};
+    // A body is JSON unless the test says otherwise (the CSRF rule).
+    if (!body.empty()) req.set(http::field::content_type, "application/json");
     for (auto& [field, value] : headers) req.set(field, value);
     req.body() = std::move(body);
     req.prepare_payload();

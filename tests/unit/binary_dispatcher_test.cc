@@ -159,6 +159,23 @@ TEST_CASE("binary dispatcher: PING, NEXT_IDS and errors, frame in, frame out") {
         std::string::npos);
 }
 
+TEST_CASE("binary dispatcher: NEXT_IDS refuses the reserved namespace as a bad key") {
+  Fixture f;
+  // Even with a row (the message service's own): nothing is handed out.
+  REQUIRE(f.store.CreateKey("seqd.server_msg_id", 10, "").ok());
+  for (std::string_view key : {"seqd.server_msg_id", "seqd.other"}) {
+    INFO(key);
+    auto r = f.conn.Call(NextIds(7, key, 1));
+    CHECK(r.status == proto::Status::kInvalidArgument);
+    CHECK(r.message == "keys starting with 'seqd.' are reserved");
+  }
+  CHECK(f.store.GetKey("seqd.server_msg_id")->max_id == 1);  // nothing reserved
+  CHECK(f.allocator.Snapshot().empty());
+  // A key that only looks alike is an ordinary key.
+  REQUIRE(f.store.CreateKey("seqd_x", 10, "").ok());
+  CHECK(f.conn.Call(NextIds(8, "seqd_x", 1)).status == proto::Status::kOk);
+}
+
 TEST_CASE("binary dispatcher: SEND, PULL and SUBSCRIBE through the message service") {
   Fixture f;
   std::string sub;

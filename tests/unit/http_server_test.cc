@@ -200,7 +200,8 @@ TEST_CASE("http: oversized body gets 413 and close") {
   auto r = c.Read();
   REQUIRE(r);
   CHECK(r->status == 413);
-  CHECK(r->body.find("\"payload_too_large\"") != std::string::npos);
+  // One code for 413, whoever answers it: the ErrorCode's (kTooLarge).
+  CHECK(r->body.find("\"too_large\"") != std::string::npos);
   CHECK(r->RequestId() == "big-1");  // the header was read: the client's id
   CHECK(r->BodyRequestId() == "big-1");
   CHECK(c.WaitClosed());
@@ -215,6 +216,62 @@ TEST_CASE("http: oversized body gets 413 and close") {
   r = ok.Read();
   REQUIRE(r);
   CHECK(r->status == 201);
+}
+
+TEST_CASE("http: the route decides before the content type; HTTP/1.0 needs no Host") {
+  ServerFixture f;
+  REQUIRE(f.listening);
+  Client c(f.server.port());
+  // A method the route does not take is 405 and an unknown path 404, with
+  // or without a body and whatever its type.
+  c.Send("POST /seq/order HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n");
+  auto r = c.Read();
+  REQUIRE(r);
+  CHECK(r->status == 405);
+  CHECK(r->Has("allow: get"));
+  c.Send(
+      "PUT /healthz HTTP/1.1\r\nHost: t\r\nContent-Type: text/plain\r\n"
+      "Content-Length: 2\r\n\r\nhi");
+  r = c.Read();
+  REQUIRE(r);
+  CHECK(r->status == 405);
+  c.Send(
+      "POST /nope HTTP/1.1\r\nHost: t\r\nContent-Type: text/plain\r\n"
+      "Content-Length: 2\r\n\r\nhi");
+  r = c.Read();
+  REQUIRE(r);
+  CHECK(r->status == 404);
+  // A form post to a route that takes POST: 415, counted as such.
+  const std::string form = R"({"key":"csrf","step":5})";
+  c.Send(
+      "POST /admin/keys HTTP/1.1\r\nHost: t\r\nContent-Type: text/plain\r\n"
+      "Content-Length: " +
+      std::to_string(form.size()) + "\r\n\r\n" + form);
+  r = c.Read();
+  REQUIRE(r);
+  CHECK(r->status == 415);
+  CHECK(r->body.find("\"unsupported_media_type\"") != std::string::npos);
+  CHECK(f.front.services.metrics().Render().find(R"(op="admin",status="unsupported_media_type")") !=
+        std::string::npos);
+  CHECK(f.mem.GetKey("csrf").error().code == ErrorCode::kUnknownKey);
+
+  // HTTP/1.0 without Host (HAProxy's `option httpchk`) is served, and its
+  // connection closes after the answer; HTTP/1.1 without Host is 400.
+  for (const char* check : {"GET /healthz HTTP/1.0\r\n\r\n", "OPTIONS / HTTP/1.0\r\n\r\n"}) {
+    INFO(check);
+    Client old(f.server.port());
+    old.Send(check);
+    r = old.Read();
+    REQUIRE(r);
+    CHECK(r->head.starts_with("http/1.0 2"));
+    CHECK(old.WaitClosed());
+  }
+  Client no_host(f.server.port());
+  no_host.Send("GET /healthz HTTP/1.1\r\n\r\n");
+  r = no_host.Read();
+  REQUIRE(r);
+  CHECK(r->status == 400);
+  CHECK(r->body.find("Host") != std::string::npos);
 }
 
 TEST_CASE("http: Expect: 100-continue gets its 100 before the body is sent") {

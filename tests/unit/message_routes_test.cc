@@ -53,6 +53,7 @@ struct Fixture {
 
   ApiRouter::Response Call(http::verb method, std::string target, std::string body = "") {
     ApiRouter::Request req{method, target, 11};
+    if (!body.empty()) req.set(http::field::content_type, "application/json");
     req.body() = std::move(body);
     req.prepare_payload();
     std::promise<ApiRouter::Response> p;

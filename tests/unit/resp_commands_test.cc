@@ -19,12 +19,18 @@ TEST_CASE("resp commands: INCR, INCRBY and the replies decided without a connect
   CHECK(a.kind == RespAction::Kind::kIncrBy);
   CHECK(a.count == 7);
   CHECK(a.ends_run);
-  for (std::string_view bad : {"0", "101", "-1", "x", ""}) {
+  for (std::string_view bad : {"0", "-1", "x", "", "99999999999999999999"}) {
     a = DecideRespCommand(Args{"incrby", "k", bad}, 100);
     CHECK(a.kind == RespAction::Kind::kReply);
     CHECK(a.code == ErrorCode::kInvalidArgument);
     CHECK(a.reply == "-ERR value is not an integer or out of range\r\n");
   }
+  // Over seqd's own limit: the answer names the limit.
+  a = DecideRespCommand(Args{"incrby", "k", "5000"}, 1000);
+  CHECK(a.kind == RespAction::Kind::kReply);
+  CHECK(a.code == ErrorCode::kInvalidArgument);
+  CHECK(a.reply == "-ERR count 5000 is over max_count 1000\r\n");
+  CHECK(DecideRespCommand(Args{"incrby", "k", "1000"}, 1000).kind == RespAction::Kind::kIncrBy);
 
   a = DecideRespCommand(Args{"incr"}, 100);
   CHECK(a.kind == RespAction::Kind::kReply);

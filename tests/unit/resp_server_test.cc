@@ -296,10 +296,11 @@ TEST_CASE("resp server: PING, QUIT, COMMAND, CONFIG GET, unknown commands, arity
   CHECK(c.Call(Cmd({"INCR", "k", "k"})) == "-ERR wrong number of arguments for 'incr' command\r\n");
   CHECK(c.Call(Cmd({"INCRBY", "k"})) == "-ERR wrong number of arguments for 'incrby' command\r\n");
   CHECK(c.Call(Cmd({"PING", "a", "b"})) == "-ERR wrong number of arguments for 'ping' command\r\n");
-  for (const char* bad : {"0", "-1", "10001", "abc", "1.5", "", " 1", "99999999999999999999"}) {
+  for (const char* bad : {"0", "-1", "abc", "1.5", "", " 1", "99999999999999999999"}) {
     INFO(bad);
     CHECK(c.Call(Cmd({"INCRBY", "k", bad})) == "-ERR value is not an integer or out of range\r\n");
   }
+  CHECK(c.Call(Cmd({"INCRBY", "k", "10001"})) == "-ERR count 10001 is over max_count 10000\r\n");
   // Empty commands get no reply; the connection carries on.
   c.Send("\r\n*0\r\n");
   CHECK(c.Call(Cmd({"INCR", "k"})) == ":1\r\n");
@@ -341,6 +342,16 @@ TEST_CASE("resp server: key errors are clean -ERR replies") {
   CHECK(bad.find("letters, digits") != std::string::npos);
   CHECK(c.Call(Cmd({"INCR", std::string(129, 'a')})).starts_with("-ERR invalid key: "));
   CHECK(c.Call(Cmd({"INCR", ""})).starts_with("-ERR invalid key: "));
+  // The reserved namespace answers as a bad key, with or without a row.
+  REQUIRE(f.mem.CreateKey("seqd.server_msg_id", 10, "").ok());
+  for (const char* key : {"seqd.server_msg_id", "seqd.x"}) {
+    INFO(key);
+    CHECK(c.Call(Cmd({"INCR", key})) ==
+          "-ERR invalid key: keys starting with 'seqd.' are reserved\r\n");
+    CHECK(c.Call(Cmd({"INCRBY", key, "3"})) ==
+          "-ERR invalid key: keys starting with 'seqd.' are reserved\r\n");
+  }
+  CHECK(f.mem.GetKey("seqd.server_msg_id")->max_id == 1);
   // A pipelined run of INCRs on an unknown key: every one gets the error.
   c.Send(Cmd({"INCR", "nope"}) + Cmd({"INCR", "nope"}) + Cmd({"INCR", "k"}));
   CHECK(c.Read() == "-ERR unknown key 'nope'\r\n");
