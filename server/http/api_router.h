@@ -78,7 +78,7 @@ struct RouterOptions {
   // While this returns true, /readyz answers 503 (the store's connections
   // are being opened). Unset: never.
   std::function<bool()> warming = nullptr;
-  StreamOptions streams;
+  StreamOptions streams = {};
 };
 
 class ApiRouter {

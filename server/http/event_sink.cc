@@ -10,7 +10,10 @@ bool EventSink::Write(std::string_view bytes) {
   {
     MutexLock lock(mu_);
     if (closing_ || over_) return false;
-    if (queue_.size() + in_flight_ + bytes.size() > max_bytes_) return false;
+    const size_t queued = queue_.size() + in_flight_;
+    // An empty queue takes anything: an event larger than the bound is not
+    // a slow reader.
+    if (queued > 0 && queued + bytes.size() > max_bytes_) return false;
     queue_.append(bytes);
     if (queue_.size() + in_flight_ > max_bytes_ / 2) above_half_ = true;
     if (idle_) {

@@ -36,9 +36,9 @@ class EventSink {
   EventSink& operator=(const EventSink&) = delete;
 
   // --- producer --------------------------------------------------------------
-  // Queues `bytes` unless the queue would then pass max_bytes (a slow
-  // reader), or the stream is closing or over: then queues nothing and
-  // returns false.
+  // Queues `bytes` unless the queue is not empty and would then pass
+  // max_bytes (a slow reader), or the stream is closing or over: then
+  // queues nothing and returns false.
   bool Write(std::string_view bytes) EXCLUDES(mu_);
   // Queues `bytes` whatever the bound (dropped only once closing or over).
   void WriteUnbounded(std::string_view bytes) EXCLUDES(mu_);

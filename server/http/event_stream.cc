@@ -123,7 +123,7 @@ void EventStream::OnLive(size_t conv, const StoredMessage& m) {
 }
 
 void EventStream::DuePullsLocked(std::vector<PullAsk>& asks) {
-  if (ended_ || !sink_) return;
+  if (ended_ || closing_ || !sink_) return;
   for (size_t i = 0; i < convs_.size(); ++i) {
     Conv& c = convs_[i];
     if (!c.resume.WantsPull() || !sink_->HasRoom()) continue;
@@ -175,7 +175,7 @@ std::string EventStream::LastIdLocked() const {
 
 void EventStream::SendLocked(size_t conv, const std::vector<StoredMessage>& messages,
                              bool bounded) {
-  if (ended_ || !sink_) return;
+  if (ended_ || closing_ || !sink_) return;
   Conv& c = convs_[conv];
   scratch_.clear();
   const int64_t sent_before = c.sent;
@@ -193,13 +193,14 @@ void EventStream::SendLocked(size_t conv, const std::vector<StoredMessage>& mess
 }
 
 void EventStream::DroppedLocked() {
-  if (ended_) return;
+  if (ended_ || closing_) return;
   if (deps_.metrics) deps_.metrics->SlowReaderClosed();
   if (sink_) sink_->CloseAfter(SseDropped(LastIdLocked()));
   EndLocked();
 }
 
 void EventStream::EndLocked() {
+  closing_ = true;
   if (sink_) sink_->CloseAfter("");
   // The subscriptions and the slot go when the sink reports the end
   // (OnEnd): after the connection wrote what was queued.
@@ -213,7 +214,7 @@ void EventStream::Close() {
 void EventStream::Heartbeat() {
   {
     MutexLock lock(mu_);
-    if (ended_ || !sink_) return;
+    if (ended_ || closing_ || !sink_) return;
     if (!sink_->Write(kSseHeartbeat)) return DroppedLocked();
   }
   ArmHeartbeat();

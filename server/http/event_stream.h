@@ -127,6 +127,7 @@ class EventStream : public std::enable_shared_from_this<EventStream> {
   std::shared_ptr<EventSink> sink_ GUARDED_BY(mu_);
   std::unique_ptr<StreamLimits::Slot> slot_ GUARDED_BY(mu_);
   bool running_ GUARDED_BY(mu_) = false;
+  bool closing_ GUARDED_BY(mu_) = false;  // the sink closes after what is queued
   bool ended_ GUARDED_BY(mu_) = false;
   std::string scratch_ GUARDED_BY(mu_);
 };
