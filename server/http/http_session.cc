@@ -1,17 +1,12 @@
 // One HTTP/1.1 connection, in the style of Beast's advanced server example:
 // the TLS handshake, reading one request at a time (the parser, its limits
-// and the header checks), handing it to ApiRouter, writing the answer,
-// keep-alive, the deadline, and lingering after a final answer. The bytes
-// of answers and the header checks are in http_exchange.h.
-//
-// Over 400 lines because the session is one class template over its three
-// streams (TLS, a strand's socket, the io_context's socket): its flags
-// (busy_, stopping_, the deadline) are shared by every handler, and
-// keeping them in one place keeps the one-request-at-a-time invariant
-// readable. Beast's stream and write templates compile here only.
+// and the header checks), handing it to ApiRouter, writing the answer (or
+// draining a streamed answer's sink), keep-alive, the deadline, lingering
+// after a final answer. Answers' bytes and header checks: http_exchange.h.
+// Over 400 lines: one class template over its three streams (TLS, a
+// strand's socket, the io_context's socket) whose flags (busy_, stopping_,
+// the deadline) every handler shares; Beast's templates compile here only.
 #include "server/http/http_session.h"
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <boost/asio/dispatch.hpp>
@@ -38,6 +33,7 @@
 #include "server/http/http_ops.h"
 #include "server/http/http_request.h"
 #include "server/http/http_responder.h"
+#include "server/http/http_sockets.h"
 #include "server/http/request_parser.h"
 #include "server/metrics/metrics.h"
 #include "server/service/services.h"
@@ -67,28 +63,8 @@ constexpr size_t kReadChunkBytes = 65536;
 
 using Socket = TcpListener::Socket;  // bound to the connection's strand
 using TlsStream = beast::ssl_stream<Socket>;
-// Bound to the io_context itself: when a single thread runs it, that thread
-// is the connection's strand, and a real strand only costs.
-using IoSocket = net::basic_stream_socket<tcp, net::io_context::executor_type>;
+using IoSocket = HttpIoSocket;
 using Clock = std::chrono::steady_clock;
-
-// The same connection as an IoSocket; nullopt if the descriptor cannot be
-// moved (`socket` is then left as it was or closed).
-std::optional<IoSocket> Unstranded(Socket& socket) {
-  error_code ec;
-  const tcp::endpoint local = socket.local_endpoint(ec);
-  if (ec) return std::nullopt;
-  net::io_context& io = socket.get_executor().get_inner_executor().context();
-  const auto fd = socket.release(ec);
-  if (ec) return std::nullopt;
-  IoSocket out(io);
-  out.assign(local.protocol(), fd, ec);
-  if (ec) {
-    ::close(fd);
-    return std::nullopt;
-  }
-  return out;
-}
 
 // One connection over `Stream`: the strand-bound socket, IoSocket, or
 // TlsStream. Every member is touched only on the connection's strand.
@@ -438,13 +414,10 @@ class Session : public ListenedSession,
   // read stays pending to notice the client leaving (what it sends is
   // discarded). No idle deadline: only a write must finish within the idle
   // timeout (a reader that stopped reading).
-
   std::shared_ptr<EventSink> StartStream(Response head, size_t max_bytes) override {
     auto sink = std::make_shared<EventSink>(max_bytes);
     sink->SetWake([weak = weak_from_this()] {
-      if (auto self = weak.lock()) {
-        net::post(self->ex_, [self] { self->DoStreamWrite(); });
-      }
+      if (auto self = weak.lock()) net::post(self->ex_, [self] { self->DoStreamWrite(); });
     });
     net::post(ex_, [self = shared_from_this(), head = std::move(head), sink]() mutable {
       self->OnStreamStart(std::move(head), std::move(sink));
@@ -461,9 +434,7 @@ class Session : public ListenedSession,
     head.keep_alive(false);  // the body ends with the connection
     out_.clear();
     SerializeResponse(head, /*head=*/false, out_);
-    if (head_) {  // HEAD: the head alone
-      stream_sink_->CloseAfter("");
-    }
+    if (head_) stream_sink_->CloseAfter("");  // HEAD: the head alone
     stream_writing_ = true;
     ExpiresAfter(StreamWriteTime());
     net::async_write(stream_, net::buffer(out_),
@@ -473,8 +444,7 @@ class Session : public ListenedSession,
   void OnStreamHead(error_code ec, size_t /*bytes*/) {
     stream_writing_ = false;
     if (ec) return EndStream();
-    // Bytes the client sent after its request (it should send none).
-    buffer_.clear();
+    buffer_.clear();  // what the client sent after its request (it should send none)
     discard_ = std::make_unique<char[]>(kDiscardBufferBytes);
     DoStreamRead();
     DoStreamWrite();
@@ -496,8 +466,7 @@ class Session : public ListenedSession,
     out_.clear();
     switch (stream_sink_->Take(out_)) {
       case EventSink::Took::kIdle:
-        ExpiresNever();
-        return;
+        return ExpiresNever();
       case EventSink::Took::kClose:
         // Everything written: half-close; the pending read sees the client
         // close (or the linger deadline closes).

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "server/http/event_sink.h"
+#include "server/http/http_util.h"
 #include "server/http/sse_resume.h"
 #include "server/http/sse_wire.h"
 #include "server/http/stream_limits.h"
@@ -330,4 +331,13 @@ TEST_CASE("StreamLimits: per token, in all, released with the slot, cancelled at
   limits->CancelAll();
   CHECK(cancelled == 3);
   CHECK(!limits->Acquire("c", nullptr, &why));  // after shutdown
+}
+
+TEST_CASE("RedactedTarget: access_token values never reach a log line") {
+  CHECK(RedactedTarget("/events?conv=a&access_token=sqd_x-secret&from=a%3D1") ==
+        "/events?conv=a&access_token=REDACTED&from=a%3D1");
+  CHECK(RedactedTarget("/conversations/c/events?access_token=s") ==
+        "/conversations/c/events?access_token=REDACTED");
+  CHECK(RedactedTarget("/seq/k?count=2") == "/seq/k?count=2");
+  CHECK(RedactedTarget("/seq/k") == "/seq/k");
 }
