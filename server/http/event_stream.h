@@ -48,7 +48,7 @@ struct EventStreamOptions {
   std::chrono::milliseconds retry{3000};       // the `retry:` hint
   std::chrono::milliseconds heartbeat{15000};  // `: hb` every this long
   size_t pull_limit = 100;                     // messages per replay pull
-  size_t max_kept = 1000;                      // live messages kept per conversation while pulling
+  size_t max_kept = 256;  // live messages kept per conversation while pulling (beyond: pulled)
 };
 
 // One conversation of a stream and where it starts.
