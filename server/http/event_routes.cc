@@ -136,9 +136,11 @@ void EventRoutes::Handle(const std::shared_ptr<ApiRouter::Call>& call, PathSegme
   }
 
   StreamMetrics* metrics = &services_.metrics.streams();
+  EventStreamOptions stream_options = options_.events;
+  stream_options.check_max_on_heartbeat = services_.cluster != nullptr;
   Result<std::shared_ptr<EventStream>> stream = EventStream::Create(
       EventStream::Deps{services_.router, services_.messages, options_.clock, metrics},
-      options_.events, std::move(*convs), multi, std::move(user));
+      stream_options, std::move(*convs), multi, std::move(user));
   if (!stream) return fail(stream.error());
 
   const Principal* who = call->access->principal();

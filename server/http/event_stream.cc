@@ -212,12 +212,35 @@ void EventStream::Close() {
 }
 
 void EventStream::Heartbeat() {
+  std::vector<std::string> convs;
   {
     MutexLock lock(mu_);
     if (ended_ || closing_ || !sink_) return;
     if (!sink_->Write(kSseHeartbeat)) return DroppedLocked();
+    if (options_.check_max_on_heartbeat) {
+      for (const Conv& c : convs_) {
+        if (!c.resume.live()) return ArmHeartbeat();  // catching up: no need
+        convs.push_back(c.id);
+      }
+    }
   }
   ArmHeartbeat();
+  if (convs.empty()) return;
+  deps_.messages.MaxSeqs(std::move(convs),
+                         [self = shared_from_this()](Result<std::vector<int64_t>> r) {
+                           self->OnMaxSeqs(std::move(r));
+                         });
+}
+
+void EventStream::OnMaxSeqs(Result<std::vector<int64_t>> max_seqs) {
+  std::vector<PullAsk> asks;
+  {
+    MutexLock lock(mu_);
+    if (ended_ || !max_seqs || max_seqs->size() != convs_.size()) return;  // next heartbeat
+    for (size_t i = 0; i < convs_.size(); ++i) convs_[i].resume.NoteMaxSeq((*max_seqs)[i]);
+    DuePullsLocked(asks);
+  }
+  Ask(std::move(asks));
 }
 
 void EventStream::ArmHeartbeat() {

@@ -48,6 +48,11 @@ struct EventStreamOptions {
   std::chrono::milliseconds retry{3000};       // the `retry:` hint
   std::chrono::milliseconds heartbeat{15000};  // `: hb` every this long
   size_t pull_limit = 100;                     // messages per replay pull
+  // With each heartbeat, ask the store for the max seqs (one read per
+  // stream): in cluster mode a push relayed from another instance can be
+  // lost around an owner change, and a quiet conversation would not show
+  // the gap until its next message.
+  bool check_max_on_heartbeat = false;
   size_t max_kept = 256;  // live messages kept per conversation while pulling (beyond: pulled)
 };
 
@@ -106,6 +111,7 @@ class EventStream : public std::enable_shared_from_this<EventStream> {
   void Ask(std::vector<PullAsk> asks) EXCLUDES(mu_);
   void OnPulled(size_t conv, Result<MessagePage> page) EXCLUDES(mu_);
   void Heartbeat() EXCLUDES(mu_);
+  void OnMaxSeqs(Result<std::vector<int64_t>> max_seqs) EXCLUDES(mu_);
   void ArmHeartbeat();
   // The pulls due that the sink has room for.
   void DuePullsLocked(std::vector<PullAsk>& asks) REQUIRES(mu_);

@@ -29,6 +29,12 @@ void ConvResume::OnLive(const StoredMessage& m, std::vector<StoredMessage>& out)
   if (started_) need_pull_ = true;  // a gap (or a pull under way: it decides)
 }
 
+void ConvResume::NoteMaxSeq(int64_t max_seq) {
+  if (max_seq <= known_max_) return;
+  known_max_ = max_seq;
+  if (started_ && max_seq > last_) need_pull_ = true;
+}
+
 int64_t ConvResume::PullStarted() {
   pulling_ = true;
   covers_ = known_max_;

@@ -43,6 +43,10 @@ class ConvResume {
   // A pushed message; appends to `out` what is to be delivered now.
   void OnLive(const StoredMessage& m, std::vector<StoredMessage>& out);
 
+  // The store's max seq, learned some other way (a periodic check): seqs up
+  // to it exist, as if pushed (a push lost across instances is pulled).
+  void NoteMaxSeq(int64_t max_seq);
+
   // True if a pull is due and none is in flight.
   bool WantsPull() const { return started_ && need_pull_ && !pulling_; }
   // The caller asks the store now; returns the first seq to ask for.

@@ -187,6 +187,23 @@ TEST_CASE("ConvResume: seqs a complete pull does not return are skipped, not wai
   CHECK(r.live());
 }
 
+TEST_CASE("ConvResume: a max seq learned by a periodic check pulls a lost last push") {
+  ConvResume r(false, 100);
+  std::vector<StoredMessage> out;
+  r.Start(0);
+  r.PullStarted();
+  r.OnPulled({}, false, out);
+  REQUIRE(r.live());
+  r.NoteMaxSeq(0);
+  CHECK(!r.WantsPull());
+  r.NoteMaxSeq(2);  // 1 and 2 were committed; their pushes were lost
+  REQUIRE(r.WantsPull());
+  CHECK(r.PullStarted() == 1);
+  r.OnPulled({Msg(1), Msg(2)}, false, out);
+  CHECK(Seqs(out) == std::vector<int64_t>{1, 2});
+  CHECK(r.live());
+}
+
 TEST_CASE("ConvResume: pages are pulled one after the other") {
   ConvResume r(false, 100);
   std::vector<StoredMessage> out;
