@@ -5,7 +5,7 @@
 namespace seqd {
 namespace {
 
-constexpr std::array<HttpOpRow, 21> kRows = {{
+constexpr std::array<HttpOpRow, 22> kRows = {{
     {HttpOp::kStatusPage, "status", Permission::kAdmin},
     {HttpOp::kSeq, "seq", Permission::kIds},
     {HttpOp::kLeafSegment, "leaf_segment", Permission::kIds},
@@ -26,6 +26,7 @@ constexpr std::array<HttpOpRow, 21> kRows = {{
     {HttpOp::kMsgSyncUser, "msg_batch", Permission::kMsgRead},
     {HttpOp::kLeafCache, "leaf_monitor", Permission::kAdmin},
     {HttpOp::kLeafDb, "leaf_monitor", Permission::kAdmin},
+    {HttpOp::kMsgEvents, "msg_events", Permission::kMsgRead},
     {HttpOp::kOther, "other", std::nullopt},
 }};
 
@@ -38,7 +39,7 @@ constexpr bool InEnumOrder() {
 static_assert(InEnumOrder(), "kRows: one row per HttpOp, in enum order");
 
 // In docs/openapi.yaml's order.
-constexpr std::array<HttpRoute, 30> kRoutes = {{
+constexpr std::array<HttpRoute, 32> kRoutes = {{
     {"GET", "/", HttpOp::kStatusPage},
     {"GET", "/seq/{key}", HttpOp::kSeq},
     {"GET", "/api/segment/get/{key}", HttpOp::kLeafSegment},
@@ -61,6 +62,8 @@ constexpr std::array<HttpRoute, 30> kRoutes = {{
     {"POST", "/conversations/{conv}/messages", HttpOp::kMsgSend},
     {"GET", "/conversations/{conv}/messages", HttpOp::kMsgPull},
     {"GET", "/conversations/{conv}/messages/{seq}", HttpOp::kMsgPull},
+    {"GET", "/conversations/{conv}/events", HttpOp::kMsgEvents},
+    {"GET", "/events", HttpOp::kMsgEvents},
     {"DELETE", "/conversations/{conv}/messages/{seq}", HttpOp::kMsgDelete},
     {"POST", "/conversations/{conv}/messages/{seq}/recall", HttpOp::kMsgRecall},
     {"PUT", "/conversations/{conv}/min_seq", HttpOp::kMsgMinSeq},

@@ -37,6 +37,7 @@ enum class HttpOp : uint8_t {
   kMsgSyncUser,      // POST /users/{u}/sync
   kLeafCache,        // GET /cache (Leaf's monitor: segment buffers in memory)
   kLeafDb,           // GET /db (Leaf's monitor: leaf_alloc rows)
+  kMsgEvents,        // GET /conversations/{c}/events, GET /events (Server-Sent Events)
   kOther,            // anything else (404s)
 };
 

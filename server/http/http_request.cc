@@ -20,6 +20,7 @@ void HttpRequest::Clear() {
   traceparent.clear();
   content_type.clear();
   has_origin = false;
+  last_event_id.clear();
   body.clear();
 }
 
@@ -80,6 +81,8 @@ HttpRequest FromBeast(const http::request<http::string_body>& req) {
   out.traceparent = first("traceparent");
   out.content_type = first(http::field::content_type);
   out.has_origin = req.find(http::field::origin) != req.end();
+  if (auto it = req.find("Last-Event-ID"); it != req.end())
+    out.last_event_id = std::string(it->value());
   out.body = req.body();
   return out;
 }

@@ -30,6 +30,7 @@ struct HttpRequest {
   std::string traceparent;
   std::string content_type;   // the first Content-Type field's value; "" if none
   bool has_origin = false;    // an Origin field was sent (a browser's page)
+  std::string last_event_id;  // the first Last-Event-ID field's value; "" if none
   std::string body;
 
   // Empties every field; the strings keep their storage.

@@ -44,6 +44,24 @@ std::optional<std::string_view> FindQueryParam(std::string_view query, std::stri
   return std::nullopt;
 }
 
+std::string RedactedTarget(std::string_view target) {
+  const size_t q = target.find('?');
+  if (q == std::string_view::npos) return std::string(target);
+  std::string out(target.substr(0, q + 1));
+  bool first = true;
+  for (std::string_view part : Split(target.substr(q + 1), '&')) {
+    if (!first) out += '&';
+    first = false;
+    const size_t eq = part.find('=');
+    if (part.substr(0, eq) == "access_token" && eq != std::string_view::npos) {
+      out += "access_token=REDACTED";
+    } else {
+      out += part;
+    }
+  }
+  return out;
+}
+
 std::optional<int64_t> IntField(const nlohmann::json& j) {
   if (!j.is_number_integer()) return std::nullopt;
   if (j.is_number_unsigned()) {

@@ -35,6 +35,11 @@ using PathSegments = std::span<const std::string_view>;
 // empty view for "name" without "=".
 std::optional<std::string_view> FindQueryParam(std::string_view query, std::string_view name);
 
+// `target` (a request target: path and query) with the value of every
+// access_token parameter replaced by "REDACTED": what a log line or an
+// audit record may show of a target (the event routes take tokens there).
+std::string RedactedTarget(std::string_view target);
+
 // Reads an integer field of a JSON object. Values beyond int64 saturate so
 // the range check downstream rejects them with its own message.
 std::optional<int64_t> IntField(const nlohmann::json& j);

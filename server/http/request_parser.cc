@@ -75,6 +75,10 @@ void RequestParser::on_field_impl(http::field name, string_view name_string, str
       } else if (name_string.size() == 11 && boost::beast::iequals(name_string, "traceparent")) {
         if (!has_traceparent_) out_.traceparent.assign(value.data(), value.size());
         has_traceparent_ = true;
+      } else if (name_string.size() == 13 && boost::beast::iequals(name_string, "last-event-id")) {
+        // Server-Sent Events resume.
+        if (!has_last_event_id_) out_.last_event_id.assign(value.data(), value.size());
+        has_last_event_id_ = true;
       }
       break;
     default:

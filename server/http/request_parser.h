@@ -71,6 +71,7 @@ class RequestParser final : public boost::beast::http::basic_parser<true> {
   bool has_request_id_ = false;
   bool has_traceparent_ = false;
   bool has_content_type_ = false;
+  bool has_last_event_id_ = false;
   bool expect_continue_ = false;
 };
 

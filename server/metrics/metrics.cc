@@ -16,6 +16,7 @@
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
 #include "server/metrics/process_metrics.h"
+#include "server/metrics/stream_metrics.h"
 #include "storage/store_stats.h"
 
 namespace seqd {
@@ -45,21 +46,10 @@ size_t IndexOf(const std::vector<std::string_view>& names, std::string_view name
 }  // namespace
 
 const std::vector<std::string_view>& Metrics::Ops(Interface i) {
-  static const std::vector<std::string_view> http = {"seq",
-                                                     "leaf_segment",
-                                                     "admin",
-                                                     "health",
-                                                     "metrics",
-                                                     "status",
-                                                     "msg_send",
-                                                     "msg_pull",
-                                                     "msg_member",
-                                                     "msg_status",
-                                                     "msg_batch",
-                                                     "snowflake",
-                                                     "snowflake_decode",
-                                                     "leaf_monitor",
-                                                     "other"};
+  static const std::vector<std::string_view> http = {
+      "seq",       "leaf_segment", "admin",     "health",           "metrics",      "status",
+      "msg_send",  "msg_pull",     "msg_member", "msg_status",      "msg_batch",    "msg_events",
+      "snowflake", "snowflake_decode", "leaf_monitor", "other"};
   static const std::vector<std::string_view> binary = {
       "ping",          "next_ids",  "auth",      "msg_send",  "msg_pull",         "msg_member",
       "msg_status",    "msg_batch", "subscribe", "snowflake", "snowflake_decode", "cluster_map",
@@ -154,6 +144,7 @@ struct Metrics::Impl {
   std::function<MessageGauges()> message_stats GUARDED_BY(render_mu);
   std::function<SnowflakeGauges()> snowflake_stats GUARDED_BY(render_mu);
   std::array<std::function<size_t()>, kInterfaceCount> connections GUARDED_BY(render_mu);
+  std::unique_ptr<StreamMetrics> streams;
   std::array<prometheus::Gauge*, kInterfaceCount> connection_gauges GUARDED_BY(render_mu) = {};
   // step, remaining, runway, next_ready
   std::vector<prometheus::Gauge*> key_series[4] GUARDED_BY(render_mu);
@@ -162,6 +153,7 @@ struct Metrics::Impl {
 Metrics::Metrics(std::string_view version) : impl_(std::make_unique<Impl>()) {
   using namespace prometheus;
   Registry& r = *impl_->registry;
+  impl_->streams = std::make_unique<StreamMetrics>(r);
   BuildGauge()
       .Name("seqd_build_info")
       .Help("Build of this process (always 1)")
@@ -380,6 +372,7 @@ Metrics::Metrics(std::string_view version) : impl_(std::make_unique<Impl>()) {
 Metrics::~Metrics() = default;
 
 prometheus::Registry& Metrics::registry() { return *impl_->registry; }
+StreamMetrics& Metrics::streams() { return *impl_->streams; }
 
 void Metrics::CountRequest(Interface i, std::string_view op, std::string_view status,
                            double seconds, int64_t n) {

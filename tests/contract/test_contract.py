@@ -41,13 +41,8 @@ sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 from contract_support import (SECRETS, ContractCalls, Prism, Seqd, load_spec,  # noqa: E402
                               spec_operations, store_spec, tokens_text)
 
-PENDING_ROUTES = {
-    ("GET", "/conversations/{conv}/events"),
-    ("GET", "/events"),
-}
-PENDING_FEATURES = {
-    "long-poll",      # GET /conversations/{conv}/messages?wait_ms=
-}
+PENDING_ROUTES: set = set()
+PENDING_FEATURES: set = set()
 
 # Operations the suite cannot drive to a success or to an error against one
 # SQLite seqd, and why.
