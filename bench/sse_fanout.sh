@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Push fan-out, one conversation to N readers: Server-Sent Event streams next
+# to binary-protocol subscribers, in one run against one seqd (SQLite).
+# For each N in STREAMS, on a fresh conversation each time:
+#   sse     N streams GET /conversations/C/events held by bench/sse_fanout.py
+#           (one epoll loop in Python)
+#   binary  seqbench --subscribe N (C++ subscriber connections, SUBSCRIBE)
+# In both, the same sender sends MESSAGES messages at RATE per second
+# (seqbench --messages --rate over the binary protocol, one connection), each
+# payload stamped with its send time on the steady clock; the latency is from
+# the SEND written to the push read. Prints one table per transport: push
+# latency p50/p99/p999/max and pushes received against expected (N x M).
+# Exit status 1 when a row received fewer pushes than expected.
+#
+#   bench/sse_fanout.sh [SEQD] [SEQBENCH]
+#   STREAMS="1 100 1000" MESSAGES=100 RATE=50 bench/sse_fanout.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SEQD=${1:-build/seqd}
+SEQBENCH=${2:-build/client/seqbench}
+STREAMS=${STREAMS:-1 100 1000}
+MESSAGES=${MESSAGES:-100}
+RATE=${RATE:-50}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+WORK=$(mktemp -d /tmp/seqd-sse-fanout.XXXXXX)
+PID=""
+cleanup() {
+  if [[ -n $PID ]]; then kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+HTTP=$(free_port)
+TCP=$(free_port)
+# Every stream and subscriber comes from 127.0.0.1: lift the per-peer cap.
+"$SEQD" --store "sqlite:$WORK/fanout.db" --http-port "$HTTP" --tcp-port "$TCP" --threads 2 \
+  --log-level warn --max-connections-per-peer 5000 >"$WORK/seqd.log" 2>&1 &
+PID=$!
+for _ in $(seq 100); do
+  curl -sf "http://127.0.0.1:$HTTP/healthz" >/dev/null && break
+  sleep 0.1
+done
+
+sender() { # CONV: seqbench sending MESSAGES to CONV at RATE, plus its extra args
+  local conv=$1
+  shift
+  echo "$SEQBENCH" --tcp "127.0.0.1:$TCP" --messages "$conv" --requests "$MESSAGES" \
+    --rate "$RATE" --connections 1 --threads 1 "$@"
+}
+
+status=0
+sse_rows=() bin_rows=()
+for n in $STREAMS; do
+  # shellcheck disable=SC2046  # sender's words are the command line
+  if ! row=$(python3 bench/sse_fanout.py --http "127.0.0.1:$HTTP" --conv "sg_fan_sse_$n" \
+      --streams "$n" --messages "$MESSAGES" -- $(sender "sg_fan_sse_$n")); then
+    status=1
+  fi
+  sse_rows+=("$row")
+  # shellcheck disable=SC2046
+  if ! row=$($(sender "sg_fan_bin_$n" --subscribe "$n" --json)); then
+    status=1
+  fi
+  bin_rows+=("$row")
+done
+
+python3 - "$MESSAGES" "$RATE" "${#sse_rows[@]}" "${sse_rows[@]}" "${bin_rows[@]}" <<'EOF' || status=1
+import json, sys
+messages, rate, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+rows = [json.loads(r) if r.strip() else None for r in sys.argv[4:]]
+sse, binary = rows[:n], rows[n:]
+bad = False
+def table(title, rows, get):
+    global bad
+    print("%s: %s messages at %s/s to one conversation" % (title, messages, rate))
+    print("%8s %12s %12s %10s %10s %10s %10s" % ("readers", "pushes", "expected", "p50 ms",
+                                                 "p99 ms", "p999 ms", "max ms"))
+    for r in rows:
+        if r is None:
+            print("%8s  (failed: see above)" % "?")
+            bad = True
+            continue
+        readers, pushes, expected, lat = get(r)
+        bad |= pushes != expected
+        ms = lambda v: "-" if v is None else "%.2f" % (v / 1000.0)
+        print("%8d %12d %12d %10s %10s %10s %10s" % (readers, pushes, expected, ms(lat["p50"]),
+              ms(lat["p99"]), ms(lat["p999"]), ms(lat["max"])))
+    print()
+table("SSE streams (GET /conversations/C/events)", sse,
+      lambda r: (r["streams"], r["pushes"], r["expected"], r["latency_us"]))
+table("binary subscribers (seqbench --subscribe)", binary,
+      lambda r: (r["push"]["subscribers"], r["push"]["pushes"], r["push"]["expected"],
+                 r["push"]["latency_us"]))
+sys.exit(1 if bad else 0)
+EOF
+exit $status
