@@ -2,25 +2,26 @@
 # Push fan-out, one conversation to N readers: Server-Sent Event streams next
 # to binary-protocol subscribers, in one run against one seqd (SQLite).
 # For each N in STREAMS, on a fresh conversation each time:
-#   sse     N streams GET /conversations/C/events held by bench/sse_fanout.py
-#           (one epoll loop in Python)
-#   binary  seqbench --subscribe N (C++ subscriber connections, SUBSCRIBE)
-# In both, the same sender sends MESSAGES messages at RATE per second
-# (seqbench --messages --rate over the binary protocol, one connection), each
-# payload stamped with its send time on the steady clock; the latency is from
-# the SEND written to the push read. Prints one table per transport: push
-# latency p50/p99/p999/max and pushes received against expected (N x M).
-# Exit status 1 when a row received fewer pushes than expected.
+#   sse     seqbench --subscribe N --sse HOST:PORT: N streams
+#           GET /conversations/C/events
+#   binary  seqbench --subscribe N: N connections that SUBSCRIBE
+# Everything else is the same: one seqbench process holds the readers (C++,
+# one I/O thread) and sends MESSAGES messages at RATE per second over the
+# binary protocol (one connection), each payload stamped with its send time;
+# the latency is from the SEND written to the push read. Prints one table per
+# transport: push latency p50/p99/p999/max and pushes received against
+# expected (N x M). Exit status 1 when a row received fewer pushes than
+# expected or a run failed.
 #
 #   bench/sse_fanout.sh [SEQD] [SEQBENCH]
-#   STREAMS="1 100 1000" MESSAGES=100 RATE=50 bench/sse_fanout.sh
+#   STREAMS="1 100 1000" MESSAGES=200 RATE=100 bench/sse_fanout.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SEQD=${1:-build/seqd}
 SEQBENCH=${2:-build/client/seqbench}
 STREAMS=${STREAMS:-1 100 1000}
-MESSAGES=${MESSAGES:-100}
-RATE=${RATE:-50}
+MESSAGES=${MESSAGES:-200}
+RATE=${RATE:-100}
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -44,26 +45,19 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 
-sender() { # CONV: seqbench sending MESSAGES to CONV at RATE, plus its extra args
-  local conv=$1
-  shift
-  echo "$SEQBENCH" --tcp "127.0.0.1:$TCP" --messages "$conv" --requests "$MESSAGES" \
-    --rate "$RATE" --connections 1 --threads 1 "$@"
+run() { # CONV N [ARGS...]: one seqbench run, its JSON report on stdout
+  local conv=$1 n=$2
+  shift 2
+  "$SEQBENCH" --tcp "127.0.0.1:$TCP" --messages "$conv" --requests "$MESSAGES" --rate "$RATE" \
+    --connections 1 --threads 1 --subscribe "$n" --json "$@"
 }
 
 status=0
 sse_rows=() bin_rows=()
 for n in $STREAMS; do
-  # shellcheck disable=SC2046  # sender's words are the command line
-  if ! row=$(python3 bench/sse_fanout.py --http "127.0.0.1:$HTTP" --conv "sg_fan_sse_$n" \
-      --streams "$n" --messages "$MESSAGES" -- $(sender "sg_fan_sse_$n")); then
-    status=1
-  fi
+  row=$(run "sg_fan_sse_$n" "$n" --sse "127.0.0.1:$HTTP") || status=1
   sse_rows+=("$row")
-  # shellcheck disable=SC2046
-  if ! row=$($(sender "sg_fan_bin_$n" --subscribe "$n" --json)); then
-    status=1
-  fi
+  row=$(run "sg_fan_bin_$n" "$n") || status=1
   bin_rows+=("$row")
 done
 
@@ -89,11 +83,10 @@ def table(title, rows, get):
         print("%8d %12d %12d %10s %10s %10s %10s" % (readers, pushes, expected, ms(lat["p50"]),
               ms(lat["p99"]), ms(lat["p999"]), ms(lat["max"])))
     print()
-table("SSE streams (GET /conversations/C/events)", sse,
-      lambda r: (r["streams"], r["pushes"], r["expected"], r["latency_us"]))
-table("binary subscribers (seqbench --subscribe)", binary,
-      lambda r: (r["push"]["subscribers"], r["push"]["pushes"], r["push"]["expected"],
-                 r["push"]["latency_us"]))
+get = lambda r: (r["push"]["subscribers"], r["push"]["pushes"], r["push"]["expected"],
+                 r["push"]["latency_us"])
+table("SSE streams (GET /conversations/C/events)", sse, get)
+table("binary subscribers (SUBSCRIBE)", binary, get)
 sys.exit(1 if bad else 0)
 EOF
 exit $status
