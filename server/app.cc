@@ -334,7 +334,8 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
   const auto started = std::chrono::steady_clock::now();
   // Ready once the pool's connections are open (or could not be).
   auto warming = [parts = p.get()] { return parts->warm_left.load() != 0; };
-  p->router.emplace(services, RouterOptions{SEQD_VERSION, started, false, warming});
+  p->router.emplace(services, RouterOptions{SEQD_VERSION, started, false, warming,
+                                            ToStreamOptions(config, &p->clock)});
   HttpOptions http_options = ToHttpOptions(config);
   http_options.single_threaded = NetworkThreads(config) == 1;  // Run() runs io on that many
   http_options.tls = tls_for(tls_use->http);

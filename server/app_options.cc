@@ -38,6 +38,17 @@ HttpOptions ToHttpOptions(const Config& c) {
   return o;
 }
 
+StreamOptions ToStreamOptions(const Config& c, Clock* clock) {
+  StreamOptions o;
+  o.clock = clock;
+  o.events.retry = std::chrono::milliseconds(c.sse_retry_ms);
+  o.events.heartbeat = std::chrono::milliseconds(c.sse_heartbeat_ms);
+  o.max_buffer_bytes = static_cast<size_t>(c.sse_max_buffer_bytes);
+  o.max_streams = static_cast<size_t>(c.sse_max_streams);
+  o.max_streams_per_token = static_cast<size_t>(c.sse_max_streams_per_token);
+  return o;
+}
+
 BinaryServerOptions ToBinaryOptions(const Config& c) {
   BinaryServerOptions o;
   o.address = c.tcp_address;

@@ -10,6 +10,7 @@
 #include "server/cluster/cluster_node.h"
 #include "server/config/config.h"
 #include "server/core/segment_allocator.h"
+#include "server/http/api_router.h"
 #include "server/http/http_server.h"
 #include "server/msg/message_service.h"
 #include "server/resp/resp_server.h"
@@ -20,6 +21,8 @@ namespace seqd {
 
 AllocatorOptions ToAllocatorOptions(const Config& c);
 HttpOptions ToHttpOptions(const Config& c);
+// Event streams and long-polls; `clock` runs their timers.
+StreamOptions ToStreamOptions(const Config& c, Clock* clock);
 BinaryServerOptions ToBinaryOptions(const Config& c);
 RespServerOptions ToRespOptions(const Config& c);
 MessageServiceOptions ToMessageOptions(const Config& c);

@@ -237,6 +237,26 @@ const std::vector<Option>& Options() {
                 "HTTP message pulls answer at most about this many bytes of messages (at least "
                 "one message), with is_end false and next_from/next_to to continue.",
                 &Config::msg_max_pull_bytes, 1024, 1 << 30),
+      IntOption("sse_retry_ms",
+                "Server-Sent Events: the retry: hint each stream starts with (how long a "
+                "browser waits before it reconnects).",
+                &Config::sse_retry_ms, 0, 3'600'000),
+      IntOption("sse_heartbeat_ms",
+                "Server-Sent Events: a comment line (: hb) this often on every stream, so "
+                "idle proxies keep it open; 0: none.",
+                &Config::sse_heartbeat_ms, 0, 3'600'000),
+      IntOption("sse_max_buffer_bytes",
+                "Server-Sent Events: bytes a stream may have queued and unsent; a live event "
+                "that does not fit ends the stream with event: dropped (the client resumes "
+                "from its Last-Event-ID and loses nothing).",
+                &Config::sse_max_buffer_bytes, 1024, 1 << 30),
+      IntOption("sse_max_streams",
+                "Server-Sent Events streams and waiting long-poll pulls open at once; beyond "
+                "this, new ones get 429.",
+                &Config::sse_max_streams, 1, 10'000'000),
+      IntOption("sse_max_streams_per_token",
+                "The same per token (counted only when tokens are on).",
+                &Config::sse_max_streams_per_token, 1, 10'000'000),
       Option{"snowflake", "Serve snowflake (time-ordered) IDs: on or off.",
              [](Config& c, std::string_view v) {
                if (v != "on" && v != "off") {

@@ -63,6 +63,11 @@ struct Config {
   int64_t msg_max_payload_bytes = 65536;
   int64_t msg_max_queued = 100000;             // sends waiting for a writer
   int64_t msg_max_pull_bytes = 1 << 20;        // JSON bytes of messages per HTTP pull answer
+  int64_t sse_retry_ms = 3000;                 // the retry: hint of event streams
+  int64_t sse_heartbeat_ms = 15000;            // a comment line this often on every stream
+  int64_t sse_max_buffer_bytes = 1 << 20;      // a stream's unsent bytes before event: dropped
+  int64_t sse_max_streams = 10000;             // streams and waiting long-polls, in all
+  int64_t sse_max_streams_per_token = 64;      // the same per token
   bool snowflake = true;                       // serve snowflake IDs (leases a worker id)
   int64_t snowflake_epoch_ms = 1288834974657;  // Leaf's (Twitter's) epoch
   int64_t snowflake_time_bits = 41;

@@ -6,6 +6,7 @@
 #include "server/cluster/cluster_node.h"
 #include "server/core/key_admin.h"
 #include "server/http/api_call.h"
+#include "server/http/event_routes.h"
 #include "server/http/message_routes.h"
 #include "server/http/snowflake_routes.h"
 #include "server/http/status_page.h"
@@ -37,6 +38,10 @@ HttpOp OpFor(http::verb method, std::string_view path, PathSegments seg) {
   if (seg[0] == "admin") return HttpOp::kAdmin;
   if (seg.size() == 1 && (seg[0] == "healthz" || seg[0] == "readyz")) return HttpOp::kHealth;
   if (seg.size() == 1 && seg[0] == "metrics") return HttpOp::kMetrics;
+  if ((seg.size() == 1 && seg[0] == "events") ||
+      (seg.size() == 3 && seg[0] == "conversations" && seg[2] == "events")) {
+    return HttpOp::kMsgEvents;
+  }
   if (std::optional<HttpOp> op = MessageRoutes::OpFor(method, seg)) return *op;
   return HttpOp::kOther;
 }
@@ -64,11 +69,19 @@ bool PrefersText(const HttpRequest& req) {
 ApiRouter::ApiRouter(const Services& services, RouterOptions options)
     : services_(services),
       options_(std::move(options)),
-      messages_(std::make_unique<MessageRoutes>(services.messages, services.router)),
+      stream_limits_(std::make_shared<StreamLimits>(options_.streams.max_streams,
+                                                    options_.streams.max_streams_per_token)),
+      events_(std::make_unique<EventRoutes>(services_, options_.streams, stream_limits_)),
+      messages_(std::make_unique<MessageRoutes>(
+          services.messages, services.router,
+          LongPollDeps{services.router, services.messages, options_.streams.clock, stream_limits_,
+                       &services.metrics.streams()})),
       snowflake_(std::make_unique<SnowflakeRoutes>(
           services.snowflake.enabled() ? &services.snowflake : nullptr)) {}
 
 ApiRouter::~ApiRouter() = default;
+
+void ApiRouter::StopStreams() { stream_limits_->CancelAll(); }
 
 void ApiRouter::Handle(HttpRequest req, std::string_view peer, std::shared_ptr<HttpResponder> to) {
   auto call = std::make_shared<Call>();
@@ -81,8 +94,17 @@ void ApiRouter::Handle(HttpRequest req, std::string_view peer, std::shared_ptr<H
     const size_t q = target.find('?');
     call->path = target.substr(0, q);
     if (q != std::string_view::npos) call->query = target.substr(q + 1);
-    call->access.emplace(
-        IdentifyBy(services_.auth, BearerSecret(call->req), "http", std::string(peer)));
+    // EventSource cannot send headers: on the event routes only, a token
+    // may come as ?access_token= (docs/security.md). Never logged.
+    std::string_view secret = BearerSecret(call->req);
+    std::optional<std::string> query_secret;
+    if (secret.empty() && EventRoutes::IsEventsPath(call->path)) {
+      if (std::optional<std::string_view> raw = FindQueryParam(call->query, "access_token")) {
+        query_secret = PercentDecode(*raw, true);
+        if (query_secret) secret = *query_secret;
+      }
+    }
+    call->access.emplace(IdentifyBy(services_.auth, secret, "http", std::string(peer)));
     Route(call);
   } catch (const std::exception& e) {
     SEQD_LOG(kError) << "handling " << call->path << " failed: " << e.what();
@@ -194,6 +216,10 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
     if (!get) return method_not_allowed("GET");
     if (services_.metrics_auth && !call->Permit(op)) return;
     return HandleMetrics(call);
+  }
+  if (op == HttpOp::kMsgEvents) {
+    if (!get) return method_not_allowed("GET");
+    return events_->Handle(call, seg);
   }
   const bool snowflake_op = op == HttpOp::kSnowflake || op == HttpOp::kSnowflakeDecode;
   if (snowflake_op && !call->Permit(op)) return;

@@ -45,14 +45,28 @@
 #include <string_view>
 
 #include "common/error.h"
+#include "server/http/event_stream.h"
 #include "server/http/http_request.h"
 #include "server/http/http_responder.h"
+#include "server/http/stream_limits.h"
 #include "server/service/services.h"
 
 namespace seqd {
 
+class Clock;
+class EventRoutes;
 class MessageRoutes;
 class SnowflakeRoutes;
+
+// Held requests: Server-Sent Events streams (server/http/event_routes.h)
+// and long-polls (server/http/long_poll.h).
+struct StreamOptions {
+  Clock* clock = nullptr;  // heartbeats and long-poll deadlines; null: neither (no waits)
+  EventStreamOptions events;
+  size_t max_buffer_bytes = 1 << 20;  // a stream's unsent bytes before `event: dropped`
+  size_t max_streams = 10000;         // streams and waiting long-polls, in all
+  size_t max_streams_per_token = 64;  // the same per token (tokens on only)
+};
 
 struct RouterOptions {
   std::string version;
@@ -64,6 +78,7 @@ struct RouterOptions {
   // While this returns true, /readyz answers 503 (the store's connections
   // are being opened). Unset: never.
   std::function<bool()> warming = nullptr;
+  StreamOptions streams;
 };
 
 class ApiRouter {
@@ -90,6 +105,10 @@ class ApiRouter {
 
   const Services& services() const { return services_; }
 
+  // Server shutdown: ends every stream (after what it has queued) and
+  // answers every waiting long-poll now; later ones are refused.
+  void StopStreams();
+
   struct Call;  // one request in flight; opaque, public only for the .cc's helpers
 
  private:
@@ -108,6 +127,8 @@ class ApiRouter {
 
   const Services services_;  // references; copied so the caller's struct may go
   const RouterOptions options_;
+  const std::shared_ptr<StreamLimits> stream_limits_;
+  const std::unique_ptr<EventRoutes> events_;
   const std::unique_ptr<MessageRoutes> messages_;
   const std::unique_ptr<SnowflakeRoutes> snowflake_;
 };

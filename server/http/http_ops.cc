@@ -5,7 +5,7 @@
 namespace seqd {
 namespace {
 
-constexpr std::array<HttpOpRow, 19> kRows = {{
+constexpr std::array<HttpOpRow, 20> kRows = {{
     {HttpOp::kStatusPage, "status", Permission::kAdmin},
     {HttpOp::kSeq, "seq", Permission::kIds},
     {HttpOp::kLeafSegment, "leaf_segment", Permission::kIds},
@@ -24,6 +24,7 @@ constexpr std::array<HttpOpRow, 19> kRows = {{
     {HttpOp::kMsgSetMember, "msg_member", Permission::kMsgAdmin},
     {HttpOp::kMsgMaxSeqs, "msg_batch", Permission::kMsgRead},
     {HttpOp::kMsgSyncUser, "msg_batch", Permission::kMsgRead},
+    {HttpOp::kMsgEvents, "msg_events", Permission::kMsgRead},
     {HttpOp::kOther, "other", std::nullopt},
 }};
 

@@ -33,6 +33,7 @@ enum class HttpOp : uint8_t {
   kMsgSetMember,     // PUT /conversations/{c}/members/{u}
   kMsgMaxSeqs,       // POST /conversations/max_seqs
   kMsgSyncUser,      // POST /users/{u}/sync
+  kMsgEvents,        // GET /conversations/{c}/events, GET /events (Server-Sent Events)
   kOther,            // anything else (404s)
 };
 

@@ -15,6 +15,7 @@ void HttpRequest::Clear() {
   keep_alive = true;
   authorization.clear();
   accept.clear();
+  last_event_id.clear();
   body.clear();
 }
 
@@ -38,6 +39,8 @@ HttpRequest FromBeast(const http::request<http::string_body>& req) {
   out.keep_alive = req.keep_alive();
   out.authorization = first(http::field::authorization);
   out.accept = first(http::field::accept);
+  if (auto it = req.find("Last-Event-ID"); it != req.end())
+    out.last_event_id = std::string(it->value());
   out.body = req.body();
   return out;
 }

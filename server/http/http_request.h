@@ -24,6 +24,7 @@ struct HttpRequest {
   bool keep_alive = true;
   std::string authorization;  // the first Authorization field's value; "" if none
   std::string accept;         // the first Accept field's value; "" if none
+  std::string last_event_id;  // the first Last-Event-ID field's value; "" if none
   std::string body;
 
   // Empties every field; the strings keep their storage.

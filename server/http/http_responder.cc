@@ -3,6 +3,8 @@
 #include <boost/beast/http/field.hpp>
 #include <utility>
 
+#include "server/http/event_sink.h"
+
 namespace seqd {
 
 namespace http = boost::beast::http;
@@ -20,21 +22,34 @@ HttpResponse HttpResponder::ToResponse(const OkAnswer& answer) {
 
 void HttpResponder::RespondOk(const OkAnswer& answer) { Respond(ToResponse(answer)); }
 
+std::shared_ptr<EventSink> HttpResponder::StartStream(HttpResponse, size_t) { return nullptr; }
+
 namespace {
 
 class FunctionResponder final : public HttpResponder {
  public:
-  explicit FunctionResponder(std::function<void(HttpResponse)> fn) : fn_(std::move(fn)) {}
+  FunctionResponder(std::function<void(HttpResponse)> fn,
+                    std::function<void(HttpResponse, std::shared_ptr<EventSink>)> stream)
+      : fn_(std::move(fn)), stream_(std::move(stream)) {}
   void Respond(HttpResponse res) override { fn_(std::move(res)); }
+  std::shared_ptr<EventSink> StartStream(HttpResponse head, size_t max_bytes) override {
+    if (!stream_) return nullptr;
+    auto sink = std::make_shared<EventSink>(max_bytes);
+    stream_(std::move(head), sink);
+    return sink;
+  }
 
  private:
   std::function<void(HttpResponse)> fn_;
+  std::function<void(HttpResponse, std::shared_ptr<EventSink>)> stream_;
 };
 
 }  // namespace
 
-std::shared_ptr<HttpResponder> RespondTo(std::function<void(HttpResponse)> fn) {
-  return std::make_shared<FunctionResponder>(std::move(fn));
+std::shared_ptr<HttpResponder> RespondTo(
+    std::function<void(HttpResponse)> fn,
+    std::function<void(HttpResponse, std::shared_ptr<EventSink>)> stream) {
+  return std::make_shared<FunctionResponder>(std::move(fn), std::move(stream));
 }
 
 }  // namespace seqd

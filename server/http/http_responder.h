@@ -14,6 +14,8 @@
 
 namespace seqd {
 
+class EventSink;
+
 using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
 
 // A 200 answer with Cache-Control: no-store and nothing else to say: what
@@ -37,12 +39,24 @@ class HttpResponder {
   // bytes without building the message.
   virtual void RespondOk(const OkAnswer& answer);
 
+  // A streamed answer instead of Respond(): `head` (its body ignored; no
+  // Content-Length: the body ends when the connection closes), then
+  // whatever is written to the returned sink, whose queue holds at most
+  // `max_bytes` (server/http/event_sink.h). The connection closes when the
+  // sink is closed and drained, when the client goes away, or at server
+  // shutdown. nullptr if this responder cannot stream (the default); the
+  // caller then answers with Respond().
+  virtual std::shared_ptr<EventSink> StartStream(HttpResponse head, size_t max_bytes);
+
   // Content-Type, Cache-Control: no-store, the Connection field
   // message::keep_alive() sets for the version, Content-Length; the body.
   static HttpResponse ToResponse(const OkAnswer& answer);
 };
 
-// A responder that hands the answer to a function.
-std::shared_ptr<HttpResponder> RespondTo(std::function<void(HttpResponse)> fn);
+// A responder that hands the answer to a function; with `stream`, a
+// streamed answer's head and sink go to it (tests drain the sink by hand).
+std::shared_ptr<HttpResponder> RespondTo(
+    std::function<void(HttpResponse)> fn,
+    std::function<void(HttpResponse, std::shared_ptr<EventSink>)> stream = nullptr);
 
 }  // namespace seqd

@@ -30,6 +30,11 @@ uint16_t HttpServer::port() const { return impl_->listener->port(); }
 
 size_t HttpServer::open_connections() const { return impl_->listener->open_connections(); }
 
-void HttpServer::Stop(std::function<void()> drained) { impl_->listener->Stop(std::move(drained)); }
+void HttpServer::Stop(std::function<void()> drained) {
+  // Held requests first: streams end after what they queued, long-polls
+  // answer now, so the drain does not wait for them.
+  StopHeldRequests(*impl_);
+  impl_->listener->Stop(std::move(drained));
+}
 
 }  // namespace seqd

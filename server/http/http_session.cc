@@ -33,6 +33,7 @@
 
 #include "server/base/log.h"
 #include "server/http/api_router.h"
+#include "server/http/event_sink.h"
 #include "server/http/http_exchange.h"
 #include "server/http/http_ops.h"
 #include "server/http/http_request.h"
@@ -124,6 +125,10 @@ class Session : public ListenedSession,
     if constexpr (!kTls) Tcp().non_blocking(true, ec);
   }
 
+  ~Session() override {
+    if (stream_sink_) stream_sink_->End();
+  }
+
   // Starts serving (after the TLS handshake, which must finish within the
   // idle timeout); with `reject`, answers 503 and closes instead.
   void Start(bool reject) override {
@@ -136,11 +141,16 @@ class Session : public ListenedSession,
     });
   }
 
-  // Server shutdown: close now if idle, else after the response in flight.
+  // Server shutdown: close now if idle, else after the response in flight;
+  // a streamed answer ends after what is queued (within the linger time).
   void Stop() override {
     net::post(ex_, [self = shared_from_this()] {
       self->stopping_ = true;
-      if (!self->busy_) self->Close();
+      if (!self->busy_) return self->Close();
+      if (self->stream_sink_) {
+        self->ExpiresAfter(self->StreamWriteTime());
+        self->stream_sink_->CloseAfter("");
+      }
     });
   }
 
@@ -423,6 +433,110 @@ class Session : public ListenedSession,
     DoRead();  // one request at a time: read the next only now
   }
 
+  // --- streaming (server/http/event_sink.h) ----------------------------------
+  // After the head, one write in flight at a time drains the sink, and a
+  // read stays pending to notice the client leaving (what it sends is
+  // discarded). No idle deadline: only a write must finish within the idle
+  // timeout (a reader that stopped reading).
+
+  std::shared_ptr<EventSink> StartStream(Response head, size_t max_bytes) override {
+    auto sink = std::make_shared<EventSink>(max_bytes);
+    sink->SetWake([weak = weak_from_this()] {
+      if (auto self = weak.lock()) {
+        net::post(self->ex_, [self] { self->DoStreamWrite(); });
+      }
+    });
+    net::post(ex_, [self = shared_from_this(), head = std::move(head), sink]() mutable {
+      self->OnStreamStart(std::move(head), std::move(sink));
+    });
+    return sink;
+  }
+
+  void OnStreamStart(Response head, std::shared_ptr<EventSink> sink) {
+    if (stopping_ || !Tcp().is_open()) {
+      sink->End();
+      return Close();
+    }
+    stream_sink_ = std::move(sink);
+    head.keep_alive(false);  // the body ends with the connection
+    out_.clear();
+    SerializeResponse(head, /*head=*/false, out_);
+    if (head_) {  // HEAD: the head alone
+      stream_sink_->CloseAfter("");
+    }
+    stream_writing_ = true;
+    ExpiresAfter(StreamWriteTime());
+    net::async_write(stream_, net::buffer(out_),
+                     beast::bind_front_handler(&Session<Stream>::OnStreamHead, shared_from_this()));
+  }
+
+  void OnStreamHead(error_code ec, size_t /*bytes*/) {
+    stream_writing_ = false;
+    if (ec) return EndStream();
+    // Bytes the client sent after its request (it should send none).
+    buffer_.clear();
+    discard_ = std::make_unique<char[]>(kDiscardBufferBytes);
+    DoStreamRead();
+    DoStreamWrite();
+  }
+
+  void DoStreamRead() {
+    stream_.async_read_some(
+        net::buffer(discard_.get(), kDiscardBufferBytes),
+        beast::bind_front_handler(&Session<Stream>::OnStreamRead, shared_from_this()));
+  }
+
+  void OnStreamRead(error_code ec, size_t /*bytes*/) {
+    if (ec) return EndStream();  // the client closed (or the socket was closed)
+    DoStreamRead();
+  }
+
+  void DoStreamWrite() {
+    if (stream_writing_ || !stream_sink_) return;
+    out_.clear();
+    switch (stream_sink_->Take(out_)) {
+      case EventSink::Took::kIdle:
+        ExpiresNever();
+        return;
+      case EventSink::Took::kClose:
+        // Everything written: half-close; the pending read sees the client
+        // close (or the linger deadline closes).
+        stream_sink_->End();
+        stream_sink_.reset();
+        ShutdownSend();
+        ExpiresAfter(std::min<Clock::duration>(kLingerTime, server_->options.idle_timeout));
+        return;
+      case EventSink::Took::kBytes:
+        break;
+    }
+    stream_writing_ = true;
+    ExpiresAfter(StreamWriteTime());
+    net::async_write(
+        stream_, net::buffer(out_),
+        beast::bind_front_handler(&Session<Stream>::OnStreamWrite, shared_from_this()));
+  }
+
+  void OnStreamWrite(error_code ec, size_t bytes) {
+    stream_writing_ = false;
+    if (stream_sink_) stream_sink_->Written(bytes);
+    if (ec) return EndStream();
+    DoStreamWrite();
+  }
+
+  // How long one write of a stream may take: the idle timeout, or the
+  // linger time once the server is stopping (so the drain does not wait
+  // for a reader that stopped reading).
+  Clock::duration StreamWriteTime() const {
+    const Clock::duration idle = server_->options.idle_timeout;
+    return stopping_ ? std::min<Clock::duration>(kLingerTime, idle) : idle;
+  }
+
+  // The connection is over: tell the producer, close.
+  void EndStream() {
+    if (auto sink = std::move(stream_sink_)) sink->End();
+    Close();
+  }
+
   // --- closing ---------------------------------------------------------------
 
   // Writes a final response, then lingers so the client reads it.
@@ -488,11 +602,15 @@ class Session : public ListenedSession,
   bool head_ = false;                    // the request being answered is a HEAD
   std::string peer_;                     // the client's address:port (audit lines)
   bool stopping_ = false;
-  std::unique_ptr<char[]> discard_;  // only while lingering
+  std::unique_ptr<char[]> discard_;         // only while lingering or streaming
+  std::shared_ptr<EventSink> stream_sink_;  // a streamed answer's body, until it ends
+  bool stream_writing_ = false;             // a write of the stream is in flight
   size_t discarded_ = 0;
 };
 
 }  // namespace
+
+void StopHeldRequests(HttpServer::Impl& server) { server.router.StopStreams(); }
 
 std::shared_ptr<ListenedSession> MakeHttpSession(Socket socket,
                                                  std::shared_ptr<net::ssl::context> tls,

@@ -28,6 +28,10 @@ struct HttpServer::Impl {
 // connection), else plain (without a strand when options.single_threaded).
 // nullptr (the socket closes) if the socket could not be taken off its
 // strand.
+// Server shutdown: the router's streams and long-polls end now
+// (ApiRouter::StopStreams).
+void StopHeldRequests(HttpServer::Impl& server);
+
 std::shared_ptr<ListenedSession> MakeHttpSession(TcpListener::Socket socket,
                                                  std::shared_ptr<boost::asio::ssl::context> tls,
                                                  std::shared_ptr<HttpServer::Impl> server);

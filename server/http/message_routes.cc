@@ -11,9 +11,9 @@
 #include "server/auth/access.h"
 #include "server/http/http_ops.h"
 #include "server/http/http_util.h"
+#include "server/http/message_json.h"
 #include "server/msg/message_service.h"
 #include "server/route/key_router.h"
-#include "server/service/message_wire.h"
 #include "server/service/wire_errors.h"
 
 namespace seqd {
@@ -27,20 +27,6 @@ constexpr int64_t kMaxSeq = std::numeric_limits<int64_t>::max();
 
 std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
-// Encodes the wire type (server/service/message_wire.h), never a row.
-Json MessageJson(const proto::MessageView& m) {
-  Json j;
-  j["seq"] = m.seq;
-  j["server_msg_id"] = m.server_msg_id;
-  j["sender_id"] = m.sender_id;
-  j["client_msg_id"] = m.client_msg_id;
-  j["content_type"] = m.content_type;
-  j["payload"] = m.payload;
-  j["send_time"] = m.send_time_ms;
-  j["status"] = MessageStatusWireName(m.status);
-  return j;
-}
-
 // The leading messages whose JSON encodings add up to at most `max_bytes`
 // (always the first, so a reader makes progress), and how many they are.
 std::pair<Json, size_t> CappedMessagesJson(const std::vector<StoredMessage>& messages,
@@ -48,7 +34,7 @@ std::pair<Json, size_t> CappedMessagesJson(const std::vector<StoredMessage>& mes
   Json list = Json::array();
   size_t bytes = 0;
   for (const StoredMessage& m : messages) {
-    Json j = MessageJson(MessageWire(m));
+    Json j = MessageJson(m);
     bytes += Dump(j).size() + 1;  // and its comma
     if (bytes > max_bytes && !list.empty()) break;
     list.push_back(std::move(j));
@@ -179,13 +165,21 @@ void Send(KeyRouter& router, const std::string& conv, const std::string& body, c
   });
 }
 
-void Pull(MessageService& service, const std::string& conv, std::string_view query,
+void Pull(MessageService& service, const std::optional<LongPollDeps>& long_poll,
+          const Access& access, const std::string& conv, std::string_view query,
           const Exchange& ex) {
   Result<std::optional<std::string>> user = StringParam(query, "user");
   if (!user) return ex.Fail(user.error());
+  Result<std::optional<int64_t>> wait_ms = IntParam(query, "wait_ms", 0, kMaxLongPollWaitMs);
+  if (!wait_ms) return ex.Fail(wait_ms.error());
+  const int64_t wait = wait_ms->value_or(0);
   if (Result<std::optional<std::string>> seqs = StringParam(query, "seqs"); !seqs) {
     return ex.Fail(seqs.error());
   } else if (*seqs) {
+    if (wait > 0) {
+      return ex.Fail(MakeError(ErrorCode::kInvalidArgument,
+                               "wait_ms applies to range pulls (from=), not to seqs="));
+    }
     std::vector<int64_t> list;
     for (std::string_view part : Split(**seqs, ',')) {
       std::optional<int64_t> v = ParseBoundedInt(part, 1, kMaxSeq);
@@ -227,26 +221,37 @@ void Pull(MessageService& service, const std::string& conv, std::string_view que
   req.to_seq = *to;
   if (*limit) req.limit = static_cast<size_t>(**limit);
   req.descending = *order && **order == "desc";
+  if (wait > 0 && req.descending) {
+    return ex.Fail(
+        MakeError(ErrorCode::kInvalidArgument, "wait_ms applies to pulls in ascending order only"));
+  }
   const size_t max_bytes = service.options().max_pull_bytes;
   const bool descending = req.descending;
-  service.Pull(std::move(req), ex.Answer<MessagePage>(
-                                   http::status::ok, [max_bytes, descending](const MessagePage& p) {
-                                     auto [messages, n] = CappedMessagesJson(p.messages, max_bytes);
-                                     Json out;
-                                     out["messages"] = std::move(messages);
-                                     out["is_end"] = !p.more && n == p.messages.size();
-                                     // Not the end: where the next page starts (the range's other
-                                     // bound unchanged).
-                                     if (!out["is_end"].get<bool>() && n > 0) {
-                                       const int64_t last = p.messages[n - 1].seq;
-                                       if (descending) {
-                                         out["next_to"] = last - 1;
-                                       } else {
-                                         out["next_from"] = last + 1;
-                                       }
-                                     }
-                                     return out;
-                                   }));
+  auto answer =
+      ex.Answer<MessagePage>(http::status::ok, [max_bytes, descending](const MessagePage& p) {
+        auto [messages, n] = CappedMessagesJson(p.messages, max_bytes);
+        Json out;
+        out["messages"] = std::move(messages);
+        out["is_end"] = !p.more && n == p.messages.size();
+        // Not the end: where the next page starts (the range's other
+        // bound unchanged).
+        if (!out["is_end"].get<bool>() && n > 0) {
+          const int64_t last = p.messages[n - 1].seq;
+          if (descending) {
+            out["next_to"] = last - 1;
+          } else {
+            out["next_from"] = last + 1;
+          }
+        }
+        return out;
+      });
+  if (wait > 0 && long_poll) {
+    const Principal* who = access.principal();
+    const std::string_view token = who && !who->open ? std::string_view(who->id) : "";
+    return LongPull(*long_poll, std::move(req), std::chrono::milliseconds(wait), token,
+                    std::move(answer));
+  }
+  service.Pull(std::move(req), std::move(answer));
 }
 
 void SetMember(MessageService& service, const std::string& conv, const std::string& user,
@@ -369,7 +374,7 @@ bool MessageRoutes::Handle(http::verb method, PathSegments seg, std::string_view
         return true;
       }
       if (method == http::verb::get) {
-        if (permit(HttpOp::kMsgPull, *conv)) Pull(service_, *conv, query, ex);
+        if (permit(HttpOp::kMsgPull, *conv)) Pull(service_, long_poll_, access, *conv, query, ex);
         return true;
       }
       return ex.NotAllowed(method, "GET, POST"), true;
@@ -378,7 +383,7 @@ bool MessageRoutes::Handle(http::verb method, PathSegments seg, std::string_view
     if (!seq) {
       return ex.Fail(MakeError(ErrorCode::kInvalidArgument, "seq must be an integer >= 1")), true;
     }
-    auto message_json = [](const StoredMessage& m) { return MessageJson(MessageWire(m)); };
+    auto message_json = [](const StoredMessage& m) { return MessageJson(m); };
     if (seg.size() == 4) {
       if (method == http::verb::delete_) {
         if (!permit(HttpOp::kMsgDelete, *conv)) return true;
@@ -398,7 +403,7 @@ bool MessageRoutes::Handle(http::verb method, PathSegments seg, std::string_view
               return ex.Fail(
                   MakeError(ErrorCode::kNotFound, "no message with seq " + std::to_string(wanted)));
             }
-            ex.Ok(http::status::ok, MessageJson(MessageWire(r->front())));
+            ex.Ok(http::status::ok, MessageJson(r->front()));
           });
       return true;
     }

@@ -1,7 +1,8 @@
 // HTTP/JSON endpoints of the message store (see docs/message-store.md):
 //
 //   POST /conversations/{conv}/messages              send
-//   GET  /conversations/{conv}/messages?from=&to=&limit=&order=&user=
+//   GET  /conversations/{conv}/messages?from=&to=&limit=&order=&user=&wait_ms=
+//        (wait_ms: a long-poll, server/http/long_poll.h)
 //   GET  /conversations/{conv}/messages?seqs=1,2,3&user=
 //   GET  /conversations/{conv}/messages/{seq}
 //   DELETE /conversations/{conv}/messages/{seq}      delete (tombstone)
@@ -30,6 +31,7 @@
 
 #include "server/http/http_ops.h"
 #include "server/http/http_util.h"
+#include "server/http/long_poll.h"
 
 namespace seqd {
 
@@ -46,8 +48,12 @@ class MessageRoutes {
                                      std::string allow, std::string_view code)>;
 
   // `service` and `router` (sends go through it: server/route/key_router.h)
-  // must outlive the routes and every pending call.
-  MessageRoutes(MessageService& service, KeyRouter& router) : service_(service), router_(router) {}
+  // must outlive the routes and every pending call. `long_poll`: what
+  // waiting pulls use; without it (or without its clock) wait_ms answers
+  // at once.
+  MessageRoutes(MessageService& service, KeyRouter& router,
+                std::optional<LongPollDeps> long_poll = std::nullopt)
+      : service_(service), router_(router), long_poll_(std::move(long_poll)) {}
 
   // `segments`: the path split at '/', without the leading empty one, still
   // percent-encoded. Returns false (and does not respond) if the path is
@@ -66,6 +72,7 @@ class MessageRoutes {
  private:
   MessageService& service_;
   KeyRouter& router_;
+  const std::optional<LongPollDeps> long_poll_;
 };
 
 }  // namespace seqd

@@ -37,9 +37,16 @@ void RequestParser::on_response_impl(int, string_view, int, error_code& ec) {
   ec = http::error::bad_version;  // never called: this is a request parser
 }
 
-void RequestParser::on_field_impl(http::field name, string_view, string_view value,
+void RequestParser::on_field_impl(http::field name, string_view name_string, string_view value,
                                   error_code& ec) {
   switch (name) {
+    case http::field::unknown:
+      // Server-Sent Events resume (not in Beast's table of fields).
+      if (!has_last_event_id_ && boost::beast::iequals(name_string, "last-event-id")) {
+        out_.last_event_id.assign(value.data(), value.size());
+        has_last_event_id_ = true;
+      }
+      break;
     case http::field::host:
       has_host_ = true;
       break;

@@ -68,6 +68,7 @@ class RequestParser final : public boost::beast::http::basic_parser<true> {
   bool has_host_ = false;
   bool has_authorization_ = false;
   bool has_accept_ = false;
+  bool has_last_event_id_ = false;
   bool expect_continue_ = false;
 };
 

@@ -15,6 +15,7 @@
 
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
+#include "server/metrics/stream_metrics.h"
 #include "storage/store_stats.h"
 
 namespace seqd {
@@ -44,20 +45,10 @@ size_t IndexOf(const std::vector<std::string_view>& names, std::string_view name
 }  // namespace
 
 const std::vector<std::string_view>& Metrics::Ops(Interface i) {
-  static const std::vector<std::string_view> http = {"seq",
-                                                     "leaf_segment",
-                                                     "admin",
-                                                     "health",
-                                                     "metrics",
-                                                     "status",
-                                                     "msg_send",
-                                                     "msg_pull",
-                                                     "msg_member",
-                                                     "msg_status",
-                                                     "msg_batch",
-                                                     "snowflake",
-                                                     "snowflake_decode",
-                                                     "other"};
+  static const std::vector<std::string_view> http = {
+      "seq",       "leaf_segment", "admin",     "health",           "metrics",
+      "status",    "msg_send",     "msg_pull",  "msg_member",       "msg_status",
+      "msg_batch", "msg_events",   "snowflake", "snowflake_decode", "other"};
   static const std::vector<std::string_view> binary = {
       "ping",          "next_ids",  "auth",      "msg_send",  "msg_pull",         "msg_member",
       "msg_status",    "msg_batch", "subscribe", "snowflake", "snowflake_decode", "cluster_map",
@@ -151,6 +142,7 @@ struct Metrics::Impl {
   std::function<MessageGauges()> message_stats GUARDED_BY(render_mu);
   std::function<SnowflakeGauges()> snowflake_stats GUARDED_BY(render_mu);
   std::array<std::function<size_t()>, kInterfaceCount> connections GUARDED_BY(render_mu);
+  std::unique_ptr<StreamMetrics> streams;
   std::array<prometheus::Gauge*, kInterfaceCount> connection_gauges GUARDED_BY(render_mu) = {};
   // step, remaining, runway, next_ready
   std::vector<prometheus::Gauge*> key_series[4] GUARDED_BY(render_mu);
@@ -159,6 +151,7 @@ struct Metrics::Impl {
 Metrics::Metrics(std::string_view version) : impl_(std::make_unique<Impl>()) {
   using namespace prometheus;
   Registry& r = *impl_->registry;
+  impl_->streams = std::make_unique<StreamMetrics>(r);
   BuildGauge()
       .Name("seqd_build_info")
       .Help("Build of this process (always 1)")
@@ -377,6 +370,7 @@ Metrics::Metrics(std::string_view version) : impl_(std::make_unique<Impl>()) {
 Metrics::~Metrics() = default;
 
 prometheus::Registry& Metrics::registry() { return *impl_->registry; }
+StreamMetrics& Metrics::streams() { return *impl_->streams; }
 
 void Metrics::CountRequest(Interface i, std::string_view op, std::string_view status,
                            double seconds, int64_t n) {

@@ -36,6 +36,8 @@ class Family;
 
 namespace seqd {
 
+class StreamMetrics;
+
 // The `key` label of a reservation that failed before the store ever
 // confirmed the key (no rule matches it and no reservation succeeded yet):
 // never the key itself, which may not exist. Not a valid key name.
@@ -136,6 +138,8 @@ class Metrics {
   void SetSnowflakeStats(std::function<SnowflakeGauges()> source);
 
   prometheus::Registry& registry();
+  // SSE streams and long-polls (server/metrics/stream_metrics.h).
+  StreamMetrics& streams();
 
   static double Since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

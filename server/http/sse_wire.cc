@@ -1,0 +1,87 @@
+#include "server/http/sse_wire.h"
+
+#include <limits>
+
+#include "server/http/http_util.h"
+
+namespace seqd {
+
+namespace {
+
+bool Plain(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-' || c == '.' || c == ':' || c == '@';
+}
+
+void AppendEscaped(std::string_view s, std::string& out) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  for (char c : s) {
+    if (Plain(c)) {
+      out += c;
+    } else {
+      const auto b = static_cast<unsigned char>(c);
+      out += '%';
+      out += kHex[b >> 4];
+      out += kHex[b & 0xF];
+    }
+  }
+}
+
+}  // namespace
+
+std::string SseRetry(int64_t ms) { return "retry: " + std::to_string(ms) + "\n\n"; }
+
+void AppendSseMessage(std::string_view id, std::string_view json, std::string& out) {
+  out.append("id: ");
+  out.append(id);
+  out.append("\nevent: message\ndata: ");
+  out.append(json);
+  out.append("\n\n");
+}
+
+std::string SseDropped(std::string_view last_event_id) {
+  std::string out = R"(event: dropped
+data: {"reason":"slow_reader","last_event_id":")";
+  // Ids are digits, '=', ',' and escaped conversation ids: nothing to
+  // escape in JSON.
+  out.append(last_event_id);
+  out.append("\"}\n\n");
+  return out;
+}
+
+std::string EncodeResumeToken(const ResumePoints& points) {
+  std::string out;
+  for (const auto& [conv, seq] : points) {
+    if (!out.empty()) out += ',';
+    AppendEscaped(conv, out);
+    out += '=';
+    out += std::to_string(seq);
+  }
+  return out;
+}
+
+Result<ResumePoints> ParseResumeToken(std::string_view token, size_t max_convs) {
+  auto bad = [] {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "the resume token must be conv=seq pairs separated by commas");
+  };
+  ResumePoints out;
+  if (token.empty()) return bad();
+  for (std::string_view part : Split(token, ',')) {
+    const size_t eq = part.find('=');
+    if (eq == 0 || eq == std::string_view::npos) return bad();
+    std::optional<std::string> conv = PercentDecode(part.substr(0, eq), false);
+    std::optional<int64_t> seq =
+        ParseBoundedInt(part.substr(eq + 1), 0, std::numeric_limits<int64_t>::max());
+    if (!conv || conv->empty() || !seq) return bad();
+    if (out.size() == max_convs) {
+      return MakeError(
+          ErrorCode::kInvalidArgument,
+          "the resume token lists more than " + std::to_string(max_convs) + " conversations");
+    }
+    out.emplace_back(std::move(*conv), *seq);
+  }
+  return out;
+}
+
+}  // namespace seqd
