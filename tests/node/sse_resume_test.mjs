@@ -6,15 +6,17 @@
 // token with msg:read, a sender token with msg:send). An EventSource reads
 // GET /conversations/{conv}/events (the reader token in an Authorization
 // header, through the package's fetch override) while a sender posts MESSAGES
-// messages, paced. seqd is killed with SIGKILL twice mid-stream and restarted
-// on the same port and store; the EventSource reconnects by itself, sending
-// Last-Event-ID. A send whose outcome is unknown (the connection died) is sent
-// again with the same client_msg_id until it is acknowledged.
+// messages, paced. seqd is killed with SIGKILL twice mid-stream, each time
+// 1-3 ms after a send was written, and restarted on the same port and store;
+// the EventSource reconnects by itself after the server's retry: hint,
+// sending Last-Event-ID, and receives again before the next kill. A send
+// whose outcome is unknown (the connection died) is sent again with the same
+// client_msg_id until it is acknowledged.
 //
 // Passes when every acknowledged message arrived exactly once, in seq order
 // (seqs strictly increasing, no duplicate, received ⊇ acked, each seq carrying
-// the client_msg_id it was acked with) and the stream was reconnected at
-// least twice. Prints a one-line summary (acked, received, duplicates,
+// the client_msg_id it was acked with, no message stored twice) and the
+// stream was reconnected at least twice. Prints a one-line summary (acked, received, duplicates,
 // reconnects) and exits 0, or prints why and exits 1. Never skips: a missing
 // node_modules is a failure that names scripts/node-deps.
 //
@@ -33,9 +35,10 @@ const REPO = path.resolve(HERE, '..', '..');
 const SEQD = process.argv[2] || process.env.SEQD_BINARY || path.join(REPO, 'build', 'seqd');
 const CONV = 'sg_sse_resume';
 const MESSAGES = 300;
-const KILL_AT = [90, 190];    // messages acked before each kill
+const KILL_AT = [90, 190];    // each kill: just after this message's send was written
 const SEND_GAP_MS = 8;        // pacing between sends
 const DOWN_MS = 700;          // how long seqd stays dead
+const RETRY_MS = 300;         // seqd's retry: hint
 const DEADLINE_MS = 50_000;   // the whole run
 
 let EventSource;
@@ -83,6 +86,8 @@ class Server {
     this.proc = spawn(SEQD, [
       '--store', 'sqlite:' + path.join(this.dir, 'seqd.db'), '--http-port', String(this.port),
       '--tcp-port', '0', '--threads', '2', '--log-level', 'warn', '--tokens-file', this.tokensFile,
+      // The retry: hint the client must follow: reconnect 300 ms after a loss.
+      '--sse-retry-ms', String(RETRY_MS),
     ], { stdio: ['ignore', log, log] });
     this.exited = new Promise((r) => this.proc.once('exit', (code, sig) => r({ code, sig })));
     const until = Date.now() + 15_000;
@@ -118,19 +123,22 @@ class Sender {
     this.acked = new Map();  // seq -> client_msg_id
     this.unknown = 0;        // sends whose outcome was unknown (then re-sent)
     this.duplicates = 0;     // re-sends answered "duplicate": the first had been stored
+    this.onFirstSend = () => {};  // called as message i is first sent
   }
 
   async send(i) {
     const cid = `${CONV}-${i}`;
     const body = JSON.stringify({ sender_id: 'node', client_msg_id: cid, payload: cid });
-    for (;;) {
+    for (let attempt = 0; ; attempt++) {
       if (Date.now() - started > DEADLINE_MS) fail(`send ${cid} never acknowledged`);
       let status = 0, text = '';
       try {
-        const r = await fetch(`${this.base}/conversations/${CONV}/messages`, {
+        const sending = fetch(`${this.base}/conversations/${CONV}/messages`, {
           method: 'POST', body, signal: AbortSignal.timeout(3000),
           headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ' + this.token },
         });
+        if (attempt === 0) this.onFirstSend(i);
+        const r = await sending;
         status = r.status;
         text = await r.text();
       } catch { status = 0; }
@@ -192,17 +200,28 @@ try {
       await sleep(SEND_GAP_MS);
     }
   })();
+  // Each kill lands 1-3 ms after a send was issued: its outcome is unknown
+  // to the sender (stored or not), which sends it again with its client_msg_id.
+  const reached = new Map();
+  const killPoints = KILL_AT.map((at) => new Promise((r) => reached.set(at, r)));
+  sender.onFirstSend = (i) => reached.get(i)?.();
   const kills = [];
-  for (const at of KILL_AT) {
-    while (sender.acked.size < at) {
-      if (closedForGood !== null) fail('the stream failed: ' + closedForGood);
-      await sleep(5);
-    }
+  for (const [k, point] of killPoints.entries()) {
+    await point;
+    await sleep(1 + k);
     const seen = received.length;
     await server.kill();
     kills.push({ acked: sender.acked.size, received: seen });
     await sleep(DOWN_MS);
     await server.start();
+    // The client reconnects by itself (within a few retry intervals) and
+    // receives again before the next kill, so each kill cuts a live stream.
+    const back = Date.now();
+    while (opens < kills.length + 1 || received.length <= kills.at(-1).received) {
+      if (closedForGood !== null) fail('the stream failed: ' + closedForGood);
+      if (Date.now() - back > 10_000) fail(`no events within 10 s of restart ${kills.length}`);
+      await sleep(10);
+    }
   }
   await sending;
 
@@ -226,6 +245,8 @@ try {
     if (received[i].id !== String(seqs[i])) badIds++;
   }
   const missing = [...sender.acked.keys()].filter((s) => !seen.has(s)).sort((a, b) => a - b);
+  const extra = received.filter((r) => !sender.acked.has(r.seq));
+  const cids = new Set(received.map((r) => r.cid));
   const wrong = received.filter((r) => sender.acked.has(r.seq) && sender.acked.get(r.seq) !== r.cid);
   const reconnects = opens - 1;
   const summary = `acked ${sender.acked.size}, received ${received.length}, ` +
@@ -241,6 +262,10 @@ try {
   if (disorder) fail(`${disorder} events out of seq order: ${seqs.join(',')}`);
   if (missing.length) fail(`acked but never received: seqs ${missing.slice(0, 20).join(',')}`);
   if (wrong.length) fail(`seq ${wrong[0].seq} carried ${wrong[0].cid}, acked as another message`);
+  // Every send was acked in the end, so nothing else may arrive: an extra
+  // seq would be a message stored twice (a re-send not recognised).
+  if (extra.length) fail(`received seq ${extra[0].seq} (${extra[0].cid}) that no send was acked with`);
+  if (cids.size !== received.length) fail('one client_msg_id arrived under two seqs');
   if (badIds) fail(`${badIds} events whose id is not their seq`);
   if (reconnects < KILL_AT.length) fail(`only ${reconnects} reconnects for ${KILL_AT.length} kills`);
   // Each kill cut a live stream: events arrived before the first and after the last.
