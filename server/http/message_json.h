@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "storage/message_store.h"
+#include "server/msg/message_service.h"
 
 namespace seqd {
 

@@ -27,7 +27,7 @@
 #include <map>
 #include <vector>
 
-#include "storage/message_store.h"
+#include "server/msg/message_service.h"
 
 namespace seqd {
 
