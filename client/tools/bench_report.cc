@@ -62,7 +62,8 @@ void PrintReport(const Config& cfg, double elapsed, const Stats& total,
       << ",\"p999\":" << us(0.999) << ",\"max\":" << total.latency.max() / 1000.0
       << ",\"mean\":" << total.latency.mean() / 1000.0 << "}";
     if (cfg.subscribers > 0) {
-      o << ",\"push\":{\"subscribers\":" << cfg.subscribers << ",\"pushes\":" << pushes.pushes
+      o << ",\"push\":{\"transport\":\"" << (cfg.sse_endpoint.empty() ? "binary" : "sse")
+        << "\",\"subscribers\":" << cfg.subscribers << ",\"pushes\":" << pushes.pushes
         << ",\"expected\":" << total.ids * cfg.subscribers << ",\"errors\":" << pushes.errors
         << ",\"latency_us\":{\"p50\":" << push_us(0.5) << ",\"p99\":" << push_us(0.99)
         << ",\"p999\":" << push_us(0.999) << ",\"max\":" << pushes.latency.max() / 1000.0 << "}}";
@@ -94,9 +95,10 @@ void PrintReport(const Config& cfg, double elapsed, const Stats& total,
                 total.latency.mean() / 1000.0);
   }
   if (cfg.subscribers > 0 && !cfg.json) {
-    std::printf("pushes    %llu of %llu expected to %d subscribers, %llu errors\n",
+    std::printf("pushes    %llu of %llu expected to %d %s, %llu errors\n",
                 static_cast<unsigned long long>(pushes.pushes),
                 static_cast<unsigned long long>(total.ids * cfg.subscribers), cfg.subscribers,
+                cfg.sse_endpoint.empty() ? "subscribers" : "SSE streams",
                 static_cast<unsigned long long>(pushes.errors));
     for (const auto& [k, v] : pushes.error_kinds) {
       std::printf("  %-40s %llu\n", k.c_str(), static_cast<unsigned long long>(v));

@@ -130,6 +130,7 @@ bool BenchSubscriber::Parse() {
         continue;
       }
       ++result_.pushes;
+      if (counter_) counter_->fetch_add(1, std::memory_order_relaxed);
       result_.latency.Record(
           std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - *stamp).count());
       continue;

@@ -6,6 +6,7 @@
 // and subscribers run in the same seqbench.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/strand.hpp>
@@ -48,6 +49,9 @@ class BenchSubscriber : public std::enable_shared_from_this<BenchSubscriber> {
   // Connects and subscribes; `subscribed(ok)` runs once, on an I/O thread.
   void Start(std::function<void(bool)> subscribed);
   void Stop();
+  // Each push read also increments `*counter` (shared by all subscribers,
+  // read while they run). Before Start.
+  void CountInto(std::atomic<uint64_t>* counter) { counter_ = counter; }
   const Result& result() const { return result_; }
 
  private:
@@ -64,6 +68,7 @@ class BenchSubscriber : public std::enable_shared_from_this<BenchSubscriber> {
   std::string out_;
   std::vector<char> in_;
   bool stopped_ = false;
+  std::atomic<uint64_t>* counter_ = nullptr;
   Result result_;
 };
 

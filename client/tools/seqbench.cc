@@ -27,6 +27,7 @@
 
 #include "bench_connection.h"
 #include "bench_report.h"
+#include "bench_sse_subscriber.h"
 #include "bench_subscriber.h"
 #include "mini_http.h"
 #include "proto/binary_codec.h"
@@ -67,6 +68,10 @@ throughput and latency.
                       subscribe to the conversations first; reports push
                       fan-out latency (a message's SEND written to its push
                       read) and pushes received against those expected
+  --sse HOST:PORT     with --subscribe: the N subscribers are Server-Sent
+                      Event streams on this HTTP endpoint (GET
+                      /conversations/CONV/events, plain HTTP), measured the
+                      same way; the sender may then be --tcp or --http
   --connections N     connections (default 4)
   --pipeline D        requests in flight per connection (default 16)
   --count C           IDs per request (default 1)
@@ -167,6 +172,11 @@ Config ParseArgs(int argc, char** argv) {
       cfg.convs = Number<int>(need(), "--convs", 1, 1000);
     } else if (a == "--payload") {
       cfg.payload = Number<size_t>(need(), "--payload", 16, 1 << 20);
+    } else if (a == "--sse") {
+      cfg.sse_endpoint = need();
+      if (!seqd::client::SplitEndpoint(cfg.sse_endpoint, cfg.sse_host, cfg.sse_port)) {
+        throw UsageError{"--sse wants HOST:PORT, got '" + cfg.sse_endpoint + "'"};
+      }
     } else if (a == "--subscribe") {
       cfg.subscribers = Number<int>(need(), "--subscribe", 1, 10000);
     } else if (a == "--connections") {
@@ -207,7 +217,10 @@ Config ParseArgs(int argc, char** argv) {
   if (cfg.messages.empty() && (cfg.convs != 1 || cfg.subscribers > 0)) {
     throw UsageError{"--convs and --subscribe go with --messages"};
   }
-  if (cfg.subscribers > 0 && (cfg.http || cfg.tls.enabled)) {
+  if (!cfg.sse_endpoint.empty() && (cfg.subscribers == 0 || cfg.tls.enabled)) {
+    throw UsageError{"--sse goes with --subscribe, without TLS"};
+  }
+  if (cfg.subscribers > 0 && cfg.sse_endpoint.empty() && (cfg.http || cfg.tls.enabled)) {
     throw UsageError{"--subscribe needs --tcp without TLS (pushes come over the binary protocol)"};
   }
   cfg.run_id = "sb" + std::to_string(std::random_device{}());
@@ -217,20 +230,57 @@ Config ParseArgs(int argc, char** argv) {
   return cfg;
 }
 
+// The subscribers of --subscribe: binary connections, or SSE streams (--sse).
+struct Subscribers {
+  std::vector<std::shared_ptr<seqd::tools::BenchSubscriber>> binary;
+  std::vector<std::shared_ptr<seqd::tools::SseBenchSubscriber>> sse;
+  std::atomic<uint64_t> pushed{0};  // pushes read so far, all subscribers
+  bool empty() const { return binary.empty() && sse.empty(); }
+  void Stop() {
+    for (auto& s : binary) s->Stop();
+    for (auto& s : sse) s->Stop();
+  }
+  seqd::tools::BenchSubscriber::Result Merged() const {
+    seqd::tools::BenchSubscriber::Result out;
+    auto add = [&out](const seqd::tools::BenchSubscriber::Result& r) {
+      out.pushes += r.pushes;
+      out.errors += r.errors;
+      for (const auto& [k, v] : r.error_kinds) out.error_kinds[k] += v;
+      out.latency.Merge(r.latency);
+    };
+    for (auto& s : binary) add(s->result());
+    for (auto& s : sse) add(s->result());
+    return out;
+  }
+};
+
 // --subscribe: starts the subscriber connections and waits (10 s at most)
 // until every one has subscribed, so the load starts with all of them live.
 bool StartSubscribers(const Config& cfg, asio::io_context& io,
-                      const tcp::resolver::results_type& endpoints,
-                      std::vector<std::shared_ptr<seqd::tools::BenchSubscriber>>& out) {
+                      const tcp::resolver::results_type& endpoints, Subscribers& out) {
   if (cfg.subscribers == 0) return true;
   std::vector<std::string> convs;
   for (int i = 0; i < cfg.convs; ++i) {
     convs.push_back(cfg.convs <= 1 ? cfg.messages : cfg.messages + "_" + std::to_string(i));
   }
   std::atomic<int> ready{0}, failed{0};
-  for (int i = 0; i < cfg.subscribers; ++i) {
-    out.push_back(std::make_shared<seqd::tools::BenchSubscriber>(io, endpoints, convs, cfg.token));
-    out.back()->Start([&ready, &failed](bool ok) { ++(ok ? ready : failed); });
+  auto done = [&ready, &failed](bool ok) { ++(ok ? ready : failed); };
+  if (!cfg.sse_endpoint.empty()) {
+    tcp::resolver resolver(io);
+    const auto sse_endpoints = resolver.resolve(cfg.sse_host, cfg.sse_port);
+    for (int i = 0; i < cfg.subscribers; ++i) {
+      out.sse.push_back(std::make_shared<seqd::tools::SseBenchSubscriber>(
+          io, sse_endpoints, cfg.sse_endpoint, convs, cfg.token));
+      out.sse.back()->CountInto(&out.pushed);
+      out.sse.back()->Start(done);
+    }
+  } else {
+    for (int i = 0; i < cfg.subscribers; ++i) {
+      out.binary.push_back(
+          std::make_shared<seqd::tools::BenchSubscriber>(io, endpoints, convs, cfg.token));
+      out.binary.back()->CountInto(&out.pushed);
+      out.binary.back()->Start(done);
+    }
   }
   const auto deadline = Clock::now() + std::chrono::seconds(10);
   while (ready + failed < cfg.subscribers && Clock::now() < deadline) {
@@ -270,10 +320,13 @@ int Run(Config cfg) {
   auto work = asio::make_work_guard(io);
   std::vector<std::thread> threads;
   for (int i = 0; i < cfg.threads; ++i) threads.emplace_back([&io] { io.run(); });
-  std::vector<std::shared_ptr<seqd::tools::BenchSubscriber>> subscribers;
+  Subscribers subscribers;
   if (!StartSubscribers(cfg, io, endpoints, subscribers)) {
     std::cerr << "seqbench: the subscribers could not all subscribe within 10 s\n";
-    for (auto& s : subscribers) s->Stop();
+    for (const auto& [k, v] : subscribers.Merged().error_kinds) {
+      std::cerr << "  " << k << ": " << v << "\n";
+    }
+    subscribers.Stop();
     work.reset();
     for (auto& t : threads) t.join();
     return 1;
@@ -294,22 +347,22 @@ int Run(Config cfg) {
   stop = true;
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   for (auto& c : conns) c->Stop();
-  if (!subscribers.empty())
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // last pushes
-  for (auto& s : subscribers) s->Stop();
+  if (!subscribers.empty()) {  // the last pushes: every one expected, 5 s at most
+    const uint64_t expected =
+        static_cast<uint64_t>(finished.load()) * static_cast<uint64_t>(cfg.subscribers);
+    const auto until = Clock::now() + std::chrono::seconds(5);
+    while (subscribers.pushed.load(std::memory_order_relaxed) < expected && Clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // and any extra
+  }
+  subscribers.Stop();
   work.reset();
   for (auto& t : threads) t.join();
 
   Stats total;
   for (auto& c : conns) total.Merge(c->stats());
-  seqd::tools::BenchSubscriber::Result pushes;
-  for (auto& s : subscribers) {
-    const auto& r = s->result();
-    pushes.pushes += r.pushes;
-    pushes.errors += r.errors;
-    for (const auto& [k, v] : r.error_kinds) pushes.error_kinds[k] += v;
-    pushes.latency.Merge(r.latency);
-  }
+  const seqd::tools::BenchSubscriber::Result pushes = subscribers.Merged();
   PrintReport(cfg, elapsed, total, pushes);
   return total.errors == 0 && pushes.errors == 0 && total.requests > 0 ? 0 : 1;
 }

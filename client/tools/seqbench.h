@@ -59,7 +59,8 @@ struct Config {
   int convs = 1;           // --convs N: CONV_0 .. CONV_{N-1}; 1: CONV itself
   size_t payload = 100;    // --payload B: message payload bytes
   int subscribers = 0;     // --subscribe N: subscriber connections measuring pushes
-  std::string run_id;      // makes client_msg_ids unique across runs
+  std::string sse_endpoint, sse_host, sse_port;  // --sse HOST:PORT: SSE streams instead
+  std::string run_id;                            // makes client_msg_ids unique across runs
   int connections = 4;
   int pipeline = 16;
   uint32_t count = 1;
