@@ -3,7 +3,8 @@ instances on one MariaDB share the keys by shard (FNV-1a-64 of the key, mod
 the shard count), each shard leased by one live instance; the others forward
 to it (HTTP, binary and RESP requests for IDs, message sends), so IDs and
 seqs grow in real-time order across instances. Covers the shard map,
-forwarding, NO_FORWARD, messages, planned handoffs (SIGTERM, a member joining), kill -9, a
+forwarding, NO_FORWARD, messages, pushes and event streams (resumed by
+Last-Event-ID) on any instance, planned handoffs (SIGTERM, a member joining), kill -9, a
 SIGSTOP past the lease, and the start-up refusals.
 
 Each test runs on a database of its own (seqd_test_cluster_<pid>_<n>,
@@ -21,6 +22,7 @@ import http.client
 import itertools
 import json
 import os
+import queue
 import shutil
 import signal
 import socket
@@ -837,6 +839,88 @@ class PushAcrossInstances(ClusterCase):
         for n in rest:
             self.assertEqual(self.pushed_seqs(subs[n.instance], 10), more,
                              "pushes to a subscriber on %r after the owner left" % n)
+
+
+    def sse(self, node, conv, headers=()):
+        """An event stream of `conv` on `node`, read by a raw socket on a
+        thread: (socket, queue of message seqs). Returns once the stream's
+        head and its `retry:` line arrived (the stream is subscribed)."""
+        sock = socket.create_connection(("127.0.0.1", node.port), timeout=10)
+        self.addCleanup(sock.close)
+        req = "GET /conversations/%s/events?from=1 HTTP/1.1\r\nHost: x\r\n" % conv
+        req += "".join("%s\r\n" % h for h in headers) + "\r\n"
+        sock.sendall(req.encode())
+        f = sock.makefile("rb")
+        head = []
+        while True:
+            line = f.readline().decode().rstrip("\r\n")
+            if not line:
+                break
+            head.append(line)
+        self.assertIn(" 200 ", head[0] + " ", head)
+        self.assertIn("content-type: text/event-stream", [h.lower() for h in head])
+        self.assertTrue(f.readline().startswith(b"retry: "))
+        seqs = queue.Queue()
+
+        def read():
+            ev = {}
+            try:
+                for raw in f:
+                    line = raw.decode().rstrip("\r\n")
+                    if line:
+                        k, _, v = line.partition(":")
+                        ev[k] = v[1:] if v.startswith(" ") else v
+                        continue
+                    if ev.get("event") == "message":
+                        data = json.loads(ev["data"])
+                        seqs.put((int(ev["id"]), data["seq"]))
+                    ev = {}
+            except (OSError, ValueError):
+                pass
+        threading.Thread(target=read, daemon=True).start()
+        return sock, seqs
+
+    def streamed(self, seqs, want, timeout=5.0):
+        """Message seqs from `seqs` until `want` arrived, then 0.3 s more (a
+        repeat or an extra would show); each event's id must be its seq."""
+        got = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                eid, seq = seqs.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            self.assertEqual(eid, seq, "an event's id is its seq")
+            got.append(seq)
+            if len(got) == want:
+                deadline = min(deadline, time.monotonic() + 0.3)
+        return got
+
+    @dump_logs_on_failure
+    def test_9b_event_streams_on_the_owner_and_elsewhere_resume_by_last_event_id(self):
+        db, nodes = self.cluster_of(3)
+        owners = wait_stable(nodes)
+        conv = "ck_sse"
+        owner = owner_of(nodes, owners, conv)
+        other, third = [n for n in nodes if n is not owner]
+        far_sock, far = self.sse(other, conv)
+        _, near = self.sse(owner, conv)
+        # Through the third instance and the owner in turn: forwarded and local sends.
+        seqs = [self.send((third, owner, other)[i % 3], conv, i) for i in range(20)]
+        self.assertEqual(seqs, list(range(1, 21)))
+        self.assertEqual(self.streamed(near, 20), seqs, "the stream on the owner %r" % owner)
+        got = self.streamed(far, 20)
+        self.assertEqual(got, seqs, "the stream on %r (owner %r)" % (other, owner))
+        # The far stream reconnects as a browser does: its last id in Last-Event-ID.
+        far_sock.shutdown(socket.SHUT_RDWR)  # its reader's file holds the fd open
+        far_sock.close()
+        more = [self.send((third, other)[i % 2], conv, 20 + i) for i in range(5)]
+        _, far = self.sse(other, conv, ["Last-Event-ID: %d" % got[-1]])
+        more += [self.send((third, owner)[i % 2], conv, 25 + i) for i in range(5)]
+        self.assertEqual(more, list(range(21, 31)))
+        self.assertEqual(self.streamed(far, 10), more,
+                         "the stream resumed on %r after seq %d" % (other, got[-1]))
+        self.assertEqual(self.streamed(near, 10), more, "the stream on the owner %r" % owner)
 
 
 class StoppedOwner(ClusterCase):
