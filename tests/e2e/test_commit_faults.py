@@ -393,7 +393,15 @@ class CommitFaults(unittest.TestCase):
         def snowflake_ok(s):
             status, payload = s.get("/snowflake")
             assert status == 200, (status, payload)
-        serving = [s for s in procs.values() if s.get("/snowflake")[0] == 200]
+        # Leases lost while commits were dropped are claimed again within a
+        # few lease rounds once the faults stop: two of the three, never more.
+        deadline = time.time() + 10
+        while True:
+            serving = [s for s in procs.values() if s.get("/snowflake")[0] == 200]
+            self.assertLessEqual(len(serving), 2, "three processes hold two worker ids")
+            if len(serving) == 2 or time.time() > deadline:
+                break
+            time.sleep(0.1)
         self.assertEqual(len(serving), 2, "two of the three hold a worker id")
         for s in serving:
             self.assert_serves_after_faults(s, snowflake_ok)
