@@ -1,7 +1,10 @@
 #include "server/http/http_exchange.h"
 
+#include <boost/beast/http/error.hpp>
 #include <cctype>
 #include <charconv>
+
+#include "server/service/wire_errors.h"
 
 namespace seqd {
 
@@ -47,6 +50,28 @@ std::optional<HttpResponse> RefuseHeader(const RequestParser& p, const HttpReque
   // HTTP/1.0 has no Host (health checks such as HAProxy's send none).
   if (!p.has_host() && req.version >= 11) {
     return CloseWithError(http::status::bad_request, "bad_request", "a Host header is required");
+  }
+  return std::nullopt;
+}
+
+std::optional<ReadErrorAnswer> AnswerToReadError(boost::system::error_code ec) {
+  const std::string_view bad_request = ProtocolErrorFor(ProtocolError::kBadRequest).metric_label;
+  if (ec == http::error::header_limit) {
+    return ReadErrorAnswer{
+        CloseWithError(http::status::request_header_fields_too_large,
+                       "request_header_fields_too_large", "request header is too large"),
+        bad_request};
+  }
+  if (ec == http::error::body_limit) {
+    const std::string_view code = ProtocolErrorFor(ProtocolError::kPayloadTooLarge).metric_label;
+    return ReadErrorAnswer{
+        CloseWithError(http::status::payload_too_large, code, "request body is too large"), code};
+  }
+  if (ec.category() == http::make_error_code(http::error::bad_method).category() &&
+      ec != http::error::partial_message) {
+    return ReadErrorAnswer{
+        CloseWithError(http::status::bad_request, "bad_request", "malformed HTTP request"),
+        bad_request};
   }
   return std::nullopt;
 }

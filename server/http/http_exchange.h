@@ -6,6 +6,7 @@
 #pragma once
 
 #include <boost/beast/http/status.hpp>
+#include <boost/system/error_code.hpp>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -32,6 +33,17 @@ HttpResponse CloseWithError(boost::beast::http::status status, std::string_view 
 // (RefusedAsCrossSite in http_request.h).
 // `p` has parsed the header; `req` is what it parsed into.
 std::optional<HttpResponse> RefuseHeader(const RequestParser& p, const HttpRequest& req);
+
+// What the connection answers to a request it could not read (`ec` from
+// the parser or the read, not end_of_stream), and the metrics status label
+// it counts that answer under: 431 over the header limit, 413 over the body
+// limit, 400 for malformed HTTP. nullopt when the connection just ends (a
+// timeout, a reset, a truncated request).
+struct ReadErrorAnswer {
+  HttpResponse response;
+  std::string_view metric_label;
+};
+std::optional<ReadErrorAnswer> AnswerToReadError(boost::system::error_code ec);
 
 // Appends to `out` the bytes Beast's serializer would write for `res` (a
 // non-chunked answer): status line, the fields in order, a blank line, then

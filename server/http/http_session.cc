@@ -33,8 +33,8 @@
 #include "server/http/http_ops.h"
 #include "server/http/http_request.h"
 #include "server/http/http_responder.h"
-#include "server/http/request_ids.h"
 #include "server/http/http_sockets.h"
+#include "server/http/request_ids.h"
 #include "server/http/request_parser.h"
 #include "server/metrics/metrics.h"
 #include "server/service/services.h"
@@ -293,25 +293,10 @@ class Session : public ListenedSession,
   // their answer and close; anything else just ends the connection.
   void OnReadError(error_code ec) {
     if (ec == http::error::end_of_stream) return ShutdownSend();  // client is done
-    if (ec == http::error::header_limit) {
-      Count(ProtocolErrorFor(ProtocolError::kBadRequest).metric_label);
-      return SendAndClose(CloseWithError(http::status::request_header_fields_too_large,
-                                         "request_header_fields_too_large",
-                                         "request header is too large"));
+    if (std::optional<ReadErrorAnswer> answer = AnswerToReadError(ec)) {
+      Count(answer->metric_label);
+      return SendAndClose(std::move(answer->response));
     }
-    if (ec == http::error::body_limit) {
-      const std::string_view code = ProtocolErrorFor(ProtocolError::kPayloadTooLarge).metric_label;
-      Count(code);
-      return SendAndClose(
-          CloseWithError(http::status::payload_too_large, code, "request body is too large"));
-    }
-    if (ec.category() == http::make_error_code(http::error::bad_method).category() &&
-        ec != http::error::partial_message) {
-      Count(ProtocolErrorFor(ProtocolError::kBadRequest).metric_label);
-      return SendAndClose(
-          CloseWithError(http::status::bad_request, "bad_request", "malformed HTTP request"));
-    }
-    // Timeout, reset, aborted by Stop(), truncated request: drop.
   }
 
   // An answer the connection gives itself, counted as the router would.
