@@ -90,7 +90,8 @@ std::string WithPassword(std::string_view url, std::string_view password, std::s
 // True if `text` shows the password of `url`: it holds the password, and
 // with the password swapped for another of the same length it holds that
 // one. Passwords found elsewhere in the URL (the user name, the database)
-// are not judged: a message may name those.
+// or in the rest of the text (another option's value) are not judged: a
+// message may name those.
 template <typename Describe>
 bool ShowsPassword(std::string_view url, Describe describe) {
   const std::string_view password = RawPassword(url);
@@ -98,10 +99,15 @@ bool ShowsPassword(std::string_view url, Describe describe) {
     return false;
   }
   if (WithPassword(url, password, "").find(password) != std::string::npos) return false;
-  if (describe(url).find(password) == std::string::npos) return false;
+  const std::string described = describe(url);
+  if (described.find(password) == std::string::npos) return false;
   for (const char fill : {'Q', 'Z', 'K', 'J'}) {
     const std::string other(password.size(), fill);
-    if (url.find(other) != std::string_view::npos) continue;
+    // A fill the text holds already (from the URL, or from anything else
+    // the description shows, such as another option) proves nothing.
+    if (url.find(other) != std::string_view::npos || described.find(other) != std::string::npos) {
+      continue;
+    }
     return describe(WithPassword(url, password, other)).find(other) != std::string::npos;
   }
   return false;
