@@ -597,6 +597,39 @@ class ClusterServing(unittest.TestCase):
             want = [(a["seq"], b["sender_id"], b["client_msg_id"], b["payload"]) for b, a in sent]
             self.assertEqual(got, want, "pull via %r" % node)
 
+    @dump_logs_on_failure
+    def test_4b_a_forward_answered_late_is_a_new_message_once(self):
+        """The owner freezes for longer than a forward's call timeout (a
+        quarter of the 1 s wait deadline) but less than its lease: the
+        forwarding instance sends again, and the owner, woken, stores the
+        first copy and finds the others stored. The client sent once: it must
+        see 201 and duplicate false, once; a real re-send is still 200."""
+        owners = self.stable()
+        for rnd in range(2):
+            conv = "ck_late%d" % rnd
+            owner = owner_of(self.nodes, owners, conv)
+            via = next(n for n in self.nodes if n is not owner)
+            body = {"sender_id": "u", "client_msg_id": "late", "payload": "bGF0ZQ=="}
+            answers = []
+            os.kill(owner.proc.pid, signal.SIGSTOP)
+            try:
+                sender = threading.Thread(target=lambda: answers.append(
+                    via.request("POST", "/conversations/%s/messages" % conv, body)))
+                sender.start()
+                time.sleep(0.6)  # two forwards time out; a third waits at the owner
+            finally:
+                os.kill(owner.proc.pid, signal.SIGCONT)
+            sender.join(10)
+            status, answer, _ = answers[0]
+            answer = json.loads(answer)
+            self.assertEqual((status, answer.get("seq"), answer.get("duplicate")), (201, 1, False),
+                             "round %d, send via %r, owner %r frozen: %s" % (rnd, via, owner, answer))
+            status, again, _ = via.request("POST", "/conversations/%s/messages" % conv, body)
+            again = json.loads(again)
+            self.assertEqual((status, again["seq"], again["duplicate"]), (200, 1, True), again)
+            status, page = via.get_json("/conversations/%s/messages?from=1&limit=10" % conv)
+            self.assertEqual([m["seq"] for m in page["messages"]], [1], page)
+
 
 class PlannedHandoff(ClusterCase):
     ROUNDS = 3
@@ -768,9 +801,13 @@ class Kill9Takeover(ClusterCase):
             elif after[0][0] <= max_before:
                 mine.append("the first IDs after the takeover %s are not above %d, the "
                             "largest before it" % (after[0], max_before))
-            if gap >= LEASE + 1.5:
+            # lease x 1.01 after the last renewal seen, one lease round (a quarter
+            # lease), and a round that meets a row lock waits up to the lease
+            # connection's lock_wait_timeout (1 s) before it skips it: 2.5 s
+            # beyond the lease is the bound on a loaded machine.
+            if gap >= LEASE + 2.5:
                 mine.append("longest gap between answers %.0f ms (%+.0f..%+.0f ms from the "
-                            "kill), not under the lease + 1.5 s" % (
+                            "kill), not under the lease + 2.5 s" % (
                                 gap * 1000, (a - t_kill) * 1000, (b - t_kill) * 1000))
             problems.extend("round %d (key %s via %s, owner %s): %s" % (
                 rnd, key, via.instance, owner.instance, p) for p in mine)
