@@ -53,6 +53,9 @@ bool IsTransient(int code) {
     case 1290:  // ER_OPTION_PREVENTS_STATEMENT (read-only replica)
     case 1792:  // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
     case 1836:  // ER_READ_ONLY_MODE
+    // A table not there yet: the tables are created in the background once
+    // the database answers (or an operator is restoring one).
+    case 1146:  // ER_NO_SUCH_TABLE
       return true;
     default:
       return false;
