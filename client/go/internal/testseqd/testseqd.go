@@ -133,7 +133,13 @@ func NewStore(t testing.TB, dir string) string {
 	if err != nil {
 		t.Fatalf("SEQD_TEST_MYSQL_URL: %v", err)
 	}
-	name := fmt.Sprintf("seqd_go_test_%d_%d", os.Getpid(), dbCounter.Add(1))
+	// Named after the URL's database (scripts/mariadb.sh grants its user
+	// every database whose name starts with that name and "_").
+	baseName := strings.TrimPrefix(u.Path, "/")
+	if baseName == "" {
+		baseName = "seqd_test"
+	}
+	name := fmt.Sprintf("%s_go_%d_%d", baseName, os.Getpid(), dbCounter.Add(1))
 	mysqlExec(t, u, "DROP DATABASE IF EXISTS "+name+"; CREATE DATABASE "+name)
 	t.Cleanup(func() { mysqlExec(t, u, "DROP DATABASE IF EXISTS "+name) })
 	v := *u
@@ -249,9 +255,26 @@ func (s *Server) signalAndWait(sig syscall.Signal, limit time.Duration) {
 	s.log.Close()
 }
 
-// Pause stops the process (SIGSTOP): connections stay open, nothing is
-// answered. Resume continues it.
-func (s *Server) Pause()  { _ = s.cmd.Process.Signal(syscall.SIGSTOP) }
+// Pause stops the process (SIGSTOP) and waits until it is stopped:
+// connections stay open, nothing is answered. Resume continues it.
+func (s *Server) Pause() {
+	s.t.Helper()
+	_ = s.cmd.Process.Signal(syscall.SIGSTOP)
+	stat := fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid)
+	for i := 0; i < 500; i++ {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			s.t.Fatalf("pause: %v", err)
+		}
+		// "pid (comm) S ...": the state follows the last ')'.
+		if j := strings.LastIndexByte(string(b), ')'); j > 0 && len(b) > j+2 && (b[j+2] == 'T' || b[j+2] == 't') {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	s.t.Fatal("seqd did not stop after SIGSTOP")
+}
+
 func (s *Server) Resume() { _ = s.cmd.Process.Signal(syscall.SIGCONT) }
 
 // Restart stops the server (SIGTERM, or SIGKILL when kill) and starts it
