@@ -22,9 +22,10 @@ import (
 
 // dial connects (bounded by ctx and Options.ConnectTimeout), does the TLS
 // handshake, sends AUTH (with Options.Token) and waits for its answer
-// before any other frame, then starts the reader and writer. A refused
-// token is UNAUTHENTICATED (not retried); any other failure UNAVAILABLE
-// (the endpoint is marked down).
+// before any other frame, then starts the reader goroutine (calls write
+// from their own goroutines, see flush). A refused token is
+// UNAUTHENTICATED (not retried); any other failure UNAVAILABLE (the
+// endpoint is marked down).
 func (c *Client) dial(ctx context.Context, ep *endpoint, onPush func(byte, []byte), onClose func(error)) (*conn, error) {
 	dctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout)
 	defer cancel()
@@ -65,6 +66,9 @@ func (c *Client) dial(ctx context.Context, ep *endpoint, onPush func(byte, []byt
 			}
 			if CodeOf(err) == CodeUnavailable {
 				c.markDown(ep)
+			}
+			if e, ok := err.(*Error); ok {
+				e.Message = ep.addr + ": " + e.Message
 			}
 			return nil, err
 		}
