@@ -19,6 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"sync"
@@ -39,6 +40,7 @@ type config struct {
 	warmup      time.Duration
 	token       string
 	json        bool
+	cpuProfile  string
 }
 
 // worker is one goroutine's tally.
@@ -62,6 +64,7 @@ func main() {
 	flag.Float64Var(&warm, "warmup", 0, "seconds at the start left out of the latency figures")
 	flag.StringVar(&cfg.token, "token", os.Getenv("SEQD_TOKEN"), "token secret (default $SEQD_TOKEN)")
 	flag.BoolVar(&cfg.json, "json", false, "print the report as JSON")
+	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
 	cfg.duration = time.Duration(dur * float64(time.Second))
 	cfg.warmup = time.Duration(warm * float64(time.Second))
@@ -94,6 +97,17 @@ func run(cfg config) error {
 	}
 	wg.Wait()
 
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	n := cfg.connections * cfg.pipeline
 	workers := make([]*worker, n)
 	var stop atomic.Bool
