@@ -249,9 +249,26 @@ func (s *Server) signalAndWait(sig syscall.Signal, limit time.Duration) {
 	s.log.Close()
 }
 
-// Pause stops the process (SIGSTOP): connections stay open, nothing is
-// answered. Resume continues it.
-func (s *Server) Pause()  { _ = s.cmd.Process.Signal(syscall.SIGSTOP) }
+// Pause stops the process (SIGSTOP) and waits until it is stopped:
+// connections stay open, nothing is answered. Resume continues it.
+func (s *Server) Pause() {
+	s.t.Helper()
+	_ = s.cmd.Process.Signal(syscall.SIGSTOP)
+	stat := fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid)
+	for i := 0; i < 500; i++ {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			s.t.Fatalf("pause: %v", err)
+		}
+		// "pid (comm) S ...": the state follows the last ')'.
+		if j := strings.LastIndexByte(string(b), ')'); j > 0 && len(b) > j+2 && (b[j+2] == 'T' || b[j+2] == 't') {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	s.t.Fatal("seqd did not stop after SIGSTOP")
+}
+
 func (s *Server) Resume() { _ = s.cmd.Process.Signal(syscall.SIGCONT) }
 
 // Restart stops the server (SIGTERM, or SIGKILL when kill) and starts it
