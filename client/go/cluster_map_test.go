@@ -40,17 +40,6 @@ func TestFnv1a64KnownValues(t *testing.T) {
 	}
 }
 
-func itoa(i int) string {
-	if i == 0 {
-		return "0"
-	}
-	var b []byte
-	for ; i > 0; i /= 10 {
-		b = append([]byte{byte('0' + i%10)}, b...)
-	}
-	return string(b)
-}
-
 type testMember struct {
 	instance, advertise string
 	live                byte
