@@ -61,7 +61,7 @@ func (s *Subscription) handle(ev subEvent) {
 	case evPush:
 		s.q.offer(ev.msg)
 	case evDropped, evClosed:
-		if ev.gen == s.gen && s.live {
+		if (ev.gen == s.gen || ev.gen == genCurrent) && s.live {
 			s.onLost()
 		}
 	case evSubscribed:

@@ -100,6 +100,10 @@ type subEvent struct {
 	cn    *conn
 }
 
+// genCurrent in an event: whatever connection is current (tests use it to
+// drop a subscription's connection under it).
+const genCurrent = -1
+
 const (
 	evPush = iota
 	evDropped
