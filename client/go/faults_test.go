@@ -122,6 +122,16 @@ func TestStalledConnectionFailsOver(t *testing.T) {
 	if took := time.Since(start); took > 2*time.Second {
 		t.Fatalf("10 calls took %v: the stalled endpoint was not avoided", took)
 	}
+	// The hung connection was taken for stalled: closed, its endpoint down.
+	if !c.eps[0].down().After(start) {
+		t.Fatal("the stalled endpoint was not marked down")
+	}
+	c.epMu.RLock()
+	cn := c.eps[0].slots[0].cn
+	c.epMu.RUnlock()
+	if cn != nil && cn.usable() {
+		t.Fatal("the stalled connection is still in use")
+	}
 }
 
 func TestFailoverFirstEndpointDead(t *testing.T) {

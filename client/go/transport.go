@@ -238,9 +238,14 @@ func (c *Client) pooled(ctx context.Context, ep *endpoint) (*conn, error) {
 		}
 		ep.mu.Lock()
 		if s.dialing == nil && (s.cn == nil || !s.cn.usable()) && s.err != nil {
-			err := s.err
-			ep.mu.Unlock()
-			return nil, err
+			// The dial we waited for failed. Its own context's end is no
+			// answer for us: dial again; any other failure is.
+			if code := CodeOf(s.err); code != CodeCancelled && code != CodeTimeout {
+				err := s.err
+				ep.mu.Unlock()
+				return nil, err
+			}
+			break
 		}
 	}
 	ch := make(chan struct{})

@@ -133,7 +133,13 @@ func NewStore(t testing.TB, dir string) string {
 	if err != nil {
 		t.Fatalf("SEQD_TEST_MYSQL_URL: %v", err)
 	}
-	name := fmt.Sprintf("seqd_go_test_%d_%d", os.Getpid(), dbCounter.Add(1))
+	// Named after the URL's database (scripts/mariadb.sh grants its user
+	// every database whose name starts with that name and "_").
+	baseName := strings.TrimPrefix(u.Path, "/")
+	if baseName == "" {
+		baseName = "seqd_test"
+	}
+	name := fmt.Sprintf("%s_go_%d_%d", baseName, os.Getpid(), dbCounter.Add(1))
 	mysqlExec(t, u, "DROP DATABASE IF EXISTS "+name+"; CREATE DATABASE "+name)
 	t.Cleanup(func() { mysqlExec(t, u, "DROP DATABASE IF EXISTS "+name) })
 	v := *u
