@@ -22,12 +22,15 @@ const clusterShards = 64
 
 // startCluster starts 3 seqd in cluster mode on one fresh database and
 // waits until they agree on a map with every shard owned by one of them.
-// Cluster mode needs MariaDB (SEQD_GO_STORE=mariadb).
+// Cluster mode needs MariaDB: the tests run whenever SEQD_TEST_MYSQL_URL
+// is set (also in a SQLite run: the cluster's database is MariaDB anyway)
+// and are skipped, saying so, without it.
 func startCluster(t *testing.T) []*testseqd.Server {
 	t.Helper()
-	if os.Getenv("SEQD_GO_STORE") != "mariadb" {
-		t.Skip("cluster mode needs MariaDB: run with SEQD_GO_STORE=mariadb SEQD_TEST_MYSQL_URL=...")
+	if os.Getenv("SEQD_TEST_MYSQL_URL") == "" {
+		t.Skip("cluster mode needs MariaDB: set SEQD_TEST_MYSQL_URL (scripts/mariadb.sh start DIR)")
 	}
+	t.Setenv("SEQD_GO_STORE", "mariadb")
 	store := testseqd.NewStore(t, t.TempDir())
 	args := []string{"--cluster", "--cluster-lease-ms", "1000", "--cluster-shards", strconv.Itoa(clusterShards),
 		"--snowflake", "off"}
