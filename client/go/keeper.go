@@ -7,6 +7,7 @@ package seqd
 // MAX_SEQS after each (re)subscribe, pulls unanswered for a second).
 
 import (
+	"context"
 	"math/rand"
 	"time"
 )
@@ -89,6 +90,11 @@ func (s *Subscription) handle(ev subEvent) {
 		if ev.gen == s.gen && s.live {
 			s.maxDue = false
 		}
+	case evPinged:
+		s.pingInFlight = false
+		if ev.err != nil && ev.gen == s.gen && s.live && s.ctx.Err() == nil {
+			s.onLost()
+		}
 	case evPulled:
 		if ev.err == nil {
 			s.onPulled(ev.conv, ev.from, ev.to, ev.page)
@@ -119,6 +125,7 @@ func (s *Subscription) tick() {
 		s.resubscribe()
 	}
 	s.checkMaxSeqs()
+	s.maybePing()
 	s.q.tick()
 }
 
@@ -149,6 +156,23 @@ func (s *Subscription) checkMaxSeqs() {
 	go func() {
 		maxes, err := s.maxSeqs(s.ctx, convs)
 		s.post(subEvent{kind: evMaxSeqs, gen: gen, convs: convs, maxes: maxes, err: err})
+	}()
+}
+
+// maybePing: a PING on the live connection every subPingEvery, so a
+// connection that died silently (a half-open TCP connection: no FIN, no
+// RST) is noticed: no answer within CallTimeout counts as lost.
+func (s *Subscription) maybePing() {
+	if !s.live || s.pingInFlight || time.Since(s.pingedAt) < subPingEvery {
+		return
+	}
+	s.pingInFlight, s.pingedAt = true, time.Now()
+	cn, gen := s.cn, s.gen
+	go func() {
+		ctx, cancel := context.WithTimeout(s.ctx, s.c.opts.CallTimeout)
+		_, err := cn.call(ctx, opPing, 0, []byte("ping"))
+		cancel()
+		s.post(subEvent{kind: evPinged, gen: gen, err: err})
 	}()
 }
 

@@ -35,6 +35,10 @@ const (
 	subMaxInboxBytes = 64 << 20 // pushes waiting for the loop; past it: re-sync
 )
 
+// subPingEvery: how often a live subscription's connection is pinged (a
+// variable for tests).
+var subPingEvery = 5 * time.Second
+
 // SubscriptionStats count what a Subscription did (Subscription.Stats).
 type SubscriptionStats struct {
 	Delivered    uint64 // messages passed to the handler
@@ -67,17 +71,19 @@ type Subscription struct {
 	delivered, resubscribes, lost, pulls atomic.Uint64
 
 	// Loop state: touched only by the loop goroutine.
-	q           *receiveQueue
-	cn          *conn
-	gen         int // generation of cn: events of older connections are stale
-	live        bool
-	subscribing bool
-	failures    int
-	resubAt     time.Time
-	maxDue      bool // live, MAX_SEQS not answered since the (re)subscribe
-	maxInFlight bool
-	misses      map[string]*subMiss
-	next        int // the endpoint to (re)subscribe on next
+	q            *receiveQueue
+	cn           *conn
+	gen          int // generation of cn: events of older connections are stale
+	live         bool
+	subscribing  bool
+	failures     int
+	resubAt      time.Time
+	maxDue       bool // live, MAX_SEQS not answered since the (re)subscribe
+	maxInFlight  bool
+	pingedAt     time.Time
+	pingInFlight bool
+	misses       map[string]*subMiss
+	next         int // the endpoint to (re)subscribe on next
 }
 
 type subMiss struct {
@@ -111,6 +117,7 @@ const (
 	evSubscribed
 	evMaxSeqs
 	evPulled
+	evPinged
 )
 
 // Subscribe delivers every committed message of convs to handler, once

@@ -223,3 +223,40 @@ func TestSubscribeFromAndConnectionLoss(t *testing.T) {
 		t.Fatal("Done not closed after Close")
 	}
 }
+
+// A connection that goes silent (the server stopped, the TCP connection
+// still open) is noticed by the subscription's PING, re-subscribed, and
+// what was sent meanwhile is delivered.
+func TestSubscribeNoticesASilentConnection(t *testing.T) {
+	old := subPingEvery
+	subPingEvery = 200 * time.Millisecond
+	defer func() { subPingEvery = old }()
+	s, c := startClient(t)
+	ctx := ctxT(t, 30*time.Second)
+	conv := "sg_silent"
+	var rec recorder
+	sub, err := c.Subscribe(ctx, []string{conv}, nil, rec.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	s.Pause()
+	if !waitFor(5*time.Second, func() bool { return sub.Stats().Lost >= 1 }) {
+		s.Resume()
+		t.Fatalf("a silent connection was not noticed: %+v", sub.Stats())
+	}
+	s.Resume()
+	acked := map[string]int64{}
+	for i := 1; i <= 3; i++ {
+		id := "s" + strconv.Itoa(i)
+		r, err := sendUntilAcked(ctx, c, OutgoingMessage{ConvID: conv, SenderID: "u", ClientMsgID: id, Payload: []byte(id)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		acked[id] = r.Seq
+	}
+	if !waitFor(10*time.Second, func() bool { return len(rec.snapshot()) == 3 }) {
+		t.Fatalf("delivered %d of 3; %+v", len(rec.snapshot()), sub.Stats())
+	}
+	checkExactlyOnceInOrder(t, conv, 0, rec.snapshot(), acked)
+}
