@@ -329,3 +329,60 @@ func TestClusterIDsNeverOverlapAndGrow(t *testing.T) {
 	checkLinearizable(t, calls)
 	t.Logf("%d NEXT_IDS calls from 4 clients over 3 instances", len(calls))
 }
+
+// In cluster mode a subscription on any instance gets every conversation's
+// messages (the instances relay them). Its instance is SIGKILLed mid-run:
+// the subscription fails over to another instance, and every acknowledged
+// message is delivered once, in order.
+func TestClusterSubscriptionFailsOver(t *testing.T) {
+	nodes := startCluster(t)
+	ctx := ctxT(t, 90*time.Second)
+	sender := newClient(t, Options{Endpoints: []string{nodes[0].Addr(), nodes[2].Addr()}, RouteByShard: true})
+	subClient := newClient(t, Options{Endpoints: []string{nodes[1].Addr(), nodes[2].Addr()}})
+	subClient.current.Store(0) // the subscription starts on nodes[1]
+	convs := []string{"sg_cs1", "sg_cs2", "sg_cs3", "sg_cs4"}
+	recs := map[string]*recorder{} // written before Subscribe, read-only after
+	for _, cv := range convs {
+		recs[cv] = &recorder{}
+	}
+	sub, err := subClient.Subscribe(ctx, convs, nil, func(m Message) { recs[m.ConvID].handle(m) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	const n = 200
+	acked := map[string]map[string]int64{}
+	for _, cv := range convs {
+		acked[cv] = map[string]int64{}
+	}
+	for i := 0; i < n; i++ {
+		if i == n/2 {
+			nodes[1].Kill()
+		}
+		cv := convs[i%len(convs)]
+		id := "c" + strconv.Itoa(i)
+		r, err := sendUntilAcked(ctx, sender, OutgoingMessage{ConvID: cv, SenderID: "u", ClientMsgID: id, Payload: []byte(id)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		acked[cv][id] = r.Seq
+	}
+	for _, cv := range convs {
+		cv := cv
+		if !waitFor(20*time.Second, func() bool { return len(recs[cv].snapshot()) >= len(acked[cv]) }) {
+			t.Fatalf("%s: delivered %d of %d; %+v", cv, len(recs[cv].snapshot()), len(acked[cv]), sub.Stats())
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	for _, cv := range convs {
+		got := recs[cv].snapshot()
+		if len(got) != len(acked[cv]) {
+			t.Fatalf("%s: delivered %d, sent %d", cv, len(got), len(acked[cv]))
+		}
+		checkExactlyOnceInOrder(t, cv, 0, got, acked[cv])
+	}
+	if st := sub.Stats(); st.Lost < 1 || st.Resubscribes < 1 {
+		t.Fatalf("the subscription did not move: %+v", st)
+	}
+	t.Logf("%d messages over %d conversations, subscriber's instance killed: %+v", n, len(convs), sub.Stats())
+}
