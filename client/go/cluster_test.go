@@ -212,6 +212,44 @@ func TestClusterRoutesDirect(t *testing.T) {
 	if len(c.eps) != 3 {
 		t.Fatalf("client knows %d endpoints, want the 3 owners", len(c.eps))
 	}
+
+	// A wrong map (every shard on nodes[0]): the calls of the other
+	// instances' keys come back WRONG_OWNER, go again the ordinary way
+	// (and succeed), and the map is fetched again (once per 100 ms at
+	// most), after which the calls go direct again.
+	r := c.router.(*shardRouter)
+	wrong := make([]string, clusterShards)
+	for i := range wrong {
+		wrong[i] = nodes[0].Addr()
+	}
+	r.fetchedAt.Store(time.Now().UnixNano())
+	r.table.Store(&routeTable{shards: clusterShards, owner: wrong})
+	st0 := c.Stats()
+	for i := 0; i < 64; i++ {
+		if _, err := c.NextIDs(ctx, "n_rt"+strconv.Itoa(i), 1); err != nil {
+			t.Fatalf("with a wrong map: %v", err)
+		}
+	}
+	if st := c.Stats(); st.Redirected == st0.Redirected {
+		t.Fatalf("a wrong map was not refused: %+v then %+v", st0, st)
+	}
+	// The fetch comes once 100 ms have passed since the last one.
+	if !waitFor(2*time.Second, func() bool { return c.Stats().MapFetches > st0.MapFetches }) {
+		t.Fatalf("the map was not fetched again after WRONG_OWNER: %+v", c.Stats())
+	}
+	st1 := c.Stats()
+	if st1.MapFetches-st0.MapFetches > 2 {
+		t.Fatalf("map fetched %d times for 64 calls: not rate-limited", st1.MapFetches-st0.MapFetches)
+	}
+	for i := 0; i < 64; i++ {
+		if _, err := c.NextIDs(ctx, "n_rt"+strconv.Itoa(i), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st2 := c.Stats(); st2.Direct-st1.Direct < 60 {
+		t.Fatalf("after the map was fetched again, %d of 64 calls direct: %+v", st2.Direct-st1.Direct, st2)
+	}
+	t.Logf("wrong map: %+v, then %+v", st1, c.Stats())
 }
 
 // idCall is one call's IDs and when it was made (monotonic clock).

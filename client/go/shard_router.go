@@ -8,7 +8,9 @@ package seqd
 //     the first keyed call, again when the one held is older than
 //     shardMapRefresh (on the next keyed call), and at once (at most every
 //     shardMapMinInterval) when a routed call found it wrong. One fetch at
-//     a time (single flight); calls meanwhile go the ordinary way.
+//     a time (single flight); calls meanwhile go the ordinary way. A
+//     wrong owner seen sooner than that after the last fetch schedules
+//     one for when the interval has passed.
 //   - A key's owner is the live member owning ShardOf(key, shards); its
 //     advertise address is added to the client's endpoints. The call goes
 //     there with NO_FORWARD. An owner whose endpoint is marked down, a
@@ -87,6 +89,7 @@ type shardRouter struct {
 	fetching    atomic.Bool
 	fetchedAt   atomic.Int64 // unix nanos of the last fetch started
 	unsupported atomic.Bool  // CLUSTER_MAP answered UNKNOWN_OPCODE
+	deferred    atomic.Bool  // a forced fetch waits for shardMapMinInterval
 
 	routed, redirected, unrouted, fetches atomic.Uint64
 }
@@ -126,6 +129,14 @@ func (r *shardRouter) fetch(force bool) {
 	}
 	age := time.Duration(time.Now().UnixNano() - r.fetchedAt.Load())
 	if force && age < shardMapMinInterval {
+		// Too soon: fetch once the interval has passed (one timer at a
+		// time), so a wrong map is not kept until the next wrong owner.
+		if r.deferred.CompareAndSwap(false, true) {
+			time.AfterFunc(shardMapMinInterval-age, func() {
+				r.deferred.Store(false)
+				r.fetch(true)
+			})
+		}
 		return
 	}
 	if !force && r.table.Load() != nil && age < shardMapRefresh {
