@@ -242,9 +242,7 @@ func (c *Client) invoke(ctx context.Context, key string, op byte, payload []byte
 		if ep == nil {
 			ep = c.pickEndpoint(next)
 		}
-		actx, acancel := context.WithTimeout(ctx, c.opts.CallTimeout)
-		res, err := c.callEP(actx, ep, op, flags, payload)
-		acancel()
+		res, err := c.callEP(ctx, ep, c.opts.CallTimeout, op, flags, payload)
 		if err == nil {
 			if !routed && ep.index < len(c.opts.Endpoints) {
 				c.current.Store(int32(ep.index))

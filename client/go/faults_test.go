@@ -105,7 +105,7 @@ func TestStalledConnectionFailsOver(t *testing.T) {
 	ctx := ctxT(t, 20*time.Second)
 	// Stick to a (the current endpoint is whoever answered last).
 	for {
-		if _, err := c.callEP(ctx, c.eps[0], opPing, 0, []byte("ping")); err != nil {
+		if _, err := c.callEP(ctx, c.eps[0], 0, opPing, 0, []byte("ping")); err != nil {
 			t.Fatal(err)
 		}
 		c.current.Store(0)

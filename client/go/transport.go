@@ -51,6 +51,7 @@ import (
 	"io"
 	"math/rand"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,30 +95,31 @@ type slot struct {
 
 // conn is one TCP (or TLS) connection with its pipelined calls.
 type conn struct {
-	c   *Client
-	ep  *endpoint
-	nc  net.Conn
-	out chan struct{} // wakes the writer
+	c  *Client
+	ep *endpoint
+	nc net.Conn
 
 	onPush  func(op byte, payload []byte)
 	onClose func(err error)
 
 	mu       sync.Mutex
-	wbuf     []byte // frames waiting for the writer
+	wbuf     []byte // frames waiting to be written
+	writing  bool   // a caller is writing (it writes wbuf until empty)
+	spare    []byte // the buffer the last write used, for reuse
 	pending  map[uint32]*pendingCall
 	nextID   uint32
 	closed   bool
 	closeErr error
 	draining bool // SHUTTING_DOWN seen: no new calls
 
-	lastRead atomic.Int64 // unix nanos of the last bytes read
-	done     chan struct{}
+	reads atomic.Uint64 // frames read so far (stall detection)
+	done  chan struct{}
 }
 
 type pendingCall struct {
-	op byte
-	ch chan callResult // buffered 1
-	at int64           // unix nanos when queued
+	op    byte
+	ch    chan callResult // buffered 1; exactly one result per use
+	reads uint64          // cn.reads when sent
 }
 
 type callResult struct {
@@ -263,18 +265,46 @@ func (c *Client) pooled(ctx context.Context, ep *endpoint) (*conn, error) {
 
 // call is ONE attempt of op on a pooled connection to endpoint (see SEAMS).
 func (c *Client) call(ctx context.Context, endpoint string, op byte, flags uint16, payload []byte) ([]byte, error) {
-	return c.callEP(ctx, c.endpointFor(endpoint), op, flags, payload)
+	return c.callEP(ctx, c.endpointFor(endpoint), 0, op, flags, payload)
 }
 
-func (c *Client) callEP(ctx context.Context, ep *endpoint, op byte, flags uint16, payload []byte) ([]byte, error) {
+// callEP is one attempt on ep's pool: bounded by ctx and, when timeout > 0,
+// by timeout (a TIMEOUT error, retryable).
+func (c *Client) callEP(ctx context.Context, ep *endpoint, timeout time.Duration, op byte, flags uint16, payload []byte) ([]byte, error) {
 	if c.isClosed() {
 		return nil, errorf(CodeCancelled, "client closed")
 	}
-	cn, err := c.pooled(ctx, ep)
-	if err != nil {
-		return nil, err
+	cn, err := c.pooledFast(ep)
+	if cn == nil {
+		dctx, cancel := ctx, context.CancelFunc(func() {})
+		if timeout > 0 {
+			dctx, cancel = context.WithTimeout(ctx, timeout)
+		}
+		cn, err = c.pooled(dctx, ep)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil && CodeOf(err) == CodeTimeout {
+				err = errorf(CodeTimeout, "connect to %s: no answer within %v", ep.addr, timeout)
+			}
+			return nil, err
+		}
 	}
-	return cn.call(ctx, op, flags, payload)
+	return cn.callTimeout(ctx, timeout, op, flags, payload)
+}
+
+// pooledFast is the open connection of ep's next slot, nil if it has none
+// (then pooled dials).
+func (c *Client) pooledFast(ep *endpoint) (*conn, error) {
+	ep.mu.Lock()
+	s := ep.slots[ep.next%uint32(len(ep.slots))]
+	cn := s.cn
+	if cn != nil && cn.usable() {
+		ep.next++
+		ep.mu.Unlock()
+		return cn, nil
+	}
+	ep.mu.Unlock()
+	return nil, nil
 }
 
 // openConn is a dedicated connection for subscriptions (see SEAMS).
@@ -340,15 +370,13 @@ func (c *Client) dial(ctx context.Context, ep *endpoint, onPush func(byte, []byt
 	ep.failures = 0
 	ep.downUntil = time.Time{}
 	ep.mu.Unlock()
-	cn := &conn{c: c, ep: ep, nc: nc, out: make(chan struct{}, 1), onPush: onPush, onClose: onClose,
+	cn := &conn{c: c, ep: ep, nc: nc, onPush: onPush, onClose: onClose,
 		pending: make(map[uint32]*pendingCall), nextID: 1, done: make(chan struct{})}
-	cn.lastRead.Store(time.Now().UnixNano())
 	if !c.track(cn) {
 		nc.Close()
 		return nil, errorf(CodeCancelled, "client closed")
 	}
 	go cn.readLoop()
-	go cn.writeLoop()
 	return cn, nil
 }
 
@@ -412,19 +440,34 @@ func (cn *conn) usable() bool {
 	return !cn.closed && !cn.draining
 }
 
-// call sends one request on cn and waits for its answer or ctx. A
-// cancelled or timed-out call leaves cn's pending table at once (a late
-// answer is dropped). If nothing at all was read on cn since the call was
-// sent, a timed-out call takes cn for stalled: cn is closed (its other
-// calls fail UNAVAILABLE and are retried) and its endpoint marked down.
+// call sends one request on cn and waits for its answer or ctx (see SEAMS).
 func (cn *conn) call(ctx context.Context, op byte, flags uint16, payload []byte) ([]byte, error) {
-	pc := &pendingCall{op: op, ch: make(chan callResult, 1), at: time.Now().UnixNano()}
+	return cn.callTimeout(ctx, 0, op, flags, payload)
+}
+
+var (
+	pendingPool = sync.Pool{New: func() interface{} { return &pendingCall{ch: make(chan callResult, 1)} }}
+	timerPool   sync.Pool
+)
+
+// callTimeout sends one request on cn and waits for its answer, for ctx,
+// or (timeout > 0) for timeout to pass: TIMEOUT. A call that gives up
+// leaves cn's pending table at once (a late answer is dropped). If nothing
+// at all was read on cn since the call was sent when its timeout passed,
+// cn is taken for stalled: closed (its other calls fail UNAVAILABLE and
+// are retried) and its endpoint marked down, as the C++ client does. A
+// context's own deadline does not do that (it may be short on purpose).
+func (cn *conn) callTimeout(ctx context.Context, timeout time.Duration, op byte, flags uint16, payload []byte) ([]byte, error) {
+	pc := pendingPool.Get().(*pendingCall)
+	pc.op = op
 	cn.mu.Lock()
 	if cn.closed {
 		err := cn.closeErr
 		cn.mu.Unlock()
+		pendingPool.Put(pc)
 		return nil, err
 	}
+	pc.reads = cn.reads.Load()
 	id := cn.nextID
 	for id == 0 || cn.pending[id] != nil {
 		id++
@@ -433,26 +476,64 @@ func (cn *conn) call(ctx context.Context, op byte, flags uint16, payload []byte)
 	cn.pending[id] = pc
 	cn.wbuf = appendHeader(cn.wbuf, op, flags, id, len(payload))
 	cn.wbuf = append(cn.wbuf, payload...)
-	cn.mu.Unlock()
-	select {
-	case cn.out <- struct{}{}:
-	default:
+	if cn.writing {
+		// The caller writing now writes ours too (write combining).
+		cn.mu.Unlock()
+	} else {
+		cn.writing = true
+		cn.flush() // unlocks cn.mu
 	}
+	var timerC <-chan time.Time
+	var timer *time.Timer
+	if timeout > 0 {
+		if t, ok := timerPool.Get().(*time.Timer); ok {
+			t.Reset(timeout)
+			timer = t
+		} else {
+			timer = time.NewTimer(timeout)
+		}
+		timerC = timer.C
+	}
+	var err *Error
 	select {
 	case r := <-pc.ch:
+		releaseTimer(timer)
+		pendingPool.Put(pc)
 		return r.payload, r.err
 	case <-ctx.Done():
-		cn.mu.Lock()
-		if cn.pending[id] == pc {
-			delete(cn.pending, id)
-		}
-		cn.mu.Unlock()
-		err := ctxError(ctx, "no answer from "+cn.ep.addr)
-		if err.Code == CodeTimeout && cn.lastRead.Load() < pc.at {
-			cn.fail(errorf(CodeTimeout, "connection to %s stalled", cn.ep.addr), true)
-		}
-		return nil, err
+		releaseTimer(timer)
+		err = ctxError(ctx, "no answer from "+cn.ep.addr)
+	case <-timerC:
+		timerPool.Put(timer) // fired and drained
+		err = errorf(CodeTimeout, "no answer from %s within %v", cn.ep.addr, timeout)
 	}
+	cn.mu.Lock()
+	mine := cn.pending[id] == pc
+	if mine {
+		delete(cn.pending, id)
+	}
+	cn.mu.Unlock()
+	if !mine {
+		// Whoever took it from the table sends its result: wait for that
+		// before reusing pc (it comes at once).
+		<-pc.ch
+	}
+	stalled := timerC != nil && err.Code == CodeTimeout && ctx.Err() == nil && cn.reads.Load() == pc.reads
+	pendingPool.Put(pc)
+	if stalled {
+		cn.fail(errorf(CodeTimeout, "connection to %s stalled", cn.ep.addr), true)
+	}
+	return nil, err
+}
+
+func releaseTimer(t *time.Timer) {
+	if t == nil {
+		return
+	}
+	if !t.Stop() {
+		<-t.C
+	}
+	timerPool.Put(t)
 }
 
 // close ends cn; its pending calls fail CANCELLED.
@@ -486,25 +567,32 @@ func (cn *conn) fail(err error, markDown bool) {
 	cn.c.untrack(cn)
 }
 
-func (cn *conn) writeLoop() {
-	var buf []byte
-	for {
-		select {
-		case <-cn.out:
-		case <-cn.done:
-			return
-		}
-		cn.mu.Lock()
-		buf, cn.wbuf = cn.wbuf, buf[:0]
+// flush writes wbuf until it is empty: frames other callers append
+// meanwhile go out with the next write, so concurrent calls share write
+// calls. REQUIRES: cn.mu held and cn.writing set by this caller; returns
+// with cn.mu released and cn.writing cleared.
+func (cn *conn) flush() {
+	// Let the goroutines the last answers woke queue their frames first:
+	// one write then carries many (fewer syscalls here and in the server).
+	cn.mu.Unlock()
+	runtime.Gosched()
+	cn.mu.Lock()
+	for len(cn.wbuf) > 0 && !cn.closed {
+		buf := cn.wbuf
+		cn.wbuf = cn.spare[:0]
 		cn.mu.Unlock()
-		if len(buf) == 0 {
-			continue
-		}
-		if _, err := cn.nc.Write(buf); err != nil {
+		_, err := cn.nc.Write(buf)
+		cn.mu.Lock()
+		cn.spare = buf[:0]
+		if err != nil {
+			cn.writing = false
+			cn.mu.Unlock()
 			cn.fail(errorf(CodeUnavailable, "write to %s: %v", cn.ep.addr, netReason(err)), true)
 			return
 		}
 	}
+	cn.writing = false
+	cn.mu.Unlock()
 }
 
 func (cn *conn) readLoop() {
@@ -526,7 +614,6 @@ func (cn *conn) readLoop() {
 		if _, err = io.ReadFull(r, head[:]); err != nil {
 			break
 		}
-		cn.lastRead.Store(time.Now().UnixNano())
 		length := binary.BigEndian.Uint32(head[0:4])
 		if length < 8 || length > maxFrameSize-4 || head[4] != protoVersion {
 			cn.fail(errorf(CodeProtocol, "undecodable data from %s", cn.ep.addr), true)
@@ -537,7 +624,7 @@ func (cn *conn) readLoop() {
 		if _, err = io.ReadFull(r, body); err != nil {
 			break
 		}
-		cn.lastRead.Store(time.Now().UnixNano())
+		cn.reads.Add(1)
 		if flags != flagResponse && flags != flagResponse|flagPush {
 			cn.fail(errorf(CodeProtocol, "frame with flags %#x from %s", flags, cn.ep.addr), true)
 			return
