@@ -163,7 +163,7 @@ func (s *Subscription) checkMaxSeqs() {
 // connection that died silently (a half-open TCP connection: no FIN, no
 // RST) is noticed: no answer within CallTimeout counts as lost.
 func (s *Subscription) maybePing() {
-	if !s.live || s.pingInFlight || time.Since(s.pingedAt) < subPingEvery {
+	if !s.live || s.pingInFlight || time.Since(s.pingedAt) < time.Duration(subPingEvery.Load()) {
 		return
 	}
 	s.pingInFlight, s.pingedAt = true, time.Now()

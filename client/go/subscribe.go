@@ -35,9 +35,11 @@ const (
 	subMaxInboxBytes = 64 << 20 // pushes waiting for the loop; past it: re-sync
 )
 
-// subPingEvery: how often a live subscription's connection is pinged (a
-// variable for tests).
-var subPingEvery = 5 * time.Second
+// subPingEvery: how often a live subscription's connection is pinged, in
+// nanoseconds (a variable for tests).
+var subPingEvery atomic.Int64
+
+func init() { subPingEvery.Store(int64(5 * time.Second)) }
 
 // SubscriptionStats count what a Subscription did (Subscription.Stats).
 type SubscriptionStats struct {

@@ -228,9 +228,9 @@ func TestSubscribeFromAndConnectionLoss(t *testing.T) {
 // still open) is noticed by the subscription's PING, re-subscribed, and
 // what was sent meanwhile is delivered.
 func TestSubscribeNoticesASilentConnection(t *testing.T) {
-	old := subPingEvery
-	subPingEvery = 200 * time.Millisecond
-	defer func() { subPingEvery = old }()
+	old := subPingEvery.Load()
+	subPingEvery.Store(int64(200 * time.Millisecond))
+	defer subPingEvery.Store(old)
 	s, c := startClient(t)
 	ctx := ctxT(t, 30*time.Second)
 	conv := "sg_silent"
