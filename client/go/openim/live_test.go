@@ -90,41 +90,7 @@ func TestSendFlowLive(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	maxUsed := make([]int64, len(convs))
-	for c := range convs {
-		var bs []block
-		for _, b := range blocks {
-			if b.conv == c {
-				bs = append(bs, b)
-			}
-		}
-		// No seq twice: sorted by first, each block starts after the last.
-		sort.Slice(bs, func(i, j int) bool { return bs[i].first < bs[j].first })
-		for i := 1; i < len(bs); i++ {
-			if bs[i].first <= bs[i-1].last {
-				t.Fatalf("%s: blocks %d..%d and %d..%d overlap", convs[c], bs[i-1].first, bs[i-1].last,
-					bs[i].first, bs[i].last)
-			}
-		}
-		maxUsed[c] = bs[len(bs)-1].last
-		// Real-time order: a block asked after another was answered is above it.
-		byAck := append([]block(nil), bs...)
-		sort.Slice(byAck, func(i, j int) bool { return byAck[i].acked.Before(byAck[j].acked) })
-		prefixMax := make([]int64, len(byAck))
-		for i, b := range byAck {
-			prefixMax[i] = b.last
-			if i > 0 && prefixMax[i-1] > b.last {
-				prefixMax[i] = prefixMax[i-1]
-			}
-		}
-		for _, b := range bs {
-			n := sort.Search(len(byAck), func(i int) bool { return !byAck[i].acked.Before(b.asked) })
-			if n > 0 && prefixMax[n-1] >= b.first {
-				t.Fatalf("%s: block %d..%d asked after a block up to %d was answered", convs[c],
-					b.first, b.last, prefixMax[n-1])
-			}
-		}
-	}
+	maxUsed := checkBlocks(t, convs, blocks)
 	m, err := caches[0].GetMaxSeqs(ctx, convs)
 	if err != nil {
 		t.Fatal(err)
@@ -208,3 +174,49 @@ func TestUnknownPrefixLive(t *testing.T) {
 
 // CodeOf is seqd.CodeOf (shorter in tests).
 func CodeOf(err error) seqd.Code { return seqd.CodeOf(err) }
+
+// checkBlocks checks each conversation's blocks: no seq in two blocks, and
+// a block asked after another was answered is above it (real-time order).
+// Returns each conversation's largest seq.
+func checkBlocks(t *testing.T, convs []string, blocks []block) []int64 {
+	t.Helper()
+	maxUsed := make([]int64, len(convs))
+	for c := range convs {
+		var bs []block
+		for _, b := range blocks {
+			if b.conv == c {
+				bs = append(bs, b)
+			}
+		}
+		if len(bs) == 0 {
+			t.Fatalf("%s: no blocks", convs[c])
+		}
+		// No seq twice: sorted by first, each block starts after the last.
+		sort.Slice(bs, func(i, j int) bool { return bs[i].first < bs[j].first })
+		for i := 1; i < len(bs); i++ {
+			if bs[i].first <= bs[i-1].last {
+				t.Fatalf("%s: blocks %d..%d and %d..%d overlap", convs[c], bs[i-1].first, bs[i-1].last,
+					bs[i].first, bs[i].last)
+			}
+		}
+		maxUsed[c] = bs[len(bs)-1].last
+		// Real-time order: a block asked after another was answered is above it.
+		byAck := append([]block(nil), bs...)
+		sort.Slice(byAck, func(i, j int) bool { return byAck[i].acked.Before(byAck[j].acked) })
+		prefixMax := make([]int64, len(byAck))
+		for i, b := range byAck {
+			prefixMax[i] = b.last
+			if i > 0 && prefixMax[i-1] > b.last {
+				prefixMax[i] = prefixMax[i-1]
+			}
+		}
+		for _, b := range bs {
+			n := sort.Search(len(byAck), func(i int) bool { return !byAck[i].acked.Before(b.asked) })
+			if n > 0 && prefixMax[n-1] >= b.first {
+				t.Fatalf("%s: block %d..%d asked after a block up to %d was answered", convs[c],
+					b.first, b.last, prefixMax[n-1])
+			}
+		}
+	}
+	return maxUsed
+}
