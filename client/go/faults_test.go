@@ -368,6 +368,12 @@ func TestPrefetch(t *testing.T) {
 	if _, err := c2.NextID(ctx, "nomatch_p"); !errors.Is(err, ErrUnknownKey) {
 		t.Fatalf("unknown key through the cache: %v", err)
 	}
+	c2.cacheMu.Lock()
+	n := len(c2.cache)
+	c2.cacheMu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d keys cached after a failed refill, want 0", n)
+	}
 }
 
 func indexByte(s string, b byte) int {

@@ -99,7 +99,16 @@ func (c *Client) startRefill(key string, kc *keyCache) {
 		}
 		rf.err = err
 		kc.refill = nil
+		forget := err != nil && kc.avail == 0
 		kc.mu.Unlock()
 		close(rf.done)
+		if forget {
+			// A key that fails (e.g. an unknown one) holds no memory.
+			c.cacheMu.Lock()
+			if c.cache[key] == kc {
+				delete(c.cache, key)
+			}
+			c.cacheMu.Unlock()
+		}
 	}()
 }
