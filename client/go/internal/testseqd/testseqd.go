@@ -218,7 +218,9 @@ func (s *Server) waitHealthy(limit time.Duration) {
 			s.t.Fatalf("seqd exited at start: %s", s.Logs())
 		default:
 		}
-		resp, err := client.Get(fmt.Sprintf("%s://127.0.0.1:%d/healthz", scheme, s.HTTPPort))
+		// /readyz, not /healthz: a MySQL store creates its tables in the
+		// background after the start, and a request before that fails.
+		resp, err := client.Get(fmt.Sprintf("%s://127.0.0.1:%d/readyz", scheme, s.HTTPPort))
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
