@@ -108,3 +108,65 @@ func TestKeeperNoDeliveryAfterClose(t *testing.T) {
 		t.Fatalf("Err after Close: %v", s.Err())
 	}
 }
+
+// pushFrame is a PUSH_MESSAGE payload (status, conv, message).
+func pushFrame(conv string, seq int64) []byte {
+	var e enc
+	e.u16(0)
+	e.str(conv)
+	e.i64(seq)
+	e.i64(1000 + seq)
+	e.str("u")
+	e.str("c" + itoa(int(seq)))
+	e.i32(7)
+	e.u8(0)
+	e.i64(1700000000000)
+	e.bytes([]byte("hi"))
+	return e.b
+}
+
+func inboxKinds(s *Subscription) []int {
+	s.inboxMu.Lock()
+	defer s.inboxMu.Unlock()
+	var out []int
+	for _, ev := range s.inbox {
+		out = append(out, ev.kind)
+	}
+	return out
+}
+
+// The connection's push handler decodes PUSH_MESSAGE and PUSH_DROPPED into
+// events, and past the inbox cap drops pushes and asks for one re-sync.
+func TestKeeperPushDecodingAndBacklogCap(t *testing.T) {
+	s, _, _ := newTestSubscription(t, "a")
+	s.maxInbox = 3 * len(pushFrame("a", 1))
+	on := s.onPush(4)
+	on(opPushMessage, pushFrame("a", 1))
+	s.inboxMu.Lock()
+	m := s.inbox[0].msg
+	s.inboxMu.Unlock()
+	if m.ConvID != "a" || m.Seq != 1 || m.ServerMsgID != 1001 || m.ClientMsgID != "c1" || m.ContentType != 7 ||
+		string(m.Payload) != "hi" || s.inbox[0].gen != 4 {
+		t.Fatalf("decoded %+v", m)
+	}
+	var e enc
+	e.u16(uint16(CodeTooLarge))
+	e.str("push backlog full: re-sync")
+	on(opPushDropped, e.b)
+	if k := inboxKinds(s); len(k) != 2 || k[1] != evDropped {
+		t.Fatalf("inbox kinds %v", k)
+	}
+	// Two more pushes fit, the next overflows: one evDropped, then nothing.
+	for seq := int64(2); seq <= 6; seq++ {
+		on(opPushMessage, pushFrame("a", seq))
+	}
+	want := []int{evPush, evDropped, evPush, evPush, evDropped}
+	if k := inboxKinds(s); !reflect.DeepEqual(k, want) {
+		t.Fatalf("inbox kinds %v, want %v", k, want)
+	}
+	// A malformed push is a re-sync too, never a crash.
+	on(opPushMessage, pushFrame("a", 7)[:20])
+	if k := inboxKinds(s); k[len(k)-1] != evDropped {
+		t.Fatalf("inbox kinds %v", k)
+	}
+}

@@ -62,6 +62,7 @@ type Subscription struct {
 	inbox      []subEvent
 	inboxBytes int
 	overflow   bool
+	maxInbox   int  // subMaxInboxBytes (tests lower it)
 	exited     bool // the loop ended: nothing more is handled
 	wake       chan struct{}
 
@@ -165,7 +166,7 @@ func (c *Client) Subscribe(ctx context.Context, convs []string, from map[string]
 	sctx, cancel := context.WithCancel(context.Background())
 	s := &Subscription{c: c, handler: handler, convs: append([]string(nil), convs...), ctx: sctx,
 		cancel: cancel, wake: make(chan struct{}, 1), done: make(chan struct{}),
-		misses: map[string]*subMiss{}, next: int(c.current.Load())}
+		misses: map[string]*subMiss{}, next: int(c.current.Load()), maxInbox: subMaxInboxBytes}
 	s.q = newReceiveQueue(s.deliver, s.requestPull, subPullRetry, subMaxHeld, nil)
 	for cv, f := range from {
 		if seen[cv] {
@@ -287,7 +288,7 @@ func (s *Subscription) onPush(gen int) func(op byte, payload []byte) {
 				return
 			}
 			s.inboxMu.Lock()
-			if s.overflow || s.inboxBytes+len(payload) > subMaxInboxBytes {
+			if s.overflow || s.inboxBytes+len(payload) > s.maxInbox {
 				over := !s.overflow
 				s.overflow = true
 				s.inboxMu.Unlock()
