@@ -101,14 +101,15 @@ func (c *Client) startRefill(key string, kc *keyCache) {
 		kc.refill = nil
 		forget := err != nil && kc.avail == 0
 		kc.mu.Unlock()
-		close(rf.done)
 		if forget {
-			// A key that fails (e.g. an unknown one) holds no memory.
+			// A key that fails (e.g. an unknown one) holds no memory; gone
+			// before its waiters hear of the failure.
 			c.cacheMu.Lock()
 			if c.cache[key] == kc {
 				delete(c.cache, key)
 			}
 			c.cacheMu.Unlock()
 		}
+		close(rf.done)
 	}()
 }
