@@ -23,7 +23,7 @@ bench_binaries() {
   else
     BINARIES=("$@")
   fi
-  SEQBENCH=${SEQBENCH:-$(find "$BUILD_DIR" build -name seqbench -type f -perm -u+x 2>/dev/null | head -1)}
+  SEQBENCH=${SEQBENCH:-$(find "$BUILD_DIR" build -name seqbench -type f -perm -u+x 2>/dev/null | head -1 || true)}
   [[ -x $SEQBENCH ]] || { echo "no seqbench binary (set SEQBENCH)" >&2; exit 1; }
 }
 

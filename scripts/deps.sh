@@ -5,14 +5,16 @@
 # suites need: MariaDB server, Galera and rsync (scripts/galera-test's cluster
 # and its state transfers), clang and libFuzzer, Prometheus (promtool),
 # Chromium (the status page and SSE browser tests) and Node.js with npm
-# (scripts/node-deps: the OpenAPI lint, Prism and an SSE client).
+# (scripts/node-deps: the OpenAPI lint, Prism and an SSE client) and Go
+# (golang-go: the Go client's tests, go test -race, and go vet).
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libboost-dev libmysqlcppconn-dev nlohmann-json3-dev
           prometheus-cpp-dev libsqlite3-dev doctest-dev libbenchmark-dev libssl-dev openssl curl python3
           help2man)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(mariadb-server galera-4 rsync clang-14 libclang-rt-14-dev chromium prometheus nodejs)
+  packages+=(mariadb-server galera-4 rsync clang-14 libclang-rt-14-dev chromium prometheus nodejs
+             golang-go)
 fi
 # The .deb install test (ctest deb_package) and scripts/container-test:
 # rootful Podman with runc (crun fails on this machine's cgroups), bridge

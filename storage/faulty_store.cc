@@ -60,6 +60,22 @@ Result<KeyRow> FaultyStore::CreateKey(std::string_view key, int64_t step,
   return inner_.CreateKey(key, step, description);
 }
 
+Result<std::vector<int64_t>> FaultyStore::GetMaxIds(const std::vector<std::string>& keys) {
+  if (auto s = Inject(); !s) return s.error();
+  return inner_.GetMaxIds(keys);
+}
+
+Result<std::vector<int64_t>> FaultyStore::GetMinSeqs(const std::vector<std::string>& keys) {
+  if (auto s = Inject(); !s) return s.error();
+  return inner_.GetMinSeqs(keys);
+}
+
+Status FaultyStore::SetMinSeqs(const std::vector<MinSeqValue>& values,
+                               const std::vector<ShardFence>& fences, uint32_t* refused_shard) {
+  if (auto s = Inject(); !s) return s.error();
+  return inner_.SetMinSeqs(values, fences, refused_shard);
+}
+
 Result<KeyRow> FaultyStore::GetKey(std::string_view key) {
   if (auto s = Inject(); !s) return s.error();
   return inner_.GetKey(key);

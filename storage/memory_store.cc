@@ -47,6 +47,28 @@ Result<KeyRow> MemoryStore::SetStep(std::string_view key, int64_t step) {
   return it->second;
 }
 
+Result<std::vector<int64_t>> MemoryStore::GetMinSeqs(const std::vector<std::string>& keys) {
+  MutexLock lock(mu_);
+  std::vector<int64_t> out;
+  out.reserve(keys.size());
+  for (const std::string& k : keys) {
+    auto it = min_seqs_.find(k);
+    out.push_back(it == min_seqs_.end() ? 0 : it->second);
+  }
+  return out;
+}
+
+Status MemoryStore::SetMinSeqs(const std::vector<MinSeqValue>& values,
+                               const std::vector<ShardFence>& fences, uint32_t* refused_shard) {
+  (void)refused_shard;
+  if (!fences.empty()) {
+    return MakeError(ErrorCode::kFailedPrecondition, "this store has no cluster mode");
+  }
+  MutexLock lock(mu_);
+  for (const MinSeqValue& v : values) min_seqs_[v.key] = v.min_seq;
+  return OkStatus();
+}
+
 Status MemoryStore::Ping() { return OkStatus(); }
 
 void MemoryStore::DeleteKey(std::string_view key) {

@@ -20,6 +20,10 @@ class MemoryStore final : public SegmentStore {
   Result<KeyRow> GetKey(std::string_view key) override;
   Result<std::vector<KeyRow>> ListKeys(std::string_view after, size_t limit) override;
   Result<KeyRow> SetStep(std::string_view key, int64_t step) override;
+  // Min seqs in memory; fences: kFailedPrecondition (no cluster mode).
+  Result<std::vector<int64_t>> GetMinSeqs(const std::vector<std::string>& keys) override;
+  Status SetMinSeqs(const std::vector<MinSeqValue>& values, const std::vector<ShardFence>& fences,
+                    uint32_t* refused_shard = nullptr) override;
   Status Ping() override;
 
   // Test hook: deletes a row as an operator would with SQL.
@@ -28,6 +32,7 @@ class MemoryStore final : public SegmentStore {
  private:
   Mutex mu_;
   std::map<std::string, KeyRow, std::less<>> rows_ GUARDED_BY(mu_);
+  std::map<std::string, int64_t, std::less<>> min_seqs_ GUARDED_BY(mu_);
 };
 
 }  // namespace seqd

@@ -131,6 +131,7 @@ Status MysqlStore::EnsureSchema() {
   return pool_->Run<Ok>(kSession, "create table", [](MysqlConn& c) -> Result<Ok> {
     std::unique_ptr<sql::Statement> s(c.conn->createStatement());
     s->execute(kCreateTable);
+    s->execute(MinSeqTableSql());
     c.Commit();
     return Ok{};
   });

@@ -68,6 +68,12 @@ class MysqlStore final : public SegmentStore {
   Result<KeyRow> GetKey(std::string_view key) override;
   Result<std::vector<KeyRow>> ListKeys(std::string_view after, size_t limit) override;
   Result<KeyRow> SetStep(std::string_view key, int64_t step) override;
+  // seqd_min_seq (mysql_min_seqs.cc): IN lists; one fenced transaction.
+  Result<std::vector<int64_t>> GetMinSeqs(const std::vector<std::string>& keys) override;
+  Status SetMinSeqs(const std::vector<MinSeqValue>& values, const std::vector<ShardFence>& fences,
+                    uint32_t* refused_shard = nullptr) override;
+  // The CREATE TABLE of seqd_min_seq (EnsureSchema runs it).
+  static const char* MinSeqTableSql();
   Status Ping() override;
   // Prepares the statements of a reservation (one key, or a batch of up
   // to four; fenced too) on a pooled connection, opening it if the pool

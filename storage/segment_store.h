@@ -47,6 +47,13 @@ struct ReserveRequest {
   std::optional<ShardFence> fence;  // as ReserveFenced if set
 };
 
+// One key's durable min seq (SegmentStore::SetMinSeqs): the table
+// seqd_min_seq beside leaf_alloc (Leaf's table is left as it is).
+struct MinSeqValue {
+  std::string key;
+  int64_t min_seq = 0;  // >= 0
+};
+
 // One row of a batch creation (SegmentStore::CreateKeys).
 struct NewKey {
   std::string key;
@@ -117,6 +124,42 @@ class SegmentStore {
 
   // Changes the row's step. kUnknownKey if absent.
   virtual Result<KeyRow> SetStep(std::string_view key, int64_t step) = 0;
+
+  // The largest ID reserved of each key (max_id - 1: every ID at or below
+  // it was reserved, every later one is above it), 0 for a key without a
+  // row, in the order asked. Never creates a row. This default reads the
+  // rows one by one.
+  virtual Result<std::vector<int64_t>> GetMaxIds(const std::vector<std::string>& keys) {
+    std::vector<int64_t> out;
+    out.reserve(keys.size());
+    for (const std::string& k : keys) {
+      Result<KeyRow> row = GetKey(k);
+      if (!row && row.error().code != ErrorCode::kUnknownKey) return row.error();
+      out.push_back(row ? row->max_id - 1 : 0);
+    }
+    return out;
+  }
+
+  // The min seq of each key (0 for a key never set), in the order asked.
+  // Stores without the table answer kFailedPrecondition.
+  virtual Result<std::vector<int64_t>> GetMinSeqs(const std::vector<std::string>& keys) {
+    (void)keys;
+    return MakeError(ErrorCode::kFailedPrecondition, "this store has no min seqs");
+  }
+
+  // Sets the min seq of each key (REQUIRES: each >= 0, no key twice; the key
+  // need not have a leaf_alloc row), all in one transaction, durable before
+  // it returns. With `fences` (cluster mode), in the same transaction as a
+  // write to each fence's lease row, as ReserveFenced: kNotServing, with
+  // nothing written, if any lease is no longer its owner's at its epoch
+  // (stores without cluster support answer kFailedPrecondition); then
+  // `refused_shard`, if given, names the shard found no longer held.
+  virtual Status SetMinSeqs(const std::vector<MinSeqValue>& values,
+                            const std::vector<ShardFence>& fences,
+                            uint32_t* refused_shard = nullptr) {
+    (void)values, (void)fences, (void)refused_shard;
+    return MakeError(ErrorCode::kFailedPrecondition, "this store has no min seqs");
+  }
 
   // Cheap round trip proving the store answers.
   virtual Status Ping() = 0;

@@ -13,7 +13,11 @@ constexpr const char* kCreateTable =
     "max_id BIGINT NOT NULL DEFAULT 1, "
     "step INT NOT NULL, "
     "description VARCHAR(256) DEFAULT NULL, "
-    "update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)";
+    "update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP);"
+    // Issue 30: OpenIM's per-key min seq, beside (never in) Leaf's table.
+    "CREATE TABLE IF NOT EXISTS seqd_min_seq ("
+    "biz_tag VARCHAR(128) PRIMARY KEY, "
+    "min_seq BIGINT NOT NULL)";
 
 // Same text format as CURRENT_TIMESTAMP, with milliseconds, in UTC.
 #define SEQD_SQLITE_NOW "strftime('%Y-%m-%d %H:%M:%f', 'now')"
@@ -31,6 +35,8 @@ enum StmtId {
   kList,
   kSetStep,
   kPing,
+  kMinSeqSelect,
+  kMinSeqUpsert,
   kNumStmts,
 };
 
@@ -52,6 +58,10 @@ const char* const kSql[kNumStmts] = {
     /* kSetStep */
     "UPDATE leaf_alloc SET step = ?1, update_time = " SEQD_SQLITE_NOW " WHERE biz_tag = ?2",
     /* kPing */ "PRAGMA schema_version",
+    /* kMinSeqSelect */ "SELECT min_seq FROM seqd_min_seq WHERE biz_tag = ?1",
+    /* kMinSeqUpsert */
+    "INSERT INTO seqd_min_seq (biz_tag, min_seq) VALUES (?1, ?2) "
+    "ON CONFLICT(biz_tag) DO UPDATE SET min_seq = excluded.min_seq",
 };
 
 std::string ColumnText(sqlite3_stmt* s, int i) {
@@ -297,6 +307,55 @@ Result<KeyRow> SqliteStore::SetStep(std::string_view key, int64_t step) {
     if (db_.Changes() == 0) return MakeError(ErrorCode::kUnknownKey, "no such key");
   }
   return SelectOneLocked(key, "set step (select)");
+}
+
+Result<std::vector<int64_t>> SqliteStore::GetMinSeqs(const std::vector<std::string>& keys) {
+  MutexLock lock(mu_);
+  std::vector<int64_t> out;
+  out.reserve(keys.size());
+  for (const std::string& k : keys) {
+    auto s = db_.Stmt(kMinSeqSelect, "get min seqs");
+    if (!s.ok()) return s.error();
+    SqliteResetOnExit reset(*s);
+    SqliteBindText(*s, 1, k);
+    const int rc = sqlite3_step(*s);
+    if (rc == SQLITE_DONE) {
+      out.push_back(0);
+    } else if (rc == SQLITE_ROW) {
+      out.push_back(sqlite3_column_int64(*s, 0));
+    } else {
+      return db_.SqlError(rc, "get min seqs");
+    }
+  }
+  return out;
+}
+
+Status SqliteStore::SetMinSeqs(const std::vector<MinSeqValue>& values,
+                               const std::vector<ShardFence>& fences, uint32_t* refused_shard) {
+  (void)refused_shard;
+  if (!fences.empty()) {
+    return MakeError(ErrorCode::kFailedPrecondition, "this store has no cluster mode");
+  }
+  MutexLock lock(mu_);
+  if (Status st = db_.Begin("set min seqs (begin)"); !st.ok()) return st;
+  for (const MinSeqValue& v : values) {
+    auto s = db_.Stmt(kMinSeqUpsert, "set min seqs");
+    if (!s.ok()) {
+      db_.Rollback();
+      return s.error();
+    }
+    SqliteResetOnExit reset(*s);
+    SqliteBindText(*s, 1, v.key);
+    sqlite3_bind_int64(*s, 2, v.min_seq);
+    if (const int rc = sqlite3_step(*s); rc != SQLITE_DONE) {
+      Error e = db_.SqlError(rc, "set min seqs");
+      db_.Rollback();
+      return e;
+    }
+  }
+  Status st = db_.Commit("set min seqs (commit)");
+  if (!st.ok()) db_.Rollback();
+  return st;
 }
 
 Status SqliteStore::Ping() {

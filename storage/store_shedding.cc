@@ -53,6 +53,24 @@ Result<KeyRow> SheddingSegmentStore::CreateKey(std::string_view key, int64_t ste
   return inner_->CreateKey(key, step, description);
 }
 
+Result<std::vector<int64_t>> SheddingSegmentStore::GetMaxIds(const std::vector<std::string>& keys) {
+  if (ShedThisThread()) return ShedError();
+  return inner_->GetMaxIds(keys);
+}
+
+Result<std::vector<int64_t>> SheddingSegmentStore::GetMinSeqs(
+    const std::vector<std::string>& keys) {
+  if (ShedThisThread()) return ShedError();
+  return inner_->GetMinSeqs(keys);
+}
+
+Status SheddingSegmentStore::SetMinSeqs(const std::vector<MinSeqValue>& values,
+                                        const std::vector<ShardFence>& fences,
+                                        uint32_t* refused_shard) {
+  if (ShedThisThread()) return ShedError();
+  return inner_->SetMinSeqs(values, fences, refused_shard);
+}
+
 Result<KeyRow> SheddingSegmentStore::GetKey(std::string_view key) {
   if (ShedThisThread()) return ShedError();
   return inner_->GetKey(key);

@@ -174,8 +174,10 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
                 const std::optional<proto::ResponseView>& resp);
   // Submits an op whose request payload is `body`; `on_raw` gets the OK
   // result's bytes or the error. Any thread.
+  // `route_key`: cluster mode's key, to send it straight to its owner
+  // ("" for none).
   void SubmitRaw(proto::Opcode opcode, std::string body,
-                 std::function<void(ClientResult<std::string>)> on_raw);
+                 std::function<void(ClientResult<std::string>)> on_raw, std::string route_key = {});
 
   // Encodes `req` and submits it; fails at once (on the strand) with
   // INVALID_ARGUMENT if an id is too long for the wire or TOO_LARGE if the

@@ -70,8 +70,10 @@ void AsyncClient::Impl::Submit(std::shared_ptr<Call> call) {
 }
 
 void AsyncClient::Impl::SubmitRaw(proto::Opcode opcode, std::string body,
-                                  std::function<void(ClientResult<std::string>)> on_raw) {
+                                  std::function<void(ClientResult<std::string>)> on_raw,
+                                  std::string route_key) {
   auto call = std::make_shared<Call>(strand);
+  call->route_key = std::move(route_key);
   call->op = Op::kRaw;
   call->opcode = opcode;
   call->body = std::move(body);

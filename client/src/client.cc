@@ -92,6 +92,26 @@ ClientResult<std::vector<Message>> Client::PullSeqs(const std::string& conv_id,
   });
 }
 
+ClientResult<IdRange> Client::NextBlock(const std::string& key, uint32_t count) {
+  return impl_->Wait<IdRange>(
+      [&](auto done) { impl_->async.NextBlock(key, count, std::move(done)); });
+}
+
+ClientResult<std::vector<int64_t>> Client::MaxIds(std::vector<std::string> keys) {
+  return impl_->Wait<std::vector<int64_t>>(
+      [&](auto done) { impl_->async.MaxIds(std::move(keys), std::move(done)); });
+}
+
+ClientResult<std::vector<int64_t>> Client::GetMinSeqs(std::vector<std::string> keys) {
+  return impl_->Wait<std::vector<int64_t>>(
+      [&](auto done) { impl_->async.GetMinSeqs(std::move(keys), std::move(done)); });
+}
+
+ClientResult<bool> Client::SetMinSeqs(std::vector<std::pair<std::string, int64_t>> values) {
+  return impl_->Wait<bool>(
+      [&](auto done) { impl_->async.SetMinSeqs(std::move(values), std::move(done)); });
+}
+
 ClientResult<std::vector<int64_t>> Client::MaxSeqs(std::vector<std::string> conv_ids) {
   return impl_->Wait<std::vector<int64_t>>(
       [&](auto done) { impl_->async.MaxSeqs(std::move(conv_ids), std::move(done)); });

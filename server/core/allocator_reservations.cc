@@ -18,10 +18,15 @@ void SegmentAllocator::MaybeReserveLocked(KeyState& s) {
   if (s.loading || s.has_next || shutting_down_) return;
   if (options_.gate && s.epoch == 0) return;  // not held: the next Take sets the epoch
   int64_t demand = 0;
+  int64_t block = 0;  // the largest contiguous block waiting: the segment must hold it
   if (s.wait) {
-    for (const auto& w : s.wait->parked) demand += w->need;
+    for (const auto& w : s.wait->parked) {
+      demand += w->need;
+      if (w->contiguous) block = std::max(block, w->need);
+    }
   }
-  const bool due = s.CurrentLeftLocked() == 0 ||
+  // A parked block the current segment is too short for is due too.
+  const bool due = s.CurrentLeftLocked() == 0 || demand > s.CurrentLeftLocked() ||
                    static_cast<double>(s.UsedLocked()) >
                        static_cast<double>(s.CurrentLocked().size()) * options_.prefetch_fraction;
   if (!due) return;
@@ -30,7 +35,9 @@ void SegmentAllocator::MaybeReserveLocked(KeyState& s) {
   // Before the first reservation we do not know the table step; the store
   // uses the row's own step then.
   const int64_t step_before = s.step;
-  const int64_t step = s.reservations == 0 ? 0 : NextStepLocked(s, demand);
+  // The first takes the row's step (unknown until then): a block it is too
+  // short for waits for the next one, sized to hold it.
+  const int64_t step = s.reservations == 0 ? 0 : std::max(NextStepLocked(s, demand), block);
   PendingReservation pending{KeyRef(&s), step, ShardGrant{s.shard, s.epoch}, now, {}};
   if (s.wait && s.reservations == 0) pending.creator = s.wait->creator;
   if (!reservation_queue_->Add(std::move(pending))) {
@@ -233,7 +240,9 @@ void SegmentAllocator::ServeParkedLocked(KeyState& s, Answers& answers) {
   size_t served = 0;
   for (; served < w.parked.size(); ++served) {
     Waiter& waiter = *w.parked[served];
-    if (!ServeLocked(s, waiter.need, waiter.got)) break;
+    const bool done = waiter.contiguous ? ServeBlockLocked(s, waiter.need, waiter.got)
+                                        : ServeLocked(s, waiter.need, waiter.got);
+    if (!done) break;
     answers.emplace_back(w.parked[served], std::move(waiter.got));
   }
   w.parked.erase(w.parked.begin(), w.parked.begin() + static_cast<ptrdiff_t>(served));

@@ -47,6 +47,9 @@ struct Buffer {
 // then to whoever took it out.
 struct Waiter {
   int64_t need = 0;  // IDs still missing
+  // NEXT_BLOCK: all `need` IDs from one segment at once (got stays empty
+  // until then); else served from as many segments as it takes.
+  bool contiguous = false;
   IdBatch got;
   TakeCallback done;
 };
@@ -93,6 +96,9 @@ struct KeyState : KeyFastPath {
   // until then). How long those clients took to ask again is not the
   // key's rate.
   bool window_at_next_take : 1 GUARDED_BY(mu) = false;
+  // MAX_IDS: a segment was installed at the key's epoch, so `last_issued`
+  // and the current segment say the largest ID handed out (MaxLocked).
+  bool max_known : 1 GUARDED_BY(mu) = false;
   uint32_t shard GUARDED_BY(mu) = 0;  // cluster mode: the key's shard (epoch: see KeyFastPath)
   int32_t reservations GUARDED_BY(mu) = 0;
   // How long reservations take lately, from sending to landing (a decaying
@@ -114,6 +120,9 @@ struct KeyState : KeyFastPath {
   // current one's. `reported`: how many of them the counters (metrics)
   // have been told of. Mutable: brought up to date by snapshots too.
   int64_t issued_closed GUARDED_BY(mu) = 0;
+  // The largest ID below the current segment that was handed out or will
+  // never be (segments ended, the IDs skipped below an installed one).
+  int64_t last_issued GUARDED_BY(mu) = 0;
   mutable int64_t reported GUARDED_BY(mu) = 0;
   // Two samples of (time, IDs issued) for the recent rate: `rate[0]` at
   // least kRateSpacing older than `rate[1]`.
@@ -145,8 +154,16 @@ struct KeyState : KeyFastPath {
   // Ends the current segment; its unclaimed IDs are skipped.
   void DropCurrentLocked() REQUIRES(mu) {
     if (!has_current) return;
-    issued_closed += std::min(cursor.Close(cursor_word), CurrentLocked().size());
+    const int64_t used = std::min(cursor.Close(cursor_word), CurrentLocked().size());
+    issued_closed += used;
+    if (used > 0) last_issued = std::max(last_issued, cursor.Base() + used - 1);
     has_current = false;
+  }
+  // REQUIRES: max_known. The largest ID handed out (or never to be): in
+  // the current segment if any of it was claimed, else last_issued.
+  int64_t MaxLocked() const REQUIRES(mu) {
+    const int64_t used = UsedLocked();
+    return used > 0 ? std::max(last_issued, cursor.Base() + used - 1) : last_issued;
   }
   bool HasParkedLocked() const REQUIRES(mu) { return wait && !wait->parked.empty(); }
   size_t ParkedLocked() const REQUIRES(mu) { return wait ? wait->parked.size() : 0; }

@@ -73,6 +73,22 @@ void SegmentAllocator::Take(std::string_view key, int64_t count, TakeCallback do
     got.ranges.push_back(IdRange{*first, *first + count - 1});
     return done(std::move(got));
   }
+  TakeChecked(key, count, std::move(done), requester, /*contiguous=*/false);
+}
+
+void SegmentAllocator::TakeBlock(std::string_view key, int64_t count, TakeCallback done,
+                                 std::string_view requester) {
+  // One claim below the limit: contiguous, within one segment.
+  if (std::optional<int64_t> first = TryTake(key, count)) {
+    IdBatch got;
+    got.ranges.push_back(IdRange{*first, *first + count - 1});
+    return done(std::move(got));
+  }
+  TakeChecked(key, count, std::move(done), requester, /*contiguous=*/true);
+}
+
+void SegmentAllocator::TakeChecked(std::string_view key, int64_t count, TakeCallback done,
+                                   std::string_view requester, bool contiguous) {
   if (shutting_down_) return done(MakeError(ErrorCode::kShuttingDown, "server is shutting down"));
   if (Status s = CheckCount(count, options_.max_count); !s) return done(s.error());
   if (auto s = KeyRules::ValidateClientKey(key); !s) return done(s.error());
@@ -86,7 +102,7 @@ void SegmentAllocator::Take(std::string_view key, int64_t count, TakeCallback do
       return done(MakeError(ErrorCode::kWrongOwner, "this instance does not own the key now"));
     }
   }
-  TakeSlow(key, count, std::move(done), requester, grant);
+  TakeSlow(key, count, std::move(done), requester, grant, contiguous);
 }
 
 KeyHandle SegmentAllocator::Handle(std::string_view key) const {
@@ -110,7 +126,8 @@ void SegmentAllocator::Take(KeyHandle& handle, int64_t count, TakeCallback done,
 }
 
 void SegmentAllocator::TakeSlow(std::string_view key, int64_t count, TakeCallback done,
-                                std::string_view requester, const ShardGrant& grant) {
+                                std::string_view requester, const ShardGrant& grant,
+                                bool contiguous) {
   for (;;) {
     bool inserted = false;
     KeyRef state = FindOrInsert(key, &inserted);
@@ -126,13 +143,13 @@ void SegmentAllocator::TakeSlow(std::string_view key, int64_t count, TakeCallbac
         if (inserted) AdmitNewKeyLocked(*state, requester);
         if (options_.gate && state->epoch != grant.epoch) MoveToEpochLocked(*state, grant);
         int64_t need = count;
-        served = ServeTakeLocked(*state, need, got);
+        served = ServeTakeLocked(*state, need, got, contiguous);
         if (served) {
           MaybeReserveLocked(*state);
           ReportIssuedLocked(*state);
         } else {
           // Both buffers are empty: park until a reservation lands or the deadline.
-          waiter = ParkLocked(*state, need, std::move(got), std::move(done));
+          waiter = ParkLocked(*state, need, std::move(got), std::move(done), contiguous);
         }
       }
     }
@@ -172,16 +189,20 @@ void SegmentAllocator::MoveToEpochLocked(KeyState& state, const ShardGrant& gran
   // the old one may be below what another owner served since.
   state.DropCurrentLocked();
   state.has_next = false;
+  state.max_known = false;  // another owner may have handed out IDs since
+  state.last_issued = 0;
   state.shard = grant.shard;  // the same for every grant of this key
   state.epoch = grant.epoch;
 }
 
-bool SegmentAllocator::ServeTakeLocked(KeyState& state, int64_t& need, IdBatch& got) {
+bool SegmentAllocator::ServeTakeLocked(KeyState& state, int64_t& need, IdBatch& got,
+                                       bool contiguous) {
   // The first take since parked requests were answered: the rate window
   // starts after it, and lock-free takes resume.
   const bool window_starts = state.window_at_next_take;
   state.window_at_next_take = false;
-  const bool served = ServeLocked(state, need, got);
+  const bool served =
+      contiguous ? ServeBlockLocked(state, need, got) : ServeLocked(state, need, got);
   if (window_starts) {
     state.last_reserved_at = clock_.Now();
     state.issued_at_landing = state.IssuedLocked();
@@ -192,9 +213,11 @@ bool SegmentAllocator::ServeTakeLocked(KeyState& state, int64_t& need, IdBatch& 
 
 std::shared_ptr<SegmentAllocator::Waiter> SegmentAllocator::ParkLocked(KeyState& state,
                                                                        int64_t need, IdBatch got,
-                                                                       TakeCallback done) {
+                                                                       TakeCallback done,
+                                                                       bool contiguous) {
   auto waiter = std::make_shared<Waiter>();
   waiter->need = need;
+  waiter->contiguous = contiguous;
   waiter->got = std::move(got);
   waiter->done = std::move(done);
   state.WaitLocked().parked.push_back(waiter);
@@ -230,8 +253,37 @@ bool SegmentAllocator::ServeLocked(KeyState& state, int64_t& need, IdBatch& got)
   return need == 0;
 }
 
+bool SegmentAllocator::ServeBlockLocked(KeyState& state, int64_t& need, IdBatch& got) {
+  bool installed = false;
+  bool served = false;
+  for (;;) {
+    const int64_t size = state.has_current ? state.CurrentLocked().size() : 0;
+    if (state.CurrentLeftLocked() >= need) {
+      int64_t first = 0;
+      if (state.cursor.TakeExactly(state.cursor_word, need, size, &first)) {
+        got.ranges.push_back(IdRange{first, first + need - 1});
+        need = 0;
+        served = true;
+        break;
+      }
+      continue;  // the fast path took some meanwhile: look again
+    }
+    if (!state.has_next) break;
+    // Too short: its rest is skipped. The next one becomes current even
+    // when it is too short too, so that a larger one can be reserved.
+    state.has_next = false;
+    InstallCurrentLocked(state, state.next, /*fast=*/false);
+    installed = true;
+  }
+  if (installed) state.cursor.SetLimit(FastLimitLocked(state, state.CurrentLocked()));
+  return served;
+}
+
 void SegmentAllocator::InstallCurrentLocked(KeyState& state, const Buffer& b, bool fast) const {
   state.DropCurrentLocked();
+  // Every ID below the new segment was handed out or never will be.
+  state.last_issued = std::max(state.last_issued, b.first - 1);
+  state.max_known = true;
   // A segment too large for the cursor serves its first kMaxSize IDs (the
   // rest are skipped, as after a restart): no step comes near that.
   state.current_last = std::min(b.last, b.first + SegmentCursor::kMaxSize - 1);

@@ -151,6 +151,42 @@ class SegmentAllocator {
   void Take(std::string_view key, int64_t count, TakeCallback done,
             std::string_view requester = {});
 
+  // As Take, but the `count` IDs are one contiguous range from one segment
+  // (NEXT_BLOCK): what is left of a segment too short for the block is
+  // skipped, never handed out, and a block larger than the step gets a
+  // segment of its own. Errors as Take.
+  void TakeBlock(std::string_view key, int64_t count, TakeCallback done,
+                 std::string_view requester = {});
+
+  // Keys per MaxIds, GetMinSeqs and SetMinSeqs call at most (more: kTooLarge).
+  static constexpr size_t kMaxKeysPerCall = 1000;
+  using ValuesCallback = std::function<void(Result<std::vector<int64_t>>)>;
+
+  // MAX_IDS (docs/protocol.md), allocator_queries.cc: per key, the largest
+  // ID this instance handed out if it holds the key in memory, else the
+  // table's max (SegmentStore::GetMaxIds): every ID at or below the answer
+  // was handed out or never will be, every later one is above it; 0 for a
+  // key without a row (none is created). Errors: kInvalidArgument (a bad
+  // or reserved key), kTooLarge, kStoreUnavailable; with a gate,
+  // kWrongOwner if any key's shard is not held here now. `done` runs once,
+  // on the calling thread, a database thread or a timer thread.
+  void MaxIds(std::vector<std::string> keys, ValuesCallback done);
+
+  // GET_MIN_SEQS: the durable min seq of each key (0 if never set), read
+  // from the store (any instance may answer). Errors as MaxIds, no gate.
+  void GetMinSeqs(std::vector<std::string> keys, ValuesCallback done);
+
+  // SET_MIN_SEQS: stores every value in one transaction, durable before
+  // `done`. Errors: kInvalidArgument (a bad key, a key twice, a value < 0),
+  // kTooLarge, kStoreUnavailable; with a gate, kWrongOwner if a key's shard
+  // is not held here now or the write was fenced out (nothing written).
+  void SetMinSeqs(std::vector<MinSeqValue> values, std::function<void(Status)> done);
+
+  // The checks of the calls above, for callers that answer bad requests
+  // before routing them (KeyRouter).
+  static Status CheckKeyList(const std::vector<std::string>& keys);
+  static Status CheckMinSeqList(const std::vector<MinSeqValue>& values);
+
   // Resolves `key` for TryTake and Take(KeyHandle&). The key need not be in
   // memory, exist, or be valid: the first Take(KeyHandle&) says.
   KeyHandle Handle(std::string_view key) const;
@@ -250,7 +286,10 @@ class SegmentAllocator {
   void Resolve(KeyHandle& handle) const;
   // Take past the fast path, with the key's lock: serve, reserve or park.
   void TakeSlow(std::string_view key, int64_t count, TakeCallback done, std::string_view requester,
-                const ShardGrant& grant);
+                const ShardGrant& grant, bool contiguous = false);
+  // Take and TakeBlock past the fast path.
+  void TakeChecked(std::string_view key, int64_t count, TakeCallback done,
+                   std::string_view requester, bool contiguous);
   // A key just brought into memory by `requester`: its rule, creator,
   // IDs-issued counter and rate origin.
   void AdmitNewKeyLocked(KeyState& state, std::string_view requester) REQUIRES(state.mu);
@@ -259,14 +298,19 @@ class SegmentAllocator {
   void MoveToEpochLocked(KeyState& state, const ShardGrant& grant) REQUIRES(state.mu);
   // ServeLocked for a new request; the first one after a landing that
   // answered parked requests starts the rate window and reopens TryTake.
-  bool ServeTakeLocked(KeyState& state, int64_t& need, IdBatch& got) REQUIRES(state.mu);
+  bool ServeTakeLocked(KeyState& state, int64_t& need, IdBatch& got, bool contiguous)
+      REQUIRES(state.mu);
   // Parks a request still missing `need` IDs (`got` so far) and starts a
   // reservation if due. The caller sets the deadline (OnDeadline).
-  std::shared_ptr<Waiter> ParkLocked(KeyState& state, int64_t need, IdBatch got, TakeCallback done)
-      REQUIRES(state.mu);
+  std::shared_ptr<Waiter> ParkLocked(KeyState& state, int64_t need, IdBatch got, TakeCallback done,
+                                     bool contiguous) REQUIRES(state.mu);
   // Moves up to `need` IDs from the buffers into `got`, decrementing
   // `need`; true once need == 0.
   bool ServeLocked(KeyState& state, int64_t& need, IdBatch& got) REQUIRES(state.mu);
+  // As ServeLocked for a contiguous block: all `need` IDs from one segment
+  // or none; a current segment too short is ended (its rest skipped) when
+  // the next one is here.
+  bool ServeBlockLocked(KeyState& state, int64_t& need, IdBatch& got) REQUIRES(state.mu);
   // Makes `b` the current segment (ending the old); `fast`: open to TryTake
   // at once, else once the caller sets the limit (SetLimit).
   void InstallCurrentLocked(KeyState& state, const Buffer& b, bool fast) const REQUIRES(state.mu);
@@ -347,6 +391,19 @@ class SegmentAllocator {
   // least recently used of a random sample.
   void EvictOverCapacity();
   KeyRef PickEvictionVictim();
+
+  // MAX_IDS (allocator_queries.cc). The key's max from memory, if this
+  // instance holds it at `grant`'s epoch with a segment installed; else
+  // nullopt, and `*loading` says whether a reservation is in flight.
+  std::optional<int64_t> MemoryMax(std::string_view key, const ShardGrant& grant,
+                                   bool* loading) const;
+  // Answers keys[i] for each i in `todo` from memory or the store (again
+  // after a short wait while a first reservation is in flight), until
+  // `deadline`.
+  void ResolveMaxIds(std::shared_ptr<std::vector<std::string>> keys,
+                     std::shared_ptr<std::vector<int64_t>> out, std::vector<size_t> todo,
+                     std::vector<ShardGrant> grants, Clock::TimePoint deadline,
+                     ValuesCallback done);
 
   // Snapshots and metrics (allocator_snapshots.cc).
   // Adds the IDs taken since the last report to the key's IDs-issued counter.

@@ -102,6 +102,22 @@ class SegmentCursor {
     }
   }
 
+  // Lock held; open. Claims exactly `n` IDs below `size` if that many are
+  // left (one contiguous block), returning true and the first in `*first`;
+  // else claims nothing and returns false.
+  bool TakeExactly(CursorWord& word, int64_t n, int64_t size, int64_t* first) {
+    uint64_t w = word.v.load(std::memory_order_acquire);
+    for (;;) {
+      const int64_t offset = Offset(w);
+      if (size - offset < n) return false;
+      if (word.v.compare_exchange_weak(w, w + static_cast<uint64_t>(n), std::memory_order_acq_rel,
+                                       std::memory_order_acquire)) {
+        *first = base_.load(std::memory_order_relaxed) + offset;
+        return true;
+      }
+    }
+  }
+
   // Lock held. Ends the open segment (no take succeeds until Open); returns
   // how many of its IDs were claimed (cap it at the segment's size). A
   // closed cursor returns 0.

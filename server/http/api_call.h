@@ -64,6 +64,7 @@ struct ApiRouter::Call {
   bool seq_batch = false;  // ?count= given: answer with ranges
   bool seq_text = false;   // Accept: text/plain
   bool seq_leaf = false;   // Leaf's bare-ID text endpoint
+  bool seq_block = false;  // ?contiguous=true: one range, {"first","last"}
   Metrics* metrics = nullptr;
   std::chrono::steady_clock::time_point started;
   // X-Request-Id (given or made) and traceparent's trace id: on the

@@ -35,6 +35,8 @@ HttpOp OpFor(http::verb method, std::string_view path, PathSegments seg) {
   if (seg.empty()) return HttpOp::kOther;
   if (std::optional<HttpOp> op = SnowflakeRoutes::OpFor(seg)) return *op;
   if (seg[0] == "seq" && seg.size() == 2) return HttpOp::kSeq;
+  if (seg.size() == 1 && seg[0] == "max_ids") return HttpOp::kMaxIds;
+  if (seg.size() == 1 && seg[0] == "min_seqs") return HttpOp::kMinSeqs;
   if (seg[0] == "api" && seg.size() == 4 && seg[1] == "segment") return HttpOp::kLeafSegment;
   if (seg[0] == "admin") return HttpOp::kAdmin;
   if (seg.size() == 1 && (seg[0] == "healthz" || seg[0] == "readyz")) return HttpOp::kHealth;
@@ -108,8 +110,7 @@ void ApiRouter::Handle(HttpRequest req, std::string_view peer, std::shared_ptr<H
         if (query_secret) secret = *query_secret;
       }
     }
-    call->access.emplace(
-        IdentifyBy(services_.auth, secret, "http", std::string(peer), call->ids));
+    call->access.emplace(IdentifyBy(services_.auth, secret, "http", std::string(peer), call->ids));
     Route(call);
   } catch (const std::exception& e) {
     SEQD_LOG(kError).With(call->ids) << "handling " << call->path << " failed: " << e.what();
@@ -178,6 +179,19 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
       return call->FinishOk(kJsonType, "");
     }
     return HandleSeq(call, std::move(*key), false);
+  }
+  if (op == HttpOp::kMaxIds || op == HttpOp::kMinSeqs) {
+    const bool put = method == http::verb::put;
+    if (op == HttpOp::kMaxIds && !get && method != http::verb::post) {
+      return method_not_allowed("GET, POST");
+    }
+    if (op == HttpOp::kMinSeqs && !get && !put && method != http::verb::post) {
+      return method_not_allowed("GET, POST, PUT");
+    }
+    if (!get && !call->PassesCrossSiteRule()) return;
+    if (head) return call->FinishOk(kJsonType, "");  // HEAD: nothing read
+    if (put) return HandleSetMinSeqs(call);
+    return HandleKeyValues(call, op == HttpOp::kMaxIds, get);
   }
   if (seg.size() == 4 && seg[0] == "api" && seg[1] == "segment" && seg[2] == "get") {
     if (!get) return method_not_allowed("GET");

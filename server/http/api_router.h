@@ -116,6 +116,11 @@ class ApiRouter {
  private:
   void Route(const std::shared_ptr<Call>& call);
   void HandleSeq(const std::shared_ptr<Call>& call, std::string key, bool leaf);
+  // GET and POST /max_ids, /min_seqs (id_query_routes.cc): the keys from
+  // the query (`key=` repeated) or the body ({"keys": [...]}).
+  void HandleKeyValues(const std::shared_ptr<Call>& call, bool max_ids, bool from_query);
+  // PUT /min_seqs {"min_seqs": {"key": value, ...}}.
+  void HandleSetMinSeqs(const std::shared_ptr<Call>& call);
   void HandleListKeys(const std::shared_ptr<Call>& call);
   void HandleGetKey(const std::shared_ptr<Call>& call, std::string key);
   void HandleCreateKey(const std::shared_ptr<Call>& call);

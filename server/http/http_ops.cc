@@ -5,7 +5,7 @@
 namespace seqd {
 namespace {
 
-constexpr std::array<HttpOpRow, 22> kRows = {{
+constexpr std::array<HttpOpRow, 24> kRows = {{
     {HttpOp::kStatusPage, "status", Permission::kAdmin},
     {HttpOp::kSeq, "seq", Permission::kIds},
     {HttpOp::kLeafSegment, "leaf_segment", Permission::kIds},
@@ -27,6 +27,8 @@ constexpr std::array<HttpOpRow, 22> kRows = {{
     {HttpOp::kLeafCache, "leaf_monitor", Permission::kAdmin},
     {HttpOp::kLeafDb, "leaf_monitor", Permission::kAdmin},
     {HttpOp::kMsgEvents, "msg_events", Permission::kMsgRead},
+    {HttpOp::kMaxIds, "max_ids", Permission::kIds},
+    {HttpOp::kMinSeqs, "min_seqs", Permission::kIds},
     {HttpOp::kOther, "other", std::nullopt},
 }};
 
@@ -39,10 +41,15 @@ constexpr bool InEnumOrder() {
 static_assert(InEnumOrder(), "kRows: one row per HttpOp, in enum order");
 
 // In docs/openapi.yaml's order.
-constexpr std::array<HttpRoute, 32> kRoutes = {{
+constexpr std::array<HttpRoute, 37> kRoutes = {{
     {"GET", "/", HttpOp::kStatusPage},
     {"GET", "/seq/{key}", HttpOp::kSeq},
     {"GET", "/api/segment/get/{key}", HttpOp::kLeafSegment},
+    {"GET", "/max_ids", HttpOp::kMaxIds},
+    {"POST", "/max_ids", HttpOp::kMaxIds},
+    {"GET", "/min_seqs", HttpOp::kMinSeqs},
+    {"POST", "/min_seqs", HttpOp::kMinSeqs},
+    {"PUT", "/min_seqs", HttpOp::kMinSeqs},
     {"GET", "/admin/keys", HttpOp::kAdmin},
     {"POST", "/admin/keys", HttpOp::kAdmin},
     {"GET", "/admin/keys/{key}", HttpOp::kAdmin},

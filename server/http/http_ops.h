@@ -38,6 +38,8 @@ enum class HttpOp : uint8_t {
   kLeafCache,        // GET /cache (Leaf's monitor: segment buffers in memory)
   kLeafDb,           // GET /db (Leaf's monitor: leaf_alloc rows)
   kMsgEvents,        // GET /conversations/{c}/events, GET /events (Server-Sent Events)
+  kMaxIds,           // GET, POST /max_ids
+  kMinSeqs,          // GET, POST (read), PUT /min_seqs
   kOther,            // anything else (404s)
 };
 

@@ -36,6 +36,16 @@ void AnswerSeq(ApiRouter::Call& call, const Result<IdBatch>& result) {
     AppendInt(body, ids.ranges.front().first);
     return call.FinishOk(kTextType, body);
   }
+  if (call.seq_block) {  // one range (TakeBlock), whatever Accept says
+    body += R"({"key":")";
+    body += call.key;
+    body += R"(","first":)";
+    AppendInt(body, ids.ranges.front().first);
+    body += R"(,"last":)";
+    AppendInt(body, ids.ranges.back().last);
+    body += '}';
+    return call.FinishOk(kJsonType, body);
+  }
   if (call.seq_text) {
     for (const IdRange& r : ids.ranges) {
       for (int64_t id = r.first; id <= r.last; ++id) {
@@ -90,32 +100,43 @@ void ApiRouter::HandleSeq(const std::shared_ptr<Call>& call, std::string key, bo
       batch = true;
     }
   }
+  bool block = false;
+  if (!leaf) {
+    if (std::optional<std::string_view> c = call->RawParam("contiguous")) {
+      if (*c != "true" && *c != "false") {
+        return call->Reply([&] {
+          return fail(MakeError(ErrorCode::kInvalidArgument, "contiguous must be true or false"));
+        });
+      }
+      block = *c == "true";
+    }
+  }
   const bool text = leaf || PrefersText(call->req);
 
   call->key = std::move(key);
   call->seq_batch = batch;
   call->seq_text = text;
   call->seq_leaf = leaf;
+  call->seq_block = block;
   // The callback captures a plain pointer, which std::function keeps
   // without allocating; the call holds itself until the callback runs
   // (Take runs it exactly once). Should Take throw, the call stays held: a
   // leak at worst, never a dangling callback. The token id counts new
   // auto-created keys against its rate.
   call->self = call;
-  services_.router.Take(
-      call->key, count, Hop::kMayForward,
-      [c = call.get()](Result<IdBatch> result) {
-        const std::shared_ptr<Call> hold = std::move(c->self);
-        try {
-          AnswerSeq(*c, result);
-        } catch (const std::exception& e) {
-          SEQD_LOG(kError).With(c->ids)
-              << "building response for " << c->path << " failed: " << e.what();
-          c->Finish(
-              c->ErrorJson(http::status::internal_server_error, "internal", "internal error"));
-        }
-      },
-      call->access ? call->access->token_id() : std::string_view());
+  auto answer = [c = call.get()](Result<IdBatch> result) {
+    const std::shared_ptr<Call> hold = std::move(c->self);
+    try {
+      AnswerSeq(*c, result);
+    } catch (const std::exception& e) {
+      SEQD_LOG(kError).With(c->ids)
+          << "building response for " << c->path << " failed: " << e.what();
+      c->Finish(c->ErrorJson(http::status::internal_server_error, "internal", "internal error"));
+    }
+  };
+  const std::string_view who = call->access ? call->access->token_id() : std::string_view();
+  if (block) return services_.router.TakeBlock(call->key, count, Hop::kMayForward, answer, who);
+  services_.router.Take(call->key, count, Hop::kMayForward, answer, who);
 }
 
 }  // namespace seqd

@@ -25,7 +25,7 @@ namespace {
 
 constexpr std::array<std::string_view, kInterfaceCount> kInterfaceNames = {"http", "binary",
                                                                            "resp"};
-constexpr size_t kMaxOps = 16;
+constexpr size_t kMaxOps = 24;
 constexpr size_t kErrorCodes = static_cast<size_t>(ErrorCode::kInternal) + 1;
 // Statuses(): every ErrorCode, "ok", the protocol layers' own answers
 // (server/service/wire_errors.h, ProtocolError), then "other".
@@ -47,14 +47,15 @@ size_t IndexOf(const std::vector<std::string_view>& names, std::string_view name
 
 const std::vector<std::string_view>& Metrics::Ops(Interface i) {
   static const std::vector<std::string_view> http = {
-      "seq",       "leaf_segment", "admin",     "health",           "metrics",      "status",
-      "msg_send",  "msg_pull",     "msg_member", "msg_status",      "msg_batch",    "msg_events",
-      "snowflake", "snowflake_decode", "leaf_monitor", "other"};
+      "seq",       "leaf_segment",     "admin",        "health",     "metrics",   "status",
+      "msg_send",  "msg_pull",         "msg_member",   "msg_status", "msg_batch", "msg_events",
+      "snowflake", "snowflake_decode", "leaf_monitor", "max_ids",    "min_seqs",  "other"};
   static const std::vector<std::string_view> binary = {
-      "ping",          "next_ids",  "auth",      "msg_send",  "msg_pull",         "msg_member",
-      "msg_status",    "msg_batch", "subscribe", "snowflake", "snowflake_decode", "cluster_map",
-      "protocol_error"};
-  static const std::vector<std::string_view> resp = {"incr", "incrby", "ping", "other"};
+      "ping",       "next_ids",  "auth",      "msg_send",      "msg_pull",         "msg_member",
+      "msg_status", "msg_batch", "subscribe", "snowflake",     "snowflake_decode", "cluster_map",
+      "next_block", "max_ids",   "min_seqs",  "protocol_error"};
+  static const std::vector<std::string_view> resp = {"incr",    "incrby",   "ping",
+                                                     "max_ids", "min_seqs", "other"};
   switch (i) {
     case Interface::kHttp:
       return http;

@@ -1,6 +1,7 @@
 #include "server/resp/resp_commands.h"
 
 #include <array>
+#include <charconv>
 #include <limits>
 
 #include "common/request_checks.h"
@@ -45,6 +46,15 @@ RespAction Invalid(RespOp op, std::string reply) {
   return Reply(op, ErrorCode::kInvalidArgument, std::move(reply));
 }
 
+// GET, MGET, SEQD.MINSEQ, SEQD.SETMINSEQ: a query over the keys.
+RespAction QueryOf(RespAction::Query q) {
+  RespAction a;
+  a.kind = RespAction::Kind::kQuery;
+  a.op = q == RespAction::Query::kMaxIds ? RespOp::kMaxIds : RespOp::kMinSeqs;
+  a.query = q;
+  return a;
+}
+
 std::string WrongArity(std::string_view command) {
   return EncodedError("wrong number of arguments for '" + std::string(command) + "' command");
 }
@@ -74,10 +84,12 @@ std::string ConfigGet(const std::vector<std::string_view>& args) {
 }  // namespace
 
 const RespOpRow& RespOpFor(RespOp op) {
-  static constexpr std::array<RespOpRow, 4> kRows = {{
+  static constexpr std::array<RespOpRow, 6> kRows = {{
       {RespOp::kIncr, "incr", Permission::kIds},
       {RespOp::kIncrBy, "incrby", Permission::kIds},
       {RespOp::kPing, "ping", std::nullopt},
+      {RespOp::kMaxIds, "max_ids", Permission::kIds},
+      {RespOp::kMinSeqs, "min_seqs", Permission::kIds},
       {RespOp::kOther, "other", std::nullopt},
   }};
   static_assert(static_cast<size_t>(RespOp::kOther) + 1 == kRows.size());
@@ -136,6 +148,35 @@ RespAction DecideRespCommand(const std::vector<std::string_view>& args, int64_t 
       return Invalid(RespOp::kIncrBy, EncodedError("value is not an integer or out of range"));
     }
     return Take(RespAction::Kind::kIncrBy, args[1], n);
+  }
+  if (IsCommand(name, "get") || IsCommand(name, "mget") || IsCommand(name, "seqd.minseq")) {
+    const bool get = IsCommand(name, "get");
+    const bool max = get || IsCommand(name, "mget");
+    const RespOp op = max ? RespOp::kMaxIds : RespOp::kMinSeqs;
+    if (get ? argc != 2 : argc < 2) {
+      return Invalid(op, WrongArity(get ? "get" : max ? "mget" : "seqd.minseq"));
+    }
+    RespAction a = QueryOf(max ? RespAction::Query::kMaxIds : RespAction::Query::kGetMinSeqs);
+    a.single = get;
+    a.keys.assign(args.begin() + 1, args.end());
+    return a;
+  }
+  if (IsCommand(name, "seqd.setminseq")) {
+    if (argc < 3 || (argc - 1) % 2 != 0) {
+      return Invalid(RespOp::kMinSeqs, WrongArity("seqd.setminseq"));
+    }
+    RespAction a = QueryOf(RespAction::Query::kSetMinSeqs);
+    for (size_t i = 1; i + 1 < argc; i += 2) {
+      int64_t v = 0;
+      const std::string_view text = args[i + 1];
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (ec != std::errc() || end != text.data() + text.size()) {
+        return Invalid(RespOp::kMinSeqs, EncodedError("value is not an integer or out of range"));
+      }
+      a.keys.push_back(args[i]);
+      a.values.push_back(v);
+    }
+    return a;
   }
   if (IsCommand(name, "auth")) {
     if (argc != 2 && argc != 3) return Invalid(RespOp::kOther, WrongArity("auth"));

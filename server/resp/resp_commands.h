@@ -19,7 +19,14 @@ namespace seqd {
 
 // The RESP op table: what each command family counts as and needs. The
 // session takes op labels and permissions from here and nowhere else.
-enum class RespOp : uint8_t { kIncr = 0, kIncrBy = 1, kPing = 2, kOther = 3 };
+enum class RespOp : uint8_t {
+  kIncr = 0,
+  kIncrBy = 1,
+  kPing = 2,
+  kMaxIds = 3,   // GET, MGET: the largest ID handed out (MAX_IDS)
+  kMinSeqs = 4,  // SEQD.MINSEQ, SEQD.SETMINSEQ
+  kOther = 5,
+};
 
 struct RespOpRow {
   RespOp op;
@@ -41,17 +48,23 @@ struct RespAction {
     kIncrBy,  // take a contiguous block of `count` IDs of `key`
     kReply,   // answer `reply` now (in order)
     kAuth,    // AUTH [user] secret: `key` is the secret, `user` the user name ("" if none)
+    kQuery,   // GET/MGET (max IDs), SEQD.MINSEQ, SEQD.SETMINSEQ of `keys` (`query` says which)
   };
+  enum class Query : uint8_t { kMaxIds, kGetMinSeqs, kSetMinSeqs };
   Kind kind = Kind::kReply;
   RespOp op = RespOp::kOther;
-  std::string_view key;           // kIncr, kIncrBy: a view into the command
-  int64_t count = 0;              // kIncrBy
-  std::optional<ErrorCode> code;  // kReply: the metric status; nullopt: ok
-  std::string reply;              // kReply: the encoded reply
-  bool ends_run = true;           // false: a pending run of INCRs may go on after it
-  bool close = false;             // QUIT: read no more commands
-  std::string_view user;          // kAuth
-  bool needs_auth = true;         // false for AUTH, PING and QUIT: answered before an AUTH
+  std::string_view key;                // kIncr, kIncrBy: a view into the command
+  int64_t count = 0;                   // kIncrBy
+  std::optional<ErrorCode> code;       // kReply: the metric status; nullopt: ok
+  std::string reply;                   // kReply: the encoded reply
+  bool ends_run = true;                // false: a pending run of INCRs may go on after it
+  bool close = false;                  // QUIT: read no more commands
+  std::string_view user;               // kAuth
+  Query query = Query::kMaxIds;        // kQuery
+  std::vector<std::string_view> keys;  // kQuery: views into the command
+  std::vector<int64_t> values;         // kQuery kSetMinSeqs: keys[i]'s min seq
+  bool single = false;                 // kQuery: GET (one bulk reply, not an array)
+  bool needs_auth = true;              // false for AUTH, PING and QUIT: answered before an AUTH
   // The input is an HTTP request sent to the RESP port (a browser or a
   // cross-protocol attack): close the connection at once, answering nothing,
   // as Redis does.

@@ -21,8 +21,6 @@ namespace {
 
 // Failed AUTHs after which a connection is closed.
 constexpr int kMaxFailedAuths = 3;
-// INCRBY: blocks taken before giving up on a contiguous one.
-constexpr int kIncrByAttempts = 4;
 
 constexpr std::optional<ErrorCode> kOk = std::nullopt;
 
@@ -61,6 +59,13 @@ void RespSession::Execute() {
       }
       if (a.kind == RespAction::Kind::kIncr) return Incr(a.key);
       return IncrBy(a.key, a.count);
+    case RespAction::Kind::kQuery:
+      for (std::string_view key : a.keys) {
+        if (Status s = access_.Check(Permission::kIds, key, RespOpName(a.op)); !s) {
+          return Reply(a.op, ErrorCode::kPermissionDenied, NoPermReply(s.error().message));
+        }
+      }
+      return Query(a);
     case RespAction::Kind::kReply:
       Reply(a.op, a.code, a.reply);
       if (a.close) read_closed_ = true;
@@ -119,16 +124,75 @@ void RespSession::IncrBy(std::string_view key, int64_t n) {
   s.incrby = true;
   s.count = n;
   s.read_at = read_at_;
-  s.text.assign(key);
   StartTake(key, n, seq);
 }
 
 void RespSession::StartTake(std::string_view key, int64_t count, uint64_t seq) {
   if (outstanding_++ == 0) self_ = shared_from_this();
   // 16 bytes of trivially copyable capture: std::function stores it inline.
-  router_.Take(
-      key, count, Hop::kMayForward,
-      [s = this, seq](Result<IdBatch> r) { s->OnTaken(seq, std::move(r)); }, access_.token_id());
+  auto done = [s = this, seq](Result<IdBatch> r) { s->OnTaken(seq, std::move(r)); };
+  // INCRBY: one contiguous block from one segment (its last ID answers).
+  if (replies_.At(seq).incrby) {
+    return router_.TakeBlock(key, count, Hop::kMayForward, done, access_.token_id());
+  }
+  router_.Take(key, count, Hop::kMayForward, done, access_.token_id());
+}
+
+void RespSession::Query(const RespAction& a) {
+  const uint64_t seq = replies_.Push();
+  RespSlot& slot = replies_.At(seq);
+  slot.read_at = read_at_;
+  if (outstanding_++ == 0) self_ = shared_from_this();
+  const RespOp op = a.op;
+  auto answer = [s = this, seq, op](std::optional<ErrorCode> code, std::string text) {
+    if (s->strand_.running_in_this_thread()) return s->Answered(seq, op, code, std::move(text));
+    net::post(s->strand_,
+              [self = s->shared_from_this(), seq, op, code, text = std::move(text)]() mutable {
+                self->Answered(seq, op, code, std::move(text));
+                self->Pump();
+              });
+  };
+  std::vector<std::string> keys(a.keys.begin(), a.keys.end());
+  if (a.query == RespAction::Query::kSetMinSeqs) {
+    std::vector<MinSeqValue> values;
+    for (size_t i = 0; i < keys.size(); ++i) values.push_back({std::move(keys[i]), a.values[i]});
+    return router_.SetMinSeqs(std::move(values), Hop::kMayForward, [answer](Status s) {
+      if (!s) return answer(s.error().code, TakeErrorReply(s.error()));
+      answer(kOk, "+OK\r\n");
+    });
+  }
+  const bool single = a.single;
+  const bool max = a.query == RespAction::Query::kMaxIds;
+  auto values = [answer, single, max](Result<std::vector<int64_t>> r) {
+    if (!r) return answer(r.error().code, TakeErrorReply(r.error()));
+    std::string out;
+    if (!single) resp::AppendArrayHeader(out, static_cast<int64_t>(r->size()));
+    for (int64_t v : *r) {
+      if (!max) {
+        resp::AppendInteger(out, v);
+      } else if (v == 0) {
+        resp::AppendNullBulk(out);  // as GET of a missing key: nothing handed out
+      } else {
+        resp::AppendBulk(out, std::to_string(v));
+      }
+    }
+    answer(kOk, std::move(out));
+  };
+  if (max) return router_.MaxIds(std::move(keys), Hop::kMayForward, std::move(values));
+  router_.GetMinSeqs(std::move(keys), std::move(values));
+}
+
+void RespSession::Answered(uint64_t seq, RespOp op, std::optional<ErrorCode> code,
+                           std::string text) {
+  RespSlot& slot = replies_.At(seq);
+  metrics_->CountRequest(Interface::kResp, RespOpName(op),
+                         code ? WireErrorFor(*code).metric_label : "ok",
+                         Metrics::Since(slot.read_at));
+  slot.text = std::move(text);
+  slot.state = RespSlot::State::kText;
+  std::shared_ptr<RespSession> keep;  // our callers hold their own reference
+  if (--outstanding_ == 0) keep = std::move(self_);
+  if (!closed_) replies_.DrainInto(out_);
 }
 
 // On the fast path the allocator answers inline, still on our strand, from
@@ -145,16 +209,6 @@ void RespSession::OnTaken(uint64_t seq, Result<IdBatch> r) {
 void RespSession::Complete(uint64_t seq, Result<IdBatch> r) {
   RespSlot& head = replies_.At(seq);
   if (head.incrby) {
-    if (r && r->ranges.size() != 1 && !closed_ && ++head.attempts < kIncrByAttempts) {
-      // The block spans two segments that are not adjacent: drop it and
-      // take another, which comes from the newer segment.
-      const std::string key = head.text;
-      router_.Take(
-          key, head.count, Hop::kMayForward,
-          [s = this, seq](Result<IdBatch> r2) { s->OnTaken(seq, std::move(r2)); },
-          access_.token_id());
-      return;  // still outstanding
-    }
     if (!r) {
       CountedTake(RespOp::kIncrBy, head, 1, r.error().code);
       head.text = TakeErrorReply(r.error());
@@ -163,7 +217,7 @@ void RespSession::Complete(uint64_t seq, Result<IdBatch> r) {
       CountedTake(RespOp::kIncrBy, head, 1, kOk);
       head.value = r->ranges[0].last;
       head.state = RespSlot::State::kInteger;
-    } else {
+    } else {  // TakeBlock never answers so; kept as a guard
       CountedTake(RespOp::kIncrBy, head, 1, ErrorCode::kFailedPrecondition);
       head.text = NotContiguousReply(head.count);
       head.state = RespSlot::State::kText;

@@ -23,17 +23,15 @@ namespace seqd {
 struct RespSlot {
   enum class State : uint8_t { kPending, kInteger, kText };
   State state = State::kPending;
-  bool incrby = false;   // pending: head of an INCRBY (else of an INCR run)
-  uint8_t attempts = 0;  // INCRBY blocks taken so far
-  int64_t count = 0;     // pending head: INCR run length or INCRBY's n
-  int64_t value = 0;     // kInteger
-  std::string text;      // kText: the encoded reply; pending INCRBY: the key
+  bool incrby = false;  // pending: head of an INCRBY (else of an INCR run)
+  int64_t count = 0;    // pending head: INCR run length or INCRBY's n
+  int64_t value = 0;    // kInteger
+  std::string text;     // kText: the encoded reply
   std::chrono::steady_clock::time_point read_at{};  // pending head, with metrics: its input's read
 
   void Reset() {
     state = State::kPending;
     incrby = false;
-    attempts = 0;
     count = 0;
     text.clear();
   }

@@ -5,6 +5,11 @@
 //   INCR key        -> :id        the next ID of `key`
 //   INCRBY key n    -> :last      a contiguous block of n IDs (1..max_count);
 //                                 the caller owns (last-n, last], as in Redis
+//   GET key         -> $max       the largest ID of `key` handed out (MAX_IDS),
+//                                 nil ($-1) when none was (0: no row)
+//   MGET key...     -> *n of $max or nil, in the order asked (at most 1000)
+//   SEQD.MINSEQ key...        -> *n of :min_seq (0 if never set)
+//   SEQD.SETMINSEQ key v...   -> +OK once every min seq (>= 0) is durable
 //   PING [msg]      -> +PONG or $msg
 //   QUIT            -> +OK, then the connection closes
 //   COMMAND ...     -> *0 (empty; redis-cli and redis-benchmark ask for it)
@@ -15,11 +20,9 @@
 // invalid key, store unavailable, shutting down. A protocol error is
 // answered with "-ERR Protocol error: ..." and the connection closes.
 //
-// INCRBY contiguity: when the block the allocator hands out spans two
-// segments that are not adjacent (another server took the IDs between), the
-// server drops that block (IDs may have gaps anyway) and takes a new one,
-// which lands inside the newer segment; after a few failed attempts it
-// answers an error. IDs stay unique and increasing either way.
+// INCRBY contiguity: the block is one contiguous range from one segment
+// (SegmentAllocator::TakeBlock): the rest of a segment too short for it is
+// skipped, never handed out.
 //
 // Pipelining: replies go out in request order. A connection has at most
 // max_in_flight unanswered commands; beyond that (or when the client does not
@@ -27,7 +30,7 @@
 // the same key that arrive together are served by one allocator call.
 //
 // Metrics (services.metrics): seqd_requests_total{interface="resp"} by op
-// (incr, incrby, ping, other) and status (ok or the error code name; client
+// (incr, incrby, ping, max_ids, min_seqs, other) and status (ok or the error code name; client
 // mistakes such as arity, unknown commands and protocol errors are
 // invalid_argument), from cached counters: an INCR run is one add. The
 // duration histogram gets one observation per allocator call (an INCR run

@@ -116,6 +116,10 @@ class RespSession : public ListenedSession, public std::enable_shared_from_this<
   void CloseRun();
   void IncrBy(std::string_view key, int64_t n);
   void StartTake(std::string_view key, int64_t count, uint64_t seq);
+  // GET, MGET, SEQD.MINSEQ, SEQD.SETMINSEQ: one slot, answered when the
+  // router answers (Answered, on the strand).
+  void Query(const RespAction& a);
+  void Answered(uint64_t seq, RespOp op, std::optional<ErrorCode> code, std::string text);
   // Any thread.
   void OnTaken(uint64_t seq, Result<IdBatch> r);
   void Complete(uint64_t seq, Result<IdBatch> r);

@@ -41,6 +41,17 @@ std::shared_ptr<KeyRouter::Attempt> KeyRouter::NewAttempt(std::string key, Hop h
 void KeyRouter::Take(std::string_view key, int64_t count, Hop hop, TakeCallback done,
                      std::string_view requester) {
   if (!cluster_) return ids_.Take(key, count, std::move(done), requester);
+  TakeAny(key, count, hop, std::move(done), requester, /*contiguous=*/false);
+}
+
+void KeyRouter::TakeBlock(std::string_view key, int64_t count, Hop hop, TakeCallback done,
+                          std::string_view requester) {
+  if (!cluster_) return ids_.TakeBlock(key, count, std::move(done), requester);
+  TakeAny(key, count, hop, std::move(done), requester, /*contiguous=*/true);
+}
+
+void KeyRouter::TakeAny(std::string_view key, int64_t count, Hop hop, TakeCallback done,
+                        std::string_view requester, bool contiguous) {
   // Bad requests are answered here, never forwarded.
   if (Status s = CheckCount(count, ids_.options().max_count); !s) return done(s.error());
   if (Status s = KeyRules::ValidateClientKey(key); !s) return done(s.error());
@@ -48,25 +59,25 @@ void KeyRouter::Take(std::string_view key, int64_t count, Hop hop, TakeCallback 
   auto shared_done = std::make_shared<TakeCallback>(std::move(done));
   // The Attempt's calls capture what they answer with, never the Attempt
   // (no cycle); Route()'s continuation holds it while a call is pending.
-  a->local = [this, k = a->key, count, shared_done,
-              who = std::string(requester)](std::function<void(bool)> next) {
-    ids_.Take(
-        k, count,
-        [shared_done, next = std::move(next)](Result<IdBatch> r) {
-          if (!r && Moved(r.error())) return next(true);
-          (*shared_done)(std::move(r));
-          next(false);
-        },
-        who);
+  a->local = [this, k = a->key, count, shared_done, who = std::string(requester),
+              contiguous](std::function<void(bool)> next) {
+    auto answer = [shared_done, next = std::move(next)](Result<IdBatch> r) {
+      if (!r && Moved(r.error())) return next(true);
+      (*shared_done)(std::move(r));
+      next(false);
+    };
+    if (contiguous) return ids_.TakeBlock(k, count, std::move(answer), who);
+    ids_.Take(k, count, std::move(answer), who);
   };
-  a->forward = [this, k = a->key, count, shared_done, who = std::string(requester)](
+  a->forward = [this, k = a->key, count, shared_done, who = std::string(requester), contiguous](
                    const std::string& address, std::function<void(bool)> next) {
-    peers_->NextIds(address, k, count, who,
-                    [shared_done, next = std::move(next)](Result<IdBatch> r) {
-                      if (!r && Moved(r.error())) return next(true);
-                      (*shared_done)(std::move(r));
-                      next(false);
-                    });
+    auto answer = [shared_done, next = std::move(next)](Result<IdBatch> r) {
+      if (!r && Moved(r.error())) return next(true);
+      (*shared_done)(std::move(r));
+      next(false);
+    };
+    if (contiguous) return peers_->NextBlock(address, k, count, who, std::move(answer));
+    peers_->NextIds(address, k, count, who, std::move(answer));
   };
   a->fail = [shared_done](Error e) { (*shared_done)(std::move(e)); };
   Route(std::move(a));

@@ -54,6 +54,20 @@ class KeyRouter {
   // auto-created keys (SegmentAllocator::Take).
   void Take(std::string_view key, int64_t count, Hop hop, TakeCallback done,
             std::string_view requester = {});
+  // As Take for a contiguous block (SegmentAllocator::TakeBlock, NEXT_BLOCK).
+  void TakeBlock(std::string_view key, int64_t count, Hop hop, TakeCallback done,
+                 std::string_view requester = {});
+  // MAX_IDS (SegmentAllocator::MaxIds), answered by each key's owner: in
+  // cluster mode the keys are split by owner, each part served here or
+  // forwarded (a part that moved is routed again), the answers put back in
+  // the order asked. With kNoForward, any key not held here fails the
+  // whole request with kWrongOwner. key_router_batch.cc.
+  void MaxIds(std::vector<std::string> keys, Hop hop, SegmentAllocator::ValuesCallback done);
+  // GET_MIN_SEQS: a read of committed rows, answered here on any instance.
+  void GetMinSeqs(std::vector<std::string> keys, SegmentAllocator::ValuesCallback done);
+  // SET_MIN_SEQS: a keyed write, split by owner as MaxIds (one fenced
+  // transaction per owner); a part fenced out is routed again.
+  void SetMinSeqs(std::vector<MinSeqValue> values, Hop hop, std::function<void(Status)> done);
   void Send(SendRequest request, Hop hop, MessageService::Callback<AppendOutcome> done);
   // Push of `conv` to `listener`: this process's bus, and in cluster mode
   // (unless `hop` is kNoForward: a peer relaying) also what the
@@ -73,6 +87,14 @@ class KeyRouter {
     std::function<void(const std::string& address, std::function<void(bool again)>)> forward;
     std::function<void(Error)> fail;
   };
+  // Take and TakeBlock.
+  void TakeAny(std::string_view key, int64_t count, Hop hop, TakeCallback done,
+               std::string_view requester, bool contiguous);
+  // A request over many keys, split by owner (key_router_batch.cc).
+  struct BatchJob;
+  void RouteParts(std::shared_ptr<BatchJob> job, std::vector<size_t> part);
+  void RetryPart(std::shared_ptr<BatchJob> job, std::vector<size_t> part);
+  void FinishPart(const std::shared_ptr<BatchJob>& job, std::optional<Error> error);
   void Route(std::shared_ptr<Attempt> a);
   void Retry(std::shared_ptr<Attempt> a);
   std::shared_ptr<Attempt> NewAttempt(std::string key, Hop hop);

@@ -132,6 +132,51 @@ void PeerClients::NextIds(const std::string& address, std::string_view key, int6
                         });
 }
 
+void PeerClients::NextBlock(const std::string& address, std::string_view key, int64_t count,
+                            std::string_view requester, TakeCallback done) {
+  client::AsyncClient* peer = For(address);
+  if (!peer) {
+    return done(MakeError(ErrorCode::kWrongOwner, "the key's owner cannot be reached"));
+  }
+  peer->NextBlockOnBehalf(
+      std::string(key), static_cast<uint32_t>(count), std::string(requester),
+      [done = std::move(done), address](client::ClientResult<client::IdRange> r) {
+        if (!r) return done(FromClient(r.code(), r.message(), address));
+        IdBatch batch;
+        batch.ranges.push_back(IdRange{r->first, r->last});
+        done(std::move(batch));
+      });
+}
+
+void PeerClients::MaxIds(const std::string& address, std::vector<std::string> keys,
+                         SegmentAllocator::ValuesCallback done) {
+  client::AsyncClient* peer = For(address);
+  if (!peer) {
+    return done(MakeError(ErrorCode::kWrongOwner, "the key's owner cannot be reached"));
+  }
+  peer->MaxIds(std::move(keys),
+               [done = std::move(done), address](client::ClientResult<std::vector<int64_t>> r) {
+                 if (!r) return done(FromClient(r.code(), r.message(), address));
+                 done(std::move(*r));
+               });
+}
+
+void PeerClients::SetMinSeqs(const std::string& address, const std::vector<MinSeqValue>& values,
+                             std::function<void(Status)> done) {
+  client::AsyncClient* peer = For(address);
+  if (!peer) {
+    return done(MakeError(ErrorCode::kWrongOwner, "the key's owner cannot be reached"));
+  }
+  std::vector<std::pair<std::string, int64_t>> items;
+  items.reserve(values.size());
+  for (const MinSeqValue& v : values) items.emplace_back(v.key, v.min_seq);
+  peer->SetMinSeqs(std::move(items),
+                   [done = std::move(done), address](client::ClientResult<bool> r) {
+                     if (!r) return done(FromClient(r.code(), r.message(), address));
+                     done(OkStatus());
+                   });
+}
+
 void PeerClients::Send(const std::string& address, const SendRequest& request, SendDone done) {
   client::AsyncClient* peer = For(address);
   if (!peer) {

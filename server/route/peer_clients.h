@@ -58,6 +58,15 @@ class PeerClients {
   void NextIds(const std::string& address, std::string_view key, int64_t count,
                std::string_view requester, TakeCallback done);
 
+  // NEXT_BLOCK, MAX_IDS and SET_MIN_SEQS at the instance on `address`;
+  // errors as NextIds. Setting the same min seqs again is harmless.
+  void NextBlock(const std::string& address, std::string_view key, int64_t count,
+                 std::string_view requester, TakeCallback done);
+  void MaxIds(const std::string& address, std::vector<std::string> keys,
+              SegmentAllocator::ValuesCallback done);
+  void SetMinSeqs(const std::string& address, const std::vector<MinSeqValue>& values,
+                  std::function<void(Status)> done);
+
   // SEND of `request` at the instance on `address`; errors as NextIds.
   // Re-sending after kWrongOwner is safe: the store detects the re-send.
   // `may_be_stored` is true when the call went out but got no answer

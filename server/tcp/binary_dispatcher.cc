@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "proto/cluster_codec.h"
+#include "proto/id_codec.h"
 #include "proto/snowflake_codec.h"
 #include "server/base/log.h"
 #include "server/cluster/cluster_node.h"
@@ -52,6 +53,7 @@ void BinaryDispatcher::Handle(const proto::FrameView& f, BinaryConnection& c) {
     case proto::Opcode::kNextIds:
       return HandleNextIds(f, c);
     default:
+      if (proto::IsIdOpcode(f.opcode)) return HandleIdOp(f, c);
       if (proto::IsMessageOpcode(f.opcode)) return HandleMessageOp(f, c);
       if (services_.snowflake.enabled() && proto::IsSnowflakeOpcode(f.opcode)) {
         if (!Permit(f, c)) return;

@@ -63,6 +63,8 @@ class BinaryDispatcher {
   bool PermitAs(const proto::FrameView& f, BinaryConnection& c, Permission p,
                 std::string_view key = {});
   void HandleNextIds(const proto::FrameView& f, BinaryConnection& c);
+  // NEXT_BLOCK, MAX_IDS, GET_MIN_SEQS, SET_MIN_SEQS (binary_id_ops.cc).
+  void HandleIdOp(const proto::FrameView& f, BinaryConnection& c);
   void HandleSnowflakeOp(const proto::FrameView& f, BinaryConnection& c);
   void HandleClusterMap(const proto::FrameView& f, BinaryConnection& c);
   void HandleMessageOp(const proto::FrameView& f, BinaryConnection& c);  // binary_message_ops.cc

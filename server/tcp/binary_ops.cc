@@ -4,6 +4,7 @@
 
 #include "proto/binary_codec.h"
 #include "proto/cluster_codec.h"
+#include "proto/id_codec.h"
 #include "proto/message_codec.h"
 #include "proto/snowflake_codec.h"
 
@@ -15,10 +16,14 @@ namespace {
 
 constexpr uint8_t Op(proto::Opcode op) { return static_cast<uint8_t>(op); }
 
-constexpr std::array<BinaryOpRow, 19> kRows = {{
+constexpr std::array<BinaryOpRow, 23> kRows = {{
     {Op(proto::Opcode::kPing), "PING", "ping", std::nullopt},
     {Op(proto::Opcode::kNextIds), "NEXT_IDS", "next_ids", Permission::kIds},
     {Op(proto::Opcode::kAuth), "AUTH", "auth", std::nullopt},
+    {Op(proto::kOpNextBlock), "NEXT_BLOCK", "next_block", Permission::kIds},
+    {Op(proto::kOpMaxIds), "MAX_IDS", "max_ids", Permission::kIds},
+    {Op(proto::kOpGetMinSeqs), "GET_MIN_SEQS", "min_seqs", Permission::kIds},
+    {Op(proto::kOpSetMinSeqs), "SET_MIN_SEQS", "min_seqs", Permission::kIds},
     {Op(proto::kOpSnowflake), "SNOWFLAKE", "snowflake", Permission::kSnowflake},
     {Op(proto::kOpSnowflakeDecode), "SNOWFLAKE_DECODE", "snowflake_decode", Permission::kSnowflake},
     {Op(proto::kOpSend), "SEND", "msg_send", Permission::kMsgSend},

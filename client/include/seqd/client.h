@@ -287,6 +287,24 @@ class AsyncClient {
   template <typename T>
   using Done = std::function<void(ClientResult<T>)>;
 
+  // --- ID ops (docs/protocol.md, "ID ops") ---------------------------------
+  // `count` IDs of `key` as one contiguous range from one segment
+  // (NEXT_BLOCK, 0x05): last - first + 1 == count. Never from the prefetch
+  // cache.
+  void NextBlock(std::string key, uint32_t count, Done<IdRange> done);
+  // As NextBlock for the client whose token id is `on_behalf_of` (cluster
+  // scope needed, as NextIdsOnBehalf).
+  void NextBlockOnBehalf(std::string key, uint32_t count, std::string on_behalf_of,
+                         Done<IdRange> done);
+  // The largest ID handed out of each key (MAX_IDS, 0x06), in the order
+  // asked; 0 for a key without a row. At most 1000 keys (else TOO_LARGE).
+  void MaxIds(std::vector<std::string> keys, Done<std::vector<int64_t>> done);
+  // The durable min seq of each key (GET_MIN_SEQS, 0x07); 0 if never set.
+  void GetMinSeqs(std::vector<std::string> keys, Done<std::vector<int64_t>> done);
+  // Sets each key's min seq (SET_MIN_SEQS, 0x08; each >= 0, no key twice),
+  // durable once `done` gets true.
+  void SetMinSeqs(std::vector<std::pair<std::string, int64_t>> values, Done<bool> done);
+
   // --- snowflake IDs (docs/protocol.md, "Snowflake ops") -------------------
   // `count` snowflake IDs (1 to the server's snowflake max count, 4096 by
   // default), ascending.
@@ -343,6 +361,12 @@ class Client {
   ClientResult<IdBatch> NextIds(const std::string& key, uint32_t count = 1);
   ClientResult<int64_t> NextId(const std::string& key);
   ClientResult<std::chrono::microseconds> Ping();
+
+  // ID ops: the AsyncClient calls, waited for.
+  ClientResult<IdRange> NextBlock(const std::string& key, uint32_t count);
+  ClientResult<std::vector<int64_t>> MaxIds(std::vector<std::string> keys);
+  ClientResult<std::vector<int64_t>> GetMinSeqs(std::vector<std::string> keys);
+  ClientResult<bool> SetMinSeqs(std::vector<std::pair<std::string, int64_t>> values);
 
   // Snowflake IDs: the AsyncClient calls, waited for.
   ClientResult<std::vector<int64_t>> NextSnowflake(uint32_t count = 1);

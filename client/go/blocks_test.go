@@ -1,0 +1,151 @@
+package seqd
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The issue-30 ops against a live seqd: NEXT_BLOCK, MAX_IDS, GET_MIN_SEQS,
+// SET_MIN_SEQS.
+
+func TestNextBlockContiguousAndAboveEverything(t *testing.T) {
+	_, c := startClient(t)
+	ctx := ctxT(t, 30*time.Second)
+	var mu sync.Mutex
+	var blocks []Range
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				n := 1 + (g*7+i*13)%40
+				first, last, err := c.NextBlock(ctx, "n_blk", n)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if last-first+1 != int64(n) {
+					t.Errorf("block %d..%d for %d", first, last, n)
+				}
+				mu.Lock()
+				blocks = append(blocks, Range{first, last})
+				mu.Unlock()
+			}
+		}(g)
+	}
+	wg.Wait()
+	seen := map[int64]bool{}
+	for _, b := range blocks {
+		for v := b.First; v <= b.Last; v++ {
+			if seen[v] {
+				t.Fatalf("ID %d in two blocks", v)
+			}
+			seen[v] = true
+		}
+	}
+	// Blocks and NextIDs share the key's IDs.
+	rs, err := c.NextIDs(ctx, "n_blk", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		for v := r.First; v <= r.Last; v++ {
+			if seen[v] {
+				t.Fatalf("NextIDs handed out %d, already in a block", v)
+			}
+		}
+	}
+	// Sequential blocks grow.
+	f1, l1, err1 := c.NextBlock(ctx, "n_blk", 5)
+	f2, _, err2 := c.NextBlock(ctx, "n_blk", 5)
+	if err1 != nil || err2 != nil || f2 <= l1 || l1 != f1+4 {
+		t.Fatalf("sequential blocks %d..%d then %d: %v %v", f1, l1, f2, err1, err2)
+	}
+	if _, _, err := c.NextBlock(ctx, "n_blk", 0); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("count 0: %v", err)
+	}
+	if _, _, err := c.NextBlock(ctx, "n_blk", 1000000); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("count 1000000: %v", err)
+	}
+	if _, _, err := c.NextBlock(ctx, "seqd.x", 1); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("reserved key: %v", err)
+	}
+	if _, _, err := c.NextBlock(ctx, "nomatch_x", 1); !errors.Is(err, ErrUnknownKey) {
+		t.Fatalf("unknown key: %v", err)
+	}
+}
+
+func TestMaxIDs(t *testing.T) {
+	s, c := startClient(t)
+	ctx := ctxT(t, 30*time.Second)
+	got, err := c.MaxIDs(ctx, []string{"n_max_a", "n_max_none"})
+	if err != nil || len(got) != 2 || got[0] != 0 || got[1] != 0 {
+		t.Fatalf("before any ID: %v, %v", got, err)
+	}
+	rs, err := c.NextIDs(ctx, "n_max_a", 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, last, err := c.NextBlock(ctx, "n_max_b", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = c.MaxIDs(ctx, []string{"n_max_b", "n_max_a", "n_max_none"})
+	if err != nil || len(got) != 3 || got[0] != last || got[1] != rs[len(rs)-1].Last || got[2] != 0 {
+		t.Fatalf("MaxIDs = %v, %v; want [%d %d 0]", got, err, last, rs[len(rs)-1].Last)
+	}
+	// After a restart the key is not loaded: the table's max_id, at or
+	// above every ID handed out.
+	s.Restart(false)
+	got, err = c.MaxIDs(ctx, []string{"n_max_a"})
+	if err != nil || got[0] < rs[len(rs)-1].Last {
+		t.Fatalf("after restart: %v, %v; want >= %d", got, err, rs[len(rs)-1].Last)
+	}
+	next, err := c.NextID(ctx, "n_max_a")
+	if err != nil || next <= got[0] {
+		t.Fatalf("next ID %d, %v: want above the max %d", next, err, got[0])
+	}
+	if _, err := c.MaxIDs(ctx, []string{"n_ok", "bad key"}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("bad key: %v", err)
+	}
+	many := make([]string, 1001)
+	for i := range many {
+		many[i] = fmt.Sprintf("n_k%d", i)
+	}
+	if _, err := c.MaxIDs(ctx, many); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("1001 keys: %v", err)
+	}
+}
+
+func TestMinSeqs(t *testing.T) {
+	s, c := startClient(t)
+	ctx := ctxT(t, 30*time.Second)
+	got, err := c.MinSeqs(ctx, []string{"sg_min_a", "any_key_at_all"})
+	if err != nil || len(got) != 2 || got[0] != 0 || got[1] != 0 {
+		t.Fatalf("never set: %v, %v", got, err)
+	}
+	if err := c.SetMinSeqs(ctx, map[string]int64{"sg_min_a": 10, "other_min": 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetMinSeqs(ctx, map[string]int64{"sg_min_a": 12}); err != nil {
+		t.Fatal(err)
+	}
+	s.Restart(true) // durable before the answer
+	got, err = c.MinSeqs(ctx, []string{"other_min", "sg_min_a", "never"})
+	if err != nil || len(got) != 3 || got[0] != 3 || got[1] != 12 || got[2] != 0 {
+		t.Fatalf("after SIGKILL and restart: %v, %v; want [3 12 0]", got, err)
+	}
+	if err := c.SetMinSeqs(ctx, map[string]int64{"sg_min_a": -1}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("negative: %v", err)
+	}
+	if err := c.SetMinSeqs(ctx, map[string]int64{"seqd.k": 1}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("reserved key: %v", err)
+	}
+	if err := c.SetMinSeqs(ctx, nil); err != nil {
+		t.Fatalf("empty: %v", err)
+	}
+}

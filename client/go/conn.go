@@ -1,0 +1,409 @@
+package seqd
+
+// One connection of the transport (transport.go): dial (TCP, TLS, AUTH),
+// pipelined calls matched by request id, write combining, the reader, and
+// closing with every pending call answered. Thread safety: every method
+// may be called from any goroutine; cn.mu guards the mutable state.
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// ---------------------------------------------------------------- a connection
+
+// dial connects (bounded by ctx and Options.ConnectTimeout), does the TLS
+// handshake, sends AUTH (with Options.Token) and waits for its answer
+// before any other frame, then starts the reader goroutine (calls write
+// from their own goroutines, see flush). A refused token is
+// UNAUTHENTICATED (not retried); any other failure UNAVAILABLE (the
+// endpoint is marked down).
+func (c *Client) dial(ctx context.Context, ep *endpoint, onPush func(byte, []byte), onClose func(error)) (*conn, error) {
+	dctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout)
+	defer cancel()
+	var d net.Dialer
+	nc, err := d.DialContext(dctx, "tcp", ep.addr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctxError(ctx, "connect to "+ep.addr)
+		}
+		c.markDown(ep)
+		return nil, errorf(CodeUnavailable, "connect to %s: %v", ep.addr, netReason(err))
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	if c.opts.TLSConfig != nil {
+		cfg := c.opts.TLSConfig.Clone()
+		if cfg.ServerName == "" {
+			host, _, _ := net.SplitHostPort(ep.addr)
+			cfg.ServerName = host
+		}
+		tc := tls.Client(nc, cfg)
+		if err := tc.HandshakeContext(dctx); err != nil {
+			nc.Close()
+			if ctx.Err() != nil {
+				return nil, ctxError(ctx, "TLS handshake with "+ep.addr)
+			}
+			c.markDown(ep)
+			return nil, errorf(CodeUnavailable, "TLS handshake with %s: %v", ep.addr, err)
+		}
+		nc = tc
+	}
+	if c.opts.Token != "" {
+		if err := authenticate(dctx, nc, c.opts.Token); err != nil {
+			nc.Close()
+			if ctx.Err() != nil {
+				return nil, ctxError(ctx, "AUTH to "+ep.addr)
+			}
+			if CodeOf(err) == CodeUnavailable {
+				c.markDown(ep)
+			}
+			if e, ok := err.(*Error); ok {
+				e.Message = ep.addr + ": " + e.Message
+			}
+			return nil, err
+		}
+	}
+	ep.mu.Lock()
+	ep.failures = 0
+	ep.downUntil = time.Time{}
+	ep.mu.Unlock()
+	cn := &conn{c: c, ep: ep, nc: nc, onPush: onPush, onClose: onClose,
+		pending: make(map[uint32]*pendingCall), nextID: 1, done: make(chan struct{})}
+	if !c.track(cn) {
+		nc.Close()
+		return nil, errorf(CodeCancelled, "client closed")
+	}
+	go cn.readLoop()
+	return cn, nil
+}
+
+func netReason(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Err
+	}
+	return err
+}
+
+// authenticate sends AUTH as the connection's first frame and reads its
+// answer synchronously. UNKNOWN_OPCODE (a server before tokens) is OK.
+func authenticate(ctx context.Context, nc net.Conn, token string) error {
+	if dl, ok := ctx.Deadline(); ok {
+		nc.SetDeadline(dl)
+		defer nc.SetDeadline(time.Time{})
+	}
+	frame := appendHeader(nil, opAuth, 0, 1, len(token))
+	frame = append(frame, token...)
+	if _, err := nc.Write(frame); err != nil {
+		return errorf(CodeUnavailable, "AUTH: %v", netReason(err))
+	}
+	var head [headerSize]byte
+	if _, err := io.ReadFull(nc, head[:]); err != nil {
+		return errorf(CodeUnavailable, "AUTH: %v", netReason(err))
+	}
+	length := binary.BigEndian.Uint32(head[0:4])
+	if length < 8 || length > maxFrameSize-4 {
+		return errorf(CodeProtocol, "AUTH: bad answer")
+	}
+	body := make([]byte, length-8)
+	if _, err := io.ReadFull(nc, body); err != nil {
+		return errorf(CodeUnavailable, "AUTH: %v", netReason(err))
+	}
+	_, err := parseResponse(body)
+	if err != nil && CodeOf(err) != CodeUnknownOpcode {
+		return err
+	}
+	return nil
+}
+
+// parseResponse splits an answer's payload: the OK result, or an *Error.
+func parseResponse(p []byte) ([]byte, error) {
+	if len(p) < 2 {
+		return nil, errorf(CodeProtocol, "answer without a status")
+	}
+	status := Code(binary.BigEndian.Uint16(p))
+	if status == CodeOK {
+		return p[2:], nil
+	}
+	if len(p) < 4 || len(p) != 4+int(binary.BigEndian.Uint16(p[2:])) {
+		return nil, errorf(CodeProtocol, "malformed error answer (status %d)", status)
+	}
+	return nil, &Error{Code: status, Message: string(p[4:])}
+}
+
+func (cn *conn) usable() bool {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return !cn.closed && !cn.draining
+}
+
+// call sends one request on cn and waits for its answer or ctx (see SEAMS).
+func (cn *conn) call(ctx context.Context, op byte, flags uint16, payload []byte) ([]byte, error) {
+	return cn.callTimeout(ctx, 0, op, flags, payload)
+}
+
+var (
+	pendingPool = sync.Pool{New: func() interface{} { return &pendingCall{ch: make(chan callResult, 1)} }}
+	timerPool   sync.Pool
+)
+
+// callTimeout sends one request on cn and waits for its answer, for ctx,
+// or (timeout > 0) for timeout to pass: TIMEOUT. A call that gives up
+// leaves cn's pending table at once (a late answer is dropped). If nothing
+// at all was read on cn since the call was sent when its timeout passed,
+// cn is taken for stalled: closed (its other calls fail UNAVAILABLE and
+// are retried) and its endpoint marked down, as the C++ client does. A
+// context's own deadline does not do that (it may be short on purpose).
+func (cn *conn) callTimeout(ctx context.Context, timeout time.Duration, op byte, flags uint16, payload []byte) ([]byte, error) {
+	pc := pendingPool.Get().(*pendingCall)
+	pc.op = op
+	cn.mu.Lock()
+	if cn.closed {
+		err := cn.closeErr
+		cn.mu.Unlock()
+		pendingPool.Put(pc)
+		return nil, err
+	}
+	pc.reads = cn.reads.Load()
+	id := cn.nextID
+	for id == 0 || cn.pending[id] != nil {
+		id++
+	}
+	cn.nextID = id + 1
+	cn.pending[id] = pc
+	cn.wbuf = appendHeader(cn.wbuf, op, flags, id, len(payload))
+	cn.wbuf = append(cn.wbuf, payload...)
+	if cn.writing {
+		// The caller writing now writes ours too (write combining).
+		cn.mu.Unlock()
+	} else {
+		cn.writing = true
+		cn.flush() // unlocks cn.mu
+	}
+	var timerC <-chan time.Time
+	var timer *time.Timer
+	if timeout > 0 {
+		if t, ok := timerPool.Get().(*time.Timer); ok {
+			t.Reset(timeout)
+			timer = t
+		} else {
+			timer = time.NewTimer(timeout)
+		}
+		timerC = timer.C
+	}
+	var err *Error
+	select {
+	case r := <-pc.ch:
+		releaseTimer(timer)
+		pendingPool.Put(pc)
+		return r.payload, r.err
+	case <-ctx.Done():
+		releaseTimer(timer)
+		err = ctxError(ctx, "no answer from "+cn.ep.addr)
+	case <-timerC:
+		timerPool.Put(timer) // fired and drained
+		err = errorf(CodeTimeout, "no answer from %s within %v", cn.ep.addr, timeout)
+	}
+	cn.mu.Lock()
+	mine := cn.pending[id] == pc
+	if mine {
+		delete(cn.pending, id)
+	}
+	cn.mu.Unlock()
+	if !mine {
+		// Whoever took it from the table sends its result: wait for that
+		// before reusing pc (it comes at once).
+		<-pc.ch
+	}
+	stalled := timerC != nil && err.Code == CodeTimeout && ctx.Err() == nil && cn.reads.Load() == pc.reads
+	pendingPool.Put(pc)
+	if stalled {
+		cn.fail(errorf(CodeTimeout, "connection to %s stalled", cn.ep.addr), true)
+	}
+	return nil, err
+}
+
+func releaseTimer(t *time.Timer) {
+	if t == nil {
+		return
+	}
+	if !t.Stop() {
+		<-t.C
+	}
+	timerPool.Put(t)
+}
+
+// close ends cn; its pending calls fail CANCELLED.
+func (cn *conn) close() { cn.fail(nil, false) }
+
+// fail closes cn (once): pending calls get err (CANCELLED when nil), the
+// endpoint is marked down when markDown, onClose runs with err.
+func (cn *conn) fail(err error, markDown bool) {
+	cn.mu.Lock()
+	if cn.closed {
+		cn.mu.Unlock()
+		return
+	}
+	cn.closed = true
+	callErr := err
+	if callErr == nil {
+		callErr = errorf(CodeCancelled, "connection closed")
+	}
+	cn.closeErr = callErr
+	pending := cn.pending
+	cn.pending = nil
+	cn.mu.Unlock()
+	cn.nc.Close()
+	close(cn.done)
+	if markDown {
+		cn.c.markDown(cn.ep)
+	}
+	for _, pc := range pending {
+		pc.ch <- callResult{err: callErr}
+	}
+	cn.c.untrack(cn)
+}
+
+// flush writes wbuf until it is empty: frames other callers append
+// meanwhile go out with the next write, so concurrent calls share write
+// calls. REQUIRES: cn.mu held and cn.writing set by this caller; returns
+// with cn.mu released and cn.writing cleared.
+func (cn *conn) flush() {
+	// Let the goroutines the last answers woke queue their frames first:
+	// one write then carries many (fewer syscalls here and in the server).
+	cn.mu.Unlock()
+	runtime.Gosched()
+	cn.mu.Lock()
+	for len(cn.wbuf) > 0 && !cn.closed {
+		buf := cn.wbuf
+		cn.wbuf = cn.spare[:0]
+		cn.mu.Unlock()
+		_, err := cn.nc.Write(buf)
+		cn.mu.Lock()
+		cn.spare = buf[:0]
+		if err != nil {
+			cn.writing = false
+			cn.mu.Unlock()
+			cn.fail(errorf(CodeUnavailable, "write to %s: %v", cn.ep.addr, netReason(err)), true)
+			return
+		}
+	}
+	cn.writing = false
+	cn.mu.Unlock()
+}
+
+func (cn *conn) readLoop() {
+	r := bufio.NewReaderSize(cn.nc, 64*1024)
+	var head [headerSize]byte
+	var err error
+	defer func() {
+		if cn.onClose != nil {
+			cn.mu.Lock()
+			e := cn.closeErr
+			cn.mu.Unlock()
+			if e != nil && CodeOf(e) == CodeCancelled {
+				e = nil
+			}
+			cn.onClose(e)
+		}
+	}()
+	for {
+		if _, err = io.ReadFull(r, head[:]); err != nil {
+			break
+		}
+		length := binary.BigEndian.Uint32(head[0:4])
+		if length < 8 || length > maxFrameSize-4 || head[4] != protoVersion {
+			cn.fail(errorf(CodeProtocol, "undecodable data from %s", cn.ep.addr), true)
+			return
+		}
+		op, flags, id := head[5], binary.BigEndian.Uint16(head[6:8]), binary.BigEndian.Uint32(head[8:12])
+		body := make([]byte, length-8)
+		if _, err = io.ReadFull(r, body); err != nil {
+			break
+		}
+		cn.reads.Add(1)
+		if flags != flagResponse && flags != flagResponse|flagPush {
+			cn.fail(errorf(CodeProtocol, "frame with flags %#x from %s", flags, cn.ep.addr), true)
+			return
+		}
+		if flags&flagPush != 0 {
+			if cn.onPush != nil {
+				cn.onPush(op, body)
+			}
+			continue
+		}
+		if op == opProtocolError || id == 0 {
+			// The server refused our framing and closes the connection.
+			_, perr := parseResponse(body)
+			if perr == nil {
+				perr = errorf(CodeProtocol, "bad error frame from %s", cn.ep.addr)
+			}
+			cn.fail(perr, false)
+			return
+		}
+		cn.mu.Lock()
+		pc := cn.pending[id]
+		if pc != nil {
+			delete(cn.pending, id)
+		}
+		cn.mu.Unlock()
+		if pc == nil {
+			continue // a late answer to a call that gave up
+		}
+		if op != pc.op {
+			pc.ch <- callResult{err: errorf(CodeProtocol, "answer with opcode %#x to a request %#x from %s", op, pc.op, cn.ep.addr)}
+			continue
+		}
+		res, rerr := parseResponse(body)
+		if rerr != nil && CodeOf(rerr) == CodeShuttingDown {
+			// The server closes this connection after answering: no new
+			// calls on it; its endpoint is avoided for a while.
+			cn.mu.Lock()
+			cn.draining = true
+			cn.mu.Unlock()
+			cn.c.markDown(cn.ep)
+		}
+		if rerr != nil {
+			rerr.(*Error).Message = cn.ep.addr + ": " + rerr.(*Error).Message
+		}
+		pc.ch <- callResult{payload: res, err: rerr}
+	}
+	// An orderly close of an idle connection (the server's idle timeout)
+	// is no reason to avoid the endpoint.
+	cn.mu.Lock()
+	idle := len(cn.pending) == 0
+	cn.mu.Unlock()
+	eof := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+	msg := "connection closed by " + cn.ep.addr
+	if !eof {
+		msg = "read from " + cn.ep.addr + ": " + netReason(err).Error()
+	}
+	cn.fail(errorf(CodeUnavailable, "%s", msg), !(idle && eof))
+}
+
+// track / untrack keep the set of open connections Close must end.
+func (c *Client) track(cn *conn) bool {
+	c.connMu.Lock()
+	defer c.connMu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.conns[cn] = struct{}{}
+	return true
+}
+
+func (c *Client) untrack(cn *conn) {
+	c.connMu.Lock()
+	delete(c.conns, cn)
+	c.connMu.Unlock()
+}

@@ -1,0 +1,3 @@
+module seqd.dev/go
+
+go 1.19

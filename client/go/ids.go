@@ -1,0 +1,261 @@
+package seqd
+
+import (
+	"context"
+)
+
+// Range is the IDs First..Last, both included.
+type Range struct{ First, Last int64 }
+
+// Len is the number of IDs in r.
+func (r Range) Len() int64 { return r.Last - r.First + 1 }
+
+// NextIDs returns count IDs of key (1 to the server's max_count, 10,000 by
+// default) as the increasing ranges they span (NEXT_IDS). With
+// Options.Prefetch > 0, NextIDs(ctx, key, 1) is served from the local
+// prefetch cache (see NextID). Retried by the retry rules: the IDs of a
+// lost answer are skipped, never handed out twice.
+func (c *Client) NextIDs(ctx context.Context, key string, count int) ([]Range, error) {
+	if count < 1 || count > 0xFFFFFFFF {
+		return nil, errorf(CodeInvalidArgument, "count must be at least 1")
+	}
+	if count == 1 && c.opts.Prefetch > 0 {
+		id, err := c.nextFromCache(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		return []Range{{id, id}}, nil
+	}
+	return c.nextIDs(ctx, key, count)
+}
+
+// nextIDs is one NEXT_IDS call (never from the cache).
+func (c *Client) nextIDs(ctx context.Context, key string, count int) ([]Range, error) {
+	var e enc
+	e.str(key)
+	e.u32(uint32(count))
+	p, err := e.payload()
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.callKeyed(ctx, key, opNextIDs, p)
+	if err != nil {
+		return nil, err
+	}
+	d := dec{b: res}
+	n := d.count(16)
+	out := make([]Range, n)
+	for i := range out {
+		out[i] = Range{d.i64(), d.i64()}
+	}
+	if err := d.done("NEXT_IDS"); err != nil {
+		return nil, err
+	}
+	var total int64
+	for _, r := range out {
+		if r.Last < r.First {
+			return nil, errorf(CodeProtocol, "malformed NEXT_IDS result")
+		}
+		total += r.Len()
+	}
+	if n == 0 || total != int64(count) {
+		return nil, errorf(CodeProtocol, "NEXT_IDS answered %d IDs for %d", total, count)
+	}
+	return out, nil
+}
+
+// NextID returns one ID of key. With Options.Prefetch > 0 it comes from a
+// local batch of Prefetch IDs fetched with one request and refilled in the
+// background once half of it is used (as the C++ client and Tinyid's do).
+// That saves round trips but trades strict ordering across clients: two
+// clients hold interleaved batches, so an ID handed out later by one may
+// be smaller than one handed out earlier by the other. IDs stay unique;
+// IDs still held when the client closes are never used.
+func (c *Client) NextID(ctx context.Context, key string) (int64, error) {
+	rs, err := c.NextIDs(ctx, key, 1)
+	if err != nil {
+		return 0, err
+	}
+	return rs[0].First, nil
+}
+
+// NextBlock returns count IDs of key with no hole, first..last (NEXT_BLOCK):
+// never spanning two segments (IDs left in a segment too short for the
+// block are skipped, never handed out). Never from the prefetch cache.
+func (c *Client) NextBlock(ctx context.Context, key string, count int) (first, last int64, err error) {
+	if count < 1 || count > 0xFFFFFFFF {
+		return 0, 0, errorf(CodeInvalidArgument, "count must be at least 1")
+	}
+	var e enc
+	e.str(key)
+	e.u32(uint32(count))
+	p, err := e.payload()
+	if err != nil {
+		return 0, 0, err
+	}
+	res, err := c.callKeyed(ctx, key, opNextBlock, p)
+	if err != nil {
+		return 0, 0, err
+	}
+	d := dec{b: res}
+	first, last = d.i64(), d.i64()
+	if err := d.done("NEXT_BLOCK"); err != nil {
+		return 0, 0, err
+	}
+	if last-first+1 != int64(count) {
+		return 0, 0, errorf(CodeProtocol, "NEXT_BLOCK answered %d..%d for %d IDs", first, last, count)
+	}
+	return first, last, nil
+}
+
+// firstKey is the key a list op is routed by (its first), "" for none.
+func firstKey(keys []string) string {
+	if len(keys) == 0 {
+		return ""
+	}
+	return keys[0]
+}
+
+// int64List calls op with a list of keys and reads back one i64 per key.
+func (c *Client) int64List(ctx context.Context, op byte, keys []string) ([]int64, error) {
+	if len(keys) == 0 {
+		return []int64{}, nil
+	}
+	if len(keys) > maxListItems {
+		return nil, errorf(CodeTooLarge, "more than %d keys", maxListItems)
+	}
+	var e enc
+	e.strList(keys)
+	p, err := e.payload()
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.callKeyed(ctx, firstKey(keys), op, p)
+	if err != nil {
+		return nil, err
+	}
+	d := dec{b: res}
+	n := d.count(8)
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = d.i64()
+	}
+	if err := d.done(opName(op)); err != nil {
+		return nil, err
+	}
+	if n != len(keys) {
+		return nil, errorf(CodeProtocol, "%s answered %d values for %d keys", opName(op), n, len(keys))
+	}
+	return out, nil
+}
+
+// MaxIDs returns, per key in the order asked, the largest ID handed out
+// (MAX_IDS): exact on one instance and in cluster mode, 0 for a key with no
+// row; "at least" for Leaf-mode instances sharing one table. At most 1000
+// keys (TOO_LARGE).
+func (c *Client) MaxIDs(ctx context.Context, keys []string) ([]int64, error) {
+	return c.int64List(ctx, opMaxIDs, keys)
+}
+
+// MinSeqs returns each key's durable min seq (GET_MIN_SEQS), 0 for a key
+// never set, in the order asked. At most 1000 keys.
+func (c *Client) MinSeqs(ctx context.Context, keys []string) ([]int64, error) {
+	return c.int64List(ctx, opGetMinSeqs, keys)
+}
+
+// SetMinSeqs sets each key's min seq (>= 0) durably (SET_MIN_SEQS), all in
+// one transaction per owner. At most 1000 keys. Retried by the retry rules
+// (setting the same values again is harmless).
+func (c *Client) SetMinSeqs(ctx context.Context, minSeqs map[string]int64) error {
+	if len(minSeqs) == 0 {
+		return nil
+	}
+	if len(minSeqs) > maxListItems {
+		return errorf(CodeTooLarge, "more than %d keys", maxListItems)
+	}
+	var e enc
+	e.u32(uint32(len(minSeqs)))
+	route := ""
+	for k, v := range minSeqs {
+		if route == "" {
+			route = k
+		}
+		e.str(k)
+		e.i64(v)
+	}
+	p, err := e.payload()
+	if err != nil {
+		return err
+	}
+	res, err := c.callKeyed(ctx, route, opSetMinSeqs, p)
+	if err != nil {
+		return err
+	}
+	if len(res) != 0 {
+		return errorf(CodeProtocol, "malformed SET_MIN_SEQS result")
+	}
+	return nil
+}
+
+// Snowflake returns count snowflake IDs (1 to the server's snowflake max
+// count, 4096 by default), ascending (SNOWFLAKE). NOT_SERVING (no
+// worker-id lease now, or the clock moved back) is retried on the next
+// endpoint: the IDs of a lost answer are never issued again. After a
+// failover, the next server's IDs may be smaller than the last ones seen.
+func (c *Client) Snowflake(ctx context.Context, count int) ([]int64, error) {
+	if count < 1 || count > 0xFFFFFFFF {
+		return nil, errorf(CodeInvalidArgument, "count must be at least 1")
+	}
+	var e enc
+	e.u32(uint32(count))
+	res, err := c.callAny(ctx, opSnowflake, e.b)
+	if err != nil {
+		return nil, err
+	}
+	d := dec{b: res}
+	n := d.count(8)
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = d.i64()
+	}
+	if err := d.done("SNOWFLAKE"); err != nil {
+		return nil, err
+	}
+	if n != count {
+		return nil, errorf(CodeProtocol, "SNOWFLAKE answered %d IDs for %d", n, count)
+	}
+	return out, nil
+}
+
+// DecodedSnowflake is a snowflake ID split by the server's layout.
+type DecodedSnowflake struct {
+	TimeMs   int64 // unix milliseconds
+	Worker   int64
+	Sequence int64 // within the millisecond
+}
+
+// DecodeSnowflake splits id by the server's layout (SNOWFLAKE_DECODE);
+// INVALID_ARGUMENT for an ID outside it.
+func (c *Client) DecodeSnowflake(ctx context.Context, id int64) (DecodedSnowflake, error) {
+	var e enc
+	e.i64(id)
+	res, err := c.callAny(ctx, opSnowflakeDec, e.b)
+	if err != nil {
+		return DecodedSnowflake{}, err
+	}
+	d := dec{b: res}
+	out := DecodedSnowflake{d.i64(), d.i64(), d.i64()}
+	return out, d.done("SNOWFLAKE_DECODE")
+}
+
+// Ping is a PING round trip (retried like any call).
+func (c *Client) Ping(ctx context.Context) error {
+	res, err := c.callAny(ctx, opPing, []byte("ping"))
+	if err != nil {
+		return err
+	}
+	if string(res) != "ping" {
+		return errorf(CodeProtocol, "PING answered other bytes")
+	}
+	return nil
+}

@@ -1,0 +1,222 @@
+package openim
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	seqd "seqd.dev/go"
+	"seqd.dev/go/internal/testseqd"
+)
+
+// openIMAutoKeys: auto-create rules for every OpenIM conversation id
+// prefix, with OpenIM's own batch sizes (docs/openim.md).
+var openIMAutoKeys = []string{"--auto-keys", "si_:50,g_:100,sg_:100,sn_:50,n_:50"}
+
+func newSeqdClient(t *testing.T, s *testseqd.Server) *seqd.Client {
+	t.Helper()
+	c, err := seqd.New(seqd.Options{Endpoints: []string{s.Addr()}, ConnsPerEndpoint: 2,
+		CallTimeout: 3 * time.Second, MaxAttempts: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func liveCtx(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// block is one Malloc's answer and when it was asked and answered.
+type block struct {
+	conv         int
+	first, last  int64
+	asked, acked time.Time
+}
+
+// OpenIM's send flow (BatchInsertChat2Cache: Malloc(conv, len(msgs)), then
+// msgs[i].Seq = start + i + 1) from 3 clients x 8 goroutines on 5
+// conversations (one per OpenIM prefix): no seq used twice; each block is
+// contiguous and above every block answered before it was asked (real-time
+// order); each goroutine's blocks of a conversation grow; GetMaxSeq(s) is
+// then the largest seq used.
+func TestSendFlowLive(t *testing.T) {
+	s := testseqd.Start(t, openIMAutoKeys...)
+	ctx := liveCtx(t, 60*time.Second)
+	convs := []string{"si_1001_1002", "sg_group7", "g_group8", "n_1001_1002", "sn_1001_admin"}
+	var caches []*SeqCache[SeqTime]
+	for i := 0; i < 3; i++ {
+		caches = append(caches, New(newSeqdClient(t, s)))
+	}
+	var mu sync.Mutex
+	var blocks []block
+	var wg sync.WaitGroup
+	for ci, cache := range caches {
+		for g := 0; g < 8; g++ {
+			wg.Add(1)
+			go func(cache *SeqCache[SeqTime], w int) {
+				defer wg.Done()
+				lastOf := map[int]int64{}
+				for i := 0; i < 150; i++ {
+					conv := (w + i) % len(convs)
+					msgs := make([]struct{ Seq int64 }, (w*7+i)%12+1)
+					asked := time.Now()
+					start, err := cache.Malloc(ctx, convs[conv], int64(len(msgs)))
+					acked := time.Now()
+					if err != nil {
+						t.Errorf("Malloc(%s, %d): %v", convs[conv], len(msgs), err)
+						return
+					}
+					for j := range msgs {
+						msgs[j].Seq = start + int64(j) + 1
+					}
+					if start < lastOf[conv] {
+						t.Errorf("%s: block after %d starts at %d", convs[conv], lastOf[conv], start+1)
+					}
+					lastOf[conv] = msgs[len(msgs)-1].Seq
+					mu.Lock()
+					blocks = append(blocks, block{conv, msgs[0].Seq, msgs[len(msgs)-1].Seq, asked, acked})
+					mu.Unlock()
+				}
+			}(cache, ci*8+g)
+		}
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	maxUsed := checkBlocks(t, convs, blocks)
+	m, err := caches[0].GetMaxSeqs(ctx, convs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c, id := range convs {
+		one, err := caches[1].GetMaxSeq(ctx, id)
+		if err != nil || one != maxUsed[c] || m[id] != maxUsed[c] {
+			t.Fatalf("%s: GetMaxSeq %d (%v), GetMaxSeqs %d; want %d", id, one, err, m[id], maxUsed[c])
+		}
+		if z, err := caches[2].Malloc(ctx, id, 0); err != nil || z != maxUsed[c] {
+			t.Fatalf("%s: Malloc(0) = %d, %v; want %d", id, z, err, maxUsed[c])
+		}
+	}
+	t.Logf("%d blocks on %d conversations, max seqs %v", len(blocks), len(convs), maxUsed)
+}
+
+// Min seqs survive a SIGKILL of seqd (durable before the answer), and the
+// seqs after the restart are above every seq handed out before it (the
+// unused rest of the segments is skipped: a hole, never a reuse).
+func TestMinSeqsAndSeqsAcrossRestart(t *testing.T) {
+	s := testseqd.Start(t, openIMAutoKeys...)
+	ctx := liveCtx(t, 60*time.Second)
+	c := New(newSeqdClient(t, s))
+	if v, err := c.GetMinSeq(ctx, "si_a_b"); err != nil || v != 0 {
+		t.Fatalf("GetMinSeq(never set) = %d, %v; want 0", v, err)
+	}
+	start, err := c.Malloc(ctx, "si_a_b", 10)
+	if err != nil || start != 0 {
+		t.Fatalf("first Malloc = %d, %v; want 0 (seqs 1..10)", start, err)
+	}
+	want := map[string]int64{"si_a_b": 4, "sg_g1": 120, "n_never_allocated": 7, "g_zero": 0}
+	if err := c.SetMinSeqs(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetMinSeq(ctx, "sn_one", 9); err != nil {
+		t.Fatal(err)
+	}
+	want["sn_one"] = 9
+	check := func(when string) {
+		t.Helper()
+		for id, v := range want {
+			got, err := c.GetMinSeq(ctx, id)
+			if err != nil || got != v {
+				t.Fatalf("%s: GetMinSeq(%s) = %d, %v; want %d", when, id, got, err, v)
+			}
+		}
+	}
+	check("before the restart")
+	s.Restart(true) // SIGKILL
+	check("after SIGKILL and restart")
+	// Setting a min seq never creates seqs; the never-allocated one is still 0.
+	if m, err := c.GetMaxSeq(ctx, "n_never_allocated"); err != nil || m != 0 {
+		t.Fatalf("GetMaxSeq(n_never_allocated) = %d, %v; want 0", m, err)
+	}
+	if m, err := c.GetMaxSeq(ctx, "si_a_b"); err != nil || m < 10 {
+		t.Fatalf("GetMaxSeq after restart = %d, %v; want >= 10", m, err)
+	}
+	next, err := c.Malloc(ctx, "si_a_b", 3)
+	if err != nil || next < 10 {
+		t.Fatalf("Malloc after restart = %d, %v; want >= 10 (no seq handed out twice)", next, err)
+	}
+	if m, err := c.GetMaxSeq(ctx, "si_a_b"); err != nil || m != next+3 {
+		t.Fatalf("GetMaxSeq = %d, %v; want %d", m, err, next+3)
+	}
+	t.Logf("seqs 1..10 before the restart; the next block after it starts at %d", next+1)
+}
+
+// A conversation id that no auto-create rule covers (and no row exists):
+// seqd's UNKNOWN_KEY comes through; nothing is created.
+func TestUnknownPrefixLive(t *testing.T) {
+	s := testseqd.Start(t, openIMAutoKeys...)
+	ctx := liveCtx(t, 30*time.Second)
+	c := New(newSeqdClient(t, s))
+	if _, err := c.Malloc(ctx, "x_no_rule", 1); CodeOf(err) != seqd.CodeUnknownKey {
+		t.Fatalf("Malloc(x_no_rule): %v; want UNKNOWN_KEY", err)
+	}
+	if _, err := c.Malloc(ctx, "si bad id", 1); CodeOf(err) != seqd.CodeInvalidArgument {
+		t.Fatalf("Malloc(bad id): %v; want INVALID_ARGUMENT", err)
+	}
+}
+
+// CodeOf is seqd.CodeOf (shorter in tests).
+func CodeOf(err error) seqd.Code { return seqd.CodeOf(err) }
+
+// checkBlocks checks each conversation's blocks: no seq in two blocks, and
+// a block asked after another was answered is above it (real-time order).
+// Returns each conversation's largest seq.
+func checkBlocks(t *testing.T, convs []string, blocks []block) []int64 {
+	t.Helper()
+	maxUsed := make([]int64, len(convs))
+	for c := range convs {
+		var bs []block
+		for _, b := range blocks {
+			if b.conv == c {
+				bs = append(bs, b)
+			}
+		}
+		if len(bs) == 0 {
+			t.Fatalf("%s: no blocks", convs[c])
+		}
+		// No seq twice: sorted by first, each block starts after the last.
+		sort.Slice(bs, func(i, j int) bool { return bs[i].first < bs[j].first })
+		for i := 1; i < len(bs); i++ {
+			if bs[i].first <= bs[i-1].last {
+				t.Fatalf("%s: blocks %d..%d and %d..%d overlap", convs[c], bs[i-1].first, bs[i-1].last,
+					bs[i].first, bs[i].last)
+			}
+		}
+		maxUsed[c] = bs[len(bs)-1].last
+		// Real-time order: a block asked after another was answered is above it.
+		byAck := append([]block(nil), bs...)
+		sort.Slice(byAck, func(i, j int) bool { return byAck[i].acked.Before(byAck[j].acked) })
+		prefixMax := make([]int64, len(byAck))
+		for i, b := range byAck {
+			prefixMax[i] = b.last
+			if i > 0 && prefixMax[i-1] > b.last {
+				prefixMax[i] = prefixMax[i-1]
+			}
+		}
+		for _, b := range bs {
+			n := sort.Search(len(byAck), func(i int) bool { return !byAck[i].acked.Before(b.asked) })
+			if n > 0 && prefixMax[n-1] >= b.first {
+				t.Fatalf("%s: block %d..%d asked after a block up to %d was answered", convs[c],
+					b.first, b.last, prefixMax[n-1])
+			}
+		}
+	}
+	return maxUsed
+}

@@ -1,0 +1,408 @@
+package openim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	seqd "seqd.dev/go"
+)
+
+// dbSeqTime has the shape of OpenIM's database.SeqTime (a distinct named
+// type, as OpenIM's is).
+type dbSeqTime struct {
+	Seq  int64
+	Time int64
+}
+
+// seqConversationCache is OpenIM's cache.SeqConversationCache as of the
+// versions with the *WithTime methods (database.SeqTime -> dbSeqTime).
+type seqConversationCache interface {
+	Malloc(ctx context.Context, conversationID string, size int64) (int64, error)
+	GetMaxSeq(ctx context.Context, conversationID string) (int64, error)
+	SetMinSeq(ctx context.Context, conversationID string, seq int64) error
+	GetMinSeq(ctx context.Context, conversationID string) (int64, error)
+	GetMaxSeqs(ctx context.Context, conversationIDs []string) (map[string]int64, error)
+	SetMinSeqs(ctx context.Context, seqs map[string]int64) error
+	GetCacheMaxSeqWithTime(ctx context.Context, conversationIDs []string) (map[string]dbSeqTime, error)
+	GetMaxSeqsWithTime(ctx context.Context, conversationIDs []string) (map[string]dbSeqTime, error)
+	GetMaxSeqWithTime(ctx context.Context, conversationID string) (dbSeqTime, error)
+}
+
+// seqConversationCacheV1 is the interface of the versions without them.
+type seqConversationCacheV1 interface {
+	Malloc(ctx context.Context, conversationID string, size int64) (int64, error)
+	GetMaxSeq(ctx context.Context, conversationID string) (int64, error)
+	SetMinSeq(ctx context.Context, conversationID string, seq int64) error
+	GetMinSeq(ctx context.Context, conversationID string) (int64, error)
+	GetMaxSeqs(ctx context.Context, conversationIDs []string) (map[string]int64, error)
+	SetMinSeqs(ctx context.Context, seqs map[string]int64) error
+}
+
+// The method sets match at compile time.
+var (
+	_ seqConversationCache   = NewFor[dbSeqTime](nil)
+	_ seqConversationCacheV1 = New(nil)
+	_ seqConversationCacheV1 = NewFor[dbSeqTime](nil)
+)
+
+// fake is an in-memory Allocator: segments of `step` IDs per key (a block
+// that does not fit the rest of a segment skips it, as seqd does), min
+// seqs, a call log, and an injectable error.
+type fake struct {
+	mu      sync.Mutex
+	step    int64
+	next    map[string]int64 // next ID to hand out
+	end     map[string]int64 // last ID of the current segment
+	max     map[string]int64
+	minSeq  map[string]int64
+	calls   []string
+	listLen []int
+	fail    error
+}
+
+func newFake(step int64) *fake {
+	return &fake{step: step, next: map[string]int64{}, end: map[string]int64{},
+		max: map[string]int64{}, minSeq: map[string]int64{}}
+}
+
+func (f *fake) NextBlock(ctx context.Context, key string, count int) (int64, int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "NextBlock "+key)
+	if f.fail != nil {
+		return 0, 0, f.fail
+	}
+	n := int64(count)
+	if f.next[key] == 0 {
+		f.next[key], f.end[key] = 1, 0
+	}
+	if f.next[key]+n-1 > f.end[key] { // a new segment, big enough for the block
+		start := f.end[key] + 1
+		seg := f.step
+		if n > seg {
+			seg = n
+		}
+		f.next[key], f.end[key] = start, start+seg-1
+	}
+	first := f.next[key]
+	f.next[key] += n
+	f.max[key] = first + n - 1
+	return first, first + n - 1, nil
+}
+
+func (f *fake) list(op string, keys []string, m map[string]int64) ([]int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, op)
+	f.listLen = append(f.listLen, len(keys))
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	if len(keys) > 1000 {
+		return nil, seqd.ErrTooLarge
+	}
+	out := make([]int64, len(keys))
+	for i, k := range keys {
+		out[i] = m[k]
+	}
+	return out, nil
+}
+
+func (f *fake) MaxIDs(ctx context.Context, keys []string) ([]int64, error) {
+	return f.list("MaxIDs", keys, f.max)
+}
+
+func (f *fake) MinSeqs(ctx context.Context, keys []string) ([]int64, error) {
+	return f.list("MinSeqs", keys, f.minSeq)
+}
+
+func (f *fake) SetMinSeqs(ctx context.Context, m map[string]int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "SetMinSeqs")
+	f.listLen = append(f.listLen, len(m))
+	if f.fail != nil {
+		return f.fail
+	}
+	if len(m) > 1000 {
+		return seqd.ErrTooLarge
+	}
+	for k, v := range m {
+		f.minSeq[k] = v
+	}
+	return nil
+}
+
+var ctx = context.Background()
+
+func TestMallocReturnsTheSeqBeforeTheBlock(t *testing.T) {
+	f := newFake(50)
+	s := New(f)
+	ret, err := s.Malloc(ctx, "si_a_b", 3)
+	if err != nil || ret != 0 {
+		t.Fatalf("first Malloc = %d, %v; want 0 (messages 1..3)", ret, err)
+	}
+	ret, err = s.Malloc(ctx, "si_a_b", 2)
+	if err != nil || ret != 3 {
+		t.Fatalf("second Malloc = %d, %v; want 3 (messages 4..5)", ret, err)
+	}
+	// size 0: the current max, nothing reserved.
+	for i := 0; i < 2; i++ {
+		if ret, err = s.Malloc(ctx, "si_a_b", 0); err != nil || ret != 5 {
+			t.Fatalf("Malloc(0) = %d, %v; want 5", ret, err)
+		}
+	}
+	if m, err := s.GetMaxSeq(ctx, "si_a_b"); err != nil || m != 5 {
+		t.Fatalf("GetMaxSeq = %d, %v; want 5", m, err)
+	}
+	if m, err := s.GetMaxSeq(ctx, "sg_never"); err != nil || m != 0 {
+		t.Fatalf("GetMaxSeq(never used) = %d, %v; want 0", m, err)
+	}
+	// A block that does not fit the segment's rest starts a new segment:
+	// a hole, never an overlap.
+	ret, err = s.Malloc(ctx, "si_a_b", 48)
+	if err != nil || ret != 50 {
+		t.Fatalf("Malloc(48) = %d, %v; want 50 (the new segment's first seq is 51)", ret, err)
+	}
+}
+
+func TestMallocRefusesBadSizes(t *testing.T) {
+	f := newFake(50)
+	s := New(f)
+	for _, size := range []int64{-1, 1 << 33} {
+		if _, err := s.Malloc(ctx, "si_a_b", size); !errors.Is(err, seqd.ErrInvalidArgument) {
+			t.Fatalf("Malloc(%d) = %v; want INVALID_ARGUMENT", size, err)
+		}
+	}
+	if len(f.calls) != 0 {
+		t.Fatalf("calls made: %v", f.calls)
+	}
+}
+
+func TestBadConversationIDsAreRefusedBeforeAnyCall(t *testing.T) {
+	f := newFake(50)
+	s := NewFor[dbSeqTime](f)
+	bad := []string{"", strings.Repeat("a", 129), "si_a b", "sg_grp/1", "si_é", "seqd.x", "n_a\x00"}
+	for _, id := range bad {
+		checks := map[string]error{}
+		_, checks["Malloc"] = s.Malloc(ctx, id, 1)
+		_, checks["Malloc0"] = s.Malloc(ctx, id, 0)
+		_, checks["GetMaxSeq"] = s.GetMaxSeq(ctx, id)
+		_, checks["GetMaxSeqs"] = s.GetMaxSeqs(ctx, []string{"si_ok", id})
+		_, checks["GetMinSeq"] = s.GetMinSeq(ctx, id)
+		checks["SetMinSeq"] = s.SetMinSeq(ctx, id, 1)
+		checks["SetMinSeqs"] = s.SetMinSeqs(ctx, map[string]int64{"si_ok": 1, id: 2})
+		_, checks["GetMaxSeqWithTime"] = s.GetMaxSeqWithTime(ctx, id)
+		_, checks["GetMaxSeqsWithTime"] = s.GetMaxSeqsWithTime(ctx, []string{id})
+		_, checks["GetCacheMaxSeqWithTime"] = s.GetCacheMaxSeqWithTime(ctx, []string{id})
+		for name, err := range checks {
+			var ce *ConversationIDError
+			if !errors.Is(err, ErrConversationID) || !errors.Is(err, seqd.ErrInvalidArgument) ||
+				!errors.As(err, &ce) || ce.ID != id {
+				t.Fatalf("%s(%q) = %v; want a ConversationIDError (INVALID_ARGUMENT)", name, id, err)
+			}
+		}
+	}
+	if len(f.calls) != 0 {
+		t.Fatalf("calls made for bad ids: %v", f.calls)
+	}
+	// The longest valid id and every allowed byte pass.
+	for _, id := range []string{strings.Repeat("a", 128), "si_AZaz09_-.:@x", "seqd"} {
+		if _, err := s.Malloc(ctx, id, 1); err != nil {
+			t.Fatalf("Malloc(%q): %v", id, err)
+		}
+	}
+}
+
+func TestWithKeyFunc(t *testing.T) {
+	f := newFake(50)
+	s := New(f, WithKeyFunc(func(id string) (string, error) {
+		if id == "refuse" {
+			return "", errors.New("no")
+		}
+		return "k_" + strings.ReplaceAll(id, " ", "_"), nil
+	}))
+	if _, err := s.Malloc(ctx, "si_a b", 2); err != nil {
+		t.Fatal(err)
+	}
+	if f.max["k_si_a_b"] != 2 {
+		t.Fatalf("key not mapped: %v", f.max)
+	}
+	if _, err := s.Malloc(ctx, "refuse", 1); !errors.Is(err, ErrConversationID) {
+		t.Fatalf("refused by the key func: %v", err)
+	}
+	// Two ids that map to one key in one SetMinSeqs: refused.
+	if err := s.SetMinSeqs(ctx, map[string]int64{"a b": 1, "a_b": 2}); !errors.Is(err, ErrConversationID) {
+		t.Fatalf("colliding ids: %v", err)
+	}
+	// GetMaxSeqs answers by the ids asked.
+	m, err := s.GetMaxSeqs(ctx, []string{"si_a b"})
+	if err != nil || m["si_a b"] != 2 || len(m) != 1 {
+		t.Fatalf("GetMaxSeqs = %v, %v", m, err)
+	}
+}
+
+func TestGetMaxSeqsDeduplicatesAndBatches(t *testing.T) {
+	f := newFake(50)
+	s := New(f)
+	var ids []string
+	for i := 0; i < 2500; i++ {
+		id := fmt.Sprintf("sg_%d", i)
+		ids = append(ids, id)
+		if i%7 == 0 {
+			if _, err := s.Malloc(ctx, id, int64(i%5+1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ids = append(ids, ids[:100]...) // duplicates
+	f.calls, f.listLen = nil, nil
+	m, err := s.GetMaxSeqs(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m) != 2500 {
+		t.Fatalf("%d answers, want 2500", len(m))
+	}
+	for i := 0; i < 2500; i++ {
+		want := int64(0)
+		if i%7 == 0 {
+			want = int64(i%5 + 1)
+		}
+		if got := m[fmt.Sprintf("sg_%d", i)]; got != want {
+			t.Fatalf("sg_%d: %d, want %d", i, got, want)
+		}
+	}
+	if fmt.Sprint(f.listLen) != "[1000 1000 500]" {
+		t.Fatalf("batches %v, want [1000 1000 500]", f.listLen)
+	}
+	if m, err := s.GetMaxSeqs(ctx, nil); err != nil || m == nil || len(m) != 0 {
+		t.Fatalf("GetMaxSeqs(nil) = %v, %v; want an empty map", m, err)
+	}
+}
+
+func TestWithTimeAnswers(t *testing.T) {
+	f := newFake(50)
+	s := NewFor[dbSeqTime](f)
+	if _, err := s.Malloc(ctx, "si_a_b", 4); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.GetMaxSeqWithTime(ctx, "si_a_b")
+	if err != nil || st != (dbSeqTime{Seq: 4}) {
+		t.Fatalf("GetMaxSeqWithTime = %+v, %v", st, err)
+	}
+	all, err := s.GetMaxSeqsWithTime(ctx, []string{"si_a_b", "sg_none"})
+	if err != nil || len(all) != 2 || all["si_a_b"].Seq != 4 || all["sg_none"] != (dbSeqTime{}) {
+		t.Fatalf("GetMaxSeqsWithTime = %+v, %v", all, err)
+	}
+	cached, err := s.GetCacheMaxSeqWithTime(ctx, []string{"si_a_b", "sg_none"})
+	if err != nil || len(cached) != 1 || cached["si_a_b"].Seq != 4 {
+		t.Fatalf("GetCacheMaxSeqWithTime = %+v, %v; want only si_a_b", cached, err)
+	}
+}
+
+func TestMinSeqs(t *testing.T) {
+	f := newFake(50)
+	s := New(f)
+	if v, err := s.GetMinSeq(ctx, "si_a_b"); err != nil || v != 0 {
+		t.Fatalf("GetMinSeq(never set) = %d, %v", v, err)
+	}
+	if err := s.SetMinSeq(ctx, "si_a_b", 7); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.GetMinSeq(ctx, "si_a_b"); err != nil || v != 7 {
+		t.Fatalf("GetMinSeq = %d, %v; want 7", v, err)
+	}
+	// Lowering is allowed (OpenIM's controller decides).
+	if err := s.SetMinSeq(ctx, "si_a_b", 3); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := s.GetMinSeq(ctx, "si_a_b"); v != 3 {
+		t.Fatalf("GetMinSeq = %d; want 3", v)
+	}
+	// Negative: refused before any call, nothing written.
+	f.calls = nil
+	if err := s.SetMinSeqs(ctx, map[string]int64{"sg_1": 5, "sg_2": -1}); !errors.Is(err, seqd.ErrInvalidArgument) {
+		t.Fatalf("negative min seq: %v", err)
+	}
+	if len(f.calls) != 0 {
+		t.Fatalf("calls made: %v", f.calls)
+	}
+	// 2300 ids: three requests of at most 1000.
+	m := map[string]int64{}
+	for i := 0; i < 2300; i++ {
+		m[fmt.Sprintf("n_%d", i)] = int64(i)
+	}
+	f.listLen = nil
+	if err := s.SetMinSeqs(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	sort.Ints(f.listLen)
+	if fmt.Sprint(f.listLen) != "[300 1000 1000]" {
+		t.Fatalf("batches %v", f.listLen)
+	}
+	for id, v := range m {
+		if f.minSeq[id] != v {
+			t.Fatalf("%s = %d, want %d", id, f.minSeq[id], v)
+		}
+	}
+	if err := s.SetMinSeqs(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestErrorsPassThrough(t *testing.T) {
+	f := newFake(50)
+	f.fail = &seqd.Error{Code: seqd.CodeUnknownKey, Message: "no rule"}
+	s := New(f)
+	if _, err := s.Malloc(ctx, "x_1", 1); !errors.Is(err, seqd.ErrUnknownKey) {
+		t.Fatalf("Malloc: %v", err)
+	}
+	if _, err := s.GetMaxSeqs(ctx, []string{"a", "b"}); !errors.Is(err, seqd.ErrUnknownKey) {
+		t.Fatalf("GetMaxSeqs: %v", err)
+	}
+	if err := s.SetMinSeq(ctx, "a", 1); !errors.Is(err, seqd.ErrUnknownKey) {
+		t.Fatalf("SetMinSeq: %v", err)
+	}
+	if _, err := s.GetMinSeq(ctx, "a"); !errors.Is(err, seqd.ErrUnknownKey) {
+		t.Fatalf("GetMinSeq: %v", err)
+	}
+}
+
+// OpenIM's send flow (BatchInsertChat2Cache): Malloc(conv, len(msgs)),
+// then msgs[i].Seq = start + i + 1, from many goroutines: no seq twice,
+// each conversation's blocks contiguous.
+func TestSendFlowWithFake(t *testing.T) {
+	f := newFake(50)
+	s := New(f)
+	convs := []string{"si_u1_u2", "sg_g1", "n_u1_u3"}
+	used := make([]sync.Map, len(convs))
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				c := (g + i) % len(convs)
+				msgs := make([]int64, (g+i)%9+1)
+				start, err := s.Malloc(ctx, convs[c], int64(len(msgs)))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for j := range msgs {
+					msgs[j] = start + int64(j) + 1
+					if _, dup := used[c].LoadOrStore(msgs[j], true); dup {
+						t.Errorf("%s seq %d used twice", convs[c], msgs[j])
+					}
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+}

@@ -1,0 +1,312 @@
+package seqd
+
+// The transport: endpoints and their failover state, a small pool of
+// pipelined connections per endpoint (one connection: conn.go), and the
+// seams other parts of the package build on.
+//
+// SEAMS (for cluster routing and the subscription keeper, in this package):
+//
+//   - c.call(ctx, endpoint, op, flags, payload) (result, err): ONE attempt
+//     of a request on a pooled connection to `endpoint` ("host:port"; any
+//     address, also one not in Options.Endpoints: it is added to the known
+//     endpoints). The result is the OK answer's bytes after the status; a
+//     non-OK answer is an *Error with the server's code and message. No
+//     retry, no failover; ctx bounds the attempt (connect included).
+//
+//   - c.callKeyed(ctx, key, op, payload): the full call path for a keyed
+//     op: asks c.router (if set) for the key's owner, sends there with
+//     NO_FORWARD if the router says so, and on failure falls back to the
+//     failover order with retries and backoff (client.go, invoke). An
+//     empty key means "not routed" (c.callAny does that).
+//
+//   - router (below): set c.router before the first call (New does it when
+//     Options.RouteByShard and a router constructor is registered in
+//     newRouter). route(key) is asked for each attempt of a keyed call until
+//     a routed attempt fails;
+//     onWrongOwner() is called when a routed attempt failed (WRONG_OWNER,
+//     or its endpoint was unreachable / timed out / shutting down): refresh
+//     the map (rate-limit inside). The failed attempt is retried unrouted
+//     (without NO_FORWARD, so any instance forwards it).
+//
+//   - c.openConn(ctx, endpoint, onPush, onClose) (*conn, error): a
+//     DEDICATED connection outside the pool (connected, TLS handshaken,
+//     authenticated), for subscriptions: every PUSH frame it receives goes
+//     to onPush(op, payload) (payload starts with the u16 status, as on the
+//     wire), called from the connection's reader goroutine, in arrival
+//     order, never concurrently; do not block in it. onClose(err) runs once
+//     when the connection ends (err says why; nil after cn.close() or
+//     Client.Close()), after
+//     the last onPush. Make calls on it with cn.call(ctx, op, flags,
+//     payload); close it with cn.close().
+//
+//   - pooled connections may also get pushes (a server never pushes without
+//     SUBSCRIBE, so normally none): they go to c.poolPush if set.
+//
+// Thread safety: every method here may be called from any goroutine.
+
+import (
+	"context"
+	"math/rand"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// router is cluster routing's seam (see above). Implementations must be
+// safe for concurrent use and must not block (answer from what they have).
+type router interface {
+	// route: the endpoint ("host:port") that owns key, whether to send it
+	// with NO_FORWARD, and ok = false when there is no answer (no map yet,
+	// no live owner): the call then goes the ordinary way.
+	route(key string) (endpoint string, noForward bool, ok bool)
+	// onWrongOwner: a routed call found the map wrong or its owner
+	// unreachable; fetch the map again (in the background).
+	onWrongOwner()
+}
+
+// newRouter, when not nil, makes the router for Options.RouteByShard
+// (registered by the routing file's init). Without it RouteByShard is
+// accepted and calls go the ordinary way.
+var newRouter func(c *Client) router
+
+// endpoint is one server address with its pool and failover state.
+type endpoint struct {
+	addr  string
+	index int // position in c.eps
+
+	mu        sync.Mutex
+	slots     []*slot
+	failures  int       // consecutive connection failures
+	downUntil time.Time // avoid until then (failover backoff)
+	next      uint32    // round-robin over slots
+}
+
+// slot holds one pooled connection, or the dial making it.
+type slot struct {
+	cn      *conn
+	dialing chan struct{} // closed when the dial ends
+	err     error         // the last dial's error (read after dialing closes)
+}
+
+// conn is one TCP (or TLS) connection with its pipelined calls.
+type conn struct {
+	c  *Client
+	ep *endpoint
+	nc net.Conn
+
+	onPush  func(op byte, payload []byte)
+	onClose func(err error)
+
+	mu       sync.Mutex
+	wbuf     []byte // frames waiting to be written
+	writing  bool   // a caller is writing (it writes wbuf until empty)
+	spare    []byte // the buffer the last write used, for reuse
+	pending  map[uint32]*pendingCall
+	nextID   uint32
+	closed   bool
+	closeErr error
+	draining bool // SHUTTING_DOWN seen: no new calls
+
+	reads atomic.Uint64 // frames read so far (stall detection)
+	done  chan struct{}
+}
+
+type pendingCall struct {
+	op    byte
+	ch    chan callResult // buffered 1; exactly one result per use
+	reads uint64          // cn.reads when sent
+}
+
+type callResult struct {
+	payload []byte
+	err     error
+}
+
+// ---------------------------------------------------------------- endpoints
+
+// endpointFor is the known endpoint named addr, added if new.
+func (c *Client) endpointFor(addr string) *endpoint {
+	c.epMu.RLock()
+	ep := c.epByAddr[addr]
+	c.epMu.RUnlock()
+	if ep != nil {
+		return ep
+	}
+	c.epMu.Lock()
+	defer c.epMu.Unlock()
+	if ep = c.epByAddr[addr]; ep == nil {
+		ep = &endpoint{addr: addr, index: len(c.eps), slots: make([]*slot, c.opts.ConnsPerEndpoint)}
+		for i := range ep.slots {
+			ep.slots[i] = &slot{}
+		}
+		c.eps = append(c.eps, ep)
+		c.epByAddr[addr] = ep
+	}
+	return ep
+}
+
+// pickEndpoint: the first endpoint at or after start (in the failover
+// order) not marked down; if all are, the one whose backoff ends first.
+// Only Options.Endpoints take part (not owners the router added).
+func (c *Client) pickEndpoint(start int) *endpoint {
+	n := len(c.opts.Endpoints)
+	now := time.Now()
+	c.epMu.RLock()
+	eps := c.eps[:n]
+	c.epMu.RUnlock()
+	best := eps[start%n]
+	bestUntil := best.down()
+	for i := 0; i < n; i++ {
+		ep := eps[(start+i)%n]
+		until := ep.down()
+		if !until.After(now) {
+			return ep
+		}
+		if until.Before(bestUntil) {
+			best, bestUntil = ep, until
+		}
+	}
+	return best
+}
+
+func (ep *endpoint) down() time.Time {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	return ep.downUntil
+}
+
+// markDown avoids ep for a backoff that doubles per consecutive failure.
+func (c *Client) markDown(ep *endpoint) {
+	ep.mu.Lock()
+	ep.failures++
+	ep.downUntil = time.Now().Add(c.backoff(ep.failures))
+	ep.mu.Unlock()
+	n := int32(len(c.opts.Endpoints))
+	if ep.index < int(n) {
+		c.current.CompareAndSwap(int32(ep.index), (int32(ep.index)+1)%n)
+	}
+}
+
+// backoff after `failures` consecutive failures: BackoffInitial doubled per
+// failure, at most BackoffMax.
+func (c *Client) backoff(failures int) time.Duration {
+	d := c.opts.BackoffInitial
+	for i := 1; i < failures && d < c.opts.BackoffMax; i++ {
+		d *= 2
+	}
+	if d > c.opts.BackoffMax {
+		d = c.opts.BackoffMax
+	}
+	return d
+}
+
+// jittered: uniform in [b/2, b] for b = backoff(attempt).
+func (c *Client) jittered(attempt int) time.Duration {
+	b := c.backoff(attempt)
+	if b <= 1 {
+		return b
+	}
+	return b/2 + time.Duration(rand.Int63n(int64(b/2)+1))
+}
+
+// ---------------------------------------------------------------- the pool
+
+// pooled is an open connection of ep's pool (round robin over its slots),
+// dialing one if needed. Concurrent callers wait for one dial per slot.
+func (c *Client) pooled(ctx context.Context, ep *endpoint) (*conn, error) {
+	ep.mu.Lock()
+	s := ep.slots[ep.next%uint32(len(ep.slots))]
+	ep.next++
+	for {
+		if s.cn != nil && s.cn.usable() {
+			cn := s.cn
+			ep.mu.Unlock()
+			return cn, nil
+		}
+		if s.dialing == nil {
+			break
+		}
+		ch := s.dialing
+		ep.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctxError(ctx, "connect to "+ep.addr)
+		}
+		ep.mu.Lock()
+		if s.dialing == nil && (s.cn == nil || !s.cn.usable()) && s.err != nil {
+			// The dial we waited for failed. Its own context's end is no
+			// answer for us: dial again; any other failure is.
+			if code := CodeOf(s.err); code != CodeCancelled && code != CodeTimeout {
+				err := s.err
+				ep.mu.Unlock()
+				return nil, err
+			}
+			break
+		}
+	}
+	ch := make(chan struct{})
+	s.dialing, s.cn, s.err = ch, nil, nil
+	ep.mu.Unlock()
+
+	cn, err := c.dial(ctx, ep, c.poolPush, nil)
+
+	ep.mu.Lock()
+	s.dialing, s.cn, s.err = nil, cn, err
+	ep.mu.Unlock()
+	close(ch)
+	return cn, err
+}
+
+// call is ONE attempt of op on a pooled connection to endpoint (see SEAMS).
+func (c *Client) call(ctx context.Context, endpoint string, op byte, flags uint16, payload []byte) ([]byte, error) {
+	return c.callEP(ctx, c.endpointFor(endpoint), 0, op, flags, payload)
+}
+
+// callEP is one attempt on ep's pool: bounded by ctx and, when timeout > 0,
+// by timeout (a TIMEOUT error, retryable).
+func (c *Client) callEP(ctx context.Context, ep *endpoint, timeout time.Duration, op byte, flags uint16, payload []byte) ([]byte, error) {
+	if c.isClosed() {
+		return nil, errorf(CodeCancelled, "client closed")
+	}
+	cn, err := c.pooledFast(ep)
+	if cn == nil {
+		dctx, cancel := ctx, context.CancelFunc(func() {})
+		if timeout > 0 {
+			dctx, cancel = context.WithTimeout(ctx, timeout)
+		}
+		cn, err = c.pooled(dctx, ep)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil && CodeOf(err) == CodeTimeout {
+				err = errorf(CodeTimeout, "connect to %s: no answer within %v", ep.addr, timeout)
+			}
+			return nil, err
+		}
+	}
+	return cn.callTimeout(ctx, timeout, op, flags, payload)
+}
+
+// pooledFast is the open connection of ep's next slot, nil if it has none
+// (then pooled dials).
+func (c *Client) pooledFast(ep *endpoint) (*conn, error) {
+	ep.mu.Lock()
+	s := ep.slots[ep.next%uint32(len(ep.slots))]
+	cn := s.cn
+	if cn != nil && cn.usable() {
+		ep.next++
+		ep.mu.Unlock()
+		return cn, nil
+	}
+	ep.mu.Unlock()
+	return nil, nil
+}
+
+// openConn is a dedicated connection for subscriptions (see SEAMS).
+func (c *Client) openConn(ctx context.Context, endpoint string, onPush func(op byte, payload []byte), onClose func(err error)) (*conn, error) {
+	if c.isClosed() {
+		return nil, errorf(CodeCancelled, "client closed")
+	}
+	return c.dial(ctx, c.endpointFor(endpoint), onPush, onClose)
+}

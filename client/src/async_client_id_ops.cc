@@ -1,0 +1,99 @@
+// AsyncClient's ID ops beyond NEXT_IDS (docs/protocol.md, "ID ops"):
+// NEXT_BLOCK, MAX_IDS, GET_MIN_SEQS and SET_MIN_SEQS, encoded with
+// proto/id_codec.h and submitted raw (async_client_requests.cc).
+#include "async_client_impl.h"
+#include "proto/id_codec.h"
+
+namespace seqd::client {
+namespace {
+
+// The OK result as a list of i64, exactly `want` of them.
+auto Int64List(AsyncClient::Done<std::vector<int64_t>> done, size_t want, const char* op) {
+  return [done = std::move(done), want, op](ClientResult<std::string> raw) {
+    using R = ClientResult<std::vector<int64_t>>;
+    if (!raw.ok()) return done(R(raw.code(), raw.message()));
+    std::optional<std::vector<int64_t>> v = proto::ParseInt64List(*raw);
+    if (!v || v->size() != want) {
+      return done(R(StatusCode::kProtocol, std::string("malformed ") + op + " result"));
+    }
+    done(R(std::move(*v)));
+  };
+}
+
+bool KeysFit(const std::vector<std::string>& keys) {
+  for (const std::string& k : keys) {
+    if (k.size() > kMaxKeyBytes) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void AsyncClient::NextBlock(std::string key, uint32_t count, Done<IdRange> done) {
+  NextBlockOnBehalf(std::move(key), count, std::string(), std::move(done));
+}
+
+void AsyncClient::NextBlockOnBehalf(std::string key, uint32_t count, std::string on_behalf_of,
+                                    Done<IdRange> done) {
+  if (key.size() > kMaxKeyBytes || on_behalf_of.size() > proto::kMaxOnBehalfOf) {
+    return impl_->Deliver(std::move(done), ClientResult<IdRange>(StatusCode::kInvalidArgument,
+                                                                 "key or on_behalf_of too long"));
+  }
+  std::string body = proto::NextBlockRequestPayload(key, count, on_behalf_of);
+  impl_->SubmitRaw(
+      proto::kOpNextBlock, std::move(body),
+      [count, done = std::move(done)](ClientResult<std::string> raw) {
+        using R = ClientResult<IdRange>;
+        if (!raw.ok()) return done(R(raw.code(), raw.message()));
+        std::optional<proto::IdRangeWire> r = proto::ParseNextBlockResult(*raw);
+        if (!r || r->last - r->first + 1 != static_cast<int64_t>(count)) {
+          return done(R(StatusCode::kProtocol, "malformed NEXT_BLOCK result"));
+        }
+        done(R(IdRange{r->first, r->last}));
+      },
+      std::move(key));
+}
+
+void AsyncClient::MaxIds(std::vector<std::string> keys, Done<std::vector<int64_t>> done) {
+  if (!KeysFit(keys)) {
+    return impl_->Deliver(std::move(done), ClientResult<std::vector<int64_t>>(
+                                               StatusCode::kInvalidArgument, "key too long"));
+  }
+  const size_t n = keys.size();
+  std::string body = proto::KeyListPayload({keys.begin(), keys.end()});
+  impl_->SubmitRaw(proto::kOpMaxIds, std::move(body), Int64List(std::move(done), n, "MAX_IDS"));
+}
+
+void AsyncClient::GetMinSeqs(std::vector<std::string> keys, Done<std::vector<int64_t>> done) {
+  if (!KeysFit(keys)) {
+    return impl_->Deliver(std::move(done), ClientResult<std::vector<int64_t>>(
+                                               StatusCode::kInvalidArgument, "key too long"));
+  }
+  const size_t n = keys.size();
+  std::string body = proto::KeyListPayload({keys.begin(), keys.end()});
+  impl_->SubmitRaw(proto::kOpGetMinSeqs, std::move(body),
+                   Int64List(std::move(done), n, "GET_MIN_SEQS"));
+}
+
+void AsyncClient::SetMinSeqs(std::vector<std::pair<std::string, int64_t>> values, Done<bool> done) {
+  std::vector<proto::KeyValueView> items;
+  items.reserve(values.size());
+  for (const auto& [k, v] : values) {
+    if (k.size() > kMaxKeyBytes) {
+      return impl_->Deliver(std::move(done),
+                            ClientResult<bool>(StatusCode::kInvalidArgument, "key too long"));
+    }
+    items.emplace_back(k, v);
+  }
+  impl_->SubmitRaw(proto::kOpSetMinSeqs, proto::KeyValueListPayload(items),
+                   [done = std::move(done)](ClientResult<std::string> raw) {
+                     using R = ClientResult<bool>;
+                     if (!raw.ok()) return done(R(raw.code(), raw.message()));
+                     if (!raw->empty()) {
+                       return done(R(StatusCode::kProtocol, "malformed SET_MIN_SEQS result"));
+                     }
+                     done(R(true));
+                   });
+}
+
+}  // namespace seqd::client

@@ -1,0 +1,73 @@
+// The ID ops of the seqd binary protocol beyond NEXT_IDS (docs/protocol.md,
+// "ID ops"): a contiguous block of IDs, the largest ID handed out per key,
+// and the durable per-key min seqs.
+//
+//   0x05 NEXT_BLOCK    request `str key, u32 count` [`u8 n, on_behalf_of`]
+//                      OK result `i64 first, i64 last`
+//   0x06 MAX_IDS       request `u32 n, n × str key`   OK result `u32 n, n × i64`
+//   0x07 GET_MIN_SEQS  request `u32 n, n × str key`   OK result `u32 n, n × i64`
+//   0x08 SET_MIN_SEQS  request `u32 n, n × (str key, i64 min_seq)`  OK result empty
+//
+// Big-endian like the rest of the protocol; `str` is `u16 length, bytes`.
+// Parsers are strict: a payload that is not exactly the encoding is
+// nullopt. List lengths and values are the server's to check (more than
+// kMaxWireList items is TOO_LARGE), not the codec's. Pure functions, no I/O;
+// shared by the server and the client library.
+//
+// Thread safety: all functions are reentrant; no shared state.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "proto/binary_codec.h"
+
+namespace seqd::proto {
+
+inline constexpr Opcode kOpNextBlock = static_cast<Opcode>(0x05);
+inline constexpr Opcode kOpMaxIds = static_cast<Opcode>(0x06);
+inline constexpr Opcode kOpGetMinSeqs = static_cast<Opcode>(0x07);
+inline constexpr Opcode kOpSetMinSeqs = static_cast<Opcode>(0x08);
+
+// True for 0x05..0x08.
+bool IsIdOpcode(uint8_t opcode);
+
+// --- NEXT_BLOCK (0x05): the payload is NEXT_IDS's --------------------------------
+// ParseNextIdsRequest / AppendNextIdsRequest (binary_codec.h) encode it.
+
+// The request payload of NEXT_BLOCK (as NEXT_IDS's).
+std::string NextBlockRequestPayload(std::string_view key, uint32_t count,
+                                    std::string_view on_behalf_of = {});
+// Appends a whole OK response frame: `i64 first, i64 last`.
+void AppendOkNextBlock(std::string& out, uint32_t request_id, int64_t first, int64_t last);
+// nullopt unless `result` is exactly 16 bytes.
+std::optional<IdRangeWire> ParseNextBlockResult(std::string_view result);
+
+// --- MAX_IDS (0x06), GET_MIN_SEQS (0x07) -----------------------------------------
+
+// `u32 n, n × str key`. REQUIRES: every key fits a u16 length.
+std::string KeyListPayload(const std::vector<std::string_view>& keys);
+// nullopt unless `payload` is `u32 n, n × str` exactly. The views point
+// into the payload.
+std::optional<std::vector<std::string_view>> ParseKeyList(std::string_view payload);
+// Appends a whole OK response frame of `opcode`: `u32 n, n × i64`.
+void AppendOkInt64List(std::string& out, Opcode opcode, uint32_t request_id,
+                       const std::vector<int64_t>& values);
+// nullopt unless `result` is `u32 n, n × i64` exactly.
+std::optional<std::vector<int64_t>> ParseInt64List(std::string_view result);
+
+// --- SET_MIN_SEQS (0x08) -------------------------------------------------------
+
+using KeyValueView = std::pair<std::string_view, int64_t>;
+// `u32 n, n × (str key, i64 value)`. REQUIRES: every key fits a u16 length.
+std::string KeyValueListPayload(const std::vector<KeyValueView>& items);
+// nullopt unless `payload` is `u32 n, n × (str, i64)` exactly.
+std::optional<std::vector<KeyValueView>> ParseKeyValueList(std::string_view payload);
+// Appends a whole OK response frame of `opcode` with an empty result.
+void AppendOkEmpty(std::string& out, Opcode opcode, uint32_t request_id);
+
+}  // namespace seqd::proto

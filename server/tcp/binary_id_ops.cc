@@ -1,0 +1,92 @@
+// BinaryDispatcher: the ID ops beyond NEXT_IDS (docs/protocol.md, "ID
+// ops"): NEXT_BLOCK, MAX_IDS, GET_MIN_SEQS and SET_MIN_SEQS. Each decodes
+// its payload (proto/id_codec.h; INVALID_ARGUMENT if it does not parse
+// exactly, TOO_LARGE past 1000 keys), checks the `ids` scope on every key,
+// and calls services.router; the answer comes back on the connection's
+// strand (Later), held in flight as NEXT_IDS's is.
+#include "proto/id_codec.h"
+#include "server/route/key_router.h"
+#include "server/tcp/binary_dispatcher.h"
+#include "server/tcp/binary_dispatcher_impl.h"
+#include "server/tcp/binary_ops.h"
+
+namespace seqd {
+namespace {
+
+constexpr size_t kMaxKeys = SegmentAllocator::kMaxKeysPerCall;
+
+}  // namespace
+
+void BinaryDispatcher::HandleIdOp(const proto::FrameView& f, BinaryConnection& c) {
+  const auto op = static_cast<proto::Opcode>(f.opcode);
+  const uint32_t id = f.request_id;
+  auto too_large = [&](size_t n) {
+    if (n <= kMaxKeys) return false;
+    AnswerError(c, op, id, proto::Status::kTooLarge,
+                "at most " + std::to_string(kMaxKeys) + " keys per request");
+    return true;
+  };
+
+  if (op == proto::kOpNextBlock) {
+    const std::optional<proto::NextIdsRequest> req = proto::ParseNextIdsRequest(f.payload);
+    if (!req) {
+      return AnswerError(c, op, id, proto::Status::kInvalidArgument,
+                         "NEXT_BLOCK payload must be u16 key_length, key, u32 count");
+    }
+    if (!Permit(f, c, req->key)) return;
+    std::string_view requester = c.access().token_id();
+    if (!req->on_behalf_of.empty()) {
+      if (!PermitAs(f, c, Permission::kCluster)) return;
+      requester = req->on_behalf_of;
+    }
+    auto encode = [](std::string& out, uint32_t rid, const IdBatch& b) {
+      proto::AppendOkNextBlock(out, rid, b.ranges.front().first, b.ranges.back().last);
+    };
+    services_.router.TakeBlock(req->key, req->count, HopOf(f), Later<IdBatch>(c, op, id, encode),
+                               requester);
+    return;
+  }
+
+  if (op == proto::kOpSetMinSeqs) {
+    std::optional<std::vector<proto::KeyValueView>> items = proto::ParseKeyValueList(f.payload);
+    if (!items) {
+      return AnswerError(c, op, id, proto::Status::kInvalidArgument,
+                         "SET_MIN_SEQS payload must be u32 n, n x (u16 key_length, key, i64)");
+    }
+    if (too_large(items->size())) return;
+    std::vector<MinSeqValue> values;
+    values.reserve(items->size());
+    for (const auto& [key, min_seq] : *items) {
+      if (!Permit(f, c, key)) return;
+      values.push_back(MinSeqValue{std::string(key), min_seq});
+    }
+    auto encode = [](std::string& out, uint32_t rid, const Ok&) {
+      proto::AppendOkEmpty(out, proto::kOpSetMinSeqs, rid);
+    };
+    services_.router.SetMinSeqs(std::move(values), HopOf(f), Later<Ok>(c, op, id, encode));
+    return;
+  }
+
+  // MAX_IDS and GET_MIN_SEQS: a list of keys, a list of values back.
+  std::optional<std::vector<std::string_view>> views = proto::ParseKeyList(f.payload);
+  if (!views) {
+    return AnswerError(c, op, id, proto::Status::kInvalidArgument,
+                       std::string(BinaryOpFor(f.opcode)->name) +
+                           " payload must be u32 n, n x (u16 key_length, key)");
+  }
+  if (too_large(views->size())) return;
+  std::vector<std::string> keys;
+  keys.reserve(views->size());
+  for (std::string_view key : *views) {
+    if (!Permit(f, c, key)) return;
+    keys.emplace_back(key);
+  }
+  auto encode = [op](std::string& out, uint32_t rid, const std::vector<int64_t>& v) {
+    proto::AppendOkInt64List(out, op, rid, v);
+  };
+  auto done = Later<std::vector<int64_t>>(c, op, id, encode);
+  if (op == proto::kOpMaxIds) return services_.router.MaxIds(std::move(keys), HopOf(f), done);
+  services_.router.GetMinSeqs(std::move(keys), std::move(done));
+}
+
+}  // namespace seqd
