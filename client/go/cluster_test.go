@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand"
 	"net/http"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,15 +21,11 @@ const clusterShards = 64
 
 // startCluster starts 3 seqd in cluster mode on one fresh database and
 // waits until they agree on a map with every shard owned by one of them.
-// Cluster mode needs MariaDB: the tests run whenever SEQD_TEST_MYSQL_URL
-// is set (also in a SQLite run: the cluster's database is MariaDB anyway)
-// and are skipped, saying so, without it.
+// Cluster mode needs MariaDB: the tests run in the MariaDB run
+// (testseqd.RequireMariaDB).
 func startCluster(t *testing.T) []*testseqd.Server {
 	t.Helper()
-	if os.Getenv("SEQD_TEST_MYSQL_URL") == "" {
-		t.Skip("cluster mode needs MariaDB: set SEQD_TEST_MYSQL_URL (scripts/mariadb.sh start DIR)")
-	}
-	t.Setenv("SEQD_GO_STORE", "mariadb")
+	testseqd.RequireMariaDB(t)
 	store := testseqd.NewStore(t, t.TempDir())
 	args := []string{"--cluster", "--cluster-lease-ms", "1000", "--cluster-shards", strconv.Itoa(clusterShards),
 		"--snowflake", "off"}

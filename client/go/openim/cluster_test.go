@@ -1,7 +1,6 @@
 package openim
 
 import (
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -14,14 +13,10 @@ import (
 // OpenIM-like processes (clients listing the instances in different
 // orders, routing by shard) x 6 goroutines on two conversations: blocks
 // never overlap and grow in real-time order across instances; every
-// client's GetMaxSeq is exact. Cluster mode needs MariaDB: the test fails
-// without SEQD_TEST_MYSQL_URL (scripts/test.sh exports it), in the SQLite
-// run too.
+// client's GetMaxSeq is exact. Cluster mode needs MariaDB: the test runs in
+// the MariaDB run (testseqd.RequireMariaDB).
 func TestSendFlowClusterLive(t *testing.T) {
-	if os.Getenv("SEQD_TEST_MYSQL_URL") == "" {
-		t.Fatal("cluster mode needs MariaDB: set SEQD_TEST_MYSQL_URL (scripts/mariadb.sh start DIR)")
-	}
-	t.Setenv("SEQD_GO_STORE", "mariadb")
+	testseqd.RequireMariaDB(t)
 	store := testseqd.NewStore(t, t.TempDir())
 	args := append([]string{"--cluster", "--cluster-lease-ms", "1000", "--snowflake", "off"}, openIMAutoKeys...)
 	var nodes []*testseqd.Server

@@ -114,6 +114,20 @@ func StartConfig(t testing.TB, cfg Config) *Server {
 
 var dbCounter atomic.Int64
 
+// RequireMariaDB is for tests that need MariaDB whatever the run's store
+// (cluster mode). They run in the MariaDB run (SEQD_GO_STORE=mariadb, ctest
+// go_client_mariadb, which holds the shared MariaDB's lock) and fail there
+// without SEQD_TEST_MYSQL_URL; a SQLite run skips them, saying where they run.
+func RequireMariaDB(t testing.TB) {
+	t.Helper()
+	if os.Getenv("SEQD_GO_STORE") != "mariadb" {
+		t.Skip("needs MariaDB: runs with SEQD_GO_STORE=mariadb (ctest go_client_mariadb)")
+	}
+	if os.Getenv("SEQD_TEST_MYSQL_URL") == "" {
+		t.Fatal("SEQD_GO_STORE=mariadb needs SEQD_TEST_MYSQL_URL (scripts/mariadb.sh start DIR)")
+	}
+}
+
 // NewStore is a store spec for a fresh store: sqlite in dir, or a new
 // MariaDB database when SEQD_GO_STORE=mariadb (dropped at t's cleanup).
 func NewStore(t testing.TB, dir string) string {
