@@ -615,6 +615,21 @@ void CheckMinSeqs(Backend& b) {
   REQUIRE_OK(s.SetMinSeqs({{a, 3}, {upper, 9}}, {}));             // set again: replaced
   CHECK(get(s, {a, upper}) == std::vector<int64_t>{3, 9});
   CHECK(s.GetKey(a).error().code == ErrorCode::kUnknownKey);  // leaf_alloc untouched
+  // Max IDs: the last reserved (max_id - 1), 0 without a row, none created.
+  const std::string r = UniqueName("maxid");
+  REQUIRE_OK(s.CreateKey(r, 10, ""));
+  {
+    auto m = s.GetMaxIds({r, a, r});
+    REQUIRE_OK(m);
+    CHECK(*m == std::vector<int64_t>{0, 0, 0});
+  }
+  CheckSegment(s.Reserve(r, std::nullopt), 1, 10, 10);
+  {
+    auto m = s.GetMaxIds({a, r});
+    REQUIRE_OK(m);
+    CHECK(*m == std::vector<int64_t>{0, 10});
+  }
+  CHECK(s.GetKey(a).error().code == ErrorCode::kUnknownKey);
   // A full list (1000: not a power of two) in one transaction.
   std::vector<MinSeqValue> many;
   std::vector<std::string> keys;
