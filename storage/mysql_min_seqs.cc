@@ -1,4 +1,5 @@
-// MysqlStore's min seqs (issue 30): the table seqd_min_seq beside Leaf's
+// MysqlStore's reads and writes for OpenIM (issue 30): the max IDs of many
+// keys in IN lists, and the min seqs: the table seqd_min_seq beside Leaf's
 // leaf_alloc (which stays as it is), read by IN lists and written by one
 // multi-row upsert per 1024 keys in one transaction, fenced in cluster mode
 // as a reservation is (the lease rows written last, just before COMMIT).
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cctype>
 #include <map>
 #include <string>
 
@@ -25,13 +27,15 @@ const char* const kSql[kNumStmts] = {
      "WHERE shard = ? AND owner = ? AND owner <> '' AND epoch = ?"),
 };
 
-enum ListKind { kSelectIn, kUpsert };
+enum ListKind { kSelectIn, kUpsert, kMaxIdsIn };
 
 std::string ListSql(int kind, size_t n) {
   switch (static_cast<ListKind>(kind)) {
     case kSelectIn:
       return "SELECT biz_tag, min_seq FROM seqd_min_seq WHERE biz_tag IN (" + RepeatSql("?", n) +
              ")";
+    case kMaxIdsIn:
+      return "SELECT biz_tag, max_id FROM leaf_alloc WHERE biz_tag IN (" + RepeatSql("?", n) + ")";
     case kUpsert:
       return "INSERT INTO seqd_min_seq (biz_tag, min_seq) VALUES " + RepeatSql("(?,?)", n) +
              " ON DUPLICATE KEY UPDATE min_seq = VALUES(min_seq)";
@@ -45,7 +49,40 @@ constexpr size_t kListMax = 1024;
 
 const MysqlSession kSession{kSql, ListSql, std::nullopt};
 
+// leaf_alloc's biz_tag compares without case (its default collation): rows
+// are matched back to the keys asked that way.
+std::string Folded(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
 }  // namespace
+
+Result<std::vector<int64_t>> MysqlStore::GetMaxIds(const std::vector<std::string>& keys) {
+  return pool_->Run<std::vector<int64_t>>(
+      kSession, "get max ids", [&](MysqlConn& c) -> Result<std::vector<int64_t>> {
+        std::map<std::string, int64_t, std::less<>> found;
+        for (size_t at = 0; at < keys.size(); at += kListMax) {
+          const size_t n = std::min(kListMax, keys.size() - at);
+          const size_t padded = std::bit_ceil(n);
+          sql::PreparedStatement& st = c.List(kMaxIdsIn, padded);
+          for (size_t i = 0; i < padded; ++i) {
+            st.setString(static_cast<unsigned>(1 + i), keys[at + std::min(i, n - 1)]);
+          }
+          std::unique_ptr<sql::ResultSet> rs(st.executeQuery());
+          while (rs->next()) found[Folded(rs->getString(1).asStdString())] = rs->getInt64(2);
+        }
+        c.Commit();  // ends the read's transaction
+        std::vector<int64_t> out;
+        out.reserve(keys.size());
+        for (const std::string& k : keys) {
+          auto it = found.find(Folded(k));
+          out.push_back(it == found.end() ? 0 : it->second - 1);
+        }
+        return out;
+      });
+}
 
 const char* MysqlStore::MinSeqTableSql() {
   // Keys compare byte for byte (ascii_bin): "A" and "a" are two keys.

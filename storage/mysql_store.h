@@ -68,6 +68,8 @@ class MysqlStore final : public SegmentStore {
   Result<KeyRow> GetKey(std::string_view key) override;
   Result<std::vector<KeyRow>> ListKeys(std::string_view after, size_t limit) override;
   Result<KeyRow> SetStep(std::string_view key, int64_t step) override;
+  // One IN list per 1024 keys (mysql_min_seqs.cc).
+  Result<std::vector<int64_t>> GetMaxIds(const std::vector<std::string>& keys) override;
   // seqd_min_seq (mysql_min_seqs.cc): IN lists; one fenced transaction.
   Result<std::vector<int64_t>> GetMinSeqs(const std::vector<std::string>& keys) override;
   Status SetMinSeqs(const std::vector<MinSeqValue>& values, const std::vector<ShardFence>& fences,

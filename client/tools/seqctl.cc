@@ -30,7 +30,8 @@ Talks to a seqd server. By default over HTTP to 127.0.0.1:8080.
 Options:
   --http HOST:PORT   the HTTP API (default 127.0.0.1:8080)
   --tcp LIST         the binary protocol, comma-separated endpoints tried in
-                     order with failover (for `next`, `ping`, `snowflake`,
+                     order with failover (for `next`, `block`, `max-ids`,
+                     `min-seqs`, `set-min-seqs`, `ping`, `snowflake`,
                      `snowflake-decode` and `msg`)
   --json             print the server's JSON instead of readable output
   --timeout MS       per-request timeout (default 5000)
@@ -44,6 +45,10 @@ Commands:
   next KEY [COUNT]              COUNT (default 1) IDs of KEY, one per line
                                 (over the binary protocol with --tcp)
   ping                          round trip: GET /healthz, or PING with --tcp
+  block KEY COUNT               COUNT IDs of KEY with no hole: "FIRST LAST"
+  max-ids KEY...                the largest ID handed out of each KEY
+  min-seqs KEY...               each KEY's min seq (0 if never set)
+  set-min-seqs KEY=VALUE...     set min seqs (durable once it answers)
   snowflake [COUNT]             COUNT (default 1) snowflake IDs, one per line
   snowflake-decode ID           a snowflake ID's time (UTC), worker and sequence
   keys [--after K] [--limit N]  list keys (a page of up to N, after key K)
@@ -215,6 +220,8 @@ int Run(const Args& args) {
   const bool admin =
       cmd == "keys" || cmd == "key" || cmd == "create" || cmd == "set-step" || cmd == "cluster";
   if (cmd == "msg") return RunMsgCommand(args, timeout);
+  const bool openim =
+      cmd == "block" || cmd == "max-ids" || cmd == "min-seqs" || cmd == "set-min-seqs";
   if (args.msg.from || args.msg.to || args.msg.user || args.msg.desc || args.msg.client_msg_id ||
       args.msg.content_type || args.msg.count) {
     throw UsageError{
@@ -230,6 +237,7 @@ int Run(const Args& args) {
   if (!args.tcp.empty() && !admin) {
     const std::unique_ptr<client::Client> tcp = MakeClient(args, timeout);
     if (cmd == "next") return NextIds(args, *tcp);
+    if (openim) return OpenImCommand(args, tcp.get(), nullptr);
     if (cmd == "snowflake") return Snowflake(args, *tcp);
     if (cmd == "snowflake-decode") return DecodeSnowflake(args, *tcp);
     if (cmd == "ping") return Ping(args, *tcp);
@@ -237,6 +245,7 @@ int Run(const Args& args) {
   }
   const Http http = MakeHttp(args, timeout);
   if (cmd == "next") return NextIds(args, http);
+  if (openim) return OpenImCommand(args, nullptr, &http);
   if (cmd == "ping") return Ping(args, http);
   if (cmd == "snowflake") return Snowflake(args, http);
   if (cmd == "snowflake-decode") return DecodeSnowflake(args, http);

@@ -73,6 +73,9 @@ void PrintTable(const std::vector<std::vector<std::string>>& rows);
 // --- the command families ----------------------------------------------------
 
 // seqctl_ids.cc: next KEY [COUNT], snowflake [COUNT], snowflake-decode ID.
+// block, max-ids, min-seqs, set-min-seqs (seqctl_openim.cc): over `tcp`
+// if given, else `http`.
+int OpenImCommand(const Args& args, client::Client* tcp, const Http* http);
 int NextIds(const Args& args, client::Client& tcp);
 int NextIds(const Args& args, const Http& http);
 int Snowflake(const Args& args, client::Client& tcp);

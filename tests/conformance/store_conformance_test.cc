@@ -84,6 +84,13 @@ class ForwardingStore final : public SegmentStore {
   Result<KeyRow> SetStep(std::string_view key, int64_t step) override {
     return inner_.SetStep(key, step);
   }
+  Result<std::vector<int64_t>> GetMinSeqs(const std::vector<std::string>& keys) override {
+    return inner_.GetMinSeqs(keys);
+  }
+  Status SetMinSeqs(const std::vector<MinSeqValue>& values, const std::vector<ShardFence>& fences,
+                    uint32_t* refused_shard = nullptr) override {
+    return inner_.SetMinSeqs(values, fences, refused_shard);
+  }
   Status Ping() override { return inner_.Ping(); }
 
  private:
@@ -590,6 +597,63 @@ void CheckPersistence(Backend& b) {
   if (!b.durable()) MESSAGE("memory store: reopen is a no-op (nothing is durable)");
 }
 
+// Issue 30: per-key min seqs in their own table (seqd_min_seq), beside
+// leaf_alloc and never in it.
+void CheckMinSeqs(Backend& b) {
+  SegmentStore& s = b.store();
+  const std::string a = UniqueName("minseq-a"), c = UniqueName("minseq-c");
+  std::string upper = a;
+  for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  auto get = [&](SegmentStore& st, std::vector<std::string> keys) {
+    auto r = st.GetMinSeqs(keys);
+    REQUIRE_OK(r);
+    return *r;
+  };
+  CHECK(get(s, {a, c}) == std::vector<int64_t>{0, 0});
+  REQUIRE_OK(s.SetMinSeqs({{a, 5}, {c, 0}}, {}));
+  CHECK(get(s, {c, a, upper}) == std::vector<int64_t>{0, 5, 0});  // keys are case-sensitive
+  REQUIRE_OK(s.SetMinSeqs({{a, 3}, {upper, 9}}, {}));             // set again: replaced
+  CHECK(get(s, {a, upper}) == std::vector<int64_t>{3, 9});
+  CHECK(s.GetKey(a).error().code == ErrorCode::kUnknownKey);  // leaf_alloc untouched
+  // Max IDs: the last reserved (max_id - 1), 0 without a row, none created.
+  const std::string r = UniqueName("maxid");
+  REQUIRE_OK(s.CreateKey(r, 10, ""));
+  {
+    auto m = s.GetMaxIds({r, a, r});
+    REQUIRE_OK(m);
+    CHECK(*m == std::vector<int64_t>{0, 0, 0});
+  }
+  CheckSegment(s.Reserve(r, std::nullopt), 1, 10, 10);
+  {
+    auto m = s.GetMaxIds({a, r});
+    REQUIRE_OK(m);
+    CHECK(*m == std::vector<int64_t>{0, 10});
+  }
+  CHECK(s.GetKey(a).error().code == ErrorCode::kUnknownKey);
+  // A full list (1000: not a power of two) in one transaction.
+  std::vector<MinSeqValue> many;
+  std::vector<std::string> keys;
+  std::vector<int64_t> want;
+  for (int i = 0; i < 1000; ++i) {
+    many.push_back({UniqueName("minseq-m") + std::to_string(i), int64_t{1} << (i % 62)});
+    keys.push_back(many.back().key);
+    want.push_back(many.back().min_seq);
+  }
+  REQUIRE_OK(s.SetMinSeqs(many, {}));
+  CHECK(get(s, keys) == want);
+  // A fence that does not hold (or a store without cluster mode): refused,
+  // nothing written.
+  const Status fenced = s.SetMinSeqs({{a, 77}}, {ShardFence{4095, "nobody", 1}});
+  CHECK_FALSE(fenced.ok());
+  CHECK(get(s, {a}) == std::vector<int64_t>{3});
+  {
+    auto other = b.NewInstance();  // another process sharing the store
+    CHECK(get(*other, {a, upper}) == std::vector<int64_t>{3, 9});
+  }
+  b.Reopen();
+  CHECK(get(b.store(), {a, upper, c}) == std::vector<int64_t>{3, 9, 0});
+}
+
 void CheckLeafCreatedTable(Backend& b) {
   b.InstallLeafTable();
   SegmentStore& s = b.store();
@@ -639,6 +703,10 @@ void CheckLeafCreatedTable(Backend& b) {
   TEST_CASE(NAME ": values persist across reopening") {                                 \
     BACKEND b;                                                                          \
     CheckPersistence(b);                                                                \
+  }                                                                                     \
+  TEST_CASE(NAME ": min seqs: 0 until set, set in one call, shared, durable") {         \
+    BACKEND b;                                                                          \
+    CheckMinSeqs(b);                                                                    \
   }                                                                                     \
   TEST_CASE(NAME ": a table created by Leaf works as-is") {                             \
     BACKEND b;                                                                          \

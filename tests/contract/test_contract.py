@@ -152,6 +152,28 @@ class Contract(ContractCalls, unittest.TestCase):
         self.assertEqual(r.getheader("Retry-After"), "1")
         c("GET", "/api/segment/get/{key}", {"key": "si_new4"}, token="burst", expect=429)
 
+    def test_25_openim_ids(self):
+        c = self.call
+        block = self.json_call("GET", "/seq/{key}", {"key": "order_a"},
+                               query={"count": 4, "contiguous": "true"})
+        self.assertEqual(block["last"] - block["first"], 3)
+        c("GET", "/seq/{key}", {"key": "seqd.server_msg_id"}, query={"contiguous": "true"},
+          expect=400)
+        out = self.json_call("GET", "/max_ids", query={"key": ["order_a", "order_none"]})
+        self.assertEqual(out["max_ids"]["order_a"], block["last"])
+        c("GET", "/max_ids", query={"key": "seqd.x"}, expect=400)
+        c("GET", "/max_ids", query={"key": "order_a"}, token="bad", expect=401)
+        c("GET", "/max_ids", query={"key": "other_key"}, token="orders", expect=403)
+        c("POST", "/max_ids", body={"keys": ["order_a"]}, token="orders")
+        c("POST", "/max_ids", body={"keys": ["seqd.x"]}, expect=400)
+        c("PUT", "/min_seqs", body={"min_seqs": {"order_a": 3}})
+        c("PUT", "/min_seqs", body={"min_seqs": {"other_key": 1}}, token="orders", expect=403)
+        out = self.json_call("GET", "/min_seqs", query={"key": "order_a"})
+        self.assertEqual(out, {"min_seqs": {"order_a": 3}})
+        c("GET", "/min_seqs", query={"key": "seqd.x"}, expect=400)
+        c("POST", "/min_seqs", body={"keys": ["order_a"]})
+        c("POST", "/min_seqs", body={"keys": ["other_key"]}, token="orders", expect=403)
+
     def test_30_admin_pages(self):
         c = self.call
         page = self.json_call("GET", "/admin/keys", query={"limit": 1})

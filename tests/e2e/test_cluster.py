@@ -1096,6 +1096,117 @@ class StoppedOwner(ClusterCase):
         wait_stable(nodes)
 
 
+MAX_IDS, GET_MIN_SEQS, SET_MIN_SEQS = 0x06, 0x07, 0x08
+STORE_UNAVAILABLE = 4
+
+
+def key_list_payload(keys):
+    out = struct.pack(">I", len(keys))
+    for k in keys:
+        out += struct.pack(">H", len(k)) + k.encode()
+    return out
+
+
+def min_seqs_payload(items):
+    out = struct.pack(">I", len(items))
+    for k, v in items:
+        out += struct.pack(">H", len(k)) + k.encode() + struct.pack(">q", v)
+    return out
+
+
+def int64s(result):
+    (n,) = struct.unpack(">I", result[:4])
+    return list(struct.unpack(">%dq" % n, result[4:4 + 8 * n]))
+
+
+def why(status, result):
+    return error_text(result) if status != OK else ""
+
+
+def binary_call(sock, request_id, opcode, payload, flags=0):
+    sock.sendall(frame(opcode, request_id, payload, flags=flags))
+    op, _, rid, status, result = read_frame(sock)
+    assert (op, rid) == (opcode, request_id), (op, rid)
+    return status, result
+
+
+class OpenImIdsInCluster(ClusterCase):
+    """Issue 30: MAX_IDS answered by each key's owner, SET_MIN_SEQS a keyed
+    write routed to the owners and fenced by the shard lease."""
+
+    @dump_logs_on_failure
+    def test_10_max_ids_from_the_owner_min_seqs_routed_and_a_stopped_owner_fenced(self):
+        db, nodes = self.cluster_of(3)
+        owners = wait_stable(nodes)
+        keys = [key_owned_by(owners, n.instance, "ck_oim_") for n in nodes]
+        last = {}
+        for n, k in zip(nodes, keys):  # IDs handed out by each key's owner itself
+            s = n.tcp()
+            self.addCleanup(s.close)
+            for rid in range(1, 4):
+                last[k] = binary_ids(s, rid, k, 7)[-1]
+        for i, via in enumerate(nodes):
+            s = via.tcp()
+            self.addCleanup(s.close)
+            # Two of the three keys are owned elsewhere: forwarded, answered exactly.
+            status, result = binary_call(s, 1, MAX_IDS, key_list_payload(keys + ["ck_oim_none"]))
+            self.assertEqual(status, OK, why(status, result))
+            self.assertEqual(int64s(result), [last[k] for k in keys] + [0])
+            status, _ = binary_call(s, 2, MAX_IDS, key_list_payload(keys), flags=NO_FORWARD)
+            self.assertEqual(status, WRONG_OWNER)
+            status, result = binary_call(s, 3, MAX_IDS, key_list_payload([keys[i]]),
+                                         flags=NO_FORWARD)
+            self.assertEqual((status, int64s(result)), (OK, [last[keys[i]]]))
+            # Min seqs: set through any instance (owners elsewhere), read anywhere.
+            status, result = binary_call(s, 4, SET_MIN_SEQS,
+                                         min_seqs_payload([(k, 10 * i + j)
+                                                           for j, k in enumerate(keys)]))
+            self.assertEqual(status, OK, why(status, result))
+            for other in nodes:
+                o = other.tcp()
+                self.addCleanup(o.close)
+                status, result = binary_call(o, 5, GET_MIN_SEQS, key_list_payload(keys))
+                self.assertEqual(int64s(result), [10 * i + j for j in range(3)])
+        status, payload, _ = nodes[0].request("PUT", "/min_seqs", {"min_seqs": {keys[1]: 7}})
+        self.assertEqual(status, 200, payload)
+        self.assertEqual(nodes[2].get_json("/min_seqs?key=" + keys[1])[1],
+                         {"min_seqs": {keys[1]: 7}})
+
+        # A stopped owner past its lease: a write it reads when it wakes is
+        # not applied (its lease is gone; the write would be fenced).
+        owner, via = nodes[0], nodes[1]
+        key = keys[0]
+        stale = owner.tcp()
+        self.addCleanup(stale.close)
+        owner.proc.send_signal(signal.SIGSTOP)
+        self.addCleanup(lambda p=owner.proc: p.poll() is None and p.send_signal(signal.SIGCONT))
+        stale.sendall(frame(SET_MIN_SEQS, 9, min_seqs_payload([(key, 999)]), flags=NO_FORWARD))
+        time.sleep(STOP_LEASES * LEASE)
+        t0 = time.monotonic()
+        v = via.tcp()
+        self.addCleanup(v.close)
+        deadline = time.monotonic() + STOPPED_EXTRA_S + 5
+        while True:  # the new owner takes the write once the shard moved
+            status, result = binary_call(v, 10, SET_MIN_SEQS, min_seqs_payload([(key, 5)]))
+            if status == OK or time.monotonic() > deadline:
+                break
+        self.assertEqual(status, OK, why(status, result))
+        moved_s = time.monotonic() - t0
+        owner.proc.send_signal(signal.SIGCONT)
+        op, _, rid, stale_status, stale_result = read_frame(stale)
+        log("\n  min-seq write on the woken owner: status %d (%s); the new owner took "
+            "its write %.0f ms after %.1f leases of stop" % (stale_status, error_text(stale_result)
+                                                        if stale_status else "", moved_s * 1000, STOP_LEASES))
+        self.assertEqual((op, rid), (SET_MIN_SEQS, 9))
+        self.assertIn(stale_status, (WRONG_OWNER, STORE_UNAVAILABLE))
+        time.sleep(0.5)
+        for n in nodes:
+            o = n.tcp()
+            self.addCleanup(o.close)
+            status, result = binary_call(o, 11, GET_MIN_SEQS, key_list_payload([key]))
+            self.assertEqual((status, int64s(result)), (OK, [5]), n)
+
+
 class RefusesToStart(unittest.TestCase):
     def every_node(self):
         return []

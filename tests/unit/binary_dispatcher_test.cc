@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "proto/binary_codec.h"
+#include "proto/id_codec.h"
 #include "proto/message_codec.h"
 #include "server/base/manual_clock.h"
 #include "server/base/task_runner.h"
@@ -212,6 +213,61 @@ TEST_CASE("binary dispatcher: SEND, PULL and SUBSCRIBE through the message servi
   proto::AppendRequest(unsub, 31, proto::UnsubscribeReq{{"sg_d"}});
   CHECK(f.conn.Call(unsub).status == proto::Status::kOk);
   CHECK(f.conn.subscriptions().empty());
+}
+
+TEST_CASE("binary dispatcher: the ID ops, held in flight and counted under their labels") {
+  Fixture f;
+  auto frame = [](proto::Opcode op, uint32_t id, const std::string& payload) {
+    std::string out;
+    proto::AppendFrame(out, op, 0, id, payload);
+    return out;
+  };
+  auto r = f.conn.Call(frame(proto::kOpNextBlock, 1, proto::NextBlockRequestPayload("k", 4)));
+  REQUIRE(r.status == proto::Status::kOk);
+  auto block = proto::ParseNextBlockResult(r.result);
+  REQUIRE(block);
+  CHECK(*block == proto::IdRangeWire{1, 4});
+  r = f.conn.Call(frame(proto::kOpNextBlock, 2, proto::NextBlockRequestPayload("k", 8)));
+  REQUIRE(r.status == proto::Status::kOk);
+  CHECK(proto::ParseNextBlockResult(r.result)->first > 10);  // 5..10 too short: skipped
+
+  r = f.conn.Call(frame(proto::kOpMaxIds, 3, proto::KeyListPayload({"k", "none"})));
+  REQUIRE(r.status == proto::Status::kOk);
+  const int64_t last =
+      proto::ParseNextBlockResult(
+          f.conn.Call(frame(proto::kOpNextBlock, 4, proto::NextBlockRequestPayload("k", 1))).result)
+          ->last;
+  r = f.conn.Call(frame(proto::kOpMaxIds, 5, proto::KeyListPayload({"k", "none"})));
+  CHECK(*proto::ParseInt64List(r.result) == std::vector<int64_t>{last, 0});
+
+  r = f.conn.Call(frame(proto::kOpSetMinSeqs, 6, proto::KeyValueListPayload({{"k", 3}})));
+  CHECK(r.status == proto::Status::kOk);
+  CHECK(r.result.empty());
+  r = f.conn.Call(frame(proto::kOpGetMinSeqs, 7, proto::KeyListPayload({"none", "k"})));
+  CHECK(*proto::ParseInt64List(r.result) == std::vector<int64_t>{0, 3});
+
+  // Malformed, too many, bad keys, bad values: answered, the connection open.
+  CHECK(f.conn.Call(frame(proto::kOpMaxIds, 8, "\x00")).status == proto::Status::kInvalidArgument);
+  CHECK(f.conn
+            .Call(frame(proto::kOpGetMinSeqs, 9,
+                        proto::KeyListPayload(std::vector<std::string_view>(1001, "k"))))
+            .status == proto::Status::kTooLarge);
+  CHECK(f.conn.Call(frame(proto::kOpMaxIds, 10, proto::KeyListPayload({"seqd.x"}))).status ==
+        proto::Status::kInvalidArgument);
+  CHECK(
+      f.conn.Call(frame(proto::kOpSetMinSeqs, 11, proto::KeyValueListPayload({{"k", 1}, {"k", 2}})))
+          .status == proto::Status::kInvalidArgument);
+  CHECK(f.conn.Call(frame(proto::kOpSetMinSeqs, 12, proto::KeyValueListPayload({{"k", -1}})))
+            .status == proto::Status::kInvalidArgument);
+  CHECK(f.conn.held() == 0);
+  CHECK_FALSE(f.conn.close_after());
+  const std::string text = f.services.metrics().Render();
+  for (std::string_view series :
+       {R"(seqd_requests_total{interface="binary",op="next_block",status="ok"} 3)",
+        R"(seqd_requests_total{interface="binary",op="max_ids",status="ok"} 2)",
+        R"(seqd_requests_total{interface="binary",op="min_seqs",status="ok"} 2)"}) {
+    CHECK_MESSAGE(text.find(series) != std::string::npos, series);
+  }
 }
 
 }  // namespace seqd

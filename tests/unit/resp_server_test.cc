@@ -53,6 +53,13 @@ class GappyStore final : public SegmentStore {
   Result<KeyRow> SetStep(std::string_view key, int64_t step) override {
     return inner_.SetStep(key, step);
   }
+  Result<std::vector<int64_t>> GetMinSeqs(const std::vector<std::string>& keys) override {
+    return inner_.GetMinSeqs(keys);
+  }
+  Status SetMinSeqs(const std::vector<MinSeqValue>& values, const std::vector<ShardFence>& fences,
+                    uint32_t* refused_shard = nullptr) override {
+    return inner_.SetMinSeqs(values, fences, refused_shard);
+  }
   Status Ping() override { return inner_.Ping(); }
 
   // True if [first, last] lies inside one segment we handed out.
@@ -180,8 +187,10 @@ TEST_CASE("resp server: INCRBY returns the last of a contiguous block") {
   CHECK(Int(c.Call(Cmd({"INCRBY", "k", "100"}))) == 101);  // caller owns [2, 101]
   CHECK(Int(c.Call(Cmd({"INCR", "k"}))) == 102);
   CHECK(Int(c.Call("incrby k 1\r\n")) == 103);
-  CHECK(Int(c.Call(Cmd({"INCRBY", "k", "10000"}))) == 10103);  // max_count, across segments
-  CHECK(Int(c.Call(Cmd({"INCR", "k"}))) == 10104);
+  // max_count, more than both segments hold ([1, 1000] and [1001, 2000]): a
+  // segment of its own; 104..2000 are skipped, never handed out.
+  CHECK(Int(c.Call(Cmd({"INCRBY", "k", "10000"}))) == 12000);
+  CHECK(Int(c.Call(Cmd({"INCR", "k"}))) == 12001);
 }
 
 TEST_CASE("resp server: INCRBY across non-adjacent segments still gets a contiguous block") {
@@ -192,10 +201,10 @@ TEST_CASE("resp server: INCRBY across non-adjacent segments still gets a contigu
   // Segments: 5 stolen, then ours [6, 15]; 5 stolen, ours [21, 30]; ...
   CHECK(Int(c.Call(Cmd({"INCR", "gap1"}))) == 6);
   CHECK(Int(c.Call(Cmd({"INCRBY", "gap1", "8"}))) == 14);  // [7, 14]
-  // 15 is left of [6, 15]: 15 + [21, 24] is not contiguous, so the server
-  // drops it and takes [25, 29] from the newer segment.
-  CHECK(Int(c.Call(Cmd({"INCRBY", "gap1", "5"}))) == 29);
-  CHECK(Int(c.Call(Cmd({"INCR", "gap1"}))) == 30);
+  // 15 is left of [6, 15], too short for 5: skipped, and the block is
+  // [21, 25] from the next segment (one segment per block).
+  CHECK(Int(c.Call(Cmd({"INCRBY", "gap1", "5"}))) == 25);
+  CHECK(Int(c.Call(Cmd({"INCR", "gap1"}))) == 26);
 
   // Many blocks over many boundaries: each lies in one of our segments and
   // no ID is handed out twice.
@@ -290,7 +299,15 @@ TEST_CASE("resp server: PING, QUIT, COMMAND, CONFIG GET, unknown commands, arity
   CHECK(c.Call(Cmd({"CONFIG", "SET", "save", ""})).starts_with("-ERR "));
   CHECK(c.Call(Cmd({"CONFIG"})) == "-ERR wrong number of arguments for 'config' command\r\n");
   CHECK(c.Call(Cmd({"HELLO", "3"})) == "-ERR unknown command 'HELLO'\r\n");
-  CHECK(c.Call(Cmd({"GET", "k"})) == "-ERR unknown command 'GET'\r\n");
+  CHECK(c.Call(Cmd({"GET", "auto_g"})) == "$-1\r\n");  // nothing of auto_g handed out yet (MAX_IDS)
+  CHECK(c.Call(Cmd({"INCR", "auto_g"})) == ":1\r\n");
+  CHECK(c.Call(Cmd({"GET", "auto_g"})) == "$1\r\n1\r\n");
+  CHECK(c.Call(Cmd({"MGET", "auto_g", "none"})) == "*2\r\n$1\r\n1\r\n$-1\r\n");
+  CHECK(c.Call(Cmd({"GET"})) == "-ERR wrong number of arguments for 'get' command\r\n");
+  CHECK(c.Call(Cmd({"SEQD.SETMINSEQ", "auto_g", "4"})) == "+OK\r\n");
+  CHECK(c.Call(Cmd({"seqd.minseq", "auto_g", "none"})) == "*2\r\n:4\r\n:0\r\n");
+  CHECK(c.Call(Cmd({"SEQD.SETMINSEQ", "auto_g"})) ==
+        "-ERR wrong number of arguments for 'seqd.setminseq' command\r\n");
   CHECK(c.Call("flushall\r\n") == "-ERR unknown command 'flushall'\r\n");
   CHECK(c.Call(Cmd({"INCR"})) == "-ERR wrong number of arguments for 'incr' command\r\n");
   CHECK(c.Call(Cmd({"INCR", "k", "k"})) == "-ERR wrong number of arguments for 'incr' command\r\n");

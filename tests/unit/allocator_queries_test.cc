@@ -1,0 +1,229 @@
+// Issue 30 in the allocator, with a fake store, a manual database runner
+// and a manual clock: contiguous blocks (TakeBlock), the largest ID handed
+// out per key (MaxIds) and min seqs (GetMinSeqs, SetMinSeqs); and the ID
+// ops' codec (proto/id_codec.h).
+#include <doctest/doctest.h>
+
+#include "proto/id_codec.h"
+#include "server/base/manual_clock.h"
+#include "server/core/segment_allocator.h"
+#include "storage/faulty_store.h"
+#include "storage/memory_store.h"
+
+using namespace seqd;
+
+namespace {
+
+struct Got {
+  std::optional<IdBatch> batch;
+  std::optional<Error> error;
+  TakeCallback Callback() {
+    return [this](Result<IdBatch> r) {
+      if (r) {
+        batch = *r;
+      } else {
+        error = r.error();
+      }
+    };
+  }
+};
+
+struct Values {
+  std::optional<std::vector<int64_t>> values;
+  std::optional<Error> error;
+  SegmentAllocator::ValuesCallback Callback() {
+    return [this](Result<std::vector<int64_t>> r) {
+      if (r) {
+        values = *r;
+      } else {
+        error = r.error();
+      }
+    };
+  }
+};
+
+struct Fixture {
+  MemoryStore memory;
+  FaultyStore store{memory};
+  ManualRunner db;
+  ManualClock clock;
+  std::unique_ptr<SegmentAllocator> alloc;
+
+  explicit Fixture(AllocatorOptions options = {}) {
+    alloc = std::make_unique<SegmentAllocator>(store, db, clock, KeyRules(), options);
+  }
+  IdRange Block(std::string_view key, int64_t count) {
+    Got g;
+    alloc->TakeBlock(key, count, g.Callback());
+    db.RunAll();
+    REQUIRE(g.batch);
+    REQUIRE(g.batch->ranges.size() == 1);
+    return g.batch->ranges[0];
+  }
+  IdBatch Take(std::string_view key, int64_t count) {
+    Got g;
+    alloc->Take(key, count, g.Callback());
+    db.RunAll();
+    REQUIRE(g.batch);
+    return *g.batch;
+  }
+  Values Max(std::vector<std::string> keys) {
+    Values v;
+    alloc->MaxIds(std::move(keys), v.Callback());
+    db.RunAll();
+    return v;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a block never spans segments: the short rest of one is skipped, never handed out") {
+  Fixture f;
+  REQUIRE(f.memory.CreateKey("k", 100, ""));
+  CHECK(f.Block("k", 95) == IdRange{1, 95});
+  f.db.RunAll();  // the next segment [101, 200] is here
+  // Take would give 96..100 and 101..105; a block comes from one segment.
+  CHECK(f.Block("k", 10) == IdRange{101, 110});
+  IdBatch later = f.Take("k", 1);
+  CHECK(later.ranges[0].first == 111);  // 96..100 are never handed out
+}
+
+TEST_CASE("a block waits for the next segment when the current one is too short") {
+  Fixture f;
+  REQUIRE(f.memory.CreateKey("k", 100, ""));
+  CHECK(f.Block("k", 1) == IdRange{1, 1});
+  // Another process takes [101, 200] before our prefetch: ours is [201, 300].
+  REQUIRE(f.memory.Reserve("k", std::nullopt));
+  Got g;
+  f.alloc->TakeBlock("k", 150, g.Callback());  // more than the step: a segment of its own
+  CHECK_FALSE(g.batch);
+  f.db.RunAll();
+  REQUIRE(g.batch);
+  REQUIRE(g.batch->ranges.size() == 1);
+  CHECK(g.batch->ranges[0].size() == 150);
+  CHECK(g.batch->ranges[0].first > 200);
+  // The rest of the first segment (2..100) was skipped with it.
+  CHECK(f.Take("k", 1).ranges[0].first == g.batch->ranges[0].last + 1);
+}
+
+TEST_CASE("a block larger than the step is served from one segment on a cold key") {
+  Fixture f;
+  REQUIRE(f.memory.CreateKey("k", 10, ""));
+  const IdRange r = f.Block("k", 500);
+  CHECK(r.size() == 500);
+  CHECK(f.Block("k", 500).first > r.last);
+}
+
+TEST_CASE("blocks are refused as takes are: count, key") {
+  Fixture f;
+  REQUIRE(f.memory.CreateKey("k", 10, ""));
+  for (auto [key, count] : std::vector<std::pair<std::string, int64_t>>{
+           {"k", 0}, {"k", 10'001}, {"bad key", 1}, {"seqd.k", 1}}) {
+    Got g;
+    f.alloc->TakeBlock(key, count, g.Callback());
+    f.db.RunAll();
+    REQUIRE(g.error);
+    CHECK(g.error->code == ErrorCode::kInvalidArgument);
+  }
+}
+
+TEST_CASE("max: the last ID handed out in memory, the table's otherwise, 0 without a row") {
+  Fixture f;
+  REQUIRE(f.memory.CreateKey("k", 100, ""));
+  REQUIRE(f.memory.CreateKey("fresh", 100, ""));
+  Values v = f.Max({"k", "nothing", "fresh"});
+  REQUIRE(v.values);
+  CHECK(*v.values == std::vector<int64_t>{0, 0, 0});
+  CHECK_FALSE(f.memory.GetKey("nothing"));  // no row created
+  f.Take("k", 7);
+  CHECK(*f.Max({"k"}).values == std::vector<int64_t>{7});
+  f.Take("k", 90);  // past the prefetch point: [101, 200] reserved too
+  CHECK(*f.Max({"k"}).values == std::vector<int64_t>{97});
+  // Another allocator (a restart) answers from the table: all reserved.
+  SegmentAllocator other(f.store, f.db, f.clock, KeyRules(), {});
+  Values o;
+  other.MaxIds({"k"}, o.Callback());
+  f.db.RunAll();
+  REQUIRE(o.values);
+  CHECK(*o.values == std::vector<int64_t>{200});
+  Got next;
+  other.Take("k", 1, next.Callback());
+  f.db.RunAll();
+  CHECK(next.batch->ranges[0].first == 201);
+  Values after;
+  other.MaxIds({"k"}, after.Callback());
+  CHECK(*after.values == std::vector<int64_t>{201});  // from memory now
+}
+
+TEST_CASE("max and min seq lists: bad keys, 1000 keys at most") {
+  Fixture f;
+  Values bad = f.Max({"ok", "seqd.x"});
+  REQUIRE(bad.error);
+  CHECK(bad.error->code == ErrorCode::kInvalidArgument);
+  Values big = f.Max(std::vector<std::string>(1001, "k"));
+  REQUIRE(big.error);
+  CHECK(big.error->code == ErrorCode::kTooLarge);
+  CHECK(f.Max(std::vector<std::string>(1000, "k")).values->size() == 1000);
+}
+
+TEST_CASE("min seqs: 0 until set, set in one call, refused whole on a bad value") {
+  Fixture f;
+  auto get = [&](std::vector<std::string> keys) {
+    Values v;
+    f.alloc->GetMinSeqs(std::move(keys), v.Callback());
+    f.db.RunAll();
+    REQUIRE(v.values);
+    return *v.values;
+  };
+  auto set = [&](std::vector<MinSeqValue> values) {
+    std::optional<Status> s;
+    f.alloc->SetMinSeqs(std::move(values), [&](Status st) { s = st; });
+    f.db.RunAll();
+    REQUIRE(s);
+    return *s;
+  };
+  CHECK(get({"a", "b"}) == std::vector<int64_t>{0, 0});
+  CHECK(set({{"a", 5}, {"b", 0}}));
+  CHECK(get({"b", "a"}) == std::vector<int64_t>{0, 5});
+  for (const auto& bad : std::vector<std::vector<MinSeqValue>>{
+           {{"a", 9}, {"b", -1}}, {{"a", 9}, {"a", 10}}, {{"a", 9}, {"seqd.b", 1}}}) {
+    Status s = set(bad);
+    REQUIRE_FALSE(s);
+    CHECK(s.error().code == ErrorCode::kInvalidArgument);
+  }
+  CHECK(get({"a"}) == std::vector<int64_t>{5});  // nothing of a refused call written
+  f.store.SetDown(true);
+  Status down = set({{"a", 1}});
+  REQUIRE_FALSE(down);
+  CHECK(down.error().code == ErrorCode::kStoreUnavailable);
+}
+
+TEST_CASE("id codec: lists round-trip; anything but the exact encoding is refused") {
+  const std::string keys = proto::KeyListPayload({"a", "bc"});
+  auto parsed = proto::ParseKeyList(keys);
+  REQUIRE(parsed);
+  CHECK(*parsed == std::vector<std::string_view>{"a", "bc"});
+  for (size_t cut = 0; cut < keys.size(); ++cut) {
+    CHECK_FALSE(proto::ParseKeyList(std::string_view(keys).substr(0, cut)));
+  }
+  CHECK_FALSE(proto::ParseKeyList(keys + "x"));
+  CHECK_FALSE(
+      proto::ParseKeyList(std::string("\xff\xff\xff\xff", 4)));  // a count the bytes cannot hold
+  const std::string kv = proto::KeyValueListPayload({{"a", -3}, {"b", 7}});
+  auto items = proto::ParseKeyValueList(kv);
+  REQUIRE(items);
+  CHECK((*items)[0] == proto::KeyValueView{"a", -3});
+  CHECK((*items)[1] == proto::KeyValueView{"b", 7});
+  for (size_t cut = 0; cut < kv.size(); ++cut) {
+    CHECK_FALSE(proto::ParseKeyValueList(std::string_view(kv).substr(0, cut)));
+  }
+  std::string frame;
+  proto::AppendOkInt64List(frame, proto::kOpMaxIds, 9, {1, -2});
+  proto::DecodeResult d = proto::DecodeFrame(frame);
+  REQUIRE(d.state == proto::DecodeState::kFrame);
+  auto resp = proto::ParseResponse(d.frame.payload);
+  REQUIRE(resp);
+  CHECK(*proto::ParseInt64List(resp->result) == std::vector<int64_t>{1, -2});
+  CHECK_FALSE(proto::ParseInt64List(resp->result.substr(1)));
+  CHECK_FALSE(proto::ParseNextBlockResult("short"));
+}
