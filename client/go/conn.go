@@ -22,8 +22,8 @@ import (
 
 // dial connects (bounded by ctx and Options.ConnectTimeout), does the TLS
 // handshake, sends AUTH (with Options.Token) and waits for its answer
-// before any other frame, then starts the reader goroutine (calls write
-// from their own goroutines, see flush). A refused token is
+// before any other frame, then starts the reader and writer goroutines
+// (see writeLoop). A refused token is
 // UNAUTHENTICATED (not retried); any other failure UNAVAILABLE (the
 // endpoint is marked down).
 func (c *Client) dial(ctx context.Context, ep *endpoint, onPush func(byte, []byte), onClose func(error)) (*conn, error) {
@@ -78,12 +78,14 @@ func (c *Client) dial(ctx context.Context, ep *endpoint, onPush func(byte, []byt
 	ep.downUntil = time.Time{}
 	ep.mu.Unlock()
 	cn := &conn{c: c, ep: ep, nc: nc, onPush: onPush, onClose: onClose,
-		pending: make(map[uint32]*pendingCall), nextID: 1, done: make(chan struct{})}
+		pending: make(map[uint32]*pendingCall), nextID: 1, done: make(chan struct{}),
+		kick: make(chan struct{}, 1)}
 	if !c.track(cn) {
 		nc.Close()
 		return nil, errorf(CodeCancelled, "client closed")
 	}
 	go cn.readLoop()
+	go cn.writeLoop()
 	return cn, nil
 }
 
@@ -183,13 +185,7 @@ func (cn *conn) callTimeout(ctx context.Context, timeout time.Duration, op byte,
 	cn.pending[id] = pc
 	cn.wbuf = appendHeader(cn.wbuf, op, flags, id, len(payload))
 	cn.wbuf = append(cn.wbuf, payload...)
-	if cn.writing {
-		// The caller writing now writes ours too (write combining).
-		cn.mu.Unlock()
-	} else {
-		cn.writing = true
-		cn.flush() // unlocks cn.mu
-	}
+	cn.wakeWriter() // unlocks cn.mu
 	var timerC <-chan time.Time
 	var timer *time.Timer
 	if timeout > 0 {
@@ -274,32 +270,72 @@ func (cn *conn) fail(err error, markDown bool) {
 	cn.c.untrack(cn)
 }
 
-// flush writes wbuf until it is empty: frames other callers append
-// meanwhile go out with the next write, so concurrent calls share write
-// calls. REQUIRES: cn.mu held and cn.writing set by this caller; returns
-// with cn.mu released and cn.writing cleared.
-func (cn *conn) flush() {
-	// Let the goroutines the last answers woke queue their frames first:
-	// one write then carries many (fewer syscalls here and in the server).
-	cn.mu.Unlock()
-	runtime.Gosched()
-	cn.mu.Lock()
-	for len(cn.wbuf) > 0 && !cn.closed {
-		buf := cn.wbuf
-		cn.wbuf = cn.spare[:0]
+// wakeWriter wakes the writer goroutine for the frames in wbuf unless it
+// is awake already or the reader will wake it at the end of the batch it
+// is delivering. REQUIRES: cn.mu held; returns with cn.mu released.
+func (cn *conn) wakeWriter() {
+	if cn.kicked || cn.delivering || len(cn.wbuf) == 0 {
 		cn.mu.Unlock()
-		_, err := cn.nc.Write(buf)
-		cn.mu.Lock()
-		cn.spare = buf[:0]
-		if err != nil {
-			cn.writing = false
-			cn.mu.Unlock()
-			cn.fail(errorf(CodeUnavailable, "write to %s: %v", cn.ep.addr, netReason(err)), true)
+		return
+	}
+	cn.kicked = true
+	cn.mu.Unlock()
+	select {
+	case cn.kick <- struct{}{}:
+	default: // a wake-up is pending already
+	}
+}
+
+// writeLoop is cn's writer goroutine: woken by wakeWriter, it writes wbuf
+// until it is empty (frames appended meanwhile go out with the next write,
+// so concurrent calls share write calls); callers never block in a write.
+// It ends when cn closes; a failed write closes cn (UNAVAILABLE).
+func (cn *conn) writeLoop() {
+	for {
+		select {
+		case <-cn.kick:
+		case <-cn.done:
 			return
 		}
+		// Let the calls woken with ours queue their frames first: one
+		// write then carries many (fewer syscalls here and in the server).
+		runtime.Gosched()
+		cn.mu.Lock()
+		for len(cn.wbuf) > 0 && !cn.closed {
+			buf := cn.wbuf
+			cn.wbuf = cn.spare[:0]
+			cn.mu.Unlock()
+			_, err := cn.nc.Write(buf)
+			cn.mu.Lock()
+			cn.spare = buf[:0]
+			if err != nil {
+				cn.mu.Unlock()
+				cn.fail(errorf(CodeUnavailable, "write to %s: %v", cn.ep.addr, netReason(err)), true)
+				return
+			}
+		}
+		cn.kicked = false
+		cn.mu.Unlock()
 	}
-	cn.writing = false
-	cn.mu.Unlock()
+}
+
+// endBatch: the reader has no complete frame buffered; before it blocks in
+// a read, it lets the calls its answers woke queue their next frames, then
+// wakes the writer once for all of them.
+func (cn *conn) endBatch() {
+	runtime.Gosched()
+	cn.mu.Lock()
+	cn.delivering = false
+	cn.wakeWriter() // unlocks cn.mu
+}
+
+// frameBuffered: r holds a whole frame (no read needed for the next one).
+func frameBuffered(r *bufio.Reader) bool {
+	if r.Buffered() < 4 {
+		return false
+	}
+	h, _ := r.Peek(4)
+	return r.Buffered() >= 4+int(binary.BigEndian.Uint32(h))
 }
 
 func (cn *conn) readLoop() {
@@ -318,6 +354,14 @@ func (cn *conn) readLoop() {
 		}
 	}()
 	for {
+		if !frameBuffered(r) {
+			cn.mu.Lock()
+			d := cn.delivering
+			cn.mu.Unlock()
+			if d {
+				cn.endBatch()
+			}
+		}
 		if _, err = io.ReadFull(r, head[:]); err != nil {
 			break
 		}
@@ -355,6 +399,7 @@ func (cn *conn) readLoop() {
 		pc := cn.pending[id]
 		if pc != nil {
 			delete(cn.pending, id)
+			cn.delivering = true
 		}
 		cn.mu.Unlock()
 		if pc == nil {

@@ -98,15 +98,22 @@ type conn struct {
 	onPush  func(op byte, payload []byte)
 	onClose func(err error)
 
-	mu       sync.Mutex
-	wbuf     []byte // frames waiting to be written
-	writing  bool   // a caller is writing (it writes wbuf until empty)
-	spare    []byte // the buffer the last write used, for reuse
-	pending  map[uint32]*pendingCall
-	nextID   uint32
-	closed   bool
-	closeErr error
-	draining bool // SHUTTING_DOWN seen: no new calls
+	mu   sync.Mutex
+	wbuf []byte // frames waiting for the writer goroutine
+	// kicked: the writer was woken (or is writing) and writes wbuf until
+	// it is empty; callers then only append.
+	kicked bool
+	// delivering: the reader is handing out a batch of answers; the calls
+	// they wake append their next frames and the reader wakes the writer
+	// once the batch is done (one write per batch read, as the C++ client).
+	delivering bool
+	spare      []byte        // the buffer the last write used, for reuse
+	kick       chan struct{} // buffered 1: wakes the writer goroutine
+	pending    map[uint32]*pendingCall
+	nextID     uint32
+	closed     bool
+	closeErr   error
+	draining   bool // SHUTTING_DOWN seen: no new calls
 
 	reads atomic.Uint64 // frames read so far (stall detection)
 	done  chan struct{}
