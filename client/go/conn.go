@@ -154,10 +154,13 @@ func (cn *conn) call(ctx context.Context, op byte, flags uint16, payload []byte)
 	return cn.callTimeout(ctx, 0, op, flags, payload)
 }
 
-var (
-	pendingPool = sync.Pool{New: func() interface{} { return &pendingCall{ch: make(chan callResult, 1)} }}
-	timerPool   sync.Pool
-)
+var pendingPool = sync.Pool{New: func() interface{} { return &pendingCall{ch: make(chan callResult, 1)} }}
+
+// clockBase: monoNow's origin (monotonic clock).
+var clockBase = time.Now()
+
+// monoNow: nanoseconds since clockBase, monotonic.
+func monoNow() int64 { return int64(time.Since(clockBase)) }
 
 // callTimeout sends one request on cn and waits for its answer, for ctx,
 // or (timeout > 0) for timeout to pass: TIMEOUT. A call that gives up
@@ -166,13 +169,16 @@ var (
 // cn is taken for stalled: closed (its other calls fail UNAVAILABLE and
 // are retried) and its endpoint marked down, as the C++ client does. A
 // context's own deadline does not do that (it may be short on purpose).
+// Timeouts need no timer per call: one timer per connection, armed for
+// the earliest deadline, scans the pending table (expire).
 func (cn *conn) callTimeout(ctx context.Context, timeout time.Duration, op byte, flags uint16, payload []byte) ([]byte, error) {
 	pc := pendingPool.Get().(*pendingCall)
-	pc.op = op
+	pc.op, pc.ctx, pc.timeout, pc.deadline = op, ctx, timeout, 0
 	cn.mu.Lock()
 	if cn.closed {
 		err := cn.closeErr
 		cn.mu.Unlock()
+		pc.ctx = nil
 		pendingPool.Put(pc)
 		return nil, err
 	}
@@ -183,33 +189,31 @@ func (cn *conn) callTimeout(ctx context.Context, timeout time.Duration, op byte,
 	}
 	cn.nextID = id + 1
 	cn.pending[id] = pc
+	if timeout > 0 {
+		now := monoNow()
+		pc.deadline = now + int64(timeout)
+		if cn.timerAt == 0 || pc.deadline < cn.timerAt {
+			cn.armLocked(pc.deadline, now)
+		}
+	}
 	cn.wbuf = appendHeader(cn.wbuf, op, flags, id, len(payload))
 	cn.wbuf = append(cn.wbuf, payload...)
 	cn.wakeWriter() // unlocks cn.mu
-	var timerC <-chan time.Time
-	var timer *time.Timer
-	if timeout > 0 {
-		if t, ok := timerPool.Get().(*time.Timer); ok {
-			t.Reset(timeout)
-			timer = t
-		} else {
-			timer = time.NewTimer(timeout)
-		}
-		timerC = timer.C
-	}
-	var err *Error
-	select {
-	case r := <-pc.ch:
-		releaseTimer(timer)
+	done := ctx.Done()
+	if done == nil {
+		r := <-pc.ch
+		pc.ctx = nil
 		pendingPool.Put(pc)
 		return r.payload, r.err
-	case <-ctx.Done():
-		releaseTimer(timer)
-		err = ctxError(ctx, "no answer from "+cn.ep.addr)
-	case <-timerC:
-		timerPool.Put(timer) // fired and drained
-		err = errorf(CodeTimeout, "no answer from %s within %v", cn.ep.addr, timeout)
 	}
+	select {
+	case r := <-pc.ch:
+		pc.ctx = nil
+		pendingPool.Put(pc)
+		return r.payload, r.err
+	case <-done:
+	}
+	err := ctxError(ctx, "no answer from "+cn.ep.addr)
 	cn.mu.Lock()
 	mine := cn.pending[id] == pc
 	if mine {
@@ -221,22 +225,63 @@ func (cn *conn) callTimeout(ctx context.Context, timeout time.Duration, op byte,
 		// before reusing pc (it comes at once).
 		<-pc.ch
 	}
-	stalled := timerC != nil && err.Code == CodeTimeout && ctx.Err() == nil && cn.reads.Load() == pc.reads
+	pc.ctx = nil
 	pendingPool.Put(pc)
-	if stalled {
-		cn.fail(errorf(CodeTimeout, "connection to %s stalled", cn.ep.addr), true)
-	}
 	return nil, err
 }
 
-func releaseTimer(t *time.Timer) {
-	if t == nil {
+// armLocked sets cn's deadline timer to fire at `at` (monoNow time).
+// REQUIRES: cn.mu held.
+func (cn *conn) armLocked(at, now int64) {
+	cn.timerAt = at
+	d := time.Duration(at - now)
+	if cn.timer == nil {
+		cn.timer = time.AfterFunc(d, cn.expire)
+	} else {
+		cn.timer.Reset(d)
+	}
+}
+
+// expire runs on cn's deadline timer: the calls whose timeout has passed
+// leave the pending table and get TIMEOUT; the timer is armed again for
+// the earliest deadline left. A call that timed out with nothing read on
+// cn since it was sent (and its context still live) means cn stalled.
+func (cn *conn) expire() {
+	cn.mu.Lock()
+	cn.timerAt = 0
+	if cn.closed {
+		cn.mu.Unlock()
 		return
 	}
-	if !t.Stop() {
-		<-t.C
+	now := monoNow()
+	var expired []*pendingCall
+	var next int64
+	for id, pc := range cn.pending {
+		switch {
+		case pc.deadline == 0:
+		case pc.deadline <= now:
+			delete(cn.pending, id)
+			expired = append(expired, pc)
+		case next == 0 || pc.deadline < next:
+			next = pc.deadline
+		}
 	}
-	timerPool.Put(t)
+	if next != 0 {
+		cn.armLocked(next, now)
+	}
+	reads := cn.reads.Load()
+	cn.mu.Unlock()
+	stalled := false
+	for _, pc := range expired {
+		// Read pc before handing it back: its caller reuses it at once.
+		if pc.reads == reads && pc.ctx.Err() == nil {
+			stalled = true
+		}
+		pc.ch <- callResult{err: errorf(CodeTimeout, "no answer from %s within %v", cn.ep.addr, pc.timeout)}
+	}
+	if stalled {
+		cn.fail(errorf(CodeTimeout, "connection to %s stalled", cn.ep.addr), true)
+	}
 }
 
 // close ends cn; its pending calls fail CANCELLED.
@@ -258,6 +303,9 @@ func (cn *conn) fail(err error, markDown bool) {
 	cn.closeErr = callErr
 	pending := cn.pending
 	cn.pending = nil
+	if cn.timer != nil {
+		cn.timer.Stop()
+	}
 	cn.mu.Unlock()
 	cn.nc.Close()
 	close(cn.done)

@@ -115,14 +115,20 @@ type conn struct {
 	closeErr   error
 	draining   bool // SHUTTING_DOWN seen: no new calls
 
+	timer   *time.Timer // deadline timer (expire), made at the first timeout
+	timerAt int64       // monoNow time it fires, 0: not armed
+
 	reads atomic.Uint64 // frames read so far (stall detection)
 	done  chan struct{}
 }
 
 type pendingCall struct {
-	op    byte
-	ch    chan callResult // buffered 1; exactly one result per use
-	reads uint64          // cn.reads when sent
+	op       byte
+	ch       chan callResult // buffered 1; exactly one result per use
+	reads    uint64          // cn.reads when sent
+	ctx      context.Context // the caller's (stall detection)
+	timeout  time.Duration   // 0: none
+	deadline int64           // monoNow time the call times out, 0: never
 }
 
 type callResult struct {
