@@ -198,6 +198,9 @@ func (cn *conn) callTimeout(ctx context.Context, timeout time.Duration, op byte,
 	}
 	cn.wbuf = appendHeader(cn.wbuf, op, flags, id, len(payload))
 	cn.wbuf = append(cn.wbuf, payload...)
+	if cn.delivering {
+		cn.batchIn++
+	}
 	cn.wakeWriter() // unlocks cn.mu
 	done := ctx.Done()
 	if done == nil {
@@ -367,13 +370,27 @@ func (cn *conn) writeLoop() {
 	}
 }
 
+// batchWait bounds how long the reader waits, at the end of a batch, for
+// the calls it woke to queue their next frames.
+const batchWait = 20 * time.Microsecond
+
 // endBatch: the reader has no complete frame buffered; before it blocks in
-// a read, it lets the calls its answers woke queue their next frames, then
-// wakes the writer once for all of them.
-func (cn *conn) endBatch() {
-	runtime.Gosched()
-	cn.mu.Lock()
+// a read, it lets the calls its `delivered` answers woke queue their next
+// frames (until as many frames came, or batchWait passed: a caller may not
+// call again), then wakes the writer once for all of them. On two cores
+// the woken calls run on both, so one yield is not enough.
+func (cn *conn) endBatch(delivered int) {
+	start := monoNow()
+	for {
+		runtime.Gosched()
+		cn.mu.Lock()
+		if cn.batchIn >= delivered || cn.closed || monoNow()-start > int64(batchWait) {
+			break
+		}
+		cn.mu.Unlock()
+	}
 	cn.delivering = false
+	cn.batchIn = 0
 	cn.wakeWriter() // unlocks cn.mu
 }
 
@@ -401,14 +418,11 @@ func (cn *conn) readLoop() {
 			cn.onClose(e)
 		}
 	}()
+	delivered := 0 // answers handed out in this batch
 	for {
-		if !frameBuffered(r) {
-			cn.mu.Lock()
-			d := cn.delivering
-			cn.mu.Unlock()
-			if d {
-				cn.endBatch()
-			}
+		if delivered > 0 && !frameBuffered(r) {
+			cn.endBatch(delivered)
+			delivered = 0
 		}
 		if _, err = io.ReadFull(r, head[:]); err != nil {
 			break
@@ -448,6 +462,7 @@ func (cn *conn) readLoop() {
 		if pc != nil {
 			delete(cn.pending, id)
 			cn.delivering = true
+			delivered++
 		}
 		cn.mu.Unlock()
 		if pc == nil {

@@ -107,6 +107,7 @@ type conn struct {
 	// they wake append their next frames and the reader wakes the writer
 	// once the batch is done (one write per batch read, as the C++ client).
 	delivering bool
+	batchIn    int           // frames queued while delivering (endBatch waits for them)
 	spare      []byte        // the buffer the last write used, for reuse
 	kick       chan struct{} // buffered 1: wakes the writer goroutine
 	pending    map[uint32]*pendingCall
