@@ -26,7 +26,7 @@ import (
 // (see writeLoop). A refused token is
 // UNAUTHENTICATED (not retried); any other failure UNAVAILABLE (the
 // endpoint is marked down).
-func (c *Client) dial(ctx context.Context, ep *endpoint, onPush func(byte, []byte), onClose func(error)) (*conn, error) {
+func (c *Client) dial(ctx context.Context, ep *endpoint, pooled bool, onPush func(byte, []byte), onClose func(error)) (*conn, error) {
 	dctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout)
 	defer cancel()
 	var d net.Dialer
@@ -77,7 +77,7 @@ func (c *Client) dial(ctx context.Context, ep *endpoint, onPush func(byte, []byt
 	ep.failures = 0
 	ep.downUntil = time.Time{}
 	ep.mu.Unlock()
-	cn := &conn{c: c, ep: ep, nc: nc, onPush: onPush, onClose: onClose,
+	cn := &conn{c: c, ep: ep, pooled: pooled, nc: nc, onPush: onPush, onClose: onClose,
 		pending: make(map[uint32]*pendingCall), nextID: 1, done: make(chan struct{}),
 		kick: make(chan struct{}, 1)}
 	if !c.track(cn) {
@@ -391,6 +391,9 @@ func (cn *conn) endBatch(delivered int) {
 	}
 	cn.delivering = false
 	cn.batchIn = 0
+	if cn.pooled {
+		cn.ep.hot.CompareAndSwap(cn, nil)
+	}
 	cn.wakeWriter() // unlocks cn.mu
 }
 
@@ -463,6 +466,9 @@ func (cn *conn) readLoop() {
 			delete(cn.pending, id)
 			cn.delivering = true
 			delivered++
+			if delivered == 1 && cn.pooled {
+				cn.ep.hot.Store(cn)
+			}
 		}
 		cn.mu.Unlock()
 		if pc == nil {

@@ -80,6 +80,13 @@ type endpoint struct {
 	failures  int       // consecutive connection failures
 	downUntil time.Time // avoid until then (failover backoff)
 	next      uint32    // round-robin over slots
+
+	// hot: the pooled connection whose reader is handing out a batch of
+	// answers, nil if none. New calls go there (the calls its answers
+	// woke, in a closed loop): their frames then leave in the one write
+	// the reader wakes at the batch's end, as with the C++ client's
+	// per-connection pipelines, instead of one write per connection.
+	hot atomic.Pointer[conn]
 }
 
 // slot holds one pooled connection, or the dial making it.
@@ -91,9 +98,10 @@ type slot struct {
 
 // conn is one TCP (or TLS) connection with its pipelined calls.
 type conn struct {
-	c  *Client
-	ep *endpoint
-	nc net.Conn
+	c      *Client
+	ep     *endpoint
+	pooled bool // one of ep's pool (not openConn's)
+	nc     net.Conn
 
 	onPush  func(op byte, payload []byte)
 	onClose func(err error)
@@ -264,7 +272,7 @@ func (c *Client) pooled(ctx context.Context, ep *endpoint) (*conn, error) {
 	s.dialing, s.cn, s.err = ch, nil, nil
 	ep.mu.Unlock()
 
-	cn, err := c.dial(ctx, ep, c.poolPush, nil)
+	cn, err := c.dial(ctx, ep, true, c.poolPush, nil)
 
 	ep.mu.Lock()
 	s.dialing, s.cn, s.err = nil, cn, err
@@ -284,7 +292,11 @@ func (c *Client) callEP(ctx context.Context, ep *endpoint, timeout time.Duration
 	if c.isClosed() {
 		return nil, errorf(CodeCancelled, "client closed")
 	}
-	cn, err := c.pooledFast(ep)
+	cn := ep.hot.Load()
+	var err error
+	if cn == nil || !cn.usable() {
+		cn, err = c.pooledFast(ep)
+	}
 	if cn == nil {
 		dctx, cancel := ctx, context.CancelFunc(func() {})
 		if timeout > 0 {
@@ -322,5 +334,5 @@ func (c *Client) openConn(ctx context.Context, endpoint string, onPush func(op b
 	if c.isClosed() {
 		return nil, errorf(CodeCancelled, "client closed")
 	}
-	return c.dial(ctx, c.endpointFor(endpoint), onPush, onClose)
+	return c.dial(ctx, c.endpointFor(endpoint), false, onPush, onClose)
 }
