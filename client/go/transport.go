@@ -80,6 +80,13 @@ type endpoint struct {
 	failures  int       // consecutive connection failures
 	downUntil time.Time // avoid until then (failover backoff)
 	next      uint32    // round-robin over slots
+
+	// hot: the pooled connection whose reader is handing out a batch of
+	// answers, nil if none. New calls go there (the calls its answers
+	// woke, in a closed loop): their frames then leave in the one write
+	// the reader wakes at the batch's end, as with the C++ client's
+	// per-connection pipelines, instead of one write per connection.
+	hot atomic.Pointer[conn]
 }
 
 // slot holds one pooled connection, or the dial making it.
@@ -91,31 +98,46 @@ type slot struct {
 
 // conn is one TCP (or TLS) connection with its pipelined calls.
 type conn struct {
-	c  *Client
-	ep *endpoint
-	nc net.Conn
+	c      *Client
+	ep     *endpoint
+	pooled bool // one of ep's pool (not openConn's)
+	nc     net.Conn
 
 	onPush  func(op byte, payload []byte)
 	onClose func(err error)
 
-	mu       sync.Mutex
-	wbuf     []byte // frames waiting to be written
-	writing  bool   // a caller is writing (it writes wbuf until empty)
-	spare    []byte // the buffer the last write used, for reuse
-	pending  map[uint32]*pendingCall
-	nextID   uint32
-	closed   bool
-	closeErr error
-	draining bool // SHUTTING_DOWN seen: no new calls
+	mu   sync.Mutex
+	wbuf []byte // frames waiting for the writer goroutine
+	// kicked: the writer was woken (or is writing) and writes wbuf until
+	// it is empty; callers then only append.
+	kicked bool
+	// delivering: the reader is handing out a batch of answers; the calls
+	// they wake append their next frames and the reader wakes the writer
+	// once the batch is done (one write per batch read, as the C++ client).
+	delivering bool
+	batchIn    int           // frames queued while delivering (endBatch waits for them)
+	spare      []byte        // the buffer the last write used, for reuse
+	kick       chan struct{} // buffered 1: wakes the writer goroutine
+	pending    map[uint32]*pendingCall
+	nextID     uint32
+	closed     bool
+	closeErr   error
+	draining   bool // SHUTTING_DOWN seen: no new calls
+
+	timer   *time.Timer // deadline timer (expire), made at the first timeout
+	timerAt int64       // monoNow time it fires, 0: not armed
 
 	reads atomic.Uint64 // frames read so far (stall detection)
 	done  chan struct{}
 }
 
 type pendingCall struct {
-	op    byte
-	ch    chan callResult // buffered 1; exactly one result per use
-	reads uint64          // cn.reads when sent
+	op       byte
+	ch       chan callResult // buffered 1; exactly one result per use
+	reads    uint64          // cn.reads when sent
+	ctx      context.Context // the caller's (stall detection)
+	timeout  time.Duration   // 0: none
+	deadline int64           // monoNow time the call times out, 0: never
 }
 
 type callResult struct {
@@ -250,7 +272,7 @@ func (c *Client) pooled(ctx context.Context, ep *endpoint) (*conn, error) {
 	s.dialing, s.cn, s.err = ch, nil, nil
 	ep.mu.Unlock()
 
-	cn, err := c.dial(ctx, ep, c.poolPush, nil)
+	cn, err := c.dial(ctx, ep, true, c.poolPush, nil)
 
 	ep.mu.Lock()
 	s.dialing, s.cn, s.err = nil, cn, err
@@ -270,7 +292,11 @@ func (c *Client) callEP(ctx context.Context, ep *endpoint, timeout time.Duration
 	if c.isClosed() {
 		return nil, errorf(CodeCancelled, "client closed")
 	}
-	cn, err := c.pooledFast(ep)
+	cn := ep.hot.Load()
+	var err error
+	if cn == nil || !cn.usable() {
+		cn, err = c.pooledFast(ep)
+	}
 	if cn == nil {
 		dctx, cancel := ctx, context.CancelFunc(func() {})
 		if timeout > 0 {
@@ -308,5 +334,5 @@ func (c *Client) openConn(ctx context.Context, endpoint string, onPush func(op b
 	if c.isClosed() {
 		return nil, errorf(CodeCancelled, "client closed")
 	}
-	return c.dial(ctx, c.endpointFor(endpoint), onPush, onClose)
+	return c.dial(ctx, c.endpointFor(endpoint), false, onPush, onClose)
 }
