@@ -87,16 +87,7 @@ void KeyRouter::Send(SendRequest request, Hop hop, MessageService::Callback<Appe
   if (!cluster_) return messages_.Send(std::move(request), std::move(done));
   if (Status s = KeyRules::Validate(request.conv_id); !s) return done(s.error());
   auto a = NewAttempt(request.conv_id, hop);
-  // Once a forward went out unanswered, the owner may have stored the
-  // message: a later attempt that finds it stored found our own earlier
-  // attempt (most likely), so it is answered as stored now, as the message
-  // service answers when it resolves an unknown COMMIT by itself.
-  auto may_be_stored = std::make_shared<bool>(false);
-  auto shared_done = std::make_shared<MessageService::Callback<AppendOutcome>>(
-      [done = std::move(done), may_be_stored](Result<AppendOutcome> r) {
-        if (r && r->duplicate && *may_be_stored) r->duplicate = false;
-        done(std::move(r));
-      });
+  auto shared_done = std::make_shared<MessageService::Callback<AppendOutcome>>(std::move(done));
   auto req = std::make_shared<const SendRequest>(std::move(request));
   a->local = [this, req, shared_done](std::function<void(bool)> next) {
     messages_.Send(*req, [shared_done, next = std::move(next)](Result<AppendOutcome> r) {
@@ -105,16 +96,13 @@ void KeyRouter::Send(SendRequest request, Hop hop, MessageService::Callback<Appe
       next(false);
     });
   };
-  a->forward = [this, req, shared_done, may_be_stored](const std::string& address,
-                                                       std::function<void(bool)> next) {
-    peers_->Send(address, *req,
-                 [shared_done, may_be_stored, next = std::move(next)](Result<AppendOutcome> r,
-                                                                      bool unanswered) {
-                   if (unanswered) *may_be_stored = true;
-                   if (!r && Moved(r.error())) return next(true);
-                   (*shared_done)(std::move(r));
-                   next(false);
-                 });
+  a->forward = [this, req, shared_done](const std::string& address,
+                                        std::function<void(bool)> next) {
+    peers_->Send(address, *req, [shared_done, next = std::move(next)](Result<AppendOutcome> r) {
+      if (!r && Moved(r.error())) return next(true);
+      (*shared_done)(std::move(r));
+      next(false);
+    });
   };
   a->fail = [shared_done](Error e) { (*shared_done)(std::move(e)); };
   Route(std::move(a));

@@ -177,27 +177,21 @@ void PeerClients::SetMinSeqs(const std::string& address, const std::vector<MinSe
                    });
 }
 
-void PeerClients::Send(const std::string& address, const SendRequest& request, SendDone done) {
+void PeerClients::Send(const std::string& address, const SendRequest& request,
+                       std::function<void(Result<AppendOutcome>)> done) {
   client::AsyncClient* peer = For(address);
-  if (!peer) {
-    return done(MakeError(ErrorCode::kWrongOwner, "the key's owner cannot be reached"), false);
-  }
+  if (!peer) return done(MakeError(ErrorCode::kWrongOwner, "the key's owner cannot be reached"));
   client::OutgoingMessage m;
   m.conv_id = request.conv_id;
   m.sender_id = request.sender_id;
   m.client_msg_id = request.client_msg_id;
   m.content_type = request.content_type;
   m.payload = request.payload;
-  peer->Send(
-      std::move(m), [done = std::move(done), address](client::ClientResult<client::SendResult> r) {
-        if (!r) {
-          using C = client::StatusCode;
-          const bool unanswered =
-              r.code() == C::kTimeout || r.code() == C::kUnavailable || r.code() == C::kProtocol;
-          return done(FromClient(r.code(), r.message(), address), unanswered);
-        }
-        done(AppendOutcome{r->seq, r->server_msg_id, r->send_time_ms, r->duplicate}, false);
-      });
+  peer->Send(std::move(m),
+             [done = std::move(done), address](client::ClientResult<client::SendResult> r) {
+               if (!r) return done(FromClient(r.code(), r.message(), address));
+               done(AppendOutcome{r->seq, r->server_msg_id, r->send_time_ms, r->duplicate});
+             });
 }
 
 void PeerClients::Subscribe(const std::string& address, const std::string& conv,

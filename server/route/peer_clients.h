@@ -69,10 +69,8 @@ class PeerClients {
 
   // SEND of `request` at the instance on `address`; errors as NextIds.
   // Re-sending after kWrongOwner is safe: the store detects the re-send.
-  // `may_be_stored` is true when the call went out but got no answer
-  // (timeout, connection lost): the owner may have stored the message.
-  using SendDone = std::function<void(Result<AppendOutcome>, bool may_be_stored)>;
-  void Send(const std::string& address, const SendRequest& request, SendDone done);
+  void Send(const std::string& address, const SendRequest& request,
+            std::function<void(Result<AppendOutcome>)> done);
 
   // SUBSCRIBE to `conv` at the instance on `address`: `on_message` gets
   // each message it publishes; `on_lost` runs once if the subscription
