@@ -53,9 +53,7 @@ bool IsTransient(int code) {
     case 1290:  // ER_OPTION_PREVENTS_STATEMENT (read-only replica)
     case 1792:  // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
     case 1836:  // ER_READ_ONLY_MODE
-    // A table not there yet: the tables are created in the background once
-    // the database answers (or an operator is restoring one).
-    case 1146:  // ER_NO_SUCH_TABLE
+    case 1146:  // ER_NO_SUCH_TABLE: the background schema step has not run yet
       return true;
     default:
       return false;
@@ -63,9 +61,8 @@ bool IsTransient(int code) {
 }
 
 // The transaction was rolled back because of another transaction: running it
-// again may succeed. Galera reports a certification conflict as 1213 at
-// COMMIT; 1205 (lock wait timeout) rolls back only the statement, and the
-// pool rolls back the rest.
+// again may succeed. Galera reports a certification conflict as 1213 at COMMIT;
+// 1205 (lock wait timeout) rolls back only the statement, the pool the rest.
 bool IsConflict(int code) { return code == 1213 || code == 1205; }
 
 // The server never answered (a client-side error, or the connection died).
