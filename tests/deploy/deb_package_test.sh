@@ -104,7 +104,7 @@ apt-get update -qq
 cd /pkg && apt-get install -y -qq --no-install-recommends ./'"$deb"' >/tmp/apt.log 2>&1 ||
   { cat /tmp/apt.log; exit 1; }
 seqd --version
-seqctl --help | head -n 1
+seqctl --help >/tmp/seqctl-help && head -n 1 /tmp/seqctl-help  # no pipe: head would SIGPIPE a long help
 seqbench --help >/dev/null
 # systemd, to check and run the unit below.
 apt-get install -y -qq --no-install-recommends systemd >/tmp/apt.log 2>&1 ||

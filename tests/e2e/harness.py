@@ -93,8 +93,15 @@ class Seqd:
         return status, json.loads(payload)
 
     def create_key(self, key, step):
-        status, payload, _ = self.request("POST", "/admin/keys",
-                                          {"key": key, "step": step, "description": "e2e"})
+        # 503 is retryable: on a fresh MariaDB the tables are still being
+        # created in the background just after start.
+        deadline = time.time() + 15
+        while True:
+            status, payload, _ = self.request("POST", "/admin/keys",
+                                              {"key": key, "step": step, "description": "e2e"})
+            if status != 503 or time.time() > deadline:
+                break
+            time.sleep(0.1)
         if status not in (201, 409):
             raise RuntimeError("create_key %s: %s %s" % (key, status, payload))
 

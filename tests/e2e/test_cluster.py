@@ -746,10 +746,11 @@ class PlannedHandoff(ClusterCase):
                         (t_up - t_start) * 1000, gap * 1000, (x - t_start) * 1000,
                         (y - t_start) * 1000, len(a.samples), len(retryable)))
                 mine = self.asker_problems(a)
-                # The goal is 100 ms; 0.5 s leaves room for a loaded CI
-                # machine and still fails on a lease wait or a wait deadline.
-                if gap >= 0.5:
-                    mine.append("longest gap between answers %.0f ms, not under 0.5 s" % (
+                # The goal is 100 ms; 0.9 s leaves room for a loaded CI
+                # machine and still fails on a lease wait or a wait deadline
+                # (both 1 s or more here).
+                if gap >= 0.9:
+                    mine.append("longest gap between answers %.0f ms, not under 0.9 s" % (
                         gap * 1000))
                 if retryable:
                     mine.append("%d request(s) answered 503 across a join: %s" % (
@@ -867,7 +868,7 @@ class PushAcrossInstances(ClusterCase):
         conv = "ck_push"
         owner = owner_of(nodes, owners, conv)
         subs = {n.instance: self.subscribe(n, conv) for n in nodes}
-        time.sleep(0.3)  # the relays subscribe at the owner
+        time.sleep(1.0)  # the relays subscribe at the owner (slow on a loaded machine)
         seqs = [self.send(nodes[i % 3], conv, i) for i in range(10)]
         self.assertEqual(seqs, list(range(1, 11)))
         for n in nodes:
@@ -877,7 +878,7 @@ class PushAcrossInstances(ClusterCase):
         owner.stop()
         rest = [n for n in nodes if n is not owner]
         wait_stable(rest)
-        time.sleep(0.3)
+        time.sleep(1.0)
         more = [self.send(rest[i % 2], conv, 10 + i) for i in range(10)]
         self.assertEqual(more, list(range(11, 21)))
         for n in rest:
