@@ -23,8 +23,14 @@ bench_binaries() {
   else
     BINARIES=("$@")
   fi
-  SEQBENCH=${SEQBENCH:-$(find "$BUILD_DIR" build -name seqbench -type f -perm -u+x 2>/dev/null | head -1 || true)}
-  [[ -x $SEQBENCH ]] || { echo "no seqbench binary (set SEQBENCH)" >&2; exit 1; }
+  # The optimized client only: build/ also holds sanitizer and clang check
+  # builds (build/check-*), whose seqbench is several times slower.
+  if [[ -z ${SEQBENCH:-} ]]; then
+    for candidate in "$BUILD_DIR/client/seqbench" build/client/seqbench; do
+      [[ -x $candidate ]] && { SEQBENCH=$candidate; break; }
+    done
+  fi
+  [[ -x ${SEQBENCH:-} ]] || { echo "no optimized seqbench binary (set SEQBENCH)" >&2; exit 1; }
 }
 
 bench_cleanup() {

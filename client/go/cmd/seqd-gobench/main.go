@@ -4,8 +4,8 @@
 // ConnsPerEndpoint = N) and D calls in flight per connection (N x D
 // goroutines, each making one call at a time, closed loop), each asking
 // NEXT_IDS for C IDs of one key (--key) or of a fresh key per request
-// (--new-keys PREFIX: PREFIX, the goroutine's connection number, "_", a
-// counter; as seqbench names them). Prints IDs/s and the latency
+// (--new-keys PREFIX: PREFIX, the goroutine's connection number, "_", that
+// connection number's counter; as seqbench names them). Prints IDs/s and the latency
 // quantiles, as text or as JSON with seqbench's field names.
 //
 //	seqd-gobench --tcp 127.0.0.1:7070 --key n_bench --connections 4 --pipeline 16 --duration 10
@@ -114,19 +114,22 @@ func run(cfg config) error {
 	ctx := context.Background()
 	start := time.Now()
 	warmEnd := start.Add(cfg.warmup)
+	// One key counter per connection number, shared by its goroutines, so
+	// --new-keys makes the keys seqbench makes (PREFIX<conn>_<n>): the store
+	// sees the same number of insert streams from either client.
+	keyCounters := make([]atomic.Int64, cfg.connections)
 	for g := 0; g < n; g++ {
 		w := &worker{errs: map[string]int64{}, lat: make([]time.Duration, 0, 1<<16)}
 		workers[g] = w
 		wg.Add(1)
 		go func(g int) {
 			defer wg.Done()
-			prefix := cfg.newKeys + strconv.Itoa(g%cfg.connections) + "_" + strconv.Itoa(g/cfg.connections) + "_"
-			var k int
+			prefix := cfg.newKeys + strconv.Itoa(g%cfg.connections) + "_"
+			counter := &keyCounters[g%cfg.connections]
 			for !stop.Load() {
 				key := cfg.key
 				if cfg.newKeys != "" {
-					k++
-					key = prefix + strconv.Itoa(k)
+					key = prefix + strconv.FormatInt(counter.Add(1), 10)
 				}
 				t0 := time.Now()
 				rs, err := c.NextIDs(ctx, key, cfg.count)
