@@ -181,35 +181,13 @@ func monoNow() int64 { return int64(time.Since(clockBase)) }
 // the earliest deadline, scans the pending table (expire).
 func (cn *conn) callTimeout(ctx context.Context, timeout time.Duration, op byte, flags uint16, payload []byte) ([]byte, error) {
 	pc := pendingPool.Get().(*pendingCall)
-	pc.op, pc.ctx, pc.timeout, pc.deadline = op, ctx, timeout, 0
-	cn.mu.Lock()
-	if cn.closed {
-		err := cn.closeErr
-		cn.mu.Unlock()
+	pc.op, pc.ctx, pc.timeout, pc.deadline, pc.onDone = op, ctx, timeout, 0, nil
+	id, err := cn.enqueue(pc, flags, payload)
+	if err != nil {
 		pc.ctx = nil
 		pendingPool.Put(pc)
 		return nil, err
 	}
-	pc.reads = cn.reads.Load()
-	id := cn.nextID
-	for id == 0 || cn.pending[id] != nil {
-		id++
-	}
-	cn.nextID = id + 1
-	cn.pending[id] = pc
-	if timeout > 0 {
-		now := monoNow()
-		pc.deadline = now + int64(timeout)
-		if cn.timerAt == 0 || pc.deadline < cn.timerAt {
-			cn.armLocked(pc.deadline, now)
-		}
-	}
-	cn.wbuf = appendHeader(cn.wbuf, op, flags, id, len(payload))
-	cn.wbuf = append(cn.wbuf, payload...)
-	if cn.delivering {
-		cn.batchIn++
-	}
-	cn.wakeWriter() // unlocks cn.mu
 	done := ctx.Done()
 	if done == nil {
 		r := <-pc.ch
@@ -224,7 +202,7 @@ func (cn *conn) callTimeout(ctx context.Context, timeout time.Duration, op byte,
 		return r.payload, r.err
 	case <-done:
 	}
-	err := ctxError(ctx, "no answer from "+cn.ep.addr)
+	err = ctxError(ctx, "no answer from "+cn.ep.addr)
 	cn.mu.Lock()
 	mine := cn.pending[id] == pc
 	if mine {
@@ -239,6 +217,40 @@ func (cn *conn) callTimeout(ctx context.Context, timeout time.Duration, op byte,
 	pc.ctx = nil
 	pendingPool.Put(pc)
 	return nil, err
+}
+
+// enqueue gives pc (op, ctx, timeout and onDone set) a request id, enters
+// it in the pending table (arming the deadline timer for pc.timeout) and
+// queues its frame for the writer. From then on exactly one result reaches
+// pc (pc.deliver). An error (cn closed) means pc was not entered.
+func (cn *conn) enqueue(pc *pendingCall, flags uint16, payload []byte) (uint32, error) {
+	cn.mu.Lock()
+	if cn.closed {
+		err := cn.closeErr
+		cn.mu.Unlock()
+		return 0, err
+	}
+	pc.reads = cn.reads.Load()
+	id := cn.nextID
+	for id == 0 || cn.pending[id] != nil {
+		id++
+	}
+	cn.nextID = id + 1
+	cn.pending[id] = pc
+	if pc.timeout > 0 {
+		now := monoNow()
+		pc.deadline = now + int64(pc.timeout)
+		if cn.timerAt == 0 || pc.deadline < cn.timerAt {
+			cn.armLocked(pc.deadline, now)
+		}
+	}
+	cn.wbuf = appendHeader(cn.wbuf, pc.op, flags, id, len(payload))
+	cn.wbuf = append(cn.wbuf, payload...)
+	if cn.delivering {
+		cn.batchIn++
+	}
+	cn.wakeWriter() // unlocks cn.mu
+	return id, nil
 }
 
 // armLocked sets cn's deadline timer to fire at `at` (monoNow time).
@@ -288,7 +300,7 @@ func (cn *conn) expire() {
 		if pc.reads == reads && pc.ctx.Err() == nil {
 			stalled = true
 		}
-		pc.ch <- callResult{err: errorf(CodeTimeout, "no answer from %s within %v", cn.ep.addr, pc.timeout)}
+		pc.deliver(callResult{err: errorf(CodeTimeout, "no answer from %s within %v", cn.ep.addr, pc.timeout)})
 	}
 	if stalled {
 		cn.fail(errorf(CodeTimeout, "connection to %s stalled", cn.ep.addr), true)
@@ -324,7 +336,7 @@ func (cn *conn) fail(err error, markDown bool) {
 		cn.c.markDown(cn.ep)
 	}
 	for _, pc := range pending {
-		pc.ch <- callResult{err: callErr}
+		pc.deliver(callResult{err: callErr})
 	}
 	cn.c.untrack(cn)
 }
@@ -483,7 +495,7 @@ func (cn *conn) readLoop() {
 			continue // a late answer to a call that gave up
 		}
 		if op != pc.op {
-			pc.ch <- callResult{err: errorf(CodeProtocol, "answer with opcode %#x to a request %#x from %s", op, pc.op, cn.ep.addr)}
+			pc.deliver(callResult{err: errorf(CodeProtocol, "answer with opcode %#x to a request %#x from %s", op, pc.op, cn.ep.addr)})
 			continue
 		}
 		res, rerr := parseResponse(body)
@@ -498,7 +510,7 @@ func (cn *conn) readLoop() {
 		if rerr != nil {
 			rerr.(*Error).Message = cn.ep.addr + ": " + rerr.(*Error).Message
 		}
-		pc.ch <- callResult{payload: res, err: rerr}
+		pc.deliver(callResult{payload: res, err: rerr})
 	}
 	// An orderly close of an idle connection (the server's idle timeout)
 	// is no reason to avoid the endpoint.

@@ -42,6 +42,11 @@ func (c *Client) nextIDs(ctx context.Context, key string, count int) ([]Range, e
 	if err != nil {
 		return nil, err
 	}
+	return decodeNextIDs(res, count)
+}
+
+// decodeNextIDs checks and decodes a NEXT_IDS answer for count IDs.
+func decodeNextIDs(res []byte, count int) ([]Range, error) {
 	d := dec{b: res}
 	n := d.count(16)
 	out := make([]Range, n)

@@ -138,6 +138,24 @@ type pendingCall struct {
 	ctx      context.Context // the caller's (stall detection)
 	timeout  time.Duration   // 0: none
 	deadline int64           // monoNow time the call times out, 0: never
+	// onDone, when set, takes the result instead of ch (an asynchronous
+	// call, async.go); it runs on the goroutine that delivers (the reader,
+	// the deadline timer or a closer) and must not block.
+	onDone func(callResult)
+}
+
+// deliver hands pc its one result: to onDone, or to the caller waiting on
+// ch. An asynchronous pc goes back to the pool here (its caller never
+// touches it again).
+func (pc *pendingCall) deliver(r callResult) {
+	if pc.onDone == nil {
+		pc.ch <- r
+		return
+	}
+	f := pc.onDone
+	pc.onDone, pc.ctx = nil, nil
+	pendingPool.Put(pc)
+	f(r)
 }
 
 type callResult struct {
