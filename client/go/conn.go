@@ -83,7 +83,7 @@ func (c *Client) dial(ctx context.Context, ep *endpoint, pooled bool, onPush fun
 	}
 	ep.mu.Lock()
 	ep.failures = 0
-	ep.downUntil = time.Time{}
+	ep.downUntil.Store(0)
 	ep.mu.Unlock()
 	cn := &conn{c: c, ep: ep, pooled: pooled, nc: nc, onPush: onPush, onClose: onClose,
 		pending: make(map[uint32]*pendingCall), nextID: 1, done: make(chan struct{}),
@@ -151,11 +151,9 @@ func parseResponse(p []byte) ([]byte, error) {
 	return nil, &Error{Code: status, Message: string(p[4:])}
 }
 
-func (cn *conn) usable() bool {
-	cn.mu.Lock()
-	defer cn.mu.Unlock()
-	return !cn.closed && !cn.draining
-}
+// usable: cn takes new calls (neither closed nor draining). Lock-free: read
+// on every call.
+func (cn *conn) usable() bool { return !cn.unusable.Load() }
 
 // call sends one request on cn and waits for its answer or ctx (see SEAMS).
 func (cn *conn) call(ctx context.Context, op byte, flags uint16, payload []byte) ([]byte, error) {
@@ -319,6 +317,7 @@ func (cn *conn) fail(err error, markDown bool) {
 		return
 	}
 	cn.closed = true
+	cn.unusable.Store(true)
 	callErr := err
 	if callErr == nil {
 		callErr = errorf(CodeCancelled, "connection closed")
@@ -504,6 +503,7 @@ func (cn *conn) readLoop() {
 			// calls on it; its endpoint is avoided for a while.
 			cn.mu.Lock()
 			cn.draining = true
+			cn.unusable.Store(true)
 			cn.mu.Unlock()
 			cn.c.markDown(cn.ep)
 		}
