@@ -94,10 +94,31 @@ Status Authenticator::Reload() {
   }
   auto next = std::make_shared<Set>();
   for (Principal& p : *parsed) next->push_back(std::make_shared<const Principal>(std::move(p)));
-  MutexLock lock(mu_);
-  set_ = std::move(next);
-  generation_.fetch_add(1, std::memory_order_release);
+  {
+    MutexLock lock(mu_);
+    set_ = std::move(next);
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  std::vector<std::shared_ptr<const std::function<void()>>> watches;
+  {
+    MutexLock lock(watch_mu_);
+    for (const auto& [id, fn] : watches_) watches.push_back(fn);
+  }
+  for (const auto& fn : watches) (*fn)();
   return OkStatus();
+}
+
+std::unique_ptr<Authenticator::ReloadWatch> Authenticator::OnReload(
+    std::function<void()> fn) const {
+  MutexLock lock(watch_mu_);
+  const uint64_t id = ++next_watch_;
+  watches_.emplace(id, std::make_shared<const std::function<void()>>(std::move(fn)));
+  return std::make_unique<ReloadWatch>(this, id);
+}
+
+Authenticator::ReloadWatch::~ReloadWatch() {
+  MutexLock lock(auth_->watch_mu_);
+  auth_->watches_.erase(id_);
 }
 
 std::shared_ptr<const Authenticator::Set> Authenticator::set() const {

@@ -12,7 +12,9 @@
 //
 // Revocation: Reload() (SIGHUP) swaps the whole set; a connection that
 // authenticated earlier calls Current() before each request and loses its
-// rights on the next request once its token is gone.
+// rights on the next request once its token is gone. What lives on without
+// requests (subscriptions, event streams) registers OnReload() and checks
+// its rights again after each reload.
 //
 // Thread safety: every method is safe from any thread; Authenticate() and
 // Current() never block (a mutex held for a pointer copy).
@@ -20,6 +22,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -76,6 +80,27 @@ class Authenticator {
   // principal at generation g calls Current() once it differs.
   uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
 
+  // Unregisters its OnReload() callback when destroyed. A call already
+  // under way may still finish after that: callbacks hold their object
+  // weakly.
+  class ReloadWatch {
+   public:
+    ReloadWatch(const Authenticator* auth, uint64_t id) : auth_(auth), id_(id) {}
+    ~ReloadWatch();
+    ReloadWatch(const ReloadWatch&) = delete;
+    ReloadWatch& operator=(const ReloadWatch&) = delete;
+
+   private:
+    const Authenticator* auth_;
+    uint64_t id_;
+  };
+  // Runs `fn` after every successful Reload(), on the reloading thread and
+  // outside every lock of this class; `fn` must not block (post the work
+  // to the owner's strand or take only short locks). The authenticator
+  // must outlive the handle.
+  [[nodiscard]] std::unique_ptr<ReloadWatch> OnReload(std::function<void()> fn) const
+      EXCLUDES(watch_mu_);
+
  private:
   using Set = std::vector<std::shared_ptr<const Principal>>;
   std::shared_ptr<const Set> set() const EXCLUDES(mu_);
@@ -85,6 +110,11 @@ class Authenticator {
   std::shared_ptr<const Set> set_ GUARDED_BY(mu_);
   std::atomic<uint64_t> generation_{0};
   std::shared_ptr<const Principal> open_;
+
+  mutable Mutex watch_mu_;
+  mutable uint64_t next_watch_ GUARDED_BY(watch_mu_) = 0;
+  mutable std::map<uint64_t, std::shared_ptr<const std::function<void()>>> watches_
+      GUARDED_BY(watch_mu_);
 };
 
 }  // namespace seqd

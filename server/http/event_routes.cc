@@ -9,6 +9,7 @@
 #include "server/core/key_rules.h"
 #include "server/http/api_call.h"
 #include "server/http/event_stream.h"
+#include "server/http/http_ops.h"
 #include "server/http/sse_wire.h"
 #include "server/metrics/stream_metrics.h"
 #include "server/msg/message_service.h"
@@ -142,6 +143,10 @@ void EventRoutes::Handle(const std::shared_ptr<ApiRouter::Call>& call, PathSegme
       EventStream::Deps{services_.router, services_.messages, options_.clock, metrics},
       stream_options, std::move(*convs), multi, std::move(user));
   if (!stream) return fail(stream.error());
+  // A tokens reload that takes this token's rights away ends the stream.
+  if (const std::optional<Permission>& p = HttpOpFor(HttpOp::kMsgEvents).permission; p) {
+    (*stream)->EndWhenRevoked(services_.auth, *call->access, *p);
+  }
 
   const Principal* who = call->access->principal();
   const std::string_view token = who && !who->open ? std::string_view(who->id) : "";

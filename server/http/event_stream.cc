@@ -250,10 +250,44 @@ void EventStream::ArmHeartbeat() {
   });
 }
 
+void EventStream::EndWhenRevoked(const Authenticator* auth, Access access, Permission permission) {
+  if (!auth || !auth->enabled()) return;
+  std::unique_ptr<Authenticator::ReloadWatch> watch = auth->OnReload([weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->Recheck();
+  });
+  MutexLock lock(mu_);
+  auth_ = auth;
+  access_ = std::move(access);
+  permission_ = permission;
+  reload_watch_ = std::move(watch);
+}
+
+void EventStream::Recheck() {
+  MutexLock lock(mu_);
+  if (ended_ || closing_ || !access_) return;
+  access_->Revalidate(auth_);
+  std::string_view reason;
+  if (!access_->principal()) {
+    access_->AuditUnauthenticated("msg_events");
+    reason = "unauthenticated";
+  } else {
+    for (const Conv& c : convs_) {
+      if (!access_->Check(permission_, c.id, "msg_events")) {
+        reason = "permission_denied";
+        break;
+      }
+    }
+  }
+  if (reason.empty()) return;
+  if (sink_) sink_->CloseAfter(SseDropped(LastIdLocked(), reason));
+  EndLocked();
+}
+
 void EventStream::OnEnd() {
   std::vector<std::unique_ptr<Subscription>> subscriptions;
   std::unique_ptr<StreamLimits::Slot> slot;
   std::shared_ptr<EventSink> sink;
+  std::unique_ptr<Authenticator::ReloadWatch> watch;
   {
     MutexLock lock(mu_);
     if (ended_) return;
@@ -261,6 +295,7 @@ void EventStream::OnEnd() {
     for (Conv& c : convs_) subscriptions.push_back(std::move(c.subscription));
     slot = std::move(slot_);
     sink = std::move(sink_);
+    watch = std::move(reload_watch_);
     if (deps_.metrics && running_) deps_.metrics->StreamClosed();
   }
   // Unsubscribing waits for a listener call under way: outside the lock.

@@ -33,6 +33,7 @@
 #include "common/error.h"
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
+#include "server/auth/access.h"
 #include "server/http/sse_resume.h"
 #include "server/http/stream_limits.h"
 #include "server/msg/message_service.h"
@@ -86,6 +87,14 @@ class EventStream : public std::enable_shared_from_this<EventStream> {
   // Ends the stream now (the sink closes after what is queued).
   void Close();
 
+  // After every tokens reload of `auth`, checks `access` (the request's)
+  // again: once its token is gone or no longer has `permission` on one of
+  // the stream's conversations, the stream ends with `event: dropped`
+  // (reason "unauthenticated" or "permission_denied"). Call before Run();
+  // `auth` must outlive the stream.
+  void EndWhenRevoked(const Authenticator* auth, Access access, Permission permission)
+      EXCLUDES(mu_);
+
  private:
   struct Conv {
     std::string id;
@@ -123,6 +132,8 @@ class EventStream : public std::enable_shared_from_this<EventStream> {
   void EndLocked() REQUIRES(mu_);
   // The sink is over: drop subscriptions and the slot.
   void OnEnd() EXCLUDES(mu_);
+  // EndWhenRevoked's check, after a reload.
+  void Recheck() EXCLUDES(mu_);
 
   const Deps deps_;
   const EventStreamOptions options_;
@@ -135,6 +146,11 @@ class EventStream : public std::enable_shared_from_this<EventStream> {
   bool running_ GUARDED_BY(mu_) = false;
   bool closing_ GUARDED_BY(mu_) = false;  // the sink closes after what is queued
   bool ended_ GUARDED_BY(mu_) = false;
+  // EndWhenRevoked's: the reload watch and what it checks.
+  const Authenticator* auth_ GUARDED_BY(mu_) = nullptr;
+  std::optional<Access> access_ GUARDED_BY(mu_);
+  Permission permission_ GUARDED_BY(mu_){};
+  std::unique_ptr<Authenticator::ReloadWatch> reload_watch_ GUARDED_BY(mu_);
   std::string scratch_ GUARDED_BY(mu_);
 };
 

@@ -39,9 +39,11 @@ void AppendSseMessage(std::string_view id, std::string_view json, std::string& o
   out.append("\n\n");
 }
 
-std::string SseDropped(std::string_view last_event_id) {
+std::string SseDropped(std::string_view last_event_id, std::string_view reason) {
   std::string out = R"(event: dropped
-data: {"reason":"slow_reader","last_event_id":")";
+data: {"reason":")";
+  out.append(reason);  // one of a few fixed words
+  out.append(R"(","last_event_id":")");
   // Ids are digits, '=', ',' and escaped conversation ids: nothing to
   // escape in JSON.
   out.append(last_event_id);

@@ -34,9 +34,11 @@ std::string SseRetry(int64_t ms);
 // Appends one message event. REQUIRES: `id` and `json` hold no CR or LF.
 void AppendSseMessage(std::string_view id, std::string_view json, std::string& out);
 
-// The slow reader's last event: `last_event_id` is the id of the last
-// message event queued before it ("" if none).
-std::string SseDropped(std::string_view last_event_id);
+// The last event of a stream the server ended: `last_event_id` is the id
+// of the last message event queued before it ("" if none); `reason` says
+// why: "slow_reader", or "unauthenticated" / "permission_denied" when a
+// tokens reload took the stream's rights away.
+std::string SseDropped(std::string_view last_event_id, std::string_view reason = "slow_reader");
 
 using ResumePoints = std::vector<std::pair<std::string, int64_t>>;  // conv, last seq
 

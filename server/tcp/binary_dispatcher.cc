@@ -101,6 +101,8 @@ void BinaryDispatcher::HandleAuth(const proto::FrameView& f, BinaryConnection& c
   proto::AppendFrame(c.out(), kOp, proto::kFlagResponse, f.request_id,
                      std::string_view("\0\0", 2));  // status OK, empty result
   c.Queued();
+  // The new token may not allow what the old one subscribed to.
+  RecheckSubscriptions(c);
 }
 
 bool BinaryDispatcher::Permit(const proto::FrameView& f, BinaryConnection& c,

@@ -46,6 +46,13 @@ class BinaryDispatcher {
   // Writes the NEXT_IDS answer to `c` (called back by DeliverIds).
   void WriteIds(BinaryConnection& c, uint32_t request_id, const Result<IdBatch>& result);
 
+  // Checks `c`'s subscriptions against its token as now loaded (after a
+  // tokens reload, or an AUTH that changed the token): if the token is gone
+  // or no longer allows one of them, drops them all and queues a
+  // PUSH_DROPPED (UNAUTHENTICATED or PERMISSION_DENIED) on `c`. On c's
+  // strand; the caller flushes.
+  void RecheckSubscriptions(BinaryConnection& c);
+
   // Counts a protocol error (the connection closes after its error frame).
   void CountProtocolError(proto::Status status);
 

@@ -13,6 +13,7 @@
 #include "server/service/message_wire.h"
 #include "server/tcp/binary_dispatcher.h"
 #include "server/tcp/binary_dispatcher_impl.h"
+#include "server/tcp/binary_ops.h"
 
 namespace seqd {
 namespace {
@@ -242,6 +243,32 @@ void BinaryDispatcher::HandleSubscribe(const proto::FrameView& f, BinaryConnecti
   Count(static_cast<uint8_t>(op), f.request_id, proto::Status::kOk);
   proto::AppendOkResult(c.out(), op, f.request_id, proto::EmptyRes{});
   c.Queued();
+}
+
+void BinaryDispatcher::RecheckSubscriptions(BinaryConnection& c) {
+  SubscriptionMap& subs = c.subscriptions();
+  if (subs.empty()) return;
+  Access& access = c.access();
+  access.Revalidate(services_.auth);
+  std::optional<Error> refused;
+  if (!access.principal()) {
+    access.AuditUnauthenticated(BinaryOpLabel(static_cast<uint8_t>(proto::kOpSubscribe)));
+    refused = MakeError(ErrorCode::kUnauthenticated, "the connection's token was revoked");
+  } else if (const BinaryOpRow* row = BinaryOpFor(static_cast<uint8_t>(proto::kOpSubscribe));
+             row && row->permission) {
+    for (const auto& [conv, sub] : subs) {
+      Status s = access.Check(*row->permission, conv,
+                              BinaryOpLabel(static_cast<uint8_t>(proto::kOpSubscribe)));
+      if (!s) {
+        refused = s.error();
+        break;
+      }
+    }
+  }
+  if (!refused) return;
+  subs.clear();  // never called again once destroyed
+  const BinaryError w = ToBinaryError(*refused);
+  proto::AppendPushDropped(c.out(), w.status, w.message + ": subscriptions dropped");
 }
 
 void BinaryDispatcher::HandleUnsubscribe(const proto::FrameView& f, BinaryConnection& c) {

@@ -271,6 +271,14 @@ class Session final : public ListenedSession,
       push_ = std::make_shared<PushBox>(strand_, max_output_, max_frame_);
       push_->session = weak_from_this();
       PublishUnsent();
+      // A tokens reload may take away what the subscriptions need.
+      if (server_->auth && server_->auth->enabled()) {
+        reload_watch_ = server_->auth->OnReload([weak = weak_from_this(), strand = strand_] {
+          net::post(strand, [weak] {
+            if (std::shared_ptr<Session> self = weak.lock()) self->RecheckSubscriptions();
+          });
+        });
+      }
     }
     return [box = push_](const StoredMessage& m) { OnPush(*box, m); };
   }
@@ -352,6 +360,15 @@ class Session final : public ListenedSession,
                                "push backlog over " + std::to_string(max_output_) +
                                    " bytes: subscriptions dropped; pull to re-sync");
     }
+    PublishUnsent();
+    Flush();
+  }
+
+  // After a tokens reload: subscriptions the token no longer allows end
+  // with a PUSH_DROPPED.
+  void RecheckSubscriptions() {
+    if (closed_ || closing_) return;
+    server_->dispatcher.RecheckSubscriptions(*this);
     PublishUnsent();
     Flush();
   }
@@ -504,8 +521,9 @@ class Session final : public ListenedSession,
   const size_t max_frame_;
   const size_t max_output_;
   const std::chrono::seconds idle_;
-  std::shared_ptr<PushBox> push_;  // made by the first SUBSCRIBE
-  SubscriptionMap subs_;           // by conversation
+  std::shared_ptr<PushBox> push_;                             // made by the first SUBSCRIBE
+  SubscriptionMap subs_;                                      // by conversation
+  std::unique_ptr<Authenticator::ReloadWatch> reload_watch_;  // with the push box
 
   std::vector<char> in_;  // received bytes; [in_begin_, in_end_) not yet handled
   size_t in_begin_ = 0;

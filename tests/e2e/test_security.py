@@ -31,6 +31,7 @@ SEQBENCH = os.environ.get("SEQBENCH_BINARY", os.path.join(BUILD, "client", "seqb
 
 PING, NEXT_IDS, AUTH = 0x01, 0x02, 0x03
 SEND, PULL_RANGE, SET_CONV_MIN_SEQ, SUBSCRIBE = 0x20, 0x21, 0x29, 0x2A
+PUSH_MESSAGE, PUSH_DROPPED = 0x2C, 0x2D
 OK, UNAUTHENTICATED, PERMISSION_DENIED = 0, 13, 14
 
 SECRETS = {
@@ -355,6 +356,89 @@ class Security(unittest.TestCase):
             self.assertEqual(self.http("GET", "/seq/other", token="orders")[0], 200)
         finally:
             SCOPES["orders"] = "ids:order_"
+            self.reload(tokens_text(["ops", "orders", "chat", "reader", "scraper"]))
+
+    # --- revocation of what lives on without requests --------------------------
+
+    def post_message(self, conv, n):
+        body = {"sender_id": "u", "client_msg_id": "rv%d-%f" % (n, time.time()), "payload": "eA=="}
+        status, payload, _ = self.http("POST", "/conversations/%s/messages" % conv, body, "chat")
+        self.assertIn(status, (200, 201), payload)
+
+    def next_push(self, s, timeout=5):
+        """The next pushed frame (opcode, status, rest), skipping nothing."""
+        s.settimeout(timeout)
+        try:
+            op, rid, status, rest = read_frame(s)
+        finally:
+            s.settimeout(10)
+        return op, status, rest
+
+    def no_frame_within(self, s, seconds):
+        s.settimeout(seconds)
+        try:
+            data = s.recv(1)
+            return data == b""  # closed: nothing came either
+        except socket.timeout:
+            return True
+        finally:
+            s.settimeout(10)
+
+    def test_reload_and_reauth_end_subscriptions_the_token_no_longer_allows(self):
+        # Subscribed as reader (msg:read:sg_team); a message is pushed.
+        s = self.tcp()
+        self.assertEqual(call(s, AUTH, 1, SECRETS["reader"].encode())[0], OK)
+        self.assertEqual(call(s, SUBSCRIBE, 2, struct.pack(">I", 1) + s16("sg_team"))[0], OK)
+        self.post_message("sg_team", 1)
+        self.assertEqual(self.next_push(s)[0], PUSH_MESSAGE)
+        # Re-AUTH with a token without msg:read: the AUTH succeeds, then the
+        # subscriptions are dropped with PERMISSION_DENIED.
+        s2 = self.tcp()
+        self.assertEqual(call(s2, AUTH, 1, SECRETS["reader"].encode())[0], OK)
+        self.assertEqual(call(s2, SUBSCRIBE, 2, struct.pack(">I", 1) + s16("sg_team"))[0], OK)
+        self.assertEqual(call(s2, AUTH, 3, SECRETS["orders"].encode())[0], OK)
+        op, status, rest = self.next_push(s2)
+        self.assertEqual((op, status), (PUSH_DROPPED, PERMISSION_DENIED), rest)
+        try:
+            # The reader token removed: its subscription ends at the reload,
+            # with no request on the connection.
+            self.reload(tokens_text(["ops", "orders", "chat", "scraper"]))
+            op, status, rest = self.next_push(s)
+            self.assertEqual((op, status), (PUSH_DROPPED, UNAUTHENTICATED), rest)
+            self.assertIn(b"subscriptions dropped", rest)
+            # Nothing more is pushed to either connection.
+            self.post_message("sg_team", 2)
+            self.assertTrue(self.no_frame_within(s, 1.0), "a push after revocation")
+            self.assertTrue(self.no_frame_within(s2, 0.2), "a push after a narrower AUTH")
+        finally:
+            self.reload(tokens_text(["ops", "orders", "chat", "reader", "scraper"]))
+
+    def test_reload_ends_event_streams_the_token_no_longer_allows(self):
+        sock = socket.create_connection(("127.0.0.1", self.seqd.port), timeout=10)
+        self.addCleanup(sock.close)
+        sock.sendall(b"GET /conversations/sg_team/events HTTP/1.1\r\nHost: x\r\n"
+                     b"Accept: text/event-stream\r\nAuthorization: Bearer %s\r\n\r\n"
+                     % SECRETS["reader"].encode())
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            buf += sock.recv(4096)
+        self.assertTrue(buf.startswith(b"HTTP/1.1 200"), buf[:200])
+        self.post_message("sg_team", 3)
+        deadline = time.time() + 5
+        while b"event: message" not in buf and b"\ndata:" not in buf.split(b"\r\n\r\n", 1)[1]:
+            self.assertLess(time.time(), deadline, buf)
+            buf += sock.recv(4096)
+        try:
+            self.reload(tokens_text(["ops", "orders", "chat", "scraper"]))
+            sock.settimeout(5)
+            while True:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    break  # the server closed the stream
+                buf += chunk
+            self.assertIn(b"event: dropped", buf)
+            self.assertIn(b'"reason":"unauthenticated"', buf)
+        finally:
             self.reload(tokens_text(["ops", "orders", "chat", "reader", "scraper"]))
 
     # --- tools --------------------------------------------------------------------
