@@ -36,7 +36,10 @@ void PrintReport(const Config& cfg, double elapsed, const Stats& total,
   if (cfg.json) {
     std::ostringstream o;
     o.precision(12);
-    o << "{\"protocol\":\"" << (cfg.http ? "http" : "tcp")
+    o << "{\"protocol\":\""
+      << (cfg.http   ? "http"
+          : cfg.resp ? "resp"
+                     : "tcp")
       << "\",\"tls\":" << (cfg.tls.enabled ? "true" : "false")
       << ",\"endpoint\":" << JsonString(cfg.endpoint) << ",\"mode\":\""
       << (cfg.snowflake           ? "snowflake"
@@ -59,7 +62,8 @@ void PrintReport(const Config& cfg, double elapsed, const Stats& total,
       first = false;
     }
     o << "},\"latency_us\":{\"p50\":" << us(0.5) << ",\"p99\":" << us(0.99)
-      << ",\"p999\":" << us(0.999) << ",\"max\":" << total.latency.max() / 1000.0
+      << ",\"p999\":" << us(0.999) << ",\"p9999\":" << us(0.9999)
+      << ",\"max\":" << total.latency.max() / 1000.0
       << ",\"mean\":" << total.latency.mean() / 1000.0 << "}";
     if (cfg.subscribers > 0) {
       o << ",\"push\":{\"transport\":\"" << (cfg.sse_endpoint.empty() ? "binary" : "sse")
@@ -76,8 +80,11 @@ void PrintReport(const Config& cfg, double elapsed, const Stats& total,
                              : cfg.new_keys.empty()  ? "key=" + cfg.key
                                                      : "new-keys=" + cfg.new_keys + "*";
     std::printf("%s%s %s %s connections=%d pipeline=%d count=%u duration=%.2fs threads=%d\n",
-                cfg.http ? "http" : "tcp", cfg.tls.enabled ? "+tls" : "", cfg.endpoint.c_str(),
-                what.c_str(), cfg.connections, cfg.pipeline, cfg.count, elapsed, cfg.threads);
+                cfg.http   ? "http"
+                : cfg.resp ? "resp"
+                           : "tcp",
+                cfg.tls.enabled ? "+tls" : "", cfg.endpoint.c_str(), what.c_str(), cfg.connections,
+                cfg.pipeline, cfg.count, elapsed, cfg.threads);
     std::printf("requests  %llu  (%.0f/s)\n", static_cast<unsigned long long>(total.requests), rps);
     if (cfg.rate > 0) std::printf("open loop %.0f/s scheduled\n", cfg.rate);
     if (cfg.warmup_s > 0) {
@@ -90,9 +97,11 @@ void PrintReport(const Config& cfg, double elapsed, const Stats& total,
     for (const auto& [k, v] : total.error_kinds) {
       std::printf("  %-40s %llu\n", k.c_str(), static_cast<unsigned long long>(v));
     }
-    std::printf("latency   p50 %.1f us  p99 %.1f us  p999 %.1f us  max %.1f us  mean %.1f us\n",
-                us(0.5), us(0.99), us(0.999), total.latency.max() / 1000.0,
-                total.latency.mean() / 1000.0);
+    std::printf(
+        "latency   p50 %.1f us  p99 %.1f us  p999 %.1f us  p9999 %.1f us  max %.1f us  mean %.1f "
+        "us\n",
+        us(0.5), us(0.99), us(0.999), us(0.9999), total.latency.max() / 1000.0,
+        total.latency.mean() / 1000.0);
   }
   if (cfg.subscribers > 0 && !cfg.json) {
     std::printf("pushes    %llu of %llu expected to %d %s, %llu errors\n",

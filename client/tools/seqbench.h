@@ -51,6 +51,7 @@ struct Stats {
 // before), read-only while they run.
 struct Config {
   bool http = false;
+  bool resp = false;  // --resp: RESP2 INCR (INCRBY with --count) instead of the binary protocol
   std::string host, port, endpoint;
   std::string key;
   std::string new_keys;    // --new-keys PREFIX; "" for one key
