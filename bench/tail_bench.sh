@@ -49,24 +49,33 @@ curl -fsS -o /dev/null -X POST "http://127.0.0.1:$HTTP_PORT/admin/keys" \
   -H 'Content-Type: application/json' -d '{"key":"bench","step":100000}'
 wait_ping "$RESP_PORT" seqd "$WORK/seqd.log"
 
-# One seqbench run, its JSON in $WORK/NAME.json; prints nothing.
-sb() {  # NAME ARGS...
-  local name=$1
-  shift
+# One seqbench run, its JSON in $WORK/NAME.json; prints nothing. Also
+# $WORK/NAME.sched: the CPU time SERVER_PID ran and the time it sat
+# runnable waiting for a CPU (/proc/PID/schedstat), in ms per second of the
+# run: waiting shows a machine too busy to run the server when it could.
+sb() {  # NAME SERVER_PID ARGS...
+  local name=$1 pid=$2 before after t0 t1
+  shift 2
+  before=$(cut -d' ' -f1,2 "/proc/$pid/schedstat") t0=$(date +%s%N)
   $CLIENT_CPU "$SEQBENCH" --key bench --connections "$CONNECTIONS" --threads "$CLIENT_THREADS" \
     --json "$@" >"$WORK/$name.json" || true  # errors are in the JSON and printed
+  after=$(cut -d' ' -f1,2 "/proc/$pid/schedstat") t1=$(date +%s%N)
   [[ -s $WORK/$name.json ]] || { echo "seqbench $name gave no report" >&2; exit 1; }
+  awk -v b="$before" -v a="$after" -v t="$((t1 - t0))" 'BEGIN {
+    split(b, x, " "); split(a, y, " ");
+    printf "%.0f %.0f\n", (y[1] - x[1]) * 1000 / t, (y[2] - x[2]) * 1000 / t }' >"$WORK/$name.sched"
 }
 
-# "LABEL: rate, errors, p50 p99 p999 p9999 max" of a run.
+# "LABEL: rate, errors, p50 p99 p999 p9999 max, server cpu / wait" of a run.
 line() {  # NAME LABEL
-  python3 - "$WORK/$1.json" "$2" <<'PY'
+  python3 - "$WORK/$1.json" "$2" "$WORK/$1.sched" <<'PY'
 import json, sys
 r, label = json.load(open(sys.argv[1])), sys.argv[2]
+cpu, wait = open(sys.argv[3]).read().split()
 l = r["latency_us"]
-print(f"  {label:<16s} {r['requests_per_s']:>11,.0f} req/s  errors {r['errors']:<3d} "
-      f"p50 {l['p50']:8.1f}  p99 {l['p99']:8.1f}  p999 {l['p999']:8.1f}  "
-      f"p9999 {l['p9999']:8.1f}  max {l['max']:9.1f} us"
+print(f"  {label:<12s} {r['requests_per_s']:>9,.0f} req/s  err {r['errors']:<2d} "
+      f"p50 {l['p50']:7.1f}  p99 {l['p99']:8.1f}  p999 {l['p999']:8.1f}  "
+      f"p9999 {l['p9999']:8.1f}  max {l['max']:8.1f} us  server cpu {cpu:>3s} wait {wait:>3s} ms/s"
       + (f"  {r['error_kinds']}" if r["errors"] else ""))
 PY
 }
@@ -85,9 +94,9 @@ echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 # --- 1. closed-loop peaks ---------------------------------------------------------
 echo
 echo "== closed loop: $CONNECTIONS connections x $PIPELINE in flight, INCR bench / NEXT_IDS 1, ${PEAK_DURATION}s"
-sb peak-redis --resp "127.0.0.1:$REDIS_PORT" --pipeline "$PIPELINE" --duration "$PEAK_DURATION"
-sb peak-seqd-resp --resp "127.0.0.1:$RESP_PORT" --pipeline "$PIPELINE" --duration "$PEAK_DURATION"
-sb peak-seqd-binary --tcp "127.0.0.1:$TCP_PORT" --pipeline "$PIPELINE" --duration "$PEAK_DURATION"
+sb peak-redis "$REDIS_PID" --resp "127.0.0.1:$REDIS_PORT" --pipeline "$PIPELINE" --duration "$PEAK_DURATION"
+sb peak-seqd-resp "$SEQD_PID" --resp "127.0.0.1:$RESP_PORT" --pipeline "$PIPELINE" --duration "$PEAK_DURATION"
+sb peak-seqd-binary "$SEQD_PID" --tcp "127.0.0.1:$TCP_PORT" --pipeline "$PIPELINE" --duration "$PEAK_DURATION"
 line peak-redis "redis RESP"
 line peak-seqd-resp "seqd RESP"
 line peak-seqd-binary "seqd binary"
@@ -99,7 +108,8 @@ printf '  RESP peaks: seqd / redis %.2f\n' "$(calc "$PEAK_SEQD / $PEAK_REDIS")"
 # --- 2. open loop at half of the lower RESP peak -------------------------------------
 echo
 echo "== open loop: $RATE req/s ($RATE_FRACTION x the lower RESP peak) over $CONNECTIONS connections," \
-  "${DURATION}s after ${WARMUP}s warmup; latency in us from each request's scheduled time"
+  "${DURATION}s after ${WARMUP}s warmup; latency in us from each request's scheduled time;"
+echo "  server cpu / wait: ms per second the server ran / sat runnable waiting for a CPU"
 open_args=(--rate "$RATE" --warmup "$WARMUP" --duration "$(calc "$DURATION + $WARMUP")")
 for round in $(seq "$ROUNDS"); do
   echo "round $round"
@@ -107,9 +117,9 @@ for round in $(seq "$ROUNDS"); do
   ((round % 2 == 0)) && order=(seqd-binary seqd-resp redis)
   for what in "${order[@]}"; do
     case $what in
-      redis) sb "open-$round-redis" --resp "127.0.0.1:$REDIS_PORT" "${open_args[@]}" ;;
-      seqd-resp) sb "open-$round-seqd-resp" --resp "127.0.0.1:$RESP_PORT" "${open_args[@]}" ;;
-      seqd-binary) sb "open-$round-seqd-binary" --tcp "127.0.0.1:$TCP_PORT" "${open_args[@]}" ;;
+      redis) sb "open-$round-redis" "$REDIS_PID" --resp "127.0.0.1:$REDIS_PORT" "${open_args[@]}" ;;
+      seqd-resp) sb "open-$round-seqd-resp" "$SEQD_PID" --resp "127.0.0.1:$RESP_PORT" "${open_args[@]}" ;;
+      seqd-binary) sb "open-$round-seqd-binary" "$SEQD_PID" --tcp "127.0.0.1:$TCP_PORT" "${open_args[@]}" ;;
     esac
   done
   line "open-$round-redis" "redis RESP"
@@ -146,14 +156,14 @@ PY
 # --- 3. goal 4: binary single IDs vs redis-server's pipelined INCR --------------------
 echo
 echo "== goal 4: seqbench --tcp 4 x 32, 1 ID each, one key vs redis-benchmark -c 4 -P 32 INCR bench"
-sb goal4-seqd --tcp "127.0.0.1:$TCP_PORT" --connections 4 --pipeline 32 --count 1 \
+sb goal4-seqd "$SEQD_PID" --tcp "127.0.0.1:$TCP_PORT" --connections 4 --pipeline 32 --count 1 \
   --duration "$DURATION"
 REDIS_RATE=$(timeout 300 $CLIENT_CPU redis-benchmark -p "$REDIS_PORT" -c 4 -P 32 -n "$N_PIPELINED" \
   --csv INCR bench | awk -F'"' '$2 == "INCR bench" { print $4 }' | tail -1)
 [[ -n $REDIS_RATE ]] || { echo "redis-benchmark gave no result" >&2; exit 1; }
 SEQD_IDS=$(json_get "$WORK/goal4-seqd.json" ids_per_s)
 line goal4-seqd "seqd binary"
-printf '  %-16s %11.0f req/s  (redis-benchmark, %d requests)\n' "redis INCR" "$REDIS_RATE" \
+printf '  %-12s %9.0f req/s  (redis-benchmark, %d requests)\n' "redis INCR" "$REDIS_RATE" \
   "$N_PIPELINED"
 G4=$(calc "$SEQD_IDS / $REDIS_RATE")
 printf 'goal 4: seqd binary IDs/s / redis-server INCR/s = %.2f (goal >= 1.5: %s)\n' "$G4" \
