@@ -1,6 +1,6 @@
 # Sourced by the bench scripts that run seqd binaries against a throwaway
-# store (new_keys_bench.sh, slow_db_bench.sh, tail_bench.sh). Call from the
-# repository root.
+# store (new_keys_bench.sh, slow_db_bench.sh, tail_bench.sh; protocols_bench.sh
+# uses its tool, pinning and port helpers). Call from the repository root.
 #
 #   bench_binaries "$@"   # no arguments: builds seqd + seqbench Release in
 #                         # $BUILD_DIR and sets BINARIES to that seqd; else
