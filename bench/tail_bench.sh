@@ -66,7 +66,8 @@ sb() {  # NAME SERVER_PID ARGS...
     printf "%.0f %.0f\n", (y[1] - x[1]) * 1000 / t, (y[2] - x[2]) * 1000 / t }' >"$WORK/$name.sched"
 }
 
-# "LABEL: rate, errors, p50 p99 p999 p9999 max, server cpu / wait" of a run.
+# "LABEL: rate, errors, p50 p99 p999 p9999 max, server and client cpu / wait"
+# of a run.
 line() {  # NAME LABEL
   python3 - "$WORK/$1.json" "$2" "$WORK/$1.sched" <<'PY'
 import json, sys
@@ -75,7 +76,8 @@ cpu, wait = open(sys.argv[3]).read().split()
 l = r["latency_us"]
 print(f"  {label:<12s} {r['requests_per_s']:>9,.0f} req/s  err {r['errors']:<2d} "
       f"p50 {l['p50']:7.1f}  p99 {l['p99']:8.1f}  p999 {l['p999']:8.1f}  "
-      f"p9999 {l['p9999']:8.1f}  max {l['max']:8.1f} us  server cpu {cpu:>3s} wait {wait:>3s} ms/s"
+      f"p9999 {l['p9999']:8.1f}  max {l['max']:8.1f} us  server {cpu:>3s}/{wait:>3s}  client "
+      f"{r['client_cpu_s'] * 1000 / r['duration_s']:3.0f}/{r['client_wait_s'] * 1000 / r['duration_s']:3.0f}"
       + (f"  {r['error_kinds']}" if r["errors"] else ""))
 PY
 }
@@ -90,6 +92,8 @@ fi
 echo "seqd --threads $THREADS (SQLite), redis-server $(redis-server --version | grep -o 'v=[^ ]*')," \
   "seqbench --threads $CLIENT_THREADS; $pinning"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "latencies in us; server A/B, client A/B: ms per second the server (seqbench) ran (A) and"
+echo "sat runnable waiting for a CPU (B): a wait is in the latencies, whichever server is measured"
 
 # --- 1. closed-loop peaks ---------------------------------------------------------
 echo
@@ -108,8 +112,7 @@ printf '  RESP peaks: seqd / redis %.2f\n' "$(calc "$PEAK_SEQD / $PEAK_REDIS")"
 # --- 2. open loop at half of the lower RESP peak -------------------------------------
 echo
 echo "== open loop: $RATE req/s ($RATE_FRACTION x the lower RESP peak) over $CONNECTIONS connections," \
-  "${DURATION}s after ${WARMUP}s warmup; latency in us from each request's scheduled time;"
-echo "  server cpu / wait: ms per second the server ran / sat runnable waiting for a CPU"
+  "${DURATION}s after ${WARMUP}s warmup; latency from each request's scheduled time"
 open_args=(--rate "$RATE" --warmup "$WARMUP" --duration "$(calc "$DURATION + $WARMUP")")
 for round in $(seq "$ROUNDS"); do
   echo "round $round"

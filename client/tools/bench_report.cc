@@ -29,7 +29,7 @@ std::string JsonString(const std::string& s) {
 }  // namespace
 
 void PrintReport(const Config& cfg, double elapsed, const Stats& total,
-                 const tools::BenchSubscriber::Result& pushes) {
+                 const tools::BenchSubscriber::Result& pushes, const tools::SchedTimes& client) {
   const auto push_us = [&](double q) { return pushes.latency.Quantile(q) / 1000.0; };
   const auto us = [&](double q) { return total.latency.Quantile(q) / 1000.0; };
   const double rps = total.requests / elapsed, ips = total.ids / elapsed;
@@ -65,6 +65,9 @@ void PrintReport(const Config& cfg, double elapsed, const Stats& total,
       << ",\"p999\":" << us(0.999) << ",\"p9999\":" << us(0.9999)
       << ",\"max\":" << total.latency.max() / 1000.0
       << ",\"mean\":" << total.latency.mean() / 1000.0 << "}";
+    if (client.known) {
+      o << ",\"client_cpu_s\":" << client.cpu_s << ",\"client_wait_s\":" << client.wait_s;
+    }
     if (cfg.subscribers > 0) {
       o << ",\"push\":{\"transport\":\"" << (cfg.sse_endpoint.empty() ? "binary" : "sse")
         << "\",\"subscribers\":" << cfg.subscribers << ",\"pushes\":" << pushes.pushes
@@ -103,6 +106,10 @@ void PrintReport(const Config& cfg, double elapsed, const Stats& total,
         "us\n",
         us(0.5), us(0.99), us(0.999), us(0.9999), total.latency.max() / 1000.0,
         total.latency.mean() / 1000.0);
+    if (client.known) {
+      std::printf("client    %.2f s on a CPU, %.2f s runnable waiting for one (adds to latency)\n",
+                  client.cpu_s, client.wait_s);
+    }
   }
   if (cfg.subscribers > 0 && !cfg.json) {
     std::printf("pushes    %llu of %llu expected to %d %s, %llu errors\n",

@@ -28,6 +28,7 @@
 
 #include "bench_connection.h"
 #include "bench_report.h"
+#include "bench_sched.h"
 #include "bench_sse_subscriber.h"
 #include "bench_subscriber.h"
 #include "mini_http.h"
@@ -103,7 +104,9 @@ throughput and latency.
 Latency is from writing a request (with --rate: from its scheduled time) to
 reading its whole response, recorded in a log-linear histogram (every value
 within 1% to 18 minutes, fixed memory); the report gives p50, p99, p999,
-p9999 and max. Errors count answers other than OK / 200 / a RESP integer and
+p9999 and max, and seqbench's own CPU time and time spent runnable but
+waiting for a CPU (a starved client adds that wait to the latencies; JSON
+client_cpu_s, client_wait_s). Errors count answers other than OK / 200 / a RESP integer and
 connection failures (a failed connection is reopened after 100 ms).
 With TLS every connection handshakes (and verifies the server) once before its
 requests; run the same load with and without --tls to compare (the report
@@ -346,6 +349,7 @@ int Run(Config cfg) {
     return 1;
   }
 
+  const seqd::tools::SchedTimes sched_before = seqd::tools::ProcessSchedTimes();
   const Clock::time_point start = Clock::now();
   cfg.start = start;  // read by the connections only once started
   for (auto& c : conns) c->Start();
@@ -360,6 +364,9 @@ int Run(Config cfg) {
   }
   stop = true;
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  seqd::tools::SchedTimes sched = seqd::tools::ProcessSchedTimes();  // threads still alive
+  sched.cpu_s -= sched_before.cpu_s;
+  sched.wait_s -= sched_before.wait_s;
   for (auto& c : conns) c->Stop();
   if (!subscribers.empty()) {  // the last pushes: every one expected, 5 s at most
     const uint64_t expected =
@@ -377,7 +384,7 @@ int Run(Config cfg) {
   Stats total;
   for (auto& c : conns) total.Merge(c->stats());
   const seqd::tools::BenchSubscriber::Result pushes = subscribers.Merged();
-  PrintReport(cfg, elapsed, total, pushes);
+  PrintReport(cfg, elapsed, total, pushes, sched);
   return total.errors == 0 && pushes.errors == 0 && total.requests > 0 ? 0 : 1;
 }
 
