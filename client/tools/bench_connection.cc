@@ -47,6 +47,7 @@ void BenchConnection::Stop() {
     self->socket_.close(ignored);
     self->retry_timer_.cancel();
     self->pace_timer_.cancel();
+    self->stats_.unanswered = self->in_flight_;  // sent, not answered by the end
   });
 }
 

@@ -55,7 +55,7 @@ void PrintReport(const Config& cfg, double elapsed, const Stats& total,
       << ",\"warmup_requests\":" << total.warmup_requests << ",\"duration_s\":" << elapsed
       << ",\"requests\":" << total.requests << ",\"requests_per_s\":" << rps
       << ",\"ids\":" << total.ids << ",\"ids_per_s\":" << ips << ",\"errors\":" << total.errors
-      << ",\"error_kinds\":{";
+      << ",\"unanswered\":" << total.unanswered << ",\"error_kinds\":{";
     bool first = true;
     for (const auto& [k, v] : total.error_kinds) {
       o << (first ? "" : ",") << JsonString(k) << ":" << v;
@@ -98,6 +98,10 @@ void PrintReport(const Config& cfg, double elapsed, const Stats& total,
     std::printf("%s  %llu  (%.0f/s)\n", cfg.messages.empty() ? "ids     " : "messages",
                 static_cast<unsigned long long>(total.ids), ips);
     std::printf("errors    %llu\n", static_cast<unsigned long long>(total.errors));
+    if (total.unanswered > 0) {
+      std::printf("unanswered %llu  (in flight when the run ended; not in the figures)\n",
+                  static_cast<unsigned long long>(total.unanswered));
+    }
     for (const auto& [k, v] : total.error_kinds) {
       std::printf("  %-40s %llu\n", k.c_str(), static_cast<unsigned long long>(v));
     }
