@@ -3,7 +3,7 @@
 //
 //   msg_store_bench --store mysql://user:pass@127.0.0.1:3306/db
 //       [--senders 1024] [--convs 1000] [--duration 5] [--naive-threads 4,8,16,32]
-//       [--payload 100] [--writers 2]
+//       [--payload 100] [--writers 2] [--anchor-batch 1000]
 //
 // seqd: MessageService over MysqlMessageStore. `senders` concurrent senders,
 // each with one message in flight at a time (like as many client
@@ -11,7 +11,11 @@
 // naive: for each count in `naive-threads`, that many threads, each on its
 // own connection, one transaction per message: SELECT MAX(seq) ... FOR
 // UPDATE, then INSERT. The best of them is the baseline.
-// Both store the same columns with the same keys and durability settings.
+// anchor: the database's own ceiling for these rows: `writers` connections
+// (as many as seqd's writer threads), each inserting rows in transactions
+// of `anchor-batch` rows, one multi-row INSERT per transaction. seqd's
+// goal (issue 31) is at least 0.5x of it.
+// All store the same columns with the same keys and durability settings.
 #include <cppconn/connection.h>
 #include <cppconn/driver.h>
 #include <cppconn/exception.h>
@@ -50,13 +54,14 @@ struct Args {
   std::vector<int> naive_threads = {4, 8, 16, 32};
   size_t payload = 100;
   int writers = 2;
+  int anchor_batch = 1000;
 };
 
 [[noreturn]] void Usage(const char* why) {
   std::fprintf(stderr,
                "msg_store_bench: %s\nusage: msg_store_bench --store mysql://u:p@h:port/db "
                "[--senders N] [--convs N] [--duration S] [--naive-threads N] [--payload BYTES] "
-               "[--writers N]\n",
+               "[--writers N] [--anchor-batch ROWS]\n",
                why);
   std::exit(2);
 }
@@ -93,13 +98,16 @@ Args Parse(int argc, char** argv) {
       a.payload = std::stoul(v);
     else if (flag == "--writers")
       a.writers = std::stoi(v);
+    else if (flag == "--anchor-batch")
+      a.anchor_batch = std::stoi(v);
     else
       Usage(("unknown flag " + flag).c_str());
   }
   if (a.store.rfind("mysql://", 0) != 0) Usage("--store must be a mysql:// URL");
   const bool bad_threads = a.naive_threads.empty() ||
                            *std::min_element(a.naive_threads.begin(), a.naive_threads.end()) < 1;
-  if (a.senders < 1 || a.convs < 1 || bad_threads || a.duration_s <= 0) {
+  if (a.senders < 1 || a.convs < 1 || bad_threads || a.duration_s <= 0 || a.writers < 1 ||
+      a.anchor_batch < 1) {
     Usage("counts and duration must be positive");
   }
   return a;
@@ -198,36 +206,96 @@ Figures RunSeqd(const Args& a) {
   return {done_count / secs, lat.Percentile(0.5), lat.Percentile(0.99), errors};
 }
 
+// A connection to the first host of a.store's URL (the baselines talk to
+// one host).
+std::unique_ptr<sql::Connection> Connect(const Args& a) {
+  auto options = seqd::MysqlStore::ParseUrl(a.store);
+  if (!options) Usage(options.error().message.c_str());
+  sql::ConnectOptionsMap props;
+  props["hostName"] =
+      "tcp://" + options->hosts.front().host + ":" + std::to_string(options->hosts.front().port);
+  props["userName"] = options->user;
+  props["password"] = options->password;
+  props["schema"] = options->database;
+  return std::unique_ptr<sql::Connection>(get_driver_instance()->connect(props));
+}
+
+// (Re)creates `table` with seqd_message's columns and keys.
+void CreateMessageTable(const Args& a, const std::string& table) {
+  auto c = Connect(a);
+  std::unique_ptr<sql::Statement> s(c->createStatement());
+  s->execute("DROP TABLE IF EXISTS " + table);
+  s->execute("CREATE TABLE " + table +
+             " (conv_id VARCHAR(128) NOT NULL, seq BIGINT NOT NULL, "
+             "server_msg_id BIGINT NOT NULL AUTO_INCREMENT, sender_id VARCHAR(128) NOT NULL, "
+             "client_msg_id VARCHAR(128) NOT NULL, content_type INT NOT NULL, payload MEDIUMBLOB "
+             "NOT NULL, send_time BIGINT NOT NULL, status TINYINT NOT NULL DEFAULT 0, PRIMARY KEY "
+             "(conv_id, seq), UNIQUE KEY uk_client (conv_id, sender_id, client_msg_id), UNIQUE KEY "
+             "uk_server_msg_id (server_msg_id)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 "
+             "COLLATE=utf8mb4_bin");
+}
+
+// --- anchor: batched inserts -------------------------------------------------
+
+// The rows go to a copy of seqd's own message table (same columns, keys
+// and engine), made with CREATE TABLE ... LIKE after seqd creates it.
+Figures RunBatchedAnchor(const Args& a) {
+  auto messages = seqd::OpenMessageStore(a.store);
+  if (!messages) Usage("cannot open the store");
+  if (auto s = (*messages)->EnsureSchema(); !s) Usage(s.error().message.c_str());
+  {
+    auto c = Connect(a);
+    std::unique_ptr<sql::Statement> s(c->createStatement());
+    s->execute("DROP TABLE IF EXISTS anchor_message");
+    s->execute("CREATE TABLE anchor_message LIKE seqd_message");
+  }
+  const std::string payload(a.payload, 'x');  // no quoting needed
+  std::atomic<int64_t> rows{0}, errors{0};
+  const auto deadline = Clock::now() + std::chrono::duration<double>(a.duration_s);
+  const auto start = Clock::now();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < a.writers; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        auto c = Connect(a);
+        c->setAutoCommit(false);
+        std::unique_ptr<sql::Statement> s(c->createStatement());
+        std::mt19937 rng(t);
+        std::vector<int64_t> next_seq(static_cast<size_t>(a.convs), 0);
+        std::string sql;
+        for (int64_t n = 0; Clock::now() < deadline;) {
+          sql.assign(
+              "INSERT INTO anchor_message (conv_id, seq, server_msg_id, sender_id, "
+              "client_msg_id, content_type, payload, send_time_ms) VALUES ");
+          for (int i = 0; i < a.anchor_batch; ++i, ++n) {
+            const size_t conv = rng() % static_cast<size_t>(a.convs);
+            if (i > 0) sql += ',';
+            sql.append("('a").append(std::to_string(t)).append("_").append(std::to_string(conv));
+            sql.append("',").append(std::to_string(++next_seq[conv]));
+            sql.append(",").append(std::to_string((int64_t{t} << 40) + n));
+            sql.append(",'u").append(std::to_string(t)).append("','m").append(std::to_string(n));
+            sql.append("',1,'").append(payload).append("',0)");
+          }
+          s->execute(sql);
+          c->commit();
+          rows += a.anchor_batch;
+        }
+      } catch (const sql::SQLException& e) {
+        std::fprintf(stderr, "anchor writer %d: %s\n", t, e.what());
+        ++errors;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  return {rows / secs, 0, 0, errors};
+}
+
 // --- naive: one transaction per message --------------------------------------
 
 Figures RunNaive(const Args& a, int naive_threads) {
-  auto options = seqd::MysqlStore::ParseUrl(a.store);
-  if (!options) Usage(options.error().message.c_str());
-  sql::Driver* driver = get_driver_instance();
-  auto connect = [&] {
-    sql::ConnectOptionsMap props;
-    // The naive baseline talks to the first host listed.
-    props["hostName"] =
-        "tcp://" + options->hosts.front().host + ":" + std::to_string(options->hosts.front().port);
-    props["userName"] = options->user;
-    props["password"] = options->password;
-    props["schema"] = options->database;
-    std::unique_ptr<sql::Connection> c(driver->connect(props));
-    return c;
-  };
-  {
-    auto c = connect();
-    std::unique_ptr<sql::Statement> s(c->createStatement());
-    s->execute("DROP TABLE IF EXISTS naive_message");
-    s->execute(
-        "CREATE TABLE naive_message (conv_id VARCHAR(128) NOT NULL, seq BIGINT NOT NULL, "
-        "server_msg_id BIGINT NOT NULL AUTO_INCREMENT, sender_id VARCHAR(128) NOT NULL, "
-        "client_msg_id VARCHAR(128) NOT NULL, content_type INT NOT NULL, payload MEDIUMBLOB NOT "
-        "NULL, send_time BIGINT NOT NULL, status TINYINT NOT NULL DEFAULT 0, PRIMARY KEY "
-        "(conv_id, seq), UNIQUE KEY uk_client (conv_id, sender_id, client_msg_id), UNIQUE KEY "
-        "uk_server_msg_id (server_msg_id)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 "
-        "COLLATE=utf8mb4_bin");
-  }
+  CreateMessageTable(a, "naive_message");
+  auto connect = [&] { return Connect(a); };
   const std::string payload(a.payload, 'x');
   Latencies lat;
   std::atomic<int64_t> done_count{0}, errors{0};
@@ -299,9 +367,15 @@ int main(int argc, char** argv) {
       best_threads = threads;
     }
   }
+  const Figures anchor = RunBatchedAnchor(a);
+  std::printf("%-22s %8.0f rows/s       (%d connections, %d rows per transaction)   errors %lld\n",
+              "anchor, batched", anchor.per_second, a.writers, a.anchor_batch,
+              static_cast<long long>(anchor.errors));
   const Figures ours = RunSeqd(a);
   Print(("seqd, " + std::to_string(a.senders) + " senders").c_str(), ours);
   std::printf("ratio seqd / best naive (%d threads): %.1f\n", best_threads,
               best.per_second > 0 ? ours.per_second / best.per_second : 0.0);
+  std::printf("ratio seqd / batched anchor: %.2f (goal >= 0.5)\n",
+              anchor.per_second > 0 ? ours.per_second / anchor.per_second : 0.0);
   return 0;
 }

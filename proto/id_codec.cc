@@ -1,54 +1,14 @@
 #include "proto/id_codec.h"
 
+#include "proto/wire_io.h"
+
 namespace seqd::proto {
 namespace {
 
-void Put16(std::string& out, uint16_t v) {
-  out.push_back(static_cast<char>(v >> 8));
-  out.push_back(static_cast<char>(v));
-}
-
-void Put32(std::string& out, uint32_t v) {
-  out.push_back(static_cast<char>(v >> 24));
-  out.push_back(static_cast<char>(v >> 16));
-  out.push_back(static_cast<char>(v >> 8));
-  out.push_back(static_cast<char>(v));
-}
-
-void Put64(std::string& out, int64_t v) {
-  const auto u = static_cast<uint64_t>(v);
-  Put32(out, static_cast<uint32_t>(u >> 32));
-  Put32(out, static_cast<uint32_t>(u));
-}
-
-// Reads big-endian values off the front of a view; `ok` turns false (and
-// stays so) on the first read past the end.
-struct Reader {
-  std::string_view in;
-  bool ok = true;
-
-  uint64_t Uint(size_t bytes) {
-    if (!ok || in.size() < bytes) {
-      ok = false;
-      return 0;
-    }
-    uint64_t v = 0;
-    for (size_t i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(in[i]);
-    in.remove_prefix(bytes);
-    return v;
-  }
-  std::string_view Str() {
-    const auto n = static_cast<size_t>(Uint(2));
-    if (!ok || in.size() < n) {
-      ok = false;
-      return {};
-    }
-    std::string_view s = in.substr(0, n);
-    in.remove_prefix(n);
-    return s;
-  }
-  bool Done() const { return ok && in.empty(); }
-};
+using wire::Put16;
+using wire::Put32;
+using wire::Put64;
+using wire::Reader;
 
 void AppendOk(std::string& out, Opcode opcode, uint32_t request_id, std::string_view result) {
   std::string payload;
@@ -66,8 +26,7 @@ bool IsIdOpcode(uint8_t opcode) { return opcode >= 0x05 && opcode <= 0x08; }
 std::string NextBlockRequestPayload(std::string_view key, uint32_t count,
                                     std::string_view on_behalf_of) {
   std::string payload;
-  Put16(payload, static_cast<uint16_t>(key.size()));
-  payload.append(key);
+  wire::PutStr16(payload, key);
   Put32(payload, count);
   if (!on_behalf_of.empty()) {
     payload.push_back(static_cast<char>(on_behalf_of.size()));
@@ -84,11 +43,11 @@ void AppendOkNextBlock(std::string& out, uint32_t request_id, int64_t first, int
 }
 
 std::optional<IdRangeWire> ParseNextBlockResult(std::string_view result) {
-  Reader r{result};
+  Reader r(result);
   IdRangeWire range;
-  range.first = static_cast<int64_t>(r.Uint(8));
-  range.last = static_cast<int64_t>(r.Uint(8));
-  if (!r.Done()) return std::nullopt;
+  range.first = r.I64();
+  range.last = r.I64();
+  if (!r.done()) return std::nullopt;
   return range;
 }
 
@@ -96,22 +55,21 @@ std::string KeyListPayload(const std::vector<std::string_view>& keys) {
   std::string payload;
   Put32(payload, static_cast<uint32_t>(keys.size()));
   for (std::string_view k : keys) {
-    Put16(payload, static_cast<uint16_t>(k.size()));
-    payload.append(k);
+    wire::PutStr16(payload, k);
   }
   return payload;
 }
 
 std::optional<std::vector<std::string_view>> ParseKeyList(std::string_view payload) {
-  Reader r{payload};
-  const uint64_t n = r.Uint(4);
+  Reader r(payload);
+  const uint64_t n = r.U32();
   // Each key takes at least its 2 length bytes: no count the bytes cannot
   // hold allocates.
-  if (!r.ok || n > r.in.size() / 2) return std::nullopt;
+  if (!r.ok() || n > r.left() / 2) return std::nullopt;
   std::vector<std::string_view> keys;
   keys.reserve(static_cast<size_t>(n));
   for (uint64_t i = 0; i < n; ++i) keys.push_back(r.Str());
-  if (!r.Done()) return std::nullopt;
+  if (!r.done()) return std::nullopt;
   return keys;
 }
 
@@ -125,11 +83,11 @@ void AppendOkInt64List(std::string& out, Opcode opcode, uint32_t request_id,
 }
 
 std::optional<std::vector<int64_t>> ParseInt64List(std::string_view result) {
-  Reader r{result};
-  const uint64_t n = r.Uint(4);
-  if (!r.ok || r.in.size() != 8 * n) return std::nullopt;
+  Reader r(result);
+  const uint64_t n = r.U32();
+  if (!r.ok() || r.left() != 8 * n) return std::nullopt;
   std::vector<int64_t> values(static_cast<size_t>(n));
-  for (int64_t& v : values) v = static_cast<int64_t>(r.Uint(8));
+  for (int64_t& v : values) v = r.I64();
   return values;
 }
 
@@ -137,25 +95,24 @@ std::string KeyValueListPayload(const std::vector<KeyValueView>& items) {
   std::string payload;
   Put32(payload, static_cast<uint32_t>(items.size()));
   for (const auto& [k, v] : items) {
-    Put16(payload, static_cast<uint16_t>(k.size()));
-    payload.append(k);
+    wire::PutStr16(payload, k);
     Put64(payload, v);
   }
   return payload;
 }
 
 std::optional<std::vector<KeyValueView>> ParseKeyValueList(std::string_view payload) {
-  Reader r{payload};
-  const uint64_t n = r.Uint(4);
-  if (!r.ok || n > r.in.size() / 10) return std::nullopt;  // 2 + 8 bytes at least each
+  Reader r(payload);
+  const uint64_t n = r.U32();
+  if (!r.ok() || n > r.left() / 10) return std::nullopt;  // 2 + 8 bytes at least each
   std::vector<KeyValueView> items;
   items.reserve(static_cast<size_t>(n));
   for (uint64_t i = 0; i < n; ++i) {
     std::string_view k = r.Str();
-    const auto v = static_cast<int64_t>(r.Uint(8));
+    const auto v = r.I64();
     items.emplace_back(k, v);
   }
-  if (!r.Done()) return std::nullopt;
+  if (!r.done()) return std::nullopt;
   return items;
 }
 

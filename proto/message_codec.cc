@@ -6,6 +6,8 @@
 #include <cassert>
 #include <cstring>
 
+#include "proto/wire_io.h"
+
 namespace seqd::proto {
 
 namespace {
@@ -15,95 +17,20 @@ namespace {
 class Writer {
  public:
   explicit Writer(std::string& out) : out_(out) {}
-  void U8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
-  void U16(uint16_t v) {
-    U8(static_cast<uint8_t>(v >> 8));
-    U8(static_cast<uint8_t>(v));
-  }
-  void U32(uint32_t v) {
-    U16(static_cast<uint16_t>(v >> 16));
-    U16(static_cast<uint16_t>(v));
-  }
-  void I32(int32_t v) { U32(static_cast<uint32_t>(v)); }
-  void I64(int64_t v) {
-    const auto u = static_cast<uint64_t>(v);
-    U32(static_cast<uint32_t>(u >> 32));
-    U32(static_cast<uint32_t>(u));
-  }
-  void Str(std::string_view s) {
-    assert(s.size() <= UINT16_MAX);
-    U16(static_cast<uint16_t>(s.size()));
-    out_.append(s.data(), s.size());
-  }
-  void Bytes(std::string_view s) {
-    U32(static_cast<uint32_t>(s.size()));
-    out_.append(s.data(), s.size());
-  }
-  void Count(size_t n) { U32(static_cast<uint32_t>(n)); }
+  void U8(uint8_t v) { wire::Put8(out_, v); }
+  void U16(uint16_t v) { wire::Put16(out_, v); }
+  void U32(uint32_t v) { wire::Put32(out_, v); }
+  void I32(int32_t v) { wire::Put32(out_, static_cast<uint32_t>(v)); }
+  void I64(int64_t v) { wire::Put64(out_, v); }
+  void Str(std::string_view s) { wire::PutStr16(out_, s); }
+  void Bytes(std::string_view s) { wire::PutBytes32(out_, s); }
+  void Count(size_t n) { wire::Put32(out_, static_cast<uint32_t>(n)); }
 
  private:
   std::string& out_;
 };
 
-// --- reader --------------------------------------------------------------------
-
-class Reader {
- public:
-  explicit Reader(std::string_view in) : in_(in) {}
-  bool ok() const { return ok_; }
-  bool done() const { return ok_ && in_.empty(); }
-  size_t left() const { return in_.size(); }
-
-  uint8_t U8() {
-    if (!Need(1)) return 0;
-    const auto v = static_cast<uint8_t>(in_[0]);
-    in_.remove_prefix(1);
-    return v;
-  }
-  uint16_t U16() {
-    if (!Need(2)) return 0;
-    const auto* u = reinterpret_cast<const unsigned char*>(in_.data());
-    in_.remove_prefix(2);
-    return static_cast<uint16_t>((u[0] << 8) | u[1]);
-  }
-  uint32_t U32() {
-    const uint32_t hi = U16();
-    return (hi << 16) | U16();
-  }
-  int32_t I32() { return static_cast<int32_t>(U32()); }
-  int64_t I64() {
-    const uint64_t hi = U32();
-    return static_cast<int64_t>((hi << 32) | U32());
-  }
-  std::string_view Take(size_t n) {
-    if (!Need(n)) return {};
-    std::string_view s = in_.substr(0, n);
-    in_.remove_prefix(n);
-    return s;
-  }
-  std::string_view Str() { return Take(U16()); }
-  std::string_view Bytes() { return Take(U32()); }
-  // A list count whose items take at least `min_item` bytes each: fails if
-  // the rest of the input cannot hold that many, so no caller allocates
-  // more than the input backs.
-  size_t Count(size_t min_item) {
-    const uint64_t n = U32();
-    if (ok_ && n * min_item > in_.size()) ok_ = false;
-    return ok_ ? static_cast<size_t>(n) : 0;
-  }
-  void Fail() { ok_ = false; }
-
- private:
-  bool Need(size_t n) {
-    if (!ok_ || in_.size() < n) {
-      ok_ = false;
-      return false;
-    }
-    return true;
-  }
-  std::string_view in_;
-  bool ok_ = true;
-};
+using wire::Reader;
 
 constexpr size_t kMinMessage = 8 + 8 + 2 + 2 + 4 + 1 + 8 + 4;
 constexpr size_t kMinConvSync = 2 + 8 * 4 + 1;

@@ -1,5 +1,7 @@
 #include "proto/snowflake_codec.h"
 
+#include "proto/wire_io.h"
+
 namespace seqd::proto {
 
 namespace {
@@ -8,27 +10,10 @@ constexpr size_t kCountBytes = 4;
 constexpr size_t kIdBytes = 8;
 constexpr size_t kFieldsBytes = 3 * 8;
 
-void Put32(std::string& out, uint32_t v) {
-  out.push_back(static_cast<char>(v >> 24));
-  out.push_back(static_cast<char>(v >> 16));
-  out.push_back(static_cast<char>(v >> 8));
-  out.push_back(static_cast<char>(v));
-}
-
-void Put64(std::string& out, int64_t v) {
-  const auto u = static_cast<uint64_t>(v);
-  Put32(out, static_cast<uint32_t>(u >> 32));
-  Put32(out, static_cast<uint32_t>(u));
-}
-
-uint32_t Load32(const char* p) {
-  const auto* u = reinterpret_cast<const unsigned char*>(p);
-  return (uint32_t{u[0]} << 24) | (uint32_t{u[1]} << 16) | (uint32_t{u[2]} << 8) | uint32_t{u[3]};
-}
-
-int64_t Load64(const char* p) {
-  return static_cast<int64_t>((uint64_t{Load32(p)} << 32) | uint64_t{Load32(p + 4)});
-}
+using wire::Load32;
+using wire::Load64;
+using wire::Put32;
+using wire::Put64;
 
 // Appends an OK response frame whose result is `result`.
 void AppendOk(std::string& out, Opcode opcode, uint32_t request_id, std::string_view result) {

@@ -83,7 +83,7 @@ func (c *Client) dial(ctx context.Context, ep *endpoint, pooled bool, onPush fun
 	}
 	ep.mu.Lock()
 	ep.failures = 0
-	ep.downUntil = time.Time{}
+	ep.downUntil.Store(0)
 	ep.mu.Unlock()
 	cn := &conn{c: c, ep: ep, pooled: pooled, nc: nc, onPush: onPush, onClose: onClose,
 		pending: make(map[uint32]*pendingCall), nextID: 1, done: make(chan struct{}),
@@ -151,11 +151,9 @@ func parseResponse(p []byte) ([]byte, error) {
 	return nil, &Error{Code: status, Message: string(p[4:])}
 }
 
-func (cn *conn) usable() bool {
-	cn.mu.Lock()
-	defer cn.mu.Unlock()
-	return !cn.closed && !cn.draining
-}
+// usable: cn takes new calls (neither closed nor draining). Lock-free: read
+// on every call.
+func (cn *conn) usable() bool { return !cn.unusable.Load() }
 
 // call sends one request on cn and waits for its answer or ctx (see SEAMS).
 func (cn *conn) call(ctx context.Context, op byte, flags uint16, payload []byte) ([]byte, error) {
@@ -181,35 +179,13 @@ func monoNow() int64 { return int64(time.Since(clockBase)) }
 // the earliest deadline, scans the pending table (expire).
 func (cn *conn) callTimeout(ctx context.Context, timeout time.Duration, op byte, flags uint16, payload []byte) ([]byte, error) {
 	pc := pendingPool.Get().(*pendingCall)
-	pc.op, pc.ctx, pc.timeout, pc.deadline = op, ctx, timeout, 0
-	cn.mu.Lock()
-	if cn.closed {
-		err := cn.closeErr
-		cn.mu.Unlock()
+	pc.op, pc.ctx, pc.timeout, pc.deadline, pc.onDone = op, ctx, timeout, 0, nil
+	id, err := cn.enqueue(pc, flags, payload)
+	if err != nil {
 		pc.ctx = nil
 		pendingPool.Put(pc)
 		return nil, err
 	}
-	pc.reads = cn.reads.Load()
-	id := cn.nextID
-	for id == 0 || cn.pending[id] != nil {
-		id++
-	}
-	cn.nextID = id + 1
-	cn.pending[id] = pc
-	if timeout > 0 {
-		now := monoNow()
-		pc.deadline = now + int64(timeout)
-		if cn.timerAt == 0 || pc.deadline < cn.timerAt {
-			cn.armLocked(pc.deadline, now)
-		}
-	}
-	cn.wbuf = appendHeader(cn.wbuf, op, flags, id, len(payload))
-	cn.wbuf = append(cn.wbuf, payload...)
-	if cn.delivering {
-		cn.batchIn++
-	}
-	cn.wakeWriter() // unlocks cn.mu
 	done := ctx.Done()
 	if done == nil {
 		r := <-pc.ch
@@ -224,7 +200,7 @@ func (cn *conn) callTimeout(ctx context.Context, timeout time.Duration, op byte,
 		return r.payload, r.err
 	case <-done:
 	}
-	err := ctxError(ctx, "no answer from "+cn.ep.addr)
+	err = ctxError(ctx, "no answer from "+cn.ep.addr)
 	cn.mu.Lock()
 	mine := cn.pending[id] == pc
 	if mine {
@@ -239,6 +215,40 @@ func (cn *conn) callTimeout(ctx context.Context, timeout time.Duration, op byte,
 	pc.ctx = nil
 	pendingPool.Put(pc)
 	return nil, err
+}
+
+// enqueue gives pc (op, ctx, timeout and onDone set) a request id, enters
+// it in the pending table (arming the deadline timer for pc.timeout) and
+// queues its frame for the writer. From then on exactly one result reaches
+// pc (pc.deliver). An error (cn closed) means pc was not entered.
+func (cn *conn) enqueue(pc *pendingCall, flags uint16, payload []byte) (uint32, error) {
+	cn.mu.Lock()
+	if cn.closed {
+		err := cn.closeErr
+		cn.mu.Unlock()
+		return 0, err
+	}
+	pc.reads = cn.reads.Load()
+	id := cn.nextID
+	for id == 0 || cn.pending[id] != nil {
+		id++
+	}
+	cn.nextID = id + 1
+	cn.pending[id] = pc
+	if pc.timeout > 0 {
+		now := monoNow()
+		pc.deadline = now + int64(pc.timeout)
+		if cn.timerAt == 0 || pc.deadline < cn.timerAt {
+			cn.armLocked(pc.deadline, now)
+		}
+	}
+	cn.wbuf = appendHeader(cn.wbuf, pc.op, flags, id, len(payload))
+	cn.wbuf = append(cn.wbuf, payload...)
+	if cn.delivering {
+		cn.batchIn++
+	}
+	cn.wakeWriter() // unlocks cn.mu
+	return id, nil
 }
 
 // armLocked sets cn's deadline timer to fire at `at` (monoNow time).
@@ -288,7 +298,7 @@ func (cn *conn) expire() {
 		if pc.reads == reads && pc.ctx.Err() == nil {
 			stalled = true
 		}
-		pc.ch <- callResult{err: errorf(CodeTimeout, "no answer from %s within %v", cn.ep.addr, pc.timeout)}
+		pc.deliver(callResult{err: errorf(CodeTimeout, "no answer from %s within %v", cn.ep.addr, pc.timeout)})
 	}
 	if stalled {
 		cn.fail(errorf(CodeTimeout, "connection to %s stalled", cn.ep.addr), true)
@@ -307,6 +317,7 @@ func (cn *conn) fail(err error, markDown bool) {
 		return
 	}
 	cn.closed = true
+	cn.unusable.Store(true)
 	callErr := err
 	if callErr == nil {
 		callErr = errorf(CodeCancelled, "connection closed")
@@ -324,7 +335,7 @@ func (cn *conn) fail(err error, markDown bool) {
 		cn.c.markDown(cn.ep)
 	}
 	for _, pc := range pending {
-		pc.ch <- callResult{err: callErr}
+		pc.deliver(callResult{err: callErr})
 	}
 	cn.c.untrack(cn)
 }
@@ -483,7 +494,7 @@ func (cn *conn) readLoop() {
 			continue // a late answer to a call that gave up
 		}
 		if op != pc.op {
-			pc.ch <- callResult{err: errorf(CodeProtocol, "answer with opcode %#x to a request %#x from %s", op, pc.op, cn.ep.addr)}
+			pc.deliver(callResult{err: errorf(CodeProtocol, "answer with opcode %#x to a request %#x from %s", op, pc.op, cn.ep.addr)})
 			continue
 		}
 		res, rerr := parseResponse(body)
@@ -492,13 +503,14 @@ func (cn *conn) readLoop() {
 			// calls on it; its endpoint is avoided for a while.
 			cn.mu.Lock()
 			cn.draining = true
+			cn.unusable.Store(true)
 			cn.mu.Unlock()
 			cn.c.markDown(cn.ep)
 		}
 		if rerr != nil {
 			rerr.(*Error).Message = cn.ep.addr + ": " + rerr.(*Error).Message
 		}
-		pc.ch <- callResult{payload: res, err: rerr}
+		pc.deliver(callResult{payload: res, err: rerr})
 	}
 	// An orderly close of an idle connection (the server's idle timeout)
 	// is no reason to avoid the endpoint.

@@ -42,6 +42,11 @@ func (c *Client) nextIDs(ctx context.Context, key string, count int) ([]Range, e
 	if err != nil {
 		return nil, err
 	}
+	return decodeNextIDs(res, count)
+}
+
+// decodeNextIDs checks and decodes a NEXT_IDS answer for count IDs.
+func decodeNextIDs(res []byte, count int) ([]Range, error) {
 	d := dec{b: res}
 	n := d.count(16)
 	out := make([]Range, n)
@@ -134,17 +139,23 @@ func (c *Client) int64List(ctx context.Context, op byte, keys []string) ([]int64
 	if err != nil {
 		return nil, err
 	}
+	return decodeInt64List(res, opName(op), len(keys), "values for keys")
+}
+
+// decodeInt64List decodes an answer of `want` int64s (a u32 count, then
+// the values) to op; what names them in the error for another count.
+func decodeInt64List(res []byte, op string, want int, what string) ([]int64, error) {
 	d := dec{b: res}
 	n := d.count(8)
 	out := make([]int64, n)
 	for i := range out {
 		out[i] = d.i64()
 	}
-	if err := d.done(opName(op)); err != nil {
+	if err := d.done(op); err != nil {
 		return nil, err
 	}
-	if n != len(keys) {
-		return nil, errorf(CodeProtocol, "%s answered %d values for %d keys", opName(op), n, len(keys))
+	if n != want {
+		return nil, errorf(CodeProtocol, "%s answered %d %s, %d asked", op, n, what, want)
 	}
 	return out, nil
 }
@@ -212,19 +223,7 @@ func (c *Client) Snowflake(ctx context.Context, count int) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := dec{b: res}
-	n := d.count(8)
-	out := make([]int64, n)
-	for i := range out {
-		out[i] = d.i64()
-	}
-	if err := d.done("SNOWFLAKE"); err != nil {
-		return nil, err
-	}
-	if n != count {
-		return nil, errorf(CodeProtocol, "SNOWFLAKE answered %d IDs for %d", n, count)
-	}
-	return out, nil
+	return decodeInt64List(res, "SNOWFLAKE", count, "IDs")
 }
 
 // DecodedSnowflake is a snowflake ID split by the server's layout.

@@ -106,7 +106,7 @@ func (r *shardRouter) route(key string) (string, bool, bool) {
 		return "", false, false
 	}
 	addr := t.owner[ShardOf(key, t.shards)]
-	if addr == "" || r.c.endpointFor(addr).down().After(time.Now()) {
+	if addr == "" || r.c.endpointFor(addr).isDown() {
 		r.unrouted.Add(1)
 		return "", false, false
 	}

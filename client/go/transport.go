@@ -75,11 +75,14 @@ type endpoint struct {
 	addr  string
 	index int // position in c.eps
 
-	mu        sync.Mutex
-	slots     []*slot
-	failures  int       // consecutive connection failures
-	downUntil time.Time // avoid until then (failover backoff)
-	next      uint32    // round-robin over slots
+	mu       sync.Mutex
+	slots    []*slot
+	failures int    // consecutive connection failures; guarded by mu
+	next     uint32 // round-robin over slots; guarded by mu
+
+	// downUntil: avoid ep until this monoNow time (failover backoff); 0:
+	// not down. Atomic: read on every call without a lock or a clock read.
+	downUntil atomic.Int64
 
 	// hot: the pooled connection whose reader is handing out a batch of
 	// answers, nil if none. New calls go there (the calls its answers
@@ -122,7 +125,8 @@ type conn struct {
 	nextID     uint32
 	closed     bool
 	closeErr   error
-	draining   bool // SHUTTING_DOWN seen: no new calls
+	draining   bool        // SHUTTING_DOWN seen: no new calls
+	unusable   atomic.Bool // closed || draining, for usable() without mu
 
 	timer   *time.Timer // deadline timer (expire), made at the first timeout
 	timerAt int64       // monoNow time it fires, 0: not armed
@@ -138,6 +142,24 @@ type pendingCall struct {
 	ctx      context.Context // the caller's (stall detection)
 	timeout  time.Duration   // 0: none
 	deadline int64           // monoNow time the call times out, 0: never
+	// onDone, when set, takes the result instead of ch (an asynchronous
+	// call, async.go); it runs on the goroutine that delivers (the reader,
+	// the deadline timer or a closer) and must not block.
+	onDone func(callResult)
+}
+
+// deliver hands pc its one result: to onDone, or to the caller waiting on
+// ch. An asynchronous pc goes back to the pool here (its caller never
+// touches it again).
+func (pc *pendingCall) deliver(r callResult) {
+	if pc.onDone == nil {
+		pc.ch <- r
+		return
+	}
+	f := pc.onDone
+	pc.onDone, pc.ctx = nil, nil
+	pendingPool.Put(pc)
+	f(r)
 }
 
 type callResult struct {
@@ -173,36 +195,42 @@ func (c *Client) endpointFor(addr string) *endpoint {
 // Only Options.Endpoints take part (not owners the router added).
 func (c *Client) pickEndpoint(start int) *endpoint {
 	n := len(c.opts.Endpoints)
-	now := time.Now()
 	c.epMu.RLock()
 	eps := c.eps[:n]
 	c.epMu.RUnlock()
+	var now int64 // read once, only when some endpoint is down
 	best := eps[start%n]
-	bestUntil := best.down()
+	bestUntil := best.downUntil.Load()
 	for i := 0; i < n; i++ {
 		ep := eps[(start+i)%n]
-		until := ep.down()
-		if !until.After(now) {
+		until := ep.downUntil.Load()
+		if until == 0 {
 			return ep
 		}
-		if until.Before(bestUntil) {
+		if now == 0 {
+			now = monoNow()
+		}
+		if until <= now {
+			return ep
+		}
+		if until < bestUntil {
 			best, bestUntil = ep, until
 		}
 	}
 	return best
 }
 
-func (ep *endpoint) down() time.Time {
-	ep.mu.Lock()
-	defer ep.mu.Unlock()
-	return ep.downUntil
+// isDown: ep is in its failover backoff.
+func (ep *endpoint) isDown() bool {
+	until := ep.downUntil.Load()
+	return until != 0 && until > monoNow()
 }
 
 // markDown avoids ep for a backoff that doubles per consecutive failure.
 func (c *Client) markDown(ep *endpoint) {
 	ep.mu.Lock()
 	ep.failures++
-	ep.downUntil = time.Now().Add(c.backoff(ep.failures))
+	ep.downUntil.Store(monoNow() + int64(c.backoff(ep.failures)))
 	ep.mu.Unlock()
 	n := int32(len(c.opts.Endpoints))
 	if ep.index < int(n) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "common/client_safe_message.h"
 #include "common/mutex.h"
 #include "server/base/log.h"
 #include "server/core/segment_allocator.h"
@@ -258,7 +259,8 @@ bool SegmentAllocator::FailReservationLocked(KeyState& s, const Error& error, do
   const bool client_error =
       error.code == ErrorCode::kUnknownKey || error.code == ErrorCode::kResourceExhausted;
   if (!client_error) ++reservation_failures_;
-  s.WaitLocked().last_error = error.message;
+  // Shown on /admin/cache and the status page: never the store's own text.
+  s.WaitLocked().last_error = ClientSafeMessage(error);
   if (client_error) {
     SEQD_LOG(kDebug) << ErrorCodeName(error.code) << " key=" << s.key;  // not ours
     // The row is gone (or never existed), or may not be created now: fail

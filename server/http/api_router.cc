@@ -127,8 +127,8 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
   const bool head = call->req.method == http::verb::head;
   const http::verb method = head ? http::verb::get : call->req.method;
   auto not_found = [&] {
-    call->Finish(call->ErrorJson(http::status::not_found, "not_found",
-                                 "no such endpoint: " + std::string(path)));
+    // The path is not echoed: no request text is reflected in an answer.
+    call->Finish(call->ErrorJson(http::status::not_found, "not_found", "no such endpoint"));
   };
   if (path.empty() || path[0] != '/') return not_found();
   const SplitParts parts = Split(path.substr(1), '/');
@@ -148,8 +148,7 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
   };
   auto method_not_allowed = [&](std::string_view allow) {
     Response res = call->ErrorJson(http::status::method_not_allowed, "method_not_allowed",
-                                   "method " + call->req.method_name + " is not allowed on " +
-                                       std::string(path) + "; use " + std::string(allow));
+                                   "method not allowed here; use " + std::string(allow));
     res.set(http::field::allow, ToBeast(allow));
     call->Finish(std::move(res));
   };

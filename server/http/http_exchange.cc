@@ -42,7 +42,8 @@ HttpResponse CloseWithError(http::status status, std::string_view code, std::str
   return res;
 }
 
-std::optional<HttpResponse> RefuseHeader(const RequestParser& p, const HttpRequest& req) {
+std::optional<HttpResponse> RefuseHeader(const RequestParser& p, const HttpRequest& req,
+                                         std::string_view header_bytes) {
   if (p.has_transfer_encoding() && !EqualsNoCase(Trimmed(p.transfer_encoding()), "chunked")) {
     return CloseWithError(http::status::bad_request, "bad_request",
                           "only chunked is accepted as Transfer-Encoding");
@@ -50,6 +51,19 @@ std::optional<HttpResponse> RefuseHeader(const RequestParser& p, const HttpReque
   // HTTP/1.0 has no Host (health checks such as HAProxy's send none).
   if (!p.has_host() && req.version >= 11) {
     return CloseWithError(http::status::bad_request, "bad_request", "a Host header is required");
+  }
+  if (p.host_count() > 1) {
+    return CloseWithError(http::status::bad_request, "bad_request", "more than one Host header");
+  }
+  // A line of the header that begins with a space or a tab continues the
+  // one before (obs-fold): no request needs it.
+  for (size_t at = header_bytes.find("\r\n"); at != std::string_view::npos;
+       at = header_bytes.find("\r\n", at + 2)) {
+    if (at + 2 < header_bytes.size() &&
+        (header_bytes[at + 2] == ' ' || header_bytes[at + 2] == '\t')) {
+      return CloseWithError(http::status::bad_request, "bad_request",
+                            "a header line continued on the next (obs-fold) is not accepted");
+    }
   }
   return std::nullopt;
 }

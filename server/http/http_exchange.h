@@ -28,11 +28,17 @@ HttpResponse CloseWithError(boost::beast::http::status status, std::string_view 
 // nullopt:
 //  - Transfer-Encoding other than exactly "chunked": a body framed in a way
 //    we do not read could be taken for a second request (smuggling);
-//  - HTTP/1.1 without Host (HTTP/1.0 needs none).
+//  - HTTP/1.1 without Host (HTTP/1.0 needs none), or more than one Host
+//    (RFC 9112 3.2: 400);
+//  - obs-fold (a header line continued on the next, RFC 9112 5.2): refused
+//    rather than joined with a space, so no proxy in front can read the
+//    field differently from us.
 // The CSRF rule needs the route, so ApiRouter checks it
 // (RefusedAsCrossSite in http_request.h).
-// `p` has parsed the header; `req` is what it parsed into.
-std::optional<HttpResponse> RefuseHeader(const RequestParser& p, const HttpRequest& req);
+// `p` has parsed the header; `req` is what it parsed into; `header_bytes`
+// is the header as read (request line to the blank line).
+std::optional<HttpResponse> RefuseHeader(const RequestParser& p, const HttpRequest& req,
+                                         std::string_view header_bytes);
 
 // What the connection answers to a request it could not read (`ec` from
 // the parser or the read, not end_of_stream), and the metrics status label

@@ -229,13 +229,18 @@ class Session : public ListenedSession,
   void Parse() {
     while (buffer_.size() > 0) {
       error_code ec;
+      // The parser reads a header only once it is whole, in one put(): the
+      // bytes it used then are the header (valid until the next prepare()).
+      const std::string_view used_bytes(static_cast<const char*>(buffer_.data().data()),
+                                        buffer_.size());
       const size_t used = parser_->put(buffer_.data(), ec);
+      const std::string_view header_bytes = used_bytes.substr(0, used);
       buffer_.consume(used);
       if (ec == http::error::need_more) break;
       if (ec) return OnReadError(ec);
       if (!header_checked_ && parser_->is_header_done()) {
         header_checked_ = true;
-        if (auto refusal = RefuseHeader(*parser_, request_)) {
+        if (auto refusal = RefuseHeader(*parser_, request_, header_bytes)) {
           Count(ProtocolErrorFor(ProtocolError::kBadRequest).metric_label);
           return SendAndClose(std::move(*refusal));
         }

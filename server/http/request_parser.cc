@@ -41,7 +41,7 @@ void RequestParser::on_field_impl(http::field name, string_view name_string, str
                                   error_code& ec) {
   switch (name) {
     case http::field::host:
-      has_host_ = true;
+      ++host_count_;
       break;
     case http::field::transfer_encoding:
       Keep(te_, value);

@@ -27,7 +27,8 @@ class RequestParser final : public boost::beast::http::basic_parser<true> {
 
   // Of the header (once is_header_done()), the first value of each field;
   // "" if absent.
-  bool has_host() const { return has_host_; }
+  bool has_host() const { return host_count_ > 0; }
+  int host_count() const { return host_count_; }
   bool has_transfer_encoding() const { return te_.set; }
   std::string_view transfer_encoding() const { return Field(te_); }
   std::string_view content_type() const { return out_.content_type; }
@@ -65,7 +66,7 @@ class RequestParser final : public boost::beast::http::basic_parser<true> {
   HttpRequest& out_;
   std::string& fields_;  // the values of te_, connection_
   Span te_, connection_;
-  bool has_host_ = false;
+  int host_count_ = 0;
   bool has_authorization_ = false;
   bool has_accept_ = false;
   bool has_request_id_ = false;

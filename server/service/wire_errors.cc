@@ -5,6 +5,7 @@
 #include <chrono>
 #include <optional>
 
+#include "common/client_safe_message.h"
 #include "server/base/log.h"
 
 namespace seqd {
@@ -71,10 +72,6 @@ constexpr bool ProtocolRowsInEnumOrder() {
 }
 static_assert(ProtocolRowsInEnumOrder(), "kProtocolRows: one row per ProtocolError, in order");
 
-// What clients read for a store that cannot serve, whatever the store said
-// (its text may name the MySQL user, host, port and schema).
-constexpr std::string_view kStoreUnavailableText = "store unavailable, retry later";
-
 // Logs a store error's full text, at most once a second (a database that is
 // down fails every request), with the count of those not logged.
 void LogStoreError(const Error& error) {
@@ -108,13 +105,10 @@ const WireErrorRow& WireErrorFor(ErrorCode code) { return kRows[static_cast<size
 std::string PublicMessage(const Error& error) {
   if (error.code == ErrorCode::kInternal) {
     SEQD_LOG(kError) << "internal error: " << error.message;
-    return "internal error";
-  }
-  if (error.code == ErrorCode::kStoreUnavailable) {
+  } else if (error.code == ErrorCode::kStoreUnavailable) {
     LogStoreError(error);
-    return std::string(kStoreUnavailableText);
   }
-  return error.message;
+  return ClientSafeMessage(error);
 }
 
 BinaryError ToBinaryError(const Error& error) {

@@ -256,6 +256,33 @@ class Limits(unittest.TestCase):
                             b"Connection: close\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(form), form))
         self.assertTrue(out.startswith(b"HTTP/1.1 201"), out[:300])
 
+    def test_http_strict_header_and_no_reflection(self):
+        """RFC 9112: two Host headers are a 400; obs-fold is refused (not
+        joined: a proxy in front may read the field otherwise); an error
+        never echoes the request's text. Each refusal closes the connection
+        before anything pipelined behind it is read."""
+        before = self.seqd.ids("lim")[0]
+        behind = b"GET /seq/lim HTTP/1.1\r\nHost: x\r\n\r\n"
+        for name, req in (
+                ("two Host headers", b"GET /seq/lim HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"),
+                ("obs-fold", b"GET /seq/lim HTTP/1.1\r\nHost: x\r\nX-Note: a\r\n folded\r\n\r\n"),
+                ("obs-fold, tab", b"GET /seq/lim HTTP/1.1\r\nHost: x\r\nAccept: a\r\n\tb\r\n\r\n"),
+                ("folded Content-Length",
+                 b"POST /admin/keys HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n 0\r\n\r\n{}")):
+            with self.subTest(name):
+                out = self.raw_http(req + behind)
+                self.assertTrue(out.startswith(b"HTTP/1.1 400"), out[:300])
+                self.assertEqual(out.count(b"HTTP/1.1"), 1, out)
+        self.assertEqual(self.seqd.ids("lim")[0], before + 1, "a refused request was served")
+        marker = b"evil.example/<script>zz9"
+        for req in (b"GET http://" + marker + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                    b"GET /no/such/zz9<script> HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                    b"DELZZ9 /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"):
+            with self.subTest(req[:30]):
+                out = self.raw_http(req)
+                self.assertRegex(out[:12], rb"HTTP/1.1 4\d\d", out[:300])
+                self.assertNotIn(b"zz9", out.lower(), out)
+                self.assertNotIn(b"<script>", out, out)
 
     def test_head_answers_carry_no_body(self):
         # HEAD then GET on one connection: the GET's answer must start right

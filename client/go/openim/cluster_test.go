@@ -1,7 +1,6 @@
 package openim
 
 import (
-	"sync"
 	"testing"
 	"time"
 
@@ -52,32 +51,7 @@ func TestSendFlowClusterLive(t *testing.T) {
 			}
 		}
 	}
-	var mu sync.Mutex
-	var blocks []block
-	var wg sync.WaitGroup
-	for ci, cache := range caches {
-		for g := 0; g < 6; g++ {
-			wg.Add(1)
-			go func(cache *SeqCache[SeqTime], w int) {
-				defer wg.Done()
-				for i := 0; i < 80; i++ {
-					conv := (w + i) % len(convs)
-					size := int64((w*5+i)%9 + 1)
-					asked := time.Now()
-					start, err := cache.Malloc(ctx, convs[conv], size)
-					acked := time.Now()
-					if err != nil {
-						t.Errorf("Malloc(%s, %d): %v", convs[conv], size, err)
-						return
-					}
-					mu.Lock()
-					blocks = append(blocks, block{conv, start + 1, start + size, asked, acked})
-					mu.Unlock()
-				}
-			}(cache, ci*6+g)
-		}
-	}
-	wg.Wait()
+	blocks := mallocConcurrently(t, ctx, caches, convs, 6, 80, func(w, i int) int64 { return int64((w*5+i)%9 + 1) })
 	if t.Failed() {
 		return
 	}

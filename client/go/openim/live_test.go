@@ -53,40 +53,7 @@ func TestSendFlowLive(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		caches = append(caches, New(newSeqdClient(t, s)))
 	}
-	var mu sync.Mutex
-	var blocks []block
-	var wg sync.WaitGroup
-	for ci, cache := range caches {
-		for g := 0; g < 8; g++ {
-			wg.Add(1)
-			go func(cache *SeqCache[SeqTime], w int) {
-				defer wg.Done()
-				lastOf := map[int]int64{}
-				for i := 0; i < 150; i++ {
-					conv := (w + i) % len(convs)
-					msgs := make([]struct{ Seq int64 }, (w*7+i)%12+1)
-					asked := time.Now()
-					start, err := cache.Malloc(ctx, convs[conv], int64(len(msgs)))
-					acked := time.Now()
-					if err != nil {
-						t.Errorf("Malloc(%s, %d): %v", convs[conv], len(msgs), err)
-						return
-					}
-					for j := range msgs {
-						msgs[j].Seq = start + int64(j) + 1
-					}
-					if start < lastOf[conv] {
-						t.Errorf("%s: block after %d starts at %d", convs[conv], lastOf[conv], start+1)
-					}
-					lastOf[conv] = msgs[len(msgs)-1].Seq
-					mu.Lock()
-					blocks = append(blocks, block{conv, msgs[0].Seq, msgs[len(msgs)-1].Seq, asked, acked})
-					mu.Unlock()
-				}
-			}(cache, ci*8+g)
-		}
-	}
-	wg.Wait()
+	blocks := mallocConcurrently(t, ctx, caches, convs, 8, 150, func(w, i int) int64 { return int64((w*7+i)%12 + 1) })
 	if t.Failed() {
 		return
 	}
@@ -219,4 +186,44 @@ func checkBlocks(t *testing.T, convs []string, blocks []block) []int64 {
 		}
 	}
 	return maxUsed
+}
+
+// mallocConcurrently runs `goroutines` goroutines per cache, each making
+// `calls` Mallocs over convs (goroutine w's call i on convs[(w+i)%n], of
+// size(w, i) seqs), and returns every block answered. Each goroutine's
+// blocks of a conversation must grow; a failed Malloc fails t.
+func mallocConcurrently(t *testing.T, ctx context.Context, caches []*SeqCache[SeqTime], convs []string,
+	goroutines, calls int, size func(w, i int) int64) []block {
+	var mu sync.Mutex
+	var blocks []block
+	var wg sync.WaitGroup
+	for ci, cache := range caches {
+		for g := 0; g < goroutines; g++ {
+			wg.Add(1)
+			go func(cache *SeqCache[SeqTime], w int) {
+				defer wg.Done()
+				lastOf := map[int]int64{}
+				for i := 0; i < calls; i++ {
+					conv := (w + i) % len(convs)
+					n := size(w, i)
+					asked := time.Now()
+					start, err := cache.Malloc(ctx, convs[conv], n)
+					acked := time.Now()
+					if err != nil {
+						t.Errorf("Malloc(%s, %d): %v", convs[conv], n, err)
+						return
+					}
+					if start < lastOf[conv] {
+						t.Errorf("%s: block after %d starts at %d", convs[conv], lastOf[conv], start+1)
+					}
+					lastOf[conv] = start + n
+					mu.Lock()
+					blocks = append(blocks, block{conv, start + 1, start + n, asked, acked})
+					mu.Unlock()
+				}
+			}(cache, ci*goroutines+g)
+		}
+	}
+	wg.Wait()
+	return blocks
 }

@@ -41,6 +41,7 @@ type config struct {
 	token       string
 	json        bool
 	cpuProfile  string
+	async       bool
 }
 
 // worker is one goroutine's tally.
@@ -65,13 +66,15 @@ func main() {
 	flag.StringVar(&cfg.token, "token", os.Getenv("SEQD_TOKEN"), "token secret (default $SEQD_TOKEN)")
 	flag.BoolVar(&cfg.json, "json", false, "print the report as JSON")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	flag.BoolVar(&cfg.async, "async", false,
+		"one goroutine per connection keeps --pipeline GoNextIDs calls in flight (default: a goroutine per call)")
 	flag.Parse()
 	cfg.duration = time.Duration(dur * float64(time.Second))
 	cfg.warmup = time.Duration(warm * float64(time.Second))
 	if cfg.addr == "" || (cfg.key == "") == (cfg.newKeys == "") || cfg.connections < 1 ||
 		cfg.pipeline < 1 || cfg.count < 1 || cfg.duration <= 0 || flag.NArg() != 0 {
 		fmt.Fprintln(os.Stderr, "usage: seqd-gobench --tcp HOST:PORT (--key KEY | --new-keys PREFIX) "+
-			"[--connections N] [--pipeline D] [--count C] [--duration S] [--warmup S] [--json]")
+			"[--connections N] [--pipeline D] [--count C] [--duration S] [--warmup S] [--async] [--json]")
 		os.Exit(2)
 	}
 	if err := run(cfg); err != nil {
@@ -108,10 +111,15 @@ func run(cfg config) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	// Blocking calls: connections x pipeline goroutines, one call each at a
+	// time. --async: one goroutine per connection keeping pipeline calls in
+	// flight with GoNextIDs (seqbench's shape: one loop, many calls).
 	n := cfg.connections * cfg.pipeline
+	if cfg.async {
+		n = cfg.connections
+	}
 	workers := make([]*worker, n)
 	var stop atomic.Bool
-	ctx := context.Background()
 	start := time.Now()
 	warmEnd := start.Add(cfg.warmup)
 	// One key counter per connection number, shared by its goroutines, so
@@ -121,33 +129,23 @@ func run(cfg config) error {
 	for g := 0; g < n; g++ {
 		w := &worker{errs: map[string]int64{}, lat: make([]time.Duration, 0, 1<<16)}
 		workers[g] = w
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			prefix := cfg.newKeys + strconv.Itoa(g%cfg.connections) + "_"
-			counter := &keyCounters[g%cfg.connections]
-			for !stop.Load() {
-				key := cfg.key
-				if cfg.newKeys != "" {
-					key = prefix + strconv.FormatInt(counter.Add(1), 10)
-				}
-				t0 := time.Now()
-				rs, err := c.NextIDs(ctx, key, cfg.count)
-				d := time.Since(t0)
-				if err != nil {
-					w.errs[seqd.CodeOf(err).String()]++
-					continue
-				}
-				for _, r := range rs {
-					w.ids += r.Len()
-				}
-				if t0.Before(warmEnd) {
-					w.warmup++
-				} else {
-					w.lat = append(w.lat, d)
-				}
+		prefix := cfg.newKeys + strconv.Itoa(g%cfg.connections) + "_"
+		counter := &keyCounters[g%cfg.connections]
+		nextKey := func() string {
+			if cfg.newKeys == "" {
+				return cfg.key
 			}
-		}(g)
+			return prefix + strconv.FormatInt(counter.Add(1), 10)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if cfg.async {
+				w.runAsync(c, cfg, nextKey, &stop, warmEnd)
+			} else {
+				w.runBlocking(c, cfg, nextKey, &stop, warmEnd)
+			}
+		}()
 	}
 	time.Sleep(cfg.duration)
 	stop.Store(true)
@@ -155,6 +153,53 @@ func run(cfg config) error {
 	elapsed := time.Since(start).Seconds()
 	report(cfg, elapsed, workers)
 	return nil
+}
+
+// runBlocking makes one NextIDs call at a time until stop.
+func (w *worker) runBlocking(c *seqd.Client, cfg config, nextKey func() string, stop *atomic.Bool, warmEnd time.Time) {
+	ctx := context.Background()
+	for !stop.Load() {
+		t0 := time.Now()
+		rs, err := c.NextIDs(ctx, nextKey(), cfg.count)
+		w.tally(t0, rs, err, warmEnd)
+	}
+}
+
+// runAsync keeps cfg.pipeline GoNextIDs calls in flight until stop, then
+// collects the ones still out.
+func (w *worker) runAsync(c *seqd.Client, cfg config, nextKey func() string, stop *atomic.Bool, warmEnd time.Time) {
+	ctx := context.Background()
+	done := make(chan *seqd.IDsCall, cfg.pipeline)
+	started := make(map[*seqd.IDsCall]time.Time, cfg.pipeline)
+	for i := 0; i < cfg.pipeline; i++ {
+		started[c.GoNextIDs(ctx, nextKey(), cfg.count, done)] = time.Now()
+	}
+	for len(started) > 0 {
+		call := <-done
+		t0 := started[call]
+		delete(started, call)
+		w.tally(t0, call.Ranges, call.Err, warmEnd)
+		if !stop.Load() {
+			started[c.GoNextIDs(ctx, nextKey(), cfg.count, done)] = time.Now()
+		}
+	}
+}
+
+// tally records one call sent at t0.
+func (w *worker) tally(t0 time.Time, rs []seqd.Range, err error, warmEnd time.Time) {
+	d := time.Since(t0)
+	if err != nil {
+		w.errs[seqd.CodeOf(err).String()]++
+		return
+	}
+	for _, r := range rs {
+		w.ids += r.Len()
+	}
+	if t0.Before(warmEnd) {
+		w.warmup++
+	} else {
+		w.lat = append(w.lat, d)
+	}
 }
 
 func report(cfg config, elapsed float64, workers []*worker) {
@@ -196,7 +241,7 @@ func report(cfg config, elapsed float64, workers []*worker) {
 	}
 	if cfg.json {
 		out := map[string]interface{}{
-			"client": "go", "protocol": "tcp", "endpoint": cfg.addr, "mode": mode, "key": key,
+			"client": "go", "async": cfg.async, "protocol": "tcp", "endpoint": cfg.addr, "mode": mode, "key": key,
 			"connections": cfg.connections, "pipeline": cfg.pipeline, "count": cfg.count,
 			"warmup_s": cfg.warmup.Seconds(), "warmup_requests": warm, "duration_s": elapsed,
 			"requests": requests, "requests_per_s": float64(requests) / elapsed,
@@ -208,8 +253,8 @@ func report(cfg config, elapsed float64, workers []*worker) {
 		fmt.Println(string(b))
 		return
 	}
-	fmt.Printf("go tcp %s %s=%s connections=%d pipeline=%d count=%d duration=%.2fs\n", cfg.addr, mode, key,
-		cfg.connections, cfg.pipeline, cfg.count, elapsed)
+	fmt.Printf("go tcp %s %s=%s connections=%d pipeline=%d count=%d async=%v duration=%.2fs\n", cfg.addr, mode,
+		key, cfg.connections, cfg.pipeline, cfg.count, cfg.async, elapsed)
 	fmt.Printf("requests  %d  (%.0f/s)\n", requests, float64(requests)/elapsed)
 	fmt.Printf("ids       %d  (%.0f/s)\n", ids, float64(ids)/elapsed)
 	fmt.Printf("errors    %d\n", errs)
