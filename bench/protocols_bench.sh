@@ -32,15 +32,8 @@ THREADS=${THREADS:-1}
 BUILD_DIR=${BUILD_DIR:-build-release}
 
 # --- tools ------------------------------------------------------------------
-missing=()
-command -v redis-server >/dev/null || missing+=(redis-server)
-command -v redis-benchmark >/dev/null || missing+=(redis-tools)
-command -v curl >/dev/null || missing+=(curl)
-if ((${#missing[@]})); then
-  sudo=""; [[ $EUID -ne 0 ]] && sudo=sudo
-  $sudo apt-get update -qq
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
-fi
+source bench/seqd_bench_lib.sh
+bench_need_tools redis-server:redis-server redis-benchmark:redis-tools curl:curl
 
 # --- build ------------------------------------------------------------------
 if [[ -z ${SKIP_BUILD:-} ]]; then
@@ -53,17 +46,9 @@ SEQBENCH="$BUILD_DIR/client/seqbench"
 DURATION=${DURATION:-5}
 
 # CPU pinning: servers on the last core, load generators on the first.
-SERVER_CPU="" CLIENT_CPU=""
-if [[ ${PIN:-1} != 0 ]] && (($(nproc) >= 2)) && command -v taskset >/dev/null; then
-  SERVER_CPU="taskset -c $(($(nproc) - 1))"
-  CLIENT_CPU="taskset -c 0"
-fi
+bench_pin
 
 calc() { awk "BEGIN { printf \"%.6f\", $1 }"; }
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 WORK=$(mktemp -d /tmp/seqd-redis-bench.XXXXXX)
 SEQD_PID="" REDIS_PID=""
@@ -74,16 +59,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-wait_ping() {  # PORT NAME LOG
-  for _ in $(seq 100); do
-    [[ $(redis-cli -p "$1" PING 2>/dev/null) == PONG ]] && return 0
-    sleep 0.1
-  done
-  echo "$2 did not come up; log:" >&2
-  cat "$3" >&2
-  exit 1
-}
 
 # --- seqd -------------------------------------------------------------------
 HTTP_PORT=$(free_port)

@@ -10,6 +10,7 @@
 #include <boost/asio/write.hpp>
 
 #include "proto/binary_codec.h"
+#include "resp_wire.h"
 #include "tls_client.h"
 
 namespace seqd::bench {
@@ -31,6 +32,8 @@ BenchConnection::BenchConnection(asio::io_context& io, const Config& cfg,
       stop_(stop) {
   if (cfg_.http) {
     http_request_ = HttpRequestFor(cfg_.key);
+  } else if (cfg_.resp) {
+    http_request_ = RespRequestFor(cfg_.key);
   }
 }
 
@@ -44,6 +47,7 @@ void BenchConnection::Stop() {
     self->socket_.close(ignored);
     self->retry_timer_.cancel();
     self->pace_timer_.cancel();
+    self->stats_.unanswered = self->in_flight_;  // sent, not answered by the end
   });
 }
 
@@ -82,7 +86,11 @@ void BenchConnection::Handshake() {
 
 void BenchConnection::Started() {
   connected_ = true;
-  if (!cfg_.http && !cfg_.token.empty()) {
+  resp_auth_pending_ = false;
+  if (cfg_.resp && !cfg_.token.empty()) {
+    seqd::tools::AppendRespCommand(out_, {"AUTH", cfg_.token});
+    resp_auth_pending_ = true;  // the first reply is AUTH's
+  } else if (!cfg_.http && !cfg_.token.empty()) {
     seqd::proto::AppendFrame(out_, seqd::proto::Opcode::kAuth, 0, kAuthRequestId, cfg_.token);
   }
   if (cfg_.rate > 0) {
@@ -176,7 +184,10 @@ void BenchConnection::Read() {
     if (gen != self->generation_ || self->stop_) return;
     self->in_.resize(old + n);
     if (ec) return self->Fail("read: " + ec.message());
-    if (!(self->cfg_.http ? self->ParseHttp() : self->ParseBinary())) return;
+    const bool ok = self->cfg_.http   ? self->ParseHttp()
+                    : self->cfg_.resp ? self->ParseResp()
+                                      : self->ParseBinary();
+    if (!ok) return;
     if (self->cfg_.rate <= 0) self->Fill();
     self->Read();
   };

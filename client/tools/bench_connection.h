@@ -1,10 +1,12 @@
 // One seqbench load connection: keeps --pipeline requests in flight (closed
 // loop) or sends them on a fixed schedule (--rate, open loop), over the
-// binary protocol (raw codec, matched by request id) or HTTP/1.1 (pipelined,
-// answered in order), plain or TLS; reconnects 100 ms after a failure.
+// binary protocol (raw codec, matched by request id), HTTP/1.1 or RESP2
+// (both pipelined, answered in order), plain or TLS; reconnects 100 ms after
+// a failure.
 //   bench_connection.cc  connecting, the send loops, reading and writing
 //   bench_requests.cc    what each request asks: a key's IDs (--key,
-//                        --new-keys), snowflake IDs, or a message (--messages)
+//                        --new-keys; INCR with --resp), snowflake IDs, or a
+//                        message (--messages)
 //   bench_responses.cc   matching answers to requests, latency and counts
 //
 // Thread safety: Start and Stop from any thread; everything else runs on the
@@ -68,6 +70,7 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
 
   // bench_requests.cc
   std::string HttpRequestFor(const std::string& key) const;
+  std::string RespRequestFor(const std::string& key) const;
   std::string NextConv() const;
   void AppendMessage(Clock::time_point stamp);
   const std::string& NextKey();
@@ -79,6 +82,8 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
   bool ParseBinary();
   void CountIds(std::string_view result);
   bool ParseHttp();
+  bool ParseResp();
+  void RespError(std::string_view text);
 
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   tcp::socket socket_;
@@ -91,7 +96,8 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
   const Config& cfg_;
   tcp::resolver::results_type endpoints_;
   const std::atomic<bool>& stop_;
-  std::string http_request_;
+  std::string http_request_;        // --key's request over HTTP or RESP, made once
+  bool resp_auth_pending_ = false;  // --resp --token: AUTH's reply not read yet
   std::string out_, wbuf_;
   bool writing_ = false;
   bool connected_ = false;

@@ -29,14 +29,17 @@ std::string JsonString(const std::string& s) {
 }  // namespace
 
 void PrintReport(const Config& cfg, double elapsed, const Stats& total,
-                 const tools::BenchSubscriber::Result& pushes) {
+                 const tools::BenchSubscriber::Result& pushes, const tools::SchedTimes& client) {
   const auto push_us = [&](double q) { return pushes.latency.Quantile(q) / 1000.0; };
   const auto us = [&](double q) { return total.latency.Quantile(q) / 1000.0; };
   const double rps = total.requests / elapsed, ips = total.ids / elapsed;
   if (cfg.json) {
     std::ostringstream o;
     o.precision(12);
-    o << "{\"protocol\":\"" << (cfg.http ? "http" : "tcp")
+    o << "{\"protocol\":\""
+      << (cfg.http   ? "http"
+          : cfg.resp ? "resp"
+                     : "tcp")
       << "\",\"tls\":" << (cfg.tls.enabled ? "true" : "false")
       << ",\"endpoint\":" << JsonString(cfg.endpoint) << ",\"mode\":\""
       << (cfg.snowflake           ? "snowflake"
@@ -52,21 +55,26 @@ void PrintReport(const Config& cfg, double elapsed, const Stats& total,
       << ",\"warmup_requests\":" << total.warmup_requests << ",\"duration_s\":" << elapsed
       << ",\"requests\":" << total.requests << ",\"requests_per_s\":" << rps
       << ",\"ids\":" << total.ids << ",\"ids_per_s\":" << ips << ",\"errors\":" << total.errors
-      << ",\"error_kinds\":{";
+      << ",\"unanswered\":" << total.unanswered << ",\"error_kinds\":{";
     bool first = true;
     for (const auto& [k, v] : total.error_kinds) {
       o << (first ? "" : ",") << JsonString(k) << ":" << v;
       first = false;
     }
     o << "},\"latency_us\":{\"p50\":" << us(0.5) << ",\"p99\":" << us(0.99)
-      << ",\"p999\":" << us(0.999) << ",\"max\":" << total.latency.max() / 1000.0
+      << ",\"p999\":" << us(0.999) << ",\"p9999\":" << us(0.9999)
+      << ",\"max\":" << total.latency.max() / 1000.0
       << ",\"mean\":" << total.latency.mean() / 1000.0 << "}";
+    if (client.known) {
+      o << ",\"client_cpu_s\":" << client.cpu_s << ",\"client_wait_s\":" << client.wait_s;
+    }
     if (cfg.subscribers > 0) {
       o << ",\"push\":{\"transport\":\"" << (cfg.sse_endpoint.empty() ? "binary" : "sse")
         << "\",\"subscribers\":" << cfg.subscribers << ",\"pushes\":" << pushes.pushes
         << ",\"expected\":" << total.ids * cfg.subscribers << ",\"errors\":" << pushes.errors
         << ",\"latency_us\":{\"p50\":" << push_us(0.5) << ",\"p99\":" << push_us(0.99)
-        << ",\"p999\":" << push_us(0.999) << ",\"max\":" << pushes.latency.max() / 1000.0 << "}}";
+        << ",\"p999\":" << push_us(0.999) << ",\"p9999\":" << push_us(0.9999)
+        << ",\"max\":" << pushes.latency.max() / 1000.0 << "}}";
     }
     o << "}";
     std::cout << o.str() << "\n";
@@ -76,8 +84,11 @@ void PrintReport(const Config& cfg, double elapsed, const Stats& total,
                              : cfg.new_keys.empty()  ? "key=" + cfg.key
                                                      : "new-keys=" + cfg.new_keys + "*";
     std::printf("%s%s %s %s connections=%d pipeline=%d count=%u duration=%.2fs threads=%d\n",
-                cfg.http ? "http" : "tcp", cfg.tls.enabled ? "+tls" : "", cfg.endpoint.c_str(),
-                what.c_str(), cfg.connections, cfg.pipeline, cfg.count, elapsed, cfg.threads);
+                cfg.http   ? "http"
+                : cfg.resp ? "resp"
+                           : "tcp",
+                cfg.tls.enabled ? "+tls" : "", cfg.endpoint.c_str(), what.c_str(), cfg.connections,
+                cfg.pipeline, cfg.count, elapsed, cfg.threads);
     std::printf("requests  %llu  (%.0f/s)\n", static_cast<unsigned long long>(total.requests), rps);
     if (cfg.rate > 0) std::printf("open loop %.0f/s scheduled\n", cfg.rate);
     if (cfg.warmup_s > 0) {
@@ -87,12 +98,22 @@ void PrintReport(const Config& cfg, double elapsed, const Stats& total,
     std::printf("%s  %llu  (%.0f/s)\n", cfg.messages.empty() ? "ids     " : "messages",
                 static_cast<unsigned long long>(total.ids), ips);
     std::printf("errors    %llu\n", static_cast<unsigned long long>(total.errors));
+    if (total.unanswered > 0) {
+      std::printf("unanswered %llu  (in flight when the run ended; not in the figures)\n",
+                  static_cast<unsigned long long>(total.unanswered));
+    }
     for (const auto& [k, v] : total.error_kinds) {
       std::printf("  %-40s %llu\n", k.c_str(), static_cast<unsigned long long>(v));
     }
-    std::printf("latency   p50 %.1f us  p99 %.1f us  p999 %.1f us  max %.1f us  mean %.1f us\n",
-                us(0.5), us(0.99), us(0.999), total.latency.max() / 1000.0,
-                total.latency.mean() / 1000.0);
+    std::printf(
+        "latency   p50 %.1f us  p99 %.1f us  p999 %.1f us  p9999 %.1f us  max %.1f us  mean %.1f "
+        "us\n",
+        us(0.5), us(0.99), us(0.999), us(0.9999), total.latency.max() / 1000.0,
+        total.latency.mean() / 1000.0);
+    if (client.known) {
+      std::printf("client    %.2f s on a CPU, %.2f s runnable waiting for one (adds to latency)\n",
+                  client.cpu_s, client.wait_s);
+    }
   }
   if (cfg.subscribers > 0 && !cfg.json) {
     std::printf("pushes    %llu of %llu expected to %d %s, %llu errors\n",
@@ -104,9 +125,10 @@ void PrintReport(const Config& cfg, double elapsed, const Stats& total,
       std::printf("  %-40s %llu\n", k.c_str(), static_cast<unsigned long long>(v));
     }
     std::printf(
-        "push lat  p50 %.1f us  p99 %.1f us  p999 %.1f us  max %.1f us (send written to "
-        "push read)\n",
-        push_us(0.5), push_us(0.99), push_us(0.999), pushes.latency.max() / 1000.0);
+        "push lat  p50 %.1f us  p99 %.1f us  p999 %.1f us  p9999 %.1f us  max %.1f us (send "
+        "written to push read)\n",
+        push_us(0.5), push_us(0.99), push_us(0.999), push_us(0.9999),
+        pushes.latency.max() / 1000.0);
   }
 }
 

@@ -2,6 +2,7 @@
 // one JSON object.
 #pragma once
 
+#include "bench_sched.h"
 #include "bench_subscriber.h"
 #include "seqbench.h"
 
@@ -9,8 +10,9 @@ namespace seqd::bench {
 
 // Prints the report of a run that took `elapsed` seconds: `total`, the
 // connections' merged counts, and with --subscribe `pushes`, the
-// subscribers' merged counts.
+// subscribers' merged counts; `client`, seqbench's own CPU time and
+// run-queue wait over the run.
 void PrintReport(const Config& cfg, double elapsed, const Stats& total,
-                 const tools::BenchSubscriber::Result& pushes);
+                 const tools::BenchSubscriber::Result& pushes, const tools::SchedTimes& client);
 
 }  // namespace seqd::bench

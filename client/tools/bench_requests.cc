@@ -1,6 +1,6 @@
 // What seqbench's connections ask (bench_connection.h): NEXT_IDS of --key
 // or of a fresh --new-keys key, SNOWFLAKE, or a SEND of a --messages message,
-// as a binary frame or an HTTP request.
+// as a binary frame or an HTTP request; or INCR / INCRBY of the key (--resp).
 #include <string>
 
 #include "bench_connection.h"
@@ -9,6 +9,7 @@
 #include "proto/binary_codec.h"
 #include "proto/message_codec.h"
 #include "proto/snowflake_codec.h"
+#include "resp_wire.h"
 
 namespace seqd::bench {
 
@@ -16,6 +17,17 @@ std::string BenchConnection::HttpRequestFor(const std::string& key) const {
   const std::string path = cfg_.snowflake ? "/snowflake" : "/seq/" + seqd::tools::UrlEncode(key);
   return seqd::tools::BuildHttpRequest("GET", path + "?count=" + std::to_string(cfg_.count),
                                        cfg_.endpoint, {}, "application/json", cfg_.token);
+}
+
+// INCR KEY, or INCRBY KEY C for --count C > 1.
+std::string BenchConnection::RespRequestFor(const std::string& key) const {
+  std::string out;
+  if (cfg_.count == 1) {
+    seqd::tools::AppendRespCommand(out, {"INCR", key});
+  } else {
+    seqd::tools::AppendRespCommand(out, {"INCRBY", key, std::to_string(cfg_.count)});
+  }
+  return out;
 }
 
 // The conversation of the next message: --messages CONV, spread over
@@ -54,7 +66,10 @@ const std::string& BenchConnection::NextKey() {
 // Queues one request, its latency counted from `stamp`.
 void BenchConnection::Append(Clock::time_point stamp) {
   ++appended_;
-  if (cfg_.http) {
+  if (cfg_.resp) {
+    out_ += cfg_.new_keys.empty() ? http_request_ : RespRequestFor(NextKey());
+    sent_order_.push_back(stamp);
+  } else if (cfg_.http) {
     if (!cfg_.messages.empty()) {
       AppendMessage(stamp);
     } else {

@@ -1,6 +1,7 @@
 // How seqbench's connections read answers (bench_connection.h): binary
-// frames matched by request id, HTTP responses in order; each one's latency
-// and the IDs (or messages) it brought, or the error it was.
+// frames matched by request id, HTTP responses and RESP replies in order;
+// each one's latency and the IDs (or messages) it brought, or the error it
+// was.
 #include <string>
 
 #include "bench_connection.h"
@@ -8,6 +9,7 @@
 #include "proto/binary_codec.h"
 #include "proto/message_codec.h"
 #include "proto/snowflake_codec.h"
+#include "resp_wire.h"
 
 namespace seqd::bench {
 
@@ -117,6 +119,59 @@ bool BenchConnection::ParseHttp() {
     Fail("server closed the connection");
     return false;
   }
+  return true;
+}
+
+// A RESP error reply, counted by its text (the first 60 bytes; past 32
+// kinds, the rest share one, so keys in the texts cannot grow the map).
+void BenchConnection::RespError(std::string_view text) {
+  std::string kind = "RESP -" + std::string(text.substr(0, 60));
+  if (stats_.error_kinds.size() >= 32 && !stats_.error_kinds.contains(kind)) {
+    kind = "RESP error (other kinds)";
+  }
+  stats_.Error(kind);
+}
+
+// RESP replies, in request order: an integer is the answer to INCR (count
+// IDs), an error reply an error; with --token the first reply is AUTH's.
+// False when the connection failed.
+bool BenchConnection::ParseResp() {
+  size_t pos = 0;
+  for (;;) {
+    seqd::tools::RespReply reply;
+    size_t consumed = 0;
+    std::string error;
+    const auto st = seqd::tools::ParseRespReply(
+        std::string_view(in_.data() + pos, in_.size() - pos), reply, consumed, error);
+    if (st == seqd::tools::RespParse::kNeedMore) break;
+    if (st == seqd::tools::RespParse::kError) {
+      Fail("bad RESP reply: " + error);
+      return false;
+    }
+    pos += consumed;
+    if (resp_auth_pending_) {
+      resp_auth_pending_ = false;
+      if (reply.type != '+') {
+        Fail("AUTH: " + std::string(reply.text.substr(0, 60)));
+        return false;
+      }
+      continue;
+    }
+    if (sent_order_.empty()) {
+      Fail("unexpected RESP reply");
+      return false;
+    }
+    Record(sent_order_.front());
+    sent_order_.pop_front();
+    if (reply.type == ':') {
+      stats_.ids += cfg_.count;
+    } else if (reply.type == '-') {
+      RespError(reply.text);
+    } else {
+      stats_.Error(std::string("RESP reply of type '") + reply.type + "', not an integer");
+    }
+  }
+  in_.erase(in_.begin(), in_.begin() + pos);
   return true;
 }
 

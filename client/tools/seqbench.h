@@ -31,6 +31,7 @@ struct Stats {
   uint64_t warmup_requests = 0;  // answered, sent during --warmup (not in latency)
   uint64_t ids = 0;
   uint64_t errors = 0;
+  uint64_t unanswered = 0;  // in flight when the run stopped: in no figure
   std::map<std::string, uint64_t> error_kinds;
   Histogram latency;
   void Error(const std::string& kind) {
@@ -42,6 +43,7 @@ struct Stats {
     warmup_requests += o.warmup_requests;
     ids += o.ids;
     errors += o.errors;
+    unanswered += o.unanswered;
     for (const auto& [k, v] : o.error_kinds) error_kinds[k] += v;
     latency.Merge(o.latency);
   }
@@ -51,6 +53,7 @@ struct Stats {
 // before), read-only while they run.
 struct Config {
   bool http = false;
+  bool resp = false;  // --resp: RESP2 INCR (INCRBY with --count) instead of the binary protocol
   std::string host, port, endpoint;
   std::string key;
   std::string new_keys;    // --new-keys PREFIX; "" for one key

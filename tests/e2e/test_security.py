@@ -485,12 +485,21 @@ class Security(unittest.TestCase):
             self.assertIn("PERMISSION_DENIED", no.stderr)
             self.assertEqual(subprocess.run([SEQCTL, *http, "create", "ci_b", "10"], env=env,
                                             capture_output=True).returncode, 0)
-            for target in (tcp, ["--http", "127.0.0.1:%d" % self.seqd.port]):
+            resp = ["--resp", "127.0.0.1:%d" % self.resp_port]
+            for target in (tcp, ["--http", "127.0.0.1:%d" % self.seqd.port], resp):
                 bench = subprocess.run([SEQBENCH, *target,
                                         "--key", "ci_b", "--duration", "0.3", "--connections", "1",
                                         "--json"], capture_output=True, text=True, env=env)
                 self.assertEqual(bench.returncode, 0, bench.stdout + bench.stderr)
                 self.assertGreater(json.loads(bench.stdout)["requests"], 0)
+            # seqbench --resp sends AUTH first; a refused one fails the connection.
+            bench = subprocess.run([SEQBENCH, *resp, "--key", "ci_b", "--duration", "0.3",
+                                    "--connections", "1", "--json"], capture_output=True,
+                                   text=True, env=dict(os.environ, SEQD_TOKEN="sqd_wrong"))
+            self.assertEqual(bench.returncode, 1, bench.stdout + bench.stderr)
+            r = json.loads(bench.stdout)
+            self.assertEqual(r["requests"], 0, r)
+            self.assertTrue(any(k.startswith("AUTH: WRONGPASS") for k in r["error_kinds"]), r)
         finally:
             self.reload(tokens_text(["ops", "orders", "chat", "reader", "scraper"]))
 

@@ -1,7 +1,8 @@
 """seqbench's load modes against a real seqd on SQLite: the open loop keeps
 its schedule (--rate) and counts the warmup apart (--warmup); --new-keys asks
 for a fresh key on every request, and each one reaches the server as a new
-key."""
+key; --resp drives the RESP listener with INCR / INCRBY, counting IDs and
+error replies; the report's quantiles come in order up to p9999."""
 import json
 import os
 import subprocess
@@ -21,7 +22,9 @@ class SeqbenchModes(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
         cls.tcp_port = free_port()
+        cls.resp_port = free_port()
         cls.seqd = Seqd(store_spec("sqlite", cls.tmp.name), "--tcp-port", str(cls.tcp_port),
+                        "--resp-port", str(cls.resp_port),
                         "--auto-keys", "sb_:10", "--auto-create-rate", "0")
         status, _, _ = cls.seqd.request("POST", "/admin/keys", {"key": "bench_k", "step": 1000})
         assert status == 201, status
@@ -31,11 +34,31 @@ class SeqbenchModes(unittest.TestCase):
         cls.seqd.__exit__(None, None, None)
         cls.tmp.cleanup()
 
-    def bench(self, *args):
-        p = subprocess.run([SEQBENCH, "--tcp", "127.0.0.1:%d" % self.tcp_port, "--json", *args],
+    def bench(self, *args, target=None, status=0):
+        target = target or ["--tcp", "127.0.0.1:%d" % self.tcp_port]
+        p = subprocess.run([SEQBENCH, *target, "--json", *args],
                            capture_output=True, text=True, timeout=60)
-        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(p.returncode, status, p.stdout + p.stderr)
         return json.loads(p.stdout)
+
+    def test_resp_counts_ids_and_error_replies(self):
+        resp = ["--resp", "127.0.0.1:%d" % self.resp_port]
+        r = self.bench("--key", "sb_resp", "--requests", "500", "--connections", "2",
+                       "--pipeline", "8", target=resp)
+        self.assertEqual((r["protocol"], r["requests"], r["ids"], r["errors"]),
+                         ("resp", 500, 500, 0), r)
+        lat = r["latency_us"]
+        self.assertTrue(0 < lat["p50"] <= lat["p99"] <= lat["p999"] <= lat["p9999"] <= lat["max"],
+                        lat)
+        r = self.bench("--key", "sb_resp", "--requests", "100", "--count", "3", target=resp)
+        self.assertEqual((r["requests"], r["ids"], r["errors"]), (100, 300, 0), r)
+        # Over the server's max_count: every reply an error, counted by its text.
+        r = self.bench("--key", "sb_resp", "--requests", "50", "--count", "50000", target=resp,
+                       status=1)
+        self.assertEqual((r["requests"], r["ids"], r["errors"]), (50, 0, 50), r)
+        [(kind, n)] = r["error_kinds"].items()
+        self.assertIn("max_count", kind)
+        self.assertEqual(n, 50)
 
     def test_open_loop_keeps_its_rate_and_counts_warmup_apart(self):
         r = self.bench("--key", "bench_k", "--rate", "400", "--duration", "1.5",
