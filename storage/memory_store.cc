@@ -1,5 +1,7 @@
 #include "storage/memory_store.h"
 
+#include <limits>
+
 namespace seqd {
 
 Status MemoryStore::EnsureSchema() { return OkStatus(); }
@@ -10,6 +12,9 @@ Result<ReservedSegment> MemoryStore::Reserve(std::string_view key, std::optional
   if (it == rows_.end()) return MakeError(ErrorCode::kUnknownKey, "no such key");
   KeyRow& row = it->second;
   const int64_t by = step.value_or(row.step);
+  if (by > 0 && row.max_id > std::numeric_limits<int64_t>::max() - by) {
+    return MakeError(ErrorCode::kInternal, "memory reserve: max_id overflow");
+  }
   row.max_id += by;
   return ReservedSegment{row.max_id - by, row.max_id - 1, row.step};
 }

@@ -17,10 +17,15 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <utility>
+
+#include "storage/mysql_store_sql.h"
 
 namespace seqd {
 namespace {
+
+using namespace mysql_leaf;  // the statement ids and batch steps
 
 constexpr const char* kCreateTable =
     "CREATE TABLE IF NOT EXISTS leaf_alloc ("
@@ -30,20 +35,6 @@ constexpr const char* kCreateTable =
     "description varchar(256) DEFAULT NULL, "
     "update_time timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP, "
     "PRIMARY KEY (biz_tag)) ENGINE=InnoDB";
-
-enum StmtId {
-  kReserveBy,
-  kReserveRowStep,
-  kReserveSelect,
-  kInsert,
-  kSelectOne,
-  kList,
-  kSetStep,
-  kPing,
-  kFence,
-  kRowTag,
-  kNumStmts,
-};
 
 #define SEQD_MYSQL_ROW_COLUMNS \
   "biz_tag, max_id, step, description, UNIX_TIMESTAMP(update_time) * 1000"
@@ -64,19 +55,6 @@ const char* const kSql[kNumStmts] = {
     /* kRowTag */ "SELECT biz_tag FROM leaf_alloc WHERE biz_tag = ?",
 };
 
-// Statements whose text depends on a count. Counts are rounded up to a
-// power of two (PaddedCount), the last item repeated, so each connection
-// prepares a handful of them.
-enum ListKind {
-  // Locks the rows of keys and reads them, in index order (the parameters
-  // take the column's collation, so the primary key is used).
-  kLockRows,
-  // Sets max_id of rows (biz_tag, new max_id); then the biz_tags again.
-  kSetMaxIds,
-  // Inserts rows (biz_tag, step, description) with max_id = 1, unless present.
-  kInsertMissing,
-};
-
 std::string ListSql(int kind, size_t n) {
   switch (static_cast<ListKind>(kind)) {
     case kLockRows:
@@ -88,19 +66,17 @@ std::string ListSql(int kind, size_t n) {
     case kInsertMissing:
       return "INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES " +
              RepeatSql("(?,1,?,?)", n) + " ON DUPLICATE KEY UPDATE biz_tag = biz_tag";
+    case kCreateReserving:
+      return "INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES " +
+             RepeatSql("(?,?,?,?)", n) +
+             " ON DUPLICATE KEY UPDATE max_id = IF(VALUES(max_id) = 0, max_id, max_id + step)";
+    case kCreateReservingGuarded:
+      return "INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES " +
+             RepeatSql("(?,?,?,?)", n) +
+             " ON DUPLICATE KEY UPDATE max_id = IF(VALUES(max_id) = 0 OR "
+             "max_id > 9223372036854775807 - step, max_id, max_id + step)";
   }
   return {};
-}
-
-// Items per list statement at most; a batch beyond it takes several.
-constexpr size_t kListMax = 1024;
-
-size_t PaddedCount(size_t n) { return std::bit_ceil(n); }
-
-std::string AsciiLower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
 }
 
 // A duplicate key escaping a call can only be a key that exists.
@@ -207,110 +183,21 @@ Result<ReservedSegment> MysqlStore::ReserveImpl(std::string_view key, std::optio
 std::vector<Result<ReservedSegment>> MysqlStore::ReserveMany(
     const std::vector<ReserveRequest>& requests) {
   using Results = std::vector<Result<ReservedSegment>>;
-  if (requests.size() == 1) {  // the single-row statements, already prepared
+  if (requests.size() == 1 && requests[0].create_step <= 0) {  // already prepared statements
     const ReserveRequest& r = requests[0];
     return Results{ReserveImpl(r.key, r.step, r.fence ? &*r.fence : nullptr)};
   }
+  const std::vector<bool> at_once = OneStatementRequests(requests);
+  // One transaction: the rows created first, then reserved.
   Result<Results> result =
       pool_->Run<Results>(kSession, "reserve many", [&](MysqlConn& c) -> Result<Results> {
-        struct Row {
-          int64_t max_id = 0;  // as locked, then as this batch leaves it
-          int64_t step = 0;
-          int64_t reserved = 0;  // ranges taken from it in this batch
-        };
-        std::map<std::string, Row> rows;  // by the row's own biz_tag
-        for (size_t at = 0; at < requests.size(); at += kListMax) {
-          const size_t n = std::min(kListMax, requests.size() - at);
-          const size_t padded = PaddedCount(n);
-          sql::PreparedStatement& lock = c.List(kLockRows, padded);
-          for (size_t i = 0; i < padded; ++i) {
-            lock.setString(static_cast<unsigned>(i + 1), requests[at + std::min(i, n - 1)].key);
-          }
-          std::unique_ptr<sql::ResultSet> rs(lock.executeQuery());
-          while (rs->next()) {
-            Row& row = rows[rs->getString(1).asStdString()];
-            row.max_id = rs->getInt64(2);
-            row.step = rs->getInt64(3);
-          }
-        }
-        // Which row each request names. The table's collation decides: a
-        // key that is no row's exact name but equals one ignoring ASCII case
-        // (keys are ASCII) may be that row under a case-insensitive
-        // collation; the server says which (rare: one query each).
-        std::map<std::string, std::string> by_folded;  // ASCII-lowercased -> row's tag
-        for (const auto& [tag, row] : rows) by_folded.emplace(AsciiLower(tag), tag);
-        std::vector<Row*> row_of(requests.size());  // null: no such key
-        for (size_t i = 0; i < requests.size(); ++i) {
-          const std::string& key = requests[i].key;
-          if (auto it = rows.find(key); it != rows.end()) {
-            row_of[i] = &it->second;
-            continue;
-          }
-          if (!by_folded.count(AsciiLower(key))) continue;
-          sql::PreparedStatement& q = c.Stmt(kRowTag);
-          q.setString(1, key);
-          std::unique_ptr<sql::ResultSet> rs(q.executeQuery());
-          if (!rs->next()) continue;
-          if (auto it = rows.find(rs->getString(1).asStdString()); it != rows.end()) {
-            row_of[i] = &it->second;
-          }
-        }
-        // Cluster fences: each shard's lease row once, in shard order (two
-        // batches never wait for each other in a cycle), as ReserveImpl's.
-        struct Fence {
-          const std::string* owner = nullptr;
-          bool held = false;
-        };
-        std::map<std::pair<uint32_t, int64_t>, Fence> fence_held;
-        for (const ReserveRequest& r : requests) {
-          if (r.fence) fence_held[{r.fence->shard, r.fence->epoch}].owner = &r.fence->owner;
-        }
-        for (auto& [shard_epoch, fence] : fence_held) {
-          sql::PreparedStatement& f = c.Stmt(kFence);
-          f.setInt(1, static_cast<int>(shard_epoch.first));
-          f.setString(2, *fence.owner);
-          f.setInt64(3, shard_epoch.second);
-          fence.held = f.executeUpdate() > 0;
-        }
+        Slots slots(requests.size());
+        CreateMissingRows(c, requests, at_once);
+        CreateAndReserve(c, requests, at_once, slots);
+        ReserveRows(c, requests, at_once, slots);
         Results out;
         out.reserve(requests.size());
-        for (size_t i = 0; i < requests.size(); ++i) {
-          const ReserveRequest& r = requests[i];
-          Row* row = row_of[i];
-          if (r.step && *r.step <= 0) {
-            out.push_back(
-                MakeError(ErrorCode::kInvalidArgument, "mysql reserve: step must be > 0"));
-          } else if (r.fence && !fence_held[{r.fence->shard, r.fence->epoch}].held) {
-            out.push_back(MakeError(
-                ErrorCode::kNotServing,
-                "shard " + std::to_string(r.fence->shard) + " is no longer held by this instance"));
-          } else if (!row) {
-            out.push_back(MakeError(ErrorCode::kUnknownKey, "no such key"));
-          } else if (const int64_t by = r.step.value_or(row->step);
-                     by > 0 && row->max_id > std::numeric_limits<int64_t>::max() - by) {
-            out.push_back(MakeError(ErrorCode::kInternal, "mysql reserve: max_id overflow"));
-          } else {
-            out.push_back(ReservedSegment{row->max_id, row->max_id + by - 1, row->step});
-            row->max_id += by;
-            ++row->reserved;
-          }
-        }
-        std::vector<std::pair<const std::string*, int64_t>> changed;
-        for (const auto& [tag, row] : rows) {
-          if (row.reserved > 0) changed.emplace_back(&tag, row.max_id);
-        }
-        for (size_t at = 0; at < changed.size(); at += kListMax) {
-          const size_t n = std::min(kListMax, changed.size() - at);
-          const size_t padded = PaddedCount(n);
-          sql::PreparedStatement& set = c.List(kSetMaxIds, padded);
-          for (size_t i = 0; i < padded; ++i) {
-            const auto& [tag, max_id] = changed[at + std::min(i, n - 1)];
-            set.setString(static_cast<unsigned>(2 * i + 1), *tag);
-            set.setInt64(static_cast<unsigned>(2 * i + 2), max_id);
-            set.setString(static_cast<unsigned>(2 * padded + i + 1), *tag);
-          }
-          set.executeUpdate();
-        }
+        for (auto& slot : slots) out.push_back(std::move(*slot));
         try {
           c.Commit();
         } catch (...) {

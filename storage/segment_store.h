@@ -45,6 +45,12 @@ struct ReserveRequest {
   std::string key;
   std::optional<int64_t> step;      // the row's own step if nullopt; else > 0
   std::optional<ShardFence> fence;  // as ReserveFenced if set
+  // > 0: the row is created first if it is missing (max_id 1, this step,
+  // `create_description`), as CreateKeys would, in the same transaction as
+  // the reservation where the store can (then the row's step is reserved:
+  // `step` must be nullopt). The row of a key that exists is left as it is.
+  int64_t create_step = 0;
+  std::string_view create_description;  // must outlive the ReserveMany call
 };
 
 // One key's durable min seq (SegmentStore::SetMinSeqs): the table
@@ -90,9 +96,14 @@ class SegmentStore {
   // ranges, in request order. kUnknownKey, kNotServing and an overflowing
   // max_id concern one request; a failure of the store fails every request
   // (none of their ranges will ever be served: a gap, never a duplicate).
-  // This default runs one transaction per request.
+  // Requests with a create_step never answer kUnknownKey. This default
+  // creates their rows first (CreateKeys, one call per description), then
+  // runs one transaction per request.
   virtual std::vector<Result<ReservedSegment>> ReserveMany(
       const std::vector<ReserveRequest>& requests) {
+    if (Status created = CreateRequestedRows(requests); !created) {
+      return std::vector<Result<ReservedSegment>>(requests.size(), created.error());
+    }
     std::vector<Result<ReservedSegment>> out;
     out.reserve(requests.size());
     for (const ReserveRequest& r : requests) {
@@ -111,6 +122,23 @@ class SegmentStore {
       if (!row && row.error().code != ErrorCode::kKeyExists) return row.error();
     }
     return Ok{};
+  }
+
+  // The rows ReserveMany's requests ask to create (create_step > 0), by
+  // CreateKeys: one call per description. Ok if none is asked for.
+  Status CreateRequestedRows(const std::vector<ReserveRequest>& requests) {
+    std::vector<NewKey> rows;
+    std::string_view description;
+    for (const ReserveRequest& r : requests) {
+      if (r.create_step <= 0) continue;
+      if (!rows.empty() && r.create_description != description) {
+        if (Status st = CreateKeys(rows, description); !st) return st;
+        rows.clear();
+      }
+      description = r.create_description;
+      rows.push_back(NewKey{r.key, r.create_step});
+    }
+    return rows.empty() ? OkStatus() : CreateKeys(rows, description);
   }
 
   // Inserts a row with max_id = 1. kKeyExists if the key is already there.

@@ -180,6 +180,16 @@ std::vector<Result<ReservedSegment>> SqliteStore::ReserveMany(
       out.push_back(MakeError(ErrorCode::kInvalidArgument, "sqlite reserve: step must be > 0"));
       continue;
     }
+    if (r.create_step > 0) {  // the row first, in this transaction
+      auto ins = db_.Stmt(kInsertIfAbsent, "reserve many (create)");
+      if (!ins.ok()) return fail_all(ins.error());
+      SqliteResetOnExit reset(*ins);
+      SqliteBindText(*ins, 1, r.key);
+      sqlite3_bind_int64(*ins, 2, r.create_step);
+      SqliteBindText(*ins, 3, r.create_description);
+      const int rc = sqlite3_step(*ins);
+      if (rc != SQLITE_DONE) return fail_all(db_.SqlError(rc, "reserve many (create)"));
+    }
     // Read, then add: the transaction holds the write lock throughout.
     int64_t max_id = 0;
     int64_t table_step = 0;

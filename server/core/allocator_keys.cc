@@ -2,8 +2,10 @@
 // recently found missing) and eviction: idle keys, keys beyond
 // max_cached_keys, registered keys whose rows are gone.
 #include <algorithm>
+#include <new>
 
 #include "common/mutex.h"
+#include "server/core/key_state_pool.h"
 #include "server/core/segment_allocator.h"
 
 namespace seqd {
@@ -73,7 +75,10 @@ SegmentAllocator::KeyRef SegmentAllocator::FindOrInsert(std::string_view key, bo
       shard.ForgetUnknown(u);
     }
   }
-  KeyRef state(new KeyState(std::string(key)));
+  // Freed by intrusive_ptr_release (segment_allocator.cc).
+  static_assert(alignof(KeyState) <= allocator_internal::KeyStatePool::kBlockAlign);
+  KeyRef state(new (allocator_internal::KeyStatePool::Allocate(sizeof(KeyState)))
+                   KeyState(std::string(key)));
   StampUse(*state);
   shard.keys.Insert(state.get());
   intrusive_ptr_add_ref(state.get());  // the table's reference

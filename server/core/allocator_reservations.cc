@@ -15,6 +15,13 @@
 
 namespace seqd {
 
+namespace {
+
+// leaf_alloc.description of the rows auto-created keys get.
+constexpr std::string_view kAutoCreatedDescription = "auto-created";
+
+}  // namespace
+
 void SegmentAllocator::MaybeReserveLocked(KeyState& s) {
   if (s.loading || s.has_next || shutting_down_) return;
   if (options_.gate && s.epoch == 0) return;  // not held: the next Take sets the epoch
@@ -71,6 +78,14 @@ ReserveRequest SegmentAllocator::RequestFor(const PendingReservation& p) const {
   r.key = p.state->key;
   if (p.step > 0) r.step = p.step;
   if (options_.gate) r.fence = ShardFence{p.grant.shard, options_.gate->instance(), p.grant.epoch};
+  // An auto-created key's first reservation creates its row in the same
+  // transaction, unless auto_create_rate must first learn whether the row
+  // is missing (RowsToCreate: only missing rows count against it).
+  if (p.step == 0 && !auto_create_limit_ && p.state->AutoCreatedUnlocked()) {
+    const AutoKeyRule* rule = rules_.Match(p.state->key);
+    r.create_step = rule ? rule->step : 1;
+    r.create_description = kAutoCreatedDescription;
+  }
   return r;
 }
 
@@ -131,7 +146,7 @@ void SegmentAllocator::CreateRowsAndReserve(const std::vector<PendingReservation
     rows.push_back(NewKey{batch[i].state->key, rule ? rule->step : 1});
     retry.push_back(std::move(requests[i]));
   }
-  Status created = store_.CreateKeys(rows, "auto-created");
+  Status created = store_.CreateKeys(rows, kAutoCreatedDescription);
   std::vector<Result<ReservedSegment>> again =
       created ? store_.ReserveMany(retry)
               : std::vector<Result<ReservedSegment>>(retry.size(), created.error());

@@ -34,10 +34,20 @@ void SegmentAllocator::ReportIssuedLocked(const KeyState& state) const {
   state.reported = issued;
 }
 
-void SegmentAllocator::SampleRateLocked(const KeyState& s, Clock::TimePoint now) {
-  if (now - s.rate[1].at < kRateSpacing) return;
-  s.rate[0] = s.rate[1];
-  s.rate[1] = KeyState::RateSample{now, s.IssuedLocked()};
+uint32_t SegmentAllocator::RateStamp(Clock::TimePoint t) const {
+  return static_cast<uint32_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(t - started_).count());
+}
+
+void SegmentAllocator::SampleRateLocked(const KeyState& s, Clock::TimePoint now) const {
+  const uint32_t at = RateStamp(now);
+  if (at - s.rate_at_ms[1] < static_cast<uint32_t>(kRateSpacing / std::chrono::milliseconds(1))) {
+    return;
+  }
+  s.rate_at_ms[0] = s.rate_at_ms[1];
+  s.rate_issued[0] = s.rate_issued[1];
+  s.rate_at_ms[1] = at;
+  s.rate_issued[1] = s.IssuedLocked();
 }
 
 KeySnapshot SegmentAllocator::SnapshotLocked(const KeyState& s) const {
@@ -68,10 +78,11 @@ KeySnapshot SegmentAllocator::SnapshotLocked(const KeyState& s) const {
       std::chrono::duration_cast<std::chrono::milliseconds>(now - LastUsedLocked(s)).count();
   SampleRateLocked(s, now);
   {
-    const KeyState::RateSample& ref = s.rate[0];
-    const double secs = std::chrono::duration<double>(now - ref.at).count();
+    const double secs = static_cast<double>(RateStamp(now) - s.rate_at_ms[0]) / 1000;
     const int64_t issued = s.IssuedLocked();
-    if (secs > 0 && issued > ref.issued) snap.rate_per_s = (issued - ref.issued) / secs;
+    if (secs > 0 && issued > s.rate_issued[0]) {
+      snap.rate_per_s = static_cast<double>(issued - s.rate_issued[0]) / secs;
+    }
   }
   if (snap.rate_per_s > 0) {
     const int64_t left = s.CurrentLeftLocked() + (s.has_next ? s.next.size() : 0);

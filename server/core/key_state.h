@@ -124,13 +124,13 @@ struct KeyState : KeyFastPath {
   // never be (segments ended, the IDs skipped below an installed one).
   int64_t last_issued GUARDED_BY(mu) = 0;
   mutable int64_t reported GUARDED_BY(mu) = 0;
-  // Two samples of (time, IDs issued) for the recent rate: `rate[0]` at
-  // least kRateSpacing older than `rate[1]`.
-  struct RateSample {
-    Clock::TimePoint at{};
-    int64_t issued = 0;
-  };
-  mutable RateSample rate[2] GUARDED_BY(mu);
+  // Two samples of (when, IDs issued) for the recent rate: [0] at least
+  // kRateSpacing older than [1]. When: milliseconds since the allocator
+  // started, modulo 2^32, and so are their differences (samples are never
+  // 49 days apart: the idle sweep samples every key it keeps). 24 bytes,
+  // not 32: a million keys are held at once.
+  mutable uint32_t rate_at_ms[2] GUARDED_BY(mu) = {0, 0};
+  mutable int64_t rate_issued[2] GUARDED_BY(mu) = {0, 0};
   // With metrics, once confirmed.
   prometheus::Counter* issued_counter GUARDED_BY(mu) = nullptr;
   // See WaitState; null: none.

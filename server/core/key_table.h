@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string_view>
 #include <vector>
@@ -56,6 +57,15 @@ class KeyTable {
     return true;
   }
 
+  // Slots looked at to find `key` (present or not): 1 when it is at its
+  // home. For tests of the hashing.
+  size_t Probes(std::string_view key) const {
+    if (slots_.empty()) return 0;
+    size_t n = 1;
+    for (size_t i = Home(key); slots_[i] && slots_[i]->key != key; i = Next(i)) ++n;
+    return n;
+  }
+
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   size_t capacity() const { return slots_.size(); }
@@ -78,7 +88,17 @@ class KeyTable {
   }
 
  private:
-  static size_t Hash(std::string_view key) { return std::hash<std::string_view>{}(key); }
+  // Mixed before masking: callers pick a table by the low bits of the same
+  // std::hash (the allocator's shards, key_shard.h), so every key of one
+  // table shares them; unmixed, only 1 slot in 64 would be a home and the
+  // probes would run through long clusters.
+  static size_t Hash(std::string_view key) {
+    uint64_t h = std::hash<std::string_view>{}(key);
+    h ^= h >> 33;
+    h *= 0xFF51AFD7ED558CCDull;
+    h ^= h >> 33;
+    return static_cast<size_t>(h);
+  }
   size_t Home(std::string_view key) const { return Hash(key) & (slots_.size() - 1); }
   size_t Next(size_t i) const { return (i + 1) & (slots_.size() - 1); }
 

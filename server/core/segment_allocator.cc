@@ -11,6 +11,7 @@
 #include "common/mutex.h"
 #include "common/request_checks.h"
 #include "server/base/log.h"
+#include "server/core/key_state_pool.h"
 #include "server/metrics/metrics.h"
 
 namespace seqd {
@@ -29,7 +30,9 @@ void intrusive_ptr_add_ref(KeyFastPath* key) { key->refs.fetch_add(1, std::memor
 
 void intrusive_ptr_release(KeyFastPath* key) {
   if (key->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    delete static_cast<allocator_internal::KeyState*>(key);  // every KeyFastPath is one
+    auto* state = static_cast<allocator_internal::KeyState*>(key);  // every KeyFastPath is one
+    state->~KeyState();
+    allocator_internal::KeyStatePool::Free(state);
   }
 }
 
@@ -181,7 +184,8 @@ void SegmentAllocator::AdmitNewKeyLocked(KeyState& state, std::string_view reque
     }
   }
   const Clock::TimePoint now = clock_.Now();
-  state.rate[0] = state.rate[1] = KeyState::RateSample{now, 0};  // the rate's origin
+  state.rate_at_ms[0] = state.rate_at_ms[1] = RateStamp(now);  // the rate's origin
+  state.rate_issued[0] = state.rate_issued[1] = 0;
 }
 
 void SegmentAllocator::MoveToEpochLocked(KeyState& state, const ShardGrant& grant) {

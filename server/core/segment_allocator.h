@@ -410,7 +410,9 @@ class SegmentAllocator {
   void ReportIssuedLocked(const KeyState& state) const REQUIRES(state.mu);
   KeySnapshot SnapshotLocked(const KeyState& state) const REQUIRES(state.mu);
   // Records (now, IDs issued) for the rate.
-  static void SampleRateLocked(const KeyState& state, Clock::TimePoint now) REQUIRES(state.mu);
+  void SampleRateLocked(const KeyState& state, Clock::TimePoint now) const REQUIRES(state.mu);
+  // `t` in milliseconds since started_, modulo 2^32 (KeyState::rate_at_ms).
+  uint32_t RateStamp(Clock::TimePoint t) const;
 
   SegmentStore& store_;
   TaskRunner& db_;

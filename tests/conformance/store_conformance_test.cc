@@ -28,6 +28,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <random>
@@ -517,6 +518,122 @@ void CheckConcurrentBatches(Backend& b) {
   }
 }
 
+// Requests that create their rows (create_step) get the first segment of a
+// new row and the next one of a row already there, in one call; a key
+// named twice gets two ranges in request order; an overflowing row fails
+// alone and is left as it is.
+void CheckCreateAndReserve(Backend& b) {
+  SegmentStore& s = b.store();
+  const std::string prefix = UniqueName("create-reserve") + "-";
+  const std::string old_key = prefix + "old";
+  REQUIRE_OK(s.CreateKey(old_key, 50, "was there"));
+  CheckSegment(s.Reserve(old_key, std::nullopt), 1, 50, 50);
+  const std::string twice = prefix + "twice";
+  const std::string full = prefix + "full";
+  REQUIRE_OK(s.CreateKey(full, 10, ""));
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  REQUIRE_OK(s.Reserve(full, kMax - 5));  // max_id now kMax - 4: no room for 10 more
+  // More new keys than one statement takes (1024).
+  constexpr size_t kNew = 1100;
+  std::vector<ReserveRequest> requests;
+  for (size_t i = 0; i < kNew; ++i) {
+    requests.push_back(ReserveRequest{
+        prefix + std::to_string(i), std::nullopt, {}, static_cast<int64_t>(1 + i % 7), "auto"});
+  }
+  requests.push_back(ReserveRequest{old_key, std::nullopt, {}, 9, "auto"});
+  requests.push_back(ReserveRequest{twice, std::nullopt, {}, 4, "auto"});
+  requests.push_back(ReserveRequest{full, std::nullopt, {}, 10, "auto"});
+  requests.push_back(ReserveRequest{twice, 6, {}, 4, "auto"});
+  auto got = s.ReserveMany(requests);
+  REQUIRE(got.size() == kNew + 4);
+  for (size_t i = 0; i < kNew; ++i) {
+    CAPTURE(i);
+    CheckSegment(got[i], 1, 1 + static_cast<int64_t>(i % 7), 1 + static_cast<int64_t>(i % 7));
+  }
+  CheckSegment(got[kNew], 51, 100, 50);  // the row's own step, not the create_step
+  CheckSegment(got[kNew + 1], 1, 4, 4);  // created, then its row's step
+  CHECK_ERR(got[kNew + 2], ErrorCode::kInternal);
+  CheckSegment(got[kNew + 3], 5, 10, 4);  // the same key again: the next range
+  auto old_row = s.GetKey(old_key);
+  REQUIRE_OK(old_row);
+  CHECK(old_row->description == "was there");
+  CHECK(old_row->max_id == 101);
+  auto full_row = s.GetKey(full);
+  REQUIRE_OK(full_row);
+  CHECK(full_row->max_id == kMax - 4);
+  auto last = s.GetKey(prefix + std::to_string(kNew - 1));
+  REQUIRE_OK(last);
+  CHECK(last->description == "auto");
+  CHECK(last->max_id == 1 + 1 + static_cast<int64_t>((kNew - 1) % 7));
+  // Again: every row exists now and continues its sequence.
+  auto again = s.ReserveMany({ReserveRequest{prefix + "3", std::nullopt, {}, 4, "auto"},
+                              ReserveRequest{prefix + "new", std::nullopt, {}, 2, "auto"}});
+  REQUIRE(again.size() == 2);
+  CheckSegment(again[0], 5, 8, 4);
+  CheckSegment(again[1], 1, 2, 2);
+}
+
+// Threads create and reserve the same new keys at once, each batch in its
+// own order: per key, the ranges are disjoint and cover 1..max_id-1.
+void CheckConcurrentCreates(Backend& b) {
+  constexpr int kThreads = 6;
+  constexpr int kBatches = 20;
+  constexpr int kKeys = 40;
+  const std::string prefix = UniqueName("concurrent-create") + "-";
+  std::vector<std::unique_ptr<SegmentStore>> stores;
+  for (int t = 0; t < kThreads; ++t) stores.push_back(b.NewInstance());
+  std::vector<std::vector<std::pair<int, ReservedSegment>>> got(kThreads);
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(static_cast<unsigned>(t));
+      for (int n = 0; n < kBatches; ++n) {
+        std::vector<int> order;
+        for (int i = 0; i < kKeys; ++i) {
+          if (rng() % 2) order.push_back(i);
+        }
+        std::shuffle(order.begin(), order.end(), rng);
+        std::vector<ReserveRequest> requests;
+        for (int i : order) {
+          requests.push_back(
+              ReserveRequest{prefix + std::to_string(i), std::nullopt, {}, 3 + i % 5, "auto"});
+        }
+        auto ranges = stores[t]->ReserveMany(requests);
+        for (size_t j = 0; j < ranges.size(); ++j) {
+          if (ranges[j]) {
+            got[t].emplace_back(order[j], *ranges[j]);
+          } else if (errors[t].empty()) {
+            errors[t] = Describe(ranges[j]);
+          }
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  std::vector<std::vector<ReservedSegment>> per_key(kKeys);
+  for (int t = 0; t < kThreads; ++t) {
+    CHECK_MESSAGE(errors[t].empty(), "thread ", t, ": ", errors[t]);
+    for (const auto& [k, seg] : got[t]) per_key[k].push_back(seg);
+  }
+  for (int k = 0; k < kKeys; ++k) {
+    CAPTURE(k);
+    auto& all = per_key[k];
+    std::sort(all.begin(), all.end(),
+              [](const ReservedSegment& x, const ReservedSegment& y) { return x.first < y.first; });
+    int64_t expect = 1;
+    for (const ReservedSegment& seg : all) {
+      CHECK(seg.first == expect);
+      CHECK(seg.last - seg.first + 1 == 3 + k % 5);
+      expect = seg.last + 1;
+    }
+    auto row = b.store().GetKey(prefix + std::to_string(k));
+    if (all.empty()) continue;
+    REQUIRE_OK(row);
+    CHECK(row->max_id == expect);
+  }
+}
+
 void CheckConcurrentDisjoint(Backend& b) {
   constexpr int kThreads = 8;
   constexpr int kPerThread = 50;
@@ -691,6 +808,14 @@ void CheckLeafCreatedTable(Backend& b) {
   TEST_CASE(NAME ": ReserveMany and CreateKeys, as the single calls would") {           \
     BACKEND b;                                                                          \
     CheckReserveMany(b);                                                                \
+  }                                                                                     \
+  TEST_CASE(NAME ": ReserveMany creates rows and reserves in one call") {               \
+    BACKEND b;                                                                          \
+    CheckCreateAndReserve(b);                                                           \
+  }                                                                                     \
+  TEST_CASE(NAME ": threads creating the same new keys get disjoint ranges") {          \
+    BACKEND b;                                                                          \
+    CheckConcurrentCreates(b);                                                          \
   }                                                                                     \
   TEST_CASE(NAME ": threads reserving overlapping batches get disjoint ranges") {       \
     BACKEND b;                                                                          \

@@ -1,0 +1,261 @@
+// MysqlStore::ReserveMany's steps (storage/mysql_store_sql.h): new keys
+// created and reserved in one statement, rows created, rows locked and
+// advanced under the cluster fences.
+#include <cppconn/exception.h>
+#include <cppconn/prepared_statement.h>
+#include <cppconn/resultset.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <memory>
+#include <utility>
+
+#include "storage/mysql_store_sql.h"
+
+namespace seqd::mysql_leaf {
+
+// Which requests CreateAndReserve serves: those that create their row,
+// reserve the row's own step and are not fenced (cluster mode keeps its
+// order: rows, then the lease row), whose key no other request of the batch
+// names, even ignoring ASCII case (each gets its one range from one row).
+std::vector<bool> OneStatementRequests(const std::vector<ReserveRequest>& requests) {
+  std::vector<std::pair<std::string, size_t>> folded;  // (ASCII-lowercased key, request)
+  folded.reserve(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) folded.emplace_back(AsciiLower(requests[i].key), i);
+  std::sort(folded.begin(), folded.end());
+  std::vector<bool> at_once(requests.size());
+  for (size_t j = 0; j < folded.size(); ++j) {
+    const ReserveRequest& r = requests[folded[j].second];
+    const bool alone = (j == 0 || folded[j - 1].first != folded[j].first) &&
+                       (j + 1 == folded.size() || folded[j + 1].first != folded[j].first);
+    at_once[folded[j].second] = alone && r.create_step > 0 && !r.step && !r.fence;
+  }
+  return at_once;
+}
+
+namespace {
+
+// REQUIRES: `todo` (indexes into requests) has 1..kListMax entries.
+// Binds one kCreateReserving or kCreateReservingGuarded statement (padded
+// to `padded` rows) and runs it; returns its affected-rows count.
+int RunCreateReserving(MysqlConn& c, int kind, const std::vector<ReserveRequest>& requests,
+                       const size_t* todo, size_t n, size_t padded) {
+  sql::PreparedStatement& ins = c.List(kind, padded);
+  for (size_t i = 0; i < padded; ++i) {
+    const ReserveRequest& r = requests[todo[std::min(i, n - 1)]];
+    const auto p = static_cast<unsigned>(4 * i);
+    ins.setString(p + 1, r.key);
+    ins.setInt64(p + 2, i < n ? 1 + r.create_step : 0);  // 0: padding, changes nothing
+    ins.setInt64(p + 3, r.create_step);
+    ins.setString(p + 4, std::string(r.create_description));
+  }
+  return ins.executeUpdate();
+}
+
+}  // namespace
+
+// The other requests that create their row: INSERT ... unless present, in
+// key order (two batches never wait for each other in a cycle).
+void CreateMissingRows(MysqlConn& c, const std::vector<ReserveRequest>& requests,
+                       const std::vector<bool>& at_once) {
+  std::vector<const ReserveRequest*> rows;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (requests[i].create_step > 0 && !at_once[i]) rows.push_back(&requests[i]);
+  }
+  std::sort(rows.begin(), rows.end(), [](auto* a, auto* b) { return a->key < b->key; });
+  for (size_t at = 0; at < rows.size(); at += kListMax) {
+    const size_t n = std::min(kListMax, rows.size() - at);
+    const size_t padded = PaddedCount(n);
+    sql::PreparedStatement& ins = c.List(kInsertMissing, padded);
+    for (size_t i = 0; i < padded; ++i) {
+      const ReserveRequest& r = *rows[at + std::min(i, n - 1)];
+      ins.setString(static_cast<unsigned>(3 * i + 1), r.key);
+      ins.setInt64(static_cast<unsigned>(3 * i + 2), r.create_step);
+      ins.setString(static_cast<unsigned>(3 * i + 3), std::string(r.create_description));
+    }
+    ins.executeUpdate();
+  }
+}
+
+// New keys in one statement per kListMax of them, whether their rows exist
+// or not: one INSERT ... ON DUPLICATE KEY UPDATE creates the missing rows
+// with their first segment reserved and advances the others by their step
+// (kCreateReserving). If every row was new (the affected-rows count says
+// so: the pool's connections set CLIENT_FOUND_ROWS, so a new row and a
+// padding row count 1 each, an advanced one 2), each range is
+// [1, create_step]; else one SELECT reads where each row stands, and the
+// range is [max_id - step, max_id - 1] either way. A row the INSERT would
+// overflow fails it (nothing changed): then the guarded statement leaves
+// that row as it is, and a row left within a step of the largest max_id
+// (refused, or just got there) answers kInternal: its range, if any, is
+// skipped. Fills out[i] for each at_once[i].
+void CreateAndReserve(MysqlConn& c, const std::vector<ReserveRequest>& requests,
+                      const std::vector<bool>& at_once, Slots& out) {
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (at_once[i]) todo.push_back(i);
+  }
+  if (todo.empty()) return;
+  // In key order: two batches never wait for each other in a cycle.
+  std::sort(todo.begin(), todo.end(),
+            [&](size_t a, size_t b) { return requests[a].key < requests[b].key; });
+  struct Row {
+    int64_t max_id = 0, step = 0;
+  };
+  std::map<std::string, Row> rows;  // by the row's own biz_tag
+  for (size_t at = 0; at < todo.size(); at += kListMax) {
+    const size_t n = std::min(kListMax, todo.size() - at);
+    const size_t padded = PaddedCount(n);
+    bool all_new = false;
+    try {
+      all_new = RunCreateReserving(c, kCreateReserving, requests, &todo[at], n, padded) ==
+                static_cast<int>(padded);
+    } catch (const sql::SQLException& e) {
+      if (e.getErrorCode() != kErrOutOfRange) throw;
+      RunCreateReserving(c, kCreateReservingGuarded, requests, &todo[at], n, padded);
+    }
+    if (all_new) {
+      for (size_t i = at; i < at + n; ++i) {
+        const int64_t step = requests[todo[i]].create_step;
+        out[todo[i]] = ReservedSegment{1, step, step};
+      }
+      continue;
+    }
+    // Locking read: the rows are ours until COMMIT; it reads their latest.
+    sql::PreparedStatement& sel = c.List(kLockRows, padded);
+    for (size_t i = 0; i < padded; ++i) {
+      sel.setString(static_cast<unsigned>(i + 1), requests[todo[at + std::min(i, n - 1)]].key);
+    }
+    std::unique_ptr<sql::ResultSet> rs(sel.executeQuery());
+    while (rs->next()) rows[rs->getString(1).asStdString()] = Row{rs->getInt64(2), rs->getInt64(3)};
+  }
+  // A key may name a row of another ASCII case under a case-insensitive
+  // collation: its only row, since no other request names it.
+  std::map<std::string, const Row*> by_folded;
+  for (const auto& [tag, row] : rows) by_folded.emplace(AsciiLower(tag), &row);
+  for (size_t i : todo) {
+    if (out[i]) continue;  // a new row
+    const Row* row = nullptr;
+    if (auto it = rows.find(requests[i].key); it != rows.end()) {
+      row = &it->second;
+    } else if (auto f = by_folded.find(AsciiLower(requests[i].key)); f != by_folded.end()) {
+      row = f->second;
+    }
+    if (!row) {
+      out[i] = MakeError(ErrorCode::kInternal, "mysql reserve: row vanished");
+    } else if (row->step > 0 && row->max_id > std::numeric_limits<int64_t>::max() - row->step) {
+      out[i] = MakeError(ErrorCode::kInternal, "mysql reserve: max_id overflow");
+    } else {
+      out[i] = ReservedSegment{row->max_id - row->step, row->max_id - 1, row->step};
+    }
+  }
+}
+
+// The requests not done at once: rows locked and read, the cluster fences
+// written, the new max_ids set. Fills out[i] for each !at_once[i].
+void ReserveRows(MysqlConn& c, const std::vector<ReserveRequest>& requests,
+                 const std::vector<bool>& at_once, Slots& out) {
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (!at_once[i]) todo.push_back(i);
+  }
+  if (todo.empty()) return;
+  struct Row {
+    int64_t max_id = 0;  // as locked, then as this batch leaves it
+    int64_t step = 0;
+    int64_t reserved = 0;  // ranges taken from it in this batch
+  };
+  std::map<std::string, Row> rows;  // by the row's own biz_tag
+  for (size_t at = 0; at < todo.size(); at += kListMax) {
+    const size_t n = std::min(kListMax, todo.size() - at);
+    const size_t padded = PaddedCount(n);
+    sql::PreparedStatement& lock = c.List(kLockRows, padded);
+    for (size_t i = 0; i < padded; ++i) {
+      lock.setString(static_cast<unsigned>(i + 1), requests[todo[at + std::min(i, n - 1)]].key);
+    }
+    std::unique_ptr<sql::ResultSet> rs(lock.executeQuery());
+    while (rs->next()) {
+      Row& row = rows[rs->getString(1).asStdString()];
+      row.max_id = rs->getInt64(2);
+      row.step = rs->getInt64(3);
+    }
+  }
+  // Which row each request names. The table's collation decides: a key
+  // that is no row's exact name but equals one ignoring ASCII case (keys
+  // are ASCII) may be that row under a case-insensitive collation; the
+  // server says which (rare: one query each).
+  std::map<std::string, std::string> by_folded;  // ASCII-lowercased -> row's tag
+  for (const auto& [tag, row] : rows) by_folded.emplace(AsciiLower(tag), tag);
+  std::vector<Row*> row_of(requests.size());  // null: no such key
+  for (size_t i : todo) {
+    const std::string& key = requests[i].key;
+    if (auto it = rows.find(key); it != rows.end()) {
+      row_of[i] = &it->second;
+      continue;
+    }
+    if (!by_folded.count(AsciiLower(key))) continue;
+    sql::PreparedStatement& q = c.Stmt(kRowTag);
+    q.setString(1, key);
+    std::unique_ptr<sql::ResultSet> rs(q.executeQuery());
+    if (!rs->next()) continue;
+    if (auto it = rows.find(rs->getString(1).asStdString()); it != rows.end()) {
+      row_of[i] = &it->second;
+    }
+  }
+  // Cluster fences: each shard's lease row once, in shard order (two
+  // batches never wait for each other in a cycle), as ReserveImpl's.
+  struct Fence {
+    const std::string* owner = nullptr;
+    bool held = false;
+  };
+  std::map<std::pair<uint32_t, int64_t>, Fence> fence_held;
+  for (size_t i : todo) {
+    const ReserveRequest& r = requests[i];
+    if (r.fence) fence_held[{r.fence->shard, r.fence->epoch}].owner = &r.fence->owner;
+  }
+  for (auto& [shard_epoch, fence] : fence_held) {
+    sql::PreparedStatement& f = c.Stmt(kFence);
+    f.setInt(1, static_cast<int>(shard_epoch.first));
+    f.setString(2, *fence.owner);
+    f.setInt64(3, shard_epoch.second);
+    fence.held = f.executeUpdate() > 0;
+  }
+  for (size_t i : todo) {
+    const ReserveRequest& r = requests[i];
+    Row* row = row_of[i];
+    if (r.step && *r.step <= 0) {
+      out[i] = MakeError(ErrorCode::kInvalidArgument, "mysql reserve: step must be > 0");
+    } else if (r.fence && !fence_held[{r.fence->shard, r.fence->epoch}].held) {
+      out[i] = MakeError(ErrorCode::kNotServing, "shard " + std::to_string(r.fence->shard) +
+                                                     " is no longer held by this instance");
+    } else if (!row) {
+      out[i] = MakeError(ErrorCode::kUnknownKey, "no such key");
+    } else if (const int64_t by = r.step.value_or(row->step);
+               by > 0 && row->max_id > std::numeric_limits<int64_t>::max() - by) {
+      out[i] = MakeError(ErrorCode::kInternal, "mysql reserve: max_id overflow");
+    } else {
+      out[i] = ReservedSegment{row->max_id, row->max_id + by - 1, row->step};
+      row->max_id += by;
+      ++row->reserved;
+    }
+  }
+  std::vector<std::pair<const std::string*, int64_t>> changed;
+  for (const auto& [tag, row] : rows) {
+    if (row.reserved > 0) changed.emplace_back(&tag, row.max_id);
+  }
+  for (size_t at = 0; at < changed.size(); at += kListMax) {
+    const size_t n = std::min(kListMax, changed.size() - at);
+    const size_t padded = PaddedCount(n);
+    sql::PreparedStatement& set = c.List(kSetMaxIds, padded);
+    for (size_t i = 0; i < padded; ++i) {
+      const auto& [tag, max_id] = changed[at + std::min(i, n - 1)];
+      set.setString(static_cast<unsigned>(2 * i + 1), *tag);
+      set.setInt64(static_cast<unsigned>(2 * i + 2), max_id);
+      set.setString(static_cast<unsigned>(2 * padded + i + 1), *tag);
+    }
+    set.executeUpdate();
+  }
+}
+
+}  // namespace seqd::mysql_leaf
