@@ -50,7 +50,7 @@ struct ReserveRequest {
   // the reservation where the store can (then the row's step is reserved:
   // `step` must be nullopt). The row of a key that exists is left as it is.
   int64_t create_step = 0;
-  std::string_view create_description;  // must outlive the ReserveMany call
+  std::string_view create_description = {};  // must outlive the ReserveMany call
 };
 
 // One key's durable min seq (SegmentStore::SetMinSeqs): the table
