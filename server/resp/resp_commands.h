@@ -82,6 +82,15 @@ std::string NoPermReply(std::string_view message);
 // REQUIRES: !args.empty().
 RespAction DecideRespCommand(const std::vector<std::string_view>& args, int64_t max_count);
 
+// True if `args` is `INCR key` (name in any case) that DecideRespCommand
+// answers with Kind::kIncr of args[1]: the session's fast path.
+inline bool IsPlainIncr(const std::vector<std::string_view>& args) {
+  if (args.size() != 2) return false;
+  const std::string_view name = args[0];
+  return name.size() == 4 && (name[0] | 0x20) == 'i' && (name[1] | 0x20) == 'n' &&
+         (name[2] | 0x20) == 'c' && (name[3] | 0x20) == 'r' && !args[1].starts_with("HTTP/");
+}
+
 // "-ERR <message>\r\n".
 std::string EncodedError(std::string_view message);
 

@@ -27,6 +27,13 @@ constexpr std::optional<ErrorCode> kOk = std::nullopt;
 }  // namespace
 
 void RespSession::Execute() {
+  // The hot command, `INCR key`, decided here without building a RespAction:
+  // DecideRespCommand decides the same (a last argument "HTTP/..." is a
+  // cross-protocol request, left to it). resp_commands_test holds them equal.
+  if (IsPlainIncr(args_)) {
+    if (Allowed(RespOp::kIncr, args_[1])) Incr(args_[1]);
+    return;
+  }
   RespAction a = DecideRespCommand(args_, max_count_);
   if (a.ends_run) CloseRun();  // everything else is ordered after the INCRs before it
   if (a.looks_like_http) {
@@ -37,26 +44,13 @@ void RespSession::Execute() {
     return Close();
   }
   if (a.kind == RespAction::Kind::kAuth) return Auth(a);
-  if (a.needs_auth) {
-    access_.Revalidate(server_->auth);  // a reload may have revoked the token
-    if (!access_.principal()) {
-      access_.AuditUnauthenticated(RespOpName(a.op));
-      CloseRun();
-      return Reply(a.op, ErrorCode::kUnauthenticated, kNoAuthReply);
-    }
-  }
+  if (a.needs_auth && !Authenticated(a.op)) return;
   switch (a.kind) {
     case RespAction::Kind::kAuth:
       return;  // handled above
     case RespAction::Kind::kIncr:
     case RespAction::Kind::kIncrBy:
-      // The op's permission (RespOpFor) for the key; every INCR/INCRBY row has one.
-      if (Status s = access_.Check(RespOpFor(a.op).permission.value_or(Permission::kIds), a.key,
-                                   RespOpName(a.op));
-          !s) {
-        CloseRun();
-        return Reply(a.op, ErrorCode::kPermissionDenied, NoPermReply(s.error().message));
-      }
+      if (!Permitted(a.op, a.key)) return;
       if (a.kind == RespAction::Kind::kIncr) return Incr(a.key);
       return IncrBy(a.key, a.count);
     case RespAction::Kind::kQuery:
@@ -71,6 +65,29 @@ void RespSession::Execute() {
       if (a.close) read_closed_ = true;
       return;
   }
+}
+
+bool RespSession::Authenticated(RespOp op) {
+  access_.Revalidate(server_->auth);  // a reload may have revoked the token
+  if (access_.principal()) return true;
+  access_.AuditUnauthenticated(RespOpName(op));
+  CloseRun();
+  Reply(op, ErrorCode::kUnauthenticated, kNoAuthReply);
+  return false;
+}
+
+// The op's permission (RespOpFor) for the key; every INCR/INCRBY row has one.
+bool RespSession::Permitted(RespOp op, std::string_view key) {
+  Status s =
+      access_.Check(RespOpFor(op).permission.value_or(Permission::kIds), key, RespOpName(op));
+  if (s) return true;
+  CloseRun();
+  Reply(op, ErrorCode::kPermissionDenied, NoPermReply(s.error().message));
+  return false;
+}
+
+bool RespSession::Allowed(RespOp op, std::string_view key) {
+  return Authenticated(op) && Permitted(op, key);
 }
 
 void RespSession::RejectProtocolError(std::string_view error) {

@@ -111,6 +111,12 @@ class RespSession : public ListenedSession, public std::enable_shared_from_this<
   // The input cannot be parsed: answered, and no more commands are read.
   void RejectProtocolError(std::string_view error);
   void Auth(const RespAction& a);
+  // The access checks of a command that needs a token: true if it may go
+  // on; else it is answered (NOAUTH, NOPERM; audited) and the INCR run
+  // being collected is closed before that answer.
+  bool Authenticated(RespOp op);
+  bool Permitted(RespOp op, std::string_view key);  // INCR, INCRBY
+  bool Allowed(RespOp op, std::string_view key);    // both
   void Incr(std::string_view key);
   // Ends the INCR run being collected: one Take for all of it.
   void CloseRun();

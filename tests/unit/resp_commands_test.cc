@@ -50,6 +50,45 @@ TEST_CASE("resp commands: INCR, INCRBY and the replies decided without a connect
   CHECK(a.reply == "-ERR unknown command 'FLUSHALL'\r\n");
 }
 
+TEST_CASE("resp commands: the session's INCR fast path decides as DecideRespCommand") {
+  using Args = std::vector<std::string_view>;
+  const std::vector<Args> cases = {
+      {"INCR", "k"},
+      {"incr", "k"},
+      {"iNcR", "bench"},
+      {"incr", ""},
+      {"incr", "HTTP/1.1"},
+      {"incr", "http/x"},
+      {"incr"},
+      {"incr", "a", "b"},
+      {"incrby", "k", "1"},
+      {"inc", "k"},
+      {"incrx", "k"},
+      {"incq", "k"},
+      {"INCR\0", "k"},
+      {"\x49NCR", "k"},
+      {"\x69ncr", "k"},
+      {"GET", "k"},
+      {"POST", "/"},
+      {"Host:", "x"},
+      {"i\x0e\x03r", "k"},
+      {"incr", "HTTP/"},
+  };
+  for (const Args& args : cases) {
+    CAPTURE(args.size());
+    CAPTURE(args[0]);
+    const RespAction a = DecideRespCommand(args, 100);
+    const bool decided_incr = a.kind == RespAction::Kind::kIncr && !a.looks_like_http;
+    CHECK(IsPlainIncr(args) == decided_incr);
+    if (IsPlainIncr(args)) {
+      CHECK(a.key == args[1]);
+      CHECK(a.op == RespOp::kIncr);
+      CHECK(a.needs_auth);
+      CHECK_FALSE(a.ends_run);
+    }
+  }
+}
+
 TEST_CASE("resp commands: allocator errors become fixed client-safe texts") {
   CHECK(TakeErrorReply(MakeError(ErrorCode::kStoreUnavailable, "mysql: host db1 down")) ==
         "-ERR store unavailable: no IDs could be reserved in time, retry later\r\n");

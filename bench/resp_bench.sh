@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# RESP INCR on one key: seqd's RESP listener beside redis-server, both driven
+# by redis-benchmark in the same run (issue 31, goal 3: seqd >= 1.0x redis).
+#
+#   bench/resp_bench.sh [SEQD]    # no argument: builds seqd Release in $BUILD_DIR
+#   ROUNDS=5 CLIENTS=64 PIPELINE=32 N=200000 N_PIPELINED=2000000 THREADS=2 PIN=0
+#
+# For P1 (no pipelining) and P$PIPELINE, ROUNDS rounds of
+# `redis-benchmark -c $CLIENTS -n N [-P $PIPELINE] INCR bench`, one on each
+# server, the server that goes first alternating from round to round. Prints
+# every round, then the medians of both rates and their ratio seqd/redis,
+# and the servers' CPU time per request (medians).
+#
+# seqd: temp SQLite, key "bench" with step 100000, --threads $THREADS (2:
+# its network threads). redis-server: one main thread (io-threads 1, its
+# default), no persistence (--save '' --appendonly no), in a temp dir.
+# PIN=1 puts both servers on the last core and redis-benchmark on the first
+# (then seqd's threads share that one core); PIN=0 (the default) leaves the
+# placement to the scheduler. Run it under `flock /tmp/seqd-bench.lock`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source bench/seqd_bench_lib.sh
+
+N=${N:-200000}
+N_PIPELINED=${N_PIPELINED:-2000000}
+CLIENTS=${CLIENTS:-64}
+PIPELINE=${PIPELINE:-32}
+ROUNDS=${ROUNDS:-5}
+THREADS=${THREADS:-2}
+
+for tool in redis-server redis-benchmark redis-cli curl; do
+  command -v "$tool" >/dev/null || { echo "$tool is missing (apt-get install redis-server redis-tools curl)" >&2; exit 1; }
+done
+
+if (($# == 0)); then
+  BUILD_DIR=${BUILD_DIR:-build-release}
+  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DSEQD_BUILD_TESTS=OFF \
+    -DSEQD_BUILD_BENCH=OFF >/dev/null
+  cmake --build "$BUILD_DIR" -j2 --target seqd >/dev/null
+  SEQD="$BUILD_DIR/seqd"
+else
+  SEQD=$1
+fi
+
+SERVER_CORE="" CLIENT_CPU=()
+if [[ ${PIN:-0} != 0 ]] && (($(nproc) >= 2)); then
+  SERVER_CORE=$(($(nproc) - 1))
+  CLIENT_CPU=(taskset -c 0)
+fi
+pin_server() { [[ -z $SERVER_CORE ]] || taskset -apc "$SERVER_CORE" "$1" >/dev/null; }
+
+bench_workdir resp-bench
+
+calc() { awk "BEGIN { printf \"%.6f\", $1 }"; }
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+wait_ping() {  # PORT NAME LOG
+  for _ in $(seq 100); do
+    [[ $(redis-cli -p "$1" PING 2>/dev/null) == PONG ]] && return 0
+    sleep 0.1
+  done
+  echo "$2 did not come up; log:" >&2
+  cat "$3" >&2
+  exit 1
+}
+
+# --- servers ----------------------------------------------------------------
+HTTP_PORT=$(free_port) SEQD_PORT=$(free_port) TCP_PORT=$(free_port)
+bench_start_seqd "$WORK/seqd.log" "$SEQD" --http-port "$HTTP_PORT" \
+  --store "sqlite:$WORK/seqd.db" --tcp-port "$TCP_PORT" --resp-port "$SEQD_PORT" \
+  --threads "$THREADS" --log-level warn
+curl -fsS -o /dev/null -X POST "http://127.0.0.1:$HTTP_PORT/admin/keys" \
+  -H 'Content-Type: application/json' -d '{"key":"bench","step":100000}'
+wait_ping "$SEQD_PORT" seqd "$WORK/seqd.log"
+pin_server "$SEQD_PID"
+
+REDIS_PORT=$(free_port)
+mkdir "$WORK/redis"
+redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$WORK/redis" \
+  --save '' --appendonly no --io-threads 1 >"$WORK/redis.log" 2>&1 &
+REDIS_PID=$!
+PIDS+=("$REDIS_PID")
+wait_ping "$REDIS_PORT" redis-server "$WORK/redis.log"
+pin_server "$REDIS_PID"
+
+echo "seqd:  --threads $THREADS ($(ls /proc/"$SEQD_PID"/task | wc -l) threads in all), INCR bench -> $(redis-cli -p "$SEQD_PORT" INCR bench)"
+echo "redis: $(redis-server --version | awk '{ print $3 }'), 1 main thread (io-threads 1), INCR bench -> $(redis-cli -p "$REDIS_PORT" INCR bench)"
+if [[ -n $SERVER_CORE ]]; then
+  echo "pinned: servers (all their threads) on core $SERVER_CORE, redis-benchmark on core 0"
+else
+  echo "not pinned: $(nproc) cores shared by the servers and redis-benchmark; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+fi
+
+# --- runs -------------------------------------------------------------------
+CLK_TCK=$(getconf CLK_TCK)
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+# One redis-benchmark run: "<requests/s> <server CPU us per request>".
+run_one() {  # PID PORT N EXTRA...
+  local pid=$1 port=$2 n=$3 t0 t1 rate
+  shift 3
+  t0=$(cpu_ticks "$pid")
+  rate=$(timeout 300 "${CLIENT_CPU[@]}" redis-benchmark -p "$port" -c "$CLIENTS" -n "$n" "$@" \
+    --csv INCR bench | awk -F'"' '$2 == "INCR bench" { print $4 }' | tail -1)
+  t1=$(cpu_ticks "$pid")
+  [[ -n $rate ]] || { echo "redis-benchmark gave no result on port $port" >&2; exit 1; }
+  echo "$rate $(calc "($t1 - $t0) * 1000000 / $CLK_TCK / $n")"
+}
+
+declare -A RATE CPU last
+for round in $(seq "$ROUNDS"); do
+  for p in 1 "$PIPELINE"; do
+    n=$N; ((p > 1)) && n=$N_PIPELINED
+    order=(seqd redis); ((round % 2 == 0)) && order=(redis seqd)
+    for who in "${order[@]}"; do
+      if [[ $who == seqd ]]; then r=($(run_one "$SEQD_PID" "$SEQD_PORT" "$n" -P "$p"))
+      else r=($(run_one "$REDIS_PID" "$REDIS_PORT" "$n" -P "$p")); fi
+      RATE[$who,$p]+="${r[0]} " CPU[$who,$p]+="${r[1]} "
+      last[$who]=${r[0]}
+    done
+    printf 'round %d P%-3d %-11s seqd %10.0f/s  redis %10.0f/s  seqd/redis %.2f\n' "$round" "$p" \
+      "(${order[0]} 1st)" "${last[seqd]}" "${last[redis]}" "$(calc "${last[seqd]} / ${last[redis]}")"
+  done
+done
+
+echo
+echo "medians of $ROUNDS rounds, redis-benchmark -c $CLIENTS INCR bench; seqd --threads $THREADS, redis 1 main thread:"
+for p in 1 "$PIPELINE"; do
+  s=$(tr ' ' '\n' <<<"${RATE[seqd,$p]}" | grep . | median)
+  r=$(tr ' ' '\n' <<<"${RATE[redis,$p]}" | grep . | median)
+  sc=$(tr ' ' '\n' <<<"${CPU[seqd,$p]}" | grep . | median)
+  rc=$(tr ' ' '\n' <<<"${CPU[redis,$p]}" | grep . | median)
+  printf 'P%-3d seqd %10.0f/s (cpu %.2f us/req)  redis %10.0f/s (cpu %.2f us/req)  ratio seqd/redis %.2f\n' \
+    "$p" "$s" "$sc" "$r" "$rc" "$(calc "$s / $r")"
+done
+echo "seqd after the runs: INCR bench -> $(redis-cli -p "$SEQD_PORT" INCR bench)"
