@@ -247,6 +247,7 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
   }
   // The TLS context of a listener, or null.
   auto tls_for = [&](bool used) { return used ? p->tls : nullptr; };
+  CountAuthFailures(*p->auth, p->metrics.registry());
   if (p->auth->enabled()) {
     SEQD_LOG(kInfo) << "tokens: " << p->auth->size() << " loaded from " << config.tokens_file
                     << "; every listener requires one (SIGHUP reloads)";

@@ -1,5 +1,8 @@
 #include "server/app_security.h"
 
+#include <prometheus/counter.h>
+#include <prometheus/registry.h>
+
 #include <boost/asio/ip/address.hpp>
 #include <fstream>
 #include <sstream>
@@ -35,7 +38,35 @@ bool IsLoopbackAddress(std::string_view address) {
 
 Result<std::unique_ptr<Authenticator>> LoadAuthenticator(const Config& c) {
   if (c.tokens_file.empty()) return std::make_unique<Authenticator>();
-  return Authenticator::FromFile(c.tokens_file);
+  auto auth = Authenticator::FromFile(c.tokens_file);
+  if (!auth) return auth;
+  AuthFailureOptions budget;
+  budget.budget = static_cast<int>(c.auth_failure_budget);
+  (*auth)->failures().Configure(budget);
+  return auth;
+}
+
+void CountAuthFailures(const Authenticator& auth, prometheus::Registry& registry) {
+  prometheus::Counter& failures = prometheus::BuildCounter()
+                                      .Name("seqd_auth_failures_total")
+                                      .Help("Authentications with a secret that matches no token")
+                                      .Register(registry)
+                                      .Add({});
+  auto& throttled = prometheus::BuildCounter()
+                        .Name("seqd_auth_throttled_total")
+                        .Help(
+                            "Authentications refused because the address gave too many wrong "
+                            "secrets")
+                        .Register(registry);
+  prometheus::Counter* http = &throttled.Add({{"interface", "http"}});
+  prometheus::Counter* binary = &throttled.Add({{"interface", "binary"}});
+  prometheus::Counter* resp = &throttled.Add({{"interface", "resp"}});
+  AuthFailures::Hooks hooks;
+  hooks.failure = [&failures] { failures.Increment(); };
+  hooks.throttled = [http, binary, resp](std::string_view interface) {
+    (interface == "binary" ? binary : interface == "resp" ? resp : http)->Increment();
+  };
+  auth.failures().SetHooks(std::move(hooks));
 }
 
 Status CheckExposure(const Config& c, bool tokens_enabled) {

@@ -18,14 +18,24 @@
 #include "server/auth/authenticator.h"
 #include "server/config/config.h"
 
+namespace prometheus {
+class Registry;
+}
+
 namespace seqd {
 
 // True if `address` (as given to a listener) only accepts connections from
 // this host: 127.0.0.0/8, ::1 or "localhost".
 bool IsLoopbackAddress(std::string_view address);
 
-// The tokens of tokens_file, or an open authenticator without one.
+// The tokens of tokens_file, or an open authenticator without one; its
+// failure budget (auth_failure_budget) configured.
 Result<std::unique_ptr<Authenticator>> LoadAuthenticator(const Config& c);
+
+// Counts `auth`'s failed authentications (seqd_auth_failures_total) and the
+// attempts refused from blocked addresses (seqd_auth_throttled_total, by
+// interface) in `registry`, which must outlive `auth`. Before serving.
+void CountAuthFailures(const Authenticator& auth, prometheus::Registry& registry);
 
 // OK if the listeners may serve as configured: tokens are on, every enabled
 // listener binds a loopback address, or insecure_no_auth is on. Otherwise

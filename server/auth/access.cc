@@ -12,6 +12,18 @@ Access IdentifyBy(const Authenticator* auth, std::string_view secret, std::strin
                   std::string peer, const RequestIds& ids) {
   static const Authenticator kOpen;
   const Authenticator& a = auth ? *auth : kOpen;
+  const bool attempt = a.enabled() && !secret.empty();
+  if (attempt) {
+    if (const int blocked = a.failures().BlockedFor(peer); blocked > 0) {
+      // Not tried: a blocked address learns nothing, right secret or not.
+      Access access(nullptr, interface, std::move(peer));
+      access.generation_ = a.generation();
+      access.ids_ = ids;
+      access.throttled_ = blocked;
+      a.failures().CountThrottled(interface);
+      return access;
+    }
+  }
   std::shared_ptr<const Principal> p = a.Authenticate(secret);
   const bool failed = !p && !secret.empty();
   Access access(std::move(p), interface, std::move(peer));
@@ -22,6 +34,13 @@ Access IdentifyBy(const Authenticator* auth, std::string_view secret, std::strin
     e.action = "authenticate";
     e.outcome = "unauthenticated";
     Audit(e);
+    if (attempt && a.failures().RecordFailure(access.peer_)) {
+      // Once per block: the audit trail's own cap (50 lines a second)
+      // bounds these too.
+      e.action = "auth_throttled";
+      e.outcome = "denied";
+      Audit(e);
+    }
   }
   return access;
 }
@@ -62,8 +81,16 @@ void Access::AuditMutation(std::string_view action, std::string_view target, boo
   Audit(e);
 }
 
+Error Access::ThrottledError() const {
+  return MakeError(ErrorCode::kResourceExhausted,
+                   "too many failed authentications from this address; retry in " +
+                       std::to_string(throttled_) + " s");
+}
+
 Status Access::Check(Permission p, std::string_view key, std::string_view action) const {
   if (principal_ && principal_->May(p, key)) return OkStatus();
+  // Counted, and audited when the block began: not one line per refusal.
+  if (throttled_ > 0) return ThrottledError();
   AuditEvent e = Event();
   e.action = action.empty() ? PermissionName(p) : action;
   e.target = key;

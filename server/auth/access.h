@@ -20,7 +20,11 @@ class Access;
 struct AuditEvent;
 
 // The Access of a request that presented `secret` ("" for none) to `auth`
-// (null: open, everything allowed). `ids` go into its audit lines.
+// (null: open, everything allowed). `ids` go into its audit lines. With
+// tokens on, a secret that matches no token counts against the peer's
+// address (Authenticator::failures()); while that address is blocked, any
+// secret gives a throttled Access (no principal, throttled() > 0) without
+// being tried.
 Access IdentifyBy(const Authenticator* auth, std::string_view secret, std::string_view interface,
                   std::string peer, const RequestIds& ids = {});
 
@@ -31,11 +35,18 @@ class Access {
   // (address:port) go into audit lines.
   Access(std::shared_ptr<const Principal> principal, std::string_view interface, std::string peer);
 
-  // OK, kUnauthenticated (no principal) or kPermissionDenied; a failure is
-  // audited as `action` on `key`.
+  // OK, kUnauthenticated (no principal), kResourceExhausted (throttled:
+  // ThrottledError()) or kPermissionDenied; a failure is audited as
+  // `action` on `key`.
   Status Check(Permission p, std::string_view key = {}, std::string_view action = {}) const;
 
   const Principal* principal() const { return principal_.get(); }
+  // Seconds the peer's address stays blocked for failed authentications
+  // (0: not throttled). A throttled Access has no principal.
+  int throttled() const { return throttled_; }
+  // kResourceExhausted "too many failed authentications from this address;
+  // retry in N s" (N = throttled()).
+  Error ThrottledError() const;
   // After a reload of `auth`'s tokens: the same token as now loaded, or
   // none if it was removed. Cheap when nothing was reloaded (one atomic
   // load).
@@ -70,7 +81,8 @@ class Access {
   std::shared_ptr<const Principal> principal_;
   std::string_view interface_;
   std::string peer_;
-  uint64_t generation_ = 0;  // of the authenticator when principal_ was found
+  uint64_t generation_ = 0;
+  int throttled_ = 0;  // of the authenticator when principal_ was found
   RequestIds ids_;
 };
 

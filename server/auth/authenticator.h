@@ -34,6 +34,7 @@
 #include "common/scopes.h"
 #include "common/thread_annotations.h"
 #include "common/token_digest.h"
+#include "server/auth/auth_failures.h"
 
 namespace seqd {
 
@@ -101,6 +102,11 @@ class Authenticator {
   [[nodiscard]] std::unique_ptr<ReloadWatch> OnReload(std::function<void()> fn) const
       EXCLUDES(watch_mu_);
 
+  // The per-address budget of failed authentications IdentifyBy() keeps
+  // (server/auth/auth_failures.h); used only when enabled(). Configure it
+  // before serving.
+  AuthFailures& failures() const { return failures_; }
+
  private:
   using Set = std::vector<std::shared_ptr<const Principal>>;
   std::shared_ptr<const Set> set() const EXCLUDES(mu_);
@@ -110,6 +116,7 @@ class Authenticator {
   std::shared_ptr<const Set> set_ GUARDED_BY(mu_);
   std::atomic<uint64_t> generation_{0};
   std::shared_ptr<const Principal> open_;
+  mutable AuthFailures failures_;
 
   mutable Mutex watch_mu_;
   mutable uint64_t next_watch_ GUARDED_BY(watch_mu_) = 0;

@@ -304,6 +304,11 @@ const std::vector<Option>& Options() {
              [](Config& c, std::string_view v) { return ParseSwitch(v, c.metrics_auth); },
              [](const Config& c) { return std::string(c.metrics_auth ? "on" : "off"); },
              /*bare_means_on=*/true},
+      IntOption("auth_failure_budget",
+                "With tokens: wrong secrets an address may give within 10 s before it is "
+                "blocked (every authentication refused) for 1 s, doubling on each repeat up to "
+                "60 s (docs/security.md). 0: never blocked.",
+                &Config::auth_failure_budget, 0, 1'000'000),
       StringOption("cluster_token_file",
                    "Cluster mode with tokens: a file holding the secret this instance presents "
                    "to the others (their tokens files list its SHA-256 with the cluster scope).",

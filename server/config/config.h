@@ -83,14 +83,15 @@ struct Config {
   int64_t cluster_lease_ms = 3000;        // shard lease
   int64_t cluster_shards = 1024;          // used only when the cluster's tables are created
   std::string log_level = "info";
-  std::string log_format = "text";  // or json: one JSON object per line
-  std::string tokens_file;          // docs/security.md; empty: no tokens (loopback only)
-  bool insecure_no_auth = false;    // serve without tokens on non-loopback addresses
-  bool metrics_auth = false;        // /metrics needs the metrics scope
-  std::string cluster_token_file;   // the secret this instance presents to its peers
-  std::string tls_cert;             // PEM certificate (chain) of the listeners; empty: no TLS
-  std::string tls_key;              // its private key
-  std::string tls_client_ca;        // clients must present a certificate of this CA (mTLS)
+  std::string log_format = "text";   // or json: one JSON object per line
+  std::string tokens_file;           // docs/security.md; empty: no tokens (loopback only)
+  bool insecure_no_auth = false;     // serve without tokens on non-loopback addresses
+  bool metrics_auth = false;         // /metrics needs the metrics scope
+  int64_t auth_failure_budget = 20;  // wrong secrets per address per 10 s; 0: no blocking
+  std::string cluster_token_file;    // the secret this instance presents to its peers
+  std::string tls_cert;              // PEM certificate (chain) of the listeners; empty: no TLS
+  std::string tls_key;               // its private key
+  std::string tls_client_ca;         // clients must present a certificate of this CA (mTLS)
   std::string tls_listeners = "http,admin,binary,resp";  // which listeners use TLS
   std::string cluster_tls_ca;  // cluster mode with TLS: the CA peers' certificates chain to
 

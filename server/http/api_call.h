@@ -154,10 +154,13 @@ struct ApiRouter::Call {
       res.set(http::field::www_authenticate, "Bearer realm=\"seqd\"");
     }
     // Over a rate, or no store/owner now: a well-behaved client waits a
-    // second before it retries.
+    // second before it retries; an address blocked for failed
+    // authentications, until its block ends.
     if (res.result() == http::status::too_many_requests ||
         res.result() == http::status::service_unavailable) {
-      res.set(http::field::retry_after, "1");
+      const int blocked =
+          access && res.result() == http::status::too_many_requests ? access->throttled() : 0;
+      res.set(http::field::retry_after, blocked > 0 ? std::to_string(blocked) : "1");
     }
     // Drop our responder once used: whatever still holds this call (e.g. an
     // allocator deadline timer) must not keep the connection alive.

@@ -88,6 +88,59 @@ ApiRouter::~ApiRouter() = default;
 
 void ApiRouter::StopStreams() { stream_limits_->CancelAll(); }
 
+namespace {
+
+// The secret a request presents: its bearer token, or (EventSource cannot
+// send headers) on the event routes only, ?access_token= (docs/security.md),
+// decoded into `decoded`. Never logged.
+std::string_view SecretOf(const HttpRequest& req, std::string_view path, std::string_view query,
+                          std::optional<std::string>& decoded) {
+  std::string_view secret = BearerSecret(req);
+  if (secret.empty() && EventRoutes::IsEventsPath(path)) {
+    if (std::optional<std::string_view> raw = FindQueryParam(query, "access_token")) {
+      decoded = PercentDecode(*raw, true);
+      if (decoded) secret = *decoded;
+    }
+  }
+  return secret;
+}
+
+}  // namespace
+
+std::optional<ApiRouter::Response> ApiRouter::RefuseBeforeBody(const HttpRequest& header,
+                                                               std::string_view peer) {
+  if (!services_.auth || !services_.auth->enabled() || options_.admin_only) return std::nullopt;
+  const std::string_view target = header.target;
+  const size_t q = target.find('?');
+  const std::string_view path = target.substr(0, q);
+  const std::string_view query = q == std::string_view::npos ? "" : target.substr(q + 1);
+  if (path.empty() || path[0] != '/') return std::nullopt;
+  const SplitParts parts = Split(path.substr(1), '/');
+  const PathSegments seg(parts.data(), parts.size());
+  const HttpOp op = OpFor(header.method, path, seg);
+  const HttpOpRow& row = HttpOpFor(op);
+  // Routes served without a token answer as usual (after the body).
+  if (!row.permission || (op == HttpOp::kMetrics && !services_.metrics_auth)) return std::nullopt;
+  std::optional<std::string> query_secret;
+  const std::string_view secret = SecretOf(header, path, query, query_secret);
+  const RequestIds ids = RequestIdsOf(header);
+  Access access = IdentifyBy(services_.auth, secret, "http", std::string(peer), ids);
+  if (access.principal()) return std::nullopt;  // the route decides (its scopes)
+  std::optional<Response> out;
+  auto call = std::make_shared<Call>();
+  call->metrics = &services_.metrics;
+  call->started = std::chrono::steady_clock::now();
+  call->req = header;
+  call->req.keep_alive = false;  // the body is left unread: the connection ends
+  call->responder = RespondTo([&out](Response res) { out = std::move(res); });
+  call->ids = ids;
+  call->op = row.metric_label;
+  call->access.emplace(std::move(access));
+  Status s = call->access->Check(*row.permission, {}, row.metric_label);
+  call->Finish(call->ErrorJson(s.error()));
+  return out;
+}
+
 void ApiRouter::Handle(HttpRequest req, std::string_view peer, std::shared_ptr<HttpResponder> to) {
   auto call = std::make_shared<Call>();
   call->metrics = &services_.metrics;
@@ -100,16 +153,8 @@ void ApiRouter::Handle(HttpRequest req, std::string_view peer, std::shared_ptr<H
     const size_t q = target.find('?');
     call->path = target.substr(0, q);
     if (q != std::string_view::npos) call->query = target.substr(q + 1);
-    // EventSource cannot send headers: on the event routes only, a token
-    // may come as ?access_token= (docs/security.md). Never logged.
-    std::string_view secret = BearerSecret(call->req);
     std::optional<std::string> query_secret;
-    if (secret.empty() && EventRoutes::IsEventsPath(call->path)) {
-      if (std::optional<std::string_view> raw = FindQueryParam(call->query, "access_token")) {
-        query_secret = PercentDecode(*raw, true);
-        if (query_secret) secret = *query_secret;
-      }
-    }
+    const std::string_view secret = SecretOf(call->req, call->path, call->query, query_secret);
     call->access.emplace(IdentifyBy(services_.auth, secret, "http", std::string(peer), call->ids));
     Route(call);
   } catch (const std::exception& e) {

@@ -105,6 +105,13 @@ class ApiRouter {
   }
   void Handle(const Request& req, Respond respond) { Handle(req, {}, std::move(respond)); }
 
+  // With tokens on, the answer to a request whose header (`header`: its
+  // body not read) shows no valid token for a route that needs one: 401,
+  // or 429 while `peer`'s address is blocked for failed authentications
+  // (server/auth/auth_failures.h). Connection: close, since the caller
+  // leaves the body unread. nullopt: read the body and Handle() as usual.
+  std::optional<Response> RefuseBeforeBody(const HttpRequest& header, std::string_view peer);
+
   const Services& services() const { return services_; }
 
   // Server shutdown: ends every stream (after what it has queued) and

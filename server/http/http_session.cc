@@ -244,6 +244,15 @@ class Session : public ListenedSession,
           Count(ProtocolErrorFor(ProtocolError::kBadRequest).metric_label);
           return SendAndClose(std::move(*refusal));
         }
+        // No valid token for a route that needs one, and a body still to
+        // come: answered now, the body left unread (no 100 Continue) and
+        // the connection closed. A body already read is answered as usual.
+        const auto length = parser_->content_length();
+        if (!parser_->is_done() && (!length || *length > buffer_.size())) {
+          if (auto refusal = server_->router.RefuseBeforeBody(request_, peer_)) {
+            return SendAndClose(std::move(*refusal));
+          }
+        }
         parser_->eager(true);  // as http::async_read reads a body
         // A client that asked to wait sends its body once told to go on.
         if (parser_->expect_continue() && !parser_->is_done() && request_.version == 11) {
@@ -504,7 +513,8 @@ class Session : public ListenedSession,
   // line.
   void SendAndClose(Response res) {
     const RequestIds ids = RequestIdsOf(request_);
-    StampRequestId(res, ids.request.view());
+    // The router's refusals (RefuseBeforeBody) carry theirs already.
+    if (res.find("X-Request-Id") == res.end()) StampRequestId(res, ids.request.view());
     SEQD_LOG(kDebug).With(ids).With("status", res.result_int()).With("peer", peer_)
         << "http: answered and closed the connection";
     busy_ = true;

@@ -100,6 +100,11 @@ void RespSession::RejectProtocolError(std::string_view error) {
 // AUTH [user] secret: a user other than "default" must be the token's id.
 void RespSession::Auth(const RespAction& a) {
   Access next = IdentifyBy(server_->auth, a.key, "resp", access_.peer());
+  if (next.throttled() > 0) {  // the address failed too often: not even tried
+    Reply(RespOp::kOther, ErrorCode::kResourceExhausted, TakeErrorReply(next.ThrottledError()));
+    if (++failed_auths_ >= kMaxFailedAuths) read_closed_ = true;
+    return;
+  }
   const Principal* who = next.principal();
   if (!who || (!a.user.empty() && a.user != "default" && !who->open && a.user != who->id)) {
     Reply(RespOp::kOther, ErrorCode::kUnauthenticated, kWrongPassReply);

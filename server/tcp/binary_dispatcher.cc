@@ -90,6 +90,12 @@ void BinaryDispatcher::HandleAuth(const proto::FrameView& f, BinaryConnection& c
                        "AUTH payload must be the token's secret, 1-256 bytes");
   }
   Access next = IdentifyBy(services_.auth, f.payload, "binary", c.access().peer());
+  if (next.throttled() > 0) {  // the address failed too often: not even tried
+    AnswerError(c, kOp, f.request_id, proto::Status::kResourceExhausted,
+                next.ThrottledError().message);
+    if (++c.failed_auths >= kMaxFailedAuths) c.CloseAfterAnswers();
+    return;
+  }
   if (!next.principal()) {
     AnswerError(c, kOp, f.request_id, proto::Status::kUnauthenticated, "unknown token");
     // Guessing secrets costs a connection every few tries.

@@ -1,6 +1,6 @@
 // The tokens the fuzz targets' servers with authentication know, and the
 // Authenticator that loads them (from a file written once per process and
-// removed right after: the targets never reload).
+// removed right after: the targets never reload), without a failure budget.
 //
 // Thread safety: LoadFuzzTokens() may be called from any thread.
 #pragma once
@@ -40,6 +40,11 @@ inline std::unique_ptr<Authenticator> LoadFuzzTokens() {
   auto auth = Authenticator::FromFile(name);
   std::remove(name);
   FUZZ_CHECK(auth.ok());
+  // No failure budget: a block would carry over from one input to the next
+  // and make a finding depend on what ran before it.
+  AuthFailureOptions no_budget;
+  no_budget.budget = 0;
+  (*auth)->failures().Configure(no_budget);
   return std::move(auth).value();
 }
 
