@@ -72,6 +72,10 @@ class Contract(ContractCalls, unittest.TestCase):
             f.write(tokens_text())
         cls.seqd = Seqd(store_spec("sqlite", cls.tmp.name), "--tokens-file", tokens,
                         "--metrics-auth", "on",
+                        # The contract sends many deliberate wrong tokens from
+                        # one address; the failure budget has its own suite
+                        # (e2e_auth_budget).
+                        "--auth-failure-budget", "0",
                         "--http-max-body-bytes", str(MAX_BODY),
                         "--msg-max-payload-bytes", str(MAX_PAYLOAD),
                         "--auto-create-rate", "1", "--auto-create-burst", "2",
