@@ -356,9 +356,8 @@ Result<std::unique_ptr<MysqlConn>> MysqlPool::ConnectTo(size_t host, bool synced
     props["OPT_WRITE_TIMEOUT"] = options_.rw_timeout_s;
     props["OPT_RECONNECT"] = false;
     props["OPT_CHARSET_NAME"] = "utf8mb4";
-    // Affected rows = matched rows, so an UPDATE that changes nothing
-    // (SetStep to the current step) still proves the row exists. MysqlStore's
-    // CreateAndReserve counts on it too (its padding rows count 1 each).
+    // Affected rows = matched rows: a no-op UPDATE (SetStep to the same step)
+    // proves the row exists; CreateAndReserve counts padding rows as 1 each.
     props["CLIENT_FOUND_ROWS"] = true;
     using Ssl = MysqlOptions::SslMode;
     if (!options_.ssl_ca.empty()) props["sslCA"] = options_.ssl_ca;

@@ -1,11 +1,9 @@
-// One HTTP/1.1 connection, in the style of Beast's advanced server example:
-// the TLS handshake, reading one request at a time (the parser, its limits
-// and the header checks), handing it to ApiRouter, writing the answer (or
-// draining a streamed answer's sink), keep-alive, the deadline, lingering
-// after a final answer. Answers' bytes and header checks: http_exchange.h.
-// Over 400 lines: one class template over its three streams (TLS, a
-// strand's socket, the io_context's socket) whose flags (busy_, stopping_,
-// the deadline) every handler shares; Beast's templates compile here only.
+// One HTTP/1.1 connection (as Beast's advanced server example): the TLS
+// handshake, reading one request at a time (parser, limits, header checks),
+// ApiRouter, writing the answer or a stream's sink, keep-alive, the
+// deadline, lingering after a final answer (bytes, checks: http_exchange.h).
+// Over 400 lines: one class template over three streams whose flags every
+// handler shares; Beast's templates compile here only.
 #include "server/http/http_session.h"
 
 #include <algorithm>
@@ -69,10 +67,8 @@ using Clock = std::chrono::steady_clock;
 
 // One connection over `Stream`: the strand-bound socket, IoSocket, or
 // TlsStream. Every member is touched only on the connection's strand.
-//
-// Deadlines: one timer per connection, armed lazily. Moving the deadline
-// later only records it; the timer, when it fires early, re-arms for the
-// recorded deadline. So a keep-alive request costs no timer operation.
+// Deadlines: one lazy timer; moving the deadline later only records it (the
+// timer re-arms when it fires early): a keep-alive request costs no timer op.
 template <typename Stream>
 class Session : public ListenedSession,
                 public HttpResponder,
@@ -229,12 +225,11 @@ class Session : public ListenedSession,
   void Parse() {
     while (buffer_.size() > 0) {
       error_code ec;
-      // The parser reads a header only once it is whole, in one put(): the
-      // bytes it used then are the header (valid until the next prepare()).
-      const std::string_view used_bytes(static_cast<const char*>(buffer_.data().data()),
-                                        buffer_.size());
+      // A header is parsed whole in one put(): the bytes it used (valid
+      // until the next prepare()).
+      const auto* at = static_cast<const char*>(buffer_.data().data());
       const size_t used = parser_->put(buffer_.data(), ec);
-      const std::string_view header_bytes = used_bytes.substr(0, used);
+      const std::string_view header_bytes(at, used);
       buffer_.consume(used);
       if (ec == http::error::need_more) break;
       if (ec) return OnReadError(ec);
@@ -244,9 +239,8 @@ class Session : public ListenedSession,
           Count(ProtocolErrorFor(ProtocolError::kBadRequest).metric_label);
           return SendAndClose(std::move(*refusal));
         }
-        // No valid token for a route that needs one, and a body still to
-        // come: answered now, the body left unread (no 100 Continue) and
-        // the connection closed. A body already read is answered as usual.
+        // No valid token for a route that needs one and a body still to
+        // come: answered now, body unread (no 100 Continue), then closed.
         const auto length = parser_->content_length();
         if (!parser_->is_done() && (!length || *length > buffer_.size())) {
           if (auto refusal = server_->router.RefuseBeforeBody(request_, peer_)) {
@@ -508,9 +502,8 @@ class Session : public ListenedSession,
 
   // --- closing ---------------------------------------------------------------
 
-  // Writes a final response, then lingers so the client reads it. The
-  // request's id (given, or made if it has none yet) goes on it and its log
-  // line.
+  // Writes a final response, then lingers so the client reads it; the
+  // request's id (given, or made now) goes on it and its log line.
   void SendAndClose(Response res) {
     const RequestIds ids = RequestIdsOf(request_);
     // The router's refusals (RefuseBeforeBody) carry theirs already.
