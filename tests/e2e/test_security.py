@@ -93,6 +93,22 @@ def next_ids_payload(key, count=1):
     return s16(key) + struct.pack(">I", count)
 
 
+def resp_call(s, *args):
+    """Sends one RESP command on socket `s`; returns the reply's first line."""
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a.encode() if isinstance(a, str) else a
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    s.sendall(out)
+    buf = b""
+    while not buf.endswith(b"\r\n"):
+        chunk = s.recv(4096)
+        if not chunk:
+            raise EOFError("RESP connection closed")
+        buf += chunk
+    return buf
+
+
 class Security(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -132,18 +148,7 @@ class Security(unittest.TestCase):
         return s
 
     def resp_call(self, s, *args):
-        out = b"*%d\r\n" % len(args)
-        for a in args:
-            a = a.encode() if isinstance(a, str) else a
-            out += b"$%d\r\n%s\r\n" % (len(a), a)
-        s.sendall(out)
-        buf = b""
-        while not buf.endswith(b"\r\n"):
-            chunk = s.recv(4096)
-            if not chunk:
-                raise EOFError("RESP connection closed")
-            buf += chunk
-        return buf
+        return resp_call(s, *args)
 
     def reload(self, text):
         with open(self.tokens, "w") as f:

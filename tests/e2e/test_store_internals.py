@@ -13,22 +13,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Seqd, free_port  # noqa: E402
-from test_security import NEXT_IDS, call, next_ids_payload  # noqa: E402
-
-
-def resp_call(s, *args):
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        a = a.encode()
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    s.sendall(out)
-    buf = b""
-    while not buf.endswith(b"\r\n"):
-        chunk = s.recv(4096)
-        if not chunk:
-            raise EOFError("RESP connection closed")
-        buf += chunk
-    return buf
+from test_security import NEXT_IDS, call, next_ids_payload, resp_call  # noqa: E402
 
 
 class StoreInternals(unittest.TestCase):
