@@ -28,9 +28,7 @@ PIPELINE=${PIPELINE:-32}
 ROUNDS=${ROUNDS:-5}
 THREADS=${THREADS:-2}
 
-for tool in redis-server redis-benchmark redis-cli curl; do
-  command -v "$tool" >/dev/null || { echo "$tool is missing (apt-get install redis-server redis-tools curl)" >&2; exit 1; }
-done
+bench_need_tools redis-server:redis-server redis-benchmark:redis-tools redis-cli:redis-tools curl:curl
 
 if (($# == 0)); then
   BUILD_DIR=${BUILD_DIR:-build-release}
@@ -54,16 +52,6 @@ bench_workdir resp-bench
 calc() { awk "BEGIN { printf \"%.6f\", $1 }"; }
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-wait_ping() {  # PORT NAME LOG
-  for _ in $(seq 100); do
-    [[ $(redis-cli -p "$1" PING 2>/dev/null) == PONG ]] && return 0
-    sleep 0.1
-  done
-  echo "$2 did not come up; log:" >&2
-  cat "$3" >&2
-  exit 1
-}
-
 # --- servers ----------------------------------------------------------------
 HTTP_PORT=$(free_port) SEQD_PORT=$(free_port) TCP_PORT=$(free_port)
 bench_start_seqd "$WORK/seqd.log" "$SEQD" --http-port "$HTTP_PORT" \
@@ -74,13 +62,7 @@ curl -fsS -o /dev/null -X POST "http://127.0.0.1:$HTTP_PORT/admin/keys" \
 wait_ping "$SEQD_PORT" seqd "$WORK/seqd.log"
 pin_server "$SEQD_PID"
 
-REDIS_PORT=$(free_port)
-mkdir "$WORK/redis"
-redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$WORK/redis" \
-  --save '' --appendonly no --io-threads 1 >"$WORK/redis.log" 2>&1 &
-REDIS_PID=$!
-PIDS+=("$REDIS_PID")
-wait_ping "$REDIS_PORT" redis-server "$WORK/redis.log"
+SERVER_CPU="" bench_start_redis "$WORK/redis.log"  # pinned below, every thread
 pin_server "$REDIS_PID"
 
 echo "seqd:  --threads $THREADS ($(ls /proc/"$SEQD_PID"/task | wc -l) threads in all), INCR bench -> $(redis-cli -p "$SEQD_PORT" INCR bench)"
