@@ -454,6 +454,31 @@ void CheckReserveMany(Backend& b) {
   CHECK(last->max_id == 1 + 2 * keys[kKeys - 1].step);
 }
 
+// One thread's ReserveMany answers: each range with its key number
+// (order[j] for answer j) into `got`, the first error into `error`.
+void Tally(const std::vector<Result<ReservedSegment>>& ranges, const std::vector<int>& order,
+           std::vector<std::pair<int, ReservedSegment>>& got, std::string& error) {
+  for (size_t j = 0; j < ranges.size(); ++j) {
+    if (ranges[j]) {
+      got.emplace_back(order[j], *ranges[j]);
+    } else if (error.empty()) {
+      error = Describe(ranges[j]);
+    }
+  }
+}
+
+// Every thread's ranges by key number; a thread's error fails the check.
+std::vector<std::vector<ReservedSegment>> PerKey(
+    int keys, const std::vector<std::vector<std::pair<int, ReservedSegment>>>& got,
+    const std::vector<std::string>& errors) {
+  std::vector<std::vector<ReservedSegment>> per_key(static_cast<size_t>(keys));
+  for (size_t t = 0; t < got.size(); ++t) {
+    CHECK_MESSAGE(errors[t].empty(), "thread ", t, ": ", errors[t]);
+    for (const auto& [k, seg] : got[t]) per_key[static_cast<size_t>(k)].push_back(seg);
+  }
+  return per_key;
+}
+
 // Threads reserve overlapping batches of the same keys (each in its own
 // order, some keys twice): per key, every range is disjoint from the others
 // and together they cover 1..max_id-1.
@@ -485,23 +510,12 @@ void CheckConcurrentBatches(Backend& b) {
           if (rng() % 2) step = 1 + static_cast<int64_t>(rng() % 20);
           requests.push_back(ReserveRequest{keys[i], step, {}});
         }
-        auto ranges = stores[t]->ReserveMany(requests);
-        for (size_t j = 0; j < ranges.size(); ++j) {
-          if (ranges[j]) {
-            got[t].emplace_back(order[j], *ranges[j]);
-          } else if (errors[t].empty()) {
-            errors[t] = Describe(ranges[j]);
-          }
-        }
+        Tally(stores[t]->ReserveMany(requests), order, got[t], errors[t]);
       }
     });
   }
   for (auto& th : threads) th.join();
-  std::vector<std::vector<ReservedSegment>> per_key(kKeys);
-  for (int t = 0; t < kThreads; ++t) {
-    CHECK_MESSAGE(errors[t].empty(), "thread ", t, ": ", errors[t]);
-    for (const auto& [k, seg] : got[t]) per_key[k].push_back(seg);
-  }
+  std::vector<std::vector<ReservedSegment>> per_key = PerKey(kKeys, got, errors);
   for (int k = 0; k < kKeys; ++k) {
     auto& all = per_key[k];
     CHECK(all.size() >= static_cast<size_t>(kThreads * kBatches));
@@ -599,23 +613,12 @@ void CheckConcurrentCreates(Backend& b) {
           requests.push_back(
               ReserveRequest{prefix + std::to_string(i), std::nullopt, {}, 3 + i % 5, "auto"});
         }
-        auto ranges = stores[t]->ReserveMany(requests);
-        for (size_t j = 0; j < ranges.size(); ++j) {
-          if (ranges[j]) {
-            got[t].emplace_back(order[j], *ranges[j]);
-          } else if (errors[t].empty()) {
-            errors[t] = Describe(ranges[j]);
-          }
-        }
+        Tally(stores[t]->ReserveMany(requests), order, got[t], errors[t]);
       }
     });
   }
   for (auto& th : threads) th.join();
-  std::vector<std::vector<ReservedSegment>> per_key(kKeys);
-  for (int t = 0; t < kThreads; ++t) {
-    CHECK_MESSAGE(errors[t].empty(), "thread ", t, ": ", errors[t]);
-    for (const auto& [k, seg] : got[t]) per_key[k].push_back(seg);
-  }
+  std::vector<std::vector<ReservedSegment>> per_key = PerKey(kKeys, got, errors);
   for (int k = 0; k < kKeys; ++k) {
     CAPTURE(k);
     auto& all = per_key[k];
