@@ -63,13 +63,24 @@ own_dir() {
 
 mariadbd_bin() { command -v mariadbd || echo /usr/sbin/mariadbd; }
 
-# Prints N distinct TCP ports on 127.0.0.1 that were free a moment ago.
+# Prints N distinct TCP ports on 127.0.0.1 that were free a moment ago,
+# below the kernel's ephemeral range (32768 and up by default): a node
+# killed and rejoined binds its ports again, and an outgoing connection
+# must not have taken one meanwhile (10000-19999, as scripts/mariadb.sh).
 free_ports() {
-  python3 -c 'import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
+  python3 -c 'import random, socket, sys
+want, socks, seen = int(sys.argv[1]), [], set()
+while len(socks) < want:
+    port = random.randint(10000, 19999)
+    if port in seen:
+        continue
+    seen.add(port)
     s = socket.socket()
-    s.bind(("127.0.0.1", 0))
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        s.close()
+        continue
     socks.append(s)
 print(" ".join(str(s.getsockname()[1]) for s in socks))' "$1"
 }

@@ -52,20 +52,15 @@ find_mariadbd() {
   die "mariadbd not found (install mariadb-server)"
 }
 
-# Prints a TCP port on 127.0.0.1 that was free a moment ago.
+# Prints a TCP port on 127.0.0.1 that was free a moment ago, below the
+# kernel's ephemeral range (32768 and up by default) so that no outgoing
+# connection takes it before mariadbd binds it, or while `restart` waits to
+# bind it again; 10000-19999, apart from the test harness's 20000-31999.
 free_port() {
-  if command -v python3 >/dev/null 2>&1; then
-    python3 -c 'import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()'
-    return 0
-  fi
   local p
   for _ in $(seq 1 200); do
-    p=$((20000 + RANDOM % 40000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+    p=$((10000 + RANDOM % 10000))
+    if ! port_in_use "$p"; then
       echo "$p"
       return 0
     fi

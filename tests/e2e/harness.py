@@ -2,6 +2,7 @@
 import http.client
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -12,10 +13,28 @@ SEQD = os.environ.get("SEQD_BINARY", "build/seqd")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+# Ports for the servers a test starts: below the kernel's ephemeral range
+# (net.ipv4.ip_local_port_range, 32768-60999 by default), so an outgoing
+# connection of another test can never take one between free_port() and the
+# server's bind. Chosen at random and checked free; two suites picking the
+# same port at the same moment is a 1-in-12,000 chance.
+_PORT_RANGE = (20000, 32000)
+_given = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    for _ in range(1000):
+        port = random.randint(*_PORT_RANGE)
+        if port in _given:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _given.add(port)
+        return port
+    raise RuntimeError("no free port in %d-%d" % _PORT_RANGE)
 
 
 def store_spec(kind, tmpdir):
