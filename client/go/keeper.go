@@ -4,7 +4,8 @@ package seqd
 // owns its receive queue and connection state. It handles the inbox
 // (pushes, PUSH_DROPPED, a closed connection, answers of the calls it
 // started on other goroutines) and a 100 ms tick (re-subscribe when due,
-// MAX_SEQS after each (re)subscribe, pulls unanswered for a second).
+// MAX_SEQS after each (re)subscribe and every subResyncEvery, pulls
+// unanswered for a second).
 
 import (
 	"context"
@@ -88,7 +89,7 @@ func (s *Subscription) handle(ev subEvent) {
 			s.q.noteMaxSeq(cv, ev.maxes[i])
 		}
 		if ev.gen == s.gen && s.live {
-			s.maxDue = false
+			s.maxDue, s.resyncedAt = false, time.Now()
 		}
 	case evPinged:
 		s.pingInFlight = false
@@ -124,9 +125,19 @@ func (s *Subscription) tick() {
 	if !s.live && !s.subscribing && !s.resubAt.After(time.Now()) {
 		s.resubscribe()
 	}
+	s.maybeResync(time.Now())
 	s.checkMaxSeqs()
 	s.maybePing()
 	s.q.tick()
+}
+
+// maybeResync: every subResyncEvery a live subscription asks MAX_SEQS
+// again, so a push lost with no later push to show the gap (a cluster
+// owner move) is pulled.
+func (s *Subscription) maybeResync(now time.Time) {
+	if s.live && !s.maxDue && now.Sub(s.resyncedAt) >= time.Duration(subResyncEvery.Load()) {
+		s.maxDue = true
+	}
 }
 
 // resubscribe starts a connection and SUBSCRIBE on the next endpoint; its

@@ -60,6 +60,35 @@ func TestKeeperLostConnectionThenMaxSeqsPullsWhatWasMissed(t *testing.T) {
 	}
 }
 
+// A push lost with nothing after it (a cluster owner move): the periodic
+// MAX_SEQS names it and it is pulled.
+func TestKeeperResyncPullsALostLastPush(t *testing.T) {
+	s, got, asks := newTestSubscription(t, "a")
+	s.q.setLocalSeq("a", 10)
+	s.gen = 1
+	s.handle(subEvent{kind: evSubscribed, gen: 1})
+	s.handle(subEvent{kind: evMaxSeqs, gen: 1, convs: []string{"a"}, maxes: []int64{10}})
+	s.handle(subEvent{kind: evPush, gen: 1, msg: msg("a", 11)}) // 12 is never pushed
+	now := s.resyncedAt
+	s.maybeResync(now.Add(time.Duration(subResyncEvery.Load()) - time.Millisecond))
+	if s.maxDue {
+		t.Fatal("MAX_SEQS due before resync_every")
+	}
+	s.maybeResync(now.Add(time.Duration(subResyncEvery.Load())))
+	if !s.maxDue {
+		t.Fatal("MAX_SEQS not due after resync_every")
+	}
+	s.handle(subEvent{kind: evMaxSeqs, gen: 1, convs: []string{"a"}, maxes: []int64{12}})
+	if len(*asks) != 1 || (*asks)[0] != [2]int64{12, 12} {
+		t.Fatalf("asks %v, want 12..12", *asks)
+	}
+	s.handle(subEvent{kind: evPulled, conv: "a", from: 12, to: 12,
+		page: PullPage{Messages: msgs("a", 12), IsEnd: true}})
+	if want := seqs(11, 12); !reflect.DeepEqual(*got, want) {
+		t.Fatalf("delivered %v, want %v", *got, want)
+	}
+}
+
 // A MAX_SEQS sent before the current connection's SUBSCRIBE does not count
 // as the check after it.
 func TestKeeperStaleMaxSeqsIsRedone(t *testing.T) {

@@ -39,7 +39,16 @@ const (
 // nanoseconds (a variable for tests).
 var subPingEvery atomic.Int64
 
-func init() { subPingEvery.Store(int64(5 * time.Second)) }
+// subResyncEvery: how often a live subscription asks MAX_SEQS again, in
+// nanoseconds (a variable for tests). In cluster mode a push committed while
+// a conversation's owner moves can be lost with no later push to show the
+// gap (docs/cluster.md, "Push"); this delivers it within one period.
+var subResyncEvery atomic.Int64
+
+func init() {
+	subPingEvery.Store(int64(5 * time.Second))
+	subResyncEvery.Store(int64(3 * time.Second))
+}
 
 // SubscriptionStats count what a Subscription did (Subscription.Stats).
 type SubscriptionStats struct {
@@ -83,6 +92,7 @@ type Subscription struct {
 	resubAt      time.Time
 	maxDue       bool // live, MAX_SEQS not answered since the (re)subscribe
 	maxInFlight  bool
+	resyncedAt   time.Time // when MAX_SEQS last answered for the live connection
 	pingedAt     time.Time
 	pingInFlight bool
 	misses       map[string]*subMiss

@@ -120,7 +120,7 @@ SubscriptionKeeper& AsyncClient::Impl::Keeper() {
     if (auto self = weak.lock()) asio::post(self->strand, std::move(fn));
   };
   keeper = std::make_shared<SubscriptionKeeper>(strand, std::move(ops), options.backoff_initial,
-                                                options.backoff_max);
+                                                options.backoff_max, options.resync_every);
   return *keeper;
 }
 

@@ -52,6 +52,9 @@ AsyncClient::Impl::Impl(asio::any_io_executor executor, ClientOptions opts)
   if (options.backoff_initial.count() < 0 || options.backoff_max < options.backoff_initial) {
     throw std::invalid_argument("seqd client: need 0 <= backoff_initial <= backoff_max");
   }
+  if (options.resync_every.count() < 0) {
+    throw std::invalid_argument("seqd client: resync_every must be >= 0");
+  }
   if (options.prefetch > 0xFFFFFFFFu)
     throw std::invalid_argument("seqd client: prefetch too large");
   if (options.tls) {

@@ -26,11 +26,13 @@ bool Transient(StatusCode code) {
 
 SubscriptionKeeper::SubscriptionKeeper(boost::asio::any_io_executor strand, Ops ops,
                                        std::chrono::milliseconds backoff_initial,
-                                       std::chrono::milliseconds backoff_max)
+                                       std::chrono::milliseconds backoff_max,
+                                       std::chrono::milliseconds resync_every)
     : timer_(std::move(strand)),
       ops_(std::move(ops)),
       backoff_initial_(backoff_initial),
       backoff_max_(backoff_max),
+      resync_every_(resync_every),
       queue_([this](const Message& m) { Deliver(m); },
              [this](const std::string& conv, int64_t from, int64_t to) { Pull(conv, from, to); },
              ReceiveQueue::Options{kPullRetryAfter, 1000, [] { return Clock::now(); }}) {}
@@ -274,7 +276,16 @@ void SubscriptionKeeper::ArmTick() {
 }
 
 void SubscriptionKeeper::Tick() {
-  if (!resubscribe_in_flight_ && resubscribe_at_ <= Clock::now()) Resubscribe();
+  const Clock::time_point now = Clock::now();
+  if (!resubscribe_in_flight_ && resubscribe_at_ <= now) Resubscribe();
+  if (resync_every_.count() > 0 && resync_at_ <= now) {
+    // A push lost with no later push to show the gap (an owner move in
+    // cluster mode) is pulled once MAX_SEQS names it.
+    resync_at_ = now + resync_every_;
+    for (const auto& [conv, c] : convs_) {
+      if (c.state == State::kLive) max_unchecked_.insert(conv);
+    }
+  }
   CheckMaxSeqs();
   queue_.Tick();
 }

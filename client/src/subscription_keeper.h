@@ -15,7 +15,9 @@
 // How: a ReceiveQueue holds each conversation's last delivered seq. Pushes
 // are offered to it; a gap is pulled (PULL_RANGE). After every (re)subscribe
 // answer, a MAX_SEQS tells the queue what exists, so messages sent while no
-// subscription was live are pulled even if no push follows. Seqs the server
+// subscription was live are pulled even if no push follows; and every
+// `resync_every` (0: never) a MAX_SEQS of every live conversation catches a
+// push lost with nothing after it (cluster mode: an owner move). Seqs the server
 // no longer has (below a conversation's min seq) are skipped once three
 // pulls of the range, at least retry_after apart, came back without them.
 //
@@ -61,7 +63,8 @@ class SubscriptionKeeper : public std::enable_shared_from_this<SubscriptionKeepe
 
   SubscriptionKeeper(boost::asio::any_io_executor strand, Ops ops,
                      std::chrono::milliseconds backoff_initial,
-                     std::chrono::milliseconds backoff_max);
+                     std::chrono::milliseconds backoff_max,
+                     std::chrono::milliseconds resync_every = std::chrono::milliseconds(0));
 
   // As AsyncClient::Subscribe. `done` runs once the server answered the
   // first SUBSCRIBE (true), or with the error of MAX_SEQS or SUBSCRIBE.
@@ -105,7 +108,8 @@ class SubscriptionKeeper : public std::enable_shared_from_this<SubscriptionKeepe
 
   boost::asio::steady_timer timer_;
   Ops ops_;
-  std::chrono::milliseconds backoff_initial_, backoff_max_;
+  std::chrono::milliseconds backoff_initial_, backoff_max_, resync_every_;
+  Clock::time_point resync_at_{};  // the next periodic MAX_SEQS
   ReceiveQueue queue_;
   std::unordered_map<std::string, Conv> convs_;
   uint64_t next_epoch_ = 1;

@@ -29,7 +29,8 @@ const char* const kMsgHelp =
   msg subscribe CONV... [--count N]
                                 (needs --tcp) prints every new message as it
                                 comes, in seq order, across reconnects, until
-                                N messages or Ctrl-C
+                                N messages or Ctrl-C; "subscribed" on stderr
+                                once the starting point is fixed
 )";
 
 namespace {
@@ -267,6 +268,12 @@ int Subscribe(const MsgArgs& a, const MsgServer& s) {
   };
   const std::vector<std::string> convs(a.words.begin() + 1, a.words.end());
   Ok(s.tcp->Subscribe(convs, on_message, on_lost));
+  {
+    // The start point is fixed now: every message after it follows.
+    MutexLock l(st->mu);
+    std::cerr << "seqctl: subscribed to " << convs.size() << " conversation"
+              << (convs.size() == 1 ? "" : "s") << std::endl;
+  }
   MutexLock l(st->mu);
   st->cv.wait(l.native(),
               [&]() REQUIRES(st->mu) { return st->seen >= count || st->gave_up.has_value(); });

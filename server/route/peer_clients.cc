@@ -102,6 +102,10 @@ client::AsyncClient* PeerClients::For(const std::string& address) {
   o.call_timeout = call_timeout_;
   o.max_attempts = 1;  // the router decides what to retry, within its deadline
   o.no_forward = true;
+  // A relay's subscription at one owner loses nothing the keeper does not
+  // see (PUSH_DROPPED, a lost connection); a move starts a new one, which a
+  // periodic MAX_SEQS could not mend. Subscribers check on their side.
+  o.resync_every = std::chrono::milliseconds(0);
   o.token = credentials_.token;
   o.tls = credentials_.tls;
   o.tls_ca_file = credentials_.tls_ca_file;

@@ -46,14 +46,17 @@ void Push(std::string& out, const std::string& conv, ScriptedConv& c, int64_t se
 
 // Serves one connection on its own thread. `on_subscribe(n, out)` runs at
 // the n-th SUBSCRIBE (1-based), after its answer, to push whatever the test
-// wants; MAX_SEQS and PULL_RANGE answer from `convs`.
+// wants; `on_max_seqs(n)` (if set) runs after the n-th MAX_SEQS is answered;
+// MAX_SEQS and PULL_RANGE answer from `convs`.
 class ScriptedServer {
  public:
   using OnSubscribe = std::function<void(int n, std::string& out)>;
-  ScriptedServer(std::map<std::string, ScriptedConv>& convs, OnSubscribe on_subscribe)
+  ScriptedServer(std::map<std::string, ScriptedConv>& convs, OnSubscribe on_subscribe,
+                 std::function<void(int n)> on_max_seqs = nullptr)
       : acceptor_(io_, {net::ip::make_address("127.0.0.1"), 0}),
         convs_(convs),
-        on_subscribe_(std::move(on_subscribe)) {
+        on_subscribe_(std::move(on_subscribe)),
+        on_max_seqs_(std::move(on_max_seqs)) {
     thread_ = std::thread([this] { Serve(); });
   }
   ~ScriptedServer() { thread_.join(); }
@@ -67,6 +70,7 @@ class ScriptedServer {
     std::string in;
     char buf[4096];
     int subscribes = 0;
+    int max_seqs = 0;
     for (;;) {
       boost::system::error_code ec;
       const size_t n = s.read_some(net::buffer(buf), ec);
@@ -84,6 +88,7 @@ class ScriptedServer {
           seqd::proto::MaxSeqsRes res;
           for (auto c : q->conv_ids) res.max_seqs.push_back(convs_[std::string(c)].max);
           seqd::proto::AppendOkResult(out, op, f.request_id, res);
+          if (on_max_seqs_) on_max_seqs_(++max_seqs);
         } else if (op == seqd::proto::kOpSubscribe) {
           seqd::proto::AppendOkResult(out, op, f.request_id, seqd::proto::EmptyRes{});
           on_subscribe_(++subscribes, out);
@@ -111,6 +116,7 @@ class ScriptedServer {
   tcp::acceptor acceptor_;
   std::map<std::string, ScriptedConv>& convs_;
   OnSubscribe on_subscribe_;
+  std::function<void(int n)> on_max_seqs_;
   std::atomic<int> pulls_{0};
   std::thread thread_;
 };
@@ -182,4 +188,43 @@ TEST_CASE("resubscribe: seqs trimmed below the min seq are skipped after three e
   }
   server.reset();
   CHECK(Seqs(inbox) == std::vector<int64_t>{6, 7, 8});
+}
+
+// Cluster mode: a push committed while the conversation's owner moves can be
+// lost, with no later push to show the gap. The periodic MAX_SEQS
+// (ClientOptions::resync_every) must deliver it anyway.
+TEST_CASE("resubscribe: a lost last push arrives by the periodic MAX_SEQS") {
+  std::map<std::string, ScriptedConv> convs;
+  Inbox inbox;
+  std::optional<ScriptedServer> server;
+  server.emplace(
+      convs,
+      [&convs](int n, std::string& out) {
+        if (n != 1) return;
+        ScriptedConv& c = convs["sg_q"];
+        c.Store(1);
+        Push(out, "sg_q", c, 1);
+      },
+      // MAX_SEQS 1 fixes the start, 2 follows the SUBSCRIBE answer; seq 2 is
+      // stored once both are answered, and never pushed.
+      [&convs](int n) {
+        if (n == 2) convs["sg_q"].Store(2);
+      });
+  {
+    seqd::client::ClientOptions o = Options(server->port());
+    o.resync_every = 300ms;
+    seqd::client::Client client(o);
+    REQUIRE(client.Subscribe({"sg_q"}, inbox.OnMessage(), inbox.OnLost()).ok());
+    CHECK(inbox.Wait([&] { return inbox.messages.size() >= 2; }));
+  }
+  server.reset();
+  CHECK(Seqs(inbox) == std::vector<int64_t>{1, 2});
+  std::lock_guard<std::mutex> l(inbox.mu);
+  CHECK(inbox.lost.empty());
+}
+
+TEST_CASE("resubscribe: resync_every < 0 is refused") {
+  seqd::client::ClientOptions o = Options(1);
+  o.resync_every = std::chrono::milliseconds(-1);
+  CHECK_THROWS_AS(seqd::client::Client{o}, std::invalid_argument);
 }

@@ -32,6 +32,15 @@ answer must be its first one (duplicate). Every attempt is recorded with
 its send and receive time and its seq, server message id and duplicate
 flag, or its error.
 
+Subscribers (tests/e2e/chaos_subscribers.py), started before the load and
+riding through every fault, on every conversation: `seqctl msg subscribe`
+(the C++ client's resubscribing Subscribe) given the three slots' binary
+ports (a replacement instance takes the port of the one it replaces), and
+three SSE clients that reconnect to a random running instance after any
+disconnect or stall, resuming by Last-Event-ID, by ?from=N, and on the
+multi-conversation stream by its resume token. seqd runs with SSE
+heartbeats every second.
+
 Nemesis (one fault at a time, a settling pause between, the kinds in a
 seeded shuffled order, each cycle running every kind):
   kill_instance  kill -9 a random instance, start a fresh one ~1 s later
@@ -80,7 +89,14 @@ Checks (exit 1 if any fails):
       B's first attempt (an earlier attempt with an unknown outcome stored
       it);
     every message error is one the contract allows, and at least
-    MIN_MESSAGES messages are acked.
+    MIN_MESSAGES messages are acked;
+  - subscribers: once the senders stopped, each delivers every acked
+    message within QUIET_WAIT_S with no message after it (a push lost
+    around an owner move must still arrive), and after the final round
+    every stored one within FINAL_WAIT_S; then per subscriber and
+    conversation the delivered seqs are exactly the stored seqs (from 1),
+    each once, in increasing order, with the stored server message id,
+    sender, client_msg_id and payload.
 Figures (answers per interface, errors by kind, per fault the longest time a
 key and a conversation went without a successful answer, messages acked,
 re-sent, unresolved and stored) are printed, and written with --json.
@@ -88,14 +104,16 @@ re-sent, unresolved and stored) are printed, and written with --json.
 --self-test feeds the checker synthetic histories (with duplicates, order
 violations and near misses, and random ones against a brute-force check;
 message histories with a hole, a lost or misplaced ack, a seq that changed
-on a re-send, a message stored twice, order violations and near misses)
+on a re-send, a message stored twice, order violations and near misses;
+subscriber deliveries with a gap, a duplicate, disorder, a wrong payload)
 and exits; every run does it first, so a pass is never a checker that
 cannot fail.
 
 Usage: python3 tests/e2e/test_cluster_chaos.py [--seconds 60] [--seed S]
            [--lease-ms 2000] [--json PATH] [--history PATH] [--keep] [-v]
            [--self-test]
-Environment: SEQD_BINARY (default build/seqd). Needs mariadbd (Debian's
+Environment: SEQD_BINARY (default build/seqd), SEQCTL_BINARY (default
+client/seqctl next to it). Needs mariadbd (Debian's
 mariadb-server; scripts/deps.sh --test installs it).
 """
 import argparse
@@ -120,6 +138,7 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import REPO, SEQD, free_port  # noqa: E402
+import chaos_subscribers  # noqa: E402
 
 MARIADB_SH = os.path.join(REPO, "scripts", "mariadb.sh")
 KEYS = ("ck0", "ck1", "ck2", "ck3", "ck4", "ck5", "cz0", "cz1")
@@ -150,6 +169,8 @@ WAIT_TAIL_S = 1.0  # a fault's "longest wait" counts requests sent up to this lo
 MSG_SEND_AGAIN = 0.05   # share of acked messages sent once more on purpose
 MIN_MESSAGES = 200
 PULL_LIMIT = 1000
+QUIET_WAIT_S = 10.0     # subscribers deliver every acked message this soon after the load
+FINAL_WAIT_S = 15.0     # ... and every stored one this soon after the final round
 
 BINARY_NEXT_IDS = 0x02
 BINARY_SEND, BINARY_PULL_RANGE = 0x20, 0x21
@@ -714,14 +735,16 @@ class Instance:
                   "resp_port": re.compile(r"RESP \(Redis protocol\) on \S*:(\d+)"),
                   "instance_id": re.compile(r"cluster mode: instance (\S+) at")}
 
-    def __init__(self, name, url, lease_ms, base):
+    def __init__(self, name, url, lease_ms, base, binary_port=0):
         self.name = name
         self.log_path = os.path.join(base, "%s.log" % name)
         self.http_port = free_port()
         self.binary_port = self.resp_port = self.instance_id = None
         self.state = "up"
         self.args = [SEQD, "--store", url, "--cluster", "--cluster-lease-ms", str(lease_ms),
-                     "--snowflake", "off", "--tcp-port", "0", "--http-port", str(self.http_port),
+                     "--snowflake", "off", "--tcp-port", str(binary_port),
+                     "--http-port", str(self.http_port),
+                     "--sse-heartbeat-ms", str(chaos_subscribers.HEARTBEAT_MS),
                      "--resp-port", "0", "--threads", "2", "--auto-keys", AUTO_KEYS,
                      "--max-step", str(MAX_STEP),
                      "--log-level", "info"]
@@ -803,20 +826,28 @@ class Cluster:
         self.instances = []
         self.crashes = []
         self.shards = None
+        # One binary port per slot: a replacement takes the port of the
+        # instance it replaces, so a client given these endpoints (the
+        # subscribers) always has somewhere to go.
+        self.binary_ports = [free_port() for _ in range(INSTANCES)]
 
     def start_instance(self):
         """Starts a new member (a fresh process, a new instance id); retried
         with a new HTTP port if that one was taken meanwhile."""
         with self.lock:
             name = "s%d" % (len(self.instances) + 1)
+            held = {i.binary_port for i in self.instances if i.proc.poll() is None}
+            port = next((p for p in self.binary_ports if p not in held), 0)
         for attempt in range(3):
             try:
+                # The slot's port twice (a moment apart), then any port.
                 inst = Instance(name if attempt == 0 else "%s.%d" % (name, attempt), self.url,
-                                self.lease_ms, self.base)
+                                self.lease_ms, self.base, port if attempt < 2 else 0)
                 break
             except RuntimeError:
                 if attempt == 2:
                     raise
+                time.sleep(0.5)
         with self.lock:
             self.instances.append(inst)
         log("started %s (%s) http %d binary %d resp %d" % (
@@ -1469,7 +1500,7 @@ def self_test():
             ("acked", MIN_MESSAGES - 1), ("pull_problems", ["http pull failed"])]:
         assert failures_of(dict(clean, messages=dict(clean_messages, **{field: value})),
                            [], []), "self-test: messages %s=%r must fail the run" % (field, value)
-    return len(cases) + 300 + message_self_test()
+    return len(cases) + 300 + message_self_test() + chaos_subscribers.self_test()
 
 
 def message_self_test():
@@ -1828,6 +1859,9 @@ def print_summary(fig, failures):
                                                 len(fig["final_round"]["failed"])))
     for e in fig["final_round"]["failed"][:EXAMPLES]:
         p("  %s" % e)
+    if "subscribers" in fig:
+        p("subscribers (seconds to catch up after the load / after the final round):")
+        chaos_subscribers.print_figures(fig["subscribers"], fig["subscriber_verdict"], p)
     p("cluster metrics (running instances): %s" % fig.get("cluster_metrics"))
     logs = fig.get("seqd_logs", {})
     p("seqd WARN/ERROR lines: %d" % logs.get("count", 0))
@@ -1836,17 +1870,32 @@ def print_summary(fig, failures):
     p("PASS" if not failures else "FAIL:\n  " + "\n  ".join(failures))
 
 
+def start_subscribers(cluster, rng, base):
+    """The push subscribers of chaos_subscribers on every conversation: the
+    binary one over every slot's port, the SSE ones reconnecting to a
+    random running instance; started before any message is sent."""
+    def pick():
+        insts = cluster.reachable(False)
+        return rng.choice(insts).http_port if insts else None
+
+    return chaos_subscribers.start_subscribers(
+        CONVS, ["127.0.0.1:%d" % p for p in cluster.binary_ports], pick, threading.Event(),
+        base)
+
+
 def run(args):
     """Starts MariaDB and the cluster, runs load and nemesis, checks; returns
     the exit code. Everything started is stopped whatever happens."""
     started = time.monotonic()
     base = tempfile.mkdtemp(prefix="seqd-chaos-")
-    state = {"db": None, "cluster": None, "cleaned": False}
+    state = {"db": None, "cluster": None, "cleaned": False, "subscribers": []}
 
     def cleanup():
         if state["cleaned"]:
             return
         state["cleaned"] = True
+        for sub in state["subscribers"]:
+            sub.stop()
         if state["cluster"]:
             state["cluster"].kill_all()
         if state["db"]:
@@ -1865,6 +1914,8 @@ def run(args):
         cluster = state["cluster"] = Cluster(db.url, args.lease_ms, base)
         for _ in range(INSTANCES):
             cluster.start_instance()
+        subscribers = state["subscribers"] = start_subscribers(
+            cluster, random.Random(args.seed ^ 0x5eed), base)
         rng = random.Random(args.seed)
         clients = [Client(cluster, rng.getrandbits(32), stop, prober=n < PROBERS)
                    for n in range(CLIENT_THREADS)]
@@ -1893,10 +1944,19 @@ def run(args):
         for t in msg_threads:
             t.join(max(0.0, end + MSG_RESOLVE_S + SOCKET_TIMEOUT_S + 5 - time.monotonic()))
         crashes = cluster.check_crashes()
+        # No message follows now: a push lost with nothing after it must
+        # still arrive (the C++ client's periodic MAX_SEQS, SSE's heartbeat).
+        acked = {(a.msg.conv, a.seq) for t in msg_threads for a in t.attempts if a.ok}
+        waits = {"quiet": chaos_subscribers.wait_delivered(subscribers, acked, QUIET_WAIT_S)}
+        log("subscribers after the load: %s" % waits["quiet"])
         final, final_msgs = final_round(cluster)
         stored, pull_problems = pull_all(cluster)
         log("pulled %d messages of %d conversations" % (
             sum(len(r) for r in stored.values()), len(stored)))
+        waits["final"] = chaos_subscribers.wait_delivered(
+            subscribers, {(c, r[0]) for c, rows in stored.items() for r in rows}, FINAL_WAIT_S)
+        for sub in subscribers:
+            sub.stop()
         answers = [a for c in clients for a in c.answers] + nemesis.answers + final
         messages = [a for t in msg_threads for a in t.attempts] + final_msgs
         harness_errors = [e for e in [nemesis.error] + [t.error for t in clients + msg_threads]
@@ -1909,7 +1969,14 @@ def run(args):
         fig["cluster_metrics"] = cluster_metrics(cluster)
         fig["seqd_logs"] = scan_logs(base)
         fig["crashes"] = crashes
+        acked |= {(a.msg.conv, a.seq) for a in final_msgs if a.ok}
+        sub_verdict = chaos_subscribers.check_deliveries(
+            {sub.name: sub.snapshot() for sub in subscribers}, stored, acked)
+        fig["subscribers"] = chaos_subscribers.subscriber_figures(subscribers, sub_verdict, waits)
+        fig["subscriber_verdict"] = sub_verdict
         failures = failures_of(fig, harness_errors, crashes)
+        failures += ["subscribers: %s" % f for f in chaos_subscribers.failures_of(
+            sub_verdict, subscribers, waits)]
         fig["failures"], fig["passed"] = failures, not failures
     finally:
         stop.set()

@@ -21,7 +21,16 @@ rejoins (IST). The checks:
   (every seqd passes /readyz, an ID and a send at the end);
 - seqd_store_conflicts_total summed over the seqd is > 0;
 - the only errors clients see are 503s, and connection errors while a seqd
-  waits out its database (none from the seqd that do not use the node).
+  waits out its database (none from the seqd that do not use the node);
+- push subscribers (tests/e2e/chaos_subscribers.py: `seqctl msg subscribe`
+  over X, Y and Z's binary ports, and SSE clients resuming by
+  Last-Event-ID, ?from= and the multi-conversation token at a random one of
+  X, Y, Z), started before the load on the cluster-mode conversations,
+  deliver every acked message within QUIET_WAIT_S of the load stopping, and
+  then per subscriber and conversation exactly the stored seqs from 1, each
+  once, in order, with the stored content. (Plain seqd sharing a database,
+  A, B and C, push only what they commit themselves: cross-instance push is
+  cluster mode's.)
 A run where no node was killed fails.
 
 Usage: python3 tests/e2e/test_galera.py [--seconds N] [--rounds R]
@@ -40,12 +49,14 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import REPO, Seqd  # noqa: E402
+from harness import REPO, Seqd, free_port  # noqa: E402
+import chaos_subscribers  # noqa: E402
 
 GALERA = os.path.join(REPO, "scripts", "galera.sh")
 RUN = "%06x" % random.getrandbits(24)
 ORDERS = [(1, 2, 3), (2, 3, 1), (3, 1, 2)]
 PACE_S = 0.01  # between a client's requests
+QUIET_WAIT_S = 10.0  # subscribers deliver every acked message this soon after the load
 
 
 def log(*a):
@@ -223,12 +234,16 @@ def main():
     root_sql(1, "CREATE DATABASE %s" % cluster_db)
     flags = ["--max-step", "20", "--db-threads", "4", "--snowflake", "off"]
     procs = {}
+    subs = []
+    tcp_ports = {}
     try:
         for name, order in zip("ABC", ORDERS):
             procs[name] = Seqd(url(order), *flags)
         for name, order in zip("XYZ", ORDERS):
+            tcp_ports[name] = free_port()
             procs[name] = Seqd(url(order, cluster_db), *flags, "--cluster",
-                               "--cluster-shards", "64")
+                               "--cluster-shards", "64", "--tcp-port", str(tcp_ports[name]),
+                               "--sse-heartbeat-ms", str(chaos_subscribers.HEARTBEAT_MS))
         for s in procs.values():
             wait_until("readyz", lambda s=s: s.get("/readyz")[0] == 200, 30)
         # One set of keys and conversations per database, shared by its
@@ -242,6 +257,10 @@ def main():
             for inst in group:
                 keys[inst], convs[inst] = names, conv_names
         h = History()
+        pick_rng = random.Random()
+        subs = chaos_subscribers.start_subscribers(
+            convs["X"], ["127.0.0.1:%d" % tcp_ports[n] for n in "XYZ"],
+            lambda: procs[pick_rng.choice("XYZ")].port, threading.Event())
         load = Load(procs, h, keys, convs)
         conflicts_before = sum(metric(s, "seqd_store_conflicts_total") for s in procs.values())
         load.start()
@@ -269,6 +288,9 @@ def main():
                 time.sleep(args.seconds)
         finally:
             load.stop()
+        # No message follows now: what was acked must arrive all the same.
+        acked_xyz = {(c, seq) for (c, _), seq in h.acked.items() if c in convs["X"]}
+        waits = {"quiet": chaos_subscribers.wait_delivered(subs, acked_xyz, QUIET_WAIT_S)}
 
         problems = []
         # --- the fault happened and mattered.
@@ -302,6 +324,7 @@ def main():
             problems.append("only %d IDs handed out" % len(h.ids))
         # --- messages: 1..n, every ack stored at its seq, once.
         stored_total = 0
+        stored_rows = {}
         for group, conv in [(g, c) for g in ("ABC", "XYZ") for c in convs[g[0]]]:
             stored, after = [], 0
             while True:
@@ -315,6 +338,10 @@ def main():
                     break
                 after = body["messages"][-1]["seq"]
             stored_total += len(stored)
+            if group == "XYZ":
+                stored_rows[conv] = [(m["seq"], m["server_msg_id"], m["sender_id"],
+                                      m["client_msg_id"], m["payload"], m["status"])
+                                     for m in stored]
             seqs = [m["seq"] for m in stored]
             if seqs != list(range(1, len(seqs) + 1)):
                 problems.append("%s: seqs are not 1..n" % conv)
@@ -332,6 +359,20 @@ def main():
         acked = len(h.acked)
         if acked < 100:
             problems.append("only %d messages acknowledged" % acked)
+        # --- push: every stored message to every subscriber, once, in order
+        # (before the sends below, which the pull did not see).
+        waits["final"] = chaos_subscribers.wait_delivered(
+            subs, {(c, r[0]) for c, rows in stored_rows.items() for r in rows}, 10.0)
+        for sub in subs:
+            sub.stop()
+        sub_verdict = chaos_subscribers.check_deliveries(
+            {sub.name: sub.snapshot() for sub in subs}, stored_rows, acked_xyz)
+        problems += ["subscribers: %s" % p for p in chaos_subscribers.failures_of(
+            sub_verdict, subs, waits)]
+        log("galera: subscribers on %s (seconds to catch up after the load / after the "
+            "pulls):" % ", ".join(convs["X"]))
+        chaos_subscribers.print_figures(
+            chaos_subscribers.subscriber_figures(subs, sub_verdict, waits), sub_verdict, log)
         # --- answers: 503s and dropped connections only.
         problems += ["unexpected answer %s" % (b,) for b in h.bad[:10]]
         # --- back to full service, no restart.
@@ -380,6 +421,8 @@ def main():
         log("galera: OK")
         return 0
     finally:
+        for sub in subs:
+            sub.stop()
         for s in procs.values():
             s.__exit__()
         try:

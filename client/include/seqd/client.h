@@ -242,6 +242,12 @@ struct ClientOptions {
   // fills the gap by pulling (see "Push" above). false: Subscribe is the
   // raw op, and the application re-subscribes on on_lost.
   bool resubscribe = true;
+  // With resubscribe: how often a live subscription asks MAX_SEQS for its
+  // conversations and pulls what it has not seen. In cluster mode a push
+  // committed while a conversation's owner moves can be lost with no later
+  // push to show the gap (docs/cluster.md, "Push"); this check delivers it
+  // within one period. 0: never (only after each (re)subscription).
+  std::chrono::milliseconds resync_every{3000};
 
   // TLS: every connection does a TLS handshake (TLS 1.2 or later) and
   // verifies the server's certificate before its first frame (AUTH, then
