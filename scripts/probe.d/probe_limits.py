@@ -197,7 +197,7 @@ def key_storm(a, seconds, rate=1000, conns=4):
     sent = sum(v for k, v in statuses.items() if isinstance(k, int))
     only = all(k in (200, 429, "retry_after") for k in statuses)
     bound = int(a.burst + a.rate * took) + 10
-    ok = only and admitted <= bound and statuses.get(429, 0) == statuses.get("retry_after", 0) \
+    ok = only and admitted <= bound and statuses.get(429, 0) > 0 and statuses.get(429, 0) == statuses.get("retry_after", 0) \
         and mid_served and grown < 64 * 1024
     result("new keys, one token (%d/s for %.0f s)" % (sent / took, took),
            "200 or 429+Retry-After only, admitted <= burst + rate*t, others served",
