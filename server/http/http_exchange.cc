@@ -55,6 +55,10 @@ std::optional<HttpResponse> RefuseHeader(const RequestParser& p, const HttpReque
   if (p.host_count() > 1) {
     return CloseWithError(http::status::bad_request, "bad_request", "more than one Host header");
   }
+  if (p.content_length_values() > 1) {
+    return CloseWithError(http::status::bad_request, "bad_request",
+                          "more than one Content-Length value");
+  }
   // A line of the header that begins with a space or a tab continues the
   // one before (obs-fold): no request needs it.
   for (size_t at = header_bytes.find("\r\n"); at != std::string_view::npos;

@@ -1,5 +1,6 @@
 #include "server/http/request_parser.h"
 
+#include <algorithm>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/field.hpp>
@@ -42,6 +43,9 @@ void RequestParser::on_field_impl(http::field name, string_view name_string, str
   switch (name) {
     case http::field::host:
       ++host_count_;
+      break;
+    case http::field::content_length:
+      content_length_values_ += 1 + static_cast<int>(std::count(value.begin(), value.end(), ','));
       break;
     case http::field::transfer_encoding:
       Keep(te_, value);

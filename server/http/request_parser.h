@@ -29,6 +29,10 @@ class RequestParser final : public boost::beast::http::basic_parser<true> {
   // "" if absent.
   bool has_host() const { return host_count_ > 0; }
   int host_count() const { return host_count_; }
+  // Content-Length values given: one per field, plus one per comma in a
+  // field ("5, 5"). More than one is refused even when they agree (RFC 9112
+  // section 6.3 allows either), so no proxy in front can read another length.
+  int content_length_values() const { return content_length_values_; }
   bool has_transfer_encoding() const { return te_.set; }
   std::string_view transfer_encoding() const { return Field(te_); }
   std::string_view content_type() const { return out_.content_type; }
@@ -67,6 +71,7 @@ class RequestParser final : public boost::beast::http::basic_parser<true> {
   std::string& fields_;  // the values of te_, connection_
   Span te_, connection_;
   int host_count_ = 0;
+  int content_length_values_ = 0;
   bool has_authorization_ = false;
   bool has_accept_ = false;
   bool has_request_id_ = false;

@@ -257,8 +257,8 @@ class Limits(unittest.TestCase):
         self.assertTrue(out.startswith(b"HTTP/1.1 201"), out[:300])
 
     def test_http_strict_header_and_no_reflection(self):
-        """RFC 9112: two Host headers are a 400; obs-fold is refused (not
-        joined: a proxy in front may read the field otherwise); an error
+        """RFC 9112: two Host headers or two Content-Length values are a 400;
+        obs-fold is refused (not joined: a proxy in front may read the field otherwise); an error
         never echoes the request's text. Each refusal closes the connection
         before anything pipelined behind it is read."""
         before = self.seqd.ids("lim")[0]
@@ -268,7 +268,14 @@ class Limits(unittest.TestCase):
                 ("obs-fold", b"GET /seq/lim HTTP/1.1\r\nHost: x\r\nX-Note: a\r\n folded\r\n\r\n"),
                 ("obs-fold, tab", b"GET /seq/lim HTTP/1.1\r\nHost: x\r\nAccept: a\r\n\tb\r\n\r\n"),
                 ("folded Content-Length",
-                 b"POST /admin/keys HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n 0\r\n\r\n{}")):
+                 b"POST /admin/keys HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n 0\r\n\r\n{}"),
+                # Two Content-Length values, even equal ones (RFC 9112 6.3
+                # allows refusing; found by scripts/probe).
+                ("two equal Content-Length", b"POST /admin/keys HTTP/1.1\r\nHost: x\r\n"
+                 b"Content-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 2\r\n"
+                 b"\r\n{}"),
+                ("Content-Length list", b"POST /admin/keys HTTP/1.1\r\nHost: x\r\n"
+                 b"Content-Type: application/json\r\nContent-Length: 2, 2\r\n\r\n{}")):
             with self.subTest(name):
                 out = self.raw_http(req + behind)
                 self.assertTrue(out.startswith(b"HTTP/1.1 400"), out[:300])
