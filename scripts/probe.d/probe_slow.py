@@ -56,6 +56,11 @@ def main():
     ap.add_argument("--conns", type=int, default=500)
     ap.add_argument("--rate", type=int, default=100)
     ap.add_argument("--dir", required=True)
+    # ctest runs beside other suites on two cores: their noise alone can
+    # move a 10 ms p99 tenfold. A starved listener still fails: its normal
+    # client sees errors or waits of seconds.
+    ap.add_argument("--floor-ms", type=float, default=1.0,
+                    help="the goal is p99 < max(10 x baseline, this)")
     a = ap.parse_args()
     path = "/seq/probe_normal"
     base_s = min(8, max(4, a.seconds // 3))
@@ -76,13 +81,16 @@ def main():
     out.close()
     during = percentile(lat2, 99)
     held = max_connected(prefix)
-    goal = 10 * max(base, 1.0)
+    goal = max(10 * base, a.floor_ms)
     measured = "p99 %.2f ms -> %.2f ms (%d req, %d errors), attack held %d conns" % (
         base, during, len(lat2), len(errors + errors2), held)
     if errors + errors2:
         log("errors: %s" % (errors + errors2)[:5])
     ok = during < goal and not errors2 and not errors and len(lat2) > 0
-    result("slowhttptest " + NAMES[a.mode], "p99 < 10x baseline, no errors", measured, ok)
+    want = "p99 < 10x baseline, no errors"
+    if a.floor_ms > 1.0:
+        want = "p99 < max(10x baseline, %g ms), no errors" % a.floor_ms
+    result("slowhttptest " + NAMES[a.mode], want, measured, ok)
     return 0
 
 
