@@ -27,8 +27,12 @@
 // `endpoints` (so clients in one process spread over the servers) and sticks
 // to one endpoint while it works, so one client's IDs of a key come from one
 // server and increase. A connection failure marks its endpoint down for a
-// backoff (doubling per consecutive failure, up to backoff_max) and calls
-// move on to the next endpoint in order. If every endpoint is down, the one
+// backoff (doubling per consecutive failure, up to backoff_max; failures
+// count until the endpoint answers again) and calls move on to the next
+// endpoint in order. A connection on which nothing came back within
+// call_timeout (a hung or SIGSTOPped server, whose kernel still accepts
+// connections) is closed and its endpoint marked down for at least
+// call_timeout. If every endpoint is down, the one
 // whose backoff ends first is tried anyway.
 //
 // Local prefetch (ClientOptions::prefetch > 0, as Tinyid's client does): a
