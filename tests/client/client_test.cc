@@ -208,7 +208,7 @@ TEST_CASE("a stalled endpoint is avoided for a call_timeout: retries do not wait
     FakeServer hung(FakeOptions{.ignore = true});
     FakeServer live(FakeOptions{.store_unavailable_first = 4});
     ClientOptions o = Options({hung.endpoint(), live.endpoint()});
-    o.call_timeout = 300ms;
+    o.call_timeout = 500ms;
     o.max_attempts = 20;
     o.backoff_initial = 5ms;
     o.backoff_max = 10ms;
@@ -218,7 +218,7 @@ TEST_CASE("a stalled endpoint is avoided for a call_timeout: retries do not wait
     const auto elapsed = std::chrono::steady_clock::now() - start;
     REQUIRE_MESSAGE(r.ok(), r.ToString());
     CHECK(hung.next_ids_requests <= 1);
-    CHECK(elapsed < 550ms);
+    CHECK(elapsed < 1000ms);  // one stall, not two
   }
 }
 
