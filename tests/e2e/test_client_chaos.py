@@ -302,8 +302,8 @@ def print_summary(fig, failures):
         ", route_by_shard" if fig["route_by_shard"] else "",
         ", BREAK-RETRY (1 attempt)" if fig["break_retry"] else "", fig["wall_s"]))
     for client, row in fig["clients"].items():
-        p("%s: %d calls (%d IDs), %d ended in an error %s" % (client, row["calls"], row["ids"], row["failed"],
-                                                   row["failed_codes"]))
+        p("%s: %d calls (%d IDs), %d ended in an error %s" % (
+            client, row["calls"], row["ids"], row["failed"], row["failed_codes"]))
     p("faults run: %s" % fig["faults_by_kind"])
     for f in fig["faults"]:
         p("  %7.2f-%7.2f s %-11s %-6s keys %s %s" % (f["start"], f["end"], f["kind"], f["target"],
