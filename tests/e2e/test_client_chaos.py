@@ -53,7 +53,7 @@ than about 4 s (--lease-ms).
 Checks (exit 1 if any fails):
   - 0 failed calls: no call ended in an error, and none took longer than
     its deadline (5 s + 0.2 s for scheduling). A call whose deadline ran
-    out while the database was still away (a freeze, or a kill and a
+    out while the database was still away (or within 1 s of its return) (a freeze, or a kill and a
     restart that took longer than the deadline: MariaDB can take seconds
     to start on a loaded machine) is beyond the bound: reported apart,
     not failed;
