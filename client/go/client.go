@@ -33,8 +33,10 @@
 // (doubling per consecutive failure, at most BackoffMax); calls move on to
 // the next endpoint. If every endpoint is down, the one whose backoff ends
 // first is tried anyway. A call whose attempt timed out while nothing at
-// all was read on its connection takes the connection for stalled (a hung
-// or black-holed server): it is closed, and its endpoint marked down.
+// all was read on its connection takes the connection for stalled (a hung,
+// stopped or black-holed server): it is closed, and its endpoint marked
+// down for at least CallTimeout. Failures count until the endpoint answers
+// again (a connect is no proof: a stopped server's kernel accepts it).
 package seqd
 
 import (

@@ -81,10 +81,6 @@ func (c *Client) dial(ctx context.Context, ep *endpoint, pooled bool, onPush fun
 			return nil, err
 		}
 	}
-	ep.mu.Lock()
-	ep.failures = 0
-	ep.downUntil.Store(0)
-	ep.mu.Unlock()
 	cn := &conn{c: c, ep: ep, pooled: pooled, nc: nc, onPush: onPush, onClose: onClose,
 		pending: make(map[uint32]*pendingCall), nextID: 1, done: make(chan struct{}),
 		kick: make(chan struct{}, 1)}
@@ -301,7 +297,10 @@ func (cn *conn) expire() {
 		pc.deliver(callResult{err: errorf(CodeTimeout, "no answer from %s within %v", cn.ep.addr, pc.timeout)})
 	}
 	if stalled {
-		cn.fail(errorf(CodeTimeout, "connection to %s stalled", cn.ep.addr), true)
+		// A hung (or stopped) server: avoid its endpoint for at least a
+		// CallTimeout, what trying it again costs if it still hangs.
+		cn.c.markDownFor(cn.ep, cn.c.opts.CallTimeout)
+		cn.fail(errorf(CodeTimeout, "connection to %s stalled", cn.ep.addr), false)
 	}
 }
 
@@ -459,7 +458,13 @@ func (cn *conn) readLoop() {
 		if _, err = io.ReadFull(r, body); err != nil {
 			break
 		}
-		cn.reads.Add(1)
+		if cn.reads.Add(1) == 1 {
+			// The endpoint works: its run of failures ends (see markDownFor).
+			cn.ep.mu.Lock()
+			cn.ep.failures = 0
+			cn.ep.downUntil.Store(0)
+			cn.ep.mu.Unlock()
+		}
 		if flags != flagResponse && flags != flagResponse|flagPush {
 			cn.fail(errorf(CodeProtocol, "frame with flags %#x from %s", flags, cn.ep.addr), true)
 			return

@@ -227,10 +227,19 @@ func (ep *endpoint) isDown() bool {
 }
 
 // markDown avoids ep for a backoff that doubles per consecutive failure.
-func (c *Client) markDown(ep *endpoint) {
+func (c *Client) markDown(ep *endpoint) { c.markDownFor(ep, 0) }
+
+// markDownFor is markDown for at least atLeast. Consecutive failures end
+// at the first answer on a new connection (readLoop), not at a connect: a
+// stopped server's kernel still accepts connections.
+func (c *Client) markDownFor(ep *endpoint, atLeast time.Duration) {
 	ep.mu.Lock()
 	ep.failures++
-	ep.downUntil.Store(monoNow() + int64(c.backoff(ep.failures)))
+	d := c.backoff(ep.failures)
+	if d < atLeast {
+		d = atLeast
+	}
+	ep.downUntil.Store(monoNow() + int64(d))
 	ep.mu.Unlock()
 	n := int32(len(c.opts.Endpoints))
 	if ep.index < int(n) {

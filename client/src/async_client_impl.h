@@ -125,8 +125,10 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
   // The first endpoint at or after `start` that is not marked down; if all
   // are, the one whose backoff ends first.
   int PickEndpoint(size_t start);
-  // Avoids endpoint `e` for a backoff that grows with its failures.
-  void MarkDown(int e);
+  // Avoids endpoint `e` for a backoff that grows with its consecutive
+  // failures (reset by the first answer on a new connection), and for at
+  // least `at_least`.
+  void MarkDown(int e, Clock::duration at_least = Clock::duration::zero());
   // Endpoint `e`'s open or opening connection, else a new one (connecting).
   std::shared_ptr<Connection> GetConnection(int e);
   void Connect(const std::shared_ptr<Connection>& conn);
@@ -167,7 +169,12 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
   // Sends waiting calls while conn has room below max_in_flight_per_connection.
   void PumpWaiting(const std::shared_ptr<Connection>& conn);
   void OnAttemptTimeout(const std::shared_ptr<Call>& call);
+  // Retries `call` (retryable code, attempts and call_deadline left) after
+  // a backoff, else fails it: kTimeout if call_deadline passed, else `code`.
   void RetryOrFail(const std::shared_ptr<Call>& call, StatusCode code, std::string message);
+  // The message of a call that ran out of call_deadline; `last`: the last
+  // attempt's error.
+  std::string DeadlineMessage(const std::shared_ptr<Call>& call, const std::string& last) const;
   // The answer `f` (with its parsed payload) to a call pending on `conn`,
   // if one still waits for it.
   void OnAnswer(const std::shared_ptr<Connection>& conn, const proto::FrameView& f,

@@ -84,6 +84,10 @@ struct Call {
   uint64_t timer_gen = 0;  // bumped to disarm a handler already queued
 
   int attempt = 0;
+  // ClientOptions::call_deadline: when the whole call ends; max() if none.
+  Clock::time_point deadline = Clock::time_point::max();
+  std::chrono::milliseconds attempt_timeout{0};  // this attempt's: call_timeout or less
+  std::string last_error;                        // with a call_deadline: the last attempt's error
   int endpoint = -1;
   std::shared_ptr<Connection> conn;  // the attempt's connection; null between attempts
   bool sent = false;                 // in conn->pending (else queued in conn->waiting)
@@ -115,6 +119,7 @@ struct Connection {
   size_t in_begin = 0;
   size_t in_end = 0;
   Clock::time_point last_read{};
+  bool answered = false;  // a frame came back on it (see HandleFrame)
 
   std::unordered_map<uint32_t, std::shared_ptr<Call>> pending;
   // Calls beyond max_in_flight_per_connection. Entries whose call moved on

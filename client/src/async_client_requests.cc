@@ -60,6 +60,7 @@ Clock::duration AsyncClient::Impl::JitteredBackoff(int attempt) {
 void AsyncClient::Impl::Submit(std::shared_ptr<Call> call) {
   if (closed) return Fail(call, StatusCode::kCancelled, "client closed");
   call->seq = next_call_seq++;
+  if (options.call_deadline.count() > 0) call->deadline = Clock::now() + options.call_deadline;
   calls.emplace(call->seq, call);
   if (const int owner = OwnerEndpoint(call->route_key); owner >= 0) {
     call->routed = true;
@@ -84,12 +85,21 @@ void AsyncClient::Impl::SubmitRaw(proto::Opcode opcode, std::string body,
 }
 
 void AsyncClient::Impl::StartAttempt(const std::shared_ptr<Call>& call, size_t start) {
+  Clock::duration timeout = options.call_timeout;
+  if (call->deadline != Clock::time_point::max()) {
+    const Clock::duration left = call->deadline - Clock::now();
+    if (left <= Clock::duration::zero()) {
+      return Fail(call, StatusCode::kTimeout, DeadlineMessage(call, call->last_error));
+    }
+    timeout = std::min(timeout, left);
+  }
   ++call->attempt;
   call->endpoint = PickEndpoint(start);
   std::shared_ptr<Connection> conn = GetConnection(call->endpoint);
   call->conn = conn;
   call->sent = false;
-  Arm(call, options.call_timeout, [this](const std::shared_ptr<Call>& c) { OnAttemptTimeout(c); });
+  call->attempt_timeout = std::chrono::duration_cast<milliseconds>(timeout);
+  Arm(call, timeout, [this](const std::shared_ptr<Call>& c) { OnAttemptTimeout(c); });
   if (conn->pending.size() < options.max_in_flight_per_connection) {
     Send(conn, call);
   } else {
@@ -135,16 +145,19 @@ void AsyncClient::Impl::OnAttemptTimeout(const std::shared_ptr<Call>& call) {
   std::shared_ptr<Connection> conn = std::move(call->conn);
   const Endpoint& ep = endpoints[call->endpoint];
   std::string message = "no answer from " + ep.name + " within " +
-                        std::to_string(options.call_timeout.count()) + " ms";
+                        std::to_string(call->attempt_timeout.count()) + " ms";
   if (conn && call->sent) {
     auto it = conn->pending.find(call->request_id);
     if (it != conn->pending.end() && it->second == call) conn->pending.erase(it);
     if (conn->state == Connection::State::kOpen && conn->last_read < call->sent_at) {
       // Nothing at all came back since this call was sent: take the
-      // connection for dead (a hung or black-holed server) so the calls
-      // behind it move on too, and try the endpoint again after a backoff.
+      // connection for dead (a hung, stopped or black-holed server) so the
+      // calls behind it move on too. Its endpoint is avoided for at least
+      // a call_timeout: trying it again costs one if it still hangs (a
+      // stopped server's kernel still accepts the connection).
+      MarkDown(call->endpoint, options.call_timeout);
       RetryOrFail(call, StatusCode::kTimeout, message);
-      ConnFail(conn, StatusCode::kTimeout, "connection to " + ep.name + " stalled", true);
+      ConnFail(conn, StatusCode::kTimeout, "connection to " + ep.name + " stalled", false);
       return;
     }
     PumpWaiting(conn);
@@ -169,12 +182,30 @@ void AsyncClient::Impl::RetryOrFail(const std::shared_ptr<Call>& call, StatusCod
   }
   if (Retryable(code) && call->attempt < options.max_attempts) {
     const size_t next = (static_cast<size_t>(call->endpoint) + 1) % endpoints.size();
-    Arm(call, JitteredBackoff(call->attempt),
-        [this, next](const std::shared_ptr<Call>& c) { StartAttempt(c, next); });
+    Clock::duration backoff = JitteredBackoff(call->attempt);
+    if (call->deadline != Clock::time_point::max()) {
+      const Clock::duration left = call->deadline - Clock::now();
+      if (left < std::chrono::milliseconds(1)) {
+        return Fail(call, StatusCode::kTimeout, DeadlineMessage(call, message));
+      }
+      if (backoff >= left) backoff = left / 2;  // leave the last attempt some time
+      call->last_error = message;
+    }
+    Arm(call, backoff, [this, next](const std::shared_ptr<Call>& c) { StartAttempt(c, next); });
     return;
+  }
+  if (Retryable(code) && call->deadline != Clock::time_point::max() &&
+      Clock::now() >= call->deadline) {
+    return Fail(call, StatusCode::kTimeout, DeadlineMessage(call, message));
   }
   if (call->attempt > 1) message += " (after " + std::to_string(call->attempt) + " attempts)";
   Fail(call, code, std::move(message));
+}
+
+std::string AsyncClient::Impl::DeadlineMessage(const std::shared_ptr<Call>& call,
+                                               const std::string& last) const {
+  return "no answer within call_deadline " + std::to_string(options.call_deadline.count()) +
+         " ms (" + std::to_string(call->attempt) + " attempts; last: " + last + ")";
 }
 
 // --- answers -------------------------------------------------------------------

@@ -46,6 +46,9 @@ AsyncClient::Impl::Impl(asio::any_io_executor executor, ClientOptions opts)
   if (options.max_in_flight_per_connection < 1) {
     throw std::invalid_argument("seqd client: max_in_flight_per_connection < 1");
   }
+  if (options.call_deadline.count() < 0) {
+    throw std::invalid_argument("seqd client: call_deadline < 0");
+  }
   if (options.connect_timeout.count() <= 0 || options.call_timeout.count() <= 0) {
     throw std::invalid_argument("seqd client: timeouts must be positive");
   }
@@ -90,10 +93,10 @@ int AsyncClient::Impl::PickEndpoint(size_t start) {
   return static_cast<int>(best);
 }
 
-void AsyncClient::Impl::MarkDown(int e) {
+void AsyncClient::Impl::MarkDown(int e, Clock::duration at_least) {
   Endpoint& ep = endpoints[e];
   ++ep.failures;
-  ep.down_until = Clock::now() + Backoff(ep.failures);
+  ep.down_until = Clock::now() + std::max(Backoff(ep.failures), at_least);
   if (current == static_cast<size_t>(e)) current = (current + 1) % endpoints.size();
 }
 
@@ -190,8 +193,8 @@ void AsyncClient::Impl::Handshake(const std::shared_ptr<Connection>& conn) {
 void AsyncClient::Impl::Opened(const std::shared_ptr<Connection>& conn) {
   conn->connect_timer.cancel();
   conn->state = Connection::State::kOpen;
-  conn->last_read = Clock::now();
-  endpoints[conn->endpoint].failures = 0;
+  // last_read stays unset until a frame comes: calls sent while connecting
+  // count as unanswered (a stopped server's kernel completes the connect).
   StartRead(conn);
   StartWrite(conn);
 }
@@ -281,6 +284,12 @@ void AsyncClient::Impl::ProcessInput(const std::shared_ptr<Connection>& conn) {
 
 void AsyncClient::Impl::HandleFrame(const std::shared_ptr<Connection>& conn,
                                     const proto::FrameView& f) {
+  if (!conn->answered) {
+    // The endpoint works: an answer, not a connect (a stopped process's
+    // kernel still accepts connections), ends its run of failures.
+    conn->answered = true;
+    endpoints[conn->endpoint].failures = 0;
+  }
   const Endpoint& ep = endpoints[conn->endpoint];
   if (!f.is_response()) {
     return ConnFail(conn, StatusCode::kProtocol, "request frame from " + ep.name, true);

@@ -138,6 +138,100 @@ TEST_CASE("per-call timeout when the server never answers") {
   CHECK(server.next_ids_requests == 2);
 }
 
+TEST_CASE("call_deadline cuts an attempt's timeout to the time left") {
+  FakeServer server(FakeOptions{.ignore = true});
+  ClientOptions o = Options({server.endpoint()});
+  o.call_timeout = 10s;
+  o.max_attempts = 100;
+  o.call_deadline = 300ms;
+  Client client(o);
+  const auto start = std::chrono::steady_clock::now();
+  ClientResult<IdBatch> r = client.NextIds("k", 1);
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  CHECK(r.code() == StatusCode::kTimeout);
+  CHECK_MESSAGE(r.message().find("call_deadline 300 ms") != std::string::npos, r.message());
+  CHECK(elapsed >= 300ms);
+  CHECK(elapsed < 1500ms);
+}
+
+TEST_CASE("call_deadline bounds a call across attempts and backoffs") {
+  FakeServer server(FakeOptions{.ignore = true});
+  ClientOptions o = Options({server.endpoint()});
+  o.call_timeout = 100ms;
+  o.max_attempts = 1000;
+  o.backoff_initial = 50ms;
+  o.backoff_max = 200ms;
+  o.call_deadline = 700ms;
+  Client client(o);
+  const auto start = std::chrono::steady_clock::now();
+  ClientResult<IdBatch> r = client.NextIds("k", 1);
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  CHECK(r.code() == StatusCode::kTimeout);
+  CHECK_MESSAGE(r.message().find("call_deadline 700 ms") != std::string::npos, r.message());
+  CHECK(elapsed >= 700ms);
+  CHECK(elapsed < 2s);
+  // Several attempts fit, far fewer than max_attempts.
+  CHECK(server.next_ids_requests >= 3);
+  CHECK(server.next_ids_requests < 20);
+}
+
+TEST_CASE("call_deadline: a call retries past max_attempts' usual 3 while time is left") {
+  // A takeover as the client sees it: STORE_UNAVAILABLE for a while, then IDs.
+  FakeServer server(FakeOptions{.store_unavailable_first = 30});
+  ClientOptions o = Options({server.endpoint()});
+  o.max_attempts = 1000;
+  o.backoff_initial = 1ms;
+  o.backoff_max = 5ms;
+  o.call_deadline = 5s;
+  Client client(o);
+  ClientResult<IdBatch> r = client.NextIds("k", 2);
+  REQUIRE_MESSAGE(r.ok(), r.ToString());
+  CHECK(server.next_ids_requests == 31);
+  // The same outage with a deadline too short to ride it out fails in time.
+  FakeServer slow(FakeOptions{.store_unavailable_first = 1000});
+  o.endpoints = {slow.endpoint()};
+  o.call_deadline = 100ms;
+  Client short_client(o);
+  const auto start = std::chrono::steady_clock::now();
+  ClientResult<IdBatch> bad = short_client.NextIds("k", 1);
+  CHECK(bad.code() == StatusCode::kTimeout);
+  CHECK_MESSAGE(bad.message().find("store down") != std::string::npos, bad.message());
+  CHECK(std::chrono::steady_clock::now() - start < 1s);
+}
+
+TEST_CASE("a stalled endpoint is avoided for a call_timeout: retries do not wait on it again") {
+  // A stopped server's kernel still accepts connections: the cluster case
+  // of a SIGSTOPped owner while another instance answers STORE_UNAVAILABLE
+  // until the takeover. Clients start at a round-robin position: over two,
+  // both orders are met.
+  for (int i = 0; i < 2; ++i) {
+    FakeServer hung(FakeOptions{.ignore = true});
+    FakeServer live(FakeOptions{.store_unavailable_first = 4});
+    ClientOptions o = Options({hung.endpoint(), live.endpoint()});
+    o.call_timeout = 500ms;
+    o.max_attempts = 20;
+    o.backoff_initial = 5ms;
+    o.backoff_max = 10ms;
+    Client client(o);
+    const auto start = std::chrono::steady_clock::now();
+    ClientResult<IdBatch> r = client.NextIds("k", 1);
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    REQUIRE_MESSAGE(r.ok(), r.ToString());
+    CHECK(hung.next_ids_requests <= 1);
+    CHECK(elapsed < 1000ms);  // one stall, not two
+  }
+}
+
+TEST_CASE("call_deadline does not retry what is not retryable") {
+  FakeServer server(FakeOptions{.unknown_key = true});
+  ClientOptions o = Options({server.endpoint()});
+  o.max_attempts = 100;
+  o.call_deadline = 2s;
+  Client client(o);
+  CHECK(client.NextIds("nope", 1).code() == StatusCode::kUnknownKey);
+  CHECK(server.next_ids_requests == 1);
+}
+
 TEST_CASE("failover: the first endpoint refuses connections, the second serves") {
   FakeServer live;
   const std::string dead = ClosedEndpoint();
@@ -340,6 +434,9 @@ TEST_CASE("bad options are rejected") {
   CHECK_THROWS_AS(Client(Options({"localhost:99999"})), std::invalid_argument);
   ClientOptions o = Options({"127.0.0.1:1"});
   o.max_attempts = 0;
+  CHECK_THROWS_AS(Client{o}, std::invalid_argument);
+  o.max_attempts = 3;
+  o.call_deadline = -1ms;
   CHECK_THROWS_AS(Client{o}, std::invalid_argument);
   CHECK_NOTHROW(Client(Options({"[::1]:7070", "localhost:7070"})));
 }

@@ -16,19 +16,23 @@
 //     from many threads at once.
 //
 // Both pipeline many requests on one TCP connection per endpoint (responses
-// are matched by request id), time out each attempt after call_timeout, and
-// retry calls that failed on connection loss, timeout, STORE_UNAVAILABLE or
-// SHUTTING_DOWN (and snowflake calls on NOT_SERVING) on the next endpoint,
-// with exponential backoff and jitter, up to max_attempts. Retrying NEXT_IDS is safe: at worst the
-// IDs of a lost answer are skipped, never handed out twice. Errors the server answers about the
-// request itself (INVALID_ARGUMENT, UNKNOWN_KEY, ...) are not retried.
+// are matched by request id), time out each attempt after call_timeout (and
+// a whole call after call_deadline, if set), and retry calls that failed on connection loss,
+// timeout, STORE_UNAVAILABLE or SHUTTING_DOWN (and snowflake calls on NOT_SERVING) on the next
+// endpoint, with exponential backoff and jitter, up to max_attempts. Retrying NEXT_IDS is safe: at
+// worst the IDs of a lost answer are skipped, never handed out twice. Errors the server answers
+// about the request itself (INVALID_ARGUMENT, UNKNOWN_KEY, ...) are not retried.
 //
 // Endpoint choice: each client starts at a round-robin position among
 // `endpoints` (so clients in one process spread over the servers) and sticks
 // to one endpoint while it works, so one client's IDs of a key come from one
 // server and increase. A connection failure marks its endpoint down for a
-// backoff (doubling per consecutive failure, up to backoff_max) and calls
-// move on to the next endpoint in order. If every endpoint is down, the one
+// backoff (doubling per consecutive failure, up to backoff_max; failures
+// count until the endpoint answers again) and calls move on to the next
+// endpoint in order. A connection on which nothing came back within
+// call_timeout (a hung or SIGSTOPped server, whose kernel still accepts
+// connections) is closed and its endpoint marked down for at least
+// call_timeout. If every endpoint is down, the one
 // whose backoff ends first is tried anyway.
 //
 // Local prefetch (ClientOptions::prefetch > 0, as Tinyid's client does): a
@@ -124,7 +128,7 @@ enum class StatusCode : uint16_t {
   kMalformedFrame = 64,
   kUnsupportedVersion = 65,
   kFrameTooLarge = 66,
-  kTimeout = 100,      // no answer within call_timeout (on the last attempt)
+  kTimeout = 100,      // no answer within call_timeout (last attempt) or call_deadline
   kUnavailable = 101,  // no endpoint reachable / connection lost
   kProtocol = 102,     // the server sent something that is not the protocol
   kCancelled = 103,    // the client was closed before the call completed
@@ -221,6 +225,15 @@ struct ClientOptions {
   std::chrono::milliseconds backoff_max{1000};      // cap of retry delay and endpoint down time
   size_t prefetch = 0;                              // local prefetch batch size per key, 0 = off
   size_t max_in_flight_per_connection = 1024;       // more calls wait in the client
+  // An overall bound on one call, across all its attempts and backoffs
+  // (0 = none: a call ends after max_attempts). With it, a call is retried
+  // (up to max_attempts) while time is left: each attempt waits at most
+  // min(call_timeout, the time left), a backoff that would end past the
+  // deadline is cut to half the time left, and a call still unanswered at
+  // the deadline fails with kTimeout ("... within call_deadline N ms").
+  // To ride out a cluster takeover, set it to what the caller can wait and
+  // max_attempts high (client/README.md, "Faults and deadlines").
+  std::chrono::milliseconds call_deadline{0};
   // Cluster mode (docs/cluster.md): ask servers to answer WRONG_OWNER rather
   // than forward a request for a key they do not own (request flag
   // NO_FORWARD). Servers before cluster mode refuse the flag.

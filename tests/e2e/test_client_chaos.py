@@ -1,0 +1,457 @@
+#!/usr/bin/env python3
+"""Chaos test of the client libraries in cluster mode: with retries on and
+a 5 s deadline per call, the C++ client and the Go client see 0 failed
+calls, and no ID twice or out of real-time order, while owners are killed
+or stopped and the database is frozen or killed.
+
+The promise under test (client/README.md, "Faults and deadlines"): a call
+made with a 5 s deadline (C++ ClientOptions::call_deadline, Go a context
+deadline) and retries allowed until then gets its IDs through every fault
+below, since each leaves every key served again well within the deadline;
+and per key, across both client processes and all their threads, no ID is
+answered twice, and if call A's answer came back before call B was sent,
+min(B) > max(A).
+
+Setup: test_cluster_chaos.py's MariaDB (a server of the test's own, so it
+can be frozen and killed) and 3 seqd in cluster mode (its flags: small
+auto-created steps, so reservations, i.e. fenced transactions, are
+frequent). Unlike there, an instance that is killed or leaves is replaced
+by a new process on the SAME ports, as a restarted server would be: the
+clients are given the 3 binary-protocol endpoints once.
+
+Load: two driver processes, each one client shared by its threads calling
+NextIds(key, count) in a loop (one of 8 keys, count 1..10):
+  cpp  tests/e2e/client_chaos_driver.cc (seqd::client::Client;
+       call_deadline 5000 ms, call_timeout 1500 ms, max_attempts 1000,
+       backoff 20..250 ms)
+  go   client/go/cmd/seqd-chaosdriver (seqd.Client; a 5 s context per call,
+       CallTimeout 1500 ms, MaxAttempts 1000, backoff 20..250 ms)
+Each records every call's send and receive time as CLOCK_MONOTONIC
+nanoseconds, so the two processes' histories merge into one.
+
+Nemesis (one fault at a time, a settling pause of 1.5 to 2.5 leases after
+each, the kinds in a seeded shuffled order, each cycle running every kind):
+  kill_owner   kill -9 the owner of a random key; a new process on its
+               ports ~1 s later
+  stop_owner   SIGSTOP the owner of a random key for 2.5 leases, SIGCONT
+  freeze_db    SIGSTOP mariadbd for 2 s, SIGCONT  (test_cluster_chaos.py's)
+  kill_db      kill -9 mariadbd, restart ~1 s later (test_cluster_chaos.py's)
+  leave_join   SIGTERM an instance, start a new one (test_cluster_chaos.py's;
+               here on the same ports)
+
+The bound: a call fails only if no instance serves its key for the rest of
+its deadline. At lease L (2 s by default) a kill -9 or SIGSTOP of an owner
+leaves its keys unserved for about L x 1.01 plus a lease round (2.0-2.6 s
+measured), the database faults for their length plus a round (2 s frozen:
+about 2 s; killed: 1-2 s until MariaDB is back), a leave tens of
+milliseconds: all within 5 s, so the goal is 0 failed calls. Faults this
+test does not make break that bound and fail calls by design: every
+instance down, or the database away, longer than the deadline (a call then
+ends with TIMEOUT at its deadline, 5 s, never later), or a lease longer
+than about 4 s (--lease-ms).
+
+Checks (exit 1 if any fails):
+  - 0 failed calls: no call ended in an error, and none took longer than
+    its deadline (5 s + 0.2 s for scheduling). A call whose deadline ran
+    out while the database was still away (or within 1 s of its return) (a freeze, or a kill and a
+    restart that took longer than the deadline: MariaDB can take seconds
+    to start on a loaded machine) is beyond the bound: reported apart,
+    not failed;
+  - per key, 0 IDs answered twice across both processes;
+  - per key, 0 real-time order violations across both processes;
+  - every answer well formed (count IDs, ascending disjoint ranges);
+  - at least MIN_CALLS calls per client, every fault kind ran, no instance
+    died unless the nemesis killed it, both drivers exited 0;
+  - every kill_owner and stop_owner fault delayed some call of the
+    victim's keys by at least a quarter lease (the fault reached the
+    clients: a pass is never a nemesis that missed).
+Figures: calls and failed calls per client, latency p50/p99/max of all
+calls and of the calls that crossed a fault (in flight while it ran;
+owner faults: calls of the victim's keys), per client and fault kind;
+with --json, all of it.
+
+--self-test checks the checker (client_chaos_check.py) on synthetic
+driver output (a failed call, a late answer, a duplicate and an order
+violation across the two processes, a malformed answer, near misses) and
+exits; every run does it first, with test_cluster_chaos.py's own
+self-test. --break-retry runs the
+drivers with 1 attempt per call: the run must then FAIL (failed calls),
+showing the check can fail on real runs.
+
+Usage: python3 tests/e2e/test_client_chaos.py [--seconds 45] [--seed S]
+           [--lease-ms 2000] [--threads 4] [--route-by-shard] [--async-go]
+           [--break-retry] [--json PATH] [--keep] [-v] [--self-test]
+Environment: SEQD_BINARY (default build/seqd), CLIENT_CHAOS_DRIVER
+(default build/tests/e2e/client_chaos_driver), GO (default go; the Go
+driver is built with GOPROXY=off). Needs mariadbd.
+"""
+import argparse
+import atexit
+import collections
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_cluster_chaos as chaos  # noqa: E402
+from client_chaos_check import (CLIENTS, DEADLINE_S, FAULTS, failures_of,  # noqa: E402
+                                latency_figures, parse_output, self_test, verdict)
+from harness import REPO, SEQD, free_port  # noqa: E402
+
+DRIVER = os.environ.get("CLIENT_CHAOS_DRIVER",
+                        os.path.join(REPO, "build", "tests", "e2e", "client_chaos_driver"))
+GO = os.environ.get("GO", "go")
+GO_DIR = os.path.join(REPO, "client", "go")
+KEYS = chaos.KEYS
+MAX_COUNT = 10
+STOP_LEASES = 2.5
+PAUSE_US = 200          # a driver thread's pause between calls (2 cores shared)
+RESTART_TRIES = 40      # a replacement binding the old ports: tries, 0.25 s apart
+DRIVER_EXIT_S = DEADLINE_S + 10
+
+
+def log(msg):
+    chaos.log(msg)
+
+
+# --- instances on fixed ports ---------------------------------------------------
+
+class FixedInstance(chaos.Instance):
+    """A seqd of the chaos cluster on given HTTP and binary ports (a
+    replacement takes over a dead one's ports, as a restarted server)."""
+
+    def __init__(self, name, url, lease_ms, base, http_port, binary_port):  # noqa: super not called
+        self.name = name
+        self.log_path = os.path.join(base, "%s.log" % name)
+        self.http_port = http_port
+        self.binary_port = self.resp_port = self.instance_id = None
+        self.state = "up"
+        self.args = [SEQD, "--store", url, "--cluster", "--cluster-lease-ms", str(lease_ms),
+                     "--snowflake", "off", "--tcp-port", str(binary_port),
+                     "--http-port", str(http_port), "--resp-port", "0", "--threads", "2",
+                     "--auto-keys", chaos.AUTO_KEYS, "--max-step", str(chaos.MAX_STEP),
+                     "--log-level", "info"]
+        with open(self.log_path, "ab") as out:
+            self.proc = subprocess.Popen(self.args, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            self.wait_ready()
+        except RuntimeError:
+            self.kill()
+            raise
+
+
+class FixedCluster(chaos.Cluster):
+    """test_cluster_chaos's Cluster with INSTANCES port slots: a new
+    instance takes the ports of a slot no running instance holds."""
+
+    def __init__(self, url, lease_ms, base):
+        super().__init__(url, lease_ms, base)
+        self.slots = [(free_port(), free_port()) for _ in range(chaos.INSTANCES)]
+        self.slot_of = {}
+
+    def endpoints(self):
+        return ["127.0.0.1:%d" % binary for _, binary in self.slots]
+
+    def start_instance(self):
+        with self.lock:
+            name = "s%d" % (len(self.instances) + 1)
+            held = {self.slot_of[i.name] for i in self.instances
+                    if i.state in ("up", "frozen", "leaving")}
+        slot = next(n for n in range(len(self.slots)) if n not in held)
+        http_port, binary_port = self.slots[slot]
+        for attempt in range(RESTART_TRIES):
+            try:
+                inst = FixedInstance(name if attempt == 0 else "%s.%d" % (name, attempt),
+                                     self.url, self.lease_ms, self.base, http_port, binary_port)
+                break
+            except RuntimeError:
+                if attempt == RESTART_TRIES - 1:
+                    raise
+                time.sleep(0.25)  # the old process's ports not free yet
+        with self.lock:
+            self.instances.append(inst)
+            self.slot_of[inst.name] = slot
+        log("started %s (%s) on slot %d: http %d binary %d" % (
+            inst.name, inst.instance_id, slot, inst.http_port, inst.binary_port))
+        return inst
+
+
+# --- faults --------------------------------------------------------------------
+
+class ClientNemesis(chaos.Nemesis):
+    """test_cluster_chaos's Nemesis with FAULTS: its database faults and its
+    leave_join, and owner faults aimed at the drivers' keys. Each fault
+    records the keys its victim owned (`keys`)."""
+
+    def run(self):
+        try:
+            self.stop.wait(chaos.WARMUP_S)
+            order = []
+            while not self.stop.is_set() and time.monotonic() < self.until:
+                if not order:
+                    order = list(FAULTS)
+                    self.rng.shuffle(order)
+                kind = order.pop(0)
+                fault = {"kind": kind, "start": None, "end": None, "target": None, "detail": "",
+                         "keys": list(KEYS)}
+                getattr(self, "fault_" + kind)(fault)
+                self.faults.append(fault)
+                log("fault %s done: %s %s" % (kind, fault["target"], fault["detail"]))
+                self.cluster.check_crashes()
+                self.stop.wait(self.lease_s * self.rng.uniform(1.5, 2.5))
+        except Exception:  # noqa: BLE001 - reported as a harness failure
+            self.error = traceback.format_exc()
+
+    def victim_of(self, fault):
+        """The owner of a random key (a random instance if unknown); sets
+        fault["keys"] to the keys it owns."""
+        key = self.rng.choice(KEYS)
+        victim = self.owner_of(key)
+        if victim is None or victim.state != "up":
+            victim = self.rng.choice(self.cluster.up())
+            fault["detail"] = "random (owner of %s unknown)" % key
+        owned = [k for k in KEYS if self.owner_of(k) is victim]
+        fault["keys"] = owned or list(KEYS)
+        return victim
+
+    def fault_kill_owner(self, fault):
+        victim = self.victim_of(fault)
+        self.begin(fault, victim.name, "kill -9 (owner of %s)" % ",".join(fault["keys"]))
+        self.cluster.set_state(victim, "killed", signal.SIGKILL)
+        victim.proc.wait()
+        time.sleep(1.0)
+        new = self.cluster.start_instance()
+        fault["end"] = time.monotonic()
+        fault["detail"] += " replaced by %s" % new.name
+
+    def fault_stop_owner(self, fault):
+        victim = self.victim_of(fault)
+        self.begin(fault, victim.name, "SIGSTOP (owner of %s) for %.1f s" % (
+            ",".join(fault["keys"]), STOP_LEASES * self.lease_s))
+        self.cluster.set_state(victim, "frozen", signal.SIGSTOP)
+        time.sleep(STOP_LEASES * self.lease_s)
+        self.cluster.set_state(victim, "up", signal.SIGCONT)
+        fault["end"] = time.monotonic()
+
+
+# --- drivers -------------------------------------------------------------------
+
+def build_go_driver(base):
+    """Builds client/go/cmd/seqd-chaosdriver into `base`; returns its path."""
+    out = os.path.join(base, "seqd-chaosdriver")
+    env = dict(os.environ, GOPROXY="off", GOFLAGS="-mod=mod")
+    r = subprocess.run([GO, "build", "-o", out, "./cmd/seqd-chaosdriver"], cwd=GO_DIR, env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+    if r.returncode != 0:
+        raise RuntimeError("go build of the chaos driver failed:\n%s" % r.stdout)
+    return out
+
+
+def driver_args(client, binary, endpoints, args, seed):
+    common = ["--endpoints", ",".join(endpoints), "--keys", ",".join(KEYS),
+              "--threads", str(args.threads), "--max-count", str(MAX_COUNT),
+              "--call-timeout", "1500", "--backoff-initial", "20", "--backoff-max", "250",
+              "--max-attempts", "1" if args.break_retry else "1000",
+              "--seed", str(seed), "--pause-us", str(PAUSE_US)]
+    if args.route_by_shard:
+        common.append("--route-by-shard")
+    if client == "cpp":
+        return [binary, "--call-deadline", str(int(DEADLINE_S * 1000))] + common
+    extra = ["--async"] if args.async_go else []
+    return [binary, "--deadline-ms", str(int(DEADLINE_S * 1000))] + extra + common
+
+
+class Driver:
+    """One driver process: stdin a pipe (closed to stop it), stdout a file."""
+
+    def __init__(self, client, argv, base):
+        self.client = client
+        self.out_path = os.path.join(base, "%s.calls" % client)
+        self.err_path = os.path.join(base, "%s.stderr" % client)
+        with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err)
+
+    def stop(self):
+        """Closes stdin and waits; returns the exit code (None: killed)."""
+        try:
+            self.proc.stdin.close()
+            return self.proc.wait(timeout=DRIVER_EXIT_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            return None
+
+    def stderr(self):
+        with open(self.err_path, errors="replace") as f:
+            return f.read()[-2000:]
+
+
+# --- the run -------------------------------------------------------------------
+
+def print_summary(fig, failures):
+    p = print
+    p("client chaos: %d s, seed %d, lease %d ms, %d threads per client%s%s, wall %.1f s" % (
+        fig["seconds"], fig["seed"], fig["lease_ms"], fig["threads"],
+        ", route_by_shard" if fig["route_by_shard"] else "",
+        ", BREAK-RETRY (1 attempt)" if fig["break_retry"] else "", fig["wall_s"]))
+    for client, row in fig["clients"].items():
+        p("%s: %d calls (%d IDs), %d ended in an error %s" % (
+            client, row["calls"], row["ids"], row["failed"], row["failed_codes"]))
+    p("faults run: %s" % fig["faults_by_kind"])
+    for f in fig["faults"]:
+        p("  %7.2f-%7.2f s %-11s %-6s keys %s %s" % (f["start"], f["end"], f["kind"], f["target"],
+                                                     ",".join(f["keys"]), f["detail"]))
+    p("latency of successful calls (ms): n p50 p99 max")
+    for client, row in fig["latency"].items():
+        for name, q in [("all", row["all"]), ("crossed a fault", row["crossed_fault"]),
+                        ("crossed takeover", row["crossed_takeover"])] + sorted(
+                row["by_fault"].items()):
+            p("  %-4s %-17s %7d %8s %8s %8s" % (client, name, q["n"], q["p50_ms"], q["p99_ms"],
+                                                q["max_ms"]))
+    v = fig["verdict"]
+    p("failed calls: %d; late: %d; malformed: %d; duplicates: %d; order violations: %d" % (
+        v["failed"], v["late"], v["malformed"], v["duplicates"], v["order_violations"]))
+    if v["beyond_bound"]:
+        p("calls failed beyond the bound (the database away past their deadline; not counted "
+          "as failed): %d" % v["beyond_bound"])
+    for field in ("failed_examples", "late_examples", "malformed_examples",
+                  "beyond_bound_examples"):
+        for e in v[field]:
+            p("  %s: %s" % (field.split("_")[0], e))
+    for e in v["duplicate_examples"]:
+        p("  duplicate %s %s:\n    %s\n    %s" % (e["key"], e["ids"], e["a"], e["b"]))
+    for e in v["order_examples"]:
+        p("  order %s (sent %.3f s after):\n    earlier %s\n    later   %s" % (
+            e["key"], e["gap_s"], e["earlier"], e["later"]))
+    p("PASS" if not failures else "FAIL:\n  " + "\n  ".join(failures))
+
+
+def run(args):
+    started = time.monotonic()
+    base = tempfile.mkdtemp(prefix="seqd-client-chaos-")
+    state = {"db": None, "cluster": None, "drivers": [], "cleaned": False}
+
+    def cleanup():
+        if state["cleaned"]:
+            return
+        state["cleaned"] = True
+        for d in state["drivers"]:
+            if d.proc.poll() is None:
+                d.proc.kill()
+                d.proc.wait()
+        if state["cluster"]:
+            state["cluster"].kill_all()
+        if state["db"]:
+            state["db"].stop()
+        if args.keep:
+            print("kept %s" % base)
+        else:
+            shutil.rmtree(base, ignore_errors=True)
+
+    atexit.register(cleanup)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    harness_errors = []
+    try:
+        go_driver = build_go_driver(base)
+        log("built the Go driver")
+        db = state["db"] = chaos.MariaDB(base)
+        cluster = state["cluster"] = FixedCluster(db.url, args.lease_ms, base)
+        for _ in range(chaos.INSTANCES):
+            cluster.start_instance()
+        rng = random.Random(args.seed)
+        for client, binary in (("cpp", DRIVER), ("go", go_driver)):
+            argv = driver_args(client, binary, cluster.endpoints(), args, rng.getrandbits(31))
+            log("%s driver: %s" % (client, " ".join(argv)))
+            state["drivers"].append(Driver(client, argv, base))
+        lease_s = args.lease_ms / 1000.0
+        nemesis = ClientNemesis(cluster, db, random.Random(rng.getrandbits(32)), lease_s,
+                                time.monotonic() + args.seconds)
+        nemesis.start()
+        nemesis.join(args.seconds + 120)
+        if nemesis.is_alive():
+            nemesis.stop.set()
+            nemesis.join(30)
+            harness_errors.append("the nemesis did not stop")
+        log("nemesis stopped; settling for %.1f s" % (2 * lease_s))
+        time.sleep(2 * lease_s)
+        calls = []
+        for d in state["drivers"]:
+            code = d.stop()
+            if code != 0:
+                harness_errors.append("the %s driver exited with %s: %s" % (
+                    d.client, code, d.stderr()))
+            with open(d.out_path, errors="replace") as f:
+                mine, bad = parse_output(d.client, f.read())
+            calls += mine
+            if bad:
+                harness_errors.append("%d unparsable lines from the %s driver, e.g. %r" % (
+                    len(bad), d.client, bad[0]))
+        if nemesis.error:
+            harness_errors.append(nemesis.error)
+        crashes = cluster.check_crashes()
+        harness_errors += ["%s exited by itself (code %s) at %.1f s" % (
+            c["instance"], c["exit"], c["time"]) for c in crashes]
+    finally:
+        cleanup()
+    faults = nemesis.faults
+    v = verdict(calls, faults=faults)
+    fig = {"seconds": args.seconds, "seed": args.seed, "lease_ms": args.lease_ms,
+           "threads": args.threads, "route_by_shard": args.route_by_shard,
+           "break_retry": args.break_retry, "wall_s": round(time.monotonic() - started, 1),
+           "clients": {}, "verdict": v,
+           "faults_by_kind": dict(collections.Counter(f["kind"] for f in faults)),
+           "faults": [{"kind": f["kind"], "start": chaos.rel(f["start"]),
+                       "end": chaos.rel(f["end"]), "target": f["target"], "keys": f["keys"],
+                       "detail": f["detail"]} for f in faults],
+           "latency": latency_figures(calls, faults)}
+    for client in CLIENTS:
+        mine = [c for c in calls if c.client == client]
+        fig["clients"][client] = {
+            "calls": len(mine), "ids": sum(c.count for c in mine if c.ok),
+            "failed": sum(c.code is not None for c in mine),
+            "failed_codes": dict(collections.Counter(c.code for c in mine if c.code))}
+    failures = failures_of(v, calls, faults, args.lease_ms / 1000.0)
+    failures += ["harness error: %s" % e for e in harness_errors]
+    fig["failures"], fig["passed"] = failures, not failures
+    print_summary(fig, failures)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(fig, f, indent=2)
+    return 0 if not failures else 1
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--seconds", type=int, default=45, help="no fault starts after this")
+    p.add_argument("--seed", type=int, default=None, help="dice of drivers and nemesis")
+    p.add_argument("--lease-ms", type=int, default=2000, help="--cluster-lease-ms of every seqd")
+    p.add_argument("--threads", type=int, default=4, help="calling threads per driver")
+    p.add_argument("--route-by-shard", action="store_true", help="both clients route by shard")
+    p.add_argument("--async-go", action="store_true", help="the Go driver uses GoNextIDs")
+    p.add_argument("--break-retry", action="store_true",
+                   help="1 attempt per call: the run must fail (failed calls)")
+    p.add_argument("--json", help="write the figures here")
+    p.add_argument("--keep", action="store_true", help="keep the temp dir (logs, call files)")
+    p.add_argument("--self-test", action="store_true", help="check the checker, then exit")
+    p.add_argument("-v", "--verbose", action="store_true")
+    args = p.parse_args()
+    chaos.VERBOSE = args.verbose
+    n = self_test() + chaos.self_test()
+    if args.self_test:
+        print("self-test: the checkers judged %d synthetic histories right" % n)
+        return 0
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(1 << 31)
+    log("self-test passed (%d histories); seed %d" % (n, args.seed))
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
