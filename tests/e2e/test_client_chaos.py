@@ -123,37 +123,14 @@ def log(msg):
 
 # --- instances on fixed ports ---------------------------------------------------
 
-class FixedInstance(chaos.Instance):
-    """A seqd of the chaos cluster on given HTTP and binary ports (a
-    replacement takes over a dead one's ports, as a restarted server)."""
-
-    def __init__(self, name, url, lease_ms, base, http_port, binary_port):  # noqa: super not called
-        self.name = name
-        self.log_path = os.path.join(base, "%s.log" % name)
-        self.http_port = http_port
-        self.binary_port = self.resp_port = self.instance_id = None
-        self.state = "up"
-        self.args = [SEQD, "--store", url, "--cluster", "--cluster-lease-ms", str(lease_ms),
-                     "--snowflake", "off", "--tcp-port", str(binary_port),
-                     "--http-port", str(http_port), "--resp-port", "0", "--threads", "2",
-                     "--auto-keys", chaos.AUTO_KEYS, "--max-step", str(chaos.MAX_STEP),
-                     "--log-level", "info"]
-        with open(self.log_path, "ab") as out:
-            self.proc = subprocess.Popen(self.args, stdout=out, stderr=subprocess.STDOUT)
-        try:
-            self.wait_ready()
-        except RuntimeError:
-            self.kill()
-            raise
-
-
 class FixedCluster(chaos.Cluster):
     """test_cluster_chaos's Cluster with INSTANCES port slots: a new
     instance takes the ports of a slot no running instance holds."""
 
     def __init__(self, url, lease_ms, base):
         super().__init__(url, lease_ms, base)
-        self.slots = [(free_port(), free_port()) for _ in range(chaos.INSTANCES)]
+        # The base class's binary port per slot, and an HTTP port of its own.
+        self.slots = [(free_port(), binary) for binary in self.binary_ports]
         self.slot_of = {}
 
     def endpoints(self):
@@ -168,8 +145,9 @@ class FixedCluster(chaos.Cluster):
         http_port, binary_port = self.slots[slot]
         for attempt in range(RESTART_TRIES):
             try:
-                inst = FixedInstance(name if attempt == 0 else "%s.%d" % (name, attempt),
-                                     self.url, self.lease_ms, self.base, http_port, binary_port)
+                inst = chaos.Instance(name if attempt == 0 else "%s.%d" % (name, attempt),
+                                      self.url, self.lease_ms, self.base,
+                                      binary_port=binary_port, http_port=http_port)
                 break
             except RuntimeError:
                 if attempt == RESTART_TRIES - 1:

@@ -735,10 +735,10 @@ class Instance:
                   "resp_port": re.compile(r"RESP \(Redis protocol\) on \S*:(\d+)"),
                   "instance_id": re.compile(r"cluster mode: instance (\S+) at")}
 
-    def __init__(self, name, url, lease_ms, base, binary_port=0):
+    def __init__(self, name, url, lease_ms, base, binary_port=0, http_port=None):
         self.name = name
         self.log_path = os.path.join(base, "%s.log" % name)
-        self.http_port = free_port()
+        self.http_port = http_port or free_port()
         self.binary_port = self.resp_port = self.instance_id = None
         self.state = "up"
         self.args = [SEQD, "--store", url, "--cluster", "--cluster-lease-ms", str(lease_ms),
