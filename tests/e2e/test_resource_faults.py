@@ -227,13 +227,20 @@ class ResourceFaults(unittest.TestCase):
         for key, ids in ledger.ids.items():
             self.assertEqual(len(ids), len(set(ids)), "%s: an ID served twice" % key)
         for conv, cmids in ledger.acked.items():
-            status, body = s.get_json("/conversations/%s/messages?from=1&limit=1000" % conv)
-            self.assertEqual(status, 200, body)
-            stored = [m["client_msg_id"] for m in body["messages"]]
+            messages, frm = [], 1
+            while True:  # pages: a pull answers about 1 MiB at most
+                status, body = s.get_json("/conversations/%s/messages?from=%d&limit=1000" %
+                                          (conv, frm))
+                self.assertEqual(status, 200, body)
+                messages.extend(body["messages"])
+                if body["is_end"] or not body["messages"]:
+                    break
+                frm = body["messages"][-1]["seq"] + 1
+            stored = [m["client_msg_id"] for m in messages]
             self.assertEqual(len(stored), len(set(stored)), "a message stored twice")
             missing = cmids - set(stored)
             self.assertFalse(missing, "acked but not stored: %s" % sorted(missing))
-            seqs = [m["seq"] for m in body["messages"]]
+            seqs = [m["seq"] for m in messages]
             self.assertEqual(seqs, list(range(1, len(seqs) + 1)), "holes in the seqs")
 
     def loader(self, c_factory, ledger, stop):
@@ -332,11 +339,13 @@ class ResourceFaults(unittest.TestCase):
             # Big messages until the WAL's own slack is used up too.
             c = Client(self, s, tcp_port, resp_port, [mnt.encode()])
             for i in range(200):
-                if not c.http_send(Ledger(), "rf_fill", "f%d" % i, "y" * 8000):
+                if not c.http_send(fill_ledger, "rf_fill", "f%d" % i, "y" * 8000):
                     return
 
+        fill_ledger = Ledger()
         self.fault_cycle(s, tcp_port, resp_port, [mnt.encode()], fill,
                          lambda: os.unlink(filler), ["database or disk is full"])
+        self.check_ledger(s, fill_ledger)
 
     def test_b_mariadb_read_only(self):
         url = self.mariadb_url()
