@@ -89,6 +89,12 @@ Error ExceptionError(const sql::SQLException& e, const std::string& op, bool los
   return MakeError(ec, op + ": " + e.what() + CodeSuffix(e));
 }
 
+// "host:port", an IPv6 host in brackets.
+std::string HostPort(const MysqlHost& h) {
+  const bool v6 = h.host.find(':') != std::string::npos;
+  return (v6 ? "[" + h.host + "]" : h.host) + ":" + std::to_string(h.port);
+}
+
 }  // namespace
 
 std::string RepeatSql(std::string_view item, size_t n, std::string_view separator) {
@@ -100,16 +106,6 @@ std::string RepeatSql(std::string_view item, size_t n, std::string_view separato
   }
   return out;
 }
-
-namespace {
-
-// "host:port", an IPv6 host in brackets.
-std::string HostPort(const MysqlHost& h) {
-  const bool v6 = h.host.find(':') != std::string::npos;
-  return (v6 ? "[" + h.host + "]" : h.host) + ":" + std::to_string(h.port);
-}
-
-}  // namespace
 
 std::string DescribeMysql(const MysqlOptions& o) {
   std::string hosts;
@@ -309,6 +305,7 @@ Result<std::unique_ptr<MysqlConn>> MysqlPool::Connect() {
   // is not (a donor, a joiner) rather than none.
   std::vector<size_t> not_synced;
   std::optional<Error> first_error;
+  std::string every_error;  // each host's own failure, for the log
   for (const bool synced_only : {true, false}) {
     for (const size_t host : synced_only ? order : not_synced) {
       bool unsynced = false;
@@ -325,11 +322,13 @@ Result<std::unique_ptr<MysqlConn>> MysqlPool::Connect() {
         MarkFailed(host);
       }
       if (!first_error) first_error = c.error();
+      if (!unsynced || !synced_only) every_error += "; " + c.error().message;
     }
   }
   if (order.size() > 1) {
-    first_error->message = "no host of " + std::to_string(order.size()) +
-                           " took a connection; first: " + first_error->message;
+    // Each host's cause (unknown host, refused, too many connections) logged.
+    first_error->message =
+        "no host of " + std::to_string(order.size()) + " took a connection" + every_error;
   }
   return *first_error;
 }

@@ -1209,10 +1209,11 @@ TEST_SUITE("misc") {
   }
 
   TEST_CASE("MysqlStore with several hosts: the ones that refuse are passed over") {
-    // Two closed ports, then nothing: the error says every host was tried
-    // and never names the password.
+    // Two closed ports, then nothing: the error says every host was tried,
+    // names each one's failure (for the log) and never the password.
     MysqlOptions o;
     o.hosts = {{"127.0.0.1", ClosedPort()}, {"127.0.0.1", ClosedPort()}};
+    while (o.hosts[1].port == o.hosts[0].port) o.hosts[1].port = ClosedPort();
     o.user = "seqd";
     o.password = "hunter2";
     o.database = "seqd_test";
@@ -1223,6 +1224,9 @@ TEST_SUITE("misc") {
     REQUIRE_FALSE(st.ok());
     CHECK(st.error().code == ErrorCode::kStoreUnavailable);
     CHECK(st.error().message.find("no host of 2") != std::string::npos);
+    for (const MysqlHost& h : o.hosts) {
+      CHECK(st.error().message.find("127.0.0.1:" + std::to_string(h.port)) != std::string::npos);
+    }
     CHECK(st.error().message.find("hunter2") == std::string::npos);
     CHECK(Clock::now() - start < std::chrono::seconds(2));
   }
