@@ -235,6 +235,18 @@ void MysqlConn::RollbackQuietly() noexcept {
   }
 }
 
+void MysqlConn::UseLockWait(std::optional<int> seconds) {
+  if (seconds == lock_wait_s) return;
+  std::string value = "DEFAULT";  // the server's
+  if (seconds) {
+    value = std::to_string(*seconds);
+  } else if (own_lock_wait_s > 0) {
+    value = std::to_string(own_lock_wait_s);
+  }
+  Plain().execute("SET SESSION innodb_lock_wait_timeout = " + value);
+  lock_wait_s = seconds;
+}
+
 bool MysqlConn::LostAfter(int code) noexcept {
   if (IsConnectionLost(code)) return true;
   try {
@@ -413,6 +425,7 @@ Result<std::unique_ptr<MysqlConn>> MysqlPool::ConnectTo(size_t host, bool synced
     // left in autocommit would commit each statement on its own.
     c->Plain().execute("SET SESSION autocommit = 0");
     c->rw_timeout_s = options_.rw_timeout_s;
+    c->own_lock_wait_s = options_.lock_wait_timeout_s;
     c->host = host;
     return c;
   } catch (const sql::SQLException& e) {
@@ -491,7 +504,8 @@ std::chrono::microseconds ConflictBackoff(int attempt) {
 
 }  // namespace
 
-Status MysqlPool::RunBody(const MysqlSession& session, const char* op, const Body& body) {
+Status MysqlPool::RunBody(const MysqlSession& session, const char* op, const Body& body,
+                          std::optional<int> lock_wait_s) {
   const std::string what = std::string("mysql ") + op;
   const auto start = std::chrono::steady_clock::now();
   const int budget_ms = options_.retry_budget_ms >= 0 ? options_.retry_budget_ms
@@ -511,6 +525,7 @@ Status MysqlPool::RunBody(const MysqlSession& session, const char* op, const Bod
     bool retryable = true;
     Error err;
     try {
+      c->UseLockWait(lock_wait_s);
       body(*c, retryable);
       c->RollbackQuietly();  // no-op unless fn returned early inside a transaction
       const bool broken = c->broken;
