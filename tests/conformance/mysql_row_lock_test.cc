@@ -67,7 +67,13 @@ TEST_SUITE("mariadb_pool") {
     // Another transaction holds `locked`'s row for 3 s.
     std::unique_ptr<sql::Connection> raw = RawMysql(options);
     RawExec(*raw, "BEGIN");
-    RawExec(*raw, "SELECT max_id FROM leaf_alloc WHERE biz_tag = '" + locked + "' FOR UPDATE");
+    {
+      std::unique_ptr<sql::Statement> st(raw->createStatement());
+      std::unique_ptr<sql::ResultSet> rs(st->executeQuery(
+          "SELECT max_id FROM leaf_alloc WHERE biz_tag = '" + locked + "' FOR UPDATE"));
+      REQUIRE(rs->next());  // read to the end: the connection is free again
+      CHECK_FALSE(rs->next());
+    }
     const int64_t timeouts_before = ProcessStoreStats().batch_lock_timeouts.load();
     const Clock::time_point start = Clock::now();
     std::thread release([&] {
