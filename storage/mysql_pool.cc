@@ -89,6 +89,12 @@ Error ExceptionError(const sql::SQLException& e, const std::string& op, bool los
   return MakeError(ec, op + ": " + e.what() + CodeSuffix(e));
 }
 
+// "host:port", an IPv6 host in brackets (as DescribeMysql, mysql_url.cc).
+std::string HostPort(const MysqlHost& h) {
+  const bool v6 = h.host.find(':') != std::string::npos;
+  return (v6 ? "[" + h.host + "]" : h.host) + ":" + std::to_string(h.port);
+}
+
 }  // namespace
 
 std::string RepeatSql(std::string_view item, size_t n, std::string_view separator) {
@@ -99,25 +105,6 @@ std::string RepeatSql(std::string_view item, size_t n, std::string_view separato
     out += item;
   }
   return out;
-}
-
-namespace {
-
-// "host:port", an IPv6 host in brackets.
-std::string HostPort(const MysqlHost& h) {
-  const bool v6 = h.host.find(':') != std::string::npos;
-  return (v6 ? "[" + h.host + "]" : h.host) + ":" + std::to_string(h.port);
-}
-
-}  // namespace
-
-std::string DescribeMysql(const MysqlOptions& o) {
-  std::string hosts;
-  for (const MysqlHost& h : o.hosts) {
-    if (!hosts.empty()) hosts += ',';
-    hosts += HostPort(h);
-  }
-  return o.user + "@" + hosts + "/" + o.database;
 }
 
 std::vector<size_t> MysqlHostOrder(size_t preferred, std::span<const uint64_t> failed) {
@@ -237,13 +224,9 @@ void MysqlConn::RollbackQuietly() noexcept {
 
 void MysqlConn::UseLockWait(std::optional<int> seconds) {
   if (seconds == lock_wait_s) return;
-  std::string value = "DEFAULT";  // the server's
-  if (seconds) {
-    value = std::to_string(*seconds);
-  } else if (own_lock_wait_s > 0) {
-    value = std::to_string(own_lock_wait_s);
-  }
-  Plain().execute("SET SESSION innodb_lock_wait_timeout = " + value);
+  const int s = seconds.value_or(own_lock_wait_s);  // own 0: the server's default
+  Plain().execute("SET SESSION innodb_lock_wait_timeout = " +
+                  (seconds || s > 0 ? std::to_string(s) : std::string("DEFAULT")));
   lock_wait_s = seconds;
 }
 
