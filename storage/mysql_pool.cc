@@ -89,7 +89,7 @@ Error ExceptionError(const sql::SQLException& e, const std::string& op, bool los
   return MakeError(ec, op + ": " + e.what() + CodeSuffix(e));
 }
 
-// "host:port", an IPv6 host in brackets.
+// "host:port", an IPv6 host in brackets (as DescribeMysql, mysql_url.cc).
 std::string HostPort(const MysqlHost& h) {
   const bool v6 = h.host.find(':') != std::string::npos;
   return (v6 ? "[" + h.host + "]" : h.host) + ":" + std::to_string(h.port);
@@ -105,15 +105,6 @@ std::string RepeatSql(std::string_view item, size_t n, std::string_view separato
     out += item;
   }
   return out;
-}
-
-std::string DescribeMysql(const MysqlOptions& o) {
-  std::string hosts;
-  for (const MysqlHost& h : o.hosts) {
-    if (!hosts.empty()) hosts += ',';
-    hosts += HostPort(h);
-  }
-  return o.user + "@" + hosts + "/" + o.database;
 }
 
 std::vector<size_t> MysqlHostOrder(size_t preferred, std::span<const uint64_t> failed) {
@@ -229,6 +220,14 @@ void MysqlConn::RollbackQuietly() noexcept {
     Rollback();
   } catch (...) {
   }
+}
+
+void MysqlConn::UseLockWait(std::optional<int> seconds) {
+  if (seconds == lock_wait_s) return;
+  const int s = seconds.value_or(own_lock_wait_s);  // own 0: the server's default
+  Plain().execute("SET SESSION innodb_lock_wait_timeout = " +
+                  (seconds || s > 0 ? std::to_string(s) : std::string("DEFAULT")));
+  lock_wait_s = seconds;
 }
 
 bool MysqlConn::LostAfter(int code) noexcept {
@@ -412,6 +411,7 @@ Result<std::unique_ptr<MysqlConn>> MysqlPool::ConnectTo(size_t host, bool synced
     // left in autocommit would commit each statement on its own.
     c->Plain().execute("SET SESSION autocommit = 0");
     c->rw_timeout_s = options_.rw_timeout_s;
+    c->own_lock_wait_s = options_.lock_wait_timeout_s;
     c->host = host;
     return c;
   } catch (const sql::SQLException& e) {
@@ -490,7 +490,8 @@ std::chrono::microseconds ConflictBackoff(int attempt) {
 
 }  // namespace
 
-Status MysqlPool::RunBody(const MysqlSession& session, const char* op, const Body& body) {
+Status MysqlPool::RunBody(const MysqlSession& session, const char* op, const Body& body,
+                          std::optional<int> lock_wait_s) {
   const std::string what = std::string("mysql ") + op;
   const auto start = std::chrono::steady_clock::now();
   const int budget_ms = options_.retry_budget_ms >= 0 ? options_.retry_budget_ms
@@ -510,6 +511,7 @@ Status MysqlPool::RunBody(const MysqlSession& session, const char* op, const Bod
     bool retryable = true;
     Error err;
     try {
+      c->UseLockWait(lock_wait_s);
       body(*c, retryable);
       c->RollbackQuietly();  // no-op unless fn returned early inside a transaction
       const bool broken = c->broken;

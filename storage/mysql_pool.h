@@ -180,6 +180,12 @@ struct MysqlConn {
   bool CommitOutcomeUnknown() const { return commit_failure && OutcomeUnknown(*commit_failure); }
   // A plain statement for text SQL (created on first use).
   sql::Statement& Plain();
+  // Sets how long this session's statements wait for a row lock
+  // (innodb_lock_wait_timeout, whole seconds; 0: not at all), or, if unset,
+  // back to the connection's own (MysqlOptions::lock_wait_timeout_s, else
+  // the server's default). Runs a statement only when the value changes.
+  // MysqlPool::Run calls it before each body.
+  void UseLockWait(std::optional<int> seconds);
 
   struct Prepared {
     std::vector<std::unique_ptr<sql::PreparedStatement>> stmts;  // by id
@@ -190,10 +196,12 @@ struct MysqlConn {
   const MysqlSession* session = nullptr;  // of the Run() using the connection
   std::unique_ptr<sql::Statement> plain;
   std::map<const MysqlSession*, Prepared> prepared;
-  bool in_txn = false;   // a statement ran since the last commit/rollback
-  bool broken = false;   // a rollback failed: close instead of pooling
-  int rw_timeout_s = 0;  // the connection's read timeout (tells a timeout from a loss)
-  size_t host = 0;       // index in MysqlOptions::hosts
+  bool in_txn = false;             // a statement ran since the last commit/rollback
+  bool broken = false;             // a rollback failed: close instead of pooling
+  int rw_timeout_s = 0;            // the connection's read timeout (tells a timeout from a loss)
+  int own_lock_wait_s = 0;         // MysqlOptions::lock_wait_timeout_s (0: the server's default)
+  std::optional<int> lock_wait_s;  // as UseLockWait() left it; unset: the connection's own
+  size_t host = 0;                 // index in MysqlOptions::hosts
   std::optional<CommitFailure> commit_failure;  // of the last Commit(); unset if it succeeded
 };
 
@@ -217,18 +225,24 @@ class MysqlPool {
   // header comment says (a lost one only while fn left `retryable` set). A
   // transaction fn leaves open is rolled back. fn may run several times:
   // each run must start from scratch.
-  // `session` (a static table) is the calling store's.
+  // `session` (a static table) is the calling store's. fn's statements wait
+  // `lock_wait_s` for a row lock (MysqlConn::UseLockWait; unset: the
+  // connection's own wait).
   template <typename T, typename Fn>
-  Result<T> Run(const MysqlSession& session, const char* op, Fn&& fn) {
+  Result<T> Run(const MysqlSession& session, const char* op, Fn&& fn,
+                std::optional<int> lock_wait_s = std::nullopt) {
     std::optional<Result<T>> out;
-    Status st = RunBody(session, op, [&](MysqlConn& c, bool& retryable) {
-      if constexpr (std::is_invocable_v<Fn&, MysqlConn&, bool&>) {
-        out.emplace(fn(c, retryable));
-      } else {
-        (void)retryable;
-        out.emplace(fn(c));
-      }
-    });
+    Status st = RunBody(
+        session, op,
+        [&](MysqlConn& c, bool& retryable) {
+          if constexpr (std::is_invocable_v<Fn&, MysqlConn&, bool&>) {
+            out.emplace(fn(c, retryable));
+          } else {
+            (void)retryable;
+            out.emplace(fn(c));
+          }
+        },
+        lock_wait_s);
     if (!st.ok()) return st.error();
     return std::move(*out);
   }
@@ -245,7 +259,8 @@ class MysqlPool {
  private:
   // One attempt's work; returns normally or throws.
   using Body = std::function<void(MysqlConn&, bool& retryable)>;
-  Status RunBody(const MysqlSession& session, const char* op, const Body& body) EXCLUDES(mu_);
+  Status RunBody(const MysqlSession& session, const char* op, const Body& body,
+                 std::optional<int> lock_wait_s) EXCLUDES(mu_);
 
   // Takes an idle connection or opens a new one (waiting while `pool_size`
   // are in use). With `fresh`, never returns an already-open connection.

@@ -18,6 +18,8 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
+#include <string>
 #include <utility>
 
 #include "storage/mysql_store_sql.h"
@@ -182,19 +184,68 @@ Result<ReservedSegment> MysqlStore::ReserveImpl(std::string_view key, std::optio
 
 std::vector<Result<ReservedSegment>> MysqlStore::ReserveMany(
     const std::vector<ReserveRequest>& requests) {
-  using Results = std::vector<Result<ReservedSegment>>;
-  if (requests.size() == 1 && requests[0].create_step <= 0) {  // already prepared statements
-    const ReserveRequest& r = requests[0];
-    return Results{ReserveImpl(r.key, r.step, r.fence ? &*r.fence : nullptr)};
+  std::vector<Result<ReservedSegment>> out(
+      requests.size(), MakeError(ErrorCode::kInternal, "mysql reserve many: not answered"));
+  ReserveEach(requests, [&](size_t i, Result<ReservedSegment> r) { out[i] = std::move(r); });
+  return out;
+}
+
+void MysqlStore::ReserveEach(const std::vector<ReserveRequest>& requests,
+                             const ReserveLanded& landed) {
+  if (requests.size() == 1) return landed(0, ReserveOne(requests[0]));
+  if (requests.empty()) return;
+  if (auto all = ReserveBatch(requests, kBatchLockWaitS)) {
+    for (size_t i = 0; i < all->size(); ++i) landed(i, std::move((*all)[i]));
+    return;
   }
+  // A row stayed locked: the batch was rolled back. Each request alone,
+  // not waiting for a lock (a healthy holder's lock is seldom met twice),
+  // so the free ones are answered now; then the locked ones, one at a time.
+  ProcessStoreStats().batch_lock_timeouts.fetch_add(1, std::memory_order_relaxed);
+  // A key named again after its row was found locked waits with it (its
+  // ranges stay in request order).
+  std::vector<size_t> locked;
+  std::set<std::string> locked_keys;  // ASCII-lowercased: the collation may ignore case
+  for (size_t i = 0; i < requests.size(); ++i) {
+    std::string folded = AsciiLower(requests[i].key);
+    if (!locked_keys.count(folded)) {
+      if (auto one = ReserveBatch({requests[i]}, 0)) {
+        landed(i, std::move(one->front()));
+        continue;
+      }
+    }
+    locked.push_back(i);
+    locked_keys.insert(std::move(folded));
+  }
+  for (size_t i : locked) landed(i, ReserveOne(requests[i]));
+}
+
+Result<ReservedSegment> MysqlStore::ReserveOne(const ReserveRequest& r) {
+  if (r.create_step <= 0) return ReserveImpl(r.key, r.step, r.fence ? &*r.fence : nullptr);
+  return std::move(ReserveBatch({r}, std::nullopt)->front());  // never nullopt without a wait
+}
+
+std::optional<std::vector<Result<ReservedSegment>>> MysqlStore::ReserveBatch(
+    const std::vector<ReserveRequest>& requests, std::optional<int> lock_wait_s) {
+  using Results = std::vector<Result<ReservedSegment>>;
   const std::vector<bool> at_once = OneStatementRequests(requests);
   // One transaction: the rows created first, then reserved.
-  Result<Results> result =
-      pool_->Run<Results>(kSession, "reserve many", [&](MysqlConn& c) -> Result<Results> {
+  Result<std::optional<Results>> result = pool_->Run<std::optional<Results>>(
+      kSession, "reserve many",
+      [&](MysqlConn& c) -> Result<std::optional<Results>> {
         Slots slots(requests.size());
-        CreateMissingRows(c, requests, at_once);
-        CreateAndReserve(c, requests, at_once, slots);
-        ReserveRows(c, requests, at_once, slots);
+        try {
+          CreateMissingRows(c, requests, at_once);
+          CreateAndReserve(c, requests, at_once, slots);
+          ReserveRows(c, requests, at_once, slots);
+        } catch (const sql::SQLException& e) {
+          if (!lock_wait_s || e.getErrorCode() != kErrLockWaitTimeout) throw;
+          // The timeout undid its statement only: the rest goes too (a
+          // failed ROLLBACK throws; the pool then closes the connection,
+          // which ends the transaction). Nothing of it is served.
+          c.Rollback();
+          return std::optional<Results>();
+        }
         Results out;
         out.reserve(requests.size());
         for (auto& slot : slots) out.push_back(std::move(*slot));
@@ -210,8 +261,9 @@ std::vector<Result<ReservedSegment>> MysqlStore::ReserveMany(
           }
           throw;
         }
-        return out;
-      });
+        return std::optional<Results>(std::move(out));
+      },
+      lock_wait_s);
   if (!result) return Results(requests.size(), result.error());
   return std::move(*result);
 }

@@ -20,6 +20,7 @@
 // network I/O.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,10 +57,23 @@ class MysqlStore final : public SegmentStore {
 
   Status EnsureSchema() override;
   Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) override;
-  // One transaction for the whole batch: its rows are locked, then fenced,
-  // then moved on with one statement per 1024 rows.
+  // ReserveEach's results, collected.
   std::vector<Result<ReservedSegment>> ReserveMany(
       const std::vector<ReserveRequest>& requests) override;
+  // One transaction for the whole batch: its rows are locked, then fenced,
+  // then moved on with one statement per 1024 rows. Its statements wait at
+  // most kBatchLockWaitS for a row lock: if one times out (a row locked by
+  // another transaction, e.g. of an instance frozen mid-transaction), the
+  // batch is rolled back (none of its ranges is served) and each request
+  // runs alone, answered as it lands: first without waiting for a lock,
+  // then those whose rows were still locked, one at a time, with the
+  // connection's own wait (lock_wait_timeout, else the server's 50 s). So
+  // a locked row delays its own key; the others, by about kBatchLockWaitS.
+  // A single request is one transaction with the connection's own wait.
+  void ReserveEach(const std::vector<ReserveRequest>& requests,
+                   const ReserveLanded& landed) override;
+  // A healthy reservation holds its rows for milliseconds.
+  static constexpr int kBatchLockWaitS = 1;
   Status CreateKeys(const std::vector<NewKey>& keys, std::string_view description) override;
   Result<ReservedSegment> ReserveFenced(std::string_view key, std::optional<int64_t> step,
                                         const ShardFence& fence) override;
@@ -85,6 +99,13 @@ class MysqlStore final : public SegmentStore {
  private:
   Result<ReservedSegment> ReserveImpl(std::string_view key, std::optional<int64_t> step,
                                       const ShardFence* fence);
+  // One request alone, with the connection's own lock wait.
+  Result<ReservedSegment> ReserveOne(const ReserveRequest& request);
+  // `requests` in one transaction. With `lock_wait_s`, its statements wait
+  // that long for a row lock (0: not at all), and a lock wait timeout
+  // rolls the whole transaction back: nullopt, nothing reserved.
+  std::optional<std::vector<Result<ReservedSegment>>> ReserveBatch(
+      const std::vector<ReserveRequest>& requests, std::optional<int> lock_wait_s);
 
   const std::shared_ptr<MysqlPool> pool_;
 };

@@ -55,6 +55,8 @@ enum ListKind {
 
 // ER_DATA_OUT_OF_RANGE: BIGINT overflow (kCreateReserving).
 constexpr int kErrOutOfRange = 1690;
+// ER_LOCK_WAIT_TIMEOUT: a statement waited too long for a row lock.
+constexpr int kErrLockWaitTimeout = 1205;
 
 // Items per list statement at most; a batch beyond it takes several.
 constexpr size_t kListMax = 1024;

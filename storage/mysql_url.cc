@@ -1,6 +1,7 @@
 // MysqlStore::ParseUrl: a mysql:// URL read into MysqlOptions (user and
 // password, the host list, the database, the query's timeouts and TLS
 // parameters). Errors name what is wrong and never echo the password.
+// DescribeMysql: the options as such a URL without the password.
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -246,6 +247,16 @@ Result<MysqlOptions> MysqlStore::ParseUrl(std::string_view url) {
     return BadUrl("'/' or NUL in the database name");
   }
   return opts;
+}
+
+std::string DescribeMysql(const MysqlOptions& o) {
+  std::string hosts;
+  for (const MysqlHost& h : o.hosts) {
+    if (!hosts.empty()) hosts += ',';
+    const bool v6 = h.host.find(':') != std::string::npos;  // as HostPort, mysql_pool.cc
+    hosts += (v6 ? "[" + h.host + "]" : h.host) + ":" + std::to_string(h.port);
+  }
+  return o.user + "@" + hosts + "/" + o.database;
 }
 
 }  // namespace seqd

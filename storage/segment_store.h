@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -110,6 +111,18 @@ class SegmentStore {
       out.push_back(r.fence ? ReserveFenced(r.key, r.step, *r.fence) : Reserve(r.key, r.step));
     }
     return out;
+  }
+
+  // ReserveMany, handing each request's result to `landed(i, result)`
+  // (requests[i]'s; once per request, on the calling thread, before this
+  // returns) as soon as it is final, so that a request stuck behind a locked
+  // row need not hold back the others' answers (MysqlStore). This default:
+  // ReserveMany, then every result in order.
+  using ReserveLanded = std::function<void(size_t, Result<ReservedSegment>)>;
+  virtual void ReserveEach(const std::vector<ReserveRequest>& requests,
+                           const ReserveLanded& landed) {
+    std::vector<Result<ReservedSegment>> out = ReserveMany(requests);
+    for (size_t i = 0; i < out.size(); ++i) landed(i, std::move(out[i]));
   }
 
   // Creates the rows of `keys` that do not exist yet, with max_id = 1, as

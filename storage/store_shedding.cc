@@ -41,6 +41,12 @@ std::vector<Result<ReservedSegment>> SheddingSegmentStore::ReserveMany(
   return inner_->ReserveMany(requests);
 }
 
+void SheddingSegmentStore::ReserveEach(const std::vector<ReserveRequest>& requests,
+                                       const ReserveLanded& landed) {
+  if (!ShedThisThread()) return inner_->ReserveEach(requests, landed);
+  for (size_t i = 0; i < requests.size(); ++i) landed(i, ShedError());
+}
+
 Status SheddingSegmentStore::CreateKeys(const std::vector<NewKey>& keys,
                                         std::string_view description) {
   if (ShedThisThread()) return ShedError();

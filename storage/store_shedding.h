@@ -40,6 +40,8 @@ class SheddingSegmentStore final : public SegmentStore {
                                         const ShardFence& fence) override;
   std::vector<Result<ReservedSegment>> ReserveMany(
       const std::vector<ReserveRequest>& requests) override;
+  void ReserveEach(const std::vector<ReserveRequest>& requests,
+                   const ReserveLanded& landed) override;
   Status CreateKeys(const std::vector<NewKey>& keys, std::string_view description) override;
   Result<KeyRow> CreateKey(std::string_view key, int64_t step,
                            std::string_view description) override;

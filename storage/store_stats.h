@@ -36,6 +36,8 @@ struct StoreStats {
   std::atomic<int64_t> conflicts{0};         // conflicts met, at a statement or at COMMIT
   std::atomic<int64_t> conflict_retries{0};  // transactions re-run after a conflict
   std::atomic<int64_t> ranges_skipped{0};    // reservations never served (outcome unknown)
+  // reservation batches rolled back after a short lock wait, then run per key
+  std::atomic<int64_t> batch_lock_timeouts{0};
 
   void CommitFailed(CommitFailure f) {
     commit_failures[static_cast<size_t>(f)].fetch_add(1, std::memory_order_relaxed);

@@ -1,8 +1,9 @@
 // SegmentAllocator: reservations. When a key's next segment is due, one
 // reservation per key goes to the batch queue; a batch is one store
 // transaction on the db runner (auto-created rows first, within
-// auto_create_rate); OnReserved installs what landed (or records the
-// failure) and answers the requests parked on it.
+// auto_create_rate), or one per key after a locked row timed it out;
+// OnReserved installs each result as it lands (or records the failure) and
+// answers the requests parked on it.
 #include <algorithm>
 #include <sstream>
 
@@ -91,25 +92,40 @@ ReserveRequest SegmentAllocator::RequestFor(const PendingReservation& p) const {
 
 void SegmentAllocator::RunReservations(std::vector<PendingReservation> batch) {
   const auto started = std::chrono::steady_clock::now();
+  const auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  };
   std::vector<ReserveRequest> requests;
   requests.reserve(batch.size());
   for (const PendingReservation& p : batch) requests.push_back(RequestFor(p));
-  std::vector<Result<ReservedSegment>> results = store_.ReserveMany(requests);
+  // Each result is installed as it lands (the store may answer some keys
+  // before others: one stuck behind a locked row waits alone), except an
+  // auto-created key's missing row, which waits for the rows to create.
+  // A shed batch (the database queue is full) never reached the store: its
+  // parked requests are answered now, not at their deadline.
+  std::vector<Result<ReservedSegment>> results(
+      batch.size(), MakeError(ErrorCode::kInternal, "reservation not answered"));
+  std::vector<size_t> held;
+  store_.ReserveEach(requests, [&](size_t i, Result<ReservedSegment> r) {
+    if (!r && r.error().code == ErrorCode::kUnknownKey && batch[i].state->AutoCreatedUnlocked()) {
+      results[i] = std::move(r);
+      held.push_back(i);
+      return;
+    }
+    const bool failed = !r;
+    OnReserved(batch[i], std::move(r), seconds(), ShedThisThread() && failed);
+  });
+  if (held.empty()) return;
 
   // First use of auto-created keys: create their rows (one transaction for
   // all), then reserve again. A row another process created meanwhile is
   // fine. Only rows found missing count against auto_create_rate.
   const std::vector<size_t> to_create = RowsToCreate(batch, results);
   if (!to_create.empty()) CreateRowsAndReserve(batch, requests, to_create, results);
-
-  // A shed batch (the database queue is full) never reached the store: its
-  // parked requests are answered now, not at their deadline.
   const bool shed = ShedThisThread();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  for (size_t i = 0; i < batch.size(); ++i) {
+  for (size_t i : held) {
     const bool failed = !results[i];
-    OnReserved(batch[i], std::move(results[i]), seconds, shed && failed);
+    OnReserved(batch[i], std::move(results[i]), seconds(), shed && failed);
   }
 }
 

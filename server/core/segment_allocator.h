@@ -325,7 +325,8 @@ class SegmentAllocator {
   // REQUIRES: state.wait->retry_at set. Runs MaybeReserveLocked at
   // retry_at if requests are parked.
   void ScheduleRetryLocked(KeyState& state) REQUIRES(state.mu);
-  // On the db runner: one batch's reservations, creating the rows of
+  // On the db runner: one batch's reservations (SegmentStore::ReserveEach:
+  // each key installed as its result lands), creating the rows of
   // auto-created keys first seen missing (within auto_create_rate).
   void RunReservations(std::vector<PendingReservation> batch);
   ReserveRequest RequestFor(const PendingReservation& p) const;

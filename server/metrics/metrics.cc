@@ -114,6 +114,7 @@ struct Metrics::Impl {
   prometheus::Counter* conflicts = nullptr;
   prometheus::Counter* conflict_retries = nullptr;
   prometheus::Counter* ranges_skipped = nullptr;
+  prometheus::Counter* batch_lock_timeouts = nullptr;
   prometheus::Counter* stored = nullptr;
   prometheus::Counter* duplicates = nullptr;
   prometheus::Family<prometheus::Counter>* send_errors PT_GUARDED_BY(create_mu) = nullptr;
@@ -283,6 +284,14 @@ Metrics::Metrics(std::string_view version) : impl_(std::make_unique<Impl>()) {
                                    "outcome was unknown")
                                .Register(r)
                                .Add({});
+  impl_->batch_lock_timeouts = &BuildCounter()
+                                    .Name("seqd_store_batch_lock_timeouts_total")
+                                    .Help(
+                                        "Reservation batches rolled back after their short lock "
+                                        "wait (a row locked by another transaction), then run "
+                                        "one key at a time")
+                                    .Register(r)
+                                    .Add({});
   impl_->stored = &BuildCounter()
                        .Name("seqd_messages_stored_total")
                        .Help("Messages committed (re-sends excluded)")
@@ -489,6 +498,7 @@ std::string Metrics::Render() {
   CatchUp(m.conflicts, store.conflicts);
   CatchUp(m.conflict_retries, store.conflict_retries);
   CatchUp(m.ranges_skipped, store.ranges_skipped);
+  CatchUp(m.batch_lock_timeouts, store.batch_lock_timeouts);
   for (size_t i = 0; i < kInterfaceCount; ++i) {
     if (m.connections[i]) m.connection_gauges[i]->Set(static_cast<double>(m.connections[i]()));
   }
