@@ -89,12 +89,6 @@ Error ExceptionError(const sql::SQLException& e, const std::string& op, bool los
   return MakeError(ec, op + ": " + e.what() + CodeSuffix(e));
 }
 
-// "host:port", an IPv6 host in brackets (as DescribeMysql, mysql_url.cc).
-std::string HostPort(const MysqlHost& h) {
-  const bool v6 = h.host.find(':') != std::string::npos;
-  return (v6 ? "[" + h.host + "]" : h.host) + ":" + std::to_string(h.port);
-}
-
 }  // namespace
 
 std::string RepeatSql(std::string_view item, size_t n, std::string_view separator) {

@@ -118,8 +118,11 @@ struct MysqlOptions {
   std::string ssl_key;
 };
 
-// "user@host:port/database" (IPv6 host in brackets; several hosts joined
-// by ','), safe to log.
+// "host:port", an IPv6 host in brackets (mysql_url.cc).
+std::string HostPort(const MysqlHost& host);
+
+// "user@host:port/database" (HostPort; several hosts joined by ','), safe
+// to log.
 std::string DescribeMysql(const MysqlOptions& options);
 
 // The order in which a pool tries `failed.size()` hosts for a new

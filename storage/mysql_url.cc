@@ -249,12 +249,16 @@ Result<MysqlOptions> MysqlStore::ParseUrl(std::string_view url) {
   return opts;
 }
 
+std::string HostPort(const MysqlHost& h) {
+  const bool v6 = h.host.find(':') != std::string::npos;
+  return (v6 ? "[" + h.host + "]" : h.host) + ":" + std::to_string(h.port);
+}
+
 std::string DescribeMysql(const MysqlOptions& o) {
   std::string hosts;
   for (const MysqlHost& h : o.hosts) {
     if (!hosts.empty()) hosts += ',';
-    const bool v6 = h.host.find(':') != std::string::npos;  // as HostPort, mysql_pool.cc
-    hosts += (v6 ? "[" + h.host + "]" : h.host) + ":" + std::to_string(h.port);
+    hosts += HostPort(h);
   }
   return o.user + "@" + hosts + "/" + o.database;
 }
