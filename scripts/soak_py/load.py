@@ -21,7 +21,7 @@ MAX_ERROR_SAMPLES = 20
 # Share of the paced rate each worker sends: (name, share).
 MIX = [("binary_ids", 0.25), ("binary_ids", 0.25), ("http_ids", 0.20), ("resp_incr", 0.10),
        ("binary_send", 0.20)]
-NEW_KEY_SHARE = 0.2  # of the binary ID requests: a key never seen (auto-created)
+NEW_KEY_SHARE = 0.1  # of the binary ID requests: a key never seen (auto-created)
 
 
 class Stats:
