@@ -7,8 +7,11 @@ exactly the right check fails, so the checks can fail.
 
 The rules (docs/operations.md, "Soak test"):
 - warm-up: the first 10 minutes, or the first sixth of a shorter run;
-- rss: RSS at the end < 1.05 x RSS at the first sample after warm-up;
-- fds: open fds at the end <= 1.05 x fds after warm-up + FD_SLACK, the
+- levels: the lowest sample (floor) of the minute after the warm-up, and
+  of the last minute (RSS jumps up 8-12% for tens of seconds and back at
+  high rates; what is retained for good raises the floor);
+- rss: the level at the end < 1.05 x the level after warm-up;
+- fds: the level at the end <= 1.05 x the level after warm-up + FD_SLACK, the
   connections the driver opens and closes all the time (two binary
   subscribers, one SSE stream, the control connection, the /metrics scrape),
   any of which may be open at the moment of a sample;
@@ -32,6 +35,7 @@ P999_K = 20.0
 P999_FLOOR_MS = 100.0
 P999_TREND_MAX = 2.0
 WARMUP_MAX_S = 600.0
+LEVEL_WINDOW_S = 60.0
 
 
 def warmup_s(duration_s):
@@ -46,19 +50,30 @@ def check(samples, duration_s, extra_errors=0):
     if len(after) < 3:
         return [("enough samples", False,
                  "%d samples after the %.0f s warm-up (need 3)" % (len(after), w))]
-    first, last = after[0], after[-1]
+    # Levels, not single samples: the lowest sample (the floor) of the minute
+    # after the warm-up and of the last minute. At high rates RSS jumps up by
+    # 1-2 MB (8-12%) for tens of seconds and back, so two single samples, or
+    # two minute maxima, differ by more than the 5% limit without growth; what
+    # is retained for good raises the floor. The maxima are shown too.
+    t_end = after[-1]["t_s"]
+    head = [s for s in after if s["t_s"] <= after[0]["t_s"] + LEVEL_WINDOW_S + 1e-9]
+    tail = [s for s in after if s["t_s"] >= t_end - LEVEL_WINDOW_S - 1e-9]
+    span = "%.0f-%.0f s -> %.0f-%.0f s" % (head[0]["t_s"], head[-1]["t_s"], tail[0]["t_s"],
+                                          t_end)
 
-    growth = (last["rss_kb"] - first["rss_kb"]) / float(first["rss_kb"])
+    rss0, rss1 = min(s["rss_kb"] for s in head), min(s["rss_kb"] for s in tail)
+    growth = (rss1 - rss0) / float(rss0)
     out.append(("rss flat", growth < RSS_GROWTH_MAX,
-                "%d kB at %.0f s -> %d kB at %.0f s (%+.1f%%, limit +%.0f%%)" %
-                (first["rss_kb"], first["t_s"], last["rss_kb"], last["t_s"], 100 * growth,
-                 100 * RSS_GROWTH_MAX)))
+                "floor %d kB -> %d kB (%s; %+.1f%%, limit +%.0f%%; highest %d -> %d kB)" %
+                (rss0, rss1, span, 100 * growth, 100 * RSS_GROWTH_MAX,
+                 max(s["rss_kb"] for s in head), max(s["rss_kb"] for s in tail))))
 
-    fd_limit = first["fds"] * (1 + FD_GROWTH_MAX) + FD_SLACK
-    out.append(("fds flat", last["fds"] <= fd_limit,
-                "%d at %.0f s -> %d at %.0f s (limit %.1f = +%.0f%% + %d churning connections)" %
-                (first["fds"], first["t_s"], last["fds"], last["t_s"], fd_limit,
-                 100 * FD_GROWTH_MAX, FD_SLACK)))
+    fd0, fd1 = min(s["fds"] for s in head), min(s["fds"] for s in tail)
+    fd_limit = fd0 * (1 + FD_GROWTH_MAX) + FD_SLACK
+    out.append(("fds flat", fd1 <= fd_limit,
+                "floor %d -> %d (%s; limit %.1f = +%.0f%% + %d churning connections; "
+                "highest %d -> %d)" % (fd0, fd1, span, fd_limit, 100 * FD_GROWTH_MAX, FD_SLACK,
+                                       max(s["fds"] for s in head), max(s["fds"] for s in tail))))
 
     errors = sum(s["errors"] for s in samples) + extra_errors
     bad = [s["t_s"] for s in samples if s["errors"]]
@@ -138,6 +153,14 @@ def self_test():
     jump[40]["p999_ms"] = 200.0  # 28x the median
     assert failing(jump) == {"p999 steady"}, failing(jump)
 
+    # RSS jumping up 8% and back, no growth: passes (the last sample is high).
+    swing = _series()
+    for i, s in enumerate(swing):
+        s["rss_kb"] = 16500 if i % 3 else 17900
+    swing[-1]["rss_kb"] = 17900
+    swing[9]["rss_kb"] = 16500  # the first sample after warm-up is a low one
+    assert failing(swing) == set(), summary(check(swing, duration))
+
     creep = _series()
     for s in creep[40:]:
         s["p999_ms"] *= 3  # the last third three times slower, no single spike
@@ -152,8 +175,8 @@ def self_test():
 
     # Within the limits: +4 % RSS, fds +3 (churn), one p999 at 14x the median.
     ok = _series()
-    ok[-1]["rss_kb"] = int(ok[10]["rss_kb"] * 1.04)
-    ok[-1]["fds"] = ok[10]["fds"] + 3
+    ok[-1]["rss_kb"] = int(20100 * 1.04)
+    ok[-1]["fds"] = 41 + 3
     ok[20]["p999_ms"] = 14 * 7.0
     assert failing(ok) == set(), summary(check(ok, duration))
     return "self-test: healthy series passes; RSS leak, fd leak, an error, a p999 jump, " \

@@ -298,6 +298,17 @@ def self_test():
     return 0
 
 
+def recheck(directory, minutes):
+    """The checks again over DIR/soak.csv (e.g. after the checks changed);
+    errors seen outside the samples (summary.txt) are not in the CSV."""
+    with open(os.path.join(directory, "soak.csv")) as f:
+        samples = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
+    results = checks.check(samples, minutes * 60.0)
+    print(checks.summary(results))
+    print("RESULT: %s" % ("PASS" if checks.passed(results) else "FAIL"))
+    return 0 if checks.passed(results) else 1
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -313,9 +324,14 @@ def main():
     p.add_argument("--sample-s", type=float, default=10.0)
     p.add_argument("--self-test", action="store_true",
                    help="check the checker on synthetic series; no seqd, no MariaDB")
+    p.add_argument("--recheck", metavar="DIR",
+                   help="run the checks again over DIR/soak.csv of a finished run (with its "
+                        "--minutes); no seqd, no MariaDB")
     args = p.parse_args()
     if args.self_test:
         return self_test()
+    if args.recheck:
+        return recheck(args.recheck, args.minutes)
     if not args.store:
         p.error("--store is required (run scripts/soak)")
     if args.minutes <= 0 or args.rate < 0:
