@@ -118,7 +118,8 @@ def _series(n=60, step_s=10.0):
     """A healthy synthetic run: n samples, flat RSS and fds, noisy p999."""
     out = []
     for i in range(n):
-        out.append({"t_s": (i + 1) * step_s, "window_s": step_s, "rss_kb": 20000 + (i % 3) * 50, "fds": 40 + i % 2,
+        out.append({"t_s": (i + 1) * step_s, "window_s": step_s, "rss_kb": 20000 + (i % 3) * 50,
+                    "rss_anon_kb": 8000 + (i % 3) * 50, "rss_file_kb": 12000, "fds": 40 + i % 2,
                     "connections": 8, "requests": 3000, "errors": 0, "p50_ms": 0.3,
                     "p99_ms": 1.5, "p999_ms": 5.0 + (i % 5)})
     return out

@@ -114,8 +114,11 @@ def svg(samples, title, warmup_s):
     xs = [s["t_s"] / 60.0 for s in samples]
     x_max = max(xs) if xs else 1.0
     panels = [
-        ("Resident memory (VmRSS)", "MiB", [("RSS", [s["rss_kb"] / 1024.0 for s in samples])],
-         False),
+        ("Resident memory (VmRSS = RssAnon + RssFile)", "MiB",
+         [("VmRSS", [s["rss_kb"] / 1024.0 for s in samples])] +
+         [(label, [s[k] / 1024.0 for s in samples]) for label, k in
+          (("RssAnon", "rss_anon_kb"), ("RssFile", "rss_file_kb"))
+          if samples and k in samples[0]], False),
         ("Open file descriptors", "fds", [("fds", [s["fds"] for s in samples])], False),
         ("Open connections (seqd_open_connections)", "connections",
          [("connections", [s["connections"] for s in samples])], False),
