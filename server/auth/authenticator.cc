@@ -81,12 +81,16 @@ Status Authenticator::Reload() {
   if (!enabled()) return OkStatus();
   std::ifstream in(path_, std::ios::binary);
   if (!in) return MakeError(ErrorCode::kInvalidArgument, "cannot read tokens file " + path_);
+  // Read in small chunks: a buffer of the 4 MiB limit, zero-filled at every
+  // SIGHUP, stayed resident in each database thread's malloc arena (the soak
+  // test saw RSS grow about 4 MiB per reload).
   std::string text;
-  text.resize(kMaxTokensFileBytes + 1);
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (text.size() > kMaxTokensFileBytes) {
-    return MakeError(ErrorCode::kInvalidArgument, "tokens file " + path_ + " is over 4 MiB");
+  char chunk[16 * 1024];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxTokensFileBytes) {
+      return MakeError(ErrorCode::kInvalidArgument, "tokens file " + path_ + " is over 4 MiB");
+    }
   }
   auto parsed = ParseTokens(text);
   if (!parsed) {

@@ -144,6 +144,27 @@ TEST_CASE("auth: authenticate by secret; reload swaps the set, a bad file keeps 
   CHECK_FALSE(Authenticator::FromFile(f.path).ok());
 }
 
+TEST_CASE("auth: the tokens file is read whole up to 4 MiB, and refused beyond") {
+  TempFile f;
+  // A token line straddling the reader's 16 KiB chunks, after 40 KB of comments.
+  std::string comments;
+  while (comments.size() < 40'000) comments += "# padding padding padding padding\n";
+  f.Write(comments + Line("ops", "s1", "admin") + comments + Line("orders", "s2", "ids:o_"));
+  auto a = Authenticator::FromFile(f.path);
+  REQUIRE(a.ok());
+  CHECK((*a)->size() == 2);
+  CHECK((*a)->Authenticate("s2") != nullptr);
+
+  std::string big;
+  while (big.size() <= (4u << 20)) big += comments;
+  f.Write(big + Line("ops", "s1", "admin"));
+  CHECK_FALSE((*a)->Reload().ok());
+  CHECK((*a)->size() == 2);  // kept
+  auto refused = Authenticator::FromFile(f.path);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message.find("over 4 MiB") != std::string::npos);
+}
+
 TEST_CASE("auth: without a tokens file everything is open") {
   Authenticator open;
   CHECK_FALSE(open.enabled());
