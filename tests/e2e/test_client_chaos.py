@@ -170,7 +170,11 @@ class ClientNemesis(chaos.Nemesis):
 
     def run(self):
         try:
-            self.stop.wait(chaos.WARMUP_S)
+            # Two leases more than the chaos test: the instances started a
+            # moment apart are still handing shards over, and an owner read
+            # from the lease table then may not be serving yet (a CI run
+            # stopped such an "owner" 2 s in, and no call felt it).
+            self.stop.wait(chaos.WARMUP_S + 2 * self.lease_s)
             order = []
             while not self.stop.is_set() and time.monotonic() < self.until:
                 if not order:
