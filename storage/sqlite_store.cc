@@ -37,6 +37,8 @@ enum StmtId {
   kPing,
   kMinSeqSelect,
   kMinSeqUpsert,
+  kReserveReturning,
+  kCreateOrReserve,
   kNumStmts,
 };
 
@@ -62,6 +64,22 @@ const char* const kSql[kNumStmts] = {
     /* kMinSeqUpsert */
     "INSERT INTO seqd_min_seq (biz_tag, min_seq) VALUES (?1, ?2) "
     "ON CONFLICT(biz_tag) DO UPDATE SET min_seq = excluded.min_seq",
+    // The batch's statements: one per key, the row's new max_id and step
+    // back. No row back: no such key, or no room below INT64_MAX (the
+    // row is left as it is).
+    /* kReserveReturning */
+    "UPDATE leaf_alloc SET max_id = max_id + COALESCE(?1, step), update_time = " SEQD_SQLITE_NOW
+    " WHERE biz_tag = ?2 AND max_id <= 9223372036854775807 - COALESCE(?1, step)"
+    " RETURNING max_id, step",
+    /* kCreateOrReserve: a new row starts at 1 and gives its first segment
+       at once; a row already there gives its next one. */
+    "INSERT INTO leaf_alloc (biz_tag, max_id, step, description, update_time) "
+    "VALUES (?1, 1 + COALESCE(?2, ?3), ?3, ?4, " SEQD_SQLITE_NOW
+    ") "
+    "ON CONFLICT(biz_tag) DO UPDATE SET max_id = max_id + COALESCE(?2, step), update_time "
+    "= " SEQD_SQLITE_NOW
+    " WHERE max_id <= 9223372036854775807 - COALESCE(?2, step)"
+    " RETURNING max_id, step",
 };
 
 std::string ColumnText(sqlite3_stmt* s, int i) {
@@ -180,48 +198,55 @@ std::vector<Result<ReservedSegment>> SqliteStore::ReserveMany(
       out.push_back(MakeError(ErrorCode::kInvalidArgument, "sqlite reserve: step must be > 0"));
       continue;
     }
-    if (r.create_step > 0) {  // the row first, in this transaction
-      auto ins = db_.Stmt(kInsertIfAbsent, "reserve many (create)");
-      if (!ins.ok()) return fail_all(ins.error());
-      SqliteResetOnExit reset(*ins);
-      SqliteBindText(*ins, 1, r.key);
-      sqlite3_bind_int64(*ins, 2, r.create_step);
-      SqliteBindText(*ins, 3, r.create_description);
-      const int rc = sqlite3_step(*ins);
-      if (rc != SQLITE_DONE) return fail_all(db_.SqlError(rc, "reserve many (create)"));
+    // One statement per key: it creates the row if asked (in this
+    // transaction) and advances it, returning the new max_id and step.
+    const bool create = r.create_step > 0;
+    auto stmt = create ? db_.Stmt(kCreateOrReserve, "reserve many (create)")
+                       : db_.Stmt(kReserveReturning, "reserve many (update)");
+    if (!stmt.ok()) return fail_all(stmt.error());
+    SqliteResetOnExit reset(*stmt);
+    if (create) {
+      SqliteBindText(*stmt, 1, r.key);
+      if (r.step) {
+        sqlite3_bind_int64(*stmt, 2, *r.step);
+      } else {
+        sqlite3_bind_null(*stmt, 2);
+      }
+      sqlite3_bind_int64(*stmt, 3, r.create_step);
+      SqliteBindText(*stmt, 4, r.create_description);
+    } else {
+      if (r.step) {
+        sqlite3_bind_int64(*stmt, 1, *r.step);
+      } else {
+        sqlite3_bind_null(*stmt, 1);
+      }
+      SqliteBindText(*stmt, 2, r.key);
     }
-    // Read, then add: the transaction holds the write lock throughout.
-    int64_t max_id = 0;
-    int64_t table_step = 0;
-    {
+    const int rc = sqlite3_step(*stmt);
+    if (rc == SQLITE_DONE) {  // no row changed: which reason?
       auto sel = db_.Stmt(kReserveSelect, "reserve many (select)");
       if (!sel.ok()) return fail_all(sel.error());
-      SqliteResetOnExit reset(*sel);
+      SqliteResetOnExit reset_select(*sel);
       SqliteBindText(*sel, 1, r.key);
-      const int rc = sqlite3_step(*sel);
-      if (rc == SQLITE_DONE) {
+      const int src = sqlite3_step(*sel);
+      if (src == SQLITE_DONE) {
         out.push_back(MakeError(ErrorCode::kUnknownKey, "no such key"));
-        continue;
+      } else if (src == SQLITE_ROW) {
+        out.push_back(MakeError(ErrorCode::kInternal, "sqlite reserve: max_id overflow"));
+      } else {
+        return fail_all(db_.SqlError(src, "reserve many (select)"));
       }
-      if (rc != SQLITE_ROW) return fail_all(db_.SqlError(rc, "reserve many (select)"));
-      max_id = sqlite3_column_int64(*sel, 0);
-      table_step = sqlite3_column_int64(*sel, 1);
-    }
-    const int64_t by = r.step.value_or(table_step);
-    if (by > 0 && max_id > std::numeric_limits<int64_t>::max() - by) {
-      out.push_back(MakeError(ErrorCode::kInternal, "sqlite reserve: max_id overflow"));
       continue;
     }
-    {
-      auto upd = db_.Stmt(kReserveUpdate, "reserve many (update)");
-      if (!upd.ok()) return fail_all(upd.error());
-      SqliteResetOnExit reset(*upd);
-      sqlite3_bind_int64(*upd, 1, by);
-      SqliteBindText(*upd, 2, r.key);
-      const int rc = sqlite3_step(*upd);
-      if (rc != SQLITE_DONE) return fail_all(db_.SqlError(rc, "reserve many (update)"));
+    if (rc != SQLITE_ROW) return fail_all(db_.SqlError(rc, "reserve many"));
+    // A new row's 1 + step past INT64_MAX becomes a REAL: refuse the batch.
+    if (sqlite3_column_type(*stmt, 0) != SQLITE_INTEGER) {
+      return fail_all(MakeError(ErrorCode::kInternal, "sqlite reserve: max_id overflow"));
     }
-    out.push_back(ReservedSegment{max_id, max_id + by - 1, table_step});
+    const int64_t new_max = sqlite3_column_int64(*stmt, 0);
+    const int64_t table_step = sqlite3_column_int64(*stmt, 1);
+    const int64_t by = r.step.value_or(table_step);
+    out.push_back(ReservedSegment{new_max - by, new_max - 1, table_step});
   }
   if (Status st = db_.Commit("reserve many (commit)"); !st.ok()) return fail_all(st.error());
   return out;
