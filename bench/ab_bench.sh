@@ -1,27 +1,29 @@
 #!/usr/bin/env bash
 # Two seqd binaries side by side, in one run: A then B, alternating for
-# ROUNDS rounds, each on a fresh SQLite store with --threads 1, the server
-# pinned to core 0 and the load generator to core 1. Reports each binary's
-# median and the ratio B/A for:
+# ROUNDS rounds, each on a fresh SQLite store with --threads $THREADS (1),
+# the server pinned to core 0 and the load generator to core 1 (PIN=0: not
+# pinned; with THREADS=2, pinning would put both threads on one core).
+# Reports each binary's median and the ratio B/A for:
 #   http    wrk -t1 -c64, GET /seq/k (pipelining off)
 #   binary  seqbench --tcp, 4 connections x 32 in flight, 1 ID per request
 #
 #   bench/ab_bench.sh OLD_SEQD NEW_SEQD [SEQBENCH]
-#   ROUNDS=5 DURATION=3 bench/ab_bench.sh /tmp/seqd-old build/seqd
+#   ROUNDS=5 DURATION=3 THREADS=1 PIN=1 bench/ab_bench.sh /tmp/seqd-old build/seqd
 #
 # Use it before and after a change: the ratio is what to read (the machines
 # are shared and noisy; alternating rounds spreads the noise over both).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[[ $# -ge 2 ]] || { sed -n '2,14p' "$0"; exit 2; }
+[[ $# -ge 2 ]] || { sed -n '2,15p' "$0"; exit 2; }
 A=$1 B=$2
 SEQBENCH=${3:-build/client/seqbench}
 ROUNDS=${ROUNDS:-5}
 DURATION=${DURATION:-3}
+THREADS=${THREADS:-1}
 command -v wrk >/dev/null || { echo "ab_bench: needs wrk (apt-get install wrk)" >&2; exit 2; }
 PIN_SERVER="taskset -c 0"
 PIN_LOAD="taskset -c 1"
-[[ $(nproc) -ge 2 ]] || { PIN_SERVER=""; PIN_LOAD=""; }
+[[ $(nproc) -ge 2 && ${PIN:-1} != 0 ]] || { PIN_SERVER=""; PIN_LOAD=""; }
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -42,7 +44,7 @@ run() {
   tcp=$(free_port)
   rm -f "$WORK"/*.db*
   $PIN_SERVER "$bin" --store "sqlite:$WORK/ab.db" --http-port "$http" --tcp-port "$tcp" \
-    --threads 1 --log-level error >"$WORK/seqd-$round.log" 2>&1 &
+    --threads "$THREADS" --log-level error >"$WORK/seqd-$round.log" 2>&1 &
   PID=$!
   for _ in $(seq 100); do curl -sf "localhost:$http/healthz" >/dev/null && break; sleep 0.05; done
   curl -sf -X POST "localhost:$http/admin/keys" -H 'Content-Type: application/json' -d '{"key":"k","step":100000}' >/dev/null

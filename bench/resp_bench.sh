@@ -9,7 +9,8 @@
 # `redis-benchmark -c $CLIENTS -n N [-P $PIPELINE] INCR bench`, one on each
 # server, the server that goes first alternating from round to round. Prints
 # every round, then the medians of both rates and their ratio seqd/redis,
-# and the servers' CPU time per request (medians).
+# and the servers' CPU time and context switches (voluntary and not, all
+# their threads) per request (medians).
 #
 # seqd: temp SQLite, key "bench" with step 100000, --threads $THREADS (2:
 # its network threads). redis-server: one main thread (io-threads 1, its
@@ -76,20 +77,24 @@ fi
 # --- runs -------------------------------------------------------------------
 CLK_TCK=$(getconf CLK_TCK)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ { n += $2 } END { print n + 0 }'; }
 
-# One redis-benchmark run: "<requests/s> <server CPU us per request>".
+# One redis-benchmark run:
+# "<requests/s> <server CPU us per request> <server context switches per request>".
 run_one() {  # PID PORT N EXTRA...
-  local pid=$1 port=$2 n=$3 t0 t1 rate
+  local pid=$1 port=$2 n=$3 t0 t1 c0 c1 rate
   shift 3
+  c0=$(switches "$pid")
   t0=$(cpu_ticks "$pid")
   rate=$(timeout 300 "${CLIENT_CPU[@]}" redis-benchmark -p "$port" -c "$CLIENTS" -n "$n" "$@" \
     --csv INCR bench | awk -F'"' '$2 == "INCR bench" { print $4 }' | tail -1)
   t1=$(cpu_ticks "$pid")
+  c1=$(switches "$pid")
   [[ -n $rate ]] || { echo "redis-benchmark gave no result on port $port" >&2; exit 1; }
-  echo "$rate $(calc "($t1 - $t0) * 1000000 / $CLK_TCK / $n")"
+  echo "$rate $(calc "($t1 - $t0) * 1000000 / $CLK_TCK / $n") $(calc "($c1 - $c0) / $n")"
 }
 
-declare -A RATE CPU last
+declare -A RATE CPU CS last
 for round in $(seq "$ROUNDS"); do
   for p in 1 "$PIPELINE"; do
     n=$N; ((p > 1)) && n=$N_PIPELINED
@@ -97,7 +102,7 @@ for round in $(seq "$ROUNDS"); do
     for who in "${order[@]}"; do
       if [[ $who == seqd ]]; then r=($(run_one "$SEQD_PID" "$SEQD_PORT" "$n" -P "$p"))
       else r=($(run_one "$REDIS_PID" "$REDIS_PORT" "$n" -P "$p")); fi
-      RATE[$who,$p]+="${r[0]} " CPU[$who,$p]+="${r[1]} "
+      RATE[$who,$p]+="${r[0]} " CPU[$who,$p]+="${r[1]} " CS[$who,$p]+="${r[2]} "
       last[$who]=${r[0]}
     done
     printf 'round %d P%-3d %-11s seqd %10.0f/s  redis %10.0f/s  seqd/redis %.2f\n' "$round" "$p" \
@@ -112,7 +117,9 @@ for p in 1 "$PIPELINE"; do
   r=$(tr ' ' '\n' <<<"${RATE[redis,$p]}" | grep . | median)
   sc=$(tr ' ' '\n' <<<"${CPU[seqd,$p]}" | grep . | median)
   rc=$(tr ' ' '\n' <<<"${CPU[redis,$p]}" | grep . | median)
-  printf 'P%-3d seqd %10.0f/s (cpu %.2f us/req)  redis %10.0f/s (cpu %.2f us/req)  ratio seqd/redis %.2f\n' \
-    "$p" "$s" "$sc" "$r" "$rc" "$(calc "$s / $r")"
+  ss=$(tr ' ' '\n' <<<"${CS[seqd,$p]}" | grep . | median)
+  rs=$(tr ' ' '\n' <<<"${CS[redis,$p]}" | grep . | median)
+  printf 'P%-3d seqd %10.0f/s (cpu %.2f us/req, %.3f cs/req)  redis %10.0f/s (cpu %.2f us/req, %.3f cs/req)  ratio seqd/redis %.2f\n' \
+    "$p" "$s" "$sc" "$ss" "$r" "$rc" "$rs" "$(calc "$s / $r")"
 done
 echo "seqd after the runs: INCR bench -> $(redis-cli -p "$SEQD_PORT" INCR bench)"

@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 
 #include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -28,6 +29,7 @@
 #include "server/core/key_admin.h"
 #include "server/http/api_router.h"
 #include "server/metrics/metrics.h"
+#include "server/net/io_ring.h"
 #include "server/net/tls_context.h"
 #include "server/route/key_router.h"
 #include "server/route/peer_clients.h"
@@ -99,6 +101,23 @@ constexpr const char* kInsecureWarning =
 size_t NetworkThreads(const Config& c) {
   return c.threads > 0 ? static_cast<size_t>(c.threads)
                        : std::max(1u, std::thread::hardware_concurrency());
+}
+
+// The io_contexts of network threads 2..N (the first runs App::Parts::io),
+// each to be run by exactly one thread.
+std::vector<std::unique_ptr<boost::asio::io_context>> ThreadContexts(size_t threads) {
+  std::vector<std::unique_ptr<boost::asio::io_context>> out;
+  for (size_t i = 1; i < threads; ++i) out.push_back(std::make_unique<boost::asio::io_context>(1));
+  return out;
+}
+
+// Every network thread's io_context: where connections are spread.
+std::vector<boost::asio::io_context*> AllContexts(
+    boost::asio::io_context& first,
+    const std::vector<std::unique_ptr<boost::asio::io_context>>& rest) {
+  std::vector<boost::asio::io_context*> out{&first};
+  for (const auto& io : rest) out.push_back(io.get());
+  return out;
 }
 
 // Refuses snowflake settings that could never serve now.
@@ -184,14 +203,27 @@ void ReloadTokens(Authenticator& auth) {
 // destroyed while something built after it can still reach it.
 struct App::Parts {
   explicit Parts(const Config& c)
-      : config(c), metrics(SEQD_VERSION), io(static_cast<int>(NetworkThreads(c))), clock(io) {}
+      : config(c),
+        metrics(SEQD_VERSION),
+        thread_io(ThreadContexts(NetworkThreads(c))),
+        io(1),
+        clock(io),
+        connections(AllContexts(io, thread_io)) {}
 
   const Config config;
   OpenedStores stores;
   SystemWallClock wall;
   Metrics metrics;
+  // One io_context per network thread, each run by that thread alone
+  // (concurrency hint 1). `io` (the first thread's) also runs the acceptors,
+  // timers (clock), signals, periodic tasks and peer clients; connections
+  // are spread over all of them (`connections`), so a connection's handlers
+  // never wake another thread. thread_io is built first and destroyed last:
+  // a handler `io` destroys may still own a connection bound to one.
+  std::vector<std::unique_ptr<boost::asio::io_context>> thread_io;
   boost::asio::io_context io;
   AsioClock clock;
+  IoRing connections;
   std::optional<ThreadPoolRunner> db;
   std::unique_ptr<Authenticator> auth;    // tokens; open without a tokens file
   std::shared_ptr<TlsContextHolder> tls;  // null without tls_cert
@@ -338,7 +370,10 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
   p->router.emplace(services, RouterOptions{SEQD_VERSION, started, false, warming,
                                             ToStreamOptions(config, &p->clock)});
   HttpOptions http_options = ToHttpOptions(config);
-  http_options.single_threaded = NetworkThreads(config) == 1;  // Run() runs io on that many
+  // Each network thread runs its own io_context (Run()): a connection's
+  // handlers all run on one thread.
+  http_options.single_threaded = true;
+  http_options.connections = &p->connections;
   http_options.tls = tls_for(tls_use->http);
   p->http.emplace(p->io, std::move(http_options), *p->router);
   if (Status s = Bind(*p->http, ""); !s) return s.error();
@@ -351,6 +386,7 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
     admin_options.address = config.admin_address;
     admin_options.port = static_cast<uint16_t>(config.admin_port);
     admin_options.tls = tls_for(tls_use->admin);
+    admin_options.single_threaded = true;  // its connections all on `io`
     p->admin_http = std::make_unique<HttpServer>(p->io, admin_options, *p->admin_router);
     if (Status s = Bind(*p->admin_http, "admin"); !s) return s.error();
     SEQD_LOG(kInfo) << "admin (/metrics, /, /healthz, /readyz, /admin/cluster) on http://"
@@ -359,6 +395,7 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
   if (config.tcp_port >= 0) {
     BinaryServerOptions binary_options = ToBinaryOptions(config);
     binary_options.tls = tls_for(tls_use->binary);
+    binary_options.connections = &p->connections;
     p->binary = std::make_unique<BinaryServer>(p->io, std::move(binary_options), services);
     if (Status s = Bind(*p->binary, "binary protocol"); !s) return s.error();
     SEQD_LOG(kInfo) << "binary protocol on " << config.tcp_address << ":" << p->binary->port();
@@ -366,6 +403,7 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
   if (config.resp_port >= 0) {
     RespServerOptions resp_options = ToRespOptions(config);
     resp_options.tls = tls_for(tls_use->resp);
+    resp_options.connections = &p->connections;
     p->resp = std::make_unique<RespServer>(p->io, std::move(resp_options), services);
     if (Status s = Bind(*p->resp, "RESP"); !s) return s.error();
     SEQD_LOG(kInfo) << "RESP (Redis protocol) on " << config.tcp_address << ":" << p->resp->port();
@@ -524,9 +562,17 @@ int App::Run() {
     p.cluster->Leave([&p, drain_listeners] { boost::asio::post(p.io, drain_listeners); });
   });
 
+  // Network threads 2..N, each on its own io_context (kept running while
+  // idle); this thread runs `io`. The drain above stops `io` once every
+  // listener is empty: no connection is left on the others, so they stop too.
   std::vector<std::thread> pool;
-  for (size_t i = 1; i < NetworkThreads(p.config); ++i) pool.emplace_back([&p] { p.io.run(); });
+  std::vector<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> busy;
+  for (auto& io : p.thread_io) {
+    busy.push_back(boost::asio::make_work_guard(*io));
+    pool.emplace_back([io = io.get()] { io->run(); });
+  }
   p.io.run();
+  for (auto& io : p.thread_io) io->stop();
   for (auto& t : pool) t.join();
   if (p.cluster) p.cluster->Stop();
   p.db->Stop();

@@ -15,7 +15,7 @@ HttpServer::HttpServer(boost::asio::io_context& io, HttpOptions options, ApiRout
   impl_->listener =
       MakeTcpListener(io,
                       {"http", o.address, o.port, o.max_connections, o.max_connections_per_peer,
-                       /*sessions_reject=*/true},
+                       /*sessions_reject=*/true, o.connections},
                       impl_, [](TcpListener::Socket socket, std::shared_ptr<Impl> impl) {
                         auto tls = impl->options.tls ? impl->options.tls->Current() : nullptr;
                         return MakeHttpSession(std::move(socket), std::move(tls), std::move(impl));

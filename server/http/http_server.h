@@ -27,6 +27,7 @@ class io_context;
 
 namespace seqd {
 
+class IoRing;
 class TlsContextHolder;
 
 class ApiRouter;
@@ -39,12 +40,17 @@ struct HttpOptions {
   std::chrono::seconds idle_timeout{30};
   size_t max_connections = 10000;
   size_t max_connections_per_peer = 0;  // per client IP; 0: no cap
-  // True only if exactly one thread runs the io_context: connections then
-  // skip their strands (that thread serializes them already).
+  // True only if exactly one thread runs each io_context a connection runs
+  // on (the server's, or each of `connections`): connections then skip
+  // their strands (that thread serializes them already).
   bool single_threaded = false;
   // TLS (server/net/tls_context.h): each connection uses the holder's
   // current context; null: plain HTTP.
   std::shared_ptr<TlsContextHolder> tls;
+  // Spreads the connections over these io_contexts (server/net/io_ring.h);
+  // null: they run on the server's io_context. Not owned; must outlive the
+  // server and every connection.
+  IoRing* connections = nullptr;
 };
 
 class HttpServer {

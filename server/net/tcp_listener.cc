@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "server/base/log.h"
+#include "server/net/io_ring.h"
 
 namespace seqd {
 
@@ -57,7 +58,7 @@ Status TcpListener::Listen() {
 
 void TcpListener::DoAccept() {
   if (!acceptor_.is_open()) return;
-  acceptor_.async_accept(net::make_strand(io_),
+  acceptor_.async_accept(net::make_strand(ConnectionContext()),
                          [self = shared_from_this()](error_code ec, Socket socket) {
                            self->OnAccept(ec, std::move(socket));
                          });
@@ -75,6 +76,10 @@ void TcpListener::OnAccept(error_code ec, Socket socket) {
   }
   Adopt(std::move(socket));
   DoAccept();
+}
+
+net::io_context& TcpListener::ConnectionContext() {
+  return options_.connections ? options_.connections->Next() : io_;
 }
 
 void TcpListener::Adopt(Socket socket) {
@@ -108,7 +113,7 @@ void TcpListener::Adopt(Socket socket) {
 }
 
 Status TcpListener::Serve(int fd) {
-  Socket socket(net::make_strand(io_));
+  Socket socket(net::make_strand(ConnectionContext()));
   error_code ec;
   socket.assign(tcp::v4(), fd, ec);
   if (ec) {

@@ -6,7 +6,9 @@
 // none is left. The protocols themselves live in their sessions.
 //
 // Thread safety: all methods are safe from any thread. The io_context may be
-// run by any number of threads; no handler blocks.
+// run by any number of threads; no handler blocks. With
+// TcpListenerOptions::connections, each connection runs on the io_context
+// the ring gives it (the acceptor stays on the listener's).
 #pragma once
 
 #include <atomic>
@@ -27,6 +29,7 @@
 
 namespace seqd {
 
+class IoRing;
 class TcpListener;
 
 // What a session must offer the listener. A session is owned by shared_ptr
@@ -67,6 +70,10 @@ struct TcpListenerOptions {
   // Beyond max_connections: true -> the session is created, registered and
   // started with reject = true; false -> the connection is closed at once.
   bool sessions_reject = false;
+  // Where connections run: each accepted (or adopted) socket is bound to a
+  // strand on connections->Next(); null: on the listener's io_context. Not
+  // owned; must outlive the listener and every session.
+  IoRing* connections = nullptr;
 };
 
 // Must be owned by a std::shared_ptr (its handlers keep it alive).
@@ -113,6 +120,8 @@ class TcpListener : public std::enable_shared_from_this<TcpListener> {
   // Starts a session on a connected socket (or closes it when full/stopping).
   void Adopt(Socket socket) EXCLUDES(mu_);
   void Unregister(ListenedSession* session) EXCLUDES(mu_);
+  // The io_context the next connection's socket is bound to.
+  boost::asio::io_context& ConnectionContext();
 
   boost::asio::io_context& io_;
   const TcpListenerOptions options_;

@@ -16,7 +16,7 @@ RespServer::RespServer(boost::asio::io_context& io, RespServerOptions options,
   impl_->listener = MakeTcpListener(
       io,
       {"resp", o.address, o.port, o.max_connections, o.max_connections_per_peer,
-       /*sessions_reject=*/true},
+       /*sessions_reject=*/true, o.connections},
       impl_, [](TcpListener::Socket socket, std::shared_ptr<Impl> impl) {
         TcpListener::Strand strand = socket.get_executor();
         const auto& tls = impl->options.tls;

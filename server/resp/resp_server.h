@@ -58,6 +58,7 @@ class io_context;
 
 namespace seqd {
 
+class IoRing;
 class TlsContextHolder;
 
 struct Services;
@@ -75,6 +76,10 @@ struct RespServerOptions {
   std::chrono::seconds write_timeout{30};
   // TLS (server/net/tls_context.h); null: plain TCP.
   std::shared_ptr<TlsContextHolder> tls;
+  // Spreads the connections over these io_contexts (server/net/io_ring.h);
+  // null: they run on the server's io_context. Not owned; must outlive the
+  // server and every connection.
+  IoRing* connections = nullptr;
 };
 
 class RespServer {

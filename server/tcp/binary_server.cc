@@ -559,7 +559,7 @@ BinaryServer::BinaryServer(net::io_context& io, BinaryServerOptions options,
   impl_->listener =
       MakeTcpListener(io,
                       {"binary", o.address, o.port, o.max_connections, o.max_connections_per_peer,
-                       /*sessions_reject=*/false},
+                       /*sessions_reject=*/false, o.connections},
                       impl_, [](TcpListener::Socket socket, std::shared_ptr<Impl> impl) {
                         const auto& tls = impl->options.tls;
                         ConnStream stream(std::move(socket), tls ? tls->Current() : nullptr);

@@ -46,6 +46,7 @@ class io_context;
 
 namespace seqd {
 
+class IoRing;
 class TlsContextHolder;
 
 struct Services;
@@ -70,6 +71,10 @@ struct BinaryServerOptions {
   // below max_frame_bytes.
   size_t max_output_bytes = 4 << 20;
   size_t max_subscriptions = 10000;  // conversations subscribed per connection
+  // Spreads the connections over these io_contexts (server/net/io_ring.h);
+  // null: they run on the server's io_context. Not owned; must outlive the
+  // server and every connection.
+  IoRing* connections = nullptr;
 };
 
 class BinaryServer {

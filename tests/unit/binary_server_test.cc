@@ -257,7 +257,11 @@ TEST_CASE("binary: 1000 pipelined requests are all answered once with unique IDs
 }
 
 TEST_CASE("binary: concurrent pipelining connections get disjoint IDs") {
-  ServerFixture f;
+  BinaryServerOptions o;
+  // One io_context on two threads; one per thread, as in the App.
+  SUBCASE("shared io_context") {}
+  SUBCASE("an io_context per thread") { o.connections = PerThreadIo(); }
+  ServerFixture f(o);
   REQUIRE(f.listening);
   REQUIRE(f.mem.CreateKey("shared", 7, "").ok());
   constexpr int kClients = 4;
@@ -592,7 +596,11 @@ TEST_CASE("binary: a client's EOF still gets the answers in flight") {
 }
 
 TEST_CASE("binary: Stop() closes idle connections and lets in-flight requests finish") {
-  ServerFixture f;
+  BinaryServerOptions o;
+  // One io_context on two threads; one per thread, as in the App.
+  SUBCASE("shared io_context") {}
+  SUBCASE("an io_context per thread") { o.connections = PerThreadIo(); }
+  ServerFixture f(o);
   REQUIRE(f.listening);
   REQUIRE(f.mem.CreateKey("k", 10, "").ok());
   const uint16_t port = f.server.port();

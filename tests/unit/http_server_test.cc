@@ -117,9 +117,14 @@ using ServerFixture = ServerWorld<HttpServer, HttpOptions, RouterFront>;
 
 TEST_CASE("http: keep-alive serves several requests on one connection") {
   HttpOptions o;
-  // Connections on strands over two io threads, and strandless over one.
+  // Connections on strands over two io threads, strandless over one, and
+  // strandless over two io_contexts of one thread each.
   SUBCASE("two io threads") {}
   SUBCASE("one io thread") { o.single_threaded = true; }
+  SUBCASE("an io_context per thread (the App's)") {
+    o.single_threaded = true;
+    o.connections = PerThreadIo();
+  }
   ServerFixture f(o);
   REQUIRE(f.listening);
   REQUIRE(f.server.port() != 0);
@@ -157,9 +162,14 @@ TEST_CASE("http: keep-alive serves several requests on one connection") {
 
 TEST_CASE("http: malformed request gets 400 and the connection closes") {
   HttpOptions o;
-  // Connections on strands over two io threads, and strandless over one.
+  // Connections on strands over two io threads, strandless over one, and
+  // strandless over two io_contexts of one thread each.
   SUBCASE("two io threads") {}
   SUBCASE("one io thread") { o.single_threaded = true; }
+  SUBCASE("an io_context per thread (the App's)") {
+    o.single_threaded = true;
+    o.connections = PerThreadIo();
+  }
   ServerFixture f(o);
   REQUIRE(f.listening);
   for (const char* garbage :
@@ -313,9 +323,14 @@ TEST_CASE("http: oversized header gets 431 and close") {
 TEST_CASE("http: idle and trickling clients are dropped at the idle timeout") {
   HttpOptions o;
   o.idle_timeout = 1s;
-  // Connections on strands over two io threads, and strandless over one.
+  // Connections on strands over two io threads, strandless over one, and
+  // strandless over two io_contexts of one thread each.
   SUBCASE("two io threads") {}
   SUBCASE("one io thread") { o.single_threaded = true; }
+  SUBCASE("an io_context per thread (the App's)") {
+    o.single_threaded = true;
+    o.connections = PerThreadIo();
+  }
   ServerFixture f(o);
   REQUIRE(f.listening);
 
@@ -351,9 +366,14 @@ TEST_CASE("http: idle and trickling clients are dropped at the idle timeout") {
 
 TEST_CASE("http: Stop() closes idle connections and lets in-flight requests finish") {
   HttpOptions o;
-  // Connections on strands over two io threads, and strandless over one.
+  // Connections on strands over two io threads, strandless over one, and
+  // strandless over two io_contexts of one thread each.
   SUBCASE("two io threads") {}
   SUBCASE("one io thread") { o.single_threaded = true; }
+  SUBCASE("an io_context per thread (the App's)") {
+    o.single_threaded = true;
+    o.connections = PerThreadIo();
+  }
   ServerFixture f(o);
   REQUIRE(f.listening);
   REQUIRE(f.mem.CreateKey("k", 10, "").ok());
@@ -435,9 +455,14 @@ TEST_CASE("http: Listen() reports a port in use without throwing") {
 
 TEST_CASE("http: concurrent clients get unique IDs") {
   HttpOptions o;
-  // Connections on strands over two io threads, and strandless over one.
+  // Connections on strands over two io threads, strandless over one, and
+  // strandless over two io_contexts of one thread each.
   SUBCASE("two io threads") {}
   SUBCASE("one io thread") { o.single_threaded = true; }
+  SUBCASE("an io_context per thread (the App's)") {
+    o.single_threaded = true;
+    o.connections = PerThreadIo();
+  }
   ServerFixture f(o);
   REQUIRE(f.listening);
   REQUIRE(f.mem.CreateKey("k", 7, "").ok());  // small step: many reservations
@@ -472,6 +497,10 @@ TEST_CASE("http: every answer carries X-Request-Id: the client's if acceptable, 
   HttpOptions o;
   SUBCASE("two io threads") {}
   SUBCASE("one io thread") { o.single_threaded = true; }
+  SUBCASE("an io_context per thread (the App's)") {
+    o.single_threaded = true;
+    o.connections = PerThreadIo();
+  }
   ServerFixture f(o);
   REQUIRE(f.listening);
   REQUIRE(f.mem.CreateKey("k", 10, "").ok());

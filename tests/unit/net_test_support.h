@@ -23,6 +23,7 @@
 #include "server/base/task_runner.h"
 #include "server/core/key_rules.h"
 #include "server/core/segment_allocator.h"
+#include "server/net/io_ring.h"
 #include "storage/faulty_store.h"
 #include "storage/memory_store.h"
 #include "tests/unit/test_services.h"
@@ -161,6 +162,14 @@ struct AllocatorFront {
   const Services& target;
 };
 
+// Put in Options::connections to ask ServerWorld for the App's layout (one
+// io_context per network thread); the world puts its own ring there.
+inline IoRing* PerThreadIo() {
+  static net::io_context unused;
+  static IoRing marker({&unused});
+  return &marker;
+}
+
 // One server under test and everything beneath it.
 //
 //   Server   the server type, constructed as Server(io, Options, front.target)
@@ -177,8 +186,10 @@ struct AllocatorFront {
 //  * Threads: the server's io_context runs on 2 background threads (1 if
 //    the options say single_threaded) from the end of the constructor until
 //    the destructor; a work guard keeps them
-//    alive while idle. Store calls run on `db`, a 2-thread pool. The
-//    allocator's timers run on `io` through `clock`.
+//    alive while idle. With options.connections set (PerThreadIo()), as in
+//    the App: `io` runs on 1 thread and `io2` on another, and the server
+//    spreads its connections over both (`ring`: io, io2, io, ...). Store calls run on `db`, a
+//    2-thread pool. The allocator's timers run on `io` through `clock`.
 //  * Startup: Listen() is called once in the constructor; `listening` says
 //    whether it worked (tests REQUIRE it), and server.port() is the port.
 //  * Teardown, in order: store faults are cleared (hold and down off, so
@@ -193,7 +204,8 @@ template <typename Server, typename Options, typename Front = AllocatorFront,
 struct ServerWorld {
   explicit ServerWorld(Options options = {}, AllocatorOptions alloc_options = LongDeadline(),
                        KeyRules rules = KeyRules())
-      : io_threads(IoThreads(options)),
+      : per_thread(options.connections != nullptr),
+        io_threads(per_thread ? 1 : IoThreads(options)),
         layer(mem),
         store(LayerStore(layer)),
         clock(io),
@@ -202,6 +214,7 @@ struct ServerWorld {
         server(io, Loopback(std::move(options)), front.target) {
     listening = server.Listen().ok();
     for (int i = 0; i < io_threads; ++i) threads.emplace_back([this] { io.run(); });
+    if (per_thread) threads.emplace_back([this] { io2.run(); });
   }
 
   ~ServerWorld() {
@@ -211,7 +224,9 @@ struct ServerWorld {
     server.Stop([&] { drained.set_value(); });
     CHECK(drained.get_future().wait_for(5s) == std::future_status::ready);
     work.reset();
+    work2.reset();
     io.stop();
+    io2.stop();
     for (auto& t : threads) t.join();
     db.Stop();
   }
@@ -221,7 +236,11 @@ struct ServerWorld {
 
   net::io_context io;
   net::executor_work_guard<net::io_context::executor_type> work = net::make_work_guard(io);
-  const int io_threads;  // running io: 2, or 1 for a server told it is single-threaded
+  net::io_context io2{1};  // runs only with per_thread, on a thread of its own
+  net::executor_work_guard<net::io_context::executor_type> work2 = net::make_work_guard(io2);
+  IoRing ring{{&io, &io2}};
+  const bool per_thread;  // the App's layout: connections spread over `ring`
+  const int io_threads;   // running io: 2, or 1 for a single-threaded server or per_thread
   MemoryStore mem;
   Layer layer;
   FaultyStore store;
@@ -238,9 +257,10 @@ struct ServerWorld {
     if constexpr (requires { options.single_threaded; }) return options.single_threaded ? 1 : 2;
     return 2;
   }
-  static Options Loopback(Options options) {
+  Options Loopback(Options options) {
     options.address = "127.0.0.1";
     options.port = 0;
+    if (options.connections) options.connections = &ring;
     return options;
   }
   // Last: the database thread is done before anything above goes.

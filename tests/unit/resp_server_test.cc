@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <boost/asio/post.hpp>
 #include <chrono>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -224,8 +226,33 @@ TEST_CASE("resp server: INCRBY across non-adjacent segments still gets a contigu
   }
 }
 
+TEST_CASE("resp server: connections are spread over the io_contexts, round-robin") {
+  RespServerOptions o;
+  o.connections = PerThreadIo();
+  Fixture f(o);
+  REQUIRE(f.listening);
+  Client first(f.server.port());  // on f.io
+  CHECK(first.Call("PING\r\n") == "+PONG\r\n");
+  // Hold io2's thread: only a connection on it waits.
+  std::promise<void> release;
+  std::shared_future<void> held = release.get_future().share();
+  boost::asio::post(f.io2, [held] { held.wait(); });
+  Client second(f.server.port());  // on f.io2
+  second.Send("PING\r\n");
+  CHECK(!second.Read(300ms));
+  CHECK(first.Call("PING\r\n") == "+PONG\r\n");  // io still serves
+  release.set_value();
+  CHECK(second.Read() == "+PONG\r\n");
+  Client third(f.server.port());  // on f.io again
+  CHECK(third.Call("PING\r\n") == "+PONG\r\n");
+}
+
 TEST_CASE("resp server: 1000 pipelined commands in one write are answered in order") {
-  Fixture f;
+  RespServerOptions o;
+  // One io_context on two threads; one per thread, as in the App.
+  SUBCASE("shared io_context") {}
+  SUBCASE("an io_context per thread") { o.connections = PerThreadIo(); }
+  Fixture f(o);
   REQUIRE(f.listening);
   Client c(f.server.port());
   std::string batch;
@@ -467,7 +494,11 @@ TEST_CASE("resp server: Listen reports a bad address or a port in use") {
 }
 
 TEST_CASE("resp server: Stop answers commands in flight, closes idle ones, then drains") {
-  Fixture f;
+  RespServerOptions o;
+  // One io_context on two threads; one per thread, as in the App.
+  SUBCASE("shared io_context") {}
+  SUBCASE("an io_context per thread") { o.connections = PerThreadIo(); }
+  Fixture f(o);
   REQUIRE(f.listening);
   Client idle(f.server.port());
   Client busy(f.server.port());
