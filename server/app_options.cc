@@ -33,6 +33,7 @@ HttpOptions ToHttpOptions(const Config& c) {
   o.max_header_bytes = static_cast<size_t>(c.http_max_header_bytes);
   o.max_body_bytes = static_cast<size_t>(c.http_max_body_bytes);
   o.idle_timeout = std::chrono::seconds(c.http_idle_timeout_s);
+  o.write_timeout = std::chrono::seconds(c.http_write_timeout_s);
   o.max_connections = static_cast<size_t>(c.http_max_connections);
   o.max_connections_per_peer = static_cast<size_t>(c.max_connections_per_peer);
   return o;

@@ -179,6 +179,10 @@ const std::vector<Option>& Options() {
                 &Config::http_max_body_bytes, 0, 64 << 20),
       IntOption("http_idle_timeout_s", "Close connections idle (or trickling) this long.",
                 &Config::http_idle_timeout_s, 1, 3600),
+      IntOption("http_write_timeout_s",
+                "HTTP (and admin): a client that does not take an answer whole (or one write of "
+                "an event stream) within this many seconds of its start is disconnected.",
+                &Config::http_write_timeout_s, 1, 3600),
       IntOption("http_max_connections", "Open HTTP connections allowed at once.",
                 &Config::http_max_connections, 1, 1'000'000),
       StringOption("admin_address", "Address the admin listener binds.", &Config::admin_address),

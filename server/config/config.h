@@ -43,6 +43,7 @@ struct Config {
   int64_t http_max_header_bytes = 8192;
   int64_t http_max_body_bytes = 262144;  // a 64 KiB message payload, JSON-escaped
   int64_t http_idle_timeout_s = 30;
+  int64_t http_write_timeout_s = 30;  // a client must take each answer whole within this
   int64_t http_max_connections = 10000;
   std::string admin_address = "127.0.0.1";  // admin listener (/metrics, /, /healthz, /readyz)
   int64_t admin_port = -1;                  // -1 (default) disables; 0 picks one

@@ -4,8 +4,10 @@
 //
 // Limits: oversized header -> 431, oversized body -> 413, malformed request
 // -> 400 (each followed by close); a connection that sends nothing for
-// idle_timeout (or trickles a request slower than that) is dropped; beyond
-// max_connections new connections get 503 and are closed.
+// idle_timeout (or trickles a request slower than that) is dropped, and so
+// is one that does not take an answer (or one write of an event stream)
+// whole within write_timeout; beyond max_connections new connections get
+// 503 and are closed.
 //
 // Thread safety: all methods are safe from any thread. The io_context may be
 // run by any number of threads (by one only with
@@ -38,6 +40,10 @@ struct HttpOptions {
   size_t max_header_bytes = 8192;
   size_t max_body_bytes = 65536;
   std::chrono::seconds idle_timeout{30};
+  // From the start of an answer's write to its last byte taken by the
+  // client (absolute: a trickling reader does not extend it); then the
+  // connection is reset and counted. Must be positive.
+  std::chrono::seconds write_timeout{30};
   size_t max_connections = 10000;
   size_t max_connections_per_peer = 0;  // per client IP; 0: no cap
   // True only if exactly one thread runs each io_context a connection runs

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/bind_handler.hpp>
@@ -27,6 +26,7 @@
 #include "server/base/log.h"
 #include "server/http/api_router.h"
 #include "server/http/event_sink.h"
+#include "server/http/http_deadline.h"
 #include "server/http/http_exchange.h"
 #include "server/http/http_ops.h"
 #include "server/http/http_request.h"
@@ -67,8 +67,10 @@ using Clock = std::chrono::steady_clock;
 
 // One connection over `Stream`: the strand-bound socket, IoSocket, or
 // TlsStream. Every member is touched only on the connection's strand.
-// Deadlines: one lazy timer; moving the deadline later only records it (the
-// timer re-arms when it fires early): a keep-alive request costs no timer op.
+// Deadlines (HttpDeadline): a request must arrive whole within the idle
+// timeout; an answer must be written whole within the write timeout (from
+// the write's start: a long-poll's wait does not count); the router's work
+// has none of its own.
 template <typename Stream>
 class Session : public ListenedSession,
                 public HttpResponder,
@@ -77,7 +79,6 @@ class Session : public ListenedSession,
   using Lowest =
       std::remove_reference_t<decltype(beast::get_lowest_layer(std::declval<Stream&>()))>;
   using Executor = typename Lowest::executor_type;  // a strand, or the io_context's
-  using Timer = net::basic_waitable_timer<Clock, net::wait_traits<Clock>, Executor>;
   using std::enable_shared_from_this<Session<Stream>>::shared_from_this;
   using std::enable_shared_from_this<Session<Stream>>::weak_from_this;
 
@@ -88,7 +89,7 @@ class Session : public ListenedSession,
       : tls_(std::move(tls)),
         stream_(MakeStream(std::move(socket), tls_.get())),
         ex_(Tcp().get_executor()),
-        timer_(ex_),
+        deadline_(ex_),
         server_(std::move(server)) {
     error_code ec;
     const tcp::endpoint remote = Tcp().remote_endpoint(ec);
@@ -143,41 +144,29 @@ class Session : public ListenedSession,
   void Close() {
     error_code ignored;
     Tcp().close(ignored);
-    timer_.cancel();
+    deadline_.Cancel();
   }
 
-  // --- deadline --------------------------------------------------------------
+  // --- deadline (http_deadline.h) -------------------------------------------
 
   // The connection is closed if the operation under way has not finished
-  // by now + `d`.
-  void ExpiresAfter(Clock::duration d) {
-    deadline_ = Clock::now() + d;
-    if (!timer_armed_ || deadline_ < timer_.expiry()) ArmTimer(deadline_);
-  }
-  void ExpiresNever() { deadline_ = Clock::time_point::max(); }
+  // by now + `d`; an answer's write is bounded by the write timeout.
+  void ExpiresAfter(Clock::duration d) { deadline_.After(d, HttpDeadlineFor::kOther, weak()); }
+  void WriteExpiresAfter(Clock::duration d) { deadline_.After(d, HttpDeadlineFor::kWrite, weak()); }
+  void WriteExpires() { WriteExpiresAfter(server_->options.write_timeout); }
+  void ExpiresNever() { deadline_.Never(); }
+  std::weak_ptr<Session<Stream>> weak() { return weak_from_this(); }
 
-  void ArmTimer(Clock::time_point at) {
-    timer_armed_ = true;
-    timer_.expires_at(at);  // cancels a wait already pending
-    // Weak: an idle deadline must not keep a finished connection alive.
-    timer_.async_wait([weak = weak_from_this()](error_code ec) {
-      if (ec == net::error::operation_aborted) return;  // re-armed or closed
-      if (auto self = weak.lock()) self->OnTimer();
-    });
-  }
-
-  void OnTimer() {
-    timer_armed_ = false;
-    if (deadline_ == Clock::time_point::max()) return;  // armed again when set
-    if (Clock::now() >= deadline_) {
-      // As a timed-out stream would: close, failing what is under way.
-      error_code ignored;
-      Tcp().close(ignored);
-      return;
-    }
-    ArmTimer(deadline_);
+ public:
+  // Called by deadline_: close, failing what is under way (as a timed-out
+  // stream would); a write not taken in time is counted and reset.
+  void OnDeadline(HttpDeadlineFor what) {
+    if (what == HttpDeadlineFor::kWrite) HttpWriteTimedOut(*server_, peer_, Tcp().native_handle());
+    error_code ignored;
+    Tcp().close(ignored);
   }
 
+ private:
   // --- reading a request -----------------------------------------------------
 
   void DoHandshake(bool reject) {
@@ -342,7 +331,6 @@ class Session : public ListenedSession,
     if (answer.version != 11 || !answer.keep_alive || stopping_) {
       return OnResponse(ToResponse(answer));
     }
-    ExpiresAfter(server_->options.idle_timeout);
     out_.clear();
     AppendOkHeader(answer.content_type, answer.body.size(), answer.request_id, out_);
     if (!head_) out_.append(answer.body.data(), answer.body.size());
@@ -351,13 +339,13 @@ class Session : public ListenedSession,
 
   void OnResponse(Response res) {
     if (stopping_) res.keep_alive(false);
-    ExpiresAfter(server_->options.idle_timeout);
     const bool close = res.need_eof();
     if (res.chunked()) {  // not made by the router; Beast frames it
       // A response to HEAD has no body (its headers stay as GET's would be):
       // bytes after them would be read as the next response.
       if (head_) res.body().clear();
       response_.emplace(std::move(res));
+      WriteExpires();
       return http::async_write(
           stream_, *response_,
           beast::bind_front_handler(&Session<Stream>::OnWrite, shared_from_this(), close));
@@ -387,6 +375,7 @@ class Session : public ListenedSession,
       }
       if (ec) sent = 0;
     }
+    WriteExpires();  // only a write that waits for the client needs one
     net::async_write(
         stream_, net::buffer(out_.data() + sent, out_.size() - sent),
         beast::bind_front_handler(&Session<Stream>::OnWrite, shared_from_this(), close));
@@ -394,6 +383,7 @@ class Session : public ListenedSession,
 
   void OnWrite(bool close, error_code ec, size_t /*bytes*/) {
     busy_ = false;
+    deadline_.WriteDone();
     response_.reset();
     // A large answer (metrics, admin pages) does not keep its room for the
     // life of a keep-alive connection.
@@ -406,8 +396,8 @@ class Session : public ListenedSession,
   // --- streaming (server/http/event_sink.h) ----------------------------------
   // After the head, one write in flight at a time drains the sink, and a
   // read stays pending to notice the client leaving (what it sends is
-  // discarded). No idle deadline: only a write must finish within the idle
-  // timeout (a reader that stopped reading).
+  // discarded). No idle deadline: only each write must finish within the
+  // write timeout (a reader that stopped reading).
   std::shared_ptr<EventSink> StartStream(Response head, size_t max_bytes) override {
     auto sink = std::make_shared<EventSink>(max_bytes);
     sink->SetWake([weak = weak_from_this()] {
@@ -430,13 +420,14 @@ class Session : public ListenedSession,
     SerializeResponse(head, /*head=*/false, out_);
     if (head_) stream_sink_->CloseAfter("");  // HEAD: the head alone
     stream_writing_ = true;
-    ExpiresAfter(StreamWriteTime());
+    WriteExpiresAfter(StreamWriteTime());
     net::async_write(stream_, net::buffer(out_),
                      beast::bind_front_handler(&Session<Stream>::OnStreamHead, shared_from_this()));
   }
 
   void OnStreamHead(error_code ec, size_t /*bytes*/) {
     stream_writing_ = false;
+    deadline_.WriteDone();
     if (ec) return EndStream();
     buffer_.clear();  // what the client sent after its request (it should send none)
     discard_ = std::make_unique<char[]>(kDiscardBufferBytes);
@@ -473,7 +464,7 @@ class Session : public ListenedSession,
         break;
     }
     stream_writing_ = true;
-    ExpiresAfter(StreamWriteTime());
+    WriteExpiresAfter(StreamWriteTime());
     net::async_write(
         stream_, net::buffer(out_),
         beast::bind_front_handler(&Session<Stream>::OnStreamWrite, shared_from_this()));
@@ -481,17 +472,18 @@ class Session : public ListenedSession,
 
   void OnStreamWrite(error_code ec, size_t bytes) {
     stream_writing_ = false;
+    deadline_.WriteDone();
     if (stream_sink_) stream_sink_->Written(bytes);
     if (ec) return EndStream();
     DoStreamWrite();
   }
 
-  // How long one write of a stream may take: the idle timeout, or the
-  // linger time once the server is stopping (so the drain does not wait
-  // for a reader that stopped reading).
+  // How long one write of a stream may take: the write timeout, as an
+  // answer's, or the linger time once the server is stopping (so the drain
+  // does not wait for a reader that stopped reading).
   Clock::duration StreamWriteTime() const {
-    const Clock::duration idle = server_->options.idle_timeout;
-    return stopping_ ? std::min<Clock::duration>(kLingerTime, idle) : idle;
+    const Clock::duration write = server_->options.write_timeout;
+    return stopping_ ? std::min<Clock::duration>(kLingerTime, write) : write;
   }
 
   // The connection is over: tell the producer, close.
@@ -513,13 +505,14 @@ class Session : public ListenedSession,
     busy_ = true;
     out_.clear();
     SerializeResponse(res, /*head=*/false, out_);
-    ExpiresAfter(server_->options.idle_timeout);
+    WriteExpires();
     net::async_write(stream_, net::buffer(out_),
                      beast::bind_front_handler(&Session<Stream>::OnFinalWrite, shared_from_this()));
   }
 
   void OnFinalWrite(error_code ec, size_t /*bytes*/) {
     busy_ = false;
+    deadline_.WriteDone();
     if (ec) return;
     if (stopping_) return ShutdownSend();
     Linger();
@@ -555,10 +548,8 @@ class Session : public ListenedSession,
 
   std::shared_ptr<net::ssl::context> tls_;  // TLS: the stream's context; before stream_
   Stream stream_;
-  const Executor ex_;         // the connection's strand (or the only io thread)
-  Timer timer_;               // fires at or before deadline_, when armed
-  bool timer_armed_ = false;  // a wait is pending (or its handler queued)
-  Clock::time_point deadline_ = Clock::time_point::max();
+  const Executor ex_;                // the connection's strand (or the only io thread)
+  HttpDeadline<Executor> deadline_;  // of what is under way
   std::shared_ptr<HttpServer::Impl> server_;
   beast::flat_buffer buffer_;            // bytes read and not yet parsed
   std::optional<RequestParser> parser_;  // of the request being read

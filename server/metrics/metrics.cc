@@ -148,6 +148,7 @@ struct Metrics::Impl {
   std::array<std::function<size_t()>, kInterfaceCount> connections GUARDED_BY(render_mu);
   std::unique_ptr<StreamMetrics> streams;
   std::array<prometheus::Gauge*, kInterfaceCount> connection_gauges GUARDED_BY(render_mu) = {};
+  std::array<prometheus::Counter*, kInterfaceCount> write_timeouts{};  // set once
   // step, remaining, runway, next_ready
   std::vector<prometheus::Gauge*> key_series[4] GUARDED_BY(render_mu);
 };
@@ -372,8 +373,13 @@ Metrics::Metrics(std::string_view version) : impl_(std::make_unique<Impl>()) {
                                     .Name("seqd_snowflake_parked_requests")
                                     .Help("Snowflake requests waiting (next ms, clock catching up)")
                                     .Register(r);
+  auto& write_timeouts = BuildCounter()
+                             .Name("seqd_write_timeout_closes_total")
+                             .Help("Connections closed: a reply not taken within the write timeout")
+                             .Register(r);
   for (size_t i = 0; i < kInterfaceCount; ++i) {
     const std::string name(kInterfaceNames[i]);
+    impl_->write_timeouts[i] = &write_timeouts.Add({{"interface", name}});
     impl_->durations[i] = &impl_->request_duration->Add({{"interface", name}}, LatencyBuckets());
     impl_->connection_gauges[i] = &impl_->open_connections->Add({{"interface", name}});
   }
@@ -407,6 +413,10 @@ void Metrics::CountRequest(Interface i, std::string_view op, std::string_view st
 void Metrics::SetOpenConnections(Interface i, std::function<size_t()> source) {
   MutexLock lock(impl_->render_mu);
   impl_->connections[static_cast<size_t>(i)] = std::move(source);
+}
+
+void Metrics::WriteTimedOut(Interface i) {
+  impl_->write_timeouts[static_cast<size_t>(i)]->Increment();
 }
 
 prometheus::Counter& Metrics::IdsIssued(const std::string& label) {

@@ -113,6 +113,9 @@ class Metrics {
     CountRequest(i, op, ErrorCodeName(code), seconds);
   }
   void SetOpenConnections(Interface i, std::function<size_t()> source);
+  // A connection closed because it did not take a reply write within its
+  // listener's write timeout (http_write_timeout_s, tcp_write_timeout_s).
+  void WriteTimedOut(Interface i);
 
   // --- allocator --------------------------------------------------------
   // The counter of IDs issued for `label` (cache it: this looks it up).

@@ -12,6 +12,7 @@
 #include "proto/resp_codec.h"
 #include "server/base/log.h"
 #include "server/core/segment_allocator.h"
+#include "server/metrics/metrics.h"
 #include "server/service/services.h"
 
 namespace seqd {
@@ -300,6 +301,7 @@ void RespSession::OnTimer() {
   const auto& o = server_->options;
   if (write_waiting_ && o.write_timeout.count() > 0 && now - write_wait_since_ >= o.write_timeout) {
     SEQD_LOG(kDebug) << "resp: closing a connection that does not read its replies";
+    metrics_->WriteTimedOut(Interface::kResp);
     return Close();
   }
   if (partial_ && o.request_timeout.count() > 0 && now - partial_since_ >= o.request_timeout) {

@@ -21,6 +21,7 @@
 #include "proto/message_codec.h"
 #include "proto/snowflake_codec.h"
 #include "server/base/log.h"
+#include "server/metrics/metrics.h"
 #include "server/msg/message_service.h"
 #include "server/net/conn_stream.h"
 #include "server/net/tcp_listener.h"
@@ -56,11 +57,13 @@ struct BinaryServer::Impl {
         dispatcher(services,
                    BinaryDispatchLimits{std::min(options.max_frame_bytes, proto::kMaxFrameSize),
                                         options.max_subscriptions}),
-        auth(services.auth) {}
+        auth(services.auth),
+        metrics(services.metrics) {}
 
   const BinaryServerOptions options;
   BinaryDispatcher dispatcher;
   const Authenticator* const auth;        // null: open
+  Metrics& metrics;                       // outlives the server (Services)
   std::shared_ptr<TcpListener> listener;  // set once, by the constructor
 };
 
@@ -475,6 +478,7 @@ class Session final : public ListenedSession,
     const auto& o = server_->options;
     if (writing_ && o.write_timeout.count() > 0 && now - write_started_ >= o.write_timeout) {
       SEQD_LOG(kDebug) << "binary: closing a connection that does not read its answers";
+      server_->metrics.WriteTimedOut(Interface::kBinary);
       return Close();
     }
     if (partial_ && o.request_timeout.count() > 0 && now - partial_since_ >= o.request_timeout) {

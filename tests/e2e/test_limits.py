@@ -7,6 +7,9 @@ the limit:
   (RSS of 40 such connections);
 - one byte every 0.4 s must not keep a binary or RESP connection open past
   the request timeout (nor does a client that never reads its replies);
+- an HTTP client that never reads a large answer is reset at the write
+  timeout (it was held for the idle timeout) and counted, while another
+  client is served;
 - connections per client address are capped on every listener;
 - the RESP port closes on an HTTP request instead of running its body;
 - HTTP: Transfer-Encoding other than chunked, a missing Host and a form
@@ -33,6 +36,16 @@ PING, NEXT_IDS = 0x01, 0x02
 
 def frame(opcode, request_id, payload=b""):
     return struct.pack(">IBBHI", 8 + len(payload), 1, opcode, 0, request_id) + payload
+
+
+def write_timeouts(seqd, interface):
+    """seqd_write_timeout_closes_total{interface=...} (0 if absent)."""
+    _, body = seqd.get("/metrics")
+    prefix = 'seqd_write_timeout_closes_total{interface="%s"} ' % interface
+    for line in body.decode().splitlines():
+        if line.startswith(prefix):
+            return float(line.split()[-1])
+    return 0.0
 
 
 def rss_kib(pid):
@@ -134,10 +147,13 @@ class Limits(unittest.TestCase):
         self.assertLess(time.time() - start, 4.5)
 
     def test_client_that_does_not_read_is_closed(self):
-        for port, request in ((self.tcp_port, frame(PING, 1, b"p" * 1000)),
-                              (self.resp_port, b"*2\r\n$4\r\nPING\r\n$1000\r\n" + b"p" * 1000
-                               + b"\r\n")):
-            with self.subTest(port=port):
+        for port, name, request in ((self.tcp_port, "binary", frame(PING, 1, b"p" * 1000)),
+                                    # RESP arguments are at most 512 bytes (a longer
+                                    # one closes as a protocol error, not a timeout).
+                                    (self.resp_port, "resp",
+                                     b"*2\r\n$4\r\nPING\r\n$500\r\n" + b"p" * 500 + b"\r\n")):
+            with self.subTest(interface=name):
+                counted = write_timeouts(self.seqd, name)
                 s = socket.socket()
                 self.addCleanup(s.close)
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
@@ -164,6 +180,7 @@ class Limits(unittest.TestCase):
                     # Nothing more goes in: the server must have closed by now.
                     gone = closed_within(s, 1)
                 self.assertTrue(gone, "a client that never reads stayed open (%d sent)" % sent)
+                self.assertEqual(write_timeouts(self.seqd, name), counted + 1)
 
     def open_connections(self, interface):
         status, body = self.seqd.get("/metrics")
@@ -300,6 +317,98 @@ class Limits(unittest.TestCase):
         head, rest = out.split(b"\r\n\r\n", 1)
         self.assertTrue(head.startswith(b"HTTP/1.1 "), out[:200])
         self.assertTrue(rest.startswith(b"HTTP/1.1 200"), out[:400])
+
+
+class HttpWriteTimeout(unittest.TestCase):
+    """An HTTP answer must be taken whole within http_write_timeout_s."""
+
+    TIMEOUT_S = 2
+    PAYLOAD = 1 << 20  # 8 messages: an 8 MiB pull, more than both sockets' buffers hold
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.seqd = Seqd(store_spec("sqlite", cls.tmp.name),
+                        "--http-write-timeout-s", str(cls.TIMEOUT_S),
+                        "--http-max-body-bytes", str(3 * cls.PAYLOAD),
+                        "--msg-max-payload-bytes", str(2 * cls.PAYLOAD),
+                        "--msg-max-pull-bytes", str(16 * cls.PAYLOAD))
+        cls.seqd.create_key("lim", 1000)
+        for i in range(8):
+            status, body, _ = cls.seqd.request(
+                "POST", "/conversations/sg_lim_big/messages",
+                {"sender_id": "p", "client_msg_id": "big%d" % i, "payload": "x" * cls.PAYLOAD})
+            assert status in (200, 201), (status, body[:200])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.seqd.__exit__()
+        cls.tmp.cleanup()
+
+    def test_answer_not_taken_is_reset_and_counted(self):
+        before = write_timeouts(self.seqd, "http")
+        s = socket.socket()
+        self.addCleanup(s.close)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", self.seqd.port))
+        start = time.time()
+        s.sendall(b"GET /conversations/sg_lim_big/messages?from=1&limit=100 HTTP/1.1\r\n"
+                  b"Host: x\r\n\r\n")
+        # Never read; another client is served meanwhile, until the counter moves.
+        served = 0
+        while write_timeouts(self.seqd, "http") == before:
+            self.assertLess(time.time() - start, self.TIMEOUT_S + 4,
+                            "an HTTP answer not taken for %.1f s is still being written"
+                            % (time.time() - start))
+            self.assertEqual(len(self.seqd.ids("lim", 2)), 2)
+            served += 1
+            time.sleep(0.1)
+        took = time.time() - start
+        self.assertGreater(took, self.TIMEOUT_S - 0.5)  # not before the deadline
+        self.assertGreater(served, 5)
+        self.assertEqual(write_timeouts(self.seqd, "http"), before + 1)
+        # The connection is gone (reset) short of the answer.
+        s.settimeout(5)
+        got = 0
+        try:
+            while True:
+                chunk = s.recv(1 << 16)
+                if not chunk:
+                    break
+                got += len(chunk)
+        except ConnectionResetError:
+            pass
+        self.assertLess(got, 8 * self.PAYLOAD)
+
+    def test_event_stream_write_not_taken_is_reset(self):
+        # The same deadline bounds each write of an event stream.
+        before = write_timeouts(self.seqd, "http")
+        s = socket.socket()
+        self.addCleanup(s.close)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", self.seqd.port))
+        s.sendall(b"GET /conversations/sg_lim_sse/events HTTP/1.1\r\nHost: x\r\n\r\n")
+        time.sleep(0.3)
+        for i in range(40):  # 8 MB of events, never read
+            status, body, _ = self.seqd.request(
+                "POST", "/conversations/sg_lim_sse/messages",
+                {"sender_id": "p", "client_msg_id": "e%d" % i, "payload": "y" * 200000})
+            self.assertIn(status, (200, 201), body[:200])
+        start = time.time()
+        while write_timeouts(self.seqd, "http") == before:
+            self.assertLess(time.time() - start, self.TIMEOUT_S + 4,
+                            "a stream write not taken is still pending")
+            time.sleep(0.1)
+        self.assertEqual(write_timeouts(self.seqd, "http"), before + 1)
+
+    def test_long_poll_wait_is_not_a_write(self):
+        # A long-poll waits longer than the write timeout before its answer:
+        # it is answered, not closed (the deadline covers the write only).
+        start = time.time()
+        status, body = self.seqd.get(
+            "/conversations/sg_lim_wait/messages?from=1&wait_ms=%d" % ((self.TIMEOUT_S + 1) * 1000))
+        self.assertEqual(status, 200, body[:200])
+        self.assertGreater(time.time() - start, self.TIMEOUT_S + 0.5)  # it did wait
 
 
 class FileLimit(unittest.TestCase):
