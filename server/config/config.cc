@@ -146,7 +146,7 @@ const std::vector<Option>& Options() {
                 "How often registered keys are checked against leaf_alloc (deleted rows go).",
                 &Config::key_refresh_interval_s, 1, 86'400),
       IntOption("max_cached_keys",
-                "Keys held in memory at most (about 220 bytes each); beyond it the least "
+                "Keys held in memory at most (about 200 bytes each); beyond it the least "
                 "recently used idle keys leave (their unused IDs are skipped, as after "
                 "key_idle_timeout_s). 0: no cap.",
                 &Config::max_cached_keys, 0, 100'000'000),

@@ -77,8 +77,7 @@ SegmentAllocator::KeyRef SegmentAllocator::FindOrInsert(std::string_view key, bo
   }
   // Freed by intrusive_ptr_release (segment_allocator.cc).
   static_assert(alignof(KeyState) <= allocator_internal::KeyStatePool::kBlockAlign);
-  KeyRef state(new (allocator_internal::KeyStatePool::Allocate(sizeof(KeyState)))
-                   KeyState(std::string(key)));
+  KeyRef state(new (allocator_internal::KeyStatePool::Allocate(sizeof(KeyState))) KeyState(key));
   StampUse(*state);
   shard.keys.Insert(state.get());
   intrusive_ptr_add_ref(state.get());  // the table's reference

@@ -43,14 +43,14 @@ void SegmentAllocator::MaybeReserveLocked(KeyState& s) {
   if (s.wait && now < s.wait->retry_at) return ScheduleRetryLocked(s);
   // Before the first reservation we do not know the table step; the store
   // uses the row's own step then.
-  const int64_t step_before = s.step;
+  const int32_t step_before = s.step32;
   // The first takes the row's step (unknown until then): a block it is too
   // short for waits for the next one, sized to hold it.
   const int64_t step = s.reservations == 0 ? 0 : std::max(NextStepLocked(s, demand), block);
   PendingReservation pending{KeyRef(&s), step, ShardGrant{s.shard, s.epoch}, now, {}};
   if (s.wait && s.reservations == 0) pending.creator = s.wait->creator;
   if (!reservation_queue_->Add(std::move(pending))) {
-    s.step = step_before;  // nothing was reserved: the next try sizes it again
+    s.step32 = step_before;  // nothing was reserved: the next try sizes it again
     // As many reservations wait for the store as keys fit in memory: it is
     // not keeping up. Try again after the backoff; parked requests wait
     // until then or their deadline.
@@ -159,7 +159,7 @@ void SegmentAllocator::CreateRowsAndReserve(const std::vector<PendingReservation
   std::vector<ReserveRequest> retry;
   for (size_t i : to_create) {
     const AutoKeyRule* rule = rules_.Match(batch[i].state->key);
-    rows.push_back(NewKey{batch[i].state->key, rule ? rule->step : 1});
+    rows.push_back(NewKey{batch[i].state->key.str(), rule ? rule->step : 1});
     retry.push_back(std::move(requests[i]));
   }
   Status created = store_.CreateKeys(rows, kAutoCreatedDescription);
@@ -253,7 +253,7 @@ void SegmentAllocator::InstallReservationLocked(KeyState& s, const ReservedSegme
     s.cursor.SetLimit(FastLimitLocked(s, s.CurrentLocked()));  // the rest, lock-free
   }
   s.table_step = seg.table_step;
-  if (s.step == 0) s.step = std::max<int64_t>(seg.table_step, 1);
+  if (s.step32 == 0) s.SetStepLocked(std::max<int64_t>(seg.table_step, 1));
   s.last_reserved_at = clock_.Now();
   SampleRateLocked(s, s.last_reserved_at);
   ++s.reservations;
@@ -296,9 +296,10 @@ bool SegmentAllocator::FailReservationLocked(KeyState& s, const Error& error, do
     SEQD_LOG(kDebug) << ErrorCodeName(error.code) << " key=" << s.key;  // not ours
     // The row is gone (or never existed), or may not be created now: fail
     // everyone and forget the key.
-    const Error answer = error.code == ErrorCode::kUnknownKey
-                             ? MakeError(ErrorCode::kUnknownKey, "unknown key '" + s.key + "'")
-                             : error;
+    const Error answer =
+        error.code == ErrorCode::kUnknownKey
+            ? MakeError(ErrorCode::kUnknownKey, "unknown key '" + s.key.str() + "'")
+            : error;
     for (auto& w : s.TakeParkedLocked()) answers.emplace_back(w, answer);
     MarkErasedLocked(s);
     return true;

@@ -68,7 +68,7 @@ KeySnapshot SegmentAllocator::SnapshotLocked(const KeyState& s) const {
   snap.current =
       buffer(s.has_current, s.has_current ? s.CurrentLocked() : Buffer{}, s.UsedLocked());
   snap.next = buffer(s.has_next, s.next, 0);
-  snap.step = s.step;
+  snap.step = s.StepLocked();
   snap.table_step = s.table_step;
   snap.parked = static_cast<int64_t>(s.ParkedLocked());
   snap.reservations = s.reservations;
@@ -111,10 +111,10 @@ std::vector<KeySnapshot> SegmentAllocator::Snapshot(std::string_view after, size
     Shard& shard = shards_[i];
     ReaderLock shard_lock(shard.mu);
     shard.keys.ForEach([&](KeyState* state) {
-      if (state->key > after) page.emplace_back(state);
+      if (state->key.view() > after) page.emplace_back(state);
     });
   }
-  auto by_key = [](const auto& a, const auto& b) { return a->key < b->key; };
+  auto by_key = [](const auto& a, const auto& b) { return a->key.view() < b->key.view(); };
   if (page.size() > limit) {
     std::nth_element(page.begin(), page.begin() + static_cast<ptrdiff_t>(limit), page.end(),
                      by_key);

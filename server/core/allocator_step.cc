@@ -12,27 +12,29 @@ namespace seqd {
 int64_t SegmentAllocator::NextStepLocked(KeyState& state, int64_t demand) {
   const Clock::TimePoint now = clock_.Now();
   int64_t floor = state.table_step > 0 ? state.table_step : 1;
-  if (state.step == 0) state.step = floor;
+  int64_t step = state.StepLocked();
+  if (step == 0) step = floor;
   // Leaf's rule: double while segments last less than segment_duration,
   // halve when one lasted more than twice that. The first reservation has
   // no previous segment to measure, the second a partial one.
   if (state.reservations >= 2) {
     const Clock::Duration lasted = now - state.last_reserved_at;
     if (lasted < options_.segment_duration) {
-      state.step = std::min(state.step * 2, options_.max_step);
+      step = std::min(step * 2, options_.max_step);
     } else if (lasted > 2 * options_.segment_duration) {
-      state.step = state.step / 2;
+      step = step / 2;
     }
   }
   // Doubling alone is too slow from a cold start: size the step from what
   // we measured, so the next segment lands before the current one runs out
   // (what is left of it at the prefetch point must outlast a few
   // reservations) and the two buffers hold min_runway at the current rate.
-  state.step = std::max(state.step, MeasuredStepLocked(state, now));
+  step = std::max(step, MeasuredStepLocked(state, now));
   // A table step above max_step wins: we never reserve less than the row says.
   const int64_t ceiling = std::max(options_.max_step, floor);
-  state.step = std::clamp(state.step, floor, ceiling);
-  return std::clamp(std::max(state.step, demand), floor, ceiling);
+  step = std::clamp(step, floor, ceiling);
+  state.SetStepLocked(step);
+  return std::clamp(std::max(step, demand), floor, ceiling);
 }
 
 int64_t SegmentAllocator::MeasuredStepLocked(const KeyState& state, Clock::TimePoint now) const {
@@ -62,7 +64,7 @@ void SegmentAllocator::OnTableStepChanged(std::string_view key, int64_t table_st
   if (!state) return;
   LockGuard<TinyMutex> lock(state->mu);
   state->table_step = table_step;
-  state->step = std::max(state->step, table_step);
+  state->SetStepLocked(std::max(state->StepLocked(), table_step));
 }
 
 }  // namespace seqd

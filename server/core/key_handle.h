@@ -22,8 +22,10 @@ struct KeyFastPath {
   SegmentCursor cursor;  // the current segment
   // Cluster mode: the epoch the buffers belong to (0: none yet, or fenced).
   std::atomic<int64_t> epoch{0};
-  std::atomic<bool> erased{false};  // left memory; later requests load it again
   std::atomic<uint32_t> refs{0};    // references (boost::intrusive_ptr)
+  std::atomic<bool> erased{false};  // left memory; later requests load it again
+  // Last: KeyState (key_state.h) puts its first bytes in the 3 bytes of
+  // padding after it.
 };
 
 // For boost::intrusive_ptr; the last reference deletes the key's state.

@@ -16,9 +16,11 @@
 #include <atomic>
 #include <boost/smart_ptr/intrusive_ptr.hpp>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -27,6 +29,7 @@
 #include "server/base/tiny_mutex.h"
 #include "server/core/id_batch.h"
 #include "server/core/key_handle.h"
+#include "server/core/key_name.h"
 #include "server/core/segment_cursor.h"
 
 namespace prometheus {
@@ -74,14 +77,11 @@ struct WaitState {
 // erased flag) is read without mu; it is written only with mu held.
 // Lifetime: reference-counted (KeyRef); the shard's table holds one.
 struct KeyState : KeyFastPath {
-  explicit KeyState(std::string k) : key(std::move(k)) {}
+  explicit KeyState(std::string_view k) : key(k) {}
 
-  const std::string key;
-  // Whole seconds since the allocator started, as of the coarse clock (the
-  // latest sweep or reservation): stamped by lookups by name, and when IDs
-  // taken without the lock are first counted.
-  mutable std::atomic<uint32_t> last_used{0};
-  mutable TinyMutex mu;
+  // Declared first: the compiler places these two bytes in KeyFastPath's
+  // tail padding (key_handle.h), not in a word of their own.
+  //
   // Set before the key's first reservation is queued and never changed, so
   // read without mu too (AutoCreatedUnlocked): a byte of its own, not a
   // bit-field.
@@ -99,11 +99,24 @@ struct KeyState : KeyFastPath {
   // MAX_IDS: a segment was installed at the key's epoch, so `last_issued`
   // and the current segment say the largest ID handed out (MaxLocked).
   bool max_known : 1 GUARDED_BY(mu) = false;
+
+  const KeyName key;  // 16 bytes; up to 15 of them inline
+  // Whole seconds since the allocator started, as of the coarse clock (the
+  // latest sweep or reservation): stamped by lookups by name, and when IDs
+  // taken without the lock are first counted.
+  mutable std::atomic<uint32_t> last_used{0};
+  mutable TinyMutex mu;
   uint32_t shard GUARDED_BY(mu) = 0;  // cluster mode: the key's shard (epoch: see KeyFastPath)
   int32_t reservations GUARDED_BY(mu) = 0;
   // How long reservations take lately, from sending to landing (a decaying
   // maximum, seconds): sizes the next step.
   float reserve_seconds GUARDED_BY(mu) = 0;
+  // The dynamic step; 0 until the first reservation. Through StepLocked and
+  // SetStepLocked: 32 bits, as max_step is below 2^31 (AllocatorOptions),
+  // so only a row's own step (table_step, from SQL) of 2^31 or more goes
+  // past it, and then the step is that row's step (never above
+  // max(max_step, table_step)): stored as kStepPastInt32.
+  int32_t step32 GUARDED_BY(mu) = 0;
   int64_t current_last GUARDED_BY(mu) = 0;
   Buffer next GUARDED_BY(mu);
   // The cursor's word (see KeyFastPath): what the fast path writes. Placed
@@ -111,7 +124,6 @@ struct KeyState : KeyFastPath {
   // taking from one key do not drag those to and fro with it.
   CursorWord cursor_word;
   int64_t table_step GUARDED_BY(mu) = 0;  // 0 until the first reservation tells us
-  int64_t step GUARDED_BY(mu) = 0;        // dynamic step
   // When the latest reservation landed, and IssuedLocked() then, before the
   // requests parked on it were served.
   Clock::TimePoint last_reserved_at GUARDED_BY(mu) = {};
@@ -140,6 +152,14 @@ struct KeyState : KeyFastPath {
   // the key's first reservation is queued and never again, and every reader
   // without mu got the key from that reservation or later.
   bool AutoCreatedUnlocked() const NO_THREAD_SAFETY_ANALYSIS { return auto_created; }
+
+  static constexpr int32_t kStepPastInt32 = std::numeric_limits<int32_t>::max();
+  int64_t StepLocked() const REQUIRES(mu) {
+    return step32 == kStepPastInt32 ? std::max<int64_t>(step32, table_step) : step32;
+  }
+  void SetStepLocked(int64_t step) REQUIRES(mu) {
+    step32 = static_cast<int32_t>(std::min<int64_t>(step, kStepPastInt32));
+  }
 
   Buffer CurrentLocked() const REQUIRES(mu) { return Buffer{cursor.Base(), current_last}; }
   // IDs of the current segment claimed so far (takes that failed at its end

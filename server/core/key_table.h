@@ -1,6 +1,7 @@
 // An open-addressing hash table of pointers to objects that carry their own
-// key (`T::key`, a std::string): 8 bytes a slot, where std::unordered_map
-// costs a node of about 64 bytes and a bucket per entry. Linear probing;
+// key (`T::key`: a std::string, or anything that converts to and compares
+// with a std::string_view): 8 bytes a slot, where std::unordered_map costs
+// a node of about 64 bytes and a bucket per entry. Linear probing;
 // erasing shifts the entries after it back (no tombstones). Grows to keep
 // at most 7/8 of the slots full; never shrinks.
 //

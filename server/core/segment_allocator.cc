@@ -24,6 +24,12 @@ int64_t IdBatch::count() const {
 
 namespace {
 std::atomic<uint64_t> next_allocator_id{1};  // 0 marks an unused handle-cache entry
+
+// Keys keep their step in 32 bits (KeyState::step32): max_step stays below.
+AllocatorOptions BoundSteps(AllocatorOptions o) {
+  o.max_step = std::min<int64_t>(o.max_step, allocator_internal::KeyState::kStepPastInt32 - 1);
+  return o;
+}
 }  // namespace
 
 void intrusive_ptr_add_ref(KeyFastPath* key) { key->refs.fetch_add(1, std::memory_order_relaxed); }
@@ -42,7 +48,7 @@ SegmentAllocator::SegmentAllocator(SegmentStore& store, TaskRunner& db, Clock& c
       db_(db),
       clock_(clock),
       rules_(std::move(rules)),
-      options_(options),
+      options_(BoundSteps(options)),
       shards_(new Shard[allocator_internal::kShardCount]),
       reservation_queue_(std::make_unique<BatchQueue<PendingReservation>>(
           db, kMaxReservationBatch, std::max<size_t>(1, options_.reservation_flushes),

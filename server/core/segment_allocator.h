@@ -59,8 +59,8 @@ struct AllocatorOptions {
   // long at the key's current rate: a database outage this long costs no
   // request, at the price of more IDs skipped at a restart. 0: off.
   Clock::Duration min_runway = Clock::Duration::zero();
-  int64_t max_step = 1'000'000;
-  int64_t max_count = 10'000;                                      // largest batch per call
+  int64_t max_step = 1'000'000;  // at most 2^31 - 2: more is taken as that
+  int64_t max_count = 10'000;    // largest batch per call
   Clock::Duration idle_timeout = std::chrono::minutes(10);         // evict keys unused this long
   Clock::Duration retry_backoff = std::chrono::milliseconds(200);  // after a failed reservation
   // Keys held in memory at most (0: no cap); about 250 bytes each (keys of

@@ -280,6 +280,25 @@ TEST_CASE("store down: buffers serve, then 503; after recovery service resumes")
   CHECK(later.batch->ranges[0].first > 10);
 }
 
+TEST_CASE("a row's step of 2^31 or more is reserved exactly; max_step stays below 2^31") {
+  // Keys keep their dynamic step in 32 bits (KeyState::step32).
+  AllocatorOptions o;
+  o.prefetch_fraction = 0.0;      // the next reservation is posted at once
+  o.max_step = int64_t{1} << 40;  // taken as 2^31 - 2
+  Fixture f(o);
+  CHECK(f.alloc->options().max_step == (int64_t{1} << 31) - 2);
+  constexpr int64_t kBig = 3'000'000'000;  // a row set by SQL: above any max_step
+  REQUIRE(f.memory.CreateKey("big", kBig, ""));
+  CHECK(f.One("big") == 1);  // reservation 1: the row's own step
+  f.db.RunAll();             // reservation 2, sized by the allocator
+  auto snap = f.alloc->SnapshotKey("big");
+  REQUIRE(snap);
+  CHECK(snap->table_step == kBig);
+  CHECK(snap->step == kBig);
+  CHECK(snap->current.last == kBig);
+  CHECK(snap->next.step == kBig);
+}
+
 TEST_CASE("dynamic step doubles when segments go fast and halves when slow, within bounds") {
   AllocatorOptions o;
   o.segment_duration = 15min;
