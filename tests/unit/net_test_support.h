@@ -234,10 +234,12 @@ struct ServerWorld {
   ServerWorld(const ServerWorld&) = delete;
   ServerWorld& operator=(const ServerWorld&) = delete;
 
-  net::io_context io;
-  net::executor_work_guard<net::io_context::executor_type> work = net::make_work_guard(io);
+  // io2 before io: destroyed after it, since io's pending accept may still
+  // own a socket bound to a strand on io2 (as the App orders them).
   net::io_context io2{1};  // runs only with per_thread, on a thread of its own
   net::executor_work_guard<net::io_context::executor_type> work2 = net::make_work_guard(io2);
+  net::io_context io;
+  net::executor_work_guard<net::io_context::executor_type> work = net::make_work_guard(io);
   IoRing ring{{&io, &io2}};
   const bool per_thread;  // the App's layout: connections spread over `ring`
   const int io_threads;   // running io: 2, or 1 for a single-threaded server or per_thread
