@@ -68,8 +68,8 @@ const char* const kSql[kNumStmts] = {
     // back. No row back: no such key, or no room below INT64_MAX (the
     // row is left as it is).
     /* kReserveReturning */
-    "UPDATE leaf_alloc SET max_id = max_id + COALESCE(?1, step), update_time = " SEQD_SQLITE_NOW
-    " WHERE biz_tag = ?2 AND max_id <= 9223372036854775807 - COALESCE(?1, step)"
+    "UPDATE leaf_alloc SET max_id = max_id + COALESCE(?2, step), update_time = " SEQD_SQLITE_NOW
+    " WHERE biz_tag = ?1 AND max_id <= 9223372036854775807 - COALESCE(?2, step)"
     " RETURNING max_id, step",
     /* kCreateOrReserve: a new row starts at 1 and gives its first segment
        at once; a row already there gives its next one. */
@@ -205,22 +205,16 @@ std::vector<Result<ReservedSegment>> SqliteStore::ReserveMany(
                        : db_.Stmt(kReserveReturning, "reserve many (update)");
     if (!stmt.ok()) return fail_all(stmt.error());
     SqliteResetOnExit reset(*stmt);
+    // Both statements: ?1 the key, ?2 the step asked for (NULL: the row's).
+    SqliteBindText(*stmt, 1, r.key);
+    if (r.step) {
+      sqlite3_bind_int64(*stmt, 2, *r.step);
+    } else {
+      sqlite3_bind_null(*stmt, 2);
+    }
     if (create) {
-      SqliteBindText(*stmt, 1, r.key);
-      if (r.step) {
-        sqlite3_bind_int64(*stmt, 2, *r.step);
-      } else {
-        sqlite3_bind_null(*stmt, 2);
-      }
       sqlite3_bind_int64(*stmt, 3, r.create_step);
       SqliteBindText(*stmt, 4, r.create_description);
-    } else {
-      if (r.step) {
-        sqlite3_bind_int64(*stmt, 1, *r.step);
-      } else {
-        sqlite3_bind_null(*stmt, 1);
-      }
-      SqliteBindText(*stmt, 2, r.key);
     }
     const int rc = sqlite3_step(*stmt);
     if (rc == SQLITE_DONE) {  // no row changed: which reason?
