@@ -8,6 +8,20 @@ scripts/node-deps
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j2
 
+# Runs ctest in build dir $1 (further arguments go to ctest). On failure it
+# prints, last, a digest of what failed (doctest's failed checks, sanitizer
+# reports with their first frames, crashes), so that the end of the output,
+# which is what a CI summary keeps, names the cause and not only the test.
+run_ctest() {
+  local dir=$1
+  shift
+  if (cd "$dir" && "$@"); then return 0; fi
+  echo "test: failure digest for $dir"
+  grep -E -B3 -A6 'FATAL ERROR|ERROR: CHECK|: ERROR: |WARNING: ThreadSanitizer|ERROR: AddressSanitizer|runtime error:|SUMMARY: |Segmentation fault|Aborted|Exception|Timeout' \
+    "$dir/Testing/Temporary/LastTest.log" | grep -v '^.*Z \(INFO\|WARN\|ERROR\) ' | head -n 80 || true
+  return 1
+}
+
 mariadb_dir=$(mktemp -d -t seqd-mariadb.XXXXXX)
 cleanup() {
   scripts/mariadb.sh stop "$mariadb_dir" >/dev/null 2>&1 || true
@@ -19,7 +33,7 @@ export SEQD_TEST_MYSQL_URL
 export SEQD_TEST_MARIADB_DIR="$mariadb_dir"
 echo "test: MariaDB at ${SEQD_TEST_MYSQL_URL//:seqd@/:***@}"
 
-(cd build && ctest --output-on-failure -j2 "$@")
+run_ctest build ctest --output-on-failure -j2 "$@"
 
 # What only clang checks: the thread-safety analysis (GUARDED_BY, REQUIRES)
 # as errors, and each folder's library linking only what
@@ -49,8 +63,8 @@ if [[ $# -eq 0 && $sanitizers != 0 ]]; then
     cmake --build "$dir" -j2 --target seqd_unit_tests store_conformance_test \
       message_store_conformance_test worker_lease_conformance_test shard_lease_conformance_test \
       client_tests client_server_tests
-    (cd "$dir" && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 run_ctest "$dir" \
       ctest --output-on-failure -j2 \
-        -R '^(unit_tests|(message_store|store|worker_lease|shard_lease)_conformance(_mariadb)?|client_tests|client_server_tests)$')
+      -R '^(unit_tests|(message_store|store|worker_lease|shard_lease)_conformance(_mariadb)?|client_tests|client_server_tests)$'
   done
 fi

@@ -1,9 +1,11 @@
 #include "server/config/config.h"
 
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
+#include <string>
 
 using namespace seqd;
 
@@ -27,7 +29,7 @@ TEST_CASE("defaults match the documented ones") {
 }
 
 TEST_CASE("flags beat environment, environment beats the file") {
-  const std::string path = "/tmp/seqd_config_test.conf";
+  const std::string path = "/tmp/seqd_config_test_" + std::to_string(::getpid()) + ".conf";
   {
     std::ofstream f(path);
     f << "# comment\nhttp_port = 7000\nmax_step = 500\n  threads=3  \n";
@@ -74,14 +76,14 @@ TEST_CASE("bad values get an error naming the option") {
     REQUIRE_FALSE(c);
     CHECK_MESSAGE(c.error().message.find(tc.must_mention) != std::string::npos, c.error().message);
   }
-  const std::string path = "/tmp/seqd_config_bad.conf";
+  const std::string path = "/tmp/seqd_config_bad_" + std::to_string(::getpid()) + ".conf";
   {
     std::ofstream f(path);
     f << "max_count = 0\n";
   }
   auto c = Load({"--config", path.c_str()});
   REQUIRE_FALSE(c);
-  CHECK(c.error().message.find("seqd_config_bad.conf:1: max_count") != std::string::npos);
+  CHECK(c.error().message.find(path + ":1: max_count") != std::string::npos);
   std::remove(path.c_str());
 }
 
