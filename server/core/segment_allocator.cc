@@ -152,7 +152,9 @@ void SegmentAllocator::TakeSlow(std::string_view key, int64_t count, TakeCallbac
         if (inserted) AdmitNewKeyLocked(*state, requester);
         if (options_.gate && state->epoch != grant.epoch) MoveToEpochLocked(*state, grant);
         int64_t need = count;
-        served = ServeTakeLocked(*state, need, got, contiguous);
+        // Behind requests already parked: they are served first (FIFO), so
+        // a take made after another never gets lower IDs than it.
+        served = !state->HasParkedLocked() && ServeTakeLocked(*state, need, got, contiguous);
         if (served) {
           MaybeReserveLocked(*state);
           ReportIssuedLocked(*state);
@@ -173,8 +175,7 @@ void SegmentAllocator::TakeSlow(std::string_view key, int64_t count, TakeCallbac
                         static_cast<int64_t>(options_.max_cached_keys)) {
       EvictOverCapacity();
     }
-    clock_.RunAt(clock_.Now() + options_.wait_deadline,
-                 [this, state, waiter] { OnDeadline(state, waiter); });
+    deadlines_.Add(clock_.Now() + options_.wait_deadline, std::move(state), std::move(waiter));
     return;
   }
 }
@@ -231,6 +232,9 @@ std::shared_ptr<SegmentAllocator::Waiter> SegmentAllocator::ParkLocked(KeyState&
   waiter->got = std::move(got);
   waiter->done = std::move(done);
   state.WaitLocked().parked.push_back(waiter);
+  // No lock-free take past a parked request (FastLimitLocked); a block
+  // request can park with IDs left in the current segment.
+  if (state.has_current) state.cursor.SetLimit(0);
   ++parked_now_;
   parked_total_.fetch_add(1, std::memory_order_relaxed);
   MaybeReserveLocked(state);
@@ -304,8 +308,11 @@ void SegmentAllocator::InstallCurrentLocked(KeyState& state, const Buffer& b, bo
 
 int64_t SegmentAllocator::FastLimitLocked(const KeyState& state, const Buffer& current) const {
   // Closed until the first take after a landing that answered parked
-  // requests (KeyState::window_at_next_take).
-  if (state.window_at_next_take) return 0;
+  // requests (KeyState::window_at_next_take), and while requests are
+  // parked: they are served first, through the lock, so that a take made
+  // after them never gets lower IDs (a pipelining caller sees its answers
+  // increase in the order it asked).
+  if (state.window_at_next_take || state.HasParkedLocked()) return 0;
   const int64_t size = std::min(current.size(), SegmentCursor::kMaxSize);
   // Until the next segment is here, takes past the prefetch point go
   // through the lock, where the reservation is started (and retried).
@@ -322,6 +329,10 @@ void SegmentAllocator::OnDeadline(const KeyRef& state, const std::shared_ptr<Wai
     auto it = std::find(parked.begin(), parked.end(), w);
     if (it == parked.end()) return;  // already served
     parked.erase(it);
+    // The last one parked gone: lock-free takes may resume (FastLimitLocked).
+    if (parked.empty() && state->has_current) {
+      state->cursor.SetLimit(FastLimitLocked(*state, state->CurrentLocked()));
+    }
     state->TidyLocked();
   }
   --parked_now_;

@@ -42,6 +42,7 @@
 #include "server/core/key_rules.h"
 #include "server/core/key_shard.h"
 #include "server/core/key_state.h"
+#include "server/core/parked_deadlines.h"
 #include "server/core/shard_gate.h"
 #include "server/core/thread_handle_cache.h"
 #include "server/core/token_buckets.h"
@@ -301,7 +302,7 @@ class SegmentAllocator {
   bool ServeTakeLocked(KeyState& state, int64_t& need, IdBatch& got, bool contiguous)
       REQUIRES(state.mu);
   // Parks a request still missing `need` IDs (`got` so far) and starts a
-  // reservation if due. The caller sets the deadline (OnDeadline).
+  // reservation if due. The caller sets the deadline (deadlines_, OnDeadline).
   std::shared_ptr<Waiter> ParkLocked(KeyState& state, int64_t need, IdBatch got, TakeCallback done,
                                      bool contiguous) REQUIRES(state.mu);
   // Moves up to `need` IDs from the buffers into `got`, decrementing
@@ -440,6 +441,11 @@ class SegmentAllocator {
   std::atomic<int64_t> evicted_capacity_{0};
   std::atomic<int64_t> auto_create_refused_{0};
   std::unique_ptr<TokenBuckets> auto_create_limit_;  // null: no limit
+  // Last: destroyed first, so the key references it holds go back while
+  // the shards are still here.
+  allocator_internal::ParkedDeadlines deadlines_{
+      clock_,
+      [this](const KeyRef& state, const std::shared_ptr<Waiter>& w) { OnDeadline(state, w); }};
 };
 
 }  // namespace seqd

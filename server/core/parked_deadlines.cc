@@ -1,0 +1,58 @@
+#include "server/core/parked_deadlines.h"
+
+#include <atomic>
+#include <vector>
+
+namespace seqd::allocator_internal {
+
+ParkedDeadlines::Lane& ParkedDeadlines::LaneOfThisThread() {
+  static std::atomic<size_t> next_lane{0};
+  thread_local const size_t lane = next_lane.fetch_add(1, std::memory_order_relaxed);
+  return lanes_[lane % kLanes];
+}
+
+void ParkedDeadlines::Add(Clock::TimePoint at, KeyRef state, std::shared_ptr<Waiter> waiter) {
+  Lane& lane = LaneOfThisThread();
+  bool arm = false;
+  {
+    MutexLock lock(lane.mu);
+    lane.queue.push_back(Entry{at, std::move(state), std::move(waiter)});
+    arm = !lane.armed;
+    lane.armed = true;
+  }
+  // Only the head's timer is ever set: later entries are due no sooner.
+  if (arm) clock_.RunAt(at, [this, &lane] { Fire(lane); });
+}
+
+void ParkedDeadlines::Fire(Lane& lane) {
+  std::vector<Entry> due;
+  Clock::TimePoint next{};
+  bool rearm = false;
+  {
+    const Clock::TimePoint now = clock_.Now();
+    MutexLock lock(lane.mu);
+    while (!lane.queue.empty() && lane.queue.front().at <= now) {
+      due.push_back(std::move(lane.queue.front()));
+      lane.queue.pop_front();
+    }
+    if (lane.queue.empty()) {
+      lane.armed = false;
+    } else {
+      rearm = true;
+      next = lane.queue.front().at;
+    }
+  }
+  if (rearm) clock_.RunAt(next, [this, &lane] { Fire(lane); });
+  for (const Entry& e : due) expire_(e.state, e.waiter);
+}
+
+size_t ParkedDeadlines::size() const {
+  size_t n = 0;
+  for (const Lane& lane : lanes_) {
+    MutexLock lock(lane.mu);
+    n += lane.queue.size();
+  }
+  return n;
+}
+
+}  // namespace seqd::allocator_internal
