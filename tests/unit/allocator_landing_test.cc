@@ -120,7 +120,8 @@ TEST_CASE("requests parked for a landing are served before takes made after them
   int out_of_order = 0, failed = 0;
   std::vector<std::atomic<int64_t>> first(kTakes);
   for (int k = 0; k < kKeys; ++k) {
-    const std::string key = "k" + std::to_string(k);
+    std::string key = "k";
+    key += std::to_string(k);  // not "k" + ...: GCC 12 warns (-Wrestrict, a false positive)
     REQUIRE(store.CreateKey(key, 256, ""));
     std::atomic<int> answered{0};
     for (int i = 0; i < kTakes; ++i) {
@@ -162,4 +163,31 @@ TEST_CASE("a take made while a block request waits is answered after it, with hi
   REQUIRE(block);
   REQUIRE(after);
   CHECK(after->ranges.front().first > block->ranges.back().last);
+}
+
+TEST_CASE("parked requests' deadlines: a timer per lane, each request failed once, in time") {
+  MemoryStore store;
+  ManualRunner db;  // never run: every request stays parked
+  ManualClock clock;
+  AllocatorOptions options;
+  options.wait_deadline = std::chrono::seconds(1);
+  SegmentAllocator alloc(store, db, clock, KeyRules(std::vector<AutoKeyRule>{}), options);
+  constexpr int kKeys = 1000;
+  std::vector<int> calls(kKeys, 0);
+  for (int i = 0; i < kKeys; ++i) {
+    std::string key = "k";
+    key += std::to_string(i);  // not "k" + ...: GCC 12 warns (-Wrestrict, a false positive)
+    REQUIRE(store.CreateKey(key, 10, ""));
+    alloc.Take(key, 1, [&calls, i](Result<IdBatch> r) {
+      CHECK(r.error().code == ErrorCode::kStoreUnavailable);
+      ++calls[static_cast<size_t>(i)];
+    });
+    if (i == kKeys / 2) clock.Advance(std::chrono::milliseconds(500));
+  }
+  CHECK(clock.pending_timers() <= 8);             // not one per request
+  clock.Advance(std::chrono::milliseconds(999));  // the first half is due
+  for (int i = 0; i < kKeys; ++i) CHECK(calls[static_cast<size_t>(i)] == (i <= kKeys / 2 ? 1 : 0));
+  clock.Advance(std::chrono::milliseconds(501));
+  for (int i = 0; i < kKeys; ++i) CHECK(calls[static_cast<size_t>(i)] == 1);
+  CHECK(alloc.stats().timeouts == kKeys);
 }
