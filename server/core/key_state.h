@@ -49,6 +49,7 @@ struct Buffer {
 // list (read and written with the key's mutex held) until taken out of it,
 // then to whoever took it out.
 struct Waiter {
+  uint64_t id = 0;   // unique in its allocator: how its deadline finds it
   int64_t need = 0;  // IDs still missing
   // NEXT_BLOCK: all `need` IDs from one segment at once (got stays empty
   // until then); else served from as many segments as it takes.

@@ -11,12 +11,12 @@ ParkedDeadlines::Lane& ParkedDeadlines::LaneOfThisThread() {
   return lanes_[lane % kLanes];
 }
 
-void ParkedDeadlines::Add(Clock::TimePoint at, KeyRef state, std::shared_ptr<Waiter> waiter) {
+void ParkedDeadlines::Add(Clock::TimePoint at, KeyRef state, uint64_t waiter_id) {
   Lane& lane = LaneOfThisThread();
   bool arm = false;
   {
     MutexLock lock(lane.mu);
-    lane.queue.push_back(Entry{at, std::move(state), std::move(waiter)});
+    lane.queue.push_back(Entry{at, std::move(state), waiter_id});
     arm = !lane.armed;
     lane.armed = true;
   }
@@ -43,7 +43,7 @@ void ParkedDeadlines::Fire(Lane& lane) {
     }
   }
   if (rearm) clock_.RunAt(next, [this, &lane] { Fire(lane); });
-  for (const Entry& e : due) expire_(e.state, e.waiter);
+  for (const Entry& e : due) expire_(e.state, e.waiter_id);
 }
 
 size_t ParkedDeadlines::size() const {

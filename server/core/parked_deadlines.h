@@ -4,7 +4,8 @@
 // Every request parks for the same duration, so each lane's deadlines come
 // in the order they were added: a lane is a FIFO with one Clock::RunAt armed
 // for its head. A request served before its deadline stays queued until
-// then; Expire finds it already answered and does nothing.
+// then (its key and id: 24 bytes; the request itself is freed once
+// answered); Expire finds it already answered and does nothing.
 //
 // Thread safety: Add() is safe from any thread (callers spread over lanes by
 // thread, so network threads rarely meet on a lock). `expire` runs on the
@@ -17,7 +18,6 @@
 #include <array>
 #include <deque>
 #include <functional>
-#include <memory>
 
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
@@ -28,16 +28,16 @@ namespace seqd::allocator_internal {
 
 class ParkedDeadlines {
  public:
-  using Expire = std::function<void(const KeyRef&, const std::shared_ptr<Waiter>&)>;
+  using Expire = std::function<void(const KeyRef&, uint64_t waiter_id)>;
 
   ParkedDeadlines(Clock& clock, Expire expire) : clock_(clock), expire_(std::move(expire)) {}
   ParkedDeadlines(const ParkedDeadlines&) = delete;
   ParkedDeadlines& operator=(const ParkedDeadlines&) = delete;
 
-  // Calls expire(state, waiter) at or after `at`. Precondition: `at` is no
+  // Calls expire(state, waiter_id) at or after `at`. Precondition: `at` is no
   // earlier than any earlier Add()'s from this thread by more than the
   // clock's resolution (true when every caller adds Now() + one duration).
-  void Add(Clock::TimePoint at, KeyRef state, std::shared_ptr<Waiter> waiter);
+  void Add(Clock::TimePoint at, KeyRef state, uint64_t waiter_id);
 
   // Entries not yet expired, over all lanes (for tests and gauges).
   size_t size() const;
@@ -46,7 +46,7 @@ class ParkedDeadlines {
   struct Entry {
     Clock::TimePoint at;
     KeyRef state;
-    std::shared_ptr<Waiter> waiter;
+    uint64_t waiter_id;
   };
   struct Lane {
     mutable Mutex mu;

@@ -175,7 +175,7 @@ void SegmentAllocator::TakeSlow(std::string_view key, int64_t count, TakeCallbac
                         static_cast<int64_t>(options_.max_cached_keys)) {
       EvictOverCapacity();
     }
-    deadlines_.Add(clock_.Now() + options_.wait_deadline, std::move(state), std::move(waiter));
+    deadlines_.Add(clock_.Now() + options_.wait_deadline, std::move(state), waiter->id);
     return;
   }
 }
@@ -227,6 +227,7 @@ std::shared_ptr<SegmentAllocator::Waiter> SegmentAllocator::ParkLocked(KeyState&
                                                                        TakeCallback done,
                                                                        bool contiguous) {
   auto waiter = std::make_shared<Waiter>();
+  waiter->id = next_waiter_id_.fetch_add(1, std::memory_order_relaxed);
   waiter->need = need;
   waiter->contiguous = contiguous;
   waiter->got = std::move(got);
@@ -321,13 +322,16 @@ int64_t SegmentAllocator::FastLimitLocked(const KeyState& state, const Buffer& c
       size, static_cast<int64_t>(static_cast<double>(current.size()) * options_.prefetch_fraction));
 }
 
-void SegmentAllocator::OnDeadline(const KeyRef& state, const std::shared_ptr<Waiter>& w) {
+void SegmentAllocator::OnDeadline(const KeyRef& state, uint64_t waiter_id) {
+  std::shared_ptr<Waiter> w;
   {
     LockGuard<TinyMutex> lock(state->mu);
     if (!state->wait) return;  // already served
     auto& parked = state->wait->parked;
-    auto it = std::find(parked.begin(), parked.end(), w);
+    auto it = std::find_if(parked.begin(), parked.end(),
+                           [waiter_id](const auto& p) { return p->id == waiter_id; });
     if (it == parked.end()) return;  // already served
+    w = std::move(*it);
     parked.erase(it);
     // The last one parked gone: lock-free takes may resume (FastLimitLocked).
     if (parked.empty() && state->has_current) {

@@ -318,7 +318,7 @@ class SegmentAllocator {
   // REQUIRES: has_current. How much of the current segment TryTake may
   // claim: all of it once the next one is here, else up to the prefetch point.
   int64_t FastLimitLocked(const KeyState& state, const Buffer& current) const REQUIRES(state.mu);
-  void OnDeadline(const KeyRef& state, const std::shared_ptr<Waiter>& w);
+  void OnDeadline(const KeyRef& state, uint64_t waiter_id);
 
   // Reservations and their batches (allocator_reservations.cc).
   // Starts a reservation if one is due and allowed.
@@ -436,6 +436,7 @@ class SegmentAllocator {
   std::atomic<int64_t> parked_now_{0};
   std::atomic<int64_t> timeouts_{0};
   std::atomic<int64_t> parked_total_{0};
+  std::atomic<uint64_t> next_waiter_id_{1};
   std::atomic<int64_t> keys_held_{0};
   std::atomic<int64_t> evicted_idle_{0};
   std::atomic<int64_t> evicted_capacity_{0};
@@ -444,8 +445,7 @@ class SegmentAllocator {
   // Last: destroyed first, so the key references it holds go back while
   // the shards are still here.
   allocator_internal::ParkedDeadlines deadlines_{
-      clock_,
-      [this](const KeyRef& state, const std::shared_ptr<Waiter>& w) { OnDeadline(state, w); }};
+      clock_, [this](const KeyRef& state, uint64_t waiter_id) { OnDeadline(state, waiter_id); }};
 };
 
 }  // namespace seqd
