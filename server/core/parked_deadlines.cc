@@ -1,5 +1,6 @@
 #include "server/core/parked_deadlines.h"
 
+#include <algorithm>
 #include <atomic>
 #include <vector>
 
@@ -28,8 +29,8 @@ void ParkedDeadlines::Fire(Lane& lane) {
   std::vector<Entry> due;
   Clock::TimePoint next{};
   bool rearm = false;
+  const Clock::TimePoint now = clock_.Now();
   {
-    const Clock::TimePoint now = clock_.Now();
     MutexLock lock(lane.mu);
     while (!lane.queue.empty() && lane.queue.front().at <= now) {
       due.push_back(std::move(lane.queue.front()));
@@ -42,7 +43,10 @@ void ParkedDeadlines::Fire(Lane& lane) {
       next = lane.queue.front().at;
     }
   }
-  if (rearm) clock_.RunAt(next, [this, &lane] { Fire(lane); });
+  // Not sooner than kBatch from now: during a storm of parked requests a
+  // lane fires every few milliseconds for all that came due, not once per
+  // request.
+  if (rearm) clock_.RunAt(std::max(next, now + kBatch), [this, &lane] { Fire(lane); });
   for (const Entry& e : due) expire_(e.state, e.waiter_id);
 }
 

@@ -3,9 +3,10 @@
 //
 // Every request parks for the same duration, so each lane's deadlines come
 // in the order they were added: a lane is a FIFO with one Clock::RunAt armed
-// for its head. A request served before its deadline stays queued until
-// then (its key and id: 24 bytes; the request itself is freed once
-// answered); Expire finds it already answered and does nothing.
+// for its head (at most kBatch late, so that one firing serves many). A
+// request served before its deadline stays queued until then (its key and
+// id: 24 bytes; the request itself is freed once answered); Expire finds it
+// already answered and does nothing.
 //
 // Thread safety: Add() is safe from any thread (callers spread over lanes by
 // thread, so network threads rarely meet on a lock). `expire` runs on the
@@ -54,6 +55,9 @@ class ParkedDeadlines {
     bool armed GUARDED_BY(mu) = false;  // a timer is set for queue.front().at
   };
   static constexpr size_t kLanes = 8;
+  // A deadline is kept at most this late (a lane's timer batches what
+  // comes due within it).
+  static constexpr Clock::Duration kBatch = std::chrono::milliseconds(5);
 
   Lane& LaneOfThisThread();
   void Fire(Lane& lane);
