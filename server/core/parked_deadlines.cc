@@ -50,13 +50,4 @@ void ParkedDeadlines::Fire(Lane& lane) {
   for (const Entry& e : due) expire_(e.state, e.waiter_id);
 }
 
-size_t ParkedDeadlines::size() const {
-  size_t n = 0;
-  for (const Lane& lane : lanes_) {
-    MutexLock lock(lane.mu);
-    n += lane.queue.size();
-  }
-  return n;
-}
-
 }  // namespace seqd::allocator_internal

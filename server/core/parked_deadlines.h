@@ -40,9 +40,6 @@ class ParkedDeadlines {
   // clock's resolution (true when every caller adds Now() + one duration).
   void Add(Clock::TimePoint at, KeyRef state, uint64_t waiter_id);
 
-  // Entries not yet expired, over all lanes (for tests and gauges).
-  size_t size() const;
-
  private:
   struct Entry {
     Clock::TimePoint at;
