@@ -143,14 +143,17 @@ def crossing(calls, fault):
     the victim, the calls in flight at some time between the fault's start
     and the key's first answer to a call sent after it (the key served
     again, by the new owner). Other faults: the calls in flight while the
-    fault ran."""
+    fault ran. An owner fault's `taken` is when the victim was surely dead
+    or stopped (after `start`, when the signal was sent): only a call sent
+    after it is surely answered by another owner."""
     keys = set(fault["keys"])
     if fault["kind"] not in OWNER_FAULTS:
         return [c for c in calls
                 if c.key in keys and c.send <= fault["end"] and c.recv >= fault["start"]]
+    taken = fault.get("taken", fault["start"])
     served = {}
     for c in calls:
-        if c.key in keys and c.ok and c.send > fault["start"]:
+        if c.key in keys and c.ok and c.send > taken:
             served[c.key] = min(served.get(c.key, c.recv), c.recv)
     return [c for c in calls
             if c.key in keys and c.recv >= fault["start"]
@@ -316,6 +319,18 @@ def self_test():
     assert [c.key for c in crossing(calls, f)] == ["j"]
     assert missed_faults(calls, [f], 2.0) == []
     f["keys"] = ["k"]
+    assert len(missed_faults(calls, [f], 2.0)) == 1
+    # A call sent just after the kill was ordered but answered by the victim
+    # before it died is not the key served again: the call sent after the
+    # victim was surely dead (`taken`) waited for the takeover.
+    calls, _ = parse_output("cpp", "\n".join([
+        line(0, "m", 1, 2999.0, 3000.3, "ok 1-1"), line(1, "m", 1, 3000.2, 3000.4, "ok 2-2"),
+        line(0, "m", 1, 3001.0, 5200.0, "ok 3-3")]))
+    f = {"kind": "kill_owner", "start": (t0 + 3000 * 10 ** 6) / 1e9,
+         "taken": (t0 + 3000.6 * 10 ** 6) / 1e9, "end": (t0 + 4000 * 10 ** 6) / 1e9,
+         "target": "s1", "keys": ["m"]}
+    assert missed_faults(calls, [f], 2.0) == []
+    del f["taken"]
     assert len(missed_faults(calls, [f], 2.0)) == 1
     n += 1
     return n

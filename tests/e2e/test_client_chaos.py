@@ -64,7 +64,9 @@ Checks (exit 1 if any fails):
     died unless the nemesis killed it, both drivers exited 0;
   - every kill_owner and stop_owner fault delayed some call of the
     victim's keys by at least a quarter lease (the fault reached the
-    clients: a pass is never a nemesis that missed).
+    clients: a pass is never a nemesis that missed); the key counts as
+    served again only by a call sent once the victim was surely dead or
+    stopped, not one the victim answered as the signal was on its way.
 Figures: calls and failed calls per client, latency p50/p99/max of all
 calls and of the calls that crossed a fault (in flight while it ran;
 owner faults: calls of the victim's keys), per client and fault kind;
@@ -208,6 +210,7 @@ class ClientNemesis(chaos.Nemesis):
         self.begin(fault, victim.name, "kill -9 (owner of %s)" % ",".join(fault["keys"]))
         self.cluster.set_state(victim, "killed", signal.SIGKILL)
         victim.proc.wait()
+        fault["taken"] = time.monotonic()
         time.sleep(1.0)
         new = self.cluster.start_instance()
         fault["end"] = time.monotonic()
@@ -218,9 +221,30 @@ class ClientNemesis(chaos.Nemesis):
         self.begin(fault, victim.name, "SIGSTOP (owner of %s) for %.1f s" % (
             ",".join(fault["keys"]), STOP_LEASES * self.lease_s))
         self.cluster.set_state(victim, "frozen", signal.SIGSTOP)
+        wait_stopped(victim.proc.pid)
+        fault["taken"] = time.monotonic()
         time.sleep(STOP_LEASES * self.lease_s)
         self.cluster.set_state(victim, "up", signal.SIGCONT)
         fault["end"] = time.monotonic()
+
+
+def wait_stopped(pid, timeout_s=2.0):
+    """Returns once every thread of `pid` is stopped (state T in
+    /proc/PID/task/*/stat): kill() only makes SIGSTOP pending, and a thread
+    on another core may answer a call after it returns."""
+    until = time.monotonic() + timeout_s
+    while time.monotonic() < until:
+        try:
+            states = []
+            for tid in os.listdir("/proc/%d/task" % pid):
+                with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+        except OSError:
+            states = []
+        if states and all(s in ("T", "t") for s in states):
+            return
+        time.sleep(0.001)
+    raise RuntimeError("pid %d did not stop within %.1f s" % (pid, timeout_s))
 
 
 # --- drivers -------------------------------------------------------------------
