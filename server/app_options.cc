@@ -36,6 +36,7 @@ HttpOptions ToHttpOptions(const Config& c) {
   o.write_timeout = std::chrono::seconds(c.http_write_timeout_s);
   o.max_connections = static_cast<size_t>(c.http_max_connections);
   o.max_connections_per_peer = static_cast<size_t>(c.max_connections_per_peer);
+  o.max_unread_bytes_per_peer = static_cast<size_t>(c.http_max_unread_bytes_per_peer);
   return o;
 }
 

@@ -185,6 +185,11 @@ const std::vector<Option>& Options() {
                 &Config::http_write_timeout_s, 1, 3600),
       IntOption("http_max_connections", "Open HTTP connections allowed at once.",
                 &Config::http_max_connections, 1, 1'000'000),
+      IntOption("http_max_unread_bytes_per_peer",
+                "HTTP: bytes of answers one client IP address has not read yet (over all its "
+                "connections, beyond what the sockets took); at or over it, its requests get 429 "
+                "with Retry-After and a close, unanswered. 0: no cap.",
+                &Config::http_max_unread_bytes_per_peer, 0, int64_t{1} << 40),
       StringOption("admin_address", "Address the admin listener binds.", &Config::admin_address),
       IntOption("admin_port",
                 "Admin listener port (/metrics, /, /healthz, /readyz only); 0 picks one, -1 "

@@ -45,6 +45,7 @@ struct Config {
   int64_t http_idle_timeout_s = 30;
   int64_t http_write_timeout_s = 30;  // a client must take each answer whole within this
   int64_t http_max_connections = 10000;
+  int64_t http_max_unread_bytes_per_peer = 64 << 20;  // answers a client IP has not read
   std::string admin_address = "127.0.0.1";  // admin listener (/metrics, /, /healthz, /readyz)
   int64_t admin_port = -1;                  // -1 (default) disables; 0 picks one
   std::string tcp_address = "127.0.0.1";    // binary protocol and RESP listeners

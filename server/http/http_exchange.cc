@@ -42,6 +42,14 @@ HttpResponse CloseWithError(http::status status, std::string_view code, std::str
   return res;
 }
 
+HttpResponse TooMuchUnread() {
+  HttpResponse res =
+      CloseWithError(http::status::too_many_requests, "resource_exhausted",
+                     "too many answers unread by this address: read them, then retry");
+  res.set(http::field::retry_after, "1");
+  return res;
+}
+
 std::optional<HttpResponse> RefuseHeader(const RequestParser& p, const HttpRequest& req,
                                          std::string_view header_bytes) {
   if (p.has_transfer_encoding() && !EqualsNoCase(Trimmed(p.transfer_encoding()), "chunked")) {

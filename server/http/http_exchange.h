@@ -24,6 +24,10 @@ namespace seqd {
 HttpResponse CloseWithError(boost::beast::http::status status, std::string_view code,
                             std::string_view message);
 
+// 429 (Retry-After: 1) to a request from an address whose connections have
+// too many answers unread (HttpOptions::max_unread_bytes_per_peer).
+HttpResponse TooMuchUnread();
+
 // The answer to a header that must not be served (docs/security.md), or
 // nullopt:
 //  - Transfer-Encoding other than exactly "chunked": a body framed in a way

@@ -46,6 +46,10 @@ struct HttpOptions {
   std::chrono::seconds write_timeout{30};
   size_t max_connections = 10000;
   size_t max_connections_per_peer = 0;  // per client IP; 0: no cap
+  // Bytes of answers one client IP has not read (over all its connections;
+  // server/net/unread_bytes.h); at or over it, its requests get 429 and a
+  // close. 0: no cap.
+  size_t max_unread_bytes_per_peer = 64 << 20;
   // True only if exactly one thread runs each io_context a connection runs
   // on (the server's, or each of `connections`): connections then skip
   // their strands (that thread serializes them already).

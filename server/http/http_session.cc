@@ -90,9 +90,11 @@ class Session : public ListenedSession,
         stream_(MakeStream(std::move(socket), tls_.get())),
         ex_(Tcp().get_executor()),
         deadline_(ex_),
-        server_(std::move(server)) {
+        server_(std::move(server)),
+        unread_(server_->unread) {
     error_code ec;
     const tcp::endpoint remote = Tcp().remote_endpoint(ec);
+    if (!ec) unread_.set_peer(remote.address().to_string());
     if (!ec) peer_ = remote.address().to_string() + ":" + std::to_string(remote.port());
     // Plain TCP answers are first written directly (DoWrite): that write
     // must not block the thread.
@@ -307,6 +309,10 @@ class Session : public ListenedSession,
   // A complete request is in request_: hand it to the router.
   void OnRequest() {
     if (stopping_) return Close();
+    if (unread_.Over()) {  // its address does not read what it asked for
+      Count(ProtocolErrorFor(ProtocolError::kTooMuchUnread).metric_label);
+      return SendAndClose(TooMuchUnread());
+    }
     busy_ = true;
     head_ = request_.method == http::verb::head;
     ExpiresNever();  // the router answers within the allocator's deadline
@@ -376,6 +382,7 @@ class Session : public ListenedSession,
       if (ec) sent = 0;
     }
     WriteExpires();  // only a write that waits for the client needs one
+    unread_.Owe(out_.size() - sent);
     net::async_write(
         stream_, net::buffer(out_.data() + sent, out_.size() - sent),
         beast::bind_front_handler(&Session<Stream>::OnWrite, shared_from_this(), close));
@@ -383,6 +390,7 @@ class Session : public ListenedSession,
 
   void OnWrite(bool close, error_code ec, size_t /*bytes*/) {
     busy_ = false;
+    unread_.Settle();
     deadline_.WriteDone();
     response_.reset();
     // A large answer (metrics, admin pages) does not keep its room for the
@@ -561,6 +569,7 @@ class Session : public ListenedSession,
   bool busy_ = false;                    // a request is being answered or a reply written
   bool head_ = false;                    // the request being answered is a HEAD
   std::string peer_;                     // the client's address:port (audit lines)
+  UnreadShare unread_;                   // out_'s bytes the socket has not taken
   bool stopping_ = false;
   std::unique_ptr<char[]> discard_;         // only while lingering or streaming
   std::shared_ptr<EventSink> stream_sink_;  // a streamed answer's body, until it ends

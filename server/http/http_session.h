@@ -9,6 +9,7 @@
 
 #include "server/http/http_server.h"
 #include "server/net/tcp_listener.h"
+#include "server/net/unread_bytes.h"
 
 namespace boost::asio::ssl {
 class context;
@@ -17,10 +18,12 @@ class context;
 namespace seqd {
 
 struct HttpServer::Impl {
-  Impl(HttpOptions options_, ApiRouter& router_) : options(std::move(options_)), router(router_) {}
+  Impl(HttpOptions options_, ApiRouter& router_)
+      : options(std::move(options_)), router(router_), unread(options.max_unread_bytes_per_peer) {}
 
   const HttpOptions options;
   ApiRouter& router;
+  UnreadBytes unread;                     // answers written but not yet taken, per client IP
   std::shared_ptr<TcpListener> listener;  // set once, by HttpServer's constructor
 };
 

@@ -34,7 +34,7 @@ constexpr std::array<WireErrorRow, 14> kRows = {{
 }};
 
 // The answers a protocol layer makes by itself, in enum order.
-constexpr std::array<ProtocolErrorRow, 9> kProtocolRows = {{
+constexpr std::array<ProtocolErrorRow, 10> kProtocolRows = {{
     {ProtocolError::kBadRequest, 400, Status::kMalformedFrame, "bad_request"},
     {ProtocolError::kMethodNotAllowed, 405, Status::kInvalidArgument, "method_not_allowed"},
     // The code and label of kTooLarge: one name for 413, whoever answers it.
@@ -45,6 +45,7 @@ constexpr std::array<ProtocolErrorRow, 9> kProtocolRows = {{
     {ProtocolError::kFrameTooLarge, 413, Status::kFrameTooLarge, "frame_too_large"},
     {ProtocolError::kUnknownOpcode, 400, Status::kUnknownOpcode, "unknown_opcode"},
     {ProtocolError::kTooManyConnections, 503, Status::kResourceExhausted, "other"},
+    {ProtocolError::kTooMuchUnread, 429, Status::kResourceExhausted, "resource_exhausted"},
 }};
 
 // HTTP answers that a route makes without an Error (an unknown path, a
@@ -68,7 +69,7 @@ constexpr bool ProtocolRowsInEnumOrder() {
   for (size_t i = 0; i < kProtocolRows.size(); ++i) {
     if (static_cast<size_t>(kProtocolRows[i].error) != i) return false;
   }
-  return static_cast<size_t>(ProtocolError::kTooManyConnections) + 1 == kProtocolRows.size();
+  return static_cast<size_t>(ProtocolError::kTooMuchUnread) + 1 == kProtocolRows.size();
 }
 static_assert(ProtocolRowsInEnumOrder(), "kProtocolRows: one row per ProtocolError, in order");
 

@@ -10,6 +10,9 @@ the limit:
 - an HTTP client that never reads a large answer is reset at the write
   timeout (it was held for the idle timeout) and counted, while another
   client is served;
+- an address whose connections leave answers unread past
+  http_max_unread_bytes_per_peer gets 429 (it was served, each answer built
+  and held: slowhttptest's slow read), while another address is served;
 - connections per client address are capped on every listener;
 - the RESP port closes on an HTTP request instead of running its body;
 - HTTP: Transfer-Encoding other than chunked, a missing Host and a form
@@ -409,6 +412,91 @@ class HttpWriteTimeout(unittest.TestCase):
             "/conversations/sg_lim_wait/messages?from=1&wait_ms=%d" % ((self.TIMEOUT_S + 1) * 1000))
         self.assertEqual(status, 200, body[:200])
         self.assertGreater(time.time() - start, self.TIMEOUT_S + 0.5)  # it did wait
+
+
+class HttpUnreadAnswers(unittest.TestCase):
+    """An address may leave at most http_max_unread_bytes_per_peer unread."""
+
+    # 16 messages: 16 MiB pulls, of which a socket takes at most tcp_wmem's
+    # largest send buffer (4 MiB by default): each unread answer leaves at
+    # least 12 MiB in seqd.
+    PAYLOAD = 1 << 20
+    CAP = 16 << 20
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.seqd = Seqd(store_spec("sqlite", cls.tmp.name),
+                        "--http-max-unread-bytes-per-peer", str(cls.CAP),
+                        "--http-max-body-bytes", str(3 * cls.PAYLOAD),
+                        "--msg-max-payload-bytes", str(2 * cls.PAYLOAD),
+                        "--msg-max-pull-bytes", str(32 * cls.PAYLOAD))
+        cls.seqd.create_key("unread", 1000)
+        for i in range(16):
+            status, body, _ = cls.seqd.request(
+                "POST", "/conversations/sg_unread/messages",
+                {"sender_id": "p", "client_msg_id": "u%d" % i, "payload": "x" * cls.PAYLOAD})
+            assert status in (200, 201), (status, body[:200])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.seqd.__exit__()
+        cls.tmp.cleanup()
+
+    def ask(self, source="127.0.0.1"):
+        """GET /seq/unread on a new connection from `source`: (status, head, body)."""
+        s = socket.socket()
+        try:
+            s.bind((source, 0))
+            s.settimeout(5)
+            s.connect(("127.0.0.1", self.seqd.port))
+            s.sendall(b"GET /seq/unread HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            data = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            s.close()
+        head, _, body = data.partition(b"\r\n\r\n")
+        return int(head.split()[1]), head.decode().lower(), body.decode()
+
+    def test_address_that_does_not_read_is_refused_others_served(self):
+        slow = []
+        self.addCleanup(lambda: [s.close() for s in slow])
+        refused = None
+        for _ in range(8):
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.connect(("127.0.0.1", self.seqd.port))
+            s.sendall(b"GET /conversations/sg_unread/messages?from=1&limit=100 HTTP/1.1\r\n"
+                      b"Host: x\r\n\r\n")
+            slow.append(s)
+            time.sleep(0.3)  # the answer is built and its write is under way
+            status, head, body = self.ask()
+            if status == 429:
+                refused = (head, body)
+                break
+            self.assertEqual(status, 200, body)
+        self.assertIsNotNone(refused, "8 answers of 16 MiB unread, and the address is served")
+        # Two answers pass the 16 MiB cap (a third if one was not built yet
+        # when asked).
+        self.assertLessEqual(len(slow), 3)
+        head, body = refused
+        self.assertIn("retry-after: 1", head)
+        self.assertIn("connection: close", head)
+        self.assertIn('"resource_exhausted"', body)
+        # Another address is served meanwhile.
+        self.assertEqual(self.ask("127.0.0.2")[0], 200)
+        # Once the unread answers are gone (their connections closed), the
+        # address is served again.
+        for s in slow:
+            s.close()
+        deadline = time.time() + 5
+        while self.ask()[0] != 200:
+            self.assertLess(time.time(), deadline, "still refused after its connections closed")
+            time.sleep(0.1)
 
 
 class FileLimit(unittest.TestCase):

@@ -67,7 +67,7 @@ TEST_CASE("every status label wire_errors gives is a series Metrics creates") {
     CHECK(row.metric_label == ErrorCodeName(row.code));
     CHECK(MetricLabelFor(row.binary) == row.metric_label);
   }
-  for (size_t e = 0; e <= static_cast<size_t>(ProtocolError::kTooManyConnections); ++e) {
+  for (size_t e = 0; e <= static_cast<size_t>(ProtocolError::kTooMuchUnread); ++e) {
     const ProtocolErrorRow& row = ProtocolErrorFor(static_cast<ProtocolError>(e));
     CHECK_MESSAGE(Known(statuses, row.metric_label), row.metric_label);
   }
