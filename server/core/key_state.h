@@ -181,9 +181,12 @@ struct KeyState : KeyFastPath {
     has_current = false;
   }
   // REQUIRES: max_known. The largest ID handed out (or never to be): in
-  // the current segment if any of it was claimed, else last_issued.
-  int64_t MaxLocked() const REQUIRES(mu) {
-    const int64_t used = UsedLocked();
+  // the current segment if any of it was claimed, else last_issued. Seals
+  // the current segment's claims (SegmentCursor::Seal): no ID at or below
+  // the answer is handed out later.
+  int64_t MaxLocked() REQUIRES(mu) {
+    const int64_t used =
+        has_current ? std::min(cursor.Seal(cursor_word), CurrentLocked().size()) : 0;
     return used > 0 ? std::max(last_issued, cursor.Base() + used - 1) : last_issued;
   }
   bool HasParkedLocked() const REQUIRES(mu) { return wait && !wait->parked.empty(); }

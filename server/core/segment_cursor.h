@@ -86,6 +86,30 @@ class SegmentCursor {
     return Offset(word.v.load(std::memory_order_acquire));
   }
 
+  // Lock held; open. IDs claimed from the open segment so far, made final:
+  // a take whose claim is in the answer and that fails gives nothing back
+  // (its IDs are skipped), so every ID below Base() + the answer was handed
+  // out or never will be, and every later claim is above it. Used() alone
+  // may count a failing take's claim that is given back and handed out
+  // again. Moves the segment to a new generation at the same base, offset
+  // and limit: a take racing it fails (its IDs skipped) and goes the lock
+  // holder's way; with no take in flight nothing is skipped. May run past
+  // the segment's size (cap it).
+  int64_t Seal(CursorWord& word) {
+    const uint64_t tag = tag_.load(std::memory_order_relaxed);
+    const uint64_t generation = (Generation(tag) + 1) & kGenerationMask;
+    // As Open: a take that reads the new tag around the old word (or the
+    // reverse) sees the generations differ.
+    tag_.store(Tag(generation, 0), std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    tag_.store(Tag(generation, Limit(tag)), std::memory_order_release);
+    uint64_t w = word.v.load(std::memory_order_acquire);
+    while (!word.v.compare_exchange_weak(w, (generation << kOffsetBits) | (w & kOffsetMask),
+                                         std::memory_order_acq_rel, std::memory_order_acquire)) {
+    }
+    return Offset(w);
+  }
+
   // Lock held; open. Claims up to `n` IDs below `size` (the segment's real
   // size, at least the limit); returns how many, and the first in `*first`.
   int64_t TakeUpTo(CursorWord& word, int64_t n, int64_t size, int64_t* first) {

@@ -67,6 +67,89 @@ TEST_CASE("SegmentCursor: a claim that may not be served is skipped only if one 
   CHECK(SegmentCursor::Used(w) == 6);
 }
 
+TEST_CASE("SegmentCursor: Seal makes a failing take's claim final; Used alone does not") {
+  SegmentCursor c;
+  CursorWord w;
+  c.Open(w, 0, 4);
+  CHECK(c.TryTake(w, 3) == 0);  // IDs 0..2 handed out
+  // Used() alone: a racing take's claim of 3..4 (past the limit) is
+  // counted, then given back, and 3 is handed out again: an answer of
+  // "4 is the largest" would be wrong.
+  uint64_t before = w.v.load();
+  w.v.fetch_add(2);
+  CHECK(SegmentCursor::Used(w) == 5);
+  uint64_t expected = before + 2;
+  CHECK(w.v.compare_exchange_strong(expected, before));  // given back
+  int64_t first = 0;
+  CHECK(c.TakeUpTo(w, 1, 10, &first) == 1);
+  CHECK(first == 3);
+  // Seal(): the claim it counts cannot be given back (skipped), and the
+  // next ID is above its answer.
+  before = w.v.load();
+  w.v.fetch_add(2);  // a racing take's claim of 4..5
+  CHECK(c.Seal(w) == 6);
+  expected = before + 2;
+  CHECK_FALSE(w.v.compare_exchange_strong(expected, before));
+  CHECK(c.TakeUpTo(w, 1, 10, &first) == 1);
+  CHECK(first == 6);
+  // With no take in flight nothing is skipped, and lock-free takes go on
+  // below the limit after a seal.
+  c.SetLimit(9);
+  CHECK(c.Seal(w) == 7);
+  CHECK(c.TryTake(w, 1) == 7);
+  CHECK(c.Seal(w) == 8);
+  CHECK(c.TryTake(w, 1) == 8);
+  CHECK(c.Base() == 0);
+}
+
+TEST_CASE("SegmentCursor: no ID at or below a seal's answer is handed out after it") {
+  // A taker failing at the limit in a loop (each failure a claim that is
+  // given back) against the lock holder sealing and then taking one ID,
+  // for 300 ms: the ID must lie above the seal's answer every time.
+  constexpr int64_t kSize = int64_t{1} << 16;
+  SegmentCursor c;
+  CursorWord w;
+  int64_t base = 0, first = 0;
+  auto open = [&] {  // past the limit at once: every lock-free take fails
+    c.Open(w, base, 8);
+    REQUIRE(c.TakeUpTo(w, 8, kSize, &first) == 8);
+  };
+  open();
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> served{0}, tries{0};
+  std::thread taker([&] {
+    while (!stop.load(std::memory_order_relaxed)) {
+      if (c.TryTake(w, 4)) served.fetch_add(1);
+      tries.fetch_add(1, std::memory_order_relaxed);
+    }
+  });
+  int64_t bad = 0, rounds = 0;
+  std::atomic<int64_t> pause{0};
+  const auto until = std::chrono::steady_clock::now() + 300ms;
+  while (std::chrono::steady_clock::now() < until) {
+    for (int i = 0; i < 1000; ++i, ++rounds) {
+      const int64_t sealed = base + c.Seal(w);
+      // In a server the next take comes long after the answer: a claim
+      // counted in it has been given back by then.
+      for (int k = 0; k < 64; ++k) pause.fetch_add(1, std::memory_order_relaxed);
+      if (c.TakeUpTo(w, 1, kSize, &first) != 1) {
+        c.Close(w);
+        base += kSize;
+        open();
+      } else if (first < sealed) {
+        ++bad;
+      }
+    }
+  }
+  stop = true;
+  taker.join();
+  CHECK(served == 0);
+  CHECK(tries > 1000);  // the taker ran (each try a claim given back)
+  CHECK(rounds > 1000);
+  // With Used() in place of Seal() this fails.
+  CHECK(bad == 0);
+}
+
 TEST_CASE("SegmentCursor: readers racing a writer that replaces segments get each ID once") {
   // The writer replaces the segment as soon as it is used up, sometimes
   // after taking some of it itself, sometimes closing it early. Readers
