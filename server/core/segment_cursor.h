@@ -22,7 +22,8 @@
 //     0. A take serves only if the tag it read before and after the base
 //     is the same, has its word's generation and a limit its claim fits
 //     under, so a base from another segment is never used (it would take
-//     2^24 segments during one take to come back to a generation).
+//     2^24 segments or seals (MAX_IDS answers) during one take to come
+//     back to a generation).
 //
 // Thread safety: TryTake() and Used() from any thread, without a lock. The
 // other methods REQUIRE the owner's lock: one writer at a time. Every call
