@@ -3,6 +3,7 @@
 // SIGTERM; split, the two orders could no longer be read against each other.
 #include "server/app.h"
 
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include <atomic>
@@ -511,6 +512,12 @@ int App::Run() {
     });
   });
 
+  // Freed memory back to the system once a minute: churn (keys evicted,
+  // connections and streams ending, on many threads' malloc arenas) leaves
+  // free pages resident that RSS never gives back (docs/operations.md,
+  // "Memory"). On a database thread: with a large heap it takes a while.
+  PeriodicTask trim(p.io, std::chrono::minutes(1), [&p] { p.db->Post([] { malloc_trim(0); }); });
+
   // Open on purpose: say so every hour, not only at start.
   std::optional<PeriodicTask> insecure;
   if (!p.auth->enabled() && p.config.insecure_no_auth) {
@@ -536,6 +543,7 @@ int App::Run() {
     if (ec) return;
     SEQD_LOG(kInfo) << "signal " << sig << ": draining";
     evict.Cancel();
+    trim.Cancel();
     refresh.Cancel();
     hangup.cancel();
     if (insecure) insecure->Cancel();
