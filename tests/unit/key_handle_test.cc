@@ -110,16 +110,18 @@ TEST_CASE("SegmentCursor: no ID at or below a seal's answer is handed out after 
   SegmentCursor c;
   CursorWord w;
   int64_t base = 0, first = 0;
-  auto open = [&] {  // past the limit at once: every lock-free take fails
+  auto open = [&] {  // then past the limit: lock-free takes fail from here
     c.Open(w, base, 8);
     REQUIRE(c.TakeUpTo(w, 8, kSize, &first) == 8);
   };
   open();
   std::atomic<bool> stop{false};
-  std::atomic<int64_t> served{0}, tries{0};
+  std::atomic<int64_t> tries{0};
+  // Right after a reopen a take may be served below the limit, before the
+  // holder claims past it: legitimate, and below the holder's next IDs.
   std::thread taker([&] {
     while (!stop.load(std::memory_order_relaxed)) {
-      if (c.TryTake(w, 4)) served.fetch_add(1);
+      (void)c.TryTake(w, 4);
       tries.fetch_add(1, std::memory_order_relaxed);
     }
   });
@@ -143,7 +145,6 @@ TEST_CASE("SegmentCursor: no ID at or below a seal's answer is handed out after 
   }
   stop = true;
   taker.join();
-  CHECK(served == 0);
   CHECK(tries > 1000);  // the taker ran (each try a claim given back)
   CHECK(rounds > 1000);
   // With Used() in place of Seal() this fails.
