@@ -8,8 +8,13 @@
 # for Go; p99: lower is better for Go). The Go client runs twice: with a
 # goroutine per call in flight (blocking NextIDs) and with one goroutine per
 # connection keeping its calls in flight (GoNextIDs, --async: seqbench's
-# shape). Rounds alternate which client goes first; the ratios are of the
-# medians over the rounds.
+# shape), and with chains of NextIDsFunc callbacks, each starting the next
+# on the connection's reader (--callback: no goroutine per call, one write
+# per batch read). "Go raw" is no client at all: seqd-gobench --raw speaks
+# the protocol itself in seqbench's shape, the Go runtime's own ceiling on
+# this host, so the client's share of the gap is measured. Rounds
+# alternate which client goes first; the ratios are of the medians over
+# the rounds.
 #
 #   STORES="sqlite mariadb" CONNECTIONS=4 PIPELINE=16 DURATION=5 ROUNDS=3 \
 #     bench/go_client.sh [SEQD_BINARY]
@@ -53,8 +58,8 @@ run_store() {  # STORE
   local args=(--connections "$CONNECTIONS" --pipeline "$PIPELINE" --duration "$DURATION" --json)
   for mode in key new_keys; do
     for round in $(seq "$ROUNDS"); do
-      local order="cpp go goasync"
-      ((round % 2 == 0)) && order="goasync go cpp"
+      local order="cpp go goasync gocallback goraw"
+      ((round % 2 == 0)) && order="goraw gocallback goasync go cpp"
       for client in $order; do
         local what=(--key "bk_${store}")
         [[ $mode == new_keys ]] && what=(--new-keys "nk_${client}${round}_")
@@ -63,6 +68,8 @@ run_store() {  # STORE
           cpp) "$SEQBENCH" --tcp "127.0.0.1:$tcp" "${what[@]}" "${args[@]}" >"$out" ;;
           go) "$GOBENCH" --tcp "127.0.0.1:$tcp" "${what[@]}" "${args[@]}" >"$out" ;;
           goasync) "$GOBENCH" --async --tcp "127.0.0.1:$tcp" "${what[@]}" "${args[@]}" >"$out" ;;
+          gocallback) "$GOBENCH" --callback --tcp "127.0.0.1:$tcp" "${what[@]}" "${args[@]}" >"$out" ;;
+          goraw) "$GOBENCH" --raw --tcp "127.0.0.1:$tcp" "${what[@]}" "${args[@]}" >"$out" ;;
         esac
       done
     done
@@ -73,16 +80,17 @@ import json, statistics, sys
 work, store, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 for mode in ("key", "new_keys"):
     med = {}
-    for client in ("cpp", "go", "goasync"):
+    for client in ("cpp", "go", "goasync", "gocallback", "goraw"):
         runs = [json.load(open(f"{work}/{store}-{mode}-{r}-{client}.json")) for r in range(1, rounds + 1)]
         for r in runs:
-            print(f"  {store:7s} {mode:8s} {client:7s}: {r['ids_per_s']:>10,.0f} IDs/s  "
+            print(f"  {store:7s} {mode:8s} {client:10s}: {r['ids_per_s']:>10,.0f} IDs/s  "
                   f"p99 {r['latency_us']['p99']:>8.0f} us  errors {r['errors']}")
         med[client] = (statistics.median(r["ids_per_s"] for r in runs),
                        statistics.median(r["latency_us"]["p99"] for r in runs))
     ci, cp = med["cpp"]
     line = f"{store:7s} {mode:8s} medians: C++ {ci:,.0f} IDs/s p99 {cp:.0f} us"
-    for client, name in (("go", "Go"), ("goasync", "Go async")):
+    for client, name in (("go", "Go"), ("goasync", "Go async"), ("gocallback", "Go callback"),
+                         ("goraw", "Go raw")):
         gi, gp = med[client]
         line += f" | {name} {gi:,.0f} IDs/s p99 {gp:.0f} us = {gi / ci:.2f}x, p99 {gp / cp:.2f}x"
     print(line)

@@ -1,12 +1,19 @@
 package seqd
 
-// Asynchronous calls, as net/rpc's Client.Go: one goroutine keeps many
-// calls in flight and collects their answers on a channel, with no
-// goroutine parked per call. The first attempt of such a call is sent
-// from the calling goroutine and answered on the connection's reader; only
-// a call that must wait (a dial, a retry, a cancelable context, the
-// prefetch cache) continues on a goroutine of its own, as the blocking
-// call would.
+// Asynchronous calls: NextIDsFunc (a callback, as the C++ client's
+// AsyncClient::NextIds) and GoNextIDs (a channel, as net/rpc's Client.Go).
+// One goroutine keeps many calls in flight with no goroutine parked per
+// call. The first attempt of such a call is sent from the calling
+// goroutine and answered on the connection's reader; only a call that
+// must wait (a dial, a retry, a cancelable context, the prefetch cache)
+// continues on a goroutine of its own, as the blocking call would.
+//
+// The cheap path (issue 30): the first attempt's frame is written straight
+// into the connection's write buffer, its state rides in the pooled
+// pendingCall (no closure, no payload buffer), and its answer is decoded
+// from the reader's buffer without a copy. A callback that starts the next
+// call puts its frame in the same write as the rest of the batch it was
+// answered in: the reader writes once per batch it reads, as seqbench does.
 
 import "context"
 
@@ -18,6 +25,22 @@ type IDsCall struct {
 	Ranges []Range // the IDs, as NextIDs returns them; nil on error
 	Err    error
 	Done   chan *IDsCall // receives this call when it completes
+}
+
+// NextIDsFunc starts NextIDs(ctx, key, count) and returns at once; done
+// runs exactly once with the results NextIDs would return (same retries,
+// same errors).
+//
+// done runs on the connection's reader goroutine when the first attempt
+// is answered, or on a goroutine of its own otherwise (a dial, a retry, a
+// context that can end before its answer, a prefetched single ID). It must
+// not block: the reader hands out the other answers of its batch after it.
+// It may start further calls (NextIDsFunc, GoNextIDs): their frames leave
+// in one write with the rest of the batch. The ranges are the caller's.
+func (c *Client) NextIDsFunc(ctx context.Context, key string, count int, done func([]Range, error)) {
+	if ctx.Done() != nil || (count == 1 && c.opts.Prefetch > 0) || !c.startNextIDs(key, count, done, false) {
+		go func() { done(c.NextIDs(ctx, key, count)) }()
+	}
 }
 
 // GoNextIDs starts NextIDs(ctx, key, count) and returns at once; the call
@@ -37,32 +60,41 @@ func (c *Client) GoNextIDs(ctx context.Context, key string, count int, done chan
 		panic("seqd: GoNextIDs: done channel is unbuffered")
 	}
 	call := &IDsCall{Key: key, Count: count, Done: done}
-	if ctx.Done() != nil || (count == 1 && c.opts.Prefetch > 0) || !c.startNextIDs(call) {
+	if ctx.Done() != nil || (count == 1 && c.opts.Prefetch > 0) || !c.startNextIDs(key, count, call.finish, true) {
 		go func() { call.finish(c.NextIDs(ctx, key, count)) }()
 	}
 	return call
 }
 
-// startNextIDs sends call's first attempt on an open connection and
-// arranges for its answer to complete it; false when that cannot be done
-// without waiting (no open connection, client closed, a bad count), and
-// nothing was sent.
-func (c *Client) startNextIDs(call *IDsCall) bool {
-	if call.Count < 1 || call.Count > 0xFFFFFFFF || c.isClosed() {
-		return false
-	}
-	var e enc
-	e.str(call.Key)
-	e.u32(uint32(call.Count))
-	payload, err := e.payload()
-	if err != nil {
+// asyncIDs is an asynchronous NEXT_IDS's first attempt, carried in its
+// pendingCall (so it costs no allocation of its own).
+type asyncIDs struct {
+	c      *Client
+	key    string
+	count  int
+	ep     *endpoint
+	routed bool // sent where the shard map said
+	done   func([]Range, error)
+	// wakes: done wakes another goroutine, which may then call again
+	// (GoNextIDs' channel): the reader waits for that call's frame before
+	// writing its batch (endBatch). A callback's next frame is queued
+	// before done returns.
+	wakes bool
+}
+
+// startNextIDs sends the first attempt of NEXT_IDS(key, count) on an open
+// connection and arranges for its answer to reach done (completeNextIDs);
+// false when that cannot be done without waiting (no open connection,
+// client closed, a bad count or key), and nothing was sent.
+func (c *Client) startNextIDs(key string, count int, done func([]Range, error), wakes bool) bool {
+	if count < 1 || count > 0xFFFFFFFF || len(key) > 0xFFFF || c.isClosed() {
 		return false
 	}
 	var ep *endpoint
 	var flags uint16
 	routed := false
-	if c.router != nil && call.Key != "" {
-		if addr, noForward, ok := c.router.route(call.Key); ok {
+	if c.router != nil && key != "" {
+		if addr, noForward, ok := c.router.route(key); ok {
 			ep, routed = c.endpointFor(addr), true
 			if noForward {
 				flags |= flagNoForward
@@ -80,39 +112,41 @@ func (c *Client) startNextIDs(call *IDsCall) bool {
 	}
 	pc := pendingPool.Get().(*pendingCall)
 	pc.op, pc.ctx, pc.timeout, pc.deadline = opNextIDs, context.Background(), c.opts.CallTimeout, 0
-	pc.onDone = func(r callResult) { c.completeNextIDs(call, ep, routed, r) }
-	if _, err := cn.enqueue(pc, flags, payload); err != nil {
-		pc.onDone, pc.ctx = nil, nil
+	pc.async = asyncIDs{c: c, key: key, count: count, ep: ep, routed: routed, done: done, wakes: wakes}
+	if err := cn.enqueueKeyCount(pc, flags, key, uint32(count)); err != nil {
+		pc.async, pc.ctx = asyncIDs{}, nil
 		pendingPool.Put(pc)
 		return false
 	}
 	return true
 }
 
-// completeNextIDs takes the answer to call's first attempt (on ep, routed
-// by the shard map or not): done, or continued as NextIDs continues a
-// failed attempt (the router told, then the retry rules on a goroutine).
-// Runs on the delivering goroutine: never blocks.
-func (c *Client) completeNextIDs(call *IDsCall, ep *endpoint, routed bool, r callResult) {
-	if r.err == nil {
-		if !routed && ep.index < len(c.opts.Endpoints) {
-			c.current.Store(int32(ep.index))
+// complete takes the answer to the first attempt (payload: the OK result,
+// valid only during the call; or err): done, or continued as NextIDs
+// continues a failed attempt (the router told, then the retry rules on a
+// goroutine). Runs on the delivering goroutine: never blocks.
+func (a *asyncIDs) complete(payload []byte, err error) {
+	c := a.c
+	if err == nil {
+		if !a.routed && a.ep.index < len(c.opts.Endpoints) {
+			c.current.Store(int32(a.ep.index))
 		}
-		call.finish(decodeNextIDs(r.payload, call.Count))
+		a.done(decodeNextIDs(payload, a.count))
 		return
 	}
-	code := CodeOf(r.err)
-	if routed {
+	code := CodeOf(err)
+	if a.routed {
 		switch code {
 		case CodeWrongOwner, CodeUnavailable, CodeTimeout, CodeShuttingDown:
 			c.router.onWrongOwner()
 		}
 	}
-	if c.opts.MaxAttempts > 1 && (code.Retryable() || (routed && code == CodeWrongOwner)) && !c.isClosed() {
-		go func() { call.finish(c.NextIDs(context.Background(), call.Key, call.Count)) }()
+	if c.opts.MaxAttempts > 1 && (code.Retryable() || (a.routed && code == CodeWrongOwner)) && !c.isClosed() {
+		key, count, done := a.key, a.count, a.done
+		go func() { done(c.NextIDs(context.Background(), key, count)) }()
 		return
 	}
-	call.finish(nil, r.err)
+	a.done(nil, err)
 }
 
 // finish sets call's results and sends it on Done (from a goroutine of its

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -177,5 +178,154 @@ func TestGoNextIDsEndedByCancelAndClose(t *testing.T) {
 		if !errors.Is(call.Err, ErrCancelled) {
 			t.Fatalf("after Close: %v, want CANCELLED", call.Err)
 		}
+	}
+}
+
+// Chains of NextIDsFunc calls, each callback starting the next (seqbench's
+// shape): every ID unique, the count asked, every callback on time, and a
+// blocking call after them all above every ID they got.
+func TestNextIDsFuncChainsCallsFromCallbacks(t *testing.T) {
+	_, c := startClient(t)
+	ctx := context.Background()
+	const chains, perChain = 32, 200
+	type result struct {
+		ranges []Range
+		count  int
+		err    error
+	}
+	results := make(chan result, chains*perChain)
+	var wg sync.WaitGroup
+	for i := 0; i < chains; i++ {
+		wg.Add(1)
+		left, count := perChain, 1+i%3
+		var next func([]Range, error)
+		next = func(rs []Range, err error) {
+			results <- result{rs, count, err}
+			if left--; left == 0 || err != nil {
+				wg.Done()
+				return
+			}
+			c.NextIDsFunc(ctx, "n_func", count, next)
+		}
+		c.NextIDsFunc(ctx, "n_func", count, next)
+	}
+	waited := make(chan struct{})
+	go func() { wg.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("chains unfinished after 20 s (%d results)", len(results))
+	}
+	close(results)
+	seen := map[int64]bool{}
+	n := 0
+	for r := range results {
+		n++
+		if r.err != nil {
+			t.Fatalf("call %d: %v", n, r.err)
+		}
+		var total int64
+		for _, rg := range r.ranges {
+			total += rg.Len()
+			for v := rg.First; v <= rg.Last; v++ {
+				if seen[v] {
+					t.Fatalf("ID %d handed out twice", v)
+				}
+				seen[v] = true
+			}
+		}
+		if total != int64(r.count) {
+			t.Fatalf("%d IDs for a count of %d", total, r.count)
+		}
+	}
+	if n != chains*perChain {
+		t.Fatalf("%d callbacks ran, want %d", n, chains*perChain)
+	}
+	id, err := c.NextID(ctxT(t, 5*time.Second), "n_func")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v := range seen {
+		if v >= id {
+			t.Fatalf("ID %d from an earlier call is not below the later %d", v, id)
+		}
+	}
+	if n := pendingCalls(c); n != 0 {
+		t.Fatalf("%d calls still pending", n)
+	}
+}
+
+// NextIDsFunc's errors reach the callback once; a paused server's first
+// attempts time out and are retried; Close ends what is left, CANCELLED.
+func TestNextIDsFuncErrorsRetriesAndClose(t *testing.T) {
+	s := testseqd.Start(t)
+	c := newClient(t, Options{Endpoints: []string{s.Addr()}, CallTimeout: 300 * time.Millisecond,
+		MaxAttempts: 10, BackoffInitial: 50 * time.Millisecond, BackoffMax: 200 * time.Millisecond})
+	ctx := context.Background()
+	if _, err := c.NextID(ctxT(t, 5*time.Second), "n_func_pause"); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		ranges []Range
+		err    error
+	}
+	got := make(chan result, 100)
+	record := func(rs []Range, err error) { got <- result{rs, err} }
+	c.NextIDsFunc(ctx, "n_func_pause", 0, record)
+	c.NextIDsFunc(ctx, strings.Repeat("k", 300), 1, record)
+	for i := 0; i < 2; i++ {
+		if r := <-got; !errors.Is(r.err, ErrInvalidArgument) || r.ranges != nil {
+			t.Fatalf("a bad count or key: %v %v", r.ranges, r.err)
+		}
+	}
+	s.Pause()
+	for i := 0; i < 40; i++ {
+		c.NextIDsFunc(ctx, "n_func_pause", 2, record)
+	}
+	time.Sleep(700 * time.Millisecond) // past the first attempts' timeout
+	s.Resume()
+	seen := map[int64]bool{}
+	for i := 0; i < 40; i++ {
+		select {
+		case r := <-got:
+			if r.err != nil {
+				t.Fatalf("a call failed across a pause it could retry past: %v", r.err)
+			}
+			for _, rg := range r.ranges {
+				for v := rg.First; v <= rg.Last; v++ {
+					if seen[v] {
+						t.Fatalf("ID %d handed out twice", v)
+					}
+					seen[v] = true
+				}
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatalf("%d of 40 calls completed", i)
+		}
+	}
+	if len(seen) != 80 {
+		t.Fatalf("%d IDs for 40 calls of 2", len(seen))
+	}
+	s.Pause()
+	defer s.Resume()
+	for i := 0; i < 10; i++ {
+		c.NextIDsFunc(ctx, "n_func_pause", 1, record)
+	}
+	time.Sleep(100 * time.Millisecond)
+	c.Close()
+	for i := 0; i < 10; i++ {
+		select {
+		case r := <-got:
+			if !errors.Is(r.err, ErrCancelled) {
+				t.Fatalf("after Close: %v, want CANCELLED", r.err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%d of 10 callbacks ran after Close", i)
+		}
+	}
+	select {
+	case r := <-got:
+		t.Fatalf("a callback ran twice: %v %v", r.ranges, r.err)
+	case <-time.After(200 * time.Millisecond):
 	}
 }

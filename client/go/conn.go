@@ -175,7 +175,7 @@ func monoNow() int64 { return int64(time.Since(clockBase)) }
 // the earliest deadline, scans the pending table (expire).
 func (cn *conn) callTimeout(ctx context.Context, timeout time.Duration, op byte, flags uint16, payload []byte) ([]byte, error) {
 	pc := pendingPool.Get().(*pendingCall)
-	pc.op, pc.ctx, pc.timeout, pc.deadline, pc.onDone = op, ctx, timeout, 0, nil
+	pc.op, pc.ctx, pc.timeout, pc.deadline = op, ctx, timeout, 0
 	id, err := cn.enqueue(pc, flags, payload)
 	if err != nil {
 		pc.ctx = nil
@@ -213,16 +213,45 @@ func (cn *conn) callTimeout(ctx context.Context, timeout time.Duration, op byte,
 	return nil, err
 }
 
-// enqueue gives pc (op, ctx, timeout and onDone set) a request id, enters
+// enqueue gives pc (op, ctx, timeout and async set) a request id, enters
 // it in the pending table (arming the deadline timer for pc.timeout) and
 // queues its frame for the writer. From then on exactly one result reaches
 // pc (pc.deliver). An error (cn closed) means pc was not entered.
 func (cn *conn) enqueue(pc *pendingCall, flags uint16, payload []byte) (uint32, error) {
 	cn.mu.Lock()
-	if cn.closed {
-		err := cn.closeErr
+	id, err := cn.enterLocked(pc)
+	if err != nil {
 		cn.mu.Unlock()
 		return 0, err
+	}
+	cn.wbuf = appendHeader(cn.wbuf, pc.op, flags, id, len(payload))
+	cn.wbuf = append(cn.wbuf, payload...)
+	cn.queuedLocked()
+	return id, nil
+}
+
+// enqueueKeyCount is enqueue for a payload of a str key and a u32 count,
+// written straight into the write buffer. REQUIRES: len(key) <= 0xFFFF.
+func (cn *conn) enqueueKeyCount(pc *pendingCall, flags uint16, key string, count uint32) error {
+	cn.mu.Lock()
+	id, err := cn.enterLocked(pc)
+	if err != nil {
+		cn.mu.Unlock()
+		return err
+	}
+	b := appendHeader(cn.wbuf, pc.op, flags, id, 2+len(key)+4)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(key)))
+	b = append(b, key...)
+	cn.wbuf = binary.BigEndian.AppendUint32(b, count)
+	cn.queuedLocked()
+	return nil
+}
+
+// enterLocked gives pc a request id and enters it in the pending table
+// (arming the deadline timer for pc.timeout). REQUIRES: cn.mu held.
+func (cn *conn) enterLocked(pc *pendingCall) (uint32, error) {
+	if cn.closed {
+		return 0, cn.closeErr
 	}
 	pc.reads = cn.reads.Load()
 	id := cn.nextID
@@ -238,13 +267,16 @@ func (cn *conn) enqueue(pc *pendingCall, flags uint16, payload []byte) (uint32, 
 			cn.armLocked(pc.deadline, now)
 		}
 	}
-	cn.wbuf = appendHeader(cn.wbuf, pc.op, flags, id, len(payload))
-	cn.wbuf = append(cn.wbuf, payload...)
+	return id, nil
+}
+
+// queuedLocked: a frame was appended to wbuf; the reader or the writer
+// sends it. REQUIRES: cn.mu held; returns with it released.
+func (cn *conn) queuedLocked() {
 	if cn.delivering {
 		cn.batchIn++
 	}
 	cn.wakeWriter() // unlocks cn.mu
-	return id, nil
 }
 
 // armLocked sets cn's deadline timer to fire at `at` (monoNow time).
@@ -294,7 +326,7 @@ func (cn *conn) expire() {
 		if pc.reads == reads && pc.ctx.Err() == nil {
 			stalled = true
 		}
-		pc.deliver(callResult{err: errorf(CodeTimeout, "no answer from %s within %v", cn.ep.addr, pc.timeout)})
+		pc.deliver(nil, errorf(CodeTimeout, "no answer from %s within %v", cn.ep.addr, pc.timeout))
 	}
 	if stalled {
 		// A hung (or stopped) server: avoid its endpoint for at least a
@@ -334,7 +366,7 @@ func (cn *conn) fail(err error, markDown bool) {
 		cn.c.markDown(cn.ep)
 	}
 	for _, pc := range pending {
-		pc.deliver(callResult{err: callErr})
+		pc.deliver(nil, callErr)
 	}
 	cn.c.untrack(cn)
 }
@@ -393,19 +425,20 @@ func (cn *conn) writeLoop() {
 const batchWait = 20 * time.Microsecond
 
 // endBatch: the reader has no complete frame buffered; before it blocks in
-// a read, it lets the calls its `delivered` answers woke queue their next
+// a read, it lets the calls its `woken` answers woke queue their next
 // frames (until as many frames came, or batchWait passed: a caller may not
 // call again), then wakes the writer once for all of them. On two cores
-// the woken calls run on both, so one yield is not enough.
-func (cn *conn) endBatch(delivered int) {
-	start := monoNow()
-	for {
-		runtime.Gosched()
-		cn.mu.Lock()
-		if cn.batchIn >= delivered || cn.closed || monoNow()-start > int64(batchWait) {
-			break
+// the woken calls run on both, so one yield is not enough. Callbacks
+// (NextIDsFunc) queued theirs before they returned: no wait for them.
+func (cn *conn) endBatch(woken int) {
+	cn.mu.Lock()
+	if woken > 0 {
+		start := monoNow()
+		for cn.batchIn < woken && !cn.closed && monoNow()-start <= int64(batchWait) {
+			cn.mu.Unlock()
+			runtime.Gosched()
+			cn.mu.Lock()
 		}
-		cn.mu.Unlock()
 	}
 	cn.delivering = false
 	cn.batchIn = 0
@@ -439,11 +472,13 @@ func (cn *conn) readLoop() {
 			cn.onClose(e)
 		}
 	}()
-	delivered := 0 // answers handed out in this batch
+	// woken: answers of this batch that woke another goroutine, which may
+	// call again (endBatch waits for their frames).
+	woken, inBatch := 0, false
 	for {
-		if delivered > 0 && !frameBuffered(r) {
-			cn.endBatch(delivered)
-			delivered = 0
+		if inBatch && !frameBuffered(r) {
+			cn.endBatch(woken)
+			woken, inBatch = 0, false
 		}
 		if _, err = io.ReadFull(r, head[:]); err != nil {
 			break
@@ -454,9 +489,19 @@ func (cn *conn) readLoop() {
 			return
 		}
 		op, flags, id := head[5], binary.BigEndian.Uint16(head[6:8]), binary.BigEndian.Uint32(head[8:12])
-		body := make([]byte, length-8)
-		if _, err = io.ReadFull(r, body); err != nil {
-			break
+		// The body stays in r's buffer until the next read (deliver copies
+		// what outlives it); a body larger than the buffer gets its own.
+		var body []byte
+		if n := int(length - 8); n <= r.Size() {
+			if body, err = r.Peek(n); err != nil {
+				break
+			}
+			r.Discard(n)
+		} else {
+			body = make([]byte, n)
+			if _, err = io.ReadFull(r, body); err != nil {
+				break
+			}
 		}
 		if cn.reads.Add(1) == 1 {
 			// The endpoint works: its run of failures ends (see markDownFor).
@@ -471,7 +516,7 @@ func (cn *conn) readLoop() {
 		}
 		if flags&flagPush != 0 {
 			if cn.onPush != nil {
-				cn.onPush(op, body)
+				cn.onPush(op, append([]byte(nil), body...))
 			}
 			continue
 		}
@@ -488,10 +533,14 @@ func (cn *conn) readLoop() {
 		pc := cn.pending[id]
 		if pc != nil {
 			delete(cn.pending, id)
-			cn.delivering = true
-			delivered++
-			if delivered == 1 && cn.pooled {
-				cn.ep.hot.Store(cn)
+			if !inBatch {
+				inBatch, cn.delivering = true, true
+				if cn.pooled {
+					cn.ep.hot.Store(cn)
+				}
+			}
+			if pc.async.done == nil || pc.async.wakes {
+				woken++
 			}
 		}
 		cn.mu.Unlock()
@@ -499,7 +548,7 @@ func (cn *conn) readLoop() {
 			continue // a late answer to a call that gave up
 		}
 		if op != pc.op {
-			pc.deliver(callResult{err: errorf(CodeProtocol, "answer with opcode %#x to a request %#x from %s", op, pc.op, cn.ep.addr)})
+			pc.deliver(nil, errorf(CodeProtocol, "answer with opcode %#x to a request %#x from %s", op, pc.op, cn.ep.addr))
 			continue
 		}
 		res, rerr := parseResponse(body)
@@ -515,7 +564,7 @@ func (cn *conn) readLoop() {
 		if rerr != nil {
 			rerr.(*Error).Message = cn.ep.addr + ": " + rerr.(*Error).Message
 		}
-		pc.deliver(callResult{payload: res, err: rerr})
+		pc.deliver(res, rerr)
 	}
 	// An orderly close of an idle connection (the server's idle timeout)
 	// is no reason to avoid the endpoint.

@@ -142,24 +142,30 @@ type pendingCall struct {
 	ctx      context.Context // the caller's (stall detection)
 	timeout  time.Duration   // 0: none
 	deadline int64           // monoNow time the call times out, 0: never
-	// onDone, when set, takes the result instead of ch (an asynchronous
-	// call, async.go); it runs on the goroutine that delivers (the reader,
-	// the deadline timer or a closer) and must not block.
-	onDone func(callResult)
+	// async, when its done is set: an asynchronous NEXT_IDS's first
+	// attempt (async.go), answered through async.complete instead of ch on
+	// the goroutine that delivers (the reader, the deadline timer or a
+	// closer).
+	async asyncIDs
 }
 
-// deliver hands pc its one result: to onDone, or to the caller waiting on
-// ch. An asynchronous pc goes back to the pool here (its caller never
-// touches it again).
-func (pc *pendingCall) deliver(r callResult) {
-	if pc.onDone == nil {
-		pc.ch <- r
+// deliver hands pc its one result: to the caller waiting on ch, or to its
+// asynchronous completion. payload is valid only during the call for an
+// asynchronous pc (it may be the reader's buffer); a waiting caller gets
+// its own copy. An asynchronous pc goes back to the pool here (its caller
+// never touches it again).
+func (pc *pendingCall) deliver(payload []byte, err error) {
+	if pc.async.done == nil {
+		if payload != nil {
+			payload = append(make([]byte, 0, len(payload)), payload...)
+		}
+		pc.ch <- callResult{payload: payload, err: err}
 		return
 	}
-	f := pc.onDone
-	pc.onDone, pc.ctx = nil, nil
+	a := pc.async
+	pc.async, pc.ctx = asyncIDs{}, nil
 	pendingPool.Put(pc)
-	f(r)
+	a.complete(payload, err)
 }
 
 type callResult struct {

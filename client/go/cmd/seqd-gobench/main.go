@@ -42,6 +42,8 @@ type config struct {
 	json        bool
 	cpuProfile  string
 	async       bool
+	callback    bool
+	raw         bool
 }
 
 // worker is one goroutine's tally.
@@ -68,13 +70,17 @@ func main() {
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.BoolVar(&cfg.async, "async", false,
 		"one goroutine per connection keeps --pipeline GoNextIDs calls in flight (default: a goroutine per call)")
+	flag.BoolVar(&cfg.callback, "callback", false,
+		"connections x pipeline chains of NextIDsFunc calls, each callback starting the next (no goroutine per call)")
+	flag.BoolVar(&cfg.raw, "raw", false,
+		"no client: one goroutine per connection speaks the protocol itself, as seqbench does (the Go ceiling)")
 	flag.Parse()
 	cfg.duration = time.Duration(dur * float64(time.Second))
 	cfg.warmup = time.Duration(warm * float64(time.Second))
 	if cfg.addr == "" || (cfg.key == "") == (cfg.newKeys == "") || cfg.connections < 1 ||
 		cfg.pipeline < 1 || cfg.count < 1 || cfg.duration <= 0 || flag.NArg() != 0 {
 		fmt.Fprintln(os.Stderr, "usage: seqd-gobench --tcp HOST:PORT (--key KEY | --new-keys PREFIX) "+
-			"[--connections N] [--pipeline D] [--count C] [--duration S] [--warmup S] [--async] [--json]")
+			"[--connections N] [--pipeline D] [--count C] [--duration S] [--warmup S] [--async | --callback | --raw] [--json]")
 		os.Exit(2)
 	}
 	if err := run(cfg); err != nil {
@@ -115,7 +121,7 @@ func run(cfg config) error {
 	// time. --async: one goroutine per connection keeping pipeline calls in
 	// flight with GoNextIDs (seqbench's shape: one loop, many calls).
 	n := cfg.connections * cfg.pipeline
-	if cfg.async {
+	if cfg.async || cfg.raw {
 		n = cfg.connections
 	}
 	workers := make([]*worker, n)
@@ -137,10 +143,17 @@ func run(cfg config) error {
 			}
 			return prefix + strconv.FormatInt(counter.Add(1), 10)
 		}
+		conn := g % cfg.connections
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if cfg.async {
+			if cfg.raw {
+				if err := w.runRaw(cfg, conn, &stop, warmEnd); err != nil {
+					w.errs[err.Error()]++
+				}
+			} else if cfg.callback {
+				w.runCallback(c, cfg, nextKey, &stop, warmEnd)
+			} else if cfg.async {
 				w.runAsync(c, cfg, nextKey, &stop, warmEnd)
 			} else {
 				w.runBlocking(c, cfg, nextKey, &stop, warmEnd)
@@ -183,6 +196,27 @@ func (w *worker) runAsync(c *seqd.Client, cfg config, nextKey func() string, sto
 			started[c.GoNextIDs(ctx, nextKey(), cfg.count, done)] = time.Now()
 		}
 	}
+}
+
+// runCallback is one chain of NextIDsFunc calls until stop: each callback
+// (on the connection's reader) tallies its call and starts the next.
+func (w *worker) runCallback(c *seqd.Client, cfg config, nextKey func() string, stop *atomic.Bool, warmEnd time.Time) {
+	ctx := context.Background()
+	ended := make(chan struct{})
+	var t0 time.Time
+	var next func(rs []seqd.Range, err error)
+	next = func(rs []seqd.Range, err error) {
+		w.tally(t0, rs, err, warmEnd)
+		if stop.Load() {
+			close(ended)
+			return
+		}
+		t0 = time.Now()
+		c.NextIDsFunc(ctx, nextKey(), cfg.count, next)
+	}
+	t0 = time.Now()
+	c.NextIDsFunc(ctx, nextKey(), cfg.count, next)
+	<-ended
 }
 
 // tally records one call sent at t0.
@@ -241,7 +275,7 @@ func report(cfg config, elapsed float64, workers []*worker) {
 	}
 	if cfg.json {
 		out := map[string]interface{}{
-			"client": "go", "async": cfg.async, "protocol": "tcp", "endpoint": cfg.addr, "mode": mode, "key": key,
+			"client": "go", "async": cfg.async, "callback": cfg.callback, "raw": cfg.raw, "protocol": "tcp", "endpoint": cfg.addr, "mode": mode, "key": key,
 			"connections": cfg.connections, "pipeline": cfg.pipeline, "count": cfg.count,
 			"warmup_s": cfg.warmup.Seconds(), "warmup_requests": warm, "duration_s": elapsed,
 			"requests": requests, "requests_per_s": float64(requests) / elapsed,
