@@ -97,8 +97,11 @@ type Client struct {
 	// SUBSCRIBE went through the pool). Set before the first call.
 	poolPush func(op byte, payload []byte)
 
-	epMu     sync.RWMutex
-	eps      []*endpoint // Options.Endpoints first, in order; then added owners
+	epMu sync.RWMutex
+	eps  []*endpoint // Options.Endpoints first, in order; then added owners
+	// listed: Options.Endpoints' endpoints, in order (eps' first ones).
+	// Set by New, never changed: read without epMu on every call.
+	listed   []*endpoint
 	epByAddr map[string]*endpoint
 
 	current atomic.Int32 // index (into Options.Endpoints) where new calls start
@@ -174,6 +177,7 @@ func New(opts Options) (*Client, error) {
 	if len(c.eps) != len(opts.Endpoints) {
 		return nil, errorf(CodeInvalidArgument, "an endpoint is listed twice")
 	}
+	c.listed = append([]*endpoint(nil), c.eps...)
 	c.current.Store(int32(roundRobin.Add(1) % uint32(len(opts.Endpoints))))
 	if opts.RouteByShard && newRouter != nil {
 		c.router = newRouter(c)

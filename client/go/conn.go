@@ -261,7 +261,13 @@ func (cn *conn) enterLocked(pc *pendingCall) (uint32, error) {
 	cn.nextID = id + 1
 	cn.pending[id] = pc
 	if pc.timeout > 0 {
-		now := monoNow()
+		// In a batch, the clock read at its start: a deadline at most the
+		// batch's delivery (microseconds) early, for one clock read per
+		// batch instead of one per call.
+		now := cn.batchAt
+		if !cn.delivering {
+			now = monoNow()
+		}
 		pc.deadline = now + int64(pc.timeout)
 		if cn.timerAt == 0 || pc.deadline < cn.timerAt {
 			cn.armLocked(pc.deadline, now)
@@ -534,7 +540,7 @@ func (cn *conn) readLoop() {
 		if pc != nil {
 			delete(cn.pending, id)
 			if !inBatch {
-				inBatch, cn.delivering = true, true
+				inBatch, cn.delivering, cn.batchAt = true, true, monoNow()
 				if cn.pooled {
 					cn.ep.hot.Store(cn)
 				}

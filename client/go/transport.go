@@ -119,6 +119,7 @@ type conn struct {
 	// once the batch is done (one write per batch read, as the C++ client).
 	delivering bool
 	batchIn    int           // frames queued while delivering (endBatch waits for them)
+	batchAt    int64         // monoNow when the batch being delivered began
 	spare      []byte        // the buffer the last write used, for reuse
 	kick       chan struct{} // buffered 1: wakes the writer goroutine
 	pending    map[uint32]*pendingCall
@@ -200,10 +201,8 @@ func (c *Client) endpointFor(addr string) *endpoint {
 // order) not marked down; if all are, the one whose backoff ends first.
 // Only Options.Endpoints take part (not owners the router added).
 func (c *Client) pickEndpoint(start int) *endpoint {
-	n := len(c.opts.Endpoints)
-	c.epMu.RLock()
-	eps := c.eps[:n]
-	c.epMu.RUnlock()
+	eps := c.listed
+	n := len(eps)
 	var now int64 // read once, only when some endpoint is down
 	best := eps[start%n]
 	bestUntil := best.downUntil.Load()
