@@ -82,7 +82,7 @@ func (c *Client) dial(ctx context.Context, ep *endpoint, pooled bool, onPush fun
 		}
 	}
 	cn := &conn{c: c, ep: ep, pooled: pooled, nc: nc, onPush: onPush, onClose: onClose,
-		pending: make(map[uint32]*pendingCall), nextID: 1, done: make(chan struct{}),
+		done: make(chan struct{}),
 		kick: make(chan struct{}, 1)}
 	if !c.track(cn) {
 		nc.Close()
@@ -198,10 +198,7 @@ func (cn *conn) callTimeout(ctx context.Context, timeout time.Duration, op byte,
 	}
 	err = ctxError(ctx, "no answer from "+cn.ep.addr)
 	cn.mu.Lock()
-	mine := cn.pending[id] == pc
-	if mine {
-		delete(cn.pending, id)
-	}
+	mine := cn.pending.remove(id, pc)
 	cn.mu.Unlock()
 	if !mine {
 		// Whoever took it from the table sends its result: wait for that
@@ -254,12 +251,7 @@ func (cn *conn) enterLocked(pc *pendingCall) (uint32, error) {
 		return 0, cn.closeErr
 	}
 	pc.reads = cn.reads.Load()
-	id := cn.nextID
-	for id == 0 || cn.pending[id] != nil {
-		id++
-	}
-	cn.nextID = id + 1
-	cn.pending[id] = pc
+	id := cn.pending.add(pc)
 	if pc.timeout > 0 {
 		// In a batch, the clock read at its start: a deadline at most the
 		// batch's delivery (microseconds) early, for one clock read per
@@ -309,18 +301,17 @@ func (cn *conn) expire() {
 		return
 	}
 	now := monoNow()
-	var expired []*pendingCall
 	var next int64
-	for id, pc := range cn.pending {
+	expired := cn.pending.removeIf(func(pc *pendingCall) bool {
 		switch {
 		case pc.deadline == 0:
 		case pc.deadline <= now:
-			delete(cn.pending, id)
-			expired = append(expired, pc)
+			return true
 		case next == 0 || pc.deadline < next:
 			next = pc.deadline
 		}
-	}
+		return false
+	})
 	if next != 0 {
 		cn.armLocked(next, now)
 	}
@@ -360,8 +351,7 @@ func (cn *conn) fail(err error, markDown bool) {
 		callErr = errorf(CodeCancelled, "connection closed")
 	}
 	cn.closeErr = callErr
-	pending := cn.pending
-	cn.pending = nil
+	pending := cn.pending.removeIf(func(*pendingCall) bool { return true })
 	if cn.timer != nil {
 		cn.timer.Stop()
 	}
@@ -536,9 +526,8 @@ func (cn *conn) readLoop() {
 			return
 		}
 		cn.mu.Lock()
-		pc := cn.pending[id]
+		pc := cn.pending.take(id)
 		if pc != nil {
-			delete(cn.pending, id)
 			if !inBatch {
 				inBatch, cn.delivering, cn.batchAt = true, true, monoNow()
 				if cn.pooled {
@@ -575,7 +564,7 @@ func (cn *conn) readLoop() {
 	// An orderly close of an idle connection (the server's idle timeout)
 	// is no reason to avoid the endpoint.
 	cn.mu.Lock()
-	idle := len(cn.pending) == 0
+	idle := cn.pending.len() == 0
 	cn.mu.Unlock()
 	eof := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 	msg := "connection closed by " + cn.ep.addr

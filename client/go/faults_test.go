@@ -19,7 +19,7 @@ func pendingCalls(c *Client) int {
 	defer c.connMu.Unlock()
 	for cn := range c.conns {
 		cn.mu.Lock()
-		n += len(cn.pending)
+		n += cn.pending.len()
 		cn.mu.Unlock()
 	}
 	return n

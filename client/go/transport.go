@@ -122,8 +122,7 @@ type conn struct {
 	batchAt    int64         // monoNow when the batch being delivered began
 	spare      []byte        // the buffer the last write used, for reuse
 	kick       chan struct{} // buffered 1: wakes the writer goroutine
-	pending    map[uint32]*pendingCall
-	nextID     uint32
+	pending    callTable     // the calls in flight
 	closed     bool
 	closeErr   error
 	draining   bool        // SHUTTING_DOWN seen: no new calls
