@@ -23,6 +23,7 @@ import (
 	"net"
 	"runtime"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -84,6 +85,9 @@ func (c *Client) dial(ctx context.Context, ep *endpoint, pooled bool, onPush fun
 	cn := &conn{c: c, ep: ep, pooled: pooled, nc: nc, onPush: onPush, onClose: onClose,
 		done: make(chan struct{}),
 		kick: make(chan struct{}, 1)}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		cn.raw, _ = tc.SyscallConn()
+	}
 	if !c.track(cn) {
 		nc.Close()
 		return nil, errorf(CodeCancelled, "client closed")
@@ -440,6 +444,49 @@ func (cn *conn) endBatch(woken int) {
 	cn.batchIn = 0
 	if cn.pooled {
 		cn.ep.hot.CompareAndSwap(cn, nil)
+	}
+	if cn.raw != nil && !cn.kicked && len(cn.wbuf) > 0 && !cn.closed {
+		cn.writeNow() // unlocks cn.mu
+		return
+	}
+	cn.wakeWriter() // unlocks cn.mu
+}
+
+// writeNow: the reader sends wbuf itself with one non-blocking write,
+// saving the writer goroutine's wake-up; what the socket does not take
+// goes to the writer goroutine (the reader never blocks in a write: a
+// server that stops reading until its answers are read would wait for it
+// for ever). REQUIRES: cn.mu held, cn.raw set, the writer idle (!kicked),
+// wbuf not empty; returns with cn.mu released.
+func (cn *conn) writeNow() {
+	cn.kicked = true // the writer stays idle meanwhile; calls only append
+	buf := cn.wbuf
+	cn.wbuf = cn.spare[:0]
+	cn.mu.Unlock()
+	n, werr := 0, error(nil)
+	rerr := cn.raw.Write(func(fd uintptr) bool {
+		n, werr = syscall.Write(int(fd), buf)
+		return true // one attempt: never wait for the socket here
+	})
+	if n < 0 || werr == syscall.EAGAIN || werr == syscall.EINTR {
+		n, werr = 0, nil
+	}
+	if werr == nil {
+		werr = rerr
+	}
+	cn.mu.Lock()
+	cn.kicked = false
+	if werr != nil {
+		cn.mu.Unlock()
+		cn.fail(errorf(CodeUnavailable, "write to %s: %v", cn.ep.addr, werr), true)
+		return
+	}
+	if n < len(buf) {
+		// The rest goes first, before what calls appended meanwhile.
+		rest := append(buf[:0:0], buf[n:]...)
+		cn.wbuf = append(rest, cn.wbuf...)
+	} else {
+		cn.spare = buf[:0]
 	}
 	cn.wakeWriter() // unlocks cn.mu
 }

@@ -50,6 +50,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -105,6 +106,9 @@ type conn struct {
 	ep     *endpoint
 	pooled bool // one of ep's pool (not openConn's)
 	nc     net.Conn
+	// raw: nc's file descriptor for the reader's non-blocking writes
+	// (writeNow); nil for TLS, whose writes go through the writer.
+	raw syscall.RawConn
 
 	onPush  func(op byte, payload []byte)
 	onClose func(err error)
