@@ -15,7 +15,10 @@ package seqd
 // call puts its frame in the same write as the rest of the batch it was
 // answered in: the reader writes once per batch it reads, as seqbench does.
 
-import "context"
+import (
+	"context"
+	"sync/atomic"
+)
 
 // IDsCall is one NEXT_IDS started by GoNextIDs. Its fields are set before
 // it is sent on Done; read them after receiving it.
@@ -38,7 +41,32 @@ type IDsCall struct {
 // It may start further calls (NextIDsFunc, GoNextIDs): their frames leave
 // in one write with the rest of the batch. The ranges are the caller's.
 func (c *Client) NextIDsFunc(ctx context.Context, key string, count int, done func([]Range, error)) {
-	if ctx.Done() != nil || (count == 1 && c.opts.Prefetch > 0) || !c.startNextIDs(key, count, done, false) {
+	if ctx.Done() != nil || (count == 1 && c.opts.Prefetch > 0) || !c.startNextIDs(nil, key, count, done, false) {
+		go func() { done(c.NextIDs(ctx, key, count)) }()
+	}
+}
+
+// Lane keeps the asynchronous calls made through it on one pooled
+// connection of each endpoint (while it stays open), as seqbench keeps
+// each of its pipelines on one connection. A chain of NextIDsFunc
+// callbacks on a lane then reads and writes its batches on its own
+// connection; without lanes, the calls callbacks start go to whichever
+// connection is delivering a batch at that moment. Lanes are cheap (one
+// pointer); use as many as the pool has connections
+// (Options.ConnsPerEndpoint) for an even spread. Safe for concurrent use.
+type Lane struct {
+	c  *Client
+	cn atomic.Pointer[conn]
+}
+
+// Lane returns a new lane; its first call picks the next pooled
+// connection in turn.
+func (c *Client) Lane() *Lane { return &Lane{c: c} }
+
+// NextIDsFunc is Client.NextIDsFunc on the lane's connection.
+func (l *Lane) NextIDsFunc(ctx context.Context, key string, count int, done func([]Range, error)) {
+	c := l.c
+	if ctx.Done() != nil || (count == 1 && c.opts.Prefetch > 0) || !c.startNextIDs(l, key, count, done, false) {
 		go func() { done(c.NextIDs(ctx, key, count)) }()
 	}
 }
@@ -60,7 +88,7 @@ func (c *Client) GoNextIDs(ctx context.Context, key string, count int, done chan
 		panic("seqd: GoNextIDs: done channel is unbuffered")
 	}
 	call := &IDsCall{Key: key, Count: count, Done: done}
-	if ctx.Done() != nil || (count == 1 && c.opts.Prefetch > 0) || !c.startNextIDs(key, count, call.finish, true) {
+	if ctx.Done() != nil || (count == 1 && c.opts.Prefetch > 0) || !c.startNextIDs(nil, key, count, call.finish, true) {
 		go func() { call.finish(c.NextIDs(ctx, key, count)) }()
 	}
 	return call
@@ -83,10 +111,10 @@ type asyncIDs struct {
 }
 
 // startNextIDs sends the first attempt of NEXT_IDS(key, count) on an open
-// connection and arranges for its answer to reach done (completeNextIDs);
+// connection (lane's, when lane is set) and arranges for its answer to reach done (completeNextIDs);
 // false when that cannot be done without waiting (no open connection,
 // client closed, a bad count or key), and nothing was sent.
-func (c *Client) startNextIDs(key string, count int, done func([]Range, error), wakes bool) bool {
+func (c *Client) startNextIDs(lane *Lane, key string, count int, done func([]Range, error), wakes bool) bool {
 	if count < 1 || count > 0xFFFFFFFF || len(key) > 0xFFFF || c.isClosed() {
 		return false
 	}
@@ -104,8 +132,15 @@ func (c *Client) startNextIDs(key string, count int, done func([]Range, error), 
 	if ep == nil {
 		ep = c.pickEndpoint(int(c.current.Load()))
 	}
-	cn := ep.hot.Load()
-	if cn == nil || !cn.usable() {
+	var cn *conn
+	if lane != nil {
+		if cn = lane.cn.Load(); cn == nil || cn.ep != ep || !cn.usable() {
+			if cn, _ = c.pooledFast(ep); cn == nil {
+				return false
+			}
+			lane.cn.Store(cn)
+		}
+	} else if cn = ep.hot.Load(); cn == nil || !cn.usable() {
 		if cn, _ = c.pooledFast(ep); cn == nil {
 			return false
 		}

@@ -132,6 +132,15 @@ func run(cfg config) error {
 	// --new-keys makes the keys seqbench makes (PREFIX<conn>_<n>): the store
 	// sees the same number of insert streams from either client.
 	keyCounters := make([]atomic.Int64, cfg.connections)
+	// --callback: one lane per connection, chains spread over them (nil
+	// lanes with LANES=0 in the environment: calls go to the delivering
+	// connection).
+	lanes := make([]*seqd.Lane, cfg.connections)
+	if os.Getenv("LANES") != "0" {
+		for i := range lanes {
+			lanes[i] = c.Lane()
+		}
+	}
 	for g := 0; g < n; g++ {
 		w := &worker{errs: map[string]int64{}, lat: make([]time.Duration, 0, 1<<16)}
 		workers[g] = w
@@ -152,7 +161,7 @@ func run(cfg config) error {
 					w.errs[err.Error()]++
 				}
 			} else if cfg.callback {
-				w.runCallback(c, cfg, nextKey, &stop, warmEnd)
+				w.runCallback(c, lanes[conn], cfg, nextKey, &stop, warmEnd)
 			} else if cfg.async {
 				w.runAsync(c, cfg, nextKey, &stop, warmEnd)
 			} else {
@@ -200,10 +209,14 @@ func (w *worker) runAsync(c *seqd.Client, cfg config, nextKey func() string, sto
 
 // runCallback is one chain of NextIDsFunc calls until stop: each callback
 // (on the connection's reader) tallies its call and starts the next.
-func (w *worker) runCallback(c *seqd.Client, cfg config, nextKey func() string, stop *atomic.Bool, warmEnd time.Time) {
+func (w *worker) runCallback(c *seqd.Client, lane *seqd.Lane, cfg config, nextKey func() string, stop *atomic.Bool, warmEnd time.Time) {
 	ctx := context.Background()
 	ended := make(chan struct{})
 	var t0 time.Time
+	call := c.NextIDsFunc
+	if lane != nil {
+		call = lane.NextIDsFunc
+	}
 	var next func(rs []seqd.Range, err error)
 	next = func(rs []seqd.Range, err error) {
 		w.tally(t0, rs, err, warmEnd)
@@ -212,10 +225,10 @@ func (w *worker) runCallback(c *seqd.Client, cfg config, nextKey func() string, 
 			return
 		}
 		t0 = time.Now()
-		c.NextIDsFunc(ctx, nextKey(), cfg.count, next)
+		call(ctx, nextKey(), cfg.count, next)
 	}
 	t0 = time.Now()
-	c.NextIDsFunc(ctx, nextKey(), cfg.count, next)
+	call(ctx, nextKey(), cfg.count, next)
 	<-ended
 }
 
