@@ -72,8 +72,8 @@ func laneChains(t *testing.T, lanes []*Lane, chains, perChain int, onCall func(l
 func TestLanesKeepTheirCallsOnTheirConnection(t *testing.T) {
 	s := testseqd.Start(t)
 	c := newClient(t, Options{Endpoints: []string{s.Addr()}, ConnsPerEndpoint: 4})
-	for i := 0; i < 8; i++ { // every pooled connection open
-		if err := c.Ping(ctxT(t, 5*time.Second)); err != nil {
+	for i := 0; i < 4; i++ { // every pooled connection open (each call dials the next slot)
+		if _, err := c.pooled(ctxT(t, 5*time.Second), c.listed[0]); err != nil {
 			t.Fatal(err)
 		}
 	}
