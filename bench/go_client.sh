@@ -10,7 +10,7 @@
 # connection keeping its calls in flight (GoNextIDs, --async: seqbench's
 # shape), and with chains of NextIDsFunc callbacks, each starting the next
 # on the connection's reader (--callback: no goroutine per call, one write
-# per batch read). "Go raw" is no client at all: seqd-gobench --raw speaks
+# per batch read; one Lane per connection, the chains spread over them). "Go raw" is no client at all: seqd-gobench --raw speaks
 # the protocol itself in seqbench's shape, the Go runtime's own ceiling on
 # this host, so the client's share of the gap is measured. Rounds
 # alternate which client goes first; the ratios are of the medians over
