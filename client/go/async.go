@@ -111,7 +111,8 @@ type asyncIDs struct {
 }
 
 // startNextIDs sends the first attempt of NEXT_IDS(key, count) on an open
-// connection (lane's, when lane is set) and arranges for its answer to reach done (completeNextIDs);
+// connection (lane's, when lane is set; else the one delivering a batch,
+// if any) and arranges for its answer to reach done (asyncIDs.complete);
 // false when that cannot be done without waiting (no open connection,
 // client closed, a bad count or key), and nothing was sent.
 func (c *Client) startNextIDs(lane *Lane, key string, count int, done func([]Range, error), wakes bool) bool {
