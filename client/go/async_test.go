@@ -70,8 +70,15 @@ func TestGoNextIDsKeepsManyCallsInFlight(t *testing.T) {
 			t.Fatal(call.Err)
 		}
 	}
-	// A blocking call after them all gets a greater ID than any of them.
-	id, err := c.NextID(ctxT(t, 5*time.Second), "n_async")
+	checkAllBelowALaterCall(t, c, "n_async", seen)
+}
+
+// checkAllBelowALaterCall: a blocking call of key made after all the
+// calls that got `seen` gets a greater ID than any of them, and no call is
+// left pending on c.
+func checkAllBelowALaterCall(t *testing.T, c *Client, key string, seen map[int64]bool) {
+	t.Helper()
+	id, err := c.NextID(ctxT(t, 5*time.Second), key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,18 +248,7 @@ func TestNextIDsFuncChainsCallsFromCallbacks(t *testing.T) {
 	if n != chains*perChain {
 		t.Fatalf("%d callbacks ran, want %d", n, chains*perChain)
 	}
-	id, err := c.NextID(ctxT(t, 5*time.Second), "n_func")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for v := range seen {
-		if v >= id {
-			t.Fatalf("ID %d from an earlier call is not below the later %d", v, id)
-		}
-	}
-	if n := pendingCalls(c); n != 0 {
-		t.Fatalf("%d calls still pending", n)
-	}
+	checkAllBelowALaterCall(t, c, "n_func", seen)
 }
 
 // NextIDsFunc's errors reach the callback once; a paused server's first
