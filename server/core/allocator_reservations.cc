@@ -47,7 +47,9 @@ void SegmentAllocator::MaybeReserveLocked(KeyState& s) {
   // The first takes the row's step (unknown until then): a block it is too
   // short for waits for the next one, sized to hold it.
   const int64_t step = s.reservations == 0 ? 0 : std::max(NextStepLocked(s, demand), block);
-  PendingReservation pending{KeyRef(&s), step, ShardGrant{s.shard, s.epoch}, now, {}};
+  // Cluster mode: the key's shard (always the same) at the key's epoch.
+  const uint32_t shard = options_.gate ? options_.gate->Check(s.key).shard : 0;
+  PendingReservation pending{KeyRef(&s), step, ShardGrant{shard, s.epoch}, now, {}};
   if (s.wait && s.reservations == 0) pending.creator = s.wait->creator;
   if (!reservation_queue_->Add(std::move(pending))) {
     s.step32 = step_before;  // nothing was reserved: the next try sizes it again
@@ -180,7 +182,7 @@ void SegmentAllocator::OnReserved(const PendingReservation& p, Result<ReservedSe
     state->loading = false;
     const bool fenced = !result && result.error().code == ErrorCode::kNotServing;
     if (options_.gate && (p.grant.epoch != state->epoch || fenced)) {
-      DropStaleReservationLocked(*state, p.grant.epoch, fenced, answers);
+      DropStaleReservationLocked(*state, p.grant, fenced, answers);
     } else if (result) {
       InstallReservationLocked(*state, *result, p.sent_at, seconds);
       ServeParkedLocked(*state, answers);
@@ -209,23 +211,26 @@ void SegmentAllocator::RecordReservationMetricsLocked(KeyState& s,
                                    result.error().code == ErrorCode::kResourceExhausted);
   options_.metrics->SetStoreUp(static_cast<bool>(result) || unknown);
   // Per-key series only for keys the store confirmed (or a rule's label).
-  if (result && !s.issued_counter) s.issued_counter = &options_.metrics->IdsIssued(metric_label);
+  // Confirmed: a rule's key from its admission, any other once the store
+  // answered for it (its series starts then, at 0).
+  const AutoKeyRule* rule = rules_.Match(s.key);
+  const bool confirmed = rule || s.reservations > 0 || result;
+  if (result && !rule) issued_counters_.For(s.key, nullptr);
   if (!unknown) {
-    options_.metrics->ReservationDone(
-        s.issued_counter ? metric_label : std::string(kUnconfirmedKeyLabel),
-        static_cast<bool>(result), seconds);
+    options_.metrics->ReservationDone(confirmed ? metric_label : std::string(kUnconfirmedKeyLabel),
+                                      static_cast<bool>(result), seconds);
   }
 }
 
-void SegmentAllocator::DropStaleReservationLocked(KeyState& s, int64_t epoch, bool fenced,
+void SegmentAllocator::DropStaleReservationLocked(KeyState& s, const ShardGrant& grant, bool fenced,
                                                   Answers& answers) {
   // Reserved under an epoch we no longer hold (the IDs are skipped, as
   // after a restart), or fenced out: the shard is someone else's.
   if (!fenced) return;
-  SEQD_LOG(kInfo) << "reservation fenced out key=" << s.key << " shard=" << s.shard
-                  << " epoch=" << epoch;
-  options_.gate->Fenced(s.shard, epoch);
-  if (epoch != s.epoch) return;
+  SEQD_LOG(kInfo) << "reservation fenced out key=" << s.key << " shard=" << grant.shard
+                  << " epoch=" << grant.epoch;
+  options_.gate->Fenced(grant.shard, grant.epoch);
+  if (grant.epoch != s.epoch) return;
   s.DropCurrentLocked();
   s.has_next = false;
   s.epoch = 0;
@@ -252,7 +257,7 @@ void SegmentAllocator::InstallReservationLocked(KeyState& s, const ReservedSegme
     s.has_next = true;
     s.cursor.SetLimit(FastLimitLocked(s, s.CurrentLocked()));  // the rest, lock-free
   }
-  s.table_step = seg.table_step;
+  s.SetTableStepLocked(seg.table_step);
   if (s.step32 == 0) s.SetStepLocked(std::max<int64_t>(seg.table_step, 1));
   s.last_reserved_at = clock_.Now();
   SampleRateLocked(s, s.last_reserved_at);
@@ -260,8 +265,9 @@ void SegmentAllocator::InstallReservationLocked(KeyState& s, const ReservedSegme
   // Sending to landing on our clock: queueing for a database thread
   // counts as much as the database's own latency.
   const double latency = std::chrono::duration<double>(s.last_reserved_at - sent_at).count();
-  s.reserve_seconds = static_cast<float>(std::max<double>(latency, s.reserve_seconds / 2));
-  s.issued_at_landing = s.IssuedLocked();
+  s.reserve_latency = allocator_internal::LatencyByte::Encode(
+      std::max(latency, allocator_internal::LatencyByte::Decode(s.reserve_latency) / 2));
+  s.issued_at_landing = static_cast<uint32_t>(s.IssuedLocked());
 }
 
 void SegmentAllocator::ServeParkedLocked(KeyState& s, Answers& answers) {

@@ -20,16 +20,19 @@ constexpr Clock::Duration kRateSpacing = std::chrono::seconds(30);
 }  // namespace
 
 void SegmentAllocator::ReportIssuedLocked(const KeyState& state) const {
-  const int64_t issued = state.IssuedLocked();
-  if (issued == state.reported) return;
+  // Modulo 2^32, exact (KeyState::reported).
+  const auto issued = static_cast<uint32_t>(state.IssuedLocked());
+  const uint32_t unreported = issued - state.reported;
+  if (unreported == 0) return;
   // Taken since the last report: used at least as recently as the coarse
   // clock's last tick (the latest sweep or reservation).
   const uint32_t tick = CoarseSeconds();
   if (state.last_used.load(std::memory_order_relaxed) < tick) {
     state.last_used.store(tick, std::memory_order_relaxed);
   }
-  if (state.issued_counter) {
-    state.issued_counter->Increment(static_cast<double>(issued - state.reported));
+  // Issued > 0: the key was confirmed (IssuedCounters::For's precondition).
+  if (prometheus::Counter* counter = issued_counters_.For(state.key, rules_.Match(state.key))) {
+    counter->Increment(static_cast<double>(unreported));
   }
   state.reported = issued;
 }
@@ -44,10 +47,11 @@ void SegmentAllocator::SampleRateLocked(const KeyState& s, Clock::TimePoint now)
   if (at - s.rate_at_ms[1] < static_cast<uint32_t>(kRateSpacing / std::chrono::milliseconds(1))) {
     return;
   }
+  const int64_t issued = s.IssuedLocked();
   s.rate_at_ms[0] = s.rate_at_ms[1];
-  s.rate_issued[0] = s.rate_issued[1];
+  s.rate_issued_between = static_cast<float>(issued - s.rate_issued);
   s.rate_at_ms[1] = at;
-  s.rate_issued[1] = s.IssuedLocked();
+  s.rate_issued = issued;
 }
 
 KeySnapshot SegmentAllocator::SnapshotLocked(const KeyState& s) const {
@@ -69,7 +73,7 @@ KeySnapshot SegmentAllocator::SnapshotLocked(const KeyState& s) const {
       buffer(s.has_current, s.has_current ? s.CurrentLocked() : Buffer{}, s.UsedLocked());
   snap.next = buffer(s.has_next, s.next, 0);
   snap.step = s.StepLocked();
-  snap.table_step = s.table_step;
+  snap.table_step = s.TableStepLocked();
   snap.parked = static_cast<int64_t>(s.ParkedLocked());
   snap.reservations = s.reservations;
   if (s.wait) snap.last_error = s.wait->last_error;
@@ -80,9 +84,8 @@ KeySnapshot SegmentAllocator::SnapshotLocked(const KeyState& s) const {
   {
     const double secs = static_cast<double>(RateStamp(now) - s.rate_at_ms[0]) / 1000;
     const int64_t issued = s.IssuedLocked();
-    if (secs > 0 && issued > s.rate_issued[0]) {
-      snap.rate_per_s = static_cast<double>(issued - s.rate_issued[0]) / secs;
-    }
+    const double since_first = static_cast<double>(issued - s.rate_issued) + s.rate_issued_between;
+    if (secs > 0 && since_first > 0) snap.rate_per_s = since_first / secs;
   }
   if (snap.rate_per_s > 0) {
     const int64_t left = s.CurrentLeftLocked() + (s.has_next ? s.next.size() : 0);

@@ -11,7 +11,7 @@ namespace seqd {
 
 int64_t SegmentAllocator::NextStepLocked(KeyState& state, int64_t demand) {
   const Clock::TimePoint now = clock_.Now();
-  int64_t floor = state.table_step > 0 ? state.table_step : 1;
+  int64_t floor = std::max<int64_t>(state.TableStepLocked(), 1);
   int64_t step = state.StepLocked();
   if (step == 0) step = floor;
   // Leaf's rule: double while segments last less than segment_duration,
@@ -45,12 +45,16 @@ int64_t SegmentAllocator::MeasuredStepLocked(const KeyState& state, Clock::TimeP
   constexpr double kMinWindowSeconds = 0.0001;
   const double elapsed = std::max(
       kMinWindowSeconds, std::chrono::duration<double>(now - state.last_reserved_at).count());
-  const double rate = static_cast<double>(state.IssuedLocked() - state.issued_at_landing) / elapsed;
+  // Modulo 2^32 (KeyState::issued_at_landing).
+  const uint32_t issued = static_cast<uint32_t>(state.IssuedLocked()) - state.issued_at_landing;
+  const double rate = static_cast<double>(issued) / elapsed;
   // Four reservation latencies of margin: the database may slow down
   // further, and a failed reservation is retried after a backoff.
   constexpr double kLatencyMargin = 4;
   const double left_at_prefetch = 1.0 - options_.prefetch_fraction;
-  const double for_latency = rate * kLatencyMargin * state.reserve_seconds / left_at_prefetch;
+  const double for_latency = rate * kLatencyMargin *
+                             allocator_internal::LatencyByte::Decode(state.reserve_latency) /
+                             left_at_prefetch;
   // Both buffers together: about (2 - prefetch_fraction) steps.
   const double for_runway = rate * std::chrono::duration<double>(options_.min_runway).count() /
                             (2.0 - options_.prefetch_fraction);
@@ -63,7 +67,7 @@ void SegmentAllocator::OnTableStepChanged(std::string_view key, int64_t table_st
   KeyRef state = Find(key);
   if (!state) return;
   LockGuard<TinyMutex> lock(state->mu);
-  state->table_step = table_step;
+  state->SetTableStepLocked(table_step);
   state->SetStepLocked(std::max(state->StepLocked(), table_step));
 }
 

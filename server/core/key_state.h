@@ -30,6 +30,7 @@
 #include "server/core/id_batch.h"
 #include "server/core/key_handle.h"
 #include "server/core/key_name.h"
+#include "server/core/latency_byte.h"
 #include "server/core/segment_cursor.h"
 
 namespace prometheus {
@@ -59,7 +60,8 @@ struct Waiter {
 };
 
 // What a key holds only while requests wait on it, before its first
-// reservation, or after a failure: most keys in memory have none. Guarded
+// reservation, after a failure, or with a row step of 2^31 or more: most
+// keys in memory have none. Guarded
 // by its key's mutex (KeyState::wait).
 struct WaitState {
   // Vectors, not deques: an empty deque costs ~600 bytes of heap.
@@ -68,11 +70,14 @@ struct WaitState {
   std::string creator;          // auto-created keys, until the first reservation: who asked first
   Clock::TimePoint retry_at{};  // no reservation before this (after a failure)
   bool retry_scheduled = false;
+  // The row's step when it is 2^31 or more (KeyState::table_step32); else 0.
+  int64_t table_step = 0;
 };
 
 // One key in memory. Kept small (a million keys are held at once): the
-// rare parts live in WaitState; the metric label and the rule's step are
-// worked out from the key when needed.
+// rare parts live in WaitState; the metric label and counter
+// (IssuedCounters), the shard and the rule's step are worked out from the
+// key when needed.
 //
 // The fast path (KeyFastPath: the current segment's cursor, the epoch, the
 // erased flag) is read without mu; it is written only with mu held.
@@ -80,7 +85,7 @@ struct WaitState {
 struct KeyState : KeyFastPath {
   explicit KeyState(std::string_view k) : key(k) {}
 
-  // Declared first: the compiler places these two bytes in KeyFastPath's
+  // Declared first: the compiler places these three bytes in KeyFastPath's
   // tail padding (key_handle.h), not in a word of their own.
   //
   // Set before the key's first reservation is queued and never changed, so
@@ -100,6 +105,10 @@ struct KeyState : KeyFastPath {
   // MAX_IDS: a segment was installed at the key's epoch, so `last_issued`
   // and the current segment say the largest ID handed out (MaxLocked).
   bool max_known : 1 GUARDED_BY(mu) = false;
+  // How long reservations take lately, from sending to landing: a decaying
+  // maximum (LatencyByte), which sizes the next step. In the last byte of
+  // KeyFastPath's padding.
+  uint8_t reserve_latency GUARDED_BY(mu) = 0;
 
   const KeyName key;  // 16 bytes; up to 15 of them inline
   // Whole seconds since the allocator started, as of the coarse clock (the
@@ -107,45 +116,57 @@ struct KeyState : KeyFastPath {
   // taken without the lock are first counted.
   mutable std::atomic<uint32_t> last_used{0};
   mutable TinyMutex mu;
-  uint32_t shard GUARDED_BY(mu) = 0;  // cluster mode: the key's shard (epoch: see KeyFastPath)
+  // Reservations landed. With no auto-create rule for the key, 0 also says
+  // the store has not confirmed the key yet (no metric series of its own).
   int32_t reservations GUARDED_BY(mu) = 0;
-  // How long reservations take lately, from sending to landing (a decaying
-  // maximum, seconds): sizes the next step.
-  float reserve_seconds GUARDED_BY(mu) = 0;
   // The dynamic step; 0 until the first reservation. Through StepLocked and
   // SetStepLocked: 32 bits, as max_step is below 2^31 (AllocatorOptions),
   // so only a row's own step (table_step, from SQL) of 2^31 or more goes
   // past it, and then the step is that row's step (never above
   // max(max_step, table_step)): stored as kStepPastInt32.
   int32_t step32 GUARDED_BY(mu) = 0;
+  // The row's step, 0 until the first reservation tells us. Through
+  // TableStepLocked and SetTableStepLocked: kStepPastInt32 says it is
+  // 2^31 or more (only a SQLite row set by SQL can be), kept in the wait
+  // state.
+  int32_t table_step32 GUARDED_BY(mu) = 0;
+  // IssuedLocked() modulo 2^32 when the latest reservation landed, before
+  // the requests parked on it were served (last_reserved_at says when):
+  // the rate that sizes the next step. The difference to IssuedLocked()
+  // modulo 2^32 is exact: a key issues under 2^32 IDs between two landings
+  // (two segments of under 2^31), unless a row's step is 2^31 or more, and
+  // then the step is the row's whatever the rate.
+  uint32_t issued_at_landing GUARDED_BY(mu) = 0;
+  // IssuedLocked() modulo 2^32 when the counters (metrics) were last told
+  // (ReportIssuedLocked). Exact as a difference: every take through the
+  // lock and every landing reports, so between two reports only lock-free
+  // takes from one segment issue IDs, and a segment serves fewer than 2^32
+  // (kMaxServedSegment). Mutable: brought up to date by snapshots too.
+  mutable uint32_t reported GUARDED_BY(mu) = 0;
+  // Two samples of (when, IDs issued) for the recent rate: [0] at least
+  // kRateSpacing older than [1]. When: milliseconds since the allocator
+  // started, modulo 2^32, and so are their differences (samples are never
+  // 49 days apart: the idle sweep samples every key it keeps). IDs issued:
+  // at [1] exactly, and from [0] to [1] as a float (a rate shown, 24 bits
+  // of precision), so the pair takes 20 bytes, not 32.
+  mutable uint32_t rate_at_ms[2] GUARDED_BY(mu) = {0, 0};
+  mutable float rate_issued_between GUARDED_BY(mu) = 0;
+  // When the latest reservation landed (exact: a cold key's first segment
+  // may last a millisecond, and its rate sizes the next).
+  Clock::TimePoint last_reserved_at GUARDED_BY(mu) = {};
   int64_t current_last GUARDED_BY(mu) = 0;
   Buffer next GUARDED_BY(mu);
   // The cursor's word (see KeyFastPath): what the fast path writes. Placed
   // here, more than a cache line past the fields takes read, so two threads
   // taking from one key do not drag those to and fro with it.
   CursorWord cursor_word;
-  int64_t table_step GUARDED_BY(mu) = 0;  // 0 until the first reservation tells us
-  // When the latest reservation landed, and IssuedLocked() then, before the
-  // requests parked on it were served.
-  Clock::TimePoint last_reserved_at GUARDED_BY(mu) = {};
-  int64_t issued_at_landing GUARDED_BY(mu) = 0;
   // IDs taken from segments no longer current; IssuedLocked() adds the
-  // current one's. `reported`: how many of them the counters (metrics)
-  // have been told of. Mutable: brought up to date by snapshots too.
+  // current one's.
   int64_t issued_closed GUARDED_BY(mu) = 0;
   // The largest ID below the current segment that was handed out or will
   // never be (segments ended, the IDs skipped below an installed one).
   int64_t last_issued GUARDED_BY(mu) = 0;
-  mutable int64_t reported GUARDED_BY(mu) = 0;
-  // Two samples of (when, IDs issued) for the recent rate: [0] at least
-  // kRateSpacing older than [1]. When: milliseconds since the allocator
-  // started, modulo 2^32, and so are their differences (samples are never
-  // 49 days apart: the idle sweep samples every key it keeps). 24 bytes,
-  // not 32: a million keys are held at once.
-  mutable uint32_t rate_at_ms[2] GUARDED_BY(mu) = {0, 0};
-  mutable int64_t rate_issued[2] GUARDED_BY(mu) = {0, 0};
-  // With metrics, once confirmed.
-  prometheus::Counter* issued_counter GUARDED_BY(mu) = nullptr;
+  mutable int64_t rate_issued GUARDED_BY(mu) = 0;  // at rate_at_ms[1]
   // See WaitState; null: none.
   std::unique_ptr<WaitState> wait GUARDED_BY(mu) PT_GUARDED_BY(mu);
 
@@ -155,11 +176,28 @@ struct KeyState : KeyFastPath {
   bool AutoCreatedUnlocked() const NO_THREAD_SAFETY_ANALYSIS { return auto_created; }
 
   static constexpr int32_t kStepPastInt32 = std::numeric_limits<int32_t>::max();
+  // A segment serves at most this many IDs; the rest of a larger one are
+  // skipped, as after a restart. Only a row's step of 2^32 or more (set by
+  // SQL on SQLite) comes near it. Below SegmentCursor::kMaxSize.
+  static constexpr int64_t kMaxServedSegment = (int64_t{1} << 32) - 1;
   int64_t StepLocked() const REQUIRES(mu) {
-    return step32 == kStepPastInt32 ? std::max<int64_t>(step32, table_step) : step32;
+    return step32 == kStepPastInt32 ? std::max<int64_t>(step32, TableStepLocked()) : step32;
   }
   void SetStepLocked(int64_t step) REQUIRES(mu) {
     step32 = static_cast<int32_t>(std::min<int64_t>(step, kStepPastInt32));
+  }
+
+  int64_t TableStepLocked() const REQUIRES(mu) {
+    return table_step32 == kStepPastInt32 && wait ? wait->table_step : table_step32;
+  }
+  void SetTableStepLocked(int64_t step) REQUIRES(mu) {
+    if (step >= kStepPastInt32) {
+      table_step32 = kStepPastInt32;
+      WaitLocked().table_step = step;
+    } else {
+      table_step32 = static_cast<int32_t>(step);
+      if (wait) wait->table_step = 0;
+    }
   }
 
   Buffer CurrentLocked() const REQUIRES(mu) { return Buffer{cursor.Base(), current_last}; }
@@ -204,7 +242,7 @@ struct KeyState : KeyFastPath {
   // Frees the wait state once nothing in it matters any more.
   void TidyLocked() REQUIRES(mu) {
     if (wait && wait->parked.empty() && !wait->last_error && !wait->retry_scheduled &&
-        wait->creator.empty()) {
+        wait->creator.empty() && wait->table_step == 0) {
       wait.reset();
     }
   }

@@ -49,6 +49,7 @@ SegmentAllocator::SegmentAllocator(SegmentStore& store, TaskRunner& db, Clock& c
       clock_(clock),
       rules_(std::move(rules)),
       options_(BoundSteps(options)),
+      issued_counters_(options_.metrics, rules_),
       shards_(new Shard[allocator_internal::kShardCount]),
       reservation_queue_(std::make_unique<BatchQueue<PendingReservation>>(
           db, kMaxReservationBatch, std::max<size_t>(1, options_.reservation_flushes),
@@ -157,11 +158,13 @@ void SegmentAllocator::TakeSlow(std::string_view key, int64_t count, TakeCallbac
         served = !state->HasParkedLocked() && ServeTakeLocked(*state, need, got, contiguous);
         if (served) {
           MaybeReserveLocked(*state);
-          ReportIssuedLocked(*state);
         } else {
           // Both buffers are empty: park until a reservation lands or the deadline.
           waiter = ParkLocked(*state, need, std::move(got), std::move(done), contiguous);
         }
+        // Served in part or whole: every take through the lock reports
+        // (KeyState::reported counts in 32 bits).
+        ReportIssuedLocked(*state);
       }
     }
     if (served) return done(std::move(got));
@@ -181,18 +184,17 @@ void SegmentAllocator::TakeSlow(std::string_view key, int64_t count, TakeCallbac
 }
 
 void SegmentAllocator::AdmitNewKeyLocked(KeyState& state, std::string_view requester) {
-  if (const AutoKeyRule* rule = rules_.Match(state.key)) {
+  if (rules_.Match(state.key)) {
     state.auto_created = true;
     state.WaitLocked().creator = requester;
-    // A key no rule matches may not exist: its series start once the
-    // store has confirmed it (OnReserved), so unknown keys add none.
-    if (options_.metrics) {
-      state.issued_counter = &options_.metrics->IdsIssued(KeyMetricLabel(state.key, rule));
-    }
+    // Its rule's series exists (IssuedCounters). A key no rule matches may
+    // not exist: its series starts once the store has confirmed it
+    // (RecordReservationMetricsLocked), so unknown keys add none.
   }
   const Clock::TimePoint now = clock_.Now();
   state.rate_at_ms[0] = state.rate_at_ms[1] = RateStamp(now);  // the rate's origin
-  state.rate_issued[0] = state.rate_issued[1] = 0;
+  state.rate_issued = 0;
+  state.rate_issued_between = 0;
 }
 
 void SegmentAllocator::MoveToEpochLocked(KeyState& state, const ShardGrant& grant) {
@@ -202,7 +204,6 @@ void SegmentAllocator::MoveToEpochLocked(KeyState& state, const ShardGrant& gran
   state.has_next = false;
   state.max_known = false;  // another owner may have handed out IDs since
   state.last_issued = 0;
-  state.shard = grant.shard;  // the same for every grant of this key
   state.epoch = grant.epoch;
 }
 
@@ -216,7 +217,7 @@ bool SegmentAllocator::ServeTakeLocked(KeyState& state, int64_t& need, IdBatch& 
       contiguous ? ServeBlockLocked(state, need, got) : ServeLocked(state, need, got);
   if (window_starts) {
     state.last_reserved_at = clock_.Now();
-    state.issued_at_landing = state.IssuedLocked();
+    state.issued_at_landing = static_cast<uint32_t>(state.IssuedLocked());
     if (state.has_current) state.cursor.SetLimit(FastLimitLocked(state, state.CurrentLocked()));
   }
   return served;
@@ -299,9 +300,9 @@ void SegmentAllocator::InstallCurrentLocked(KeyState& state, const Buffer& b, bo
   // Every ID below the new segment was handed out or never will be.
   state.last_issued = std::max(state.last_issued, b.first - 1);
   state.max_known = true;
-  // A segment too large for the cursor serves its first kMaxSize IDs (the
-  // rest are skipped, as after a restart): no step comes near that.
-  state.current_last = std::min(b.last, b.first + SegmentCursor::kMaxSize - 1);
+  // A segment too large serves its first kMaxServedSegment IDs (the rest
+  // are skipped, as after a restart).
+  state.current_last = std::min(b.last, b.first + KeyState::kMaxServedSegment - 1);
   state.has_current = true;
   state.cursor.Open(state.cursor_word, b.first,
                     fast ? FastLimitLocked(state, Buffer{b.first, state.current_last}) : 0);

@@ -38,6 +38,7 @@
 #include "server/base/clock.h"
 #include "server/base/task_runner.h"
 #include "server/core/id_batch.h"
+#include "server/core/issued_counters.h"
 #include "server/core/key_handle.h"
 #include "server/core/key_rules.h"
 #include "server/core/key_shard.h"
@@ -348,10 +349,10 @@ class SegmentAllocator {
   // The steps of OnReserved, in order.
   void RecordReservationMetricsLocked(KeyState& state, const Result<ReservedSegment>& result,
                                       double seconds) REQUIRES(state.mu);
-  // Reserved under `epoch`, no longer the key's, or `fenced` out: the IDs
+  // Reserved under `grant`, whose epoch is no longer the key's, or `fenced` out: the IDs
   // are skipped; fenced at the key's epoch, the shard is someone else's.
-  void DropStaleReservationLocked(KeyState& state, int64_t epoch, bool fenced, Answers& answers)
-      REQUIRES(state.mu);
+  void DropStaleReservationLocked(KeyState& state, const ShardGrant& grant, bool fenced,
+                                  Answers& answers) REQUIRES(state.mu);
   // The new segment becomes the current or the next one; the step and the
   // reservation latency learn from it.
   void InstallReservationLocked(KeyState& state, const ReservedSegment& seg,
@@ -421,6 +422,7 @@ class SegmentAllocator {
   Clock& clock_;
   const KeyRules rules_;
   const AllocatorOptions options_;
+  IssuedCounters issued_counters_;
   std::unique_ptr<Shard[]> shards_;
   std::unique_ptr<BatchQueue<PendingReservation>> reservation_queue_;
   std::atomic<bool> shutting_down_{false};

@@ -32,8 +32,7 @@ struct AllocFixture {
 
   Metrics metrics{"9.9.9"};
 
-  explicit AllocFixture(std::vector<AutoKeyRule> rules = {}) {
-    AllocatorOptions options;
+  explicit AllocFixture(std::vector<AutoKeyRule> rules = {}, AllocatorOptions options = {}) {
     options.metrics = &metrics;
     alloc =
         std::make_unique<SegmentAllocator>(store, db, clock, KeyRules(std::move(rules)), options);
@@ -85,6 +84,48 @@ TEST_CASE("metrics: HTTP requests through ApiRouter move seqd_requests_total") {
   CHECK(text.find(R"(seqd_key_step{key="order"} 100)") != std::string::npos);
   CHECK(text.find(R"(seqd_build_info{version="9.9.9"} 1)") != std::string::npos);
   CHECK(text.find(R"(seqd_request_duration_seconds_count{interface="http"})") != std::string::npos);
+}
+
+TEST_CASE("metrics: IDs issued are counted exactly past 2^32; a segment serves under 2^32") {
+  // A key counts the IDs not yet reported in 32 bits (KeyState::reported):
+  // exact because between two reports only lock-free takes from one
+  // segment issue IDs, and a segment serves at most 2^32 - 1 of them.
+  AllocatorOptions options;
+  options.max_count = SegmentCursor::kMaxTake;
+  options.prefetch_fraction = 0;  // the next segment is reserved at once
+  AllocFixture f({}, options);
+  constexpr int64_t kRowStep = int64_t{1} << 33;  // a SQLite row set by SQL
+  REQUIRE(f.store.CreateKey("huge", kRowStep, ""));
+  f.Take("huge", 1);  // reservation 1 lands; reservation 2 too (RunAll)
+  int64_t issued = 1, last = 1, first_past = 0;
+  // 257 takes of 2^24: lock-free, without a report between them, except
+  // the first (the window after a wait starts through the lock) and where
+  // the segment's served part ends.
+  for (int i = 0; i < 257; ++i) {
+    std::optional<IdBatch> got;
+    f.alloc->Take("huge", SegmentCursor::kMaxTake, [&](Result<IdBatch> r) {
+      REQUIRE(r);
+      got = *r;
+    });
+    f.db.RunAll();
+    INFO("take ", i);
+    REQUIRE(got);
+    for (const IdRange& r : got->ranges) {
+      CHECK(r.first > last);
+      if (r.first > allocator_internal::KeyState::kMaxServedSegment && first_past == 0)
+        first_past = r.first;
+      last = r.last;
+    }
+    issued += got->count();
+  }
+  CHECK(issued == 257 * SegmentCursor::kMaxTake + 1);
+  // The first segment served [1, 2^32 - 1]; the rest of it was skipped.
+  CHECK(first_past == kRowStep + 1);
+  const std::string text = f.metrics.Render();
+  const std::string series = R"(seqd_ids_issued_total{key="huge"} )";
+  const size_t at = text.find(series);
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stod(text.substr(at + series.size())) == static_cast<double>(issued));
 }
 
 TEST_CASE("metrics: 1000 auto-created conversation keys make one key=\"auto:si_\" series") {
