@@ -6,6 +6,7 @@
 #include "seqd_git_commit.h"  // generated at build time (cmake/git_commit.cmake)
 #include "server/app.h"
 #include "server/base/log.h"
+#include "server/base/malloc_tuning.h"
 #include "server/config/config.h"
 
 int main(int argc, char** argv) {
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
     std::fputs(seqd::PrintConfig(*config).c_str(), stdout);
     return 0;
   }
+  seqd::TuneMallocForBursts();  // before App::Create starts any thread
   seqd::SetLogLevel(*seqd::ParseLogLevel(config->log_level));
   seqd::SetLogFormat(*seqd::ParseLogFormat(config->log_format));
   auto app = seqd::App::Create(*config);

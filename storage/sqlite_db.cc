@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <mutex>
 #include <system_error>
 #include <thread>
 
@@ -59,6 +60,12 @@ Status SqliteDb::Open() {
                                                          parent.string() + "': " + ec.message());
     }
   }
+
+  // Once per process, before SQLite initializes: no memory statistics. They
+  // take a process-wide mutex on every allocation SQLite makes (several per
+  // statement), and nothing here reads them.
+  static std::once_flag configured;
+  std::call_once(configured, [] { sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); });
 
   sqlite3* db = nullptr;
   int rc =
