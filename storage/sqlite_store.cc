@@ -2,6 +2,9 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
+#include <cstdio>
+#include <ctime>
 #include <limits>
 
 namespace seqd {
@@ -65,22 +68,36 @@ const char* const kSql[kNumStmts] = {
     "INSERT INTO seqd_min_seq (biz_tag, min_seq) VALUES (?1, ?2) "
     "ON CONFLICT(biz_tag) DO UPDATE SET min_seq = excluded.min_seq",
     // The batch's statements: one per key, the row's new max_id and step
-    // back. No row back: no such key, or no room below INT64_MAX (the
+    // back; ?5 is the batch's time (BatchTime: strftime per row cost a few
+    // percent of a new-key storm). No row back: no such key, or no room below INT64_MAX (the
     // row is left as it is).
     /* kReserveReturning */
-    "UPDATE leaf_alloc SET max_id = max_id + COALESCE(?2, step), update_time = " SEQD_SQLITE_NOW
+    "UPDATE leaf_alloc SET max_id = max_id + COALESCE(?2, step), update_time = ?5"
     " WHERE biz_tag = ?1 AND max_id <= 9223372036854775807 - COALESCE(?2, step)"
     " RETURNING max_id, step",
     /* kCreateOrReserve: a new row starts at 1 and gives its first segment
        at once; a row already there gives its next one. */
     "INSERT INTO leaf_alloc (biz_tag, max_id, step, description, update_time) "
-    "VALUES (?1, 1 + COALESCE(?2, ?3), ?3, ?4, " SEQD_SQLITE_NOW
-    ") "
-    "ON CONFLICT(biz_tag) DO UPDATE SET max_id = max_id + COALESCE(?2, step), update_time "
-    "= " SEQD_SQLITE_NOW
+    "VALUES (?1, 1 + COALESCE(?2, ?3), ?3, ?4, ?5) "
+    "ON CONFLICT(biz_tag) DO UPDATE SET max_id = max_id + COALESCE(?2, step), update_time = ?5"
     " WHERE max_id <= 9223372036854775807 - COALESCE(?2, step)"
     " RETURNING max_id, step",
 };
+
+// Now as SEQD_SQLITE_NOW writes it ("2026-11-28 05:57:00.123", UTC): one
+// time for a whole batch.
+std::string BatchTime() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()) %
+                  std::chrono::seconds(1);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[32];
+  const size_t n = std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &utc);
+  std::snprintf(text + n, sizeof text - n, ".%03d", static_cast<int>(ms.count()));
+  return text;
+}
 
 std::string ColumnText(sqlite3_stmt* s, int i) {
   const unsigned char* p = sqlite3_column_text(s, i);
@@ -189,6 +206,7 @@ std::vector<Result<ReservedSegment>> SqliteStore::ReserveMany(
   if (Status st = db_.Begin("reserve many (begin)"); !st.ok()) return fail_all(st.error());
   std::vector<Result<ReservedSegment>> out;
   out.reserve(requests.size());
+  const std::string now = BatchTime();
   for (const ReserveRequest& r : requests) {
     if (r.fence) {
       out.push_back(MakeError(ErrorCode::kFailedPrecondition, "this store has no cluster mode"));
@@ -216,6 +234,7 @@ std::vector<Result<ReservedSegment>> SqliteStore::ReserveMany(
       sqlite3_bind_int64(*stmt, 3, r.create_step);
       SqliteBindText(*stmt, 4, r.create_description);
     }
+    SqliteBindText(*stmt, 5, now);
     const int rc = sqlite3_step(*stmt);
     if (rc == SQLITE_DONE) {  // no row changed: which reason?
       auto sel = db_.Stmt(kReserveSelect, "reserve many (select)");
