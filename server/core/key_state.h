@@ -33,10 +33,6 @@
 #include "server/core/latency_byte.h"
 #include "server/core/segment_cursor.h"
 
-namespace prometheus {
-class Counter;
-}  // namespace prometheus
-
 namespace seqd::allocator_internal {
 
 // One reserved segment: [first, last]; its step is its size.
@@ -61,8 +57,7 @@ struct Waiter {
 
 // What a key holds only while requests wait on it, before its first
 // reservation, after a failure, or with a row step of 2^31 or more: most
-// keys in memory have none. Guarded
-// by its key's mutex (KeyState::wait).
+// keys in memory have none. Guarded by its key's mutex (KeyState::wait).
 struct WaitState {
   // Vectors, not deques: an empty deque costs ~600 bytes of heap.
   std::vector<std::shared_ptr<Waiter>> parked;

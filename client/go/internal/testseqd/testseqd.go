@@ -91,25 +91,36 @@ func Start(t testing.TB, args ...string) *Server {
 func StartConfig(t testing.TB, cfg Config) *Server {
 	t.Helper()
 	Binary(t)
-	s := &Server{t: t, Dir: t.TempDir(), HTTPPort: FreePort(t), TCPPort: FreePort(t)}
+	s := &Server{t: t, Dir: t.TempDir()}
 	s.Store = cfg.Store
 	if s.Store == "" {
 		s.Store = NewStore(t, s.Dir)
 	}
-	s.args = []string{"--store", s.Store, "--http-port", strconv.Itoa(s.HTTPPort),
+	t.Cleanup(func() { s.Kill() })
+	// A port FreePort found free may be taken by another process before
+	// seqd binds it (other suites run beside this one): then new ports.
+	for attempt := 1; ; attempt++ {
+		s.HTTPPort, s.TCPPort = FreePort(t), FreePort(t)
+		s.args = serverArgs(s, cfg)
+		if s.launchOnce(attempt < 5) {
+			return s
+		}
+		t.Logf("seqd start %d: a port was taken before seqd bound it; again on new ports", attempt)
+	}
+}
+
+func serverArgs(s *Server, cfg Config) []string {
+	args := []string{"--store", s.Store, "--http-port", strconv.Itoa(s.HTTPPort),
 		"--tcp-port", strconv.Itoa(s.TCPPort), "--threads", "2", "--log-level", "warn"}
 	if cfg.Certs != nil {
 		s.tls = true
-		s.args = append(s.args, "--tls-cert", cfg.Certs.ServerCert, "--tls-key", cfg.Certs.ServerKey,
+		args = append(args, "--tls-cert", cfg.Certs.ServerCert, "--tls-key", cfg.Certs.ServerKey,
 			"--tls-listeners", "http,binary")
 	}
 	if cfg.TokensFile != "" {
-		s.args = append(s.args, "--tokens-file", cfg.TokensFile)
+		args = append(args, "--tokens-file", cfg.TokensFile)
 	}
-	s.args = append(s.args, cfg.Args...)
-	t.Cleanup(func() { s.Kill() })
-	s.launch()
-	return s
+	return append(args, cfg.Args...)
 }
 
 var dbCounter atomic.Int64
@@ -202,6 +213,14 @@ func (s *Server) Running() bool {
 
 func (s *Server) launch() {
 	s.t.Helper()
+	s.launchOnce(false)
+}
+
+// launchOnce starts seqd and waits until it is healthy. With portRetry, a
+// start that fails because a port is in use returns false (its log is
+// removed); any other failure fails the test.
+func (s *Server) launchOnce(portRetry bool) bool {
+	s.t.Helper()
 	log, err := os.OpenFile(filepath.Join(s.Dir, "seqd.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		s.t.Fatalf("log: %v", err)
@@ -214,10 +233,10 @@ func (s *Server) launch() {
 	}
 	s.exited = make(chan struct{})
 	go func(cmd *exec.Cmd, ch chan struct{}) { cmd.Wait(); close(ch) }(s.cmd, s.exited)
-	s.waitHealthy(20 * time.Second)
+	return s.waitHealthy(20*time.Second, portRetry)
 }
 
-func (s *Server) waitHealthy(limit time.Duration) {
+func (s *Server) waitHealthy(limit time.Duration, portRetry bool) bool {
 	s.t.Helper()
 	scheme := "http"
 	client := &http.Client{Timeout: time.Second}
@@ -229,7 +248,13 @@ func (s *Server) waitHealthy(limit time.Duration) {
 	for time.Now().Before(deadline) {
 		select {
 		case <-s.exited:
-			s.t.Fatalf("seqd exited at start: %s", s.Logs())
+			logs := s.Logs()
+			if portRetry && strings.Contains(logs, "Address already in use") {
+				s.log.Close()
+				_ = os.Remove(filepath.Join(s.Dir, "seqd.log"))
+				return false
+			}
+			s.t.Fatalf("seqd exited at start: %s", logs)
 		default:
 		}
 		// /readyz, not /healthz: a MySQL store creates its tables in the
@@ -241,13 +266,14 @@ func (s *Server) waitHealthy(limit time.Duration) {
 				// The binary listener too.
 				if c, err := net.DialTimeout("tcp", s.Addr(), time.Second); err == nil {
 					c.Close()
-					return
+					return true
 				}
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	s.t.Fatalf("seqd not healthy within %v: %s", limit, s.Logs())
+	return false
 }
 
 // Stop sends SIGTERM and waits (SIGKILL after 10 s).
