@@ -96,6 +96,7 @@ func StartConfig(t testing.TB, cfg Config) *Server {
 	if s.Store == "" {
 		s.Store = NewStore(t, s.Dir)
 	}
+	s.tls = cfg.Certs != nil
 	t.Cleanup(func() { s.Kill() })
 	// A port FreePort found free may be taken by another process before
 	// seqd binds it (other suites run beside this one): then new ports.
@@ -109,11 +110,11 @@ func StartConfig(t testing.TB, cfg Config) *Server {
 	}
 }
 
+// serverArgs is the command line for s on its current ports.
 func serverArgs(s *Server, cfg Config) []string {
 	args := []string{"--store", s.Store, "--http-port", strconv.Itoa(s.HTTPPort),
 		"--tcp-port", strconv.Itoa(s.TCPPort), "--threads", "2", "--log-level", "warn"}
 	if cfg.Certs != nil {
-		s.tls = true
 		args = append(args, "--tls-cert", cfg.Certs.ServerCert, "--tls-key", cfg.Certs.ServerKey,
 			"--tls-listeners", "http,binary")
 	}
