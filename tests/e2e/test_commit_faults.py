@@ -85,6 +85,19 @@ class FaultRelay:
         self.proc.send_signal(signal.SIGUSR2 if on else signal.SIGUSR1)
         time.sleep(0.3)
 
+    def wait_holds_ended(self):
+        """Waits until no COMMIT answer held while the faults were on is still
+        held: such a hold still fails its transaction after the faults are
+        off, and a request waiting on it is rightly answered 503."""
+        deadline = time.time() + HOLD_SECONDS + 5
+        held = self.stats()["holding"]
+        if held:
+            print("faults off with %d COMMIT answer(s) still held: waiting" % held)
+        while self.stats()["holding"] > 0:
+            if time.time() > deadline:
+                raise AssertionError("the relay still holds a COMMIT answer")
+            time.sleep(0.1)
+
     def stats(self):
         for _ in range(50):  # the relay writes the file within 0.2 s of starting
             with open(self.stats_file) as f:
@@ -181,6 +194,7 @@ class CommitFaults(unittest.TestCase):
         for t in threads:
             t.join()
         self.relay.faults(False)
+        self.relay.wait_holds_ended()
         self.assert_faults_fired(before)
 
     def assert_serves_after_faults(self, s, check):

@@ -111,7 +111,9 @@ class Relay:
         self.hold_seconds = args.hold_seconds
         self.rng = random.Random(args.seed)
         self.enabled = not args.start_off
-        self.stats = {"connections": 0, "commits": 0, **{k: 0 for k in KINDS}}
+        # "holding": answers held now (a hold decided while the faults were
+        # on still ends in a cut connection after they are turned off).
+        self.stats = {"connections": 0, "commits": 0, "holding": 0, **{k: 0 for k in KINDS}}
         self.stats_file = args.stats
 
     def choose(self):
@@ -185,7 +187,11 @@ class Relay:
                 if answer == "cut":
                     return close_all()  # the server has answered: the client never learns
                 if answer == "hold":
-                    await asyncio.sleep(self.hold_seconds)
+                    self.stats["holding"] += 1
+                    try:
+                        await asyncio.sleep(self.hold_seconds)
+                    finally:
+                        self.stats["holding"] -= 1
                     return close_all()
                 if answer == "conflict":
                     raw = err_packet(seq, 1213, b"40001",
