@@ -245,14 +245,20 @@ class Session final : public ListenedSession,
     if (pending_++ == 0 && !self_keep_) self_keep_ = shared_from_this();
   }
 
-  // Any thread. Inline when already on the strand (the allocator's fast path).
+  // Any thread. Inline when already on the strand (the allocator's fast
+  // path): checked here, since net::dispatch would copy the strand (two
+  // atomic reference counts) per request even to run inline.
   void DeliverIds(uint32_t id, Result<IdBatch> r) override {
-    net::dispatch(strand_, [this, id, r = std::move(r)]() mutable {
-      std::shared_ptr<Session> keep = Released();
-      if (closed_ || closing_) return;  // nobody to answer, or after the error frame
-      server_->dispatcher.WriteIds(*this, id, r);
-      if (!in_batch_) Flush();  // in a batch, ProcessInput flushes once at the end
-    });
+    if (strand_.running_in_this_thread()) return WriteIdsNow(id, r);
+    net::post(strand_, [this, id, r = std::move(r)]() { WriteIdsNow(id, r); });
+  }
+
+  // On the strand.
+  void WriteIdsNow(uint32_t id, const Result<IdBatch>& r) {
+    std::shared_ptr<Session> keep = Released();
+    if (closed_ || closing_) return;  // nobody to answer, or after the error frame
+    server_->dispatcher.WriteIds(*this, id, r);
+    if (!in_batch_) Flush();  // in a batch, ProcessInput flushes once at the end
   }
 
   void Deliver(std::function<void(BinaryConnection&)> write) override {
