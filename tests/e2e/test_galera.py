@@ -43,6 +43,7 @@ import http.client
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import threading
@@ -56,6 +57,8 @@ GALERA = os.path.join(REPO, "scripts", "galera.sh")
 RUN = "%06x" % random.getrandbits(24)
 ORDERS = [(1, 2, 3), (2, 3, 1), (3, 1, 2)]
 PACE_S = 0.01  # between a client's requests
+# A range a seqd installed (logged at info).
+RESERVED = re.compile(r"INFO reserved key=(\S+) range=\[(\d+),(\d+)\]")
 QUIET_WAIT_S = 10.0  # subscribers deliver every acked message this soon after the load
 
 
@@ -107,6 +110,7 @@ class History:
     def __init__(self):
         self.lock = threading.Lock()
         self.ids = collections.Counter()
+        self.id_answers = collections.defaultdict(list)  # (key, id) -> [(instance, time)]
         self.acked = {}  # (conv, client_msg_id) -> seq
         self.answers = collections.Counter()  # (instance, what, status)
         self.ok_times = collections.defaultdict(list)  # instance -> times of successes
@@ -152,8 +156,11 @@ class Load:
                 got = []
                 for r in json.loads(payload)["ranges"]:
                     got.extend(range(r["first"], r["last"] + 1))
+                now = time.time()
                 with self.h.lock:
                     self.h.ids.update((key, i) for i in got)
+                    for i in got:
+                        self.h.id_answers[(key, i)].append((inst, now))
             # Paced: the load must leave CPU for a rejoining node to catch up.
             time.sleep(PACE_S if status == 200 else 0.02)
         conn.close()
@@ -232,7 +239,8 @@ def main():
 
     cluster_db = "seqd_test_galera_%s" % RUN
     root_sql(1, "CREATE DATABASE %s" % cluster_db)
-    flags = ["--max-step", "20", "--db-threads", "4", "--snowflake", "off"]
+    # info: each reservation's range is logged (the duplicate check's evidence)
+    flags = ["--max-step", "20", "--db-threads", "4", "--snowflake", "off", "--log-level", "info"]
     procs = {}
     subs = []
     tcp_ports = {}
@@ -320,8 +328,43 @@ def main():
         dups = sum(c - 1 for c in h.ids.values() if c > 1)
         if dups:
             problems.append("%d IDs handed out twice" % dups)
+            t0 = min(t for answers in h.id_answers.values() for _, t in answers)
+            twice = sorted(k for k, c in h.ids.items() if c > 1)
+            for k in kills:
+                log("  node %d killed at %.3f s, rejoined at %.3f s" %
+                    (k["node"], k["t_kill"] - t0, k["t_rejoin"] - t0))
+            for k in twice[:20]:  # who served them, and when (s from the first ID)
+                log("  twice: %s %d by %s" % (k[0], k[1], [(i, round(t - t0, 3))
+                                                           for i, t in h.id_answers[k]]))
+            # Which reservations hold the first ones: two overlapping ranges
+            # point at the store, one range at the server.
+            for key, i in twice[:3]:
+                for inst, s in procs.items():
+                    with open(s.log.name, errors="replace") as f:
+                        for m in RESERVED.finditer(f.read()):
+                            if m.group(1) == key and int(m.group(2)) <= i <= int(m.group(3)):
+                                log("  %s %d: in %s's reservation %s" % (key, i, inst, m.group(0)))
         if len(h.ids) < 1000:
             problems.append("only %d IDs handed out" % len(h.ids))
+        # --- reservations (every seqd logs each range it installs): no two
+        # overlap, whether or not all their IDs were handed out.
+        ranges = collections.defaultdict(list)  # key -> [(first, last, instance)]
+        for inst, s in procs.items():
+            with open(s.log.name, errors="replace") as f:
+                for m in RESERVED.finditer(f.read()):
+                    ranges[m.group(1)].append((int(m.group(2)), int(m.group(3)), inst))
+        overlaps = []
+        for key, rs in ranges.items():
+            rs.sort()
+            overlaps += [(key, a, b) for a, b in zip(rs, rs[1:]) if b[0] <= a[1]]
+        for key, a, b in overlaps[:10]:
+            log("  reserved twice: %s %s and %s" % (key, a, b))
+        log("galera: %d reservations installed, %d overlapping another" %
+            (sum(len(rs) for rs in ranges.values()), len(overlaps)))
+        if overlaps:
+            problems.append("%d reserved ranges overlap another" % len(overlaps))
+        if sum(len(rs) for rs in ranges.values()) < 100:
+            problems.append("only %d reservations logged" % sum(len(rs) for rs in ranges.values()))
         # --- messages: 1..n, every ack stored at its seq, once.
         stored_total = 0
         stored_rows = {}
