@@ -1,34 +1,27 @@
 // The binary protocol's connections: socket I/O, back-pressure, lingering
-// after a protocol error, the idle timeout and the push box. Requests go to
-// BinaryDispatcher (binary_dispatcher.h). Over 400 lines because one
-// connection's state machine is one class: its counters and flags
-// (unanswered = pending + queued + writing) are kept together so their
-// invariants can be read in one place.
+// after a protocol error, the idle timeout and draining the push box
+// (binary_push_box.h). Requests go to BinaryDispatcher (binary_dispatcher.h). Over 400 lines
+// because one connection's state machine is one class: its counters and flags (unanswered = pending
+// + queued + writing) are kept together so their invariants can be read in one place.
 #include "server/tcp/binary_server.h"
 
 #include <algorithm>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
-#include <cctype>
-#include <cstdio>
 #include <cstring>
-#include <map>
-#include <type_traits>
 #include <vector>
 
-#include "common/mutex.h"
 #include "proto/message_codec.h"
-#include "proto/snowflake_codec.h"
 #include "server/base/log.h"
 #include "server/metrics/metrics.h"
 #include "server/msg/message_service.h"
 #include "server/net/conn_stream.h"
 #include "server/net/tcp_listener.h"
 #include "server/net/tls_context.h"
-#include "server/service/message_wire.h"
 #include "server/service/services.h"
 #include "server/tcp/binary_dispatcher.h"
+#include "server/tcp/binary_push_box.h"
 
 namespace seqd {
 
@@ -104,6 +97,9 @@ class Session final : public ListenedSession,
   // timeout, like a frame.
   void Start(bool /*reject*/) override {
     net::dispatch(strand_, [self = shared_from_this()] {
+      error_code ec;  // plain TCP answers are sent inline, without blocking (SendNow)
+      if (!self->socket_.is_tls()) self->socket_.socket().non_blocking(true, ec);
+      if (ec) return self->Close();
       self->last_activity_ = SteadyClock::now();
       self->partial_ = self->socket_.is_tls();
       self->partial_since_ = self->last_activity_;
@@ -193,6 +189,7 @@ class Session final : public ListenedSession,
   // holds a reference to the session.
   void ProcessInput() {
     if (closed_ || closing_ || stopping_) return;
+    processing_ = true;
     in_batch_ = true;
     while (in_begin_ < in_end_ && unanswered() < max_in_flight_ && !output_full()) {
       const std::string_view input(in_.data() + in_begin_, in_end_ - in_begin_);
@@ -221,8 +218,22 @@ class Session final : public ListenedSession,
       in_begin_ = in_end_ = 0;
       if (in_.size() > kKeepBufferBytes) std::vector<char>().swap(in_);
     }
+    const bool capped = in_begin_ < in_end_ && (unanswered() >= max_in_flight_ || output_full());
     Flush();
+    processing_ = false;
+    // Sent at once, the answers made room: the frames left come first.
+    if (capped && unanswered() < max_in_flight_ && !output_full()) return ResumeLater();
     StartRead();
+  }
+
+  // Posts ProcessInput (once): the rest of the input, then reading on.
+  void ResumeLater() {
+    if (resume_posted_ || closed_) return;
+    resume_posted_ = true;
+    net::post(strand_, [self = shared_from_this()] {
+      self->resume_posted_ = false;
+      if (!self->reading_) self->ProcessInput();
+    });
   }
 
   // --- requests ------------------------------------------------------------
@@ -277,8 +288,13 @@ class Session final : public ListenedSession,
 
   MessageListener PushListener() override {
     if (!push_) {
-      push_ = std::make_shared<PushBox>(strand_, max_output_, max_frame_);
-      push_->session = weak_from_this();
+      push_ = std::make_shared<PushBox>(max_output_, max_frame_,
+                                        [weak = weak_from_this(), strand = strand_] {
+                                          net::post(strand, [weak] {
+                                            if (std::shared_ptr<Session> self = weak.lock())
+                                              self->DrainPush();
+                                          });
+                                        });
       PublishUnsent();
       // A tokens reload may take away what the subscriptions need.
       if (server_->auth && server_->auth->enabled()) {
@@ -289,7 +305,7 @@ class Session final : public ListenedSession,
         });
       }
     }
-    return [box = push_](const StoredMessage& m) { OnPush(*box, m); };
+    return [box = push_](const StoredMessage& m) { box->Push(m); };
   }
 
   // One held request answered. Inside a batch the caller holds a reference
@@ -304,65 +320,19 @@ class Session final : public ListenedSession,
 
   // --- push ----------------------------------------------------------------
 
-  // Shared by the session (strand) and its listeners (writer threads).
-  struct PushBox {
-    PushBox(Strand s, size_t max_output, size_t max_frame)
-        : strand(std::move(s)), max_output(max_output), max_frame(max_frame) {}
-    const Strand strand;
-    const size_t max_output;
-    const size_t max_frame;
-    std::weak_ptr<Session> session;  // set once, before any listener exists
-    std::atomic<size_t> unsent{0};   // the session's out_ + wbuf_ bytes, as last published
-
-    Mutex mu;
-    std::string buf GUARDED_BY(mu);      // push frames not yet moved to out_
-    bool posted GUARDED_BY(mu) = false;  // a drain is queued on the strand
-    // Over the cap: pushes are discarded until the drain drops the subscriptions.
-    bool dropped GUARDED_BY(mu) = false;
-  };
-
-  // Writer thread. Never blocks on the connection.
-  static void OnPush(PushBox& box, const StoredMessage& m) {
-    MutexLock lock(box.mu);
-    if (box.dropped) return;
-    const size_t before = box.buf.size();
-    proto::AppendPushMessage(box.buf, proto::PushMessage{m.conv_id, MessageWire(m)});
-    if (box.buf.size() - before > box.max_frame ||
-        box.buf.size() + box.unsent.load(std::memory_order_relaxed) > box.max_output) {
-      box.buf.resize(before);
-      box.dropped = true;
-    }
-    if (!box.posted) {
-      box.posted = true;
-      net::post(box.strand, [weak = box.session] {
-        if (std::shared_ptr<Session> self = weak.lock()) self->DrainPush();
-      });
-    }
-  }
-
   void PublishUnsent() {
-    if (push_) push_->unsent.store(unsent(), std::memory_order_relaxed);
+    if (push_) push_->SetUnsent(unsent());
   }
 
   void DrainPush() {
-    std::string data;
-    bool dropped;
-    {
-      MutexLock lock(push_->mu);
-      data.swap(push_->buf);
-      push_->posted = false;
-      dropped = push_->dropped;
-    }
+    bool dropped = false;
+    std::string data = push_->Take(&dropped);
     if (closed_ || closing_) return;
     out_ += data;
     if (dropped) {
-      // Destroyed outside the lock: a listener may be waiting for it.
+      // Destroyed outside the box's lock: a listener may be waiting for it.
       subs_.clear();
-      {
-        MutexLock lock(push_->mu);
-        push_->dropped = false;
-        push_->buf.clear();  // nothing was queued while dropped
-      }
+      push_->Reopen();
       SEQD_LOG(kDebug) << "binary: push backlog over " << max_output_
                        << " bytes: subscriptions dropped";
       proto::AppendPushDropped(out_, proto::Status::kTooLarge,
@@ -395,6 +365,7 @@ class Session final : public ListenedSession,
 
   void Flush() {
     if (writing_ || out_.empty() || closed_) return;
+    if (!socket_.is_tls() && SendNow()) return;
     writing_ = true;
     out_.swap(wbuf_);  // wbuf_ was empty: out_ keeps its capacity for next time
     writing_count_ = queued_;
@@ -403,6 +374,28 @@ class Session final : public ListenedSession,
     write_started_ = SteadyClock::now();
     net::async_write(socket_, net::buffer(wbuf_),
                      [self = shared_from_this()](error_code ec, size_t) { self->OnWrite(ec); });
+  }
+
+  // Plain TCP: sends out_ as far as the socket takes it now, without
+  // blocking (as RESP does: no write handler per flush). True if all of it
+  // went (or the connection closed); else out_ holds the rest.
+  bool SendNow() {
+    error_code ec;
+    const size_t n = socket_.socket().write_some(net::buffer(out_), ec);
+    if (ec && ec != net::error::would_block && ec != net::error::try_again) {
+      Close();  // the peer is gone
+      return true;
+    }
+    if (n < out_.size()) {
+      out_.erase(0, n);
+      return false;
+    }
+    out_.clear();
+    queued_ = 0;
+    last_activity_ = SteadyClock::now();
+    PublishUnsent();
+    Written(/*in_handler=*/false);
+    return true;
   }
 
   void OnWrite(error_code ec) {
@@ -417,13 +410,21 @@ class Session final : public ListenedSession,
     if (ec) return Close();
     last_activity_ = SteadyClock::now();
     PublishUnsent();
-    Flush();  // whatever accumulated meanwhile
+    if (!out_.empty()) return Flush();  // what accumulated meanwhile: its write ends as this one
+    Written(/*in_handler=*/true);
+  }
+
+  // Everything queued so far is written: finish, or take more requests.
+  // `in_handler`: called by a write's own handler, which may handle input.
+  void Written(bool in_handler) {
     if (closing_) {
-      if (!writing_) Linger();  // the error frame is out
+      if (!lingering_) Linger();  // the error frame is out
       return;
     }
     if (stopping_ || read_eof_) return MaybeFinish();
-    if (!reading_) ProcessInput();  // below the cap again: handle buffered frames, read on
+    if (reading_ || processing_) return;    // ProcessInput reads on itself
+    if (in_handler) return ProcessInput();  // below the cap again: buffered frames, read on
+    ResumeLater();
   }
 
   // --- closing -------------------------------------------------------------
@@ -550,13 +551,15 @@ class Session final : public ListenedSession,
   size_t discarded_ = 0;
   bool partial_ = false;  // a frame has begun and is not whole yet
 
-  bool reading_ = false;    // an async_read_some is in flight
-  bool writing_ = false;    // an async_write is in flight
-  bool in_batch_ = false;   // inside ProcessInput's loop: defer Flush
-  bool read_eof_ = false;   // the client shut down its side
-  bool stopping_ = false;   // draining: answer what is in flight, then close
-  bool closing_ = false;    // protocol error: error frame queued, then close
-  bool lingering_ = false;  // error frame written; discarding input until close
+  bool reading_ = false;        // an async_read_some is in flight
+  bool writing_ = false;        // an async_write is in flight (what SendNow could not send)
+  bool in_batch_ = false;       // inside ProcessInput's loop: defer Flush
+  bool processing_ = false;     // inside ProcessInput, its Flush included
+  bool resume_posted_ = false;  // ResumeLater's ProcessInput is queued
+  bool read_eof_ = false;       // the client shut down its side
+  bool stopping_ = false;       // draining: answer what is in flight, then close
+  bool closing_ = false;        // protocol error: error frame queued, then close
+  bool lingering_ = false;      // error frame written; discarding input until close
   bool closed_ = false;
 };
 
