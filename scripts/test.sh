@@ -58,8 +58,11 @@ sanitizers=${SEQD_SANITIZERS:-thread}
 if [[ $# -eq 0 && $sanitizers != 0 ]]; then
   for san in $sanitizers; do
     dir="build/sanitize-${san%%,*}"
+    # -O1, as ThreadSanitizer's documentation builds: about a quarter less
+    # compile time than -O3 (measured on six of the heaviest files), and
+    # stacks with fewer frames inlined away.
     cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS=-g1 \
-      -DSEQD_SANITIZE="$san" -DSEQD_BUILD_BENCH=OFF >/dev/null
+      -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" -DSEQD_SANITIZE="$san" -DSEQD_BUILD_BENCH=OFF >/dev/null
     cmake --build "$dir" -j2 --target seqd_unit_tests store_conformance_test \
       message_store_conformance_test worker_lease_conformance_test shard_lease_conformance_test \
       client_tests client_server_tests
