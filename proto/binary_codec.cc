@@ -269,17 +269,23 @@ std::optional<ResponseView> ParseResponse(std::string_view payload) {
 }
 
 std::optional<std::vector<IdRangeWire>> ParseNextIdsResult(std::string_view result) {
-  if (result.size() < 4) return std::nullopt;
+  std::vector<IdRangeWire> ranges;
+  if (!ParseNextIdsResult(result, &ranges)) return std::nullopt;
+  return ranges;
+}
+
+bool ParseNextIdsResult(std::string_view result, std::vector<IdRangeWire>* ranges) {
+  if (result.size() < 4) return false;
   const uint64_t n = Load32(result.data());
-  if (result.size() != 4 + 16 * n) return std::nullopt;
-  std::vector<IdRangeWire> ranges(static_cast<size_t>(n));
+  if (result.size() != 4 + 16 * n) return false;
+  ranges->resize(static_cast<size_t>(n));
   const char* p = result.data() + 4;
-  for (auto& r : ranges) {
+  for (auto& r : *ranges) {
     r.first = static_cast<int64_t>(Load64(p));
     r.last = static_cast<int64_t>(Load64(p + 8));
     p += 16;
   }
-  return ranges;
+  return true;
 }
 
 }  // namespace seqd::proto

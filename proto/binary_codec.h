@@ -140,5 +140,9 @@ struct ResponseView {
 std::optional<ResponseView> ParseResponse(std::string_view payload);
 // nullopt unless `result` is `u32 n, n × (i64, i64)` exactly.
 std::optional<std::vector<IdRangeWire>> ParseNextIdsResult(std::string_view result);
+// The same, into `*ranges` (replacing what it held, reusing its capacity, so
+// a caller that keeps the vector allocates nothing per answer). False, and
+// `*ranges` unspecified, unless `result` is well formed.
+bool ParseNextIdsResult(std::string_view result, std::vector<IdRangeWire>* ranges);
 
 }  // namespace seqd::proto

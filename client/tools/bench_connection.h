@@ -25,10 +25,10 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>  // before Asio: Boost 1.74 misses it under GCC 12
 #include <vector>
 
+#include "proto/binary_codec.h"
 #include "seqbench.h"
 
 namespace seqd::bench {
@@ -110,8 +110,12 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
   uint64_t fresh_count_ = 0;
   std::string fresh_key_;
   uint64_t generation_ = 0;
-  std::unordered_map<uint32_t, Clock::time_point> sent_;
+  // Binary requests not answered yet, in the order sent: answers mostly
+  // come in that order, so matching one is a look at the front, and a
+  // request costs no allocation (as sent_order_ for HTTP and RESP).
+  std::deque<std::pair<uint32_t, Clock::time_point>> sent_;
   std::deque<Clock::time_point> sent_order_;
+  std::vector<seqd::proto::IdRangeWire> ranges_;  // CountIds's, kept for its capacity
   Stats stats_;
 };
 

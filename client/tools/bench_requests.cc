@@ -85,7 +85,7 @@ void BenchConnection::Append(Clock::time_point stamp) {
     } else {
       seqd::proto::AppendNextIdsRequest(out_, next_id_, NextKey(), cfg_.count);
     }
-    sent_.emplace(next_id_, stamp);
+    sent_.emplace_back(next_id_, stamp);
   }
   ++in_flight_;
 }

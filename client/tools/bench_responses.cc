@@ -2,6 +2,7 @@
 // frames matched by request id, HTTP responses and RESP replies in order;
 // each one's latency and the IDs (or messages) it brought, or the error it
 // was.
+#include <algorithm>
 #include <string>
 
 #include "bench_connection.h"
@@ -48,7 +49,8 @@ bool BenchConnection::ParseBinary() {
       pos += r.consumed;
       continue;
     }
-    auto it = sent_.find(r.frame.request_id);
+    auto it = std::find_if(sent_.begin(), sent_.end(),
+                           [id = r.frame.request_id](const auto& s) { return s.first == id; });
     if (r.frame.request_id == 0 || it == sent_.end() || !resp) {
       Fail(resp && r.frame.request_id == 0
                ? "protocol error: " + std::string(seqd::proto::StatusName(resp->status))
@@ -83,9 +85,10 @@ void BenchConnection::CountIds(std::string_view result) {
     stats_.ids += ids->size();
     return;
   }
-  auto ranges = seqd::proto::ParseNextIdsResult(result);
-  if (!ranges) return stats_.Error("malformed NEXT_IDS result");
-  for (const auto& range : *ranges) stats_.ids += range.last - range.first + 1;
+  if (!seqd::proto::ParseNextIdsResult(result, &ranges_)) {
+    return stats_.Error("malformed NEXT_IDS result");
+  }
+  for (const auto& range : ranges_) stats_.ids += range.last - range.first + 1;
 }
 
 bool BenchConnection::ParseHttp() {

@@ -153,6 +153,15 @@ TEST_CASE("codec: vectors carry the values their comments name") {
   REQUIRE(two);
   CHECK(ParseNextIdsResult(two->result) == std::vector<IdRangeWire>{{99, 100}, {201, 202}});
 
+  // Into a kept vector: replaces its contents (two ranges, then one).
+  std::vector<IdRangeWire> kept;
+  REQUIRE(ParseNextIdsResult(two->result, &kept));
+  CHECK(kept == std::vector<IdRangeWire>{{99, 100}, {201, 202}});
+  REQUIRE(ParseNextIdsResult(one->result, &kept));
+  CHECK(kept == std::vector<IdRangeWire>{{101, 103}});
+  CHECK_FALSE(ParseNextIdsResult(one->result.substr(1), &kept));
+  CHECK_FALSE(ParseNextIdsResult(std::string_view("\x01\0\0", 3), &kept));
+
   auto unknown = ParseResponse(decode(good[5].bytes).payload);
   REQUIRE(unknown);
   CHECK(unknown->status == Status::kUnknownKey);
