@@ -1,7 +1,7 @@
 // seqbench's load connection (bench_connection.h): connecting (and the TLS
 // handshake), the two send loops (Fill: closed loop, --pipeline requests in
-// flight; Pace: open loop, --rate on a fixed schedule), writing, reading, and
-// reconnecting after a failure.
+// flight; SendDue: open loop, --rate on BenchPacer's grid), writing, reading,
+// and reconnecting after a failure.
 #include "bench_connection.h"
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 
+#include "pace_grid.h"
 #include "proto/binary_codec.h"
 #include "resp_wire.h"
 #include "tls_client.h"
@@ -26,7 +27,6 @@ BenchConnection::BenchConnection(asio::io_context& io, const Config& cfg,
       socket_(strand_),
       tls_context_(std::move(tls_context)),
       retry_timer_(strand_),
-      pace_timer_(strand_),
       cfg_(cfg),
       endpoints_(std::move(endpoints)),
       stop_(stop) {
@@ -46,7 +46,6 @@ void BenchConnection::Stop() {
     boost::system::error_code ignored;
     self->socket_.close(ignored);
     self->retry_timer_.cancel();
-    self->pace_timer_.cancel();
     self->stats_.unanswered = self->in_flight_;  // sent, not answered by the end
   });
 }
@@ -94,10 +93,11 @@ void BenchConnection::Started() {
     seqd::proto::AppendFrame(out_, seqd::proto::Opcode::kAuth, 0, kAuthRequestId, cfg_.token);
   }
   if (cfg_.rate > 0) {
-    if (!pacing_) {
+    if (!pacing_) {  // the grid point after connecting; a reconnect sends what came due
       pacing_ = true;
-      next_due_ = std::max(Clock::now(), cfg_.start);
-      Pace();
+      const PaceGrid grid = PaceGrid::For(cfg_.rate, cfg_.connections);
+      pace_interval_ = grid.interval;
+      next_due_ = grid.NextAtOrAfter(cfg_.start, std::max(Clock::now(), cfg_.start));
     }
   } else {
     Fill();
@@ -105,27 +105,19 @@ void BenchConnection::Started() {
   Read();
 }
 
+void BenchConnection::Due(Clock::time_point now) {
+  asio::post(strand_, [self = shared_from_this(), now] { self->SendDue(now); });
+}
+
 // Open loop: sends every request whose scheduled time has come, stamped
-// with that time, then sleeps until the next one is due.
-void BenchConnection::Pace() {
-  if (stop_) return;
-  const auto interval = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(cfg_.connections / cfg_.rate));
-  const Clock::time_point now = Clock::now();
-  if (connected_) {
-    while (next_due_ <= now && !QuotaSent()) {
-      Append(next_due_);
-      next_due_ += interval;
-    }
-    Write();
+// with that time (a late request keeps its stamp: the wait is its latency).
+void BenchConnection::SendDue(Clock::time_point now) {
+  if (stop_ || !connected_ || !pacing_) return;
+  while (next_due_ <= now && !QuotaSent()) {
+    Append(next_due_);
+    next_due_ += pace_interval_;
   }
-  // At most 10,000 wake-ups a second (a request may leave up to 100 us
-  // after its time: counted in its latency); late requests keep their
-  // scheduled stamps.
-  pace_timer_.expires_at(std::max(next_due_, now + std::chrono::microseconds(100)));
-  pace_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-    if (!ec) self->Pace();
-  });
+  Write();
 }
 
 void BenchConnection::Fail(const std::string& what) {
@@ -177,12 +169,13 @@ void BenchConnection::Write() {
 }
 
 void BenchConnection::Read() {
-  const size_t old = in_.size();
-  in_.resize(old + 64 * 1024);
-  auto on_read = [self = shared_from_this(), old, gen = generation_](
-                     const boost::system::error_code& ec, size_t n) {
+  constexpr size_t kReadSize = 64 * 1024;
+  char* room = in_.Room(kReadSize);
+  auto on_read = [self = shared_from_this(), gen = generation_](const boost::system::error_code& ec,
+                                                                size_t n) {
     if (gen != self->generation_ || self->stop_) return;
-    self->in_.resize(old + n);
+    self->read_at_ = Clock::now();  // every answer in this read arrived by now
+    self->in_.Filled(n);
     if (ec) return self->Fail("read: " + ec.message());
     const bool ok = self->cfg_.http   ? self->ParseHttp()
                     : self->cfg_.resp ? self->ParseResp()
@@ -191,7 +184,7 @@ void BenchConnection::Read() {
     if (self->cfg_.rate <= 0) self->Fill();
     self->Read();
   };
-  const auto buffer = asio::buffer(in_.data() + old, 64 * 1024);
+  const auto buffer = asio::buffer(room, kReadSize);
   if (tls_) {
     tls_->async_read_some(
         buffer, [tls = tls_, on_read = std::move(on_read)](const boost::system::error_code& ec,

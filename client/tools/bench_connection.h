@@ -1,5 +1,6 @@
 // One seqbench load connection: keeps --pipeline requests in flight (closed
-// loop) or sends them on a fixed schedule (--rate, open loop), over the
+// loop) or sends them on a fixed schedule (--rate, open loop: BenchPacer
+// says when), over the
 // binary protocol (raw codec, matched by request id), HTTP/1.1 or RESP2
 // (both pipelined, answered in order), plain or TLS; reconnects 100 ms after
 // a failure.
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "proto/binary_codec.h"
+#include "read_buffer.h"
 #include "seqbench.h"
 
 namespace seqd::bench {
@@ -55,6 +57,9 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
 
   void Start();
   void Stop();
+  // --rate: sends, on the connection's strand, every request scheduled at or
+  // before `now` (BenchPacer's tick).
+  void Due(Clock::time_point now);
   const Stats& stats() const { return stats_; }
 
  private:
@@ -62,7 +67,7 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
   void Connect();
   void Handshake();
   void Started();
-  void Pace();
+  void SendDue(Clock::time_point now);
   void Fail(const std::string& what);
   void Fill();
   void Write();
@@ -78,7 +83,7 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
   bool QuotaSent() const { return quota_ >= 0 && appended_ >= quota_; }
 
   // bench_responses.cc
-  void Record(Clock::time_point sent);
+  void Record(Clock::time_point sent);  // answered at read_at_
   bool ParseBinary();
   void CountIds(std::string_view result);
   bool ParseHttp();
@@ -90,9 +95,9 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
   std::shared_ptr<boost::asio::ssl::context> tls_context_;       // --tls only
   std::shared_ptr<boost::asio::ssl::stream<tcp::socket&>> tls_;  // this connection's, over socket_
   boost::asio::steady_timer retry_timer_;
-  boost::asio::steady_timer pace_timer_;  // --rate only
-  bool pacing_ = false;
-  Clock::time_point next_due_{};  // --rate: the next request's scheduled time
+  bool pacing_ = false;              // --rate: next_due_ is set
+  Clock::time_point next_due_{};     // --rate: the next request's scheduled time
+  Clock::duration pace_interval_{};  // --rate: between this connection's requests
   const Config& cfg_;
   tcp::resolver::results_type endpoints_;
   const std::atomic<bool>& stop_;
@@ -101,7 +106,8 @@ class BenchConnection : public std::enable_shared_from_this<BenchConnection> {
   std::string out_, wbuf_;
   bool writing_ = false;
   bool connected_ = false;
-  std::vector<char> in_;
+  seqd::tools::ReadBuffer in_;
+  Clock::time_point read_at_{};  // when the answers being parsed were read
   int in_flight_ = 0;
   uint32_t next_id_ = 0;
   int index_ = 0;

@@ -14,8 +14,8 @@
 
 namespace seqd::bench {
 
-// One request answered (or lost): its latency from `sent`, unless it was
-// sent during --warmup.
+// One request answered (or lost): its latency from `sent` to the read that
+// brought the answer, unless it was sent during --warmup.
 void BenchConnection::Record(Clock::time_point sent) {
   ++stats_.requests;
   cfg_.finished->fetch_add(1, std::memory_order_relaxed);
@@ -26,15 +26,14 @@ void BenchConnection::Record(Clock::time_point sent) {
     return;
   }
   stats_.latency.Record(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - sent).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(read_at_ - sent).count());
 }
 
 // False when the connection failed.
 bool BenchConnection::ParseBinary() {
   size_t pos = 0;
   for (;;) {
-    const seqd::proto::DecodeResult r =
-        seqd::proto::DecodeFrame(std::string_view(in_.data() + pos, in_.size() - pos));
+    const seqd::proto::DecodeResult r = seqd::proto::DecodeFrame(in_.From(pos));
     if (r.state == seqd::proto::DecodeState::kNeedMore) break;
     if (r.state == seqd::proto::DecodeState::kError) {
       Fail("undecodable frame: " + std::string(seqd::proto::StatusName(r.error)));
@@ -58,7 +57,11 @@ bool BenchConnection::ParseBinary() {
       return false;
     }
     Record(it->second);
-    sent_.erase(it);
+    if (it == sent_.begin()) {
+      sent_.pop_front();  // the usual case: answers come in the order sent
+    } else {
+      sent_.erase(it);
+    }
     if (resp->status == seqd::proto::Status::kOk) {
       CountIds(resp->result);
     } else {
@@ -66,7 +69,7 @@ bool BenchConnection::ParseBinary() {
     }
     pos += r.consumed;
   }
-  in_.erase(in_.begin(), in_.begin() + pos);
+  in_.Drop(pos);
   return true;
 }
 
@@ -98,8 +101,7 @@ bool BenchConnection::ParseHttp() {
     seqd::tools::HttpResponse res;
     size_t consumed = 0;
     std::string error;
-    const auto st = seqd::tools::ParseHttpResponse(
-        std::string_view(in_.data() + pos, in_.size() - pos), res, consumed, error);
+    const auto st = seqd::tools::ParseHttpResponse(in_.From(pos), res, consumed, error);
     if (st == seqd::tools::HttpParse::kNeedMore) break;
     if (st == seqd::tools::HttpParse::kError || sent_order_.empty()) {
       Fail(st == seqd::tools::HttpParse::kError ? "bad HTTP response: " + error
@@ -116,7 +118,7 @@ bool BenchConnection::ParseHttp() {
     pos += consumed;
     reconnect = !res.keep_alive;
   }
-  in_.erase(in_.begin(), in_.begin() + pos);
+  in_.Drop(pos);
   if (reconnect) {
     // The requests still in flight are lost with the connection.
     Fail("server closed the connection");
@@ -144,8 +146,7 @@ bool BenchConnection::ParseResp() {
     seqd::tools::RespReply reply;
     size_t consumed = 0;
     std::string error;
-    const auto st = seqd::tools::ParseRespReply(
-        std::string_view(in_.data() + pos, in_.size() - pos), reply, consumed, error);
+    const auto st = seqd::tools::ParseRespReply(in_.From(pos), reply, consumed, error);
     if (st == seqd::tools::RespParse::kNeedMore) break;
     if (st == seqd::tools::RespParse::kError) {
       Fail("bad RESP reply: " + error);
@@ -174,7 +175,7 @@ bool BenchConnection::ParseResp() {
       stats_.Error(std::string("RESP reply of type '") + reply.type + "', not an integer");
     }
   }
-  in_.erase(in_.begin(), in_.begin() + pos);
+  in_.Drop(pos);
   return true;
 }
 

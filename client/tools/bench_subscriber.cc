@@ -89,12 +89,11 @@ void BenchSubscriber::Fail(const std::string& what) {
 }
 
 void BenchSubscriber::Read() {
-  const size_t old = in_.size();
-  in_.resize(old + 64 * 1024);
+  constexpr size_t kReadSize = 64 * 1024;
   socket_.async_read_some(
-      asio::buffer(in_.data() + old, 64 * 1024),
-      [self = shared_from_this(), old](const boost::system::error_code& ec, size_t n) {
-        self->in_.resize(old + n);
+      asio::buffer(in_.Room(kReadSize), kReadSize),
+      [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
+        self->in_.Filled(n);
         if (self->stopped_) return;
         if (ec) return self->Fail("read: " + ec.message());
         if (self->Parse()) self->Read();
@@ -104,8 +103,7 @@ void BenchSubscriber::Read() {
 bool BenchSubscriber::Parse() {
   size_t pos = 0;
   for (;;) {
-    const proto::DecodeResult r =
-        proto::DecodeServerFrame(std::string_view(in_.data() + pos, in_.size() - pos));
+    const proto::DecodeResult r = proto::DecodeServerFrame(in_.From(pos));
     if (r.state == proto::DecodeState::kNeedMore) break;
     if (r.state == proto::DecodeState::kError) {
       Fail("undecodable frame");
@@ -144,7 +142,7 @@ bool BenchSubscriber::Parse() {
     result_.subscribed = true;
     if (subscribed_) std::exchange(subscribed_, nullptr)(true);
   }
-  in_.erase(in_.begin(), in_.begin() + static_cast<std::ptrdiff_t>(pos));
+  in_.Drop(pos);
   return true;
 }
 

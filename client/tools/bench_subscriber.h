@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "bench_histogram.h"
+#include "read_buffer.h"
 
 namespace seqd::tools {
 
@@ -66,7 +67,7 @@ class BenchSubscriber : public std::enable_shared_from_this<BenchSubscriber> {
   std::string token_;
   std::function<void(bool)> subscribed_;
   std::string out_;
-  std::vector<char> in_;
+  ReadBuffer in_;
   bool stopped_ = false;
   std::atomic<uint64_t>* counter_ = nullptr;
   Result result_;

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "bench_connection.h"
+#include "bench_pacer.h"
 #include "bench_report.h"
 #include "bench_sched.h"
 #include "bench_sse_subscriber.h"
@@ -353,6 +354,11 @@ int Run(Config cfg) {
   const Clock::time_point start = Clock::now();
   cfg.start = start;  // read by the connections only once started
   for (auto& c : conns) c->Start();
+  std::shared_ptr<BenchPacer> pacer;  // --rate only
+  if (cfg.rate > 0) {
+    pacer = std::make_shared<BenchPacer>(io, PaceGrid::For(cfg.rate, cfg.connections), stop, conns);
+    pacer->Start(start);
+  }
   const auto limit = start + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double>(cfg.duration_s));
   if (cfg.requests > 0) {  // a burst: until every request is answered
@@ -367,6 +373,7 @@ int Run(Config cfg) {
   seqd::tools::SchedTimes sched = seqd::tools::ProcessSchedTimes();  // threads still alive
   sched.cpu_s -= sched_before.cpu_s;
   sched.wait_s -= sched_before.wait_s;
+  if (pacer) pacer->Stop();
   for (auto& c : conns) c->Stop();
   if (!subscribers.empty()) {  // the last pushes: every one expected, 5 s at most
     const uint64_t expected =
