@@ -4,8 +4,8 @@
 // socket; tests implement it over a string.
 //
 // Thread safety: every method runs on the connection's strand (its one
-// logical thread), except Deliver() and DeliverIds(), which any thread may
-// call.
+// logical thread), except Deliver(), DeliverIds() and DeliverRun(), which
+// any thread may call.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +18,7 @@
 #include "server/auth/access.h"
 #include "server/core/segment_allocator.h"
 #include "server/msg/message_service.h"
+#include "server/tcp/next_ids_runs.h"
 
 namespace seqd {
 
@@ -45,6 +46,17 @@ class BinaryConnection {
   // hands it to BinaryDispatcher::WriteIds on the strand.
   virtual void DeliverIds(uint32_t request_id, Result<IdBatch> result) = 0;
 
+  // True while the connection hands the dispatcher the frames of one read,
+  // to end with BinaryDispatcher::EndOfBatch: NEXT_IDS requests of one key
+  // may then be gathered into a run (runs()) and answered together. False
+  // by default: every request is taken on its own.
+  virtual bool batching() const { return false; }
+  // Any thread. A run's IDs: the connection hands them to
+  // BinaryDispatcher::WriteRun on the strand, releasing one hold for each
+  // request of the run (each was held when gathered).
+  virtual void DeliverRun(uint32_t run, Result<IdBatch> result) = 0;
+  NextIdsRuns& runs() { return runs_; }
+
   // The answer just queued said SHUTTING_DOWN: close once it is written.
   virtual void CloseAfterAnswers() = 0;
 
@@ -63,6 +75,7 @@ class BinaryConnection {
 
  private:
   Access access_ = IdentifyBy(nullptr, {}, "binary", {});
+  NextIdsRuns runs_;
 };
 
 }  // namespace seqd

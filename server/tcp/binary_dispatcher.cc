@@ -19,17 +19,15 @@
 #include "server/tcp/binary_ops.h"
 
 namespace seqd {
-namespace {
-
-constexpr size_t kInlineRanges = 4;  // ranges converted without allocating
-
-}  // namespace
 
 BinaryDispatcher::BinaryDispatcher(const Services& services, BinaryDispatchLimits limits)
     : services_(services), limits_(limits) {}
 
 void BinaryDispatcher::Handle(const proto::FrameView& f, BinaryConnection& c) {
   const auto opcode = static_cast<proto::Opcode>(f.opcode);
+  // A gathered run is taken before any other op, which may read or change
+  // what it takes from (NEXT_IDS decides for itself).
+  if (opcode != proto::Opcode::kNextIds && c.runs().open()) TakeRun(c);
   if (opcode == proto::Opcode::kAuth) return HandleAuth(f, c);
   if (opcode != proto::Opcode::kPing) {
     Access& access = c.access();
@@ -129,56 +127,6 @@ bool BinaryDispatcher::PermitAs(const proto::FrameView& f, BinaryConnection& c, 
   const BinaryError w = ToBinaryError(s.error());
   AnswerError(c, static_cast<proto::Opcode>(f.opcode), f.request_id, w.status, w.message);
   return false;
-}
-
-// --- NEXT_IDS: the hot path, allocation-free ---------------------------------
-
-void BinaryDispatcher::HandleNextIds(const proto::FrameView& f, BinaryConnection& c) {
-  const std::optional<proto::NextIdsRequest> req = proto::ParseNextIdsRequest(f.payload);
-  if (!req) {
-    return AnswerError(c, proto::Opcode::kNextIds, f.request_id, proto::Status::kInvalidArgument,
-                       "NEXT_IDS payload must be u16 key_length, key, u32 count");
-  }
-  if (!Permit(f, c, req->key)) return;
-  // A client's request forwarded by a peer counts against that client's
-  // limits, not the peer's; only peers may say whom a request is for.
-  std::string_view requester = c.access().token_id();
-  if (!req->on_behalf_of.empty()) {
-    if (!PermitAs(f, c, Permission::kCluster)) return;
-    requester = req->on_behalf_of;
-  }
-  c.Hold();
-  // Small and trivially copyable: std::function stores it without allocating.
-  auto done = [conn = &c, id = f.request_id](Result<IdBatch> r) {
-    conn->DeliverIds(id, std::move(r));
-  };
-  static_assert(sizeof(done) <= 16 && std::is_trivially_copyable_v<decltype(done)>);
-  // Neither the key nor the token id is kept past the call.
-  services_.router.Take(req->key, req->count, HopOf(f), done, requester);
-}
-
-void BinaryDispatcher::WriteIds(BinaryConnection& c, uint32_t id, const Result<IdBatch>& r) {
-  constexpr auto kOp = static_cast<uint8_t>(proto::Opcode::kNextIds);
-  if (r.ok()) {
-    const auto& ranges = r->ranges;
-    if (ranges.size() <= kInlineRanges) {
-      proto::IdRangeWire wire[kInlineRanges];
-      for (size_t i = 0; i < ranges.size(); ++i) wire[i] = {ranges[i].first, ranges[i].last};
-      proto::AppendOkNextIds(c.out(), id, wire, ranges.size());
-    } else {
-      std::vector<proto::IdRangeWire> wire;
-      wire.reserve(ranges.size());
-      for (const IdRange& range : ranges) wire.push_back({range.first, range.last});
-      proto::AppendOkNextIds(c.out(), id, wire.data(), wire.size());
-    }
-    Count(kOp, id, proto::Status::kOk);
-  } else {
-    const BinaryError w = ToBinaryError(r.error());
-    Count(kOp, id, w.status);
-    proto::AppendError(c.out(), proto::Opcode::kNextIds, id, w.status, w.message);
-    if (w.status == proto::Status::kShuttingDown) c.CloseAfterAnswers();
-  }
-  c.Queued();
 }
 
 // --- cluster map ---------------------------------------------------------------

@@ -13,9 +13,12 @@
 // server/service/wire_errors.h; every answer is counted in
 // services.metrics and logged (warn for STORE_UNAVAILABLE and INTERNAL).
 //
-// Thread safety: Handle() and WriteIds() run on the connection's strand;
-// one dispatcher serves any number of connections at once (it holds no
-// per-connection state).
+// NEXT_IDS requests of one key that follow each other in one read are
+// served as a run: one take for all (server/tcp/next_ids_runs.h).
+//
+// Thread safety: Handle(), EndOfBatch(), WriteIds() and WriteRun() run on
+// the connection's strand; one dispatcher serves any number of connections
+// at once (it holds no per-connection state).
 #pragma once
 
 #include <cstddef>
@@ -43,8 +46,15 @@ class BinaryDispatcher {
   // once or later, always exactly once.
   void Handle(const proto::FrameView& f, BinaryConnection& c);
 
+  // The end of the frames handed over in one batch (c.batching()): takes
+  // the run of NEXT_IDS requests still gathered, if any.
+  void EndOfBatch(BinaryConnection& c);
+
   // Writes the NEXT_IDS answer to `c` (called back by DeliverIds).
   void WriteIds(BinaryConnection& c, uint32_t request_id, const Result<IdBatch>& result);
+  // Writes the answers of a run's requests, each its share of `result` in
+  // the order they came, and frees the run (called back by DeliverRun).
+  void WriteRun(BinaryConnection& c, uint32_t run, const Result<IdBatch>& result);
 
   // Checks `c`'s subscriptions against its token as now loaded (after a
   // tokens reload, or an AUTH that changed the token): if the token is gone
@@ -69,7 +79,10 @@ class BinaryDispatcher {
   // forwarded request: cluster).
   bool PermitAs(const proto::FrameView& f, BinaryConnection& c, Permission p,
                 std::string_view key = {});
+  // NEXT_IDS (binary_next_ids.cc): taken alone, or gathered into c.runs().
   void HandleNextIds(const proto::FrameView& f, BinaryConnection& c);
+  // Takes the open run's IDs in one allocator call. REQUIRES: c.runs().open().
+  void TakeRun(BinaryConnection& c);
   // NEXT_BLOCK, MAX_IDS, GET_MIN_SEQS, SET_MIN_SEQS (binary_id_ops.cc).
   void HandleIdOp(const proto::FrameView& f, BinaryConnection& c);
   void HandleSnowflakeOp(const proto::FrameView& f, BinaryConnection& c);

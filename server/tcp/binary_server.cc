@@ -1,7 +1,7 @@
 // The binary protocol's connections: socket I/O, back-pressure, lingering
 // after a protocol error, the idle timeout and draining the push box
 // (binary_push_box.h). Requests go to BinaryDispatcher
-// (binary_dispatcher.h). Over 400 lines because one connection's state
+// (binary_dispatcher.h). Over 600 lines because one connection's state
 // machine is one class: its counters and flags (unanswered = pending +
 // queued + writing) are kept together so their invariants can be read in
 // one place.
@@ -214,6 +214,7 @@ class Session final : public ListenedSession,
       HandleFrame(r.frame);
       if (closing_ || stopping_) break;
     }
+    server_->dispatcher.EndOfBatch(*this);  // a run gathered from these frames
     in_batch_ = false;
     if (pending_ == 0) self_keep_.reset();  // safe: our caller holds a reference
     if (in_begin_ == in_end_ && !reading_) {
@@ -260,17 +261,27 @@ class Session final : public ListenedSession,
 
   // Any thread. Inline when already on the strand (the allocator's fast
   // path): checked here, since net::dispatch would copy the strand (two
-  // atomic reference counts) per request even to run inline.
-  void DeliverIds(uint32_t id, Result<IdBatch> r) override {
-    if (strand_.running_in_this_thread()) return WriteIdsNow(id, r);
-    net::post(strand_, [this, id, r = std::move(r)]() { WriteIdsNow(id, r); });
+  // atomic reference counts) per request even to run inline. A run's
+  // answers (`run` true: `id` is the run) release one hold per request.
+  void DeliverIds(uint32_t id, Result<IdBatch> r) override { OnStrand(id, std::move(r), false); }
+  void DeliverRun(uint32_t run, Result<IdBatch> r) override { OnStrand(run, std::move(r), true); }
+  bool batching() const override { return in_batch_; }
+  void OnStrand(uint32_t id, Result<IdBatch> r, bool run) {
+    if (strand_.running_in_this_thread()) return WriteIdsNow(id, r, run);
+    net::post(strand_, [this, id, run, r = std::move(r)]() { WriteIdsNow(id, r, run); });
   }
 
   // On the strand.
-  void WriteIdsNow(uint32_t id, const Result<IdBatch>& r) {
-    std::shared_ptr<Session> keep = Released();
-    if (closed_ || closing_) return;  // nobody to answer, or after the error frame
-    server_->dispatcher.WriteIds(*this, id, r);
+  void WriteIdsNow(uint32_t id, const Result<IdBatch>& r, bool run) {
+    std::shared_ptr<Session> keep;
+    for (size_t n = run ? runs().asks(id).size() : 1; n > 0; --n) {
+      if (std::shared_ptr<Session> last = Released()) keep = std::move(last);
+    }
+    if (closed_ || closing_) {  // nobody to answer, or after the error frame
+      if (run) runs().Release(id);
+      return;
+    }
+    run ? server_->dispatcher.WriteRun(*this, id, r) : server_->dispatcher.WriteIds(*this, id, r);
     if (!in_batch_) Flush();  // in a batch, ProcessInput flushes once at the end
   }
 
@@ -290,24 +301,24 @@ class Session final : public ListenedSession,
 
   MessageListener PushListener() override {
     if (!push_) {
-      push_ = std::make_shared<PushBox>(max_output_, max_frame_,
-                                        [weak = weak_from_this(), strand = strand_] {
-                                          net::post(strand, [weak] {
-                                            if (std::shared_ptr<Session> self = weak.lock())
-                                              self->DrainPush();
-                                          });
-                                        });
+      push_ = std::make_shared<PushBox>(max_output_, max_frame_, Posted(&Session::DrainPush));
       PublishUnsent();
       // A tokens reload may take away what the subscriptions need.
       if (server_->auth && server_->auth->enabled()) {
-        reload_watch_ = server_->auth->OnReload([weak = weak_from_this(), strand = strand_] {
-          net::post(strand, [weak] {
-            if (std::shared_ptr<Session> self = weak.lock()) self->RecheckSubscriptions();
-          });
-        });
+        reload_watch_ = server_->auth->OnReload(Posted(&Session::RecheckSubscriptions));
       }
     }
     return [box = push_](const StoredMessage& m) { box->Push(m); };
+  }
+
+  // For another thread: runs `member` on the strand if the session is still
+  // alive by then.
+  std::function<void()> Posted(void (Session::*member)()) {
+    return [weak = weak_from_this(), strand = strand_, member] {
+      net::post(strand, [weak, member] {
+        if (std::shared_ptr<Session> self = weak.lock()) ((*self).*member)();
+      });
+    };
   }
 
   // One held request answered. Inside a batch the caller holds a reference
@@ -510,16 +521,14 @@ class Session final : public ListenedSession,
     // The frame and write deadlines start without touching the timer (that
     // would cost the hot path): it checks them at least every half of the
     // shorter one, so they close within 1.5 times their timeout.
-    auto period = std::chrono::duration_cast<SteadyClock::duration>(kFar);
+    SteadyClock::duration period = kFar;
     if (o.write_timeout.count() > 0)
       period = std::min<SteadyClock::duration>(period, o.write_timeout);
-    if (o.request_timeout.count() > 0) {
+    if (o.request_timeout.count() > 0)
       period = std::min<SteadyClock::duration>(period, o.request_timeout);
-    }
     next = std::min(next, now + period / 2);
-    if (writing_ && o.write_timeout.count() > 0) {
+    if (writing_ && o.write_timeout.count() > 0)
       next = std::min(next, write_started_ + o.write_timeout);
-    }
     if (partial_ && o.request_timeout.count() > 0) {
       next = std::min(next, partial_since_ + o.request_timeout);
     }

@@ -47,6 +47,12 @@ class StringConnection final : public BinaryConnection {
     dispatcher_.WriteIds(*this, id, r);
     cv_.notify_all();
   }
+  void DeliverRun(uint32_t run, Result<IdBatch> r) override {  // never batching: unused
+    std::lock_guard lock(mu_);
+    held_ -= static_cast<int>(runs().asks(run).size());
+    dispatcher_.WriteRun(*this, run, r);
+    cv_.notify_all();
+  }
   void CloseAfterAnswers() override { close_after_ = true; }
   SubscriptionMap& subscriptions() override { return subs_; }
   // Like the real push box: its own lock, never the strand's (the bus calls

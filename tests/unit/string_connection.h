@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "proto/binary_codec.h"
 #include "server/base/manual_clock.h"
@@ -37,10 +38,52 @@ class StringConnection final : public BinaryConnection {
     dispatcher_.WriteIds(*this, id, r);
     cv_.notify_all();
   }
+  bool batching() const override { return batching_; }
+  void DeliverRun(uint32_t run, Result<IdBatch> r) override {
+    std::lock_guard lock(mu_);
+    held_ -= static_cast<int>(runs().asks(run).size());
+    dispatcher_.WriteRun(*this, run, r);
+    cv_.notify_all();
+  }
   void CloseAfterAnswers() override {}
   SubscriptionMap& subscriptions() override { return subs_; }
   MessageListener PushListener() override {
     return [](const StoredMessage&) {};
+  }
+
+  // The frames handled as one read's (NEXT_IDS of one key gathered into
+  // runs), then the answers once every one came, in the order written.
+  std::vector<std::string> CallBatch(const std::vector<std::string>& frames, ManualClock& clock) {
+    {
+      std::lock_guard lock(mu_);
+      batching_ = true;
+      for (const std::string& frame : frames) {
+        const proto::DecodeResult r = proto::DecodeFrame(frame);
+        REQUIRE(r.state == proto::DecodeState::kFrame);
+        dispatcher_.Handle(r.frame, *this);
+      }
+      dispatcher_.EndOfBatch(*this);
+      batching_ = false;
+    }
+    const int want = answered_ + static_cast<int>(frames.size());
+    std::unique_lock lock(mu_);
+    for (int i = 0; i < 100 && !(held_ == 0 && queued_ >= want); ++i) {
+      lock.unlock();
+      clock.Advance(std::chrono::milliseconds(500));
+      lock.lock();
+      cv_.wait_for(lock, std::chrono::milliseconds(20),
+                   [&] { return held_ == 0 && queued_ >= want; });
+    }
+    REQUIRE((held_ == 0 && queued_ == want));
+    std::vector<std::string> answers;
+    while (read_ < out_.size()) {
+      const proto::DecodeResult r = proto::DecodeFrame(std::string_view(out_).substr(read_));
+      REQUIRE(r.state == proto::DecodeState::kFrame);
+      answers.push_back(out_.substr(read_, r.consumed));
+      read_ += r.consumed;
+    }
+    answered_ = want;
+    return answers;
   }
 
   // The whole answer frame to `frame` (its status and message included),
@@ -77,6 +120,7 @@ class StringConnection final : public BinaryConnection {
   int queued_ = 0;
   int answered_ = 0;
   int held_ = 0;
+  bool batching_ = false;
   SubscriptionMap subs_;
 };
 
