@@ -3,7 +3,7 @@
 # 31, goal 5), and seqd's binary protocol beside redis-server's pipelined
 # INCR (goal 4). One load generator for all: seqbench (--resp for RESP).
 #
-#   DURATION=5 PEAK_DURATION=3 ROUNDS=5 bench/tail_bench.sh [SEQD_BINARY]
+#   DURATION=20 PEAK_DURATION=3 ROUNDS=3 bench/tail_bench.sh [SEQD_BINARY]
 #
 # Starts redis-server (no persistence) and seqd (a temp SQLite store, key
 # "bench" with step 100000, --threads $THREADS, RESP and binary listeners),
@@ -22,10 +22,10 @@
 #      the medians' ratio seqd IDs/s / redis INCR/s (goal >= 1.5).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DURATION=${DURATION:-5}            # each open-loop run (plus WARMUP)
+DURATION=${DURATION:-20}           # each open-loop run (plus WARMUP): p999 of 5 s runs spread 0.6-1.8x
 PEAK_DURATION=${PEAK_DURATION:-3}  # each closed-loop run
 WARMUP=${WARMUP:-1}
-ROUNDS=${ROUNDS:-5}
+ROUNDS=${ROUNDS:-3}
 CONNECTIONS=${CONNECTIONS:-4}
 PIPELINE=${PIPELINE:-32}
 THREADS=${THREADS:-1}                  # seqd's I/O threads (redis-server: one)
