@@ -19,6 +19,7 @@
 #include "server/core/segment_allocator.h"
 #include "server/metrics/metrics.h"
 #include "storage/memory_store.h"
+#include "tests/unit/dispatcher_fixture.h"
 #include "tests/unit/test_services.h"
 
 namespace seqd {
@@ -110,26 +111,7 @@ class StringConnection final : public BinaryConnection {
   std::vector<std::string> pushed_;  // guarded by push_mu_
 };
 
-struct Fixture {
-  Fixture() : allocator(store, db, clock, KeyRules(), AllocatorOptions{}) {
-    REQUIRE(store.CreateKey("k", 10, "").ok());
-  }
-  MemoryStore store;
-  ThreadPoolRunner db{1};
-  ManualClock clock;
-  SegmentAllocator allocator;
-  TestServices services{store, db, allocator};
-  BinaryDispatcher dispatcher{services, BinaryDispatchLimits{}};
-  StringConnection conn{dispatcher};
-  // Last: the database thread is done before anything above goes.
-  StopRunnerOnExit stop_db{db};
-};
-
-std::string NextIds(uint32_t id, std::string_view key, uint32_t count) {
-  std::string out;
-  proto::AppendNextIdsRequest(out, id, key, count);
-  return out;
-}
+using Fixture = DispatcherFixture<StringConnection>;
 
 }  // namespace
 
@@ -141,7 +123,7 @@ TEST_CASE("binary dispatcher: PING, NEXT_IDS and errors, frame in, frame out") {
   CHECK(r.status == proto::Status::kOk);
   CHECK(r.result == "hello");
 
-  r = f.conn.Call(NextIds(2, "k", 3));
+  r = f.conn.Call(NextIdsFrame(2, "k", 3));
   REQUIRE(r.status == proto::Status::kOk);
   auto ranges = proto::ParseNextIdsResult(r.result);
   REQUIRE(ranges);
@@ -149,9 +131,9 @@ TEST_CASE("binary dispatcher: PING, NEXT_IDS and errors, frame in, frame out") {
   CHECK((*ranges)[0].first == 1);
   CHECK((*ranges)[0].last == 3);
 
-  r = f.conn.Call(NextIds(3, "nokey", 1));
+  r = f.conn.Call(NextIdsFrame(3, "nokey", 1));
   CHECK(r.status == proto::Status::kUnknownKey);
-  r = f.conn.Call(NextIds(4, "k", 0));
+  r = f.conn.Call(NextIdsFrame(4, "k", 0));
   CHECK(r.status == proto::Status::kInvalidArgument);
   CHECK(r.message.find("count must be an integer in [1, ") == 0);
 
@@ -172,7 +154,7 @@ TEST_CASE("binary dispatcher: NEXT_IDS refuses the reserved namespace as a bad k
   REQUIRE(f.store.CreateKey("seqd.server_msg_id", 10, "").ok());
   for (std::string_view key : {"seqd.server_msg_id", "seqd.other"}) {
     INFO(key);
-    auto r = f.conn.Call(NextIds(7, key, 1));
+    auto r = f.conn.Call(NextIdsFrame(7, key, 1));
     CHECK(r.status == proto::Status::kInvalidArgument);
     CHECK(r.message == "keys starting with 'seqd.' are reserved");
   }
@@ -180,7 +162,7 @@ TEST_CASE("binary dispatcher: NEXT_IDS refuses the reserved namespace as a bad k
   CHECK(f.allocator.Snapshot().empty());
   // A key that only looks alike is an ordinary key.
   REQUIRE(f.store.CreateKey("seqd_x", 10, "").ok());
-  CHECK(f.conn.Call(NextIds(8, "seqd_x", 1)).status == proto::Status::kOk);
+  CHECK(f.conn.Call(NextIdsFrame(8, "seqd_x", 1)).status == proto::Status::kOk);
 }
 
 TEST_CASE("binary dispatcher: SEND, PULL and SUBSCRIBE through the message service") {

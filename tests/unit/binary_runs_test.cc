@@ -10,39 +10,19 @@
 
 #include "proto/binary_codec.h"
 #include "proto/id_codec.h"
-#include "server/base/manual_clock.h"
-#include "server/base/task_runner.h"
-#include "server/core/segment_allocator.h"
-#include "server/tcp/binary_dispatcher.h"
-#include "storage/memory_store.h"
+#include "tests/unit/dispatcher_fixture.h"
 #include "tests/unit/string_connection.h"
-#include "tests/unit/test_services.h"
 
 using namespace seqd;
 
 namespace {
 
-struct Fixture {
-  explicit Fixture(AllocatorOptions options = {})
-      : allocator(store, db, clock, KeyRules(), options) {
-    REQUIRE(store.CreateKey("k", 10, "").ok());
+// The header's StringConnection: it can hand over frames as one read.
+struct Fixture : DispatcherFixture<StringConnection> {
+  explicit Fixture(AllocatorOptions options = {}) : DispatcherFixture(options) {
     REQUIRE(store.CreateKey("j", 10, "").ok());
   }
-  MemoryStore store;
-  ThreadPoolRunner db{1};
-  ManualClock clock;
-  SegmentAllocator allocator;
-  TestServices services{store, db, allocator};
-  BinaryDispatcher dispatcher{services, BinaryDispatchLimits{}};
-  StringConnection conn{dispatcher};
-  StopRunnerOnExit stop_db{db};
 };
-
-std::string NextIds(uint32_t id, std::string_view key, uint32_t count) {
-  std::string out;
-  proto::AppendNextIdsRequest(out, id, key, count);
-  return out;
-}
 
 struct Answer {
   uint32_t request_id = 0;
@@ -89,8 +69,9 @@ TEST_CASE("NEXT_IDS runs: one key's requests in a read share one take, each its 
   Fixture f;
   // The key is not loaded yet: a run parks once, where single requests would
   // park one by one.
-  const auto answers = Parse(f.conn.CallBatch(
-      {NextIds(1, "k", 2), NextIds(2, "k", 3), NextIds(3, "k", 1), NextIds(4, "k", 4)}, f.clock));
+  const auto answers = Parse(f.conn.CallBatch({NextIdsFrame(1, "k", 2), NextIdsFrame(2, "k", 3),
+                                               NextIdsFrame(3, "k", 1), NextIdsFrame(4, "k", 4)},
+                                              f.clock));
   REQUIRE(answers.size() == 4);
   CHECK(f.allocator.stats().parked_total == 1);
   CHECK(Pairs(For(answers, 1)) == P{{1, 2}});
@@ -106,9 +87,9 @@ TEST_CASE("NEXT_IDS runs: one key's requests in a read share one take, each its 
 
 TEST_CASE("NEXT_IDS runs: across a segment boundary, each request gets its next IDs") {
   Fixture f;
-  REQUIRE(!f.conn.Call(NextIds(1, "k", 7), f.clock).empty());  // 1-7: 8, 9, 10 left
-  const auto answers = Parse(
-      f.conn.CallBatch({NextIds(2, "k", 2), NextIds(3, "k", 3), NextIds(4, "k", 1)}, f.clock));
+  REQUIRE(!f.conn.Call(NextIdsFrame(1, "k", 7), f.clock).empty());  // 1-7: 8, 9, 10 left
+  const auto answers = Parse(f.conn.CallBatch(
+      {NextIdsFrame(2, "k", 2), NextIdsFrame(3, "k", 3), NextIdsFrame(4, "k", 1)}, f.clock));
   REQUIRE(answers.size() == 3);
   CHECK(Pairs(For(answers, 2)) == P{{8, 9}});
   CHECK(Pairs(For(answers, 3)) == P{{10, 12}});  // 10 from the first segment, 11-12 the next
@@ -158,10 +139,11 @@ TEST_CASE("NEXT_IDS runs: a take of several ranges is shared out range by range"
 
 TEST_CASE("NEXT_IDS runs: another key or op ends a run; every ID is handed out once") {
   Fixture f;
-  const auto answers = Parse(f.conn.CallBatch(
-      {NextIds(1, "k", 1), NextIds(2, "j", 2), NextIds(3, "k", 1), NextIds(4, "k", 0),
-       NextIds(5, "k", 2), NextIds(6, "nokey", 1), NextIds(7, "k", 1)},
-      f.clock));
+  const auto answers = Parse(
+      f.conn.CallBatch({NextIdsFrame(1, "k", 1), NextIdsFrame(2, "j", 2), NextIdsFrame(3, "k", 1),
+                        NextIdsFrame(4, "k", 0), NextIdsFrame(5, "k", 2),
+                        NextIdsFrame(6, "nokey", 1), NextIdsFrame(7, "k", 1)},
+                       f.clock));
   REQUIRE(answers.size() == 7);
   CHECK(For(answers, 4).status == proto::Status::kInvalidArgument);  // count 0: alone
   CHECK(For(answers, 6).status == proto::Status::kUnknownKey);
@@ -183,14 +165,15 @@ TEST_CASE("NEXT_IDS runs: counts past max_count split the run; a failed take fai
   AllocatorOptions o;
   o.max_count = 5;
   Fixture f(o);
-  auto answers = Parse(
-      f.conn.CallBatch({NextIds(1, "k", 3), NextIds(2, "k", 3), NextIds(3, "k", 2)}, f.clock));
+  auto answers = Parse(f.conn.CallBatch(
+      {NextIdsFrame(1, "k", 3), NextIdsFrame(2, "k", 3), NextIdsFrame(3, "k", 2)}, f.clock));
   REQUIRE(answers.size() == 3);
   CHECK(Pairs(For(answers, 1)) == P{{1, 3}});
   CHECK(Pairs(For(answers, 2)) == P{{4, 6}});
   CHECK(Pairs(For(answers, 3)) == P{{7, 8}});
 
-  answers = Parse(f.conn.CallBatch({NextIds(4, "gone", 1), NextIds(5, "gone", 2)}, f.clock));
+  answers =
+      Parse(f.conn.CallBatch({NextIdsFrame(4, "gone", 1), NextIdsFrame(5, "gone", 2)}, f.clock));
   REQUIRE(answers.size() == 2);
   CHECK(For(answers, 4).status == proto::Status::kUnknownKey);
   CHECK(For(answers, 5).status == proto::Status::kUnknownKey);
