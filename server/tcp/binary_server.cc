@@ -1,7 +1,7 @@
 // The binary protocol's connections: socket I/O, back-pressure, lingering
 // after a protocol error, the idle timeout and draining the push box
 // (binary_push_box.h). Requests go to BinaryDispatcher
-// (binary_dispatcher.h). Over 600 lines because one connection's state
+// (binary_dispatcher.h). Near 600 lines because one connection's state
 // machine is one class: its counters and flags (unanswered = pending +
 // queued + writing) are kept together so their invariants can be read in
 // one place.
@@ -296,7 +296,6 @@ class Session final : public ListenedSession,
   }
 
   void CloseAfterAnswers() override { stopping_ = true; }
-
   SubscriptionMap& subscriptions() override { return subs_; }
 
   MessageListener PushListener() override {
@@ -311,8 +310,7 @@ class Session final : public ListenedSession,
     return [box = push_](const StoredMessage& m) { box->Push(m); };
   }
 
-  // For another thread: runs `member` on the strand if the session is still
-  // alive by then.
+  // For other threads: runs `member` on the strand if the session still lives.
   std::function<void()> Posted(void (Session::*member)()) {
     return [weak = weak_from_this(), strand = strand_, member] {
       net::post(strand, [weak, member] {
@@ -529,9 +527,8 @@ class Session final : public ListenedSession,
     next = std::min(next, now + period / 2);
     if (writing_ && o.write_timeout.count() > 0)
       next = std::min(next, write_started_ + o.write_timeout);
-    if (partial_ && o.request_timeout.count() > 0) {
+    if (partial_ && o.request_timeout.count() > 0)
       next = std::min(next, partial_since_ + o.request_timeout);
-    }
     return std::max(next, now + std::chrono::milliseconds(1));
   }
 
@@ -592,15 +589,10 @@ BinaryServer::BinaryServer(net::io_context& io, BinaryServerOptions options,
 }
 
 BinaryServer::~BinaryServer() { impl_->listener->CloseAcceptor(); }
-
 Status BinaryServer::Listen() { return impl_->listener->Listen(); }
-
 uint16_t BinaryServer::port() const { return impl_->listener->port(); }
-
 Status BinaryServer::Serve(int fd) { return impl_->listener->Serve(fd); }
-
 size_t BinaryServer::open_connections() const { return impl_->listener->open_connections(); }
-
 void BinaryServer::Stop(std::function<void()> drained) {
   impl_->listener->Stop(std::move(drained));
 }
