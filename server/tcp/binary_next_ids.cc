@@ -29,10 +29,12 @@ void BinaryDispatcher::HandleNextIds(const proto::FrameView& f, BinaryConnection
                        "NEXT_IDS payload must be u16 key_length, key, u32 count");
   }
   NextIdsRuns& runs = c.runs();
-  // A run goes on while the key stays the same and the counts fit in one take.
-  if (runs.open() &&
-      (req->key != runs.key() || !req->on_behalf_of.empty() || HopOf(f) != Hop::kMayForward ||
-       runs.total() + req->count > services_.ids.options().max_count)) {
+  const int64_t max_count = services_.ids.options().max_count;
+  // Only a client's own request of a valid count, inside a read, joins a run;
+  // a run goes on while the key stays the same and the counts fit one take.
+  const bool gather = c.batching() && req->on_behalf_of.empty() && HopOf(f) == Hop::kMayForward &&
+                      req->count >= 1 && req->count <= max_count;
+  if (runs.open() && (!gather || req->key != runs.key() || runs.total() + req->count > max_count)) {
     TakeRun(c);
   }
   if (!Permit(f, c, req->key)) return;
@@ -44,9 +46,7 @@ void BinaryDispatcher::HandleNextIds(const proto::FrameView& f, BinaryConnection
     requester = req->on_behalf_of;
   }
   c.Hold();
-  // A client's request of a valid count, inside a read: gathered into the run.
-  if (c.batching() && req->on_behalf_of.empty() && HopOf(f) == Hop::kMayForward &&
-      req->count >= 1 && req->count <= services_.ids.options().max_count) {
+  if (gather) {
     const NextIdsAsk ask{f.request_id, req->count};
     return runs.open() ? runs.Add(ask) : runs.Open(req->key, ask);
   }
