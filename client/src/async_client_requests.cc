@@ -88,7 +88,7 @@ void AsyncClient::Impl::StartAttempt(const std::shared_ptr<Call>& call, size_t s
   Clock::duration timeout = options.call_timeout;
   if (call->deadline != Clock::time_point::max()) {
     const Clock::duration left = call->deadline - Clock::now();
-    if (left <= Clock::duration::zero()) {
+    if (left < std::chrono::milliseconds(1)) {  // as RetryOrFail: no attempt without time
       return Fail(call, StatusCode::kTimeout, DeadlineMessage(call, call->last_error));
     }
     timeout = std::min(timeout, left);
@@ -146,6 +146,11 @@ void AsyncClient::Impl::OnAttemptTimeout(const std::shared_ptr<Call>& call) {
   const Endpoint& ep = endpoints[call->endpoint];
   std::string message = "no answer from " + ep.name + " within " +
                         std::to_string(call->attempt_timeout.count()) + " ms";
+  if (call->attempt_timeout < options.call_timeout && !call->last_error.empty()) {
+    // The call's deadline cut this attempt short: the error that made the
+    // call retry is the one worth reporting.
+    message += " left of call_deadline; before it: " + call->last_error;
+  }
   if (conn && call->sent) {
     auto it = conn->pending.find(call->request_id);
     if (it != conn->pending.end() && it->second == call) conn->pending.erase(it);

@@ -199,6 +199,25 @@ TEST_CASE("call_deadline: a call retries past max_attempts' usual 3 while time i
   CHECK(std::chrono::steady_clock::now() - start < 1s);
 }
 
+TEST_CASE("call_deadline: an attempt the deadline cuts short still reports the error before it") {
+  // Attempt 1 is answered "store down" after 200 ms; attempt 2 gets the
+  // ~100 ms left and is cut by the deadline while the answer is on its way.
+  FakeServer server(FakeOptions{.store_unavailable_first = 1000, .delay_ms = 200});
+  ClientOptions o = Options({server.endpoint()});
+  o.max_attempts = 1000;
+  o.backoff_initial = 1ms;
+  o.backoff_max = 1ms;
+  o.call_timeout = 5s;
+  o.call_deadline = 300ms;
+  Client client(o);
+  ClientResult<IdBatch> bad = client.NextIds("k", 1);
+  CHECK(bad.code() == StatusCode::kTimeout);
+  CHECK(server.next_ids_requests == 2);
+  CHECK_MESSAGE(bad.message().find("left of call_deadline; before it: ") != std::string::npos,
+                bad.message());
+  CHECK_MESSAGE(bad.message().find("store down") != std::string::npos, bad.message());
+}
+
 TEST_CASE("a stalled endpoint is avoided for a call_timeout: retries do not wait on it again") {
   // A stopped server's kernel still accepts connections: the cluster case
   // of a SIGSTOPped owner while another instance answers STORE_UNAVAILABLE
