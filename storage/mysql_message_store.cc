@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "storage/mysql_errors.h"
 #include "storage/mysql_message_sql.h"
 
 namespace seqd {
@@ -31,8 +32,6 @@ constexpr size_t kChunkBytes = 4 << 20;
 // Duplicate-key retries of one row on the slow path (another process keeps
 // committing the seq it stamped) before the batch fails kStoreUnavailable.
 constexpr int kMaxRowRetries = 20;
-
-constexpr int kErrDupKey = 1062;
 
 const char* const kSchema[] = {
     "CREATE TABLE IF NOT EXISTS seqd_message ("
@@ -103,17 +102,6 @@ const char* const kSql[kNumStmts] = {
 };
 
 constexpr char kInsertPrefix[] = "INSERT INTO seqd_message (" SEQD_MSG_COLUMNS ") VALUES ";
-
-// Appends `bytes` as a hex literal (X'...'): any bytes, no escaping rules.
-void AppendHexLiteral(std::string& out, std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  out += "X'";
-  for (unsigned char c : bytes) {
-    out.push_back(kDigits[c >> 4]);
-    out.push_back(kDigits[c & 15]);
-  }
-  out += '\'';
-}
 
 std::string ListSql(ListKind kind, size_t n) {
   switch (kind) {
@@ -311,11 +299,9 @@ Result<std::vector<AppendOutcome>> MysqlMessageStore::AppendImpl(
               sql += ",0)";
             }
             try {
-              std::unique_ptr<sql::Statement> st(c.conn->createStatement());
-              c.in_txn = true;
-              st->executeUpdate(sql);
+              c.Update(sql);
             } catch (const sql::SQLException& e) {
-              if (e.getErrorCode() != kErrDupKey) throw;
+              if (e.getErrorCode() != kMysqlErrDupKey) throw;
               conflict = true;
             }
             at += n;
@@ -360,7 +346,7 @@ Result<std::vector<AppendOutcome>> MysqlMessageStore::AppendImpl(
               out[i] = AppendOutcome{++max, r.server_msg_id, r.send_time_ms, false};
               break;
             } catch (const sql::SQLException& e) {
-              if (e.getErrorCode() != kErrDupKey) throw;
+              if (e.getErrorCode() != kMysqlErrDupKey) throw;
             }
             // Which key? A re-send (client id) or a stale max (primary key).
             sql::PreparedStatement& sel = c.Stmt(kSelectByClient);

@@ -14,82 +14,9 @@
 #include <random>
 #include <thread>
 
+#include "storage/mysql_errors.h"
+
 namespace seqd {
-namespace {
-
-constexpr int kErrDupKey = 1062;
-constexpr int kErrUnknownSystemVariable = 1193;
-
-// Error codes meaning the connection itself is unusable.
-bool IsConnectionLost(int code) {
-  switch (code) {
-    case 1047:  // ER_UNKNOWN_COM_ERROR: a Galera node out of the primary component
-                // ("WSREP has not yet prepared node for application use")
-    case 1053:  // ER_SERVER_SHUTDOWN
-    case 1927:  // ER_CONNECTION_KILLED (MariaDB)
-    case 2002:  // CR_CONNECTION_ERROR
-    case 2003:  // CR_CONN_HOST_ERROR
-    case 2006:  // CR_SERVER_GONE_ERROR
-    case 2011:  // CR_TCP_CONNECTION
-    case 2013:  // CR_SERVER_LOST
-    case 2026:  // CR_SSL_CONNECTION_ERROR
-    case 2027:  // CR_MALFORMED_PACKET
-    case 2048:  // CR_INVALID_CONN_HANDLE
-    case 2055:  // CR_SERVER_LOST_EXTENDED
-    case 4031:  // ER_CLIENT_INTERACTION_TIMEOUT (MySQL 8)
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Server answered, but the store cannot serve right now.
-bool IsTransient(int code) {
-  switch (code) {
-    case 1040:  // ER_CON_COUNT_ERROR
-    case 1203:  // ER_TOO_MANY_USER_CONNECTIONS
-    case 1205:  // ER_LOCK_WAIT_TIMEOUT
-    case 1213:  // ER_LOCK_DEADLOCK
-    case 1290:  // ER_OPTION_PREVENTS_STATEMENT (read-only replica)
-    case 1792:  // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
-    case 1836:  // ER_READ_ONLY_MODE
-    case 1146:  // ER_NO_SUCH_TABLE: the background schema step has not run yet
-      return true;
-    default:
-      return false;
-  }
-}
-
-// The transaction was rolled back because of another transaction: running it
-// again may succeed. Galera reports a certification conflict as 1213 at COMMIT;
-// 1205 (lock wait timeout) rolls back only the statement, the pool the rest.
-bool IsConflict(int code) { return code == 1213 || code == 1205; }
-
-// The server never answered (a client-side error, or the connection died).
-bool NoServerAnswer(int code) {
-  return code == 0 || (code >= 2000 && code < 3000) || IsConnectionLost(code);
-}
-
-// " (MySQL error N, SQLSTATE S)"
-std::string CodeSuffix(const sql::SQLException& e) {
-  const std::string& state = e.getSQLState();
-  return " (MySQL error " + std::to_string(e.getErrorCode()) +
-         (state.empty() ? std::string() : ", SQLSTATE " + state) + ")";
-}
-
-Error ExceptionError(const sql::SQLException& e, const std::string& op, bool lost,
-                     const std::optional<ErrorCode>& duplicate_key) {
-  const int code = e.getErrorCode();
-  ErrorCode ec = ErrorCode::kInternal;
-  if (code == kErrDupKey && duplicate_key) {
-    ec = *duplicate_key;
-  } else if (lost || IsConnectionLost(code) || IsTransient(code)) {
-    ec = ErrorCode::kStoreUnavailable;
-  }
-  return MakeError(ec, op + ": " + e.what() + CodeSuffix(e));
-}
-
-}  // namespace
 
 std::string RepeatSql(std::string_view item, size_t n, std::string_view separator) {
   std::string out;
@@ -99,6 +26,21 @@ std::string RepeatSql(std::string_view item, size_t n, std::string_view separato
     out += item;
   }
   return out;
+}
+
+void AppendHexLiteral(std::string& out, std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  out += "X'";
+  for (unsigned char c : bytes) {
+    out.push_back(kDigits[c >> 4]);
+    out.push_back(kDigits[c & 15]);
+  }
+  out += '\'';
+}
+
+void AppendUtf8Literal(std::string& out, std::string_view text) {
+  out += "_utf8mb4 ";
+  AppendHexLiteral(out, text);
 }
 
 std::vector<size_t> MysqlHostOrder(size_t preferred, std::span<const uint64_t> failed) {
@@ -168,6 +110,11 @@ sql::Statement& MysqlConn::Plain() {
   return *plain;
 }
 
+int MysqlConn::Update(const std::string& sql) {
+  in_txn = true;
+  return Plain().executeUpdate(sql);
+}
+
 void MysqlConn::Commit() {
   // Not conn->commit(): Connector/C++ 1.1.12 calls mysql_commit() and ignores
   // its result, so a COMMIT that failed (certification conflict, lost
@@ -181,9 +128,9 @@ void MysqlConn::Commit() {
     in_txn = false;
     const int code = e.getErrorCode();
     CommitFailure why = CommitFailure::kOther;
-    if (IsConflict(code)) {
+    if (MysqlConflict(code)) {
       why = CommitFailure::kConflict;
-    } else if (NoServerAnswer(code)) {
+    } else if (MysqlNoServerAnswer(code)) {
       const auto waited = std::chrono::steady_clock::now() - start;
       why = rw_timeout_s > 0 && waited >= std::chrono::milliseconds(rw_timeout_s * 900)
                 ? CommitFailure::kTimeout
@@ -225,7 +172,7 @@ void MysqlConn::UseLockWait(std::optional<int> seconds) {
 }
 
 bool MysqlConn::LostAfter(int code) noexcept {
-  if (IsConnectionLost(code)) return true;
+  if (MysqlConnectionLost(code)) return true;
   try {
     if (conn->isClosed()) return true;
     // Server-side errors (1000..1999, 3000+) prove the server answered;
@@ -250,7 +197,7 @@ bool GaleraReady(MysqlConn& c, int sync_wait, bool synced_only, bool* not_synced
     std::unique_ptr<sql::ResultSet> rs(c.Plain().executeQuery("SELECT @@wsrep_on"));
     wsrep_on = rs->next() && rs->getInt(1) != 0;
   } catch (const sql::SQLException& e) {
-    if (e.getErrorCode() != kErrUnknownSystemVariable) throw;  // MySQL: no Galera
+    if (e.getErrorCode() != kMysqlErrUnknownSystemVariable) throw;  // MySQL: no Galera
   }
   if (!wsrep_on) return true;
   bool ready = false;
@@ -391,7 +338,7 @@ Result<std::unique_ptr<MysqlConn>> MysqlPool::ConnectTo(size_t host, bool synced
         c->Plain().execute("SET SESSION idle_write_transaction_timeout = " +
                            std::to_string(options_.idle_txn_timeout_s));
       } catch (const sql::SQLException& e) {
-        if (e.getErrorCode() != kErrUnknownSystemVariable) throw;  // MySQL: not there
+        if (e.getErrorCode() != kMysqlErrUnknownSystemVariable) throw;  // MySQL: not there
       }
     }
     if (!GaleraReady(*c, options_.wsrep_sync_wait, synced_only, not_synced)) {
@@ -411,7 +358,7 @@ Result<std::unique_ptr<MysqlConn>> MysqlPool::ConnectTo(size_t host, bool synced
   } catch (const sql::SQLException& e) {
     // Any failure to connect (refused, timeout, access denied, unknown
     // database, too many connections) means the store is unavailable.
-    return MakeError(ErrorCode::kStoreUnavailable, where + ": " + e.what() + CodeSuffix(e));
+    return MakeError(ErrorCode::kStoreUnavailable, where + ": " + e.what() + MysqlCodeSuffix(e));
   } catch (const std::exception& e) {
     return MakeError(ErrorCode::kStoreUnavailable, where + ": " + e.what());
   }
@@ -513,9 +460,9 @@ Status MysqlPool::RunBody(const MysqlSession& session, const char* op, const Bod
       return OkStatus();
     } catch (const sql::SQLException& e) {
       lost = c->LostAfter(e.getErrorCode());
-      conflict = !lost && IsConflict(e.getErrorCode());
+      conflict = !lost && MysqlConflict(e.getErrorCode());
       if (conflict) ProcessStoreStats().conflicts.fetch_add(1, std::memory_order_relaxed);
-      err = ExceptionError(e, what, lost, session.duplicate_key);
+      err = MysqlExceptionError(e, what, lost, session.duplicate_key);
     } catch (const std::exception& e) {
       lost = c->LostAfter(0);
       err = MakeError(lost ? ErrorCode::kStoreUnavailable : ErrorCode::kInternal,
@@ -577,7 +524,7 @@ Status MysqlPool::Prepare(const MysqlSession& session,
     const size_t host = c->host;
     Release(std::move(c), lost);
     if (lost) MarkFailed(host);
-    return ExceptionError(e, "mysql prepare", lost, session.duplicate_key);
+    return MysqlExceptionError(e, "mysql prepare", lost, session.duplicate_key);
   }
   Release(std::move(c), false);
   return OkStatus();

@@ -137,6 +137,16 @@ std::vector<size_t> MysqlHostOrder(size_t preferred, std::span<const uint64_t> f
 // the repeated part of a statement whose text depends on a count.
 std::string RepeatSql(std::string_view item, size_t n, std::string_view separator = ",");
 
+// Appends `bytes` to `out` as a hex literal (X'...'): any bytes, no
+// escaping rules, whatever the sql_mode. A binary string, stored as it is:
+// for BLOBs and columns whose character set is known (the stores' own
+// tables are utf8mb4).
+void AppendHexLiteral(std::string& out, std::string_view bytes);
+// Appends UTF-8 `text` to `out` as a utf8mb4 literal (_utf8mb4 X'...'):
+// the server converts it to the column's character set, as it does a bound
+// parameter (a Leaf user's leaf_alloc may be latin1 or utf8).
+void AppendUtf8Literal(std::string& out, std::string_view text);
+
 // The Connector/C++ driver, created once for the whole process (its first
 // use is not thread-safe; this is). May throw sql::SQLException.
 sql::Driver* MysqlDriver();
@@ -183,6 +193,11 @@ struct MysqlConn {
   bool CommitOutcomeUnknown() const { return commit_failure && OutcomeUnknown(*commit_failure); }
   // A plain statement for text SQL (created on first use).
   sql::Statement& Plain();
+  // Text SQL that writes, its values in the text (AppendHexLiteral): runs
+  // it in the transaction (marks it open) and returns the affected-rows
+  // count. For statements of many rows, whose values bound one by one to a
+  // prepared statement cost more CPU than the server's parsing of the text.
+  int Update(const std::string& sql);
   // Sets how long this session's statements wait for a row lock
   // (innodb_lock_wait_timeout, whole seconds; 0: not at all), or, if unset,
   // back to the connection's own (MysqlOptions::lock_wait_timeout_s, else

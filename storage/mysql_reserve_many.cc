@@ -4,11 +4,14 @@
 #include <cppconn/exception.h>
 #include <cppconn/prepared_statement.h>
 #include <cppconn/resultset.h>
+#include <cppconn/statement.h>
+#include <mysql_connection.h>
 
 #include <algorithm>
 #include <limits>
 #include <map>
 #include <memory>
+#include <span>
 #include <utility>
 
 #include "storage/mysql_store_sql.h"
@@ -34,26 +37,35 @@ std::vector<bool> OneStatementRequests(const std::vector<ReserveRequest>& reques
   return at_once;
 }
 
-namespace {
-
-// REQUIRES: `todo` (indexes into requests) has 1..kListMax entries.
-// Binds one kCreateReserving or kCreateReservingGuarded statement (padded
-// to `padded` rows) and runs it; returns its affected-rows count.
-int RunCreateReserving(MysqlConn& c, int kind, const std::vector<ReserveRequest>& requests,
-                       const size_t* todo, size_t n, size_t padded) {
-  sql::PreparedStatement& ins = c.List(kind, padded);
-  for (size_t i = 0; i < padded; ++i) {
-    const ReserveRequest& r = requests[todo[std::min(i, n - 1)]];
-    const auto p = static_cast<unsigned>(4 * i);
-    ins.setString(p + 1, r.key);
-    ins.setInt64(p + 2, i < n ? 1 + r.create_step : 0);  // 0: padding, changes nothing
-    ins.setInt64(p + 3, r.create_step);
-    ins.setString(p + 4, std::string(r.create_description));
+int InsertNewRows(MysqlConn& c, NewRows what, std::span<const ReserveRequest* const> rows) {
+  std::string sql = "INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES ";
+  sql.reserve(sql.size() + 64 * rows.size() + 128);
+  for (const ReserveRequest* r : rows) {
+    sql += sql.back() == ')' ? ",(" : "(";
+    AppendUtf8Literal(sql, r->key);
+    sql += ',';
+    sql += std::to_string(what == NewRows::kCreate ? 1 : 1 + r->create_step);
+    sql += ',';
+    sql += std::to_string(r->create_step);
+    sql += ',';
+    AppendUtf8Literal(sql, r->create_description);
+    sql += ')';
   }
-  return ins.executeUpdate();
+  switch (what) {
+    case NewRows::kCreate:
+      sql += " ON DUPLICATE KEY UPDATE biz_tag = biz_tag";
+      break;
+    case NewRows::kCreateReserving:
+      sql += " ON DUPLICATE KEY UPDATE max_id = max_id + step";
+      break;
+    case NewRows::kCreateReservingGuarded:
+      sql +=
+          " ON DUPLICATE KEY UPDATE max_id = "
+          "IF(max_id > 9223372036854775807 - step, max_id, max_id + step)";
+      break;
+  }
+  return c.Update(sql);
 }
-
-}  // namespace
 
 // The other requests that create their row: INSERT ... unless present, in
 // key order (two batches never wait for each other in a cycle).
@@ -66,30 +78,21 @@ void CreateMissingRows(MysqlConn& c, const std::vector<ReserveRequest>& requests
   std::sort(rows.begin(), rows.end(), [](auto* a, auto* b) { return a->key < b->key; });
   for (size_t at = 0; at < rows.size(); at += kListMax) {
     const size_t n = std::min(kListMax, rows.size() - at);
-    const size_t padded = PaddedCount(n);
-    sql::PreparedStatement& ins = c.List(kInsertMissing, padded);
-    for (size_t i = 0; i < padded; ++i) {
-      const ReserveRequest& r = *rows[at + std::min(i, n - 1)];
-      ins.setString(static_cast<unsigned>(3 * i + 1), r.key);
-      ins.setInt64(static_cast<unsigned>(3 * i + 2), r.create_step);
-      ins.setString(static_cast<unsigned>(3 * i + 3), std::string(r.create_description));
-    }
-    ins.executeUpdate();
+    InsertNewRows(c, NewRows::kCreate, std::span(rows).subspan(at, n));
   }
 }
 
 // New keys in one statement per kListMax of them, whether their rows exist
 // or not: one INSERT ... ON DUPLICATE KEY UPDATE creates the missing rows
 // with their first segment reserved and advances the others by their step
-// (kCreateReserving). If every row was new (the affected-rows count says
-// so: the pool's connections set CLIENT_FOUND_ROWS, so a new row and a
-// padding row count 1 each, an advanced one 2), each range is
-// [1, create_step]; else one SELECT reads where each row stands, and the
-// range is [max_id - step, max_id - 1] either way. A row the INSERT would
-// overflow fails it (nothing changed): then the guarded statement leaves
-// that row as it is, and a row left within a step of the largest max_id
-// (refused, or just got there) answers kInternal: its range, if any, is
-// skipped. Fills out[i] for each at_once[i].
+// (NewRows::kCreateReserving). If every row was new (the affected-rows
+// count is the number of rows), each range is [1, create_step]; else one
+// SELECT reads where each row stands, and the range is
+// [max_id - step, max_id - 1] either way. A row the INSERT would overflow
+// fails it (nothing changed): then the guarded statement leaves that row
+// as it is, and a row left within a step of the largest max_id (refused,
+// or just got there) answers kInternal: its range, if any, is skipped.
+// Fills out[i] for each at_once[i].
 void CreateAndReserve(MysqlConn& c, const std::vector<ReserveRequest>& requests,
                       const std::vector<bool>& at_once, Slots& out) {
   std::vector<size_t> todo;
@@ -100,20 +103,22 @@ void CreateAndReserve(MysqlConn& c, const std::vector<ReserveRequest>& requests,
   // In key order: two batches never wait for each other in a cycle.
   std::sort(todo.begin(), todo.end(),
             [&](size_t a, size_t b) { return requests[a].key < requests[b].key; });
+  std::vector<const ReserveRequest*> sorted;
+  sorted.reserve(todo.size());
+  for (size_t i : todo) sorted.push_back(&requests[i]);
   struct Row {
     int64_t max_id = 0, step = 0;
   };
   std::map<std::string, Row> rows;  // by the row's own biz_tag
   for (size_t at = 0; at < todo.size(); at += kListMax) {
     const size_t n = std::min(kListMax, todo.size() - at);
-    const size_t padded = PaddedCount(n);
+    const auto chunk = std::span(sorted).subspan(at, n);
     bool all_new = false;
     try {
-      all_new = RunCreateReserving(c, kCreateReserving, requests, &todo[at], n, padded) ==
-                static_cast<int>(padded);
+      all_new = InsertNewRows(c, NewRows::kCreateReserving, chunk) == static_cast<int>(n);
     } catch (const sql::SQLException& e) {
       if (e.getErrorCode() != kErrOutOfRange) throw;
-      RunCreateReserving(c, kCreateReservingGuarded, requests, &todo[at], n, padded);
+      InsertNewRows(c, NewRows::kCreateReservingGuarded, chunk);
     }
     if (all_new) {
       for (size_t i = at; i < at + n; ++i) {
@@ -122,6 +127,7 @@ void CreateAndReserve(MysqlConn& c, const std::vector<ReserveRequest>& requests,
       }
       continue;
     }
+    const size_t padded = PaddedCount(n);
     // Locking read: the rows are ours until COMMIT; it reads their latest.
     sql::PreparedStatement& sel = c.List(kLockRows, padded);
     for (size_t i = 0; i < padded; ++i) {

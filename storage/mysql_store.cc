@@ -65,18 +65,6 @@ std::string ListSql(int kind, size_t n) {
     case kSetMaxIds:
       return "UPDATE leaf_alloc SET max_id = CASE biz_tag" + RepeatSql(" WHEN ? THEN ?", n, "") +
              " END WHERE biz_tag IN (" + RepeatSql("?", n) + ")";
-    case kInsertMissing:
-      return "INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES " +
-             RepeatSql("(?,1,?,?)", n) + " ON DUPLICATE KEY UPDATE biz_tag = biz_tag";
-    case kCreateReserving:
-      return "INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES " +
-             RepeatSql("(?,?,?,?)", n) +
-             " ON DUPLICATE KEY UPDATE max_id = IF(VALUES(max_id) = 0, max_id, max_id + step)";
-    case kCreateReservingGuarded:
-      return "INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES " +
-             RepeatSql("(?,?,?,?)", n) +
-             " ON DUPLICATE KEY UPDATE max_id = IF(VALUES(max_id) = 0 OR "
-             "max_id > 9223372036854775807 - step, max_id, max_id + step)";
   }
   return {};
 }
@@ -269,24 +257,18 @@ std::optional<std::vector<Result<ReservedSegment>>> MysqlStore::ReserveBatch(
 }
 
 Status MysqlStore::CreateKeys(const std::vector<NewKey>& unsorted, std::string_view description) {
-  const std::string d(description);
   // Inserted in key order: two batches never wait for each other in a cycle.
-  std::vector<NewKey> keys = unsorted;
-  std::sort(keys.begin(), keys.end(),
-            [](const NewKey& a, const NewKey& b) { return a.key < b.key; });
+  std::vector<ReserveRequest> rows;
+  rows.reserve(unsorted.size());
+  for (const NewKey& k : unsorted) rows.push_back({k.key, {}, {}, k.step, description});
+  std::vector<const ReserveRequest*> sorted;
+  for (const ReserveRequest& r : rows) sorted.push_back(&r);
+  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->key < b->key; });
   // Safe to run again after a COMMIT with an unknown outcome: rows there are kept.
   return pool_->Run<Ok>(kSession, "create keys", [&](MysqlConn& c) -> Result<Ok> {
-    for (size_t at = 0; at < keys.size(); at += kListMax) {
-      const size_t n = std::min(kListMax, keys.size() - at);
-      const size_t padded = PaddedCount(n);
-      sql::PreparedStatement& ins = c.List(kInsertMissing, padded);
-      for (size_t i = 0; i < padded; ++i) {
-        const NewKey& k = keys[at + std::min(i, n - 1)];
-        ins.setString(static_cast<unsigned>(3 * i + 1), k.key);
-        ins.setInt64(static_cast<unsigned>(3 * i + 2), k.step);
-        ins.setString(static_cast<unsigned>(3 * i + 3), d);
-      }
-      ins.executeUpdate();
+    for (size_t at = 0; at < sorted.size(); at += kListMax) {
+      const size_t n = std::min(kListMax, sorted.size() - at);
+      InsertNewRows(c, NewRows::kCreate, std::span(sorted).subspan(at, n));
     }
     c.Commit();
     return Ok{};

@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,24 +42,15 @@ enum ListKind {
   kLockRows,
   // Sets max_id of rows (biz_tag, new max_id); then the biz_tags again.
   kSetMaxIds,
-  // Inserts rows (biz_tag, step, description) with max_id = 1, unless present.
-  kInsertMissing,
-  // Creates and reserves (CreateAndReserve): rows (biz_tag, max_id, step,
-  // description) inserted with max_id = 1 + step (their first segment,
-  // [1, step], reserved), or, for a row already there, max_id advanced by
-  // the row's own step (an overflow fails the statement: error 1690). A row
-  // with max_id 0 is padding (the last item again): it changes nothing.
-  kCreateReserving,
-  // The same, leaving a row unchanged where advancing it would overflow.
-  kCreateReservingGuarded,
 };
 
-// ER_DATA_OUT_OF_RANGE: BIGINT overflow (kCreateReserving).
+// ER_DATA_OUT_OF_RANGE: BIGINT overflow (CreateAndReserve's INSERT).
 constexpr int kErrOutOfRange = 1690;
 // ER_LOCK_WAIT_TIMEOUT: a statement waited too long for a row lock.
 constexpr int kErrLockWaitTimeout = 1205;
 
-// Items per list statement at most; a batch beyond it takes several.
+// Items per list statement (and rows per INSERT) at most; a batch beyond it
+// takes several.
 constexpr size_t kListMax = 1024;
 
 inline size_t PaddedCount(size_t n) { return std::bit_ceil(n); }
@@ -68,6 +60,27 @@ inline std::string AsciiLower(std::string_view s) {
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
+
+// The rows are text (MysqlConn::Update), in their number: binding a prepared
+// statement padded to a power of two cost seqd more CPU per new key than
+// the server's parsing of the text (issue 31: bench/new_keys_bench.sh).
+enum class NewRows {
+  // Rows created with max_id 1, unless present (left as they are).
+  kCreate,
+  // Rows created with max_id = 1 + step (their first segment, [1, step],
+  // reserved), or, for a row already there, max_id advanced by the row's own
+  // step (an overflow fails the statement: kErrOutOfRange).
+  kCreateReserving,
+  // The same, leaving a row unchanged where advancing it would overflow.
+  kCreateReservingGuarded,
+};
+
+// REQUIRES: 1 <= rows.size() <= kListMax; each row has create_step > 0.
+// Runs the INSERT of `rows` (key, create_step, create_description) and
+// returns its affected-rows count (the pool's connections set
+// CLIENT_FOUND_ROWS: 1 for a new row or one left as it was, 2 for an
+// advanced one).
+int InsertNewRows(MysqlConn& c, NewRows what, std::span<const ReserveRequest* const> rows);
 
 // ReserveMany's steps, in this order in its transaction, each on its share
 // of `requests`: out[i] is set for every request a step serves.

@@ -8,6 +8,7 @@
 
 #include <utility>
 
+#include "storage/mysql_errors.h"
 #include "storage/worker_lease_store_factory.h"
 
 namespace seqd {
@@ -15,9 +16,6 @@ namespace {
 
 // Claim attempts (each one transaction) before giving up on a contended table.
 constexpr int kMaxClaimAttempts = 20;
-
-constexpr int kErrDupKey = 1062;
-constexpr int kErrDeadlock = 1213;
 
 constexpr const char* kCreateTable =
     "CREATE TABLE IF NOT EXISTS seqd_worker_lease ("
@@ -178,7 +176,7 @@ Result<WorkerLease> MysqlWorkerLeaseStore::Claim(const ClaimRequest& r) {
       } catch (const sql::SQLException& e) {
         // Another process inserted the id first, or InnoDB chose this
         // transaction as a deadlock victim: both are lost races.
-        if (e.getErrorCode() != kErrDupKey && e.getErrorCode() != kErrDeadlock) throw;
+        if (e.getErrorCode() != kMysqlErrDupKey && e.getErrorCode() != kMysqlErrDeadlock) throw;
       }
       if (won) {
         c.Commit();

@@ -1,0 +1,51 @@
+// What a MySQL/MariaDB error code means to the stores: a lost connection,
+// a transient refusal, a conflict worth running the transaction again, or
+// no answer from the server at all; and the Error a store reports for an
+// exception (storage/mysql_pool.h's header comment says which code
+// becomes which ErrorCode).
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "common/error.h"
+
+namespace sql {
+class SQLException;
+}  // namespace sql
+
+namespace seqd {
+
+constexpr int kMysqlErrDupKey = 1062;                 // ER_DUP_ENTRY
+constexpr int kMysqlErrDeadlock = 1213;               // ER_LOCK_DEADLOCK
+constexpr int kMysqlErrUnknownSystemVariable = 1193;  // ER_UNKNOWN_SYSTEM_VARIABLE
+
+// The connection itself is unusable.
+bool MysqlConnectionLost(int code);
+
+// The server answered, but the store cannot serve right now (too many
+// connections, a lock wait, a deadlock, a read-only server, the schema
+// not created yet).
+bool MysqlTransient(int code);
+
+// The transaction was rolled back because of another transaction: running
+// it again may succeed. Galera reports a certification conflict as 1213 at
+// COMMIT; 1205 (lock wait timeout) rolls back only the statement, the pool
+// the rest.
+bool MysqlConflict(int code);
+
+// The server never answered (a client-side error, or the connection died).
+bool MysqlNoServerAnswer(int code);
+
+// " (MySQL error N, SQLSTATE S)": what a store's message says of `e`.
+std::string MysqlCodeSuffix(const sql::SQLException& e);
+
+// The Error of `e` raised by `op`: `duplicate_key` for 1062 if set,
+// kStoreUnavailable for a lost connection (`lost`, or the code says so) or
+// a transient refusal, else kInternal.
+Error MysqlExceptionError(const sql::SQLException& e, const std::string& op, bool lost,
+                          const std::optional<ErrorCode>& duplicate_key);
+
+}  // namespace seqd
