@@ -12,6 +12,7 @@
 #include <cassert>
 #include <map>
 #include <sstream>
+#include <unordered_map>
 
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
@@ -92,6 +93,10 @@ struct Metrics::Impl {
   prometheus::Family<prometheus::Gauge>* open_connections = nullptr;
   prometheus::Family<prometheus::Counter>* ids_issued PT_GUARDED_BY(create_mu) = nullptr;
   prometheus::Family<prometheus::Counter>* reservations PT_GUARDED_BY(create_mu) = nullptr;
+  // Their series by key label: {ok, error}, each made on first use (a
+  // reservation is counted without building the family's label set).
+  std::unordered_map<std::string, std::array<prometheus::Counter*, 2>> reservation_counters
+      GUARDED_BY(create_mu);
   prometheus::Histogram* reservation_duration = nullptr;
   // Their series are replaced at each scrape, under render_mu.
   prometheus::Family<prometheus::Gauge>* key_step PT_GUARDED_BY(render_mu) = nullptr;
@@ -427,7 +432,10 @@ prometheus::Counter& Metrics::IdsIssued(const std::string& label) {
 void Metrics::ReservationDone(const std::string& label, bool ok, double seconds) {
   {
     MutexLock lock(impl_->create_mu);
-    impl_->reservations->Add({{"key", label}, {"result", ok ? "ok" : "error"}}).Increment();
+    prometheus::Counter*& counter = impl_->reservation_counters[label][ok ? 0 : 1];
+    if (!counter)
+      counter = &impl_->reservations->Add({{"key", label}, {"result", ok ? "ok" : "error"}});
+    counter->Increment();
   }
   impl_->reservation_duration->Observe(seconds);
 }
