@@ -13,6 +13,7 @@
 #include "server/base/log.h"
 #include "server/core/segment_allocator.h"
 #include "server/metrics/metrics.h"
+#include "server/net/conn_check.h"
 #include "server/service/services.h"
 
 namespace seqd {
@@ -316,20 +317,13 @@ void RespSession::OnTimer() {
   ArmTimer(NextCheck(now));
 }
 
-// The idle deadline (or one idle period while commands are in flight), and
-// at least every half of the shorter of the command and write timeouts
-// (those start without touching the timer, so they close within 1.5 times
-// their timeout).
+// conn_check.h: the command and write deadlines exact.
 RespSession::SteadyClock::time_point RespSession::NextCheck(SteadyClock::time_point now) const {
   const auto& o = server_->options;
-  SteadyClock::time_point next = now + std::chrono::hours(24);
-  if (o.idle_timeout.count() > 0) {
-    next = !replies_.empty() ? now + o.idle_timeout : last_activity_ + o.idle_timeout;
-  }
-  for (std::chrono::seconds t : {o.request_timeout, o.write_timeout}) {
-    if (t.count() > 0) next = std::min<SteadyClock::time_point>(next, now + t / 2);
-  }
-  return std::max<SteadyClock::time_point>(next, now + std::chrono::milliseconds(1));
+  ConnCheckState state{now, last_activity_, !replies_.empty(), {}, {}};
+  if (partial_) state.frame_since = partial_since_;
+  if (write_waiting_) state.write_since = write_wait_since_;
+  return NextConnCheck({o.idle_timeout, o.request_timeout, o.write_timeout}, state);
 }
 
 }  // namespace seqd

@@ -18,6 +18,7 @@
 #include "server/base/log.h"
 #include "server/metrics/metrics.h"
 #include "server/msg/message_service.h"
+#include "server/net/conn_check.h"
 #include "server/net/conn_stream.h"
 #include "server/net/tcp_listener.h"
 #include "server/net/tls_context.h"
@@ -268,11 +269,11 @@ class Session final : public ListenedSession,
   bool batching() const override { return in_batch_; }
   void OnStrand(uint32_t id, Result<IdBatch> r, bool run) {
     if (strand_.running_in_this_thread()) return WriteIdsNow(id, r, run);
-    net::post(strand_, [this, id, run, r = std::move(r)]() { WriteIdsNow(id, r, run); });
+    net::post(strand_, [this, id, run, r = std::move(r)]() { WriteIdsNow(id, r, run, true); });
   }
 
   // On the strand.
-  void WriteIdsNow(uint32_t id, const Result<IdBatch>& r, bool run) {
+  void WriteIdsNow(uint32_t id, const Result<IdBatch>& r, bool run, bool posted = false) {
     std::shared_ptr<Session> keep;
     for (size_t n = run ? runs().asks(id).size() : 1; n > 0; --n) {
       if (std::shared_ptr<Session> last = Released()) keep = std::move(last);
@@ -282,7 +283,15 @@ class Session final : public ListenedSession,
       return;
     }
     run ? server_->dispatcher.WriteRun(*this, id, r) : server_->dispatcher.WriteIds(*this, id, r);
-    if (!in_batch_) Flush();  // in a batch, ProcessInput flushes once at the end
+    if (in_batch_) return;  // ProcessInput flushes once at the end
+    if (!posted) return Flush();
+    // Answers from other threads come in bursts (a reservation's parked
+    // requests): one send, after those posted before the flush.
+    if (std::exchange(flush_posted_, true)) return;
+    net::post(strand_, [self = shared_from_this()] {
+      self->flush_posted_ = false;
+      self->Flush();
+    });
   }
 
   void Deliver(std::function<void(BinaryConnection&)> write) override {
@@ -511,25 +520,13 @@ class Session final : public ListenedSession,
     ArmTimer(NextCheck(now, busy));
   }
 
+  // The next OnTimer (conn_check.h): frame and write deadlines exact.
   SteadyClock::time_point NextCheck(SteadyClock::time_point now, bool busy) const {
     const auto& o = server_->options;
-    constexpr auto kFar = std::chrono::hours(24);
-    SteadyClock::time_point next = now + kFar;
-    if (idle_.count() > 0) next = busy ? now + idle_ : last_activity_ + idle_;
-    // The frame and write deadlines start without touching the timer (that
-    // would cost the hot path): it checks them at least every half of the
-    // shorter one, so they close within 1.5 times their timeout.
-    SteadyClock::duration period = kFar;
-    if (o.write_timeout.count() > 0)
-      period = std::min<SteadyClock::duration>(period, o.write_timeout);
-    if (o.request_timeout.count() > 0)
-      period = std::min<SteadyClock::duration>(period, o.request_timeout);
-    next = std::min(next, now + period / 2);
-    if (writing_ && o.write_timeout.count() > 0)
-      next = std::min(next, write_started_ + o.write_timeout);
-    if (partial_ && o.request_timeout.count() > 0)
-      next = std::min(next, partial_since_ + o.request_timeout);
-    return std::max(next, now + std::chrono::milliseconds(1));
+    ConnCheckState state{now, last_activity_, busy, {}, {}};
+    if (partial_) state.frame_since = partial_since_;
+    if (writing_) state.write_since = write_started_;
+    return NextConnCheck({idle_, o.request_timeout, o.write_timeout}, state);
   }
 
   ConnStream socket_;  // TCP, or TLS over it
@@ -562,6 +559,7 @@ class Session final : public ListenedSession,
   bool reading_ = false;        // an async_read_some is in flight
   bool writing_ = false;        // an async_write is in flight (what SendNow could not send)
   bool in_batch_ = false;       // inside ProcessInput's loop: defer Flush
+  bool flush_posted_ = false;   // a Flush is posted behind posted answers
   bool processing_ = false;     // inside ProcessInput, its Flush included
   bool resume_posted_ = false;  // ResumeLater's ProcessInput is queued
   bool read_eof_ = false;       // the client shut down its side
