@@ -459,7 +459,6 @@ class Session final : public ListenedSession,
   // would reset the connection and could destroy the error frame.
   void Linger() {
     lingering_ = true;
-    error_code ignored;
     socket_.ShutdownSend();
     const auto linger = idle_.count() > 0 ? std::min<SteadyClock::duration>(kLingerTime, idle_)
                                           : SteadyClock::duration(kLingerTime);
