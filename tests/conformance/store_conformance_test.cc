@@ -585,22 +585,6 @@ void CheckCreateAndReserve(Backend& b) {
   REQUIRE(again.size() == 2);
   CheckSegment(again[0], 5, 8, 4);
   CheckSegment(again[1], 1, 2, 2);
-  // Quotes, backslashes, a NUL and non-ASCII in keys and descriptions are
-  // data, whether a store binds them or writes them into its SQL text.
-  const std::string odd = prefix + "o'k\\\"e;y";
-  const std::string odd_description = std::string("it's \\' ") + '\0' + " -- ü";
-  auto created = s.ReserveMany({ReserveRequest{odd, std::nullopt, {}, 3, odd_description},
-                                ReserveRequest{prefix + "plain", std::nullopt, {}, 3, "auto"}});
-  REQUIRE(created.size() == 2);
-  CheckSegment(created[0], 1, 3, 3);
-  CheckSegment(created[1], 1, 3, 3);
-  REQUIRE_OK(s.CreateKeys({NewKey{odd + "2", 5}}, odd_description));
-  for (const std::string& k : {odd, odd + "2"}) {
-    auto row = s.GetKey(k);
-    REQUIRE_OK(row);
-    CHECK(row->key == k);
-    CHECK(row->description == odd_description);
-  }
 }
 
 // Threads create and reserve the same new keys at once, each batch in its
