@@ -4,8 +4,6 @@
 #include <cppconn/exception.h>
 #include <cppconn/prepared_statement.h>
 #include <cppconn/resultset.h>
-#include <cppconn/statement.h>
-#include <mysql_connection.h>
 
 #include <algorithm>
 #include <limits>
