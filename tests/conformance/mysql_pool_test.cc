@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "conformance_support.h"
+#include "storage/mysql_errors.h"
 #include "storage/store_stats.h"
 
 namespace seqd {
@@ -36,8 +37,17 @@ int64_t ConnectionId(MysqlConn& c) {
   return rs->getInt64(1);
 }
 
+// The row as committed, wherever: on a Galera node the read first waits
+// until the node has applied what the cluster committed (the pool's retry
+// may have committed through another node, the killed one's host being
+// tried last).
 int64_t ReadValue(sql::Connection& raw) {
   std::unique_ptr<sql::Statement> s(raw.createStatement());
+  try {
+    s->execute("SET SESSION wsrep_sync_wait = 1");
+  } catch (const sql::SQLException& e) {
+    REQUIRE(e.getErrorCode() == kMysqlErrUnknownSystemVariable);  // MySQL: no Galera
+  }
   std::unique_ptr<sql::ResultSet> rs(
       s->executeQuery(std::string("SELECT v FROM ") + kTable + " WHERE id = 1"));
   REQUIRE(rs->next());
