@@ -62,7 +62,6 @@ void EventStream::Run(std::shared_ptr<EventSink> sink, std::unique_ptr<StreamLim
   sink->SetOnRoom([weak = weak_from_this()] {
     if (auto self = weak.lock()) self->Pump();
   });
-  sink->WriteUnbounded(SseRetry(options_.retry.count()));
   ArmHeartbeat();
   if (unknown.empty()) return OnStartPoints(std::vector<int64_t>());
   deps_.messages.MaxSeqs(std::move(unknown),
@@ -95,6 +94,9 @@ void EventStream::StartLocked(Result<std::vector<int64_t>> max_seqs, std::vector
     c.sent = *c.start;
     c.resume.Start(*c.start);
   }
+  // The first bytes, once every start is fixed: a client that waits for
+  // them gets everything committed after (docs/http-api.md).
+  sink_->WriteUnbounded(SseRetry(options_.retry.count()));
   DuePullsLocked(asks);
 }
 

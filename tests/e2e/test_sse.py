@@ -136,7 +136,7 @@ class Sse(unittest.TestCase):
     def stream(self, path, headers=()):
         c = Curl(self.seqd.port, path, headers)
         self.addCleanup(c.close)
-        c.next(kind="retry")  # the stream is open (and subscribed)
+        c.next(kind="retry")  # its start is fixed: what is sent from now on arrives
         return c
 
     def test_live_events_then_resume_by_last_event_id(self):
