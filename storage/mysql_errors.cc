@@ -42,7 +42,9 @@ bool MysqlTransient(int code) {
   }
 }
 
-bool MysqlConflict(int code) { return code == kMysqlErrDeadlock || code == 1205; }
+bool MysqlConflict(int code) {
+  return code == kMysqlErrDeadlock || code == kMysqlErrLockWaitTimeout;
+}
 
 bool MysqlNoServerAnswer(int code) {
   return code == 0 || (code >= 2000 && code < 3000) || MysqlConnectionLost(code);

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <string>
 
+#include "storage/mysql_errors.h"
+
 namespace seqd {
 namespace {
 
@@ -79,9 +81,6 @@ const char* const kSql[kNumStmts] = {
 };
 
 const MysqlSession kSession{kSql, nullptr, std::nullopt};
-
-// MySQL's ER_LOCK_WAIT_TIMEOUT.
-constexpr int kLockWaitTimeout = 1205;
 
 ShardLeaseRow ReadRow(sql::ResultSet& rs) {
   ShardLeaseRow r;
@@ -272,7 +271,7 @@ Result<std::vector<ShardLeaseRow>> MysqlShardLeaseStore::AcquireMany(
           } catch (const sql::SQLException& e) {
             // A row locked by another transaction (an owner frozen mid
             // commit): only this statement is rolled back; take the rest.
-            if (e.getErrorCode() != kLockWaitTimeout) throw;
+            if (e.getErrorCode() != kMysqlErrLockWaitTimeout) throw;
           }
         }
         // Ours at expected + 1: taken now, or by our own earlier run whose

@@ -227,7 +227,7 @@ std::optional<std::vector<Result<ReservedSegment>>> MysqlStore::ReserveBatch(
           CreateAndReserve(c, requests, at_once, slots);
           ReserveRows(c, requests, at_once, slots);
         } catch (const sql::SQLException& e) {
-          if (!lock_wait_s || e.getErrorCode() != kErrLockWaitTimeout) throw;
+          if (!lock_wait_s || e.getErrorCode() != kMysqlErrLockWaitTimeout) throw;
           // The timeout undid its statement only: the rest goes too (a
           // failed ROLLBACK throws; the pool then closes the connection,
           // which ends the transaction). Nothing of it is served.

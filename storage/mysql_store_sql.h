@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "storage/mysql_errors.h"
 #include "storage/mysql_pool.h"
 #include "storage/segment_store.h"
 
@@ -46,8 +47,6 @@ enum ListKind {
 
 // ER_DATA_OUT_OF_RANGE: BIGINT overflow (CreateAndReserve's INSERT).
 constexpr int kErrOutOfRange = 1690;
-// ER_LOCK_WAIT_TIMEOUT: a statement waited too long for a row lock.
-constexpr int kErrLockWaitTimeout = 1205;
 
 // Items per list statement (and rows per INSERT) at most; a batch beyond it
 // takes several.
