@@ -10,7 +10,9 @@
 # server, the server that goes first alternating from round to round. Prints
 # every round, then the medians of both rates and their ratio seqd/redis,
 # and the servers' CPU time and context switches (voluntary and not, all
-# their threads) per request (medians).
+# their threads) per request, and how busy redis-benchmark was (its CPU time
+# over the run's wall time: near 1.00 it, not the server, sets the rate)
+# (medians).
 #
 # seqd: temp SQLite, key "bench" with step 100000, --threads $THREADS (2:
 # its network threads). redis-server: one main thread (io-threads 1, its
@@ -79,22 +81,32 @@ CLK_TCK=$(getconf CLK_TCK)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ { n += $2 } END { print n + 0 }'; }
 
-# One redis-benchmark run:
-# "<requests/s> <server CPU us per request> <server context switches per request>".
+# One redis-benchmark run: "<requests/s> <server CPU us per request> <server
+# context switches per request> <redis-benchmark's CPU share: its CPU time
+# over the run's wall time; near 1.0, the client is the limit>".
 run_one() {  # PID PORT N EXTRA...
-  local pid=$1 port=$2 n=$3 t0 t1 c0 c1 rate
+  local pid=$1 port=$2 n=$3 t0 t1 c0 c1 w0 w1 rate client
   shift 3
   c0=$(switches "$pid")
   t0=$(cpu_ticks "$pid")
-  rate=$(timeout 300 "${CLIENT_CPU[@]}" redis-benchmark -p "$port" -c "$CLIENTS" -n "$n" "$@" \
-    --csv INCR bench | awk -F'"' '$2 == "INCR bench" { print $4 }' | tail -1)
+  w0=$(date +%s%N)
+  # `times` in the subshell: its children's (redis-benchmark's) user and system time.
+  ( timeout 300 "${CLIENT_CPU[@]}" redis-benchmark -p "$port" -c "$CLIENTS" -n "$n" "$@" \
+      --csv INCR bench >"$WORK/run.csv"
+    times >"$WORK/run.times" )
+  w1=$(date +%s%N)
   t1=$(cpu_ticks "$pid")
   c1=$(switches "$pid")
+  rate=$(awk -F'"' '$2 == "INCR bench" { print $4 }' "$WORK/run.csv" | tail -1)
   [[ -n $rate ]] || { echo "redis-benchmark gave no result on port $port" >&2; exit 1; }
-  echo "$rate $(calc "($t1 - $t0) * 1000000 / $CLK_TCK / $n") $(calc "($c1 - $c0) / $n")"
+  # "0m1.234s 0m0.567s" on the second line: minutes and seconds, user then system.
+  client=$(awk -v w="$((w1 - w0))" 'NR == 2 {
+    s = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] }
+    printf "%.3f", s * 1e9 / w }' "$WORK/run.times")
+  echo "$rate $(calc "($t1 - $t0) * 1000000 / $CLK_TCK / $n") $(calc "($c1 - $c0) / $n") $client"
 }
 
-declare -A RATE CPU CS last
+declare -A RATE CPU CS CLIENT last
 for round in $(seq "$ROUNDS"); do
   for p in 1 "$PIPELINE"; do
     n=$N; ((p > 1)) && n=$N_PIPELINED
@@ -103,10 +115,12 @@ for round in $(seq "$ROUNDS"); do
       if [[ $who == seqd ]]; then r=($(run_one "$SEQD_PID" "$SEQD_PORT" "$n" -P "$p"))
       else r=($(run_one "$REDIS_PID" "$REDIS_PORT" "$n" -P "$p")); fi
       RATE[$who,$p]+="${r[0]} " CPU[$who,$p]+="${r[1]} " CS[$who,$p]+="${r[2]} "
-      last[$who]=${r[0]}
+      CLIENT[$who,$p]+="${r[3]} "
+      last[$who]=${r[0]} last[$who,client]=${r[3]}
     done
-    printf 'round %d P%-3d %-11s seqd %10.0f/s  redis %10.0f/s  seqd/redis %.2f\n' "$round" "$p" \
-      "(${order[0]} 1st)" "${last[seqd]}" "${last[redis]}" "$(calc "${last[seqd]} / ${last[redis]}")"
+    printf 'round %d P%-3d %-11s seqd %10.0f/s  redis %10.0f/s  seqd/redis %.2f  client busy %.2f / %.2f\n' \
+      "$round" "$p" "(${order[0]} 1st)" "${last[seqd]}" "${last[redis]}" \
+      "$(calc "${last[seqd]} / ${last[redis]}")" "${last[seqd,client]}" "${last[redis,client]}"
   done
 done
 
@@ -119,7 +133,9 @@ for p in 1 "$PIPELINE"; do
   rc=$(tr ' ' '\n' <<<"${CPU[redis,$p]}" | grep . | median)
   ss=$(tr ' ' '\n' <<<"${CS[seqd,$p]}" | grep . | median)
   rs=$(tr ' ' '\n' <<<"${CS[redis,$p]}" | grep . | median)
-  printf 'P%-3d seqd %10.0f/s (cpu %.2f us/req, %.3f cs/req)  redis %10.0f/s (cpu %.2f us/req, %.3f cs/req)  ratio seqd/redis %.2f\n' \
-    "$p" "$s" "$sc" "$ss" "$r" "$rc" "$rs" "$(calc "$s / $r")"
+  sb=$(tr ' ' '\n' <<<"${CLIENT[seqd,$p]}" | grep . | median)
+  rb=$(tr ' ' '\n' <<<"${CLIENT[redis,$p]}" | grep . | median)
+  printf 'P%-3d seqd %10.0f/s (cpu %.2f us/req, %.3f cs/req, client busy %.2f)  redis %10.0f/s (cpu %.2f us/req, %.3f cs/req, client busy %.2f)  ratio seqd/redis %.2f\n' \
+    "$p" "$s" "$sc" "$ss" "$sb" "$r" "$rc" "$rs" "$rb" "$(calc "$s / $r")"
 done
 echo "seqd after the runs: INCR bench -> $(redis-cli -p "$SEQD_PORT" INCR bench)"

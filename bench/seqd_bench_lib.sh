@@ -24,7 +24,8 @@
 #   wait_ping PORT NAME LOG
 #                         # waits until a RESP server answers PING
 #   json_get FILE a.b ... # prints fields of a JSON object (seqbench --json)
-# SEQBENCH: the seqbench binary (found in $BUILD_DIR or build/ unless set).
+# SEQBENCH: the seqbench binary (unless set: the one built beside the first
+# seqd given, else in $BUILD_DIR or build/).
 
 bench_binaries() {
   BUILD_DIR=${BUILD_DIR:-build-release}
@@ -39,7 +40,8 @@ bench_binaries() {
   # The optimized client only: build/ also holds sanitizer and clang check
   # builds (build/check-*), whose seqbench is several times slower.
   if [[ -z ${SEQBENCH:-} ]]; then
-    for candidate in "$BUILD_DIR/client/seqbench" build/client/seqbench; do
+    for candidate in "$(dirname "${BINARIES[0]}")/client/seqbench" "$BUILD_DIR/client/seqbench" \
+      build/client/seqbench; do
       [[ -x $candidate ]] && { SEQBENCH=$candidate; break; }
     done
   fi

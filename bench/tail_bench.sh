@@ -17,8 +17,9 @@
 #      ratios seqd RESP p999 / redis p999 (goal <= 1.0) and seqd binary p999
 #      / seqd RESP p999 (goal <= 1.0), per round and of the medians.
 #   2b. The same for seqd binary and seqd RESP at the same time, each at half
-#      that rate (both meet the same stalls of the machine): p999 per round
-#      and the median of the rounds' ratios binary / RESP (goal <= 1.0).
+#      that rate, from one seqbench (--also-resp: both meet the same stalls
+#      of the machine and of the client): p999 per round and the median of
+#      the rounds' ratios binary / RESP (goal <= 1.0).
 #   3. Goal 4: seqbench --tcp, 4 connections x 32 in flight, 1 ID each, one
 #      key, against redis-benchmark -c 4 -P 32 INCR bench on redis-server
 #      (both one client thread), ROUNDS rounds alternating which goes first:
@@ -162,34 +163,29 @@ PY
 
 # --- 2b. binary and RESP at the same time ------------------------------------------
 # Run one after the other, the two protocols meet different stalls of this
-# machine (single rounds' p999 ratios spread 0.6-1.8); run at once, each at
-# half the rate, they meet the same ones, and the ratio per round is steady.
+# machine (single rounds' p999 ratios spread 0.6-1.8). Run at once from one
+# seqbench (--also-resp: the same clock sends both sides' requests in the
+# same ticks, in alternating order), each at half the rate, they meet the
+# same stalls of the server and of the client. (Two seqbench processes, one
+# per protocol, also measured how the scheduler shared the client's core
+# between them: with RESP on both sides, their p50s differed by 2-30 us.)
 echo
 HALF=$(calc "$RATE / 2" | cut -d. -f1)
-echo "== paired: seqd binary and seqd RESP at the same time, $HALF req/s each over" \
-  "$CONNECTIONS connections each, ${DURATION}s after ${WARMUP}s warmup, $ROUNDS rounds"
-paired_args=(--key bench --connections "$CONNECTIONS" --threads "$CLIENT_THREADS" --json
-  --rate "$HALF" --warmup "$WARMUP" --duration "$(calc "$DURATION + $WARMUP")")
-for round in $(seq "$ROUNDS"); do  # which one starts first alternates
-  first=(--tcp "127.0.0.1:$TCP_PORT") first_out=binary
-  second=(--resp "127.0.0.1:$RESP_PORT") second_out=resp
-  if ((round % 2 == 0)); then
-    first=(--resp "127.0.0.1:$RESP_PORT") first_out=resp
-    second=(--tcp "127.0.0.1:$TCP_PORT") second_out=binary
-  fi
-  $CLIENT_CPU "$SEQBENCH" "${first[@]}" "${paired_args[@]}" >"$WORK/paired-$round-$first_out.json" &
-  first_pid=$!
+echo "== paired: seqd binary and seqd RESP at the same time from one seqbench, $HALF req/s" \
+  "each over $CONNECTIONS connections each, ${DURATION}s after ${WARMUP}s warmup, $ROUNDS rounds"
+for round in $(seq "$ROUNDS"); do
   # Errors are in the JSON and printed.
-  $CLIENT_CPU "$SEQBENCH" "${second[@]}" "${paired_args[@]}" \
-    >"$WORK/paired-$round-$second_out.json" || true
-  wait "$first_pid" || true
+  $CLIENT_CPU "$SEQBENCH" --tcp "127.0.0.1:$TCP_PORT" --also-resp "127.0.0.1:$RESP_PORT" \
+    --key bench --connections "$CONNECTIONS" --threads "$CLIENT_THREADS" --json --rate "$HALF" \
+    --warmup "$WARMUP" --duration "$(calc "$DURATION + $WARMUP")" >"$WORK/paired-$round.json" || true
 done
 python3 - "$WORK" "$ROUNDS" <<'PY'
 import json, statistics, sys
 work, rounds = sys.argv[1], int(sys.argv[2])
 ratios = []
 for r in range(1, rounds + 1):
-    b, s = (json.load(open(f"{work}/paired-{r}-{w}.json")) for w in ("binary", "resp"))
+    b = json.load(open(f"{work}/paired-{r}.json"))
+    s = b["also_resp"]
     if not b["requests"] or not s["requests"]:
         sys.exit(f"paired round {r}: a seqbench run answered nothing")
     lb, ls = b["latency_us"], s["latency_us"]

@@ -45,6 +45,7 @@ class BenchPacer : public std::enable_shared_from_this<BenchPacer> {
   const std::vector<std::shared_ptr<BenchConnection>> connections_;
   Clock::time_point start_{};
   Clock::time_point next_tick_{};
+  bool forward_ = false;  // this tick tells the connections in their order
 };
 
 }  // namespace seqd::bench

@@ -26,12 +26,55 @@ std::string JsonString(const std::string& s) {
   return out + "\"";
 }
 
+// `{"p50":..,"p99":..,"p999":..,"p9999":..,"max":..,"mean":..}` in us.
+std::string JsonLatency(const Histogram& h) {
+  std::ostringstream o;
+  o.precision(12);
+  o << "{\"p50\":" << h.Quantile(0.5) / 1000.0 << ",\"p99\":" << h.Quantile(0.99) / 1000.0
+    << ",\"p999\":" << h.Quantile(0.999) / 1000.0 << ",\"p9999\":" << h.Quantile(0.9999) / 1000.0
+    << ",\"max\":" << h.max() / 1000.0 << ",\"mean\":" << h.mean() / 1000.0 << "}";
+  return o.str();
+}
+
+// `"error_kinds":{...}` of `s`.
+std::string JsonErrorKinds(const Stats& s) {
+  std::string out = "\"error_kinds\":{";
+  bool first = true;
+  for (const auto& [k, v] : s.error_kinds) {
+    if (!first) out += ',';
+    out += JsonString(k);
+    out += ':';
+    out += std::to_string(v);
+    first = false;
+  }
+  return out + "}";
+}
+
+// The text report's lines for the answers in `s`: errors (by kind), the
+// requests left unanswered, latency; each led by `prefix`.
+void PrintOutcome(const char* prefix, const Stats& s) {
+  const auto us = [&](double q) { return s.latency.Quantile(q) / 1000.0; };
+  std::printf("%serrors    %llu\n", prefix, static_cast<unsigned long long>(s.errors));
+  if (s.unanswered > 0) {
+    std::printf("%sunanswered %llu  (in flight when the run ended; not in the figures)\n", prefix,
+                static_cast<unsigned long long>(s.unanswered));
+  }
+  for (const auto& [k, v] : s.error_kinds) {
+    std::printf("%s  %-40s %llu\n", prefix, k.c_str(), static_cast<unsigned long long>(v));
+  }
+  std::printf(
+      "%slatency   p50 %.1f us  p99 %.1f us  p999 %.1f us  p9999 %.1f us  max %.1f us  mean %.1f "
+      "us\n",
+      prefix, us(0.5), us(0.99), us(0.999), us(0.9999), s.latency.max() / 1000.0,
+      s.latency.mean() / 1000.0);
+}
+
 }  // namespace
 
 void PrintReport(const Config& cfg, double elapsed, const Stats& total,
-                 const tools::BenchSubscriber::Result& pushes, const tools::SchedTimes& client) {
+                 const tools::BenchSubscriber::Result& pushes, const tools::SchedTimes& client,
+                 const Stats* also_resp) {
   const auto push_us = [&](double q) { return pushes.latency.Quantile(q) / 1000.0; };
-  const auto us = [&](double q) { return total.latency.Quantile(q) / 1000.0; };
   const double rps = total.requests / elapsed, ips = total.ids / elapsed;
   if (cfg.json) {
     std::ostringstream o;
@@ -55,16 +98,17 @@ void PrintReport(const Config& cfg, double elapsed, const Stats& total,
       << ",\"warmup_requests\":" << total.warmup_requests << ",\"duration_s\":" << elapsed
       << ",\"requests\":" << total.requests << ",\"requests_per_s\":" << rps
       << ",\"ids\":" << total.ids << ",\"ids_per_s\":" << ips << ",\"errors\":" << total.errors
-      << ",\"unanswered\":" << total.unanswered << ",\"error_kinds\":{";
-    bool first = true;
-    for (const auto& [k, v] : total.error_kinds) {
-      o << (first ? "" : ",") << JsonString(k) << ":" << v;
-      first = false;
+      << ",\"unanswered\":" << total.unanswered << "," << JsonErrorKinds(total)
+      << ",\"latency_us\":" << JsonLatency(total.latency);
+    if (also_resp) {
+      o << ",\"also_resp\":{\"endpoint\":" << JsonString(cfg.also_resp_endpoint)
+        << ",\"requests\":" << also_resp->requests
+        << ",\"requests_per_s\":" << also_resp->requests / elapsed << ",\"ids\":" << also_resp->ids
+        << ",\"warmup_requests\":" << also_resp->warmup_requests
+        << ",\"errors\":" << also_resp->errors << ",\"unanswered\":" << also_resp->unanswered << ","
+        << JsonErrorKinds(*also_resp) << ",\"latency_us\":" << JsonLatency(also_resp->latency)
+        << "}";
     }
-    o << "},\"latency_us\":{\"p50\":" << us(0.5) << ",\"p99\":" << us(0.99)
-      << ",\"p999\":" << us(0.999) << ",\"p9999\":" << us(0.9999)
-      << ",\"max\":" << total.latency.max() / 1000.0
-      << ",\"mean\":" << total.latency.mean() / 1000.0 << "}";
     if (client.known) {
       o << ",\"client_cpu_s\":" << client.cpu_s << ",\"client_wait_s\":" << client.wait_s;
     }
@@ -97,19 +141,15 @@ void PrintReport(const Config& cfg, double elapsed, const Stats& total,
     }
     std::printf("%s  %llu  (%.0f/s)\n", cfg.messages.empty() ? "ids     " : "messages",
                 static_cast<unsigned long long>(total.ids), ips);
-    std::printf("errors    %llu\n", static_cast<unsigned long long>(total.errors));
-    if (total.unanswered > 0) {
-      std::printf("unanswered %llu  (in flight when the run ended; not in the figures)\n",
-                  static_cast<unsigned long long>(total.unanswered));
+    PrintOutcome("", total);
+    if (also_resp) {
+      std::printf("also RESP %s (INCR %s, the same schedule):\n", cfg.also_resp_endpoint.c_str(),
+                  cfg.key.c_str());
+      std::printf("  requests  %llu  (%.0f/s)\n",
+                  static_cast<unsigned long long>(also_resp->requests),
+                  also_resp->requests / elapsed);
+      PrintOutcome("  ", *also_resp);
     }
-    for (const auto& [k, v] : total.error_kinds) {
-      std::printf("  %-40s %llu\n", k.c_str(), static_cast<unsigned long long>(v));
-    }
-    std::printf(
-        "latency   p50 %.1f us  p99 %.1f us  p999 %.1f us  p9999 %.1f us  max %.1f us  mean %.1f "
-        "us\n",
-        us(0.5), us(0.99), us(0.999), us(0.9999), total.latency.max() / 1000.0,
-        total.latency.mean() / 1000.0);
     if (client.known) {
       std::printf("client    %.2f s on a CPU, %.2f s runnable waiting for one (adds to latency)\n",
                   client.cpu_s, client.wait_s);

@@ -61,6 +61,12 @@ throughput and latency.
                       KEY C with --count C), answered in order; drives seqd's
                       RESP listener and redis-server alike. Integer replies
                       count as IDs, error replies as errors (by their text)
+  --also-resp HOST:PORT
+                      with --tcp and --key: as many RESP connections again
+                      (INCR KEY on this endpoint) driven by the same clock,
+                      at the same --rate, in the same process; the report
+                      gives each protocol's figures apart, so both meet the
+                      same stalls of the client (a paired comparison)
   --key KEY           the key to ask for (segment IDs: NEXT_IDS)
   --new-keys PREFIX   a fresh key on every request: PREFIX, then the
                       connection's number and a counter (a storm of new
@@ -167,6 +173,12 @@ Config ParseArgs(int argc, char** argv) {
       if (!seqd::client::SplitEndpoint(cfg.endpoint, cfg.host, cfg.port)) {
         throw UsageError{a + " wants HOST:PORT, got '" + cfg.endpoint + "'"};
       }
+    } else if (a == "--also-resp") {
+      cfg.also_resp_endpoint = need();
+      std::string host, port;
+      if (!seqd::client::SplitEndpoint(cfg.also_resp_endpoint, host, port)) {
+        throw UsageError{"--also-resp wants HOST:PORT, got '" + cfg.also_resp_endpoint + "'"};
+      }
     } else if (a == "--key") {
       cfg.key = need();
     } else if (a == "--new-keys") {
@@ -231,6 +243,10 @@ Config ParseArgs(int argc, char** argv) {
   }
   if (cfg.resp && (cfg.snowflake || !cfg.messages.empty())) {
     throw UsageError{"--resp goes with --key or --new-keys (INCR)"};
+  }
+  if (!cfg.also_resp_endpoint.empty() &&
+      (cfg.http || cfg.resp || cfg.key.empty() || cfg.requests > 0 || cfg.tls.enabled)) {
+    throw UsageError{"--also-resp goes with --tcp and --key, without --requests or TLS"};
   }
   if (cfg.messages.empty() && (cfg.convs != 1 || cfg.subscribers > 0)) {
     throw UsageError{"--convs and --subscribe go with --messages"};
@@ -329,11 +345,33 @@ int Run(Config cfg) {
   std::atomic<bool> stop{false};
   std::atomic<int64_t> finished{0};
   cfg.finished = &finished;
-  std::vector<std::shared_ptr<BenchConnection>> conns;
+  // --also-resp: the RESP side's settings, the same run otherwise.
+  Config resp_cfg = cfg;
+  tcp::resolver::results_type resp_endpoints;
+  const bool paired = !cfg.also_resp_endpoint.empty();
+  if (paired) {
+    resp_cfg.resp = true;
+    resp_cfg.endpoint = cfg.also_resp_endpoint;
+    seqd::client::SplitEndpoint(resp_cfg.endpoint, resp_cfg.host, resp_cfg.port);
+    resp_endpoints = resolver.resolve(resp_cfg.host, resp_cfg.port, ec);
+    if (ec) {
+      std::cerr << "seqbench: resolve " << resp_cfg.endpoint << ": " << ec.message() << "\n";
+      return 1;
+    }
+  }
+  // Paired, the two sides alternate (binary, RESP, binary, ...), so each
+  // tick of the pacer serves them in turn.
+  std::vector<std::shared_ptr<BenchConnection>> conns, resp_conns, all;
   for (int i = 0; i < cfg.connections; ++i) {
     conns.push_back(std::make_shared<BenchConnection>(io, cfg, endpoints, stop, tls_context));
     const int64_t share = cfg.requests / cfg.connections + (i < cfg.requests % cfg.connections);
     conns.back()->SetIndex(i, cfg.requests > 0 ? share : -1);
+    all.push_back(conns.back());
+    if (!paired) continue;
+    resp_conns.push_back(
+        std::make_shared<BenchConnection>(io, resp_cfg, resp_endpoints, stop, tls_context));
+    resp_conns.back()->SetIndex(i, -1);
+    all.push_back(resp_conns.back());
   }
   auto work = asio::make_work_guard(io);
   std::vector<std::thread> threads;
@@ -352,11 +390,11 @@ int Run(Config cfg) {
 
   const seqd::tools::SchedTimes sched_before = seqd::tools::ProcessSchedTimes();
   const Clock::time_point start = Clock::now();
-  cfg.start = start;  // read by the connections only once started
-  for (auto& c : conns) c->Start();
+  cfg.start = resp_cfg.start = start;  // read by the connections only once started
+  for (auto& c : all) c->Start();
   std::shared_ptr<BenchPacer> pacer;  // --rate only
   if (cfg.rate > 0) {
-    pacer = std::make_shared<BenchPacer>(io, PaceGrid::For(cfg.rate, cfg.connections), stop, conns);
+    pacer = std::make_shared<BenchPacer>(io, PaceGrid::For(cfg.rate, cfg.connections), stop, all);
     pacer->Start(start);
   }
   const auto limit = start + std::chrono::duration_cast<Clock::duration>(
@@ -374,7 +412,7 @@ int Run(Config cfg) {
   sched.cpu_s -= sched_before.cpu_s;
   sched.wait_s -= sched_before.wait_s;
   if (pacer) pacer->Stop();
-  for (auto& c : conns) c->Stop();
+  for (auto& c : all) c->Stop();
   if (!subscribers.empty()) {  // the last pushes: every one expected, 5 s at most
     const uint64_t expected =
         static_cast<uint64_t>(finished.load()) * static_cast<uint64_t>(cfg.subscribers);
@@ -388,11 +426,13 @@ int Run(Config cfg) {
   work.reset();
   for (auto& t : threads) t.join();
 
-  Stats total;
+  Stats total, resp_total;
   for (auto& c : conns) total.Merge(c->stats());
+  for (auto& c : resp_conns) resp_total.Merge(c->stats());
   const seqd::tools::BenchSubscriber::Result pushes = subscribers.Merged();
-  PrintReport(cfg, elapsed, total, pushes, sched);
-  return total.errors == 0 && pushes.errors == 0 && total.requests > 0 ? 0 : 1;
+  PrintReport(cfg, elapsed, total, pushes, sched, paired ? &resp_total : nullptr);
+  const bool resp_ok = !paired || (resp_total.errors == 0 && resp_total.requests > 0);
+  return total.errors == 0 && pushes.errors == 0 && total.requests > 0 && resp_ok ? 0 : 1;
 }
 
 }  // namespace

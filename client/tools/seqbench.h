@@ -55,6 +55,11 @@ struct Config {
   bool http = false;
   bool resp = false;  // --resp: RESP2 INCR (INCRBY with --count) instead of the binary protocol
   std::string host, port, endpoint;
+  // --also-resp HOST:PORT: as many RESP connections again, INCR of the same
+  // key on this endpoint, paced by the same clock at the same rate, and
+  // reported apart (a paired comparison of the binary protocol and RESP
+  // that meets the same stalls of the load generator); "" for none.
+  std::string also_resp_endpoint;
   std::string key;
   std::string new_keys;    // --new-keys PREFIX; "" for one key
   bool snowflake = false;  // SNOWFLAKE / GET /snowflake instead of a key's IDs

@@ -72,6 +72,36 @@ class SeqbenchModes(unittest.TestCase):
         self.assertEqual(r["errors"], 0, r)
         self.assertEqual(r["rate"], 400)
 
+    def test_also_resp_drives_both_protocols_on_one_clock(self):
+        resp = "127.0.0.1:%d" % self.resp_port
+        r = self.bench("--key", "bench_k", "--rate", "400", "--duration", "1.5", "--warmup", "0.5",
+                       "--connections", "2", "--also-resp", resp)
+        also = r["also_resp"]
+        self.assertEqual((r["protocol"], also["endpoint"]), ("tcp", resp), r)
+        # Each side keeps the whole rate: about 600 scheduled in 1.5 s.
+        for side in (r, also):
+            self.assertGreater(side["requests"], 450, r)
+            self.assertLess(side["requests"], 700, r)
+            self.assertEqual((side["ids"], side["errors"]), (side["requests"], 0), r)
+            self.assertGreater(side["warmup_requests"], 120, r)
+            lat = side["latency_us"]
+            self.assertTrue(0 < lat["p50"] <= lat["p999"] <= lat["max"], lat)
+        # The RESP side counts apart: pointed at the binary listener, only it fails.
+        r = self.bench("--key", "bench_k", "--rate", "200", "--duration", "0.5",
+                       "--also-resp", "127.0.0.1:%d" % self.tcp_port, status=1)
+        self.assertEqual(r["errors"], 0, r)
+        self.assertGreater(r["requests"], 0, r)
+        self.assertEqual(r["also_resp"]["requests"], 0, r)
+        self.assertGreater(r["also_resp"]["errors"], 0, r)
+        for args in (["--new-keys", "sb_"], ["--key", "k", "--requests", "10"]):
+            p = subprocess.run([SEQBENCH, "--tcp", "127.0.0.1:1", "--also-resp", resp, *args],
+                               capture_output=True, text=True, timeout=10)
+            self.assertEqual(p.returncode, 2, (args, p.stderr))
+            self.assertIn("--also-resp goes with", p.stderr)
+        p = subprocess.run([SEQBENCH, "--resp", resp, "--also-resp", resp, "--key", "k"],
+                           capture_output=True, text=True, timeout=10)
+        self.assertEqual(p.returncode, 2, p.stderr)
+
     def test_new_keys_are_each_new_to_the_server(self):
         def cached():
             status, body = self.seqd.get("/metrics")
