@@ -5,7 +5,13 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <iterator>
 #include <limits>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
 
 namespace seqd {
 namespace {
@@ -42,10 +48,16 @@ enum StmtId {
   kMinSeqUpsert,
   kReserveReturning,
   kCreateOrReserve,
-  kNumStmts,
+  kNumFixedStmts,
+  // Then kInsertNewRows + i: new rows, 2^i per statement (NewRowsSql).
+  kInsertNewRows = kNumFixedStmts,
 };
 
-const char* const kSql[kNumStmts] = {
+// New rows per multi-row INSERT: 1, 2, 4, ... up to 2^(kNewRowsSizes - 1)
+// (256 rows, 1,025 parameters: far below SQLite's 32,766).
+constexpr int kNewRowsSizes = 9;
+
+const char* const kFixedSql[kNumFixedStmts] = {
     /* kReserveUpdate */
     "UPDATE leaf_alloc SET max_id = max_id + COALESCE(?1, step), update_time = " SEQD_SQLITE_NOW
     " WHERE biz_tag = ?2",
@@ -84,6 +96,36 @@ const char* const kSql[kNumStmts] = {
     " RETURNING max_id, step",
 };
 
+// `rows` new rows with their first segments, each given as (key, max_id
+// after the segment, step, description) from ?2 on; ?1 the batch's time. A
+// key whose row exists is left alone and not returned.
+std::string NewRowsSql(size_t rows) {
+  std::string sql =
+      "INSERT INTO leaf_alloc (biz_tag, max_id, step, description, update_time) VALUES ";
+  for (size_t i = 0; i < rows; ++i) {
+    const size_t p = 2 + 4 * i;
+    sql += (i ? ",(?" : "(?") + std::to_string(p) + ",?" + std::to_string(p + 1) + ",?" +
+           std::to_string(p + 2) + ",?" + std::to_string(p + 3) + ",?1)";
+  }
+  return sql + " ON CONFLICT(biz_tag) DO NOTHING RETURNING biz_tag, max_id, step";
+}
+
+// The statements by StmtId: the fixed ones, then the generated ones. Built
+// once; lives for the program.
+std::span<const char* const> StoreSql() {
+  static const std::vector<std::string> generated = [] {
+    std::vector<std::string> out;
+    for (int i = 0; i < kNewRowsSizes; ++i) out.push_back(NewRowsSql(size_t{1} << i));
+    return out;
+  }();
+  static const std::vector<const char*> table = [] {
+    std::vector<const char*> out(std::begin(kFixedSql), std::end(kFixedSql));
+    for (const std::string& sql : generated) out.push_back(sql.c_str());
+    return out;
+  }();
+  return table;
+}
+
 // Now as SEQD_SQLITE_NOW writes it ("2026-11-28 05:57:00.123", UTC): one
 // time for a whole batch.
 std::string BatchTime() {
@@ -118,7 +160,7 @@ KeyRow ReadRow(sqlite3_stmt* s) {
 
 }  // namespace
 
-SqliteStore::SqliteStore(std::string path) : path_(path), db_(std::move(path), kSql) {}
+SqliteStore::SqliteStore(std::string path) : path_(path), db_(std::move(path), StoreSql()) {}
 
 SqliteStore::~SqliteStore() = default;
 
@@ -204,65 +246,135 @@ std::vector<Result<ReservedSegment>> SqliteStore::ReserveMany(
     return std::vector<Result<ReservedSegment>>(requests.size(), e);
   };
   if (Status st = db_.Begin("reserve many (begin)"); !st.ok()) return fail_all(st.error());
+  const std::string now = BatchTime();
+  std::vector<std::optional<ReservedSegment>> created(requests.size());
+  if (Status st = InsertNewRowsLocked(requests, now, created); !st.ok()) {
+    return fail_all(st.error());
+  }
   std::vector<Result<ReservedSegment>> out;
   out.reserve(requests.size());
-  const std::string now = BatchTime();
-  for (const ReserveRequest& r : requests) {
-    if (r.fence) {
-      out.push_back(MakeError(ErrorCode::kFailedPrecondition, "this store has no cluster mode"));
-      continue;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (created[i]) {
+      out.push_back(*created[i]);
+    } else if (Status st = ReserveOneLocked(requests[i], now, out); !st.ok()) {
+      return fail_all(st.error());
     }
-    if (r.step && *r.step <= 0) {
-      out.push_back(MakeError(ErrorCode::kInvalidArgument, "sqlite reserve: step must be > 0"));
-      continue;
-    }
-    // One statement per key: it creates the row if asked (in this
-    // transaction) and advances it, returning the new max_id and step.
-    const bool create = r.create_step > 0;
-    auto stmt = create ? db_.Stmt(kCreateOrReserve, "reserve many (create)")
-                       : db_.Stmt(kReserveReturning, "reserve many (update)");
-    if (!stmt.ok()) return fail_all(stmt.error());
-    SqliteResetOnExit reset(*stmt);
-    // Both statements: ?1 the key, ?2 the step asked for (NULL: the row's).
-    SqliteBindText(*stmt, 1, r.key);
-    if (r.step) {
-      sqlite3_bind_int64(*stmt, 2, *r.step);
-    } else {
-      sqlite3_bind_null(*stmt, 2);
-    }
-    if (create) {
-      sqlite3_bind_int64(*stmt, 3, r.create_step);
-      SqliteBindText(*stmt, 4, r.create_description);
-    }
-    SqliteBindText(*stmt, 5, now);
-    const int rc = sqlite3_step(*stmt);
-    if (rc == SQLITE_DONE) {  // no row changed: which reason?
-      auto sel = db_.Stmt(kReserveSelect, "reserve many (select)");
-      if (!sel.ok()) return fail_all(sel.error());
-      SqliteResetOnExit reset_select(*sel);
-      SqliteBindText(*sel, 1, r.key);
-      const int src = sqlite3_step(*sel);
-      if (src == SQLITE_DONE) {
-        out.push_back(MakeError(ErrorCode::kUnknownKey, "no such key"));
-      } else if (src == SQLITE_ROW) {
-        out.push_back(MakeError(ErrorCode::kInternal, "sqlite reserve: max_id overflow"));
-      } else {
-        return fail_all(db_.SqlError(src, "reserve many (select)"));
-      }
-      continue;
-    }
-    if (rc != SQLITE_ROW) return fail_all(db_.SqlError(rc, "reserve many"));
-    // A new row's 1 + step past INT64_MAX becomes a REAL: refuse the batch.
-    if (sqlite3_column_type(*stmt, 0) != SQLITE_INTEGER) {
-      return fail_all(MakeError(ErrorCode::kInternal, "sqlite reserve: max_id overflow"));
-    }
-    const int64_t new_max = sqlite3_column_int64(*stmt, 0);
-    const int64_t table_step = sqlite3_column_int64(*stmt, 1);
-    const int64_t by = r.step.value_or(table_step);
-    out.push_back(ReservedSegment{new_max - by, new_max - 1, table_step});
   }
   if (Status st = db_.Commit("reserve many (commit)"); !st.ok()) return fail_all(st.error());
   return out;
+}
+
+Status SqliteStore::InsertNewRowsLocked(const std::vector<ReserveRequest>& requests,
+                                        const std::string& now,
+                                        std::vector<std::optional<ReservedSegment>>& created) {
+  std::unordered_map<std::string_view, int> asked;  // create requests per key
+  for (const ReserveRequest& r : requests) {
+    if (r.create_step > 0) ++asked[r.key];
+  }
+  std::vector<size_t> picked;  // the requests this may serve, in order
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const ReserveRequest& r = requests[i];
+    const int64_t by = r.step.value_or(r.create_step);
+    if (r.create_step > 0 && !r.fence && by > 0 && by < std::numeric_limits<int64_t>::max() &&
+        asked[r.key] == 1) {
+      picked.push_back(i);
+    }
+  }
+  std::unordered_map<std::string_view, size_t> by_key;  // a statement's rows
+  for (size_t at = 0; at < picked.size();) {
+    int size = kNewRowsSizes - 1;  // the largest statement that the rest fills
+    while ((size_t{1} << size) > picked.size() - at) --size;
+    const size_t rows = size_t{1} << size;
+    auto stmt = db_.Stmt(kInsertNewRows + size, "reserve many (new rows)");
+    if (!stmt.ok()) return stmt.error();
+    SqliteResetOnExit reset(*stmt);
+    SqliteBindText(*stmt, 1, now);
+    by_key.clear();
+    for (size_t j = 0; j < rows; ++j) {
+      const size_t i = picked[at + j];
+      const ReserveRequest& r = requests[i];
+      const int p = 2 + 4 * static_cast<int>(j);
+      SqliteBindText(*stmt, p, r.key);
+      sqlite3_bind_int64(*stmt, p + 1, 1 + r.step.value_or(r.create_step));
+      sqlite3_bind_int64(*stmt, p + 2, r.create_step);
+      SqliteBindText(*stmt, p + 3, r.create_description);
+      by_key.emplace(r.key, i);
+    }
+    int rc;
+    while ((rc = sqlite3_step(*stmt)) == SQLITE_ROW) {
+      const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(*stmt, 0));
+      const std::string_view key(text ? text : "",
+                                 static_cast<size_t>(sqlite3_column_bytes(*stmt, 0)));
+      const auto it = by_key.find(key);
+      if (it == by_key.end()) {
+        return MakeError(ErrorCode::kInternal, "sqlite reserve: a new row nobody asked for");
+      }
+      const int64_t max_id = sqlite3_column_int64(*stmt, 1);
+      const int64_t step = sqlite3_column_int64(*stmt, 2);
+      const int64_t by = requests[it->second].step.value_or(step);
+      created[it->second] = ReservedSegment{max_id - by, max_id - 1, step};
+    }
+    if (rc != SQLITE_DONE) return db_.SqlError(rc, "reserve many (new rows)");
+    at += rows;
+  }
+  return OkStatus();
+}
+
+Status SqliteStore::ReserveOneLocked(const ReserveRequest& r, const std::string& now,
+                                     std::vector<Result<ReservedSegment>>& out) {
+  if (r.fence) {
+    out.push_back(MakeError(ErrorCode::kFailedPrecondition, "this store has no cluster mode"));
+    return OkStatus();
+  }
+  if (r.step && *r.step <= 0) {
+    out.push_back(MakeError(ErrorCode::kInvalidArgument, "sqlite reserve: step must be > 0"));
+    return OkStatus();
+  }
+  // One statement: it creates the row if asked (in this transaction) and
+  // advances it, returning the new max_id and step.
+  const bool create = r.create_step > 0;
+  auto stmt = create ? db_.Stmt(kCreateOrReserve, "reserve many (create)")
+                     : db_.Stmt(kReserveReturning, "reserve many (update)");
+  if (!stmt.ok()) return stmt.error();
+  SqliteResetOnExit reset(*stmt);
+  // Both statements: ?1 the key, ?2 the step asked for (NULL: the row's).
+  SqliteBindText(*stmt, 1, r.key);
+  if (r.step) {
+    sqlite3_bind_int64(*stmt, 2, *r.step);
+  } else {
+    sqlite3_bind_null(*stmt, 2);
+  }
+  if (create) {
+    sqlite3_bind_int64(*stmt, 3, r.create_step);
+    SqliteBindText(*stmt, 4, r.create_description);
+  }
+  SqliteBindText(*stmt, 5, now);
+  const int rc = sqlite3_step(*stmt);
+  if (rc == SQLITE_DONE) {  // no row changed: which reason?
+    auto sel = db_.Stmt(kReserveSelect, "reserve many (select)");
+    if (!sel.ok()) return sel.error();
+    SqliteResetOnExit reset_select(*sel);
+    SqliteBindText(*sel, 1, r.key);
+    const int src = sqlite3_step(*sel);
+    if (src == SQLITE_DONE) {
+      out.push_back(MakeError(ErrorCode::kUnknownKey, "no such key"));
+    } else if (src == SQLITE_ROW) {
+      out.push_back(MakeError(ErrorCode::kInternal, "sqlite reserve: max_id overflow"));
+    } else {
+      return db_.SqlError(src, "reserve many (select)");
+    }
+    return OkStatus();
+  }
+  if (rc != SQLITE_ROW) return db_.SqlError(rc, "reserve many");
+  // A new row's 1 + step past INT64_MAX becomes a REAL: refuse the batch.
+  if (sqlite3_column_type(*stmt, 0) != SQLITE_INTEGER) {
+    return MakeError(ErrorCode::kInternal, "sqlite reserve: max_id overflow");
+  }
+  const int64_t new_max = sqlite3_column_int64(*stmt, 0);
+  const int64_t table_step = sqlite3_column_int64(*stmt, 1);
+  const int64_t by = r.step.value_or(table_step);
+  out.push_back(ReservedSegment{new_max - by, new_max - 1, table_step});
+  return OkStatus();
 }
 
 Status SqliteStore::CreateKeys(const std::vector<NewKey>& keys, std::string_view description) {

@@ -40,7 +40,8 @@ class SqliteStore final : public SegmentStore {
 
   Status EnsureSchema() override;
   Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) override;
-  // One transaction for the whole batch.
+  // One transaction for the whole batch: the new rows asked for many to a
+  // statement, then one statement per other request.
   std::vector<Result<ReservedSegment>> ReserveMany(
       const std::vector<ReserveRequest>& requests) override;
   Status CreateKeys(const std::vector<NewKey>& keys, std::string_view description) override;
@@ -56,6 +57,17 @@ class SqliteStore final : public SegmentStore {
   Status Ping() override;
 
  private:
+  // In ReserveMany's transaction: the create requests whose key the batch
+  // names once get their new row and its first segment from multi-row
+  // INSERTs (up to 256 rows each); `created[i]` is set for each one served.
+  // A key whose row exists is left to ReserveOneLocked. An error fails the
+  // batch.
+  Status InsertNewRowsLocked(const std::vector<ReserveRequest>& requests, const std::string& now,
+                             std::vector<std::optional<ReservedSegment>>& created) REQUIRES(mu_);
+  // In ReserveMany's transaction: request `r`'s result appended to `out`;
+  // an error of the statement itself fails the batch.
+  Status ReserveOneLocked(const ReserveRequest& r, const std::string& now,
+                          std::vector<Result<ReservedSegment>>& out) REQUIRES(mu_);
   // Reads the row for `key`; kUnknownKey if absent.
   Result<KeyRow> SelectOneLocked(std::string_view key, const char* op) REQUIRES(mu_);
 

@@ -558,8 +558,10 @@ void CheckCreateAndReserve(Backend& b) {
   requests.push_back(ReserveRequest{twice, std::nullopt, {}, 4, "auto"});
   requests.push_back(ReserveRequest{full, std::nullopt, {}, 10, "auto"});
   requests.push_back(ReserveRequest{twice, 6, {}, 4, "auto"});
+  const std::string stepped = prefix + "stepped";  // new, with a step of its own
+  requests.push_back(ReserveRequest{stepped, 6, {}, 4, "auto"});
   auto got = s.ReserveMany(requests);
-  REQUIRE(got.size() == kNew + 4);
+  REQUIRE(got.size() == kNew + 5);
   for (size_t i = 0; i < kNew; ++i) {
     CAPTURE(i);
     CheckSegment(got[i], 1, 1 + static_cast<int64_t>(i % 7), 1 + static_cast<int64_t>(i % 7));
@@ -568,6 +570,11 @@ void CheckCreateAndReserve(Backend& b) {
   CheckSegment(got[kNew + 1], 1, 4, 4);  // created, then its row's step
   CHECK_ERR(got[kNew + 2], ErrorCode::kInternal);
   CheckSegment(got[kNew + 3], 5, 10, 4);  // the same key again: the next range
+  CheckSegment(got[kNew + 4], 1, 6, 4);   // the step asked for; the row keeps create_step
+  auto stepped_row = s.GetKey(stepped);
+  REQUIRE_OK(stepped_row);
+  CHECK(stepped_row->max_id == 7);
+  CHECK(stepped_row->step == 4);
   auto old_row = s.GetKey(old_key);
   REQUIRE_OK(old_row);
   CHECK(old_row->description == "was there");
