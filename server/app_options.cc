@@ -63,6 +63,7 @@ BinaryServerOptions ToBinaryOptions(const Config& c) {
   o.write_timeout = std::chrono::seconds(c.tcp_write_timeout_s);
   o.max_frame_bytes = static_cast<size_t>(c.tcp_max_frame_bytes);
   o.max_output_bytes = static_cast<size_t>(c.tcp_max_output_bytes);
+  o.max_unread_bytes_per_peer = static_cast<size_t>(c.tcp_max_unread_bytes_per_peer);
   o.max_subscriptions = static_cast<size_t>(c.tcp_max_subscriptions);
   return o;
 }

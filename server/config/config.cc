@@ -228,6 +228,12 @@ const std::vector<Option>& Options() {
                 "Unsent answers and pushes per binary connection: reading pauses above it, and a "
                 "push that would pass it drops the connection's subscriptions (PUSH_DROPPED).",
                 &Config::tcp_max_output_bytes, 64 << 10, 1 << 30),
+      IntOption("tcp_max_unread_bytes_per_peer",
+                "Binary: bytes of answers one client IP address has not read yet (over all its "
+                "connections, beyond what the sockets took); at or over it, its next request "
+                "closes its connection with a RESOURCE_EXHAUSTED error frame, unanswered. 0: no "
+                "cap.",
+                &Config::tcp_max_unread_bytes_per_peer, 0, int64_t{1} << 40),
       IntOption("tcp_max_subscriptions", "Conversations one binary connection may subscribe to.",
                 &Config::tcp_max_subscriptions, 1, 10'000'000),
       IntOption("msg_writers",

@@ -58,11 +58,12 @@ struct Config {
   int64_t max_connections_per_peer = 1000;  // per client IP and listener
   int64_t tcp_max_connections = 10000;      // per listener
   int64_t tcp_max_frame_bytes = 1 << 20;
-  int64_t tcp_max_output_bytes = 4 << 20;  // unsent bytes per binary connection
-  int64_t tcp_max_subscriptions = 10000;   // conversations subscribed per connection
-  int64_t msg_writers = 2;                 // message store writer threads
-  int64_t msg_readers = 2;                 // message store read threads
-  int64_t msg_max_batch = 1024;            // messages per group-commit transaction
+  int64_t tcp_max_output_bytes = 4 << 20;            // unsent bytes per binary connection
+  int64_t tcp_max_unread_bytes_per_peer = 64 << 20;  // binary answers a client IP has not read
+  int64_t tcp_max_subscriptions = 10000;             // conversations subscribed per connection
+  int64_t msg_writers = 2;                           // message store writer threads
+  int64_t msg_readers = 2;                           // message store read threads
+  int64_t msg_max_batch = 1024;                      // messages per group-commit transaction
   int64_t msg_max_payload_bytes = 65536;
   int64_t msg_max_queued = 100000;             // sends waiting for a writer
   int64_t msg_max_pull_bytes = 1 << 20;        // JSON bytes of messages per HTTP pull answer

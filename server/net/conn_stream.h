@@ -40,11 +40,9 @@ class ConnStream {
   const Socket& socket() const { return tls_ ? tls_->next_layer() : *plain_; }
 
   // The client's "address:port", or "" if unknown.
-  std::string PeerAddress() const {
-    boost::system::error_code ec;
-    const auto remote = socket().remote_endpoint(ec);
-    return ec ? std::string() : remote.address().to_string() + ":" + std::to_string(remote.port());
-  }
+  std::string PeerAddress() const { return Peer(/*with_port=*/true); }
+  // The client's IP address alone; "" if unknown.
+  std::string PeerIp() const { return Peer(/*with_port=*/false); }
 
   // The TLS handshake (server side); completes at once without TLS.
   // Handler: void(boost::system::error_code).
@@ -88,6 +86,14 @@ class ConnStream {
   }
 
  private:
+  std::string Peer(bool with_port) const {
+    boost::system::error_code ec;
+    const auto remote = socket().remote_endpoint(ec);
+    if (ec) return std::string();
+    std::string out = remote.address().to_string();
+    if (with_port) out.append(":").append(std::to_string(remote.port()));
+    return out;
+  }
   std::shared_ptr<boost::asio::ssl::context> context_;  // set with TLS
   std::optional<Socket> plain_;
   std::optional<TlsStream> tls_;

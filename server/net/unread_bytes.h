@@ -66,6 +66,13 @@ class UnreadShare {
     all_.Add(peer_, bytes);
     owed_ += bytes;
   }
+  // Exactly `bytes` are given and not read now, more or fewer than before.
+  void OweExactly(size_t bytes) {
+    if (bytes > owed_) return Owe(bytes - owed_);
+    if (bytes == owed_) return;
+    all_.Remove(peer_, owed_ - bytes);
+    owed_ = bytes;
+  }
   // Everything owed was written (or will never be).
   void Settle() {
     all_.Remove(peer_, owed_);

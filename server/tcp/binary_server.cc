@@ -11,7 +11,6 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
-#include <cstring>
 #include <vector>
 
 #include "proto/message_codec.h"
@@ -22,9 +21,11 @@
 #include "server/net/conn_stream.h"
 #include "server/net/tcp_listener.h"
 #include "server/net/tls_context.h"
+#include "server/net/unread_bytes.h"
 #include "server/service/services.h"
 #include "server/tcp/binary_dispatcher.h"
 #include "server/tcp/binary_push_box.h"
+#include "server/tcp/frame_read_room.h"
 
 namespace seqd {
 
@@ -39,8 +40,6 @@ using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr size_t kInitialReadBuffer = 16 * 1024;
-constexpr size_t kMinReadSpace = 4 * 1024;       // free room asked of each read
 constexpr size_t kKeepBufferBytes = 256 * 1024;  // larger idle buffers are freed
 constexpr std::chrono::seconds kLingerTime{2};   // after a protocol error frame
 constexpr size_t kLingerBytes = 1 << 20;         // discarded at most while lingering
@@ -54,13 +53,15 @@ struct BinaryServer::Impl {
                    BinaryDispatchLimits{std::min(options.max_frame_bytes, proto::kMaxFrameSize),
                                         options.max_subscriptions}),
         auth(services.auth),
-        metrics(services.metrics) {}
+        metrics(services.metrics),
+        unread(options.max_unread_bytes_per_peer) {}
 
   const BinaryServerOptions options;
   BinaryDispatcher dispatcher;
   const Authenticator* const auth;        // null: open
   Metrics& metrics;                       // outlives the server (Services)
   std::shared_ptr<TcpListener> listener;  // set once, by the constructor
+  UnreadBytes unread;                     // answers written and not taken, per address
 };
 
 namespace {
@@ -85,8 +86,10 @@ class Session final : public ListenedSession,
         max_in_flight_(std::max<size_t>(1, server_->options.max_in_flight)),
         max_frame_(std::min(server_->options.max_frame_bytes, proto::kMaxFrameSize)),
         max_output_(std::max(server_->options.max_output_bytes, max_frame_)),
-        idle_(server_->options.idle_timeout) {
+        idle_(server_->options.idle_timeout),
+        unread_(server_->unread) {
     access() = IdentifyBy(server_->auth, {}, "binary", socket_.PeerAddress());
+    unread_.set_peer(socket_.PeerIp());
   }
 
   ~Session() override {
@@ -139,27 +142,7 @@ class Session final : public ListenedSession,
     if (reading_ || closed_ || closing_ || stopping_ || read_eof_) return;
     if (unanswered() >= max_in_flight_) return;  // backpressure: resumed by OnWrite
     if (output_full()) return;                   // the same, on bytes
-    const size_t have = in_end_ - in_begin_;
-    size_t need = kMinReadSpace;
-    if (have >= 4) {  // room for the whole partial frame (its length is valid)
-      const auto* p = reinterpret_cast<const unsigned char*>(in_.data() + in_begin_);
-      const size_t frame =
-          4 + ((size_t{p[0]} << 24) | (size_t{p[1]} << 16) | (size_t{p[2]} << 8) | size_t{p[3]});
-      // Grow with what arrived, never with what the header announces: a
-      // client that announces 1 MiB and sends 5 bytes gets a small buffer.
-      if (frame > have) need = std::max(need, std::min(frame, max_frame_) - have);
-      need = std::min(need, std::max(kMinReadSpace, have));
-    }
-    if (in_.size() - in_end_ < need) {
-      if (in_begin_ > 0) {
-        std::memmove(in_.data(), in_.data() + in_begin_, have);
-        in_begin_ = 0;
-        in_end_ = have;
-      }
-      if (in_.size() - in_end_ < need) {
-        in_.resize(std::max({in_end_ + need, in_.size() * 2, kInitialReadBuffer}));
-      }
-    }
+    MakeFrameReadRoom(in_, in_begin_, in_end_, max_frame_);
     reading_ = true;
     socket_.async_read_some(
         net::buffer(in_.data() + in_end_, in_.size() - in_end_),
@@ -207,6 +190,11 @@ class Session final : public ListenedSession,
       }
       if (r.state == proto::DecodeState::kError) {
         ProtocolError(r.error, proto::DescribeDecodeError(input, max_frame_));
+        break;
+      }
+      if (unread_.Over()) {  // its address does not read what it asked for
+        ProtocolError(proto::Status::kResourceExhausted,
+                      "too many answers unread from this address");
         break;
       }
       // The frame stays valid: nothing reuses the buffer until the loop ends.
@@ -384,13 +372,16 @@ class Session final : public ListenedSession,
   // --- writing -------------------------------------------------------------
 
   void Flush() {
-    if (writing_ || out_.empty() || closed_) return;
+    if (closed_) return;
+    if (writing_) return CountUnread();  // more answers behind a write not taken
+    if (out_.empty()) return;
     if (!socket_.is_tls() && SendNow()) return;
     writing_ = true;
     out_.swap(wbuf_);  // wbuf_ was empty: out_ keeps its capacity for next time
     writing_count_ = queued_;
     queued_ = 0;
     PublishUnsent();
+    CountUnread();
     write_started_ = SteadyClock::now();
     net::async_write(socket_, net::buffer(wbuf_),
                      [self = shared_from_this()](error_code ec, size_t) { self->OnWrite(ec); });
@@ -426,6 +417,7 @@ class Session final : public ListenedSession,
     } else {
       wbuf_.clear();
     }
+    CountUnread();
     if (closed_) return;
     if (ec) return Close();
     last_activity_ = SteadyClock::now();
@@ -433,6 +425,10 @@ class Session final : public ListenedSession,
     if (!out_.empty()) return Flush();  // what accumulated meanwhile: its write ends as this one
     Written(/*in_handler=*/true);
   }
+
+  // The address's share of answers not read (server_->unread): all unsent
+  // bytes while a write waits for the client, none otherwise.
+  void CountUnread() { unread_.OweExactly(writing_ ? unsent() : 0); }
 
   // Everything queued so far is written: finish, or take more requests.
   // `in_handler`: called by a write's own handler, which may handle input.
@@ -467,7 +463,7 @@ class Session final : public ListenedSession,
   }
 
   void DoDiscard() {
-    if (in_.size() < kMinReadSpace) in_.resize(kMinReadSpace);
+    if (in_.size() < kFrameMinReadSpace) in_.resize(kFrameMinReadSpace);
     reading_ = true;
     socket_.async_read_some(
         net::buffer(in_.data(), in_.size()),
@@ -539,6 +535,7 @@ class Session final : public ListenedSession,
   std::shared_ptr<PushBox> push_;                             // made by the first SUBSCRIBE
   SubscriptionMap subs_;                                      // by conversation
   std::unique_ptr<Authenticator::ReloadWatch> reload_watch_;  // with the push box
+  UnreadShare unread_;                                        // settled when destroyed
 
   std::vector<char> in_;  // received bytes; [in_begin_, in_end_) not yet handled
   size_t in_begin_ = 0;

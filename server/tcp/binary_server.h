@@ -70,6 +70,10 @@ struct BinaryServerOptions {
   // push that would pass it drops the connection's subscriptions. Never
   // below max_frame_bytes.
   size_t max_output_bytes = 4 << 20;
+  // Unsent answers of one client address over all its connections, counted
+  // while a write waits for the client; at or over it, the address's next
+  // request closes its connection (RESOURCE_EXHAUSTED). 0: no cap.
+  size_t max_unread_bytes_per_peer = 64 << 20;
   size_t max_subscriptions = 10000;  // conversations subscribed per connection
   // Spreads the connections over these io_contexts (server/net/io_ring.h);
   // null: they run on the server's io_context. Not owned; must outlive the

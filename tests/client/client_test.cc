@@ -168,7 +168,8 @@ TEST_CASE("call_deadline bounds a call across attempts and backoffs") {
   const auto elapsed = std::chrono::steady_clock::now() - start;
   CHECK(r.code() == StatusCode::kTimeout);
   CHECK_MESSAGE(r.message().find("call_deadline 700 ms") != std::string::npos, r.message());
-  CHECK(elapsed >= 700ms);
+  // No attempt starts with under 1 ms left: the call may end that much early.
+  CHECK(elapsed >= 699ms);
   CHECK(elapsed < 2s);
   // Several attempts fit, far fewer than max_attempts.
   CHECK(server.next_ids_requests >= 3);

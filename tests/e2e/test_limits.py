@@ -13,6 +13,8 @@ the limit:
 - an address whose connections leave answers unread past
   http_max_unread_bytes_per_peer gets 429 (it was served, each answer built
   and held: slowhttptest's slow read), while another address is served;
+- the same for binary answers past tcp_max_unread_bytes_per_peer: the
+  address's next request closes its connection with RESOURCE_EXHAUSTED;
 - connections per client address are capped on every listener;
 - the RESP port closes on an HTTP request instead of running its body;
 - HTTP: Transfer-Encoding other than chunked, a missing Host and a form
@@ -499,6 +501,97 @@ class HttpUnreadAnswers(unittest.TestCase):
             s.close()
         deadline = time.time() + 5
         while self.ask()[0] != 200:
+            self.assertLess(time.time(), deadline, "still refused after its connections closed")
+            time.sleep(0.1)
+
+
+class BinaryUnreadAnswers(unittest.TestCase):
+    """An address may leave at most tcp_max_unread_bytes_per_peer of binary
+    answers unread."""
+
+    # Each slow connection asks for 6 pulls of ~0.94 MiB and reads nothing:
+    # 5.6 MiB, of which the kernel takes at most 4 MiB (tcp_wmem's largest
+    # send buffer) with a 4 KiB receive buffer on the client: each leaves
+    # 1.6 to 5.6 MiB unread in seqd. One stays under a 10 MiB cap; twelve
+    # pass it whatever the kernel took.
+    PAYLOAD = 240 << 10
+    PULLS = 6
+    CAP = 10 << 20
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.tcp_port = free_port()
+        cls.seqd = Seqd(store_spec("sqlite", cls.tmp.name), "--tcp-port", str(cls.tcp_port),
+                        "--tcp-max-unread-bytes-per-peer", str(cls.CAP),
+                        "--http-max-body-bytes", str(2 * cls.PAYLOAD),
+                        "--msg-max-payload-bytes", str(cls.PAYLOAD))
+        cls.seqd.create_key("unread", 1000)
+        for i in range(4):
+            status, body, _ = cls.seqd.request(
+                "POST", "/conversations/sg_bunread/messages",
+                {"sender_id": "p", "client_msg_id": "b%d" % i, "payload": "x" * cls.PAYLOAD})
+            assert status in (200, 201), (status, body[:200])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.seqd.__exit__()
+        cls.tmp.cleanup()
+
+    def pull(self, request_id):
+        conv = b"sg_bunread"
+        body = struct.pack(">H", len(conv)) + conv + struct.pack(">qqIBH", 1, 0, 100, 0, 0)
+        return frame(0x21, request_id, body)
+
+    def ping(self, source="127.0.0.1"):
+        """A PING on a new connection from `source`: the answer's (opcode, status)."""
+        s = socket.socket()
+        try:
+            s.bind((source, 0))
+            s.settimeout(5)
+            s.connect(("127.0.0.1", self.tcp_port))
+            s.sendall(frame(PING, 7, b"hi"))
+            data = b""
+            while len(data) < 14:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            s.close()
+        self.assertGreaterEqual(len(data), 14, data)
+        _, _, opcode, _, _, status = struct.unpack(">IBBHIH", data[:14])
+        return opcode, status
+
+    def test_address_that_does_not_read_is_refused_others_served(self):
+        slow = []
+        self.addCleanup(lambda: [s.close() for s in slow])
+        refused = False
+        for _ in range(12):
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.connect(("127.0.0.1", self.tcp_port))
+            s.sendall(b"".join(self.pull(i + 1) for i in range(self.PULLS)))
+            slow.append(s)
+            # Its answers are built and their write under way once bytes arrive.
+            readable, _, _ = select.select([s], [], [], 30)
+            self.assertTrue(readable, "no answer began within 30 s")
+            time.sleep(0.3)
+            answer = self.ping()
+            if answer == (0x00, 15):  # PROTOCOL_ERROR frame, RESOURCE_EXHAUSTED
+                refused = True
+                break
+            self.assertEqual(answer, (PING, 0))
+        self.assertTrue(refused, "12 connections' answers unread, and the address is served")
+        self.assertGreaterEqual(len(slow), 2)  # one stays under the cap
+        # Another address is served meanwhile.
+        self.assertEqual(self.ping("127.0.0.2"), (PING, 0))
+        # Once the unread answers are gone (their connections closed), the
+        # address is served again.
+        for s in slow:
+            s.close()
+        deadline = time.time() + 5
+        while self.ping() != (PING, 0):
             self.assertLess(time.time(), deadline, "still refused after its connections closed")
             time.sleep(0.1)
 

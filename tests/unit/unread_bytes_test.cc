@@ -61,5 +61,27 @@ TEST_CASE("a connection's share is settled when it ends") {
   CHECK(unread.total() == 0);
 }
 
+TEST_CASE("OweExactly moves a share up and down to what is unread now") {
+  UnreadBytes unread(100);
+  {
+    UnreadShare a(unread);
+    a.set_peer("10.0.0.1");
+    a.OweExactly(60);
+    CHECK(unread.of("10.0.0.1") == 60);
+    a.OweExactly(120);  // more answers behind the same write
+    CHECK(unread.of("10.0.0.1") == 120);
+    CHECK(a.Over());
+    a.OweExactly(20);  // part of it taken
+    CHECK(unread.of("10.0.0.1") == 20);
+    CHECK_FALSE(a.Over());
+    a.OweExactly(20);
+    CHECK(unread.of("10.0.0.1") == 20);
+    a.OweExactly(0);
+    CHECK(unread.total() == 0);
+    a.OweExactly(40);
+  }
+  CHECK(unread.total() == 0);  // the rest settled when it ended
+}
+
 }  // namespace
 }  // namespace seqd

@@ -229,8 +229,9 @@ struct ClientOptions {
   // (0 = none: a call ends after max_attempts). With it, a call is retried
   // (up to max_attempts) while time is left: each attempt waits at most
   // min(call_timeout, the time left), a backoff that would end past the
-  // deadline is cut to half the time left, and a call still unanswered at
-  // the deadline fails with kTimeout ("... within call_deadline N ms").
+  // deadline is cut to half the time left, no attempt starts with under
+  // 1 ms left, and a call still unanswered then (at most 1 ms before the
+  // deadline) fails with kTimeout ("... within call_deadline N ms").
   // To ride out a cluster takeover, set it to what the caller can wait and
   // max_attempts high (client/README.md, "Faults and deadlines").
   std::chrono::milliseconds call_deadline{0};
