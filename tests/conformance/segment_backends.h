@@ -1,0 +1,239 @@
+// The SegmentStore backends the conformance checks run on (memory, SQLite,
+// MariaDB), each able to open another instance on the same data, reopen
+// itself and install a table created by Leaf's own DDL.
+//
+// Test-only; include after <doctest/doctest.h>. Not thread-safe: a
+// backend is driven by one test thread (its NewInstance()s by others).
+#pragma once
+
+#include <cppconn/connection.h>
+#include <cppconn/exception.h>
+#include <cppconn/statement.h>
+#include <doctest/doctest.h>
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "storage/memory_store.h"
+#include "storage/mysql_store.h"
+#include "storage/segment_store.h"
+#include "storage/sqlite_store.h"
+#include "tests/conformance/conformance_support.h"
+
+namespace seqd::conformance {
+
+// Wall-clock now in unix milliseconds.
+inline int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Non-owning SegmentStore that forwards to another (a second "instance" of
+// the memory store, which cannot be shared otherwise).
+class ForwardingStore final : public SegmentStore {
+ public:
+  explicit ForwardingStore(SegmentStore& inner) : inner_(inner) {}
+  Status EnsureSchema() override { return inner_.EnsureSchema(); }
+  Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) override {
+    return inner_.Reserve(key, step);
+  }
+  std::vector<Result<ReservedSegment>> ReserveMany(
+      const std::vector<ReserveRequest>& requests) override {
+    return inner_.ReserveMany(requests);
+  }
+  Status CreateKeys(const std::vector<NewKey>& keys, std::string_view description) override {
+    return inner_.CreateKeys(keys, description);
+  }
+  Result<KeyRow> CreateKey(std::string_view key, int64_t step,
+                           std::string_view description) override {
+    return inner_.CreateKey(key, step, description);
+  }
+  Result<KeyRow> GetKey(std::string_view key) override { return inner_.GetKey(key); }
+  Result<std::vector<KeyRow>> ListKeys(std::string_view after, size_t limit) override {
+    return inner_.ListKeys(after, limit);
+  }
+  Result<KeyRow> SetStep(std::string_view key, int64_t step) override {
+    return inner_.SetStep(key, step);
+  }
+  Result<std::vector<int64_t>> GetMinSeqs(const std::vector<std::string>& keys) override {
+    return inner_.GetMinSeqs(keys);
+  }
+  Status SetMinSeqs(const std::vector<MinSeqValue>& values, const std::vector<ShardFence>& fences,
+                    uint32_t* refused_shard = nullptr) override {
+    return inner_.SetMinSeqs(values, fences, refused_shard);
+  }
+  Status Ping() override { return inner_.Ping(); }
+
+ private:
+  SegmentStore& inner_;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // The main instance.
+  virtual SegmentStore& store() = 0;
+  // Another instance (own connection) on the same data.
+  virtual std::unique_ptr<SegmentStore> NewInstance() = 0;
+  // Drops the main instance and opens it again (same data).
+  virtual void Reopen() = 0;
+  // Makes store() see a leaf_alloc table created by Leaf's own DDL holding
+  // the row from Leaf's README: ('leaf-segment-test', 1, 2000, '...').
+  virtual void InstallLeafTable() = 0;
+  virtual bool durable() const = 0;
+  virtual bool tracks_update_time() const = 0;
+};
+
+inline constexpr const char* kLeafTag = "leaf-segment-test";
+inline constexpr const char* kLeafDescription = "Test leaf Segment Mode Get Id";
+inline constexpr const char* kLeafInsert =
+    "insert into leaf_alloc(biz_tag, max_id, step, description) "
+    "values('leaf-segment-test', 1, 2000, 'Test leaf Segment Mode Get Id')";
+
+class MemoryBackend final : public Backend {
+ public:
+  MemoryBackend() : store_(std::make_unique<MemoryStore>()) {}
+  SegmentStore& store() override { return *store_; }
+  std::unique_ptr<SegmentStore> NewInstance() override {
+    return std::make_unique<ForwardingStore>(*store_);
+  }
+  void Reopen() override {}
+  void InstallLeafTable() override {
+    store_ = std::make_unique<MemoryStore>();
+    REQUIRE_OK(store_->CreateKey(kLeafTag, 2000, kLeafDescription));
+  }
+  bool durable() const override { return false; }
+  bool tracks_update_time() const override { return false; }
+
+ private:
+  std::unique_ptr<MemoryStore> store_;
+};
+
+inline std::unique_ptr<SqliteStore> OpenSqlite(const std::string& path) {
+  auto s = SqliteStore::Open(path);
+  REQUIRE_MESSAGE(s.ok(), "SqliteStore::Open(", path, ") -> ", Describe(s));
+  return std::move(s).value();
+}
+
+class SqliteBackend final : public Backend {
+ public:
+  SqliteBackend() : dir_("seqd-conformance-"), path_((dir_.path() / "sub" / "leaf.db").string()) {
+    store_ = OpenSqlite(path_);  // also creates dir_/sub
+    REQUIRE_OK(store_->EnsureSchema());
+  }
+  SegmentStore& store() override { return *store_; }
+  std::unique_ptr<SegmentStore> NewInstance() override { return OpenSqlite(path_); }
+  void Reopen() override {
+    store_.reset();
+    store_ = OpenSqlite(path_);
+  }
+  void InstallLeafTable() override {
+    store_.reset();
+    path_ = (dir_.path() / "leaf-created.db").string();
+    // Leaf's MySQL DDL minus what SQLite cannot parse (ON UPDATE, ENGINE).
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(path_.c_str(), &db) == SQLITE_OK);
+    const char* ddl =
+        "CREATE TABLE `leaf_alloc` ("
+        "  `biz_tag` varchar(128) NOT NULL DEFAULT '',"
+        "  `max_id` bigint(20) NOT NULL DEFAULT '1',"
+        "  `step` int(11) NOT NULL,"
+        "  `description` varchar(256)  DEFAULT NULL,"
+        "  `update_time` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP,"
+        "  PRIMARY KEY (`biz_tag`))";
+    char* err = nullptr;
+    int rc = sqlite3_exec(db, ddl, nullptr, nullptr, &err);
+    std::string msg = err ? err : "";
+    sqlite3_free(err);
+    CHECK_MESSAGE(rc == SQLITE_OK, msg);
+    rc = sqlite3_exec(db, kLeafInsert, nullptr, nullptr, &err);
+    msg = err ? err : "";
+    sqlite3_free(err);
+    CHECK_MESSAGE(rc == SQLITE_OK, msg);
+    sqlite3_close(db);
+    store_ = OpenSqlite(path_);
+    REQUIRE_OK(store_->EnsureSchema());  // must accept the existing table
+  }
+  bool durable() const override { return true; }
+  bool tracks_update_time() const override { return true; }
+  const std::string& path() const { return path_; }
+
+ private:
+  TempDir dir_;  // declared first: removed after the store closed
+  std::string path_;
+  std::unique_ptr<SqliteStore> store_;
+};
+
+class MysqlBackend final : public Backend {
+ public:
+  MysqlBackend() : opts_(TestMysqlOptions()) {
+    store_ = std::make_unique<MysqlStore>(opts_);
+    REQUIRE_OK(store_->EnsureSchema());
+  }
+  SegmentStore& store() override { return *store_; }
+  std::unique_ptr<SegmentStore> NewInstance() override {
+    MysqlOptions o = opts_;
+    o.pool_size = 1;
+    return std::make_unique<MysqlStore>(o);
+  }
+  void Reopen() override {
+    store_.reset();
+    store_ = std::make_unique<MysqlStore>(opts_);
+  }
+  void InstallLeafTable() override {
+    store_.reset();
+    auto raw = RawMysql(opts_);
+    // Prefer a database of our own, so the shared table is left alone; the
+    // test user may lack CREATE DATABASE, then reuse the main database.
+    MysqlOptions o = opts_;
+    const std::string leaf_db = opts_.database + "_leaf";
+    bool own_db = true;
+    try {
+      std::unique_ptr<sql::Statement> s(raw->createStatement());
+      s->execute("CREATE DATABASE IF NOT EXISTS `" + leaf_db + "`");
+    } catch (const sql::SQLException& e) {
+      MESSAGE("cannot create database ", leaf_db, " (", std::string(e.what()),
+              "); using the main database for the Leaf table");
+      own_db = false;
+    }
+    if (own_db) {
+      raw->setSchema(leaf_db);
+      o.database = leaf_db;
+      RawExec(*raw, "DROP TABLE IF EXISTS leaf_alloc");
+    } else {
+      RawExec(*raw, "DELETE FROM leaf_alloc WHERE biz_tag = 'leaf-segment-test'");
+    }
+    // Leaf's DDL, verbatim from its README.
+    RawExec(*raw,
+            "CREATE TABLE IF NOT EXISTS `leaf_alloc` (\n"
+            "  `biz_tag` varchar(128)  NOT NULL DEFAULT '',\n"
+            "  `max_id` bigint(20) NOT NULL DEFAULT '1',\n"
+            "  `step` int(11) NOT NULL,\n"
+            "  `description` varchar(256)  DEFAULT NULL,\n"
+            "  `update_time` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE "
+            "CURRENT_TIMESTAMP,\n"
+            "  PRIMARY KEY (`biz_tag`)\n"
+            ") ENGINE=InnoDB;");
+    RawExec(*raw, kLeafInsert);
+    store_ = std::make_unique<MysqlStore>(o);
+    REQUIRE_OK(store_->EnsureSchema());
+  }
+  bool durable() const override { return true; }
+  bool tracks_update_time() const override { return true; }
+  const MysqlOptions& options() const { return opts_; }
+  MysqlStore& mysql() { return *store_; }
+
+ private:
+  MysqlOptions opts_;
+  std::unique_ptr<MysqlStore> store_;
+};
+
+}  // namespace seqd::conformance
