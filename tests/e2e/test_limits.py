@@ -59,6 +59,15 @@ def rss_kib(pid):
         return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
 
 
+def store_messages(seqd, conv, n, payload_bytes):
+    """Stores `n` messages of `payload_bytes` each in `conv` (over HTTP)."""
+    for i in range(n):
+        status, body, _ = seqd.request(
+            "POST", "/conversations/%s/messages" % conv,
+            {"sender_id": "p", "client_msg_id": "m%d" % i, "payload": "x" * payload_bytes})
+        assert status in (200, 201), (status, body[:200])
+
+
 def closed_within(sock, seconds):
     """True if the server closes `sock` within `seconds` (reads and drops data)."""
     sock.settimeout(0.2)
@@ -340,11 +349,7 @@ class HttpWriteTimeout(unittest.TestCase):
                         "--msg-max-payload-bytes", str(2 * cls.PAYLOAD),
                         "--msg-max-pull-bytes", str(16 * cls.PAYLOAD))
         cls.seqd.create_key("lim", 1000)
-        for i in range(8):
-            status, body, _ = cls.seqd.request(
-                "POST", "/conversations/sg_lim_big/messages",
-                {"sender_id": "p", "client_msg_id": "big%d" % i, "payload": "x" * cls.PAYLOAD})
-            assert status in (200, 201), (status, body[:200])
+        store_messages(cls.seqd, "sg_lim_big", 8, cls.PAYLOAD)
 
     @classmethod
     def tearDownClass(cls):
@@ -436,11 +441,7 @@ class HttpUnreadAnswers(unittest.TestCase):
                         "--msg-max-payload-bytes", str(2 * cls.PAYLOAD),
                         "--msg-max-pull-bytes", str(32 * cls.PAYLOAD))
         cls.seqd.create_key("unread", 1000)
-        for i in range(16):
-            status, body, _ = cls.seqd.request(
-                "POST", "/conversations/sg_unread/messages",
-                {"sender_id": "p", "client_msg_id": "u%d" % i, "payload": "x" * cls.PAYLOAD})
-            assert status in (200, 201), (status, body[:200])
+        store_messages(cls.seqd, "sg_unread", 16, cls.PAYLOAD)
 
     @classmethod
     def tearDownClass(cls):
@@ -527,11 +528,7 @@ class BinaryUnreadAnswers(unittest.TestCase):
                         "--http-max-body-bytes", str(2 * cls.PAYLOAD),
                         "--msg-max-payload-bytes", str(cls.PAYLOAD))
         cls.seqd.create_key("unread", 1000)
-        for i in range(4):
-            status, body, _ = cls.seqd.request(
-                "POST", "/conversations/sg_bunread/messages",
-                {"sender_id": "p", "client_msg_id": "b%d" % i, "payload": "x" * cls.PAYLOAD})
-            assert status in (200, 201), (status, body[:200])
+        store_messages(cls.seqd, "sg_bunread", 4, cls.PAYLOAD)
 
     @classmethod
     def tearDownClass(cls):
