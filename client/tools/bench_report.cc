@@ -116,9 +116,7 @@ void PrintReport(const Config& cfg, double elapsed, const Stats& total,
       o << ",\"push\":{\"transport\":\"" << (cfg.sse_endpoint.empty() ? "binary" : "sse")
         << "\",\"subscribers\":" << cfg.subscribers << ",\"pushes\":" << pushes.pushes
         << ",\"expected\":" << total.ids * cfg.subscribers << ",\"errors\":" << pushes.errors
-        << ",\"latency_us\":{\"p50\":" << push_us(0.5) << ",\"p99\":" << push_us(0.99)
-        << ",\"p999\":" << push_us(0.999) << ",\"p9999\":" << push_us(0.9999)
-        << ",\"max\":" << pushes.latency.max() / 1000.0 << "}}";
+        << ",\"latency_us\":" << JsonLatency(pushes.latency) << "}";
     }
     o << "}";
     std::cout << o.str() << "\n";
