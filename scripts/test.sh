@@ -3,8 +3,12 @@
 # suites with ctest, and stops MariaDB whatever happens.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/phases.sh
+mkdir -p build
+phase installs
 scripts/deps.sh --test
 scripts/node-deps
+phase "build: Release"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j2
 
@@ -15,7 +19,8 @@ cmake --build build -j2
 run_ctest() {
   local dir=$1
   shift
-  if (cd "$dir" && "$@"); then return 0; fi
+  PHASE_CTEST_LOGS+=("$dir/ctest-output.log")
+  if (cd "$dir" && "$@" 2>&1 | tee ctest-output.log; exit "${PIPESTATUS[0]}"); then return 0; fi
   echo "test: failure digest for $dir"
   grep -E -B3 -A6 'FATAL ERROR|ERROR: CHECK|: ERROR: |WARNING: ThreadSanitizer|ERROR: AddressSanitizer|runtime error:|SUMMARY: |Segmentation fault|Aborted|Exception|Timeout' \
     "$dir/Testing/Temporary/LastTest.log" | grep -v '^.*Z \(INFO\|WARN\|ERROR\) ' | head -n 80 || true
@@ -27,12 +32,14 @@ cleanup() {
   scripts/mariadb.sh stop "$mariadb_dir" >/dev/null 2>&1 || true
   rm -rf "$mariadb_dir"
 }
-trap cleanup EXIT
+trap 'rc=$?; cleanup; phase_report $rc' EXIT
+phase "MariaDB start"
 SEQD_TEST_MYSQL_URL=$(scripts/mariadb.sh start "$mariadb_dir" | tail -n 1)
 export SEQD_TEST_MYSQL_URL
 export SEQD_TEST_MARIADB_DIR="$mariadb_dir"
 echo "test: MariaDB at ${SEQD_TEST_MYSQL_URL//:seqd@/:***@}"
 
+phase "ctest: Release"
 run_ctest build ctest --output-on-failure -j2 "$@"
 
 # What only clang checks: the thread-safety analysis (GUARDED_BY, REQUIRES)
@@ -40,12 +47,14 @@ run_ctest build ctest --output-on-failure -j2 "$@"
 # docs/architecture.md allows (shared, -Wl,--no-undefined). Skipped when
 # ctest arguments narrow the run.
 if [[ $# -eq 0 ]]; then
+  phase "check-build: clang -O0"
   scripts/check-build
 fi
 
 # Each libFuzzer target for a short pass from the committed corpus (crashes
 # fail the run). SEQD_FUZZ_SECONDS=0 skips it.
 if [[ $# -eq 0 && "${SEQD_FUZZ_SECONDS:-60}" != "0" ]]; then
+  phase "fuzz: build and run"
   scripts/fuzz "${SEQD_FUZZ_SECONDS:-60}"
 fi
 
@@ -61,11 +70,13 @@ if [[ $# -eq 0 && $sanitizers != 0 ]]; then
     # -O1, as ThreadSanitizer's documentation builds: about a quarter less
     # compile time than -O3 (measured on six of the heaviest files), and
     # stacks with fewer frames inlined away.
+    phase "build: sanitizer $san"
     cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS=-g1 \
       -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" -DSEQD_SANITIZE="$san" -DSEQD_BUILD_BENCH=OFF >/dev/null
     cmake --build "$dir" -j2 --target seqd_unit_tests store_conformance_test \
       message_store_conformance_test worker_lease_conformance_test shard_lease_conformance_test \
       client_tests client_server_tests
+    phase "ctest: sanitizer $san"
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 run_ctest "$dir" \
       ctest --output-on-failure -j2 \
       -R '^(unit_tests|(message_store|store|worker_lease|shard_lease)_conformance(_mariadb)?|client_tests|client_server_tests)$'
