@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include "tests/unit/source_dir.h"
 
 using namespace seqd;
 
@@ -47,7 +48,8 @@ TEST_CASE("flags beat environment, environment beats the file") {
 }
 
 TEST_CASE("the shipped example config parses") {
-  auto c = Load({"--config", SEQD_SOURCE_DIR "/config/seqd.conf"});
+  const std::string path = std::string(seqd::test::kSourceDir) + "/config/seqd.conf";
+  auto c = Load({"--config", path.c_str()});
   REQUIRE_MESSAGE(c, (c ? "" : c.error().message));
   CHECK(c->auto_keys.size() == 3);
 }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "tests/fuzz/fuzz_targets.h"
+#include "tests/unit/source_dir.h"
 
 namespace {
 
@@ -18,7 +19,7 @@ size_t Replay(const std::string& name, Target target) {
   size_t files = 0;
   for (const char* kind : {"corpus", "regressions"}) {
     const std::filesystem::path dir =
-        std::filesystem::path(SEQD_SOURCE_DIR) / "tests" / "fuzz" / kind / name;
+        std::filesystem::path(seqd::test::kSourceDir) / "tests" / "fuzz" / kind / name;
     if (!std::filesystem::exists(dir)) continue;
     for (const auto& entry : std::filesystem::directory_iterator(dir)) {
       if (!entry.is_regular_file() || entry.path().filename().string().starts_with(".")) continue;

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include "tests/unit/source_dir.h"
 
 namespace seqd::testing {
 
@@ -37,7 +38,7 @@ inline std::string FromHex(std::string_view text) {
 // docs/protocol.md, one vector per hex line, each with the comment above it.
 // By convention block [0] holds good vectors and [1] bad ones.
 inline std::vector<std::vector<Vector>> LoadProtocolVectors(std::string_view section) {
-  const std::string path = std::string(SEQD_SOURCE_DIR) + "/docs/protocol.md";
+  const std::string path = std::string(seqd::test::kSourceDir) + "/docs/protocol.md";
   std::ifstream in(path);
   REQUIRE_MESSAGE(in.good(), "cannot open " << path);
   std::vector<std::vector<Vector>> blocks;

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include "tests/unit/source_dir.h"
 
 namespace seqd {
 namespace {
@@ -24,7 +25,7 @@ struct CertDir {
     std::string tmpl = (fs::temp_directory_path() / "seqd-tls-XXXXXX").string();
     REQUIRE(mkdtemp(tmpl.data()) != nullptr);
     dir = tmpl;
-    const std::string cmd = "sh " SEQD_SOURCE_DIR "/tests/tls/make_certs.sh '" + dir.string() + "'";
+    const std::string cmd = "sh " + std::string(seqd::test::kSourceDir) + "/tests/tls/make_certs.sh '" + dir.string() + "'";
     REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, "make_certs.sh failed");
   }
   ~CertDir() {
