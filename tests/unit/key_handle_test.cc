@@ -187,7 +187,13 @@ TEST_CASE("SegmentCursor: readers racing a writer that replaces segments get eac
       for (int64_t id = first; id < first + n; ++id) by_writer.push_back(id);
     }
     if (s % 5 == 0) continue;  // closed early by the next round, readers still taking
-    while (SegmentCursor::Used(word) < (s % 2 ? kSegment : kSegment / 2)) {
+    // The readers use the segment up, or, when they are not scheduled within
+    // kPatience yields (a loaded machine), the next round closes it early as
+    // it does every fifth one: the same races, in bounded time.
+    constexpr int kPatience = 2000;
+    for (int waited = 0; SegmentCursor::Used(word) < (s % 2 ? kSegment : kSegment / 2) &&
+                         waited < kPatience;
+         ++waited) {
       std::this_thread::yield();
     }
   }
