@@ -6,8 +6,9 @@
 # and its state transfers), clang and libFuzzer, Prometheus (promtool),
 # Chromium (the status page and SSE browser tests) and Node.js with npm
 # (scripts/node-deps: the OpenAPI lint, Prism and an SSE client) and Go
-# (golang-go: the Go client's tests, go test -race, and go vet), and the
-# hostile probes' tools (scripts/probe: slowhttptest, testssl.sh, sqlmap).
+# (golang-go: the Go client's tests, go test -race, and go vet), the
+# hostile probes' tools (scripts/probe: slowhttptest, testssl.sh, sqlmap),
+# and ccache (the test command's builds share a compiler cache).
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libboost-dev libmysqlcppconn-dev nlohmann-json3-dev
@@ -15,7 +16,7 @@ packages=(build-essential cmake pkg-config libboost-dev libmysqlcppconn-dev nloh
           help2man)
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(mariadb-server galera-4 rsync clang-14 libclang-rt-14-dev chromium prometheus nodejs
-             golang-go slowhttptest testssl.sh sqlmap)
+             golang-go slowhttptest testssl.sh sqlmap ccache)
 fi
 # The .deb install test (ctest deb_package) and scripts/container-test:
 # rootful Podman with runc (crun fails on this machine's cgroups), bridge
