@@ -82,8 +82,14 @@ class FaultRelay:
                                                   query=query))
 
     def faults(self, on):
+        """Turns the faults on or off; returns once the relay has (its signal
+        handler writes the stats file with the new state)."""
         self.proc.send_signal(signal.SIGUSR2 if on else signal.SIGUSR1)
-        time.sleep(0.3)
+        deadline = time.monotonic() + 5
+        while self.stats().get("enabled") != on:
+            if time.monotonic() > deadline:
+                raise AssertionError("the relay did not turn its faults %s" % ("on" if on else "off"))
+            time.sleep(0.01)
 
     def wait_holds_ended(self):
         """Waits until no COMMIT answer held while the faults were on is still
