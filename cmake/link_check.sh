@@ -20,7 +20,7 @@ rc=$?
 runtime="\`__(tsan|asan|ubsan|sanitizer)_"
 # The linker's other output, and the undefined references that are not the
 # runtime's (each after its "in function" line), reach the build log.
-awk -v runtime="undefined reference to ${runtime}" '
+awk -v runtime="undefined references? to ${runtime}" '
   /: in function `/ { held = $0; next }
   $0 ~ runtime { held = ""; next }
   { if (held != "") print held; held = ""; print }
