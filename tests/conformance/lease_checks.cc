@@ -392,8 +392,9 @@ void CheckConcurrentClaims(Backend& b, int rounds) {
         const int id = results[t]->worker_id;
         CHECK(id >= 0);
         CHECK(id < kIds);
-        const auto [it, fresh] = holder.emplace(id, t);
-        CHECK_MESSAGE(fresh, "id ", id, " given to threads ", it->second, " and ", t);
+        const auto emplaced = holder.emplace(id, t);  // not a binding: CHECK_MESSAGE captures
+        CHECK_MESSAGE(emplaced.second, "id ", id, " given to threads ", emplaced.first->second,
+                      " and ", t);
       } else if (results[t].error().code == ErrorCode::kNotServing) {
         ++not_serving;
       } else {

@@ -63,7 +63,8 @@ void CheckContiguousSeqs(Backend& b) {
       CHECK(out[i].server_msg_id == batch[i].server_msg_id);
       CHECK(out[i].send_time_ms == batch[i].send_time_ms);
     }
-    for (const auto& [c, max] : want) {
+    for (const auto& [conv, max] : want) {
+      const std::string& c = conv;  // clang 14 cannot capture a binding
       if (std::any_of(batch.begin(), batch.end(), [&](auto& r) { return r.conv_id == c; })) {
         REQUIRE(cache.count(c) == 1);
         CHECK(cache[c] == max);

@@ -142,7 +142,8 @@ TEST_CASE("print-config's output read back as a config file gives the same confi
   REQUIRE_MESSAGE(again, (again ? "" : again.error().message));
   auto a = Parse(first);
   auto b = Parse(PrintConfig(*again));
-  for (const auto& [name, printed] : a) {
+  for (const auto& [option, printed] : a) {
+    const std::string& name = option;  // clang 14 cannot capture a binding (CHECK_MESSAGE does)
     if (name == "config") continue;
     CHECK_MESSAGE(b[name].value == printed.value, name);
   }
