@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <set>
@@ -172,6 +173,10 @@ TEST_CASE("SegmentCursor: readers racing a writer that replaces segments get eac
         const int64_t n = 1 + attempt % 3;
         if (std::optional<int64_t> first = cursor.TryTake(word, n)) {
           for (int64_t id = *first; id < *first + n; ++id) got[r].push_back(id);
+        } else {
+          // Nothing to take: let the writer run, as a real caller would park
+          // (three readers spinning on the word starve it on two cores).
+          std::this_thread::yield();
         }
       }
     });
@@ -187,13 +192,13 @@ TEST_CASE("SegmentCursor: readers racing a writer that replaces segments get eac
       for (int64_t id = first; id < first + n; ++id) by_writer.push_back(id);
     }
     if (s % 5 == 0) continue;  // closed early by the next round, readers still taking
-    // The readers use the segment up, or, when they are not scheduled within
-    // kPatience yields (a loaded machine), the next round closes it early as
-    // it does every fifth one: the same races, in bounded time.
-    constexpr int kPatience = 2000;
-    for (int waited = 0; SegmentCursor::Used(word) < (s % 2 ? kSegment : kSegment / 2) &&
-                         waited < kPatience;
-         ++waited) {
+    // The readers use the segment up, or, when they have not within
+    // kPatience (a loaded machine, ThreadSanitizer), the next round closes it
+    // early as it does every fifth one: the same races, in bounded time.
+    constexpr auto kPatience = std::chrono::microseconds(200);
+    const auto give_up = std::chrono::steady_clock::now() + kPatience;
+    while (SegmentCursor::Used(word) < (s % 2 ? kSegment : kSegment / 2) &&
+           std::chrono::steady_clock::now() < give_up) {
       std::this_thread::yield();
     }
   }
