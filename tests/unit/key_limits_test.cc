@@ -312,11 +312,16 @@ TEST_CASE("auto_create_rate over binary: a peer's forwarded NEXT_IDS counts agai
     p->scopes = ParseScopes(scopes).value();
     return p;
   };
+  // Call advances the clock it is given while it waits for an answer. The
+  // answers here come from the real db thread, so it gets a clock of its
+  // own: advancing the allocator's would let a request's deadline pass
+  // while a loaded machine has not yet run that thread.
+  ManualClock wait_clock;
   auto status = [&](StringConnection& conn, uint32_t id, std::string_view key,
                     std::string_view on_behalf_of) {
     std::string frame;
     proto::AppendNextIdsRequest(frame, id, key, 1, on_behalf_of);
-    return AnswerView(conn.Call(frame, clock)).status;
+    return AnswerView(conn.Call(frame, wait_clock)).status;
   };
   StringConnection peer(dispatcher);
   peer.access() = Access(principal("peer", "cluster"), "binary", "10.0.0.2:1");
