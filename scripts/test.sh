@@ -17,8 +17,8 @@
 #   scripts/test.sh ARGS...    the Release build, then ctest ARGS on it only
 #                              (scripts/test.sh -R unit)
 #
-# Environment: SEQD_TEST_JOBS (ctest's parallel suites; default: twice the
-# cores), SEQD_FUZZ_SECONDS (default 60; 0
+# Environment: SEQD_TEST_JOBS (ctest's parallel suites; default: the cores
+# plus one), SEQD_FUZZ_SECONDS (default 60; 0
 # skips fuzzing), SEQD_SANITIZERS (thread, the default; all adds a GCC
 # ASan+UBSan pass; 0 skips the sanitizer suites).
 set -euo pipefail
@@ -33,12 +33,12 @@ if [[ ${1:-} == --quick ]]; then
   shift
 fi
 cores=$(nproc)
-# Most suites wait on processes, sockets and timers more than they compute
-# (the timing report shows how busy the CPUs were in each phase): twice the
-# cores run at once. Not --test-load: the load average counts the clang
-# builds running beside at the lowest priority, and would hold suites back
-# for them.
-jobs=${SEQD_TEST_JOBS:-$((2 * cores))}
+# Most suites wait on processes, sockets and timers more than they compute:
+# one more suite than there are cores runs at once (twice the cores loaded
+# a 2-core machine enough to time out suites' own deadlines). Not
+# --test-load: the load average counts the clang builds running beside at
+# the lowest priority, and would hold suites back for them.
+jobs=${SEQD_TEST_JOBS:-$((cores + 1))}
 ctest_args=(--output-on-failure -j"$jobs")
 
 phase installs
