@@ -53,7 +53,9 @@ SegmentAllocator::KeyRef SegmentAllocator::Find(std::string_view key) const {
   return KeyRef(shard.keys.Find(key));
 }
 
-SegmentAllocator::KeyRef SegmentAllocator::FindOrInsert(std::string_view key, bool* inserted) {
+SegmentAllocator::KeyRef SegmentAllocator::FindOrInsert(std::string_view key,
+                                                        std::string_view requester,
+                                                        bool* inserted) {
   Shard& shard = ShardFor(key);
   *inserted = false;
   {
@@ -79,6 +81,12 @@ SegmentAllocator::KeyRef SegmentAllocator::FindOrInsert(std::string_view key, bo
   static_assert(alignof(KeyState) <= allocator_internal::KeyStatePool::kBlockAlign);
   KeyRef state(new (allocator_internal::KeyStatePool::Allocate(sizeof(KeyState))) KeyState(key));
   StampUse(*state);
+  {
+    // Admitted before any other thread can find it: one that does must
+    // never queue its first reservation as a key no rule creates.
+    LockGuard<TinyMutex> admit(state->mu);
+    AdmitNewKeyLocked(*state, requester);
+  }
   shard.keys.Insert(state.get());
   intrusive_ptr_add_ref(state.get());  // the table's reference
   keys_held_.fetch_add(1, std::memory_order_relaxed);

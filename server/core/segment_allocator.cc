@@ -140,7 +140,7 @@ void SegmentAllocator::TakeSlow(std::string_view key, int64_t count, TakeCallbac
                                 bool contiguous) {
   for (;;) {
     bool inserted = false;
-    KeyRef state = FindOrInsert(key, &inserted);
+    KeyRef state = FindOrInsert(key, requester, &inserted);
     if (!state) {
       return done(MakeError(ErrorCode::kUnknownKey, "unknown key '" + std::string(key) + "'"));
     }
@@ -150,7 +150,6 @@ void SegmentAllocator::TakeSlow(std::string_view key, int64_t count, TakeCallbac
     {
       LockGuard<TinyMutex> lock(state->mu);
       if (!state->erased) {
-        if (inserted) AdmitNewKeyLocked(*state, requester);
         if (options_.gate && state->epoch != grant.epoch) MoveToEpochLocked(*state, grant);
         int64_t need = count;
         // Behind requests already parked: they are served first (FIFO), so

@@ -376,8 +376,9 @@ class SegmentAllocator {
   Shard& ShardFor(std::string_view key) const;
   KeyRef Find(std::string_view key) const;
   // nullptr if the key is known not to exist (recently reported unknown).
-  // Stamps the key used.
-  KeyRef FindOrInsert(std::string_view key, bool* inserted);
+  // Stamps the key used. A key it inserts is admitted (AdmitNewKeyLocked,
+  // for `requester`) before it is in the table.
+  KeyRef FindOrInsert(std::string_view key, std::string_view requester, bool* inserted);
   void StampUse(KeyState& state) const;
   // The coarse clock in whole seconds since started_ (key use stamps), and
   // a key's stamp back as a time.
