@@ -46,7 +46,19 @@ Result<ReservedSegment> FaultyStore::Reserve(std::string_view key, std::optional
 std::vector<Result<ReservedSegment>> FaultyStore::ReserveMany(
     const std::vector<ReserveRequest>& requests) {
   ++reserve_batches_;
+  for (const ReserveRequest& r : requests) {
+    if (r.token.empty()) continue;
+    if (Status s = Inject(); !s) {
+      return std::vector<Result<ReservedSegment>>(requests.size(), s.error());
+    }
+    return inner_.ReserveMany(requests);
+  }
   return SegmentStore::ReserveMany(requests);
+}
+
+Result<int64_t> FaultyStore::PruneBlockTokens(int64_t before_unix_ms) {
+  if (auto s = Inject(); !s) return s.error();
+  return inner_.PruneBlockTokens(before_unix_ms);
 }
 
 Status FaultyStore::CreateKeys(const std::vector<NewKey>& keys, std::string_view description) {

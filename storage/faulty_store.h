@@ -35,9 +35,12 @@ class FaultyStore final : public SegmentStore {
 
   Status EnsureSchema() override;
   Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) override;
-  // Both run the single-key calls above, one per item (faults included).
+  // Both run the single-key calls above, one per item (faults included);
+  // a batch with a block token goes whole to the inner store (latency and
+  // down applied once, hold not).
   std::vector<Result<ReservedSegment>> ReserveMany(
       const std::vector<ReserveRequest>& requests) override;
+  Result<int64_t> PruneBlockTokens(int64_t before_unix_ms) override;
   Status CreateKeys(const std::vector<NewKey>& keys, std::string_view description) override;
   Result<KeyRow> CreateKey(std::string_view key, int64_t step,
                            std::string_view description) override;

@@ -1,13 +1,29 @@
 #include "storage/memory_store.h"
 
+#include <chrono>
 #include <limits>
+#include <utility>
 
 namespace seqd {
+namespace {
+
+int64_t UnixMillisNow() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
 
 Status MemoryStore::EnsureSchema() { return OkStatus(); }
 
 Result<ReservedSegment> MemoryStore::Reserve(std::string_view key, std::optional<int64_t> step) {
   MutexLock lock(mu_);
+  return ReserveLocked(key, step);
+}
+
+Result<ReservedSegment> MemoryStore::ReserveLocked(std::string_view key,
+                                                   std::optional<int64_t> step) {
   auto it = rows_.find(key);
   if (it == rows_.end()) return MakeError(ErrorCode::kUnknownKey, "no such key");
   KeyRow& row = it->second;
@@ -17,6 +33,56 @@ Result<ReservedSegment> MemoryStore::Reserve(std::string_view key, std::optional
   }
   row.max_id += by;
   return ReservedSegment{row.max_id - by, row.max_id - 1, row.step};
+}
+
+std::vector<Result<ReservedSegment>> MemoryStore::ReserveMany(
+    const std::vector<ReserveRequest>& requests) {
+  if (Status created = CreateRequestedRows(requests); !created) {
+    return std::vector<Result<ReservedSegment>>(requests.size(), created.error());
+  }
+  std::vector<Result<ReservedSegment>> out;
+  out.reserve(requests.size());
+  MutexLock lock(mu_);
+  for (const ReserveRequest& r : requests) {
+    if (r.fence) {
+      out.push_back(MakeError(ErrorCode::kFailedPrecondition, "this store has no cluster mode"));
+    } else if (r.step && *r.step <= 0) {
+      out.push_back(MakeError(ErrorCode::kInvalidArgument, "memory reserve: step must be > 0"));
+    } else {
+      out.push_back(r.token.empty() ? ReserveLocked(r.key, r.step) : ReserveTokenedLocked(r));
+    }
+  }
+  return out;
+}
+
+Result<ReservedSegment> MemoryStore::ReserveTokenedLocked(const ReserveRequest& r) {
+  if (!r.step) return MakeError(ErrorCode::kInvalidArgument, "a token needs a count");
+  const auto id = std::make_pair(r.key, std::string(r.token));
+  if (auto it = tokens_.find(id); it != tokens_.end()) {
+    ReservedSegment range = it->second.range;
+    if (range.last - range.first + 1 != *r.step) {
+      return MakeError(ErrorCode::kInvalidArgument, "token already used with another count");
+    }
+    range.replayed = true;
+    return range;
+  }
+  Result<ReservedSegment> range = ReserveLocked(r.key, r.step);
+  if (range) tokens_[id] = TokenBlock{*range, UnixMillisNow()};
+  return range;
+}
+
+Result<int64_t> MemoryStore::PruneBlockTokens(int64_t before_unix_ms) {
+  MutexLock lock(mu_);
+  int64_t pruned = 0;
+  for (auto it = tokens_.begin(); it != tokens_.end();) {
+    if (it->second.created_ms < before_unix_ms) {
+      it = tokens_.erase(it);
+      ++pruned;
+    } else {
+      ++it;
+    }
+  }
+  return pruned;
 }
 
 Result<KeyRow> MemoryStore::CreateKey(std::string_view key, int64_t step,

@@ -15,6 +15,11 @@ class MemoryStore final : public SegmentStore {
  public:
   Status EnsureSchema() override;
   Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) override;
+  // The default's (rows created first, then one request at a time), with
+  // block tokens kept in memory.
+  std::vector<Result<ReservedSegment>> ReserveMany(
+      const std::vector<ReserveRequest>& requests) override;
+  Result<int64_t> PruneBlockTokens(int64_t before_unix_ms) override;
   Result<KeyRow> CreateKey(std::string_view key, int64_t step,
                            std::string_view description) override;
   Result<KeyRow> GetKey(std::string_view key) override;
@@ -30,8 +35,18 @@ class MemoryStore final : public SegmentStore {
   void DeleteKey(std::string_view key) EXCLUDES(mu_);
 
  private:
+  struct TokenBlock {
+    ReservedSegment range;
+    int64_t created_ms = 0;
+  };
+  Result<ReservedSegment> ReserveLocked(std::string_view key, std::optional<int64_t> step)
+      REQUIRES(mu_);
+  Result<ReservedSegment> ReserveTokenedLocked(const ReserveRequest& r) REQUIRES(mu_);
+
   Mutex mu_;
   std::map<std::string, KeyRow, std::less<>> rows_ GUARDED_BY(mu_);
+  // By (key, token).
+  std::map<std::pair<std::string, std::string>, TokenBlock> tokens_ GUARDED_BY(mu_);
   std::map<std::string, int64_t, std::less<>> min_seqs_ GUARDED_BY(mu_);
 };
 

@@ -6,6 +6,7 @@
 #include <cppconn/resultset.h>
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <map>
 #include <memory>
@@ -156,6 +157,72 @@ void CreateAndReserve(MysqlConn& c, const std::vector<ReserveRequest>& requests,
   }
 }
 
+namespace {
+
+// (key, token) -> the range recorded under it.
+using TokenRanges = std::map<std::pair<std::string, std::string>, std::pair<int64_t, int64_t>>;
+
+// The ranges recorded under the tokens of the requests `todo` names that
+// carry one. Read after their rows are locked: a concurrent batch of the
+// same key has committed its tokens by then (READ COMMITTED reads them).
+TokenRanges ReadTokens(MysqlConn& c, const std::vector<ReserveRequest>& requests,
+                       const std::vector<size_t>& todo) {
+  std::vector<const ReserveRequest*> asked;
+  for (size_t i : todo) {
+    if (!requests[i].token.empty()) asked.push_back(&requests[i]);
+  }
+  TokenRanges out;
+  for (size_t at = 0; at < asked.size(); at += kListMax) {
+    const size_t n = std::min(kListMax, asked.size() - at);
+    std::string sql = "SELECT biz_tag, token, first_id, last_id FROM seqd_block_token WHERE ";
+    for (size_t j = 0; j < n; ++j) {
+      sql += j ? " OR (biz_tag = " : "(biz_tag = ";
+      AppendUtf8Literal(sql, asked[at + j]->key);
+      sql += " AND token = ";
+      AppendUtf8Literal(sql, asked[at + j]->token);
+      sql += ')';
+    }
+    std::unique_ptr<sql::ResultSet> rs(c.Plain().executeQuery(sql));
+    while (rs->next()) {
+      out[{rs->getString(1).asStdString(), rs->getString(2).asStdString()}] = {rs->getInt64(3),
+                                                                               rs->getInt64(4)};
+    }
+  }
+  return out;
+}
+
+// Records each new tokened range of `requests` (out[i] reserved now).
+void InsertTokens(MysqlConn& c, const std::vector<ReserveRequest>& requests, const Slots& out,
+                  const std::vector<size_t>& todo) {
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  std::vector<size_t> fresh;
+  for (size_t i : todo) {
+    if (!requests[i].token.empty() && out[i] && *out[i] && !(*out[i])->replayed) {
+      fresh.push_back(i);
+    }
+  }
+  for (size_t at = 0; at < fresh.size(); at += kListMax) {
+    const size_t n = std::min(kListMax, fresh.size() - at);
+    std::string sql =
+        "INSERT INTO seqd_block_token (biz_tag, token, first_id, last_id, created_ms) VALUES ";
+    for (size_t j = 0; j < n; ++j) {
+      const size_t i = fresh[at + j];
+      const ReservedSegment& range = **out[i];
+      sql += j ? ",(" : "(";
+      AppendUtf8Literal(sql, requests[i].key);
+      sql += ',';
+      AppendUtf8Literal(sql, requests[i].token);
+      sql += ',' + std::to_string(range.first) + ',' + std::to_string(range.last) + ',' +
+             std::to_string(now_ms) + ')';
+    }
+    c.Update(sql);
+  }
+}
+
+}  // namespace
+
 // The requests not done at once: rows locked and read, the cluster fences
 // written, the new max_ids set. Fills out[i] for each !at_once[i].
 void ReserveRows(MysqlConn& c, const std::vector<ReserveRequest>& requests,
@@ -225,11 +292,23 @@ void ReserveRows(MysqlConn& c, const std::vector<ReserveRequest>& requests,
     f.setInt64(3, shard_epoch.second);
     fence.held = f.executeUpdate() > 0;
   }
+  const TokenRanges tokens = ReadTokens(c, requests, todo);
   for (size_t i : todo) {
     const ReserveRequest& r = requests[i];
     Row* row = row_of[i];
+    const auto recorded = r.token.empty() ? tokens.end()
+                                          : tokens.find({r.key, std::string(r.token)});
     if (r.step && *r.step <= 0) {
       out[i] = MakeError(ErrorCode::kInvalidArgument, "mysql reserve: step must be > 0");
+    } else if (!r.token.empty() && !r.step) {
+      out[i] = MakeError(ErrorCode::kInvalidArgument, "a token needs a count");
+    } else if (recorded != tokens.end()) {
+      const auto [first, last] = recorded->second;
+      if (last - first + 1 != *r.step) {
+        out[i] = MakeError(ErrorCode::kInvalidArgument, "token already used with another count");
+      } else {
+        out[i] = ReservedSegment{first, last, row ? row->step : 0, true};
+      }
     } else if (r.fence && !fence_held[{r.fence->shard, r.fence->epoch}].held) {
       out[i] = MakeError(ErrorCode::kNotServing, "shard " + std::to_string(r.fence->shard) +
                                                      " is no longer held by this instance");
@@ -260,6 +339,7 @@ void ReserveRows(MysqlConn& c, const std::vector<ReserveRequest>& requests,
     }
     set.executeUpdate();
   }
+  InsertTokens(c, requests, out, todo);
 }
 
 }  // namespace seqd::mysql_leaf

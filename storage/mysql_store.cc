@@ -98,6 +98,7 @@ Status MysqlStore::EnsureSchema() {
     std::unique_ptr<sql::Statement> s(c.conn->createStatement());
     s->execute(kCreateTable);
     s->execute(MinSeqTableSql());
+    s->execute(BlockTokenTableSql());
     c.Commit();
     return Ok{};
   });
@@ -209,7 +210,9 @@ void MysqlStore::ReserveEach(const std::vector<ReserveRequest>& requests,
 }
 
 Result<ReservedSegment> MysqlStore::ReserveOne(const ReserveRequest& r) {
-  if (r.create_step <= 0) return ReserveImpl(r.key, r.step, r.fence ? &*r.fence : nullptr);
+  if (r.create_step <= 0 && r.token.empty()) {
+    return ReserveImpl(r.key, r.step, r.fence ? &*r.fence : nullptr);
+  }
   return std::move(ReserveBatch({r}, std::nullopt)->front());  // never nullopt without a wait
 }
 

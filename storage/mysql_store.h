@@ -90,6 +90,9 @@ class MysqlStore final : public SegmentStore {
                     uint32_t* refused_shard = nullptr) override;
   // The CREATE TABLE of seqd_min_seq (EnsureSchema runs it).
   static const char* MinSeqTableSql();
+  // seqd_block_token (mysql_block_tokens.cc), and its CREATE TABLE.
+  Result<int64_t> PruneBlockTokens(int64_t before_unix_ms) override;
+  static const char* BlockTokenTableSql();
   Status Ping() override;
   // Prepares the statements of a reservation (one key, or a batch of up
   // to four; fenced too) on a pooled connection, opening it if the pool

@@ -39,7 +39,13 @@ struct ReservedSegment {
   int64_t first = 0;
   int64_t last = 0;
   int64_t table_step = 0;  // the row's configured step after the reservation
+  // The range was recorded earlier under the request's token (a retry):
+  // nothing was reserved now.
+  bool replayed = false;
 };
+
+// Longest ReserveRequest::token, in bytes.
+inline constexpr size_t kMaxBlockTokenLength = 64;
 
 // One reservation of a batch (SegmentStore::ReserveMany).
 struct ReserveRequest {
@@ -48,10 +54,19 @@ struct ReserveRequest {
   std::optional<ShardFence> fence;  // as ReserveFenced if set
   // > 0: the row is created first if it is missing (max_id 1, this step,
   // `create_description`), as CreateKeys would, in the same transaction as
-  // the reservation where the store can (then the row's step is reserved:
-  // `step` must be nullopt). The row of a key that exists is left as it is.
+  // the reservation where the store can; the range is then `step` long, or
+  // the row's step if `step` is nullopt. The row of a key that exists is
+  // left as it is.
   int64_t create_step = 0;
   std::string_view create_description = {};  // must outlive the ReserveMany call
+  // Non-empty (at most kMaxBlockTokenLength bytes; REQUIRES `step`): an
+  // idempotent block. If the store holds a range of this key under this
+  // token, that range is the answer (replayed), nothing is reserved, and a
+  // `step` other than its length is kInvalidArgument. Else the range is
+  // reserved and recorded under the token in the same transaction, so a
+  // retry whose first answer was lost gets the same range. Must outlive the
+  // ReserveMany call. Stores without tokens answer kFailedPrecondition.
+  std::string_view token = {};
 };
 
 // One key's durable min seq (SegmentStore::SetMinSeqs): the table
@@ -108,9 +123,22 @@ class SegmentStore {
     std::vector<Result<ReservedSegment>> out;
     out.reserve(requests.size());
     for (const ReserveRequest& r : requests) {
+      if (!r.token.empty()) {
+        out.push_back(MakeError(ErrorCode::kFailedPrecondition, "this store has no block tokens"));
+        continue;
+      }
       out.push_back(r.fence ? ReserveFenced(r.key, r.step, *r.fence) : Reserve(r.key, r.step));
     }
     return out;
+  }
+
+  // Forgets the ranges recorded under tokens (ReserveRequest::token) before
+  // `before_unix_ms` (the store's own clock), so a retry after that is a
+  // new request. Returns how many were forgotten; 0 for a store without
+  // tokens.
+  virtual Result<int64_t> PruneBlockTokens(int64_t before_unix_ms) {
+    (void)before_unix_ms;
+    return int64_t{0};
   }
 
   // ReserveMany, handing each request's result to `landed(i, result)`

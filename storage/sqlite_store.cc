@@ -26,7 +26,16 @@ constexpr const char* kCreateTable =
     // Issue 30: OpenIM's per-key min seq, beside (never in) Leaf's table.
     "CREATE TABLE IF NOT EXISTS seqd_min_seq ("
     "biz_tag VARCHAR(128) PRIMARY KEY, "
-    "min_seq BIGINT NOT NULL)";
+    "min_seq BIGINT NOT NULL);"
+    // Blocks recorded under client tokens (ReserveRequest::token).
+    "CREATE TABLE IF NOT EXISTS seqd_block_token ("
+    "biz_tag VARCHAR(128) NOT NULL, "
+    "token VARCHAR(64) NOT NULL, "
+    "first_id BIGINT NOT NULL, "
+    "last_id BIGINT NOT NULL, "
+    "created_ms BIGINT NOT NULL, "
+    "PRIMARY KEY (biz_tag, token)) WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS seqd_block_token_created ON seqd_block_token (created_ms)";
 
 // Same text format as CURRENT_TIMESTAMP, with milliseconds, in UTC.
 #define SEQD_SQLITE_NOW "strftime('%Y-%m-%d %H:%M:%f', 'now')"
@@ -48,6 +57,9 @@ enum StmtId {
   kMinSeqUpsert,
   kReserveReturning,
   kCreateOrReserve,
+  kTokenSelect,
+  kTokenInsert,
+  kTokenPrune,
   kNumFixedStmts,
   // Then kInsertNewRows + i: new rows, 2^i per statement (NewRowsSql).
   kInsertNewRows = kNumFixedStmts,
@@ -94,6 +106,12 @@ const char* const kFixedSql[kNumFixedStmts] = {
     "ON CONFLICT(biz_tag) DO UPDATE SET max_id = max_id + COALESCE(?2, step), update_time = ?5"
     " WHERE max_id <= 9223372036854775807 - COALESCE(?2, step)"
     " RETURNING max_id, step",
+    /* kTokenSelect */
+    "SELECT first_id, last_id FROM seqd_block_token WHERE biz_tag = ?1 AND token = ?2",
+    /* kTokenInsert */
+    "INSERT INTO seqd_block_token (biz_tag, token, first_id, last_id, created_ms) "
+    "VALUES (?1, ?2, ?3, ?4, ?5)",
+    /* kTokenPrune */ "DELETE FROM seqd_block_token WHERE created_ms < ?1",
 };
 
 // `rows` new rows with their first segments, each given as (key, max_id
@@ -124,6 +142,12 @@ std::span<const char* const> StoreSql() {
     return out;
   }();
   return table;
+}
+
+int64_t UnixMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 // Now as SEQD_SQLITE_NOW writes it ("2026-11-28 05:57:00.123", UTC): one
@@ -275,8 +299,8 @@ Status SqliteStore::InsertNewRowsLocked(const std::vector<ReserveRequest>& reque
   for (size_t i = 0; i < requests.size(); ++i) {
     const ReserveRequest& r = requests[i];
     const int64_t by = r.step.value_or(r.create_step);
-    if (r.create_step > 0 && !r.fence && by > 0 && by < std::numeric_limits<int64_t>::max() &&
-        asked[r.key] == 1) {
+    if (r.create_step > 0 && !r.fence && r.token.empty() && by > 0 &&
+        by < std::numeric_limits<int64_t>::max() && asked[r.key] == 1) {
       picked.push_back(i);
     }
   }
@@ -330,6 +354,51 @@ Status SqliteStore::ReserveOneLocked(const ReserveRequest& r, const std::string&
     out.push_back(MakeError(ErrorCode::kInvalidArgument, "sqlite reserve: step must be > 0"));
     return OkStatus();
   }
+  if (!r.token.empty()) return ReserveTokenedLocked(r, now, out);
+  return ReserveRowLocked(r, now, out);
+}
+
+Status SqliteStore::ReserveTokenedLocked(const ReserveRequest& r, const std::string& now,
+                                         std::vector<Result<ReservedSegment>>& out) {
+  if (!r.step) {
+    out.push_back(MakeError(ErrorCode::kInvalidArgument, "a token needs a count"));
+    return OkStatus();
+  }
+  {
+    auto sel = db_.Stmt(kTokenSelect, "reserve many (token)");
+    if (!sel.ok()) return sel.error();
+    SqliteResetOnExit reset(*sel);
+    SqliteBindText(*sel, 1, r.key);
+    SqliteBindText(*sel, 2, r.token);
+    const int rc = sqlite3_step(*sel);
+    if (rc == SQLITE_ROW) {
+      ReservedSegment range{sqlite3_column_int64(*sel, 0), sqlite3_column_int64(*sel, 1), 0, true};
+      if (range.last - range.first + 1 != *r.step) {
+        out.push_back(
+            MakeError(ErrorCode::kInvalidArgument, "token already used with another count"));
+      } else {
+        out.push_back(range);
+      }
+      return OkStatus();
+    }
+    if (rc != SQLITE_DONE) return db_.SqlError(rc, "reserve many (token)");
+  }
+  if (Status st = ReserveRowLocked(r, now, out); !st.ok()) return st;
+  if (!out.back()) return OkStatus();
+  auto ins = db_.Stmt(kTokenInsert, "reserve many (token insert)");
+  if (!ins.ok()) return ins.error();
+  SqliteResetOnExit reset(*ins);
+  SqliteBindText(*ins, 1, r.key);
+  SqliteBindText(*ins, 2, r.token);
+  sqlite3_bind_int64(*ins, 3, out.back()->first);
+  sqlite3_bind_int64(*ins, 4, out.back()->last);
+  sqlite3_bind_int64(*ins, 5, UnixMillis());
+  const int rc = sqlite3_step(*ins);
+  return rc == SQLITE_DONE ? OkStatus() : db_.SqlError(rc, "reserve many (token insert)");
+}
+
+Status SqliteStore::ReserveRowLocked(const ReserveRequest& r, const std::string& now,
+                                     std::vector<Result<ReservedSegment>>& out) {
   // One statement: it creates the row if asked (in this transaction) and
   // advances it, returning the new max_id and step.
   const bool create = r.create_step > 0;
@@ -516,6 +585,17 @@ Status SqliteStore::SetMinSeqs(const std::vector<MinSeqValue>& values,
   Status st = db_.Commit("set min seqs (commit)");
   if (!st.ok()) db_.Rollback();
   return st;
+}
+
+Result<int64_t> SqliteStore::PruneBlockTokens(int64_t before_unix_ms) {
+  MutexLock lock(mu_);
+  auto stmt = db_.Stmt(kTokenPrune, "prune tokens");
+  if (!stmt.ok()) return stmt.error();
+  SqliteResetOnExit reset(*stmt);
+  sqlite3_bind_int64(*stmt, 1, before_unix_ms);
+  const int rc = sqlite3_step(*stmt);
+  if (rc != SQLITE_DONE) return db_.SqlError(rc, "prune tokens");
+  return static_cast<int64_t>(sqlite3_changes(db_.handle()));
 }
 
 Status SqliteStore::Ping() {

@@ -54,6 +54,7 @@ class SqliteStore final : public SegmentStore {
   Result<std::vector<int64_t>> GetMinSeqs(const std::vector<std::string>& keys) override;
   Status SetMinSeqs(const std::vector<MinSeqValue>& values, const std::vector<ShardFence>& fences,
                     uint32_t* refused_shard = nullptr) override;
+  Result<int64_t> PruneBlockTokens(int64_t before_unix_ms) override;
   Status Ping() override;
 
  private:
@@ -67,6 +68,12 @@ class SqliteStore final : public SegmentStore {
   // In ReserveMany's transaction: request `r`'s result appended to `out`;
   // an error of the statement itself fails the batch.
   Status ReserveOneLocked(const ReserveRequest& r, const std::string& now,
+                          std::vector<Result<ReservedSegment>>& out) REQUIRES(mu_);
+  // ReserveOneLocked's two ways: with a block token (the recorded range,
+  // or a new one recorded), and the row advanced (created if asked).
+  Status ReserveTokenedLocked(const ReserveRequest& r, const std::string& now,
+                              std::vector<Result<ReservedSegment>>& out) REQUIRES(mu_);
+  Status ReserveRowLocked(const ReserveRequest& r, const std::string& now,
                           std::vector<Result<ReservedSegment>>& out) REQUIRES(mu_);
   // Reads the row for `key`; kUnknownKey if absent.
   Result<KeyRow> SelectOneLocked(std::string_view key, const char* op) REQUIRES(mu_);

@@ -70,6 +70,11 @@ Result<std::vector<int64_t>> SheddingSegmentStore::GetMinSeqs(
   return inner_->GetMinSeqs(keys);
 }
 
+Result<int64_t> SheddingSegmentStore::PruneBlockTokens(int64_t before_unix_ms) {
+  if (ShedThisThread()) return ShedError();
+  return inner_->PruneBlockTokens(before_unix_ms);
+}
+
 Status SheddingSegmentStore::SetMinSeqs(const std::vector<MinSeqValue>& values,
                                         const std::vector<ShardFence>& fences,
                                         uint32_t* refused_shard) {

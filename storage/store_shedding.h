@@ -52,6 +52,7 @@ class SheddingSegmentStore final : public SegmentStore {
   Result<std::vector<int64_t>> GetMinSeqs(const std::vector<std::string>& keys) override;
   Status SetMinSeqs(const std::vector<MinSeqValue>& values, const std::vector<ShardFence>& fences,
                     uint32_t* refused_shard = nullptr) override;
+  Result<int64_t> PruneBlockTokens(int64_t before_unix_ms) override;
   Status Ping() override;
   Status Warm() override;
 

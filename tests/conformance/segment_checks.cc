@@ -543,6 +543,65 @@ void CheckMinSeqs(Backend& b) {
   CHECK(get(b.store(), {a, upper, c}) == std::vector<int64_t>{3, 9, 0});
 }
 
+void CheckBlockTokens(Backend& b) {
+  SegmentStore& s = b.store();
+  const std::string k = UniqueName("tok-a");
+  const std::string other = UniqueName("tok-b");
+  const std::string fresh = UniqueName("tok-new");
+  auto request = [](const std::string& key, int64_t step, std::string_view token,
+                    int64_t create_step = 0) {
+    ReserveRequest r{key, step, {}, create_step, "tokens"};
+    r.token = token;
+    return r;
+  };
+  REQUIRE_OK(s.CreateKey(k, 100, ""));
+  REQUIRE_OK(s.CreateKey(other, 100, ""));
+  // Exact steps, each recorded under its token; a new row made in the same
+  // call starts at 1 with exactly the step asked.
+  auto got = s.ReserveMany({request(k, 3, "t1"), request(k, 2, "t2"), request(other, 4, "t1"),
+                            request(fresh, 5, "t1", 50)});
+  REQUIRE(got.size() == 4);
+  CheckSegment(got[0], 1, 3, 100);
+  CheckSegment(got[1], 4, 5, 100);
+  CheckSegment(got[2], 1, 4, 100);
+  CheckSegment(got[3], 1, 5, 50);
+  for (const auto& r : got) CHECK_FALSE(r->replayed);
+  // Again: the same ranges, replayed, nothing reserved; mixed with a new
+  // request of the same key in the same batch, which continues after.
+  auto again = s.ReserveMany({request(k, 3, "t1"), request(k, 1, "t3"), request(fresh, 5, "t1", 50),
+                              request(k, 2, "t2")});
+  REQUIRE(again.size() == 4);
+  CHECK((again[0]->first == 1 && again[0]->last == 3 && again[0]->replayed));
+  CHECK((again[1]->first == 6 && again[1]->last == 6 && !again[1]->replayed));
+  CHECK((again[2]->first == 1 && again[2]->last == 5 && again[2]->replayed));
+  CHECK((again[3]->first == 4 && again[3]->last == 5 && again[3]->replayed));
+  auto row = s.GetKey(k);
+  REQUIRE_OK(row);
+  CHECK(row->max_id == 7);
+  // Another count under a known token is refused; the batch's others go on.
+  auto mismatch = s.ReserveMany({request(k, 4, "t1"), request(k, 1, "t4")});
+  REQUIRE(mismatch.size() == 2);
+  CHECK_ERR(mismatch[0], ErrorCode::kInvalidArgument);
+  CheckSegment(mismatch[1], 7, 7, 100);
+  // A token of a key that has no row: unknown, and nothing recorded.
+  auto missing = s.ReserveMany({request(UniqueName("tok-missing"), 1, "t1")});
+  CHECK_ERR(missing[0], ErrorCode::kUnknownKey);
+  // Tokens compare byte for byte.
+  auto cased = s.ReserveMany({request(k, 3, "T1")});
+  CheckSegment(cased[0], 8, 10, 100);
+  CHECK_FALSE(cased[0]->replayed);
+  // Pruned, a token is new again.
+  Result<int64_t> pruned = s.PruneBlockTokens(INT64_MAX);
+  REQUIRE_OK(pruned);
+  CHECK(*pruned >= 7);
+  auto after = s.ReserveMany({request(k, 3, "t1")});
+  CheckSegment(after[0], 11, 13, 100);
+  CHECK_FALSE(after[0]->replayed);
+  // Nothing younger than the cut is pruned.
+  REQUIRE_OK(s.PruneBlockTokens(0));
+  CHECK(s.ReserveMany({request(k, 3, "t1")})[0]->replayed);
+}
+
 void CheckLeafCreatedTable(Backend& b) {
   b.InstallLeafTable();
   SegmentStore& s = b.store();

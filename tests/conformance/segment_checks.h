@@ -28,6 +28,7 @@ void CheckConcurrentCreates(Backend& b);
 void CheckConcurrentDisjoint(Backend& b);
 void CheckPersistence(Backend& b);
 void CheckMinSeqs(Backend& b);
+void CheckBlockTokens(Backend& b);
 void CheckLeafCreatedTable(Backend& b);
 
 }  // namespace seqd::conformance
@@ -72,6 +73,10 @@ void CheckLeafCreatedTable(Backend& b);
   TEST_CASE(NAME ": min seqs: 0 until set, set in one call, shared, durable") {         \
     BACKEND b;                                                                          \
     CheckMinSeqs(b);                                                                    \
+  }                                                                                     \
+  TEST_CASE(NAME ": block tokens: replayed, per key, with exact steps, pruned") {       \
+    BACKEND b;                                                                          \
+    CheckBlockTokens(b);                                                                \
   }                                                                                     \
   TEST_CASE(NAME ": a table created by Leaf works as-is") {                             \
     BACKEND b;                                                                          \
