@@ -21,7 +21,7 @@ void AppendOk(std::string& out, Opcode opcode, uint32_t request_id, std::string_
 
 }  // namespace
 
-bool IsIdOpcode(uint8_t opcode) { return opcode >= 0x05 && opcode <= 0x08; }
+bool IsIdOpcode(uint8_t opcode) { return opcode >= 0x05 && opcode <= 0x09; }
 
 std::string NextBlockRequestPayload(std::string_view key, uint32_t count,
                                     std::string_view on_behalf_of) {
@@ -49,6 +49,48 @@ std::optional<IdRangeWire> ParseNextBlockResult(std::string_view result) {
   range.last = r.I64();
   if (!r.done()) return std::nullopt;
   return range;
+}
+
+std::string NextBlockOnceRequestPayload(std::string_view key, uint32_t count,
+                                        std::string_view token, std::string_view on_behalf_of) {
+  std::string payload;
+  wire::PutStr16(payload, key);
+  Put32(payload, count);
+  payload.push_back(static_cast<char>(token.size()));
+  payload.append(token);
+  if (!on_behalf_of.empty()) {
+    payload.push_back(static_cast<char>(on_behalf_of.size()));
+    payload.append(on_behalf_of);
+  }
+  return payload;
+}
+
+std::optional<NextBlockOnceRequest> ParseNextBlockOnceRequest(std::string_view payload) {
+  // `u16 key_length, key, u32 count`, then the token, then the trailer.
+  if (payload.size() < 2) return std::nullopt;
+  const size_t key_len = (static_cast<uint8_t>(payload[0]) << 8) | static_cast<uint8_t>(payload[1]);
+  size_t at = 2 + key_len + 4;
+  if (payload.size() < at + 1) return std::nullopt;
+  NextBlockOnceRequest req;
+  req.key = payload.substr(2, key_len);
+  Reader count(payload.substr(2 + key_len, 4));
+  req.count = count.U32();
+  const size_t token_len = static_cast<uint8_t>(payload[at]);
+  if (token_len == 0 || payload.size() < at + 1 + token_len) return std::nullopt;
+  req.token = payload.substr(at + 1, token_len);
+  at += 1 + token_len;
+  if (payload.size() == at) return req;
+  const size_t behalf_len = static_cast<uint8_t>(payload[at]);
+  if (behalf_len == 0 || payload.size() != at + 1 + behalf_len) return std::nullopt;
+  req.on_behalf_of = payload.substr(at + 1, behalf_len);
+  return req;
+}
+
+void AppendOkNextBlockOnce(std::string& out, uint32_t request_id, int64_t first, int64_t last) {
+  std::string result;
+  Put64(result, first);
+  Put64(result, last);
+  AppendOk(out, kOpNextBlockOnce, request_id, result);
 }
 
 std::string KeyListPayload(const std::vector<std::string_view>& keys) {

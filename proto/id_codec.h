@@ -7,6 +7,8 @@
 //   0x06 MAX_IDS       request `u32 n, n × str key`   OK result `u32 n, n × i64`
 //   0x07 GET_MIN_SEQS  request `u32 n, n × str key`   OK result `u32 n, n × i64`
 //   0x08 SET_MIN_SEQS  request `u32 n, n × (str key, i64 min_seq)`  OK result empty
+//   0x09 NEXT_BLOCK_ONCE request `str key, u32 count, u8 m, token`
+//                      [`u8 n, on_behalf_of`]   OK result as NEXT_BLOCK's
 //
 // Big-endian like the rest of the protocol; `str` is `u16 length, bytes`.
 // Parsers are strict: a payload that is not exactly the encoding is
@@ -32,8 +34,9 @@ inline constexpr Opcode kOpNextBlock = static_cast<Opcode>(0x05);
 inline constexpr Opcode kOpMaxIds = static_cast<Opcode>(0x06);
 inline constexpr Opcode kOpGetMinSeqs = static_cast<Opcode>(0x07);
 inline constexpr Opcode kOpSetMinSeqs = static_cast<Opcode>(0x08);
+inline constexpr Opcode kOpNextBlockOnce = static_cast<Opcode>(0x09);
 
-// True for 0x05..0x08.
+// True for 0x05..0x09.
 bool IsIdOpcode(uint8_t opcode);
 
 // --- NEXT_BLOCK (0x05): the payload is NEXT_IDS's --------------------------------
@@ -46,6 +49,25 @@ std::string NextBlockRequestPayload(std::string_view key, uint32_t count,
 void AppendOkNextBlock(std::string& out, uint32_t request_id, int64_t first, int64_t last);
 // nullopt unless `result` is exactly 16 bytes.
 std::optional<IdRangeWire> ParseNextBlockResult(std::string_view result);
+
+// --- NEXT_BLOCK_ONCE (0x09): NEXT_BLOCK with an idempotency token -----------------
+
+struct NextBlockOnceRequest {
+  std::string_view key;    // points into the payload
+  uint32_t count = 0;
+  std::string_view token;  // 1 to 255 bytes (the server checks its own limit)
+  std::string_view on_behalf_of;  // as NextIdsRequest's; empty when absent
+};
+// REQUIRES: key fits a u16 length, token 1..255 bytes, on_behalf_of at
+// most kMaxOnBehalfOf bytes.
+std::string NextBlockOnceRequestPayload(std::string_view key, uint32_t count,
+                                        std::string_view token,
+                                        std::string_view on_behalf_of = {});
+// nullopt unless `payload` is exactly the encoding (a token of 0 bytes
+// does not parse).
+std::optional<NextBlockOnceRequest> ParseNextBlockOnceRequest(std::string_view payload);
+// Appends a whole OK response frame of NEXT_BLOCK_ONCE: `i64 first, i64 last`.
+void AppendOkNextBlockOnce(std::string& out, uint32_t request_id, int64_t first, int64_t last);
 
 // --- MAX_IDS (0x06), GET_MIN_SEQS (0x07) -----------------------------------------
 

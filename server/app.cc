@@ -235,6 +235,7 @@ struct App::Parts {
   std::optional<MessageService> messages;
   std::optional<PushRelay> relay;  // cluster mode only
   std::optional<SegmentAllocator> allocator;
+  std::optional<DenseAllocator> dense;
   std::optional<KeyRouter> key_router;
   std::optional<KeyAdmin> admin;
   std::optional<SnowflakeGenerator> snowflake;
@@ -341,12 +342,16 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
   allocator_options.gate = p->cluster.get();
   p->allocator.emplace(*p->stores.segments, *p->db, p->clock, KeyRules(config.auto_keys),
                        allocator_options);
+  DenseOptions dense_options = ToDenseOptions(config);
+  dense_options.gate = p->cluster.get();
+  p->dense.emplace(*p->stores.segments, *p->db, p->clock, KeyRules(config.auto_keys),
+                   dense_options);
   if (p->cluster) {
     p->relay.emplace(*p->messages, *p->cluster, *p->peers);
     p->key_router.emplace(*p->allocator, *p->messages, *p->cluster, *p->peers, *p->relay, p->clock,
-                          &*p->cluster_metrics);
+                          &*p->cluster_metrics, &*p->dense);
   } else {
-    p->key_router.emplace(*p->allocator, *p->messages);
+    p->key_router.emplace(*p->allocator, *p->messages, &*p->dense);
   }
   p->admin.emplace(*p->stores.segments, *p->db, *p->allocator);
   snowflake_options.metrics = &p->metrics;
@@ -499,6 +504,17 @@ int App::Run() {
                          SEQD_LOG(kDebug) << "evicted " << n << " idle keys";
                        }
                      });
+  // Dense keys' request tokens older than their retention are forgotten.
+  const auto retention = std::chrono::seconds(p.config.dense_token_retention_s);
+  PeriodicTask prune_tokens(p.io, std::min<std::chrono::seconds>(std::chrono::hours(1), retention / 4),
+                            [&p, retention] {
+                              p.dense->PruneTokens(retention, [](Result<int64_t> pruned) {
+                                if (!pruned) {
+                                  SEQD_LOG(kWarn) << "pruning dense tokens failed: "
+                                                  << pruned.error().message;
+                                }
+                              });
+                            });
   // Cluster mode: push relays follow their conversations' owners.
   std::optional<PeriodicTask> relay;
   if (p.relay) relay.emplace(p.io, std::chrono::milliseconds(100), [&p] { p.relay->Reconcile(); });
@@ -543,6 +559,7 @@ int App::Run() {
     if (ec) return;
     SEQD_LOG(kInfo) << "signal " << sig << ": draining";
     evict.Cancel();
+    prune_tokens.Cancel();
     trim.Cancel();
     refresh.Cancel();
     hangup.cancel();
@@ -553,6 +570,7 @@ int App::Run() {
       const int listeners = 1 + (p.admin_http ? 1 : 0) + (p.binary ? 1 : 0) + (p.resp ? 1 : 0);
       auto latch = std::make_shared<DrainLatch>(listeners, [&p] {
         p.allocator->Shutdown();
+        p.dense->Shutdown();
         p.messages->Shutdown();
         p.snowflake->Shutdown();
         if (p.peers) p.peers->Close();

@@ -26,6 +26,15 @@ AllocatorOptions ToAllocatorOptions(const Config& c) {
   return o;
 }
 
+DenseOptions ToDenseOptions(const Config& c) {
+  DenseOptions o;
+  o.max_count = c.dense_max_count;
+  o.auto_create_rate = static_cast<double>(c.auto_create_rate);
+  o.auto_create_burst = static_cast<double>(c.auto_create_burst);
+  o.reservation_flushes = static_cast<size_t>(std::max<int64_t>(1, c.db_threads / 2));
+  return o;
+}
+
 HttpOptions ToHttpOptions(const Config& c) {
   HttpOptions o;
   o.address = c.http_address;

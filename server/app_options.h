@@ -9,6 +9,7 @@
 
 #include "server/cluster/cluster_node.h"
 #include "server/config/config.h"
+#include "server/core/dense_allocator.h"
 #include "server/core/segment_allocator.h"
 #include "server/http/api_router.h"
 #include "server/http/http_server.h"
@@ -20,6 +21,7 @@
 namespace seqd {
 
 AllocatorOptions ToAllocatorOptions(const Config& c);
+DenseOptions ToDenseOptions(const Config& c);
 HttpOptions ToHttpOptions(const Config& c);
 // Event streams and long-polls; `clock` runs their timers.
 StreamOptions ToStreamOptions(const Config& c, Clock* clock);

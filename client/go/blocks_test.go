@@ -3,6 +3,7 @@ package seqd
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -147,5 +148,68 @@ func TestMinSeqs(t *testing.T) {
 	}
 	if err := c.SetMinSeqs(ctx, nil); err != nil {
 		t.Fatalf("empty: %v", err)
+	}
+}
+
+// NEXT_BLOCK_ONCE on a dense key: blocks 1..N with no hole from many
+// goroutines, a token sent again gets its block back, and the server's
+// refusals come back as errors with their codes.
+func TestNextBlockOnceDenseAndIdempotent(t *testing.T) {
+	_, c := startClient(t, "--auto-keys", "dk_:50:dense,sk_:50")
+	ctx := ctxT(t, 30*time.Second)
+	var mu sync.Mutex
+	var blocks []Range
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 25; i++ {
+				n := 1 + (g*7+i*13)%9
+				token := fmt.Sprintf("g%d-i%d", g, i)
+				first, last, err := c.NextBlockOnce(ctx, "dk_go", n, token)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				// The same request again: the same block.
+				again1, again2, err := c.NextBlockOnce(ctx, "dk_go", n, token)
+				if err != nil || again1 != first || again2 != last {
+					t.Errorf("retry of %s: %d..%d, %v; first answer %d..%d", token, again1, again2, err, first, last)
+				}
+				mu.Lock()
+				blocks = append(blocks, Range{first, last})
+				mu.Unlock()
+			}
+		}(g)
+	}
+	wg.Wait()
+	sort.Slice(blocks, func(i, j int) bool { return blocks[i].First < blocks[j].First })
+	next := int64(1)
+	for _, b := range blocks {
+		if b.First != next {
+			t.Fatalf("block %d..%d where %d was next: a hole or an overlap", b.First, b.Last, next)
+		}
+		next = b.Last + 1
+	}
+	max, err := c.MaxIDs(ctx, []string{"dk_go"})
+	if err != nil || max[0] != next-1 {
+		t.Fatalf("MaxIDs = %v, %v; want %d", max, err, next-1)
+	}
+	for _, bad := range []struct {
+		key, token string
+		count      int
+	}{
+		{"dk_go", "g0-i0", 100}, // another count
+		{"dk_go", "has space", 1},
+		{"sk_segment", "tok", 1}, // a segment key
+	} {
+		_, _, err := c.NextBlockOnce(ctx, bad.key, bad.count, bad.token)
+		if !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("NextBlockOnce(%q, %d, %q) = %v, want invalid argument", bad.key, bad.count, bad.token, err)
+		}
+	}
+	if _, _, err := c.NextBlockOnce(ctx, "dk_go", 1, ""); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("an empty token: %v", err)
 	}
 }

@@ -315,6 +315,8 @@ func opName(op byte) string {
 		return "NEXT_IDS"
 	case opNextBlock:
 		return "NEXT_BLOCK"
+	case opNextBlockOnce:
+		return "NEXT_BLOCK_ONCE"
 	case opMaxIDs:
 		return "MAX_IDS"
 	case opGetMinSeqs:

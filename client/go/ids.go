@@ -113,6 +113,43 @@ func (c *Client) NextBlock(ctx context.Context, key string, count int) (first, l
 	return first, last, nil
 }
 
+// NextBlockOnce is NextBlock made idempotent by token (NEXT_BLOCK_ONCE; a
+// dense key only, see docs/dense-keys.md): the same key, token and count
+// always get the same first..last, so the call's own retries, and a caller
+// that calls again after an error with the same token, never leave a hole.
+// token is 1 to 64 printable ASCII bytes without spaces, unique per key
+// (a random hex string will do).
+func (c *Client) NextBlockOnce(ctx context.Context, key string, count int, token string) (first, last int64, err error) {
+	if count < 1 || count > 0xFFFFFFFF {
+		return 0, 0, errorf(CodeInvalidArgument, "count must be at least 1")
+	}
+	if len(token) == 0 || len(token) > 255 {
+		return 0, 0, errorf(CodeInvalidArgument, "token must be 1 to 64 printable ASCII bytes")
+	}
+	var e enc
+	e.str(key)
+	e.u32(uint32(count))
+	e.u8(uint8(len(token)))
+	e.b = append(e.b, token...)
+	p, err := e.payload()
+	if err != nil {
+		return 0, 0, err
+	}
+	res, err := c.callKeyed(ctx, key, opNextBlockOnce, p)
+	if err != nil {
+		return 0, 0, err
+	}
+	d := dec{b: res}
+	first, last = d.i64(), d.i64()
+	if err := d.done("NEXT_BLOCK_ONCE"); err != nil {
+		return 0, 0, err
+	}
+	if last-first+1 != int64(count) {
+		return 0, 0, errorf(CodeProtocol, "NEXT_BLOCK_ONCE answered %d..%d for %d IDs", first, last, count)
+	}
+	return first, last, nil
+}
+
 // firstKey is the key a list op is routed by (its first), "" for none.
 func firstKey(keys []string) string {
 	if len(keys) == 0 {

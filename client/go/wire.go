@@ -31,6 +31,7 @@ const (
 	opMaxIDs        byte = 0x06
 	opGetMinSeqs    byte = 0x07
 	opSetMinSeqs    byte = 0x08
+	opNextBlockOnce byte = 0x09
 	opSnowflake     byte = 0x10
 	opSnowflakeDec  byte = 0x11
 	opSend          byte = 0x20

@@ -54,6 +54,34 @@ void AsyncClient::NextBlockOnBehalf(std::string key, uint32_t count, std::string
       std::move(key));
 }
 
+void AsyncClient::NextBlockOnce(std::string key, uint32_t count, std::string token,
+                                Done<IdRange> done) {
+  NextBlockOnceOnBehalf(std::move(key), count, std::move(token), std::string(), std::move(done));
+}
+
+void AsyncClient::NextBlockOnceOnBehalf(std::string key, uint32_t count, std::string token,
+                                        std::string on_behalf_of, Done<IdRange> done) {
+  if (key.size() > kMaxKeyBytes || on_behalf_of.size() > proto::kMaxOnBehalfOf ||
+      token.empty() || token.size() > 255) {
+    return impl_->Deliver(std::move(done),
+                          ClientResult<IdRange>(StatusCode::kInvalidArgument,
+                                                "key, token or on_behalf_of empty or too long"));
+  }
+  std::string body = proto::NextBlockOnceRequestPayload(key, count, token, on_behalf_of);
+  impl_->SubmitRaw(
+      proto::kOpNextBlockOnce, std::move(body),
+      [count, done = std::move(done)](ClientResult<std::string> raw) {
+        using R = ClientResult<IdRange>;
+        if (!raw.ok()) return done(R(raw.code(), raw.message()));
+        std::optional<proto::IdRangeWire> r = proto::ParseNextBlockResult(*raw);
+        if (!r || r->last - r->first + 1 != static_cast<int64_t>(count)) {
+          return done(R(StatusCode::kProtocol, "malformed NEXT_BLOCK_ONCE result"));
+        }
+        done(R(IdRange{r->first, r->last}));
+      },
+      std::move(key));
+}
+
 void AsyncClient::MaxIds(std::vector<std::string> keys, Done<std::vector<int64_t>> done) {
   if (!KeysFit(keys)) {
     return impl_->Deliver(std::move(done), ClientResult<std::vector<int64_t>>(

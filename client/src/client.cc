@@ -97,6 +97,12 @@ ClientResult<IdRange> Client::NextBlock(const std::string& key, uint32_t count) 
       [&](auto done) { impl_->async.NextBlock(key, count, std::move(done)); });
 }
 
+ClientResult<IdRange> Client::NextBlockOnce(const std::string& key, uint32_t count,
+                                            const std::string& token) {
+  return impl_->Wait<IdRange>(
+      [&](auto done) { impl_->async.NextBlockOnce(key, count, token, std::move(done)); });
+}
+
 ClientResult<std::vector<int64_t>> Client::MaxIds(std::vector<std::string> keys) {
   return impl_->Wait<std::vector<int64_t>>(
       [&](auto done) { impl_->async.MaxIds(std::move(keys), std::move(done)); });

@@ -61,6 +61,7 @@ std::string FormatRules(const std::vector<AutoKeyRule>& rules) {
   for (const auto& r : rules) {
     if (!out.empty()) out += ",";
     out += r.prefix + ":" + std::to_string(r.step);
+    if (r.mode == KeyMode::kDense) out += ":dense";
   }
   return out;
 }
@@ -158,7 +159,9 @@ const std::vector<Option>& Options() {
       IntOption("auto_create_burst",
                 "Auto-created keys a token may create at once before auto_create_rate applies.",
                 &Config::auto_create_burst, 1, 100'000'000),
-      Option{"auto_keys", "Auto-created key rules, PREFIX:STEP[,PREFIX:STEP...]; empty disables.",
+      Option{"auto_keys",
+             "Auto-created key rules, PREFIX:STEP[:dense][,...]; :dense keys never skip an ID "
+             "(docs/dense-keys.md). Empty disables.",
              [](Config& c, std::string_view v) {
                std::vector<AutoKeyRule> rules;
                while (!v.empty()) {
@@ -173,6 +176,12 @@ const std::vector<Option>& Options() {
                return OkStatus();
              },
              [](const Config& c) { return FormatRules(c.auto_keys); }},
+      IntOption("dense_max_count", "Largest block one request of a dense key may ask for.",
+                &Config::dense_max_count, 1, 1'000'000),
+      IntOption("dense_token_retention_s",
+                "How long a dense key's request token is remembered: a retry within it gets "
+                "the same block.",
+                &Config::dense_token_retention_s, 60, 30 * 86'400),
       IntOption("http_max_header_bytes", "Largest accepted request header.",
                 &Config::http_max_header_bytes, 1024, 1 << 20),
       IntOption("http_max_body_bytes", "Largest accepted request body.",

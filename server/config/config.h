@@ -40,6 +40,8 @@ struct Config {
   int64_t auto_create_rate = 100;       // new auto-created keys per second per token; 0: no limit
   int64_t auto_create_burst = 1000;
   std::vector<AutoKeyRule> auto_keys = DefaultAutoKeyRules();
+  int64_t dense_max_count = 100'000;          // largest block per request of a dense key
+  int64_t dense_token_retention_s = 86'400;   // dense request tokens remembered this long
   int64_t http_max_header_bytes = 8192;
   int64_t http_max_body_bytes = 262144;  // a 64 KiB message payload, JSON-escaped
   int64_t http_idle_timeout_s = 30;

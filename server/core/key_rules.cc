@@ -52,13 +52,24 @@ const AutoKeyRule* KeyRules::Match(std::string_view key) const {
   return nullptr;
 }
 
-Result<AutoKeyRule> ParseAutoKeyRule(std::string_view text) {
+Result<AutoKeyRule> ParseAutoKeyRule(std::string_view full) {
+  std::string_view text = full;
+  KeyMode mode = KeyMode::kSegment;
+  for (auto [suffix, m] : {std::pair{std::string_view(":dense"), KeyMode::kDense},
+                           std::pair{std::string_view(":segment"), KeyMode::kSegment}}) {
+    if (text.ends_with(suffix)) {
+      text.remove_suffix(suffix.size());
+      mode = m;
+      break;
+    }
+  }
   const size_t colon = text.rfind(':');
   if (colon == std::string_view::npos || colon == 0) {
     return MakeError(ErrorCode::kInvalidArgument,
-                     "expected PREFIX:STEP, got '" + std::string(text) + "'");
+                     "expected PREFIX:STEP[:dense], got '" + std::string(full) + "'");
   }
   AutoKeyRule rule;
+  rule.mode = mode;
   rule.prefix = std::string(text.substr(0, colon));
   std::string_view step = text.substr(colon + 1);
   auto [ptr, ec] = std::from_chars(step.data(), step.data() + step.size(), rule.step);

@@ -26,10 +26,17 @@ inline constexpr std::string_view kReservedKeyPrefix = "seqd.";
 // True if `key` is in the reserved namespace (kReservedKeyPrefix).
 inline bool KeyIsReserved(std::string_view key) { return key.starts_with(kReservedKeyPrefix); }
 
+// How a key hands out IDs. kSegment: Leaf's segments, buffered in memory
+// (the fastest; a restart or a block that does not fit its segment skips
+// IDs). kDense: every block durable before it is answered, no ID ever
+// skipped (server/core/dense_allocator.h).
+enum class KeyMode { kSegment, kDense };
+
 // Keys starting with `prefix` are created on first use with `step`.
 struct AutoKeyRule {
   std::string prefix;
   int64_t step = 0;
+  KeyMode mode = KeyMode::kSegment;
 };
 
 // OpenIM's conversation id prefixes: single chat, group, notification.
@@ -63,7 +70,8 @@ class KeyRules {
 // one label.
 std::string KeyMetricLabel(std::string_view key, const AutoKeyRule* rule);
 
-// Parses "prefix:step" (as used by --auto-key). kInvalidArgument on error.
+// Parses "prefix:step" or "prefix:step:dense" (as used by --auto-key;
+// ":segment" is the default). kInvalidArgument on error.
 Result<AutoKeyRule> ParseAutoKeyRule(std::string_view text);
 
 }  // namespace seqd

@@ -1,5 +1,5 @@
-// ApiRouter: segment IDs, GET /seq/{key}[?count=N] and Leaf's
-// GET /api/segment/get/{key}.
+// ApiRouter: segment and dense IDs, GET /seq/{key}[?count=N][&contiguous=
+// true][&token=T] and Leaf's GET /api/segment/get/{key}.
 #include <charconv>
 #include <string>
 
@@ -93,7 +93,7 @@ void ApiRouter::HandleSeq(const std::shared_ptr<Call>& call, std::string key, bo
   int64_t count = 1;
   bool batch = false;
   if (!leaf) {
-    Result<std::optional<int64_t>> n = CountParam(call->query, services_.ids.options().max_count);
+    Result<std::optional<int64_t>> n = CountParam(call->query, services_.router.max_count());
     if (!n) return call->Reply([&] { return fail(n.error()); });
     if (*n) {
       count = **n;
@@ -110,6 +110,18 @@ void ApiRouter::HandleSeq(const std::shared_ptr<Call>& call, std::string key, bo
       }
       block = *c == "true";
     }
+  }
+  // An idempotent request of a dense key (DenseAllocator::Take); the
+  // router checks it.
+  std::string token;
+  if (std::optional<std::string_view> t = leaf ? std::nullopt : call->RawParam("token")) {
+    std::optional<std::string> decoded = PercentDecode(*t, true);
+    if (!decoded) {
+      return call->Reply([&] {
+        return fail(MakeError(ErrorCode::kInvalidArgument, "token has a malformed percent-escape"));
+      });
+    }
+    token = std::move(*decoded);
   }
   const bool text = leaf || PrefersText(call->req);
 
@@ -135,8 +147,10 @@ void ApiRouter::HandleSeq(const std::shared_ptr<Call>& call, std::string key, bo
     }
   };
   const std::string_view who = call->access ? call->access->token_id() : std::string_view();
-  if (block) return services_.router.TakeBlock(call->key, count, Hop::kMayForward, answer, who);
-  services_.router.Take(call->key, count, Hop::kMayForward, answer, who);
+  if (block) {
+    return services_.router.TakeBlock(call->key, count, Hop::kMayForward, answer, who, token);
+  }
+  services_.router.Take(call->key, count, Hop::kMayForward, answer, who, token);
 }
 
 }  // namespace seqd

@@ -1,5 +1,7 @@
 #include "server/route/key_router.h"
 
+#include <algorithm>
+
 #include "common/request_checks.h"
 #include "server/cluster/cluster_metrics.h"
 #include "server/cluster/cluster_node.h"
@@ -17,18 +19,24 @@ bool Moved(const Error& e) { return e.code == ErrorCode::kWrongOwner; }
 
 }  // namespace
 
-KeyRouter::KeyRouter(SegmentAllocator& ids, MessageService& messages)
-    : ids_(ids), messages_(messages) {}
+KeyRouter::KeyRouter(SegmentAllocator& ids, MessageService& messages, DenseAllocator* dense)
+    : ids_(ids), messages_(messages), dense_(dense) {}
 
 KeyRouter::KeyRouter(SegmentAllocator& ids, MessageService& messages, ClusterNode& cluster,
-                     PeerClients& peers, PushRelay& relay, Clock& clock, ClusterMetrics* metrics)
+                     PeerClients& peers, PushRelay& relay, Clock& clock, ClusterMetrics* metrics,
+                     DenseAllocator* dense)
     : ids_(ids),
       messages_(messages),
       cluster_(&cluster),
       peers_(&peers),
       relay_(&relay),
       clock_(&clock),
-      metrics_(metrics) {}
+      metrics_(metrics),
+      dense_(dense) {}
+
+int64_t KeyRouter::max_count() const {
+  return std::max(ids_.options().max_count, dense_ ? dense_->options().max_count : 0);
+}
 
 std::shared_ptr<KeyRouter::Attempt> KeyRouter::NewAttempt(std::string key, Hop hop) {
   auto a = std::make_shared<Attempt>();
@@ -39,44 +47,62 @@ std::shared_ptr<KeyRouter::Attempt> KeyRouter::NewAttempt(std::string key, Hop h
 }
 
 void KeyRouter::Take(std::string_view key, int64_t count, Hop hop, TakeCallback done,
-                     std::string_view requester) {
-  if (!cluster_) return ids_.Take(key, count, std::move(done), requester);
-  TakeAny(key, count, hop, std::move(done), requester, /*contiguous=*/false);
+                     std::string_view requester, std::string_view token) {
+  if (!cluster_) return TakeHere(key, count, std::move(done), requester, token, false);
+  TakeAny(key, count, hop, std::move(done), requester, token, /*contiguous=*/false);
 }
 
 void KeyRouter::TakeBlock(std::string_view key, int64_t count, Hop hop, TakeCallback done,
-                          std::string_view requester) {
-  if (!cluster_) return ids_.TakeBlock(key, count, std::move(done), requester);
-  TakeAny(key, count, hop, std::move(done), requester, /*contiguous=*/true);
+                          std::string_view requester, std::string_view token) {
+  if (!cluster_) return TakeHere(key, count, std::move(done), requester, token, true);
+  TakeAny(key, count, hop, std::move(done), requester, token, /*contiguous=*/true);
+}
+
+void KeyRouter::TakeHere(std::string_view key, int64_t count, TakeCallback done,
+                         std::string_view requester, std::string_view token, bool contiguous) {
+  if (IsDense(key)) return dense_->Take(key, count, token, std::move(done), requester);
+  if (!token.empty()) {
+    return done(MakeError(ErrorCode::kInvalidArgument, "a token is only for dense keys"));
+  }
+  if (contiguous) return ids_.TakeBlock(key, count, std::move(done), requester);
+  ids_.Take(key, count, std::move(done), requester);
 }
 
 void KeyRouter::TakeAny(std::string_view key, int64_t count, Hop hop, TakeCallback done,
-                        std::string_view requester, bool contiguous) {
+                        std::string_view requester, std::string_view token, bool contiguous) {
   // Bad requests are answered here, never forwarded.
-  if (Status s = CheckCount(count, ids_.options().max_count); !s) return done(s.error());
+  const bool dense = IsDense(key);
+  const int64_t max = dense ? dense_->options().max_count : ids_.options().max_count;
+  if (Status s = CheckCount(count, max); !s) return done(s.error());
   if (Status s = KeyRules::ValidateClientKey(key); !s) return done(s.error());
+  if (Status s = DenseAllocator::ValidateToken(token); !s) return done(s.error());
+  if (!dense && !token.empty()) {
+    return done(MakeError(ErrorCode::kInvalidArgument, "a token is only for dense keys"));
+  }
+  // A dense key's blocks are contiguous whichever op asked.
+  if (dense) contiguous = true;
   auto a = NewAttempt(std::string(key), hop);
   auto shared_done = std::make_shared<TakeCallback>(std::move(done));
   // The Attempt's calls capture what they answer with, never the Attempt
   // (no cycle); Route()'s continuation holds it while a call is pending.
   a->local = [this, k = a->key, count, shared_done, who = std::string(requester),
-              contiguous](std::function<void(bool)> next) {
+              once = std::string(token), contiguous](std::function<void(bool)> next) {
     auto answer = [shared_done, next = std::move(next)](Result<IdBatch> r) {
       if (!r && Moved(r.error())) return next(true);
       (*shared_done)(std::move(r));
       next(false);
     };
-    if (contiguous) return ids_.TakeBlock(k, count, std::move(answer), who);
-    ids_.Take(k, count, std::move(answer), who);
+    TakeHere(k, count, std::move(answer), who, once, contiguous);
   };
-  a->forward = [this, k = a->key, count, shared_done, who = std::string(requester), contiguous](
-                   const std::string& address, std::function<void(bool)> next) {
+  a->forward = [this, k = a->key, count, shared_done, who = std::string(requester),
+                once = std::string(token), contiguous](const std::string& address,
+                                                       std::function<void(bool)> next) {
     auto answer = [shared_done, next = std::move(next)](Result<IdBatch> r) {
       if (!r && Moved(r.error())) return next(true);
       (*shared_done)(std::move(r));
       next(false);
     };
-    if (contiguous) return peers_->NextBlock(address, k, count, who, std::move(answer));
+    if (contiguous) return peers_->NextBlock(address, k, count, who, once, std::move(answer));
     peers_->NextIds(address, k, count, who, std::move(answer));
   };
   a->fail = [shared_done](Error e) { (*shared_done)(std::move(e)); };

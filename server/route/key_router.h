@@ -28,6 +28,7 @@
 #include <string_view>
 
 #include "server/base/clock.h"
+#include "server/core/dense_allocator.h"
 #include "server/core/segment_allocator.h"
 #include "server/msg/message_service.h"
 
@@ -43,20 +44,28 @@ enum class Hop { kMayForward, kNoForward };
 
 class KeyRouter {
  public:
-  // Outside cluster mode. Both must outlive the router.
-  KeyRouter(SegmentAllocator& ids, MessageService& messages);
-  // Cluster mode. Every argument but `metrics` (optional) must outlive the
-  // router.
+  // Outside cluster mode. All must outlive the router; `dense` is optional
+  // (without it every key is a segment key).
+  KeyRouter(SegmentAllocator& ids, MessageService& messages, DenseAllocator* dense = nullptr);
+  // Cluster mode. Every argument but `metrics` and `dense` (optional) must
+  // outlive the router.
   KeyRouter(SegmentAllocator& ids, MessageService& messages, ClusterNode& cluster,
-            PeerClients& peers, PushRelay& relay, Clock& clock, ClusterMetrics* metrics);
+            PeerClients& peers, PushRelay& relay, Clock& clock, ClusterMetrics* metrics,
+            DenseAllocator* dense = nullptr);
 
-  // `requester`: who asks (a token id), for the allocator's limit on
-  // auto-created keys (SegmentAllocator::Take).
+  // IDs of `key`: a dense key's (DenseAllocator::IsDense) from the dense
+  // allocator, always one contiguous block; any other's from the segment
+  // allocator. `requester`: who asks (a token id), for the allocators'
+  // limit on auto-created keys. `token`: an idempotent request
+  // (DenseAllocator::Take); for a segment key it is kInvalidArgument.
   void Take(std::string_view key, int64_t count, Hop hop, TakeCallback done,
-            std::string_view requester = {});
+            std::string_view requester = {}, std::string_view token = {});
   // As Take for a contiguous block (SegmentAllocator::TakeBlock, NEXT_BLOCK).
   void TakeBlock(std::string_view key, int64_t count, Hop hop, TakeCallback done,
-                 std::string_view requester = {});
+                 std::string_view requester = {}, std::string_view token = {});
+  // The largest count Take accepts for any key (a listener's parse bound;
+  // the allocator of the key checks its own).
+  int64_t max_count() const;
   // MAX_IDS (SegmentAllocator::MaxIds), answered by each key's owner: in
   // cluster mode the keys are split by owner, each part served here or
   // forwarded (a part that moved is routed again), the answers put back in
@@ -89,7 +98,11 @@ class KeyRouter {
   };
   // Take and TakeBlock.
   void TakeAny(std::string_view key, int64_t count, Hop hop, TakeCallback done,
-               std::string_view requester, bool contiguous);
+               std::string_view requester, std::string_view token, bool contiguous);
+  // Serves a take here: the dense or the segment allocator.
+  void TakeHere(std::string_view key, int64_t count, TakeCallback done, std::string_view requester,
+                std::string_view token, bool contiguous);
+  bool IsDense(std::string_view key) const { return dense_ && dense_->IsDense(key); }
   // A request over many keys, split by owner (key_router_batch.cc).
   struct BatchJob;
   void RouteParts(std::shared_ptr<BatchJob> job, std::vector<size_t> part);
@@ -106,6 +119,7 @@ class KeyRouter {
   PushRelay* const relay_ = nullptr;
   Clock* const clock_ = nullptr;
   ClusterMetrics* const metrics_ = nullptr;
+  DenseAllocator* const dense_ = nullptr;
 };
 
 }  // namespace seqd

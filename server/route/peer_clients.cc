@@ -137,19 +137,24 @@ void PeerClients::NextIds(const std::string& address, std::string_view key, int6
 }
 
 void PeerClients::NextBlock(const std::string& address, std::string_view key, int64_t count,
-                            std::string_view requester, TakeCallback done) {
+                            std::string_view requester, std::string_view token,
+                            TakeCallback done) {
   client::AsyncClient* peer = For(address);
   if (!peer) {
     return done(MakeError(ErrorCode::kWrongOwner, "the key's owner cannot be reached"));
   }
-  peer->NextBlockOnBehalf(
-      std::string(key), static_cast<uint32_t>(count), std::string(requester),
-      [done = std::move(done), address](client::ClientResult<client::IdRange> r) {
-        if (!r) return done(FromClient(r.code(), r.message(), address));
-        IdBatch batch;
-        batch.ranges.push_back(IdRange{r->first, r->last});
-        done(std::move(batch));
-      });
+  auto answer = [done = std::move(done), address](client::ClientResult<client::IdRange> r) {
+    if (!r) return done(FromClient(r.code(), r.message(), address));
+    IdBatch batch;
+    batch.ranges.push_back(IdRange{r->first, r->last});
+    done(std::move(batch));
+  };
+  if (token.empty()) {
+    return peer->NextBlockOnBehalf(std::string(key), static_cast<uint32_t>(count),
+                                   std::string(requester), std::move(answer));
+  }
+  peer->NextBlockOnceOnBehalf(std::string(key), static_cast<uint32_t>(count), std::string(token),
+                              std::string(requester), std::move(answer));
 }
 
 void PeerClients::MaxIds(const std::string& address, std::vector<std::string> keys,

@@ -58,10 +58,11 @@ class PeerClients {
   void NextIds(const std::string& address, std::string_view key, int64_t count,
                std::string_view requester, TakeCallback done);
 
-  // NEXT_BLOCK, MAX_IDS and SET_MIN_SEQS at the instance on `address`;
-  // errors as NextIds. Setting the same min seqs again is harmless.
+  // NEXT_BLOCK (NEXT_BLOCK_ONCE with a non-empty `token`), MAX_IDS and
+  // SET_MIN_SEQS at the instance on `address`; errors as NextIds. Setting
+  // the same min seqs again is harmless.
   void NextBlock(const std::string& address, std::string_view key, int64_t count,
-                 std::string_view requester, TakeCallback done);
+                 std::string_view requester, std::string_view token, TakeCallback done);
   void MaxIds(const std::string& address, std::vector<std::string> keys,
               SegmentAllocator::ValuesCallback done);
   void SetMinSeqs(const std::string& address, const std::vector<MinSeqValue>& values,

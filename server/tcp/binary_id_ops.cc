@@ -1,5 +1,5 @@
 // BinaryDispatcher: the ID ops beyond NEXT_IDS (docs/protocol.md, "ID
-// ops"): NEXT_BLOCK, MAX_IDS, GET_MIN_SEQS and SET_MIN_SEQS. Each decodes
+// ops"): NEXT_BLOCK, NEXT_BLOCK_ONCE, MAX_IDS, GET_MIN_SEQS and SET_MIN_SEQS. Each decodes
 // its payload (proto/id_codec.h; INVALID_ARGUMENT if it does not parse
 // exactly, TOO_LARGE past 1000 keys), checks the `ids` scope on every key,
 // and calls services.router; the answer comes back on the connection's
@@ -44,6 +44,28 @@ void BinaryDispatcher::HandleIdOp(const proto::FrameView& f, BinaryConnection& c
     };
     services_.router.TakeBlock(req->key, req->count, HopOf(f), Later<IdBatch>(c, op, id, encode),
                                requester);
+    return;
+  }
+
+  if (op == proto::kOpNextBlockOnce) {
+    const std::optional<proto::NextBlockOnceRequest> req =
+        proto::ParseNextBlockOnceRequest(f.payload);
+    if (!req) {
+      return AnswerError(c, op, id, proto::Status::kInvalidArgument,
+                         "NEXT_BLOCK_ONCE payload must be u16 key_length, key, u32 count, "
+                         "u8 token_length, token");
+    }
+    if (!Permit(f, c, req->key)) return;
+    std::string_view requester = c.access().token_id();
+    if (!req->on_behalf_of.empty()) {
+      if (!PermitAs(f, c, Permission::kCluster)) return;
+      requester = req->on_behalf_of;
+    }
+    auto encode = [](std::string& out, uint32_t rid, const IdBatch& b) {
+      proto::AppendOkNextBlockOnce(out, rid, b.ranges.front().first, b.ranges.back().last);
+    };
+    services_.router.TakeBlock(req->key, req->count, HopOf(f), Later<IdBatch>(c, op, id, encode),
+                               requester, req->token);
     return;
   }
 

@@ -23,6 +23,7 @@ import itertools
 import json
 import os
 import queue
+import random
 import shutil
 import signal
 import socket
@@ -124,7 +125,7 @@ class Node(Seqd):
         self.tcp_port, self.resp_port = free_port(), free_port()
         super().__init__(url, "--cluster", "--cluster-lease-ms", str(LEASE_MS),
                          "--cluster-shards", str(SHARDS), "--snowflake", "off",
-                         "--auto-keys", "ck:100", "--tcp-port", str(self.tcp_port),
+                         "--auto-keys", "ck:100,cd_:50:dense", "--tcp-port", str(self.tcp_port),
                          "--resp-port", str(self.resp_port), "--log-level", "info", *extra)
         self.instance = self.get_json("/admin/cluster")[1]["instance"]
 
@@ -717,13 +718,15 @@ class PlannedHandoff(ClusterCase):
         for rnd in range(self.ROUNDS):
             owners = wait_stable(nodes)
             via = nodes[0]
-            # Keys on 12 shards: whichever shards the joiner gets, some of
-            # these move (a third of them, on average, with three members).
+            # Keys on 24 shards: whichever shards the joiner gets, some of
+            # these move (a third of them, on average, with three members; a
+            # quarter with four). None moving is a (3/4)^24 = 0.1% chance
+            # in the second round; with 12 shards it was 3% and was seen.
             by_shard = {}
             for i in itertools.count():
                 k = "ck_join%d_%d" % (rnd, i)
                 by_shard.setdefault(shard_of(k), k)
-                if len(by_shard) == 12:
+                if len(by_shard) == 24:
                     break
             askers = [Asker(via, k) for k in by_shard.values()]
             for a in askers:
@@ -1227,6 +1230,117 @@ class OpenImIdsInCluster(ClusterCase):
             self.addCleanup(o.close)
             status, result = binary_call(o, 11, GET_MIN_SEQS, key_list_payload([key]))
             self.assertEqual((status, int64s(result)), (OK, [5]), n)
+
+
+class DenseInCluster(ClusterCase):
+    """Dense keys owned by two instances, asked through a third (forwarded
+    with their tokens) by clients that send each request again, with its
+    token, until it is answered, while one owner hands its shards off
+    (SIGTERM) and the other is killed (kill -9). Every block seen must tile
+    1..max, each client's blocks must grow (real-time order), and MAX_IDS
+    must be max on every instance."""
+
+    @staticmethod
+    def once(sock, rid, key, count, token):
+        k, t = key.encode(), token.encode()
+        sock.sendall(frame(0x09, rid, struct.pack(">H", len(k)) + k +
+                           struct.pack(">IB", count, len(t)) + t))
+        _, _, got_rid, status, result = read_frame(sock)
+        if got_rid != rid or status != OK:
+            return None
+        return struct.unpack(">qq", result)
+
+    def client(self, via, keys, seen, stop, failures, rnd):
+        """Records (key, (first, last), asked at, answered at) per block."""
+        sock, rid = None, 0
+        while not stop.is_set():
+            key, count = rnd.choice(keys), rnd.randint(1, 4)
+            token = "%x-%d" % (id(seen), rnd.getrandbits(48))
+            asked = time.monotonic()
+            while True:
+                rid += 1
+                try:
+                    sock = sock or via.tcp()
+                    got = self.once(sock, rid, key, count, token)
+                except (OSError, EOFError, struct.error):
+                    got = None
+                    if sock:
+                        sock.close()
+                    sock = None
+                if got:
+                    break
+                failures.append(key)
+                time.sleep(0.02)
+            seen.append((key, got, asked, time.monotonic()))
+        if sock:
+            sock.close()
+
+    @dump_logs_on_failure
+    def test_11_dense_keys_no_hole_through_handoff_and_kill9(self):
+        db, nodes = self.cluster_of(3)
+        owners = wait_stable(nodes)
+        via, handed, killed = nodes
+        keys = [key_owned_by(owners, handed.instance, "cd_h%d_" % i) for i in range(3)]
+        keys += [key_owned_by(owners, killed.instance, "cd_k%d_" % i) for i in range(3)]
+        stop = threading.Event()
+        seen = [[] for _ in range(4)]
+        failures = []
+        threads = [threading.Thread(target=self.client, args=(via, keys, seen[i], stop, failures,
+                                                              random.Random(i)), daemon=True)
+                   for i in range(4)]
+        for t in threads:
+            t.start()
+        try:
+            time.sleep(0.5)
+            t_handoff = time.monotonic()
+            handed.stop(signal.SIGTERM)
+            time.sleep(0.5)
+            t_kill = time.monotonic()
+            killed.stop(signal.SIGKILL)
+            time.sleep(LEASE + 2.0)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(timeout=30)
+        self.assertFalse(any(t.is_alive() for t in threads), "a client never got its answer")
+        problems = []
+        # The faults met the load: each owner's keys were answered before its
+        # fault and after it, by the instance that took them over; and the
+        # kill made some request wait for the takeover.
+        for group, t_fault in (("cd_h", t_handoff), ("cd_k", t_kill)):
+            answered = [done for mine in seen for k, _, _, done in mine if k.startswith(group)]
+            if not any(a < t_fault for a in answered) or not any(a > t_fault + 0.2
+                                                                 for a in answered):
+                problems.append("%s keys: no answers on both sides of their fault" % group)
+        longest = max(done - asked for mine in seen for k, _, asked, done in mine)
+        if longest < LEASE / 2:
+            problems.append("no request waited for the kill's takeover (longest %.0f ms)" % (
+                longest * 1000))
+        for i, mine in enumerate(seen):
+            for key in keys:
+                firsts = [b[0] for k, b, _, _ in mine if k == key]
+                if firsts != sorted(firsts):
+                    problems.append("client %d: blocks of %s not in real-time order" % (i, key))
+        status, body = via.get_json("/max_ids?" + "&".join("key=" + k for k in keys))
+        self.assertEqual(status, 200, body)
+        for key in keys:
+            blocks = sorted(b for mine in seen for k, b, _, _ in mine if k == key)
+            if not blocks:
+                problems.append("%s: no block" % key)
+                continue
+            expect = 1
+            for first, last in blocks:
+                if first != expect:
+                    problems.append("%s: block %d..%d where %d was next" % (key, first, last,
+                                                                           expect))
+                expect = last + 1
+            if body["max_ids"][key] != expect - 1:
+                problems.append("%s: MAX_IDS %d, last handed out %d" % (
+                    key, body["max_ids"][key], expect - 1))
+        log("\n  dense in cluster: %d blocks over %d keys, %d failed attempts, longest "
+            "request %.0f ms" % (sum(len(m) for m in seen), len(keys), len(failures),
+                                 longest * 1000))
+        self.fail_rounds(problems)
 
 
 class RefusesToStart(unittest.TestCase):

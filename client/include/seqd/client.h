@@ -316,6 +316,14 @@ class AsyncClient {
   // scope needed, as NextIdsOnBehalf).
   void NextBlockOnBehalf(std::string key, uint32_t count, std::string on_behalf_of,
                          Done<IdRange> done);
+  // As NextBlock, idempotent (NEXT_BLOCK_ONCE, 0x09; dense keys only, see
+  // docs/dense-keys.md): the same `token` (1 to 64 printable ASCII bytes,
+  // unique per key) with the same key and count gets the same block, so a
+  // request whose answer was lost may be sent again without a hole.
+  void NextBlockOnce(std::string key, uint32_t count, std::string token, Done<IdRange> done);
+  // As NextBlockOnce on behalf of another client (cluster scope needed).
+  void NextBlockOnceOnBehalf(std::string key, uint32_t count, std::string token,
+                             std::string on_behalf_of, Done<IdRange> done);
   // The largest ID handed out of each key (MAX_IDS, 0x06), in the order
   // asked; 0 for a key without a row. At most 1000 keys (else TOO_LARGE).
   void MaxIds(std::vector<std::string> keys, Done<std::vector<int64_t>> done);
@@ -384,6 +392,8 @@ class Client {
 
   // ID ops: the AsyncClient calls, waited for.
   ClientResult<IdRange> NextBlock(const std::string& key, uint32_t count);
+  ClientResult<IdRange> NextBlockOnce(const std::string& key, uint32_t count,
+                                      const std::string& token);
   ClientResult<std::vector<int64_t>> MaxIds(std::vector<std::string> keys);
   ClientResult<std::vector<int64_t>> GetMinSeqs(std::vector<std::string> keys);
   ClientResult<bool> SetMinSeqs(std::vector<std::pair<std::string, int64_t>> values);
