@@ -36,10 +36,15 @@ std::string NextBlockRequestPayload(std::string_view key, uint32_t count,
 }
 
 void AppendOkNextBlock(std::string& out, uint32_t request_id, int64_t first, int64_t last) {
+  AppendOkBlock(out, kOpNextBlock, request_id, first, last);
+}
+
+void AppendOkBlock(std::string& out, Opcode opcode, uint32_t request_id, int64_t first,
+                   int64_t last) {
   std::string result;
   Put64(result, first);
   Put64(result, last);
-  AppendOk(out, kOpNextBlock, request_id, result);
+  AppendOk(out, opcode, request_id, result);
 }
 
 std::optional<IdRangeWire> ParseNextBlockResult(std::string_view result) {
@@ -84,13 +89,6 @@ std::optional<NextBlockOnceRequest> ParseNextBlockOnceRequest(std::string_view p
   if (behalf_len == 0 || payload.size() != at + 1 + behalf_len) return std::nullopt;
   req.on_behalf_of = payload.substr(at + 1, behalf_len);
   return req;
-}
-
-void AppendOkNextBlockOnce(std::string& out, uint32_t request_id, int64_t first, int64_t last) {
-  std::string result;
-  Put64(result, first);
-  Put64(result, last);
-  AppendOk(out, kOpNextBlockOnce, request_id, result);
 }
 
 std::string KeyListPayload(const std::vector<std::string_view>& keys) {

@@ -66,8 +66,10 @@ std::string NextBlockOnceRequestPayload(std::string_view key, uint32_t count,
 // nullopt unless `payload` is exactly the encoding (a token of 0 bytes
 // does not parse).
 std::optional<NextBlockOnceRequest> ParseNextBlockOnceRequest(std::string_view payload);
-// Appends a whole OK response frame of NEXT_BLOCK_ONCE: `i64 first, i64 last`.
-void AppendOkNextBlockOnce(std::string& out, uint32_t request_id, int64_t first, int64_t last);
+// Appends a whole OK response frame of `opcode` (NEXT_BLOCK or
+// NEXT_BLOCK_ONCE): `i64 first, i64 last`.
+void AppendOkBlock(std::string& out, Opcode opcode, uint32_t request_id, int64_t first,
+                   int64_t last);
 
 // --- MAX_IDS (0x06), GET_MIN_SEQS (0x07) -----------------------------------------
 

@@ -98,19 +98,7 @@ func (c *Client) NextBlock(ctx context.Context, key string, count int) (first, l
 	if err != nil {
 		return 0, 0, err
 	}
-	res, err := c.callKeyed(ctx, key, opNextBlock, p)
-	if err != nil {
-		return 0, 0, err
-	}
-	d := dec{b: res}
-	first, last = d.i64(), d.i64()
-	if err := d.done("NEXT_BLOCK"); err != nil {
-		return 0, 0, err
-	}
-	if last-first+1 != int64(count) {
-		return 0, 0, errorf(CodeProtocol, "NEXT_BLOCK answered %d..%d for %d IDs", first, last, count)
-	}
-	return first, last, nil
+	return c.block(ctx, key, opNextBlock, p, count)
 }
 
 // NextBlockOnce is NextBlock made idempotent by token (NEXT_BLOCK_ONCE; a
@@ -135,17 +123,23 @@ func (c *Client) NextBlockOnce(ctx context.Context, key string, count int, token
 	if err != nil {
 		return 0, 0, err
 	}
-	res, err := c.callKeyed(ctx, key, opNextBlockOnce, p)
+	return c.block(ctx, key, opNextBlockOnce, p, count)
+}
+
+// block calls op (NEXT_BLOCK or NEXT_BLOCK_ONCE) and reads back one block
+// of exactly count IDs.
+func (c *Client) block(ctx context.Context, key string, op byte, payload []byte, count int) (first, last int64, err error) {
+	res, err := c.callKeyed(ctx, key, op, payload)
 	if err != nil {
 		return 0, 0, err
 	}
 	d := dec{b: res}
 	first, last = d.i64(), d.i64()
-	if err := d.done("NEXT_BLOCK_ONCE"); err != nil {
+	if err := d.done(opName(op)); err != nil {
 		return 0, 0, err
 	}
 	if last-first+1 != int64(count) {
-		return 0, 0, errorf(CodeProtocol, "NEXT_BLOCK_ONCE answered %d..%d for %d IDs", first, last, count)
+		return 0, 0, errorf(CodeProtocol, "%s answered %d..%d for %d IDs", opName(op), first, last, count)
 	}
 	return first, last, nil
 }

@@ -1,5 +1,5 @@
 // AsyncClient's ID ops beyond NEXT_IDS (docs/protocol.md, "ID ops"):
-// NEXT_BLOCK, MAX_IDS, GET_MIN_SEQS and SET_MIN_SEQS, encoded with
+// NEXT_BLOCK, NEXT_BLOCK_ONCE, MAX_IDS, GET_MIN_SEQS and SET_MIN_SEQS, encoded with
 // proto/id_codec.h and submitted raw (async_client_requests.cc).
 #include "async_client_impl.h"
 #include "proto/id_codec.h"
@@ -17,6 +17,19 @@ auto Int64List(AsyncClient::Done<std::vector<int64_t>> done, size_t want, const 
       return done(R(StatusCode::kProtocol, std::string("malformed ") + op + " result"));
     }
     done(R(std::move(*v)));
+  };
+}
+
+// The OK result as one block of exactly `count` IDs.
+auto Block(AsyncClient::Done<IdRange> done, uint32_t count, const char* op) {
+  return [done = std::move(done), count, op](ClientResult<std::string> raw) {
+    using R = ClientResult<IdRange>;
+    if (!raw.ok()) return done(R(raw.code(), raw.message()));
+    std::optional<proto::IdRangeWire> r = proto::ParseNextBlockResult(*raw);
+    if (!r || r->last - r->first + 1 != static_cast<int64_t>(count)) {
+      return done(R(StatusCode::kProtocol, std::string("malformed ") + op + " result"));
+    }
+    done(R(IdRange{r->first, r->last}));
   };
 }
 
@@ -40,18 +53,8 @@ void AsyncClient::NextBlockOnBehalf(std::string key, uint32_t count, std::string
                                                                  "key or on_behalf_of too long"));
   }
   std::string body = proto::NextBlockRequestPayload(key, count, on_behalf_of);
-  impl_->SubmitRaw(
-      proto::kOpNextBlock, std::move(body),
-      [count, done = std::move(done)](ClientResult<std::string> raw) {
-        using R = ClientResult<IdRange>;
-        if (!raw.ok()) return done(R(raw.code(), raw.message()));
-        std::optional<proto::IdRangeWire> r = proto::ParseNextBlockResult(*raw);
-        if (!r || r->last - r->first + 1 != static_cast<int64_t>(count)) {
-          return done(R(StatusCode::kProtocol, "malformed NEXT_BLOCK result"));
-        }
-        done(R(IdRange{r->first, r->last}));
-      },
-      std::move(key));
+  impl_->SubmitRaw(proto::kOpNextBlock, std::move(body), Block(std::move(done), count, "NEXT_BLOCK"),
+                   std::move(key));
 }
 
 void AsyncClient::NextBlockOnce(std::string key, uint32_t count, std::string token,
@@ -68,18 +71,8 @@ void AsyncClient::NextBlockOnceOnBehalf(std::string key, uint32_t count, std::st
                                                 "key, token or on_behalf_of empty or too long"));
   }
   std::string body = proto::NextBlockOnceRequestPayload(key, count, token, on_behalf_of);
-  impl_->SubmitRaw(
-      proto::kOpNextBlockOnce, std::move(body),
-      [count, done = std::move(done)](ClientResult<std::string> raw) {
-        using R = ClientResult<IdRange>;
-        if (!raw.ok()) return done(R(raw.code(), raw.message()));
-        std::optional<proto::IdRangeWire> r = proto::ParseNextBlockResult(*raw);
-        if (!r || r->last - r->first + 1 != static_cast<int64_t>(count)) {
-          return done(R(StatusCode::kProtocol, "malformed NEXT_BLOCK_ONCE result"));
-        }
-        done(R(IdRange{r->first, r->last}));
-      },
-      std::move(key));
+  impl_->SubmitRaw(proto::kOpNextBlockOnce, std::move(body),
+                   Block(std::move(done), count, "NEXT_BLOCK_ONCE"), std::move(key));
 }
 
 void AsyncClient::MaxIds(std::vector<std::string> keys, Done<std::vector<int64_t>> done) {

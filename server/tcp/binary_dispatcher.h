@@ -83,8 +83,13 @@ class BinaryDispatcher {
   void HandleNextIds(const proto::FrameView& f, BinaryConnection& c);
   // Takes the open run's IDs in one allocator call. REQUIRES: c.runs().open().
   void TakeRun(BinaryConnection& c);
-  // NEXT_BLOCK, MAX_IDS, GET_MIN_SEQS, SET_MIN_SEQS (binary_id_ops.cc).
+  // NEXT_BLOCK, NEXT_BLOCK_ONCE, MAX_IDS, GET_MIN_SEQS, SET_MIN_SEQS
+  // (binary_id_ops.cc).
   void HandleIdOp(const proto::FrameView& f, BinaryConnection& c);
+  // NEXT_BLOCK (empty `token`) and NEXT_BLOCK_ONCE once parsed: the scopes
+  // checked, then the router's TakeBlock, answered in `f`'s opcode.
+  void TakeBlock(const proto::FrameView& f, BinaryConnection& c, std::string_view key,
+                 uint32_t count, std::string_view on_behalf_of, std::string_view token);
   void HandleSnowflakeOp(const proto::FrameView& f, BinaryConnection& c);
   void HandleClusterMap(const proto::FrameView& f, BinaryConnection& c);
   void HandleMessageOp(const proto::FrameView& f, BinaryConnection& c);  // binary_message_ops.cc

@@ -33,18 +33,7 @@ void BinaryDispatcher::HandleIdOp(const proto::FrameView& f, BinaryConnection& c
       return AnswerError(c, op, id, proto::Status::kInvalidArgument,
                          "NEXT_BLOCK payload must be u16 key_length, key, u32 count");
     }
-    if (!Permit(f, c, req->key)) return;
-    std::string_view requester = c.access().token_id();
-    if (!req->on_behalf_of.empty()) {
-      if (!PermitAs(f, c, Permission::kCluster)) return;
-      requester = req->on_behalf_of;
-    }
-    auto encode = [](std::string& out, uint32_t rid, const IdBatch& b) {
-      proto::AppendOkNextBlock(out, rid, b.ranges.front().first, b.ranges.back().last);
-    };
-    services_.router.TakeBlock(req->key, req->count, HopOf(f), Later<IdBatch>(c, op, id, encode),
-                               requester);
-    return;
+    return TakeBlock(f, c, req->key, req->count, req->on_behalf_of, {});
   }
 
   if (op == proto::kOpNextBlockOnce) {
@@ -55,18 +44,7 @@ void BinaryDispatcher::HandleIdOp(const proto::FrameView& f, BinaryConnection& c
                          "NEXT_BLOCK_ONCE payload must be u16 key_length, key, u32 count, "
                          "u8 token_length, token");
     }
-    if (!Permit(f, c, req->key)) return;
-    std::string_view requester = c.access().token_id();
-    if (!req->on_behalf_of.empty()) {
-      if (!PermitAs(f, c, Permission::kCluster)) return;
-      requester = req->on_behalf_of;
-    }
-    auto encode = [](std::string& out, uint32_t rid, const IdBatch& b) {
-      proto::AppendOkNextBlockOnce(out, rid, b.ranges.front().first, b.ranges.back().last);
-    };
-    services_.router.TakeBlock(req->key, req->count, HopOf(f), Later<IdBatch>(c, op, id, encode),
-                               requester, req->token);
-    return;
+    return TakeBlock(f, c, req->key, req->count, req->on_behalf_of, req->token);
   }
 
   if (op == proto::kOpSetMinSeqs) {
@@ -109,6 +87,23 @@ void BinaryDispatcher::HandleIdOp(const proto::FrameView& f, BinaryConnection& c
   auto done = Later<std::vector<int64_t>>(c, op, id, encode);
   if (op == proto::kOpMaxIds) return services_.router.MaxIds(std::move(keys), HopOf(f), done);
   services_.router.GetMinSeqs(std::move(keys), std::move(done));
+}
+
+void BinaryDispatcher::TakeBlock(const proto::FrameView& f, BinaryConnection& c,
+                                 std::string_view key, uint32_t count,
+                                 std::string_view on_behalf_of, std::string_view token) {
+  if (!Permit(f, c, key)) return;
+  std::string_view requester = c.access().token_id();
+  if (!on_behalf_of.empty()) {
+    if (!PermitAs(f, c, Permission::kCluster)) return;
+    requester = on_behalf_of;
+  }
+  const auto op = static_cast<proto::Opcode>(f.opcode);
+  auto encode = [op](std::string& out, uint32_t rid, const IdBatch& b) {
+    proto::AppendOkBlock(out, op, rid, b.ranges.front().first, b.ranges.back().last);
+  };
+  services_.router.TakeBlock(key, count, HopOf(f), Later<IdBatch>(c, op, f.request_id, encode),
+                             requester, token);
 }
 
 }  // namespace seqd
