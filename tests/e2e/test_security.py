@@ -82,9 +82,17 @@ def read_frame(sock):
     return opcode, request_id, struct.unpack(">H", payload[:2])[0], payload[2:]
 
 
+PUSH_MESSAGE = 0x2C
+
+
 def call(sock, opcode, request_id, payload=b""):
+    """One request and its answer. A push that comes first is skipped: a
+    subscription may receive a message sent just before it was made (its
+    publish can follow the SEND's answer)."""
     sock.sendall(frame(opcode, request_id, payload))
     op, rid, status, rest = read_frame(sock)
+    while (op, rid) == (PUSH_MESSAGE, 0) and opcode != PUSH_MESSAGE:
+        op, rid, status, rest = read_frame(sock)
     assert (op, rid) == (opcode, request_id), (op, rid, opcode, request_id)
     return status, rest
 
