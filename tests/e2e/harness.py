@@ -57,6 +57,25 @@ def mariadb(action):
                    stdout=subprocess.DEVNULL)
 
 
+def wait_stopped(pid, timeout_s=2.0):
+    """Returns once every thread of `pid` is stopped (state T in
+    /proc/PID/task/*/stat): kill() only makes SIGSTOP pending, and a thread
+    on another core may answer a call after it returns."""
+    until = time.monotonic() + timeout_s
+    while time.monotonic() < until:
+        try:
+            states = []
+            for tid in os.listdir("/proc/%d/task" % pid):
+                with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+        except OSError:
+            states = []
+        if states and all(s in ("T", "t") for s in states):
+            return
+        time.sleep(0.001)
+    raise RuntimeError("pid %d did not stop within %.1f s" % (pid, timeout_s))
+
+
 class Seqd:
     """One seqd process. Use as a context manager; stop() sends SIGTERM."""
 

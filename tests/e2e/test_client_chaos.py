@@ -105,7 +105,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_cluster_chaos as chaos  # noqa: E402
 from client_chaos_check import (CLIENTS, DEADLINE_S, FAULTS, failures_of,  # noqa: E402
                                 latency_figures, parse_output, self_test, verdict)
-from harness import REPO, SEQD, free_port  # noqa: E402
+from harness import REPO, SEQD, free_port, wait_stopped  # noqa: E402
 
 DRIVER = os.environ.get("CLIENT_CHAOS_DRIVER",
                         os.path.join(REPO, "build", "tests", "e2e", "client_chaos_driver"))
@@ -226,25 +226,6 @@ class ClientNemesis(chaos.Nemesis):
         time.sleep(STOP_LEASES * self.lease_s)
         self.cluster.set_state(victim, "up", signal.SIGCONT)
         fault["end"] = time.monotonic()
-
-
-def wait_stopped(pid, timeout_s=2.0):
-    """Returns once every thread of `pid` is stopped (state T in
-    /proc/PID/task/*/stat): kill() only makes SIGSTOP pending, and a thread
-    on another core may answer a call after it returns."""
-    until = time.monotonic() + timeout_s
-    while time.monotonic() < until:
-        try:
-            states = []
-            for tid in os.listdir("/proc/%d/task" % pid):
-                with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
-                    states.append(f.read().rsplit(")", 1)[1].split()[0])
-        except OSError:
-            states = []
-        if states and all(s in ("T", "t") for s in states):
-            return
-        time.sleep(0.001)
-    raise RuntimeError("pid %d did not stop within %.1f s" % (pid, timeout_s))
 
 
 # --- drivers -------------------------------------------------------------------

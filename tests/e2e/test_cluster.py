@@ -37,7 +37,7 @@ import unittest
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SEQD, Seqd, free_port  # noqa: E402
+from harness import SEQD, Seqd, free_port, wait_stopped  # noqa: E402
 from test_protocols import frame, ranges_of, read_frame  # noqa: E402
 
 LEASE_MS = 1000
@@ -1205,6 +1205,9 @@ class OpenImIdsInCluster(ClusterCase):
         self.addCleanup(stale.close)
         owner.proc.send_signal(signal.SIGSTOP)
         self.addCleanup(lambda p=owner.proc: p.poll() is None and p.send_signal(signal.SIGCONT))
+        # Sent once every thread is stopped: a thread still running could
+        # take the write under its valid lease (answered OK, seen once).
+        wait_stopped(owner.proc.pid)
         stale.sendall(frame(SET_MIN_SEQS, 9, min_seqs_payload([(key, 999)]), flags=NO_FORWARD))
         time.sleep(STOP_LEASES * LEASE)
         t0 = time.monotonic()
