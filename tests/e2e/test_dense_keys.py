@@ -29,15 +29,12 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Seqd, free_port, store_spec  # noqa: E402
+from test_protocols import frame, recv_exact  # noqa: E402
 
 STORE = "sqlite"
 NEXT_BLOCK, MAX_IDS, NEXT_BLOCK_ONCE = 0x05, 0x06, 0x09
 OK, INVALID_ARGUMENT = 0, 1
 RULES = "dk_:50:dense,sk_:50"
-
-
-def frame(opcode, request_id, payload=b""):
-    return struct.pack(">IBBHI", 8 + len(payload), 1, opcode, 0, request_id) + payload
 
 
 def s16(key):
@@ -48,16 +45,6 @@ def s16(key):
 def once_payload(key, count, token):
     t = token.encode()
     return s16(key) + struct.pack(">IB", count, len(t)) + t
-
-
-def recv_exact(sock, n):
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise EOFError("connection closed")
-        buf += chunk
-    return buf
 
 
 class Binary:
