@@ -344,6 +344,7 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
                        allocator_options);
   DenseOptions dense_options = ToDenseOptions(config);
   dense_options.gate = p->cluster.get();
+  dense_options.metrics = &p->metrics;
   p->dense.emplace(*p->stores.segments, *p->db, p->clock, KeyRules(config.auto_keys),
                    dense_options);
   if (p->cluster) {
@@ -365,6 +366,10 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
   SegmentAllocator& allocator = *p->allocator;
   MessageService& messages = *p->messages;
   metrics.SetAllocatorStats([&allocator] { return CollectAllocatorGauges(allocator); });
+  metrics.SetDenseStats([&dense = *p->dense] {
+    const DenseStats st = dense.stats();
+    return DenseGauges{st.requests, st.transactions, st.replayed, st.failures, st.waiting_now};
+  });
   metrics.SetMessageStats([&messages] {
     const MessageServiceStats st = messages.stats();
     return MessageGauges{st.queued_sends, st.subscriptions};

@@ -1,5 +1,7 @@
 #include "server/core/dense_allocator.h"
 
+#include <prometheus/counter.h>
+
 #include <chrono>
 #include <utility>
 
@@ -18,7 +20,12 @@ int64_t UnixMillisNow() {
 
 DenseAllocator::DenseAllocator(SegmentStore& store, TaskRunner& db, Clock& clock, KeyRules rules,
                                DenseOptions options)
-    : store_(store), db_(db), clock_(clock), rules_(std::move(rules)), options_(options) {
+    : store_(store),
+      db_(db),
+      clock_(clock),
+      rules_(std::move(rules)),
+      options_(options),
+      issued_(options_.metrics, rules_) {
   if (options_.auto_create_rate > 0) {
     auto_create_limit_ =
         std::make_unique<TokenBuckets>(options_.auto_create_rate, options_.auto_create_burst);
@@ -184,7 +191,11 @@ void DenseAllocator::Answer(Part& part, Result<ReservedSegment> range) {
     for (Waiting& w : part.waiters) w.done(wrong);
     return;
   }
-  if (range->replayed) replayed_.fetch_add(1, std::memory_order_relaxed);
+  if (range->replayed) {
+    replayed_.fetch_add(1, std::memory_order_relaxed);
+  } else if (prometheus::Counter* c = issued_.For(part.key, rules_.Match(part.key))) {
+    c->Increment(static_cast<double>(part.total));
+  }
   requests_.fetch_add(static_cast<int64_t>(part.waiters.size()), std::memory_order_relaxed);
   int64_t next = range->first;
   for (Waiting& w : part.waiters) {

@@ -40,6 +40,7 @@
 #include "server/base/clock.h"
 #include "server/base/task_runner.h"
 #include "server/core/id_batch.h"
+#include "server/core/issued_counters.h"
 #include "server/core/key_rules.h"
 #include "server/core/shard_gate.h"
 #include "server/core/token_buckets.h"
@@ -64,6 +65,9 @@ struct DenseOptions {
   // shard this instance holds, and fence every transaction with the shard's
   // epoch. Optional; must outlive the allocator.
   ShardGate* gate = nullptr;
+  // Where the IDs handed out are counted (seqd_ids_issued_total, per
+  // auto-create rule). Optional; must outlive the allocator.
+  Metrics* metrics = nullptr;
 };
 
 struct DenseStats {
@@ -161,6 +165,7 @@ class DenseAllocator {
   Clock& clock_;
   const KeyRules rules_;
   const DenseOptions options_;
+  const IssuedCounters issued_;  // after rules_, which it refers to
   std::unique_ptr<TokenBuckets> auto_create_limit_;  // null: no limit
 
   mutable Mutex mu_;

@@ -5,7 +5,13 @@
 
 namespace seqd {
 
-std::vector<AutoKeyRule> DefaultAutoKeyRules() { return {{"si_", 50}, {"sg_", 100}, {"n_", 50}}; }
+std::vector<AutoKeyRule> DefaultAutoKeyRules() {
+  return {{"si_", 50, KeyMode::kDense},
+          {"g_", 100, KeyMode::kDense},
+          {"sg_", 100, KeyMode::kDense},
+          {"sn_", 50, KeyMode::kDense},
+          {"n_", 50, KeyMode::kDense}};
+}
 
 KeyRules::KeyRules(std::vector<AutoKeyRule> rules) : rules_(std::move(rules)) {
   std::stable_sort(rules_.begin(), rules_.end(), [](const AutoKeyRule& a, const AutoKeyRule& b) {

@@ -39,7 +39,8 @@ struct AutoKeyRule {
   KeyMode mode = KeyMode::kSegment;
 };
 
-// OpenIM's conversation id prefixes: single chat, group, notification.
+// OpenIM's conversation id prefixes, all dense (a conversation's seqs have
+// no hole): single chat (si_), group (g_, sg_), notification (sn_, n_).
 std::vector<AutoKeyRule> DefaultAutoKeyRules();
 
 class KeyRules {

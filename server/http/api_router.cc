@@ -11,6 +11,7 @@
 #include "server/http/message_routes.h"
 #include "server/http/snowflake_routes.h"
 #include "server/http/status_page.h"
+#include "server/route/key_router.h"
 #include "server/service/services.h"
 #include "server/snowflake/snowflake_generator.h"
 
@@ -382,6 +383,7 @@ void ApiRouter::HandleStatusPage(const std::shared_ptr<Call>& call) {
     auto in = std::make_shared<StatusPageInput>();
     in->version = options_.version;
     if (const SnowflakeGenerator* gen = snowflake_->generator()) in->snowflake = gen->status();
+    in->dense = services_.router.dense_stats();
     if (const ClusterNode* node = services_.cluster) {
       in->cluster = StatusPageInput::Cluster{node->instance(), node->snapshot()};
     }

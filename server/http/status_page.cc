@@ -172,6 +172,26 @@ std::string SnowflakeSection(const SnowflakeStatus& s) {
   return h;
 }
 
+// One row: the dense allocator's totals since the start.
+std::string DenseSection(const DenseStats& d) {
+  std::string h = "<h2>Dense keys</h2>\n";
+  h += R"(<div class="tablewrap"><table id="dense"><thead><tr>)"
+       R"(<th>Blocks</th><th>Transactions</th><th>Blocks per transaction</th>)"
+       R"(<th>Replayed for a token</th><th>Failed</th><th>Waiting now</th></tr></thead><tbody><tr>)";
+  char per[32];
+  std::snprintf(per, sizeof per, "%.1f",
+                d.transactions > 0 ? static_cast<double>(d.requests) / d.transactions : 0.0);
+  h += "<td>" + std::to_string(d.requests) + "</td>";
+  h += "<td>" + std::to_string(d.transactions) + "</td>";
+  h += std::string("<td>") + per + "</td>";
+  h += "<td>" + std::to_string(d.replayed) + "</td>";
+  h += d.failures > 0 ? R"(<td class="warn"><b>)" + std::to_string(d.failures) + "</b></td>"
+                      : "<td>0</td>";
+  h += "<td>" + std::to_string(d.waiting_now) + "</td>";
+  h += "</tr></tbody></table></div>\n";
+  return h;
+}
+
 // The members (with the shards each owns) and the shard map as a grid of
 // member numbers; the full map with epochs is at /admin/cluster.
 std::string ClusterSection(const StatusPageInput::Cluster& c) {
@@ -269,6 +289,7 @@ std::string RenderStatusPage(const StatusPageInput& in) {
   h += "<main>";
   if (in.cluster) h += ClusterSection(*in.cluster);
   if (in.snowflake) h += SnowflakeSection(*in.snowflake);
+  if (in.dense) h += DenseSection(*in.dense);
   h += "<h2>Keys</h2><p class=\"summary\">";
   h += std::to_string(in.snapshots.size()) + " in memory";
   if (in.rows) {

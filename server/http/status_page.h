@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "server/cluster/cluster_keeper.h"
+#include "server/core/dense_allocator.h"  // DenseStats
 #include "server/core/key_admin.h"  // KeyRow, as KeyAdmin lists it
 #include "server/core/segment_allocator.h"
 #include "server/snowflake/snowflake_generator.h"
@@ -38,6 +39,8 @@ struct StatusPageInput {
   bool rows_truncated = false;  // more rows exist than were listed
   // The snowflake generator's state; nullopt when snowflake IDs are off.
   std::optional<SnowflakeStatus> snowflake;
+  // The dense allocator's totals; nullopt when the page has none to show.
+  std::optional<DenseStats> dense;
   // Cluster mode's members and shard map; nullopt when cluster mode is off.
   struct Cluster {
     std::string instance;                             // this one

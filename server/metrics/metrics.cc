@@ -16,6 +16,7 @@
 
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
+#include "server/metrics/dense_metrics.h"
 #include "server/metrics/process_metrics.h"
 #include "server/metrics/stream_metrics.h"
 #include "storage/store_stats.h"
@@ -149,6 +150,8 @@ struct Metrics::Impl {
   Mutex render_mu;
   std::function<AllocatorGauges()> allocator_stats GUARDED_BY(render_mu);
   std::function<MessageGauges()> message_stats GUARDED_BY(render_mu);
+  std::function<DenseGauges()> dense_stats GUARDED_BY(render_mu);
+  std::unique_ptr<DenseMetrics> dense;  // set once; updated under render_mu
   std::function<SnowflakeGauges()> snowflake_stats GUARDED_BY(render_mu);
   std::array<std::function<size_t()>, kInterfaceCount> connections GUARDED_BY(render_mu);
   std::unique_ptr<StreamMetrics> streams;
@@ -162,6 +165,7 @@ Metrics::Metrics(std::string_view version) : impl_(std::make_unique<Impl>()) {
   using namespace prometheus;
   Registry& r = *impl_->registry;
   impl_->streams = std::make_unique<StreamMetrics>(r);
+  impl_->dense = std::make_unique<DenseMetrics>(r);
   BuildGauge()
       .Name("seqd_build_info")
       .Help("Build of this process (always 1)")
@@ -473,6 +477,11 @@ void Metrics::SetMessageStats(std::function<MessageGauges()> source) {
   impl_->message_stats = std::move(source);
 }
 
+void Metrics::SetDenseStats(std::function<DenseGauges()> source) {
+  MutexLock lock(impl_->render_mu);
+  impl_->dense_stats = std::move(source);
+}
+
 void Metrics::SnowflakeIssued(int64_t n) {
   impl_->snowflake_issued->Increment(static_cast<double>(n));
 }
@@ -525,6 +534,7 @@ std::string Metrics::Render() {
     m.queued_sends->Set(static_cast<double>(g.queued_sends));
     m.subscriptions->Set(static_cast<double>(g.subscriptions));
   }
+  if (m.dense_stats) m.dense->Update(m.dense_stats());
   if (m.snowflake_stats) {
     const SnowflakeGauges g = m.snowflake_stats();
     const double values[4] = {static_cast<double>(g.worker_id), g.serving ? 1.0 : 0.0,

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "server/metrics/dense_metrics.h"
 
 namespace prometheus {
 class Registry;
@@ -130,6 +131,10 @@ class Metrics {
   void MessageSendError(ErrorCode code, int64_t n = 1);
   void MessageBatch(size_t messages, double commit_seconds);
   void SetMessageStats(std::function<MessageGauges()> source);
+
+  // --- dense keys -------------------------------------------------------
+  // The dense allocator's totals, read at each scrape (DenseMetrics).
+  void SetDenseStats(std::function<DenseGauges()> source);
 
   // --- snowflake --------------------------------------------------------
   void SnowflakeIssued(int64_t n);

@@ -24,6 +24,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -83,6 +84,10 @@ class KeyRouter {
   // conversation's owner publishes, wherever it is (PushRelay).
   Result<std::unique_ptr<Subscription>> Subscribe(const std::string& conv, Hop hop,
                                                   MessageListener listener);
+  // The dense allocator's totals (status page); nullopt without one.
+  std::optional<DenseStats> dense_stats() const {
+    return dense_ ? std::optional<DenseStats>(dense_->stats()) : std::nullopt;
+  }
 
  private:
   // One request's journey: `local` serves it here, `forward` at the owner

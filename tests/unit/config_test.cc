@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
+
 #include "tests/unit/source_dir.h"
 
 using namespace seqd;
@@ -26,7 +28,14 @@ TEST_CASE("defaults match the documented ones") {
   CHECK(c->max_step == 1'000'000);
   CHECK(c->max_count == 10'000);
   CHECK(c->wait_deadline_ms == 1000);
-  REQUIRE(c->auto_keys.size() == 3);
+  // OpenIM's conversation prefixes, every one dense.
+  REQUIRE(c->auto_keys.size() == 5);
+  std::vector<std::string> prefixes;
+  for (const AutoKeyRule& r : c->auto_keys) {
+    prefixes.push_back(r.prefix);
+    CHECK(r.mode == KeyMode::kDense);
+  }
+  CHECK(prefixes == std::vector<std::string>{"si_", "g_", "sg_", "sn_", "n_"});
 }
 
 TEST_CASE("flags beat environment, environment beats the file") {

@@ -12,6 +12,7 @@
 #include "server/base/manual_clock.h"
 #include "server/core/dense_allocator.h"
 #include "server/core/segment_allocator.h"
+#include "server/metrics/metrics.h"
 #include "server/route/key_router.h"
 #include "storage/faulty_store.h"
 #include "storage/memory_message_store.h"
@@ -186,6 +187,27 @@ TEST_CASE("dense: a token retried gets the same block, so a lost answer leaves n
     CHECK(b.range() == IdRange{11, 12});
     CHECK(c.range() == IdRange{1, 5});
   }
+}
+
+TEST_CASE("dense: blocks count in seqd_ids_issued_total once; a replayed block does not") {
+  Metrics metrics("9.9.9");
+  DenseOptions options;
+  options.metrics = &metrics;
+  Fixture f(options);
+  const std::string series = R"(seqd_ids_issued_total{key="auto:d_"} )";
+  auto issued = [&] {
+    const std::string text = metrics.Render();
+    const size_t at = text.find(series);
+    REQUIRE(at != std::string::npos);
+    return std::stod(text.substr(at + series.size()));
+  };
+  CHECK(issued() == 0);  // the rule's series exists from the start
+  (void)f.Block("d_a", 5, "t-1");
+  (void)f.Block("d_b", 3);
+  CHECK(issued() == 8);
+  (void)f.Block("d_a", 5, "t-1");  // a retry: the same IDs, not new ones
+  CHECK(issued() == 8);
+  CHECK(f.dense->stats().replayed == 1);
 }
 
 TEST_CASE("dense: a replay must ask for its first count") {

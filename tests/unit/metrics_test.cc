@@ -277,6 +277,24 @@ TEST_CASE("metrics: an admin-only router serves /metrics, /, /healthz, /readyz a
   CHECK(f.metrics.Render().find(R"(seqd_ids_issued_total{key="order"})") == std::string::npos);
 }
 
+TEST_CASE("metrics: dense series follow the allocator's totals and never go down") {
+  Metrics metrics("9.9.9");
+  CHECK(metrics.Render().find("seqd_dense_blocks_total 0") != std::string::npos);
+  DenseGauges g{40, 4, 2, 1, 3};
+  metrics.SetDenseStats([&] { return g; });
+  std::string text = metrics.Render();
+  CHECK(text.find("seqd_dense_blocks_total 40") != std::string::npos);
+  CHECK(text.find("seqd_dense_transactions_total 4") != std::string::npos);
+  CHECK(text.find("seqd_dense_replayed_total 2") != std::string::npos);
+  CHECK(text.find("seqd_dense_failures_total 1") != std::string::npos);
+  CHECK(text.find("seqd_dense_waiting_requests 3") != std::string::npos);
+  g = DenseGauges{45, 5, 2, 1, 0};
+  text = metrics.Render();
+  CHECK(text.find("seqd_dense_blocks_total 45") != std::string::npos);
+  CHECK(text.find("seqd_dense_transactions_total 5") != std::string::npos);
+  CHECK(text.find("seqd_dense_waiting_requests 0") != std::string::npos);
+}
+
 TEST_CASE("metrics: snowflake gauges exist only once a generator is attached") {
   Metrics metrics("9.9.9");
   std::string off = metrics.Render();

@@ -137,6 +137,18 @@ TEST_CASE("status page: a self-contained document with version, uptime and store
   CHECK_FALSE(Contains(RenderStatusPage(in), "http-equiv"));
 }
 
+TEST_CASE("status page: the dense section shows blocks per transaction and marks failures") {
+  StatusPageInput in = UpInput();
+  CHECK_FALSE(Contains(RenderStatusPage(in), "id=\"dense\""));
+  in.dense = DenseStats{90, 20, 3, 0, 7};
+  std::string page = RenderStatusPage(in);
+  CHECK(Contains(page, "<table id=\"dense\">"));
+  CHECK(Contains(page, "<td>90</td><td>20</td><td>4.5</td><td>3</td><td>0</td><td>7</td>"));
+  in.dense->failures = 2;
+  page = RenderStatusPage(in);
+  CHECK(Contains(page, "<td class=\"warn\"><b>2</b></td>"));
+}
+
 TEST_CASE("status page: everything from outside is escaped") {
   StatusPageInput in = UpInput();
   in.version = "1.0<b>";
