@@ -137,7 +137,8 @@ def binary_ids(ctx, rate, worker):
 
     def ids_step(c, i):
         if rng.random() < NEW_KEY_SHARE:
-            key = "n_soak_%s_%d_%d" % (ctx.run_id, worker, i)
+            prefix = "si_" if i % 2 else "n_"  # dense or segment (soak.py's rules)
+            key = "%ssoak_%s_%d_%d" % (prefix, ctx.run_id, worker, i)
             st.count("new_keys")
         else:
             key = rng.choice(HOT_KEYS)

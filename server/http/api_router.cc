@@ -384,6 +384,9 @@ void ApiRouter::HandleStatusPage(const std::shared_ptr<Call>& call) {
     in->version = options_.version;
     if (const SnowflakeGenerator* gen = snowflake_->generator()) in->snowflake = gen->status();
     in->dense = services_.router.dense_stats();
+    in->is_dense = [&router = services_.router](std::string_view key) {
+      return router.IsDense(key);
+    };
     if (const ClusterNode* node = services_.cluster) {
       in->cluster = StatusPageInput::Cluster{node->instance(), node->snapshot()};
     }

@@ -316,8 +316,12 @@ std::string RenderStatusPage(const StatusPageInput& in) {
     const bool is_low = e.snap && LowRunway(*e.snap);
     h += is_low ? R"(<tr class="low">)" : "<tr>";
     h += R"(<td class="l key">)" + HtmlEscape(name);
-    if (e.snap && e.snap->auto_created)
+    const bool dense = in.is_dense && in.is_dense(name);
+    if (dense) {
+      h += R"(<span class="tag" title="every block stored before it is answered">dense</span>)";
+    } else if (e.snap && e.snap->auto_created) {
       h += R"(<span class="tag" title="auto-created">auto</span>)";
+    }
     if (is_low) h += R"(<span class="tag warn">low runway</span>)";
     h += "</td>";
     if (e.row) {
@@ -327,6 +331,12 @@ std::string RenderStatusPage(const StatusPageInput& in) {
       h += R"(<td class="muted">&ndash;</td><td class="desc">)";
       h += in.rows ? "not on this page" : "";
       h += "</td>";
+    }
+    if (dense) {
+      h += R"(<td class="l muted" colspan="10">dense: no buffers, each block is stored )"
+           R"(before it is answered; the max ID is the last one handed out</td></tr>)";
+      h += "\n";
+      continue;
     }
     if (!e.snap) {
       h += R"(<td class="l muted" colspan="10">not in memory (loads on first use)</td></tr>)";

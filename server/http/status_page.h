@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,6 +42,9 @@ struct StatusPageInput {
   std::optional<SnowflakeStatus> snowflake;
   // The dense allocator's totals; nullopt when the page has none to show.
   std::optional<DenseStats> dense;
+  // True for a dense key (KeyRouter::IsDense); unset: no key is dense.
+  // Called while the page renders; must not block.
+  std::function<bool(std::string_view)> is_dense;
   // Cluster mode's members and shard map; nullopt when cluster mode is off.
   struct Cluster {
     std::string instance;                             // this one

@@ -84,6 +84,8 @@ class KeyRouter {
   // conversation's owner publishes, wherever it is (PushRelay).
   Result<std::unique_ptr<Subscription>> Subscribe(const std::string& conv, Hop hop,
                                                   MessageListener listener);
+  // True if `key` is served by the dense allocator (a dense rule made it).
+  bool IsDense(std::string_view key) const { return dense_ && dense_->IsDense(key); }
   // The dense allocator's totals (status page); nullopt without one.
   std::optional<DenseStats> dense_stats() const {
     return dense_ ? std::optional<DenseStats>(dense_->stats()) : std::nullopt;
@@ -107,7 +109,6 @@ class KeyRouter {
   // Serves a take here: the dense or the segment allocator.
   void TakeHere(std::string_view key, int64_t count, TakeCallback done, std::string_view requester,
                 std::string_view token, bool contiguous);
-  bool IsDense(std::string_view key) const { return dense_ && dense_->IsDense(key); }
   // A request over many keys, split by owner (key_router_batch.cc).
   struct BatchJob;
   void RouteParts(std::shared_ptr<BatchJob> job, std::vector<size_t> part);

@@ -28,8 +28,10 @@ class StoreInternals(unittest.TestCase):
         secrets = [b"seqd_secret_user", b"seqdb_secret_schema", b"127.0.0.1:%d" % dead,
                    b"%d" % dead, b"Can't connect", b"Can&#39;t connect"]
         tcp_port, resp_port = free_port(), free_port()
+        # n_ as a segment key: its failed reservation shows in /admin/cache
+        # (dense keys keep no cache).
         with Seqd(url, "--tcp-port", str(tcp_port), "--resp-port", str(resp_port),
-                  "--log-level", "info") as s:
+                  "--log-level", "info", "--auto-keys", "n_:50:segment") as s:
             seen = {}
             status, body, _ = s.request("GET", "/seq/n_leak?count=1")
             self.assertEqual(status, 503, body)

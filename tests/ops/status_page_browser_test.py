@@ -26,7 +26,8 @@ from harness import Seqd  # noqa: E402
 
 RUN = "%06x" % random.getrandbits(24)
 USED_KEY = "status_order_" + RUN      # registered with POST /admin/keys, then used
-AUTO_KEY = "sg_status_" + RUN         # auto-created by the default sg_ rule
+AUTO_KEY = "sg_status_" + RUN         # auto-created by the sg_ rule: a dense key
+SEG_AUTO_KEY = "seg_status_" + RUN    # auto-created by a segment rule
 IDLE_KEY = "status_idle_" + RUN       # registered, never used: only in the store
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -81,12 +82,14 @@ class StatusPageBrowserTest(unittest.TestCase):
         cls.tmp = tempfile.TemporaryDirectory(prefix="seqd-status-")
         cls.artifacts = os.environ.get("STATUS_PAGE_ARTIFACT_DIR") or cls.tmp.name
         os.makedirs(cls.artifacts, exist_ok=True)
-        cls.seqd = Seqd("sqlite:" + os.path.join(cls.tmp.name, "seqd.db"))
+        cls.seqd = Seqd("sqlite:" + os.path.join(cls.tmp.name, "seqd.db"),
+                        "--auto-keys", "sg_:100:dense,seg_:10")
         try:
             cls.seqd.create_key(USED_KEY, 1000)
             cls.seqd.create_key(IDLE_KEY, 500)
             cls.used_ids = cls.seqd.ids(USED_KEY, 25)
             cls.auto_ids = cls.seqd.ids(AUTO_KEY, 7)
+            cls.seg_auto_ids = cls.seqd.ids(SEG_AUTO_KEY, 3)
             status, health = cls.seqd.get_json("/healthz")
             assert status == 200, health
             cls.version = health["version"]
@@ -134,10 +137,17 @@ class StatusPageBrowserTest(unittest.TestCase):
         self.assertEqual(parser.text.get("store", "").strip(), "store up", dom[-2000:])
         self.assertEqual(parser.text.get("version", "").strip(), self.version)
         self.assertNotIn("store-down", parser.text)
-        # The auto-created key carries its tag; the used key shows its position.
+        # The auto-created keys carry their tags; the used key shows its position.
         rows = [r for r in dom.split("<tr") if AUTO_KEY in r]
         self.assertEqual(len(rows), 1, rows)
+        self.assertIn(">dense<", rows[0])
+        self.assertIn("the max ID is the last one handed out", rows[0])
+        # Leaf's max_id, one past the last ID handed out: no ID was skipped.
+        self.assertIn(">%d<" % (self.auto_ids[-1] + 1), rows[0])
+        rows = [r for r in dom.split("<tr") if SEG_AUTO_KEY in r]
+        self.assertEqual(len(rows), 1, rows)
         self.assertIn(">auto<", rows[0])
+        self.assertNotIn(">dense<", rows[0])
         used_rows = [r for r in dom.split("<tr") if USED_KEY in r]
         self.assertEqual(len(used_rows), 1, used_rows)
         self.assertIn(str(self.used_ids[-1] + 1), used_rows[0])  # the next ID to hand out

@@ -149,6 +149,23 @@ TEST_CASE("status page: the dense section shows blocks per transaction and marks
   CHECK(Contains(page, "<td class=\"warn\"><b>2</b></td>"));
 }
 
+TEST_CASE("status page: a dense key's row says it has no buffers; others keep theirs") {
+  StatusPageInput in = UpInput();
+  in.rows->push_back(KeyRow{"d_conv", 8, 100, "auto-created (dense)", 0});
+  in.snapshots.push_back(Snap("order"));
+  in.is_dense = [](std::string_view key) { return key.starts_with("d_"); };
+  const std::string page = RenderStatusPage(in);
+  const size_t dense_row = page.find(">d_conv<");
+  REQUIRE(dense_row != std::string::npos);
+  const std::string row = page.substr(dense_row, page.find("</tr>", dense_row) - dense_row);
+  CHECK(Contains(row, ">dense<"));
+  CHECK(Contains(row, "the max ID is the last one handed out"));
+  CHECK_FALSE(Contains(row, "not in memory"));
+  const size_t order_row = page.find(">order");
+  REQUIRE(order_row != std::string::npos);
+  CHECK_FALSE(Contains(page.substr(order_row, 400), ">dense<"));
+}
+
 TEST_CASE("status page: everything from outside is escaped") {
   StatusPageInput in = UpInput();
   in.version = "1.0<b>";
