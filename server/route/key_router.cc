@@ -1,6 +1,8 @@
 #include "server/route/key_router.h"
 
 #include <algorithm>
+#include <string>
+#include <string_view>
 
 #include "common/request_checks.h"
 #include "server/cluster/cluster_metrics.h"
@@ -58,11 +60,21 @@ void KeyRouter::TakeBlock(std::string_view key, int64_t count, Hop hop, TakeCall
   TakeAny(key, count, hop, std::move(done), requester, token, /*contiguous=*/true);
 }
 
+namespace {
+
+// A token on a key that no dense auto-create rule makes: the key may be a
+// segment key or no key at all; either way only a dense key takes a token.
+constexpr std::string_view kTokenNeedsDenseKey =
+    "a token is only for dense keys, the keys a dense auto_keys rule makes "
+    "(docs/dense-keys.md)";
+
+}  // namespace
+
 void KeyRouter::TakeHere(std::string_view key, int64_t count, TakeCallback done,
                          std::string_view requester, std::string_view token, bool contiguous) {
   if (IsDense(key)) return dense_->Take(key, count, token, std::move(done), requester);
   if (!token.empty()) {
-    return done(MakeError(ErrorCode::kInvalidArgument, "a token is only for dense keys"));
+    return done(MakeError(ErrorCode::kInvalidArgument, std::string(kTokenNeedsDenseKey)));
   }
   if (contiguous) return ids_.TakeBlock(key, count, std::move(done), requester);
   ids_.Take(key, count, std::move(done), requester);
@@ -77,7 +89,7 @@ void KeyRouter::TakeAny(std::string_view key, int64_t count, Hop hop, TakeCallba
   if (Status s = KeyRules::ValidateClientKey(key); !s) return done(s.error());
   if (Status s = DenseAllocator::ValidateToken(token); !s) return done(s.error());
   if (!dense && !token.empty()) {
-    return done(MakeError(ErrorCode::kInvalidArgument, "a token is only for dense keys"));
+    return done(MakeError(ErrorCode::kInvalidArgument, std::string(kTokenNeedsDenseKey)));
   }
   // A dense key's blocks are contiguous whichever op asked.
   if (dense) contiguous = true;

@@ -3,6 +3,7 @@ package openim
 import (
 	"context"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,9 +12,15 @@ import (
 	"seqd.dev/go/internal/testseqd"
 )
 
-// openIMAutoKeys: auto-create rules for every OpenIM conversation id
-// prefix, with OpenIM's own batch sizes (docs/openim.md).
-var openIMAutoKeys = []string{"--auto-keys", "si_:50,g_:100,sg_:100,sn_:50,n_:50"}
+// denseAutoKeys: seqd's default rules, spelled out: every OpenIM
+// conversation id prefix makes a dense key (docs/dense-keys.md).
+var denseAutoKeys = []string{"--auto-keys", "si_:50:dense,g_:100:dense,sg_:100:dense,sn_:50:dense,n_:50:dense"}
+
+// segmentAutoKeys: the same prefixes as segment keys (holes allowed).
+var segmentAutoKeys = []string{"--auto-keys", "si_:50,g_:100,sg_:100,sn_:50,n_:50"}
+
+// openIMAutoKeys: the rules the adapter's live tests run on.
+var openIMAutoKeys = denseAutoKeys
 
 func newSeqdClient(t *testing.T, s *testseqd.Server) *seqd.Client {
 	t.Helper()
@@ -75,8 +82,8 @@ func TestSendFlowLive(t *testing.T) {
 }
 
 // Min seqs survive a SIGKILL of seqd (durable before the answer), and the
-// seqs after the restart are above every seq handed out before it (the
-// unused rest of the segments is skipped: a hole, never a reuse).
+// seqs after the restart continue right after the last one handed out
+// before it (dense keys: no hole, no reuse).
 func TestMinSeqsAndSeqsAcrossRestart(t *testing.T) {
 	s := testseqd.Start(t, openIMAutoKeys...)
 	ctx := liveCtx(t, 60*time.Second)
@@ -112,12 +119,12 @@ func TestMinSeqsAndSeqsAcrossRestart(t *testing.T) {
 	if m, err := c.GetMaxSeq(ctx, "n_never_allocated"); err != nil || m != 0 {
 		t.Fatalf("GetMaxSeq(n_never_allocated) = %d, %v; want 0", m, err)
 	}
-	if m, err := c.GetMaxSeq(ctx, "si_a_b"); err != nil || m < 10 {
-		t.Fatalf("GetMaxSeq after restart = %d, %v; want >= 10", m, err)
+	if m, err := c.GetMaxSeq(ctx, "si_a_b"); err != nil || m != 10 {
+		t.Fatalf("GetMaxSeq after restart = %d, %v; want 10", m, err)
 	}
 	next, err := c.Malloc(ctx, "si_a_b", 3)
-	if err != nil || next < 10 {
-		t.Fatalf("Malloc after restart = %d, %v; want >= 10 (no seq handed out twice)", next, err)
+	if err != nil || next != 10 {
+		t.Fatalf("Malloc after restart = %d, %v; want 10 (seqs 11..13: no hole, no reuse)", next, err)
 	}
 	if m, err := c.GetMaxSeq(ctx, "si_a_b"); err != nil || m != next+3 {
 		t.Fatalf("GetMaxSeq = %d, %v; want %d", m, err, next+3)
@@ -126,13 +133,22 @@ func TestMinSeqsAndSeqsAcrossRestart(t *testing.T) {
 }
 
 // A conversation id that no auto-create rule covers (and no row exists):
-// seqd's UNKNOWN_KEY comes through; nothing is created.
+// Malloc's token needs a dense key, so INVALID_ARGUMENT, and with plain
+// blocks seqd's UNKNOWN_KEY; either way nothing is created.
 func TestUnknownPrefixLive(t *testing.T) {
 	s := testseqd.Start(t, openIMAutoKeys...)
 	ctx := liveCtx(t, 30*time.Second)
 	c := New(newSeqdClient(t, s))
-	if _, err := c.Malloc(ctx, "x_no_rule", 1); CodeOf(err) != seqd.CodeUnknownKey {
-		t.Fatalf("Malloc(x_no_rule): %v; want UNKNOWN_KEY", err)
+	if _, err := c.Malloc(ctx, "x_no_rule", 1); CodeOf(err) != seqd.CodeInvalidArgument ||
+		!strings.Contains(err.Error(), "dense") {
+		t.Fatalf("Malloc(x_no_rule): %v; want INVALID_ARGUMENT naming dense keys", err)
+	}
+	plain := New(newSeqdClient(t, s), WithSegmentKeys())
+	if _, err := plain.Malloc(ctx, "x_no_rule", 1); CodeOf(err) != seqd.CodeUnknownKey {
+		t.Fatalf("plain Malloc(x_no_rule): %v; want UNKNOWN_KEY", err)
+	}
+	if m, err := c.GetMaxSeq(ctx, "x_no_rule"); err != nil || m != 0 {
+		t.Fatalf("GetMaxSeq(x_no_rule) = %d, %v; want 0 (nothing created)", m, err)
 	}
 	if _, err := c.Malloc(ctx, "si bad id", 1); CodeOf(err) != seqd.CodeInvalidArgument {
 		t.Fatalf("Malloc(bad id): %v; want INVALID_ARGUMENT", err)

@@ -13,11 +13,19 @@
 //
 // Semantics, method by method (OpenIM's, unless said otherwise):
 //
-//   - Malloc(ctx, conv, size) reserves size seqs of conv with no hole and
-//     returns the seq just BEFORE them: the messages take ret+1 … ret+size.
-//     size 0 returns the current max seq (GetMaxSeq) and reserves nothing;
-//     a negative size is an error. A block is one seqd NEXT_BLOCK: at most
-//     the server's max_count (10,000 by default) seqs.
+//   - Malloc(ctx, conv, size) reserves size seqs of conv and returns the
+//     seq just BEFORE them: the messages take ret+1 … ret+size. On a dense
+//     key (seqd's default for OpenIM's prefixes, docs/dense-keys.md) the
+//     blocks of a conversation are contiguous from 1, with no hole ever:
+//     each Malloc is one seqd NEXT_BLOCK_ONCE under a token of its own,
+//     sent again with the same token until it is answered (within the
+//     context's deadline, else DefaultMallocBudget), so an answer lost on
+//     the way costs no seq, and a conversation's first Malloc answers 0
+//     exactly once. size 0 returns the current max seq (GetMaxSeq) and
+//     reserves nothing; a negative size is an error. A block is at most
+//     the server's dense_max_count (100,000 by default) seqs.
+//     WithSegmentKeys is for conversations served as segment keys instead
+//     (holes allowed, OpenIM's Redis path's holes and more).
 //   - GetMaxSeq / GetMaxSeqs: the largest seq handed out (seqd MAX_IDS); 0
 //     for a conversation never allocated. GetMaxSeqs answers every distinct
 //     id asked (duplicates once), in batches of 1000 ids.
@@ -60,6 +68,9 @@ import (
 type Allocator interface {
 	// NextBlock: count IDs of key with no hole, first..last.
 	NextBlock(ctx context.Context, key string, count int) (first, last int64, err error)
+	// NextBlockOnce: NextBlock of a dense key, the same block again for
+	// the same key, count and token.
+	NextBlockOnce(ctx context.Context, key string, count int, token string) (first, last int64, err error)
 	// MaxIDs: per key (at most 1000), the largest ID handed out, 0 if none.
 	MaxIDs(ctx context.Context, keys []string) ([]int64, error)
 	// MinSeqs: per key (at most 1000), the durable min seq, 0 if never set.
@@ -93,15 +104,18 @@ const batch = 1000
 // SeqCache is OpenIM's conversation seq cache on seqd. T is the type the
 // *WithTime methods answer in (SeqTime, or OpenIM's database.SeqTime).
 type SeqCache[T SeqTimeType] struct {
-	a      Allocator
-	keyFor func(conversationID string) (string, error)
+	a           Allocator
+	keyFor      func(conversationID string) (string, error)
+	segmentKeys bool         // Malloc by NextBlock, with no token
+	tokens      *tokenSource // Malloc's tokens
 }
 
 // Option configures a SeqCache.
 type Option func(*config)
 
 type config struct {
-	keyFor func(string) (string, error)
+	keyFor      func(string) (string, error)
+	segmentKeys bool
 }
 
 // WithKeyFunc maps each conversation id to its seqd key with f instead of
@@ -111,6 +125,16 @@ type config struct {
 // returns are still checked against seqd's key rules.
 func WithKeyFunc(f func(conversationID string) (string, error)) Option {
 	return func(c *config) { c.keyFor = f }
+}
+
+// WithSegmentKeys makes Malloc ask for plain blocks (NEXT_BLOCK, no token),
+// for a deployment whose auto-create rules make OpenIM's conversations
+// segment keys: faster, but a restart, a lost answer or a block that does
+// not fit its segment leaves a hole, and GetMaxSeq after a restart may be
+// above the last seq used. Without it, Malloc on a segment key fails with
+// INVALID_ARGUMENT (a token needs a dense key).
+func WithSegmentKeys() Option {
+	return func(c *config) { c.segmentKeys = true }
 }
 
 // New is a SeqCache whose *WithTime methods answer in SeqTime.
@@ -123,8 +147,7 @@ func NewFor[T SeqTimeType](a Allocator, opts ...Option) *SeqCache[T] {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	s := &SeqCache[T]{a: a, keyFor: cfg.keyFor}
-	return s
+	return &SeqCache[T]{a: a, keyFor: cfg.keyFor, segmentKeys: cfg.segmentKeys, tokens: newTokenSource()}
 }
 
 // key is conversationID's seqd key, or an error matching ErrConversationID.
@@ -162,7 +185,7 @@ func (s *SeqCache[T]) keys(conversationIDs []string) (keys []string, idOf map[st
 
 // Malloc reserves size seqs of conversationID with no hole and returns the
 // seq just before them (the messages use ret+1 … ret+size). size 0 is
-// GetMaxSeq.
+// GetMaxSeq. See the package comment for the retries and WithSegmentKeys.
 func (s *SeqCache[T]) Malloc(ctx context.Context, conversationID string, size int64) (int64, error) {
 	if size < 0 {
 		return 0, &seqd.Error{Code: seqd.CodeInvalidArgument, Message: "openim: Malloc size must not be negative"}
@@ -177,7 +200,12 @@ func (s *SeqCache[T]) Malloc(ctx context.Context, conversationID string, size in
 	if err != nil {
 		return 0, err
 	}
-	first, last, err := s.a.NextBlock(ctx, k, int(size))
+	var first, last int64
+	if s.segmentKeys {
+		first, last, err = s.a.NextBlock(ctx, k, int(size))
+	} else {
+		first, last, err = s.mallocOnce(ctx, k, size)
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	seqd "seqd.dev/go"
 )
@@ -50,9 +51,11 @@ var (
 	_ seqConversationCacheV1 = NewFor[dbSeqTime](nil)
 )
 
-// fake is an in-memory Allocator: segments of `step` IDs per key (a block
-// that does not fit the rest of a segment skips it, as seqd does), min
-// seqs, a call log, and an injectable error.
+// fake is an in-memory Allocator: NextBlock hands out segments of `step`
+// IDs per key (a block that does not fit the rest of a segment skips it,
+// as a segment key does); NextBlockOnce hands out contiguous blocks and
+// replays a token's block, as a dense key does. Also min seqs, a call log,
+// an injectable error, and lost answers.
 type fake struct {
 	mu      sync.Mutex
 	step    int64
@@ -60,14 +63,41 @@ type fake struct {
 	end     map[string]int64 // last ID of the current segment
 	max     map[string]int64
 	minSeq  map[string]int64
+	tokens  map[string][2]int64 // key + "/" + token -> its block
 	calls   []string
 	listLen []int
 	fail    error
+	// lose > 0: the next NextBlockOnce or NextBlock reserves its block,
+	// then answers UNAVAILABLE (an answer lost on the way), and lose drops
+	// by one.
+	lose int
 }
 
 func newFake(step int64) *fake {
 	return &fake{step: step, next: map[string]int64{}, end: map[string]int64{},
-		max: map[string]int64{}, minSeq: map[string]int64{}}
+		max: map[string]int64{}, minSeq: map[string]int64{}, tokens: map[string][2]int64{}}
+}
+
+func (f *fake) NextBlockOnce(ctx context.Context, key string, count int, token string) (int64, int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "NextBlockOnce "+key)
+	if f.fail != nil {
+		return 0, 0, f.fail
+	}
+	b, replay := f.tokens[key+"/"+token]
+	if !replay {
+		b = [2]int64{f.max[key] + 1, f.max[key] + int64(count)}
+		f.tokens[key+"/"+token] = b
+		f.max[key] = b[1]
+	} else if b[1]-b[0]+1 != int64(count) {
+		return 0, 0, seqd.ErrInvalidArgument
+	}
+	if f.lose > 0 {
+		f.lose--
+		return 0, 0, &seqd.Error{Code: seqd.CodeUnavailable, Message: "answer lost"}
+	}
+	return b[0], b[1], nil
 }
 
 func (f *fake) NextBlock(ctx context.Context, key string, count int) (int64, int64, error) {
@@ -92,6 +122,10 @@ func (f *fake) NextBlock(ctx context.Context, key string, count int) (int64, int
 	first := f.next[key]
 	f.next[key] += n
 	f.max[key] = first + n - 1
+	if f.lose > 0 {
+		f.lose--
+		return 0, 0, &seqd.Error{Code: seqd.CodeUnavailable, Message: "answer lost"}
+	}
 	return first, first + n - 1, nil
 }
 
@@ -163,11 +197,99 @@ func TestMallocReturnsTheSeqBeforeTheBlock(t *testing.T) {
 	if m, err := s.GetMaxSeq(ctx, "sg_never"); err != nil || m != 0 {
 		t.Fatalf("GetMaxSeq(never used) = %d, %v; want 0", m, err)
 	}
-	// A block that does not fit the segment's rest starts a new segment:
-	// a hole, never an overlap.
+	// A dense key's blocks are contiguous whatever their size.
 	ret, err = s.Malloc(ctx, "si_a_b", 48)
+	if err != nil || ret != 5 {
+		t.Fatalf("Malloc(48) = %d, %v; want 5 (messages 6..53)", ret, err)
+	}
+	for _, c := range f.calls {
+		if strings.HasPrefix(c, "NextBlock ") {
+			t.Fatalf("a Malloc asked for a plain block: %v", f.calls)
+		}
+	}
+}
+
+// WithSegmentKeys: plain blocks. A block that does not fit the segment's
+// rest starts a new segment: a hole, never an overlap.
+func TestMallocWithSegmentKeys(t *testing.T) {
+	f := newFake(50)
+	s := New(f, WithSegmentKeys())
+	if ret, err := s.Malloc(ctx, "si_a_b", 5); err != nil || ret != 0 {
+		t.Fatalf("first Malloc = %d, %v; want 0", ret, err)
+	}
+	ret, err := s.Malloc(ctx, "si_a_b", 48)
 	if err != nil || ret != 50 {
 		t.Fatalf("Malloc(48) = %d, %v; want 50 (the new segment's first seq is 51)", ret, err)
+	}
+}
+
+// Answers lost on the way: Malloc sends the same token again, so the
+// conversation's first Malloc still answers 0, and no seq is skipped.
+func TestMallocLostAnswersLeaveNoHole(t *testing.T) {
+	f := newFake(50)
+	s := New(f)
+	f.lose = 3
+	ret, err := s.Malloc(ctx, "si_new", 4)
+	if err != nil || ret != 0 {
+		t.Fatalf("first Malloc after 3 lost answers = %d, %v; want 0 (a new conversation)", ret, err)
+	}
+	if n := len(f.calls); n != 4 {
+		t.Fatalf("%d calls; want 4 (3 lost, the 4th answered): %v", n, f.calls)
+	}
+	f.lose = 1
+	if ret, err = s.Malloc(ctx, "si_new", 2); err != nil || ret != 4 {
+		t.Fatalf("second Malloc = %d, %v; want 4 (messages 5..6, no hole)", ret, err)
+	}
+	// The same loss without a token (plain blocks, as before dense keys):
+	// the caller's retry gets the next block, so the new conversation's
+	// first answer is not 0 and seqs 1..4 are a hole. The check above can
+	// fail.
+	seg := New(f, WithSegmentKeys())
+	f.lose = 1
+	if _, err = seg.Malloc(ctx, "si_seg", 4); !errors.Is(err, seqd.ErrUnavailable) {
+		t.Fatalf("plain Malloc with its answer lost: %v; want UNAVAILABLE", err)
+	}
+	if ret, err = seg.Malloc(ctx, "si_seg", 4); err != nil || ret != 4 {
+		t.Fatalf("plain Malloc retried = %d, %v; want 4 (1..4 lost)", ret, err)
+	}
+}
+
+// A Malloc that is never answered gives up at the context's deadline,
+// with the retryable error it saw; a code that is not retryable at once.
+func TestMallocRetriesWithinTheContext(t *testing.T) {
+	f := newFake(50)
+	s := New(f)
+	f.fail = &seqd.Error{Code: seqd.CodeUnavailable, Message: "down"}
+	c, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := s.Malloc(c, "si_a", 1); !errors.Is(err, seqd.ErrUnavailable) {
+		t.Fatalf("Malloc while down: %v; want UNAVAILABLE", err)
+	}
+	if d := time.Since(start); d < 140*time.Millisecond || d > 2*time.Second {
+		t.Fatalf("gave up after %v; want the context's 150 ms", d)
+	}
+	if n := len(f.calls); n < 3 {
+		t.Fatalf("%d attempts in 150 ms; want several", n)
+	}
+	f.calls = nil
+	f.fail = &seqd.Error{Code: seqd.CodeInvalidArgument, Message: "token on a segment key"}
+	if _, err := s.Malloc(ctx, "si_a", 1); !errors.Is(err, seqd.ErrInvalidArgument) || len(f.calls) != 1 {
+		t.Fatalf("Malloc: %v after %d calls; want INVALID_ARGUMENT after 1", err, len(f.calls))
+	}
+}
+
+// Tokens differ between calls and between SeqCaches, and fit seqd's limit.
+func TestMallocTokens(t *testing.T) {
+	a, b := newTokenSource(), newTokenSource()
+	seen := map[string]bool{}
+	for i := 0; i < 1000; i++ {
+		for _, tok := range []string{a.next(), b.next()} {
+			if seen[tok] || len(tok) > 64 || strings.ContainsAny(tok, " \t") {
+				t.Fatalf("token %q: repeated or not a valid token", tok)
+			}
+			seen[tok] = true
+		}
 	}
 }
 
