@@ -21,7 +21,7 @@ void AppendOk(std::string& out, Opcode opcode, uint32_t request_id, std::string_
 
 }  // namespace
 
-bool IsIdOpcode(uint8_t opcode) { return opcode >= 0x05 && opcode <= 0x09; }
+bool IsIdOpcode(uint8_t opcode) { return opcode >= 0x05 && opcode <= 0x0A; }
 
 std::string NextBlockRequestPayload(std::string_view key, uint32_t count,
                                     std::string_view on_behalf_of) {
@@ -120,6 +120,30 @@ void AppendOkInt64List(std::string& out, Opcode opcode, uint32_t request_id,
   Put32(result, static_cast<uint32_t>(values.size()));
   for (int64_t v : values) Put64(result, v);
   AppendOk(out, opcode, request_id, result);
+}
+
+void AppendOkMaxIdsTimes(std::string& out, uint32_t request_id, const std::vector<int64_t>& max_ids,
+                         const std::vector<int64_t>& times_ms) {
+  std::string result;
+  result.reserve(4 + 16 * max_ids.size());
+  Put32(result, static_cast<uint32_t>(max_ids.size()));
+  for (size_t i = 0; i < max_ids.size(); ++i) {
+    Put64(result, max_ids[i]);
+    Put64(result, times_ms[i]);
+  }
+  AppendOk(out, kOpMaxIdsTimes, request_id, result);
+}
+
+std::optional<std::vector<MaxIdTime>> ParseMaxIdsTimesResult(std::string_view result) {
+  Reader r(result);
+  const uint64_t n = r.U32();
+  if (!r.ok() || r.left() != 16 * n) return std::nullopt;
+  std::vector<MaxIdTime> values(static_cast<size_t>(n));
+  for (MaxIdTime& v : values) {
+    v.max_id = r.I64();
+    v.time_ms = r.I64();
+  }
+  return values;
 }
 
 std::optional<std::vector<int64_t>> ParseInt64List(std::string_view result) {

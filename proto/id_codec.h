@@ -35,8 +35,9 @@ inline constexpr Opcode kOpMaxIds = static_cast<Opcode>(0x06);
 inline constexpr Opcode kOpGetMinSeqs = static_cast<Opcode>(0x07);
 inline constexpr Opcode kOpSetMinSeqs = static_cast<Opcode>(0x08);
 inline constexpr Opcode kOpNextBlockOnce = static_cast<Opcode>(0x09);
+inline constexpr Opcode kOpMaxIdsTimes = static_cast<Opcode>(0x0A);
 
-// True for 0x05..0x09.
+// True for 0x05..0x0A.
 bool IsIdOpcode(uint8_t opcode);
 
 // --- NEXT_BLOCK (0x05): the payload is NEXT_IDS's --------------------------------
@@ -83,6 +84,21 @@ void AppendOkInt64List(std::string& out, Opcode opcode, uint32_t request_id,
                        const std::vector<int64_t>& values);
 // nullopt unless `result` is `u32 n, n × i64` exactly.
 std::optional<std::vector<int64_t>> ParseInt64List(std::string_view result);
+
+// --- MAX_IDS_TIMES (0x0A): MAX_IDS's request, each key's time too ----------------
+
+// One key's answer: MAX_IDS's max, and the unix ms of its last allocation
+// (-1: the key has no row).
+struct MaxIdTime {
+  int64_t max_id = 0;
+  int64_t time_ms = -1;
+};
+// Appends a whole OK response frame: `u32 n, n × (i64 max_id, i64 time_ms)`.
+// REQUIRES: max_ids.size() == times_ms.size().
+void AppendOkMaxIdsTimes(std::string& out, uint32_t request_id, const std::vector<int64_t>& max_ids,
+                         const std::vector<int64_t>& times_ms);
+// nullopt unless `result` is `u32 n, n × (i64, i64)` exactly.
+std::optional<std::vector<MaxIdTime>> ParseMaxIdsTimesResult(std::string_view result);
 
 // --- SET_MIN_SEQS (0x08) -------------------------------------------------------
 

@@ -77,6 +77,11 @@ Result<std::vector<int64_t>> FaultyStore::GetMaxIds(const std::vector<std::strin
   return inner_.GetMaxIds(keys);
 }
 
+Result<std::vector<int64_t>> FaultyStore::GetAllocTimes(const std::vector<std::string>& keys) {
+  if (auto s = Inject(); !s) return s.error();
+  return inner_.GetAllocTimes(keys);
+}
+
 Result<std::vector<int64_t>> FaultyStore::GetMinSeqs(const std::vector<std::string>& keys) {
   if (auto s = Inject(); !s) return s.error();
   return inner_.GetMinSeqs(keys);

@@ -1,5 +1,6 @@
 #include "storage/memory_store.h"
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 #include <utility>
@@ -50,6 +51,26 @@ std::vector<Result<ReservedSegment>> MemoryStore::ReserveMany(
       out.push_back(MakeError(ErrorCode::kInvalidArgument, "memory reserve: step must be > 0"));
     } else {
       out.push_back(r.token.empty() ? ReserveLocked(r.key, r.step) : ReserveTokenedLocked(r));
+      if (r.stamp_time && out.back() && !out.back()->replayed) {
+        int64_t& at = alloc_ms_[r.key];
+        at = std::max(at, UnixMillisNow());
+      }
+    }
+  }
+  return out;
+}
+
+Result<std::vector<int64_t>> MemoryStore::GetAllocTimes(const std::vector<std::string>& keys) {
+  MutexLock lock(mu_);
+  std::vector<int64_t> out;
+  out.reserve(keys.size());
+  for (const std::string& k : keys) {
+    auto row = rows_.find(k);
+    auto stamped = alloc_ms_.find(k);
+    if (row == rows_.end()) {
+      out.push_back(-1);
+    } else {
+      out.push_back(stamped == alloc_ms_.end() ? row->second.update_time_ms : stamped->second);
     }
   }
   return out;

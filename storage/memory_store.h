@@ -20,6 +20,8 @@ class MemoryStore final : public SegmentStore {
   std::vector<Result<ReservedSegment>> ReserveMany(
       const std::vector<ReserveRequest>& requests) override;
   Result<int64_t> PruneBlockTokens(int64_t before_unix_ms) override;
+  // Stamped times in memory; an unstamped row answers its update_time_ms.
+  Result<std::vector<int64_t>> GetAllocTimes(const std::vector<std::string>& keys) override;
   Result<KeyRow> CreateKey(std::string_view key, int64_t step,
                            std::string_view description) override;
   Result<KeyRow> GetKey(std::string_view key) override;
@@ -48,6 +50,7 @@ class MemoryStore final : public SegmentStore {
   // By (key, token).
   std::map<std::pair<std::string, std::string>, TokenBlock> tokens_ GUARDED_BY(mu_);
   std::map<std::string, int64_t, std::less<>> min_seqs_ GUARDED_BY(mu_);
+  std::map<std::string, int64_t, std::less<>> alloc_ms_ GUARDED_BY(mu_);
 };
 
 }  // namespace seqd

@@ -19,7 +19,8 @@ namespace seqd::mysql_leaf {
 
 // Which requests CreateAndReserve serves: those that create their row,
 // reserve the row's own step and are not fenced (cluster mode keeps its
-// order: rows, then the lease row), whose key no other request of the batch
+// order: rows, then the lease row) and are not stamped (ReserveRows stamps),
+// whose key no other request of the batch
 // names, even ignoring ASCII case (each gets its one range from one row).
 std::vector<bool> OneStatementRequests(const std::vector<ReserveRequest>& requests) {
   std::vector<std::pair<std::string, size_t>> folded;  // (ASCII-lowercased key, request)
@@ -31,7 +32,8 @@ std::vector<bool> OneStatementRequests(const std::vector<ReserveRequest>& reques
     const ReserveRequest& r = requests[folded[j].second];
     const bool alone = (j == 0 || folded[j - 1].first != folded[j].first) &&
                        (j + 1 == folded.size() || folded[j + 1].first != folded[j].first);
-    at_once[folded[j].second] = alone && r.create_step > 0 && !r.step && !r.fence;
+    at_once[folded[j].second] =
+        alone && r.create_step > 0 && !r.step && !r.fence && !r.stamp_time;
   }
   return at_once;
 }
@@ -236,6 +238,7 @@ void ReserveRows(MysqlConn& c, const std::vector<ReserveRequest>& requests,
     int64_t max_id = 0;  // as locked, then as this batch leaves it
     int64_t step = 0;
     int64_t reserved = 0;  // ranges taken from it in this batch
+    bool stamp = false;    // a range taken with stamp_time
   };
   std::map<std::string, Row> rows;  // by the row's own biz_tag
   for (size_t at = 0; at < todo.size(); at += kListMax) {
@@ -321,11 +324,14 @@ void ReserveRows(MysqlConn& c, const std::vector<ReserveRequest>& requests,
       out[i] = ReservedSegment{row->max_id, row->max_id + by - 1, row->step};
       row->max_id += by;
       ++row->reserved;
+      row->stamp = row->stamp || r.stamp_time;
     }
   }
   std::vector<std::pair<const std::string*, int64_t>> changed;
+  std::vector<const std::string*> stamped;  // in tag order, as rows
   for (const auto& [tag, row] : rows) {
     if (row.reserved > 0) changed.emplace_back(&tag, row.max_id);
+    if (row.stamp) stamped.push_back(&tag);
   }
   for (size_t at = 0; at < changed.size(); at += kListMax) {
     const size_t n = std::min(kListMax, changed.size() - at);
@@ -339,6 +345,7 @@ void ReserveRows(MysqlConn& c, const std::vector<ReserveRequest>& requests,
     }
     set.executeUpdate();
   }
+  StampTimes(c, stamped);
   InsertTokens(c, requests, out, todo);
 }
 

@@ -99,6 +99,7 @@ Status MysqlStore::EnsureSchema() {
     s->execute(kCreateTable);
     s->execute(MinSeqTableSql());
     s->execute(BlockTokenTableSql());
+    s->execute(KeyTimeTableSql());
     c.Commit();
     return Ok{};
   });
@@ -210,7 +211,7 @@ void MysqlStore::ReserveEach(const std::vector<ReserveRequest>& requests,
 }
 
 Result<ReservedSegment> MysqlStore::ReserveOne(const ReserveRequest& r) {
-  if (r.create_step <= 0 && r.token.empty()) {
+  if (r.create_step <= 0 && r.token.empty() && !r.stamp_time) {
     return ReserveImpl(r.key, r.step, r.fence ? &*r.fence : nullptr);
   }
   return std::move(ReserveBatch({r}, std::nullopt)->front());  // never nullopt without a wait

@@ -93,6 +93,9 @@ class MysqlStore final : public SegmentStore {
   // seqd_block_token (mysql_block_tokens.cc), and its CREATE TABLE.
   Result<int64_t> PruneBlockTokens(int64_t before_unix_ms) override;
   static const char* BlockTokenTableSql();
+  // seqd_key_time (mysql_key_times.cc), and its CREATE TABLE.
+  Result<std::vector<int64_t>> GetAllocTimes(const std::vector<std::string>& keys) override;
+  static const char* KeyTimeTableSql();
   Status Ping() override;
   // Prepares the statements of a reservation (one key, or a batch of up
   // to four; fenced too) on a pooled connection, opening it if the pool

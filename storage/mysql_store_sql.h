@@ -92,4 +92,9 @@ void CreateAndReserve(MysqlConn& c, const std::vector<ReserveRequest>& requests,
 void ReserveRows(MysqlConn& c, const std::vector<ReserveRequest>& requests,
                  const std::vector<bool>& at_once, Slots& out);
 
+// In a reservation's transaction (ReserveRows): sets the allocation time of
+// each row tag to the database's clock, never back (mysql_key_times.cc).
+// REQUIRES: the tags in a fixed order (two batches lock them alike).
+void StampTimes(MysqlConn& c, const std::vector<const std::string*>& tags);
+
 }  // namespace seqd::mysql_leaf

@@ -67,6 +67,10 @@ struct ReserveRequest {
   // retry whose first answer was lost gets the same range. Must outlive the
   // ReserveMany call. Stores without tokens answer kFailedPrecondition.
   std::string_view token = {};
+  // True: when this request reserves a range now (not on a replay), the
+  // key's allocation time (GetAllocTimes) becomes the store's clock, in the
+  // same transaction. Dense keys set it.
+  bool stamp_time = false;
 };
 
 // One key's durable min seq (SegmentStore::SetMinSeqs): the table
@@ -207,6 +211,17 @@ class SegmentStore {
       out.push_back(row ? row->max_id - 1 : 0);
     }
     return out;
+  }
+
+  // Per key, in the order asked: -1 for a key without a leaf_alloc row
+  // (never created); else the unix millis of its last reservation made
+  // with stamp_time, or, for a key never stamped, the row's update_time
+  // (when its row last changed, as precise as the table keeps it: seconds
+  // in Leaf's MySQL table). Never creates a row. Stores without allocation
+  // times answer kFailedPrecondition.
+  virtual Result<std::vector<int64_t>> GetAllocTimes(const std::vector<std::string>& keys) {
+    (void)keys;
+    return MakeError(ErrorCode::kFailedPrecondition, "this store has no allocation times");
   }
 
   // The min seq of each key (0 for a key never set), in the order asked.

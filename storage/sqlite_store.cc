@@ -35,7 +35,11 @@ constexpr const char* kCreateTable =
     "last_id BIGINT NOT NULL, "
     "created_ms BIGINT NOT NULL, "
     "PRIMARY KEY (biz_tag, token)) WITHOUT ROWID;"
-    "CREATE INDEX IF NOT EXISTS seqd_block_token_created ON seqd_block_token (created_ms)";
+    "CREATE INDEX IF NOT EXISTS seqd_block_token_created ON seqd_block_token (created_ms);"
+    // Each key's last stamped reservation (ReserveRequest::stamp_time).
+    "CREATE TABLE IF NOT EXISTS seqd_key_time ("
+    "biz_tag VARCHAR(255) PRIMARY KEY, "
+    "alloc_ms BIGINT NOT NULL) WITHOUT ROWID";
 
 // Same text format as CURRENT_TIMESTAMP, with milliseconds, in UTC.
 #define SEQD_SQLITE_NOW "strftime('%Y-%m-%d %H:%M:%f', 'now')"
@@ -60,6 +64,8 @@ enum StmtId {
   kTokenSelect,
   kTokenInsert,
   kTokenPrune,
+  kKeyTimeUpsert,
+  kAllocTimeSelect,
   kNumFixedStmts,
   // Then kInsertNewRows + i: new rows, 2^i per statement (NewRowsSql).
   kInsertNewRows = kNumFixedStmts,
@@ -112,6 +118,13 @@ const char* const kFixedSql[kNumFixedStmts] = {
     "INSERT INTO seqd_block_token (biz_tag, token, first_id, last_id, created_ms) "
     "VALUES (?1, ?2, ?3, ?4, ?5)",
     /* kTokenPrune */ "DELETE FROM seqd_block_token WHERE created_ms < ?1",
+    /* kKeyTimeUpsert */
+    "INSERT INTO seqd_key_time (biz_tag, alloc_ms) VALUES (?1, ?2) "
+    "ON CONFLICT(biz_tag) DO UPDATE SET alloc_ms = MAX(alloc_ms, excluded.alloc_ms)",
+    /* kAllocTimeSelect: the stamped time, else the row's update_time */
+    "SELECT COALESCE(t.alloc_ms, "
+    "CAST(ROUND((julianday(a.update_time) - 2440587.5) * 86400000.0) AS INTEGER), 0) "
+    "FROM leaf_alloc a LEFT JOIN seqd_key_time t ON t.biz_tag = a.biz_tag WHERE a.biz_tag = ?1",
 };
 
 // `rows` new rows with their first segments, each given as (key, max_id
@@ -284,8 +297,26 @@ std::vector<Result<ReservedSegment>> SqliteStore::ReserveMany(
       return fail_all(st.error());
     }
   }
+  if (Status st = StampTimesLocked(requests, out); !st.ok()) return fail_all(st.error());
   if (Status st = db_.Commit("reserve many (commit)"); !st.ok()) return fail_all(st.error());
   return out;
+}
+
+Status SqliteStore::StampTimesLocked(const std::vector<ReserveRequest>& requests,
+                                     const std::vector<Result<ReservedSegment>>& out) {
+  const int64_t now_ms = UnixMillis();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (!requests[i].stamp_time || !out[i] || out[i]->replayed) continue;
+    auto stmt = db_.Stmt(kKeyTimeUpsert, "reserve many (time)");
+    if (!stmt.ok()) return stmt.error();
+    SqliteResetOnExit reset(*stmt);
+    SqliteBindText(*stmt, 1, requests[i].key);
+    sqlite3_bind_int64(*stmt, 2, now_ms);
+    if (const int rc = sqlite3_step(*stmt); rc != SQLITE_DONE) {
+      return db_.SqlError(rc, "reserve many (time)");
+    }
+  }
+  return OkStatus();
 }
 
 Status SqliteStore::InsertNewRowsLocked(const std::vector<ReserveRequest>& requests,
@@ -536,6 +567,27 @@ Result<KeyRow> SqliteStore::SetStep(std::string_view key, int64_t step) {
     if (db_.Changes() == 0) return MakeError(ErrorCode::kUnknownKey, "no such key");
   }
   return SelectOneLocked(key, "set step (select)");
+}
+
+Result<std::vector<int64_t>> SqliteStore::GetAllocTimes(const std::vector<std::string>& keys) {
+  MutexLock lock(mu_);
+  std::vector<int64_t> out;
+  out.reserve(keys.size());
+  for (const std::string& k : keys) {
+    auto s = db_.Stmt(kAllocTimeSelect, "get allocation times");
+    if (!s.ok()) return s.error();
+    SqliteResetOnExit reset(*s);
+    SqliteBindText(*s, 1, k);
+    const int rc = sqlite3_step(*s);
+    if (rc == SQLITE_DONE) {
+      out.push_back(-1);
+    } else if (rc == SQLITE_ROW) {
+      out.push_back(sqlite3_column_int64(*s, 0));
+    } else {
+      return db_.SqlError(rc, "get allocation times");
+    }
+  }
+  return out;
 }
 
 Result<std::vector<int64_t>> SqliteStore::GetMinSeqs(const std::vector<std::string>& keys) {

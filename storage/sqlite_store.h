@@ -55,6 +55,8 @@ class SqliteStore final : public SegmentStore {
   Status SetMinSeqs(const std::vector<MinSeqValue>& values, const std::vector<ShardFence>& fences,
                     uint32_t* refused_shard = nullptr) override;
   Result<int64_t> PruneBlockTokens(int64_t before_unix_ms) override;
+  // seqd_key_time's stamp, else the row's update_time (milliseconds here).
+  Result<std::vector<int64_t>> GetAllocTimes(const std::vector<std::string>& keys) override;
   Status Ping() override;
 
  private:
@@ -75,6 +77,11 @@ class SqliteStore final : public SegmentStore {
                               std::vector<Result<ReservedSegment>>& out) REQUIRES(mu_);
   Status ReserveRowLocked(const ReserveRequest& r, const std::string& now,
                           std::vector<Result<ReservedSegment>>& out) REQUIRES(mu_);
+  // In ReserveMany's transaction: the time of each request with stamp_time
+  // that reserved a range now (out[i], not a replay) upserted into
+  // seqd_key_time; an error fails the batch.
+  Status StampTimesLocked(const std::vector<ReserveRequest>& requests,
+                          const std::vector<Result<ReservedSegment>>& out) REQUIRES(mu_);
   // Reads the row for `key`; kUnknownKey if absent.
   Result<KeyRow> SelectOneLocked(std::string_view key, const char* op) REQUIRES(mu_);
 

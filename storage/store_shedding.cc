@@ -64,6 +64,12 @@ Result<std::vector<int64_t>> SheddingSegmentStore::GetMaxIds(const std::vector<s
   return inner_->GetMaxIds(keys);
 }
 
+Result<std::vector<int64_t>> SheddingSegmentStore::GetAllocTimes(
+    const std::vector<std::string>& keys) {
+  if (ShedThisThread()) return ShedError();
+  return inner_->GetAllocTimes(keys);
+}
+
 Result<std::vector<int64_t>> SheddingSegmentStore::GetMinSeqs(
     const std::vector<std::string>& keys) {
   if (ShedThisThread()) return ShedError();

@@ -49,6 +49,7 @@ class SheddingSegmentStore final : public SegmentStore {
   Result<std::vector<KeyRow>> ListKeys(std::string_view after, size_t limit) override;
   Result<KeyRow> SetStep(std::string_view key, int64_t step) override;
   Result<std::vector<int64_t>> GetMaxIds(const std::vector<std::string>& keys) override;
+  Result<std::vector<int64_t>> GetAllocTimes(const std::vector<std::string>& keys) override;
   Result<std::vector<int64_t>> GetMinSeqs(const std::vector<std::string>& keys) override;
   Status SetMinSeqs(const std::vector<MinSeqValue>& values, const std::vector<ShardFence>& fences,
                     uint32_t* refused_shard = nullptr) override;

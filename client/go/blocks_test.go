@@ -213,3 +213,56 @@ func TestNextBlockOnceDenseAndIdempotent(t *testing.T) {
 		t.Errorf("an empty token: %v", err)
 	}
 }
+
+// MAX_IDS_TIMES: a dense key's time moves with each block (and not with a
+// replayed token), a segment key answers its row's time, a key with no
+// row -1; the list bound is checked before anything is sent.
+func TestMaxIDsWithTimes(t *testing.T) {
+	_, c := startClient(t, "--auto-keys", "dk_:50:dense,sk_:50")
+	ctx := ctxT(t, 30*time.Second)
+	before := time.Now().UnixMilli()
+	if _, _, err := c.NextBlockOnce(ctx, "dk_time", 3, "t1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.NextID(ctx, "sk_time"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.MaxIDsWithTimes(ctx, []string{"dk_time", "sk_time", "dk_never"})
+	if err != nil || len(got) != 3 {
+		t.Fatalf("MaxIDsWithTimes = %v, %v", got, err)
+	}
+	after := time.Now().UnixMilli()
+	if got[0].MaxID != 3 || got[0].TimeMs < before-5000 || got[0].TimeMs > after+5000 {
+		t.Fatalf("dense key: %+v; want max 3, a time in [%d, %d]", got[0], before, after)
+	}
+	if got[1].TimeMs < before-5000 || got[1].TimeMs > after+5000 {
+		t.Fatalf("segment key: %+v; want its row's time in [%d, %d]", got[1], before, after)
+	}
+	if got[2] != (MaxIDTime{MaxID: 0, TimeMs: -1}) {
+		t.Fatalf("a key with no row: %+v; want {0 -1}", got[2])
+	}
+	time.Sleep(20 * time.Millisecond)
+	if _, _, err := c.NextBlockOnce(ctx, "dk_time", 3, "t1"); err != nil { // replayed
+		t.Fatal(err)
+	}
+	if again, err := c.MaxIDsWithTimes(ctx, []string{"dk_time"}); err != nil || again[0] != got[0] {
+		t.Fatalf("after a replay: %v, %v; want %+v unchanged", again, err, got[0])
+	}
+	if _, _, err := c.NextBlock(ctx, "dk_time", 2); err != nil {
+		t.Fatal(err)
+	}
+	if later, err := c.MaxIDsWithTimes(ctx, []string{"dk_time"}); err != nil || later[0].MaxID != 5 ||
+		later[0].TimeMs <= got[0].TimeMs {
+		t.Fatalf("after a block: %v, %v; want max 5 and a later time than %d", later, err, got[0].TimeMs)
+	}
+	keys := make([]string, 1001)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("dk_%d", i)
+	}
+	if _, err := c.MaxIDsWithTimes(ctx, keys); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("1001 keys: %v; want TOO_LARGE", err)
+	}
+	if empty, err := c.MaxIDsWithTimes(ctx, nil); err != nil || len(empty) != 0 {
+		t.Fatalf("no keys: %v, %v", empty, err)
+	}
+}

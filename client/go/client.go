@@ -319,6 +319,8 @@ func opName(op byte) string {
 		return "NEXT_BLOCK_ONCE"
 	case opMaxIDs:
 		return "MAX_IDS"
+	case opMaxIDsTimes:
+		return "MAX_IDS_TIMES"
 	case opGetMinSeqs:
 		return "GET_MIN_SEQS"
 	case opSetMinSeqs:

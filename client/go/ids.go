@@ -199,6 +199,49 @@ func (c *Client) MaxIDs(ctx context.Context, keys []string) ([]int64, error) {
 	return c.int64List(ctx, opMaxIDs, keys)
 }
 
+// MaxIDTime is one key's answer to MaxIDsWithTimes.
+type MaxIDTime struct {
+	MaxID int64 // as MaxIDs
+	// TimeMs is the unix millis of the key's last allocation: a dense
+	// key's last block, to the millisecond, by the database's clock; for a
+	// segment key, when its row last changed (a segment reserved), as
+	// precise as the table keeps it. -1 for a key that has no row.
+	TimeMs int64
+}
+
+// MaxIDsWithTimes is MaxIDs with each key's allocation time
+// (MAX_IDS_TIMES), the time read after the max. At most 1000 keys.
+func (c *Client) MaxIDsWithTimes(ctx context.Context, keys []string) ([]MaxIDTime, error) {
+	if len(keys) == 0 {
+		return []MaxIDTime{}, nil
+	}
+	if len(keys) > maxListItems {
+		return nil, errorf(CodeTooLarge, "more than %d keys", maxListItems)
+	}
+	var e enc
+	e.strList(keys)
+	p, err := e.payload()
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.callKeyed(ctx, firstKey(keys), opMaxIDsTimes, p)
+	if err != nil {
+		return nil, err
+	}
+	d := dec{b: res}
+	out := make([]MaxIDTime, d.count(16))
+	for i := range out {
+		out[i] = MaxIDTime{MaxID: d.i64(), TimeMs: d.i64()}
+	}
+	if err := d.done("MAX_IDS_TIMES"); err != nil {
+		return nil, err
+	}
+	if len(out) != len(keys) {
+		return nil, errorf(CodeProtocol, "MAX_IDS_TIMES answered %d keys, %d asked", len(out), len(keys))
+	}
+	return out, nil
+}
+
 // MinSeqs returns each key's durable min seq (GET_MIN_SEQS), 0 for a key
 // never set, in the order asked. At most 1000 keys.
 func (c *Client) MinSeqs(ctx context.Context, keys []string) ([]int64, error) {

@@ -32,6 +32,7 @@ const (
 	opGetMinSeqs    byte = 0x07
 	opSetMinSeqs    byte = 0x08
 	opNextBlockOnce byte = 0x09
+	opMaxIDsTimes   byte = 0x0A
 	opSnowflake     byte = 0x10
 	opSnowflakeDec  byte = 0x11
 	opSend          byte = 0x20

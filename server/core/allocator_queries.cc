@@ -141,6 +141,14 @@ void SegmentAllocator::GetMinSeqs(std::vector<std::string> keys, ValuesCallback 
       [this, keys = std::move(keys), done = std::move(done)] { done(store_.GetMinSeqs(keys)); });
 }
 
+void SegmentAllocator::GetAllocTimes(std::vector<std::string> keys, ValuesCallback done) {
+  if (shutting_down_) return done(MakeError(ErrorCode::kShuttingDown, "server is shutting down"));
+  if (Status s = CheckKeyList(keys); !s) return done(s.error());
+  if (keys.empty()) return done(std::vector<int64_t>{});
+  db_.Post(
+      [this, keys = std::move(keys), done = std::move(done)] { done(store_.GetAllocTimes(keys)); });
+}
+
 void SegmentAllocator::SetMinSeqs(std::vector<MinSeqValue> values,
                                   std::function<void(Status)> done) {
   if (shutting_down_) return done(MakeError(ErrorCode::kShuttingDown, "server is shutting down"));

@@ -134,6 +134,7 @@ void DenseAllocator::Reserve(std::vector<Part>& parts, bool create) {
     r.key = p.key;
     r.step = p.total;
     r.token = p.token;
+    r.stamp_time = true;  // the key's allocation time (GetAllocTimes), in the same commit
     if (options_.gate) {
       const ShardGrant grant = options_.gate->Check(p.key);
       if (!grant.serving()) {

@@ -178,6 +178,12 @@ class SegmentAllocator {
   // from the store (any instance may answer). Errors as MaxIds, no gate.
   void GetMinSeqs(std::vector<std::string> keys, ValuesCallback done);
 
+  // The allocation time of each key in unix ms, -1 for a key that has no
+  // row (SegmentStore::GetAllocTimes: a dense key's last block, to the
+  // millisecond; else when its row last changed), read from the store (any
+  // instance may answer). Errors as GetMinSeqs.
+  void GetAllocTimes(std::vector<std::string> keys, ValuesCallback done);
+
   // SET_MIN_SEQS: stores every value in one transaction, durable before
   // `done`. Errors: kInvalidArgument (a bad key, a key twice, a value < 0),
   // kTooLarge, kStoreUnavailable; with a gate, kWrongOwner if a key's shard

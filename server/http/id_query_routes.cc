@@ -1,5 +1,7 @@
-// ApiRouter: OpenIM's ID queries (issue 30). GET /max_ids?key=a&key=b and
-// POST /max_ids {"keys": [...]} answer {"max_ids": {"a": N, ...}};
+// ApiRouter: OpenIM's ID queries. GET /max_ids?key=a&key=b and
+// POST /max_ids {"keys": [...]} answer {"max_ids": {"a": N, ...}}; with
+// `with_time=true` (or "with_time": true in the body) also
+// {"times": {"a": unix ms, ...}}, -1 for a key that has no row;
 // GET /min_seqs?key=... and POST /min_seqs {"keys": [...]} answer
 // {"min_seqs": {...}}; PUT /min_seqs {"min_seqs": {"a": 5}} sets them. The
 // POST reads exist for long lists (1000 keys do not fit a request line).
@@ -29,6 +31,24 @@ Result<std::vector<std::string>> QueryKeys(std::string_view query) {
     if (keys.size() > SegmentAllocator::kMaxKeysPerCall) break;  // TOO_LARGE, said later
   }
   return keys;
+}
+
+// `with_time` of a query string: true, false, or absent (false).
+Result<bool> QueryWithTime(std::string_view query) {
+  std::optional<std::string_view> v = FindQueryParam(query, "with_time");
+  if (!v) return false;
+  if (*v != "true" && *v != "false") return FieldError("with_time", "must be true or false");
+  return *v == "true";
+}
+
+// `"with_time"` of a request body: a boolean, or absent (false).
+Result<bool> BodyWithTime(const std::string& body) {
+  Result<nlohmann::json> j = ParseObject(body);
+  if (!j) return j.error();
+  auto it = j->find("with_time");
+  if (it == j->end()) return false;
+  if (!it->is_boolean()) return FieldError("with_time", "must be true or false");
+  return it->get<bool>();
 }
 
 // {"keys": ["a", ...]}.
@@ -94,6 +114,12 @@ void ApiRouter::HandleKeyValues(const std::shared_ptr<Call>& call, bool max_ids,
     if (!call->Permit(op, k)) return;
   }
   auto asked = std::make_shared<const std::vector<std::string>>(*keys);
+  if (max_ids) {
+    Result<bool> with_time =
+        from_query ? QueryWithTime(call->query) : BodyWithTime(call->req.body);
+    if (!with_time) return call->Finish(call->ErrorJson(with_time.error()));
+    if (*with_time) return HandleMaxIdsWithTimes(call, std::move(*keys));
+  }
   auto answer = [call, asked, max_ids](Result<std::vector<int64_t>> r) {
     call->Reply([&]() -> Response {
       if (!r) return call->ErrorJson(r.error());
@@ -106,6 +132,27 @@ void ApiRouter::HandleKeyValues(const std::shared_ptr<Call>& call, bool max_ids,
   };
   if (max_ids) return services_.router.MaxIds(std::move(*keys), Hop::kMayForward, answer);
   services_.router.GetMinSeqs(std::move(*keys), answer);
+}
+
+void ApiRouter::HandleMaxIdsWithTimes(const std::shared_ptr<Call>& call,
+                                      std::vector<std::string> keys) {
+  auto asked = std::make_shared<const std::vector<std::string>>(keys);
+  services_.router.MaxIdsWithTimes(
+      std::move(keys), Hop::kMayForward, [call, asked](Result<KeyRouter::MaxIdsTimes> r) {
+        call->Reply([&]() -> Response {
+          if (!r) return call->ErrorJson(r.error());
+          Json max_ids = Json::object();
+          Json times = Json::object();
+          for (size_t i = 0; i < asked->size() && i < r->max_ids.size(); ++i) {
+            max_ids[(*asked)[i]] = r->max_ids[i];
+            times[(*asked)[i]] = r->times_ms[i];
+          }
+          Json out;
+          out["max_ids"] = std::move(max_ids);
+          out["times"] = std::move(times);
+          return call->JsonResponse(http::status::ok, out);
+        });
+      });
 }
 
 void ApiRouter::HandleSetMinSeqs(const std::shared_ptr<Call>& call) {

@@ -73,6 +73,15 @@ class KeyRouter {
   // the order asked. With kNoForward, any key not held here fails the
   // whole request with kWrongOwner. key_router_batch.cc.
   void MaxIds(std::vector<std::string> keys, Hop hop, SegmentAllocator::ValuesCallback done);
+  // MAX_IDS_TIMES: MaxIds, then each key's allocation time read from the
+  // store here (SegmentAllocator::GetAllocTimes; -1: the key has no row).
+  // The time is read after the max, so it is at least as recent.
+  struct MaxIdsTimes {
+    std::vector<int64_t> max_ids;
+    std::vector<int64_t> times_ms;
+  };
+  using MaxIdsTimesCallback = std::function<void(Result<MaxIdsTimes>)>;
+  void MaxIdsWithTimes(std::vector<std::string> keys, Hop hop, MaxIdsTimesCallback done);
   // GET_MIN_SEQS: a read of committed rows, answered here on any instance.
   void GetMinSeqs(std::vector<std::string> keys, SegmentAllocator::ValuesCallback done);
   // SET_MIN_SEQS: a keyed write, split by owner as MaxIds (one fenced

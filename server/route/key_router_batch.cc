@@ -72,6 +72,21 @@ void KeyRouter::MaxIds(std::vector<std::string> keys, Hop hop,
   RouteParts(std::move(job), std::move(all));
 }
 
+void KeyRouter::MaxIdsWithTimes(std::vector<std::string> keys, Hop hop,
+                                MaxIdsTimesCallback done) {
+  auto asked = std::make_shared<std::vector<std::string>>(keys);
+  MaxIds(std::move(keys), hop,
+         [this, asked, done = std::move(done)](Result<std::vector<int64_t>> max_ids) mutable {
+           if (!max_ids) return done(max_ids.error());
+           ids_.GetAllocTimes(std::move(*asked),
+                              [max_ids = std::move(*max_ids), done = std::move(done)](
+                                  Result<std::vector<int64_t>> times) mutable {
+                                if (!times) return done(times.error());
+                                done(MaxIdsTimes{std::move(max_ids), std::move(*times)});
+                              });
+         });
+}
+
 void KeyRouter::GetMinSeqs(std::vector<std::string> keys, SegmentAllocator::ValuesCallback done) {
   ids_.GetMinSeqs(std::move(keys), std::move(done));
 }

@@ -1,5 +1,6 @@
 // BinaryDispatcher: the ID ops beyond NEXT_IDS (docs/protocol.md, "ID
-// ops"): NEXT_BLOCK, NEXT_BLOCK_ONCE, MAX_IDS, GET_MIN_SEQS and SET_MIN_SEQS. Each decodes
+// ops"): NEXT_BLOCK, NEXT_BLOCK_ONCE, MAX_IDS, MAX_IDS_TIMES, GET_MIN_SEQS and
+// SET_MIN_SEQS. Each decodes
 // its payload (proto/id_codec.h; INVALID_ARGUMENT if it does not parse
 // exactly, TOO_LARGE past 1000 keys), checks the `ids` scope on every key,
 // and calls services.router; the answer comes back on the connection's
@@ -67,7 +68,8 @@ void BinaryDispatcher::HandleIdOp(const proto::FrameView& f, BinaryConnection& c
     return;
   }
 
-  // MAX_IDS and GET_MIN_SEQS: a list of keys, a list of values back.
+  // MAX_IDS, MAX_IDS_TIMES and GET_MIN_SEQS: a list of keys, a list of
+  // values back.
   std::optional<std::vector<std::string_view>> views = proto::ParseKeyList(f.payload);
   if (!views) {
     return AnswerError(c, op, id, proto::Status::kInvalidArgument,
@@ -80,6 +82,13 @@ void BinaryDispatcher::HandleIdOp(const proto::FrameView& f, BinaryConnection& c
   for (std::string_view key : *views) {
     if (!Permit(f, c, key)) return;
     keys.emplace_back(key);
+  }
+  if (op == proto::kOpMaxIdsTimes) {
+    auto encode = [](std::string& out, uint32_t rid, const KeyRouter::MaxIdsTimes& v) {
+      proto::AppendOkMaxIdsTimes(out, rid, v.max_ids, v.times_ms);
+    };
+    return services_.router.MaxIdsWithTimes(std::move(keys), HopOf(f),
+                                            Later<KeyRouter::MaxIdsTimes>(c, op, id, encode));
   }
   auto encode = [op](std::string& out, uint32_t rid, const std::vector<int64_t>& v) {
     proto::AppendOkInt64List(out, op, rid, v);

@@ -63,6 +63,9 @@ class ForwardingStore final : public SegmentStore {
   Result<KeyRow> SetStep(std::string_view key, int64_t step) override {
     return inner_.SetStep(key, step);
   }
+  Result<std::vector<int64_t>> GetAllocTimes(const std::vector<std::string>& keys) override {
+    return inner_.GetAllocTimes(keys);
+  }
   Result<std::vector<int64_t>> GetMinSeqs(const std::vector<std::string>& keys) override {
     return inner_.GetMinSeqs(keys);
   }

@@ -602,6 +602,80 @@ void CheckBlockTokens(Backend& b) {
   CHECK(s.ReserveMany({request(k, 3, "t1")})[0]->replayed);
 }
 
+void CheckAllocTimes(Backend& b) {
+  SegmentStore& s = b.store();
+  const std::string k = UniqueName("time-a");
+  const std::string other = UniqueName("time-b");
+  const std::string fresh = UniqueName("time-new");
+  const std::string plain = UniqueName("time-plain");
+  const std::string none = UniqueName("time-none");
+  auto request = [](const std::string& key, int64_t step, bool stamp, std::string_view token = {},
+                    int64_t create_step = 0) {
+    ReserveRequest r{key, step, {}, create_step, "times"};
+    r.token = token;
+    r.stamp_time = stamp;
+    return r;
+  };
+  auto times = [&](SegmentStore& st, const std::vector<std::string>& keys) {
+    auto r = st.GetAllocTimes(keys);
+    REQUIRE_OK(r);
+    REQUIRE(r->size() == keys.size());
+    return *r;
+  };
+  auto now_ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  REQUIRE_OK(s.CreateKey(k, 100, ""));
+  REQUIRE_OK(s.CreateKey(other, 100, ""));
+  REQUIRE_OK(s.CreateKey(plain, 100, ""));
+  // No row: -1. A row never stamped: its update_time (0 where the store
+  // keeps none).
+  const std::vector<int64_t> before = times(s, {none, plain});
+  CHECK(before[0] == -1);
+  if (b.tracks_update_time()) {
+    CHECK(before[1] > 0);
+  } else {
+    CHECK(before[1] == 0);
+  }
+  // Stamped by the reservation, a new row made in the same call too; the
+  // store's clock is this machine's here.
+  const int64_t asked = now_ms();
+  auto got = s.ReserveMany({request(k, 3, true, "t1"), request(other, 2, true),
+                            request(fresh, 4, true, {}, 50), request(plain, 5, false)});
+  REQUIRE(got.size() == 4);
+  for (const auto& r : got) REQUIRE_OK(r);
+  const std::vector<int64_t> first = times(s, {k, other, fresh, none});
+  for (size_t i = 0; i < 3; ++i) {
+    CHECK(first[i] >= asked - 5000);
+    CHECK(first[i] <= now_ms() + 5000);
+  }
+  CHECK(first[3] == -1);
+  // Later blocks stamp later; a replayed token and an unstamped
+  // reservation do not move the time; a refused request stamps nothing.
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  auto later = s.ReserveMany({request(other, 1, true), request(k, 3, true, "t1"),
+                              request(k, 1, false), request(none, 1, true, "t9")});
+  REQUIRE(later.size() == 4);
+  CHECK(later[1]->replayed);
+  CHECK_ERR(later[3], ErrorCode::kUnknownKey);
+  const std::vector<int64_t> second = times(s, {k, other, none});
+  CHECK(second[0] == first[0]);
+  CHECK(second[1] > first[1]);
+  CHECK(second[2] == -1);
+  // Shared by another instance, and durable.
+  {
+    std::unique_ptr<SegmentStore> instance = b.NewInstance();
+    CHECK(times(*instance, {k, other}) == std::vector<int64_t>{second[0], second[1]});
+  }
+  b.Reopen();
+  if (b.durable()) {
+    CHECK(times(b.store(), {k, other, fresh}) ==
+          std::vector<int64_t>{second[0], second[1], first[2]});
+  }
+}
+
 void CheckLeafCreatedTable(Backend& b) {
   b.InstallLeafTable();
   SegmentStore& s = b.store();

@@ -29,6 +29,7 @@ void CheckConcurrentDisjoint(Backend& b);
 void CheckPersistence(Backend& b);
 void CheckMinSeqs(Backend& b);
 void CheckBlockTokens(Backend& b);
+void CheckAllocTimes(Backend& b);
 void CheckLeafCreatedTable(Backend& b);
 
 }  // namespace seqd::conformance
@@ -77,6 +78,10 @@ void CheckLeafCreatedTable(Backend& b);
   TEST_CASE(NAME ": block tokens: replayed, per key, with exact steps, pruned") {       \
     BACKEND b;                                                                          \
     CheckBlockTokens(b);                                                                \
+  }                                                                                     \
+  TEST_CASE(NAME ": allocation times: stamped in the reservation, never back, durable") { \
+    BACKEND b;                                                                          \
+    CheckAllocTimes(b);                                                                 \
   }                                                                                     \
   TEST_CASE(NAME ": a table created by Leaf works as-is") {                             \
     BACKEND b;                                                                          \

@@ -32,7 +32,7 @@ from harness import Seqd, free_port, store_spec  # noqa: E402
 from test_protocols import frame, recv_exact  # noqa: E402
 
 STORE = "sqlite"
-NEXT_BLOCK, MAX_IDS, NEXT_BLOCK_ONCE = 0x05, 0x06, 0x09
+NEXT_BLOCK, MAX_IDS, NEXT_BLOCK_ONCE, MAX_IDS_TIMES = 0x05, 0x06, 0x09, 0x0A
 OK, INVALID_ARGUMENT = 0, 1
 RULES = "dk_:50:dense,sk_:50"
 
@@ -72,6 +72,14 @@ class Binary:
         assert status == OK, (status, result)
         (n,) = struct.unpack(">I", result[:4])
         return list(struct.unpack(">%dq" % n, result[4:]))
+
+    def max_ids_times(self, keys):
+        payload = struct.pack(">I", len(keys)) + b"".join(s16(k) for k in keys)
+        status, result = self.call(MAX_IDS_TIMES, payload)
+        assert status == OK, (status, result)
+        (n,) = struct.unpack(">I", result[:4])
+        values = struct.unpack(">%dq" % (2 * n), result[4:])
+        return [(values[2 * i], values[2 * i + 1]) for i in range(n)]
 
     def close(self):
         self.s.close()
@@ -294,6 +302,50 @@ class DenseKeys(unittest.TestCase):
             s.close()
         # INCR answers its ID; INCRBY its block's last.
         self.assertEqual(out.split(b"\r\n")[:5], [b":1", b":2", b":3", b":7", b":8"])
+
+    # --- allocation times (restarts seqd with SIGKILL) -----------------------------------
+
+    def test_y_times_over_http_and_binary_through_kill9(self):
+        b, key = self.binary(), "dk_time_" + uuid.uuid4().hex[:8]
+        seg, never = "sk_time_" + uuid.uuid4().hex[:8], "dk_never_" + uuid.uuid4().hex[:8]
+        before = int(time.time() * 1000)
+        self.assertEqual(b.once(key, 3, "t1"), (OK, (1, 3)))
+        self.assertEqual(self.seqd.get_json("/seq/%s?count=1" % seg)[0], 200)
+        after = int(time.time() * 1000)
+        got = b.max_ids_times([key, seg, never])
+        self.assertEqual(got[0][0], 3)
+        for max_id, ms in got[:2]:
+            self.assertTrue(before - 5000 <= ms <= after + 5000, (got, before, after))
+        self.assertEqual(got[2], (0, -1))
+        # HTTP answers the same, by GET and POST.
+        path = "/max_ids?key=%s&key=%s&key=%s&with_time=true" % (key, seg, never)
+        status, body = self.seqd.get_json(path)
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body["times"], {key: got[0][1], seg: got[1][1], never: -1})
+        self.assertEqual(body["max_ids"][key], 3)
+        status, payload, _ = self.seqd.request("POST", "/max_ids",
+                                               {"keys": [key, never], "with_time": True})
+        self.assertEqual((status, json.loads(payload)["times"]), (200, {key: got[0][1], never: -1}))
+        self.assertNotIn("times", self.seqd.get_json("/max_ids?key=" + key)[1])
+        for bad in ("with_time=yes", "with_time="):
+            status, body = self.seqd.get_json("/max_ids?key=%s&%s" % (key, bad))
+            self.assertEqual((status, body["error"]["code"]), (400, "invalid_argument"), bad)
+        status, _, _ = self.seqd.request("POST", "/max_ids", {"keys": [key], "with_time": "yes"})
+        self.assertEqual(status, 400)
+        # A malformed list: answered, the connection stays open.
+        self.assertEqual(b.call(MAX_IDS_TIMES, struct.pack(">I", 2) + s16(key))[0],
+                         INVALID_ARGUMENT)
+        # A later block stamps a later time; a replayed token does not.
+        time.sleep(0.02)
+        self.assertEqual(b.once(key, 3, "t1"), (OK, (1, 3)))
+        self.assertEqual(b.max_ids_times([key]), [got[0]])
+        self.assertEqual(b.once(key, 1, "t2"), (OK, (4, 4)))
+        stamped = b.max_ids_times([key])[0]
+        self.assertGreater(stamped[1], got[0][1])
+        b.close()
+        # Committed with the block: the same after SIGKILL.
+        self.restart(signal.SIGKILL)
+        self.assertEqual(self.binary().max_ids_times([key, never]), [stamped, (0, -1)])
 
     # --- graceful restart (last: restarts seqd) -----------------------------------------
 

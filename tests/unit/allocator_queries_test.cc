@@ -226,4 +226,49 @@ TEST_CASE("id codec: lists round-trip; anything but the exact encoding is refuse
   CHECK(*proto::ParseInt64List(resp->result) == std::vector<int64_t>{1, -2});
   CHECK_FALSE(proto::ParseInt64List(resp->result.substr(1)));
   CHECK_FALSE(proto::ParseNextBlockResult("short"));
+  std::string times_frame;
+  proto::AppendOkMaxIdsTimes(times_frame, 10, {5, 0}, {1796544000123, -1});
+  proto::DecodeResult t = proto::DecodeFrame(times_frame);
+  REQUIRE(t.state == proto::DecodeState::kFrame);
+  CHECK(t.frame.opcode == static_cast<uint8_t>(proto::kOpMaxIdsTimes));
+  auto times = proto::ParseResponse(t.frame.payload);
+  REQUIRE(times);
+  auto pairs = proto::ParseMaxIdsTimesResult(times->result);
+  REQUIRE(pairs);
+  REQUIRE(pairs->size() == 2);
+  CHECK(((*pairs)[0].max_id == 5 && (*pairs)[0].time_ms == 1796544000123));
+  CHECK(((*pairs)[1].max_id == 0 && (*pairs)[1].time_ms == -1));
+  CHECK_FALSE(proto::ParseMaxIdsTimesResult(times->result.substr(0, times->result.size() - 8)));
+  CHECK(proto::IsIdOpcode(0x0A));
+  CHECK_FALSE(proto::IsIdOpcode(0x0B));
+}
+
+TEST_CASE("allocation times: -1 without a row, read from the store; bad lists refused") {
+  Fixture f;
+  auto times = [&](std::vector<std::string> keys) {
+    Values v;
+    f.alloc->GetAllocTimes(std::move(keys), v.Callback());
+    f.db.RunAll();
+    return v;
+  };
+  REQUIRE(f.memory.CreateKey("k", 10, ""));
+  Values none = times({"k", "nope"});
+  REQUIRE(none.values);
+  CHECK(*none.values == std::vector<int64_t>{0, -1});  // a row never stamped; no row
+  ReserveRequest stamped{"k", 1, {}, 0, ""};
+  stamped.stamp_time = true;
+  REQUIRE(f.memory.ReserveMany({stamped})[0]);
+  Values later = times({"k"});
+  REQUIRE(later.values);
+  CHECK((*later.values)[0] > 0);
+  Values bad = times({"ok", "seqd.x"});
+  REQUIRE(bad.error);
+  CHECK(bad.error->code == ErrorCode::kInvalidArgument);
+  Values big = times(std::vector<std::string>(1001, "k"));
+  REQUIRE(big.error);
+  CHECK(big.error->code == ErrorCode::kTooLarge);
+  f.store.SetDown(true);
+  Values down = times({"k"});
+  REQUIRE(down.error);
+  CHECK(down.error->code == ErrorCode::kStoreUnavailable);
 }

@@ -37,10 +37,13 @@
 //     Redis path writes one Mongo document at a time, so callers already
 //     retry the whole map).
 //   - GetMaxSeqWithTime / GetMaxSeqsWithTime / GetCacheMaxSeqWithTime: the
-//     max seq with Time 0. seqd keeps no allocation time; OpenIM's own
-//     paths answer Time 0 too (its Redis path on a cache miss, its
-//     Mongo-only path always). GetCacheMaxSeqWithTime leaves out
-//     conversations never allocated, as Redis leaves out uncached ones.
+//     max seq and the time of the conversation's last Malloc (unix ms, by
+//     the database's clock, committed with the block; seqd MAX_IDS_TIMES),
+//     0 for a conversation never allocated. GetCacheMaxSeqWithTime answers
+//     only for the conversations seqd has a row for (allocated, or created
+//     at max seq 0), as Redis answers only for cached ones. On segment keys
+//     (WithSegmentKeys) the time is when the row last changed: the last
+//     segment reserved, to the second on MySQL.
 //
 // Conversation ids become seqd keys unchanged. A key is 1..128 bytes of
 // A-Z a-z 0-9 _ - . : @ and does not start with "seqd."; OpenIM's ids
@@ -73,6 +76,9 @@ type Allocator interface {
 	NextBlockOnce(ctx context.Context, key string, count int, token string) (first, last int64, err error)
 	// MaxIDs: per key (at most 1000), the largest ID handed out, 0 if none.
 	MaxIDs(ctx context.Context, keys []string) ([]int64, error)
+	// MaxIDsWithTimes: MaxIDs and each key's last allocation time (unix
+	// ms, -1 for a key without a row).
+	MaxIDsWithTimes(ctx context.Context, keys []string) ([]seqd.MaxIDTime, error)
 	// MinSeqs: per key (at most 1000), the durable min seq, 0 if never set.
 	MinSeqs(ctx context.Context, keys []string) ([]int64, error)
 	// SetMinSeqs: sets each key's min seq (at most 1000 keys), durably.
@@ -81,8 +87,8 @@ type Allocator interface {
 
 var _ Allocator = (*seqd.Client)(nil)
 
-// SeqTime is a max seq and the time of its allocation in unix ms (always
-// 0 here: see the package comment). Its fields are those of OpenIM's
+// SeqTime is a max seq and the time of its allocation in unix ms (see the
+// package comment). Its fields are those of OpenIM's
 // database.SeqTime, so NewFor can answer in OpenIM's own type.
 type SeqTime struct {
 	Seq  int64
@@ -309,39 +315,55 @@ func (s *SeqCache[T]) SetMinSeqs(ctx context.Context, seqs map[string]int64) err
 	return nil
 }
 
-// GetMaxSeqWithTime is GetMaxSeq with Time 0.
+// GetMaxSeqWithTime is GetMaxSeq with the time of the conversation's last
+// allocation (unix ms; 0 for a conversation never allocated).
 func (s *SeqCache[T]) GetMaxSeqWithTime(ctx context.Context, conversationID string) (T, error) {
-	v, err := s.GetMaxSeq(ctx, conversationID)
+	m, err := s.GetMaxSeqsWithTime(ctx, []string{conversationID})
 	if err != nil {
 		return T{}, err
 	}
-	return T(SeqTime{Seq: v}), nil
+	return m[conversationID], nil
 }
 
-// GetMaxSeqsWithTime is GetMaxSeqs with Time 0.
+// GetMaxSeqsWithTime is GetMaxSeqWithTime for each distinct id, in
+// requests of 1000 ids (seqd MAX_IDS_TIMES).
 func (s *SeqCache[T]) GetMaxSeqsWithTime(ctx context.Context, conversationIDs []string) (map[string]T, error) {
-	m, err := s.GetMaxSeqs(ctx, conversationIDs)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]T, len(m))
-	for id, v := range m {
-		out[id] = T(SeqTime{Seq: v})
-	}
-	return out, nil
+	return s.withTimes(ctx, conversationIDs, false)
 }
 
-// GetCacheMaxSeqWithTime is GetMaxSeqsWithTime without the conversations
-// never allocated (max seq 0), as Redis answers only for cached ones.
+// GetCacheMaxSeqWithTime is GetMaxSeqsWithTime for the conversations seqd
+// knows (a row exists: allocated, or created, at max seq 0 too), as
+// OpenIM's Redis answers only for the conversations it has cached.
 func (s *SeqCache[T]) GetCacheMaxSeqWithTime(ctx context.Context, conversationIDs []string) (map[string]T, error) {
-	m, err := s.GetMaxSeqs(ctx, conversationIDs)
+	return s.withTimes(ctx, conversationIDs, true)
+}
+
+// withTimes asks seqd for the max seqs and times of ids in batches; known
+// leaves out the conversations without a row.
+func (s *SeqCache[T]) withTimes(ctx context.Context, ids []string, known bool) (map[string]T, error) {
+	keys, idOf, err := s.keys(ids)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]T, len(m))
-	for id, v := range m {
-		if v > 0 {
-			out[id] = T(SeqTime{Seq: v})
+	out := make(map[string]T, len(keys))
+	for i := 0; i < len(keys); i += batch {
+		part := keys[i:min(i+batch, len(keys))]
+		vals, err := s.a.MaxIDsWithTimes(ctx, part)
+		if err != nil {
+			return nil, err
+		}
+		if len(vals) != len(part) {
+			return nil, &seqd.Error{Code: seqd.CodeProtocol, Message: "openim: wrong number of answers"}
+		}
+		for j, k := range part {
+			v := vals[j]
+			if v.TimeMs < 0 {
+				if known {
+					continue
+				}
+				v.TimeMs = 0
+			}
+			out[idOf[k]] = T(SeqTime{Seq: v.MaxID, Time: v.TimeMs})
 		}
 	}
 	return out, nil

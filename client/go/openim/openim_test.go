@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -64,6 +65,8 @@ type fake struct {
 	max     map[string]int64
 	minSeq  map[string]int64
 	tokens  map[string][2]int64 // key + "/" + token -> its block
+	times   map[string]int64    // a key's last allocation (a fake clock), by key
+	clock   int64               // the fake clock: one tick per block
 	calls   []string
 	listLen []int
 	fail    error
@@ -75,7 +78,8 @@ type fake struct {
 
 func newFake(step int64) *fake {
 	return &fake{step: step, next: map[string]int64{}, end: map[string]int64{},
-		max: map[string]int64{}, minSeq: map[string]int64{}, tokens: map[string][2]int64{}}
+		max: map[string]int64{}, minSeq: map[string]int64{}, tokens: map[string][2]int64{},
+		times: map[string]int64{}}
 }
 
 func (f *fake) NextBlockOnce(ctx context.Context, key string, count int, token string) (int64, int64, error) {
@@ -90,6 +94,8 @@ func (f *fake) NextBlockOnce(ctx context.Context, key string, count int, token s
 		b = [2]int64{f.max[key] + 1, f.max[key] + int64(count)}
 		f.tokens[key+"/"+token] = b
 		f.max[key] = b[1]
+		f.clock += 1000
+		f.times[key] = f.clock
 	} else if b[1]-b[0]+1 != int64(count) {
 		return 0, 0, seqd.ErrInvalidArgument
 	}
@@ -149,6 +155,26 @@ func (f *fake) list(op string, keys []string, m map[string]int64) ([]int64, erro
 
 func (f *fake) MaxIDs(ctx context.Context, keys []string) ([]int64, error) {
 	return f.list("MaxIDs", keys, f.max)
+}
+
+// MaxIDsWithTimes: the max, and the time of the key's last block (-1 for
+// a key never allocated; a key created at 0 is in times with its time).
+func (f *fake) MaxIDsWithTimes(ctx context.Context, keys []string) ([]seqd.MaxIDTime, error) {
+	maxes, err := f.list("MaxIDsWithTimes", keys, f.max)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]seqd.MaxIDTime, len(keys))
+	for i, k := range keys {
+		t, ok := f.times[k]
+		if !ok {
+			t = -1
+		}
+		out[i] = seqd.MaxIDTime{MaxID: maxes[i], TimeMs: t}
+	}
+	return out, nil
 }
 
 func (f *fake) MinSeqs(ctx context.Context, keys []string) ([]int64, error) {
@@ -414,17 +440,23 @@ func TestWithTimeAnswers(t *testing.T) {
 	if _, err := s.Malloc(ctx, "si_a_b", 4); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := s.Malloc(ctx, "sg_later", 2); err != nil {
+		t.Fatal(err)
+	}
+	f.times["sg_created"] = 500 // a row at max seq 0 (created, never allocated)
 	st, err := s.GetMaxSeqWithTime(ctx, "si_a_b")
-	if err != nil || st != (dbSeqTime{Seq: 4}) {
-		t.Fatalf("GetMaxSeqWithTime = %+v, %v", st, err)
+	if err != nil || st != (dbSeqTime{Seq: 4, Time: 1000}) {
+		t.Fatalf("GetMaxSeqWithTime = %+v, %v; want {4 1000}", st, err)
 	}
-	all, err := s.GetMaxSeqsWithTime(ctx, []string{"si_a_b", "sg_none"})
-	if err != nil || len(all) != 2 || all["si_a_b"].Seq != 4 || all["sg_none"] != (dbSeqTime{}) {
-		t.Fatalf("GetMaxSeqsWithTime = %+v, %v", all, err)
+	all, err := s.GetMaxSeqsWithTime(ctx, []string{"si_a_b", "sg_none", "sg_later", "sg_created"})
+	want := map[string]dbSeqTime{"si_a_b": {4, 1000}, "sg_none": {}, "sg_later": {2, 2000}, "sg_created": {0, 500}}
+	if err != nil || !reflect.DeepEqual(all, want) {
+		t.Fatalf("GetMaxSeqsWithTime = %+v, %v; want %+v", all, err, want)
 	}
-	cached, err := s.GetCacheMaxSeqWithTime(ctx, []string{"si_a_b", "sg_none"})
-	if err != nil || len(cached) != 1 || cached["si_a_b"].Seq != 4 {
-		t.Fatalf("GetCacheMaxSeqWithTime = %+v, %v; want only si_a_b", cached, err)
+	cached, err := s.GetCacheMaxSeqWithTime(ctx, []string{"si_a_b", "sg_none", "sg_later", "sg_created"})
+	delete(want, "sg_none")
+	if err != nil || !reflect.DeepEqual(cached, want) {
+		t.Fatalf("GetCacheMaxSeqWithTime = %+v, %v; want %+v (the one without a row left out)", cached, err, want)
 	}
 }
 
