@@ -21,7 +21,7 @@ void AppendOk(std::string& out, Opcode opcode, uint32_t request_id, std::string_
 
 }  // namespace
 
-bool IsIdOpcode(uint8_t opcode) { return opcode >= 0x05 && opcode <= 0x0A; }
+bool IsIdOpcode(uint8_t opcode) { return opcode >= 0x05 && opcode <= 0x0C; }
 
 std::string NextBlockRequestPayload(std::string_view key, uint32_t count,
                                     std::string_view on_behalf_of) {
@@ -178,6 +178,49 @@ std::optional<std::vector<KeyValueView>> ParseKeyValueList(std::string_view payl
   }
   if (!r.done()) return std::nullopt;
   return items;
+}
+
+std::string UserSeqsPayload(std::string_view user, uint8_t field,
+                            const std::vector<std::string_view>& convs) {
+  std::string payload;
+  wire::PutStr16(payload, user);
+  payload.push_back(static_cast<char>(field));
+  return payload + KeyListPayload(convs);
+}
+
+std::optional<UserSeqsRequest> ParseUserSeqsRequest(std::string_view payload) {
+  Reader r(payload);
+  UserSeqsRequest req;
+  req.user = r.Str();
+  req.field = r.U8();
+  if (!r.ok() || req.field < 1 || req.field > 3) return std::nullopt;
+  auto convs = ParseKeyList(payload.substr(payload.size() - r.left()));
+  if (!convs) return std::nullopt;
+  req.convs = std::move(*convs);
+  return req;
+}
+
+std::string SetUserSeqsPayload(std::string_view user, uint8_t field, bool raise_only,
+                               const std::vector<std::pair<std::string_view, int64_t>>& values) {
+  std::string payload;
+  wire::PutStr16(payload, user);
+  payload.push_back(static_cast<char>(field));
+  payload.push_back(raise_only ? 1 : 0);
+  return payload + KeyValueListPayload(values);
+}
+
+std::optional<SetUserSeqsRequest> ParseSetUserSeqsRequest(std::string_view payload) {
+  Reader r(payload);
+  SetUserSeqsRequest req;
+  req.user = r.Str();
+  req.field = r.U8();
+  const uint8_t raise = r.U8();
+  if (!r.ok() || req.field < 1 || req.field > 3 || raise > 1) return std::nullopt;
+  req.raise_only = raise == 1;
+  auto values = ParseKeyValueList(payload.substr(payload.size() - r.left()));
+  if (!values) return std::nullopt;
+  req.values = std::move(*values);
+  return req;
 }
 
 void AppendOkEmpty(std::string& out, Opcode opcode, uint32_t request_id) {

@@ -36,8 +36,10 @@ inline constexpr Opcode kOpGetMinSeqs = static_cast<Opcode>(0x07);
 inline constexpr Opcode kOpSetMinSeqs = static_cast<Opcode>(0x08);
 inline constexpr Opcode kOpNextBlockOnce = static_cast<Opcode>(0x09);
 inline constexpr Opcode kOpMaxIdsTimes = static_cast<Opcode>(0x0A);
+inline constexpr Opcode kOpUserSeqs = static_cast<Opcode>(0x0B);
+inline constexpr Opcode kOpSetUserSeqs = static_cast<Opcode>(0x0C);
 
-// True for 0x05..0x0A.
+// True for 0x05..0x0C.
 bool IsIdOpcode(uint8_t opcode);
 
 // --- NEXT_BLOCK (0x05): the payload is NEXT_IDS's --------------------------------
@@ -99,6 +101,34 @@ void AppendOkMaxIdsTimes(std::string& out, uint32_t request_id, const std::vecto
                          const std::vector<int64_t>& times_ms);
 // nullopt unless `result` is `u32 n, n × (i64, i64)` exactly.
 std::optional<std::vector<MaxIdTime>> ParseMaxIdsTimesResult(std::string_view result);
+
+// --- USER_SEQS (0x0B), SET_USER_SEQS (0x0C): OpenIM's per-user seqs ------------
+
+// `field`: 1 min seq, 2 max seq, 3 read seq (storage's UserSeqField).
+struct UserSeqsRequest {
+  std::string_view user;  // points into the payload
+  uint8_t field = 0;
+  std::vector<std::string_view> convs;
+};
+// `str user, u8 field, u32 n, n × str conv`. REQUIRES: user and every
+// conversation fit a u16 length.
+std::string UserSeqsPayload(std::string_view user, uint8_t field,
+                            const std::vector<std::string_view>& convs);
+// nullopt unless `payload` is exactly the encoding with a field of 1..3.
+std::optional<UserSeqsRequest> ParseUserSeqsRequest(std::string_view payload);
+
+struct SetUserSeqsRequest {
+  std::string_view user;
+  uint8_t field = 0;
+  bool raise_only = false;
+  std::vector<std::pair<std::string_view, int64_t>> values;  // (conversation, seq)
+};
+// `str user, u8 field, u8 raise_only, u32 n, n × (str conv, i64 seq)`.
+std::string SetUserSeqsPayload(std::string_view user, uint8_t field, bool raise_only,
+                               const std::vector<std::pair<std::string_view, int64_t>>& values);
+// nullopt unless `payload` is exactly the encoding with a field of 1..3
+// and raise_only 0 or 1.
+std::optional<SetUserSeqsRequest> ParseSetUserSeqsRequest(std::string_view payload);
 
 // --- SET_MIN_SEQS (0x08) -------------------------------------------------------
 

@@ -82,6 +82,18 @@ Result<std::vector<int64_t>> FaultyStore::GetAllocTimes(const std::vector<std::s
   return inner_.GetAllocTimes(keys);
 }
 
+Result<std::vector<int64_t>> FaultyStore::GetUserSeqs(std::string_view user, UserSeqField field,
+                                                     const std::vector<std::string>& convs) {
+  if (auto s = Inject(); !s) return s.error();
+  return inner_.GetUserSeqs(user, field, convs);
+}
+
+Status FaultyStore::SetUserSeqs(std::string_view user, UserSeqField field, bool raise_only,
+                                const std::vector<UserSeqValue>& values) {
+  if (auto s = Inject(); !s) return s.error();
+  return inner_.SetUserSeqs(user, field, raise_only, values);
+}
+
 Result<std::vector<int64_t>> FaultyStore::GetMinSeqs(const std::vector<std::string>& keys) {
   if (auto s = Inject(); !s) return s.error();
   return inner_.GetMinSeqs(keys);

@@ -161,6 +161,30 @@ Status MemoryStore::SetMinSeqs(const std::vector<MinSeqValue>& values,
   return OkStatus();
 }
 
+Result<std::vector<int64_t>> MemoryStore::GetUserSeqs(std::string_view user, UserSeqField field,
+                                                     const std::vector<std::string>& convs) {
+  MutexLock lock(mu_);
+  const size_t at = static_cast<size_t>(field) - 1;
+  std::vector<int64_t> out;
+  out.reserve(convs.size());
+  for (const std::string& conv : convs) {
+    auto it = user_seqs_.find({std::string(user), conv});
+    out.push_back(it == user_seqs_.end() ? 0 : it->second[at]);
+  }
+  return out;
+}
+
+Status MemoryStore::SetUserSeqs(std::string_view user, UserSeqField field, bool raise_only,
+                                const std::vector<UserSeqValue>& values) {
+  MutexLock lock(mu_);
+  const size_t at = static_cast<size_t>(field) - 1;
+  for (const UserSeqValue& v : values) {
+    int64_t& seq = user_seqs_[{std::string(user), v.conv}][at];
+    seq = raise_only ? std::max(seq, v.seq) : v.seq;
+  }
+  return OkStatus();
+}
+
 Status MemoryStore::Ping() { return OkStatus(); }
 
 void MemoryStore::DeleteKey(std::string_view key) {

@@ -4,6 +4,7 @@
 // Thread safety: all methods are safe to call concurrently.
 #pragma once
 
+#include <array>
 #include <map>
 
 #include "common/mutex.h"
@@ -20,6 +21,11 @@ class MemoryStore final : public SegmentStore {
   std::vector<Result<ReservedSegment>> ReserveMany(
       const std::vector<ReserveRequest>& requests) override;
   Result<int64_t> PruneBlockTokens(int64_t before_unix_ms) override;
+  // User seqs in memory.
+  Result<std::vector<int64_t>> GetUserSeqs(std::string_view user, UserSeqField field,
+                                           const std::vector<std::string>& convs) override;
+  Status SetUserSeqs(std::string_view user, UserSeqField field, bool raise_only,
+                     const std::vector<UserSeqValue>& values) override;
   // Stamped times in memory; an unstamped row answers its update_time_ms.
   Result<std::vector<int64_t>> GetAllocTimes(const std::vector<std::string>& keys) override;
   Result<KeyRow> CreateKey(std::string_view key, int64_t step,
@@ -51,6 +57,8 @@ class MemoryStore final : public SegmentStore {
   std::map<std::pair<std::string, std::string>, TokenBlock> tokens_ GUARDED_BY(mu_);
   std::map<std::string, int64_t, std::less<>> min_seqs_ GUARDED_BY(mu_);
   std::map<std::string, int64_t, std::less<>> alloc_ms_ GUARDED_BY(mu_);
+  // By (user, conversation): min, max and read seq (UserSeqField - 1).
+  std::map<std::pair<std::string, std::string>, std::array<int64_t, 3>> user_seqs_ GUARDED_BY(mu_);
 };
 
 }  // namespace seqd

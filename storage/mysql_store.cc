@@ -100,6 +100,7 @@ Status MysqlStore::EnsureSchema() {
     s->execute(MinSeqTableSql());
     s->execute(BlockTokenTableSql());
     s->execute(KeyTimeTableSql());
+    s->execute(UserSeqTableSql());
     c.Commit();
     return Ok{};
   });

@@ -96,6 +96,12 @@ class MysqlStore final : public SegmentStore {
   // seqd_key_time (mysql_key_times.cc), and its CREATE TABLE.
   Result<std::vector<int64_t>> GetAllocTimes(const std::vector<std::string>& keys) override;
   static const char* KeyTimeTableSql();
+  // seqd_user_seq (mysql_user_seqs.cc), and its CREATE TABLE.
+  Result<std::vector<int64_t>> GetUserSeqs(std::string_view user, UserSeqField field,
+                                           const std::vector<std::string>& convs) override;
+  Status SetUserSeqs(std::string_view user, UserSeqField field, bool raise_only,
+                     const std::vector<UserSeqValue>& values) override;
+  static const char* UserSeqTableSql();
   Status Ping() override;
   // Prepares the statements of a reservation (one key, or a batch of up
   // to four; fenced too) on a pooled connection, opening it if the pool

@@ -80,6 +80,20 @@ struct MinSeqValue {
   int64_t min_seq = 0;  // >= 0
 };
 
+// OpenIM's per-user seqs of a conversation (its SeqUser): a user's min,
+// max and read seq in a conversation, in the table seqd_user_seq beside
+// leaf_alloc (Leaf's table is left as it is). The numbers are the wire's.
+enum class UserSeqField : uint8_t { kMin = 1, kMax = 2, kRead = 3 };
+
+// One conversation's value of a UserSeqField (SegmentStore::SetUserSeqs).
+struct UserSeqValue {
+  std::string conv;
+  int64_t seq = 0;  // >= 0
+};
+
+// Longest user id of the user seqs, in bytes.
+inline constexpr size_t kMaxUserIdLength = 255;
+
 // One row of a batch creation (SegmentStore::CreateKeys).
 struct NewKey {
   std::string key;
@@ -243,6 +257,25 @@ class SegmentStore {
                             uint32_t* refused_shard = nullptr) {
     (void)values, (void)fences, (void)refused_shard;
     return MakeError(ErrorCode::kFailedPrecondition, "this store has no min seqs");
+  }
+
+  // `field` of `user` in each conversation, in the order asked; 0 for a
+  // pair never set. Stores without the table answer kFailedPrecondition.
+  virtual Result<std::vector<int64_t>> GetUserSeqs(std::string_view user, UserSeqField field,
+                                                   const std::vector<std::string>& convs) {
+    (void)user, (void)field, (void)convs;
+    return MakeError(ErrorCode::kFailedPrecondition, "this store has no user seqs");
+  }
+
+  // Sets `field` of `user` in each conversation, all in one transaction,
+  // durable before it returns: to the value given, or, with `raise_only`,
+  // to the larger of it and the value stored. A pair's other fields start
+  // at 0. REQUIRES: user 1..kMaxUserIdLength bytes, each seq >= 0, no
+  // conversation twice. Stores without the table answer kFailedPrecondition.
+  virtual Status SetUserSeqs(std::string_view user, UserSeqField field, bool raise_only,
+                             const std::vector<UserSeqValue>& values) {
+    (void)user, (void)field, (void)raise_only, (void)values;
+    return MakeError(ErrorCode::kFailedPrecondition, "this store has no user seqs");
   }
 
   // Cheap round trip proving the store answers.

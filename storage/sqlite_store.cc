@@ -39,7 +39,15 @@ constexpr const char* kCreateTable =
     // Each key's last stamped reservation (ReserveRequest::stamp_time).
     "CREATE TABLE IF NOT EXISTS seqd_key_time ("
     "biz_tag VARCHAR(255) PRIMARY KEY, "
-    "alloc_ms BIGINT NOT NULL) WITHOUT ROWID";
+    "alloc_ms BIGINT NOT NULL) WITHOUT ROWID;"
+    // OpenIM's per-user seqs (SegmentStore::GetUserSeqs, SetUserSeqs).
+    "CREATE TABLE IF NOT EXISTS seqd_user_seq ("
+    "user_id VARCHAR(255) NOT NULL, "
+    "conv VARCHAR(255) NOT NULL, "
+    "min_seq BIGINT NOT NULL DEFAULT 0, "
+    "max_seq BIGINT NOT NULL DEFAULT 0, "
+    "read_seq BIGINT NOT NULL DEFAULT 0, "
+    "PRIMARY KEY (user_id, conv)) WITHOUT ROWID";
 
 // Same text format as CURRENT_TIMESTAMP, with milliseconds, in UTC.
 #define SEQD_SQLITE_NOW "strftime('%Y-%m-%d %H:%M:%f', 'now')"
@@ -66,6 +74,8 @@ enum StmtId {
   kTokenPrune,
   kKeyTimeUpsert,
   kAllocTimeSelect,
+  kUserSeqSelect,
+  kUserSeqUpsert,
   kNumFixedStmts,
   // Then kInsertNewRows + i: new rows, 2^i per statement (NewRowsSql).
   kInsertNewRows = kNumFixedStmts,
@@ -125,6 +135,17 @@ const char* const kFixedSql[kNumFixedStmts] = {
     "SELECT COALESCE(t.alloc_ms, "
     "CAST(ROUND((julianday(a.update_time) - 2440587.5) * 86400000.0) AS INTEGER), 0) "
     "FROM leaf_alloc a LEFT JOIN seqd_key_time t ON t.biz_tag = a.biz_tag WHERE a.biz_tag = ?1",
+    /* kUserSeqSelect */
+    "SELECT min_seq, max_seq, read_seq FROM seqd_user_seq WHERE user_id = ?1 AND conv = ?2",
+    /* kUserSeqUpsert: ?3 the field (1 min, 2 max, 3 read), ?4 the value,
+       ?5 1 to raise only */
+    "INSERT INTO seqd_user_seq (user_id, conv, min_seq, max_seq, read_seq) VALUES (?1, ?2, "
+    "CASE ?3 WHEN 1 THEN ?4 ELSE 0 END, CASE ?3 WHEN 2 THEN ?4 ELSE 0 END, "
+    "CASE ?3 WHEN 3 THEN ?4 ELSE 0 END) "
+    "ON CONFLICT(user_id, conv) DO UPDATE SET "
+    "min_seq = CASE ?3 WHEN 1 THEN (CASE WHEN ?5 THEN MAX(min_seq, ?4) ELSE ?4 END) ELSE min_seq END, "
+    "max_seq = CASE ?3 WHEN 2 THEN (CASE WHEN ?5 THEN MAX(max_seq, ?4) ELSE ?4 END) ELSE max_seq END, "
+    "read_seq = CASE ?3 WHEN 3 THEN (CASE WHEN ?5 THEN MAX(read_seq, ?4) ELSE ?4 END) ELSE read_seq END",
 };
 
 // `rows` new rows with their first segments, each given as (key, max_id
@@ -588,6 +609,57 @@ Result<std::vector<int64_t>> SqliteStore::GetAllocTimes(const std::vector<std::s
     }
   }
   return out;
+}
+
+Result<std::vector<int64_t>> SqliteStore::GetUserSeqs(std::string_view user, UserSeqField field,
+                                                     const std::vector<std::string>& convs) {
+  MutexLock lock(mu_);
+  const int column = static_cast<int>(field) - 1;
+  std::vector<int64_t> out;
+  out.reserve(convs.size());
+  for (const std::string& conv : convs) {
+    auto s = db_.Stmt(kUserSeqSelect, "get user seqs");
+    if (!s.ok()) return s.error();
+    SqliteResetOnExit reset(*s);
+    SqliteBindText(*s, 1, user);
+    SqliteBindText(*s, 2, conv);
+    const int rc = sqlite3_step(*s);
+    if (rc == SQLITE_DONE) {
+      out.push_back(0);
+    } else if (rc == SQLITE_ROW) {
+      out.push_back(sqlite3_column_int64(*s, column));
+    } else {
+      return db_.SqlError(rc, "get user seqs");
+    }
+  }
+  return out;
+}
+
+Status SqliteStore::SetUserSeqs(std::string_view user, UserSeqField field, bool raise_only,
+                                const std::vector<UserSeqValue>& values) {
+  MutexLock lock(mu_);
+  if (Status st = db_.Begin("set user seqs (begin)"); !st.ok()) return st;
+  for (const UserSeqValue& v : values) {
+    auto s = db_.Stmt(kUserSeqUpsert, "set user seqs");
+    if (!s.ok()) {
+      db_.Rollback();
+      return s.error();
+    }
+    SqliteResetOnExit reset(*s);
+    SqliteBindText(*s, 1, user);
+    SqliteBindText(*s, 2, v.conv);
+    sqlite3_bind_int(*s, 3, static_cast<int>(field));
+    sqlite3_bind_int64(*s, 4, v.seq);
+    sqlite3_bind_int(*s, 5, raise_only ? 1 : 0);
+    if (const int rc = sqlite3_step(*s); rc != SQLITE_DONE) {
+      Error e = db_.SqlError(rc, "set user seqs");
+      db_.Rollback();
+      return e;
+    }
+  }
+  Status st = db_.Commit("set user seqs (commit)");
+  if (!st.ok()) db_.Rollback();
+  return st;
 }
 
 Result<std::vector<int64_t>> SqliteStore::GetMinSeqs(const std::vector<std::string>& keys) {

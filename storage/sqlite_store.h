@@ -55,6 +55,11 @@ class SqliteStore final : public SegmentStore {
   Status SetMinSeqs(const std::vector<MinSeqValue>& values, const std::vector<ShardFence>& fences,
                     uint32_t* refused_shard = nullptr) override;
   Result<int64_t> PruneBlockTokens(int64_t before_unix_ms) override;
+  // seqd_user_seq: one statement per conversation, one transaction a set.
+  Result<std::vector<int64_t>> GetUserSeqs(std::string_view user, UserSeqField field,
+                                           const std::vector<std::string>& convs) override;
+  Status SetUserSeqs(std::string_view user, UserSeqField field, bool raise_only,
+                     const std::vector<UserSeqValue>& values) override;
   // seqd_key_time's stamp, else the row's update_time (milliseconds here).
   Result<std::vector<int64_t>> GetAllocTimes(const std::vector<std::string>& keys) override;
   Status Ping() override;

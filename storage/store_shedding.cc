@@ -70,6 +70,18 @@ Result<std::vector<int64_t>> SheddingSegmentStore::GetAllocTimes(
   return inner_->GetAllocTimes(keys);
 }
 
+Result<std::vector<int64_t>> SheddingSegmentStore::GetUserSeqs(
+    std::string_view user, UserSeqField field, const std::vector<std::string>& convs) {
+  if (ShedThisThread()) return ShedError();
+  return inner_->GetUserSeqs(user, field, convs);
+}
+
+Status SheddingSegmentStore::SetUserSeqs(std::string_view user, UserSeqField field, bool raise_only,
+                                         const std::vector<UserSeqValue>& values) {
+  if (ShedThisThread()) return ShedError();
+  return inner_->SetUserSeqs(user, field, raise_only, values);
+}
+
 Result<std::vector<int64_t>> SheddingSegmentStore::GetMinSeqs(
     const std::vector<std::string>& keys) {
   if (ShedThisThread()) return ShedError();

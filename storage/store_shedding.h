@@ -50,6 +50,10 @@ class SheddingSegmentStore final : public SegmentStore {
   Result<KeyRow> SetStep(std::string_view key, int64_t step) override;
   Result<std::vector<int64_t>> GetMaxIds(const std::vector<std::string>& keys) override;
   Result<std::vector<int64_t>> GetAllocTimes(const std::vector<std::string>& keys) override;
+  Result<std::vector<int64_t>> GetUserSeqs(std::string_view user, UserSeqField field,
+                                           const std::vector<std::string>& convs) override;
+  Status SetUserSeqs(std::string_view user, UserSeqField field, bool raise_only,
+                     const std::vector<UserSeqValue>& values) override;
   Result<std::vector<int64_t>> GetMinSeqs(const std::vector<std::string>& keys) override;
   Status SetMinSeqs(const std::vector<MinSeqValue>& values, const std::vector<ShardFence>& fences,
                     uint32_t* refused_shard = nullptr) override;

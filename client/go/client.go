@@ -321,6 +321,10 @@ func opName(op byte) string {
 		return "MAX_IDS"
 	case opMaxIDsTimes:
 		return "MAX_IDS_TIMES"
+	case opUserSeqs:
+		return "USER_SEQS"
+	case opSetUserSeqs:
+		return "SET_USER_SEQS"
 	case opGetMinSeqs:
 		return "GET_MIN_SEQS"
 	case opSetMinSeqs:

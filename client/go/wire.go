@@ -33,6 +33,8 @@ const (
 	opSetMinSeqs    byte = 0x08
 	opNextBlockOnce byte = 0x09
 	opMaxIDsTimes   byte = 0x0A
+	opUserSeqs      byte = 0x0B
+	opSetUserSeqs   byte = 0x0C
 	opSnowflake     byte = 0x10
 	opSnowflakeDec  byte = 0x11
 	opSend          byte = 0x20

@@ -39,7 +39,7 @@ Status SegmentAllocator::CheckMinSeqList(const std::vector<MinSeqValue>& values)
   for (const MinSeqValue& v : values) {
     if (Status s = KeyRules::ValidateClientKey(v.key); !s) return s;
     if (v.min_seq < 0) {
-      return MakeError(ErrorCode::kInvalidArgument, "min seq of key '" + v.key + "' must be >= 0");
+      return MakeError(ErrorCode::kInvalidArgument, "the seq of key '" + v.key + "' must be >= 0");
     }
     if (!seen.insert(v.key).second) {
       return MakeError(ErrorCode::kInvalidArgument, "key '" + v.key + "' is listed twice");
@@ -147,6 +147,44 @@ void SegmentAllocator::GetAllocTimes(std::vector<std::string> keys, ValuesCallba
   if (keys.empty()) return done(std::vector<int64_t>{});
   db_.Post(
       [this, keys = std::move(keys), done = std::move(done)] { done(store_.GetAllocTimes(keys)); });
+}
+
+Status SegmentAllocator::CheckUserId(std::string_view user) {
+  if (user.empty() || user.size() > kMaxUserIdLength) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "a user id is 1 to " + std::to_string(kMaxUserIdLength) + " bytes");
+  }
+  for (char c : user) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      return MakeError(ErrorCode::kInvalidArgument, "a user id has no control characters");
+    }
+  }
+  return OkStatus();
+}
+
+void SegmentAllocator::GetUserSeqs(std::string user, UserSeqField field,
+                                   std::vector<std::string> convs, ValuesCallback done) {
+  if (shutting_down_) return done(MakeError(ErrorCode::kShuttingDown, "server is shutting down"));
+  if (Status s = CheckUserId(user); !s) return done(s.error());
+  if (Status s = CheckKeyList(convs); !s) return done(s.error());
+  if (convs.empty()) return done(std::vector<int64_t>{});
+  db_.Post([this, user = std::move(user), field, convs = std::move(convs),
+            done = std::move(done)] { done(store_.GetUserSeqs(user, field, convs)); });
+}
+
+void SegmentAllocator::SetUserSeqs(std::string user, UserSeqField field, bool raise_only,
+                                   std::vector<UserSeqValue> values,
+                                   std::function<void(Status)> done) {
+  if (shutting_down_) return done(MakeError(ErrorCode::kShuttingDown, "server is shutting down"));
+  if (Status s = CheckUserId(user); !s) return done(s);
+  std::vector<MinSeqValue> as_keys;  // the same checks as min seqs: keys, values, twice
+  as_keys.reserve(values.size());
+  for (const UserSeqValue& v : values) as_keys.push_back(MinSeqValue{v.conv, v.seq});
+  if (Status s = CheckMinSeqList(as_keys); !s) return done(s);
+  if (values.empty()) return done(OkStatus());
+  db_.Post([this, user = std::move(user), field, raise_only, values = std::move(values),
+            done = std::move(done)] { done(store_.SetUserSeqs(user, field, raise_only, values)); });
 }
 
 void SegmentAllocator::SetMinSeqs(std::vector<MinSeqValue> values,

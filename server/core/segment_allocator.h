@@ -184,6 +184,24 @@ class SegmentAllocator {
   // instance may answer). Errors as GetMinSeqs.
   void GetAllocTimes(std::vector<std::string> keys, ValuesCallback done);
 
+  // USER_SEQS: `field` of `user` in each conversation (0 if never set),
+  // read from the store (any instance may answer: nothing of it is held in
+  // memory). Errors: kInvalidArgument (a bad user id or conversation),
+  // kTooLarge, kStoreUnavailable.
+  void GetUserSeqs(std::string user, UserSeqField field, std::vector<std::string> convs,
+                   ValuesCallback done);
+  // SET_USER_SEQS: sets `field` of `user` in each conversation, to the
+  // value or (raise_only) to the larger of it and the stored one, in one
+  // transaction, durable before `done` (any instance may write: the store
+  // decides a raise). Errors: kInvalidArgument (a bad user id or
+  // conversation, a conversation twice, a value < 0), kTooLarge,
+  // kStoreUnavailable.
+  void SetUserSeqs(std::string user, UserSeqField field, bool raise_only,
+                   std::vector<UserSeqValue> values, std::function<void(Status)> done);
+  // A user id of the user seqs: 1 to kMaxUserIdLength bytes, no control
+  // characters.
+  static Status CheckUserId(std::string_view user);
+
   // SET_MIN_SEQS: stores every value in one transaction, durable before
   // `done`. Errors: kInvalidArgument (a bad key, a key twice, a value < 0),
   // kTooLarge, kStoreUnavailable; with a gate, kWrongOwner if a key's shard

@@ -55,7 +55,7 @@ const std::vector<std::string_view>& Metrics::Ops(Interface i) {
   static const std::vector<std::string_view> binary = {
       "ping",       "next_ids",  "auth",      "msg_send",      "msg_pull",         "msg_member",
       "msg_status", "msg_batch", "subscribe", "snowflake",     "snowflake_decode", "cluster_map",
-      "next_block", "max_ids",   "min_seqs",  "protocol_error"};
+      "next_block", "max_ids",   "min_seqs",  "user_seqs",     "protocol_error"};
   static const std::vector<std::string_view> resp = {"incr",    "incrby",   "ping",
                                                      "max_ids", "min_seqs", "other"};
   switch (i) {

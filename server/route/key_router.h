@@ -82,6 +82,13 @@ class KeyRouter {
   };
   using MaxIdsTimesCallback = std::function<void(Result<MaxIdsTimes>)>;
   void MaxIdsWithTimes(std::vector<std::string> keys, Hop hop, MaxIdsTimesCallback done);
+  // USER_SEQS and SET_USER_SEQS (SegmentAllocator::GetUserSeqs,
+  // SetUserSeqs): rows nothing holds in memory, read and written here on
+  // any instance.
+  void GetUserSeqs(std::string user, UserSeqField field, std::vector<std::string> convs,
+                   SegmentAllocator::ValuesCallback done);
+  void SetUserSeqs(std::string user, UserSeqField field, bool raise_only,
+                   std::vector<UserSeqValue> values, std::function<void(Status)> done);
   // GET_MIN_SEQS: a read of committed rows, answered here on any instance.
   void GetMinSeqs(std::vector<std::string> keys, SegmentAllocator::ValuesCallback done);
   // SET_MIN_SEQS: a keyed write, split by owner as MaxIds (one fenced

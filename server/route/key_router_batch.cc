@@ -87,6 +87,16 @@ void KeyRouter::MaxIdsWithTimes(std::vector<std::string> keys, Hop hop,
          });
 }
 
+void KeyRouter::GetUserSeqs(std::string user, UserSeqField field, std::vector<std::string> convs,
+                            SegmentAllocator::ValuesCallback done) {
+  ids_.GetUserSeqs(std::move(user), field, std::move(convs), std::move(done));
+}
+
+void KeyRouter::SetUserSeqs(std::string user, UserSeqField field, bool raise_only,
+                            std::vector<UserSeqValue> values, std::function<void(Status)> done) {
+  ids_.SetUserSeqs(std::move(user), field, raise_only, std::move(values), std::move(done));
+}
+
 void KeyRouter::GetMinSeqs(std::vector<std::string> keys, SegmentAllocator::ValuesCallback done) {
   ids_.GetMinSeqs(std::move(keys), std::move(done));
 }

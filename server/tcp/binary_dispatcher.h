@@ -86,6 +86,8 @@ class BinaryDispatcher {
   // NEXT_BLOCK, NEXT_BLOCK_ONCE, MAX_IDS, GET_MIN_SEQS, SET_MIN_SEQS
   // (binary_id_ops.cc).
   void HandleIdOp(const proto::FrameView& f, BinaryConnection& c);
+  // USER_SEQS and SET_USER_SEQS (binary_user_seq_ops.cc).
+  void HandleUserSeqOp(const proto::FrameView& f, BinaryConnection& c);
   // NEXT_BLOCK (empty `token`) and NEXT_BLOCK_ONCE once parsed: the scopes
   // checked, then the router's TakeBlock, answered in `f`'s opcode.
   void TakeBlock(const proto::FrameView& f, BinaryConnection& c, std::string_view key,

@@ -28,6 +28,8 @@ void BinaryDispatcher::HandleIdOp(const proto::FrameView& f, BinaryConnection& c
     return true;
   };
 
+  if (op == proto::kOpUserSeqs || op == proto::kOpSetUserSeqs) return HandleUserSeqOp(f, c);
+
   if (op == proto::kOpNextBlock) {
     const std::optional<proto::NextIdsRequest> req = proto::ParseNextIdsRequest(f.payload);
     if (!req) {

@@ -16,7 +16,7 @@ namespace {
 
 constexpr uint8_t Op(proto::Opcode op) { return static_cast<uint8_t>(op); }
 
-constexpr std::array<BinaryOpRow, 25> kRows = {{
+constexpr std::array<BinaryOpRow, 27> kRows = {{
     {Op(proto::Opcode::kPing), "PING", "ping", std::nullopt},
     {Op(proto::Opcode::kNextIds), "NEXT_IDS", "next_ids", Permission::kIds},
     {Op(proto::Opcode::kAuth), "AUTH", "auth", std::nullopt},
@@ -26,6 +26,8 @@ constexpr std::array<BinaryOpRow, 25> kRows = {{
     {Op(proto::kOpSetMinSeqs), "SET_MIN_SEQS", "min_seqs", Permission::kIds},
     {Op(proto::kOpNextBlockOnce), "NEXT_BLOCK_ONCE", "next_block", Permission::kIds},
     {Op(proto::kOpMaxIdsTimes), "MAX_IDS_TIMES", "max_ids", Permission::kIds},
+    {Op(proto::kOpUserSeqs), "USER_SEQS", "user_seqs", Permission::kIds},
+    {Op(proto::kOpSetUserSeqs), "SET_USER_SEQS", "user_seqs", Permission::kIds},
     {Op(proto::kOpSnowflake), "SNOWFLAKE", "snowflake", Permission::kSnowflake},
     {Op(proto::kOpSnowflakeDecode), "SNOWFLAKE_DECODE", "snowflake_decode", Permission::kSnowflake},
     {Op(proto::kOpSend), "SEND", "msg_send", Permission::kMsgSend},

@@ -66,6 +66,14 @@ class ForwardingStore final : public SegmentStore {
   Result<std::vector<int64_t>> GetAllocTimes(const std::vector<std::string>& keys) override {
     return inner_.GetAllocTimes(keys);
   }
+  Result<std::vector<int64_t>> GetUserSeqs(std::string_view user, UserSeqField field,
+                                           const std::vector<std::string>& convs) override {
+    return inner_.GetUserSeqs(user, field, convs);
+  }
+  Status SetUserSeqs(std::string_view user, UserSeqField field, bool raise_only,
+                     const std::vector<UserSeqValue>& values) override {
+    return inner_.SetUserSeqs(user, field, raise_only, values);
+  }
   Result<std::vector<int64_t>> GetMinSeqs(const std::vector<std::string>& keys) override {
     return inner_.GetMinSeqs(keys);
   }

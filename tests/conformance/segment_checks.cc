@@ -676,6 +676,67 @@ void CheckAllocTimes(Backend& b) {
   }
 }
 
+void CheckUserSeqs(Backend& b) {
+  SegmentStore& s = b.store();
+  const std::string user = UniqueName("user");
+  const std::string other = "U" + user.substr(1);  // differs only in case: another user
+  const std::string a = UniqueName("si_a");
+  const std::string c = UniqueName("sg_c");
+  const std::string upper = "T" + a.substr(1);  // differs only in case: another conversation
+  auto get = [&](SegmentStore& st, std::string_view u, UserSeqField f,
+                 const std::vector<std::string>& convs) {
+    auto r = st.GetUserSeqs(u, f, convs);
+    REQUIRE_OK(r);
+    REQUIRE(r->size() == convs.size());
+    return *r;
+  };
+  using F = UserSeqField;
+  // Nothing set: 0 for every field.
+  CHECK(get(s, user, F::kRead, {a, c}) == std::vector<int64_t>{0, 0});
+  // Set: the field only; the others stay 0.
+  REQUIRE_OK(s.SetUserSeqs(user, F::kMax, false, {{a, 40}, {c, 7}}));
+  CHECK(get(s, user, F::kMax, {c, a}) == std::vector<int64_t>{7, 40});
+  CHECK(get(s, user, F::kMin, {a}) == std::vector<int64_t>{0});
+  CHECK(get(s, user, F::kRead, {a}) == std::vector<int64_t>{0});
+  // Overwrite goes down as well as up; raise only goes up.
+  REQUIRE_OK(s.SetUserSeqs(user, F::kMax, false, {{a, 30}}));
+  REQUIRE_OK(s.SetUserSeqs(user, F::kRead, true, {{a, 12}, {c, 3}}));
+  REQUIRE_OK(s.SetUserSeqs(user, F::kRead, true, {{a, 9}, {c, 5}}));
+  CHECK(get(s, user, F::kMax, {a}) == std::vector<int64_t>{30});
+  CHECK(get(s, user, F::kRead, {a, c}) == std::vector<int64_t>{12, 5});
+  REQUIRE_OK(s.SetUserSeqs(user, F::kRead, false, {{a, 2}}));
+  CHECK(get(s, user, F::kRead, {a}) == std::vector<int64_t>{2});
+  REQUIRE_OK(s.SetUserSeqs(user, F::kMin, false, {{a, 1}}));
+  // Users and conversations compare byte for byte.
+  CHECK(get(s, other, F::kMax, {a}) == std::vector<int64_t>{0});
+  CHECK(get(s, user, F::kMax, {upper}) == std::vector<int64_t>{0});
+  REQUIRE_OK(s.SetUserSeqs(other, F::kMax, false, {{a, 99}}));
+  CHECK(get(s, user, F::kMax, {a}) == std::vector<int64_t>{30});
+  // A batch of 1000 in one call.
+  std::vector<UserSeqValue> many;
+  std::vector<std::string> many_convs;
+  for (int i = 0; i < 1000; ++i) {
+    many.push_back({a + "_" + std::to_string(i), i});
+    many_convs.push_back(many.back().conv);
+  }
+  REQUIRE_OK(s.SetUserSeqs(user, F::kRead, true, many));
+  const std::vector<int64_t> read_many = get(s, user, F::kRead, many_convs);
+  CHECK(read_many[0] == 0);
+  CHECK(read_many[999] == 999);
+  // Shared by another instance, and durable.
+  {
+    std::unique_ptr<SegmentStore> instance = b.NewInstance();
+    CHECK(get(*instance, user, F::kMax, {a, c}) == std::vector<int64_t>{30, 7});
+  }
+  b.Reopen();
+  if (b.durable()) {
+    SegmentStore& again = b.store();
+    CHECK(get(again, user, F::kMax, {a, c}) == std::vector<int64_t>{30, 7});
+    CHECK(get(again, user, F::kRead, {a, c}) == std::vector<int64_t>{2, 5});
+    CHECK(get(again, user, F::kMin, {a, c}) == std::vector<int64_t>{1, 0});
+  }
+}
+
 void CheckLeafCreatedTable(Backend& b) {
   b.InstallLeafTable();
   SegmentStore& s = b.store();

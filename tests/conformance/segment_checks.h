@@ -30,6 +30,7 @@ void CheckPersistence(Backend& b);
 void CheckMinSeqs(Backend& b);
 void CheckBlockTokens(Backend& b);
 void CheckAllocTimes(Backend& b);
+void CheckUserSeqs(Backend& b);
 void CheckLeafCreatedTable(Backend& b);
 
 }  // namespace seqd::conformance
@@ -82,6 +83,10 @@ void CheckLeafCreatedTable(Backend& b);
   TEST_CASE(NAME ": allocation times: stamped in the reservation, never back, durable") { \
     BACKEND b;                                                                          \
     CheckAllocTimes(b);                                                                 \
+  }                                                                                     \
+  TEST_CASE(NAME ": user seqs: 0 until set, set or raised per field, shared, durable") { \
+    BACKEND b;                                                                          \
+    CheckUserSeqs(b);                                                                   \
   }                                                                                     \
   TEST_CASE(NAME ": a table created by Leaf works as-is") {                             \
     BACKEND b;                                                                          \

@@ -22,6 +22,8 @@ from harness import Seqd, free_port, store_spec  # noqa: E402
 
 STORE = "sqlite"
 NEXT_IDS, NEXT_BLOCK, MAX_IDS, GET_MIN_SEQS, SET_MIN_SEQS = 0x02, 0x05, 0x06, 0x07, 0x08
+USER_SEQS, SET_USER_SEQS = 0x0B, 0x0C
+MIN, MAX, READ = 1, 2, 3
 OK, INVALID_ARGUMENT, TOO_LARGE = 0, 1, 10
 
 
@@ -224,6 +226,47 @@ class OpenImIds(unittest.TestCase):
         self.assertEqual(b.call(GET_MIN_SEQS, key_list([k1] * 1001))[0], TOO_LARGE)
         self.assertEqual(b.call(SET_MIN_SEQS, key_values([(k1, 1)]) + b"x")[0],
                          INVALID_ARGUMENT)
+
+    def test_binary_user_seqs(self):
+        b, user = self.binary(), unique("u")
+        c1, c2 = unique("si"), unique("sg")
+
+        def get(field, convs, who=user):
+            return b.call(USER_SEQS, s16(who) + bytes([field]) + key_list(convs))
+
+        def put(field, raise_only, items, who=user):
+            return b.call(SET_USER_SEQS, s16(who) + bytes([field, raise_only]) + key_values(items))
+
+        self.assertEqual(get(READ, [c1, c2]), (OK, struct.pack(">Iqq", 2, 0, 0)))
+        self.assertEqual(put(READ, 1, [(c1, 9), (c2, 4)]), (OK, b""))
+        self.assertEqual(put(READ, 1, [(c1, 5)]), (OK, b""))  # a raise only: ignored
+        self.assertEqual(int64_list(get(READ, [c1, c2])[1]), [9, 4])
+        self.assertEqual(put(READ, 0, [(c1, 5)]), (OK, b""))  # overwrite
+        self.assertEqual(int64_list(get(READ, [c1])[1]), [5])
+        self.assertEqual(put(MAX, 0, [(c1, 70)]), (OK, b""))
+        self.assertEqual(int64_list(get(MAX, [c1])[1]), [70])
+        self.assertEqual(int64_list(get(MIN, [c1])[1]), [0])
+        self.assertEqual(int64_list(get(MAX, [c1], who=user.upper())[1]), [0])
+        # Bad input: answered, nothing written, the connection stays open.
+        for status, what in (
+                (put(4, 0, [(c1, 1)])[0], "field 4"),
+                (put(READ, 2, [(c1, 1)])[0], "raise_only 2"),
+                (put(READ, 0, [(c1, -1)])[0], "a negative seq"),
+                (put(READ, 0, [(c1, 1), (c1, 2)])[0], "a conversation twice"),
+                (put(READ, 0, [("bad key!", 1)])[0], "a bad conversation"),
+                (put(READ, 0, [(c1, 1)], who="")[0], "an empty user"),
+                (put(READ, 0, [(c1, 1)], who="a\x01b")[0], "a control character"),
+                (put(READ, 0, [(c1, 1)], who="u" * 256)[0], "a user of 256 bytes"),
+                (get(0, [c1])[0], "field 0"),
+                (b.call(USER_SEQS, s16(user) + bytes([READ]) + key_list([c1])[:-1])[0], "cut"),
+                (b.call(SET_USER_SEQS, s16(user) + bytes([READ]))[0], "no raise byte")):
+            self.assertEqual(status, INVALID_ARGUMENT, what)
+        self.assertEqual(int64_list(get(READ, [c1])[1]), [5])
+        self.assertEqual(get(READ, [c1] * 1001)[0], TOO_LARGE)
+        many = [(unique("m"), i) for i in range(1001)]
+        self.assertEqual(put(READ, 1, many)[0], TOO_LARGE)
+        self.assertEqual(put(READ, 1, many[:1000])[0], OK)
+        self.assertEqual(int64_list(get(READ, [k for k, _ in many[:1000]])[1]), list(range(1000)))
 
     # --- HTTP --------------------------------------------------------------------------
 

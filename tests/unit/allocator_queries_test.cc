@@ -240,7 +240,8 @@ TEST_CASE("id codec: lists round-trip; anything but the exact encoding is refuse
   CHECK(((*pairs)[1].max_id == 0 && (*pairs)[1].time_ms == -1));
   CHECK_FALSE(proto::ParseMaxIdsTimesResult(times->result.substr(0, times->result.size() - 8)));
   CHECK(proto::IsIdOpcode(0x0A));
-  CHECK_FALSE(proto::IsIdOpcode(0x0B));
+  CHECK(proto::IsIdOpcode(0x0C));
+  CHECK_FALSE(proto::IsIdOpcode(0x0D));
 }
 
 TEST_CASE("allocation times: -1 without a row, read from the store; bad lists refused") {
@@ -271,4 +272,80 @@ TEST_CASE("allocation times: -1 without a row, read from the store; bad lists re
   Values down = times({"k"});
   REQUIRE(down.error);
   CHECK(down.error->code == ErrorCode::kStoreUnavailable);
+}
+
+TEST_CASE("user seqs codec: round trip; a bad field, raise byte or list is refused") {
+  const std::string get = proto::UserSeqsPayload("u1", 3, {"si_a", "sg_b"});
+  auto req = proto::ParseUserSeqsRequest(get);
+  REQUIRE(req);
+  CHECK(req->user == "u1");
+  CHECK(req->field == 3);
+  CHECK(req->convs == std::vector<std::string_view>{"si_a", "sg_b"});
+  for (size_t cut = 0; cut < get.size(); ++cut) {
+    CHECK_FALSE(proto::ParseUserSeqsRequest(std::string_view(get).substr(0, cut)));
+  }
+  CHECK_FALSE(proto::ParseUserSeqsRequest(proto::UserSeqsPayload("u1", 0, {"a"})));
+  CHECK_FALSE(proto::ParseUserSeqsRequest(proto::UserSeqsPayload("u1", 4, {"a"})));
+  const std::string set = proto::SetUserSeqsPayload("u2", 1, true, {{"si_a", 7}, {"sg_b", 0}});
+  auto sreq = proto::ParseSetUserSeqsRequest(set);
+  REQUIRE(sreq);
+  CHECK(sreq->user == "u2");
+  CHECK(sreq->field == 1);
+  CHECK(sreq->raise_only);
+  REQUIRE(sreq->values.size() == 2);
+  CHECK(sreq->values[0] == std::pair<std::string_view, int64_t>{"si_a", 7});
+  for (size_t cut = 0; cut < set.size(); ++cut) {
+    CHECK_FALSE(proto::ParseSetUserSeqsRequest(std::string_view(set).substr(0, cut)));
+  }
+  std::string bad_raise = set;
+  bad_raise[2 + 2 + 1] = 2;  // u16 length, "u2", field, then raise_only
+  CHECK_FALSE(proto::ParseSetUserSeqsRequest(bad_raise));
+  CHECK_FALSE(proto::ParseSetUserSeqsRequest(set + "x"));
+}
+
+TEST_CASE("user seqs: 0 until set, raise or overwrite, bad users and lists refused") {
+  Fixture f;
+  auto get = [&](std::string user, UserSeqField field, std::vector<std::string> convs) {
+    Values v;
+    f.alloc->GetUserSeqs(std::move(user), field, std::move(convs), v.Callback());
+    f.db.RunAll();
+    return v;
+  };
+  auto set = [&](std::string user, UserSeqField field, bool raise,
+                 std::vector<UserSeqValue> values) {
+    std::optional<Status> s;
+    f.alloc->SetUserSeqs(std::move(user), field, raise, std::move(values),
+                         [&](Status st) { s = st; });
+    f.db.RunAll();
+    REQUIRE(s);
+    return *s;
+  };
+  CHECK(*get("u", UserSeqField::kRead, {"a", "b"}).values == std::vector<int64_t>{0, 0});
+  CHECK(set("u", UserSeqField::kRead, true, {{"a", 5}}));
+  CHECK(set("u", UserSeqField::kRead, true, {{"a", 3}}));
+  CHECK(*get("u", UserSeqField::kRead, {"a"}).values == std::vector<int64_t>{5});
+  CHECK(set("u", UserSeqField::kRead, false, {{"a", 3}}));
+  CHECK(*get("u", UserSeqField::kRead, {"a"}).values == std::vector<int64_t>{3});
+  for (const std::string& user : {std::string(), std::string(256, 'u'), std::string("a\nb")}) {
+    Values v = get(user, UserSeqField::kRead, {"a"});
+    REQUIRE(v.error);
+    CHECK(v.error->code == ErrorCode::kInvalidArgument);
+    Status s = set(user, UserSeqField::kRead, false, {{"a", 1}});
+    REQUIRE_FALSE(s);
+    CHECK(s.error().code == ErrorCode::kInvalidArgument);
+  }
+  CHECK(get(std::string(255, 'u'), UserSeqField::kMax, {"a"}).values);
+  for (const auto& bad : std::vector<std::vector<UserSeqValue>>{
+           {{"a", -1}}, {{"a", 1}, {"a", 2}}, {{"seqd.x", 1}}}) {
+    Status s = set("u", UserSeqField::kMin, false, bad);
+    REQUIRE_FALSE(s);
+    CHECK(s.error().code == ErrorCode::kInvalidArgument);
+  }
+  Values big = get("u", UserSeqField::kMin, std::vector<std::string>(1001, "a"));
+  REQUIRE(big.error);
+  CHECK(big.error->code == ErrorCode::kTooLarge);
+  f.store.SetDown(true);
+  Status down = set("u", UserSeqField::kMin, false, {{"a", 1}});
+  REQUIRE_FALSE(down);
+  CHECK(down.error().code == ErrorCode::kStoreUnavailable);
 }

@@ -11,6 +11,9 @@
 // (or openim.New(seqdClient) for OpenIM versions whose interface has no
 // *WithTime methods).
 //
+// NewSeqUser is OpenIM's per-user seq cache (SeqUser) on seqd the same way
+// (seq_user.go).
+//
 // Semantics, method by method (OpenIM's, unless said otherwise):
 //
 //   - Malloc(ctx, conv, size) reserves size seqs of conv and returns the

@@ -1,0 +1,88 @@
+package seqd
+
+import "context"
+
+// UserSeqField names one of a user's seqs in a conversation (OpenIM's
+// SeqUser): its min seq, max seq or read seq.
+type UserSeqField uint8
+
+const (
+	UserMinSeq  UserSeqField = 1
+	UserMaxSeq  UserSeqField = 2
+	UserReadSeq UserSeqField = 3
+)
+
+// UserSeqs returns field of userID in each conversation (USER_SEQS), in
+// the order asked; 0 for a pair never set. At most 1000 conversations.
+// userID is 1 to 255 bytes with no control characters.
+func (c *Client) UserSeqs(ctx context.Context, userID string, field UserSeqField, convIDs []string) ([]int64, error) {
+	if len(convIDs) == 0 {
+		return []int64{}, nil
+	}
+	if len(convIDs) > maxListItems {
+		return nil, errorf(CodeTooLarge, "more than %d conversations", maxListItems)
+	}
+	if field < UserMinSeq || field > UserReadSeq {
+		return nil, errorf(CodeInvalidArgument, "unknown user seq field %d", field)
+	}
+	var e enc
+	e.str(userID)
+	e.u8(uint8(field))
+	e.strList(convIDs)
+	p, err := e.payload()
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.callKeyed(ctx, firstKey(convIDs), opUserSeqs, p)
+	if err != nil {
+		return nil, err
+	}
+	return decodeInt64List(res, "USER_SEQS", len(convIDs), "values for conversations")
+}
+
+// SetUserSeqs sets field of userID in each conversation (SET_USER_SEQS),
+// all in one transaction, durable when it returns: to the value given, or,
+// with raiseOnly, to the larger of it and the value stored. Values are
+// >= 0; at most 1000 conversations. Retried by the retry rules (setting or
+// raising the same values again is harmless).
+func (c *Client) SetUserSeqs(ctx context.Context, userID string, field UserSeqField, raiseOnly bool,
+	seqs map[string]int64) error {
+	if len(seqs) == 0 {
+		return nil
+	}
+	if len(seqs) > maxListItems {
+		return errorf(CodeTooLarge, "more than %d conversations", maxListItems)
+	}
+	if field < UserMinSeq || field > UserReadSeq {
+		return errorf(CodeInvalidArgument, "unknown user seq field %d", field)
+	}
+	var e enc
+	e.str(userID)
+	e.u8(uint8(field))
+	if raiseOnly {
+		e.u8(1)
+	} else {
+		e.u8(0)
+	}
+	e.u32(uint32(len(seqs)))
+	route := ""
+	for conv, v := range seqs {
+		if route == "" {
+			route = conv
+		}
+		e.str(conv)
+		e.i64(v)
+	}
+	p, err := e.payload()
+	if err != nil {
+		return err
+	}
+	res, err := c.callKeyed(ctx, route, opSetUserSeqs, p)
+	if err != nil {
+		return err
+	}
+	if len(res) != 0 {
+		return errorf(CodeProtocol, "malformed SET_USER_SEQS result")
+	}
+	return nil
+}
