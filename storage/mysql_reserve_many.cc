@@ -295,7 +295,9 @@ void ReserveRows(MysqlConn& c, const std::vector<ReserveRequest>& requests,
     f.setInt64(3, shard_epoch.second);
     fence.held = f.executeUpdate() > 0;
   }
-  const TokenRanges tokens = ReadTokens(c, requests, todo);
+  // The tokens recorded before, and those this batch records (a request
+  // named twice in one batch, its retry, replays its first range).
+  TokenRanges tokens = ReadTokens(c, requests, todo);
   for (size_t i : todo) {
     const ReserveRequest& r = requests[i];
     Row* row = row_of[i];
@@ -325,6 +327,9 @@ void ReserveRows(MysqlConn& c, const std::vector<ReserveRequest>& requests,
       row->max_id += by;
       ++row->reserved;
       row->stamp = row->stamp || r.stamp_time;
+      if (!r.token.empty()) {
+        tokens[{r.key, std::string(r.token)}] = {(*out[i])->first, (*out[i])->last};
+      }
     }
   }
   std::vector<std::pair<const std::string*, int64_t>> changed;

@@ -29,6 +29,10 @@ namespace {
 
 using namespace mysql_leaf;  // the statement ids and batch steps
 
+// How many times a batch is run again in its call when a token it did not
+// see when reading the tokens turns up at its INSERT (ReserveBatch).
+constexpr int kMaxTokenRaces = 3;
+
 constexpr const char* kCreateTable =
     "CREATE TABLE IF NOT EXISTS leaf_alloc ("
     "biz_tag varchar(128) NOT NULL DEFAULT '', "
@@ -227,17 +231,30 @@ std::optional<std::vector<Result<ReservedSegment>>> MysqlStore::ReserveBatch(
       kSession, "reserve many",
       [&](MysqlConn& c) -> Result<std::optional<Results>> {
         Slots slots(requests.size());
-        try {
-          CreateMissingRows(c, requests, at_once);
-          CreateAndReserve(c, requests, at_once, slots);
-          ReserveRows(c, requests, at_once, slots);
-        } catch (const sql::SQLException& e) {
-          if (!lock_wait_s || e.getErrorCode() != kMysqlErrLockWaitTimeout) throw;
-          // The timeout undid its statement only: the rest goes too (a
-          // failed ROLLBACK throws; the pool then closes the connection,
-          // which ends the transaction). Nothing of it is served.
-          c.Rollback();
-          return std::optional<Results>();
+        for (int token_races = 0;; ++token_races) {
+          slots.assign(requests.size(), std::nullopt);
+          try {
+            CreateMissingRows(c, requests, at_once);
+            CreateAndReserve(c, requests, at_once, slots);
+            ReserveRows(c, requests, at_once, slots);
+            break;
+          } catch (const sql::SQLException& e) {
+            // A token recorded by a transaction this one could not see
+            // when it read the tokens (the same request sent again while
+            // its first try committed: on Galera, through another node):
+            // nothing of this one is kept, and the next try replays it.
+            if (e.getErrorCode() == kMysqlErrDupKey && token_races < kMaxTokenRaces) {
+              ProcessStoreStats().conflicts.fetch_add(1, std::memory_order_relaxed);
+              c.Rollback();
+              continue;
+            }
+            if (!lock_wait_s || e.getErrorCode() != kMysqlErrLockWaitTimeout) throw;
+            // The timeout undid its statement only: the rest goes too (a
+            // failed ROLLBACK throws; the pool then closes the connection,
+            // which ends the transaction). Nothing of it is served.
+            c.Rollback();
+            return std::optional<Results>();
+          }
         }
         Results out;
         out.reserve(requests.size());

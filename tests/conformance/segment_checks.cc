@@ -600,6 +600,20 @@ void CheckBlockTokens(Backend& b) {
   // Nothing younger than the cut is pruned.
   REQUIRE_OK(s.PruneBlockTokens(0));
   CHECK(s.ReserveMany({request(k, 3, "t1")})[0]->replayed);
+  // One batch naming a new token twice (a retry queued behind its first
+  // try): one range, the second answer a replay of it; another count under
+  // it is refused; nothing else moves.
+  const int64_t before = s.GetKey(k)->max_id;
+  auto twice = s.ReserveMany({request(k, 2, "t-twice"), request(k, 1, "t-other"),
+                              request(k, 2, "t-twice"), request(k, 5, "t-twice")});
+  REQUIRE(twice.size() == 4);
+  CheckSegment(twice[0], before, before + 1, 100);
+  CHECK_FALSE(twice[0]->replayed);
+  CheckSegment(twice[1], before + 2, before + 2, 100);
+  REQUIRE_OK(twice[2]);
+  CHECK((twice[2]->first == before && twice[2]->last == before + 1 && twice[2]->replayed));
+  CHECK_ERR(twice[3], ErrorCode::kInvalidArgument);
+  CHECK(s.GetKey(k)->max_id == before + 3);
 }
 
 void CheckAllocTimes(Backend& b) {

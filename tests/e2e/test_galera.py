@@ -13,6 +13,10 @@ Every answer is recorded with its time. Then, per round, the first node of
 one pair is killed with kill -9, load goes on for a while, and the node
 rejoins (IST). The checks:
 - no ID handed out twice, across all six seqd;
+- dense keys (docs/dense-keys.md; blocks with a token, sent again with it
+  until answered): per key, the blocks every client saw tile 1..max
+  exactly, with no hole and no overlap, MAX_IDS is that max, and the seqd
+  that used the killed node answered dense blocks after the kill;
 - per conversation, stored seqs are 1..n, every acknowledged message is
   stored once, at the seq it was acknowledged with;
 - the killed node did serve seqd before it died (a connection of ours on
@@ -114,6 +118,9 @@ class History:
         self.acked = {}  # (conv, client_msg_id) -> seq
         self.answers = collections.Counter()  # (instance, what, status)
         self.ok_times = collections.defaultdict(list)  # instance -> times of successes
+        self.dense_blocks = collections.defaultdict(list)  # key -> [(first, last)]
+        self.dense_times = collections.defaultdict(list)  # instance -> times of dense blocks
+        self.dense_retries = 0  # dense requests sent again with their token
         self.commit_times = collections.defaultdict(list)  # instance -> times of acked sends
         self.bad = []
 
@@ -135,6 +142,7 @@ class Load:
         # keys[inst], convs[inst]: the names each seqd's clients use (one set
         # per database).
         self.procs, self.h, self.keys, self.convs = procs, history, keys, convs
+        self.dense_keys = {}  # inst -> its database's dense key
         self.stopping = threading.Event()
         self.threads = []
 
@@ -163,6 +171,33 @@ class Load:
                         self.h.id_answers[(key, i)].append((inst, now))
             # Paced: the load must leave CPU for a rejoining node to catch up.
             time.sleep(PACE_S if status == 200 else 0.02)
+        conn.close()
+
+    def dense(self, inst, s, key):
+        """Dense blocks of `key`, each with a token of its own, sent again
+        with it until answered (a lost answer then costs no ID)."""
+        conn = s.conn()
+        i = 0
+        while not self.stopping.is_set():
+            n, token = random.randint(1, 3), "%s-%s-%d" % (inst, RUN, i)
+            i += 1
+            path = "/seq/%s?count=%d&contiguous=true&token=%s" % (key, n, token)
+            deadline = time.time() + 60
+            while time.time() < deadline:  # past stop() too: the answer may be lost
+                status, payload, conn = self.request(s, conn, "GET", path)
+                self.h.saw(inst, "dense", status, payload)
+                if status == 200:
+                    body = json.loads(payload)
+                    with self.h.lock:
+                        self.h.dense_blocks[key].append((body["first"], body["last"]))
+                        self.h.dense_times[inst].append(time.time())
+                    break
+                if status not in (503, -1):
+                    break
+                with self.h.lock:
+                    self.h.dense_retries += 1
+                time.sleep(0.05)
+            time.sleep(PACE_S)
         conn.close()
 
     def sends(self, inst, s, conv, name):
@@ -195,6 +230,8 @@ class Load:
             for t in range(2):
                 self.threads.append(threading.Thread(
                     target=self.ids, args=(inst, s, self.keys[inst][t])))
+            self.threads.append(threading.Thread(
+                target=self.dense, args=(inst, s, self.dense_keys[inst])))
             for t in range(2):
                 conv = self.convs[inst][t]
                 self.threads.append(threading.Thread(
@@ -240,7 +277,8 @@ def main():
     cluster_db = "seqd_test_galera_%s" % RUN
     root_sql(1, "CREATE DATABASE %s" % cluster_db)
     # info: each reservation's range is logged (the duplicate check's evidence)
-    flags = ["--max-step", "20", "--db-threads", "4", "--snowflake", "off", "--log-level", "info"]
+    flags = ["--max-step", "20", "--db-threads", "4", "--snowflake", "off", "--log-level", "info",
+             "--auto-keys", "gd_:20:dense"]
     procs = {}
     subs = []
     tcp_ports = {}
@@ -270,6 +308,9 @@ def main():
             convs["X"], ["127.0.0.1:%d" % tcp_ports[n] for n in "XYZ"],
             lambda: procs[pick_rng.choice("XYZ")].port, threading.Event())
         load = Load(procs, h, keys, convs)
+        for group in ("ABC", "XYZ"):  # one dense key per database, shared by its three seqd
+            for inst in group:
+                load.dense_keys[inst] = "gd_%s_%s" % (group, RUN)
         conflicts_before = sum(metric(s, "seqd_store_conflicts_total") for s in procs.values())
         load.start()
         kills = []
@@ -318,6 +359,29 @@ def main():
                 if not [t for t in h.commit_times[inst] if k["t_kill"] < t < k["t_rejoin"]]:
                     problems.append("%s acknowledged no message while node %d was down" %
                                     (inst, k["node"]))
+        for k in kills:
+            for inst in k["users"]:
+                if not [t for t in h.dense_times[inst] if k["t_kill"] < t]:
+                    problems.append("%s answered no dense block after node %d died" %
+                                    (inst, k["node"]))
+        # --- dense keys: exactly 1..max, and MAX_IDS says max.
+        for group in ("ABC", "XYZ"):
+            key = load.dense_keys[group[0]]
+            blocks, expect = sorted(h.dense_blocks[key]), 1
+            for first, last in blocks:
+                if first != expect:
+                    problems.append("dense %s: block %d..%d where %d was next (a hole or an "
+                                    "overlap)" % (key, first, last, expect))
+                    break
+                expect = last + 1
+            status, body = procs[group[1]].get_json("/max_ids?key=" + key)
+            if status != 200 or body["max_ids"][key] != expect - 1:
+                problems.append("dense %s: MAX_IDS %s %s, the blocks end at %d" %
+                                (key, status, body, expect - 1))
+            if len(blocks) < 50:
+                problems.append("dense %s: only %d blocks" % (key, len(blocks)))
+            log("galera: dense %s: %d blocks tile 1..%d; %d requests sent again with their "
+                "token" % (key, len(blocks), expect - 1, h.dense_retries))
         for k in kills:  # every seqd's longest wait between answers while the node was down
             k["stall_s"] = {}
             for inst, times in h.ok_times.items():
