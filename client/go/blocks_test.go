@@ -266,3 +266,37 @@ func TestMaxIDsWithTimes(t *testing.T) {
 		t.Fatalf("no keys: %v, %v", empty, err)
 	}
 }
+
+// USER_SEQS and SET_USER_SEQS from the client: a field of one user, set
+// or raised; bounds and a bad field refused before anything is sent, a bad
+// user id by the server.
+func TestUserSeqs(t *testing.T) {
+	_, c := startClient(t)
+	ctx := ctxT(t, 30*time.Second)
+	if err := c.SetUserSeqs(ctx, "u1", UserReadSeq, true, map[string]int64{"sg_us": 9, "si_us": 4}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetUserSeqs(ctx, "u1", UserReadSeq, true, map[string]int64{"sg_us": 3}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.UserSeqs(ctx, "u1", UserReadSeq, []string{"sg_us", "si_us", "never"})
+	if err != nil || fmt.Sprint(got) != "[9 4 0]" {
+		t.Fatalf("UserSeqs = %v, %v; want [9 4 0] (a lower raise ignored)", got, err)
+	}
+	if got, err := c.UserSeqs(ctx, "u1", UserMaxSeq, []string{"sg_us"}); err != nil || got[0] != 0 {
+		t.Fatalf("another field: %v, %v; want [0]", got, err)
+	}
+	if _, err := c.UserSeqs(ctx, "u1", UserSeqField(4), []string{"a"}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("field 4: %v", err)
+	}
+	if err := c.SetUserSeqs(ctx, "", UserMinSeq, false, map[string]int64{"a": 1}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("an empty user: %v", err)
+	}
+	many := make([]string, 1001)
+	for i := range many {
+		many[i] = fmt.Sprintf("k%d", i)
+	}
+	if _, err := c.UserSeqs(ctx, "u1", UserMinSeq, many); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("1001 conversations: %v", err)
+	}
+}

@@ -157,20 +157,30 @@ func (c *Client) int64List(ctx context.Context, op byte, keys []string) ([]int64
 	if len(keys) == 0 {
 		return []int64{}, nil
 	}
+	res, err := c.keyListCall(ctx, op, nil, keys)
+	if err != nil {
+		return nil, err
+	}
+	return decodeInt64List(res, opName(op), len(keys), "values for keys")
+}
+
+// keyListCall calls op with head (the payload's fields before the list,
+// may be nil) and keys (1 to 1000) as a list, routed by the first key,
+// and returns the answer's result.
+func (c *Client) keyListCall(ctx context.Context, op byte, head *enc, keys []string) ([]byte, error) {
 	if len(keys) > maxListItems {
 		return nil, errorf(CodeTooLarge, "more than %d keys", maxListItems)
 	}
 	var e enc
+	if head != nil {
+		e = *head
+	}
 	e.strList(keys)
 	p, err := e.payload()
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.callKeyed(ctx, firstKey(keys), op, p)
-	if err != nil {
-		return nil, err
-	}
-	return decodeInt64List(res, opName(op), len(keys), "values for keys")
+	return c.callKeyed(ctx, firstKey(keys), op, p)
 }
 
 // decodeInt64List decodes an answer of `want` int64s (a u32 count, then
@@ -215,16 +225,7 @@ func (c *Client) MaxIDsWithTimes(ctx context.Context, keys []string) ([]MaxIDTim
 	if len(keys) == 0 {
 		return []MaxIDTime{}, nil
 	}
-	if len(keys) > maxListItems {
-		return nil, errorf(CodeTooLarge, "more than %d keys", maxListItems)
-	}
-	var e enc
-	e.strList(keys)
-	p, err := e.payload()
-	if err != nil {
-		return nil, err
-	}
-	res, err := c.callKeyed(ctx, firstKey(keys), opMaxIDsTimes, p)
+	res, err := c.keyListCall(ctx, opMaxIDsTimes, nil, keys)
 	if err != nil {
 		return nil, err
 	}

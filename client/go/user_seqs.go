@@ -19,21 +19,13 @@ func (c *Client) UserSeqs(ctx context.Context, userID string, field UserSeqField
 	if len(convIDs) == 0 {
 		return []int64{}, nil
 	}
-	if len(convIDs) > maxListItems {
-		return nil, errorf(CodeTooLarge, "more than %d conversations", maxListItems)
-	}
 	if field < UserMinSeq || field > UserReadSeq {
 		return nil, errorf(CodeInvalidArgument, "unknown user seq field %d", field)
 	}
-	var e enc
-	e.str(userID)
-	e.u8(uint8(field))
-	e.strList(convIDs)
-	p, err := e.payload()
-	if err != nil {
-		return nil, err
-	}
-	res, err := c.callKeyed(ctx, firstKey(convIDs), opUserSeqs, p)
+	var head enc
+	head.str(userID)
+	head.u8(uint8(field))
+	res, err := c.keyListCall(ctx, opUserSeqs, &head, convIDs)
 	if err != nil {
 		return nil, err
 	}

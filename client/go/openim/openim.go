@@ -249,7 +249,14 @@ func (s *SeqCache[T]) list(ctx context.Context, ids []string,
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]int64, len(keys))
+	return batched(ctx, keys, idOf, get)
+}
+
+// batched asks get for keys in requests of `batch` and maps each answer
+// back to its conversation id (idOf).
+func batched[V any](ctx context.Context, keys []string, idOf map[string]string,
+	get func(context.Context, []string) ([]V, error)) (map[string]V, error) {
+	out := make(map[string]V, len(keys))
 	for i := 0; i < len(keys); i += batch {
 		part := keys[i:min(i+batch, len(keys))]
 		vals, err := get(ctx, part)
@@ -348,26 +355,19 @@ func (s *SeqCache[T]) withTimes(ctx context.Context, ids []string, known bool) (
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]T, len(keys))
-	for i := 0; i < len(keys); i += batch {
-		part := keys[i:min(i+batch, len(keys))]
-		vals, err := s.a.MaxIDsWithTimes(ctx, part)
-		if err != nil {
-			return nil, err
-		}
-		if len(vals) != len(part) {
-			return nil, &seqd.Error{Code: seqd.CodeProtocol, Message: "openim: wrong number of answers"}
-		}
-		for j, k := range part {
-			v := vals[j]
-			if v.TimeMs < 0 {
-				if known {
-					continue
-				}
-				v.TimeMs = 0
+	got, err := batched(ctx, keys, idOf, s.a.MaxIDsWithTimes)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]T, len(got))
+	for id, v := range got {
+		if v.TimeMs < 0 { // no row
+			if known {
+				continue
 			}
-			out[idOf[k]] = T(SeqTime{Seq: v.MaxID, Time: v.TimeMs})
+			v.TimeMs = 0
 		}
+		out[id] = T(SeqTime{Seq: v.MaxID, Time: v.TimeMs})
 	}
 	return out, nil
 }

@@ -163,19 +163,7 @@ func (u *SeqUserCache) GetUserReadSeqs(ctx context.Context, userID string, conve
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]int64, len(keys))
-	for i := 0; i < len(keys); i += batch {
-		part := keys[i:min(i+batch, len(keys))]
-		vals, err := u.s.UserSeqs(ctx, userID, seqd.UserReadSeq, part)
-		if err != nil {
-			return nil, err
-		}
-		if len(vals) != len(part) {
-			return nil, &seqd.Error{Code: seqd.CodeProtocol, Message: "openim: wrong number of answers"}
-		}
-		for j, k := range part {
-			out[idOf[k]] = vals[j]
-		}
-	}
-	return out, nil
+	return batched(ctx, keys, idOf, func(ctx context.Context, part []string) ([]int64, error) {
+		return u.s.UserSeqs(ctx, userID, seqd.UserReadSeq, part)
+	})
 }
