@@ -11,8 +11,8 @@ import (
 // OpenIM's send flow against 3 seqd in cluster mode (MariaDB), from 3
 // OpenIM-like processes (clients listing the instances in different
 // orders, routing by shard) x 6 goroutines on two conversations: blocks
-// never overlap and grow in real-time order across instances; every
-// client's GetMaxSeq is exact. Cluster mode needs MariaDB: the test runs in
+// never overlap, grow in real-time order across instances, and tile
+// 1..N exactly (dense keys); every client's GetMaxSeq is exact. Cluster mode needs MariaDB: the test runs in
 // the MariaDB run (testseqd.RequireMariaDB).
 func TestSendFlowClusterLive(t *testing.T) {
 	testseqd.RequireMariaDB(t)
@@ -37,11 +37,14 @@ func TestSendFlowClusterLive(t *testing.T) {
 	}
 	// Until the instances have shared the shards out, calls may fail.
 	deadline := time.Now().Add(30 * time.Second)
+	var warmup []block // answered, so part of the tiling checked below
 	for _, cache := range caches {
-		for _, conv := range convs {
+		for c, conv := range convs {
 			for {
-				_, err := cache.Malloc(ctx, conv, 1)
+				asked := time.Now()
+				start, err := cache.Malloc(ctx, conv, 1)
 				if err == nil {
+					warmup = append(warmup, block{c, start + 1, start + 1, asked, time.Now()})
 					break
 				}
 				if time.Now().After(deadline) {
@@ -55,7 +58,9 @@ func TestSendFlowClusterLive(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	blocks = append(warmup, blocks...)
 	maxUsed := checkBlocks(t, convs, blocks)
+	checkTiles(t, convs, blocks, maxUsed)
 	for ci, cache := range caches {
 		m, err := cache.GetMaxSeqs(ctx, convs)
 		if err != nil {

@@ -50,8 +50,8 @@ type block struct {
 // msgs[i].Seq = start + i + 1) from 3 clients x 8 goroutines on 5
 // conversations (one per OpenIM prefix): no seq used twice; each block is
 // contiguous and above every block answered before it was asked (real-time
-// order); each goroutine's blocks of a conversation grow; GetMaxSeq(s) is
-// then the largest seq used.
+// order); each goroutine's blocks of a conversation grow; the seqs used are
+// exactly 1..N per conversation; GetMaxSeq(s) is then N.
 func TestSendFlowLive(t *testing.T) {
 	s := testseqd.Start(t, openIMAutoKeys...)
 	ctx := liveCtx(t, 60*time.Second)
@@ -65,6 +65,7 @@ func TestSendFlowLive(t *testing.T) {
 		return
 	}
 	maxUsed := checkBlocks(t, convs, blocks)
+	checkTiles(t, convs, blocks, maxUsed)
 	m, err := caches[0].GetMaxSeqs(ctx, convs)
 	if err != nil {
 		t.Fatal(err)
@@ -152,6 +153,23 @@ func TestUnknownPrefixLive(t *testing.T) {
 	}
 	if _, err := c.Malloc(ctx, "si bad id", 1); CodeOf(err) != seqd.CodeInvalidArgument {
 		t.Fatalf("Malloc(bad id): %v; want INVALID_ARGUMENT", err)
+	}
+}
+
+// checkTiles fails t unless each conversation's blocks are exactly
+// 1..maxUsed[c] (tileProblems: no hole, no overlap, one block from 1).
+func checkTiles(t *testing.T, convs []string, blocks []block, maxUsed []int64) {
+	t.Helper()
+	for c, conv := range convs {
+		var bs [][2]int64
+		for _, b := range blocks {
+			if b.conv == c {
+				bs = append(bs, [2]int64{b.first, b.last})
+			}
+		}
+		if p := tileProblems(conv, bs, maxUsed[c]); len(p) > 0 {
+			t.Fatal(p)
+		}
 	}
 }
 
