@@ -1,6 +1,11 @@
 package openim
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
@@ -73,4 +78,126 @@ func TestSendFlowClusterLive(t *testing.T) {
 		}
 	}
 	t.Logf("%d blocks from 3 clients x 6 goroutines over 3 instances; max seqs %v", len(blocks), maxUsed)
+	unreadThroughTakeoverAndHandoff(t, ctx, nodes, caches, convs, maxUsed)
+}
+
+// OpenIM's unread count (max - read) across the cluster's faults: the user
+// has read everything; one instance is killed with SIGKILL (its shards
+// are taken over once its lease ends), then another stops with SIGTERM
+// (its shards handed off). After each, every client's max seq is still
+// exactly the last seq used and the read seq is kept: unread stays 0, and
+// the next Malloc continues right after the max.
+func unreadThroughTakeoverAndHandoff(t *testing.T, ctx context.Context, nodes []*testseqd.Server,
+	caches []*SeqCache[SeqTime], convs []string, maxUsed []int64) {
+	t.Helper()
+	users := NewSeqUser(caches[0].a.(*seqd.Client))
+	read := map[string]int64{}
+	for c, conv := range convs {
+		read[conv] = maxUsed[c]
+	}
+	if err := users.SetUserReadSeqs(ctx, "reader", read); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for _, cache := range caches {
+			for {
+				m, err := cache.GetMaxSeqs(ctx, convs)
+				if err == nil {
+					for c, conv := range convs {
+						if m[conv] != maxUsed[c] {
+							t.Fatalf("%s: GetMaxSeqs[%s] = %d; want %d: unread %d that no message has",
+								when, conv, m[conv], maxUsed[c], m[conv]-maxUsed[c])
+						}
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: no max seqs: %v", when, err)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		got, err := users.GetUserReadSeqs(ctx, "reader", convs)
+		if err != nil || !reflect.DeepEqual(got, read) {
+			t.Fatalf("%s: read seqs %v, %v; want %v", when, got, err, read)
+		}
+	}
+	// The owner of the first conversation dies (its shard must be taken
+	// over); then the owner of the second, by then, stops (handed off).
+	victim := ownerOf(t, nodes, nodes, convs[0])
+	nodes[victim].Kill()
+	check("after SIGKILL of the first conversation's owner (takeover)")
+	var live []*testseqd.Server
+	for i, n := range nodes {
+		if i != victim {
+			live = append(live, n)
+		}
+	}
+	nodes[ownerOf(t, nodes, live, convs[1])].Stop()
+	check("after SIGTERM of the second conversation's owner (handoff)")
+	for c, conv := range convs {
+		start, err := caches[2].Malloc(ctx, conv, 2)
+		if err != nil || start != maxUsed[c] {
+			t.Fatalf("%s: Malloc after the faults = %d, %v; want %d (right after the max)", conv, start, err, maxUsed[c])
+		}
+	}
+}
+
+// ownerOf is the index in nodes of the instance that owns key's shard, as
+// the first of `ask` that answers GET /admin/cluster sees the map (a
+// shard's owner named by its advertised binary address).
+func ownerOf(t *testing.T, nodes, ask []*testseqd.Server, key string) int {
+	t.Helper()
+	var view struct {
+		Shards  uint64 `json:"shards"`
+		Members []struct {
+			Instance  string `json:"instance"`
+			Advertise string `json:"advertise"`
+		} `json:"members"`
+		ShardMap []struct {
+			Shard uint64 `json:"shard"`
+			Owner string `json:"owner"`
+		} `json:"shard_map"`
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		for _, n := range ask {
+			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/admin/cluster", n.HTTPPort))
+			if err != nil {
+				continue
+			}
+			err = json.NewDecoder(resp.Body).Decode(&view)
+			resp.Body.Close()
+			if err != nil || view.Shards == 0 {
+				continue
+			}
+			h := uint64(0xcbf29ce484222325) // FNV-1a-64, the shard function (docs/cluster.md)
+			for i := 0; i < len(key); i++ {
+				h ^= uint64(key[i])
+				h *= 0x100000001b3
+			}
+			shard := h % view.Shards
+			for _, e := range view.ShardMap {
+				if e.Shard != shard {
+					continue
+				}
+				for _, m := range view.Members {
+					if m.Instance != e.Owner {
+						continue
+					}
+					for i, node := range nodes {
+						if node.Addr() == m.Advertise {
+							return i
+						}
+					}
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no owner of %s in any instance's map", key)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
