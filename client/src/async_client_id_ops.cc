@@ -1,5 +1,6 @@
 // AsyncClient's ID ops beyond NEXT_IDS (docs/protocol.md, "ID ops"):
-// NEXT_BLOCK, NEXT_BLOCK_ONCE, MAX_IDS, GET_MIN_SEQS and SET_MIN_SEQS, encoded with
+// NEXT_BLOCK, NEXT_BLOCK_ONCE, MAX_IDS, GET_MIN_SEQS, SET_MIN_SEQS, USER_SEQS
+// and SET_USER_SEQS, encoded with
 // proto/id_codec.h and submitted raw (async_client_requests.cc).
 #include "async_client_impl.h"
 #include "proto/id_codec.h"
@@ -17,6 +18,18 @@ auto Int64List(AsyncClient::Done<std::vector<int64_t>> done, size_t want, const 
       return done(R(StatusCode::kProtocol, std::string("malformed ") + op + " result"));
     }
     done(R(std::move(*v)));
+  };
+}
+
+// An empty OK result as true.
+auto EmptyOk(AsyncClient::Done<bool> done, const char* op) {
+  return [done = std::move(done), op](ClientResult<std::string> raw) {
+    using R = ClientResult<bool>;
+    if (!raw.ok()) return done(R(raw.code(), raw.message()));
+    if (!raw->empty()) {
+      return done(R(StatusCode::kProtocol, std::string("malformed ") + op + " result"));
+    }
+    done(R(true));
   };
 }
 
@@ -115,6 +128,35 @@ void AsyncClient::SetMinSeqs(std::vector<std::pair<std::string, int64_t>> values
                      }
                      done(R(true));
                    });
+}
+
+void AsyncClient::UserSeqs(std::string user, uint8_t field, std::vector<std::string> convs,
+                           Done<std::vector<int64_t>> done) {
+  if (!KeysFit(convs) || user.size() > kMaxKeyBytes) {
+    return impl_->Deliver(std::move(done), ClientResult<std::vector<int64_t>>(
+                                               StatusCode::kInvalidArgument, "id too long"));
+  }
+  const size_t n = convs.size();
+  std::string body = proto::UserSeqsPayload(user, field, {convs.begin(), convs.end()});
+  impl_->SubmitRaw(proto::kOpUserSeqs, std::move(body),
+                   Int64List(std::move(done), n, "USER_SEQS"));
+}
+
+void AsyncClient::SetUserSeqs(std::string user, uint8_t field, bool raise_only,
+                              std::vector<std::pair<std::string, int64_t>> values,
+                              Done<bool> done) {
+  std::vector<std::pair<std::string_view, int64_t>> items;
+  items.reserve(values.size());
+  for (const auto& [conv, v] : values) {
+    if (conv.size() > kMaxKeyBytes || user.size() > kMaxKeyBytes) {
+      return impl_->Deliver(std::move(done),
+                            ClientResult<bool>(StatusCode::kInvalidArgument, "id too long"));
+    }
+    items.emplace_back(conv, v);
+  }
+  impl_->SubmitRaw(proto::kOpSetUserSeqs,
+                   proto::SetUserSeqsPayload(user, field, raise_only, items),
+                   EmptyOk(std::move(done), "SET_USER_SEQS"));
 }
 
 }  // namespace seqd::client

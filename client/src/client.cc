@@ -118,6 +118,21 @@ ClientResult<bool> Client::SetMinSeqs(std::vector<std::pair<std::string, int64_t
       [&](auto done) { impl_->async.SetMinSeqs(std::move(values), std::move(done)); });
 }
 
+ClientResult<std::vector<int64_t>> Client::UserSeqs(std::string user, uint8_t field,
+                                                    std::vector<std::string> convs) {
+  return impl_->Wait<std::vector<int64_t>>([&](auto done) {
+    impl_->async.UserSeqs(std::move(user), field, std::move(convs), std::move(done));
+  });
+}
+
+ClientResult<bool> Client::SetUserSeqs(std::string user, uint8_t field, bool raise_only,
+                                       std::vector<std::pair<std::string, int64_t>> values) {
+  return impl_->Wait<bool>([&](auto done) {
+    impl_->async.SetUserSeqs(std::move(user), field, raise_only, std::move(values),
+                             std::move(done));
+  });
+}
+
 ClientResult<std::vector<int64_t>> Client::MaxSeqs(std::vector<std::string> conv_ids) {
   return impl_->Wait<std::vector<int64_t>>(
       [&](auto done) { impl_->async.MaxSeqs(std::move(conv_ids), std::move(done)); });

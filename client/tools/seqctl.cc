@@ -34,6 +34,8 @@ Options:
                      `min-seqs`, `set-min-seqs`, `ping`, `snowflake`,
                      `snowflake-decode` and `msg`)
   --json             print the server's JSON instead of readable output
+  --dry-run          openim-import: read the files and seqd, print what it
+                     would do, write nothing
   --timeout MS       per-request timeout (default 5000)
   --token SECRET     the token to present (docs/security.md); default: the
                      environment variable SEQD_TOKEN (prefer it: a flag shows
@@ -58,6 +60,16 @@ Commands:
   cluster [KEY]                 cluster mode: the members, the shards each
                                 owns and, with KEY, the key's shard and owner
                                 (GET /admin/cluster)
+  openim-import seq|seq-user FILE
+                                OpenIM's Mongo `seq` or `seq_user` collection,
+                                as mongoexport writes it, into seqd (needs
+                                --tcp; idempotent: run it again to finish)
+  openim-export seq FILE [PREFIX...]
+  openim-export seq-user USERS_FILE FILE
+                                the other way: the conversations seqd has
+                                (OpenIM's prefixes by default), or the seqs
+                                of the users listed (one id per line);
+                                docs/openim.md, "Migration"
 %MSG%  token new --id ID --scopes S[,S...]
                                 a fresh random secret, printed once, and the
                                 line to add to seqd's tokens file (which
@@ -121,6 +133,8 @@ Args ParseArgs(int argc, char** argv) {
       if (args.tcp.empty()) throw UsageError{"--tcp needs at least one HOST:PORT"};
     } else if (a == "--json") {
       args.json = true;
+    } else if (a == "--dry-run") {
+      args.dry_run = true;
     } else if (a == "--timeout") {
       args.timeout_ms = ParseNumber<int>(need(), "--timeout", 1, 3600 * 1000);
     } else if (a == "--after") {
@@ -220,6 +234,14 @@ int Run(const Args& args) {
   const bool admin =
       cmd == "keys" || cmd == "key" || cmd == "create" || cmd == "set-step" || cmd == "cluster";
   if (cmd == "msg") return RunMsgCommand(args, timeout);
+  if (args.dry_run && cmd != "openim-import") {
+    throw UsageError{"--dry-run only applies to openim-import"};
+  }
+  if (cmd == "openim-import" || cmd == "openim-export") {
+    if (args.tcp.empty()) throw UsageError{cmd + " needs --tcp HOST:PORT"};
+    const std::unique_ptr<client::Client> tcp = MakeClient(args, timeout);
+    return OpenImMigrateCommand(args, *tcp, MakeHttp(args, timeout));
+  }
   const bool openim =
       cmd == "block" || cmd == "max-ids" || cmd == "min-seqs" || cmd == "set-min-seqs";
   if (args.msg.from || args.msg.to || args.msg.user || args.msg.desc || args.msg.client_msg_id ||

@@ -33,6 +33,7 @@ struct Args {
   std::string http = "127.0.0.1:8080";
   std::vector<std::string> tcp;
   bool json = false;
+  bool dry_run = false;  // openim-import: read and print, write nothing
   int timeout_ms = 5000;
   std::optional<std::string> after;
   std::optional<std::string> limit;                   // keys, msg pull
@@ -76,6 +77,10 @@ void PrintTable(const std::vector<std::vector<std::string>>& rows);
 // block, max-ids, min-seqs, set-min-seqs (seqctl_openim.cc): over `tcp`
 // if given, else `http`.
 int OpenImCommand(const Args& args, client::Client* tcp, const Http* http);
+// openim-import and openim-export (seqctl_openim_migrate.cc): OpenIM's
+// Mongo seq collections into seqd and back, over the binary protocol
+// (`http` lists the keys for an export).
+int OpenImMigrateCommand(const Args& args, client::Client& tcp, const Http& http);
 int NextIds(const Args& args, client::Client& tcp);
 int NextIds(const Args& args, const Http& http);
 int Snowflake(const Args& args, client::Client& tcp);

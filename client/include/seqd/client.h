@@ -332,6 +332,14 @@ class AsyncClient {
   // Sets each key's min seq (SET_MIN_SEQS, 0x08; each >= 0, no key twice),
   // durable once `done` gets true.
   void SetMinSeqs(std::vector<std::pair<std::string, int64_t>> values, Done<bool> done);
+  // One of a user's seqs in each conversation (USER_SEQS, 0x0B; `field` 1
+  // min, 2 max, 3 read), in the order asked; 0 if never set. At most 1000.
+  void UserSeqs(std::string user, uint8_t field, std::vector<std::string> convs,
+                Done<std::vector<int64_t>> done);
+  // Sets (or, with raise_only, raises) one of a user's seqs in each
+  // conversation (SET_USER_SEQS, 0x0C), durable once `done` gets true.
+  void SetUserSeqs(std::string user, uint8_t field, bool raise_only,
+                   std::vector<std::pair<std::string, int64_t>> values, Done<bool> done);
 
   // --- snowflake IDs (docs/protocol.md, "Snowflake ops") -------------------
   // `count` snowflake IDs (1 to the server's snowflake max count, 4096 by
@@ -397,6 +405,10 @@ class Client {
   ClientResult<std::vector<int64_t>> MaxIds(std::vector<std::string> keys);
   ClientResult<std::vector<int64_t>> GetMinSeqs(std::vector<std::string> keys);
   ClientResult<bool> SetMinSeqs(std::vector<std::pair<std::string, int64_t>> values);
+  ClientResult<std::vector<int64_t>> UserSeqs(std::string user, uint8_t field,
+                                              std::vector<std::string> convs);
+  ClientResult<bool> SetUserSeqs(std::string user, uint8_t field, bool raise_only,
+                                 std::vector<std::pair<std::string, int64_t>> values);
 
   // Snowflake IDs: the AsyncClient calls, waited for.
   ClientResult<std::vector<int64_t>> NextSnowflake(uint32_t count = 1);
