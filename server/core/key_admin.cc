@@ -25,12 +25,13 @@ void KeyAdmin::ListKeys(std::string after, size_t limit, Callback<std::vector<Ke
       const size_t want = limit - page.size();
       Result<std::vector<KeyRow>> rows = store_.ListKeys(from, want);
       if (!rows) return done(rows.error());
+      // The store has no more rows, or the page is full.
+      const bool end = rows->size() < want;
+      if (!rows->empty()) from = rows->back().key;  // before the rows move into the page
       for (KeyRow& row : *rows) {
         if (!KeyIsReserved(row.key)) page.push_back(std::move(row));
       }
-      // The store has no more rows, or the page is full.
-      if (rows->size() < want || page.size() == limit) break;
-      from = rows->back().key;
+      if (end || page.size() == limit) break;
     }
     done(std::move(page));
   });

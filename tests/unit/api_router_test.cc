@@ -322,6 +322,27 @@ TEST_CASE("admin: create, get, list, set step") {
              http::status::bad_request, "invalid_argument", "'step'");
 }
 
+TEST_CASE("admin list: a full page past a reserved row goes on after it, not from the start") {
+  Fixture f;
+  // Rows r1, "seqd.x" (reserved: never listed), t1, t2, t3.
+  for (const char* k : {"r1", "t1", "t2", "t3"}) {
+    REQUIRE(f.Call(http::verb::post, "/admin/keys",
+                   std::string(R"({"key":")") + k + R"(","step":10})")
+                .result() == http::status::created);
+  }
+  REQUIRE(f.mem.CreateKey("seqd.x", 1, "reserved"));
+  json page = Body(f.Get("/admin/keys?limit=3"));
+  REQUIRE(page["keys"].size() == 3);
+  CHECK(page["keys"][0]["key"] == "r1");
+  CHECK(page["keys"][1]["key"] == "t1");
+  CHECK(page["keys"][2]["key"] == "t2");  // filled from the rows after t1
+  CHECK(page["next_after"] == "t2");
+  page = Body(f.Get("/admin/keys?after=t2&limit=3"));
+  REQUIRE(page["keys"].size() == 1);
+  CHECK(page["keys"][0]["key"] == "t3");
+  CHECK(page["next_after"].is_null());
+}
+
 TEST_CASE("admin create rejects bad bodies, naming the field") {
   Fixture f;
   auto post = [&](std::string body) {
