@@ -184,6 +184,7 @@ int ImportSeqUser(const Args& args, client::Client& tcp, const std::string& path
 std::vector<std::string> ListConversations(const Http& http, const std::vector<std::string>& prefixes) {
   std::vector<std::string> out;
   std::string after;
+  std::set<std::string> page_ends;
   for (;;) {
     const Json page = ParseJson(http.Call(
         "GET", "/admin/keys?limit=1000" + (after.empty() ? "" : "&after=" + UrlEncode(after))));
@@ -197,7 +198,13 @@ std::vector<std::string> ListConversations(const Http& http, const std::vector<s
       }
     }
     if (!page.contains("next_after") || !page["next_after"].is_string()) return out;
-    after = page["next_after"].get<std::string>();
+    std::string next = page["next_after"].get<std::string>();
+    // The pages go in the table's collation order: a page end seen twice
+    // is a cycle (never a longer list).
+    if (!page_ends.insert(next).second) {
+      throw Failure{"the key list came back to '" + next + "'"};
+    }
+    after = std::move(next);
   }
 }
 
