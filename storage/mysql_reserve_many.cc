@@ -228,7 +228,7 @@ void InsertTokens(MysqlConn& c, const std::vector<ReserveRequest>& requests, con
 // The requests not done at once: rows locked and read, the cluster fences
 // written, the new max_ids set. Fills out[i] for each !at_once[i].
 void ReserveRows(MysqlConn& c, const std::vector<ReserveRequest>& requests,
-                 const std::vector<bool>& at_once, Slots& out) {
+                 const std::vector<bool>& at_once, Slots& out, bool read_tokens) {
   std::vector<size_t> todo;
   for (size_t i = 0; i < requests.size(); ++i) {
     if (!at_once[i]) todo.push_back(i);
@@ -297,7 +297,7 @@ void ReserveRows(MysqlConn& c, const std::vector<ReserveRequest>& requests,
   }
   // The tokens recorded before, and those this batch records (a request
   // named twice in one batch, its retry, replays its first range).
-  TokenRanges tokens = ReadTokens(c, requests, todo);
+  TokenRanges tokens = read_tokens ? ReadTokens(c, requests, todo) : TokenRanges{};
   for (size_t i : todo) {
     const ReserveRequest& r = requests[i];
     Row* row = row_of[i];

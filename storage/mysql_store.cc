@@ -30,7 +30,7 @@ namespace {
 using namespace mysql_leaf;  // the statement ids and batch steps
 
 // How many times a batch is run again in its call when a token it did not
-// see when reading the tokens turns up at its INSERT (ReserveBatch).
+// read turns up at its INSERT (ReserveBatch; the first try reads none).
 constexpr int kMaxTokenRaces = 3;
 
 constexpr const char* kCreateTable =
@@ -236,15 +236,19 @@ std::optional<std::vector<Result<ReservedSegment>>> MysqlStore::ReserveBatch(
           try {
             CreateMissingRows(c, requests, at_once);
             CreateAndReserve(c, requests, at_once, slots);
-            ReserveRows(c, requests, at_once, slots);
+            // The first try takes every token for a new one (ReserveRows).
+            ReserveRows(c, requests, at_once, slots, /*read_tokens=*/token_races > 0);
             break;
           } catch (const sql::SQLException& e) {
-            // A token recorded by a transaction this one could not see
-            // when it read the tokens (the same request sent again while
-            // its first try committed: on Galera, through another node):
-            // nothing of this one is kept, and the next try replays it.
+            // A token recorded before: the first try did not read the
+            // tokens, or one was committed by a transaction this one could
+            // not see when it read them (the same request sent again while
+            // its first try committed: on Galera, through another node).
+            // Nothing of this one is kept; the next try replays it.
             if (e.getErrorCode() == kMysqlErrDupKey && token_races < kMaxTokenRaces) {
-              ProcessStoreStats().conflicts.fetch_add(1, std::memory_order_relaxed);
+              if (token_races > 0) {  // read, and still not seen: a race
+                ProcessStoreStats().conflicts.fetch_add(1, std::memory_order_relaxed);
+              }
               c.Rollback();
               continue;
             }

@@ -89,8 +89,13 @@ void CreateMissingRows(MysqlConn& c, const std::vector<ReserveRequest>& requests
                        const std::vector<bool>& at_once);
 void CreateAndReserve(MysqlConn& c, const std::vector<ReserveRequest>& requests,
                       const std::vector<bool>& at_once, Slots& out);
+// ReserveRows with `read_tokens` false skips reading the recorded tokens:
+// every tokened request is taken for a new one, and a recorded token then
+// fails the token INSERT with a duplicate key (1062), for the caller to run
+// the batch again reading them. Replays are rare (a lost answer), so the
+// first try saves a round trip.
 void ReserveRows(MysqlConn& c, const std::vector<ReserveRequest>& requests,
-                 const std::vector<bool>& at_once, Slots& out);
+                 const std::vector<bool>& at_once, Slots& out, bool read_tokens);
 
 // In a reservation's transaction (ReserveRows): sets the allocation time of
 // each row tag to the database's clock, never back (mysql_key_times.cc).
