@@ -260,15 +260,7 @@ func (c *Client) SetMinSeqs(ctx context.Context, minSeqs map[string]int64) error
 		return errorf(CodeTooLarge, "more than %d keys", maxListItems)
 	}
 	var e enc
-	e.u32(uint32(len(minSeqs)))
-	route := ""
-	for k, v := range minSeqs {
-		if route == "" {
-			route = k
-		}
-		e.str(k)
-		e.i64(v)
-	}
+	route := e.keyValues(minSeqs)
 	p, err := e.payload()
 	if err != nil {
 		return err

@@ -56,15 +56,7 @@ func (c *Client) SetUserSeqs(ctx context.Context, userID string, field UserSeqFi
 	} else {
 		e.u8(0)
 	}
-	e.u32(uint32(len(seqs)))
-	route := ""
-	for conv, v := range seqs {
-		if route == "" {
-			route = conv
-		}
-		e.str(conv)
-		e.i64(v)
-	}
+	route := e.keyValues(seqs)
 	p, err := e.payload()
 	if err != nil {
 		return err

@@ -86,6 +86,20 @@ func (e *enc) bytes(p []byte) {
 	e.u32(uint32(len(p)))
 	e.b = append(e.b, p...)
 }
+// keyValues writes m as a list of (str key, i64 value) and returns one of
+// its keys (a request is routed by it), "" for an empty map.
+func (e *enc) keyValues(m map[string]int64) (route string) {
+	e.u32(uint32(len(m)))
+	for k, v := range m {
+		if route == "" {
+			route = k
+		}
+		e.str(k)
+		e.i64(v)
+	}
+	return route
+}
+
 func (e *enc) strList(ss []string) {
 	e.u32(uint32(len(ss)))
 	for _, s := range ss {
