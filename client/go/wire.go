@@ -86,6 +86,7 @@ func (e *enc) bytes(p []byte) {
 	e.u32(uint32(len(p)))
 	e.b = append(e.b, p...)
 }
+
 // keyValues writes m as a list of (str key, i64 value) and returns one of
 // its keys (a request is routed by it), "" for an empty map.
 func (e *enc) keyValues(m map[string]int64) (route string) {
