@@ -38,6 +38,7 @@ HttpOp OpFor(http::verb method, std::string_view path, PathSegments seg) {
   if (seg[0] == "seq" && seg.size() == 2) return HttpOp::kSeq;
   if (seg.size() == 1 && seg[0] == "max_ids") return HttpOp::kMaxIds;
   if (seg.size() == 1 && seg[0] == "min_seqs") return HttpOp::kMinSeqs;
+  if (seg.size() == 1 && seg[0] == "user_seqs") return HttpOp::kUserSeqs;
   if (seg[0] == "api" && seg.size() == 4 && seg[1] == "segment") return HttpOp::kLeafSegment;
   if (seg[0] == "admin") return HttpOp::kAdmin;
   if (seg.size() == 1 && (seg[0] == "healthz" || seg[0] == "readyz")) return HttpOp::kHealth;
@@ -225,16 +226,17 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
     }
     return HandleSeq(call, std::move(*key), false);
   }
-  if (op == HttpOp::kMaxIds || op == HttpOp::kMinSeqs) {
+  if (op == HttpOp::kMaxIds || op == HttpOp::kMinSeqs || op == HttpOp::kUserSeqs) {
     const bool put = method == http::verb::put;
     if (op == HttpOp::kMaxIds && !get && method != http::verb::post) {
       return method_not_allowed("GET, POST");
     }
-    if (op == HttpOp::kMinSeqs && !get && !put && method != http::verb::post) {
+    if (op != HttpOp::kMaxIds && !get && !put && method != http::verb::post) {
       return method_not_allowed("GET, POST, PUT");
     }
     if (!get && !call->PassesCrossSiteRule()) return;
     if (head) return call->FinishOk(kJsonType, "");  // HEAD: nothing read
+    if (op == HttpOp::kUserSeqs) return put ? HandleSetUserSeqs(call) : HandleUserSeqs(call, get);
     if (put) return HandleSetMinSeqs(call);
     return HandleKeyValues(call, op == HttpOp::kMaxIds, get);
   }

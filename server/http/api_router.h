@@ -128,6 +128,10 @@ class ApiRouter {
   void HandleKeyValues(const std::shared_ptr<Call>& call, bool max_ids, bool from_query);
   // PUT /min_seqs {"min_seqs": {"key": value, ...}}.
   void HandleSetMinSeqs(const std::shared_ptr<Call>& call);
+  // USER_SEQS (GET with the query string, POST with a body) and
+  // SET_USER_SEQS (PUT).
+  void HandleUserSeqs(const std::shared_ptr<Call>& call, bool from_query);
+  void HandleSetUserSeqs(const std::shared_ptr<Call>& call);
   // MAX_IDS with each key's allocation time (`with_time`).
   void HandleMaxIdsWithTimes(const std::shared_ptr<Call>& call, std::vector<std::string> keys);
   void HandleListKeys(const std::shared_ptr<Call>& call);

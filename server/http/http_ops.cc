@@ -5,7 +5,7 @@
 namespace seqd {
 namespace {
 
-constexpr std::array<HttpOpRow, 24> kRows = {{
+constexpr std::array<HttpOpRow, 25> kRows = {{
     {HttpOp::kStatusPage, "status", Permission::kAdmin},
     {HttpOp::kSeq, "seq", Permission::kIds},
     {HttpOp::kLeafSegment, "leaf_segment", Permission::kIds},
@@ -29,6 +29,7 @@ constexpr std::array<HttpOpRow, 24> kRows = {{
     {HttpOp::kMsgEvents, "msg_events", Permission::kMsgRead},
     {HttpOp::kMaxIds, "max_ids", Permission::kIds},
     {HttpOp::kMinSeqs, "min_seqs", Permission::kIds},
+    {HttpOp::kUserSeqs, "user_seqs", Permission::kIds},
     {HttpOp::kOther, "other", std::nullopt},
 }};
 
@@ -41,7 +42,7 @@ constexpr bool InEnumOrder() {
 static_assert(InEnumOrder(), "kRows: one row per HttpOp, in enum order");
 
 // In docs/openapi.yaml's order.
-constexpr std::array<HttpRoute, 37> kRoutes = {{
+constexpr std::array<HttpRoute, 40> kRoutes = {{
     {"GET", "/", HttpOp::kStatusPage},
     {"GET", "/seq/{key}", HttpOp::kSeq},
     {"GET", "/api/segment/get/{key}", HttpOp::kLeafSegment},
@@ -50,6 +51,9 @@ constexpr std::array<HttpRoute, 37> kRoutes = {{
     {"GET", "/min_seqs", HttpOp::kMinSeqs},
     {"POST", "/min_seqs", HttpOp::kMinSeqs},
     {"PUT", "/min_seqs", HttpOp::kMinSeqs},
+    {"GET", "/user_seqs", HttpOp::kUserSeqs},
+    {"POST", "/user_seqs", HttpOp::kUserSeqs},
+    {"PUT", "/user_seqs", HttpOp::kUserSeqs},
     {"GET", "/admin/keys", HttpOp::kAdmin},
     {"POST", "/admin/keys", HttpOp::kAdmin},
     {"GET", "/admin/keys/{key}", HttpOp::kAdmin},

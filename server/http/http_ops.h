@@ -40,6 +40,7 @@ enum class HttpOp : uint8_t {
   kMsgEvents,        // GET /conversations/{c}/events, GET /events (Server-Sent Events)
   kMaxIds,           // GET, POST /max_ids
   kMinSeqs,          // GET, POST (read), PUT /min_seqs
+  kUserSeqs,         // GET, POST (read), PUT /user_seqs
   kOther,            // anything else (404s)
 };
 

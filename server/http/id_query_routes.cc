@@ -3,7 +3,10 @@
 // `with_time=true` (or "with_time": true in the body) also
 // {"times": {"a": unix ms, ...}}, -1 for a key that has no row;
 // GET /min_seqs?key=... and POST /min_seqs {"keys": [...]} answer
-// {"min_seqs": {...}}; PUT /min_seqs {"min_seqs": {"a": 5}} sets them. The
+// {"min_seqs": {...}}; PUT /min_seqs {"min_seqs": {"a": 5}} sets them;
+// GET /user_seqs?user=U&field=read&conv=a, POST /user_seqs {"user", "field",
+// "convs"} and PUT /user_seqs {"user", "field", "raise_only", "seqs"} read
+// and set OpenIM's per-user seqs ({"user", "field", "seqs" or "set"}). The
 // POST reads exist for long lists (1000 keys do not fit a request line).
 // Every key needs the `ids` scope; the calls go through services.router.
 #include <set>
@@ -17,16 +20,19 @@
 namespace seqd {
 namespace {
 
-// The `key` parameters of a query string, decoded, in order.
-Result<std::vector<std::string>> QueryKeys(std::string_view query) {
+// The `name` parameters of a query string, decoded, in order.
+Result<std::vector<std::string>> QueryKeys(std::string_view query, std::string_view name = "key") {
   std::vector<std::string> keys;
   if (query.empty()) return keys;
   for (std::string_view part : Split(query, '&')) {
     const size_t eq = part.find('=');
-    if (part.substr(0, eq) != "key") continue;
+    if (part.substr(0, eq) != name) continue;
     std::optional<std::string> k =
         PercentDecode(eq == std::string_view::npos ? "" : part.substr(eq + 1), true);
-    if (!k) return MakeError(ErrorCode::kInvalidArgument, "key has a malformed percent-escape");
+    if (!k) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       std::string(name) + " has a malformed percent-escape");
+    }
     keys.push_back(std::move(*k));
     if (keys.size() > SegmentAllocator::kMaxKeysPerCall) break;  // TOO_LARGE, said later
   }
@@ -51,24 +57,25 @@ Result<bool> BodyWithTime(const std::string& body) {
   return it->get<bool>();
 }
 
-// {"keys": ["a", ...]}.
-Result<std::vector<std::string>> BodyKeys(const std::string& body) {
+// {"<name>": ["a", ...]} (name "keys" unless given).
+Result<std::vector<std::string>> BodyKeys(const std::string& body, const char* name = "keys") {
   Result<nlohmann::json> j = ParseObject(body);
   if (!j) return j.error();
-  auto it = j->find("keys");
-  if (it == j->end() || !it->is_array()) return FieldError("keys", "must be an array of keys");
+  auto it = j->find(name);
+  if (it == j->end() || !it->is_array()) return FieldError(name, "must be an array of keys");
   std::vector<std::string> keys;
   keys.reserve(it->size());
   for (const auto& k : *it) {
-    if (!k.is_string()) return FieldError("keys", "must be an array of keys");
+    if (!k.is_string()) return FieldError(name, "must be an array of keys");
     keys.push_back(k.get<std::string>());
   }
   return keys;
 }
 
-// {"min_seqs": {"a": 5, ...}}, a key named twice refused (JSON parsers
-// keep one of them silently).
-Result<std::vector<MinSeqValue>> BodyMinSeqs(const std::string& body) {
+// {"<name>": {"a": 5, ...}} (name "min_seqs" unless given), a key named
+// twice refused (JSON parsers keep one of them silently).
+Result<std::vector<MinSeqValue>> BodyMinSeqs(const std::string& body,
+                                             const char* name = "min_seqs") {
   bool twice = false;
   std::set<std::string> seen;
   auto watch = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
@@ -83,22 +90,142 @@ Result<std::vector<MinSeqValue>> BodyMinSeqs(const std::string& body) {
   if (!j.is_object()) {
     return MakeError(ErrorCode::kInvalidArgument, "request body must be a JSON object");
   }
-  auto it = j.find("min_seqs");
+  auto it = j.find(name);
   if (it == j.end() || !it->is_object()) {
-    return FieldError("min_seqs", "must be an object of key: min seq");
+    return FieldError(name, "must be an object of key: seq");
   }
-  if (twice) return FieldError("min_seqs", "names a key twice");
+  if (twice) return FieldError(name, "names a key twice");
   std::vector<MinSeqValue> values;
   values.reserve(it->size());
   for (auto kv = it->begin(); kv != it->end(); ++kv) {
     std::optional<int64_t> v = IntField(kv.value());
-    if (!v) return FieldError("min_seqs", "values must be integers");
+    if (!v) return FieldError(name, "values must be integers");
     values.push_back(MinSeqValue{kv.key(), *v});
   }
   return values;
 }
 
+// The user seqs' field by its name: "min", "max" or "read".
+Result<UserSeqField> FieldNamed(std::string_view name) {
+  if (name == "min") return UserSeqField::kMin;
+  if (name == "max") return UserSeqField::kMax;
+  if (name == "read") return UserSeqField::kRead;
+  return FieldError("field", "must be min, max or read");
+}
+
+const char* FieldName(UserSeqField field) {
+  switch (field) {
+    case UserSeqField::kMin:
+      return "min";
+    case UserSeqField::kMax:
+      return "max";
+    case UserSeqField::kRead:
+      return "read";
+  }
+  return "read";
+}
+
+// A user seqs request: its user and field, from the query string or a body.
+struct UserSeqsAsked {
+  std::string user;
+  UserSeqField field = UserSeqField::kRead;
+};
+
+Result<UserSeqsAsked> QueryUserSeqs(std::string_view query) {
+  std::optional<std::string_view> user = FindQueryParam(query, "user");
+  std::optional<std::string_view> field = FindQueryParam(query, "field");
+  if (!user) return FieldError("user", "is required");
+  if (!field) return FieldError("field", "is required");
+  std::optional<std::string> decoded = PercentDecode(*user, true);
+  if (!decoded) return FieldError("user", "has a malformed percent-escape");
+  Result<UserSeqField> f = FieldNamed(*field);
+  if (!f) return f.error();
+  return UserSeqsAsked{std::move(*decoded), *f};
+}
+
+Result<UserSeqsAsked> BodyUserSeqs(const nlohmann::json& j) {
+  auto user = j.find("user");
+  auto field = j.find("field");
+  if (user == j.end() || !user->is_string()) return FieldError("user", "must be a string");
+  if (field == j.end() || !field->is_string()) return FieldError("field", "must be a string");
+  Result<UserSeqField> f = FieldNamed(field->get<std::string>());
+  if (!f) return f.error();
+  return UserSeqsAsked{user->get<std::string>(), *f};
+}
+
 }  // namespace
+
+void ApiRouter::HandleUserSeqs(const std::shared_ptr<Call>& call, bool from_query) {
+  Result<UserSeqsAsked> asked = MakeError(ErrorCode::kInternal, "unset");
+  Result<std::vector<std::string>> convs = std::vector<std::string>{};
+  if (from_query) {
+    asked = QueryUserSeqs(call->query);
+    convs = QueryKeys(call->query, "conv");
+  } else {
+    Result<nlohmann::json> j = ParseObject(call->req.body);
+    if (!j) return call->Finish(call->ErrorJson(j.error()));
+    asked = BodyUserSeqs(*j);
+    convs = BodyKeys(call->req.body, "convs");
+  }
+  if (!asked) return call->Finish(call->ErrorJson(asked.error()));
+  if (!convs) return call->Finish(call->ErrorJson(convs.error()));
+  for (const std::string& conv : *convs) {
+    if (!call->Permit(HttpOp::kUserSeqs, conv)) return;
+  }
+  auto names = std::make_shared<const std::vector<std::string>>(*convs);
+  const UserSeqsAsked echo = *asked;
+  services_.router.GetUserSeqs(
+      asked->user, asked->field, std::move(*convs),
+      [call, names, echo](Result<std::vector<int64_t>> r) {
+        call->Reply([&]() -> Response {
+          if (!r) return call->ErrorJson(r.error());
+          Json seqs = Json::object();
+          for (size_t i = 0; i < names->size() && i < r->size(); ++i) seqs[(*names)[i]] = (*r)[i];
+          Json out;
+          out["user"] = echo.user;
+          out["field"] = FieldName(echo.field);
+          out["seqs"] = std::move(seqs);
+          return call->JsonResponse(http::status::ok, out);
+        });
+      });
+}
+
+void ApiRouter::HandleSetUserSeqs(const std::shared_ptr<Call>& call) {
+  Result<nlohmann::json> j = ParseObject(call->req.body);
+  if (!j) return call->Finish(call->ErrorJson(j.error()));
+  Result<UserSeqsAsked> asked = BodyUserSeqs(*j);
+  if (!asked) return call->Finish(call->ErrorJson(asked.error()));
+  bool raise_only = false;
+  if (auto it = j->find("raise_only"); it != j->end()) {
+    if (!it->is_boolean()) {
+      return call->Finish(call->ErrorJson(FieldError("raise_only", "must be true or false")));
+    }
+    raise_only = it->get<bool>();
+  }
+  Result<std::vector<MinSeqValue>> values = BodyMinSeqs(call->req.body, "seqs");
+  if (!values) return call->Finish(call->ErrorJson(values.error()));
+  std::vector<UserSeqValue> seqs;
+  seqs.reserve(values->size());
+  for (const MinSeqValue& v : *values) {
+    if (!call->Permit(HttpOp::kUserSeqs, v.key)) return;
+    seqs.push_back(UserSeqValue{v.key, v.min_seq});
+  }
+  auto echo = std::make_shared<const std::vector<UserSeqValue>>(seqs);
+  const UserSeqsAsked who = *asked;
+  services_.router.SetUserSeqs(
+      asked->user, asked->field, raise_only, std::move(seqs), [call, echo, who](Status s) {
+        call->Reply([&]() -> Response {
+          if (!s) return call->ErrorJson(s.error());
+          Json map = Json::object();
+          for (const UserSeqValue& v : *echo) map[v.conv] = v.seq;
+          Json out;
+          out["user"] = who.user;
+          out["field"] = FieldName(who.field);
+          out["set"] = std::move(map);  // the values sent: a raise may have kept larger ones
+          return call->JsonResponse(http::status::ok, out);
+        });
+      });
+}
 
 void ApiRouter::HandleKeyValues(const std::shared_ptr<Call>& call, bool max_ids, bool from_query) {
   const HttpOp op = max_ids ? HttpOp::kMaxIds : HttpOp::kMinSeqs;

@@ -51,7 +51,8 @@ const std::vector<std::string_view>& Metrics::Ops(Interface i) {
   static const std::vector<std::string_view> http = {
       "seq",       "leaf_segment",     "admin",        "health",     "metrics",   "status",
       "msg_send",  "msg_pull",         "msg_member",   "msg_status", "msg_batch", "msg_events",
-      "snowflake", "snowflake_decode", "leaf_monitor", "max_ids",    "min_seqs",  "other"};
+      "snowflake", "snowflake_decode", "leaf_monitor", "max_ids",    "min_seqs",  "user_seqs",
+      "other"};
   static const std::vector<std::string_view> binary = {
       "ping",       "next_ids",  "auth",      "msg_send",      "msg_pull",         "msg_member",
       "msg_status", "msg_batch", "subscribe", "snowflake",     "snowflake_decode", "cluster_map",

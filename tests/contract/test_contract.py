@@ -177,6 +177,19 @@ class Contract(ContractCalls, unittest.TestCase):
         c("GET", "/min_seqs", query={"key": "seqd.x"}, expect=400)
         c("POST", "/min_seqs", body={"keys": ["order_a"]})
         c("POST", "/min_seqs", body={"keys": ["other_key"]}, token="orders", expect=403)
+        c("PUT", "/user_seqs", body={"user": "alice", "field": "read", "raise_only": True,
+                                      "seqs": {"order_a": 7}})
+        c("PUT", "/user_seqs", body={"user": "alice", "field": "read", "seqs": {"other_key": 1}},
+          token="orders", expect=403)
+        out = self.json_call("GET", "/user_seqs", query={"user": "alice", "field": "read",
+                                                          "conv": ["order_a", "order_none"]})
+        self.assertEqual(out, {"user": "alice", "field": "read",
+                               "seqs": {"order_a": 7, "order_none": 0}})
+        c("GET", "/user_seqs", query={"user": "alice", "field": "read", "conv": "seqd.x"},
+          expect=400)
+        c("POST", "/user_seqs", body={"user": "alice", "field": "max", "convs": ["order_a"]})
+        c("POST", "/user_seqs", body={"user": "alice", "field": "max", "convs": ["other_key"]},
+          token="orders", expect=403)
 
     def test_30_admin_pages(self):
         c = self.call

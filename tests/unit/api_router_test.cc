@@ -343,6 +343,34 @@ TEST_CASE("admin list: a full page past a reserved row goes on after it, not fro
   CHECK(page["next_after"].is_null());
 }
 
+TEST_CASE("user seqs over HTTP: set, raise, read by query and by body; bad requests named") {
+  Fixture f;
+  auto put = [&](std::string body) { return f.Call(http::verb::put, "/user_seqs", std::move(body)); };
+  json set = Body(put(R"({"user":"u1","field":"read","raise_only":true,"seqs":{"si_a":9,"sg_b":2}})"));
+  CHECK(set == json::parse(R"({"user":"u1","field":"read","set":{"si_a":9,"sg_b":2}})"));
+  REQUIRE(put(R"({"user":"u1","field":"read","raise_only":true,"seqs":{"si_a":4}})").result() ==
+          http::status::ok);
+  REQUIRE(put(R"({"user":"u1","field":"max","seqs":{"si_a":30}})").result() == http::status::ok);
+  json got = Body(f.Get("/user_seqs?user=u1&field=read&conv=si_a&conv=sg_b&conv=n_none"));
+  CHECK(got["seqs"] == json::parse(R"({"si_a":9,"sg_b":2,"n_none":0})"));  // the lower raise ignored
+  got = Body(f.Call(http::verb::post, "/user_seqs", R"({"user":"u1","field":"max","convs":["si_a"]})"));
+  CHECK(got == json::parse(R"({"user":"u1","field":"max","seqs":{"si_a":30}})"));
+  CHECK(Body(f.Get("/user_seqs?user=u%31&field=min&conv=si_a"))["seqs"]["si_a"] == 0);
+  CheckError(f.Get("/user_seqs?field=read&conv=a"), http::status::bad_request, "invalid_argument",
+             "user");
+  CheckError(f.Get("/user_seqs?user=u1&field=unread&conv=a"), http::status::bad_request,
+             "invalid_argument", "min, max or read");
+  CheckError(put(R"({"user":"u1","field":"read","raise_only":"yes","seqs":{"a":1}})"),
+             http::status::bad_request, "invalid_argument", "raise_only");
+  CheckError(put(R"({"user":"u1","field":"read","seqs":{"a":-1}})"), http::status::bad_request,
+             "invalid_argument", ">= 0");
+  CheckError(put(R"({"user":"u1","field":"read","seqs":{"a":1,"a":2}})"),
+             http::status::bad_request, "invalid_argument", "twice");
+  CheckError(put(R"({"user":"","field":"read","seqs":{"a":1}})"), http::status::bad_request,
+             "invalid_argument", "user id");
+  CHECK(f.Call(http::verb::delete_, "/user_seqs").result() == http::status::method_not_allowed);
+}
+
 TEST_CASE("admin create rejects bad bodies, naming the field") {
   Fixture f;
   auto post = [&](std::string body) {
