@@ -57,12 +57,10 @@ Result<bool> BodyWithTime(const std::string& body) {
   return it->get<bool>();
 }
 
-// {"<name>": ["a", ...]} (name "keys" unless given).
-Result<std::vector<std::string>> BodyKeys(const std::string& body, const char* name = "keys") {
-  Result<nlohmann::json> j = ParseObject(body);
-  if (!j) return j.error();
-  auto it = j->find(name);
-  if (it == j->end() || !it->is_array()) return FieldError(name, "must be an array of keys");
+// The array of keys `name` of a parsed body.
+Result<std::vector<std::string>> KeysIn(const nlohmann::json& j, const char* name) {
+  auto it = j.find(name);
+  if (it == j.end() || !it->is_array()) return FieldError(name, "must be an array of keys");
   std::vector<std::string> keys;
   keys.reserve(it->size());
   for (const auto& k : *it) {
@@ -70,6 +68,13 @@ Result<std::vector<std::string>> BodyKeys(const std::string& body, const char* n
     keys.push_back(k.get<std::string>());
   }
   return keys;
+}
+
+// {"<name>": ["a", ...]} (name "keys" unless given).
+Result<std::vector<std::string>> BodyKeys(const std::string& body, const char* name = "keys") {
+  Result<nlohmann::json> j = ParseObject(body);
+  if (!j) return j.error();
+  return KeysIn(*j, name);
 }
 
 // {"<name>": {"a": 5, ...}} (name "min_seqs" unless given), a key named
@@ -165,7 +170,7 @@ void ApiRouter::HandleUserSeqs(const std::shared_ptr<Call>& call, bool from_quer
     Result<nlohmann::json> j = ParseObject(call->req.body);
     if (!j) return call->Finish(call->ErrorJson(j.error()));
     asked = BodyUserSeqs(*j);
-    convs = BodyKeys(call->req.body, "convs");
+    convs = KeysIn(*j, "convs");
   }
   if (!asked) return call->Finish(call->ErrorJson(asked.error()));
   if (!convs) return call->Finish(call->ErrorJson(convs.error()));
