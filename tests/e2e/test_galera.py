@@ -17,6 +17,10 @@ rejoins (IST). The checks:
   until answered): per key, the blocks every client saw tile 1..max
   exactly, with no hole and no overlap, MAX_IDS is that max, and the seqd
   that used the killed node answered dense blocks after the kill;
+- OpenIM's unread (max - read): each client marks every block it got as
+  read (a user's read seq, raised only); at the end each user's read seq
+  is at least the last one acknowledged and at most MAX_IDS, so unread is
+  never inflated by a lost read or by a max above the last seq;
 - per conversation, stored seqs are 1..n, every acknowledged message is
   stored once, at the seq it was acknowledged with;
 - the killed node did serve seqd before it died (a connection of ours on
@@ -121,6 +125,7 @@ class History:
         self.dense_blocks = collections.defaultdict(list)  # key -> [(first, last)]
         self.dense_times = collections.defaultdict(list)  # instance -> times of dense blocks
         self.dense_retries = 0  # dense requests sent again with their token
+        self.reads_acked = {}  # (user, key) -> the highest read seq acknowledged
         self.commit_times = collections.defaultdict(list)  # instance -> times of acked sends
         self.bad = []
 
@@ -191,6 +196,7 @@ class Load:
                     with self.h.lock:
                         self.h.dense_blocks[key].append((body["first"], body["last"]))
                         self.h.dense_times[inst].append(time.time())
+                    conn = self.mark_read(inst, s, conn, key, body["last"])
                     break
                 if status not in (503, -1):
                     break
@@ -199,6 +205,25 @@ class Load:
                 time.sleep(0.05)
             time.sleep(PACE_S)
         conn.close()
+
+    def mark_read(self, inst, s, conn, key, seq):
+        """OpenIM's SetUserReadSeq for this client's user: `seq` read, sent
+        again after a 503 or a lost answer (raising it twice is harmless)."""
+        user = "reader_%s" % inst
+        body = {"user": user, "field": "read", "raise_only": True, "seqs": {key: seq}}
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            status, payload, conn = self.request(s, conn, "PUT", "/user_seqs", body)
+            self.h.saw(inst, "read", status, payload)
+            if status == 200:
+                with self.h.lock:
+                    had = self.h.reads_acked.get((user, key), 0)
+                    self.h.reads_acked[(user, key)] = max(had, seq)
+                return conn
+            if status not in (503, -1):
+                return conn
+            time.sleep(0.05)
+        return conn
 
     def sends(self, inst, s, conv, name):
         conn = s.conn()
@@ -382,6 +407,18 @@ def main():
                 problems.append("dense %s: only %d blocks" % (key, len(blocks)))
             log("galera: dense %s: %d blocks tile 1..%d; %d requests sent again with their "
                 "token" % (key, len(blocks), expect - 1, h.dense_retries))
+            # --- unread = max - read, never inflated: every acknowledged read
+            # is kept, and no read is above the max.
+            for inst in group:
+                user = "reader_%s" % inst
+                status, body = procs[group[2]].get_json(
+                    "/user_seqs?user=%s&field=read&conv=%s" % (user, key))
+                acked = h.reads_acked.get((user, key), 0)
+                read = body.get("seqs", {}).get(key) if status == 200 else None
+                if read is None or not acked <= read <= expect - 1 or acked == 0:
+                    problems.append("unread of %s in %s: read seq %s, last acknowledged %d, max "
+                                    "%d" % (user, key, read, acked, expect - 1))
+            log("galera: %s: each reader's read seq kept through the kills (unread exact)" % key)
         for k in kills:  # every seqd's longest wait between answers while the node was down
             k["stall_s"] = {}
             for inst, times in h.ok_times.items():
