@@ -12,6 +12,25 @@ int HexValue(char c) {
 
 }  // namespace
 
+std::string PercentEncode(std::string_view in) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(in.size());
+  for (char c : in) {
+    const bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                       c == '_' || c == '-' || c == '.' || c == ':' || c == '@';
+    if (plain) {
+      out += c;
+      continue;
+    }
+    const auto b = static_cast<unsigned char>(c);
+    out += '%';
+    out += kHex[b >> 4];
+    out += kHex[b & 0xF];
+  }
+  return out;
+}
+
 std::optional<std::string> PercentDecode(std::string_view in, bool plus_is_space) {
   std::string out;
   out.reserve(in.size());

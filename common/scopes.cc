@@ -23,7 +23,7 @@ constexpr std::array<PermissionRow, 8> kPermissions = {{
     {Permission::kCluster, "cluster", false},
 }};
 
-constexpr size_t kMaxPrefix = 128;
+constexpr size_t kMaxPrefix = 255;  // a key's longest (server/core/key_rules.h)
 
 }  // namespace
 
@@ -61,7 +61,8 @@ Result<Scope> ParseScope(std::string_view text) {
     }
     if (prefix == "*") return Scope{row.permission, "", true};
     if (prefix.size() > kMaxPrefix) {
-      return MakeError(ErrorCode::kInvalidArgument, "scope prefix longer than 128 bytes");
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "scope prefix longer than " + std::to_string(kMaxPrefix) + " bytes");
     }
     for (char c : prefix) {
       if (c <= ' ' || c == ',' || c == '*' || c == 0x7f) {

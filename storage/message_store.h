@@ -120,6 +120,12 @@ class MessageStore {
   // Creates the three tables if missing. Idempotent.
   virtual Status EnsureSchema() = 0;
 
+  // False if ids that differ only by trailing spaces would share rows
+  // (MySQL tables made by an older seqd, whose id columns pad spaces): the
+  // service then refuses ids that end with a space. Read after
+  // EnsureSchema(). Thread-safe.
+  virtual bool KeepsTrailingSpaces() const { return true; }
+
   // Stores `batch` in ONE transaction, all or nothing, and returns one
   // outcome per request, in order.
   //

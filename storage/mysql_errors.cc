@@ -56,6 +56,23 @@ std::string MysqlCodeSuffix(const sql::SQLException& e) {
          (state.empty() ? std::string() : ", SQLSTATE " + state) + ")";
 }
 
+bool MysqlValueDoesNotFit(int code) {
+  return code == 1406 || code == 1366 || code == 1267 || code == 1271;
+}
+
+Error KeyDoesNotFitError() {
+  return MakeError(ErrorCode::kInvalidArgument,
+                   "the database cannot store this id: its table was created for shorter or "
+                   "plainer ids (docs/operations.md, \"Keys in MySQL\")");
+}
+
+Error KeyFoldsOntoAnotherError() {
+  return MakeError(ErrorCode::kInvalidArgument,
+                   "an id that differs from this one only in case or trailing spaces is stored "
+                   "already, and the database's table cannot tell them apart (docs/operations.md, "
+                   "\"Keys in MySQL\")");
+}
+
 Error MysqlExceptionError(const sql::SQLException& e, const std::string& op, bool lost,
                           const std::optional<ErrorCode>& duplicate_key) {
   const int code = e.getErrorCode();
@@ -64,6 +81,8 @@ Error MysqlExceptionError(const sql::SQLException& e, const std::string& op, boo
     ec = *duplicate_key;
   } else if (lost || MysqlConnectionLost(code) || MysqlTransient(code)) {
     ec = ErrorCode::kStoreUnavailable;
+  } else if (MysqlValueDoesNotFit(code)) {
+    return KeyDoesNotFitError();
   }
   return MakeError(ec, op + ": " + e.what() + MysqlCodeSuffix(e));
 }

@@ -23,6 +23,19 @@ constexpr int kMysqlErrDeadlock = 1213;               // ER_LOCK_DEADLOCK
 constexpr int kMysqlErrLockWaitTimeout = 1205;        // ER_LOCK_WAIT_TIMEOUT
 constexpr int kMysqlErrUnknownSystemVariable = 1193;  // ER_UNKNOWN_SYSTEM_VARIABLE
 
+// A value the column cannot hold: too long (1406, ER_DATA_TOO_LONG), or
+// characters outside its character set (1366, ER_TRUNCATED_WRONG_VALUE_FOR_FIELD;
+// 1267/1271, an illegal mix of collations). Only tables created before
+// keys could be any UTF-8 (a Leaf table, an older seqd's) have such columns.
+bool MysqlValueDoesNotFit(int code);
+
+// The message for a key, conversation or user id that a table's column
+// cannot hold (MysqlValueDoesNotFit), or that names another key's row
+// under a column that folds case or pads spaces: kInvalidArgument, with
+// no table or column named.
+Error KeyDoesNotFitError();
+Error KeyFoldsOntoAnotherError();
+
 // The connection itself is unusable.
 bool MysqlConnectionLost(int code);
 
@@ -45,7 +58,8 @@ std::string MysqlCodeSuffix(const sql::SQLException& e);
 
 // The Error of `e` raised by `op`: `duplicate_key` for 1062 if set,
 // kStoreUnavailable for a lost connection (`lost`, or the code says so) or
-// a transient refusal, else kInternal.
+// a transient refusal, KeyDoesNotFitError() for a value that does not fit,
+// else kInternal.
 Error MysqlExceptionError(const sql::SQLException& e, const std::string& op, bool lost,
                           const std::optional<ErrorCode>& duplicate_key);
 

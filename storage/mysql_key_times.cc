@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <cctype>
 #include <map>
 #include <memory>
 #include <string>
@@ -35,14 +34,6 @@ std::string ListSql(int kind, size_t n) {
 }
 
 const MysqlSession kTimesSession{{}, ListSql, std::nullopt};
-
-// leaf_alloc's biz_tag compares without case under Leaf's collation: rows
-// are matched back to the keys asked that way.
-std::string Folded(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // Runs list statement `kind` over `keys` (kListMax a statement, padded to
 // a power of two) and collects (column 1, column 2) of every row.
@@ -75,24 +66,25 @@ const char* MysqlStore::KeyTimeTableSql() {
 Result<std::vector<int64_t>> MysqlStore::GetAllocTimes(const std::vector<std::string>& keys) {
   return pool_->Run<std::vector<int64_t>>(
       kTimesSession, "get allocation times", [&](MysqlConn& c) -> Result<std::vector<int64_t>> {
-        std::map<std::string, std::pair<std::string, int64_t>> rows;  // folded -> (tag, ms)
-        for (auto& [tag, ms] : ReadPairs(c, kRowTimesIn, keys)) rows[Folded(tag)] = {tag, ms};
+        // Each key's own row only: under a column that folds case or pads
+        // spaces, a row of another key may have answered too.
+        const std::map<std::string, int64_t> rows = ReadPairs(c, kRowTimesIn, keys);
         std::vector<std::string> tags;
         tags.reserve(rows.size());
-        for (const auto& [folded, row] : rows) tags.push_back(row.first);
+        for (const auto& [tag, ms] : rows) tags.push_back(tag);
         const std::map<std::string, int64_t> stamps =
             tags.empty() ? std::map<std::string, int64_t>{} : ReadPairs(c, kStampsIn, tags);
         c.Commit();  // ends the read's transaction
         std::vector<int64_t> out;
         out.reserve(keys.size());
         for (const std::string& k : keys) {
-          auto row = rows.find(Folded(k));
+          auto row = rows.find(k);
           if (row == rows.end()) {
             out.push_back(-1);
             continue;
           }
-          auto stamp = stamps.find(row->second.first);
-          out.push_back(stamp == stamps.end() ? row->second.second : stamp->second);
+          auto stamp = stamps.find(k);
+          out.push_back(stamp == stamps.end() ? row->second : stamp->second);
         }
         return out;
       });

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "storage/mysql_errors.h"
+#include "storage/mysql_key_columns.h"
 #include "storage/mysql_message_sql.h"
 
 namespace seqd {
@@ -33,13 +34,15 @@ constexpr size_t kChunkBytes = 4 << 20;
 // committing the seq it stamped) before the batch fails kStoreUnavailable.
 constexpr int kMaxRowRetries = 20;
 
+// Ids (conversation, sender, client message, user) are any UTF-8 of up to
+// 255 bytes, kept byte for byte: "a" and "A", "a" and "a " are two ids.
 const char* const kSchema[] = {
     "CREATE TABLE IF NOT EXISTS seqd_message ("
-    "conv_id VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, "
+    "conv_id VARBINARY(255) NOT NULL, "
     "seq BIGINT NOT NULL, "
     "server_msg_id BIGINT NOT NULL, "
-    "sender_id VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, "
-    "client_msg_id VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, "
+    "sender_id VARBINARY(255) NOT NULL, "
+    "client_msg_id VARBINARY(255) NOT NULL, "
     "content_type INT NOT NULL, "
     "payload MEDIUMBLOB NOT NULL, "
     "send_time_ms BIGINT NOT NULL, "
@@ -48,13 +51,13 @@ const char* const kSchema[] = {
     "UNIQUE KEY uk_seqd_message_client (conv_id, sender_id, client_msg_id)"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
     "CREATE TABLE IF NOT EXISTS seqd_conv ("
-    "conv_id VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, "
+    "conv_id VARBINARY(255) NOT NULL, "
     "min_seq BIGINT NOT NULL DEFAULT 1, "
     "PRIMARY KEY (conv_id)"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
     "CREATE TABLE IF NOT EXISTS seqd_conv_member ("
-    "conv_id VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, "
-    "user_id VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, "
+    "conv_id VARBINARY(255) NOT NULL, "
+    "user_id VARBINARY(255) NOT NULL, "
     "min_seq BIGINT NOT NULL DEFAULT 1, "
     "max_seq BIGINT DEFAULT NULL, "
     "read_seq BIGINT NOT NULL DEFAULT 0, "
@@ -157,9 +160,10 @@ MysqlMessageStore::~MysqlMessageStore() = default;
 std::string MysqlMessageStore::Describe() const { return DescribeMysql(pool_->options()); }
 
 Status MysqlMessageStore::EnsureSchema() {
-  return pool_->Run<Ok>(kSession, "create tables", [](MysqlConn& c) -> Result<Ok> {
+  return pool_->Run<Ok>(kSession, "create tables", [this](MysqlConn& c) -> Result<Ok> {
     std::unique_ptr<sql::Statement> s(c.conn->createStatement());
     for (const char* ddl : kSchema) s->execute(ddl);
+    exact_ids_.store(KeyColumnIsExact(c, "seqd_message", "conv_id"), std::memory_order_relaxed);
     c.Commit();
     return Ok{};
   });

@@ -24,6 +24,7 @@
 // network I/O.
 #pragma once
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,7 @@ class MysqlMessageStore final : public MessageStore {
   std::string Describe() const;
 
   Status EnsureSchema() override;
+  bool KeepsTrailingSpaces() const override { return exact_ids_.load(std::memory_order_relaxed); }
   Result<std::vector<AppendOutcome>> Append(std::span<const AppendRequest> batch,
                                             MaxSeqCache& max_seq_cache) override;
   Result<std::vector<AppendOutcome>> AppendFenced(std::span<const AppendRequest> batch,
@@ -79,6 +81,10 @@ class MysqlMessageStore final : public MessageStore {
                                                 MaxSeqCache& max_seq_cache, AppendFencing* fencing);
 
   const std::shared_ptr<MysqlPool> pool_;
+  // seqd_message's ids compare byte for byte (storage/mysql_key_columns.h),
+  // as read by EnsureSchema: true for the tables seqd creates, false for an
+  // older seqd's, whose VARCHAR utf8mb4_bin columns pad trailing spaces.
+  std::atomic<bool> exact_ids_{true};
 };
 
 }  // namespace seqd

@@ -1,4 +1,4 @@
-// MysqlStore's reads and writes for OpenIM (issue 30): the max IDs of many
+// MysqlStore's reads and writes for OpenIM: the max IDs of many
 // keys in IN lists, and the min seqs: the table seqd_min_seq beside Leaf's
 // leaf_alloc (which stays as it is), read by IN lists and written by one
 // multi-row upsert per 1024 keys in one transaction, fenced in cluster mode
@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <cctype>
 #include <map>
 #include <string>
 
@@ -49,14 +48,6 @@ constexpr size_t kListMax = 1024;
 
 const MysqlSession kSession{kSql, ListSql, std::nullopt};
 
-// leaf_alloc's biz_tag compares without case (its default collation): rows
-// are matched back to the keys asked that way.
-std::string Folded(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 }  // namespace
 
 Result<std::vector<int64_t>> MysqlStore::GetMaxIds(const std::vector<std::string>& keys) {
@@ -71,13 +62,15 @@ Result<std::vector<int64_t>> MysqlStore::GetMaxIds(const std::vector<std::string
             st.setString(static_cast<unsigned>(1 + i), keys[at + std::min(i, n - 1)]);
           }
           std::unique_ptr<sql::ResultSet> rs(st.executeQuery());
-          while (rs->next()) found[Folded(rs->getString(1).asStdString())] = rs->getInt64(2);
+          while (rs->next()) found[rs->getString(1).asStdString()] = rs->getInt64(2);
         }
         c.Commit();  // ends the read's transaction
         std::vector<int64_t> out;
         out.reserve(keys.size());
         for (const std::string& k : keys) {
-          auto it = found.find(Folded(k));
+          // Exactly its own row: under a column that folds case or pads
+          // spaces, a row of another key may have answered too.
+          auto it = found.find(k);
           out.push_back(it == found.end() ? 0 : it->second - 1);
         }
         return out;
@@ -85,11 +78,16 @@ Result<std::vector<int64_t>> MysqlStore::GetMaxIds(const std::vector<std::string
 }
 
 const char* MysqlStore::MinSeqTableSql() {
-  // Keys compare byte for byte (ascii_bin): "A" and "a" are two keys.
+  // Keys compare byte for byte: "A" and "a", "a" and "a " are two keys.
   return "CREATE TABLE IF NOT EXISTS seqd_min_seq ("
-         "biz_tag VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, "
+         "biz_tag VARBINARY(255) NOT NULL, "
          "min_seq BIGINT NOT NULL, "
          "PRIMARY KEY (biz_tag)) ENGINE=InnoDB";
+}
+
+const char* MysqlStore::MinSeqTableUpgradeSql() {
+  // An older seqd's VARCHAR(128) ascii_bin: the same bytes, made exact.
+  return "ALTER TABLE seqd_min_seq MODIFY biz_tag VARBINARY(255) NOT NULL";
 }
 
 Result<std::vector<int64_t>> MysqlStore::GetMinSeqs(const std::vector<std::string>& keys) {

@@ -20,20 +20,18 @@ namespace seqd::mysql_leaf {
 // Which requests CreateAndReserve serves: those that create their row,
 // reserve the row's own step and are not fenced (cluster mode keeps its
 // order: rows, then the lease row) and are not stamped (ReserveRows stamps),
-// whose key no other request of the batch
-// names, even ignoring ASCII case (each gets its one range from one row).
-std::vector<bool> OneStatementRequests(const std::vector<ReserveRequest>& requests) {
-  std::vector<std::pair<std::string, size_t>> folded;  // (ASCII-lowercased key, request)
-  folded.reserve(requests.size());
-  for (size_t i = 0; i < requests.size(); ++i) folded.emplace_back(AsciiLower(requests[i].key), i);
-  std::sort(folded.begin(), folded.end());
+// whose key no other request of the batch names (each gets its one range
+// from one row). None when `exact_tags` is false: its INSERT would advance
+// the row of another key that the column takes for the same.
+std::vector<bool> OneStatementRequests(const std::vector<ReserveRequest>& requests,
+                                       bool exact_tags) {
   std::vector<bool> at_once(requests.size());
-  for (size_t j = 0; j < folded.size(); ++j) {
-    const ReserveRequest& r = requests[folded[j].second];
-    const bool alone = (j == 0 || folded[j - 1].first != folded[j].first) &&
-                       (j + 1 == folded.size() || folded[j + 1].first != folded[j].first);
-    at_once[folded[j].second] =
-        alone && r.create_step > 0 && !r.step && !r.fence && !r.stamp_time;
+  if (!exact_tags) return at_once;
+  std::map<std::string_view, int> named;  // how many requests name each key
+  for (const ReserveRequest& r : requests) ++named[r.key];
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const ReserveRequest& r = requests[i];
+    at_once[i] = named[r.key] == 1 && r.create_step > 0 && !r.step && !r.fence && !r.stamp_time;
   }
   return at_once;
 }
@@ -137,18 +135,11 @@ void CreateAndReserve(MysqlConn& c, const std::vector<ReserveRequest>& requests,
     std::unique_ptr<sql::ResultSet> rs(sel.executeQuery());
     while (rs->next()) rows[rs->getString(1).asStdString()] = Row{rs->getInt64(2), rs->getInt64(3)};
   }
-  // A key may name a row of another ASCII case under a case-insensitive
-  // collation: its only row, since no other request names it.
-  std::map<std::string, const Row*> by_folded;
-  for (const auto& [tag, row] : rows) by_folded.emplace(AsciiLower(tag), &row);
+  // Each key's own row (OneStatementRequests: the column compares exactly).
   for (size_t i : todo) {
     if (out[i]) continue;  // a new row
     const Row* row = nullptr;
-    if (auto it = rows.find(requests[i].key); it != rows.end()) {
-      row = &it->second;
-    } else if (auto f = by_folded.find(AsciiLower(requests[i].key)); f != by_folded.end()) {
-      row = f->second;
-    }
+    if (auto it = rows.find(requests[i].key); it != rows.end()) row = &it->second;
     if (!row) {
       out[i] = MakeError(ErrorCode::kInternal, "mysql reserve: row vanished");
     } else if (row->step > 0 && row->max_id > std::numeric_limits<int64_t>::max() - row->step) {
@@ -228,7 +219,8 @@ void InsertTokens(MysqlConn& c, const std::vector<ReserveRequest>& requests, con
 // The requests not done at once: rows locked and read, the cluster fences
 // written, the new max_ids set. Fills out[i] for each !at_once[i].
 void ReserveRows(MysqlConn& c, const std::vector<ReserveRequest>& requests,
-                 const std::vector<bool>& at_once, Slots& out, bool read_tokens) {
+                 const std::vector<bool>& at_once, Slots& out, bool read_tokens,
+                 bool exact_tags) {
   std::vector<size_t> todo;
   for (size_t i = 0; i < requests.size(); ++i) {
     if (!at_once[i]) todo.push_back(i);
@@ -255,27 +247,24 @@ void ReserveRows(MysqlConn& c, const std::vector<ReserveRequest>& requests,
       row.step = rs->getInt64(3);
     }
   }
-  // Which row each request names. The table's collation decides: a key
-  // that is no row's exact name but equals one ignoring ASCII case (keys
-  // are ASCII) may be that row under a case-insensitive collation; the
-  // server says which (rare: one query each).
-  std::map<std::string, std::string> by_folded;  // ASCII-lowercased -> row's tag
-  for (const auto& [tag, row] : rows) by_folded.emplace(AsciiLower(tag), tag);
+  // Which row each request names: its own, by its exact bytes. Under a
+  // column that folds case or pads spaces (not `exact_tags`), a key with no
+  // row of its own may have matched another key's row: the server says
+  // whether one answers to it (rare: one query each), and then it is
+  // refused, and no row changes for it.
   std::vector<Row*> row_of(requests.size());  // null: no such key
+  std::vector<bool> folds_onto_another(requests.size());
   for (size_t i : todo) {
     const std::string& key = requests[i].key;
     if (auto it = rows.find(key); it != rows.end()) {
       row_of[i] = &it->second;
       continue;
     }
-    if (!by_folded.count(AsciiLower(key))) continue;
+    if (exact_tags) continue;
     sql::PreparedStatement& q = c.Stmt(kRowTag);
     q.setString(1, key);
     std::unique_ptr<sql::ResultSet> rs(q.executeQuery());
-    if (!rs->next()) continue;
-    if (auto it = rows.find(rs->getString(1).asStdString()); it != rows.end()) {
-      row_of[i] = &it->second;
-    }
+    folds_onto_another[i] = rs->next();
   }
   // Cluster fences: each shard's lease row once, in shard order (two
   // batches never wait for each other in a cycle), as ReserveImpl's.
@@ -317,6 +306,8 @@ void ReserveRows(MysqlConn& c, const std::vector<ReserveRequest>& requests,
     } else if (r.fence && !fence_held[{r.fence->shard, r.fence->epoch}].held) {
       out[i] = MakeError(ErrorCode::kNotServing, "shard " + std::to_string(r.fence->shard) +
                                                      " is no longer held by this instance");
+    } else if (folds_onto_another[i]) {
+      out[i] = KeyFoldsOntoAnotherError();
     } else if (!row) {
       out[i] = MakeError(ErrorCode::kUnknownKey, "no such key");
     } else if (const int64_t by = r.step.value_or(row->step);

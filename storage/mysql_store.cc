@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <cctype>
 #include <functional>
 #include <limits>
 #include <map>
@@ -22,6 +21,7 @@
 #include <string>
 #include <utility>
 
+#include "storage/mysql_key_columns.h"
 #include "storage/mysql_store_sql.h"
 
 namespace seqd {
@@ -33,9 +33,12 @@ using namespace mysql_leaf;  // the statement ids and batch steps
 // read turns up at its INSERT (ReserveBatch; the first try reads none).
 constexpr int kMaxTokenRaces = 3;
 
+// Leaf's DDL, but for biz_tag: any key of up to 255 bytes, compared byte
+// for byte (Leaf's varchar(128) under the table's default collation folds
+// case and pads trailing spaces).
 constexpr const char* kCreateTable =
     "CREATE TABLE IF NOT EXISTS leaf_alloc ("
-    "biz_tag varchar(128) NOT NULL DEFAULT '', "
+    "biz_tag varbinary(255) NOT NULL DEFAULT '', "
     "max_id bigint(20) NOT NULL DEFAULT '1', "
     "step int(11) NOT NULL, "
     "description varchar(256) DEFAULT NULL, "
@@ -48,7 +51,7 @@ constexpr const char* kCreateTable =
 const char* const kSql[kNumStmts] = {
     /* kReserveBy */ "UPDATE leaf_alloc SET max_id = max_id + ? WHERE biz_tag = ?",
     /* kReserveRowStep */ "UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = ?",
-    /* kReserveSelect */ "SELECT max_id, step FROM leaf_alloc WHERE biz_tag = ?",
+    /* kReserveSelect */ "SELECT max_id, step, biz_tag FROM leaf_alloc WHERE biz_tag = ?",
     /* kInsert */ "INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, 1, ?, ?)",
     /* kSelectOne */ "SELECT " SEQD_MYSQL_ROW_COLUMNS " FROM leaf_alloc WHERE biz_tag = ?",
     /* kList */
@@ -98,13 +101,17 @@ MysqlStore::~MysqlStore() = default;
 std::string MysqlStore::Describe() const { return DescribeMysql(pool_->options()); }
 
 Status MysqlStore::EnsureSchema() {
-  return pool_->Run<Ok>(kSession, "create table", [](MysqlConn& c) -> Result<Ok> {
+  return pool_->Run<Ok>(kSession, "create table", [this](MysqlConn& c) -> Result<Ok> {
     std::unique_ptr<sql::Statement> s(c.conn->createStatement());
     s->execute(kCreateTable);
     s->execute(MinSeqTableSql());
     s->execute(BlockTokenTableSql());
     s->execute(KeyTimeTableSql());
     s->execute(UserSeqTableSql());
+    // seqd's own small table, made by an older seqd for ASCII keys: made
+    // exact in place (one row per key given a min seq).
+    if (!KeyColumnIsExact(c, "seqd_min_seq", "biz_tag")) s->execute(MinSeqTableUpgradeSql());
+    exact_tags_.store(KeyColumnIsExact(c, "leaf_alloc", "biz_tag"), std::memory_order_relaxed);
     c.Commit();
     return Ok{};
   });
@@ -146,6 +153,8 @@ Result<ReservedSegment> MysqlStore::ReserveImpl(std::string_view key, std::optio
         if (!rs->next()) return MakeError(ErrorCode::kInternal, "mysql reserve: row vanished");
         const int64_t max_id = rs->getInt64(1);
         const int64_t table_step = rs->getInt64(2);
+        // Under a column that folds case or pads spaces, another key's row.
+        if (rs->getString(3).asStdString() != k) return KeyFoldsOntoAnotherError();  // rolled back
         rs.reset();
         if (fence) {
           // Last, just before COMMIT: the lease row stays locked only for
@@ -200,17 +209,17 @@ void MysqlStore::ReserveEach(const std::vector<ReserveRequest>& requests,
   // A key named again after its row was found locked waits with it (its
   // ranges stay in request order).
   std::vector<size_t> locked;
-  std::set<std::string> locked_keys;  // ASCII-lowercased: the collation may ignore case
+  std::set<std::string_view> locked_keys;
   for (size_t i = 0; i < requests.size(); ++i) {
-    std::string folded = AsciiLower(requests[i].key);
-    if (!locked_keys.count(folded)) {
+    const std::string_view key = requests[i].key;
+    if (!locked_keys.count(key)) {
       if (auto one = ReserveBatch({requests[i]}, 0)) {
         landed(i, std::move(one->front()));
         continue;
       }
     }
     locked.push_back(i);
-    locked_keys.insert(std::move(folded));
+    locked_keys.insert(key);
   }
   for (size_t i : locked) landed(i, ReserveOne(requests[i]));
 }
@@ -225,7 +234,8 @@ Result<ReservedSegment> MysqlStore::ReserveOne(const ReserveRequest& r) {
 std::optional<std::vector<Result<ReservedSegment>>> MysqlStore::ReserveBatch(
     const std::vector<ReserveRequest>& requests, std::optional<int> lock_wait_s) {
   using Results = std::vector<Result<ReservedSegment>>;
-  const std::vector<bool> at_once = OneStatementRequests(requests);
+  const bool exact_tags = exact_tags_.load(std::memory_order_relaxed);
+  const std::vector<bool> at_once = OneStatementRequests(requests, exact_tags);
   // One transaction: the rows created first, then reserved.
   Result<std::optional<Results>> result = pool_->Run<std::optional<Results>>(
       kSession, "reserve many",
@@ -237,7 +247,7 @@ std::optional<std::vector<Result<ReservedSegment>>> MysqlStore::ReserveBatch(
             CreateMissingRows(c, requests, at_once);
             CreateAndReserve(c, requests, at_once, slots);
             // The first try takes every token for a new one (ReserveRows).
-            ReserveRows(c, requests, at_once, slots, /*read_tokens=*/token_races > 0);
+            ReserveRows(c, requests, at_once, slots, /*read_tokens=*/token_races > 0, exact_tags);
             break;
           } catch (const sql::SQLException& e) {
             // A token recorded before: the first try did not read the
@@ -303,7 +313,9 @@ Status MysqlStore::CreateKeys(const std::vector<NewKey>& unsorted, std::string_v
 
 namespace {
 
-// REQUIRES: run inside MysqlStore::Run. Reads one row and ends the transaction.
+// REQUIRES: run inside MysqlStore::Run. Reads one row and ends the
+// transaction; another key's row (under a column that folds case or pads
+// spaces) is no row, and the transaction is then left to roll back.
 Result<KeyRow> SelectOne(sql::PreparedStatement& sel, const std::string& key,
                          const std::function<void()>& commit) {
   sel.setString(1, key);
@@ -311,6 +323,7 @@ Result<KeyRow> SelectOne(sql::PreparedStatement& sel, const std::string& key,
   if (!rs->next()) return MakeError(ErrorCode::kUnknownKey, "no such key");
   KeyRow row = ReadRow(*rs);
   rs.reset();
+  if (row.key != key) return MakeError(ErrorCode::kUnknownKey, "no such key");
   commit();
   return row;
 }
@@ -333,7 +346,12 @@ Result<KeyRow> MysqlStore::CreateKey(std::string_view key, int64_t step,
       ins.executeUpdate();
     } catch (const sql::SQLException& e) {
       if (e.getErrorCode() != 1062) throw;
-      if (inserted == Inserted::kNo) return MakeError(ErrorCode::kKeyExists, "key exists");
+      if (inserted == Inserted::kNo) {
+        // Under a column that folds case or pads spaces, maybe another key's row.
+        auto row = SelectOne(c.Stmt(kSelectOne), k, [&] { c.Commit(); });
+        if (!row.ok()) return KeyFoldsOntoAnotherError();
+        return MakeError(ErrorCode::kKeyExists, "key exists");
+      }
       // A lost COMMIT may have written it: after a maybe, the row is ours if
       // it is still exactly what this call inserted (a twin create is
       // indistinguishable and equally satisfied).

@@ -20,6 +20,7 @@
 // network I/O.
 #pragma once
 
+#include <atomic>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -90,6 +91,8 @@ class MysqlStore final : public SegmentStore {
                     uint32_t* refused_shard = nullptr) override;
   // The CREATE TABLE of seqd_min_seq (EnsureSchema runs it).
   static const char* MinSeqTableSql();
+  // Makes an older seqd's seqd_min_seq compare keys byte for byte.
+  static const char* MinSeqTableUpgradeSql();
   // seqd_block_token (mysql_block_tokens.cc), and its CREATE TABLE.
   Result<int64_t> PruneBlockTokens(int64_t before_unix_ms) override;
   static const char* BlockTokenTableSql();
@@ -120,6 +123,10 @@ class MysqlStore final : public SegmentStore {
       const std::vector<ReserveRequest>& requests, std::optional<int> lock_wait_s);
 
   const std::shared_ptr<MysqlPool> pool_;
+  // leaf_alloc.biz_tag compares byte for byte (storage/mysql_key_columns.h),
+  // as read by EnsureSchema. Until then, and for a table that folds case
+  // or pads spaces, each key's row is checked to be its own.
+  std::atomic<bool> exact_tags_{false};
 };
 
 }  // namespace seqd

@@ -6,7 +6,6 @@
 #pragma once
 
 #include <bit>
-#include <cctype>
 #include <cstddef>
 #include <optional>
 #include <span>
@@ -54,15 +53,9 @@ constexpr size_t kListMax = 1024;
 
 inline size_t PaddedCount(size_t n) { return std::bit_ceil(n); }
 
-inline std::string AsciiLower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 // The rows are text (MysqlConn::Update), in their number: binding a prepared
 // statement padded to a power of two cost seqd more CPU per new key than
-// the server's parsing of the text (issue 31: bench/new_keys_bench.sh).
+// the server's parsing of the text (bench/new_keys_bench.sh).
 enum class NewRows {
   // Rows created with max_id 1, unless present (left as they are).
   kCreate,
@@ -84,7 +77,8 @@ int InsertNewRows(MysqlConn& c, NewRows what, std::span<const ReserveRequest* co
 // ReserveMany's steps, in this order in its transaction, each on its share
 // of `requests`: out[i] is set for every request a step serves.
 using Slots = std::vector<std::optional<Result<ReservedSegment>>>;
-std::vector<bool> OneStatementRequests(const std::vector<ReserveRequest>& requests);
+std::vector<bool> OneStatementRequests(const std::vector<ReserveRequest>& requests,
+                                       bool exact_tags);
 void CreateMissingRows(MysqlConn& c, const std::vector<ReserveRequest>& requests,
                        const std::vector<bool>& at_once);
 void CreateAndReserve(MysqlConn& c, const std::vector<ReserveRequest>& requests,
@@ -93,9 +87,11 @@ void CreateAndReserve(MysqlConn& c, const std::vector<ReserveRequest>& requests,
 // every tokened request is taken for a new one, and a recorded token then
 // fails the token INSERT with a duplicate key (1062), for the caller to run
 // the batch again reading them. Replays are rare (a lost answer), so the
-// first try saves a round trip.
+// first try saves a round trip. `exact_tags`: leaf_alloc's key column
+// compares byte for byte (storage/mysql_key_columns.h); if not, a key that
+// matches another key's row is refused (KeyFoldsOntoAnotherError).
 void ReserveRows(MysqlConn& c, const std::vector<ReserveRequest>& requests,
-                 const std::vector<bool>& at_once, Slots& out, bool read_tokens);
+                 const std::vector<bool>& at_once, Slots& out, bool read_tokens, bool exact_tags);
 
 // In a reservation's transaction (ReserveRows): sets the allocation time of
 // each row tag to the database's clock, never back (mysql_key_times.cc).

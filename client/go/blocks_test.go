@@ -110,7 +110,7 @@ func TestMaxIDs(t *testing.T) {
 	if err != nil || next <= got[0] {
 		t.Fatalf("next ID %d, %v: want above the max %d", next, err, got[0])
 	}
-	if _, err := c.MaxIDs(ctx, []string{"n_ok", "bad key"}); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := c.MaxIDs(ctx, []string{"n_ok", "bad\tkey"}); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("bad key: %v", err)
 	}
 	many := make([]string, 1001)

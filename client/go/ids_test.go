@@ -63,7 +63,7 @@ func TestNextIDsIncreaseAndPipeline(t *testing.T) {
 func TestTypedErrors(t *testing.T) {
 	_, c := startClient(t)
 	ctx := ctxT(t, 10*time.Second)
-	_, err := c.NextID(ctx, "bad key!")
+	_, err := c.NextID(ctx, "bad\tkey!")
 	var e *Error
 	if !errors.As(err, &e) || e.Code != CodeInvalidArgument || !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("bad key: %v, want INVALID_ARGUMENT", err)

@@ -84,7 +84,7 @@ func TestSendPullDuplicateMarkRead(t *testing.T) {
 	if err != nil || rec.Status != StatusRecalled || len(rec.Payload) != 0 || rec.Seq != 2 {
 		t.Fatalf("recall: %+v, %v", rec, err)
 	}
-	if _, err := c.Send(ctx, OutgoingMessage{ConvID: "bad conv", SenderID: "u1", ClientMsgID: "x"}); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := c.Send(ctx, OutgoingMessage{ConvID: "bad\tconv", SenderID: "u1", ClientMsgID: "x"}); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("bad conv: %v", err)
 	}
 	if _, err := c.Send(ctx, OutgoingMessage{ConvID: conv, SenderID: "u1", ClientMsgID: "big",

@@ -217,7 +217,7 @@ func TestSubscribeFromAndConnectionLoss(t *testing.T) {
 	if _, err := c.Subscribe(ctx, []string{"a", "a"}, nil, rec.handle); CodeOf(err) != CodeInvalidArgument {
 		t.Fatalf("twice-listed conversation: %v", err)
 	}
-	if _, err := c.Subscribe(ctx, []string{"bad key!"}, nil, rec.handle); CodeOf(err) != CodeInvalidArgument {
+	if _, err := c.Subscribe(ctx, []string{"bad\tkey!"}, nil, rec.handle); CodeOf(err) != CodeInvalidArgument {
 		t.Fatalf("bad conversation id: %v", err)
 	}
 	sub.Close()

@@ -28,7 +28,8 @@ SseBenchSubscriber::SseBenchSubscriber(asio::io_context& io, tcp::resolver::resu
                                        std::string host, std::vector<std::string> convs,
                                        std::string token)
     : strand_(asio::make_strand(io)), socket_(strand_), endpoints_(std::move(endpoints)) {
-  // Conversation ids in seqd are URL-safe (letters, digits, _ - . : @).
+  // Precondition: the ids need no percent-encoding (the benchmarks name their
+  // conversations with letters, digits and _ - . : @ only).
   std::string target;
   if (convs.size() == 1) {
     target = "/conversations/" + convs[0] + "/events";

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "common/utf8.h"
+
 namespace seqd {
 
 namespace {
@@ -11,45 +13,6 @@ namespace {
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD in UTF-8
 constexpr std::string_view kTruncated = ",\"truncated\":true";
 constexpr size_t kMaxKeyBytes = 64;
-
-// The length (2..4) of the well-formed UTF-8 sequence that starts with the
-// non-ASCII byte s[i], or 0 if it is ill-formed; then `bad` is the length
-// of its maximal well-formed prefix (at least 1), which one U+FFFD replaces.
-size_t Utf8Length(std::string_view s, size_t i, size_t& bad) {
-  const auto c = static_cast<unsigned char>(s[i]);
-  size_t need = 0;
-  unsigned char lo = 0x80, hi = 0xBF;  // of the second byte
-  if (c >= 0xC2 && c <= 0xDF) {
-    need = 1;
-  } else if (c == 0xE0) {
-    need = 2;
-    lo = 0xA0;
-  } else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) {
-    need = 2;
-  } else if (c == 0xED) {
-    need = 2;
-    hi = 0x9F;  // no surrogates
-  } else if (c == 0xF0) {
-    need = 3;
-    lo = 0x90;
-  } else if (c >= 0xF1 && c <= 0xF3) {
-    need = 3;
-  } else if (c == 0xF4) {
-    need = 3;
-    hi = 0x8F;  // nothing above U+10FFFF
-  } else {
-    bad = 1;
-    return 0;
-  }
-  for (size_t k = 1; k <= need; ++k) {
-    const auto d = i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0;
-    if (d < (k == 1 ? lo : 0x80) || d > (k == 1 ? hi : 0xBF)) {
-      bad = k;
-      return 0;
-    }
-  }
-  return need + 1;
-}
 
 // A text-format value that needs no quotes: printable ASCII without
 // quotes, backslashes or '='.
@@ -208,7 +171,7 @@ bool AppendJsonString(std::string& out, std::string_view s, size_t budget) {
       }
     } else {
       size_t bad = 1;
-      const size_t n = Utf8Length(s, i, bad);
+      const size_t n = Utf8SequenceLength(s, i, bad);
       used = n > 0 ? n : bad;
       piece = n > 0 ? s.substr(i, n) : kReplacement;
     }

@@ -195,7 +195,11 @@ void SegmentAllocator::OnReserved(const PendingReservation& p, Result<ReservedSe
   }
   if (forget_key) {
     Erase(state);
-    if (!state->AutoCreatedUnlocked()) RememberUnknown(state->key);  // auto keys: rate refusals
+    // Auto keys: rate refusals; a key the store refuses (kInvalidArgument)
+    // is no unknown key: asked again, it is refused again with its reason.
+    if (!state->AutoCreatedUnlocked() && !result && result.error().code == ErrorCode::kUnknownKey) {
+      RememberUnknown(state->key);
+    }
   }
   Deliver(answers);
 }
@@ -208,7 +212,8 @@ void SegmentAllocator::RecordReservationMetricsLocked(KeyState& s,
   // An unknown key (or one over the creation rate) is a client error: the
   // store answered.
   const bool unknown = !result && (result.error().code == ErrorCode::kUnknownKey ||
-                                   result.error().code == ErrorCode::kResourceExhausted);
+                                   result.error().code == ErrorCode::kResourceExhausted ||
+                                   result.error().code == ErrorCode::kInvalidArgument);
   options_.metrics->SetStoreUp(static_cast<bool>(result) || unknown);
   // Per-key series only for keys the store confirmed (or a rule's label).
   // Confirmed: a rule's key from its admission, any other once the store
@@ -293,15 +298,18 @@ void SegmentAllocator::ServeParkedLocked(KeyState& s, Answers& answers) {
 
 bool SegmentAllocator::FailReservationLocked(KeyState& s, const Error& error, double seconds,
                                              bool shed, Answers& answers) {
-  const bool client_error =
-      error.code == ErrorCode::kUnknownKey || error.code == ErrorCode::kResourceExhausted;
+  // The store answered, and no retry changes its answer: the key's row is
+  // gone (or never existed), may not be created now, or is refused (a key
+  // the database cannot keep apart from another, or cannot store).
+  const bool client_error = error.code == ErrorCode::kUnknownKey ||
+                            error.code == ErrorCode::kResourceExhausted ||
+                            error.code == ErrorCode::kInvalidArgument;
   if (!client_error) ++reservation_failures_;
   // Shown on /admin/cache and the status page: never the store's own text.
   s.WaitLocked().last_error = ClientSafeMessage(error);
   if (client_error) {
     SEQD_LOG(kDebug) << ErrorCodeName(error.code) << " key=" << s.key;  // not ours
-    // The row is gone (or never existed), or may not be created now: fail
-    // everyone and forget the key.
+    // Fail everyone and forget the key.
     const Error answer =
         error.code == ErrorCode::kUnknownKey
             ? MakeError(ErrorCode::kUnknownKey, "unknown key '" + s.key.str() + "'")

@@ -1,7 +1,7 @@
 // A key's name as the allocator holds it in memory (KeyState::key): 16
 // bytes, where a std::string takes 32. Names of up to kInlineBytes bytes
 // are stored in those 16 bytes (no heap allocation); longer ones, such as
-// kMaxKeyLength (128) bytes, on the heap, allocated to their exact size.
+// kMaxKeyLength (255) bytes, on the heap, allocated to their exact size.
 // Any bytes are kept as given, NULs included.
 //
 // Layout: byte 15 says which: 0..kInlineBytes, the length of an inline
@@ -27,7 +27,7 @@ class KeyName {
  public:
   static constexpr size_t kInlineBytes = 15;
 
-  // Throws std::length_error above 4 GiB (keys are at most 128 bytes).
+  // Throws std::length_error above 4 GiB (keys are at most 255 bytes).
   explicit KeyName(std::string_view name) {
     if (name.size() <= kInlineBytes) {
       std::memcpy(bytes_, name.data(), name.size());

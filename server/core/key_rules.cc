@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "common/utf8.h"
+
 namespace seqd {
 
 std::vector<AutoKeyRule> DefaultAutoKeyRules() {
@@ -19,11 +21,6 @@ KeyRules::KeyRules(std::vector<AutoKeyRule> rules) : rules_(std::move(rules)) {
   });
 }
 
-static bool IsKeyChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '-' || c == '.' || c == ':' || c == '@';
-}
-
 Status KeyRules::Validate(std::string_view key) {
   if (key.empty()) return MakeError(ErrorCode::kInvalidArgument, "key is empty");
   if (key.size() > kMaxKeyLength) {
@@ -31,11 +28,13 @@ Status KeyRules::Validate(std::string_view key) {
                                                       " bytes; the limit is " +
                                                       std::to_string(kMaxKeyLength));
   }
-  for (char c : key) {
-    if (!IsKeyChar(c)) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "key may only contain letters, digits and _ - . : @");
-    }
+  switch (CheckIdentifierText(key)) {
+    case TextFault::kOk:
+      return OkStatus();
+    case TextFault::kNotUtf8:
+      return MakeError(ErrorCode::kInvalidArgument, "key is not valid UTF-8");
+    case TextFault::kControl:
+      return MakeError(ErrorCode::kInvalidArgument, "key may not contain control characters");
   }
   return OkStatus();
 }

@@ -1,7 +1,10 @@
 // Which keys exist and how auto-created keys are born.
 //
-// Key charset (documented in docs/http-api.md): ASCII letters, digits and `_ - . : @`,
-// 1 to 128 bytes. Anything else is rejected before it reaches the store.
+// A key (documented in docs/http-api.md "Keys") is any well-formed UTF-8
+// text of 1 to kMaxKeyLength bytes with no control character (U+0000 to
+// U+001F, U+007F to U+009F). Keys compare byte for byte: case, trailing
+// spaces and Unicode normalization all count. Anything else is rejected
+// before it reaches the store.
 //
 // Thread safety: immutable after construction; safe to share.
 #pragma once
@@ -16,7 +19,7 @@
 
 namespace seqd {
 
-inline constexpr size_t kMaxKeyLength = 128;
+inline constexpr size_t kMaxKeyLength = 255;
 
 // Keys starting with this are seqd's own (today `seqd.server_msg_id`, the
 // message service's server message ids, which it reserves from the store
@@ -47,8 +50,9 @@ class KeyRules {
  public:
   explicit KeyRules(std::vector<AutoKeyRule> rules = {});
 
-  // kInvalidArgument naming the problem, or OK. The charset and length
-  // only: conversation and user ids are checked with it too.
+  // kInvalidArgument naming the problem, or OK. The text and length
+  // only: conversation, user and client message ids are checked with it
+  // too.
   static Status Validate(std::string_view key);
 
   // Validate(), and kInvalidArgument "keys starting with 'seqd.' are

@@ -17,9 +17,18 @@ void AppendInt(std::string& out, int64_t v) {
   out.append(digits, end);
 }
 
-// Answers GET /seq or Leaf's endpoint. Keys are validated to a charset that
-// needs no JSON escaping, so the body is formatted by hand, into a buffer
-// the thread keeps (FinishOk copies it before it returns).
+// `key` as the content of a JSON string. Keys are well-formed UTF-8 with no
+// control character (KeyRules::Validate), so only '"' and '\' need an
+// escape.
+void AppendJsonKey(std::string& out, std::string_view key) {
+  for (char c : key) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+}
+
+// Answers GET /seq or Leaf's endpoint. The body is formatted by hand, into
+// a buffer the thread keeps (FinishOk copies it before it returns).
 void AnswerSeq(ApiRouter::Call& call, const Result<IdBatch>& result) {
   if (!result) {
     const Error& error = result.error();
@@ -38,7 +47,7 @@ void AnswerSeq(ApiRouter::Call& call, const Result<IdBatch>& result) {
   }
   if (call.seq_block) {  // one range (TakeBlock), whatever Accept says
     body += R"({"key":")";
-    body += call.key;
+    AppendJsonKey(body, call.key);
     body += R"(","first":)";
     AppendInt(body, ids.ranges.front().first);
     body += R"(,"last":)";
@@ -55,7 +64,7 @@ void AnswerSeq(ApiRouter::Call& call, const Result<IdBatch>& result) {
     }
   } else {
     body += R"({"key":")";
-    body += call.key;
+    AppendJsonKey(body, call.key);
     if (call.seq_batch) {
       body += R"(","count":)";
       AppendInt(body, ids.count());

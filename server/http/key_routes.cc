@@ -145,7 +145,7 @@ void ApiRouter::HandleCreateKey(const std::shared_ptr<Call>& call) {
           if (!row) return call->ErrorJson(row.error());
           Response res = call->JsonResponse(http::status::created, RowJson(*row));
           // Keys use only characters a path segment may hold.
-          res.set(http::field::location, "/admin/keys/" + row->key);
+          res.set(http::field::location, "/admin/keys/" + PercentEncode(row->key));
           return res;
         });
       });

@@ -144,10 +144,9 @@ Result<std::vector<std::string>> StringList(const nlohmann::json& body, std::str
   return out;
 }
 
-// The path of message `seq` of `conv` (ids use only characters a path
-// segment may hold: KeyRules::Validate).
+// The path of message `seq` of `conv`, the id percent-encoded.
 std::string MessagePath(std::string_view conv, int64_t seq) {
-  return "/conversations/" + std::string(conv) + "/messages/" + std::to_string(seq);
+  return "/conversations/" + PercentEncode(conv) + "/messages/" + std::to_string(seq);
 }
 
 void Send(KeyRouter& router, const std::string& conv, const std::string& body, const Exchange& ex) {

@@ -6,29 +6,6 @@
 
 namespace seqd {
 
-namespace {
-
-bool Plain(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '-' || c == '.' || c == ':' || c == '@';
-}
-
-void AppendEscaped(std::string_view s, std::string& out) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  for (char c : s) {
-    if (Plain(c)) {
-      out += c;
-    } else {
-      const auto b = static_cast<unsigned char>(c);
-      out += '%';
-      out += kHex[b >> 4];
-      out += kHex[b & 0xF];
-    }
-  }
-}
-
-}  // namespace
-
 std::string SseRetry(int64_t ms) { return "retry: " + std::to_string(ms) + "\n\n"; }
 
 void AppendSseMessage(std::string_view id, std::string_view json, std::string& out) {
@@ -55,7 +32,7 @@ std::string EncodeResumeToken(const ResumePoints& points) {
   std::string out;
   for (const auto& [conv, seq] : points) {
     if (!out.empty()) out += ',';
-    AppendEscaped(conv, out);
+    out += PercentEncode(conv);
     out += '=';
     out += std::to_string(seq);
   }

@@ -30,15 +30,22 @@ Error Invalid(std::string message) {
 }
 
 // `what` names the field in the message ("conv_id: key is empty").
-Status ValidateId(std::string_view what, std::string_view id) {
+// `keeps_trailing_spaces`: the store tells "a" from "a " (MessageStore).
+Status ValidateIdText(std::string_view what, std::string_view id, bool keeps_trailing_spaces) {
   Status s = KeyRules::Validate(id);
-  if (s) return s;
+  if (s) {
+    if (keeps_trailing_spaces || !id.ends_with(' ')) return s;
+    return Invalid(std::string(what) +
+                   " ends with a space, which this database's tables cannot keep "
+                   "(docs/operations.md, \"Keys in MySQL\")");
+  }
   std::string message = s.error().message;
   if (message.rfind("key ", 0) == 0) message = message.substr(4);
   return Invalid(std::string(what) + " " + message);
 }
 
-Status ValidateIds(std::string_view what, const std::vector<std::string>& ids) {
+Status ValidateIdList(std::string_view what, const std::vector<std::string>& ids,
+                      bool keeps_trailing_spaces) {
   if (ids.empty()) return Invalid(std::string(what) + ": the list is empty");
   if (ids.size() > kMaxListItems) {
     return MakeError(ErrorCode::kTooLarge, std::string(what) + ": " + std::to_string(ids.size()) +
@@ -46,7 +53,7 @@ Status ValidateIds(std::string_view what, const std::vector<std::string>& ids) {
                                                std::to_string(kMaxListItems));
   }
   for (const std::string& id : ids) {
-    if (Status s = ValidateId(what, id); !s) return s;
+    if (Status s = ValidateIdText(what, id, keeps_trailing_spaces); !s) return s;
   }
   return OkStatus();
 }
@@ -120,6 +127,15 @@ struct MessageService::Impl {
     return w;
   }
 
+  // An id's rules (server/core/key_rules.h), and those of the store's
+  // tables (MessageStore::KeepsTrailingSpaces).
+  Status ValidateId(std::string_view what, std::string_view id) const {
+    return ValidateIdText(what, id, store.KeepsTrailingSpaces());
+  }
+  Status ValidateIds(std::string_view what, const std::vector<std::string>& ids) const {
+    return ValidateIdList(what, ids, store.KeepsTrailingSpaces());
+  }
+
   const MessageServiceOptions options;
   MessageStore& store;
   ServerMsgIdSource ids;
@@ -158,9 +174,9 @@ void MessageService::Shutdown() {
 }
 
 void MessageService::Send(SendRequest request, Callback<AppendOutcome> done) {
-  Status valid = ValidateId("conv_id", request.conv_id);
-  if (valid) valid = ValidateId("sender_id", request.sender_id);
-  if (valid) valid = ValidateId("client_msg_id", request.client_msg_id);
+  Status valid = impl_->ValidateId("conv_id", request.conv_id);
+  if (valid) valid = impl_->ValidateId("sender_id", request.sender_id);
+  if (valid) valid = impl_->ValidateId("client_msg_id", request.client_msg_id);
   Metrics* metrics = impl_->options.metrics;
   if (!valid) {
     if (metrics) metrics->MessageSendError(valid.error().code);
@@ -184,9 +200,9 @@ void MessageService::Send(SendRequest request, Callback<AppendOutcome> done) {
 }
 
 void MessageService::Pull(PullRequest request, Callback<MessagePage> done) {
-  if (Status s = ValidateId("conv_id", request.conv_id); !s) return done(s.error());
+  if (Status s = impl_->ValidateId("conv_id", request.conv_id); !s) return done(s.error());
   if (request.user_id) {
-    if (Status s = ValidateId("user_id", *request.user_id); !s) return done(s.error());
+    if (Status s = impl_->ValidateId("user_id", *request.user_id); !s) return done(s.error());
   }
   if (request.from_seq < 1) return done(Invalid("from must be at least 1"));
   if (request.to_seq && *request.to_seq < request.from_seq) {
@@ -214,9 +230,9 @@ void MessageService::Pull(PullRequest request, Callback<MessagePage> done) {
 void MessageService::PullSeqs(std::string conv_id, std::vector<int64_t> seqs,
                               std::optional<std::string> user_id,
                               Callback<std::vector<StoredMessage>> done) {
-  if (Status s = ValidateId("conv_id", conv_id); !s) return done(s.error());
+  if (Status s = impl_->ValidateId("conv_id", conv_id); !s) return done(s.error());
   if (user_id) {
-    if (Status s = ValidateId("user_id", *user_id); !s) return done(s.error());
+    if (Status s = impl_->ValidateId("user_id", *user_id); !s) return done(s.error());
   }
   if (seqs.empty()) return done(Invalid("seqs: the list is empty"));
   if (seqs.size() > kMaxListItems) {
@@ -242,7 +258,7 @@ void MessageService::PullSeqs(std::string conv_id, std::vector<int64_t> seqs,
 
 void MessageService::MaxSeqs(std::vector<std::string> conv_ids,
                              Callback<std::vector<int64_t>> done) {
-  if (Status s = ValidateIds("conv_ids", conv_ids); !s) return done(s.error());
+  if (Status s = impl_->ValidateIds("conv_ids", conv_ids); !s) return done(s.error());
   Impl* impl = impl_.get();
   impl->Read<std::vector<int64_t>>(std::move(done), [impl, conv_ids = std::move(conv_ids)] {
     return impl->store.MaxSeqs(conv_ids);
@@ -251,8 +267,8 @@ void MessageService::MaxSeqs(std::vector<std::string> conv_ids,
 
 void MessageService::SyncUser(std::string user_id, std::vector<std::string> conv_ids,
                               Callback<std::vector<ConvSync>> done) {
-  if (Status s = ValidateId("user_id", user_id); !s) return done(s.error());
-  if (Status s = ValidateIds("conv_ids", conv_ids); !s) return done(s.error());
+  if (Status s = impl_->ValidateId("user_id", user_id); !s) return done(s.error());
+  if (Status s = impl_->ValidateIds("conv_ids", conv_ids); !s) return done(s.error());
   Impl* impl = impl_.get();
   impl->Read<std::vector<ConvSync>>(
       std::move(done),
@@ -293,8 +309,8 @@ void MessageService::SyncUser(std::string user_id, std::vector<std::string> conv
 void MessageService::SetMember(std::string conv_id, std::string user_id,
                                std::optional<int64_t> min_seq, std::optional<int64_t> max_seq,
                                bool clear_max, Callback<MemberView> done) {
-  if (Status s = ValidateId("conv_id", conv_id); !s) return done(s.error());
-  if (Status s = ValidateId("user_id", user_id); !s) return done(s.error());
+  if (Status s = impl_->ValidateId("conv_id", conv_id); !s) return done(s.error());
+  if (Status s = impl_->ValidateId("user_id", user_id); !s) return done(s.error());
   if (min_seq && *min_seq < 1) return done(Invalid("min_seq must be at least 1"));
   if (max_seq && *max_seq < 0) return done(Invalid("max_seq must not be negative"));
   if (max_seq && clear_max) return done(Invalid("max_seq given together with clearing it"));
@@ -337,8 +353,8 @@ void MessageService::SetMember(std::string conv_id, std::string user_id,
 
 void MessageService::GetMember(std::string conv_id, std::string user_id,
                                Callback<MemberView> done) {
-  if (Status s = ValidateId("conv_id", conv_id); !s) return done(s.error());
-  if (Status s = ValidateId("user_id", user_id); !s) return done(s.error());
+  if (Status s = impl_->ValidateId("conv_id", conv_id); !s) return done(s.error());
+  if (Status s = impl_->ValidateId("user_id", user_id); !s) return done(s.error());
   Impl* impl = impl_.get();
   impl->Read<MemberView>(
       std::move(done),
@@ -352,8 +368,8 @@ void MessageService::GetMember(std::string conv_id, std::string user_id,
 
 void MessageService::MarkRead(std::string conv_id, std::string user_id, int64_t read_seq,
                               Callback<MemberView> done) {
-  if (Status s = ValidateId("conv_id", conv_id); !s) return done(s.error());
-  if (Status s = ValidateId("user_id", user_id); !s) return done(s.error());
+  if (Status s = impl_->ValidateId("conv_id", conv_id); !s) return done(s.error());
+  if (Status s = impl_->ValidateId("user_id", user_id); !s) return done(s.error());
   if (read_seq < 0) return done(Invalid("read_seq must not be negative"));
   Impl* impl = impl_.get();
   impl->Read<MemberView>(
@@ -375,7 +391,7 @@ void MessageService::MarkRead(std::string conv_id, std::string user_id, int64_t 
 
 void MessageService::SetStatus(std::string conv_id, int64_t seq, MessageStatus status,
                                Callback<StoredMessage> done) {
-  if (Status s = ValidateId("conv_id", conv_id); !s) return done(s.error());
+  if (Status s = impl_->ValidateId("conv_id", conv_id); !s) return done(s.error());
   if (seq < 1) return done(Invalid("seq must be at least 1"));
   if (status == MessageStatus::kNormal) {
     return done(Invalid("status must be recalled or deleted"));
@@ -387,7 +403,7 @@ void MessageService::SetStatus(std::string conv_id, int64_t seq, MessageStatus s
 }
 
 void MessageService::SetConvMinSeq(std::string conv_id, int64_t min_seq, Callback<int64_t> done) {
-  if (Status s = ValidateId("conv_id", conv_id); !s) return done(s.error());
+  if (Status s = impl_->ValidateId("conv_id", conv_id); !s) return done(s.error());
   if (min_seq < 1) return done(Invalid("min_seq must be at least 1"));
   Impl* impl = impl_.get();
   impl->Read<int64_t>(std::move(done),
@@ -406,7 +422,7 @@ void MessageService::PublishRelayed(const StoredMessage& message) { impl_->bus.P
 
 Result<std::unique_ptr<Subscription>> MessageService::Subscribe(
     const std::vector<std::string>& conv_ids, MessageListener listener) {
-  if (Status s = ValidateIds("conv_ids", conv_ids); !s) return s.error();
+  if (Status s = impl_->ValidateIds("conv_ids", conv_ids); !s) return s.error();
   return impl_->bus.Subscribe(conv_ids, std::move(listener));
 }
 

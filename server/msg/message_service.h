@@ -11,9 +11,10 @@
 // `max_queued_reads` waiting.
 //
 // Limits (kInvalidArgument / kTooLarge with a message naming the field):
-// ids follow the key rules (1-128 bytes of A-Z a-z 0-9 _ - . : @); payload at
-// most `max_payload_bytes`; pull limit 1..kMaxPullLimit; at most
-// kMaxListItems seqs or conversations per batch call.
+// ids follow the key rules (server/core/key_rules.h: 1-255 bytes of UTF-8,
+// no control character); payload at most `max_payload_bytes`; pull limit
+// 1..kMaxPullLimit; at most kMaxListItems seqs or conversations per batch
+// call.
 //
 // Thread safety: every method may be called from any thread. Callbacks run
 // exactly once, on a writer or reader thread (or inline for a rejected

@@ -38,7 +38,7 @@ constexpr size_t kMaxOutputBacklog = 1 << 20;
 // and how much of that we read (so our last reply is not lost to a RST).
 constexpr std::chrono::seconds kLingerTime{2};
 constexpr size_t kLingerBytes = 1 << 20;
-// Keys are at most 128 bytes; 512 leaves room for the INCRBY count and PING.
+// Keys are at most 255 bytes; 512 leaves room for the INCRBY count and PING.
 constexpr resp::RespLimits kLimits{16, 512, 4096};
 
 }  // namespace

@@ -165,7 +165,7 @@ class MysqlBackend final : public Backend {
   // costs ~10% of insert throughput): a sender id longer than its VARCHAR(128)
   // column, which strict mode rejects, plays the caller bug instead.
   AppendRequest Poison(const AppendRequest&, AppendRequest fresh) override {
-    fresh.sender_id = std::string(200, 's');
+    fresh.sender_id = std::string(300, 's');  // longer than the column: the INSERT fails
     return fresh;
   }
   std::unique_ptr<MessageStore> NewInstance() override {

@@ -29,7 +29,7 @@ using Clock = std::chrono::steady_clock;
 }  // namespace
 
 TEST_SUITE("mariadb") {
-  TEST_CASE("mariadb: a batch maps keys to rows by the table's collation (case-insensitive)") {
+  TEST_CASE("mariadb: keys compare byte for byte: case and trailing spaces make other keys") {
     MysqlBackend b;
     SegmentStore& s = b.store();
     const std::string k = UniqueName("CaseKey");
@@ -37,18 +37,27 @@ TEST_SUITE("mariadb") {
     std::string lower = k, upper = k;
     for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    // Three spellings of one row, and a key that is no row in any case.
+    // One row, and three other spellings that are no row (the table seqd
+    // creates keeps keys as VARBINARY: no case folding, no space padding).
     auto got = s.ReserveMany({{k, std::nullopt, {}},
                               {lower, std::nullopt, {}},
                               {upper, std::nullopt, {}},
-                              {UniqueName("NoSuchCase"), std::nullopt, {}}});
+                              {k + " ", std::nullopt, {}}});
     REQUIRE(got.size() == 4);
     CheckSegment(got[0], 1, 10, 10);
-    CheckSegment(got[1], 11, 20, 10);
-    CheckSegment(got[2], 21, 30, 10);
+    CHECK_ERR(got[1], ErrorCode::kUnknownKey);
+    CHECK_ERR(got[2], ErrorCode::kUnknownKey);
     CHECK_ERR(got[3], ErrorCode::kUnknownKey);
-    // The single-key call agrees (the same row, as MySQL compares).
-    CheckSegment(s.Reserve(lower, std::nullopt), 31, 40, 10);
+    CHECK_ERR(s.Reserve(lower, std::nullopt), ErrorCode::kUnknownKey);
+    // Created, each is a row of its own, from 1.
+    REQUIRE_OK(s.CreateKey(lower, 10, ""));
+    REQUIRE_OK(s.CreateKey(k + " ", 5, ""));
+    CheckSegment(s.Reserve(lower, std::nullopt), 1, 10, 10);
+    CheckSegment(s.Reserve(k + " ", std::nullopt), 1, 5, 5);
+    CheckSegment(s.Reserve(k, std::nullopt), 11, 20, 10);
+    auto max = s.GetMaxIds({k, lower, upper, k + " "});
+    REQUIRE_OK(max);
+    CHECK(*max == std::vector<int64_t>{20, 10, 0, 5});
   }
 
   TEST_CASE("mariadb: SEQD_TEST_MYSQL_URL is set and the server answers") {
@@ -165,14 +174,17 @@ TEST_SUITE("mariadb") {
     if (!ping.ok()) CHECK(ping.error().message.find("not-it") == std::string::npos);
   }
 
-  TEST_CASE("mariadb: SQL errors map to kInternal, keys stay usable") {
+  TEST_CASE("mariadb: a key the column cannot hold is refused, keys stay usable") {
     MysqlBackend b;
-    // Over-long key (varchar(128)) in strict mode: an SQL error, not a crash.
+    // Over-long key (varbinary(255)) in strict mode: refused with a message
+    // that names no table, not a crash and not a truncated row.
     const std::string huge(300, 'x');
     auto r = b.store().CreateKey(huge, 10, "");
     if (!r.ok()) {
-      CHECK(r.error().code == ErrorCode::kInternal);
-      CHECK(r.error().message.find("MySQL error") != std::string::npos);
+      CHECK(r.error().code == ErrorCode::kInvalidArgument);
+      CHECK(r.error().message.find("cannot store this id") != std::string::npos);
+      CHECK(r.error().message.find("leaf_alloc") == std::string::npos);
+      CHECK(r.error().message.find("MySQL error") == std::string::npos);
     } else {
       MESSAGE("server truncated the key silently (non-strict sql_mode)");
     }

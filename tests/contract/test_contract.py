@@ -278,7 +278,7 @@ class Contract(ContractCalls, unittest.TestCase):
               body={"sender_id": "bob", "client_msg_id": "c-%d" % i, "payload": "m%d" % i},
               expect=201)
         c("POST", "/conversations/{conv}/messages", conv,
-          body={"sender_id": "bad id!", "client_msg_id": "c-x", "payload": "x"}, expect=400)
+          body={"sender_id": "bad\tid!", "client_msg_id": "c-x", "payload": "x"}, expect=400)
         c("POST", "/conversations/{conv}/messages", conv,
           body={"sender_id": "alice", "client_msg_id": "c-big", "payload": "x" * (MAX_PAYLOAD + 1)},
           expect=413)
@@ -440,13 +440,13 @@ class Contract(ContractCalls, unittest.TestCase):
         out = self.json_call("POST", "/conversations/max_seqs", body=ids)
         self.assertEqual(out["max_seqs"]["sg_team"], 4)
         c("POST", "/conversations/max_seqs", body={"conv_ids": ["sg_team"]}, token="reader")
-        c("POST", "/conversations/max_seqs", body={"conv_ids": ["bad id!"]}, expect=400)
+        c("POST", "/conversations/max_seqs", body={"conv_ids": ["bad\tid!"]}, expect=400)
         c("POST", "/conversations/max_seqs", body=ids, token="bad", expect=401)
         c("POST", "/conversations/max_seqs", body=ids, token="reader", expect=403)
         carol = {"user": "carol"}
         out = self.json_call("POST", "/users/{user}/sync", carol, body=ids)
         self.assertEqual([e["conv_id"] for e in out["conversations"]], ["sg_team", "si_a_b"])
-        c("POST", "/users/{user}/sync", carol, body={"conv_ids": ["bad id!"]}, expect=400)
+        c("POST", "/users/{user}/sync", carol, body={"conv_ids": ["bad\tid!"]}, expect=400)
         c("POST", "/users/{user}/sync", carol, body=ids, token="bad", expect=401)
         c("POST", "/users/{user}/sync", carol, body=ids, token="reader", expect=403)
 

@@ -206,7 +206,7 @@ class Messages(unittest.TestCase):
         c = conv("bad")
         status, body = send(s, c, "u", "m", payload="x" * 1001)
         self.assertEqual((status, body["error"]["code"]), (413, "too_large"))
-        status, body = send(s, c, "u b", "m")
+        status, body = send(s, c, "u\tb", "m")
         self.assertEqual((status, body["error"]["code"]), (400, "invalid_argument"))
         for q in ("limit=-1", "limit=100000", "from=0", "to=abc"):
             status, body = s.get_json("/conversations/%s/messages?%s" % (c, q))

@@ -184,7 +184,7 @@ class OpenImIds(unittest.TestCase):
 
     def test_binary_block_bad_input(self):
         b, k = self.binary(), self.key()
-        for key, count in (("bad key!", 1), ("seqd.reserved", 1), (k, 0), (k, 1001)):
+        for key, count in (("bad\tkey!", 1), ("seqd.reserved", 1), (k, 0), (k, 1001)):
             status, _ = b.call(NEXT_BLOCK, s16(key) + struct.pack(">I", count))
             self.assertEqual(status, INVALID_ARGUMENT, (key, count))
         status, _ = b.call(NEXT_BLOCK, s16(k))  # no count
@@ -201,7 +201,7 @@ class OpenImIds(unittest.TestCase):
         # never creates a row, not even for an auto-create key
         self.assertEqual(self.seqd.get("/admin/keys/" + missing)[0], 404)
         self.assertEqual(self.seqd.get("/admin/keys/" + auto)[0], 404)
-        for keys in (["bad key!"], ["seqd.x"]):
+        for keys in (["bad\tkey!"], ["seqd.x"]):
             self.assertEqual(b.call(MAX_IDS, key_list(keys))[0], INVALID_ARGUMENT)
         self.assertEqual(b.call(MAX_IDS, key_list([k] * 1001))[0], TOO_LARGE)
         self.assertEqual(b.call(MAX_IDS, key_list([k])[:-1])[0], INVALID_ARGUMENT)
@@ -215,7 +215,7 @@ class OpenImIds(unittest.TestCase):
         self.assertEqual(b.min_seqs([k2, k1]), [0, 5])
         self.assertEqual(b.set_min_seqs([(k1, 3)])[0], OK)  # may go down: OpenIM sets it
         self.assertEqual(b.min_seqs([k1]), [3])
-        bad = [[(k1, -1)], [(k1, 1), (k1, 2)], [("bad key!", 1)], [("seqd.x", 1)]]
+        bad = [[(k1, -1)], [(k1, 1), (k1, 2)], [("bad\tkey!", 1)], [("seqd.x", 1)]]
         for items in bad:
             self.assertEqual(b.set_min_seqs(items)[0], INVALID_ARGUMENT, items)
         self.assertEqual(b.min_seqs([k1]), [3])  # nothing of a refused request written
@@ -253,7 +253,7 @@ class OpenImIds(unittest.TestCase):
                 (put(READ, 2, [(c1, 1)])[0], "raise_only 2"),
                 (put(READ, 0, [(c1, -1)])[0], "a negative seq"),
                 (put(READ, 0, [(c1, 1), (c1, 2)])[0], "a conversation twice"),
-                (put(READ, 0, [("bad key!", 1)])[0], "a bad conversation"),
+                (put(READ, 0, [("bad\tkey!", 1)])[0], "a bad conversation"),
                 (put(READ, 0, [(c1, 1)], who="")[0], "an empty user"),
                 (put(READ, 0, [(c1, 1)], who="a\x01b")[0], "a control character"),
                 (put(READ, 0, [(c1, 1)], who="u" * 256)[0], "a user of 256 bytes"),
@@ -280,7 +280,7 @@ class OpenImIds(unittest.TestCase):
         last = body["last"]
         self.assertEqual(self.seqd.get("/seq/%s?count=2&contiguous=maybe" % k)[0], 400)
         self.assertEqual(self.seqd.get("/seq/%s?count=0&contiguous=true" % k)[0], 400)
-        self.assertEqual(self.seqd.get("/seq/bad%%20key?contiguous=true")[0], 400)
+        self.assertEqual(self.seqd.get("/seq/bad%%09key?contiguous=true")[0], 400)
         missing = unique("oim")
         status, body = self.seqd.get_json("/max_ids?key=%s&key=%s" % (k, missing))
         self.assertEqual((status, body), (200, {"max_ids": {k: last, missing: 0}}))
@@ -332,7 +332,7 @@ class OpenImIds(unittest.TestCase):
         self.assertEqual(out, b"*3\r\n:8\r\n:3\r\n:0\r\n")
         out = resp(self.resp_port, ["SEQD.SETMINSEQ", k, "-1"], ["SEQD.SETMINSEQ", k, "1", k, "2"],
                    ["SEQD.SETMINSEQ", k], ["SEQD.SETMINSEQ", k, "x"], ["GET", "seqd.x"],
-                   ["GET"], ["MGET", "bad key"], ["SEQD.MINSEQ", k])
+                   ["GET"], ["MGET", "bad\tkey"], ["SEQD.MINSEQ", k])
         replies = out.split(b"\r\n")[:-1]
         self.assertEqual(len(replies), 9, out)  # 7 errors, then *1 :3
         for r in replies[:7]:

@@ -237,7 +237,7 @@ class Sse(unittest.TestCase):
     def test_bad_requests(self):
         for path, want in [("/conversations/sse_x/events?from=0", 400),
                            ("/conversations/sse_x/events?from=abc", 400),
-                           ("/conversations/bad%20id/events", 400)]:
+                           ("/conversations/bad%09id/events", 400)]:
             self.assertEqual(self.seqd.get(path)[0], want, path)
         status, _ = self.seqd.get("/conversations/sse_x/events",
                                   headers={"Last-Event-ID": "x"})

@@ -118,7 +118,7 @@ TEST_CASE("blocks are refused as takes are: count, key") {
   Fixture f;
   REQUIRE(f.memory.CreateKey("k", 10, ""));
   for (auto [key, count] : std::vector<std::pair<std::string, int64_t>>{
-           {"k", 0}, {"k", 10'001}, {"bad key", 1}, {"seqd.k", 1}}) {
+           {"k", 0}, {"k", 10'001}, {"bad\tkey", 1}, {"seqd.k", 1}}) {
     Got g;
     f.alloc->TakeBlock(key, count, g.Callback());
     f.db.RunAll();

@@ -187,9 +187,9 @@ TEST_CASE("binary: request errors get their status and the connection stays usab
   CHECK(RoundTrip(c, NextIds(2, "k", static_cast<uint32_t>(max + 1))).status() ==
         WireStatus::kInvalidArgument);
   CHECK(RoundTrip(c, NextIds(3, "k", 0xFFFFFFFF)).status() == WireStatus::kInvalidArgument);
-  CHECK(RoundTrip(c, NextIds(4, "bad key!", 1)).status() == WireStatus::kInvalidArgument);
+  CHECK(RoundTrip(c, NextIds(4, "bad\tkey!", 1)).status() == WireStatus::kInvalidArgument);
   CHECK(RoundTrip(c, NextIds(5, "", 1)).status() == WireStatus::kInvalidArgument);
-  CHECK(RoundTrip(c, NextIds(6, std::string(200, 'a'), 1)).status() ==
+  CHECK(RoundTrip(c, NextIds(6, std::string(256, 'a'), 1)).status() ==
         WireStatus::kInvalidArgument);
   Frame unknown = RoundTrip(c, NextIds(7, "nokey", 1));
   CHECK(unknown.status() == WireStatus::kUnknownKey);

@@ -76,7 +76,7 @@ TEST_CASE("bad values get an error naming the option") {
       {{"--prefetch-fraction", "1.5"}, {}, "--prefetch-fraction"},
       {{"--store", "postgres://x"}, {}, "--store"},
       {{"--auto-keys", "sg_:zero"}, {}, "--auto-keys"},
-      {{"--auto-keys", "bad prefix:5"}, {}, "--auto-keys"},
+      {{"--auto-keys", "bad\tprefix:5"}, {}, "--auto-keys"},
       {{"--log-level", "loud"}, {}, "--log-level"},
       {{"--no-such-flag", "1"}, {}, "--no-such-flag"},
       {{"--threads"}, {}, "--threads"},

@@ -328,6 +328,6 @@ TEST_CASE("KeyRules: the reserved namespace") {
   CHECK_FALSE(KeyIsReserved("Seqd.x"));
   CHECK(KeyRules::Validate("seqd.x").ok());  // conversation and user ids may use it
   CHECK(KeyRules::ValidateClientKey("seqd.x").error().message == kReserved);
-  CHECK(KeyRules::ValidateClientKey("a b").error().message.find("letters") != std::string::npos);
+  CHECK(KeyRules::ValidateClientKey("a\tb").error().message.find("control") != std::string::npos);
   CHECK(KeyRules::ValidateClientKey("sg_1").ok());
 }

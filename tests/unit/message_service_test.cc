@@ -133,16 +133,16 @@ TEST_CASE("bad input is refused with a clear error") {
   CHECK(big.error().code == ErrorCode::kTooLarge);
   CHECK(big.error().message.find("limit is 10") != std::string::npos);
   CHECK(f.Send("c1", "u", "m", std::string(10, 'x')).ok());
-  const std::string too_long(129, 'a');
+  const std::string too_long(256, 'a');
   using Ids = std::tuple<std::string, std::string, std::string>;
   for (const auto& [conv, sender, cmid] :
-       {Ids{"", "u", "m"}, Ids{"c 1", "u", "m"}, Ids{"c1", "", "m"}, Ids{"c1", "u", "m/1"},
+       {Ids{"", "u", "m"}, Ids{"c\t1", "u", "m"}, Ids{"c1", "", "m"}, Ids{"c1", "u", "m\x7f"},
         Ids{"c1", "u", too_long}}) {
     auto r = f.Send(conv, sender, cmid);
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().code == ErrorCode::kInvalidArgument);
   }
-  auto bad_conv = f.Send("c 1", "u", "m");
+  auto bad_conv = f.Send("c\t1", "u", "m");
   CHECK(bad_conv.error().message.find("conv_id") != std::string::npos);
   for (PullRequest r : {PullRequest{.conv_id = "c1", .from_seq = 0},
                         PullRequest{.conv_id = "c1", .from_seq = 5, .to_seq = 4},
@@ -303,7 +303,7 @@ TEST_CASE("subscribers receive committed messages in seq order until unsubscribe
   REQUIRE(f.Send("c", "u", "21").ok());
   std::lock_guard lock(mu);
   CHECK(got.size() == 20);
-  CHECK_FALSE(f.service->Subscribe({"bad id"}, [](const StoredMessage&) {}).ok());
+  CHECK_FALSE(f.service->Subscribe({"bad\tid"}, [](const StoredMessage&) {}).ok());
 }
 
 TEST_CASE("store down: sends fail, nothing is acknowledged, and no hole appears after") {

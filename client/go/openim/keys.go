@@ -2,17 +2,20 @@ package openim
 
 import (
 	"strconv"
+	"unicode/utf8"
 
 	seqd "seqd.dev/go"
 )
 
 // MaxKeyLen is seqd's longest key, in bytes.
-const MaxKeyLen = 128
+const MaxKeyLen = 255
 
-// CheckKey says why k is not a valid seqd key ("" when it is): 1..128
-// bytes of A-Z a-z 0-9 _ - . : @, not starting with the reserved "seqd.".
-// The same rules as the server's; checked here so that a bad id costs no
-// round trip and gets an error that names the id.
+// CheckKey says why k is not a valid seqd key ("" when it is): 1..255
+// bytes of well-formed UTF-8 with no control character (U+0000..U+001F,
+// U+007F..U+009F), not starting with the reserved "seqd.". Keys compare
+// byte for byte: "si_A" and "si_a", "g_x" and "g_x " are two keys. The same
+// rules as the server's; checked here so that a bad id costs no round trip
+// and gets an error that names the id.
 func CheckKey(k string) string {
 	switch {
 	case k == "":
@@ -22,13 +25,15 @@ func CheckKey(k string) string {
 	case len(k) >= 5 && k[:5] == "seqd.":
 		return `starts with the reserved "seqd."`
 	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-			c == '_' || c == '-' || c == '.' || c == ':' || c == '@'
-		if !ok {
-			return "byte " + strconv.Itoa(i) + " is not one of A-Z a-z 0-9 _ - . : @"
+	for i := 0; i < len(k); {
+		r, size := utf8.DecodeRuneInString(k[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			return "byte " + strconv.Itoa(i) + " is not valid UTF-8"
+		case r < 0x20 || (r >= 0x7f && r <= 0x9f):
+			return "byte " + strconv.Itoa(i) + " is a control character"
 		}
+		i += size
 	}
 	return ""
 }

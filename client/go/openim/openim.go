@@ -48,14 +48,17 @@
 //     (WithSegmentKeys) the time is when the row last changed: the last
 //     segment reserved, to the second on MySQL.
 //
-// Conversation ids become seqd keys unchanged. A key is 1..128 bytes of
-// A-Z a-z 0-9 _ - . : @ and does not start with "seqd."; OpenIM's ids
-// (si_<user>_<user>, sg_<group>, g_<group>, sn_<…>, n_<…>) fit when its
-// user and group ids are made of those bytes and short enough. An id that
-// does not fit is refused before anything is sent, with an error matching
-// errors.Is(err, ErrConversationID) and errors.Is(err,
+// Conversation ids become seqd keys unchanged. A key is 1..255 bytes of
+// well-formed UTF-8 with no control character, and does not start with
+// "seqd." (CheckKey); keys compare byte for byte, so ids that differ only
+// in case or trailing spaces are two conversations, as in OpenIM. OpenIM's
+// ids (si_<user>_<user>, sg_<group>, g_<group>, sn_<…>, n_<…>) fit whatever
+// characters its user and group ids hold (OpenIM forbids only ':' in user
+// ids) while they stay within 255 bytes: two user ids of up to 125 bytes
+// each. An id that does not fit is refused before anything is sent, with
+// an error matching errors.Is(err, ErrConversationID) and errors.Is(err,
 // seqd.ErrInvalidArgument); no seq is allocated for it. WithKeyFunc maps
-// ids differently (e.g. a hash) for deployments whose ids do not fit.
+// ids differently (e.g. a hash) for deployments whose ids are longer.
 //
 // Thread safety: a SeqCache is safe for concurrent use when its Allocator
 // is (*seqd.Client is).

@@ -335,7 +335,8 @@ func TestMallocRefusesBadSizes(t *testing.T) {
 func TestBadConversationIDsAreRefusedBeforeAnyCall(t *testing.T) {
 	f := newFake(50)
 	s := NewFor[dbSeqTime](f)
-	bad := []string{"", strings.Repeat("a", 129), "si_a b", "sg_grp/1", "si_é", "seqd.x", "n_a\x00"}
+	bad := []string{"", strings.Repeat("a", 256), "si_a\tb", "sg_grp\n1", "si_\xff", "si_\xc3",
+		"si_\xed\xa0\x80", "si_\u0085", "seqd.x", "n_a\x00", "n_a\x7f"}
 	for _, id := range bad {
 		checks := map[string]error{}
 		_, checks["Malloc"] = s.Malloc(ctx, id, 1)
@@ -359,8 +360,9 @@ func TestBadConversationIDsAreRefusedBeforeAnyCall(t *testing.T) {
 	if len(f.calls) != 0 {
 		t.Fatalf("calls made for bad ids: %v", f.calls)
 	}
-	// The longest valid id and every allowed byte pass.
-	for _, id := range []string{strings.Repeat("a", 128), "si_AZaz09_-.:@x", "seqd"} {
+	// The longest valid id, and OpenIM's ids whatever their users' ids hold, pass.
+	for _, id := range []string{strings.Repeat("a", 255), strings.Repeat("é", 127), "si_AZaz09_-.:@x",
+		"seqd", "si_a b", "sg_grp/1", "si_é", "sg_群聊 ", "si_😀_%2F?#&="} {
 		if _, err := s.Malloc(ctx, id, 1); err != nil {
 			t.Fatalf("Malloc(%q): %v", id, err)
 		}

@@ -141,10 +141,10 @@ func TestSeqUserBatchesAndRefusals(t *testing.T) {
 	if err := u.SetUserReadSeq(ctx, "si_a_b", "a", -1); !errors.Is(err, seqd.ErrInvalidArgument) {
 		t.Fatalf("a negative seq: %v", err)
 	}
-	if err := u.SetUserMinSeqs(ctx, "a", map[string]int64{"si ok": 1}); !errors.Is(err, ErrConversationID) {
+	if err := u.SetUserMinSeqs(ctx, "a", map[string]int64{"si\tok": 1}); !errors.Is(err, ErrConversationID) {
 		t.Fatalf("a bad conversation id: %v", err)
 	}
-	if _, err := u.GetUserReadSeqs(ctx, "a", []string{"si_ok", "bad id"}); !errors.Is(err, ErrConversationID) {
+	if _, err := u.GetUserReadSeqs(ctx, "a", []string{"si_ok", "bad\x00id"}); !errors.Is(err, ErrConversationID) {
 		t.Fatalf("a bad conversation id: %v", err)
 	}
 	if len(f.calls) != 0 {

@@ -89,7 +89,7 @@ TEST_CASE("client messages: every call against the real server") {
   auto big = c.Send(Out("sg_cl", "big", std::string(70 * 1024, 'x')));
   CHECK(big.code() == seqd::client::StatusCode::kTooLarge);
   CHECK(seqd::client::StatusCodeName(big.code()) == "TOO_LARGE");
-  CHECK(c.Send(Out("bad id!", "x", "x")).code() == seqd::client::StatusCode::kInvalidArgument);
+  CHECK(c.Send(Out("bad\tid!", "x", "x")).code() == seqd::client::StatusCode::kInvalidArgument);
   seqd::client::PullOptions zero;
   zero.limit = 0;
   CHECK(c.PullRange("sg_cl", zero).code() == seqd::client::StatusCode::kInvalidArgument);
