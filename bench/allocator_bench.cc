@@ -1,6 +1,6 @@
 // Hot path of SegmentAllocator next to a bare atomic counter, in one binary
 // so a single run compares them side by side: take by name (Take) and by
-// KeyHandle (TryTake, falling back to Take). Goals (issue 18): handle >=
+// KeyHandle (TryTake, falling back to Take). Goals: handle >=
 // 0.5x fetch_add, by name >= 0.2x, at 1 and 2 threads.
 //
 // The key has a large step (1,000,000, growing to max_step) and reservations

@@ -22,7 +22,7 @@
 # machine, whatever seqd does (DB_CLIENTS=4 DB_BATCH=32 DB_TXNS=400).
 #
 # Default binary: a Release build of this tree in $BUILD_DIR (build-release).
-# Goal (issue 45): dense / redis >= 1.0 in calls/s.
+# Goal: dense / redis >= 1.0 in calls/s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CALLERS=${CALLERS:-64}

@@ -21,7 +21,7 @@
 #
 # Default binary: a Release build of this tree in $BUILD_DIR (build-release);
 # seqbench from there or build/. Needs Go (scripts/deps.sh --test).
-# Goal (issue 30): Go >= 0.8x C++ in IDs/s.
+# Goal: Go >= 0.8x C++ in IDs/s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STORES=${STORES:-"sqlite mariadb"}

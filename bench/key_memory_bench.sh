@@ -9,7 +9,7 @@
 #   FIRST=100000 KEYS=200000 bench/key_memory_bench.sh [SEQD_BINARY...]
 #
 # Default binary: a Release build of this tree; give several to compare
-# them in one run. Goal (issue 31): <= 200 bytes per key.
+# them in one run. Goal: <= 200 bytes per key.
 # The allocator alone (no server, a memory store): key_memory_bench.cc.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -14,7 +14,7 @@
 // anchor: the database's own ceiling for these rows: `writers` connections
 // (as many as seqd's writer threads), each inserting rows in transactions
 // of `anchor-batch` rows, one multi-row INSERT per transaction. seqd's
-// goal (issue 31) is at least 0.5x of it.
+// goal is at least 0.5x of it.
 // All store the same columns with the same keys and durability settings.
 #include <cppconn/connection.h>
 #include <cppconn/driver.h>

@@ -14,7 +14,7 @@
 # to compare before and after side by side in one run. seqd runs with the
 # default wait deadline (1 s) and --auto-create-rate 0 (the default limits
 # each token to 100 new keys a second).
-# Goals (issue 31): >= 0.5x the anchor, and the 100,000 burst with 0 errors,
+# Goals: >= 0.5x the anchor, and the 100,000 burst with 0 errors,
 # on each store.
 set -euo pipefail
 cd "$(dirname "$0")/.."

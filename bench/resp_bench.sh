@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # RESP INCR on one key: seqd's RESP listener beside redis-server, both driven
-# by redis-benchmark in the same run (issue 31, goal 3: seqd >= 1.0x redis).
+# by redis-benchmark in the same run (goal: seqd >= 1.0x redis).
 #
 #   bench/resp_bench.sh [SEQD]    # no argument: builds seqd Release in $BUILD_DIR
 #   ROUNDS=5 CLIENTS=64 PIPELINE=32 N=200000 N_PIPELINED=2000000 THREADS=2 PIN=0

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds allocator_bench (Release, in build-bench) if needed, runs it with 3
 # repetitions and prints items/s medians and the handle/atomic and
-# by-name/atomic ratios per thread count (issue 18 goal 6). Extra arguments go to the benchmark binary.
+# by-name/atomic ratios per thread count. Extra arguments go to the benchmark binary.
 #   bench/run_allocator.sh [--benchmark_min_time=0.2] ...
 set -euo pipefail
 cd "$(dirname "$0")/.."

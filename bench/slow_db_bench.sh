@@ -12,7 +12,7 @@
 #   2. open loop at half that peak on another fresh key (seqbench --rate,
 #      latency from each request's scheduled time): p999 and max after the
 #      first second.
-# Goals (issue 18): after the first second no request waits, max < 5 ms,
+# Goals: after the first second no request waits, max < 5 ms,
 # p999 < 1 ms at half of peak.
 #
 # SEQD_THREADS (default 2) sets seqd's --threads. SEQD_CPUS and BENCH_CPUS

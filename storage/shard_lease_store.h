@@ -1,4 +1,4 @@
-// The durable side of cluster mode (issue 16; docs/cluster.md once wired):
+// The durable side of cluster mode (docs/cluster.md):
 // the shard count fixed when the cluster's tables are created, one lease
 // row per shard, and the members.
 //

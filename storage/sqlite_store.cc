@@ -23,7 +23,7 @@ constexpr const char* kCreateTable =
     "step INT NOT NULL, "
     "description VARCHAR(256) DEFAULT NULL, "
     "update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP);"
-    // Issue 30: OpenIM's per-key min seq, beside (never in) Leaf's table.
+    // OpenIM's per-key min seq, beside (never in) Leaf's table.
     "CREATE TABLE IF NOT EXISTS seqd_min_seq ("
     "biz_tag VARCHAR(128) PRIMARY KEY, "
     "min_seq BIGINT NOT NULL);"

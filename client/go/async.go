@@ -8,7 +8,7 @@ package seqd
 // must wait (a dial, a retry, a cancelable context, the prefetch cache)
 // continues on a goroutine of its own, as the blocking call would.
 //
-// The cheap path (issue 30): the first attempt's frame is written straight
+// The cheap path: the first attempt's frame is written straight
 // into the connection's write buffer, its state rides in the pooled
 // pendingCall (no closure, no payload buffer), and its answer is decoded
 // from the reader's buffer without a copy. A callback that starts the next

@@ -6,7 +6,7 @@ package seqd
 // conn_write.go). Thread safety: every method may be called from any
 // goroutine; cn.mu guards the mutable state.
 //
-// The hot path (issue 30: within 0.8x of the C++ client): a call appends
+// The hot path (goal: within 0.8x of the C++ client): a call appends
 // its frame to wbuf and waits (a blocking call, on its pooled channel) or
 // returns (an asynchronous one, async.go); it never writes nor arms a
 // timer. The reader hands out a batch of answers, lets the calls they

@@ -1,5 +1,4 @@
-// Cluster mode's key → shard → owner map (docs/cluster.md, issue 16's
-// design): every key hashes into one of a fixed number of shards, and each
+// Cluster mode's key → shard → owner map (docs/cluster.md): every key hashes into one of a fixed number of shards, and each
 // shard is assigned to one live member by rendezvous hashing, so every
 // instance (and every client) computes the same map from the same members.
 //

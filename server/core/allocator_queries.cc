@@ -1,4 +1,4 @@
-// SegmentAllocator: what OpenIM asks besides IDs (issue 30): the largest ID
+// SegmentAllocator: what OpenIM asks besides IDs: the largest ID
 // handed out per key (MAX_IDS), and the durable per-key min seqs (GET and
 // SET_MIN_SEQS, the store's seqd_min_seq table). Store calls run on the
 // database runner; in cluster mode the gate says which keys are ours and

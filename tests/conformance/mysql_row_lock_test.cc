@@ -1,4 +1,4 @@
-// MysqlStore against a row another transaction holds (issue 32): a
+// MysqlStore against a row another transaction holds: a
 // reservation batch waits MysqlStore::kBatchLockWaitS at most, is rolled
 // back, and runs one key per transaction, landing the free keys first and
 // the locked one once its row is free; nothing of the rolled-back batch is

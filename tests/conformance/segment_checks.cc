@@ -486,7 +486,7 @@ void CheckPersistence(Backend& b) {
   if (!b.durable()) MESSAGE("memory store: reopen is a no-op (nothing is durable)");
 }
 
-// Issue 30: per-key min seqs in their own table (seqd_min_seq), beside
+// OpenIM's per-key min seqs in their own table (seqd_min_seq), beside
 // leaf_alloc and never in it.
 void CheckMinSeqs(Backend& b) {
   SegmentStore& s = b.store();

@@ -1156,7 +1156,7 @@ def binary_call(sock, request_id, opcode, payload, flags=0):
 
 
 class OpenImIdsInCluster(ClusterCase):
-    """Issue 30: MAX_IDS answered by each key's owner, SET_MIN_SEQS a keyed
+    """OpenIM's ID ops: MAX_IDS answered by each key's owner, SET_MIN_SEQS a keyed
     write routed to the owners and fenced by the shard lease."""
 
     @dump_logs_on_failure

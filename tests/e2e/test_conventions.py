@@ -1,6 +1,6 @@
 """End-to-end tests of seqd's HTTP conventions and its reserved key namespace
 on the real binary (SQLite store), over real HTTP, binary and RESP
-connections (issue 29, items 7 and 8):
+connections:
 
 - the route is decided before the CSRF rule: 404/405 first, a bare POST to a
   route without a body is served, a form post is 415 and counted as such;

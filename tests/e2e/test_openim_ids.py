@@ -1,4 +1,4 @@
-"""End-to-end tests of issue 30's ID ops on the real seqd binary (SQLite, or
+"""End-to-end tests of OpenIM's ID ops on the real seqd binary (SQLite, or
 MariaDB with the argument `mariadb`): contiguous blocks (binary NEXT_BLOCK,
 HTTP ?contiguous=true, RESP INCRBY), the largest ID handed out per key
 (MAX_IDS, /max_ids, GET/MGET) and the durable per-key min seqs

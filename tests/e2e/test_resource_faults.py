@@ -1,4 +1,4 @@
-"""Resource faults (issue 32, item 6): the store runs out of something, or
+"""Resource faults: the store runs out of something, or
 refuses writes, while seqd serves. Each fault must give clean answers:
 HTTP 503 with Retry-After and error store_unavailable, binary
 STORE_UNAVAILABLE, a RESP error, with no internals (hosts, users, schema,

@@ -1,4 +1,4 @@
-"""A row lock held by a frozen transaction delays only its own key (issue 32).
+"""A row lock held by a frozen transaction delays only its own key.
 
 seqd reserves the segments of several keys in one MariaDB transaction. When
 another transaction holds one of those rows and never ends (a seqd instance

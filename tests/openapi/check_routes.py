@@ -7,8 +7,8 @@ the same (method, path template) pairs.
 PRINT_HTTP_ROUTES prints the table (print_http_routes.cc); SPEC is the
 OpenAPI file. Fails, naming each pair, on any pair in one and not the other.
 
-PENDING_ROUTES: routes the spec describes ahead of the server (issue 29's
-event streams and Leaf's monitor pages, built in parallel). Each must be in
+PENDING_ROUTES: routes the spec describes ahead of the server (built in
+parallel with it). Each must be in
 the spec and NOT yet in the table; the check says so on every run, and fails
 once one reaches the table, so the entry is removed then.
 """

@@ -1,4 +1,4 @@
-// Issue 30 in the allocator, with a fake store, a manual database runner
+// OpenIM's ID queries in the allocator, with a fake store, a manual database runner
 // and a manual clock: contiguous blocks (TakeBlock), the largest ID handed
 // out per key (MaxIds) and min seqs (GetMinSeqs, SetMinSeqs); and the ID
 // ops' codec (proto/id_codec.h).

@@ -1,4 +1,4 @@
-// The allocator's limits against a hostile client (issue 17): the cap on keys
+// The allocator's limits against a hostile client: the cap on keys
 // held in memory (max_cached_keys, LRU), the rate of auto-created keys per
 // token, the unknown-key cache evicting its oldest entries, and the
 // /admin/cache pages. Fake store, manual database runner and clock.

@@ -59,7 +59,7 @@ TEST_CASE("KeyName: bytes are kept as given, the last inline byte included") {
 }
 
 TEST_CASE("KeyState: 160 bytes, the cursor word a cache line away from what takes read") {
-  // Issue 31: memory per key held. A change that grows KeyState must be
+  // Memory per key held (bench/key_memory_bench.sh). A change that grows KeyState must be
   // deliberate (bench/README.md "Memory per key").
   CHECK(sizeof(KeyState) == 160);
   alignas(KeyState) unsigned char storage[sizeof(KeyState)];
