@@ -1,34 +1,17 @@
-// Load shedding for the segment store: while a thread runs work its runner
-// could not queue (the database queue is full: server/base/task_runner.h),
-// every SheddingSegmentStore call on that thread fails at once with
-// kStoreUnavailable, without touching the database. The caller (the
-// allocator, key admin) handles it as any store failure: the request gets
-// 503 STORE_UNAVAILABLE now instead of waiting behind the queue.
+// Load shedding for the segment store: every SheddingSegmentStore call on
+// a thread marked by a ShedScope (common/shed_scope.h: its runner could not
+// queue the work) fails at once with ShedError(), without touching the
+// database.
 //
-// Thread safety: ShedScope and ShedThisThread() concern the calling thread
-// only; SheddingSegmentStore is as safe as the store it wraps.
+// Thread safety: as safe as the store it wraps.
 #pragma once
 
 #include <memory>
 
+#include "common/shed_scope.h"
 #include "storage/segment_store.h"
 
 namespace seqd {
-
-// True while a ShedScope is alive on this thread.
-bool ShedThisThread();
-
-// Marks the calling thread as shedding for its lifetime. Nests.
-class ShedScope {
- public:
-  ShedScope();
-  ~ShedScope();
-  ShedScope(const ShedScope&) = delete;
-  ShedScope& operator=(const ShedScope&) = delete;
-};
-
-// The error a shed call returns.
-Error ShedError();
 
 class SheddingSegmentStore final : public SegmentStore {
  public:

@@ -12,7 +12,7 @@
 
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
-#include "storage/store_shedding.h"
+#include "common/shed_scope.h"
 
 namespace seqd {
 
