@@ -11,8 +11,8 @@
 #include <optional>
 
 #include "common/mutex.h"
-#include "common/thread_annotations.h"
 #include "common/shed_scope.h"
+#include "common/thread_annotations.h"
 
 namespace seqd {
 
