@@ -60,7 +60,7 @@ TEST_CASE("KeyName: bytes are kept as given, the last inline byte included") {
 
 TEST_CASE("KeyState: 160 bytes, the cursor word a cache line away from what takes read") {
   // Memory per key held (bench/key_memory_bench.sh). A change that grows KeyState must be
-  // deliberate (bench/README.md "Memory per key").
+  // deliberate (bench/results/memory-per-key.md).
   CHECK(sizeof(KeyState) == 160);
   alignas(KeyState) unsigned char storage[sizeof(KeyState)];
   auto* s = new (storage) KeyState("k");
