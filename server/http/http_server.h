@@ -22,6 +22,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "server/net/listener_options.h"
 
 namespace boost::asio {
 class io_context;
@@ -34,18 +35,17 @@ class TlsContextHolder;
 
 class ApiRouter;
 
-struct HttpOptions {
-  std::string address = "127.0.0.1";
-  uint16_t port = 8080;
+// The listener's options (server/net/listener_options.h), and HTTP's own.
+// write_timeout runs from the start of an answer's write to its last byte
+// taken by the client (absolute: a trickling reader does not extend it);
+// then the connection is reset and counted. It must be positive.
+struct HttpOptions : ListenerOptions {
+  HttpOptions() {
+    port = 8080;
+    idle_timeout = std::chrono::seconds(30);
+  }
   size_t max_header_bytes = 8192;
   size_t max_body_bytes = 65536;
-  std::chrono::seconds idle_timeout{30};
-  // From the start of an answer's write to its last byte taken by the
-  // client (absolute: a trickling reader does not extend it); then the
-  // connection is reset and counted. Must be positive.
-  std::chrono::seconds write_timeout{30};
-  size_t max_connections = 10000;
-  size_t max_connections_per_peer = 0;  // per client IP; 0: no cap
   // Bytes of answers one client IP has not read (over all its connections;
   // server/net/unread_bytes.h); at or over it, its requests get 429 and a
   // close. 0: no cap.
@@ -54,13 +54,6 @@ struct HttpOptions {
   // on (the server's, or each of `connections`): connections then skip
   // their strands (that thread serializes them already).
   bool single_threaded = false;
-  // TLS (server/net/tls_context.h): each connection uses the holder's
-  // current context; null: plain HTTP.
-  std::shared_ptr<TlsContextHolder> tls;
-  // Spreads the connections over these io_contexts (server/net/io_ring.h);
-  // null: they run on the server's io_context. Not owned; must outlive the
-  // server and every connection.
-  IoRing* connections = nullptr;
 };
 
 class HttpServer {

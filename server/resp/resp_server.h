@@ -51,6 +51,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "server/net/listener_options.h"
 
 namespace boost::asio {
 class io_context;
@@ -63,23 +64,11 @@ class TlsContextHolder;
 
 struct Services;
 
-struct RespServerOptions {
-  std::string address = "127.0.0.1";
-  uint16_t port = 0;
+// The listener's options (server/net/listener_options.h), and RESP's own.
+struct RespServerOptions : ListenerOptions {
   size_t max_in_flight = 1024;  // unanswered commands per connection
-  std::chrono::seconds idle_timeout{300};
-  size_t max_connections = 10000;
-  size_t max_connections_per_peer = 0;  // per client IP; 0: no cap
-  // A command must arrive whole within this of its first byte; a pending
-  // reply write must be taken within write_timeout. 0 disables either.
+  // A command must arrive whole within this of its first byte; 0 disables it.
   std::chrono::seconds request_timeout{10};
-  std::chrono::seconds write_timeout{30};
-  // TLS (server/net/tls_context.h); null: plain TCP.
-  std::shared_ptr<TlsContextHolder> tls;
-  // Spreads the connections over these io_contexts (server/net/io_ring.h);
-  // null: they run on the server's io_context. Not owned; must outlive the
-  // server and every connection.
-  IoRing* connections = nullptr;
 };
 
 class RespServer {

@@ -39,6 +39,7 @@
 
 #include "common/error.h"
 #include "proto/binary_codec.h"
+#include "server/net/listener_options.h"
 
 namespace boost::asio {
 class io_context;
@@ -51,20 +52,13 @@ class TlsContextHolder;
 
 struct Services;
 
-struct BinaryServerOptions {
-  std::string address = "127.0.0.1";
-  uint16_t port = 7070;
-  size_t max_in_flight = 1024;             // unanswered requests per connection (>= 1)
-  std::chrono::seconds idle_timeout{300};  // 0 disables the idle timeout
-  size_t max_connections = 10000;
-  size_t max_connections_per_peer = 0;  // per client IP; 0: no cap
-  // A frame must arrive whole within this of its first byte; a pending
-  // write must be taken by the client within write_timeout. 0 disables either.
+// The listener's options (server/net/listener_options.h), and the binary
+// protocol's own.
+struct BinaryServerOptions : ListenerOptions {
+  BinaryServerOptions() { port = 7070; }
+  size_t max_in_flight = 1024;  // unanswered requests per connection (>= 1)
+  // A frame must arrive whole within this of its first byte; 0 disables it.
   std::chrono::seconds request_timeout{10};
-  std::chrono::seconds write_timeout{30};
-  // TLS (server/net/tls_context.h): each connection uses the holder's
-  // current context; null: plain TCP.
-  std::shared_ptr<TlsContextHolder> tls;
   size_t max_frame_bytes = proto::kMaxFrameSize;  // whole frame; never above kMaxFrameSize
   // Unsent answers and pushes per connection: reading pauses above it, and a
   // push that would pass it drops the connection's subscriptions. Never
@@ -75,10 +69,6 @@ struct BinaryServerOptions {
   // request closes its connection (RESOURCE_EXHAUSTED). 0: no cap.
   size_t max_unread_bytes_per_peer = 64 << 20;
   size_t max_subscriptions = 10000;  // conversations subscribed per connection
-  // Spreads the connections over these io_contexts (server/net/io_ring.h);
-  // null: they run on the server's io_context. Not owned; must outlive the
-  // server and every connection.
-  IoRing* connections = nullptr;
 };
 
 class BinaryServer {
