@@ -33,6 +33,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Seqd, free_port, store_spec  # noqa: E402
+from lib.wire import frame, read_frame, resp_command, s16  # noqa: E402
 
 STORE = "sqlite"
 NEXT_BLOCK, MAX_IDS = 0x05, 0x06
@@ -57,25 +58,6 @@ BAD_IDS = [b"si_a\tb", b"si_a\x00", b"si_\x7f", "si_\u0085".encode(), b"si_\xff"
            b"si_\xc3", b"si_\xed\xa0\x80", b"si_\xc0\xaf", b"g_" + b"x" * 254]
 
 
-def frame(opcode, request_id, payload=b""):
-    return struct.pack(">IBBHI", 8 + len(payload), 1, opcode, 0, request_id) + payload
-
-
-def s16(key):
-    k = key if isinstance(key, bytes) else key.encode()
-    return struct.pack(">H", len(k)) + k
-
-
-def recv_exact(sock, n):
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise EOFError("connection closed")
-        buf += chunk
-    return buf
-
-
 class Binary:
     def __init__(self, port):
         self.s = socket.create_connection(("127.0.0.1", port), timeout=10)
@@ -84,10 +66,9 @@ class Binary:
     def call(self, opcode, payload):
         self.rid += 1
         self.s.sendall(frame(opcode, self.rid, payload))
-        length, _, op, _, rid = struct.unpack(">IBBHI", recv_exact(self.s, 12))
-        body = recv_exact(self.s, length - 8)
+        op, rid, status, result = read_frame(self.s)
         assert (op, rid) == (opcode, self.rid), (op, rid)
-        return struct.unpack(">H", body[:2])[0], body[2:]
+        return status, result
 
     def block(self, key, count):
         status, result = self.call(NEXT_BLOCK, s16(key) + struct.pack(">I", count))
@@ -110,13 +91,7 @@ def resp(port, *commands):
     """Sends the commands (lists of words) pipelined; returns the replies' lines."""
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
     try:
-        data = b""
-        for words in commands:
-            data += b"*%d\r\n" % len(words)
-            for w in words:
-                w = w.encode() if isinstance(w, str) else w
-                data += b"$%d\r\n%s\r\n" % (len(w), w)
-        s.sendall(data + b"*1\r\n$4\r\nQUIT\r\n")
+        s.sendall(b"".join(resp_command(words) for words in commands) + resp_command(["QUIT"]))
         out = b""
         while True:
             chunk = s.recv(65536)

@@ -19,21 +19,13 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Seqd, free_port, store_spec  # noqa: E402
+from lib.wire import frame, read_frame, resp_command, s16  # noqa: E402
 
 STORE = "sqlite"
 NEXT_IDS, NEXT_BLOCK, MAX_IDS, GET_MIN_SEQS, SET_MIN_SEQS = 0x02, 0x05, 0x06, 0x07, 0x08
 USER_SEQS, SET_USER_SEQS = 0x0B, 0x0C
 MIN, MAX, READ = 1, 2, 3
 OK, INVALID_ARGUMENT, TOO_LARGE = 0, 1, 10
-
-
-def frame(opcode, request_id, payload=b""):
-    return struct.pack(">IBBHI", 8 + len(payload), 1, opcode, 0, request_id) + payload
-
-
-def s16(key):
-    k = key.encode()
-    return struct.pack(">H", len(k)) + k
 
 
 def key_list(keys):
@@ -43,22 +35,6 @@ def key_list(keys):
 def key_values(items):
     return struct.pack(">I", len(items)) + b"".join(s16(k) + struct.pack(">q", v)
                                                     for k, v in items)
-
-
-def recv_exact(sock, n):
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise EOFError("connection closed")
-        buf += chunk
-    return buf
-
-
-def read_frame(sock):
-    length, _, opcode, _, request_id = struct.unpack(">IBBHI", recv_exact(sock, 12))
-    payload = recv_exact(sock, length - 8)
-    return opcode, request_id, struct.unpack(">H", payload[:2])[0], payload[2:]
 
 
 def int64_list(result):
@@ -120,13 +96,7 @@ def resp(port, *commands):
     """Sends the commands (lists of words) pipelined; returns the raw reply bytes."""
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
     try:
-        data = b""
-        for words in commands:
-            data += b"*%d\r\n" % len(words)
-            for w in words:
-                w = w.encode() if isinstance(w, str) else w
-                data += b"$%d\r\n%s\r\n" % (len(w), w)
-        s.sendall(data + b"*1\r\n$4\r\nQUIT\r\n")
+        s.sendall(b"".join(resp_command(words) for words in commands) + resp_command(["QUIT"]))
         out = b""
         while True:
             chunk = s.recv(65536)

@@ -1,0 +1,1 @@
+"""What the end-to-end suites share (tests/e2e/lib/README.md)."""
