@@ -64,7 +64,8 @@ Result<Scope> ParseScope(std::string_view text) {
       return MakeError(ErrorCode::kInvalidArgument,
                        "scope prefix longer than " + std::to_string(kMaxPrefix) + " bytes");
     }
-    for (char c : prefix) {
+    for (char ch : prefix) {
+      const auto c = static_cast<unsigned char>(ch);  // UTF-8's bytes are above 0x7f
       if (c <= ' ' || c == ',' || c == '*' || c == 0x7f) {
         return MakeError(ErrorCode::kInvalidArgument,
                          "scope " + std::string(text) +

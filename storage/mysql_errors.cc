@@ -57,7 +57,7 @@ std::string MysqlCodeSuffix(const sql::SQLException& e) {
 }
 
 bool MysqlValueDoesNotFit(int code) {
-  return code == 1406 || code == 1366 || code == 1267 || code == 1271;
+  return code == 1406 || code == 1366 || code == 1267 || code == 1270 || code == 1271;
 }
 
 Error KeyDoesNotFitError() {

@@ -25,7 +25,7 @@ constexpr int kMysqlErrUnknownSystemVariable = 1193;  // ER_UNKNOWN_SYSTEM_VARIA
 
 // A value the column cannot hold: too long (1406, ER_DATA_TOO_LONG), or
 // characters outside its character set (1366, ER_TRUNCATED_WRONG_VALUE_FOR_FIELD;
-// 1267/1271, an illegal mix of collations). Only tables created before
+// 1267, 1270 and 1271: an illegal mix of two, three or more collations). Only tables created before
 // keys could be any UTF-8 (a Leaf table, an older seqd's) have such columns.
 bool MysqlValueDoesNotFit(int code);
 

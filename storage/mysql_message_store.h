@@ -1,8 +1,10 @@
 // MessageStore on MySQL/MariaDB (InnoDB) via Connector/C++.
 //
 // Tables: seqd_message, seqd_conv, seqd_conv_member (see EnsureSchema in
-// mysql_message_store.cc). Ids are VARCHAR(128) utf8mb4_bin (compared byte
-// for byte); payload is a MEDIUMBLOB. Sessions run READ COMMITTED.
+// mysql_message_store.cc). Ids are VARBINARY(255) (compared byte for byte;
+// an older seqd's VARCHAR(128) utf8mb4_bin tables are used as they are:
+// KeepsTrailingSpaces); payload is a MEDIUMBLOB. Sessions run READ
+// COMMITTED.
 //
 // Append, fast path: one transaction of at most three kinds of statement:
 // one SELECT conv_id, MAX(seq) ... GROUP BY conv_id for the conversations the

@@ -329,6 +329,13 @@ Result<std::unique_ptr<MysqlConn>> MysqlPool::ConnectTo(size_t host, bool synced
     // the latest committed row). UTC: the lease store's time arithmetic.
     c->Plain().execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
     c->Plain().execute("SET SESSION time_zone = '+00:00'");
+    // Strict: a value a column cannot hold (a key too long for an older
+    // table, characters its charset lacks) fails its statement, never
+    // stored cut short or as '?' (MariaDB and MySQL are strict by default;
+    // a server configured otherwise is made so for seqd's sessions).
+    c->Plain().execute(
+        "SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), "
+        "'STRICT_TRANS_TABLES')");
     if (options_.lock_wait_timeout_s > 0) {
       c->Plain().execute("SET SESSION innodb_lock_wait_timeout = " +
                          std::to_string(options_.lock_wait_timeout_s));

@@ -89,6 +89,16 @@ KeyRow ReadRow(sql::ResultSet& rs) {
   return row;
 }
 
+// True if a whole batch failed with kInvalidArgument: a statement the
+// batch shares was refused (a key its table cannot hold: KeyDoesNotFitError),
+// not one request of it.
+bool OneKeyBrokeTheBatch(const std::vector<Result<ReservedSegment>>& results) {
+  if (results.size() < 2) return false;
+  return std::all_of(results.begin(), results.end(), [](const Result<ReservedSegment>& r) {
+    return !r && r.error().code == ErrorCode::kInvalidArgument;
+  });
+}
+
 }  // namespace
 
 MysqlStore::MysqlStore(MysqlOptions options)
@@ -199,7 +209,14 @@ void MysqlStore::ReserveEach(const std::vector<ReserveRequest>& requests,
   if (requests.size() == 1) return landed(0, ReserveOne(requests[0]));
   if (requests.empty()) return;
   if (auto all = ReserveBatch(requests, kBatchLockWaitS)) {
-    for (size_t i = 0; i < all->size(); ++i) landed(i, std::move((*all)[i]));
+    if (!OneKeyBrokeTheBatch(*all)) {
+      for (size_t i = 0; i < all->size(); ++i) landed(i, std::move((*all)[i]));
+      return;
+    }
+    // A key the table cannot hold failed the batch's statements (a table
+    // made before keys were any UTF-8): each request alone, so only that
+    // key is refused.
+    for (size_t i = 0; i < requests.size(); ++i) landed(i, ReserveOne(requests[i]));
     return;
   }
   // A row stayed locked: the batch was rolled back. Each request alone,
@@ -301,14 +318,27 @@ Status MysqlStore::CreateKeys(const std::vector<NewKey>& unsorted, std::string_v
   for (const ReserveRequest& r : rows) sorted.push_back(&r);
   std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->key < b->key; });
   // Safe to run again after a COMMIT with an unknown outcome: rows there are kept.
-  return pool_->Run<Ok>(kSession, "create keys", [&](MysqlConn& c) -> Result<Ok> {
-    for (size_t at = 0; at < sorted.size(); at += kListMax) {
-      const size_t n = std::min(kListMax, sorted.size() - at);
-      InsertNewRows(c, NewRows::kCreate, std::span(sorted).subspan(at, n));
+  auto insert = [&](std::span<const ReserveRequest* const> keys) {
+    return pool_->Run<Ok>(kSession, "create keys", [&](MysqlConn& c) -> Result<Ok> {
+      for (size_t at = 0; at < keys.size(); at += kListMax) {
+        const size_t n = std::min(kListMax, keys.size() - at);
+        InsertNewRows(c, NewRows::kCreate, keys.subspan(at, n));
+      }
+      c.Commit();
+      return Ok{};
+    });
+  };
+  Status all = insert(sorted);
+  if (all || all.error().code != ErrorCode::kInvalidArgument || sorted.size() == 1) return all;
+  // A key the table cannot hold failed the statement: the others one by
+  // one; that key is refused when it is reserved.
+  for (const ReserveRequest* r : sorted) {
+    if (Status one = insert(std::span(&r, 1));
+        !one && one.error().code != ErrorCode::kInvalidArgument) {
+      return one;
     }
-    c.Commit();
-    return Ok{};
-  });
+  }
+  return OkStatus();
 }
 
 namespace {

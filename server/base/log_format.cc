@@ -131,6 +131,13 @@ std::string LogTimestamp() {
   return stamp;
 }
 
+std::string LogValue(std::string_view v) {
+  if (IsBare(v)) return std::string(v);
+  std::string out;
+  AppendJsonString(out, v, 2 * v.size() + 16);  // room for every escape: whole
+  return out;
+}
+
 bool AppendJsonString(std::string& out, std::string_view s, size_t budget) {
   const size_t limit = out.size() + budget - 1;  // the closing quote always fits
   out.push_back('"');

@@ -48,6 +48,12 @@ std::string LogTimestamp();
 // if `s` did not fit whole.
 bool AppendJsonString(std::string& out, std::string_view s, size_t budget);
 
+// `v` for a "name=value" in a message's free text: as it is if it needs no
+// quotes (printable ASCII without spaces, quotes, backslashes or '='), else
+// as a JSON string, so a key such as "x code=internal" cannot pass for
+// fields of its own.
+std::string LogValue(std::string_view v);
+
 // Appends one line, newline included, to `out`.
 void FormatLogLine(LogFormat format, std::string_view time, LogLevel level,
                    std::string_view message, std::span<const LogField> fields, std::string& out);

@@ -10,6 +10,7 @@
 #include "common/client_safe_message.h"
 #include "common/mutex.h"
 #include "server/base/log.h"
+#include "server/base/log_format.h"
 #include "server/core/segment_allocator.h"
 #include "server/metrics/metrics.h"
 #include "storage/store_shedding.h"
@@ -232,7 +233,7 @@ void SegmentAllocator::DropStaleReservationLocked(KeyState& s, const ShardGrant&
   // Reserved under an epoch we no longer hold (the IDs are skipped, as
   // after a restart), or fenced out: the shard is someone else's.
   if (!fenced) return;
-  SEQD_LOG(kInfo) << "reservation fenced out key=" << s.key << " shard=" << grant.shard
+  SEQD_LOG(kInfo) << "reservation fenced out key=" << LogValue(s.key) << " shard=" << grant.shard
                   << " epoch=" << grant.epoch;
   options_.gate->Fenced(grant.shard, grant.epoch);
   if (grant.epoch != s.epoch) return;
@@ -251,9 +252,10 @@ void SegmentAllocator::InstallReservationLocked(KeyState& s, const ReservedSegme
   // A finer use stamp for the keys used from now on (max_cached_keys
   // evicts by it) than the sweeps alone give.
   coarse_now_.store(clock_.Now(), std::memory_order_relaxed);
-  SEQD_LOG(kInfo) << "reserved key=" << s.key << " range=[" << seg.first << "," << seg.last
-                  << "] step=" << (seg.last - seg.first + 1) << " table_step=" << seg.table_step
-                  << " duration_ms=" << seconds * 1000 << " parked=" << s.ParkedLocked();
+  SEQD_LOG(kInfo) << "reserved key=" << LogValue(s.key) << " range=[" << seg.first << ","
+                  << seg.last << "] step=" << (seg.last - seg.first + 1)
+                  << " table_step=" << seg.table_step << " duration_ms=" << seconds * 1000
+                  << " parked=" << s.ParkedLocked();
   const Buffer b{seg.first, seg.last};
   if (s.CurrentLeftLocked() == 0) {
     InstallCurrentLocked(s, b, /*fast=*/true);
@@ -308,7 +310,7 @@ bool SegmentAllocator::FailReservationLocked(KeyState& s, const Error& error, do
   // Shown on /admin/cache and the status page: never the store's own text.
   s.WaitLocked().last_error = ClientSafeMessage(error);
   if (client_error) {
-    SEQD_LOG(kDebug) << ErrorCodeName(error.code) << " key=" << s.key;  // not ours
+    SEQD_LOG(kDebug) << ErrorCodeName(error.code) << " key=" << LogValue(s.key);  // not ours
     // Fail everyone and forget the key.
     const Error answer =
         error.code == ErrorCode::kUnknownKey
@@ -318,9 +320,9 @@ bool SegmentAllocator::FailReservationLocked(KeyState& s, const Error& error, do
     MarkErasedLocked(s);
     return true;
   }
-  SEQD_LOG(kWarn) << "reservation failed key=" << s.key << " code=" << ErrorCodeName(error.code)
-                  << " duration_ms=" << seconds * 1000 << " parked=" << s.ParkedLocked() << ": "
-                  << error.message;
+  SEQD_LOG(kWarn) << "reservation failed key=" << LogValue(s.key)
+                  << " code=" << ErrorCodeName(error.code) << " duration_ms=" << seconds * 1000
+                  << " parked=" << s.ParkedLocked() << ": " << error.message;
   s.wait->retry_at = clock_.Now() + options_.retry_backoff;
   if (shed) {
     for (auto& w : s.TakeParkedLocked()) answers.emplace_back(w, ShedError());

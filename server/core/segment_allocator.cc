@@ -11,6 +11,7 @@
 #include "common/mutex.h"
 #include "common/request_checks.h"
 #include "server/base/log.h"
+#include "server/base/log_format.h"
 #include "server/core/key_state_pool.h"
 #include "server/metrics/metrics.h"
 
@@ -341,7 +342,7 @@ void SegmentAllocator::OnDeadline(const KeyRef& state, uint64_t waiter_id) {
   }
   --parked_now_;
   ++timeouts_;
-  SEQD_LOG(kWarn) << "parked request timed out key=" << state->key << " need=" << w->need;
+  SEQD_LOG(kWarn) << "parked request timed out key=" << LogValue(state->key) << " need=" << w->need;
   // The store's own error text stays in the logs and admin pages, never in
   // an answer to a client.
   TakeCallback done = std::move(w->done);

@@ -11,7 +11,7 @@
 // Resume token (the `id:` of GET /events): every conversation of the stream
 // with the last seq delivered, "a=12,b=7", in the order the stream lists
 // them; a conversation id's bytes other than A-Z a-z 0-9 _ - . : @ are
-// percent-encoded (so ',' and '=' never appear unescaped).
+// percent-encoded (PercentEncode: ',' and '=' never appear unescaped).
 //
 // Thread safety: pure functions.
 #pragma once

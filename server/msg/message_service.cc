@@ -29,15 +29,33 @@ Error Invalid(std::string message) {
   return MakeError(ErrorCode::kInvalidArgument, std::move(message));
 }
 
+// The characters of the ids an older seqd's MySQL message tables hold at
+// most (VARCHAR(128)).
+constexpr size_t kOlderTableIdChars = 128;
+
 // `what` names the field in the message ("conv_id: key is empty").
-// `keeps_trailing_spaces`: the store tells "a" from "a " (MessageStore).
+// `keeps_trailing_spaces`: the store's tables are seqd's own, which keep any
+// id (MessageStore::KeepsTrailingSpaces); if not, an older seqd's, which
+// cannot tell "a" from "a " and hold 128 characters.
 Status ValidateIdText(std::string_view what, std::string_view id, bool keeps_trailing_spaces) {
   Status s = KeyRules::Validate(id);
   if (s) {
-    if (keeps_trailing_spaces || !id.ends_with(' ')) return s;
-    return Invalid(std::string(what) +
-                   " ends with a space, which this database's tables cannot keep "
-                   "(docs/operations.md, \"Keys in MySQL\")");
+    if (keeps_trailing_spaces) return s;
+    const auto chars = std::count_if(id.begin(), id.end(), [](char c) {
+      return (static_cast<unsigned char>(c) & 0xC0) != 0x80;  // not a continuation byte
+    });
+    if (id.ends_with(' ')) {
+      return Invalid(std::string(what) +
+                     " ends with a space, which this database's tables cannot keep "
+                     "(docs/operations.md, \"Keys in MySQL\")");
+    }
+    if (static_cast<size_t>(chars) > kOlderTableIdChars) {
+      return Invalid(std::string(what) + " is longer than the " +
+                     std::to_string(kOlderTableIdChars) +
+                     " characters this database's tables can keep (docs/operations.md, "
+                     "\"Keys in MySQL\")");
+    }
+    return s;
   }
   std::string message = s.error().message;
   if (message.rfind("key ", 0) == 0) message = message.substr(4);

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "server/base/log.h"
+#include "server/base/log_format.h"
 #include "server/core/shard_gate.h"
 #include "server/metrics/metrics.h"
 #include "server/msg/message_bus.h"
@@ -52,7 +53,7 @@ void WriteShard::Enqueue(Pending pending) {
       lock.Unlock();
       if (metrics_) metrics_->MessageSendError(ErrorCode::kStoreUnavailable);
       SEQD_LOG(kWarn) << "message store: send queue full (" << max_queued_
-                      << "), answered store_unavailable conv=" << pending.request.conv_id;
+                      << "), answered store_unavailable conv=" << LogValue(pending.request.conv_id);
       pending.done(MakeError(ErrorCode::kStoreUnavailable,
                              "too many messages waiting to be stored; retry later"));
       return;

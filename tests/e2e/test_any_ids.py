@@ -407,6 +407,21 @@ class LegacyTables(unittest.TestCase):
         self.assertEqual(mysql_sql(self.base, "SHOW CREATE TABLE leaf_alloc", self.db).count(
             "varchar(128)"), 1, "seqd changed Leaf's table")
 
+    def test_a_key_the_table_cannot_hold_fails_only_itself(self):
+        """Requests at once are reserved in one transaction: a key Leaf's
+        utf8 column cannot hold (4-byte characters) must fail alone, not
+        the other keys of its batch."""
+        import concurrent.futures
+        good = ["lk_batch_%d_%s" % (i, uuid.uuid4().hex[:6]) for i in range(24)]
+        good += ["ls_batch_%d_%s" % (i, uuid.uuid4().hex[:6]) for i in range(24)]
+        bad = ["lk_😀%d" % i for i in range(12)] + ["ls_😀%d" % i for i in range(12)]
+        jobs = [(k, True) for k in good] + [(k, False) for k in bad]
+        jobs = [j for pair in zip(jobs[:36], jobs[36:]) for j in pair]  # interleaved
+        with concurrent.futures.ThreadPoolExecutor(max_workers=24) as pool:
+            got = list(pool.map(lambda j: (j, self.block(j[0], 2)[0]), jobs))
+        wrong = [(k, status) for (k, ok), status in got if status != (200 if ok else 400)]
+        self.assertEqual(wrong, [])
+
     def test_older_seqd_tables(self):
         # seqd_min_seq was made exact in place, its rows kept.
         out = mysql_sql(self.base, "SELECT DATA_TYPE FROM information_schema.COLUMNS WHERE "
@@ -425,6 +440,17 @@ class LegacyTables(unittest.TestCase):
                  "payload": "hi"})
             self.assertIn(status, want, (conv, body))
         self.assertIn("ends with a space", json.loads(body)["error"]["message"])
+        # Its VARCHAR(128) holds 128 characters: a longer id is refused
+        # before the writers' batch, which goes on for the others.
+        status, body, _ = self.seqd.request(
+            "POST", "/conversations/%s/messages" % path_key("lk_" + "é" * 126),
+            {"sender_id": "u1", "client_msg_id": uuid.uuid4().hex, "payload": "hi"})
+        self.assertEqual(status, 400, body)
+        self.assertIn("128 characters", json.loads(body)["error"]["message"])
+        status, body, _ = self.seqd.request(
+            "POST", "/conversations/%s/messages" % path_key("lk_" + "é" * 125),
+            {"sender_id": "u1", "client_msg_id": uuid.uuid4().hex, "payload": "hi"})
+        self.assertIn(status, (200, 201), body)
 
 
 if __name__ == "__main__":

@@ -77,6 +77,16 @@ TEST_CASE("auth: scopes parse and match by permission and key prefix") {
   CHECK_FALSE(Allows(*cluster, Permission::kMsgAdmin, "x"));
   CHECK_FALSE(Allows(*cluster, Permission::kMetrics, ""));
 
+  // A prefix of any UTF-8 key characters (a byte above 0x7f is one, on any
+  // platform's char), up to a key's 255 bytes.
+  auto utf8 = ParseScopes("ids:si_张三_,msg:read:sg_Équipe");
+  REQUIRE(utf8.ok());
+  CHECK(Allows(*utf8, Permission::kIds, "si_张三_李四"));
+  CHECK_FALSE(Allows(*utf8, Permission::kIds, "si_李四_张三"));
+  CHECK(Allows(*utf8, Permission::kMsgRead, "sg_Équipe Rouge"));
+  CHECK(ParseScopes("ids:" + std::string(255, 'x')).ok());
+  CHECK_FALSE(ParseScopes("ids:" + std::string(256, 'x')).ok());
+
   for (const char* bad : {"", "ids", "ids:", "admin:x", "root", "ids:a b", "ids:a*", "msg:x:*",
                           "ids:order_,", ",admin"}) {
     CAPTURE(bad);

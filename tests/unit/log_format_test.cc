@@ -294,3 +294,11 @@ TEST_CASE("log: --log-format is text or json, from a flag or the environment") {
 }
 
 }  // namespace seqd
+
+TEST_CASE("log: LogValue quotes a key that could pass for fields of its own") {
+  CHECK(seqd::LogValue("si_a_b") == "si_a_b");
+  CHECK(seqd::LogValue("x code=internal shard=3") == "\"x code=internal shard=3\"");
+  CHECK(seqd::LogValue("say \"hi\"") == "\"say \\\"hi\\\"\"");
+  CHECK(seqd::LogValue("张三") == "\"张三\"");
+  CHECK(seqd::LogValue("") == "\"\"");
+}
