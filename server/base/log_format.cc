@@ -134,7 +134,7 @@ std::string LogTimestamp() {
 std::string LogValue(std::string_view v) {
   if (IsBare(v)) return std::string(v);
   std::string out;
-  AppendJsonString(out, v, 2 * v.size() + 16);  // room for every escape: whole
+  AppendJsonString(out, v, 6 * v.size() + 2);  // room for a \uXXXX per byte: whole
   return out;
 }
 

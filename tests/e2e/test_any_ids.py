@@ -33,7 +33,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Seqd, free_port, store_spec  # noqa: E402
-from lib.wire import frame, read_frame, resp_command, s16  # noqa: E402
+from lib.wire import BinaryConn, resp_command, s16  # noqa: E402
 
 STORE = "sqlite"
 NEXT_BLOCK, MAX_IDS = 0x05, 0x06
@@ -58,17 +58,7 @@ BAD_IDS = [b"si_a\tb", b"si_a\x00", b"si_\x7f", "si_\u0085".encode(), b"si_\xff"
            b"si_\xc3", b"si_\xed\xa0\x80", b"si_\xc0\xaf", b"g_" + b"x" * 254]
 
 
-class Binary:
-    def __init__(self, port):
-        self.s = socket.create_connection(("127.0.0.1", port), timeout=10)
-        self.rid = 0
-
-    def call(self, opcode, payload):
-        self.rid += 1
-        self.s.sendall(frame(opcode, self.rid, payload))
-        op, rid, status, result = read_frame(self.s)
-        assert (op, rid) == (opcode, self.rid), (op, rid)
-        return status, result
+class Binary(BinaryConn):
 
     def block(self, key, count):
         status, result = self.call(NEXT_BLOCK, s16(key) + struct.pack(">I", count))
@@ -82,9 +72,6 @@ class Binary:
         assert status == OK, (status, result)
         (n,) = struct.unpack(">I", result[:4])
         return list(struct.unpack(">%dq" % n, result[4:]))
-
-    def close(self):
-        self.s.close()
 
 
 def resp(port, *commands):

@@ -19,7 +19,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Seqd, free_port, store_spec  # noqa: E402
-from lib.wire import frame, read_frame, resp_command, s16  # noqa: E402
+from lib.wire import BinaryConn, resp_command, s16  # noqa: E402
 
 STORE = "sqlite"
 NEXT_IDS, NEXT_BLOCK, MAX_IDS, GET_MIN_SEQS, SET_MIN_SEQS = 0x02, 0x05, 0x06, 0x07, 0x08
@@ -47,17 +47,7 @@ def unique(prefix):
     return "%s-%s" % (prefix, uuid.uuid4().hex[:10])
 
 
-class Binary:
-    def __init__(self, port):
-        self.s = socket.create_connection(("127.0.0.1", port), timeout=10)
-        self.rid = 0
-
-    def call(self, opcode, payload):
-        self.rid += 1
-        self.s.sendall(frame(opcode, self.rid, payload))
-        op, rid, status, result = read_frame(self.s)
-        assert (op, rid) == (opcode, self.rid), (op, rid)
-        return status, result
+class Binary(BinaryConn):
 
     def block(self, key, count):
         status, result = self.call(NEXT_BLOCK, s16(key) + struct.pack(">I", count))
@@ -87,9 +77,6 @@ class Binary:
 
     def set_min_seqs(self, items):
         return self.call(SET_MIN_SEQS, key_values(items))
-
-    def close(self):
-        self.s.close()
 
 
 def resp(port, *commands):

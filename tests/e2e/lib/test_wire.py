@@ -43,6 +43,26 @@ class Wire(unittest.TestCase):
         with self.assertRaises(EOFError):
             wire.recv_exact(b, 1)
 
+    def test_binary_conn_matches_its_answer(self):
+        server = socket.socket()
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        self.addCleanup(server.close)
+
+        def answer():
+            peer, _ = server.accept()
+            with peer:
+                request = wire.recv_exact(peer, 12)
+                self.assertEqual(request[:12], wire.frame(0x06, 1)[:12])
+                peer.sendall(b"\x00\x00\x00\x0b\x01\x06\x00\x00\x00\x00\x00\x01\x00\x02z")
+
+        t = threading.Thread(target=answer)
+        t.start()
+        conn = wire.BinaryConn(server.getsockname()[1])
+        self.addCleanup(conn.close)
+        self.assertEqual(conn.call(0x06), (2, b"z"))
+        t.join()
+
 
 if __name__ == "__main__":
     unittest.main()

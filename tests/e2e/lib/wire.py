@@ -5,6 +5,7 @@ frames and RESP commands. Standard library only.
 
 Thread safety: pure functions; a socket is the caller's.
 """
+import socket
 import struct
 
 # A binary frame's header: u32 length (of what follows it), u8 version,
@@ -50,3 +51,23 @@ def resp_command(words):
         raw = w.encode() if isinstance(w, str) else w
         out += b"$%d\r\n%s\r\n" % (len(raw), raw)
     return out
+
+
+class BinaryConn:
+    """One binary-protocol connection to 127.0.0.1:`port`, one call at a
+    time; suites subclass it with their ops."""
+
+    def __init__(self, port, timeout=10):
+        self.s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.rid = 0
+
+    def call(self, opcode, payload=b""):
+        """(status, rest) of the answer to one request."""
+        self.rid += 1
+        self.s.sendall(frame(opcode, self.rid, payload))
+        op, rid, status, result = read_frame(self.s)
+        assert (op, rid) == (opcode, self.rid), (op, rid)
+        return status, result
+
+    def close(self):
+        self.s.close()
