@@ -1,5 +1,5 @@
 // The request rules every interface shares, decided here once: the range
-// of a `count`. (Keys are checked by KeyRules::Validate, message fields by
+// of a `count`. (Keys are checked by ValidateKeyText, message fields by
 // MessageService; protocol adapters check only their own syntax.)
 //
 // Thread safety: pure functions.

@@ -35,6 +35,7 @@
 #include "server/route/key_router.h"
 #include "server/route/peer_clients.h"
 #include "server/route/push_relay.h"
+#include "server/route/routed_messages.h"
 #include "server/service/services.h"
 #include "server/snowflake/wall_clock.h"
 #include "server/snowflake/worker_lease_keeper.h"
@@ -237,6 +238,7 @@ struct App::Parts {
   std::optional<SegmentAllocator> allocator;
   std::optional<DenseAllocator> dense;
   std::optional<KeyRouter> key_router;
+  std::optional<RoutedMessages> routed_messages;  // MessageApi over the router and the service
   std::optional<KeyAdmin> admin;
   std::optional<SnowflakeGenerator> snowflake;
   std::optional<Services> services;
@@ -357,9 +359,9 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
   p->admin.emplace(*p->stores.segments, *p->db, *p->allocator);
   snowflake_options.metrics = &p->metrics;
   p->snowflake.emplace(p->wall, p->clock, snowflake_options);
-  p->services.emplace(Services{*p->allocator, *p->key_router, *p->admin, *p->messages,
-                               *p->snowflake, p->metrics, p->cluster.get(), p->auth.get(),
-                               config.metrics_auth});
+  p->routed_messages.emplace(*p->key_router, *p->messages);
+  p->services.emplace(Services{*p->key_router, *p->routed_messages, *p->admin, *p->snowflake,
+                               p->metrics, p->cluster.get(), p->auth.get(), config.metrics_auth});
   const Services& services = *p->services;
 
   Metrics& metrics = p->metrics;

@@ -30,6 +30,7 @@
 #include "common/thread_annotations.h"
 #include "server/base/clock.h"
 #include "server/cluster/shard_lease.h"
+#include "server/service/cluster_api.h"
 #include "storage/shard_lease_store.h"
 
 namespace seqd {
@@ -39,30 +40,6 @@ struct ClusterKeeperOptions {
   std::string advertise;   // its binary-protocol address, host:port
   uint32_t shards = 1024;  // used only if the cluster has none fixed yet
   LeaseTiming timing;
-};
-
-struct ClusterSnapshot {
-  struct Shard {
-    std::string owner;  // instance id; "" while free
-    int64_t epoch = 0;
-    // While the owner is not live (or the row is free): the member expected
-    // to take the shard (TakerOf in cluster_keeper.cc); "" otherwise.
-    std::string taker;
-  };
-  struct Member {
-    std::string advertise;
-    bool live = false;
-  };
-  std::vector<Shard> shards;              // by shard
-  std::map<std::string, Member> members;  // by instance id
-
-  // Derived tallies (metrics, /admin/cluster, the status page).
-  struct Counts {
-    std::map<std::string, int64_t> owned;  // shards per owner ("" for free ones)
-    int64_t unowned = 0;                   // free, or owned by a member not live
-    int64_t live = 0;                      // live members
-  };
-  Counts Count() const;
 };
 
 class ClusterKeeper {

@@ -46,7 +46,7 @@ struct ShardRoute {
   bool released = false;   // the row was free in the map (a handoff under way)
 };
 
-class ClusterNode final : public ShardGate {
+class ClusterNode final : public ShardGate, public ClusterApi {
  public:
   // `store` and `clock` must outlive the node; `metrics` may be null.
   ClusterNode(ShardLeaseStore& store, const Clock& clock, ClusterNodeOptions options,
@@ -66,7 +66,7 @@ class ClusterNode final : public ShardGate {
 
   // Runs a round now (another instance released shards for us, joined, or
   // is leaving: op CLUSTER_NUDGE). Never blocks.
-  void Nudge() EXCLUDES(mu_);
+  void Nudge() override EXCLUDES(mu_);
   // A request found the map stale (the member it names as owner said it is
   // not, or did not answer): run a round soon, at most one per 50 ms for
   // these. Never blocks.
@@ -83,11 +83,15 @@ class ClusterNode final : public ShardGate {
   void Fenced(uint32_t shard, int64_t epoch) override;
 
   // False until the cluster tables have been read once.
-  bool ready() const { return ready_.load(std::memory_order_acquire); }
-  uint32_t shards() const { return ready() ? keeper_->shards() : 0; }
+  bool ready() const override { return ready_.load(std::memory_order_acquire); }
+  uint32_t shards() const override { return ready() ? keeper_->shards() : 0; }
   ShardRoute Route(std::string_view key) const;
   // Null until ready().
-  std::shared_ptr<const ClusterSnapshot> snapshot() const;
+  std::shared_ptr<const ClusterSnapshot> snapshot() const override;
+  std::chrono::milliseconds lease() const override {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(options_.timing.lease);
+  }
+  double max_drift() const override { return options_.timing.max_drift; }
   const ClusterNodeOptions& options() const { return options_; }
 
  private:

@@ -25,7 +25,7 @@ Status SegmentAllocator::CheckKeyList(const std::vector<std::string>& keys) {
                      "at most " + std::to_string(kMaxKeysPerCall) + " keys per request");
   }
   for (const std::string& k : keys) {
-    if (Status s = KeyRules::ValidateClientKey(k); !s) return s;
+    if (Status s = ValidateClientKey(k); !s) return s;
   }
   return OkStatus();
 }
@@ -37,7 +37,7 @@ Status SegmentAllocator::CheckMinSeqList(const std::vector<MinSeqValue>& values)
   }
   std::set<std::string_view> seen;
   for (const MinSeqValue& v : values) {
-    if (Status s = KeyRules::ValidateClientKey(v.key); !s) return s;
+    if (Status s = ValidateClientKey(v.key); !s) return s;
     if (v.min_seq < 0) {
       return MakeError(ErrorCode::kInvalidArgument, "the seq of key '" + v.key + "' must be >= 0");
     }

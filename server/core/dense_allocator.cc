@@ -59,12 +59,6 @@ Status DenseAllocator::ValidateToken(std::string_view token) {
 
 void DenseAllocator::Take(std::string_view key, int64_t count, std::string_view token,
                           TakeCallback done, std::string_view requester) {
-  if (Status s = KeyRules::ValidateClientKey(key); !s) return done(s.error());
-  if (Status s = ValidateToken(token); !s) return done(s.error());
-  if (count < 1 || count > options_.max_count) {
-    return done(MakeError(ErrorCode::kInvalidArgument,
-                          "count must be in [1, " + std::to_string(options_.max_count) + "]"));
-  }
   if (shutting_down_.load(std::memory_order_acquire)) {
     return done(MakeError(ErrorCode::kShuttingDown, "shutting down"));
   }

@@ -39,11 +39,11 @@
 #include "server/base/batch_queue.h"
 #include "server/base/clock.h"
 #include "server/base/task_runner.h"
-#include "server/core/id_batch.h"
 #include "server/core/issued_counters.h"
 #include "server/core/key_rules.h"
 #include "server/core/shard_gate.h"
 #include "server/core/token_buckets.h"
+#include "server/service/id_api.h"
 #include "storage/segment_store.h"
 
 namespace seqd {
@@ -70,14 +70,6 @@ struct DenseOptions {
   Metrics* metrics = nullptr;
 };
 
-struct DenseStats {
-  int64_t requests = 0;      // blocks answered
-  int64_t transactions = 0;  // store transactions run
-  int64_t replayed = 0;      // blocks answered again for a retried token
-  int64_t failures = 0;      // requests answered with an error by the store
-  int64_t waiting_now = 0;   // requests waiting for a transaction
-};
-
 class DenseAllocator {
  public:
   // Keys per store transaction at most.
@@ -97,9 +89,11 @@ class DenseAllocator {
   // Hands `done` one contiguous block of `count` IDs of `key`, durable and
   // right after the key's previous block. `token` (may be empty) makes the
   // request idempotent (see above). `requester` names who asks (a token
-  // id), for auto_create_rate. Errors: kInvalidArgument (bad or reserved
-  // key, count out of [1, max_count], bad token, a token used before with
-  // another count), kUnknownKey (no row, and no dense rule creates it),
+  // id), for auto_create_rate.
+  // REQUIRES: a checked take: ValidateClientKey(key) and ValidateToken(token)
+  // ok, 1 <= count <= options().max_count (KeyRouter::Take, the IdApi
+  // boundary, checks them). Errors: kInvalidArgument (a token used before
+  // with another count), kUnknownKey (no row, and no dense rule creates it),
   // kResourceExhausted (over auto_create_rate), kStoreUnavailable (the
   // store failed, or too many requests wait), kShuttingDown; with a gate,
   // kWrongOwner (the key's shard is not held here, or the transaction was

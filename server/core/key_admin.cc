@@ -38,13 +38,13 @@ void KeyAdmin::ListKeys(std::string after, size_t limit, Callback<std::vector<Ke
 }
 
 void KeyAdmin::GetKey(std::string key, Callback<KeyRow> done) {
-  if (auto s = KeyRules::ValidateClientKey(key); !s) return done(s.error());
+  if (auto s = ValidateClientKey(key); !s) return done(s.error());
   db_.Post([this, key = std::move(key), done = std::move(done)] { done(store_.GetKey(key)); });
 }
 
 void KeyAdmin::CreateKey(std::string key, int64_t step, std::string description,
                          Callback<KeyRow> done) {
-  if (auto s = KeyRules::ValidateClientKey(key); !s) return done(s.error());
+  if (auto s = ValidateClientKey(key); !s) return done(s.error());
   if (auto s = ValidateStep(step); !s) return done(s.error());
   if (description.size() > kMaxDescriptionLength) {
     return done(MakeError(ErrorCode::kInvalidArgument, "description is longer than 256 bytes"));
@@ -58,7 +58,7 @@ void KeyAdmin::CreateKey(std::string key, int64_t step, std::string description,
 }
 
 void KeyAdmin::SetStep(std::string key, int64_t step, Callback<KeyRow> done) {
-  if (auto s = KeyRules::ValidateClientKey(key); !s) return done(s.error());
+  if (auto s = ValidateClientKey(key); !s) return done(s.error());
   if (auto s = ValidateStep(step); !s) return done(s.error());
   db_.Post([this, key = std::move(key), step, done = std::move(done)] {
     Result<KeyRow> row = store_.SetStep(key, step);

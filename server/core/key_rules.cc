@@ -21,33 +21,6 @@ KeyRules::KeyRules(std::vector<AutoKeyRule> rules) : rules_(std::move(rules)) {
   });
 }
 
-Status KeyRules::Validate(std::string_view key) {
-  if (key.empty()) return MakeError(ErrorCode::kInvalidArgument, "key is empty");
-  if (key.size() > kMaxKeyLength) {
-    return MakeError(ErrorCode::kInvalidArgument, "key is " + std::to_string(key.size()) +
-                                                      " bytes; the limit is " +
-                                                      std::to_string(kMaxKeyLength));
-  }
-  switch (CheckIdentifierText(key)) {
-    case TextFault::kOk:
-      return OkStatus();
-    case TextFault::kNotUtf8:
-      return MakeError(ErrorCode::kInvalidArgument, "key is not valid UTF-8");
-    case TextFault::kControl:
-      return MakeError(ErrorCode::kInvalidArgument, "key may not contain control characters");
-  }
-  return OkStatus();
-}
-
-Status KeyRules::ValidateClientKey(std::string_view key) {
-  if (Status s = Validate(key); !s) return s;
-  if (KeyIsReserved(key)) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "keys starting with '" + std::string(kReservedKeyPrefix) + "' are reserved");
-  }
-  return OkStatus();
-}
-
 const AutoKeyRule* KeyRules::Match(std::string_view key) const {
   for (const AutoKeyRule& rule : rules_) {
     if (key.size() > rule.prefix.size() && key.substr(0, rule.prefix.size()) == rule.prefix) {
@@ -83,7 +56,7 @@ Result<AutoKeyRule> ParseAutoKeyRule(std::string_view full) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "step in '" + std::string(text) + "' must be an integer in [1, 1000000000]");
   }
-  if (auto s = KeyRules::Validate(rule.prefix); !s) {
+  if (auto s = ValidateKeyText(rule.prefix); !s) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "prefix in '" + std::string(text) + "': " + s.error().message);
   }

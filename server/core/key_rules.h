@@ -1,10 +1,5 @@
-// Which keys exist and how auto-created keys are born.
-//
-// A key (documented in docs/http-api.md "Keys") is any well-formed UTF-8
-// text of 1 to kMaxKeyLength bytes with no control character (U+0000 to
-// U+001F, U+007F to U+009F). Keys compare byte for byte: case, trailing
-// spaces and Unicode normalization all count. Anything else is rejected
-// before it reaches the store.
+// Which keys exist and how auto-created keys are born. What a key's text may
+// be is common/key_text.h.
 //
 // Thread safety: immutable after construction; safe to share.
 #pragma once
@@ -16,18 +11,9 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/key_text.h"
 
 namespace seqd {
-
-inline constexpr size_t kMaxKeyLength = 255;
-
-// Keys starting with this are seqd's own (today `seqd.server_msg_id`, the
-// message service's server message ids, which it reserves from the store
-// directly): no client may take IDs from them, see or change them.
-inline constexpr std::string_view kReservedKeyPrefix = "seqd.";
-
-// True if `key` is in the reserved namespace (kReservedKeyPrefix).
-inline bool KeyIsReserved(std::string_view key) { return key.starts_with(kReservedKeyPrefix); }
 
 // How a key hands out IDs. kSegment: Leaf's segments, buffered in memory
 // (the fastest; a restart or a block that does not fit its segment skips
@@ -49,17 +35,6 @@ std::vector<AutoKeyRule> DefaultAutoKeyRules();
 class KeyRules {
  public:
   explicit KeyRules(std::vector<AutoKeyRule> rules = {});
-
-  // kInvalidArgument naming the problem, or OK. The text and length
-  // only: conversation, user and client message ids are checked with it
-  // too.
-  static Status Validate(std::string_view key);
-
-  // Validate(), and kInvalidArgument "keys starting with 'seqd.' are
-  // reserved" for a reserved key: the check for every key a client names
-  // (the allocator's Take, KeyRouter, KeyAdmin), so each protocol refuses
-  // reserved keys as it refuses a bad key.
-  static Status ValidateClientKey(std::string_view key);
 
   // The longest matching rule, if any.
   const AutoKeyRule* Match(std::string_view key) const;

@@ -27,11 +27,11 @@
 #include "common/thread_annotations.h"
 #include "server/base/clock.h"
 #include "server/base/tiny_mutex.h"
-#include "server/core/id_batch.h"
 #include "server/core/key_handle.h"
 #include "server/core/key_name.h"
 #include "server/core/latency_byte.h"
 #include "server/core/segment_cursor.h"
+#include "server/service/id_api.h"
 
 namespace seqd::allocator_internal {
 

@@ -9,7 +9,6 @@
 #include <algorithm>
 
 #include "common/mutex.h"
-#include "common/request_checks.h"
 #include "server/base/log.h"
 #include "server/base/log_format.h"
 #include "server/core/key_state_pool.h"
@@ -17,13 +16,12 @@
 
 namespace seqd {
 
-int64_t IdBatch::count() const {
-  int64_t n = 0;
-  for (const IdRange& r : ranges) n += r.size();
-  return n;
-}
-
 namespace {
+
+// The answer to a take that did not pass KeyRouter::Take's checks: a bug of
+// the caller's, refused rather than served (a count below 1 would never be
+// filled).
+Error UncheckedTake() { return MakeError(ErrorCode::kInternal, "a take that was not checked"); }
 std::atomic<uint64_t> next_allocator_id{1};  // 0 marks an unused handle-cache entry
 
 // Keys keep their step in 32 bits (KeyState::step32): max_step stays below.
@@ -76,33 +74,21 @@ void SegmentAllocator::Resolve(KeyHandle& handle) const {
 }
 
 void SegmentAllocator::Take(std::string_view key, int64_t count, TakeCallback done,
-                            std::string_view requester) {
-  // A key in memory was valid when it came in; a count out of range, a
-  // shard not held or a shutdown miss here, and are answered below.
+                            std::string_view requester, bool contiguous) {
+  // A shard not held or a shutdown miss the fast path here, and are
+  // answered below (the request itself was checked: see the header).
   if (std::optional<int64_t> first = TryTake(key, count)) {
     IdBatch got;
     got.ranges.push_back(IdRange{*first, *first + count - 1});
     return done(std::move(got));
   }
-  TakeChecked(key, count, std::move(done), requester, /*contiguous=*/false);
-}
-
-void SegmentAllocator::TakeBlock(std::string_view key, int64_t count, TakeCallback done,
-                                 std::string_view requester) {
-  // One claim below the limit: contiguous, within one segment.
-  if (std::optional<int64_t> first = TryTake(key, count)) {
-    IdBatch got;
-    got.ranges.push_back(IdRange{*first, *first + count - 1});
-    return done(std::move(got));
-  }
-  TakeChecked(key, count, std::move(done), requester, /*contiguous=*/true);
+  TakeChecked(key, count, std::move(done), requester, contiguous);
 }
 
 void SegmentAllocator::TakeChecked(std::string_view key, int64_t count, TakeCallback done,
                                    std::string_view requester, bool contiguous) {
   if (shutting_down_) return done(MakeError(ErrorCode::kShuttingDown, "server is shutting down"));
-  if (Status s = CheckCount(count, options_.max_count); !s) return done(s.error());
-  if (auto s = KeyRules::ValidateClientKey(key); !s) return done(s.error());
+  if (count < 1 || count > options_.max_count) return done(UncheckedTake());
   // Checked once the request is here: a request received before the lease
   // deadline may be answered after it (it is concurrent with anything a
   // later owner answers, whose IDs are all larger).

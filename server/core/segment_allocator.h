@@ -37,7 +37,6 @@
 #include "server/base/batch_queue.h"
 #include "server/base/clock.h"
 #include "server/base/task_runner.h"
-#include "server/core/id_batch.h"
 #include "server/core/issued_counters.h"
 #include "server/core/key_handle.h"
 #include "server/core/key_rules.h"
@@ -47,6 +46,7 @@
 #include "server/core/shard_gate.h"
 #include "server/core/thread_handle_cache.h"
 #include "server/core/token_buckets.h"
+#include "server/service/id_api.h"
 #include "storage/segment_store.h"
 
 namespace seqd {
@@ -90,30 +90,6 @@ struct AllocatorOptions {
   ShardGate* gate = nullptr;
 };
 
-// One segment buffer as seen by admin pages.
-struct BufferSnapshot {
-  bool ready = false;
-  int64_t first = 0, next = 0, last = 0;  // next = position (next ID to hand out)
-  int64_t step = 0;
-};
-
-struct KeySnapshot {
-  std::string key;
-  bool auto_created = false;
-  bool loading = false;  // a reservation is in flight
-  BufferSnapshot current, next;
-  int64_t step = 0;        // dynamic step for the next reservation
-  int64_t table_step = 0;  // the row's step; floor of the dynamic step
-  int64_t parked = 0;      // requests waiting for a reservation
-  int64_t reservations = 0;
-  std::optional<std::string> last_error;  // of the latest failed reservation
-  int64_t idle_ms = 0;
-  // IDs handed out per second over about the last minute (0 if none).
-  double rate_per_s = 0;
-  // IDs left in both buffers / rate_per_s; nullopt while the rate is 0.
-  std::optional<double> runway_s;
-};
-
 struct AllocatorStats {
   int64_t reservations = 0;
   int64_t reservation_failures = 0;
@@ -140,8 +116,11 @@ class SegmentAllocator {
   SegmentAllocator(const SegmentAllocator&) = delete;
   SegmentAllocator& operator=(const SegmentAllocator&) = delete;
 
-  // Hands out `count` IDs of `key` to `done`. Errors: kInvalidArgument (bad
-  // or reserved key: KeyRules::ValidateClientKey; or bad count),
+  // Hands out `count` IDs of `key` to `done`.
+  // REQUIRES: a checked take: ValidateClientKey(key) ok and 1 <= count <=
+  // options().max_count (KeyRouter::Take, the IdApi boundary, checks both
+  // before any allocator sees the request). A count that breaks this is a
+  // bug of the caller's: answered kInternal, never served. Errors:
   // kUnknownKey, kStoreUnavailable (deadline passed, or
   // the database queue was full: answered at once),
   // kShuttingDown, kResourceExhausted (the key would be auto-created and
@@ -150,19 +129,16 @@ class SegmentAllocator {
   // request waited). `requester` names who asks (a token id; "" for a
   // listener that does not say): it is read only when the call brings a
   // new key into memory, never on the path of keys already held.
-  void Take(std::string_view key, int64_t count, TakeCallback done,
-            std::string_view requester = {});
-
-  // As Take, but the `count` IDs are one contiguous range from one segment
+  // `contiguous`: the `count` IDs are one range from one segment
   // (NEXT_BLOCK): what is left of a segment too short for the block is
   // skipped, never handed out, and a block larger than the step gets a
-  // segment of its own. Errors as Take.
-  void TakeBlock(std::string_view key, int64_t count, TakeCallback done,
-                 std::string_view requester = {});
+  // segment of its own.
+  void Take(std::string_view key, int64_t count, TakeCallback done, std::string_view requester = {},
+            bool contiguous = false);
 
-  // Keys per MaxIds, GetMinSeqs and SetMinSeqs call at most (more: kTooLarge).
-  static constexpr size_t kMaxKeysPerCall = 1000;
-  using ValuesCallback = std::function<void(Result<std::vector<int64_t>>)>;
+  // Keys per MaxIds, GetMinSeqs and SetMinSeqs call at most: kMaxKeysPerCall
+  // (more: kTooLarge). Values come back through a ValuesCallback
+  // (server/service/id_api.h).
 
   // MAX_IDS (docs/protocol.md), allocator_queries.cc: per key, the largest
   // ID this instance handed out if it holds the key in memory, else the
@@ -313,7 +289,7 @@ class SegmentAllocator {
   // Take past the fast path, with the key's lock: serve, reserve or park.
   void TakeSlow(std::string_view key, int64_t count, TakeCallback done, std::string_view requester,
                 const ShardGrant& grant, bool contiguous = false);
-  // Take and TakeBlock past the fast path.
+  // Take past the fast path.
   void TakeChecked(std::string_view key, int64_t count, TakeCallback done,
                    std::string_view requester, bool contiguous);
   // A key just brought into memory by `requester`: its rule, creator,

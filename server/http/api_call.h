@@ -27,7 +27,7 @@
 #include "server/http/http_ops.h"
 #include "server/http/http_util.h"
 #include "server/http/request_ids.h"
-#include "server/metrics/metrics.h"
+#include "server/service/request_metrics.h"
 #include "server/service/wire_errors.h"
 
 namespace seqd {
@@ -65,7 +65,7 @@ struct ApiRouter::Call {
   bool seq_text = false;   // Accept: text/plain
   bool seq_leaf = false;   // Leaf's bare-ID text endpoint
   bool seq_block = false;  // ?contiguous=true: one range, {"first","last"}
-  Metrics* metrics = nullptr;
+  RequestMetrics* metrics = nullptr;
   std::chrono::steady_clock::time_point started;
   // X-Request-Id (given or made) and traceparent's trace id: on the
   // answer, in its error body and in the request's log and audit lines.
@@ -184,7 +184,8 @@ struct ApiRouter::Call {
     if (responded.exchange(true)) return;
     std::shared_ptr<HttpResponder> to = std::move(responder);
     try {
-      if (metrics) metrics->CountRequest(Interface::kHttp, op, "ok", Metrics::Since(started));
+      if (metrics)
+        metrics->CountRequest(Interface::kHttp, op, "ok", RequestMetrics::Since(started));
       to->RespondOk(OkAnswer{req.version, req.keep_alive, type, body, ids.request.view()});
     } catch (const std::exception& e) {
       SEQD_LOG(kError).With(ids) << "respond callback threw: " << e.what();
@@ -198,7 +199,8 @@ struct ApiRouter::Call {
     const std::string_view status = code < 400              ? std::string_view("ok")
                                     : !status_label.empty() ? status_label
                                                             : MetricLabelForHttp(code);
-    if (metrics) metrics->CountRequest(Interface::kHttp, op, status, Metrics::Since(started));
+    if (metrics)
+      metrics->CountRequest(Interface::kHttp, op, status, RequestMetrics::Since(started));
     if (code < 400) return;
     if (code == 503) {
       // Unavailable (store down, no worker-id lease, draining): the cause is

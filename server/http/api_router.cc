@@ -3,17 +3,16 @@
 #include <string>
 #include <vector>
 
-#include "server/cluster/cluster_node.h"
-#include "server/core/key_admin.h"
-#include "server/core/key_rules.h"
+#include "common/key_text.h"
 #include "server/http/api_call.h"
 #include "server/http/event_routes.h"
 #include "server/http/message_routes.h"
 #include "server/http/snowflake_routes.h"
 #include "server/http/status_page.h"
-#include "server/route/key_router.h"
+#include "server/service/cluster_api.h"
+#include "server/service/key_admin_api.h"
 #include "server/service/services.h"
-#include "server/snowflake/snowflake_generator.h"
+#include "server/service/snowflake_api.h"
 
 namespace seqd {
 namespace {
@@ -80,9 +79,8 @@ ApiRouter::ApiRouter(const Services& services, RouterOptions options)
                                                     options_.streams.max_streams_per_token)),
       events_(std::make_unique<EventRoutes>(services_, options_.streams, stream_limits_)),
       messages_(std::make_unique<MessageRoutes>(
-          services.messages, services.router,
-          LongPollDeps{services.router, services.messages, options_.streams.clock, stream_limits_,
-                       &services.metrics.streams()})),
+          services.messages, LongPollDeps{services.messages, options_.streams.clock, stream_limits_,
+                                          &services.metrics.streams()})),
       snowflake_(std::make_unique<SnowflakeRoutes>(
           services.snowflake.enabled() ? &services.snowflake : nullptr)) {}
 
@@ -219,7 +217,7 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
     auto key = decode_key(seg[1], false);
     if (!key || !call->Permit(op, *key)) return;
     if (head) {  // checked as GET checks it, without taking an ID
-      if (Status s = KeyRules::ValidateClientKey(*key); !s) {
+      if (Status s = ValidateClientKey(*key); !s) {
         return call->Finish(call->ErrorJson(s.error()));
       }
       return call->FinishOk(kJsonType, "");
@@ -245,7 +243,7 @@ void ApiRouter::Route(const std::shared_ptr<Call>& call) {
     auto key = decode_key(seg[3], true);
     if (!key || !call->Permit(op, *key, true)) return;
     if (head) {
-      if (Status s = KeyRules::ValidateClientKey(*key); !s) {
+      if (Status s = ValidateClientKey(*key); !s) {
         return call->Finish(call->ErrorText(s.error()));
       }
       return call->FinishOk(kTextType, "");
@@ -384,12 +382,10 @@ void ApiRouter::HandleStatusPage(const std::shared_ptr<Call>& call) {
   services_.keys.CheckStore([this, call](Status health) {
     auto in = std::make_shared<StatusPageInput>();
     in->version = options_.version;
-    if (const SnowflakeGenerator* gen = snowflake_->generator()) in->snowflake = gen->status();
-    in->dense = services_.router.dense_stats();
-    in->is_dense = [&router = services_.router](std::string_view key) {
-      return router.IsDense(key);
-    };
-    if (const ClusterNode* node = services_.cluster) {
+    if (const SnowflakeApi* gen = snowflake_->generator()) in->snowflake = gen->status();
+    in->dense = services_.ids.dense_stats();
+    in->is_dense = [&router = services_.ids](std::string_view key) { return router.IsDense(key); };
+    if (const ClusterApi* node = services_.cluster) {
       in->cluster = StatusPageInput::Cluster{node->instance(), node->snapshot()};
     }
     in->uptime = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -

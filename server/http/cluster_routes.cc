@@ -3,27 +3,26 @@
 #include <map>
 #include <string>
 
-#include "server/cluster/cluster_node.h"
 #include "server/http/api_call.h"
 #include "server/http/api_router.h"
+#include "server/service/cluster_api.h"
 #include "server/service/services.h"
 
 namespace seqd {
 
 void ApiRouter::HandleCluster(const std::shared_ptr<Call>& call) {
-  const ClusterNode* node = services_.cluster;
+  const ClusterApi* node = services_.cluster;
   call->Reply([&] {
     if (!node) {
       return call->ErrorJson(http::status::not_found, "not_found",
                              "cluster mode is off on this instance (see --cluster)");
     }
-    const LeaseTiming& timing = node->options().timing;
     seqd::Json j;
     j["instance"] = node->instance();
     j["ready"] = node->ready();
     j["shards"] = node->shards();
-    j["lease_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(timing.lease).count();
-    j["max_drift"] = timing.max_drift;
+    j["lease_ms"] = node->lease().count();
+    j["max_drift"] = node->max_drift();
     const auto snap = node->snapshot();
     seqd::Json members = seqd::Json::array();
     seqd::Json map = seqd::Json::array();

@@ -6,13 +6,13 @@
 #include <string>
 #include <vector>
 
-#include "server/core/key_rules.h"
+#include "common/key_text.h"
 #include "server/http/api_call.h"
 #include "server/http/event_stream.h"
 #include "server/http/http_ops.h"
 #include "server/http/sse_wire.h"
-#include "server/metrics/stream_metrics.h"
-#include "server/msg/message_service.h"
+#include "server/service/message_api.h"
+#include "server/service/request_metrics.h"
 
 namespace seqd {
 
@@ -120,7 +120,7 @@ void EventRoutes::Handle(const std::shared_ptr<ApiRouter::Call>& call, PathSegme
   Result<std::vector<StreamConv>> convs = StreamConvs(*call, seg, multi);
   if (!convs) return fail(convs.error());
   for (const StreamConv& c : *convs) {
-    if (Status s = KeyRules::Validate(c.conv_id); !s) {
+    if (Status s = ValidateKeyText(c.conv_id); !s) {
       return fail(
           Invalid("conversation id " +
                   s.error().message.substr(s.error().message.rfind("key ", 0) == 0 ? 4 : 0)));
@@ -133,15 +133,15 @@ void EventRoutes::Handle(const std::shared_ptr<ApiRouter::Call>& call, PathSegme
   if (std::optional<std::string_view> raw = call->RawParam("user")) {
     user = PercentDecode(*raw, true);
     if (!user) return fail(Invalid("user has a malformed percent-escape"));
-    if (Status s = KeyRules::Validate(*user); !s) return fail(Invalid("user is not a valid id"));
+    if (Status s = ValidateKeyText(*user); !s) return fail(Invalid("user is not a valid id"));
   }
 
-  StreamMetrics* metrics = &services_.metrics.streams();
+  StreamCounters* metrics = &services_.metrics.streams();
   EventStreamOptions stream_options = options_.events;
   stream_options.check_max_on_heartbeat = services_.cluster != nullptr;
-  Result<std::shared_ptr<EventStream>> stream = EventStream::Create(
-      EventStream::Deps{services_.router, services_.messages, options_.clock, metrics},
-      stream_options, std::move(*convs), multi, std::move(user));
+  Result<std::shared_ptr<EventStream>> stream =
+      EventStream::Create(EventStream::Deps{services_.messages, options_.clock, metrics},
+                          stream_options, std::move(*convs), multi, std::move(user));
   if (!stream) return fail(stream.error());
   // A tokens reload that takes this token's rights away ends the stream.
   if (const std::optional<Permission>& p = HttpOpFor(HttpOp::kMsgEvents).permission; p) {
@@ -183,7 +183,8 @@ void EventRoutes::Handle(const std::shared_ptr<ApiRouter::Call>& call, PathSegme
                                         "this connection cannot stream"));
   }
   if (call->metrics) {
-    call->metrics->CountRequest(Interface::kHttp, call->op, "ok", Metrics::Since(call->started));
+    call->metrics->CountRequest(Interface::kHttp, call->op, "ok",
+                                RequestMetrics::Since(call->started));
   }
   (*stream)->Run(std::move(sink), std::move(slot));
 }

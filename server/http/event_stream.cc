@@ -7,8 +7,8 @@
 #include "server/http/event_sink.h"
 #include "server/http/message_json.h"
 #include "server/http/sse_wire.h"
-#include "server/metrics/stream_metrics.h"
-#include "server/route/key_router.h"
+#include "server/service/request_metrics.h"
+#include "server/service/services.h"
 
 namespace seqd {
 
@@ -28,7 +28,7 @@ Result<std::shared_ptr<EventStream>> EventStream::Create(Deps deps, EventStreamO
   // until the start is known), so nothing falls between replay and push.
   for (size_t i = 0; i < convs.size(); ++i) {
     std::weak_ptr<EventStream> weak = s;
-    Result<std::unique_ptr<Subscription>> sub = deps.router.Subscribe(
+    Result<std::unique_ptr<Subscription>> sub = deps.messages.Subscribe(
         convs[i].conv_id, Hop::kMayForward, [weak, i](const StoredMessage& m) {
           if (auto self = weak.lock()) self->OnLive(i, m);
         });

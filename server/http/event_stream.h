@@ -36,14 +36,13 @@
 #include "server/auth/access.h"
 #include "server/http/sse_resume.h"
 #include "server/http/stream_limits.h"
-#include "server/msg/message_service.h"
+#include "server/service/message_api.h"
 
 namespace seqd {
 
 class Clock;
 class EventSink;
-class KeyRouter;
-class StreamMetrics;
+class StreamCounters;
 
 struct EventStreamOptions {
   std::chrono::milliseconds retry{3000};       // the `retry:` hint
@@ -66,10 +65,9 @@ struct StreamConv {
 class EventStream : public std::enable_shared_from_this<EventStream> {
  public:
   struct Deps {
-    KeyRouter& router;         // subscriptions
-    MessageService& messages;  // pulls and max seqs
+    MessageApi& messages;      // subscriptions, pulls and max seqs
     Clock* clock = nullptr;    // heartbeats; null: none
-    StreamMetrics* metrics = nullptr;
+    StreamCounters* metrics = nullptr;
   };
 
   // Subscribes to every conversation. `multi`: ids are resume tokens and

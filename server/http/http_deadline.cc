@@ -4,7 +4,7 @@
 
 #include "server/base/log.h"
 #include "server/http/api_router.h"
-#include "server/metrics/metrics.h"
+#include "server/service/request_metrics.h"
 #include "server/service/services.h"
 
 namespace seqd {

@@ -34,7 +34,7 @@
 #include "server/http/http_sockets.h"
 #include "server/http/request_ids.h"
 #include "server/http/request_parser.h"
-#include "server/metrics/metrics.h"
+#include "server/service/request_metrics.h"
 #include "server/service/services.h"
 #include "server/service/wire_errors.h"
 

@@ -8,13 +8,12 @@
 // "convs"} and PUT /user_seqs {"user", "field", "raise_only", "seqs"} read
 // and set OpenIM's per-user seqs ({"user", "field", "seqs" or "set"}). The
 // POST reads exist for long lists (1000 keys do not fit a request line).
-// Every key needs the `ids` scope; the calls go through services.router.
+// Every key needs the `ids` scope; the calls go through services.ids.
 #include <set>
 
 #include "common/percent_decode.h"
-#include "server/core/segment_allocator.h"
 #include "server/http/api_call.h"
-#include "server/route/key_router.h"
+#include "server/service/id_api.h"
 #include "server/service/services.h"
 
 namespace seqd {
@@ -34,7 +33,7 @@ Result<std::vector<std::string>> QueryKeys(std::string_view query, std::string_v
                        std::string(name) + " has a malformed percent-escape");
     }
     keys.push_back(std::move(*k));
-    if (keys.size() > SegmentAllocator::kMaxKeysPerCall) break;  // TOO_LARGE, said later
+    if (keys.size() > kMaxKeysPerCall) break;  // TOO_LARGE, said later
   }
   return keys;
 }
@@ -179,7 +178,7 @@ void ApiRouter::HandleUserSeqs(const std::shared_ptr<Call>& call, bool from_quer
   }
   auto names = std::make_shared<const std::vector<std::string>>(*convs);
   const UserSeqsAsked echo = *asked;
-  services_.router.GetUserSeqs(
+  services_.ids.GetUserSeqs(
       asked->user, asked->field, std::move(*convs),
       [call, names, echo](Result<std::vector<int64_t>> r) {
         call->Reply([&]() -> Response {
@@ -217,7 +216,7 @@ void ApiRouter::HandleSetUserSeqs(const std::shared_ptr<Call>& call) {
   }
   auto echo = std::make_shared<const std::vector<UserSeqValue>>(seqs);
   const UserSeqsAsked who = *asked;
-  services_.router.SetUserSeqs(
+  services_.ids.SetUserSeqs(
       asked->user, asked->field, raise_only, std::move(seqs), [call, echo, who](Status s) {
         call->Reply([&]() -> Response {
           if (!s) return call->ErrorJson(s.error());
@@ -237,10 +236,9 @@ void ApiRouter::HandleKeyValues(const std::shared_ptr<Call>& call, bool max_ids,
   Result<std::vector<std::string>> keys =
       from_query ? QueryKeys(call->query) : BodyKeys(call->req.body);
   if (!keys) return call->Finish(call->ErrorJson(keys.error()));
-  if (keys->size() > SegmentAllocator::kMaxKeysPerCall) {
+  if (keys->size() > kMaxKeysPerCall) {
     return call->Finish(call->ErrorJson(MakeError(
-        ErrorCode::kTooLarge,
-        "at most " + std::to_string(SegmentAllocator::kMaxKeysPerCall) + " keys per request")));
+        ErrorCode::kTooLarge, "at most " + std::to_string(kMaxKeysPerCall) + " keys per request")));
   }
   for (const std::string& k : *keys) {
     if (!call->Permit(op, k)) return;
@@ -262,15 +260,15 @@ void ApiRouter::HandleKeyValues(const std::shared_ptr<Call>& call, bool max_ids,
       return call->JsonResponse(http::status::ok, out);
     });
   };
-  if (max_ids) return services_.router.MaxIds(std::move(*keys), Hop::kMayForward, answer);
-  services_.router.GetMinSeqs(std::move(*keys), answer);
+  if (max_ids) return services_.ids.MaxIds(std::move(*keys), Hop::kMayForward, answer);
+  services_.ids.GetMinSeqs(std::move(*keys), answer);
 }
 
 void ApiRouter::HandleMaxIdsWithTimes(const std::shared_ptr<Call>& call,
                                       std::vector<std::string> keys) {
   auto asked = std::make_shared<const std::vector<std::string>>(keys);
-  services_.router.MaxIdsWithTimes(
-      std::move(keys), Hop::kMayForward, [call, asked](Result<KeyRouter::MaxIdsTimes> r) {
+  services_.ids.MaxIdsWithTimes(
+      std::move(keys), Hop::kMayForward, [call, asked](Result<MaxIdsTimes> r) {
         call->Reply([&]() -> Response {
           if (!r) return call->ErrorJson(r.error());
           Json max_ids = Json::object();
@@ -294,7 +292,7 @@ void ApiRouter::HandleSetMinSeqs(const std::shared_ptr<Call>& call) {
     if (!call->Permit(HttpOp::kMinSeqs, v.key)) return;
   }
   auto echo = std::make_shared<const std::vector<MinSeqValue>>(*values);
-  services_.router.SetMinSeqs(std::move(*values), Hop::kMayForward, [call, echo](Status s) {
+  services_.ids.SetMinSeqs(std::move(*values), Hop::kMayForward, [call, echo](Status s) {
     call->Reply([&]() -> Response {
       if (!s) return call->ErrorJson(s.error());
       Json map = Json::object();

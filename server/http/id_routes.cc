@@ -3,9 +3,8 @@
 #include <charconv>
 #include <string>
 
-#include "server/core/segment_allocator.h"
 #include "server/http/api_call.h"
-#include "server/route/key_router.h"
+#include "server/service/id_api.h"
 #include "server/service/services.h"
 
 namespace seqd {
@@ -18,7 +17,7 @@ void AppendInt(std::string& out, int64_t v) {
 }
 
 // `key` as the content of a JSON string. Keys are well-formed UTF-8 with no
-// control character (KeyRules::Validate), so only '"' and '\' need an
+// control character (ValidateKeyText), so only '"' and '\' need an
 // escape.
 void AppendJsonKey(std::string& out, std::string_view key) {
   for (char c : key) {
@@ -45,7 +44,7 @@ void AnswerSeq(ApiRouter::Call& call, const Result<IdBatch>& result) {
     AppendInt(body, ids.ranges.front().first);
     return call.FinishOk(kTextType, body);
   }
-  if (call.seq_block) {  // one range (TakeBlock), whatever Accept says
+  if (call.seq_block) {  // one range (a contiguous take), whatever Accept says
     body += R"({"key":")";
     AppendJsonKey(body, call.key);
     body += R"(","first":)";
@@ -102,7 +101,7 @@ void ApiRouter::HandleSeq(const std::shared_ptr<Call>& call, std::string key, bo
   int64_t count = 1;
   bool batch = false;
   if (!leaf) {
-    Result<std::optional<int64_t>> n = CountParam(call->query, services_.router.max_count());
+    Result<std::optional<int64_t>> n = CountParam(call->query, services_.ids.max_count());
     if (!n) return call->Reply([&] { return fail(n.error()); });
     if (*n) {
       count = **n;
@@ -156,10 +155,9 @@ void ApiRouter::HandleSeq(const std::shared_ptr<Call>& call, std::string key, bo
     }
   };
   const std::string_view who = call->access ? call->access->token_id() : std::string_view();
-  if (block) {
-    return services_.router.TakeBlock(call->key, count, Hop::kMayForward, answer, who, token);
-  }
-  services_.router.Take(call->key, count, Hop::kMayForward, answer, who, token);
+  services_.ids.Take(
+      {.key = call->key, .count = count, .contiguous = block, .requester = who, .token = token},
+      answer);
 }
 
 }  // namespace seqd

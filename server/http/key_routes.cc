@@ -3,9 +3,9 @@
 #include <string>
 #include <vector>
 
-#include "server/core/key_admin.h"
-#include "server/core/segment_allocator.h"
 #include "server/http/api_call.h"
+#include "server/service/id_api.h"
+#include "server/service/key_admin_api.h"
 #include "server/service/services.h"
 
 namespace seqd {
@@ -48,7 +48,7 @@ Json RowJson(const KeyRow& row) {
   return j;
 }
 
-Json RowWithCacheJson(const KeyRow& row, const SegmentAllocator& allocator) {
+Json RowWithCacheJson(const KeyRow& row, const IdApi& allocator) {
   Json j = RowJson(row);
   std::optional<KeySnapshot> snap = allocator.SnapshotKey(row.key);
   j["cache"] = snap ? SnapshotJson(*snap) : Json(nullptr);

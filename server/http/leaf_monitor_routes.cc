@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "server/core/key_admin.h"
-#include "server/core/segment_allocator.h"
 #include "server/http/api_call.h"
+#include "server/service/id_api.h"
+#include "server/service/key_admin_api.h"
 #include "server/service/services.h"
 
 namespace seqd {

@@ -6,8 +6,8 @@
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
 #include "server/base/clock.h"
-#include "server/metrics/stream_metrics.h"
-#include "server/route/key_router.h"
+#include "server/service/request_metrics.h"
+#include "server/service/services.h"
 
 namespace seqd {
 
@@ -21,11 +21,11 @@ class LongPoll : public std::enable_shared_from_this<LongPoll> {
   // Subscribes, then pulls; `done` gets the answer (or the subscription's
   // error).
   void Start(const LongPollDeps& deps, std::chrono::milliseconds wait,
-             std::unique_ptr<StreamLimits::Slot> slot, MessageService::Callback<MessagePage> done) {
+             std::unique_ptr<StreamLimits::Slot> slot, MessageCallback<MessagePage> done) {
     std::weak_ptr<LongPoll> weak = shared_from_this();
     const int64_t from = request_.from_seq;
     const std::optional<int64_t> to = request_.to_seq;
-    Result<std::unique_ptr<Subscription>> sub = deps.router.Subscribe(
+    Result<std::unique_ptr<Subscription>> sub = deps.messages.Subscribe(
         request_.conv_id, Hop::kMayForward, [weak, from, to](const StoredMessage& m) {
           if (m.seq < from || (to && m.seq > *to)) return;
           if (auto self = weak.lock()) self->Wake();
@@ -84,7 +84,7 @@ class LongPoll : public std::enable_shared_from_this<LongPoll> {
   void OnPulled(Result<MessagePage> r) {
     std::unique_ptr<Subscription> subscription;
     std::unique_ptr<StreamLimits::Slot> slot;
-    MessageService::Callback<MessagePage> done;
+    MessageCallback<MessagePage> done;
     {
       MutexLock lock(mu_);
       if (phase_ == Phase::kDone) return;
@@ -108,8 +108,8 @@ class LongPoll : public std::enable_shared_from_this<LongPoll> {
     done(std::move(r));
   }
 
-  MessageService& messages_;
-  StreamMetrics* const metrics_;
+  MessageApi& messages_;
+  StreamCounters* const metrics_;
   const PullRequest request_;
   Mutex mu_;
   Phase phase_ GUARDED_BY(mu_) = Phase::kPulling;
@@ -117,13 +117,13 @@ class LongPoll : public std::enable_shared_from_this<LongPoll> {
   bool expired_ GUARDED_BY(mu_) = false;
   std::unique_ptr<Subscription> subscription_ GUARDED_BY(mu_);
   std::unique_ptr<StreamLimits::Slot> slot_ GUARDED_BY(mu_);
-  MessageService::Callback<MessagePage> done_ GUARDED_BY(mu_);
+  MessageCallback<MessagePage> done_ GUARDED_BY(mu_);
 };
 
 }  // namespace
 
 void LongPull(const LongPollDeps& deps, PullRequest request, std::chrono::milliseconds wait,
-              std::string_view token, MessageService::Callback<MessagePage> done) {
+              std::string_view token, MessageCallback<MessagePage> done) {
   if (wait.count() <= 0 || !deps.clock) {
     return deps.messages.Pull(std::move(request), std::move(done));
   }

@@ -19,20 +19,18 @@
 
 #include "common/error.h"
 #include "server/http/stream_limits.h"
-#include "server/msg/message_service.h"
+#include "server/service/message_api.h"
 
 namespace seqd {
 
 class Clock;
-class KeyRouter;
-class StreamMetrics;
+class StreamCounters;
 
 struct LongPollDeps {
-  KeyRouter& router;
-  MessageService& messages;
+  MessageApi& messages;                  // subscriptions and pulls
   Clock* clock = nullptr;                // null: no waiting (answers at once)
   std::shared_ptr<StreamLimits> limits;  // null: no limits
-  StreamMetrics* metrics = nullptr;
+  StreamCounters* metrics = nullptr;
 };
 
 inline constexpr int64_t kMaxLongPollWaitMs = 30000;
@@ -41,6 +39,6 @@ inline constexpr int64_t kMaxLongPollWaitMs = 30000;
 // empty. `token`: the limits' key ("" when tokens are off). Over a limit:
 // kResourceExhausted.
 void LongPull(const LongPollDeps& deps, PullRequest request, std::chrono::milliseconds wait,
-              std::string_view token, MessageService::Callback<MessagePage> done);
+              std::string_view token, MessageCallback<MessagePage> done);
 
 }  // namespace seqd

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "server/msg/message_service.h"
+#include "server/service/message_api.h"
 
 namespace seqd {
 

@@ -13,8 +13,8 @@
 #include "server/http/http_request.h"
 #include "server/http/http_util.h"
 #include "server/http/message_json.h"
-#include "server/msg/message_service.h"
-#include "server/route/key_router.h"
+#include "server/service/message_api.h"
+#include "server/service/services.h"
 #include "server/service/wire_errors.h"
 
 namespace seqd {
@@ -82,7 +82,7 @@ class Exchange {
   }
   // A callback answering `done` results with `to_json` and `status`.
   template <typename T, typename F>
-  MessageService::Callback<T> Answer(http::status status, F to_json) const {
+  MessageCallback<T> Answer(http::status status, F to_json) const {
     return [self = *this, status, to_json](Result<T> r) {
       if (!r) return self.Fail(r.error());
       self.Ok(status, to_json(*r));
@@ -149,7 +149,8 @@ std::string MessagePath(std::string_view conv, int64_t seq) {
   return "/conversations/" + PercentEncode(conv) + "/messages/" + std::to_string(seq);
 }
 
-void Send(KeyRouter& router, const std::string& conv, const std::string& body, const Exchange& ex) {
+void Send(MessageApi& service, const std::string& conv, const std::string& body,
+          const Exchange& ex) {
   Result<nlohmann::json> j = ParseObject(body);
   if (!j) return ex.Fail(j.error());
   SendRequest req;
@@ -170,7 +171,7 @@ void Send(KeyRouter& router, const std::string& conv, const std::string& body, c
     }
     req.content_type = static_cast<int32_t>(*v);
   }
-  router.Send(std::move(req), Hop::kMayForward, [ex, conv](Result<AppendOutcome> r) {
+  service.Send(std::move(req), Hop::kMayForward, [ex, conv](Result<AppendOutcome> r) {
     if (!r) return ex.Fail(r.error());
     Json out;
     out["seq"] = r->seq;
@@ -182,9 +183,8 @@ void Send(KeyRouter& router, const std::string& conv, const std::string& body, c
   });
 }
 
-void Pull(MessageService& service, const std::optional<LongPollDeps>& long_poll,
-          const Access& access, const std::string& conv, std::string_view query,
-          const Exchange& ex) {
+void Pull(MessageApi& service, const std::optional<LongPollDeps>& long_poll, const Access& access,
+          const std::string& conv, std::string_view query, const Exchange& ex) {
   Result<std::optional<std::string>> user = StringParam(query, "user");
   if (!user) return ex.Fail(user.error());
   Result<std::optional<int64_t>> wait_ms = IntParam(query, "wait_ms", 0, kMaxLongPollWaitMs);
@@ -206,7 +206,7 @@ void Pull(MessageService& service, const std::optional<LongPollDeps>& long_poll,
       }
       list.push_back(*v);
     }
-    const size_t max_bytes = service.options().max_pull_bytes;
+    const size_t max_bytes = service.max_pull_bytes();
     return service.PullSeqs(conv, std::move(list), *user,
                             ex.Answer<std::vector<StoredMessage>>(
                                 http::status::ok, [max_bytes](const std::vector<StoredMessage>& m) {
@@ -242,7 +242,7 @@ void Pull(MessageService& service, const std::optional<LongPollDeps>& long_poll,
     return ex.Fail(
         MakeError(ErrorCode::kInvalidArgument, "wait_ms applies to pulls in ascending order only"));
   }
-  const size_t max_bytes = service.options().max_pull_bytes;
+  const size_t max_bytes = service.max_pull_bytes();
   const bool descending = req.descending;
   auto answer =
       ex.Answer<MessagePage>(http::status::ok, [max_bytes, descending](const MessagePage& p) {
@@ -271,7 +271,7 @@ void Pull(MessageService& service, const std::optional<LongPollDeps>& long_poll,
   service.Pull(std::move(req), std::move(answer));
 }
 
-void SetMember(MessageService& service, const std::string& conv, const std::string& user,
+void SetMember(MessageApi& service, const std::string& conv, const std::string& user,
                const std::string& body, const Access& access, const Exchange& ex) {
   Result<nlohmann::json> j = ParseObject(body);
   if (!j) return ex.Fail(j.error());
@@ -391,7 +391,7 @@ bool MessageRoutes::Handle(http::verb method, PathSegments seg, std::string_view
     if (seg.size() == 3) {
       if (method == http::verb::post) {
         if (cross_site) return ex.CrossSite(), true;
-        if (permit(HttpOp::kMsgSend, *conv)) Send(router_, *conv, body, ex);
+        if (permit(HttpOp::kMsgSend, *conv)) Send(service_, *conv, body, ex);
         return true;
       }
       if (method == http::verb::get) {

@@ -35,10 +35,9 @@
 
 namespace seqd {
 
-class KeyRouter;
 class Access;
 
-class MessageService;
+class MessageApi;
 
 class MessageRoutes {
  public:
@@ -55,13 +54,11 @@ class MessageRoutes {
   };
   using Respond = std::function<void(Reply reply)>;
 
-  // `service` and `router` (sends go through it: server/route/key_router.h)
-  // must outlive the routes and every pending call. `long_poll`: what
+  // `service` must outlive the routes and every pending call. `long_poll`: what
   // waiting pulls use; without it (or without its clock) wait_ms answers
   // at once.
-  MessageRoutes(MessageService& service, KeyRouter& router,
-                std::optional<LongPollDeps> long_poll = std::nullopt)
-      : service_(service), router_(router), long_poll_(std::move(long_poll)) {}
+  explicit MessageRoutes(MessageApi& service, std::optional<LongPollDeps> long_poll = std::nullopt)
+      : service_(service), long_poll_(std::move(long_poll)) {}
 
   // `segments`: the path split at '/', without the leading empty one, still
   // percent-encoded. Returns false (and does not respond) if the path is
@@ -81,8 +78,7 @@ class MessageRoutes {
   static std::optional<HttpOp> OpFor(boost::beast::http::verb method, PathSegments segments);
 
  private:
-  MessageService& service_;
-  KeyRouter& router_;
+  MessageApi& service_;
   const std::optional<LongPollDeps> long_poll_;
 };
 

@@ -5,10 +5,10 @@
 #include <optional>
 #include <utility>
 
-#include "server/core/key_rules.h"
+#include "common/key_text.h"
 #include "server/http/http_util.h"
+#include "server/service/snowflake_api.h"
 #include "server/service/wire_errors.h"
-#include "server/snowflake/snowflake_generator.h"
 
 namespace seqd {
 
@@ -177,7 +177,7 @@ void SnowflakeRoutes::Serve(http::verb method, PathSegments seg, std::string_vie
       return respond(
           ErrorReply(MakeError(ErrorCode::kInvalidArgument, "key has a malformed percent-escape")));
     }
-    if (Status valid = KeyRules::Validate(*key); !valid) return respond(ErrorReply(valid.error()));
+    if (Status valid = ValidateKeyText(*key); !valid) return respond(ErrorReply(valid.error()));
     return Issue(1, /*text=*/true, /*leaf=*/true, respond);
   }
 

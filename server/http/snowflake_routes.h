@@ -37,7 +37,7 @@
 
 namespace seqd {
 
-class SnowflakeGenerator;
+class SnowflakeApi;
 
 class SnowflakeRoutes {
  public:
@@ -52,10 +52,10 @@ class SnowflakeRoutes {
 
   // `generator` (nullptr: the paths answer 404) must outlive the routes and
   // every pending call.
-  explicit SnowflakeRoutes(SnowflakeGenerator* generator) : generator_(generator) {}
+  explicit SnowflakeRoutes(SnowflakeApi* generator) : generator_(generator) {}
 
   // The generator, or nullptr when snowflake IDs are off.
-  const SnowflakeGenerator* generator() const { return generator_; }
+  const SnowflakeApi* generator() const { return generator_; }
 
   // The op (server/http/http_ops.h) of a snowflake path (kSnowflake for the
   // ones that issue IDs, kSnowflakeDecode for the two that decode), or none
@@ -78,7 +78,7 @@ class SnowflakeRoutes {
   // Issues `count` IDs and answers: JSON, text lines (`text`) or Leaf's bare ID (`leaf`).
   void Issue(int64_t count, bool text, bool leaf, const Respond& respond) const;
 
-  SnowflakeGenerator* const generator_;
+  SnowflakeApi* const generator_;
 };
 
 }  // namespace seqd

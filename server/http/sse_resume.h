@@ -27,7 +27,7 @@
 #include <map>
 #include <vector>
 
-#include "server/msg/message_service.h"
+#include "server/service/message_api.h"
 
 namespace seqd {
 

@@ -14,11 +14,10 @@
 #include <string_view>
 #include <vector>
 
-#include "server/cluster/cluster_keeper.h"
-#include "server/core/dense_allocator.h"  // DenseStats
-#include "server/core/key_admin.h"  // KeyRow, as KeyAdmin lists it
-#include "server/core/segment_allocator.h"
-#include "server/snowflake/snowflake_generator.h"
+#include "server/service/cluster_api.h"
+#include "server/service/id_api.h"
+#include "server/service/key_admin_api.h"
+#include "server/service/snowflake_api.h"
 
 namespace seqd {
 

@@ -25,6 +25,8 @@
 
 #include "common/error.h"
 #include "server/metrics/dense_metrics.h"
+#include "server/metrics/stream_metrics.h"
+#include "server/service/request_metrics.h"
 
 namespace prometheus {
 class Registry;
@@ -37,15 +39,10 @@ class Family;
 
 namespace seqd {
 
-class StreamMetrics;
-
 // The `key` label of a reservation that failed before the store ever
 // confirmed the key (no rule matches it and no reservation succeeded yet):
 // never the key itself, which may not exist. Not a valid key name.
 inline constexpr std::string_view kUnconfirmedKeyLabel = "(unconfirmed)";
-
-enum class Interface { kHttp = 0, kBinary = 1, kResp = 2 };
-inline constexpr size_t kInterfaceCount = 3;
 
 struct MessageGauges {
   int64_t queued_sends = 0;
@@ -83,7 +80,7 @@ struct SnowflakeGauges {
   int64_t parked = 0;
 };
 
-class Metrics {
+class Metrics final : public RequestMetrics {
  public:
   // The fixed op names per interface; anything else counts as the last one
   // listed for HTTP and RESP ("other"), "protocol_error" for binary.
@@ -102,27 +99,25 @@ class Metrics {
 
   // The Prometheus text format of every series, after refreshing the
   // scrape-time gauges.
-  std::string Render();
+  std::string Render() override;
 
   // --- requests ---------------------------------------------------------
   // `n` requests answered (one, or a run served together); `seconds` from
   // the complete request to the answer being queued, observed once
   // (negative: not observed).
   void CountRequest(Interface i, std::string_view op, std::string_view status, double seconds = -1,
-                    int64_t n = 1);
-  void CountRequest(Interface i, std::string_view op, ErrorCode code, double seconds = -1) {
-    CountRequest(i, op, ErrorCodeName(code), seconds);
-  }
+                    int64_t n = 1) override;
+  using RequestMetrics::CountRequest;
   void SetOpenConnections(Interface i, std::function<size_t()> source);
   // A connection closed because it did not take a reply write within its
   // listener's write timeout (http_write_timeout_s, tcp_write_timeout_s).
-  void WriteTimedOut(Interface i);
+  void WriteTimedOut(Interface i) override;
 
   // --- allocator --------------------------------------------------------
   // The counter of IDs issued for `label` (cache it: this looks it up).
   prometheus::Counter& IdsIssued(const std::string& label);
   void ReservationDone(const std::string& label, bool ok, double seconds);
-  void SetStoreUp(bool up);
+  void SetStoreUp(bool up) override;
   void SetAllocatorStats(std::function<AllocatorGauges()> source);
 
   // --- message store ----------------------------------------------------
@@ -147,11 +142,7 @@ class Metrics {
 
   prometheus::Registry& registry();
   // SSE streams and long-polls (server/metrics/stream_metrics.h).
-  StreamMetrics& streams();
-
-  static double Since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
+  StreamMetrics& streams() override;
 
  private:
   struct Impl;

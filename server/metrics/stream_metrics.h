@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "server/service/request_metrics.h"
+
 namespace prometheus {
 class Registry;
 class Counter;
@@ -21,19 +23,19 @@ class Gauge;
 
 namespace seqd {
 
-class StreamMetrics {
+class StreamMetrics final : public StreamCounters {
  public:
   // Registers the series in `registry`, which must outlive this.
   explicit StreamMetrics(prometheus::Registry& registry);
 
-  void StreamOpened();
-  void StreamClosed();
-  void LongPollStarted();
-  void LongPollEnded();
-  void EventsSent(int64_t n);
-  void SlowReaderClosed();
+  void StreamOpened() override;
+  void StreamClosed() override;
+  void LongPollStarted() override;
+  void LongPollEnded() override;
+  void EventsSent(int64_t n) override;
+  void SlowReaderClosed() override;
   // `per_token`: the token's limit, else the total.
-  void Refused(bool per_token);
+  void Refused(bool per_token) override;
 
  private:
   prometheus::Gauge* streams_;

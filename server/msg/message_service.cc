@@ -38,7 +38,7 @@ constexpr size_t kOlderTableIdChars = 128;
 // id (MessageStore::KeepsTrailingSpaces); if not, an older seqd's, which
 // cannot tell "a" from "a " and hold 128 characters.
 Status ValidateIdText(std::string_view what, std::string_view id, bool keeps_trailing_spaces) {
-  Status s = KeyRules::Validate(id);
+  Status s = ValidateKeyText(id);
   if (s) {
     if (keeps_trailing_spaces) return s;
     const auto chars = std::count_if(id.begin(), id.end(), [](char c) {

@@ -11,7 +11,7 @@
 // `max_queued_reads` waiting.
 //
 // Limits (kInvalidArgument / kTooLarge with a message naming the field):
-// ids follow the key rules (server/core/key_rules.h: 1-255 bytes of UTF-8,
+// ids follow the key rules (common/key_text.h: 1-255 bytes of UTF-8,
 // no control character); payload at most `max_payload_bytes`; pull limit
 // 1..kMaxPullLimit; at most kMaxListItems seqs or conversations per batch
 // call.
@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "server/service/message_api.h"
 #include "storage/message_store.h"
 
 namespace seqd {
@@ -36,9 +37,6 @@ namespace seqd {
 class SegmentStore;
 class Metrics;
 class ShardGate;
-
-inline constexpr size_t kMaxPullLimit = 1000;
-inline constexpr size_t kMaxListItems = 1000;
 
 struct MessageServiceOptions {
   int writers = 2;          // writer threads (conversation shards)
@@ -68,55 +66,10 @@ struct MessageServiceStats {
   int64_t subscriptions = 0;  // (conversation, listener) pairs subscribed
 };
 
-struct SendRequest {
-  std::string conv_id;
-  std::string sender_id;
-  std::string client_msg_id;
-  int32_t content_type = 0;
-  std::string payload;
-};
-
-struct PullRequest {
-  std::string conv_id;
-  int64_t from_seq = 1;
-  std::optional<int64_t> to_seq{};  // none: up to the conversation's max
-  size_t limit = 100;
-  bool descending = false;
-  std::optional<std::string> user_id{};  // clamp to this member's window
-};
-
-// A member's window as the API reports it.
-struct MemberView {
-  std::string conv_id;
-  std::string user_id;
-  MemberState state;
-};
-
-// One conversation in a user's login sync.
-struct ConvSync {
-  std::string conv_id;
-  int64_t max_seq = 0;  // the conversation's max, clamped to the user's max_seq
-  int64_t min_seq = 1;  // the first seq the user may pull
-  int64_t read_seq = 0;
-  int64_t unread = 0;   // normal messages in (read_seq, max_seq] not sent by the user
-  bool member = false;  // false: the user has no member row (no bounds apply)
-};
-
-// Receives committed messages of the conversations it subscribed to, in
-// seq order per conversation. Called on a writer thread; must not block.
-using MessageListener = std::function<void(const StoredMessage&)>;
-
-// Unsubscribes when destroyed. Safe to destroy on any thread; after the
-// destructor returns the listener is never called again.
-class Subscription {
- public:
-  virtual ~Subscription() = default;
-};
-
 class MessageService {
  public:
   template <typename T>
-  using Callback = std::function<void(Result<T>)>;
+  using Callback = MessageCallback<T>;
 
   // `store` and `id_store` must outlive the service. Server message ids are
   // reserved in blocks from `id_store` (leaf_alloc key "seqd.server_msg_id",

@@ -7,10 +7,10 @@
 
 #include "proto/resp_codec.h"
 #include "server/base/log.h"
-#include "server/core/segment_allocator.h"
-#include "server/metrics/metrics.h"
 #include "server/resp/resp_session.h"
-#include "server/route/key_router.h"
+#include "server/service/id_api.h"
+#include "server/service/request_metrics.h"
+#include "server/service/services.h"
 #include "server/service/wire_errors.h"
 
 namespace seqd {
@@ -155,9 +155,10 @@ void RespSession::StartTake(std::string_view key, int64_t count, uint64_t seq) {
   auto done = [s = this, seq](Result<IdBatch> r) { s->OnTaken(seq, std::move(r)); };
   // INCRBY: one contiguous block from one segment (its last ID answers).
   if (replies_.At(seq).incrby) {
-    return router_.TakeBlock(key, count, Hop::kMayForward, done, access_.token_id());
+    return ids_.Take(
+        {.key = key, .count = count, .contiguous = true, .requester = access_.token_id()}, done);
   }
-  router_.Take(key, count, Hop::kMayForward, done, access_.token_id());
+  ids_.Take({.key = key, .count = count, .requester = access_.token_id()}, done);
 }
 
 void RespSession::Query(const RespAction& a) {
@@ -178,7 +179,7 @@ void RespSession::Query(const RespAction& a) {
   if (a.query == RespAction::Query::kSetMinSeqs) {
     std::vector<MinSeqValue> values;
     for (size_t i = 0; i < keys.size(); ++i) values.push_back({std::move(keys[i]), a.values[i]});
-    return router_.SetMinSeqs(std::move(values), Hop::kMayForward, [answer](Status s) {
+    return ids_.SetMinSeqs(std::move(values), Hop::kMayForward, [answer](Status s) {
       if (!s) return answer(s.error().code, TakeErrorReply(s.error()));
       answer(kOk, "+OK\r\n");
     });
@@ -200,8 +201,8 @@ void RespSession::Query(const RespAction& a) {
     }
     answer(kOk, std::move(out));
   };
-  if (max) return router_.MaxIds(std::move(keys), Hop::kMayForward, std::move(values));
-  router_.GetMinSeqs(std::move(keys), std::move(values));
+  if (max) return ids_.MaxIds(std::move(keys), Hop::kMayForward, std::move(values));
+  ids_.GetMinSeqs(std::move(keys), std::move(values));
 }
 
 void RespSession::Answered(uint64_t seq, RespOp op, std::optional<ErrorCode> code,
@@ -209,7 +210,7 @@ void RespSession::Answered(uint64_t seq, RespOp op, std::optional<ErrorCode> cod
   RespSlot& slot = replies_.At(seq);
   metrics_->CountRequest(Interface::kResp, RespOpName(op),
                          code ? WireErrorFor(*code).metric_label : "ok",
-                         Metrics::Since(slot.read_at));
+                         RequestMetrics::Since(slot.read_at));
   slot.text = std::move(text);
   slot.state = RespSlot::State::kText;
   std::shared_ptr<RespSession> keep;  // our callers hold their own reference
@@ -239,7 +240,7 @@ void RespSession::Complete(uint64_t seq, Result<IdBatch> r) {
       CountedTake(RespOp::kIncrBy, head, 1, kOk);
       head.value = r->ranges[0].last;
       head.state = RespSlot::State::kInteger;
-    } else {  // TakeBlock never answers so; kept as a guard
+    } else {  // a contiguous take never answers so; kept as a guard
       CountedTake(RespOp::kIncrBy, head, 1, ErrorCode::kFailedPrecondition);
       head.text = NotContiguousReply(head.count);
       head.state = RespSlot::State::kText;
@@ -277,7 +278,8 @@ void RespSession::Reply(RespOp op, std::optional<ErrorCode> code, std::string_vi
 // One command answered now: counted, and its time since the read observed.
 void RespSession::Counted(RespOp op, std::optional<ErrorCode> code) {
   metrics_->CountRequest(Interface::kResp, RespOpName(op),
-                         code ? WireErrorFor(*code).metric_label : "ok", Metrics::Since(read_at_));
+                         code ? WireErrorFor(*code).metric_label : "ok",
+                         RequestMetrics::Since(read_at_));
 }
 
 // `n` commands answered by one allocator call (an INCR run, or one INCRBY
@@ -286,7 +288,7 @@ void RespSession::CountedTake(RespOp op, const RespSlot& head, int64_t n,
                               std::optional<ErrorCode> code) {
   metrics_->CountRequest(Interface::kResp, RespOpName(op),
                          code ? WireErrorFor(*code).metric_label : "ok",
-                         Metrics::Since(head.read_at), n);
+                         RequestMetrics::Since(head.read_at), n);
 }
 
 }  // namespace seqd

@@ -21,7 +21,7 @@
 // answered with "-ERR Protocol error: ..." and the connection closes.
 //
 // INCRBY contiguity: the block is one contiguous range from one segment
-// (SegmentAllocator::TakeBlock): the rest of a segment too short for it is
+// (a contiguous take, SegmentAllocator::Take): the rest of a segment too short for it is
 // skipped, never handed out.
 //
 // Pipelining: replies go out in request order. A connection has at most

@@ -11,9 +11,9 @@
 
 #include "proto/resp_codec.h"
 #include "server/base/log.h"
-#include "server/core/segment_allocator.h"
-#include "server/metrics/metrics.h"
 #include "server/net/conn_check.h"
+#include "server/service/id_api.h"
+#include "server/service/request_metrics.h"
 #include "server/service/services.h"
 
 namespace seqd {
@@ -45,8 +45,7 @@ constexpr resp::RespLimits kLimits{16, 512, 4096};
 
 RespServer::Impl::Impl(RespServerOptions options_, const Services& services)
     : options(std::move(options_)),
-      allocator(services.ids),
-      router(services.router),
+      ids(services.ids),
       metrics(&services.metrics),
       auth(services.auth) {}
 
@@ -55,8 +54,8 @@ RespSession::RespSession(ConnStream&& stream, Strand strand,
     : socket_(std::move(stream)),
       strand_(std::move(strand)),
       server_(std::move(server)),
-      router_(server_->router),
-      max_count_(server_->allocator.options().max_count),
+      ids_(server_->ids),
+      max_count_(server_->ids.common_max_count()),
       metrics_(server_->metrics),
       timer_(strand_),
       access_(IdentifyBy(server_->auth, {}, "resp", socket_.PeerAddress())) {}

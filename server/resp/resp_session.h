@@ -37,21 +37,18 @@
 #include "server/resp/resp_commands.h"
 #include "server/resp/resp_reply_queue.h"
 #include "server/resp/resp_server.h"
+#include "server/service/id_api.h"
 
 namespace seqd {
 
-class KeyRouter;
-class Metrics;
-class SegmentAllocator;
-struct IdBatch;
+class RequestMetrics;
 
 struct RespServer::Impl {
   Impl(RespServerOptions options, const Services& services);
 
   const RespServerOptions options;
-  SegmentAllocator& allocator;  // for its options
-  KeyRouter& router;
-  Metrics* const metrics;                 // never null
+  IdApi& ids;
+  RequestMetrics* const metrics;          // never null
   const Authenticator* const auth;        // null: open
   std::shared_ptr<TcpListener> listener;  // set once, by RespServer's constructor
 };
@@ -136,9 +133,9 @@ class RespSession : public ListenedSession, public std::enable_shared_from_this<
   ConnStream socket_;  // TCP, or TLS over it
   const Strand strand_;
   const std::shared_ptr<RespServer::Impl> server_;
-  KeyRouter& router_;
+  IdApi& ids_;
   const int64_t max_count_;
-  Metrics* const metrics_;           // never null
+  RequestMetrics* const metrics_;    // never null
   boost::asio::steady_timer timer_;  // idle timeout, then linger deadline
 
   // Input: bytes [in_begin_, in_end_) are read but not yet parsed.

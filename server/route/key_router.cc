@@ -40,24 +40,17 @@ int64_t KeyRouter::max_count() const {
   return std::max(ids_.options().max_count, dense_ ? dense_->options().max_count : 0);
 }
 
+int64_t KeyRouter::common_max_count() const {
+  const int64_t segment = ids_.options().max_count;
+  return dense_ ? std::min(segment, dense_->options().max_count) : segment;
+}
+
 std::shared_ptr<KeyRouter::Attempt> KeyRouter::NewAttempt(std::string key, Hop hop) {
   auto a = std::make_shared<Attempt>();
   a->key = std::move(key);
   a->hop = hop;
   a->deadline = clock_->Now() + ids_.options().wait_deadline;
   return a;
-}
-
-void KeyRouter::Take(std::string_view key, int64_t count, Hop hop, TakeCallback done,
-                     std::string_view requester, std::string_view token) {
-  if (!cluster_) return TakeHere(key, count, std::move(done), requester, token, false);
-  TakeAny(key, count, hop, std::move(done), requester, token, /*contiguous=*/false);
-}
-
-void KeyRouter::TakeBlock(std::string_view key, int64_t count, Hop hop, TakeCallback done,
-                          std::string_view requester, std::string_view token) {
-  if (!cluster_) return TakeHere(key, count, std::move(done), requester, token, true);
-  TakeAny(key, count, hop, std::move(done), requester, token, /*contiguous=*/true);
 }
 
 namespace {
@@ -70,35 +63,47 @@ constexpr std::string_view kTokenNeedsDenseKey =
 
 }  // namespace
 
+void KeyRouter::Take(const TakeRequest& request, TakeCallback done) {
+  // Bad requests are answered here, never served or forwarded.
+  const bool dense = IsDense(request.key);
+  if (Status s = CheckTake(request, dense); !s) return done(s.error());
+  // A dense key's blocks are contiguous whichever op asked.
+  const bool contiguous = request.contiguous || dense;
+  if (!cluster_) {
+    return TakeHere(request.key, request.count, std::move(done), request.requester, request.token,
+                    contiguous);
+  }
+  TakeRequest routed = request;
+  routed.contiguous = contiguous;
+  TakeRouted(routed, std::move(done));
+}
+
+Status KeyRouter::CheckTake(const TakeRequest& request, bool dense) const {
+  const int64_t max = dense ? dense_->options().max_count : ids_.options().max_count;
+  if (Status s = CheckCount(request.count, max); !s) return s;
+  if (Status s = ValidateClientKey(request.key); !s) return s;
+  if (Status s = DenseAllocator::ValidateToken(request.token); !s) return s;
+  if (!dense && !request.token.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument, std::string(kTokenNeedsDenseKey));
+  }
+  return OkStatus();
+}
+
 void KeyRouter::TakeHere(std::string_view key, int64_t count, TakeCallback done,
                          std::string_view requester, std::string_view token, bool contiguous) {
   if (IsDense(key)) return dense_->Take(key, count, token, std::move(done), requester);
-  if (!token.empty()) {
-    return done(MakeError(ErrorCode::kInvalidArgument, std::string(kTokenNeedsDenseKey)));
-  }
-  if (contiguous) return ids_.TakeBlock(key, count, std::move(done), requester);
-  ids_.Take(key, count, std::move(done), requester);
+  ids_.Take(key, count, std::move(done), requester, contiguous);
 }
 
-void KeyRouter::TakeAny(std::string_view key, int64_t count, Hop hop, TakeCallback done,
-                        std::string_view requester, std::string_view token, bool contiguous) {
-  // Bad requests are answered here, never forwarded.
-  const bool dense = IsDense(key);
-  const int64_t max = dense ? dense_->options().max_count : ids_.options().max_count;
-  if (Status s = CheckCount(count, max); !s) return done(s.error());
-  if (Status s = KeyRules::ValidateClientKey(key); !s) return done(s.error());
-  if (Status s = DenseAllocator::ValidateToken(token); !s) return done(s.error());
-  if (!dense && !token.empty()) {
-    return done(MakeError(ErrorCode::kInvalidArgument, std::string(kTokenNeedsDenseKey)));
-  }
-  // A dense key's blocks are contiguous whichever op asked.
-  if (dense) contiguous = true;
-  auto a = NewAttempt(std::string(key), hop);
+void KeyRouter::TakeRouted(const TakeRequest& request, TakeCallback done) {
+  auto a = NewAttempt(std::string(request.key), request.hop);
   auto shared_done = std::make_shared<TakeCallback>(std::move(done));
+  const int64_t count = request.count;
+  const bool contiguous = request.contiguous;
   // The Attempt's calls capture what they answer with, never the Attempt
   // (no cycle); Route()'s continuation holds it while a call is pending.
-  a->local = [this, k = a->key, count, shared_done, who = std::string(requester),
-              once = std::string(token), contiguous](std::function<void(bool)> next) {
+  a->local = [this, k = a->key, count, shared_done, who = std::string(request.requester),
+              once = std::string(request.token), contiguous](std::function<void(bool)> next) {
     auto answer = [shared_done, next = std::move(next)](Result<IdBatch> r) {
       if (!r && Moved(r.error())) return next(true);
       (*shared_done)(std::move(r));
@@ -106,9 +111,9 @@ void KeyRouter::TakeAny(std::string_view key, int64_t count, Hop hop, TakeCallba
     };
     TakeHere(k, count, std::move(answer), who, once, contiguous);
   };
-  a->forward = [this, k = a->key, count, shared_done, who = std::string(requester),
-                once = std::string(token), contiguous](const std::string& address,
-                                                       std::function<void(bool)> next) {
+  a->forward = [this, k = a->key, count, shared_done, who = std::string(request.requester),
+                once = std::string(request.token),
+                contiguous](const std::string& address, std::function<void(bool)> next) {
     auto answer = [shared_done, next = std::move(next)](Result<IdBatch> r) {
       if (!r && Moved(r.error())) return next(true);
       (*shared_done)(std::move(r));
@@ -123,7 +128,7 @@ void KeyRouter::TakeAny(std::string_view key, int64_t count, Hop hop, TakeCallba
 
 void KeyRouter::Send(SendRequest request, Hop hop, MessageService::Callback<AppendOutcome> done) {
   if (!cluster_) return messages_.Send(std::move(request), std::move(done));
-  if (Status s = KeyRules::Validate(request.conv_id); !s) return done(s.error());
+  if (Status s = ValidateKeyText(request.conv_id); !s) return done(s.error());
   auto a = NewAttempt(request.conv_id, hop);
   auto shared_done = std::make_shared<MessageService::Callback<AppendOutcome>>(std::move(done));
   auto req = std::make_shared<const SendRequest>(std::move(request));

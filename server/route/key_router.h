@@ -32,6 +32,7 @@
 #include "server/core/dense_allocator.h"
 #include "server/core/segment_allocator.h"
 #include "server/msg/message_service.h"
+#include "server/service/id_api.h"
 
 namespace seqd {
 
@@ -40,10 +41,7 @@ class ClusterMetrics;
 class PeerClients;
 class PushRelay;
 
-// Whether a request may be forwarded to the key's owner.
-enum class Hop { kMayForward, kNoForward };
-
-class KeyRouter {
+class KeyRouter final : public IdApi {
  public:
   // Outside cluster mode. All must outlive the router; `dense` is optional
   // (without it every key is a segment key).
@@ -54,46 +52,39 @@ class KeyRouter {
             PeerClients& peers, PushRelay& relay, Clock& clock, ClusterMetrics* metrics,
             DenseAllocator* dense = nullptr);
 
-  // IDs of `key`: a dense key's (DenseAllocator::IsDense) from the dense
-  // allocator, always one contiguous block; any other's from the segment
-  // allocator. `requester`: who asks (a token id), for the allocators'
-  // limit on auto-created keys. `token`: an idempotent request
-  // (DenseAllocator::Take); for a segment key it is kInvalidArgument.
-  void Take(std::string_view key, int64_t count, Hop hop, TakeCallback done,
-            std::string_view requester = {}, std::string_view token = {});
-  // As Take for a contiguous block (SegmentAllocator::TakeBlock, NEXT_BLOCK).
-  void TakeBlock(std::string_view key, int64_t count, Hop hop, TakeCallback done,
-                 std::string_view requester = {}, std::string_view token = {});
-  // The largest count Take accepts for any key (a listener's parse bound;
-  // the allocator of the key checks its own).
-  int64_t max_count() const;
+  // IDs of `request.key`: a dense key's (DenseAllocator::IsDense) from the
+  // dense allocator, always one contiguous block; any other's from the
+  // segment allocator. The one place a take is checked: count (within the
+  // key's allocator's max_count), key (ValidateClientKey) and token
+  // (DenseAllocator::ValidateToken; only a dense key takes one). The
+  // allocators serve only what passed here.
+  void Take(const TakeRequest& request, TakeCallback done) override;
+  // The largest count Take accepts for some key, and for every key.
+  int64_t max_count() const override;
+  int64_t common_max_count() const override;
   // MAX_IDS (SegmentAllocator::MaxIds), answered by each key's owner: in
   // cluster mode the keys are split by owner, each part served here or
   // forwarded (a part that moved is routed again), the answers put back in
   // the order asked. With kNoForward, any key not held here fails the
   // whole request with kWrongOwner. key_router_batch.cc.
-  void MaxIds(std::vector<std::string> keys, Hop hop, SegmentAllocator::ValuesCallback done);
+  void MaxIds(std::vector<std::string> keys, Hop hop, ValuesCallback done) override;
   // MAX_IDS_TIMES: MaxIds, then each key's allocation time read from the
   // store here (SegmentAllocator::GetAllocTimes; -1: the key has no row).
   // The time is read after the max, so it is at least as recent.
-  struct MaxIdsTimes {
-    std::vector<int64_t> max_ids;
-    std::vector<int64_t> times_ms;
-  };
-  using MaxIdsTimesCallback = std::function<void(Result<MaxIdsTimes>)>;
-  void MaxIdsWithTimes(std::vector<std::string> keys, Hop hop, MaxIdsTimesCallback done);
+  void MaxIdsWithTimes(std::vector<std::string> keys, Hop hop, MaxIdsTimesCallback done) override;
   // USER_SEQS and SET_USER_SEQS (SegmentAllocator::GetUserSeqs,
   // SetUserSeqs): rows nothing holds in memory, read and written here on
   // any instance.
   void GetUserSeqs(std::string user, UserSeqField field, std::vector<std::string> convs,
-                   SegmentAllocator::ValuesCallback done);
+                   ValuesCallback done) override;
   void SetUserSeqs(std::string user, UserSeqField field, bool raise_only,
-                   std::vector<UserSeqValue> values, std::function<void(Status)> done);
+                   std::vector<UserSeqValue> values, std::function<void(Status)> done) override;
   // GET_MIN_SEQS: a read of committed rows, answered here on any instance.
-  void GetMinSeqs(std::vector<std::string> keys, SegmentAllocator::ValuesCallback done);
+  void GetMinSeqs(std::vector<std::string> keys, ValuesCallback done) override;
   // SET_MIN_SEQS: a keyed write, split by owner as MaxIds (one fenced
   // transaction per owner); a part fenced out is routed again.
-  void SetMinSeqs(std::vector<MinSeqValue> values, Hop hop, std::function<void(Status)> done);
+  void SetMinSeqs(std::vector<MinSeqValue> values, Hop hop,
+                  std::function<void(Status)> done) override;
   void Send(SendRequest request, Hop hop, MessageService::Callback<AppendOutcome> done);
   // Push of `conv` to `listener`: this process's bus, and in cluster mode
   // (unless `hop` is kNoForward: a peer relaying) also what the
@@ -101,10 +92,18 @@ class KeyRouter {
   Result<std::unique_ptr<Subscription>> Subscribe(const std::string& conv, Hop hop,
                                                   MessageListener listener);
   // True if `key` is served by the dense allocator (a dense rule made it).
-  bool IsDense(std::string_view key) const { return dense_ && dense_->IsDense(key); }
+  bool IsDense(std::string_view key) const override { return dense_ && dense_->IsDense(key); }
   // The dense allocator's totals (status page); nullopt without one.
-  std::optional<DenseStats> dense_stats() const {
+  std::optional<DenseStats> dense_stats() const override {
     return dense_ ? std::optional<DenseStats>(dense_->stats()) : std::nullopt;
+  }
+  // This process's segment buffers (SegmentAllocator::Snapshot).
+  std::vector<KeySnapshot> Snapshot() const override { return ids_.Snapshot(); }
+  std::vector<KeySnapshot> Snapshot(std::string_view after, size_t limit) const override {
+    return ids_.Snapshot(after, limit);
+  }
+  std::optional<KeySnapshot> SnapshotKey(std::string_view key) const override {
+    return ids_.SnapshotKey(key);
   }
 
  private:
@@ -119,10 +118,11 @@ class KeyRouter {
     std::function<void(const std::string& address, std::function<void(bool again)>)> forward;
     std::function<void(Error)> fail;
   };
-  // Take and TakeBlock.
-  void TakeAny(std::string_view key, int64_t count, Hop hop, TakeCallback done,
-               std::string_view requester, std::string_view token, bool contiguous);
-  // Serves a take here: the dense or the segment allocator.
+  // Count, key and token of a take, or the error to answer.
+  Status CheckTake(const TakeRequest& request, bool dense) const;
+  // A checked take, in cluster mode: served here or at the key's owner.
+  void TakeRouted(const TakeRequest& request, TakeCallback done);
+  // Serves a checked take here: the dense or the segment allocator.
   void TakeHere(std::string_view key, int64_t count, TakeCallback done, std::string_view requester,
                 std::string_view token, bool contiguous);
   // A request over many keys, split by owner (key_router_batch.cc).

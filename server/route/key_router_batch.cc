@@ -25,7 +25,7 @@ bool Moved(const Error& e) { return e.code == ErrorCode::kWrongOwner; }
 // One request over many keys. Its parts answer on any thread: `mu` guards
 // what they write.
 struct KeyRouter::BatchJob {
-  using PartDone = SegmentAllocator::ValuesCallback;
+  using PartDone = ValuesCallback;
   std::vector<std::string> keys;
   Hop hop = Hop::kMayForward;
   Clock::TimePoint deadline;
@@ -34,15 +34,14 @@ struct KeyRouter::BatchJob {
   std::function<void(const std::vector<size_t>& part, PartDone)> local;
   std::function<void(const std::string& address, const std::vector<size_t>& part, PartDone)>
       forward;
-  SegmentAllocator::ValuesCallback done;  // runs once
+  ValuesCallback done;  // runs once
   Mutex mu;
   size_t pending GUARDED_BY(mu) = 1;  // parts not answered yet
   bool finished GUARDED_BY(mu) = false;
   std::vector<int64_t> values GUARDED_BY(mu);
 };
 
-void KeyRouter::MaxIds(std::vector<std::string> keys, Hop hop,
-                       SegmentAllocator::ValuesCallback done) {
+void KeyRouter::MaxIds(std::vector<std::string> keys, Hop hop, ValuesCallback done) {
   if (!cluster_) return ids_.MaxIds(std::move(keys), std::move(done));
   // Bad requests are answered here, never forwarded.
   if (Status s = SegmentAllocator::CheckKeyList(keys); !s) return done(s.error());
@@ -88,7 +87,7 @@ void KeyRouter::MaxIdsWithTimes(std::vector<std::string> keys, Hop hop,
 }
 
 void KeyRouter::GetUserSeqs(std::string user, UserSeqField field, std::vector<std::string> convs,
-                            SegmentAllocator::ValuesCallback done) {
+                            ValuesCallback done) {
   ids_.GetUserSeqs(std::move(user), field, std::move(convs), std::move(done));
 }
 
@@ -97,7 +96,7 @@ void KeyRouter::SetUserSeqs(std::string user, UserSeqField field, bool raise_onl
   ids_.SetUserSeqs(std::move(user), field, raise_only, std::move(values), std::move(done));
 }
 
-void KeyRouter::GetMinSeqs(std::vector<std::string> keys, SegmentAllocator::ValuesCallback done) {
+void KeyRouter::GetMinSeqs(std::vector<std::string> keys, ValuesCallback done) {
   ids_.GetMinSeqs(std::move(keys), std::move(done));
 }
 

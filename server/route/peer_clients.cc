@@ -158,7 +158,7 @@ void PeerClients::NextBlock(const std::string& address, std::string_view key, in
 }
 
 void PeerClients::MaxIds(const std::string& address, std::vector<std::string> keys,
-                         SegmentAllocator::ValuesCallback done) {
+                         ValuesCallback done) {
   client::AsyncClient* peer = For(address);
   if (!peer) {
     return done(MakeError(ErrorCode::kWrongOwner, "the key's owner cannot be reached"));

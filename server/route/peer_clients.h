@@ -63,8 +63,7 @@ class PeerClients {
   // the same min seqs again is harmless.
   void NextBlock(const std::string& address, std::string_view key, int64_t count,
                  std::string_view requester, std::string_view token, TakeCallback done);
-  void MaxIds(const std::string& address, std::vector<std::string> keys,
-              SegmentAllocator::ValuesCallback done);
+  void MaxIds(const std::string& address, std::vector<std::string> keys, ValuesCallback done);
   void SetMinSeqs(const std::string& address, const std::vector<MinSeqValue>& values,
                   std::function<void(Status)> done);
 

@@ -40,16 +40,13 @@
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
 #include "server/base/clock.h"
-#include "server/snowflake/snowflake_layout.h"
+#include "server/service/snowflake_api.h"
+#include "server/service/snowflake_layout.h"
 #include "server/snowflake/wall_clock.h"
 
 namespace seqd {
 
 class Metrics;
-
-// The IDs of one request, ascending. A few are held inline: a single-ID
-// request allocates nothing.
-using SnowflakeIds = boost::container::small_vector<int64_t, 4>;
 
 struct SnowflakeOptions {
   SnowflakeLayout layout;
@@ -62,26 +59,8 @@ struct SnowflakeOptions {
   bool enabled = true;
 };
 
-// What the generator is doing, for the status page, /admin and metrics.
-struct SnowflakeStatus {
-  bool serving = false;      // a request now would be served (or wait < 1 ms)
-  std::string why_not;       // when !serving: the reason, as errors say it
-  int worker_id = -1;        // the worker id granted; -1 while none is
-  int64_t last_time_ms = 0;  // largest timestamp issued (unix ms); 0: none yet
-  int64_t not_before_ms = 0;
-  int64_t time_bound_ms = 0;
-  double lease_left_s = 0;  // until the grant expires (steady clock); <= 0 if expired
-  size_t parked = 0;
-  uint64_t issued = 0;
-  uint64_t clock_back_waits = 0;
-  uint64_t clock_back_refusals = 0;
-  uint64_t sequence_waits = 0;  // requests that waited for the next millisecond
-};
-
-class SnowflakeGenerator {
+class SnowflakeGenerator final : public SnowflakeApi {
  public:
-  using Callback = std::function<void(Result<SnowflakeIds>)>;
-
   // `wall`, `clock` (and options.metrics) must outlive the generator.
   // REQUIRES: options.layout.Validate() ok, max_count >= 1.
   SnowflakeGenerator(const WallClock& wall, Clock& clock, SnowflakeOptions options);
@@ -89,16 +68,13 @@ class SnowflakeGenerator {
   SnowflakeGenerator(const SnowflakeGenerator&) = delete;
   SnowflakeGenerator& operator=(const SnowflakeGenerator&) = delete;
 
-  const SnowflakeLayout& layout() const { return options_.layout; }
-  int64_t max_count() const { return options_.max_count; }
-  bool enabled() const { return options_.enabled; }
-
-  // Issues `count` IDs, ascending. kInvalidArgument unless 1 <= count <=
-  // max_count. See the file comment for waiting and failing.
-  void Next(int64_t count, Callback done) EXCLUDES(mu_);
-
-  // kInvalidArgument unless 0 <= id <= layout().max_id().
-  Result<SnowflakeFields> Decode(int64_t id) const { return options_.layout.Decode(id); }
+  // SnowflakeApi (server/service/snowflake_api.h). Next: see the file
+  // comment for waiting and failing.
+  const SnowflakeLayout& layout() const override { return options_.layout; }
+  int64_t max_count() const override { return options_.max_count; }
+  bool enabled() const override { return options_.enabled; }
+  void Next(int64_t count, Callback done) override EXCLUDES(mu_);
+  Result<SnowflakeFields> Decode(int64_t id) const override { return options_.layout.Decode(id); }
 
   // --- the grant (WorkerLeaseKeeper) ------------------------------------
   // Serve as `worker_id` (0..max_worker) until `valid_until`, with
@@ -117,7 +93,7 @@ class SnowflakeGenerator {
   // The largest timestamp issued so far (unix ms), 0 if none: what a
   // release persists.
   int64_t last_time_ms() const EXCLUDES(mu_);
-  SnowflakeStatus status() const EXCLUDES(mu_);
+  SnowflakeStatus status() const override EXCLUDES(mu_);
 
   // Fails every parked request with kShuttingDown and refuses new ones.
   void Shutdown() EXCLUDES(mu_);

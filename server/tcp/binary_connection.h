@@ -16,8 +16,8 @@
 
 #include "common/error.h"
 #include "server/auth/access.h"
-#include "server/core/segment_allocator.h"
-#include "server/msg/message_service.h"
+#include "server/service/id_api.h"
+#include "server/service/message_api.h"
 #include "server/tcp/next_ids_runs.h"
 
 namespace seqd {

@@ -11,10 +11,10 @@
 #include "proto/id_codec.h"
 #include "proto/snowflake_codec.h"
 #include "server/base/log.h"
-#include "server/cluster/cluster_node.h"
-#include "server/metrics/metrics.h"
-#include "server/route/key_router.h"
-#include "server/snowflake/snowflake_generator.h"
+#include "server/service/cluster_api.h"
+#include "server/service/request_metrics.h"
+#include "server/service/services.h"
+#include "server/service/snowflake_api.h"
 #include "server/tcp/binary_dispatcher_impl.h"
 #include "server/tcp/binary_ops.h"
 
@@ -136,7 +136,7 @@ void BinaryDispatcher::HandleClusterMap(const proto::FrameView& f, BinaryConnect
     return AnswerError(c, proto::kOpClusterMap, f.request_id, proto::Status::kInvalidArgument,
                        "CLUSTER_MAP takes an empty payload");
   }
-  const ClusterNode& node = *services_.cluster;
+  const ClusterApi& node = *services_.cluster;
   proto::ClusterMapWire map;
   if (const auto snap = node.snapshot()) {
     map.shards = static_cast<uint32_t>(snap->shards.size());
@@ -159,7 +159,7 @@ void BinaryDispatcher::HandleClusterMap(const proto::FrameView& f, BinaryConnect
 // --- snowflake -----------------------------------------------------------------
 
 void BinaryDispatcher::HandleSnowflakeOp(const proto::FrameView& f, BinaryConnection& c) {
-  SnowflakeGenerator& gen = services_.snowflake;
+  SnowflakeApi& gen = services_.snowflake;
   const uint32_t id = f.request_id;
   if (static_cast<proto::Opcode>(f.opcode) == proto::kOpSnowflake) {
     const auto op = proto::kOpSnowflake;
@@ -198,7 +198,7 @@ void BinaryDispatcher::HandleSnowflakeOp(const proto::FrameView& f, BinaryConnec
 // --- answers ---------------------------------------------------------------------
 
 void BinaryDispatcher::Count(uint8_t opcode, uint32_t id, proto::Status status) {
-  Metrics& metrics = services_.metrics;
+  RequestMetrics& metrics = services_.metrics;
   if (status == proto::Status::kOk) {
     metrics.CountRequest(Interface::kBinary, BinaryOpLabel(opcode), "ok");
     return;

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "proto/message_codec.h"
-#include "server/route/key_router.h"
+#include "server/service/services.h"
 #include "server/service/wire_errors.h"
 #include "server/tcp/binary_dispatcher.h"
 

@@ -3,10 +3,10 @@
 // SET_MIN_SEQS. Each decodes
 // its payload (proto/id_codec.h; INVALID_ARGUMENT if it does not parse
 // exactly, TOO_LARGE past 1000 keys), checks the `ids` scope on every key,
-// and calls services.router; the answer comes back on the connection's
+// and calls services.ids; the answer comes back on the connection's
 // strand (Later), held in flight as NEXT_IDS's is.
 #include "proto/id_codec.h"
-#include "server/route/key_router.h"
+#include "server/service/services.h"
 #include "server/tcp/binary_dispatcher.h"
 #include "server/tcp/binary_dispatcher_impl.h"
 #include "server/tcp/binary_ops.h"
@@ -14,7 +14,7 @@
 namespace seqd {
 namespace {
 
-constexpr size_t kMaxKeys = SegmentAllocator::kMaxKeysPerCall;
+constexpr size_t kMaxKeys = kMaxKeysPerCall;
 
 }  // namespace
 
@@ -66,7 +66,7 @@ void BinaryDispatcher::HandleIdOp(const proto::FrameView& f, BinaryConnection& c
     auto encode = [](std::string& out, uint32_t rid, const Ok&) {
       proto::AppendOkEmpty(out, proto::kOpSetMinSeqs, rid);
     };
-    services_.router.SetMinSeqs(std::move(values), HopOf(f), Later<Ok>(c, op, id, encode));
+    services_.ids.SetMinSeqs(std::move(values), HopOf(f), Later<Ok>(c, op, id, encode));
     return;
   }
 
@@ -86,18 +86,18 @@ void BinaryDispatcher::HandleIdOp(const proto::FrameView& f, BinaryConnection& c
     keys.emplace_back(key);
   }
   if (op == proto::kOpMaxIdsTimes) {
-    auto encode = [](std::string& out, uint32_t rid, const KeyRouter::MaxIdsTimes& v) {
+    auto encode = [](std::string& out, uint32_t rid, const MaxIdsTimes& v) {
       proto::AppendOkMaxIdsTimes(out, rid, v.max_ids, v.times_ms);
     };
-    return services_.router.MaxIdsWithTimes(std::move(keys), HopOf(f),
-                                            Later<KeyRouter::MaxIdsTimes>(c, op, id, encode));
+    return services_.ids.MaxIdsWithTimes(std::move(keys), HopOf(f),
+                                         Later<MaxIdsTimes>(c, op, id, encode));
   }
   auto encode = [op](std::string& out, uint32_t rid, const std::vector<int64_t>& v) {
     proto::AppendOkInt64List(out, op, rid, v);
   };
   auto done = Later<std::vector<int64_t>>(c, op, id, encode);
-  if (op == proto::kOpMaxIds) return services_.router.MaxIds(std::move(keys), HopOf(f), done);
-  services_.router.GetMinSeqs(std::move(keys), std::move(done));
+  if (op == proto::kOpMaxIds) return services_.ids.MaxIds(std::move(keys), HopOf(f), done);
+  services_.ids.GetMinSeqs(std::move(keys), std::move(done));
 }
 
 void BinaryDispatcher::TakeBlock(const proto::FrameView& f, BinaryConnection& c,
@@ -113,8 +113,13 @@ void BinaryDispatcher::TakeBlock(const proto::FrameView& f, BinaryConnection& c,
   auto encode = [op](std::string& out, uint32_t rid, const IdBatch& b) {
     proto::AppendOkBlock(out, op, rid, b.ranges.front().first, b.ranges.back().last);
   };
-  services_.router.TakeBlock(key, count, HopOf(f), Later<IdBatch>(c, op, f.request_id, encode),
-                             requester, token);
+  services_.ids.Take({.key = key,
+                      .count = count,
+                      .contiguous = true,
+                      .hop = HopOf(f),
+                      .requester = requester,
+                      .token = token},
+                     Later<IdBatch>(c, op, f.request_id, encode));
 }
 
 }  // namespace seqd

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "proto/message_codec.h"
-#include "server/msg/message_service.h"
-#include "server/route/key_router.h"
+#include "server/service/message_api.h"
 #include "server/service/message_wire.h"
+#include "server/service/services.h"
 #include "server/tcp/binary_dispatcher.h"
 #include "server/tcp/binary_dispatcher_impl.h"
 #include "server/tcp/binary_ops.h"
@@ -58,7 +58,7 @@ auto Encoder(proto::Opcode op, Convert convert) {
 }  // namespace
 
 void BinaryDispatcher::HandleMessageOp(const proto::FrameView& f, BinaryConnection& c) {
-  MessageService& svc = services_.messages;
+  MessageApi& svc = services_.messages;
   const uint32_t id = f.request_id;
   const auto op = static_cast<proto::Opcode>(f.opcode);
   if (op == proto::kOpSend) {
@@ -67,7 +67,7 @@ void BinaryDispatcher::HandleMessageOp(const proto::FrameView& f, BinaryConnecti
     if (!Permit(f, c, q->conv_id)) return;
     SendRequest req{std::string(q->conv_id), std::string(q->sender_id),
                     std::string(q->client_msg_id), q->content_type, std::string(q->payload)};
-    services_.router.Send(
+    services_.messages.Send(
         std::move(req), HopOf(f),
         Later<AppendOutcome>(
             c, op, id, Encoder<proto::SendRes, AppendOutcome>(op, [](const AppendOutcome& o) {
@@ -232,7 +232,7 @@ void BinaryDispatcher::HandleSubscribe(const proto::FrameView& f, BinaryConnecti
           "at most " + std::to_string(limits_.max_subscriptions) + " subscriptions per connection");
     }
     Result<std::unique_ptr<Subscription>> sub =
-        services_.router.Subscribe(std::string(conv), HopOf(f), c.PushListener());
+        services_.messages.Subscribe(std::string(conv), HopOf(f), c.PushListener());
     if (!sub.ok()) {
       const BinaryError w = ToBinaryError(sub.error());
       return AnswerError(c, op, f.request_id, w.status, w.message);

@@ -7,8 +7,8 @@
 #include <type_traits>
 
 #include "proto/id_codec.h"
-#include "server/metrics/metrics.h"
-#include "server/route/key_router.h"
+#include "server/service/request_metrics.h"
+#include "server/service/services.h"
 #include "server/tcp/binary_dispatcher.h"
 #include "server/tcp/binary_dispatcher_impl.h"
 #include "server/tcp/binary_ops.h"
@@ -29,7 +29,7 @@ void BinaryDispatcher::HandleNextIds(const proto::FrameView& f, BinaryConnection
                        "NEXT_IDS payload must be u16 key_length, key, u32 count");
   }
   NextIdsRuns& runs = c.runs();
-  const int64_t max_count = services_.ids.options().max_count;
+  const int64_t max_count = services_.ids.common_max_count();
   // Only a client's own request of a valid count, inside a read, joins a run;
   // a run goes on while the key stays the same and the counts fit one take.
   const bool gather = c.batching() && req->on_behalf_of.empty() && HopOf(f) == Hop::kMayForward &&
@@ -56,7 +56,8 @@ void BinaryDispatcher::HandleNextIds(const proto::FrameView& f, BinaryConnection
   };
   static_assert(sizeof(done) <= 16 && std::is_trivially_copyable_v<decltype(done)>);
   // Neither the key nor the token id is kept past the call.
-  services_.router.Take(req->key, req->count, HopOf(f), done, requester);
+  services_.ids.Take(
+      {.key = req->key, .count = req->count, .hop = HopOf(f), .requester = requester}, done);
 }
 
 void BinaryDispatcher::EndOfBatch(BinaryConnection& c) {
@@ -68,7 +69,8 @@ void BinaryDispatcher::TakeRun(BinaryConnection& c) {
   const uint32_t run = runs.Close();  // key() and total() stay until the next Open
   auto done = [conn = &c, run](Result<IdBatch> r) { conn->DeliverRun(run, std::move(r)); };
   static_assert(sizeof(done) <= 16 && std::is_trivially_copyable_v<decltype(done)>);
-  services_.router.Take(runs.key(), runs.total(), Hop::kMayForward, done, c.access().token_id());
+  services_.ids.Take({.key = runs.key(), .count = runs.total(), .requester = c.access().token_id()},
+                     done);
 }
 
 void BinaryDispatcher::WriteIds(BinaryConnection& c, uint32_t id, const Result<IdBatch>& r) {

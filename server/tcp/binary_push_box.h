@@ -15,7 +15,7 @@
 #include <string>
 
 #include "common/mutex.h"
-#include "server/msg/message_service.h"
+#include "server/service/message_api.h"
 
 namespace seqd {
 

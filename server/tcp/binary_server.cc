@@ -15,13 +15,13 @@
 
 #include "proto/message_codec.h"
 #include "server/base/log.h"
-#include "server/metrics/metrics.h"
-#include "server/msg/message_service.h"
 #include "server/net/conn_check.h"
 #include "server/net/conn_stream.h"
 #include "server/net/tcp_listener.h"
 #include "server/net/tls_context.h"
 #include "server/net/unread_bytes.h"
+#include "server/service/message_api.h"
+#include "server/service/request_metrics.h"
 #include "server/service/services.h"
 #include "server/tcp/binary_dispatcher.h"
 #include "server/tcp/binary_push_box.h"
@@ -59,7 +59,7 @@ struct BinaryServer::Impl {
   const BinaryServerOptions options;
   BinaryDispatcher dispatcher;
   const Authenticator* const auth;        // null: open
-  Metrics& metrics;                       // outlives the server (Services)
+  RequestMetrics& metrics;                // outlives the server (Services)
   std::shared_ptr<TcpListener> listener;  // set once, by the constructor
   UnreadBytes unread;                     // answers written and not taken, per address
 };

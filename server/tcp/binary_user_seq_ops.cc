@@ -3,10 +3,10 @@
 // SET_USER_SEQS sets it (or raises it). Each decodes its payload
 // (proto/id_codec.h; INVALID_ARGUMENT if it does not parse exactly,
 // TOO_LARGE past 1000 conversations), checks the `ids` scope on every
-// conversation, and calls services.router; the answer comes back on the
+// conversation, and calls services.ids; the answer comes back on the
 // connection's strand (Later).
 #include "proto/id_codec.h"
-#include "server/route/key_router.h"
+#include "server/service/services.h"
 #include "server/tcp/binary_dispatcher.h"
 #include "server/tcp/binary_dispatcher_impl.h"
 #include "server/tcp/binary_ops.h"
@@ -16,7 +16,7 @@ namespace seqd {
 void BinaryDispatcher::HandleUserSeqOp(const proto::FrameView& f, BinaryConnection& c) {
   const auto op = static_cast<proto::Opcode>(f.opcode);
   const uint32_t id = f.request_id;
-  constexpr size_t kMaxConvs = SegmentAllocator::kMaxKeysPerCall;
+  constexpr size_t kMaxConvs = kMaxKeysPerCall;
   auto too_large = [&](size_t n) {
     if (n <= kMaxConvs) return false;
     AnswerError(c, op, id, proto::Status::kTooLarge,
@@ -41,9 +41,9 @@ void BinaryDispatcher::HandleUserSeqOp(const proto::FrameView& f, BinaryConnecti
     auto encode = [](std::string& out, uint32_t rid, const std::vector<int64_t>& v) {
       proto::AppendOkInt64List(out, proto::kOpUserSeqs, rid, v);
     };
-    return services_.router.GetUserSeqs(std::string(req->user),
-                                        static_cast<UserSeqField>(req->field), std::move(convs),
-                                        Later<std::vector<int64_t>>(c, op, id, encode));
+    return services_.ids.GetUserSeqs(std::string(req->user), static_cast<UserSeqField>(req->field),
+                                     std::move(convs),
+                                     Later<std::vector<int64_t>>(c, op, id, encode));
   }
 
   std::optional<proto::SetUserSeqsRequest> req = proto::ParseSetUserSeqsRequest(f.payload);
@@ -63,9 +63,8 @@ void BinaryDispatcher::HandleUserSeqOp(const proto::FrameView& f, BinaryConnecti
   auto encode = [](std::string& out, uint32_t rid, const Ok&) {
     proto::AppendOkEmpty(out, proto::kOpSetUserSeqs, rid);
   };
-  services_.router.SetUserSeqs(std::string(req->user), static_cast<UserSeqField>(req->field),
-                               req->raise_only, std::move(values),
-                               Later<Ok>(c, op, id, encode));
+  services_.ids.SetUserSeqs(std::string(req->user), static_cast<UserSeqField>(req->field),
+                            req->raise_only, std::move(values), Later<Ok>(c, op, id, encode));
 }
 
 }  // namespace seqd

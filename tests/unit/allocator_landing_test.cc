@@ -154,7 +154,8 @@ TEST_CASE("a take made while a block request waits is answered after it, with hi
   REQUIRE(alloc.SnapshotKey("k")->next.ready);
   // 8 IDs left in the current segment, 10 in the next: a block of 15 fits
   // in neither and parks, with IDs still buffered.
-  alloc.TakeBlock("k", 15, [&](Result<IdBatch> r) { block = *r; });
+  alloc.Take(
+      "k", 15, [&](Result<IdBatch> r) { block = *r; }, {}, /*contiguous=*/true);
   CHECK_FALSE(block);
   alloc.Take("k", 1, [&](Result<IdBatch> r) { after = *r; });
   CHECK_FALSE(after);                  // behind the block, not from the buffer

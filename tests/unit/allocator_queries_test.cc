@@ -1,5 +1,5 @@
 // OpenIM's ID queries in the allocator, with a fake store, a manual database runner
-// and a manual clock: contiguous blocks (TakeBlock), the largest ID handed
+// and a manual clock: contiguous blocks (Take with contiguous), the largest ID handed
 // out per key (MaxIds) and min seqs (GetMinSeqs, SetMinSeqs); and the ID
 // ops' codec (proto/id_codec.h).
 #include <doctest/doctest.h>
@@ -9,6 +9,7 @@
 #include "server/core/segment_allocator.h"
 #include "storage/faulty_store.h"
 #include "storage/memory_store.h"
+#include "tests/unit/take_boundary.h"
 
 using namespace seqd;
 
@@ -31,7 +32,7 @@ struct Got {
 struct Values {
   std::optional<std::vector<int64_t>> values;
   std::optional<Error> error;
-  SegmentAllocator::ValuesCallback Callback() {
+  ValuesCallback Callback() {
     return [this](Result<std::vector<int64_t>> r) {
       if (r) {
         values = *r;
@@ -54,7 +55,7 @@ struct Fixture {
   }
   IdRange Block(std::string_view key, int64_t count) {
     Got g;
-    alloc->TakeBlock(key, count, g.Callback());
+    alloc->Take(key, count, g.Callback(), {}, /*contiguous=*/true);
     db.RunAll();
     REQUIRE(g.batch);
     REQUIRE(g.batch->ranges.size() == 1);
@@ -95,7 +96,8 @@ TEST_CASE("a block waits for the next segment when the current one is too short"
   // Another process takes [101, 200] before our prefetch: ours is [201, 300].
   REQUIRE(f.memory.Reserve("k", std::nullopt));
   Got g;
-  f.alloc->TakeBlock("k", 150, g.Callback());  // more than the step: a segment of its own
+  f.alloc->Take("k", 150, g.Callback(), {},
+                /*contiguous=*/true);  // more than the step: a segment of its own
   CHECK_FALSE(g.batch);
   f.db.RunAll();
   REQUIRE(g.batch);
@@ -117,10 +119,11 @@ TEST_CASE("a block larger than the step is served from one segment on a cold key
 TEST_CASE("blocks are refused as takes are: count, key") {
   Fixture f;
   REQUIRE(f.memory.CreateKey("k", 10, ""));
+  TakeBoundary boundary(*f.alloc);  // where every take is checked
   for (auto [key, count] : std::vector<std::pair<std::string, int64_t>>{
            {"k", 0}, {"k", 10'001}, {"bad\tkey", 1}, {"seqd.k", 1}}) {
     Got g;
-    f.alloc->TakeBlock(key, count, g.Callback());
+    boundary.router.Take({.key = key, .count = count, .contiguous = true}, g.Callback());
     f.db.RunAll();
     REQUIRE(g.error);
     CHECK(g.error->code == ErrorCode::kInvalidArgument);

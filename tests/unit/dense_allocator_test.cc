@@ -3,6 +3,8 @@
 // idempotent tokens, bad input, auto-creation limits, store failures and
 // shutdown; the router's choice between dense and segment keys; the rule
 // syntax; and NEXT_BLOCK_ONCE's codec.
+#include "server/core/dense_allocator.h"
+
 #include <doctest/doctest.h>
 
 #include <string>
@@ -10,13 +12,13 @@
 
 #include "proto/id_codec.h"
 #include "server/base/manual_clock.h"
-#include "server/core/dense_allocator.h"
 #include "server/core/segment_allocator.h"
 #include "server/metrics/metrics.h"
 #include "server/route/key_router.h"
 #include "storage/faulty_store.h"
 #include "storage/memory_message_store.h"
 #include "storage/memory_store.h"
+#include "tests/unit/take_boundary.h"
 
 using namespace seqd;
 
@@ -103,7 +105,7 @@ TEST_CASE("dense: a segment key skips the rest of its segment, a dense key does 
   SegmentAllocator segments(f.memory, seg_db, seg_clock, DenseRules(), AllocatorOptions());
   auto segment_block = [&](int64_t count) {
     Got g;
-    segments.TakeBlock("s_conv", count, g.Callback());
+    segments.Take("s_conv", count, g.Callback(), {}, /*contiguous=*/true);
     seg_db.RunAll();
     return g.range();
   };
@@ -222,10 +224,19 @@ TEST_CASE("dense: bad requests are refused before they reach the store") {
   DenseOptions options;
   options.max_count = 1000;
   Fixture f(options);
+  ManualRunner seg_db;
+  ManualClock seg_clock;
+  SegmentAllocator segments(f.memory, seg_db, seg_clock, DenseRules(), AllocatorOptions());
+  // Where every take is checked, dense or not.
+  TakeBoundary boundary(segments, f.dense.get());
   auto refused = [&](std::string_view key, int64_t count, std::string_view token) {
-    Result<IdBatch> r = f.TakeNow(key, count, token);
-    REQUIRE_FALSE(r.ok());
-    return r.error();
+    Got g;
+    boundary.router.Take({.key = key, .count = count, .contiguous = true, .token = token},
+                         g.Callback());
+    f.db.RunAll();
+    REQUIRE(g.calls == 1);
+    REQUIRE(g.error);
+    return *g.error;
   };
   CHECK(refused("d_k", 0, {}).code == ErrorCode::kInvalidArgument);
   CHECK(refused("d_k", -5, {}).code == ErrorCode::kInvalidArgument);
@@ -325,11 +336,12 @@ TEST_CASE("dense: the router sends dense keys to the dense allocator, tokens onl
     }
   };
   Got dense_ids, segment_ids, token_on_segment, plain_take;
-  router.TakeBlock("d_k", 3, Hop::kMayForward, dense_ids.Callback(), {}, "tok");
-  router.TakeBlock("s_k", 3, Hop::kMayForward, segment_ids.Callback());
-  router.TakeBlock("s_k", 3, Hop::kMayForward, token_on_segment.Callback(), {}, "tok");
+  router.Take({.key = "d_k", .count = 3, .contiguous = true, .token = "tok"}, dense_ids.Callback());
+  router.Take({.key = "s_k", .count = 3, .contiguous = true}, segment_ids.Callback());
+  router.Take({.key = "s_k", .count = 3, .contiguous = true, .token = "tok"},
+              token_on_segment.Callback());
   // NEXT_IDS of a dense key is one block too.
-  router.Take("d_k", 2, Hop::kMayForward, plain_take.Callback());
+  router.Take({.key = "d_k", .count = 2}, plain_take.Callback());
   run();
   CHECK(dense_ids.range() == IdRange{1, 3});
   CHECK(plain_take.range() == IdRange{4, 5});

@@ -326,8 +326,8 @@ TEST_CASE("KeyRules: the reserved namespace") {
   CHECK_FALSE(KeyIsReserved("seqd"));
   CHECK_FALSE(KeyIsReserved("seqd_x"));
   CHECK_FALSE(KeyIsReserved("Seqd.x"));
-  CHECK(KeyRules::Validate("seqd.x").ok());  // conversation and user ids may use it
-  CHECK(KeyRules::ValidateClientKey("seqd.x").error().message == kReserved);
-  CHECK(KeyRules::ValidateClientKey("a\tb").error().message.find("control") != std::string::npos);
-  CHECK(KeyRules::ValidateClientKey("sg_1").ok());
+  CHECK(ValidateKeyText("seqd.x").ok());  // conversation and user ids may use it
+  CHECK(ValidateClientKey("seqd.x").error().message == kReserved);
+  CHECK(ValidateClientKey("a\tb").error().message.find("control") != std::string::npos);
+  CHECK(ValidateClientKey("sg_1").ok());
 }

@@ -14,7 +14,7 @@ using namespace seqd;
 namespace {
 
 std::string MessageOf(std::string_view key) {
-  Status s = KeyRules::Validate(key);
+  Status s = ValidateKeyText(key);
   return s.ok() ? std::string("ok") : s.error().message;
 }
 

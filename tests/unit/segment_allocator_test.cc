@@ -11,6 +11,7 @@
 #include "server/base/manual_clock.h"
 #include "storage/faulty_store.h"
 #include "storage/memory_store.h"
+#include "tests/unit/take_boundary.h"
 
 using namespace seqd;
 using namespace std::chrono_literals;
@@ -429,16 +430,19 @@ TEST_CASE("unknown keys, auto-created keys, bad keys and bad counts") {
   CHECK(f.TakeNow("si_a_b").batch);
   CHECK(f.memory.GetKey("si_a_b")->step == 50);
 
+  // Bad counts and keys are refused where every take is checked.
+  TakeBoundary boundary(*f.alloc);
   for (int64_t bad : {int64_t{0}, int64_t{-1}, int64_t{10'001}, INT64_MAX}) {
     Outcome o;
-    f.alloc->Take("sg_team42", bad, o.Callback());
+    boundary.router.Take({.key = "sg_team42", .count = bad}, o.Callback());
     REQUIRE(o.error);
     CHECK(o.error->code == ErrorCode::kInvalidArgument);
   }
-  for (std::string bad : {std::string(), std::string(256, 'a'), std::string("a\tb"),
-                          std::string("a\xFF"), std::string("k\0x", 3)}) {
+  for (std::string bad :
+       {std::string(), std::string(256, 'a'), std::string("a\tb"), std::string("a\xFF"),
+        std::string("k\0x", 3), std::string("seqd.server_msg_id")}) {
     Outcome o;
-    f.alloc->Take(bad, 1, o.Callback());
+    boundary.router.Take({.key = bad, .count = 1}, o.Callback());
     REQUIRE(o.error);
     CHECK(o.error->code == ErrorCode::kInvalidArgument);
   }

@@ -19,6 +19,7 @@
 #include "server/metrics/metrics.h"
 #include "server/msg/message_service.h"
 #include "server/route/key_router.h"
+#include "server/route/routed_messages.h"
 #include "server/service/services.h"
 #include "server/snowflake/snowflake_generator.h"
 #include "server/snowflake/wall_clock.h"
@@ -50,10 +51,10 @@ class TestServices {
         router_(given.router ? nullptr
                              : std::make_unique<KeyRouter>(
                                    ids, given.messages ? *given.messages : *messages_)),
-        services_{ids,
-                  given.router ? *given.router : *router_,
+        routed_messages_(given.router ? *given.router : *router_,
+                         given.messages ? *given.messages : *messages_),
+        services_{given.router ? *given.router : *router_, routed_messages_,
                   given.keys ? *given.keys : *keys_,
-                  given.messages ? *given.messages : *messages_,
                   given.snowflake ? *given.snowflake : *snowflake_,
                   given.metrics ? *given.metrics : *metrics_} {}
 
@@ -61,7 +62,9 @@ class TestServices {
   TestServices& operator=(const TestServices&) = delete;
 
   const Services& services() const { return services_; }
-  Metrics& metrics() const { return services_.metrics; }
+  Metrics& metrics() const {
+    return metrics_ ? *metrics_ : static_cast<Metrics&>(services_.metrics);
+  }
   operator const Services&() const { return services_; }  // NOLINT(runtime/explicit)
 
  private:
@@ -80,6 +83,7 @@ class TestServices {
   std::unique_ptr<SnowflakeGenerator> snowflake_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<KeyRouter> router_;
+  RoutedMessages routed_messages_;
   Services services_;
 };
 

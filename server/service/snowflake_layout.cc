@@ -1,4 +1,4 @@
-#include "server/snowflake/snowflake_layout.h"
+#include "server/service/snowflake_layout.h"
 
 #include <string>
 
