@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ $# -ge 2 ]] || { sed -n '2,15p' "$0"; exit 2; }
 A=$1 B=$2
-SEQBENCH=${3:-build/client/seqbench}
+SEQBENCH=${3:-build/bench/seqbench/seqbench}
 ROUNDS=${ROUNDS:-5}
 DURATION=${DURATION:-3}
 THREADS=${THREADS:-1}

@@ -14,7 +14,7 @@
 #
 #   ROUNDS=3 DURATION=3 bench/cluster_bench.sh
 #
-# Uses build/seqd, build/client/seqbench and build/bench/cluster_route_bench
+# Uses build/seqd, build/bench/seqbench/seqbench and build/bench/cluster_route_bench
 # (BUILD_DIR overrides; build with -DSEQD_BUILD_BENCH=ON), and a MariaDB of
 # its own in a temp dir (scripts/mariadb.sh).
 set -euo pipefail
@@ -23,7 +23,7 @@ ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-3}
 BUILD_DIR=${BUILD_DIR:-build}
 SEQD=$BUILD_DIR/seqd
-SEQBENCH=$BUILD_DIR/client/seqbench
+SEQBENCH=$BUILD_DIR/bench/seqbench/seqbench
 ROUTE_BENCH=$BUILD_DIR/bench/cluster_route_bench
 for b in "$SEQD" "$SEQBENCH" "$ROUTE_BENCH"; do
   [[ -x $b ]] || { echo "cluster_bench: $b missing (build with -DSEQD_BUILD_BENCH=ON)" >&2; exit 2; }

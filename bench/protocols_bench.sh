@@ -42,7 +42,7 @@ if [[ -z ${SKIP_BUILD:-} ]]; then
   cmake --build "$BUILD_DIR" -j2 --target seqd seqbench >/dev/null
 fi
 SEQD="$BUILD_DIR/seqd"
-SEQBENCH="$BUILD_DIR/client/seqbench"
+SEQBENCH="$BUILD_DIR/bench/seqbench/seqbench"
 DURATION=${DURATION:-5}
 
 # CPU pinning: servers on the last core, load generators on the first.

@@ -40,8 +40,8 @@ bench_binaries() {
   # The optimized client only: build/ also holds sanitizer and clang check
   # builds (build/check-*), whose seqbench is several times slower.
   if [[ -z ${SEQBENCH:-} ]]; then
-    for candidate in "$(dirname "${BINARIES[0]}")/client/seqbench" "$BUILD_DIR/client/seqbench" \
-      build/client/seqbench; do
+    for candidate in "$(dirname "${BINARIES[0]}")/bench/seqbench/seqbench" \
+      "$BUILD_DIR/bench/seqbench/seqbench" build/bench/seqbench/seqbench; do
       [[ -x $candidate ]] && { SEQBENCH=$candidate; break; }
     done
   fi

@@ -42,7 +42,7 @@ done
 
 # One seqbench run; prints "IDs/s p50_us p99_us".
 run() {
-  $CLIENT_CPU "$BUILD_DIR/client/seqbench" --tcp "127.0.0.1:$TCP_PORT" "$@" \
+  $CLIENT_CPU "$BUILD_DIR/bench/seqbench/seqbench" --tcp "127.0.0.1:$TCP_PORT" "$@" \
     --duration "$DURATION" --json |
     python3 -c 'import json,sys; r=json.load(sys.stdin); l=r["latency_us"];
 print(r["ids_per_s"], l["p50"], l["p99"])'

@@ -19,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SEQD=${1:-build/seqd}
-SEQBENCH=${2:-build/client/seqbench}
+SEQBENCH=${2:-build/bench/seqbench/seqbench}
 STREAMS=${STREAMS:-1 100 1000}
 MESSAGES=${MESSAGES:-200}
 RATES=${RATES:-20 100}

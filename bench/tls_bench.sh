@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SEQD=${1:-build/seqd}
-SEQBENCH=${2:-build/client/seqbench}
+SEQBENCH=${2:-build/bench/seqbench/seqbench}
 ROUNDS=${ROUNDS:-5}
 DURATION=${DURATION:-3}
 PIN_SERVER="taskset -c 0"

@@ -37,12 +37,16 @@ struct Inbox {
   }
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The command line: where to connect, the conversation, the texts to send.
+struct Args {
   std::string endpoints = "127.0.0.1:7070";
   std::string conv = "sg_example";  // sg_ conversations are created on first use
   std::vector<std::string> texts;
+};
+
+// Fills `args`; returns -1 to go on, else the exit status (after --help: 0,
+// a bad argument: 2).
+int ParseArgs(int argc, char** argv, Args& args) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "-h" || a == "--help") {
@@ -52,25 +56,62 @@ int main(int argc, char** argv) {
                    "world) as a message,\nwaits for their pushes, then pulls them back.\n";
       return 0;
     } else if (a == "--endpoints" && i + 1 < argc) {
-      endpoints = argv[++i];
+      args.endpoints = argv[++i];
     } else if (a == "--conv" && i + 1 < argc) {
-      conv = argv[++i];
+      args.conv = argv[++i];
     } else if (a.starts_with("--")) {
       std::cerr << "unexpected argument " << a << "\n";
       return 2;
     } else {
-      texts.push_back(a);
+      args.texts.push_back(a);
     }
   }
-  if (texts.empty()) texts = {"hello", "world"};
+  if (args.texts.empty()) args.texts = {"hello", "world"};
+  return -1;
+}
 
+seqd::client::ClientOptions Options(const std::string& endpoints) {
   seqd::client::ClientOptions options;
   std::stringstream ss(endpoints);
   for (std::string ep; std::getline(ss, ep, ',');) options.endpoints.push_back(ep);
   options.max_attempts = 2;
   options.backoff_initial = std::chrono::milliseconds(10);
+  return options;
+}
+
+// Sends each text as a message of `conv`; the seq of the first, or 0 (and
+// a line on stderr) if a send failed.
+int64_t SendAll(seqd::client::Client& client, const std::string& conv,
+                const std::vector<std::string>& texts) {
+  // One client_msg_id per message: a retried Send with the same id is stored once.
+  const std::string run = std::to_string(getpid()) + "-" +
+                          std::to_string(std::chrono::system_clock::now().time_since_epoch() /
+                                         std::chrono::milliseconds(1));
+  int64_t first_seq = 0;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    seqd::client::OutgoingMessage m{conv, "example", "example-" + run + "-" + std::to_string(i),
+                                    /*content_type=*/1, texts[i]};
+    auto sent = client.Send(m);
+    if (!sent) {
+      std::cerr << "seqd-messages-example: send: " << sent.ToString() << "\n";
+      return 0;
+    }
+    if (i == 0) first_seq = sent->seq;
+    std::cout << "sent seq=" << sent->seq << ": " << texts[i] << "\n";
+  }
+  return first_seq;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  if (const int status = ParseArgs(argc, argv, args); status >= 0) return status;
+  const std::string& conv = args.conv;
+  const std::vector<std::string>& texts = args.texts;
+
   Inbox inbox;  // declared first: the client's callbacks use it until the client is gone
-  seqd::client::Client client(options);
+  seqd::client::Client client(Options(args.endpoints));
 
   // Subscribe first: every message above the conversation's max seq at this
   // point is pushed, in seq order, exactly once.
@@ -84,22 +125,8 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  // One client_msg_id per message: a retried Send with the same id is stored once.
-  const std::string run = std::to_string(getpid()) + "-" +
-                          std::to_string(std::chrono::system_clock::now().time_since_epoch() /
-                                         std::chrono::milliseconds(1));
-  int64_t first_seq = 0;
-  for (size_t i = 0; i < texts.size(); ++i) {
-    seqd::client::OutgoingMessage m{conv, "example", "example-" + run + "-" + std::to_string(i),
-                                    /*content_type=*/1, texts[i]};
-    auto sent = client.Send(m);
-    if (!sent) {
-      std::cerr << "seqd-messages-example: send: " << sent.ToString() << "\n";
-      return 1;
-    }
-    if (i == 0) first_seq = sent->seq;
-    std::cout << "sent seq=" << sent->seq << ": " << texts[i] << "\n";
-  }
+  const int64_t first_seq = SendAll(client, conv, texts);
+  if (first_seq == 0) return 1;
 
   const auto pushed = inbox.WaitFor(texts.size(), std::chrono::seconds(10));
   for (const auto& m : pushed) std::cout << "pushed seq=" << m.seq << ": " << m.payload << "\n";

@@ -25,24 +25,31 @@ func collect(t *testing.T, done chan *IDsCall, n int, seen map[int64]bool, limit
 			if call.Err != nil {
 				continue
 			}
-			var total int64
-			for _, r := range call.Ranges {
-				total += r.Len()
-				for v := r.First; v <= r.Last; v++ {
-					if seen[v] {
-						t.Fatalf("ID %d handed out twice", v)
-					}
-					seen[v] = true
-				}
-			}
-			if total != int64(call.Count) {
-				t.Fatalf("%s: %d IDs for a count of %d", call.Key, total, call.Count)
-			}
+			markUnique(t, call.Key+": ", call.Ranges, call.Count, seen)
 		case <-timeout:
 			t.Fatalf("%d of %d calls completed within %v", len(calls), n, limit)
 		}
 	}
 	return calls
+}
+
+// markUnique checks that ranges hold count IDs in all and none already in
+// seen, then adds them to seen; what prefixes the message of a wrong count.
+func markUnique(t *testing.T, what string, ranges []Range, count int, seen map[int64]bool) {
+	t.Helper()
+	var total int64
+	for _, r := range ranges {
+		total += r.Len()
+		for v := r.First; v <= r.Last; v++ {
+			if seen[v] {
+				t.Fatalf("ID %d handed out twice", v)
+			}
+			seen[v] = true
+		}
+	}
+	if total != int64(count) {
+		t.Fatalf("%s%d IDs for a count of %d", what, total, count)
+	}
 }
 
 func TestGoNextIDsKeepsManyCallsInFlight(t *testing.T) {
@@ -231,19 +238,7 @@ func TestNextIDsFuncChainsCallsFromCallbacks(t *testing.T) {
 		if r.err != nil {
 			t.Fatalf("call %d: %v", n, r.err)
 		}
-		var total int64
-		for _, rg := range r.ranges {
-			total += rg.Len()
-			for v := rg.First; v <= rg.Last; v++ {
-				if seen[v] {
-					t.Fatalf("ID %d handed out twice", v)
-				}
-				seen[v] = true
-			}
-		}
-		if total != int64(r.count) {
-			t.Fatalf("%d IDs for a count of %d", total, r.count)
-		}
+		markUnique(t, "", r.ranges, r.count, seen)
 	}
 	if n != chains*perChain {
 		t.Fatalf("%d callbacks ran, want %d", n, chains*perChain)

@@ -17,28 +17,22 @@ func TestNextBlockContiguousAndAboveEverything(t *testing.T) {
 	ctx := ctxT(t, 30*time.Second)
 	var mu sync.Mutex
 	var blocks []Range
-	var wg sync.WaitGroup
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			for i := 0; i < 50; i++ {
-				n := 1 + (g*7+i*13)%40
-				first, last, err := c.NextBlock(ctx, "n_blk", n)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if last-first+1 != int64(n) {
-					t.Errorf("block %d..%d for %d", first, last, n)
-				}
-				mu.Lock()
-				blocks = append(blocks, Range{first, last})
-				mu.Unlock()
+	parallel(8, func(g int) {
+		for i := 0; i < 50; i++ {
+			n := 1 + (g*7+i*13)%40
+			first, last, err := c.NextBlock(ctx, "n_blk", n)
+			if err != nil {
+				t.Error(err)
+				return
 			}
-		}(g)
-	}
-	wg.Wait()
+			if last-first+1 != int64(n) {
+				t.Errorf("block %d..%d for %d", first, last, n)
+			}
+			mu.Lock()
+			blocks = append(blocks, Range{first, last})
+			mu.Unlock()
+		}
+	})
 	seen := map[int64]bool{}
 	for _, b := range blocks {
 		for v := b.First; v <= b.Last; v++ {
@@ -159,31 +153,25 @@ func TestNextBlockOnceDenseAndIdempotent(t *testing.T) {
 	ctx := ctxT(t, 30*time.Second)
 	var mu sync.Mutex
 	var blocks []Range
-	var wg sync.WaitGroup
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			for i := 0; i < 25; i++ {
-				n := 1 + (g*7+i*13)%9
-				token := fmt.Sprintf("g%d-i%d", g, i)
-				first, last, err := c.NextBlockOnce(ctx, "dk_go", n, token)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				// The same request again: the same block.
-				again1, again2, err := c.NextBlockOnce(ctx, "dk_go", n, token)
-				if err != nil || again1 != first || again2 != last {
-					t.Errorf("retry of %s: %d..%d, %v; first answer %d..%d", token, again1, again2, err, first, last)
-				}
-				mu.Lock()
-				blocks = append(blocks, Range{first, last})
-				mu.Unlock()
+	parallel(8, func(g int) {
+		for i := 0; i < 25; i++ {
+			n := 1 + (g*7+i*13)%9
+			token := fmt.Sprintf("g%d-i%d", g, i)
+			first, last, err := c.NextBlockOnce(ctx, "dk_go", n, token)
+			if err != nil {
+				t.Error(err)
+				return
 			}
-		}(g)
-	}
-	wg.Wait()
+			// The same request again: the same block.
+			again1, again2, err := c.NextBlockOnce(ctx, "dk_go", n, token)
+			if err != nil || again1 != first || again2 != last {
+				t.Errorf("retry of %s: %d..%d, %v; first answer %d..%d", token, again1, again2, err, first, last)
+			}
+			mu.Lock()
+			blocks = append(blocks, Range{first, last})
+			mu.Unlock()
+		}
+	})
 	sort.Slice(blocks, func(i, j int) bool { return blocks[i].First < blocks[j].First })
 	next := int64(1)
 	for _, b := range blocks {

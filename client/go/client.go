@@ -218,6 +218,16 @@ func (c *Client) callAny(ctx context.Context, op byte, payload []byte) ([]byte, 
 	return c.invoke(ctx, "", op, payload)
 }
 
+// callEnc is callKeyed with e's payload, once e.payload() has checked it
+// can be sent.
+func (c *Client) callEnc(ctx context.Context, key string, op byte, e *enc) ([]byte, error) {
+	p, err := e.payload()
+	if err != nil {
+		return nil, err
+	}
+	return c.callKeyed(ctx, key, op, p)
+}
+
 // callKeyed is the full call path of a keyed op (see SEAMS in transport.go).
 func (c *Client) callKeyed(ctx context.Context, key string, op byte, payload []byte) ([]byte, error) {
 	return c.invoke(ctx, key, op, payload)

@@ -163,29 +163,23 @@ func TestClusterRoutesDirect(t *testing.T) {
 	before := forwards(t, nodes)
 	c := newClient(t, Options{Endpoints: []string{nodes[0].Addr()}, RouteByShard: true})
 	const goroutines, perG, keys = 8, 150, 64
-	var wg sync.WaitGroup
 	errs := make(chan error, goroutines)
-	for g := 0; g < goroutines; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			for i := 0; i < perG; i++ {
-				k := (g*perG + i) % keys
-				var err error
-				if i%5 == 4 {
-					_, err = c.Send(ctx, OutgoingMessage{ConvID: "sg_rt" + strconv.Itoa(k), SenderID: "u",
-						ClientMsgID: fmt.Sprintf("g%d-%d", g, i), Payload: []byte("x")})
-				} else {
-					_, err = c.NextIDs(ctx, "n_rt"+strconv.Itoa(k), 3)
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
+	parallel(goroutines, func(g int) {
+		for i := 0; i < perG; i++ {
+			k := (g*perG + i) % keys
+			var err error
+			if i%5 == 4 {
+				_, err = c.Send(ctx, OutgoingMessage{ConvID: "sg_rt" + strconv.Itoa(k), SenderID: "u",
+					ClientMsgID: fmt.Sprintf("g%d-%d", g, i), Payload: []byte("x")})
+			} else {
+				_, err = c.NextIDs(ctx, "n_rt"+strconv.Itoa(k), 3)
 			}
-		}(g)
-	}
-	wg.Wait()
+			if err != nil {
+				errs <- err
+				return
+			}
+		}
+	})
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)

@@ -379,21 +379,13 @@ func frameBuffered(r *bufio.Reader) bool {
 	return r.Buffered() >= 4+int(binary.BigEndian.Uint32(h))
 }
 
+// readLoop reads cn's frames until the connection ends: answers go to their
+// pending calls, pushes to onPush. Answers read in one go make a batch
+// (endBatch after its last).
 func (cn *conn) readLoop() {
 	r := bufio.NewReaderSize(cn.nc, 64*1024)
 	var head [headerSize]byte
-	var err error
-	defer func() {
-		if cn.onClose != nil {
-			cn.mu.Lock()
-			e := cn.closeErr
-			cn.mu.Unlock()
-			if e != nil && CodeOf(e) == CodeCancelled {
-				e = nil
-			}
-			cn.onClose(e)
-		}
-	}()
+	defer cn.reportClose()
 	// woken: answers of this batch that woke another goroutine, which may
 	// call again (endBatch waits for their frames).
 	woken, inBatch := 0, false
@@ -402,93 +394,144 @@ func (cn *conn) readLoop() {
 			cn.endBatch(woken)
 			woken, inBatch = 0, false
 		}
-		if _, err = io.ReadFull(r, head[:]); err != nil {
-			break
-		}
-		length := binary.BigEndian.Uint32(head[0:4])
-		if length < 8 || length > maxFrameSize-4 || head[4] != protoVersion {
-			cn.fail(errorf(CodeProtocol, "undecodable data from %s", cn.ep.addr), true)
+		f, err := cn.readFrame(r, &head)
+		if err == errConnFailed {
 			return
 		}
-		op, flags, id := head[5], binary.BigEndian.Uint16(head[6:8]), binary.BigEndian.Uint32(head[8:12])
-		// The body stays in r's buffer until the next read (deliver copies
-		// what outlives it); a body larger than the buffer gets its own.
-		var body []byte
-		if n := int(length - 8); n <= r.Size() {
-			if body, err = r.Peek(n); err != nil {
-				break
-			}
-			r.Discard(n)
-		} else {
-			body = make([]byte, n)
-			if _, err = io.ReadFull(r, body); err != nil {
-				break
-			}
+		if err != nil {
+			cn.readEnded(err)
+			return
 		}
 		if cn.reads.Add(1) == 1 {
-			// The endpoint works: its run of failures ends (see markDownFor).
-			cn.ep.mu.Lock()
-			cn.ep.failures = 0
-			cn.ep.downUntil.Store(0)
-			cn.ep.mu.Unlock()
+			cn.endpointWorks()
 		}
-		if flags != flagResponse && flags != flagResponse|flagPush {
-			cn.fail(errorf(CodeProtocol, "frame with flags %#x from %s", flags, cn.ep.addr), true)
+		switch {
+		case f.flags != flagResponse && f.flags != flagResponse|flagPush:
+			cn.fail(errorf(CodeProtocol, "frame with flags %#x from %s", f.flags, cn.ep.addr), true)
 			return
-		}
-		if flags&flagPush != 0 {
+		case f.flags&flagPush != 0:
 			if cn.onPush != nil {
-				cn.onPush(op, append([]byte(nil), body...))
+				cn.onPush(f.op, append([]byte(nil), f.body...))
 			}
-			continue
-		}
-		if op == opProtocolError || id == 0 {
-			// The server refused our framing and closes the connection.
-			_, perr := parseResponse(body)
-			if perr == nil {
-				perr = errorf(CodeProtocol, "bad error frame from %s", cn.ep.addr)
-			}
-			cn.fail(perr, false)
+		case f.op == opProtocolError || f.id == 0:
+			cn.failRefused(f.body)
 			return
-		}
-		cn.mu.Lock()
-		pc := cn.pending.take(id)
-		if pc != nil {
-			if !inBatch {
-				inBatch, cn.delivering, cn.batchAt = true, true, monoNow()
-				if cn.pooled {
-					cn.ep.hot.Store(cn)
-				}
-			}
-			if pc.async.done == nil || pc.async.wakes {
-				woken++
+		default:
+			if pc := cn.takeAnswer(f.id, &inBatch, &woken); pc != nil {
+				cn.deliverAnswer(pc, f)
 			}
 		}
-		cn.mu.Unlock()
-		if pc == nil {
-			continue // a late answer to a call that gave up
-		}
-		if op != pc.op {
-			pc.deliver(nil, errorf(CodeProtocol, "answer with opcode %#x to a request %#x from %s", op, pc.op, cn.ep.addr))
-			continue
-		}
-		res, rerr := parseResponse(body)
-		if rerr != nil && CodeOf(rerr) == CodeShuttingDown {
-			// The server closes this connection after answering: no new
-			// calls on it; its endpoint is avoided for a while.
-			cn.mu.Lock()
-			cn.draining = true
-			cn.unusable.Store(true)
-			cn.mu.Unlock()
-			cn.c.markDown(cn.ep)
-		}
-		if rerr != nil {
-			rerr.(*Error).Message = cn.ep.addr + ": " + rerr.(*Error).Message
-		}
-		pc.deliver(res, rerr)
 	}
-	// An orderly close of an idle connection (the server's idle timeout)
-	// is no reason to avoid the endpoint.
+}
+
+// errConnFailed: readFrame has failed the connection itself.
+var errConnFailed = errors.New("connection failed")
+
+// inFrame is one frame read: its header's fields and its body.
+type inFrame struct {
+	op    byte
+	flags uint16
+	id    uint32
+	body  []byte
+}
+
+// readFrame reads the next frame. The body stays in r's buffer until the
+// next read (deliver copies what outlives it); a body larger than the
+// buffer gets its own. A read error comes back as it is; undecodable data
+// fails cn and comes back as errConnFailed.
+func (cn *conn) readFrame(r *bufio.Reader, head *[headerSize]byte) (inFrame, error) {
+	if _, err := io.ReadFull(r, head[:]); err != nil {
+		return inFrame{}, err
+	}
+	length := binary.BigEndian.Uint32(head[0:4])
+	if length < 8 || length > maxFrameSize-4 || head[4] != protoVersion {
+		cn.fail(errorf(CodeProtocol, "undecodable data from %s", cn.ep.addr), true)
+		return inFrame{}, errConnFailed
+	}
+	f := inFrame{op: head[5], flags: binary.BigEndian.Uint16(head[6:8]), id: binary.BigEndian.Uint32(head[8:12])}
+	var err error
+	if n := int(length - 8); n <= r.Size() {
+		if f.body, err = r.Peek(n); err != nil {
+			return inFrame{}, err
+		}
+		r.Discard(n)
+	} else {
+		f.body = make([]byte, n)
+		if _, err = io.ReadFull(r, f.body); err != nil {
+			return inFrame{}, err
+		}
+	}
+	return f, nil
+}
+
+// endpointWorks: cn's first frame arrived, so its endpoint's run of
+// failures ends (see markDownFor).
+func (cn *conn) endpointWorks() {
+	cn.ep.mu.Lock()
+	cn.ep.failures = 0
+	cn.ep.downUntil.Store(0)
+	cn.ep.mu.Unlock()
+}
+
+// failRefused: the server refused our framing (PROTOCOL_ERROR, or an
+// answer to id 0) and closes the connection; cn fails with its error.
+func (cn *conn) failRefused(body []byte) {
+	_, perr := parseResponse(body)
+	if perr == nil {
+		perr = errorf(CodeProtocol, "bad error frame from %s", cn.ep.addr)
+	}
+	cn.fail(perr, false)
+}
+
+// takeAnswer takes the pending call that id answers, nil for a late answer
+// to a call that gave up. The first answer taken starts a batch; woken
+// counts the answers that wake another goroutine.
+func (cn *conn) takeAnswer(id uint32, inBatch *bool, woken *int) *pendingCall {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	pc := cn.pending.take(id)
+	if pc == nil {
+		return nil
+	}
+	if !*inBatch {
+		*inBatch, cn.delivering, cn.batchAt = true, true, monoNow()
+		if cn.pooled {
+			cn.ep.hot.Store(cn)
+		}
+	}
+	if pc.async.done == nil || pc.async.wakes {
+		*woken++
+	}
+	return pc
+}
+
+// deliverAnswer hands f, the answer to pc, to its caller: PROTOCOL for an
+// answer of another opcode, else its result or error (named by the
+// endpoint). SHUTTING_DOWN also stops new calls on cn and avoids its
+// endpoint a while: the server closes the connection after answering.
+func (cn *conn) deliverAnswer(pc *pendingCall, f inFrame) {
+	if f.op != pc.op {
+		pc.deliver(nil, errorf(CodeProtocol, "answer with opcode %#x to a request %#x from %s", f.op, pc.op, cn.ep.addr))
+		return
+	}
+	res, rerr := parseResponse(f.body)
+	if rerr != nil && CodeOf(rerr) == CodeShuttingDown {
+		cn.mu.Lock()
+		cn.draining = true
+		cn.unusable.Store(true)
+		cn.mu.Unlock()
+		cn.c.markDown(cn.ep)
+	}
+	if rerr != nil {
+		rerr.(*Error).Message = cn.ep.addr + ": " + rerr.(*Error).Message
+	}
+	pc.deliver(res, rerr)
+}
+
+// readEnded fails cn after a read error. An orderly close of an idle
+// connection (the server's idle timeout) is no reason to avoid the
+// endpoint.
+func (cn *conn) readEnded(err error) {
 	cn.mu.Lock()
 	idle := cn.pending.len() == 0
 	cn.mu.Unlock()
@@ -498,6 +541,21 @@ func (cn *conn) readLoop() {
 		msg = "read from " + cn.ep.addr + ": " + netReason(err).Error()
 	}
 	cn.fail(errorf(CodeUnavailable, "%s", msg), !(idle && eof))
+}
+
+// reportClose runs onClose, when set, with the error cn closed with (nil
+// for a close of our own).
+func (cn *conn) reportClose() {
+	if cn.onClose == nil {
+		return
+	}
+	cn.mu.Lock()
+	e := cn.closeErr
+	cn.mu.Unlock()
+	if e != nil && CodeOf(e) == CodeCancelled {
+		e = nil
+	}
+	cn.onClose(e)
 }
 
 // track / untrack keep the set of open connections Close must end.

@@ -337,27 +337,21 @@ func TestPrefetch(t *testing.T) {
 	// Many IDs from many goroutines: unique.
 	var mu sync.Mutex
 	seen := map[int64]bool{first: true, next: true}
-	var wg sync.WaitGroup
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 250; i++ {
-				id, err := c.NextID(ctx, "n_p")
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				if seen[id] || id == o {
-					t.Errorf("ID %d twice", id)
-				}
-				seen[id] = true
-				mu.Unlock()
+	parallel(8, func(int) {
+		for i := 0; i < 250; i++ {
+			id, err := c.NextID(ctx, "n_p")
+			if err != nil {
+				t.Error(err)
+				return
 			}
-		}()
-	}
-	wg.Wait()
+			mu.Lock()
+			if seen[id] || id == o {
+				t.Errorf("ID %d twice", id)
+			}
+			seen[id] = true
+			mu.Unlock()
+		}
+	})
 	// count > 1 goes to the server.
 	rs, err := c.NextIDs(ctx, "n_p", 5)
 	if err != nil || rs[len(rs)-1].Last-rs[0].First < 4 {

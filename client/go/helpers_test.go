@@ -3,6 +3,7 @@ package seqd
 import (
 	"context"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,4 +45,18 @@ func waitGoroutines(t *testing.T, n int, within time.Duration) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// parallel runs body(0) .. body(n-1), each on a goroutine of its own, and
+// returns once all have returned.
+func parallel(n int, body func(g int)) {
+	var wg sync.WaitGroup
+	wg.Add(n)
+	for g := 0; g < n; g++ {
+		go func(g int) {
+			defer wg.Done()
+			body(g)
+		}(g)
+	}
+	wg.Wait()
 }

@@ -34,11 +34,7 @@ func (c *Client) nextIDs(ctx context.Context, key string, count int) ([]Range, e
 	var e enc
 	e.str(key)
 	e.u32(uint32(count))
-	p, err := e.payload()
-	if err != nil {
-		return nil, err
-	}
-	res, err := c.callKeyed(ctx, key, opNextIDs, p)
+	res, err := c.callEnc(ctx, key, opNextIDs, &e)
 	if err != nil {
 		return nil, err
 	}
@@ -94,11 +90,7 @@ func (c *Client) NextBlock(ctx context.Context, key string, count int) (first, l
 	var e enc
 	e.str(key)
 	e.u32(uint32(count))
-	p, err := e.payload()
-	if err != nil {
-		return 0, 0, err
-	}
-	return c.block(ctx, key, opNextBlock, p, count)
+	return c.block(ctx, key, opNextBlock, &e, count)
 }
 
 // NextBlockOnce is NextBlock made idempotent by token (NEXT_BLOCK_ONCE; a
@@ -119,17 +111,13 @@ func (c *Client) NextBlockOnce(ctx context.Context, key string, count int, token
 	e.u32(uint32(count))
 	e.u8(uint8(len(token)))
 	e.b = append(e.b, token...)
-	p, err := e.payload()
-	if err != nil {
-		return 0, 0, err
-	}
-	return c.block(ctx, key, opNextBlockOnce, p, count)
+	return c.block(ctx, key, opNextBlockOnce, &e, count)
 }
 
 // block calls op (NEXT_BLOCK or NEXT_BLOCK_ONCE) and reads back one block
 // of exactly count IDs.
-func (c *Client) block(ctx context.Context, key string, op byte, payload []byte, count int) (first, last int64, err error) {
-	res, err := c.callKeyed(ctx, key, op, payload)
+func (c *Client) block(ctx context.Context, key string, op byte, e *enc, count int) (first, last int64, err error) {
+	res, err := c.callEnc(ctx, key, op, e)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -176,11 +164,7 @@ func (c *Client) keyListCall(ctx context.Context, op byte, head *enc, keys []str
 		e = *head
 	}
 	e.strList(keys)
-	p, err := e.payload()
-	if err != nil {
-		return nil, err
-	}
-	return c.callKeyed(ctx, firstKey(keys), op, p)
+	return c.callEnc(ctx, firstKey(keys), op, &e)
 }
 
 // decodeInt64List decodes an answer of `want` int64s (a u32 count, then
@@ -261,18 +245,11 @@ func (c *Client) SetMinSeqs(ctx context.Context, minSeqs map[string]int64) error
 	}
 	var e enc
 	route := e.keyValues(minSeqs)
-	p, err := e.payload()
+	res, err := c.callEnc(ctx, route, opSetMinSeqs, &e)
 	if err != nil {
 		return err
 	}
-	res, err := c.callKeyed(ctx, route, opSetMinSeqs, p)
-	if err != nil {
-		return err
-	}
-	if len(res) != 0 {
-		return errorf(CodeProtocol, "malformed SET_MIN_SEQS result")
-	}
-	return nil
+	return emptyResult(res, "SET_MIN_SEQS")
 }
 
 // Snowflake returns count snowflake IDs (1 to the server's snowflake max

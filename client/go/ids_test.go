@@ -30,31 +30,25 @@ func TestNextIDsIncreaseAndPipeline(t *testing.T) {
 	// Many goroutines, many calls in flight: every ID unique.
 	var mu sync.Mutex
 	seen := map[int64]bool{}
-	var wg sync.WaitGroup
-	for g := 0; g < 16; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 200; i++ {
-				rs, err := c.NextIDs(ctx, "n_order", 3)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				for _, r := range rs {
-					for v := r.First; v <= r.Last; v++ {
-						if seen[v] {
-							t.Errorf("ID %d twice", v)
-						}
-						seen[v] = true
-					}
-				}
-				mu.Unlock()
+	parallel(16, func(int) {
+		for i := 0; i < 200; i++ {
+			rs, err := c.NextIDs(ctx, "n_order", 3)
+			if err != nil {
+				t.Error(err)
+				return
 			}
-		}()
-	}
-	wg.Wait()
+			mu.Lock()
+			for _, r := range rs {
+				for v := r.First; v <= r.Last; v++ {
+					if seen[v] {
+						t.Errorf("ID %d twice", v)
+					}
+					seen[v] = true
+				}
+			}
+			mu.Unlock()
+		}
+	})
 	if len(seen) != 16*200*3 {
 		t.Fatalf("%d IDs, want %d", len(seen), 16*200*3)
 	}

@@ -62,11 +62,7 @@ func (c *Client) Send(ctx context.Context, m OutgoingMessage) (SendResult, error
 	e.str(m.ClientMsgID)
 	e.i32(m.ContentType)
 	e.bytes(m.Payload)
-	p, err := e.payload()
-	if err != nil {
-		return SendResult{}, err
-	}
-	res, err := c.callKeyed(ctx, m.ConvID, opSend, p)
+	res, err := c.callEnc(ctx, m.ConvID, opSend, &e)
 	if err != nil {
 		return SendResult{}, err
 	}
@@ -96,6 +92,15 @@ func (d *dec) message(conv string) Message {
 		SendTimeMs: d.i64(), Payload: d.bytes()}
 }
 
+// messages reads a list of conv's messages: a u32 count, then each.
+func (d *dec) messages(conv string) []Message {
+	out := make([]Message, d.count(messageMin))
+	for i := range out {
+		out[i] = d.message(conv)
+	}
+	return out
+}
+
 // messageMin: the fewest bytes a message takes on the wire.
 const messageMin = 8 + 8 + 2 + 2 + 4 + 1 + 8 + 4
 
@@ -115,27 +120,15 @@ func (c *Client) PullRange(ctx context.Context, convID string, o PullOptions) (P
 	e.i64(o.FromSeq)
 	e.i64(o.ToSeq)
 	e.u32(uint32(o.Limit))
-	if o.Descending {
-		e.u8(1)
-	} else {
-		e.u8(0)
-	}
+	e.flag(o.Descending)
 	e.str(o.UserID)
-	p, err := e.payload()
-	if err != nil {
-		return PullPage{}, err
-	}
-	res, err := c.callKeyed(ctx, convID, opPullRange, p)
+	res, err := c.callEnc(ctx, convID, opPullRange, &e)
 	if err != nil {
 		return PullPage{}, err
 	}
 	d := dec{b: res}
 	page := PullPage{IsEnd: d.u8() != 0}
-	n := d.count(messageMin)
-	page.Messages = make([]Message, n)
-	for i := range page.Messages {
-		page.Messages[i] = d.message(convID)
-	}
+	page.Messages = d.messages(convID)
 	return page, d.done("PULL_RANGE")
 }
 
@@ -153,19 +146,12 @@ func (c *Client) PullSeqs(ctx context.Context, convID string, seqs []int64, user
 	for _, s := range seqs {
 		e.i64(s)
 	}
-	p, err := e.payload()
-	if err != nil {
-		return nil, err
-	}
-	res, err := c.callKeyed(ctx, convID, opPullSeqs, p)
+	res, err := c.callEnc(ctx, convID, opPullSeqs, &e)
 	if err != nil {
 		return nil, err
 	}
 	d := dec{b: res}
-	out := make([]Message, d.count(messageMin))
-	for i := range out {
-		out[i] = d.message(convID)
-	}
+	out := d.messages(convID)
 	return out, d.done("PULL_SEQS")
 }
 
@@ -183,8 +169,8 @@ type MemberInfo struct {
 	ReadSeq   int64
 }
 
-func (c *Client) member(ctx context.Context, conv string, op byte, p []byte) (MemberInfo, error) {
-	res, err := c.callKeyed(ctx, conv, op, p)
+func (c *Client) member(ctx context.Context, conv string, op byte, e *enc) (MemberInfo, error) {
+	res, err := c.callEnc(ctx, conv, op, e)
 	if err != nil {
 		return MemberInfo{}, err
 	}
@@ -201,11 +187,7 @@ func (c *Client) MarkRead(ctx context.Context, convID, userID string, readSeq in
 	e.str(convID)
 	e.str(userID)
 	e.i64(readSeq)
-	p, err := e.payload()
-	if err != nil {
-		return MemberInfo{}, err
-	}
-	return c.member(ctx, convID, opMarkRead, p)
+	return c.member(ctx, convID, opMarkRead, &e)
 }
 
 // GetMember is userID's member row in convID; NOT_FOUND for a non-member.
@@ -213,11 +195,7 @@ func (c *Client) GetMember(ctx context.Context, convID, userID string) (MemberIn
 	var e enc
 	e.str(convID)
 	e.str(userID)
-	p, err := e.payload()
-	if err != nil {
-		return MemberInfo{}, err
-	}
-	return c.member(ctx, convID, opGetMember, p)
+	return c.member(ctx, convID, opGetMember, &e)
 }
 
 // SetMember adds or updates a member (SET_MEMBER). minSeq nil: a new
@@ -243,11 +221,7 @@ func (c *Client) SetMember(ctx context.Context, convID, userID string, minSeq, m
 	e.u8(flags)
 	e.i64(lo)
 	e.i64(hi)
-	p, err := e.payload()
-	if err != nil {
-		return MemberInfo{}, err
-	}
-	return c.member(ctx, convID, opSetMember, p)
+	return c.member(ctx, convID, opSetMember, &e)
 }
 
 // ConvState is one conversation's state for a user (SyncUser).
@@ -268,11 +242,7 @@ func (c *Client) SyncUser(ctx context.Context, userID string, convIDs []string) 
 	var e enc
 	e.str(userID)
 	e.strList(convIDs)
-	p, err := e.payload()
-	if err != nil {
-		return nil, err
-	}
-	res, err := c.callKeyed(ctx, firstKey(convIDs), opSyncUser, p)
+	res, err := c.callEnc(ctx, firstKey(convIDs), opSyncUser, &e)
 	if err != nil {
 		return nil, err
 	}
@@ -292,11 +262,7 @@ func (c *Client) SetStatus(ctx context.Context, convID string, seq int64, status
 	e.str(convID)
 	e.i64(seq)
 	e.u8(uint8(status))
-	p, err := e.payload()
-	if err != nil {
-		return Message{}, err
-	}
-	res, err := c.callKeyed(ctx, convID, opSetStatus, p)
+	res, err := c.callEnc(ctx, convID, opSetStatus, &e)
 	if err != nil {
 		return Message{}, err
 	}

@@ -88,6 +88,15 @@ func (f *fakeServer) serve(nc net.Conn) {
 	}
 }
 
+// oneRangeAnswer is a NEXT_IDS result of the one range first..last.
+func oneRangeAnswer(first, last int64) []byte {
+	var e enc
+	e.u32(1)
+	e.i64(first)
+	e.i64(last)
+	return e.b
+}
+
 func sendOK() []byte {
 	var e enc
 	e.i64(7)
@@ -173,11 +182,7 @@ func TestAuthIsTheFirstFrame(t *testing.T) {
 		if op == opAuth {
 			return CodeOK, nil
 		}
-		var e enc
-		e.u32(1)
-		e.i64(5)
-		e.i64(5)
-		return CodeOK, e.b
+		return CodeOK, oneRangeAnswer(5, 5)
 	})
 	c := newClient(t, Options{Endpoints: []string{f.addr()}, Token: "right", ConnsPerEndpoint: 1})
 	if _, err := c.NextID(ctxT(t, 5*time.Second), "n_a"); err != nil {

@@ -24,11 +24,7 @@ func TestStalledEndpointAvoidedForACallTimeout(t *testing.T) {
 		if n.Add(1) <= 4 {
 			return CodeStoreUnavailable, nil
 		}
-		var e enc
-		e.u32(1)
-		e.i64(1)
-		e.i64(1)
-		return CodeOK, e.b
+		return CodeOK, oneRangeAnswer(1, 1)
 	})
 	c := newClient(t, Options{Endpoints: []string{hung.addr(), live.addr()},
 		CallTimeout: 500 * time.Millisecond, MaxAttempts: 20, ConnsPerEndpoint: 1,

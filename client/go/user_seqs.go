@@ -51,22 +51,11 @@ func (c *Client) SetUserSeqs(ctx context.Context, userID string, field UserSeqFi
 	var e enc
 	e.str(userID)
 	e.u8(uint8(field))
-	if raiseOnly {
-		e.u8(1)
-	} else {
-		e.u8(0)
-	}
+	e.flag(raiseOnly)
 	route := e.keyValues(seqs)
-	p, err := e.payload()
+	res, err := c.callEnc(ctx, route, opSetUserSeqs, &e)
 	if err != nil {
 		return err
 	}
-	res, err := c.callKeyed(ctx, route, opSetUserSeqs, p)
-	if err != nil {
-		return err
-	}
-	if len(res) != 0 {
-		return errorf(CodeProtocol, "malformed SET_USER_SEQS result")
-	}
-	return nil
+	return emptyResult(res, "SET_USER_SEQS")
 }

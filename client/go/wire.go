@@ -82,6 +82,15 @@ func (e *enc) str(s string) {
 	e.u16(uint16(len(s)))
 	e.b = append(e.b, s...)
 }
+
+// flag writes b as a u8: 1 for true, 0 for false.
+func (e *enc) flag(b bool) {
+	if b {
+		e.u8(1)
+	} else {
+		e.u8(0)
+	}
+}
 func (e *enc) bytes(p []byte) {
 	e.u32(uint32(len(p)))
 	e.b = append(e.b, p...)
@@ -181,6 +190,15 @@ func (d *dec) count(min int) int {
 }
 
 // done is nil if the whole result parsed with nothing left over.
+// emptyResult checks that op's OK result is empty, as ops that answer
+// nothing but their status send it.
+func emptyResult(res []byte, op string) error {
+	if len(res) != 0 {
+		return errorf(CodeProtocol, "malformed %s result", op)
+	}
+	return nil
+}
+
 func (d *dec) done(what string) error {
 	if d.bad || len(d.b) != 0 {
 		return errorf(CodeProtocol, "malformed %s result", what)

@@ -53,6 +53,21 @@ bool KeysFit(const std::vector<std::string>& keys) {
   return true;
 }
 
+// An op whose request is a list of keys and whose answer one i64 a key, in
+// order (MAX_IDS, GET_MIN_SEQS). Impl is AsyncClient::Impl, deduced: its
+// name is private to AsyncClient.
+template <typename Impl>
+void SubmitKeyList(Impl& impl, proto::Opcode opcode, const char* op,
+                   std::vector<std::string> keys, AsyncClient::Done<std::vector<int64_t>> done) {
+  if (!KeysFit(keys)) {
+    return impl.Deliver(std::move(done), ClientResult<std::vector<int64_t>>(
+                                             StatusCode::kInvalidArgument, "key too long"));
+  }
+  const size_t n = keys.size();
+  std::string body = proto::KeyListPayload({keys.begin(), keys.end()});
+  impl.SubmitRaw(opcode, std::move(body), Int64List(std::move(done), n, op));
+}
+
 }  // namespace
 
 void AsyncClient::NextBlock(std::string key, uint32_t count, Done<IdRange> done) {
@@ -89,24 +104,11 @@ void AsyncClient::NextBlockOnceOnBehalf(std::string key, uint32_t count, std::st
 }
 
 void AsyncClient::MaxIds(std::vector<std::string> keys, Done<std::vector<int64_t>> done) {
-  if (!KeysFit(keys)) {
-    return impl_->Deliver(std::move(done), ClientResult<std::vector<int64_t>>(
-                                               StatusCode::kInvalidArgument, "key too long"));
-  }
-  const size_t n = keys.size();
-  std::string body = proto::KeyListPayload({keys.begin(), keys.end()});
-  impl_->SubmitRaw(proto::kOpMaxIds, std::move(body), Int64List(std::move(done), n, "MAX_IDS"));
+  SubmitKeyList(*impl_, proto::kOpMaxIds, "MAX_IDS", std::move(keys), std::move(done));
 }
 
 void AsyncClient::GetMinSeqs(std::vector<std::string> keys, Done<std::vector<int64_t>> done) {
-  if (!KeysFit(keys)) {
-    return impl_->Deliver(std::move(done), ClientResult<std::vector<int64_t>>(
-                                               StatusCode::kInvalidArgument, "key too long"));
-  }
-  const size_t n = keys.size();
-  std::string body = proto::KeyListPayload({keys.begin(), keys.end()});
-  impl_->SubmitRaw(proto::kOpGetMinSeqs, std::move(body),
-                   Int64List(std::move(done), n, "GET_MIN_SEQS"));
+  SubmitKeyList(*impl_, proto::kOpGetMinSeqs, "GET_MIN_SEQS", std::move(keys), std::move(done));
 }
 
 void AsyncClient::SetMinSeqs(std::vector<std::pair<std::string, int64_t>> values, Done<bool> done) {
@@ -120,14 +122,7 @@ void AsyncClient::SetMinSeqs(std::vector<std::pair<std::string, int64_t>> values
     items.emplace_back(k, v);
   }
   impl_->SubmitRaw(proto::kOpSetMinSeqs, proto::KeyValueListPayload(items),
-                   [done = std::move(done)](ClientResult<std::string> raw) {
-                     using R = ClientResult<bool>;
-                     if (!raw.ok()) return done(R(raw.code(), raw.message()));
-                     if (!raw->empty()) {
-                       return done(R(StatusCode::kProtocol, "malformed SET_MIN_SEQS result"));
-                     }
-                     done(R(true));
-                   });
+                   EmptyOk(std::move(done), "SET_MIN_SEQS"));
 }
 
 void AsyncClient::UserSeqs(std::string user, uint8_t field, std::vector<std::string> convs,

@@ -10,12 +10,14 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mini_http.h"
 #include "seqctl_msg.h"
 #include "seqd/client.h"
 #include "tool_args.h"
+#include "tool_flags.h"
 #include "tool_version.h"
 
 namespace seqd::tools {
@@ -100,26 +102,33 @@ std::vector<std::string> SplitComma(const std::string& s) {
   return out;
 }
 
+// The flags whose value a command reads later, kept as given; nullptr for
+// any other flag.
+std::optional<std::string>* KeptFlag(Args& args, const std::string& flag) {
+  const std::pair<const char*, std::optional<std::string>*> kept[] = {
+      {"--after", &args.after},
+      {"--limit", &args.limit},
+      {"--from", &args.msg.from},
+      {"--to", &args.msg.to},
+      {"--user", &args.msg.user},
+      {"--client-msg-id", &args.msg.client_msg_id},
+      {"--content-type", &args.msg.content_type},
+      {"--count", &args.msg.count},
+      {"--id", &args.token_id},
+      {"--scopes", &args.token_scopes},
+  };
+  for (const auto& [name, field] : kept) {
+    if (flag == name) return field;
+  }
+  return nullptr;
+}
+
 Args ParseArgs(int argc, char** argv) {
   Args args;
   if (const char* env = std::getenv("SEQD_TOKEN")) args.token = env;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    std::string value;
-    bool has_inline = false;
-    if (a.rfind("--", 0) == 0) {
-      const size_t eq = a.find('=');
-      if (eq != std::string::npos) {
-        value = a.substr(eq + 1);
-        a = a.substr(0, eq);
-        has_inline = true;
-      }
-    }
-    auto need = [&]() -> std::string {
-      if (has_inline) return value;
-      if (i + 1 >= argc) throw UsageError{a + " needs a value"};
-      return argv[++i];
-    };
+  FlagReader words(argc, argv);
+  while (words.Next()) {
+    const std::string& a = words.flag();
     if (a == "-h" || a == "--help") {
       std::cout << Usage();
       std::exit(0);
@@ -127,45 +136,27 @@ Args ParseArgs(int argc, char** argv) {
       std::cout << VersionLine("seqctl") << "\n";
       std::exit(0);
     } else if (a == "--http") {
-      args.http = need();
+      args.http = words.Value();
     } else if (a == "--tcp") {
-      args.tcp = SplitComma(need());
+      args.tcp = SplitComma(words.Value());
       if (args.tcp.empty()) throw UsageError{"--tcp needs at least one HOST:PORT"};
     } else if (a == "--json") {
       args.json = true;
     } else if (a == "--dry-run") {
       args.dry_run = true;
-    } else if (a == "--timeout") {
-      args.timeout_ms = ParseNumber<int>(need(), "--timeout", 1, 3600 * 1000);
-    } else if (a == "--after") {
-      args.after = need();
-    } else if (a == "--limit") {
-      args.limit = need();
-    } else if (a == "--from") {
-      args.msg.from = need();
-    } else if (a == "--to") {
-      args.msg.to = need();
-    } else if (a == "--user") {
-      args.msg.user = need();
     } else if (a == "--desc") {
       args.msg.desc = true;
-    } else if (a == "--client-msg-id") {
-      args.msg.client_msg_id = need();
-    } else if (a == "--content-type") {
-      args.msg.content_type = need();
-    } else if (a == "--count") {
-      args.msg.count = need();
+    } else if (a == "--timeout") {
+      args.timeout_ms = ParseNumber<int>(words.Value(), "--timeout", 1, 3600 * 1000);
     } else if (a == "--token") {
-      args.token = need();
-    } else if (a == "--id") {
-      args.token_id = need();
-    } else if (a == "--scopes") {
-      args.token_scopes = need();
-    } else if (args.tls.Parse(a, need)) {
+      args.token = words.Value();
+    } else if (std::optional<std::string>* kept = KeptFlag(args, a)) {
+      *kept = words.Value();
+    } else if (args.tls.Parse(a, [&words] { return words.Value(); })) {
     } else if (a.size() > 1 && a[0] == '-' && a != "-") {
       throw UsageError{"unknown option " + a};
     } else {
-      args.positional.push_back(argv[i]);
+      args.positional.push_back(words.word());
     }
   }
   args.tls.ApplyEnvironment();

@@ -4,6 +4,7 @@
 // the HTTP API's JSON.
 #include <cstdint>
 #include <iostream>
+#include <optional>
 
 #include "seqctl.h"
 #include "seqd/client.h"
@@ -56,14 +57,27 @@ Json SnowflakeJson(const std::vector<int64_t>& ids) {
   return j;
 }
 
+// The COUNT the command line gave at positional[at], or nullopt.
+std::optional<uint32_t> CountArg(const Args& args, size_t at) {
+  if (args.positional.size() <= at) return std::nullopt;
+  return ParseNumber<uint32_t>(args.positional[at], "COUNT", 1, 0xFFFFFFFFu);
+}
+
+// GET `target`, with ?count=COUNT when the command line gave COUNT at
+// positional[at]: the body as the server sent it.
+std::string GetWithCount(const Http& http, std::string target, const Args& args, size_t at) {
+  if (const std::optional<uint32_t> count = CountArg(args, at)) {
+    target += "?count=" + std::to_string(*count);
+  }
+  return http.Call("GET", target);
+}
+
 }  // namespace
 
 int NextIds(const Args& args, client::Client& tcp) {
   Need(args, 1, 2, "next KEY [COUNT]");
   const std::string& key = args.positional[1];
-  const uint32_t count = args.positional.size() > 2
-                             ? ParseNumber<uint32_t>(args.positional[2], "COUNT", 1, 0xFFFFFFFFu)
-                             : 1;
+  const uint32_t count = CountArg(args, 2).value_or(1);
   client::ClientResult<client::IdBatch> r = tcp.NextIds(key, count);
   if (!r) throw Failure{r.ToString()};
   if (args.json) {
@@ -85,12 +99,7 @@ int NextIds(const Args& args, client::Client& tcp) {
 
 int NextIds(const Args& args, const Http& http) {
   Need(args, 1, 2, "next KEY [COUNT]");
-  std::string target = "/seq/" + UrlEncode(args.positional[1]);
-  if (args.positional.size() > 2) {
-    target += "?count=" +
-              std::to_string(ParseNumber<uint32_t>(args.positional[2], "COUNT", 1, 0xFFFFFFFFu));
-  }
-  const std::string body = http.Call("GET", target);
+  const std::string body = GetWithCount(http, "/seq/" + UrlEncode(args.positional[1]), args, 2);
   if (args.json) {
     std::cout << body << "\n";
   } else {
@@ -101,9 +110,7 @@ int NextIds(const Args& args, const Http& http) {
 
 int Snowflake(const Args& args, client::Client& tcp) {
   Need(args, 0, 1, "snowflake [COUNT]");
-  const uint32_t count = args.positional.size() > 1
-                             ? ParseNumber<uint32_t>(args.positional[1], "COUNT", 1, 0xFFFFFFFFu)
-                             : 1;
+  const uint32_t count = CountArg(args, 1).value_or(1);
   client::ClientResult<std::vector<int64_t>> r = tcp.NextSnowflake(count);
   if (!r) throw Failure{r.ToString()};
   if (args.json) {
@@ -118,12 +125,7 @@ int Snowflake(const Args& args, client::Client& tcp) {
 
 int Snowflake(const Args& args, const Http& http) {
   Need(args, 0, 1, "snowflake [COUNT]");
-  std::string target = "/snowflake";
-  if (args.positional.size() > 1) {
-    target += "?count=" +
-              std::to_string(ParseNumber<uint32_t>(args.positional[1], "COUNT", 1, 0xFFFFFFFFu));
-  }
-  const std::string body = http.Call("GET", target);
+  const std::string body = GetWithCount(http, "/snowflake", args, 1);
   if (args.json) {
     std::cout << body << "\n";
   } else {

@@ -73,53 +73,56 @@ void PrintHttpMap(const Args& args, const char* field, const std::string& body) 
   std::cout << out;
 }
 
-}  // namespace
-
-int OpenImCommand(const Args& args, client::Client* tcp, const Http* http) {
-  const std::string& cmd = args.positional[0];
-  if (cmd == "block") {
-    Need(args, 2, 2, "block KEY COUNT");
-    const std::string& key = args.positional[1];
-    const auto count = ParseNumber<int64_t>(args.positional[2], "COUNT", 1, kMaxCount);
-    int64_t first = 0, last = 0;
-    if (tcp) {
-      client::ClientResult<client::IdRange> r = tcp->NextBlock(key, static_cast<uint32_t>(count));
-      if (!r) throw Failure{r.ToString()};
-      first = r->first;
-      last = r->last;
-    } else {
-      const std::string body = http->Call(
-          "GET", "/seq/" + UrlEncode(key) + "?count=" + std::to_string(count) + "&contiguous=true");
-      if (args.json) {
-        std::cout << body << "\n";
-        return 0;
-      }
-      const Json j = ParseJson(body);
-      first = j.at("first").get<int64_t>();
-      last = j.at("last").get<int64_t>();
-    }
+// block KEY COUNT: one block with no hole (NEXT_BLOCK, or GET /seq/KEY
+// with contiguous=true).
+int Block(const Args& args, client::Client* tcp, const Http* http) {
+  Need(args, 2, 2, "block KEY COUNT");
+  const std::string& key = args.positional[1];
+  const auto count = ParseNumber<int64_t>(args.positional[2], "COUNT", 1, kMaxCount);
+  int64_t first = 0, last = 0;
+  if (tcp) {
+    client::ClientResult<client::IdRange> r = tcp->NextBlock(key, static_cast<uint32_t>(count));
+    if (!r) throw Failure{r.ToString()};
+    first = r->first;
+    last = r->last;
+  } else {
+    const std::string body = http->Call(
+        "GET", "/seq/" + UrlEncode(key) + "?count=" + std::to_string(count) + "&contiguous=true");
     if (args.json) {
-      std::cout << Json{{"key", key}, {"first", first}, {"last", last}}.dump() << "\n";
-    } else {
-      std::cout << first << " " << last << "\n";
-    }
-    return 0;
-  }
-  if (cmd == "max-ids" || cmd == "min-seqs") {
-    Need(args, 1, 1000, cmd == "max-ids" ? "max-ids KEY..." : "min-seqs KEY...");
-    const char* field = cmd == "max-ids" ? "max_ids" : "min_seqs";
-    const std::vector<std::string> keys = Keys(args);
-    if (!tcp) {
-      PrintHttpMap(args, field, http->Call("GET", "/" + std::string(field) + KeyQuery(keys)));
+      std::cout << body << "\n";
       return 0;
     }
-    client::ClientResult<std::vector<int64_t>> r =
-        cmd == "max-ids" ? tcp->MaxIds(keys) : tcp->GetMinSeqs(keys);
-    if (!r) throw Failure{r.ToString()};
-    PrintMap(args, field, keys, *r);
+    const Json j = ParseJson(body);
+    first = j.at("first").get<int64_t>();
+    last = j.at("last").get<int64_t>();
+  }
+  if (args.json) {
+    std::cout << Json{{"key", key}, {"first", first}, {"last", last}}.dump() << "\n";
+  } else {
+    std::cout << first << " " << last << "\n";
+  }
+  return 0;
+}
+
+// max-ids KEY... and min-seqs KEY...: a value per key.
+int KeyValues(const Args& args, client::Client* tcp, const Http* http) {
+  const std::string& cmd = args.positional[0];
+  Need(args, 1, 1000, cmd == "max-ids" ? "max-ids KEY..." : "min-seqs KEY...");
+  const char* field = cmd == "max-ids" ? "max_ids" : "min_seqs";
+  const std::vector<std::string> keys = Keys(args);
+  if (!tcp) {
+    PrintHttpMap(args, field, http->Call("GET", "/" + std::string(field) + KeyQuery(keys)));
     return 0;
   }
-  // set-min-seqs
+  client::ClientResult<std::vector<int64_t>> r =
+      cmd == "max-ids" ? tcp->MaxIds(keys) : tcp->GetMinSeqs(keys);
+  if (!r) throw Failure{r.ToString()};
+  PrintMap(args, field, keys, *r);
+  return 0;
+}
+
+// set-min-seqs KEY=VALUE...
+int SetMinSeqs(const Args& args, client::Client* tcp, const Http* http) {
   Need(args, 1, 1000, "set-min-seqs KEY=VALUE...");
   const std::vector<std::pair<std::string, int64_t>> pairs = Pairs(args);
   if (!tcp) {
@@ -139,6 +142,15 @@ int OpenImCommand(const Args& args, client::Client* tcp, const Http* http) {
   }
   PrintMap(args, "min_seqs", keys, values);
   return 0;
+}
+
+}  // namespace
+
+int OpenImCommand(const Args& args, client::Client* tcp, const Http* http) {
+  const std::string& cmd = args.positional[0];
+  if (cmd == "block") return Block(args, tcp, http);
+  if (cmd == "max-ids" || cmd == "min-seqs") return KeyValues(args, tcp, http);
+  return SetMinSeqs(args, tcp, http);  // set-min-seqs
 }
 
 }  // namespace seqd::tools

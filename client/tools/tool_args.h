@@ -1,5 +1,6 @@
-// What seqctl's command files share: its two error kinds, strict number
-// parsing for arguments, and how times print.
+// What seqctl's command files share: its two error kinds (UsageError from
+// tool_flags.h, shared with seqbench), strict number parsing for arguments,
+// and how times print.
 #pragma once
 
 #include <charconv>
@@ -7,12 +8,10 @@
 #include <ctime>
 #include <string>
 
+#include "tool_flags.h"
+
 namespace seqd::tools {
 
-// A bad command line: seqctl prints the message and exits 2.
-struct UsageError {
-  std::string message;
-};
 // The server or the network said no: seqctl prints the message and exits 1.
 struct Failure {
   std::string message;

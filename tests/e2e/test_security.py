@@ -27,7 +27,7 @@ from harness import SEQD, Seqd, free_port, store_spec  # noqa: E402
 
 BUILD = os.path.dirname(os.path.abspath(SEQD))
 SEQCTL = os.environ.get("SEQCTL_BINARY", os.path.join(BUILD, "client", "seqctl"))
-SEQBENCH = os.environ.get("SEQBENCH_BINARY", os.path.join(BUILD, "client", "seqbench"))
+SEQBENCH = os.environ.get("SEQBENCH_BINARY", os.path.join(BUILD, "bench", "seqbench", "seqbench"))
 
 PING, NEXT_IDS, AUTH = 0x01, 0x02, 0x03
 SEND, PULL_RANGE, SET_CONV_MIN_SEQ, SUBSCRIBE = 0x20, 0x21, 0x29, 0x2A

@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Seqd, free_port, store_spec  # noqa: E402
 
 BUILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build")
-SEQBENCH = os.environ.get("SEQBENCH_BINARY", os.path.join(BUILD, "client", "seqbench"))
+SEQBENCH = os.environ.get("SEQBENCH_BINARY", os.path.join(BUILD, "bench", "seqbench", "seqbench"))
 
 
 class SeqbenchModes(unittest.TestCase):

@@ -4,8 +4,8 @@
 The "Folders" table of docs/architecture.md says, per folder, which other
 folders its files may include. This script reads that table from the doc
 itself, then fails on
-  - any `#include` under common/, proto/, storage/, server/ or client/ that
-    crosses into a folder its row does not list;
+  - any `#include` under common/, proto/, storage/, server/, client/ or
+    bench/seqbench/ that crosses into a folder its row does not list;
   - a source file in a folder that has no row (the table must cover the code);
   - a `seqd_library(...)` in CMakeLists.txt linking a seqd library whose
     folder the table does not allow.
@@ -19,9 +19,10 @@ import os
 import re
 import sys
 
-SCOPES = ("common", "proto", "storage", "server", "client")
-# Where a quoted or angled include is looked up, besides the includer's folder.
-INCLUDE_ROOTS = ("", "client/include", "client/src")
+SCOPES = ("common", "proto", "storage", "server", "client", "bench/seqbench")
+# Where a quoted or angled include is looked up, besides the includer's folder
+# (client/tools: what seqctl and seqbench share).
+INCLUDE_ROOTS = ("", "client/include", "client/src", "client/tools")
 EVERY_FOLDER_ABOVE = "every folder above"
 
 

@@ -229,20 +229,26 @@ func (s *SeqCache[T]) Malloc(ctx context.Context, conversationID string, size in
 
 // GetMaxSeq is the largest seq handed out for conversationID, 0 if none.
 func (s *SeqCache[T]) GetMaxSeq(ctx context.Context, conversationID string) (int64, error) {
-	k, err := s.key(conversationID)
-	if err != nil {
-		return 0, err
-	}
-	v, err := s.a.MaxIDs(ctx, []string{k})
-	if err != nil {
-		return 0, err
-	}
-	return v[0], nil
+	return s.one(ctx, conversationID, s.a.MaxIDs)
 }
 
 // GetMaxSeqs is GetMaxSeq for each distinct id, in requests of 1000 ids.
 func (s *SeqCache[T]) GetMaxSeqs(ctx context.Context, conversationIDs []string) (map[string]int64, error) {
 	return s.list(ctx, conversationIDs, s.a.MaxIDs)
+}
+
+// one asks get for the key of one id: a list call of one.
+func (s *SeqCache[T]) one(ctx context.Context, id string,
+	get func(context.Context, []string) ([]int64, error)) (int64, error) {
+	k, err := s.key(id)
+	if err != nil {
+		return 0, err
+	}
+	v, err := get(ctx, []string{k})
+	if err != nil {
+		return 0, err
+	}
+	return v[0], nil
 }
 
 // list asks get for the keys of ids in batches and maps the answers back.
@@ -278,15 +284,7 @@ func batched[V any](ctx context.Context, keys []string, idOf map[string]string,
 
 // GetMinSeq is conversationID's min seq, 0 if never set.
 func (s *SeqCache[T]) GetMinSeq(ctx context.Context, conversationID string) (int64, error) {
-	k, err := s.key(conversationID)
-	if err != nil {
-		return 0, err
-	}
-	v, err := s.a.MinSeqs(ctx, []string{k})
-	if err != nil {
-		return 0, err
-	}
-	return v[0], nil
+	return s.one(ctx, conversationID, s.a.MinSeqs)
 }
 
 // SetMinSeq sets conversationID's min seq (>= 0), durably.

@@ -50,6 +50,96 @@ func monotonicNs() int64 {
 	return ts.Nano()
 }
 
+// appendCallLine appends one call's line (the package comment's format) to
+// line: goroutine t asked for count IDs of key, sent at send and answered at
+// recv (monotonic ns), with ranges or err.
+func appendCallLine(line []byte, t int, key string, count int, send, recv int64,
+	ranges []seqd.Range, err error) []byte {
+	line = append(line, strconv.Itoa(t)...)
+	line = append(line, ' ')
+	line = append(line, key...)
+	line = append(line, ' ')
+	line = strconv.AppendInt(line, int64(count), 10)
+	line = append(line, ' ')
+	line = strconv.AppendInt(line, send, 10)
+	line = append(line, ' ')
+	line = strconv.AppendInt(line, recv, 10)
+	if err == nil {
+		line = append(line, " ok "...)
+		for i, r := range ranges {
+			if i > 0 {
+				line = append(line, ',')
+			}
+			line = strconv.AppendInt(line, r.First, 10)
+			line = append(line, '-')
+			line = strconv.AppendInt(line, r.Last, 10)
+		}
+	} else {
+		msg := strings.NewReplacer("\n", " ", "\r", " ").Replace(err.Error())
+		line = append(line, " err "...)
+		line = append(line, seqd.CodeOf(err).String()...)
+		line = append(line, ' ')
+		line = append(line, msg...)
+	}
+	return append(line, '\n')
+}
+
+// caller is what each goroutine calls with: the client, the keys and
+// counts to draw from, each call's deadline, NextIDs or GoNextIDs, the pause
+// between calls and the dice's seed.
+type caller struct {
+	c        *seqd.Client
+	keys     []string
+	maxCount int
+	deadline time.Duration
+	async    bool
+	pause    time.Duration
+	seed     int64
+}
+
+// run is goroutine t's loop until stop: a random key and count, one call,
+// its line to emit, the pause.
+func (k *caller) run(t int, stop *atomic.Bool, emit func(line []byte)) {
+	rng := rand.New(rand.NewSource(k.seed*1000003 + int64(t)))
+	done := make(chan *seqd.IDsCall, 1)
+	var line []byte
+	for !stop.Load() {
+		key := k.keys[rng.Intn(len(k.keys))]
+		count := 1 + rng.Intn(k.maxCount)
+		ctx, cancel := context.WithTimeout(context.Background(), k.deadline)
+		send := monotonicNs()
+		var ranges []seqd.Range
+		var err error
+		if k.async {
+			call := <-k.c.GoNextIDs(ctx, key, count, done).Done
+			ranges, err = call.Ranges, call.Err
+		} else {
+			ranges, err = k.c.NextIDs(ctx, key, count)
+		}
+		recv := monotonicNs()
+		cancel()
+		line = appendCallLine(line[:0], t, key, count, send, recv, ranges, err)
+		emit(line)
+		if k.pause > 0 {
+			time.Sleep(k.pause)
+		}
+	}
+}
+
+// openOut is where the lines go: stdout, or the file at path ("" for
+// stdout), with what closes it. It exits 2 if the file cannot be made.
+func openOut(path string) (io.Writer, func()) {
+	if path == "" {
+		return os.Stdout, func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "seqd-chaosdriver:", err)
+		os.Exit(2)
+	}
+	return f, func() { f.Close() }
+}
+
 func main() {
 	var (
 		endpoints    = flag.String("endpoints", "", "H:P,H:P,... (required)")
@@ -87,78 +177,25 @@ func main() {
 		os.Exit(2)
 	}
 	defer c.Close()
-	var out io.Writer = os.Stdout
-	if *outPath != "" {
-		f, err := os.Create(*outPath)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "seqd-chaosdriver:", err)
-			os.Exit(2)
-		}
-		defer f.Close()
-		out = f
-	}
+	out, closeOut := openOut(*outPath)
+	defer closeOut()
 	w := bufio.NewWriterSize(out, 1<<16)
 	var outMu sync.Mutex
 	var stop atomic.Bool
 	var wg sync.WaitGroup
-	deadline := time.Duration(*deadlineMs) * time.Millisecond
+	k := caller{c: c, keys: keyList, maxCount: *maxCount, async: *async, seed: *seed,
+		deadline: time.Duration(*deadlineMs) * time.Millisecond,
+		pause:    time.Duration(*pauseUs) * time.Microsecond}
+	emit := func(line []byte) {
+		outMu.Lock()
+		w.Write(line)
+		outMu.Unlock()
+	}
 	for t := 0; t < *threads; t++ {
 		wg.Add(1)
 		go func(t int) {
 			defer wg.Done()
-			rng := rand.New(rand.NewSource(*seed*1000003 + int64(t)))
-			done := make(chan *seqd.IDsCall, 1)
-			var line []byte
-			for !stop.Load() {
-				key := keyList[rng.Intn(len(keyList))]
-				count := 1 + rng.Intn(*maxCount)
-				ctx, cancel := context.WithTimeout(context.Background(), deadline)
-				send := monotonicNs()
-				var ranges []seqd.Range
-				var err error
-				if *async {
-					call := <-c.GoNextIDs(ctx, key, count, done).Done
-					ranges, err = call.Ranges, call.Err
-				} else {
-					ranges, err = c.NextIDs(ctx, key, count)
-				}
-				recv := monotonicNs()
-				cancel()
-				line = line[:0]
-				line = append(line, strconv.Itoa(t)...)
-				line = append(line, ' ')
-				line = append(line, key...)
-				line = append(line, ' ')
-				line = strconv.AppendInt(line, int64(count), 10)
-				line = append(line, ' ')
-				line = strconv.AppendInt(line, send, 10)
-				line = append(line, ' ')
-				line = strconv.AppendInt(line, recv, 10)
-				if err == nil {
-					line = append(line, " ok "...)
-					for i, r := range ranges {
-						if i > 0 {
-							line = append(line, ',')
-						}
-						line = strconv.AppendInt(line, r.First, 10)
-						line = append(line, '-')
-						line = strconv.AppendInt(line, r.Last, 10)
-					}
-				} else {
-					msg := strings.NewReplacer("\n", " ", "\r", " ").Replace(err.Error())
-					line = append(line, " err "...)
-					line = append(line, seqd.CodeOf(err).String()...)
-					line = append(line, ' ')
-					line = append(line, msg...)
-				}
-				line = append(line, '\n')
-				outMu.Lock()
-				w.Write(line)
-				outMu.Unlock()
-				if *pauseUs > 0 {
-					time.Sleep(time.Duration(*pauseUs) * time.Microsecond)
-				}
-			}
+			k.run(t, &stop, emit)
 		}(t)
 	}
 	io.Copy(io.Discard, os.Stdin) // until the test closes our stdin

@@ -1,5 +1,5 @@
 // Command seqd-gobench is the Go client's load generator, the counterpart
-// of the C++ seqbench (client/tools/seqbench.cc) for comparing the two
+// of the C++ seqbench (bench/seqbench/seqbench.cc) for comparing the two
 // clients on one seqd: N connections (one seqd.Client with
 // ConnsPerEndpoint = N) and D calls in flight per connection (N x D
 // goroutines, each making one call at a time, closed loop), each asking

@@ -42,60 +42,27 @@ std::optional<Clock::time_point> PayloadStamp(std::string_view payload) {
 
 BenchSubscriber::BenchSubscriber(asio::io_context& io, tcp::resolver::results_type endpoints,
                                  std::vector<std::string> convs, std::string token)
-    : strand_(asio::make_strand(io)),
-      socket_(strand_),
-      endpoints_(std::move(endpoints)),
-      convs_(std::move(convs)),
-      token_(std::move(token)) {}
+    : link_(io, std::move(endpoints)) {
+  if (!token.empty()) proto::AppendFrame(out_, proto::Opcode::kAuth, 0, kAuthId, token);
+  std::vector<std::string_view> views(convs.begin(), convs.end());
+  proto::AppendRequest(out_, kSubscribeId, proto::SubscribeReq{views});
+}
 
 void BenchSubscriber::Start(std::function<void(bool)> subscribed) {
-  asio::post(strand_, [self = shared_from_this(), subscribed = std::move(subscribed)]() mutable {
-    self->subscribed_ = std::move(subscribed);
-    asio::async_connect(
-        self->socket_, self->endpoints_,
-        [self](const boost::system::error_code& ec, const tcp::endpoint&) {
-          if (ec) return self->Fail("connect: " + ec.message());
-          self->socket_.set_option(tcp::no_delay(true));
-          if (!self->token_.empty()) {
-            proto::AppendFrame(self->out_, proto::Opcode::kAuth, 0, kAuthId, self->token_);
-          }
-          std::vector<std::string_view> views(self->convs_.begin(), self->convs_.end());
-          proto::AppendRequest(self->out_, kSubscribeId, proto::SubscribeReq{views});
-          asio::async_write(self->socket_, asio::buffer(self->out_),
-                            [self](const boost::system::error_code& ec, size_t) {
-                              if (ec) self->Fail("write: " + ec.message());
-                            });
-          self->Read();
-        });
-  });
+  link_.Start(shared_from_this(), out_, std::move(subscribed),
+              [self = shared_from_this()] { self->Read(); });
 }
 
-void BenchSubscriber::Stop() {
-  asio::post(strand_, [self = shared_from_this()] {
-    self->stopped_ = true;
-    boost::system::error_code ignored;
-    self->socket_.close(ignored);
-  });
-}
-
-void BenchSubscriber::Fail(const std::string& what) {
-  if (stopped_) return;
-  stopped_ = true;
-  ++result_.errors;
-  ++result_.error_kinds[what];
-  boost::system::error_code ignored;
-  socket_.close(ignored);
-  if (subscribed_) std::exchange(subscribed_, nullptr)(false);
-}
+void BenchSubscriber::Stop() { link_.Stop(shared_from_this()); }
 
 void BenchSubscriber::Read() {
   constexpr size_t kReadSize = 64 * 1024;
-  socket_.async_read_some(
+  link_.socket().async_read_some(
       asio::buffer(in_.Room(kReadSize), kReadSize),
       [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
         self->in_.Filled(n);
-        if (self->stopped_) return;
-        if (ec) return self->Fail("read: " + ec.message());
+        if (self->link_.stopped()) return;
+        if (ec) return self->link_.Fail("read: " + ec.message());
         if (self->Parse()) self->Read();
       });
 }
@@ -106,41 +73,33 @@ bool BenchSubscriber::Parse() {
     const proto::DecodeResult r = proto::DecodeServerFrame(in_.From(pos));
     if (r.state == proto::DecodeState::kNeedMore) break;
     if (r.state == proto::DecodeState::kError) {
-      Fail("undecodable frame");
+      link_.Fail("undecodable frame");
       return false;
     }
     pos += r.consumed;
     const auto resp = proto::ParseResponse(r.frame.payload);
     if (!resp) {
-      Fail("malformed frame");
+      link_.Fail("malformed frame");
       return false;
     }
     if (proto::IsPush(r.frame)) {
       if (r.frame.opcode == static_cast<uint8_t>(proto::kOpPushDropped)) {
-        Fail("PUSH_DROPPED: a subscriber fell behind");
+        link_.Fail("PUSH_DROPPED: a subscriber fell behind");
         return false;
       }
       auto push = proto::DecodeBody<proto::PushMessage>(resp->result);
       const auto stamp = push ? PayloadStamp(push->message.payload) : std::nullopt;
-      if (!stamp) {
-        ++result_.errors;
-        ++result_.error_kinds["push without a seqbench stamp"];
-        continue;
-      }
-      ++result_.pushes;
-      if (counter_) counter_->fetch_add(1, std::memory_order_relaxed);
-      result_.latency.Record(
-          std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - *stamp).count());
+      link_.Record(stamp, Clock::now(), "push without a seqbench stamp");
       continue;
     }
     if (r.frame.request_id == kAuthId && resp->status == proto::Status::kOk) continue;
     if (r.frame.request_id != kSubscribeId || resp->status != proto::Status::kOk) {
-      Fail("SUBSCRIBE: " + std::string(proto::StatusName(resp->status)) + " " +
-           std::string(resp->message));
+      link_.Fail("SUBSCRIBE: " + std::string(proto::StatusName(resp->status)) + " " +
+                 std::string(resp->message));
       return false;
     }
-    result_.subscribed = true;
-    if (subscribed_) std::exchange(subscribed_, nullptr)(true);
+    link_.result().subscribed = true;
+    link_.Subscribed();
   }
   in_.Drop(pos);
   return true;

@@ -9,7 +9,6 @@
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/strand.hpp>
 #include <functional>
 #include <memory>
 #include <string>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "bench_subscriber.h"
+#include "bench_subscriber_link.h"
 
 namespace seqd::tools {
 
@@ -34,28 +34,22 @@ class SseBenchSubscriber : public std::enable_shared_from_this<SseBenchSubscribe
   void Start(std::function<void(bool)> subscribed);
   void Stop();
   // As BenchSubscriber::CountInto: each event read increments `*counter`.
-  void CountInto(std::atomic<uint64_t>* counter) { counter_ = counter; }
-  const BenchSubscriber::Result& result() const { return result_; }
+  void CountInto(std::atomic<uint64_t>* counter) { link_.CountInto(counter); }
+  const BenchSubscriber::Result& result() const { return link_.result(); }
 
  private:
-  void Fail(const std::string& what);
+  void Fail(const std::string& what) { link_.Fail(what); }
   void Read();
   bool Parse();    // false when the stream failed
   bool Unchunk();  // moves decoded chunk data from in_ to body_
   void Events();   // consumes the complete events in body_
 
-  boost::asio::strand<boost::asio::io_context::executor_type> strand_;
-  boost::asio::ip::tcp::socket socket_;
-  boost::asio::ip::tcp::resolver::results_type endpoints_;
+  SubscriberLink link_;
   std::string request_;
-  std::function<void(bool)> subscribed_;
   std::string in_;    // bytes read, not yet parsed
   std::string body_;  // event text not yet ended by a blank line
   bool head_done_ = false;
   bool chunked_ = false;
-  bool stopped_ = false;
-  std::atomic<uint64_t>* counter_ = nullptr;
-  BenchSubscriber::Result result_;
 };
 
 }  // namespace seqd::tools

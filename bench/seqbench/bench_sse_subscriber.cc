@@ -27,7 +27,7 @@ std::string Lower(std::string_view s) {
 SseBenchSubscriber::SseBenchSubscriber(asio::io_context& io, tcp::resolver::results_type endpoints,
                                        std::string host, std::vector<std::string> convs,
                                        std::string token)
-    : strand_(asio::make_strand(io)), socket_(strand_), endpoints_(std::move(endpoints)) {
+    : link_(io, std::move(endpoints)) {
   // Precondition: the ids need no percent-encoding (the benchmarks name their
   // conversations with letters, digits and _ - . : @ only).
   std::string target;
@@ -43,47 +43,20 @@ SseBenchSubscriber::SseBenchSubscriber(asio::io_context& io, tcp::resolver::resu
 }
 
 void SseBenchSubscriber::Start(std::function<void(bool)> subscribed) {
-  asio::post(strand_, [self = shared_from_this(), subscribed = std::move(subscribed)]() mutable {
-    self->subscribed_ = std::move(subscribed);
-    asio::async_connect(self->socket_, self->endpoints_,
-                        [self](const boost::system::error_code& ec, const tcp::endpoint&) {
-                          if (ec) return self->Fail("connect: " + ec.message());
-                          self->socket_.set_option(tcp::no_delay(true));
-                          asio::async_write(self->socket_, asio::buffer(self->request_),
-                                            [self](const boost::system::error_code& ec, size_t) {
-                                              if (ec) self->Fail("write: " + ec.message());
-                                            });
-                          self->Read();
-                        });
-  });
+  link_.Start(shared_from_this(), request_, std::move(subscribed),
+              [self = shared_from_this()] { self->Read(); });
 }
 
-void SseBenchSubscriber::Stop() {
-  asio::post(strand_, [self = shared_from_this()] {
-    self->stopped_ = true;
-    boost::system::error_code ignored;
-    self->socket_.close(ignored);
-  });
-}
-
-void SseBenchSubscriber::Fail(const std::string& what) {
-  if (stopped_) return;
-  stopped_ = true;
-  ++result_.errors;
-  ++result_.error_kinds[what];
-  boost::system::error_code ignored;
-  socket_.close(ignored);
-  if (subscribed_) std::exchange(subscribed_, nullptr)(false);
-}
+void SseBenchSubscriber::Stop() { link_.Stop(shared_from_this()); }
 
 void SseBenchSubscriber::Read() {
   const size_t old = in_.size();
   in_.resize(old + kReadSize);
-  socket_.async_read_some(
+  link_.socket().async_read_some(
       asio::buffer(in_.data() + old, kReadSize),
       [self = shared_from_this(), old](const boost::system::error_code& ec, size_t n) {
         self->in_.resize(old + n);
-        if (self->stopped_) return;
+        if (self->link_.stopped()) return;
         if (ec)
           return self->Fail(ec == asio::error::eof ? "the server closed the stream"
                                                    : "read: " + ec.message());
@@ -114,9 +87,9 @@ bool SseBenchSubscriber::Parse() {
     body_ += in_;
     in_.clear();
   }
-  if (!body_.empty() && subscribed_) std::exchange(subscribed_, nullptr)(true);
+  if (!body_.empty()) link_.Subscribed();
   Events();
-  return !stopped_;
+  return !link_.stopped();
 }
 
 bool SseBenchSubscriber::Unchunk() {
@@ -160,15 +133,7 @@ void SseBenchSubscriber::Events() {
     const auto stamp = p == std::string_view::npos || event[p] != '"'
                            ? std::nullopt
                            : PayloadStamp(event.substr(p + 1));
-    if (!stamp) {
-      ++result_.errors;
-      ++result_.error_kinds["event without a seqbench stamp"];
-      continue;
-    }
-    ++result_.pushes;
-    if (counter_) counter_->fetch_add(1, std::memory_order_relaxed);
-    result_.latency.Record(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(now - *stamp).count());
+    link_.Record(stamp, now, "event without a seqbench stamp");
   }
   body_.erase(0, pos);
 }

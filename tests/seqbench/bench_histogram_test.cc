@@ -1,4 +1,4 @@
-// seqd::tools::Histogram (client/tools/bench_histogram.h), seqbench's
+// seqd::tools::Histogram (bench/seqbench/bench_histogram.h), seqbench's
 // latency histogram: every value from 1 us to 10 s is reported within 1%,
 // quantiles agree with a sorted copy of the values, Merge equals recording
 // everything in one, and values past its range go to the max.

@@ -1,4 +1,4 @@
-// seqd::tools::ReadBuffer (client/tools/read_buffer.h), where seqbench's
+// seqd::tools::ReadBuffer (bench/seqbench/read_buffer.h), where seqbench's
 // connections keep what they read: room is added without losing the bytes
 // kept, Drop keeps the unparsed tail in order, and clear keeps the room.
 #include "read_buffer.h"

@@ -1,4 +1,4 @@
-// seqbench's open-loop schedule (client/tools/pace_grid.h): a connection's
+// seqbench's open-loop schedule (bench/seqbench/pace_grid.h): a connection's
 // requests are `connections / rate` apart, the pacer's ticks a whole number
 // of those and at least 100 us apart, and both grids start at the run's
 // start.

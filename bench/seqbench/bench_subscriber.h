@@ -9,11 +9,8 @@
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/strand.hpp>
 #include <chrono>
-#include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,7 +18,7 @@
 #include <utility>  // before Asio: Boost 1.74 misses it under GCC 12
 #include <vector>
 
-#include "bench_histogram.h"
+#include "bench_subscriber_link.h"
 #include "read_buffer.h"
 
 namespace seqd::tools {
@@ -36,13 +33,7 @@ std::optional<std::chrono::steady_clock::time_point> PayloadStamp(std::string_vi
 // io_context stopped running.
 class BenchSubscriber : public std::enable_shared_from_this<BenchSubscriber> {
  public:
-  struct Result {
-    bool subscribed = false;
-    uint64_t pushes = 0;
-    uint64_t errors = 0;
-    std::map<std::string, uint64_t> error_kinds;
-    Histogram latency;
-  };
+  using Result = SubscriberResult;
 
   BenchSubscriber(boost::asio::io_context& io,
                   boost::asio::ip::tcp::resolver::results_type endpoints,
@@ -52,25 +43,16 @@ class BenchSubscriber : public std::enable_shared_from_this<BenchSubscriber> {
   void Stop();
   // Each push read also increments `*counter` (shared by all subscribers,
   // read while they run). Before Start.
-  void CountInto(std::atomic<uint64_t>* counter) { counter_ = counter; }
-  const Result& result() const { return result_; }
+  void CountInto(std::atomic<uint64_t>* counter) { link_.CountInto(counter); }
+  const Result& result() const { return link_.result(); }
 
  private:
-  void Fail(const std::string& what);
   void Read();
   bool Parse();  // false when the connection failed
 
-  boost::asio::strand<boost::asio::io_context::executor_type> strand_;
-  boost::asio::ip::tcp::socket socket_;
-  boost::asio::ip::tcp::resolver::results_type endpoints_;
-  std::vector<std::string> convs_;
-  std::string token_;
-  std::function<void(bool)> subscribed_;
-  std::string out_;
+  SubscriberLink link_;
+  std::string out_;  // AUTH (with a token), then SUBSCRIBE
   ReadBuffer in_;
-  bool stopped_ = false;
-  std::atomic<uint64_t>* counter_ = nullptr;
-  Result result_;
 };
 
 }  // namespace seqd::tools

@@ -13,16 +13,15 @@
 
 #include "bench_histogram.h"
 #include "mini_http.h"
+#include "tool_flags.h"
 
 namespace seqd::bench {
 
 using Clock = std::chrono::steady_clock;
 using tools::Histogram;
 
-// A bad command line: seqbench prints the message and exits 2.
-struct UsageError {
-  std::string message;
-};
+// A bad command line (tool_flags.h): seqbench prints the message and exits 2.
+using tools::UsageError;
 
 // One connection's counts; merged into the run's at the end. Not
 // thread-safe: each connection's own, read once the I/O threads are done.

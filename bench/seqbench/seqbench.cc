@@ -36,6 +36,7 @@
 #include "proto/binary_codec.h"
 #include "seqd/client.h"
 #include "tls_client.h"
+#include "tool_flags.h"
 #include "tool_version.h"
 
 namespace seqd::bench {
@@ -43,6 +44,7 @@ namespace {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
+using seqd::tools::FlagReader;
 
 constexpr const char* kUsage =
     R"(Usage: seqbench --tcp HOST:PORT (--key KEY | --new-keys PREFIX | --snowflake | --messages CONV) [OPTION]...
@@ -139,103 +141,118 @@ T Number(const std::string& s, const char* what, T min, T max) {
   return v;
 }
 
-Config ParseArgs(int argc, char** argv) {
-  Config cfg;
-  if (const char* env = std::getenv("SEQD_TOKEN")) cfg.token = env;
-  bool have_target = false;
-  bool duration_given = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    std::string value;
-    bool inline_value = false;
-    if (const size_t eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = a.substr(eq + 1);
-      a = a.substr(0, eq);
-      inline_value = true;
-    }
-    auto need = [&]() -> std::string {
-      if (inline_value) return value;
-      if (i + 1 >= argc) throw UsageError{a + " needs a value"};
-      return argv[++i];
-    };
-    if (a == "-h" || a == "--help") {
-      std::cout << Usage();
-      std::exit(0);
-    } else if (a == "--version") {
-      std::cout << seqd::tools::VersionLine("seqbench") << "\n";
-      std::exit(0);
-    } else if (a == "--tcp" || a == "--http" || a == "--resp") {
-      if (have_target) throw UsageError{"give one of --tcp, --http and --resp"};
-      have_target = true;
-      cfg.http = a == "--http";
-      cfg.resp = a == "--resp";
-      cfg.endpoint = need();
-      if (!seqd::client::SplitEndpoint(cfg.endpoint, cfg.host, cfg.port)) {
-        throw UsageError{a + " wants HOST:PORT, got '" + cfg.endpoint + "'"};
-      }
-    } else if (a == "--also-resp") {
-      cfg.also_resp_endpoint = need();
-      std::string host, port;
-      if (!seqd::client::SplitEndpoint(cfg.also_resp_endpoint, host, port)) {
-        throw UsageError{"--also-resp wants HOST:PORT, got '" + cfg.also_resp_endpoint + "'"};
-      }
-    } else if (a == "--key") {
-      cfg.key = need();
-    } else if (a == "--new-keys") {
-      cfg.new_keys = need();
-      if (cfg.new_keys.empty() || cfg.new_keys.size() > 100) {
-        throw UsageError{"--new-keys wants a prefix of 1 to 100 bytes"};
-      }
-    } else if (a == "--snowflake") {
-      cfg.snowflake = true;
-    } else if (a == "--messages") {
-      cfg.messages = need();
-      if (cfg.messages.empty() || cfg.messages.size() > 100) {
-        throw UsageError{"--messages wants a conversation id of 1 to 100 bytes"};
-      }
-    } else if (a == "--convs") {
-      cfg.convs = Number<int>(need(), "--convs", 1, 1000);
-    } else if (a == "--payload") {
-      cfg.payload = Number<size_t>(need(), "--payload", 16, 1 << 20);
-    } else if (a == "--sse") {
-      cfg.sse_endpoint = need();
-      if (!seqd::client::SplitEndpoint(cfg.sse_endpoint, cfg.sse_host, cfg.sse_port)) {
-        throw UsageError{"--sse wants HOST:PORT, got '" + cfg.sse_endpoint + "'"};
-      }
-    } else if (a == "--subscribe") {
-      cfg.subscribers = Number<int>(need(), "--subscribe", 1, 10000);
-    } else if (a == "--connections") {
-      cfg.connections = Number<int>(need(), "--connections", 1, 10000);
-    } else if (a == "--pipeline") {
-      cfg.pipeline = Number<int>(need(), "--pipeline", 1, 100000);
-    } else if (a == "--count") {
-      cfg.count = Number<uint32_t>(need(), "--count", 1, 0xFFFFFFFFu);
-    } else if (a == "--duration") {
-      cfg.duration_s = Number<double>(need(), "--duration", 0.001, 1e6);
-      duration_given = true;
-    } else if (a == "--requests") {
-      cfg.requests = Number<int64_t>(need(), "--requests", 1, 1'000'000'000);
-    } else if (a == "--rate") {
-      cfg.rate = Number<double>(need(), "--rate", 1, 1e8);
-    } else if (a == "--warmup") {
-      cfg.warmup_s = Number<double>(need(), "--warmup", 0, 1e6);
-    } else if (a == "--threads") {
-      cfg.threads = Number<int>(need(), "--threads", 1, 1024);
-    } else if (a == "--json") {
-      cfg.json = true;
-    } else if (cfg.tls.Parse(a, need)) {
-    } else if (a == "--token") {
-      cfg.token = need();
-      if (cfg.token.size() > seqd::proto::kMaxAuthSecret) throw UsageError{"--token is too long"};
-    } else {
-      throw UsageError{"unexpected argument '" + a + "' (try --help)"};
-    }
+// A flag that takes a number in [min, max] into a field of Config.
+template <typename T>
+struct NumberFlag {
+  const char* name;
+  T Config::*field;
+  T min, max;
+};
+constexpr NumberFlag<int> kIntFlags[] = {
+    {"--convs", &Config::convs, 1, 1000},
+    {"--subscribe", &Config::subscribers, 1, 10000},
+    {"--connections", &Config::connections, 1, 10000},
+    {"--pipeline", &Config::pipeline, 1, 100000},
+    {"--threads", &Config::threads, 1, 1024},
+};
+constexpr NumberFlag<double> kRealFlags[] = {
+    {"--rate", &Config::rate, 1, 1e8},
+    {"--warmup", &Config::warmup_s, 0, 1e6},
+};
+
+// If the word is one of `flags`, takes its value into cfg and returns true.
+template <typename T, size_t N>
+bool TakeNumber(const NumberFlag<T> (&flags)[N], FlagReader& words, Config& cfg) {
+  for (const NumberFlag<T>& f : flags) {
+    if (words.flag() != f.name) continue;
+    cfg.*f.field = Number<T>(words.Value(), f.name, f.min, f.max);
+    return true;
   }
-  if (!have_target) {
-    throw UsageError{"give --tcp HOST:PORT, --http HOST:PORT or --resp HOST:PORT"};
+  return false;
+}
+
+// A HOST:PORT flag's value split into host and port; UsageError naming the
+// flag if it is not one.
+void SplitEndpointFlag(const std::string& flag, const std::string& endpoint, std::string& host,
+                   std::string& port) {
+  if (!seqd::client::SplitEndpoint(endpoint, host, port)) {
+    throw UsageError{flag + " wants HOST:PORT, got '" + endpoint + "'"};
   }
-  if (cfg.requests > 0 && !duration_given) cfg.duration_s = 60;
-  cfg.tls.ApplyEnvironment();
+}
+
+// What the flags said beyond Config: whether a target and --duration were given.
+struct Given {
+  bool target = false;
+  bool duration = false;
+};
+
+// What the load goes to: --tcp, --http or --resp HOST:PORT, once.
+void TakeTarget(FlagReader& words, Config& cfg, Given& given) {
+  const std::string& a = words.flag();
+  if (given.target) throw UsageError{"give one of --tcp, --http and --resp"};
+  given.target = true;
+  cfg.http = a == "--http";
+  cfg.resp = a == "--resp";
+  cfg.endpoint = words.Value();
+  SplitEndpointFlag(a, cfg.endpoint, cfg.host, cfg.port);
+}
+
+// Takes one word of the command line (and the flag's value) into cfg;
+// --help and --version print and exit.
+void TakeFlag(FlagReader& words, Config& cfg, Given& given) {
+  const std::string& a = words.flag();
+  if (a == "-h" || a == "--help") {
+    std::cout << Usage();
+    std::exit(0);
+  } else if (a == "--version") {
+    std::cout << seqd::tools::VersionLine("seqbench") << "\n";
+    std::exit(0);
+  } else if (a == "--tcp" || a == "--http" || a == "--resp") {
+    TakeTarget(words, cfg, given);
+  } else if (a == "--also-resp") {
+    cfg.also_resp_endpoint = words.Value();
+    std::string host, port;
+    SplitEndpointFlag(a, cfg.also_resp_endpoint, host, port);
+  } else if (a == "--sse") {
+    cfg.sse_endpoint = words.Value();
+    SplitEndpointFlag(a, cfg.sse_endpoint, cfg.sse_host, cfg.sse_port);
+  } else if (a == "--key") {
+    cfg.key = words.Value();
+  } else if (a == "--new-keys") {
+    cfg.new_keys = words.Value();
+    if (cfg.new_keys.empty() || cfg.new_keys.size() > 100) {
+      throw UsageError{"--new-keys wants a prefix of 1 to 100 bytes"};
+    }
+  } else if (a == "--snowflake") {
+    cfg.snowflake = true;
+  } else if (a == "--messages") {
+    cfg.messages = words.Value();
+    if (cfg.messages.empty() || cfg.messages.size() > 100) {
+      throw UsageError{"--messages wants a conversation id of 1 to 100 bytes"};
+    }
+  } else if (TakeNumber(kIntFlags, words, cfg) || TakeNumber(kRealFlags, words, cfg)) {
+  } else if (a == "--payload") {
+    cfg.payload = Number<size_t>(words.Value(), "--payload", 16, 1 << 20);
+  } else if (a == "--count") {
+    cfg.count = Number<uint32_t>(words.Value(), "--count", 1, 0xFFFFFFFFu);
+  } else if (a == "--duration") {
+    cfg.duration_s = Number<double>(words.Value(), "--duration", 0.001, 1e6);
+    given.duration = true;
+  } else if (a == "--requests") {
+    cfg.requests = Number<int64_t>(words.Value(), "--requests", 1, 1'000'000'000);
+  } else if (a == "--json") {
+    cfg.json = true;
+  } else if (cfg.tls.Parse(a, [&words] { return words.Value(); })) {
+  } else if (a == "--token") {
+    cfg.token = words.Value();
+    if (cfg.token.size() > seqd::proto::kMaxAuthSecret) throw UsageError{"--token is too long"};
+  } else {
+    throw UsageError{"unexpected argument '" + a + "' (try --help)"};
+  }
+}
+
+// The flags that go only with others, checked once all are read.
+void CheckCombinations(const Config& cfg) {
   if (static_cast<int>(cfg.snowflake) + static_cast<int>(!cfg.key.empty()) +
           static_cast<int>(!cfg.new_keys.empty()) + static_cast<int>(!cfg.messages.empty()) !=
       1) {
@@ -257,6 +274,20 @@ Config ParseArgs(int argc, char** argv) {
   if (cfg.subscribers > 0 && cfg.sse_endpoint.empty() && (cfg.http || cfg.tls.enabled)) {
     throw UsageError{"--subscribe needs --tcp without TLS (pushes come over the binary protocol)"};
   }
+}
+
+Config ParseArgs(int argc, char** argv) {
+  Config cfg;
+  if (const char* env = std::getenv("SEQD_TOKEN")) cfg.token = env;
+  Given given;
+  FlagReader words(argc, argv);
+  while (words.Next()) TakeFlag(words, cfg, given);
+  if (!given.target) {
+    throw UsageError{"give --tcp HOST:PORT, --http HOST:PORT or --resp HOST:PORT"};
+  }
+  if (cfg.requests > 0 && !given.duration) cfg.duration_s = 60;
+  cfg.tls.ApplyEnvironment();
+  CheckCombinations(cfg);
   cfg.run_id = "sb" + std::to_string(std::random_device{}());
   if (cfg.threads == 0) {
     cfg.threads = static_cast<int>(std::min(4u, std::max(1u, std::thread::hardware_concurrency())));
@@ -323,59 +354,140 @@ bool StartSubscribers(const Config& cfg, asio::io_context& io,
   return ready == cfg.subscribers;
 }
 
+// cfg's endpoint resolved into `out`; false (and a line on stderr) if not.
+bool Resolve(tcp::resolver& resolver, const Config& cfg, tcp::resolver::results_type& out) {
+  boost::system::error_code ec;
+  out = resolver.resolve(cfg.host, cfg.port, ec);
+  if (ec) std::cerr << "seqbench: resolve " << cfg.endpoint << ": " << ec.message() << "\n";
+  return !ec;
+}
+
+// With TLS, the context every connection handshakes with into `out`; false
+// (and a line on stderr) if its files cannot be used.
+bool MakeTlsContext(const Config& cfg, std::shared_ptr<asio::ssl::context>& out) {
+  if (!cfg.tls.enabled) return true;
+  try {
+    out = seqd::client::detail::MakeTlsClientContext(cfg.tls.ca_file, cfg.tls.cert_file,
+                                                     cfg.tls.key_file);
+    return true;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "seqbench: " << e.what() << "\n";
+    return false;
+  }
+}
+
+// --also-resp: the RESP side's settings, the same run otherwise.
+Config AlsoRespConfig(const Config& cfg) {
+  Config resp_cfg = cfg;
+  resp_cfg.resp = true;
+  resp_cfg.endpoint = cfg.also_resp_endpoint;
+  seqd::client::SplitEndpoint(resp_cfg.endpoint, resp_cfg.host, resp_cfg.port);
+  return resp_cfg;
+}
+
+// The run's connections: the load's and, paired (--also-resp), the RESP
+// side's. `all` alternates them (binary, RESP, binary, ...), so each tick of
+// the pacer serves the two sides in turn.
+struct Connections {
+  std::vector<std::shared_ptr<BenchConnection>> load, resp, all;
+};
+
+Connections MakeConnections(asio::io_context& io, const Config& cfg, const Config* resp_cfg,
+                            const tcp::resolver::results_type& endpoints,
+                            const tcp::resolver::results_type& resp_endpoints,
+                            std::atomic<bool>& stop,
+                            const std::shared_ptr<asio::ssl::context>& tls_context) {
+  Connections out;
+  for (int i = 0; i < cfg.connections; ++i) {
+    out.load.push_back(std::make_shared<BenchConnection>(io, cfg, endpoints, stop, tls_context));
+    const int64_t share = cfg.requests / cfg.connections + (i < cfg.requests % cfg.connections);
+    out.load.back()->SetIndex(i, cfg.requests > 0 ? share : -1);
+    out.all.push_back(out.load.back());
+    if (resp_cfg == nullptr) continue;
+    out.resp.push_back(
+        std::make_shared<BenchConnection>(io, *resp_cfg, resp_endpoints, stop, tls_context));
+    out.resp.back()->SetIndex(i, -1);
+    out.all.push_back(out.resp.back());
+  }
+  return out;
+}
+
+// The I/O threads: they run `io` until Join, which lets it run out of work.
+class IoThreads {
+ public:
+  IoThreads(asio::io_context& io, int n) : work_(asio::make_work_guard(io)) {
+    for (int i = 0; i < n; ++i) threads_.emplace_back([&io] { io.run(); });
+  }
+  ~IoThreads() { Join(); }
+  void Join() {
+    work_.reset();
+    for (std::thread& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+
+ private:
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  std::vector<std::thread> threads_;
+};
+
+// Until the run ends: every request answered (--requests, a burst) or the
+// duration past, whichever comes first.
+void WaitForEnd(const Config& cfg, Clock::time_point start, const std::atomic<int64_t>& finished) {
+  const auto limit = start + std::chrono::duration_cast<Clock::duration>(
+                                 std::chrono::duration<double>(cfg.duration_s));
+  if (cfg.requests > 0) {
+    while (finished.load(std::memory_order_relaxed) < cfg.requests && Clock::now() < limit) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  } else {
+    std::this_thread::sleep_until(limit);
+  }
+}
+
+// After the load: the last pushes, until every one expected has come (5 s
+// at most), then 100 ms for any extra.
+void WaitForLastPushes(const Config& cfg, const Subscribers& subscribers, int64_t finished) {
+  if (subscribers.empty()) return;
+  const uint64_t expected =
+      static_cast<uint64_t>(finished) * static_cast<uint64_t>(cfg.subscribers);
+  const auto until = Clock::now() + std::chrono::seconds(5);
+  while (subscribers.pushed.load(std::memory_order_relaxed) < expected && Clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+}
+
+// Prints the report; the exit status: 0 if every request and push
+// succeeded (and, paired, the RESP side's too), else 1.
+int Report(const Config& cfg, double elapsed, const Connections& conns,
+           const Subscribers& subscribers, const seqd::tools::SchedTimes& sched) {
+  const bool paired = !cfg.also_resp_endpoint.empty();
+  Stats total, resp_total;
+  for (auto& c : conns.load) total.Merge(c->stats());
+  for (auto& c : conns.resp) resp_total.Merge(c->stats());
+  const seqd::tools::BenchSubscriber::Result pushes = subscribers.Merged();
+  PrintReport(cfg, elapsed, total, pushes, sched, paired ? &resp_total : nullptr);
+  const bool resp_ok = !paired || (resp_total.errors == 0 && resp_total.requests > 0);
+  return total.errors == 0 && pushes.errors == 0 && total.requests > 0 && resp_ok ? 0 : 1;
+}
+
 int Run(Config cfg) {
   asio::io_context io(cfg.threads);
   tcp::resolver resolver(io);
-  boost::system::error_code ec;
-  tcp::resolver::results_type endpoints = resolver.resolve(cfg.host, cfg.port, ec);
-  if (ec) {
-    std::cerr << "seqbench: resolve " << cfg.endpoint << ": " << ec.message() << "\n";
-    return 1;
-  }
+  tcp::resolver::results_type endpoints, resp_endpoints;
+  if (!Resolve(resolver, cfg, endpoints)) return 1;
   std::shared_ptr<asio::ssl::context> tls_context;
-  if (cfg.tls.enabled) {
-    try {
-      tls_context = seqd::client::detail::MakeTlsClientContext(cfg.tls.ca_file, cfg.tls.cert_file,
-                                                               cfg.tls.key_file);
-    } catch (const std::invalid_argument& e) {
-      std::cerr << "seqbench: " << e.what() << "\n";
-      return 2;
-    }
-  }
+  if (!MakeTlsContext(cfg, tls_context)) return 2;
   std::atomic<bool> stop{false};
   std::atomic<int64_t> finished{0};
   cfg.finished = &finished;
-  // --also-resp: the RESP side's settings, the same run otherwise.
-  Config resp_cfg = cfg;
-  tcp::resolver::results_type resp_endpoints;
   const bool paired = !cfg.also_resp_endpoint.empty();
-  if (paired) {
-    resp_cfg.resp = true;
-    resp_cfg.endpoint = cfg.also_resp_endpoint;
-    seqd::client::SplitEndpoint(resp_cfg.endpoint, resp_cfg.host, resp_cfg.port);
-    resp_endpoints = resolver.resolve(resp_cfg.host, resp_cfg.port, ec);
-    if (ec) {
-      std::cerr << "seqbench: resolve " << resp_cfg.endpoint << ": " << ec.message() << "\n";
-      return 1;
-    }
-  }
-  // Paired, the two sides alternate (binary, RESP, binary, ...), so each
-  // tick of the pacer serves them in turn.
-  std::vector<std::shared_ptr<BenchConnection>> conns, resp_conns, all;
-  for (int i = 0; i < cfg.connections; ++i) {
-    conns.push_back(std::make_shared<BenchConnection>(io, cfg, endpoints, stop, tls_context));
-    const int64_t share = cfg.requests / cfg.connections + (i < cfg.requests % cfg.connections);
-    conns.back()->SetIndex(i, cfg.requests > 0 ? share : -1);
-    all.push_back(conns.back());
-    if (!paired) continue;
-    resp_conns.push_back(
-        std::make_shared<BenchConnection>(io, resp_cfg, resp_endpoints, stop, tls_context));
-    resp_conns.back()->SetIndex(i, -1);
-    all.push_back(resp_conns.back());
-  }
-  auto work = asio::make_work_guard(io);
-  std::vector<std::thread> threads;
-  for (int i = 0; i < cfg.threads; ++i) threads.emplace_back([&io] { io.run(); });
+  Config resp_cfg = paired ? AlsoRespConfig(cfg) : cfg;
+  if (paired && !Resolve(resolver, resp_cfg, resp_endpoints)) return 1;
+  const Connections conns = MakeConnections(io, cfg, paired ? &resp_cfg : nullptr, endpoints,
+                                            resp_endpoints, stop, tls_context);
+  IoThreads threads(io, cfg.threads);
   Subscribers subscribers;
   if (!StartSubscribers(cfg, io, endpoints, subscribers)) {
     std::cerr << "seqbench: the subscribers could not all subscribe within 10 s\n";
@@ -383,56 +495,32 @@ int Run(Config cfg) {
       std::cerr << "  " << k << ": " << v << "\n";
     }
     subscribers.Stop();
-    work.reset();
-    for (auto& t : threads) t.join();
+    threads.Join();
     return 1;
   }
 
   const seqd::tools::SchedTimes sched_before = seqd::tools::ProcessSchedTimes();
   const Clock::time_point start = Clock::now();
   cfg.start = resp_cfg.start = start;  // read by the connections only once started
-  for (auto& c : all) c->Start();
+  for (auto& c : conns.all) c->Start();
   std::shared_ptr<BenchPacer> pacer;  // --rate only
   if (cfg.rate > 0) {
-    pacer = std::make_shared<BenchPacer>(io, PaceGrid::For(cfg.rate, cfg.connections), stop, all);
+    pacer = std::make_shared<BenchPacer>(io, PaceGrid::For(cfg.rate, cfg.connections), stop,
+                                         conns.all);
     pacer->Start(start);
   }
-  const auto limit = start + std::chrono::duration_cast<Clock::duration>(
-                                 std::chrono::duration<double>(cfg.duration_s));
-  if (cfg.requests > 0) {  // a burst: until every request is answered
-    while (finished.load(std::memory_order_relaxed) < cfg.requests && Clock::now() < limit) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  } else {
-    std::this_thread::sleep_until(limit);
-  }
+  WaitForEnd(cfg, start, finished);
   stop = true;
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   seqd::tools::SchedTimes sched = seqd::tools::ProcessSchedTimes();  // threads still alive
   sched.cpu_s -= sched_before.cpu_s;
   sched.wait_s -= sched_before.wait_s;
   if (pacer) pacer->Stop();
-  for (auto& c : all) c->Stop();
-  if (!subscribers.empty()) {  // the last pushes: every one expected, 5 s at most
-    const uint64_t expected =
-        static_cast<uint64_t>(finished.load()) * static_cast<uint64_t>(cfg.subscribers);
-    const auto until = Clock::now() + std::chrono::seconds(5);
-    while (subscribers.pushed.load(std::memory_order_relaxed) < expected && Clock::now() < until) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // and any extra
-  }
+  for (auto& c : conns.all) c->Stop();
+  WaitForLastPushes(cfg, subscribers, finished.load());
   subscribers.Stop();
-  work.reset();
-  for (auto& t : threads) t.join();
-
-  Stats total, resp_total;
-  for (auto& c : conns) total.Merge(c->stats());
-  for (auto& c : resp_conns) resp_total.Merge(c->stats());
-  const seqd::tools::BenchSubscriber::Result pushes = subscribers.Merged();
-  PrintReport(cfg, elapsed, total, pushes, sched, paired ? &resp_total : nullptr);
-  const bool resp_ok = !paired || (resp_total.errors == 0 && resp_total.requests > 0);
-  return total.errors == 0 && pushes.errors == 0 && total.requests > 0 && resp_ok ? 0 : 1;
+  threads.Join();
+  return Report(cfg, elapsed, conns, subscribers, sched);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// seqd::tools RESP2 helpers (client/tools/resp_wire.h), what seqbench --resp
+// seqd::tools RESP2 helpers (bench/seqbench/resp_wire.h), what seqbench --resp
 // sends and reads: commands encoded as arrays of bulk strings, each reply
 // type read back, replies cut at every byte, and malformed input refused.
 #include "resp_wire.h"
