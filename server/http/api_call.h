@@ -52,6 +52,9 @@ std::string_view BearerSecret(const HttpRequest& req);
 
 // True if the request's Accept header asks for text/plain and not JSON.
 bool PrefersText(const HttpRequest& req);
+// The op of a request (server/http/http_ops.h), from its method and split
+// path (HEAD given as GET).
+HttpOp RequestOp(boost::beast::http::verb method, std::string_view path, PathSegments seg);
 
 struct ApiRouter::Call {
   HttpRequest req;

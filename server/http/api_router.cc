@@ -29,8 +29,22 @@ bool ContainsNoCase(std::string_view haystack, std::string_view needle) {
   return it != haystack.end();
 }
 
-// The op of a request (server/http/http_ops.h), from its split path.
-HttpOp OpFor(http::verb method, std::string_view path, PathSegments seg) {
+}  // namespace
+
+std::string_view BearerSecret(const HttpRequest& req) {
+  std::string_view v = req.authorization;
+  constexpr std::string_view kScheme = "bearer ";
+  if (v.size() <= kScheme.size()) return {};
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(v[i])) != kScheme[i]) return {};
+  }
+  v.remove_prefix(kScheme.size());
+  while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+  while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
+  return v;
+}
+
+HttpOp RequestOp(http::verb method, std::string_view path, PathSegments seg) {
   if (path == "/") return HttpOp::kStatusPage;
   if (seg.empty()) return HttpOp::kOther;
   if (std::optional<HttpOp> op = SnowflakeRoutes::OpFor(seg)) return *op;
@@ -50,21 +64,6 @@ HttpOp OpFor(http::verb method, std::string_view path, PathSegments seg) {
   }
   if (std::optional<HttpOp> op = MessageRoutes::OpFor(method, seg)) return *op;
   return HttpOp::kOther;
-}
-
-}  // namespace
-
-std::string_view BearerSecret(const HttpRequest& req) {
-  std::string_view v = req.authorization;
-  constexpr std::string_view kScheme = "bearer ";
-  if (v.size() <= kScheme.size()) return {};
-  for (size_t i = 0; i < kScheme.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(v[i])) != kScheme[i]) return {};
-  }
-  v.remove_prefix(kScheme.size());
-  while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
-  while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
-  return v;
 }
 
 bool PrefersText(const HttpRequest& req) {
@@ -117,7 +116,7 @@ std::optional<ApiRouter::Response> ApiRouter::RefuseBeforeBody(const HttpRequest
   if (path.empty() || path[0] != '/') return std::nullopt;
   const SplitParts parts = Split(path.substr(1), '/');
   const PathSegments seg(parts.data(), parts.size());
-  const HttpOp op = OpFor(header.method, path, seg);
+  const HttpOp op = RequestOp(header.method, path, seg);
   const HttpOpRow& row = HttpOpFor(op);
   // Routes served without a token answer as usual (after the body).
   if (!row.permission || (op == HttpOp::kMetrics && !services_.metrics_auth)) return std::nullopt;
@@ -162,178 +161,6 @@ void ApiRouter::Handle(HttpRequest req, std::string_view peer, std::shared_ptr<H
     call->Finish(
         call->ErrorJson(http::status::internal_server_error, "internal", "internal error"));
   }
-}
-
-void ApiRouter::Route(const std::shared_ptr<Call>& call) {
-  const std::string_view path = call->path;
-  // HEAD is GET without the content (RFC 9110 9.3.2): routed as GET, and the
-  // connection leaves the body out. A route whose GET hands out IDs answers
-  // HEAD without taking any: a HEAD (a monitor, a proxy) must not use IDs up.
-  const bool head = call->req.method == http::verb::head;
-  const http::verb method = head ? http::verb::get : call->req.method;
-  auto not_found = [&] {
-    // The path is not echoed: no request text is reflected in an answer.
-    call->Finish(call->ErrorJson(http::status::not_found, "not_found", "no such endpoint"));
-  };
-  if (path.empty() || path[0] != '/') return not_found();
-  const SplitParts parts = Split(path.substr(1), '/');
-  const PathSegments seg(parts.data(), parts.size());
-  const HttpOp op = OpFor(method, path, seg);
-  call->op = HttpOpFor(op).metric_label;
-
-  // Resolves a raw path segment to a key; on a bad escape answers 400.
-  auto decode_key = [&](std::string_view raw, bool text) -> std::optional<std::string> {
-    std::optional<std::string> key = PercentDecode(raw, /*plus_is_space=*/false);
-    if (!key) {
-      const std::string msg = "key has a malformed percent-escape";
-      call->Finish(text ? call->ErrorText(MakeError(ErrorCode::kInvalidArgument, msg))
-                        : call->ErrorJson(http::status::bad_request, "invalid_argument", msg));
-    }
-    return key;
-  };
-  auto method_not_allowed = [&](std::string_view allow) {
-    Response res = call->ErrorJson(http::status::method_not_allowed, "method_not_allowed",
-                                   "method not allowed here; use " + std::string(allow));
-    res.set(http::field::allow, ToBeast(allow));
-    call->Finish(std::move(res));
-  };
-  const bool get = method == http::verb::get;
-
-  const bool admin_page =
-      (seg.size() == 1 && (seg[0] == "healthz" || seg[0] == "readyz" || seg[0] == "metrics")) ||
-      (seg.size() == 2 && seg[0] == "admin" && seg[1] == "cluster");
-  if (options_.admin_only && path != "/" && !admin_page) {
-    return not_found();
-  }
-  if (path == "/") {
-    if (!get) return method_not_allowed("GET");
-    // People with either an admin or a metrics token may look.
-    const Principal* who = call->access->principal();
-    if (!(who && who->May(Permission::kMetrics)) && !call->Permit(op)) return;
-    return HandleStatusPage(call);
-  }
-  if (seg.size() == 2 && seg[0] == "seq") {
-    if (!get) return method_not_allowed("GET");
-    auto key = decode_key(seg[1], false);
-    if (!key || !call->Permit(op, *key)) return;
-    if (head) {  // checked as GET checks it, without taking an ID
-      if (Status s = ValidateClientKey(*key); !s) {
-        return call->Finish(call->ErrorJson(s.error()));
-      }
-      return call->FinishOk(kJsonType, "");
-    }
-    return HandleSeq(call, std::move(*key), false);
-  }
-  if (op == HttpOp::kMaxIds || op == HttpOp::kMinSeqs || op == HttpOp::kUserSeqs) {
-    const bool put = method == http::verb::put;
-    if (op == HttpOp::kMaxIds && !get && method != http::verb::post) {
-      return method_not_allowed("GET, POST");
-    }
-    if (op != HttpOp::kMaxIds && !get && !put && method != http::verb::post) {
-      return method_not_allowed("GET, POST, PUT");
-    }
-    if (!get && !call->PassesCrossSiteRule()) return;
-    if (head) return call->FinishOk(kJsonType, "");  // HEAD: nothing read
-    if (op == HttpOp::kUserSeqs) return put ? HandleSetUserSeqs(call) : HandleUserSeqs(call, get);
-    if (put) return HandleSetMinSeqs(call);
-    return HandleKeyValues(call, op == HttpOp::kMaxIds, get);
-  }
-  if (seg.size() == 4 && seg[0] == "api" && seg[1] == "segment" && seg[2] == "get") {
-    if (!get) return method_not_allowed("GET");
-    auto key = decode_key(seg[3], true);
-    if (!key || !call->Permit(op, *key, true)) return;
-    if (head) {
-      if (Status s = ValidateClientKey(*key); !s) {
-        return call->Finish(call->ErrorText(s.error()));
-      }
-      return call->FinishOk(kTextType, "");
-    }
-    return HandleSeq(call, std::move(*key), true);
-  }
-  // Everything under /admin needs the admin scope.
-  if (op == HttpOp::kAdmin && !call->Permit(op)) return;
-  if (seg.size() >= 2 && seg[0] == "admin" && seg[1] == "keys") {
-    if (seg.size() == 2) {
-      if (get) return HandleListKeys(call);
-      if (method == http::verb::post) {
-        if (call->PassesCrossSiteRule()) HandleCreateKey(call);
-        return;
-      }
-      return method_not_allowed("GET, POST");
-    }
-    if (seg.size() == 3) {
-      if (!get) return method_not_allowed("GET");
-      if (auto key = decode_key(seg[2], false)) HandleGetKey(call, std::move(*key));
-      return;
-    }
-    if (seg.size() == 4 && seg[3] == "step") {
-      if (method != http::verb::put) return method_not_allowed("PUT");
-      if (!call->PassesCrossSiteRule()) return;
-      if (auto key = decode_key(seg[2], false)) HandleSetStep(call, std::move(*key));
-      return;
-    }
-    return not_found();
-  }
-  if (seg.size() == 2 && seg[0] == "admin" && seg[1] == "cluster") {
-    if (!get) return method_not_allowed("GET");
-    return HandleCluster(call);
-  }
-  if (seg.size() == 2 && seg[0] == "admin" && seg[1] == "cache") {
-    if (!get) return method_not_allowed("GET");
-    return HandleCache(call);
-  }
-  if (op == HttpOp::kLeafCache || op == HttpOp::kLeafDb) {
-    if (!get) return method_not_allowed("GET");
-    if (!call->Permit(op)) return;
-    return op == HttpOp::kLeafCache ? HandleLeafCache(call) : HandleLeafDb(call);
-  }
-  if (seg.size() == 1 && seg[0] == "healthz") {
-    if (!get) return method_not_allowed("GET");
-    return HandleHealth(call);
-  }
-  if (seg.size() == 1 && seg[0] == "readyz") {
-    if (!get) return method_not_allowed("GET");
-    return HandleReady(call);
-  }
-  if (seg.size() == 1 && seg[0] == "metrics") {
-    if (!get) return method_not_allowed("GET");
-    if (services_.metrics_auth && !call->Permit(op)) return;
-    return HandleMetrics(call);
-  }
-  if (op == HttpOp::kMsgEvents) {
-    if (!get) return method_not_allowed("GET");
-    return events_->Handle(call, seg);
-  }
-  const bool snowflake_op = op == HttpOp::kSnowflake || op == HttpOp::kSnowflakeDecode;
-  if (snowflake_op && !call->Permit(op)) return;
-  if (head && op == HttpOp::kSnowflake) {  // GETs that hand out IDs
-    return call->FinishOk(PrefersText(call->req) ? kTextType : kJsonType, "");
-  }
-  {
-    auto respond = [call](SnowflakeRoutes::Reply r) {
-      call->status_label = r.code;
-      call->Reply([&] {
-        Response res = call->Make(r.status, r.text ? kTextType : kJsonType, std::move(r.body));
-        if (!r.allow.empty()) res.set(http::field::allow, r.allow);
-        return res;
-      });
-    };
-    if (snowflake_->Handle(method, seg, call->query, PrefersText(call->req), respond)) return;
-  }
-  {
-    auto respond = [call](MessageRoutes::Reply r) {
-      call->status_label = r.code;
-      Response res = call->Make(r.status, kJsonType, std::move(r.json));
-      if (!r.allow.empty()) res.set(http::field::allow, r.allow);
-      if (!r.location.empty()) res.set(http::field::location, r.location);
-      call->Finish(std::move(res));
-    };
-    if (messages_->Handle(method, seg, call->query, call->req.body, RefusedAsCrossSite(call->req),
-                          *call->access, respond)) {
-      return;
-    }
-  }
-  return not_found();
 }
 
 void ApiRouter::HandleHealth(const std::shared_ptr<Call>& call) {
