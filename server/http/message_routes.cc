@@ -311,180 +311,203 @@ Result<int64_t> RequiredInt(const std::string& body, std::string_view field) {
 
 }  // namespace
 
-bool MessageRoutes::Handle(http::verb method, PathSegments seg, std::string_view query,
-                           const std::string& body, bool cross_site, const Access& access,
-                           const Respond& respond) {
-  const Exchange ex(respond);
-  // True if allowed; else answered.
-  // The op's permission (server/http/http_ops.h) on `conv`.
-  auto permit = [&](HttpOp op, std::string_view conv) {
+// One request to a message-store path, as the path functions below see it.
+struct MessageRoutes::Request {
+  http::verb method;
+  PathSegments seg;
+  std::string_view query;
+  const std::string& body;
+  bool cross_site;
+  const Access& access;
+  Exchange ex;
+
+  // True if the token may do `op` (its permission, server/http/http_ops.h)
+  // on `conv`; else answered.
+  bool Permit(HttpOp op, std::string_view conv) const {
     const HttpOpRow& row = HttpOpFor(op);
     if (!row.permission) return true;
     Status s = access.Check(*row.permission, conv, row.metric_label);
     if (!s) ex.Fail(s.error());
     return s.ok();
-  };
-  auto permit_all = [&](HttpOp op, const std::vector<std::string>& convs) {
+  }
+  bool PermitAll(HttpOp op, const std::vector<std::string>& convs) const {
     for (const std::string& c : convs) {
-      if (!permit(op, c)) return false;
+      if (!Permit(op, c)) return false;
     }
     return true;
-  };
-  if (seg.size() == 3 && seg[0] == "users" && seg[2] == "sync") {
-    if (method != http::verb::post) return ex.NotAllowed(method, "POST"), true;
-    if (cross_site) return ex.CrossSite(), true;
-    Result<std::string> user = DecodeSegment(seg[1], "user id");
-    if (!user) return ex.Fail(user.error()), true;
-    Result<nlohmann::json> j = ParseObject(body);
-    if (!j) return ex.Fail(j.error()), true;
-    Result<std::vector<std::string>> convs = StringList(*j, "conv_ids");
-    if (!convs) return ex.Fail(convs.error()), true;
-    if (!permit_all(HttpOp::kMsgSyncUser, *convs)) return true;
-    service_.SyncUser(
-        *user, std::move(*convs),
-        ex.Answer<std::vector<ConvSync>>(http::status::ok, [](const std::vector<ConvSync>& list) {
-          Json arr = Json::array();
-          for (const ConvSync& c : list) {
-            Json e;
-            e["conv_id"] = c.conv_id;
-            e["max_seq"] = c.max_seq;
-            e["min_seq"] = c.min_seq;
-            e["read_seq"] = c.read_seq;
-            e["unread"] = c.unread;
-            e["member"] = c.member;
-            arr.push_back(std::move(e));
-          }
-          Json out;
-          out["conversations"] = std::move(arr);
-          return out;
-        }));
+  }
+  // True if the request may change state: the method and the CSRF rule
+  // (RefusedAsCrossSite); else answered.
+  bool Accepts(http::verb wanted, std::string_view allow) const {
+    if (method != wanted) return ex.NotAllowed(method, allow), false;
+    if (cross_site) return ex.CrossSite(), false;
     return true;
   }
+};
+
+bool MessageRoutes::Handle(http::verb method, PathSegments seg, std::string_view query,
+                           const std::string& body, bool cross_site, const Access& access,
+                           const Respond& respond) {
+  const Request r{method, seg, query, body, cross_site, access, Exchange(respond)};
+  if (seg.size() == 3 && seg[0] == "users" && seg[2] == "sync") return HandleSync(r), true;
   if (seg.empty() || seg[0] != "conversations" || seg.size() < 2) return false;
   if (seg.size() == 2) {
     if (seg[1] != "max_seqs") return false;
-    if (method != http::verb::post) return ex.NotAllowed(method, "POST"), true;
-    if (cross_site) return ex.CrossSite(), true;
-    Result<nlohmann::json> j = ParseObject(body);
-    if (!j) return ex.Fail(j.error()), true;
-    Result<std::vector<std::string>> convs = StringList(*j, "conv_ids");
-    if (!convs) return ex.Fail(convs.error()), true;
-    if (!permit_all(HttpOp::kMsgMaxSeqs, *convs)) return true;
-    std::vector<std::string> ids = *convs;
-    service_.MaxSeqs(std::move(*convs),
-                     ex.Answer<std::vector<int64_t>>(
-                         http::status::ok, [ids = std::move(ids)](const std::vector<int64_t>& m) {
-                           Json map = Json::object();
-                           for (size_t i = 0; i < ids.size() && i < m.size(); ++i)
-                             map[ids[i]] = m[i];
-                           Json out;
-                           out["max_seqs"] = std::move(map);
-                           return out;
-                         }));
-    return true;
+    return HandleMaxSeqs(r), true;
   }
   Result<std::string> conv = DecodeSegment(seg[1], "conversation id");
-  if (!conv) return ex.Fail(conv.error()), true;
+  if (!conv) return r.ex.Fail(conv.error()), true;
   const std::string_view what = seg[2];
+  if (what == "messages") return HandleMessages(r, *conv);
+  if (what == "min_seq" && seg.size() == 3) return HandleMinSeq(r, *conv), true;
+  if (what == "members" && (seg.size() == 4 || seg.size() == 5)) return HandleMember(r, *conv);
+  return false;
+}
 
-  if (what == "messages") {
-    if (seg.size() == 3) {
-      if (method == http::verb::post) {
-        if (cross_site) return ex.CrossSite(), true;
-        if (permit(HttpOp::kMsgSend, *conv)) Send(service_, *conv, body, ex);
-        return true;
-      }
-      if (method == http::verb::get) {
-        if (permit(HttpOp::kMsgPull, *conv)) Pull(service_, long_poll_, access, *conv, query, ex);
-        return true;
-      }
-      return ex.NotAllowed(method, "GET, POST"), true;
-    }
-    std::optional<int64_t> seq = ParseBoundedInt(seg[3], 1, kMaxSeq);
-    if (!seq) {
-      return ex.Fail(MakeError(ErrorCode::kInvalidArgument, "seq must be an integer >= 1")), true;
-    }
-    auto message_json = [](const StoredMessage& m) { return MessageJson(m); };
-    if (seg.size() == 4) {
-      if (method == http::verb::delete_) {
-        if (!permit(HttpOp::kMsgDelete, *conv)) return true;
-        service_.SetStatus(*conv, *seq, MessageStatus::kDeleted,
-                           access.Audited<StoredMessage>(
-                               "msg_delete", *conv, "seq " + std::to_string(*seq),
-                               ex.Answer<StoredMessage>(http::status::ok, message_json)));
-        return true;
-      }
-      if (method != http::verb::get) return ex.NotAllowed(method, "GET, DELETE"), true;
-      if (!permit(HttpOp::kMsgPull, *conv)) return true;
-      const int64_t wanted = *seq;
-      service_.PullSeqs(
-          *conv, {wanted}, std::nullopt, [ex, wanted](Result<std::vector<StoredMessage>> r) {
-            if (!r) return ex.Fail(r.error());
-            if (r->empty()) {
-              return ex.Fail(
-                  MakeError(ErrorCode::kNotFound, "no message with seq " + std::to_string(wanted)));
-            }
-            ex.Ok(http::status::ok, MessageJson(r->front()));
-          });
+void MessageRoutes::HandleSync(const Request& r) {
+  if (!r.Accepts(http::verb::post, "POST")) return;
+  Result<std::string> user = DecodeSegment(r.seg[1], "user id");
+  if (!user) return r.ex.Fail(user.error());
+  Result<nlohmann::json> j = ParseObject(r.body);
+  if (!j) return r.ex.Fail(j.error());
+  Result<std::vector<std::string>> convs = StringList(*j, "conv_ids");
+  if (!convs) return r.ex.Fail(convs.error());
+  if (!r.PermitAll(HttpOp::kMsgSyncUser, *convs)) return;
+  service_.SyncUser(
+      *user, std::move(*convs),
+      r.ex.Answer<std::vector<ConvSync>>(http::status::ok, [](const std::vector<ConvSync>& list) {
+        Json arr = Json::array();
+        for (const ConvSync& c : list) {
+          Json e;
+          e["conv_id"] = c.conv_id;
+          e["max_seq"] = c.max_seq;
+          e["min_seq"] = c.min_seq;
+          e["read_seq"] = c.read_seq;
+          e["unread"] = c.unread;
+          e["member"] = c.member;
+          arr.push_back(std::move(e));
+        }
+        Json out;
+        out["conversations"] = std::move(arr);
+        return out;
+      }));
+}
+
+void MessageRoutes::HandleMaxSeqs(const Request& r) {
+  if (!r.Accepts(http::verb::post, "POST")) return;
+  Result<nlohmann::json> j = ParseObject(r.body);
+  if (!j) return r.ex.Fail(j.error());
+  Result<std::vector<std::string>> convs = StringList(*j, "conv_ids");
+  if (!convs) return r.ex.Fail(convs.error());
+  if (!r.PermitAll(HttpOp::kMsgMaxSeqs, *convs)) return;
+  std::vector<std::string> ids = *convs;
+  service_.MaxSeqs(std::move(*convs),
+                   r.ex.Answer<std::vector<int64_t>>(
+                       http::status::ok, [ids = std::move(ids)](const std::vector<int64_t>& m) {
+                         Json map = Json::object();
+                         for (size_t i = 0; i < ids.size() && i < m.size(); ++i) {
+                           map[ids[i]] = m[i];
+                         }
+                         Json out;
+                         out["max_seqs"] = std::move(map);
+                         return out;
+                       }));
+}
+
+bool MessageRoutes::HandleMessages(const Request& r, const std::string& conv) {
+  const Exchange& ex = r.ex;
+  if (r.seg.size() == 3) {
+    if (r.method == http::verb::post) {
+      if (r.cross_site) return ex.CrossSite(), true;
+      if (r.Permit(HttpOp::kMsgSend, conv)) Send(service_, conv, r.body, ex);
       return true;
     }
-    if (seg.size() == 5 && seg[4] == "recall") {
-      if (method != http::verb::post) return ex.NotAllowed(method, "POST"), true;
-      if (cross_site) return ex.CrossSite(), true;
-      if (!permit(HttpOp::kMsgRecall, *conv)) return true;
-      service_.SetStatus(
-          *conv, *seq, MessageStatus::kRecalled,
-          access.Audited<StoredMessage>("msg_recall", *conv, "seq " + std::to_string(*seq),
-                                        ex.Answer<StoredMessage>(http::status::ok, message_json)));
+    if (r.method == http::verb::get) {
+      if (r.Permit(HttpOp::kMsgPull, conv)) {
+        Pull(service_, long_poll_, r.access, conv, r.query, ex);
+      }
       return true;
     }
-    return false;
+    return ex.NotAllowed(r.method, "GET, POST"), true;
   }
-  if (what == "min_seq" && seg.size() == 3) {
-    if (method != http::verb::put) return ex.NotAllowed(method, "PUT"), true;
-    if (cross_site) return ex.CrossSite(), true;
-    if (!permit(HttpOp::kMsgMinSeq, *conv)) return true;
-    Result<int64_t> min_seq = RequiredInt(body, "min_seq");
-    if (!min_seq) return ex.Fail(min_seq.error()), true;
-    const std::string id = *conv;
-    service_.SetConvMinSeq(
-        *conv, *min_seq,
-        access.Audited<int64_t>("msg_min_seq", id, "min_seq " + std::to_string(*min_seq),
-                                ex.Answer<int64_t>(http::status::ok, [id](int64_t v) {
+  std::optional<int64_t> seq = ParseBoundedInt(r.seg[3], 1, kMaxSeq);
+  if (!seq) {
+    return ex.Fail(MakeError(ErrorCode::kInvalidArgument, "seq must be an integer >= 1")), true;
+  }
+  if (r.seg.size() == 4) return HandleOneMessage(r, conv, *seq), true;
+  if (r.seg.size() == 5 && r.seg[4] == "recall") {
+    if (!r.Accepts(http::verb::post, "POST") || !r.Permit(HttpOp::kMsgRecall, conv)) return true;
+    SetStatus(r, conv, *seq, MessageStatus::kRecalled, "msg_recall");
+    return true;
+  }
+  return false;
+}
+
+void MessageRoutes::HandleOneMessage(const Request& r, const std::string& conv, int64_t seq) {
+  const Exchange& ex = r.ex;
+  if (r.method == http::verb::delete_) {
+    if (!r.Permit(HttpOp::kMsgDelete, conv)) return;
+    return SetStatus(r, conv, seq, MessageStatus::kDeleted, "msg_delete");
+  }
+  if (r.method != http::verb::get) return ex.NotAllowed(r.method, "GET, DELETE");
+  if (!r.Permit(HttpOp::kMsgPull, conv)) return;
+  service_.PullSeqs(conv, {seq}, std::nullopt, [ex, seq](Result<std::vector<StoredMessage>> got) {
+    if (!got) return ex.Fail(got.error());
+    if (got->empty()) {
+      return ex.Fail(MakeError(ErrorCode::kNotFound, "no message with seq " + std::to_string(seq)));
+    }
+    ex.Ok(http::status::ok, MessageJson(got->front()));
+  });
+}
+
+void MessageRoutes::SetStatus(const Request& r, const std::string& conv, int64_t seq,
+                              MessageStatus status, std::string_view audit_action) {
+  auto message_json = [](const StoredMessage& m) { return MessageJson(m); };
+  service_.SetStatus(
+      conv, seq, status,
+      r.access.Audited<StoredMessage>(audit_action, conv, "seq " + std::to_string(seq),
+                                      r.ex.Answer<StoredMessage>(http::status::ok, message_json)));
+}
+
+void MessageRoutes::HandleMinSeq(const Request& r, const std::string& conv) {
+  if (!r.Accepts(http::verb::put, "PUT") || !r.Permit(HttpOp::kMsgMinSeq, conv)) return;
+  Result<int64_t> min_seq = RequiredInt(r.body, "min_seq");
+  if (!min_seq) return r.ex.Fail(min_seq.error());
+  service_.SetConvMinSeq(
+      conv, *min_seq,
+      r.access.Audited<int64_t>("msg_min_seq", conv, "min_seq " + std::to_string(*min_seq),
+                                r.ex.Answer<int64_t>(http::status::ok, [conv](int64_t v) {
                                   Json out;
-                                  out["conv_id"] = id;
+                                  out["conv_id"] = conv;
                                   out["min_seq"] = v;
                                   return out;
                                 })));
+}
+
+bool MessageRoutes::HandleMember(const Request& r, const std::string& conv) {
+  const Exchange& ex = r.ex;
+  Result<std::string> user = DecodeSegment(r.seg[3], "user id");
+  if (!user) return ex.Fail(user.error()), true;
+  if (r.seg.size() == 5) {
+    if (r.seg[4] != "read_seq") return false;
+    if (!r.Accepts(http::verb::put, "PUT") || !r.Permit(HttpOp::kMsgMarkRead, conv)) return true;
+    Result<int64_t> read_seq = RequiredInt(r.body, "read_seq");
+    if (!read_seq) return ex.Fail(read_seq.error()), true;
+    service_.MarkRead(conv, *user, *read_seq, ex.Answer<MemberView>(http::status::ok, MemberJson));
     return true;
   }
-  if (what == "members" && (seg.size() == 4 || seg.size() == 5)) {
-    Result<std::string> user = DecodeSegment(seg[3], "user id");
-    if (!user) return ex.Fail(user.error()), true;
-    if (seg.size() == 5) {
-      if (seg[4] != "read_seq") return false;
-      if (method != http::verb::put) return ex.NotAllowed(method, "PUT"), true;
-      if (cross_site) return ex.CrossSite(), true;
-      if (!permit(HttpOp::kMsgMarkRead, *conv)) return true;
-      Result<int64_t> read_seq = RequiredInt(body, "read_seq");
-      if (!read_seq) return ex.Fail(read_seq.error()), true;
-      service_.MarkRead(*conv, *user, *read_seq,
-                        ex.Answer<MemberView>(http::status::ok, MemberJson));
-      return true;
-    }
-    if (method == http::verb::get) {
-      if (!permit(HttpOp::kMsgGetMember, *conv)) return true;
-      service_.GetMember(*conv, *user, ex.Answer<MemberView>(http::status::ok, MemberJson));
-      return true;
-    }
-    if (method == http::verb::put) {
-      if (cross_site) return ex.CrossSite(), true;
-      if (permit(HttpOp::kMsgSetMember, *conv)) SetMember(service_, *conv, *user, body, access, ex);
-      return true;
-    }
-    return ex.NotAllowed(method, "GET, PUT"), true;
+  if (r.method == http::verb::get) {
+    if (!r.Permit(HttpOp::kMsgGetMember, conv)) return true;
+    service_.GetMember(conv, *user, ex.Answer<MemberView>(http::status::ok, MemberJson));
+    return true;
   }
-  return false;
+  if (r.method == http::verb::put) {
+    if (r.cross_site) return ex.CrossSite(), true;
+    if (r.Permit(HttpOp::kMsgSetMember, conv))
+      SetMember(service_, conv, *user, r.body, r.access, ex);
+    return true;
+  }
+  return ex.NotAllowed(r.method, "GET, PUT"), true;
 }
 
 std::optional<HttpOp> MessageRoutes::OpFor(http::verb method, PathSegments seg) {

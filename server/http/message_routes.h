@@ -78,6 +78,19 @@ class MessageRoutes {
   static std::optional<HttpOp> OpFor(boost::beast::http::verb method, PathSegments segments);
 
  private:
+  // One path family each (message_routes.cc): each answers through the
+  // request's exchange; those returning bool return false for a path that
+  // is not the family's after all (the router then answers 404).
+  struct Request;
+  void HandleSync(const Request& r);
+  void HandleMaxSeqs(const Request& r);
+  bool HandleMessages(const Request& r, const std::string& conv);
+  void HandleOneMessage(const Request& r, const std::string& conv, int64_t seq);
+  void SetStatus(const Request& r, const std::string& conv, int64_t seq, MessageStatus status,
+                 std::string_view audit_action);
+  void HandleMinSeq(const Request& r, const std::string& conv);
+  bool HandleMember(const Request& r, const std::string& conv);
+
   MessageApi& service_;
   const std::optional<LongPollDeps> long_poll_;
 };
