@@ -22,7 +22,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -33,10 +32,10 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Seqd, free_port, store_spec  # noqa: E402
-from lib.wire import BinaryConn, resp_command, s16  # noqa: E402
+from lib.wire import BinaryConn, next_ids_payload, resp_pipelined  # noqa: E402
 
 STORE = "sqlite"
-NEXT_BLOCK, MAX_IDS = 0x05, 0x06
+NEXT_BLOCK = 0x05
 OK, INVALID_ARGUMENT = 0, 1
 
 # OpenIM builds conversation ids from user and group ids, which may hold
@@ -61,32 +60,15 @@ BAD_IDS = [b"si_a\tb", b"si_a\x00", b"si_\x7f", "si_\u0085".encode(), b"si_\xff"
 class Binary(BinaryConn):
 
     def block(self, key, count):
-        status, result = self.call(NEXT_BLOCK, s16(key) + struct.pack(">I", count))
+        status, result = self.call(NEXT_BLOCK, next_ids_payload(key, count))
         if status != OK:
             return status, None
         return OK, struct.unpack(">qq", result)
 
-    def max_ids(self, keys):
-        status, result = self.call(MAX_IDS, struct.pack(">I", len(keys)) +
-                                   b"".join(s16(k) for k in keys))
-        assert status == OK, (status, result)
-        (n,) = struct.unpack(">I", result[:4])
-        return list(struct.unpack(">%dq" % n, result[4:]))
-
 
 def resp(port, *commands):
     """Sends the commands (lists of words) pipelined; returns the replies' lines."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    try:
-        s.sendall(b"".join(resp_command(words) for words in commands) + resp_command(["QUIT"]))
-        out = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                return out[:-len(b"+OK\r\n")].split(b"\r\n")[:-1]
-            out += chunk
-    finally:
-        s.close()
+    return resp_pipelined(port, commands).split(b"\r\n")[:-1]
 
 
 def path_key(key):

@@ -23,10 +23,11 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Seqd, free_port, store_spec  # noqa: E402
-from test_security import (AUTH, NEXT_IDS, OK, SECRETS, UNAUTHENTICATED,  # noqa: E402
-                           call, next_ids_payload, tokens_text)
+from lib.tokens import SECRETS, tokens_text  # noqa: E402
+from lib.wire import call, next_ids_payload, resp_call  # noqa: E402
 
-RESOURCE_EXHAUSTED = 15
+NEXT_IDS, AUTH = 0x02, 0x03
+OK, UNAUTHENTICATED, RESOURCE_EXHAUSTED = 0, 13, 15
 THROTTLED = "too many failed authentications from this address"
 BUDGET = 20
 
@@ -80,15 +81,7 @@ class Budget(unittest.TestCase):
 
     def resp_auth(self, secret):
         with socket.create_connection(("127.0.0.1", self.resp_port), timeout=10) as s:
-            a = secret.encode()
-            s.sendall(b"*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n" % (len(a), a))
-            buf = b""
-            while not buf.endswith(b"\r\n"):
-                chunk = s.recv(4096)
-                if not chunk:
-                    break
-                buf += chunk
-        text = buf.decode(errors="replace")
+            text = resp_call(s, "AUTH", secret).decode(errors="replace")
         if text.startswith("+OK"):
             return "ok", text
         if text.startswith("-ERR") and THROTTLED in text:

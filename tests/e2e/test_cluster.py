@@ -38,7 +38,9 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import SEQD, Seqd, free_port, wait_stopped  # noqa: E402
-from test_protocols import frame, ranges_of, read_frame  # noqa: E402
+from lib.wire import (frame, ids_of, int64_list, key_list, key_values, next_ids_payload,  # noqa: E402
+                      once_payload, read_frame_with_flags, read_s16, resp_command,
+                      resp_read_line, send_payload)
 
 LEASE_MS = 1000
 LEASE = LEASE_MS / 1000.0
@@ -234,23 +236,16 @@ def owner_of(nodes, owners, key):
 # ---------------------------------------------------------------- clients
 
 def next_ids_frame(request_id, key, count, flags=0):
-    k = key.encode()
-    return frame(NEXT_IDS, request_id, struct.pack(">H", len(k)) + k + struct.pack(">I", count),
-                 flags=flags)
+    return frame(NEXT_IDS, request_id, next_ids_payload(key, count), flags=flags)
 
 
 def send_frame(request_id, conv, sender, cmid, payload, flags=0):
-    def s(x):
-        x = x.encode()
-        return struct.pack(">H", len(x)) + x
-    body = s(conv) + s(sender) + s(cmid) + struct.pack(">i", 1) + \
-        struct.pack(">I", len(payload)) + payload
-    return frame(SEND, request_id, body, flags=flags)
+    return frame(SEND, request_id, send_payload(conv, sender, cmid, payload, content_type=1),
+                 flags=flags)
 
 
 def error_text(result):
-    (n,) = struct.unpack(">H", result[:2])
-    return result[2:2 + n].decode(errors="replace")
+    return read_s16(result)[0]
 
 
 def http_ids(node, key, count, conn=None):
@@ -265,33 +260,15 @@ def http_ids(node, key, count, conn=None):
 
 def binary_ids(sock, request_id, key, count, flags=0):
     sock.sendall(next_ids_frame(request_id, key, count, flags))
-    opcode, _, rid, status, result = read_frame(sock)
+    opcode, _, rid, status, result = read_frame_with_flags(sock)
     assert (opcode, rid) == (NEXT_IDS, request_id), (opcode, rid)
     if status != OK:
         raise AssertionError("binary NEXT_IDS %s: status %d %s" % (key, status, error_text(result)))
-    return ranges_of(result)
-
-
-def resp_command(*args):
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        a = a.encode() if isinstance(a, str) else a
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
-
-
-def resp_read_line(sock):
-    buf = b""
-    while not buf.endswith(b"\r\n"):
-        c = sock.recv(1)
-        if not c:
-            raise EOFError("RESP connection closed")
-        buf += c
-    return buf[:-2]
+    return ids_of(result)
 
 
 def resp_int(sock, *args):
-    sock.sendall(resp_command(*args))
+    sock.sendall(resp_command(args))
     line = resp_read_line(sock)
     if not line.startswith(b":"):
         raise AssertionError("RESP %s: %r" % (args, line))
@@ -524,7 +501,7 @@ class ClusterServing(unittest.TestCase):
         for n in others:
             with n.tcp() as s:
                 s.sendall(next_ids_frame(1, key, 3, flags=NO_FORWARD))
-                opcode, _, rid, status, result = read_frame(s)
+                opcode, _, rid, status, result = read_frame_with_flags(s)
                 self.assertEqual((opcode, rid), (NEXT_IDS, 1))
                 self.assertEqual(status, WRONG_OWNER,
                                  "NO_FORWARD NEXT_IDS to non-owner %r (owner %r): status %d %r"
@@ -545,17 +522,17 @@ class ClusterServing(unittest.TestCase):
         other = next(n for n in self.nodes if n is not owner)
         with other.tcp() as s:
             s.sendall(send_frame(4, conv, "alice", "nf-1", b"x", flags=NO_FORWARD))
-            opcode, _, rid, status, result = read_frame(s)
+            opcode, _, rid, status, result = read_frame_with_flags(s)
             self.assertEqual((opcode, rid, status), (SEND, 4, WRONG_OWNER),
                              "NO_FORWARD SEND to a non-owner: %r" % (result,))
             s.sendall(send_frame(5, conv, "alice", "nf-1", b"x"))
-            opcode, _, rid, status, result = read_frame(s)
+            opcode, _, rid, status, result = read_frame_with_flags(s)
             self.assertEqual((opcode, rid, status), (SEND, 5, OK), result)
             seq, _, _, duplicate = struct.unpack(">qqqB", result)
             self.assertEqual((seq, duplicate), (1, 0))
         with owner.tcp() as s:
             s.sendall(send_frame(6, conv, "alice", "nf-2", b"y", flags=NO_FORWARD))
-            opcode, _, rid, status, result = read_frame(s)
+            opcode, _, rid, status, result = read_frame_with_flags(s)
             self.assertEqual((opcode, rid, status), (SEND, 6, OK), result)
             self.assertEqual(struct.unpack(">qqqB", result)[0], 2)
 
@@ -848,9 +825,8 @@ class PushAcrossInstances(ClusterCase):
     def subscribe(self, node, conv):
         sock = node.tcp()
         self.addCleanup(sock.close)
-        c = conv.encode()
-        sock.sendall(frame(self.SUBSCRIBE, 1, struct.pack(">IH", 1, len(c)) + c))
-        opcode, _, rid, status, _ = read_frame(sock)
+        sock.sendall(frame(self.SUBSCRIBE, 1, key_list([conv])))
+        opcode, _, rid, status, _ = read_frame_with_flags(sock)
         self.assertEqual((opcode, rid, status), (self.SUBSCRIBE, 1, OK))
         return sock
 
@@ -861,12 +837,12 @@ class PushAcrossInstances(ClusterCase):
         while len(seqs) < want and time.monotonic() < deadline:
             sock.settimeout(max(0.05, deadline - time.monotonic()))
             try:
-                opcode, flags, rid, status, result = read_frame(sock)
+                opcode, flags, rid, status, result = read_frame_with_flags(sock)
             except (socket.timeout, OSError):
                 break
             self.assertEqual((opcode, flags, rid, status), (self.PUSH_MESSAGE, 3, 0, OK))
-            (n,) = struct.unpack(">H", result[:2])
-            seqs.append(struct.unpack(">q", result[2 + n:10 + n])[0])
+            _, pos = read_s16(result)
+            seqs.append(struct.unpack_from(">q", result, pos)[0])
         return seqs
 
     def send(self, node, conv, i):
@@ -1044,15 +1020,15 @@ class StoppedOwner(ClusterCase):
             pre_http.request("GET", "/seq/%s?count=1" % key)
             pre_tcp.sendall(next_ids_frame(1, key, 1))
             pre_tcp_nf.sendall(next_ids_frame(2, key, 1, flags=NO_FORWARD))
-            pre_resp.sendall(resp_command("INCR", key))
+            pre_resp.sendall(resp_command(["INCR", key]))
             owner.proc.send_signal(signal.SIGCONT)
             t_cont = time.monotonic()
             # A new connection, right after the wake.
             fresh_status, fresh_body, _ = owner.request("GET", "/seq/%s?count=1" % key)
             r = pre_http.getresponse()
             pre_http_body = r.read()
-            _, _, rid, status, result = read_frame(pre_tcp)
-            _, _, rid_nf, status_nf, result_nf = read_frame(pre_tcp_nf)
+            _, _, rid, status, result = read_frame_with_flags(pre_tcp)
+            _, _, rid_nf, status_nf, result_nf = read_frame_with_flags(pre_tcp_nf)
             resp_line = resp_read_line(pre_resp)
             t_answered = time.monotonic()
             log("  SIGSTOP round %d: stopped %.0f ms; the woken owner answered in %.0f ms; "
@@ -1060,8 +1036,8 @@ class StoppedOwner(ClusterCase):
                 "binary NO_FORWARD %s %s, RESP %r" % (
                     rnd, (t_cont - t_stop) * 1000, (t_answered - t_cont) * 1000, max_seen,
                     fresh_status, fresh_body[:100], r.status, pre_http_body[:100], status,
-                    ranges_of(result) if status == OK else error_text(result), status_nf,
-                    ranges_of(result_nf) if status_nf == OK else error_text(result_nf),
+                    ids_of(result) if status == OK else error_text(result), status_nf,
+                    ids_of(result_nf) if status_nf == OK else error_text(result_nf),
                     resp_line))
 
             # Every problem of the round, the correctness ones first.
@@ -1081,14 +1057,14 @@ class StoppedOwner(ClusterCase):
             if (rid, status) != (1, OK):
                 problems.append("binary NEXT_IDS sent while stopped: %s %s" % (
                     status, error_text(result)))
-            elif ranges_of(result)[0] <= max_seen:
-                problems.append("%s (binary NEXT_IDS): %s" % (stale, ranges_of(result)))
+            elif ids_of(result)[0] <= max_seen:
+                problems.append("%s (binary NEXT_IDS): %s" % (stale, ids_of(result)))
             if rid_nf != 2 or status_nf not in (OK, WRONG_OWNER):
                 problems.append("binary NEXT_IDS NO_FORWARD sent while stopped: %s %s" % (
                     status_nf, error_text(result_nf)))
-            elif status_nf == OK and ranges_of(result_nf)[0] <= max_seen:
+            elif status_nf == OK and ids_of(result_nf)[0] <= max_seen:
                 problems.append("%s (binary NEXT_IDS, NO_FORWARD): %s" % (
-                    stale, ranges_of(result_nf)))
+                    stale, ids_of(result_nf)))
             if not resp_line.startswith(b":"):
                 problems.append("RESP INCR sent while stopped: %r" % resp_line)
             elif int(resp_line[1:]) <= max_seen:
@@ -1125,32 +1101,13 @@ MAX_IDS, GET_MIN_SEQS, SET_MIN_SEQS = 0x06, 0x07, 0x08
 STORE_UNAVAILABLE = 4
 
 
-def key_list_payload(keys):
-    out = struct.pack(">I", len(keys))
-    for k in keys:
-        out += struct.pack(">H", len(k)) + k.encode()
-    return out
-
-
-def min_seqs_payload(items):
-    out = struct.pack(">I", len(items))
-    for k, v in items:
-        out += struct.pack(">H", len(k)) + k.encode() + struct.pack(">q", v)
-    return out
-
-
-def int64s(result):
-    (n,) = struct.unpack(">I", result[:4])
-    return list(struct.unpack(">%dq" % n, result[4:4 + 8 * n]))
-
-
 def why(status, result):
     return error_text(result) if status != OK else ""
 
 
 def binary_call(sock, request_id, opcode, payload, flags=0):
     sock.sendall(frame(opcode, request_id, payload, flags=flags))
-    op, _, rid, status, result = read_frame(sock)
+    op, _, rid, status, result = read_frame_with_flags(sock)
     assert (op, rid) == (opcode, request_id), (op, rid)
     return status, result
 
@@ -1174,24 +1131,24 @@ class OpenImIdsInCluster(ClusterCase):
             s = via.tcp()
             self.addCleanup(s.close)
             # Two of the three keys are owned elsewhere: forwarded, answered exactly.
-            status, result = binary_call(s, 1, MAX_IDS, key_list_payload(keys + ["ck_oim_none"]))
+            status, result = binary_call(s, 1, MAX_IDS, key_list(keys + ["ck_oim_none"]))
             self.assertEqual(status, OK, why(status, result))
-            self.assertEqual(int64s(result), [last[k] for k in keys] + [0])
-            status, _ = binary_call(s, 2, MAX_IDS, key_list_payload(keys), flags=NO_FORWARD)
+            self.assertEqual(int64_list(result), [last[k] for k in keys] + [0])
+            status, _ = binary_call(s, 2, MAX_IDS, key_list(keys), flags=NO_FORWARD)
             self.assertEqual(status, WRONG_OWNER)
-            status, result = binary_call(s, 3, MAX_IDS, key_list_payload([keys[i]]),
+            status, result = binary_call(s, 3, MAX_IDS, key_list([keys[i]]),
                                          flags=NO_FORWARD)
-            self.assertEqual((status, int64s(result)), (OK, [last[keys[i]]]))
+            self.assertEqual((status, int64_list(result)), (OK, [last[keys[i]]]))
             # Min seqs: set through any instance (owners elsewhere), read anywhere.
             status, result = binary_call(s, 4, SET_MIN_SEQS,
-                                         min_seqs_payload([(k, 10 * i + j)
+                                         key_values([(k, 10 * i + j)
                                                            for j, k in enumerate(keys)]))
             self.assertEqual(status, OK, why(status, result))
             for other in nodes:
                 o = other.tcp()
                 self.addCleanup(o.close)
-                status, result = binary_call(o, 5, GET_MIN_SEQS, key_list_payload(keys))
-                self.assertEqual(int64s(result), [10 * i + j for j in range(3)])
+                status, result = binary_call(o, 5, GET_MIN_SEQS, key_list(keys))
+                self.assertEqual(int64_list(result), [10 * i + j for j in range(3)])
         status, payload, _ = nodes[0].request("PUT", "/min_seqs", {"min_seqs": {keys[1]: 7}})
         self.assertEqual(status, 200, payload)
         self.assertEqual(nodes[2].get_json("/min_seqs?key=" + keys[1])[1],
@@ -1208,20 +1165,20 @@ class OpenImIdsInCluster(ClusterCase):
         # Sent once every thread is stopped: a thread still running could
         # take the write under its valid lease (answered OK, seen once).
         wait_stopped(owner.proc.pid)
-        stale.sendall(frame(SET_MIN_SEQS, 9, min_seqs_payload([(key, 999)]), flags=NO_FORWARD))
+        stale.sendall(frame(SET_MIN_SEQS, 9, key_values([(key, 999)]), flags=NO_FORWARD))
         time.sleep(STOP_LEASES * LEASE)
         t0 = time.monotonic()
         v = via.tcp()
         self.addCleanup(v.close)
         deadline = time.monotonic() + STOPPED_EXTRA_S + 5
         while True:  # the new owner takes the write once the shard moved
-            status, result = binary_call(v, 10, SET_MIN_SEQS, min_seqs_payload([(key, 5)]))
+            status, result = binary_call(v, 10, SET_MIN_SEQS, key_values([(key, 5)]))
             if status == OK or time.monotonic() > deadline:
                 break
         self.assertEqual(status, OK, why(status, result))
         moved_s = time.monotonic() - t0
         owner.proc.send_signal(signal.SIGCONT)
-        op, _, rid, stale_status, stale_result = read_frame(stale)
+        op, _, rid, stale_status, stale_result = read_frame_with_flags(stale)
         log("\n  min-seq write on the woken owner: status %d (%s); the new owner took "
             "its write %.0f ms after %.1f leases of stop" % (stale_status, error_text(stale_result)
                                                         if stale_status else "", moved_s * 1000, STOP_LEASES))
@@ -1231,8 +1188,8 @@ class OpenImIdsInCluster(ClusterCase):
         for n in nodes:
             o = n.tcp()
             self.addCleanup(o.close)
-            status, result = binary_call(o, 11, GET_MIN_SEQS, key_list_payload([key]))
-            self.assertEqual((status, int64s(result)), (OK, [5]), n)
+            status, result = binary_call(o, 11, GET_MIN_SEQS, key_list([key]))
+            self.assertEqual((status, int64_list(result)), (OK, [5]), n)
 
 
 class DenseInCluster(ClusterCase):
@@ -1245,10 +1202,8 @@ class DenseInCluster(ClusterCase):
 
     @staticmethod
     def once(sock, rid, key, count, token):
-        k, t = key.encode(), token.encode()
-        sock.sendall(frame(0x09, rid, struct.pack(">H", len(k)) + k +
-                           struct.pack(">IB", count, len(t)) + t))
-        _, _, got_rid, status, result = read_frame(sock)
+        sock.sendall(frame(0x09, rid, once_payload(key, count, token)))
+        _, _, got_rid, status, result = read_frame_with_flags(sock)
         if got_rid != rid or status != OK:
             return None
         return struct.unpack(">qq", result)

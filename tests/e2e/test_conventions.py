@@ -20,32 +20,16 @@ import json
 import os
 import socket
 import sqlite3
-import struct
 import sys
 import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Seqd, free_port, store_spec  # noqa: E402
+from lib.wire import call, next_ids_payload  # noqa: E402
 
 NEXT_IDS = 0x02
 RESERVED = "keys starting with 'seqd.' are reserved"
-
-
-def next_ids(request_id, key, count):
-    k = key.encode()
-    payload = struct.pack(">H", len(k)) + k + struct.pack(">I", count)
-    return struct.pack(">IBBHI", 8 + len(payload), 1, NEXT_IDS, 0, request_id) + payload
-
-
-def recv_exact(sock, n):
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise EOFError("closed")
-        buf += chunk
-    return buf
 
 
 class Conventions(unittest.TestCase):
@@ -201,11 +185,9 @@ class Conventions(unittest.TestCase):
                     self.assertIn(RESERVED.encode(), payload, (method, path))
             tcp = socket.create_connection(("127.0.0.1", self.tcp_port), timeout=10)
             self.addCleanup(tcp.close)
-            tcp.sendall(next_ids(9, key, 1))
-            length, _, _, _, rid = struct.unpack(">IBBHI", recv_exact(tcp, 12))
-            payload = recv_exact(tcp, length - 8)
-            self.assertEqual(struct.unpack(">H", payload[:2])[0], 1)  # INVALID_ARGUMENT
-            self.assertIn(RESERVED.encode(), payload)
+            status, rest = call(tcp, NEXT_IDS, 9, next_ids_payload(key, 1))
+            self.assertEqual(status, 1)  # INVALID_ARGUMENT
+            self.assertIn(RESERVED.encode(), rest)
             resp = socket.create_connection(("127.0.0.1", self.resp_port), timeout=10)
             self.addCleanup(resp.close)
             resp.sendall(b"INCR %s\r\n" % key.encode())

@@ -29,36 +29,16 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Seqd, free_port, store_spec  # noqa: E402
-from test_protocols import frame, recv_exact  # noqa: E402
+from lib.wire import (BinaryConn, key_list, next_ids_payload, once_payload, resp_command,  # noqa: E402
+                      s16)
 
 STORE = "sqlite"
-NEXT_BLOCK, MAX_IDS, NEXT_BLOCK_ONCE, MAX_IDS_TIMES = 0x05, 0x06, 0x09, 0x0A
+NEXT_BLOCK, NEXT_BLOCK_ONCE, MAX_IDS_TIMES = 0x05, 0x09, 0x0A
 OK, INVALID_ARGUMENT = 0, 1
 RULES = "dk_:50:dense,sk_:50"
 
 
-def s16(key):
-    k = key.encode()
-    return struct.pack(">H", len(k)) + k
-
-
-def once_payload(key, count, token):
-    t = token.encode()
-    return s16(key) + struct.pack(">IB", count, len(t)) + t
-
-
-class Binary:
-    def __init__(self, port):
-        self.s = socket.create_connection(("127.0.0.1", port), timeout=10)
-        self.rid = 0
-
-    def call(self, opcode, payload):
-        self.rid += 1
-        self.s.sendall(frame(opcode, self.rid, payload))
-        length, _, _, _, rid = struct.unpack(">IBBHI", recv_exact(self.s, 12))
-        body = recv_exact(self.s, length - 8)
-        assert rid == self.rid, (rid, self.rid)
-        return struct.unpack(">H", body[:2])[0], body[2:]
+class Binary(BinaryConn):
 
     def once(self, key, count, token):
         status, result = self.call(NEXT_BLOCK_ONCE, once_payload(key, count, token))
@@ -66,23 +46,12 @@ class Binary:
             return status, result
         return status, struct.unpack(">qq", result)
 
-    def max_ids(self, keys):
-        payload = struct.pack(">I", len(keys)) + b"".join(s16(k) for k in keys)
-        status, result = self.call(MAX_IDS, payload)
-        assert status == OK, (status, result)
-        (n,) = struct.unpack(">I", result[:4])
-        return list(struct.unpack(">%dq" % n, result[4:]))
-
     def max_ids_times(self, keys):
-        payload = struct.pack(">I", len(keys)) + b"".join(s16(k) for k in keys)
-        status, result = self.call(MAX_IDS_TIMES, payload)
+        status, result = self.call(MAX_IDS_TIMES, key_list(keys))
         assert status == OK, (status, result)
         (n,) = struct.unpack(">I", result[:4])
         values = struct.unpack(">%dq" % (2 * n), result[4:])
         return [(values[2 * i], values[2 * i + 1]) for i in range(n)]
-
-    def close(self):
-        self.s.close()
 
 
 def holes(blocks):
@@ -283,7 +252,7 @@ class DenseKeys(unittest.TestCase):
         self.assertEqual(b.once(key, 1, "with space")[0], INVALID_ARGUMENT)
         self.assertEqual(b.once("sk_seg", 1, "tok")[0], INVALID_ARGUMENT)
         # Plain NEXT_BLOCK on a dense key: the next range, no hole.
-        status, result = b.call(NEXT_BLOCK, s16(key) + struct.pack(">I", 3))
+        status, result = b.call(NEXT_BLOCK, next_ids_payload(key, 3))
         self.assertEqual((status, struct.unpack(">qq", result)), (OK, (6, 8)))
         self.assertEqual(b.max_ids([key]), [8])
 
@@ -292,9 +261,7 @@ class DenseKeys(unittest.TestCase):
         s = socket.create_connection(("127.0.0.1", self.resp_port), timeout=10)
         try:
             cmds = [["INCR", key]] * 3 + [["INCRBY", key, "4"], ["INCR", key]]
-            data = b"".join(b"*%d\r\n" % len(c) + b"".join(
-                b"$%d\r\n%s\r\n" % (len(w), w.encode()) for w in c) for c in cmds)
-            s.sendall(data)
+            s.sendall(b"".join(resp_command(c) for c in cmds))
             out = b""
             while out.count(b"\r\n") < len(cmds):
                 out += s.recv(4096)

@@ -27,7 +27,6 @@ import os
 import re
 import select
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -36,12 +35,9 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import SEQD, Seqd, free_port, store_spec  # noqa: E402
+from lib.wire import frame, header, pull_range_payload, read_frame  # noqa: E402
 
-PING, NEXT_IDS = 0x01, 0x02
-
-
-def frame(opcode, request_id, payload=b""):
-    return struct.pack(">IBBHI", 8 + len(payload), 1, opcode, 0, request_id) + payload
+PING, NEXT_IDS, PULL_RANGE = 0x01, 0x02, 0x21
 
 
 def write_timeouts(seqd, interface):
@@ -109,7 +105,7 @@ class Limits(unittest.TestCase):
         for _ in range(40):
             s = self.connect(self.tcp_port)
             # A 1 MiB NEXT_IDS frame's header and one byte of its body.
-            s.sendall(struct.pack(">IBBHI", (1 << 20) - 4, 1, NEXT_IDS, 0, 1) + b"x")
+            s.sendall(header((1 << 20) - 4, NEXT_IDS, 1) + b"x")
             socks.append(s)
         time.sleep(0.5)
         grown = rss_kib(self.seqd.proc.pid) - before
@@ -536,9 +532,7 @@ class BinaryUnreadAnswers(unittest.TestCase):
         cls.tmp.cleanup()
 
     def pull(self, request_id):
-        conv = b"sg_bunread"
-        body = struct.pack(">H", len(conv)) + conv + struct.pack(">qqIBH", 1, 0, 100, 0, 0)
-        return frame(0x21, request_id, body)
+        return frame(PULL_RANGE, request_id, pull_range_payload("sg_bunread", 1, limit=100))
 
     def ping(self, source="127.0.0.1"):
         """A PING on a new connection from `source`: the answer's (opcode, status)."""
@@ -548,16 +542,9 @@ class BinaryUnreadAnswers(unittest.TestCase):
             s.settimeout(5)
             s.connect(("127.0.0.1", self.tcp_port))
             s.sendall(frame(PING, 7, b"hi"))
-            data = b""
-            while len(data) < 14:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
+            opcode, _, status, _ = read_frame(s)
         finally:
             s.close()
-        self.assertGreaterEqual(len(data), 14, data)
-        _, _, opcode, _, _, status = struct.unpack(">IBBHIH", data[:14])
         return opcode, status
 
     def test_address_that_does_not_read_is_refused_others_served(self):

@@ -25,7 +25,6 @@ import json
 import os
 import shutil
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -36,8 +35,9 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import REPO, Seqd, free_port  # noqa: E402
-from test_security import NEXT_IDS, SEND, call, next_ids_payload, resp_call, s16  # noqa: E402
+from lib.wire import call, ids_of, next_ids_payload, resp_call, send_payload  # noqa: E402
 
+NEXT_IDS, SEND = 0x02, 0x20
 OK, STORE_UNAVAILABLE = 0, 4
 HOSTS = "/etc/hosts"
 HOSTS_MARK = "# seqd test_resource_faults"
@@ -46,19 +46,6 @@ INTERNAL_WORDS = [b"sqlite", b"SQLITE", b"mysql", b"MySQL", b"MariaDB", b"SQL", 
                   b"UPDATE", b"leaf_alloc", b"seqd_test", b"read-only", b"read_only",
                   b"Too many connections", b"disk", b"full", b"errno", b"127.0.0.1",
                   b"rfdb-"]
-
-
-def send_payload(conv, sender, cmid, payload=b"x"):
-    return s16(conv) + s16(sender) + s16(cmid) + struct.pack(">iI", 0, len(payload)) + payload
-
-
-def parse_ranges(rest):
-    (n,) = struct.unpack(">I", rest[:4])
-    out = []
-    for i in range(n):
-        first, last = struct.unpack(">qq", rest[4 + 16 * i:20 + 16 * i])
-        out.extend(range(first, last + 1))
-    return out
 
 
 def full_log(s):
@@ -134,7 +121,7 @@ class Client:
     def bin_ids(self, ledger, key, count=1):
         status, rest = call(self.tcp, NEXT_IDS, self.next_rid(), next_ids_payload(key, count))
         if status == OK:
-            ledger.add_ids(key, parse_ranges(rest))
+            ledger.add_ids(key, ids_of(rest))
             return True
         self.test.assertEqual(status, STORE_UNAVAILABLE, "NEXT_IDS: %d %r" % (status, rest))
         self.clean("binary NEXT_IDS", rest)
