@@ -32,7 +32,7 @@ answer must be its first one (duplicate). Every attempt is recorded with
 its send and receive time and its seq, server message id and duplicate
 flag, or its error.
 
-Subscribers (tests/e2e/chaos_subscribers.py), started before the load and
+Subscribers (tests/e2e/lib/subscribers.py), started before the load and
 riding through every fault, on every conversation: `seqctl msg subscribe`
 (the C++ client's resubscribing Subscribe) given the three slots' binary
 ports (a replacement instance takes the port of the one it replaces), and
@@ -138,7 +138,7 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import REPO, SEQD, free_port  # noqa: E402
-import chaos_subscribers  # noqa: E402
+from lib import subscribers  # noqa: E402
 
 MARIADB_SH = os.path.join(REPO, "scripts", "mariadb.sh")
 KEYS = ("ck0", "ck1", "ck2", "ck3", "ck4", "ck5", "cz0", "cz1")
@@ -744,7 +744,7 @@ class Instance:
         self.args = [SEQD, "--store", url, "--cluster", "--cluster-lease-ms", str(lease_ms),
                      "--snowflake", "off", "--tcp-port", str(binary_port),
                      "--http-port", str(self.http_port),
-                     "--sse-heartbeat-ms", str(chaos_subscribers.HEARTBEAT_MS),
+                     "--sse-heartbeat-ms", str(subscribers.HEARTBEAT_MS),
                      "--resp-port", "0", "--threads", "2", "--auto-keys", AUTO_KEYS,
                      "--max-step", str(MAX_STEP),
                      "--log-level", "info"]
@@ -1500,7 +1500,7 @@ def self_test():
             ("acked", MIN_MESSAGES - 1), ("pull_problems", ["http pull failed"])]:
         assert failures_of(dict(clean, messages=dict(clean_messages, **{field: value})),
                            [], []), "self-test: messages %s=%r must fail the run" % (field, value)
-    return len(cases) + 300 + message_self_test() + chaos_subscribers.self_test()
+    return len(cases) + 300 + message_self_test() + subscribers.self_test()
 
 
 def message_self_test():
@@ -1861,7 +1861,7 @@ def print_summary(fig, failures):
         p("  %s" % e)
     if "subscribers" in fig:
         p("subscribers (seconds to catch up after the load / after the final round):")
-        chaos_subscribers.print_figures(fig["subscribers"], fig["subscriber_verdict"], p)
+        subscribers.print_figures(fig["subscribers"], fig["subscriber_verdict"], p)
     p("cluster metrics (running instances): %s" % fig.get("cluster_metrics"))
     logs = fig.get("seqd_logs", {})
     p("seqd WARN/ERROR lines: %d" % logs.get("count", 0))
@@ -1871,14 +1871,14 @@ def print_summary(fig, failures):
 
 
 def start_subscribers(cluster, rng, base):
-    """The push subscribers of chaos_subscribers on every conversation: the
+    """The push subscribers of lib/subscribers.py on every conversation: the
     binary one over every slot's port, the SSE ones reconnecting to a
     random running instance; started before any message is sent."""
     def pick():
         insts = cluster.reachable(False)
         return rng.choice(insts).http_port if insts else None
 
-    return chaos_subscribers.start_subscribers(
+    return subscribers.start_subscribers(
         CONVS, ["127.0.0.1:%d" % p for p in cluster.binary_ports], pick, threading.Event(),
         base)
 
@@ -1914,7 +1914,7 @@ def run(args):
         cluster = state["cluster"] = Cluster(db.url, args.lease_ms, base)
         for _ in range(INSTANCES):
             cluster.start_instance()
-        subscribers = state["subscribers"] = start_subscribers(
+        subs = state["subscribers"] = start_subscribers(
             cluster, random.Random(args.seed ^ 0x5eed), base)
         rng = random.Random(args.seed)
         clients = [Client(cluster, rng.getrandbits(32), stop, prober=n < PROBERS)
@@ -1947,15 +1947,15 @@ def run(args):
         # No message follows now: a push lost with nothing after it must
         # still arrive (the C++ client's periodic MAX_SEQS, SSE's heartbeat).
         acked = {(a.msg.conv, a.seq) for t in msg_threads for a in t.attempts if a.ok}
-        waits = {"quiet": chaos_subscribers.wait_delivered(subscribers, acked, QUIET_WAIT_S)}
+        waits = {"quiet": subscribers.wait_delivered(subs, acked, QUIET_WAIT_S)}
         log("subscribers after the load: %s" % waits["quiet"])
         final, final_msgs = final_round(cluster)
         stored, pull_problems = pull_all(cluster)
         log("pulled %d messages of %d conversations" % (
             sum(len(r) for r in stored.values()), len(stored)))
-        waits["final"] = chaos_subscribers.wait_delivered(
-            subscribers, {(c, r[0]) for c, rows in stored.items() for r in rows}, FINAL_WAIT_S)
-        for sub in subscribers:
+        waits["final"] = subscribers.wait_delivered(
+            subs, {(c, r[0]) for c, rows in stored.items() for r in rows}, FINAL_WAIT_S)
+        for sub in subs:
             sub.stop()
         answers = [a for c in clients for a in c.answers] + nemesis.answers + final
         messages = [a for t in msg_threads for a in t.attempts] + final_msgs
@@ -1970,13 +1970,13 @@ def run(args):
         fig["seqd_logs"] = scan_logs(base)
         fig["crashes"] = crashes
         acked |= {(a.msg.conv, a.seq) for a in final_msgs if a.ok}
-        sub_verdict = chaos_subscribers.check_deliveries(
-            {sub.name: sub.snapshot() for sub in subscribers}, stored, acked)
-        fig["subscribers"] = chaos_subscribers.subscriber_figures(subscribers, sub_verdict, waits)
+        sub_verdict = subscribers.check_deliveries(
+            {sub.name: sub.snapshot() for sub in subs}, stored, acked)
+        fig["subscribers"] = subscribers.subscriber_figures(subs, sub_verdict, waits)
         fig["subscriber_verdict"] = sub_verdict
         failures = failures_of(fig, harness_errors, crashes)
-        failures += ["subscribers: %s" % f for f in chaos_subscribers.failures_of(
-            sub_verdict, subscribers, waits)]
+        failures += ["subscribers: %s" % f for f in subscribers.failures_of(
+            sub_verdict, subs, waits)]
         fig["failures"], fig["passed"] = failures, not failures
     finally:
         stop.set()
