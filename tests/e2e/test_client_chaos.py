@@ -103,6 +103,8 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_cluster_chaos as chaos  # noqa: E402
+from lib import progress  # noqa: E402
+from lib.progress import log, rel  # noqa: E402
 from client_chaos_check import (CLIENTS, DEADLINE_S, FAULTS, failures_of,  # noqa: E402
                                 latency_figures, parse_output, self_test, verdict)
 from harness import REPO, SEQD, free_port, wait_stopped  # noqa: E402
@@ -117,10 +119,6 @@ STOP_LEASES = 2.5
 PAUSE_US = 200          # a driver thread's pause between calls (2 cores shared)
 RESTART_TRIES = 40      # a replacement binding the old ports: tries, 0.25 s apart
 DRIVER_EXIT_S = DEADLINE_S + 10
-
-
-def log(msg):
-    chaos.log(msg)
 
 
 # --- instances on fixed ports ---------------------------------------------------
@@ -394,8 +392,8 @@ def run(args):
            "break_retry": args.break_retry, "wall_s": round(time.monotonic() - started, 1),
            "clients": {}, "verdict": v,
            "faults_by_kind": dict(collections.Counter(f["kind"] for f in faults)),
-           "faults": [{"kind": f["kind"], "start": chaos.rel(f["start"]),
-                       "end": chaos.rel(f["end"]), "target": f["target"], "keys": f["keys"],
+           "faults": [{"kind": f["kind"], "start": rel(f["start"]),
+                       "end": rel(f["end"]), "target": f["target"], "keys": f["keys"],
                        "detail": f["detail"]} for f in faults],
            "latency": latency_figures(calls, faults)}
     for client in CLIENTS:
@@ -429,7 +427,7 @@ def main():
     p.add_argument("--self-test", action="store_true", help="check the checker, then exit")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args()
-    chaos.VERBOSE = args.verbose
+    progress.VERBOSE = args.verbose
     n = self_test() + chaos.self_test()
     if args.self_test:
         print("self-test: the checkers judged %d synthetic histories right" % n)
