@@ -1,6 +1,6 @@
 """The checker of tests/e2e/test_client_chaos.py: driver output parsed
 into calls, the verdict (failed and late calls, malformed answers, and,
-through test_cluster_chaos.py's checker, duplicates and real-time order
+through lib/checkers.py's ID checker, duplicates and real-time order
 violations across all client processes), latency figures, and its
 self-test on synthetic driver output (see test_client_chaos.py)."""
 import collections
@@ -9,8 +9,8 @@ import random
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_cluster_chaos as chaos  # noqa: E402
 from lib.checkers import Answer, find_duplicates, find_order_violations, short_ranges  # noqa: E402
+from lib.clients import ServerError, checked_ranges  # noqa: E402
 from lib.progress import rel  # noqa: E402
 
 CLIENTS = ("cpp", "go")
@@ -25,8 +25,8 @@ EXAMPLES = 5
 # --- the checker ---------------------------------------------------------------
 
 class Call:
-    """One driver line: `answer` (a test_cluster_chaos Answer; its iface is
-    the client, its inst the client and thread) when it is well formed."""
+    """One driver line: its call's key, count, send and receive time, and
+    its ranges, error code and message, or what was malformed."""
     __slots__ = ("client", "thread", "key", "count", "send", "recv", "ranges", "code", "message",
                  "malformed")
 
@@ -70,10 +70,10 @@ def parse_line(client, line):
         return c
     try:
         ranges = [tuple(int(x) for x in r.split("-", 1)) for r in rest.split(",")]
-        c.ranges = chaos.checked_ranges(ranges, c.count)
+        c.ranges = checked_ranges(ranges, c.count)
     except (ValueError, TypeError) as e:
         c.malformed = "unparsable ranges %r (%s)" % (rest[:80], e)
-    except chaos.ServerError as e:
+    except ServerError as e:
         c.malformed = e.kind
     return c
 
@@ -115,7 +115,7 @@ def verdict(calls, deadline_s=DEADLINE_S, faults=()):
     late = [c for c in calls if c.code is None and c.latency > deadline_s + DEADLINE_SLACK_S]
     malformed = [c for c in calls if c.malformed is not None]
     answers = [Answer(c.key, c.client, "%s/%s" % (c.client, c.thread), c.send, c.recv,
-                            c.ranges) for c in calls if c.ok]
+                      c.ranges) for c in calls if c.ok]
     dups, dup_examples = find_duplicates(answers)
     order, order_examples = find_order_violations(answers)
     return {"failed": len(failed), "failed_examples": [c.describe() for c in failed[:EXAMPLES]],

@@ -38,9 +38,9 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import SEQD, Seqd, free_port, wait_stopped  # noqa: E402
-from lib.wire import (frame, ids_of, int64_list, key_list, key_values, next_ids_payload,  # noqa: E402
-                      once_payload, read_frame_with_flags, read_s16, resp_command,
-                      resp_read_line, send_payload)
+from lib.wire import (frame, ids_of, int64_list, key_list, key_values,  # noqa: E402
+                      next_ids_payload, once_payload, read_frame_with_flags, read_s16,
+                      resp_command, resp_read_line, send_payload)
 
 LEASE_MS = 1000
 LEASE = LEASE_MS / 1000.0

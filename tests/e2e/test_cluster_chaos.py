@@ -127,7 +127,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -139,7 +138,8 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import REPO, SEQD, free_port  # noqa: E402
 from lib import checkers, progress, subscribers  # noqa: E402
-from lib.checkers import EXAMPLES, MSG_FAILURES, Answer, Msg, MsgAttempt  # noqa: E402
+from lib.clients import SOCKET_TIMEOUT_S, TRANSPORT_ERRORS, Connections, ServerError  # noqa: E402
+from lib.checkers import EXAMPLES, MSG_FAILURES, Msg  # noqa: E402
 from lib.checkers import by_key, check_history, check_messages  # noqa: E402
 from lib.progress import log, rel  # noqa: E402
 
@@ -154,7 +154,6 @@ FAULTS = ("kill_instance", "stop_owner", "freeze_db", "kill_db", "leave_join")
 INSTANCES = 3
 CLIENT_THREADS = 6
 PROBERS = 1             # client threads that also send to frozen instances
-SOCKET_TIMEOUT_S = 3.0
 MAX_COUNT = 10          # counts asked for are 1..MAX_COUNT
 MIN_ANSWERS = 2000
 WARMUP_S = 2.0
@@ -170,25 +169,8 @@ MSG_RETRY_PAUSE_S = 0.05
 WAIT_TAIL_S = 1.0  # a fault's "longest wait" counts requests sent up to this long after it
 MSG_SEND_AGAIN = 0.05   # share of acked messages sent once more on purpose
 MIN_MESSAGES = 200
-PULL_LIMIT = 1000
 QUIET_WAIT_S = 10.0     # subscribers deliver every acked message this soon after the load
 FINAL_WAIT_S = 15.0     # ... and every stored one this soon after the final round
-
-BINARY_NEXT_IDS = 0x02
-BINARY_SEND, BINARY_PULL_RANGE = 0x20, 0x21
-MESSAGE_STATUS = {0: "normal", 1: "recalled", 2: "deleted"}
-BINARY_STATUS = {0: "OK", 1: "INVALID_ARGUMENT", 2: "UNKNOWN_KEY", 3: "KEY_EXISTS",
-                 4: "STORE_UNAVAILABLE", 5: "SHUTTING_DOWN", 6: "INTERNAL", 7: "UNKNOWN_OPCODE",
-                 8: "NOT_FOUND", 9: "FAILED_PRECONDITION", 10: "TOO_LARGE", 11: "NOT_SERVING",
-                 12: "WRONG_OWNER", 64: "MALFORMED_FRAME", 65: "UNSUPPORTED_VERSION",
-                 66: "FRAME_TOO_LARGE"}
-BINARY_EXPECTED = {"STORE_UNAVAILABLE", "SHUTTING_DOWN"}
-HTTP_EXPECTED = {(503, "store_unavailable"), (503, "shutting_down")}
-# RESP error texts the contract allows, by the part that names them.
-RESP_EXPECTED = {"store unavailable": "store_unavailable",
-                 "shutting down": "shutting_down",
-                 "could not take a contiguous block": "not_contiguous"}
-
 
 def fnv1a64(data):
     """FNV-1a 64 of `data` (bytes), seqd's key-to-shard hash."""
@@ -196,327 +178,6 @@ def fnv1a64(data):
     for b in data:
         h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
     return h
-
-
-class ServerError(Exception):
-    """An answer that is not IDs: `kind` names it, `expected` says whether
-    the contract allows it."""
-
-    def __init__(self, kind, expected, close=False):
-        super().__init__(kind)
-        self.kind, self.expected, self.close = kind, expected, close
-
-
-def checked_ranges(ranges, count):
-    """`ranges` as a tuple if they hold exactly `count` IDs in ascending,
-    disjoint ranges; else ServerError (malformed, never expected)."""
-    out, total, prev = [], 0, None
-    for first, last in ranges:
-        if first > last or (prev is not None and first <= prev) or first < 1:
-            raise ServerError("malformed: ranges %r" % (ranges,), False, close=True)
-        out.append((first, last))
-        total += last - first + 1
-        prev = last
-    if total != count:
-        raise ServerError("malformed: %d IDs for count %d" % (total, count), False, close=True)
-    return tuple(out)
-
-
-# --- protocol clients --------------------------------------------------------
-
-class HttpClient:
-    """GET /seq on one kept-alive HTTP connection."""
-
-    def __init__(self, port):
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=SOCKET_TIMEOUT_S)
-
-    def seq(self, key, count):
-        """IDs of GET /seq/KEY (count None) or GET /seq/KEY?count=N."""
-        path = "/seq/%s" % key if count is None else "/seq/%s?count=%d" % (key, count)
-        self.conn.request("GET", path)
-        r = self.conn.getresponse()
-        body = r.read()
-        if r.status != 200:
-            code = error_code(body)
-            raise ServerError("http:%d %s" % (r.status, code), (r.status, code) in HTTP_EXPECTED)
-        try:
-            j = json.loads(body)
-            if j.get("key") != key:
-                raise ValueError("key %r" % j.get("key"))
-            if count is None:
-                return checked_ranges([(int(j["id"]), int(j["id"]))], 1)
-            return checked_ranges([(int(x["first"]), int(x["last"])) for x in j["ranges"]], count)
-        except (ValueError, KeyError, TypeError) as e:
-            raise ServerError("malformed: http body %r (%s)" % (body[:120], e), False, close=True)
-
-    def send_message(self, msg):
-        """(seq, server_msg_id, duplicate) of POST /conversations/CONV/messages."""
-        body = json.dumps({"sender_id": msg.sender, "client_msg_id": msg.cmid,
-                           "payload": msg.payload})
-        self.conn.request("POST", "/conversations/%s/messages" % msg.conv, body=body,
-                          headers={"Content-Type": "application/json"})
-        r = self.conn.getresponse()
-        body = r.read()
-        if r.status not in (200, 201):
-            code = error_code(body)
-            raise ServerError("http:%d %s" % (r.status, code), (r.status, code) in HTTP_EXPECTED)
-        try:
-            j = json.loads(body)
-            seq, msg_id, dup = int(j["seq"]), int(j["server_msg_id"]), j["duplicate"]
-            if seq < 1 or dup is not (r.status == 200):
-                raise ValueError("seq %d, duplicate %r with status %d" % (seq, dup, r.status))
-            return seq, msg_id, dup
-        except (ValueError, KeyError, TypeError) as e:
-            raise ServerError("malformed: http body %r (%s)" % (body[:120], e), False, close=True)
-
-    def pull(self, conv, first):
-        """(rows, is_end) of GET /conversations/CONV/messages?from=FIRST; a row
-        is (seq, server_msg_id, sender, client_msg_id, payload, status)."""
-        self.conn.request("GET", "/conversations/%s/messages?from=%d&limit=%d" % (
-            conv, first, PULL_LIMIT))
-        r = self.conn.getresponse()
-        body = r.read()
-        if r.status != 200:
-            raise ServerError("http:%d %s" % (r.status, error_code(body)), False)
-        j = json.loads(body)
-        return [(int(m["seq"]), int(m["server_msg_id"]), m["sender_id"], m["client_msg_id"],
-                 m["payload"], m["status"]) for m in j["messages"]], bool(j["is_end"])
-
-    def close(self):
-        self.conn.close()
-
-
-def error_code(body):
-    """The `code` of an HTTP error body, or '?'."""
-    try:
-        return json.loads(body)["error"]["code"]
-    except (ValueError, KeyError, TypeError):
-        return "?"
-
-
-def recv_exact(sock, n):
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise EOFError("connection closed")
-        buf += chunk
-    return buf
-
-
-class BinaryClient:
-    """NEXT_IDS on one binary-protocol connection, one request at a time."""
-
-    def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=SOCKET_TIMEOUT_S)
-        self.next_id = 1
-
-    def call(self, op, payload):
-        """The payload of the OK answer to one request (status included),
-        or ServerError."""
-        rid, self.next_id = self.next_id, self.next_id + 1
-        self.sock.sendall(struct.pack(">IBBHI", 8 + len(payload), 1, op, 0, rid) + payload)
-        length, _, opcode, flags, got_rid = struct.unpack(">IBBHI", recv_exact(self.sock, 12))
-        body = recv_exact(self.sock, length - 8)
-        (status,) = struct.unpack(">H", body[:2])
-        if status != 0:
-            name = BINARY_STATUS.get(status, str(status))
-            raise ServerError("binary:%s" % name, name in BINARY_EXPECTED,
-                              close=status >= 64 or name == "SHUTTING_DOWN")
-        if (opcode, flags, got_rid) != (op, 1, rid):
-            raise ServerError("malformed: binary header %r" % ((opcode, flags, got_rid, rid),),
-                              False, close=True)
-        return body
-
-    def next_ids(self, key, count):
-        k = key.encode()
-        body = self.call(BINARY_NEXT_IDS, struct.pack(">H", len(k)) + k + struct.pack(">I", count))
-        (n,) = struct.unpack(">I", body[2:6])
-        if len(body) != 6 + 16 * n:
-            raise ServerError("malformed: binary payload of %d bytes" % len(body), False,
-                              close=True)
-        return checked_ranges([struct.unpack(">qq", body[6 + 16 * i:22 + 16 * i])
-                               for i in range(n)], count)
-
-    def send_message(self, msg):
-        """(seq, server_msg_id, duplicate) of SEND (content type 0)."""
-        body = self.call(BINARY_SEND, wire_str(msg.conv) + wire_str(msg.sender)
-                         + wire_str(msg.cmid) + struct.pack(">i", 0)
-                         + struct.pack(">I", len(msg.payload)) + msg.payload.encode())
-        if len(body) != 2 + 25:
-            raise ServerError("malformed: SEND answer of %d bytes" % len(body), False, close=True)
-        seq, msg_id, _, dup = struct.unpack(">qqqB", body[2:])
-        if seq < 1 or dup > 1:
-            raise ServerError("malformed: SEND seq %d duplicate %d" % (seq, dup), False,
-                              close=True)
-        return seq, msg_id, dup == 1
-
-    def pull_range(self, conv, first):
-        """(rows, is_end) of PULL_RANGE from FIRST to the max, ascending; rows
-        as HttpClient.pull's."""
-        body = self.call(BINARY_PULL_RANGE, wire_str(conv) + struct.pack(
-            ">qqIB", first, 0, PULL_LIMIT, 0) + struct.pack(">H", 0))
-        is_end, n = struct.unpack(">BI", body[2:7])
-        pos, rows = 7, []
-        for _ in range(n):
-            seq, msg_id = struct.unpack(">qq", body[pos:pos + 16])
-            pos += 16
-            sender, pos = read_wire_str(body, pos)
-            cmid, pos = read_wire_str(body, pos)
-            _, status, _, size = struct.unpack(">iBqI", body[pos:pos + 17])
-            pos += 17
-            payload = body[pos:pos + size].decode(errors="replace")
-            pos += size
-            rows.append((seq, msg_id, sender, cmid, payload, MESSAGE_STATUS.get(status, status)))
-        if pos != len(body):
-            raise ValueError("PULL_RANGE answer: %d bytes left over" % (len(body) - pos))
-        return rows, bool(is_end)
-
-    def close(self):
-        self.sock.close()
-
-
-def wire_str(text):
-    """A binary-protocol `str`: u16 length, bytes."""
-    b = text.encode()
-    return struct.pack(">H", len(b)) + b
-
-
-def read_wire_str(buf, pos):
-    """The `str` at `pos` of `buf` and the position after it."""
-    (n,) = struct.unpack(">H", buf[pos:pos + 2])
-    return buf[pos + 2:pos + 2 + n].decode(errors="replace"), pos + 2 + n
-
-
-class RespClient:
-    """INCR and INCRBY on one RESP connection, one command at a time."""
-
-    def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=SOCKET_TIMEOUT_S)
-        self.buf = b""
-
-    def call(self, *args):
-        """The integer reply of one command, or ServerError."""
-        out = b"*%d\r\n" % len(args)
-        for a in args:
-            a = a.encode()
-            out += b"$%d\r\n%s\r\n" % (len(a), a)
-        self.sock.sendall(out)
-        while b"\r\n" not in self.buf:
-            chunk = self.sock.recv(4096)
-            if not chunk:
-                raise EOFError("connection closed")
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\r\n", 1)
-        if line.startswith(b":"):
-            return int(line[1:])
-        text = line.decode(errors="replace")
-        for part, name in RESP_EXPECTED.items():
-            if part in text:
-                raise ServerError("resp:%s" % name, True)
-        raise ServerError("resp:%s" % text[:80], False, close=not text.startswith("-"))
-
-    def incr(self, key):
-        n = self.call("INCR", key)
-        return checked_ranges([(n, n)], 1)
-
-    def incrby(self, key, count):
-        """INCRBY answers the last ID of a contiguous block of `count`."""
-        last = self.call("INCRBY", key, str(count))
-        return checked_ranges([(last - count + 1, last)], count)
-
-    def close(self):
-        self.sock.close()
-
-
-def transport_kind(e):
-    """A name for a dropped, refused or timed-out connection."""
-    if isinstance(e, (socket.timeout, TimeoutError)):
-        return "transport:timeout"
-    if isinstance(e, ConnectionRefusedError):
-        return "transport:refused"
-    if isinstance(e, (ConnectionResetError, BrokenPipeError)):
-        return "transport:reset"
-    if isinstance(e, (EOFError, http.client.RemoteDisconnected, http.client.IncompleteRead)):
-        return "transport:closed"
-    return "transport:%s" % type(e).__name__
-
-
-TRANSPORT_ERRORS = (OSError, EOFError, http.client.HTTPException)
-
-
-def request(conns, inst, key, iface, count):
-    """Sends one request to `inst` on a connection kept in `conns` (made if
-    missing, dropped after a transport error or a closing answer) and
-    returns its Answer."""
-    proto = iface.split("_")[0]
-    slot = (inst.name, proto)
-    send = time.monotonic()
-    try:
-        c = conns.get(slot)
-        if c is None:
-            c = conns[slot] = {"http": lambda: HttpClient(inst.http_port),
-                               "binary": lambda: BinaryClient(inst.binary_port),
-                               "resp": lambda: RespClient(inst.resp_port)}[proto]()
-        if iface == "http":
-            ranges = c.seq(key, None)
-        elif iface == "http_count":
-            ranges = c.seq(key, count)
-        elif iface == "binary":
-            ranges = c.next_ids(key, count)
-        elif iface == "resp_incr":
-            ranges = c.incr(key)
-        else:
-            ranges = c.incrby(key, count)
-        return Answer(key, iface, inst.name, send, time.monotonic(), ranges)
-    except ServerError as e:
-        recv = time.monotonic()
-        if e.close:
-            drop(conns, slot)
-        return Answer(key, iface, inst.name, send, recv, error=e.kind, expected=e.expected)
-    except TRANSPORT_ERRORS as e:
-        recv = time.monotonic()
-        drop(conns, slot)
-        return Answer(key, iface, inst.name, send, recv, error=transport_kind(e))
-
-
-def drop(conns, slot):
-    c = conns.pop(slot, None)
-    if c is not None:
-        try:
-            c.close()
-        except OSError:
-            pass
-
-
-def client_for(conns, inst, proto):
-    """The connection to `inst` for `proto` kept in `conns`, made if missing."""
-    slot = (inst.name, proto)
-    c = conns.get(slot)
-    if c is None:
-        c = conns[slot] = {"http": lambda: HttpClient(inst.http_port),
-                           "binary": lambda: BinaryClient(inst.binary_port)}[proto]()
-    return c
-
-
-def send_message(conns, inst, msg, iface, kind):
-    """One attempt at sending `msg` to `inst` over `iface` (http or binary),
-    as `request` does for IDs; returns its MsgAttempt."""
-    slot = (inst.name, iface)
-    send = time.monotonic()
-    try:
-        answer = client_for(conns, inst, iface).send_message(msg)
-        return MsgAttempt(msg, kind, iface, inst.name, send, time.monotonic(), answer)
-    except ServerError as e:
-        recv = time.monotonic()
-        if e.close:
-            drop(conns, slot)
-        return MsgAttempt(msg, kind, iface, inst.name, send, recv, error=e.kind,
-                          expected=e.expected)
-    except TRANSPORT_ERRORS as e:
-        recv = time.monotonic()
-        drop(conns, slot)
-        return MsgAttempt(msg, kind, iface, inst.name, send, recv, error=transport_kind(e))
 
 
 def deliver(cluster, rng, conns, msg, attempts, kind="first", frozen=False, first=None):
@@ -539,7 +200,7 @@ def deliver(cluster, rng, conns, msg, attempts, kind="first", frozen=False, firs
                 time.sleep(0.01)
                 continue
             inst, iface = rng.choice(insts), rng.choice(MSG_INTERFACES)
-        a = send_message(conns, inst, msg, iface, kind)
+        a = conns.send_message(inst, msg, iface, kind)
         attempts.append(a)
         if a.ok:
             return True
@@ -842,7 +503,7 @@ class Client(threading.Thread):
         self.error = None
 
     def run(self):
-        conns = {}
+        conns = Connections()
         try:
             while not self.stop.is_set():
                 insts = self.cluster.reachable(frozen=self.prober)
@@ -850,10 +511,9 @@ class Client(threading.Thread):
                     time.sleep(0.01)
                     continue
                 live = {i.name for i in insts}
-                for slot in [s for s in conns if s[0] not in live]:
-                    drop(conns, slot)
+                conns.keep_only(live)
                 inst = self.rng.choice(insts)
-                a = request(conns, inst, self.rng.choice(KEYS), self.rng.choice(INTERFACES),
+                a = conns.request(inst, self.rng.choice(KEYS), self.rng.choice(INTERFACES),
                             self.rng.randint(1, MAX_COUNT))
                 self.answers.append(a)
                 if not a.ok:
@@ -861,8 +521,7 @@ class Client(threading.Thread):
         except Exception:  # noqa: BLE001 - reported as a harness failure
             self.error = traceback.format_exc()
         finally:
-            for slot in list(conns):
-                drop(conns, slot)
+            conns.close()
 
 
 class Probe(threading.Thread):
@@ -875,10 +534,9 @@ class Probe(threading.Thread):
         self.answers = []
 
     def run(self):
-        conns = {}
-        self.answers.append(request(conns, self.inst, self.key, self.iface, 2))
-        for slot in list(conns):
-            drop(conns, slot)
+        conns = Connections()
+        self.answers.append(conns.request(self.inst, self.key, self.iface, 2))
+        conns.close()
 
 
 class Sender(threading.Thread):
@@ -895,7 +553,7 @@ class Sender(threading.Thread):
         self.error = None
 
     def run(self):
-        conns = {}
+        conns = Connections()
         try:
             n = 0
             while not self.stop.is_set():
@@ -910,8 +568,7 @@ class Sender(threading.Thread):
         except Exception:  # noqa: BLE001 - reported as a harness failure
             self.error = traceback.format_exc()
         finally:
-            for slot in list(conns):
-                drop(conns, slot)
+            conns.close()
 
 
 class MessageProbe(threading.Thread):
@@ -927,15 +584,14 @@ class MessageProbe(threading.Thread):
         self.error = None
 
     def run(self):
-        conns = {}
+        conns = Connections()
         try:
             deliver(self.cluster, self.rng, conns, self.msg, self.attempts, kind="probe",
                     first=self.first)
         except Exception:  # noqa: BLE001 - reported as a harness failure
             self.error = traceback.format_exc()
         finally:
-            for slot in list(conns):
-                drop(conns, slot)
+            conns.close()
 
 
 # --- faults ----------------------------------------------------------------------
@@ -1190,17 +846,16 @@ def final_round(cluster):
     each), on fresh connections; returns (answers, message attempts)."""
     out, msgs = [], []
     for inst in cluster.up():
-        conns = {}
+        conns = Connections()
         for key in KEYS:
             for iface in INTERFACES:
-                out.append(request(conns, inst, key, iface, 3))
+                out.append(conns.request(inst, key, iface, 3))
         for conv in CONVS:
             for iface in MSG_INTERFACES:
                 cmid = "fin-%s-%s-%s" % (inst.name, conv, iface)
-                msgs.append(send_message(conns, inst, Msg(conv, "fin", cmid, "final " + cmid),
-                                         iface, "final"))
-        for slot in list(conns):
-            drop(conns, slot)
+                msgs.append(conns.send_message(inst, Msg(conv, "fin", cmid, "final " + cmid),
+                                               iface, "final"))
+        conns.close()
     return out, msgs
 
 
@@ -1229,23 +884,22 @@ def pull_all(cluster):
         return {}, ["no running instance to pull from"]
     pulls, problems = {}, []
     for iface, inst in (("http", insts[0]), ("binary", insts[1 % len(insts)])):
-        conns = {}
+        conns = Connections()
         for conv in CONVS:
             for attempt in range(3):
                 try:
-                    c = client_for(conns, inst, iface)
+                    c = conns.get(inst, iface)
                     pulls[(iface, conv)] = pull_conv(c.pull if iface == "http" else c.pull_range,
                                                      conv)
                     break
                 except (ServerError, ValueError, KeyError, TypeError, struct.error,
                         *TRANSPORT_ERRORS) as e:
-                    drop(conns, (inst.name, iface))
+                    conns.drop(inst.name, iface)
                     if attempt == 2:
                         problems.append("pulling %s over %s from %s failed: %r" % (
                             conv, iface, inst.name, e))
                     time.sleep(0.5)
-        for slot in list(conns):
-            drop(conns, slot)
+        conns.close()
     stored = {}
     for conv in CONVS:
         h, b = pulls.get(("http", conv)), pulls.get(("binary", conv))

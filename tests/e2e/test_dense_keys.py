@@ -29,8 +29,8 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Seqd, free_port, store_spec  # noqa: E402
-from lib.wire import (BinaryConn, key_list, next_ids_payload, once_payload, resp_command,  # noqa: E402
-                      s16)
+from lib.wire import (BinaryConn, key_list, next_ids_payload, once_payload,  # noqa: E402
+                      resp_command, s16)
 
 STORE = "sqlite"
 NEXT_BLOCK, NEXT_BLOCK_ONCE, MAX_IDS_TIMES = 0x05, 0x09, 0x0A
