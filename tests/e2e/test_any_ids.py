@@ -20,10 +20,8 @@ Usage: python3 tests/e2e/test_any_ids.py [sqlite|mariadb] [unittest args]
 """
 import json
 import os
-import shutil
 import signal
 import struct
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -32,6 +30,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Seqd, free_port, store_spec  # noqa: E402
+from lib.mariadb import sql  # noqa: E402
 from lib.wire import BinaryConn, next_ids_payload, resp_pipelined  # noqa: E402
 
 STORE = "sqlite"
@@ -74,20 +73,6 @@ def resp(port, *commands):
 def path_key(key):
     raw = key if isinstance(key, bytes) else key.encode()
     return urllib.parse.quote(raw, safe="")
-
-
-def mysql_sql(url, statement, database=None):
-    """Runs `statement` with the mariadb client as the URL's user; returns stdout."""
-    u = urllib.parse.urlparse(url)
-    client = shutil.which("mariadb") or shutil.which("mysql")
-    env = dict(os.environ, MYSQL_PWD=urllib.parse.unquote(u.password or ""))
-    args = [client, "--protocol=TCP", "-h", u.hostname or "127.0.0.1", "-P", str(u.port or 3306),
-            "-u", urllib.parse.unquote(u.username or ""), "--batch", "--skip-column-names"]
-    if database:
-        args.append(database)
-    out = subprocess.run(args + ["-e", statement], env=env, check=True, timeout=30,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    return out.stdout.decode()
 
 
 class Allocations:
@@ -311,23 +296,23 @@ class LegacyTables(unittest.TestCase):
         cls.base = base
         # scripts/mariadb.sh grants its user every database named <db>_*.
         cls.db = "%s_legacy_%s" % (u.path.lstrip("/") or "seqd_test", uuid.uuid4().hex[:8])
-        mysql_sql(base, "CREATE DATABASE %s" % cls.db)
+        sql(base, "CREATE DATABASE %s" % cls.db)
         for ddl in (cls.LEAF_DDL, cls.MIN_SEQ_DDL, cls.MESSAGE_DDL):
-            mysql_sql(base, ddl, cls.db)
-        mysql_sql(base, "INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES "
-                        "('Leaf_Order', 1, 10, 'leaf'), ('lk_Old', 1, 10, 'leaf')", cls.db)
-        mysql_sql(base, "INSERT INTO seqd_min_seq VALUES ('lk_Old', 7)", cls.db)
+            sql(base, ddl, cls.db)
+        sql(base, "INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES "
+                  "('Leaf_Order', 1, 10, 'leaf'), ('lk_Old', 1, 10, 'leaf')", cls.db)
+        sql(base, "INSERT INTO seqd_min_seq VALUES ('lk_Old', 7)", cls.db)
         cls.url = u._replace(path="/" + cls.db).geturl()
         cls.seqd = Seqd(cls.url, "--auto-keys", "lk_:10:dense,ls_:10")
 
     @classmethod
     def tearDownClass(cls):
         cls.seqd.__exit__()
-        mysql_sql(cls.base, "DROP DATABASE IF EXISTS %s" % cls.db)
+        sql(cls.base, "DROP DATABASE IF EXISTS %s" % cls.db)
 
     def max_id_row(self, key):
-        out = mysql_sql(self.base, "SELECT max_id FROM leaf_alloc WHERE BINARY biz_tag = '%s'" %
-                        key, self.db)
+        out = sql(self.base, "SELECT max_id FROM leaf_alloc WHERE BINARY biz_tag = '%s'" % key,
+                  self.db)
         return int(out.strip())
 
     def block(self, key, count=1):
@@ -373,7 +358,7 @@ class LegacyTables(unittest.TestCase):
             self.assertNotIn("leaf_alloc", body["error"]["message"])
         # Characters Leaf's utf8 holds are fine.
         self.assertEqual(self.block("lk_张三 é")[0], 200)
-        self.assertEqual(mysql_sql(self.base, "SHOW CREATE TABLE leaf_alloc", self.db).count(
+        self.assertEqual(sql(self.base, "SHOW CREATE TABLE leaf_alloc", self.db).count(
             "varchar(128)"), 1, "seqd changed Leaf's table")
 
     def test_a_key_the_table_cannot_hold_fails_only_itself(self):
@@ -393,9 +378,9 @@ class LegacyTables(unittest.TestCase):
 
     def test_older_seqd_tables(self):
         # seqd_min_seq was made exact in place, its rows kept.
-        out = mysql_sql(self.base, "SELECT DATA_TYPE FROM information_schema.COLUMNS WHERE "
-                        "TABLE_SCHEMA = '%s' AND TABLE_NAME = 'seqd_min_seq' AND "
-                        "COLUMN_NAME = 'biz_tag'" % self.db)
+        out = sql(self.base, "SELECT DATA_TYPE FROM information_schema.COLUMNS WHERE "
+                  "TABLE_SCHEMA = '%s' AND TABLE_NAME = 'seqd_min_seq' AND "
+                  "COLUMN_NAME = 'biz_tag'" % self.db)
         self.assertEqual(out.strip(), "varbinary")
         status, body, _ = self.seqd.request("PUT", "/min_seqs", {"min_seqs": {"lk_Ü": 3, "lk_ü": 4}})
         self.assertIn(status, (200, 204), body)

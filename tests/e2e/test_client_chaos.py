@@ -88,26 +88,25 @@ Environment: SEQD_BINARY (default build/seqd), CLIENT_CHAOS_DRIVER
 driver is built with GOPROXY=off). Needs mariadbd.
 """
 import argparse
-import atexit
 import collections
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_cluster_chaos as chaos  # noqa: E402
 from lib import progress  # noqa: E402
+from lib.cluster import FixedPortCluster, Workspace  # noqa: E402
+from lib.mariadb import MariaDB  # noqa: E402
 from lib.progress import log, rel  # noqa: E402
 from client_chaos_check import (CLIENTS, DEADLINE_S, FAULTS, failures_of,  # noqa: E402
                                 latency_figures, parse_output, self_test, verdict)
-from harness import REPO, SEQD, free_port, wait_stopped  # noqa: E402
+from harness import REPO, wait_stopped  # noqa: E402
 
 DRIVER = os.environ.get("CLIENT_CHAOS_DRIVER",
                         os.path.join(REPO, "build", "tests", "e2e", "client_chaos_driver"))
@@ -117,48 +116,7 @@ KEYS = chaos.KEYS
 MAX_COUNT = 10
 STOP_LEASES = 2.5
 PAUSE_US = 200          # a driver thread's pause between calls (2 cores shared)
-RESTART_TRIES = 40      # a replacement binding the old ports: tries, 0.25 s apart
 DRIVER_EXIT_S = DEADLINE_S + 10
-
-
-# --- instances on fixed ports ---------------------------------------------------
-
-class FixedCluster(chaos.Cluster):
-    """test_cluster_chaos's Cluster with INSTANCES port slots: a new
-    instance takes the ports of a slot no running instance holds."""
-
-    def __init__(self, url, lease_ms, base):
-        super().__init__(url, lease_ms, base)
-        # The base class's binary port per slot, and an HTTP port of its own.
-        self.slots = [(free_port(), binary) for binary in self.binary_ports]
-        self.slot_of = {}
-
-    def endpoints(self):
-        return ["127.0.0.1:%d" % binary for _, binary in self.slots]
-
-    def start_instance(self):
-        with self.lock:
-            name = "s%d" % (len(self.instances) + 1)
-            held = {self.slot_of[i.name] for i in self.instances
-                    if i.state in ("up", "frozen", "leaving")}
-        slot = next(n for n in range(len(self.slots)) if n not in held)
-        http_port, binary_port = self.slots[slot]
-        for attempt in range(RESTART_TRIES):
-            try:
-                inst = chaos.Instance(name if attempt == 0 else "%s.%d" % (name, attempt),
-                                      self.url, self.lease_ms, self.base,
-                                      binary_port=binary_port, http_port=http_port)
-                break
-            except RuntimeError:
-                if attempt == RESTART_TRIES - 1:
-                    raise
-                time.sleep(0.25)  # the old process's ports not free yet
-        with self.lock:
-            self.instances.append(inst)
-            self.slot_of[inst.name] = slot
-        log("started %s (%s) on slot %d: http %d binary %d" % (
-            inst.name, inst.instance_id, slot, inst.http_port, inst.binary_port))
-        return inst
 
 
 # --- faults --------------------------------------------------------------------
@@ -273,6 +231,12 @@ class Driver:
             self.proc.wait()
             return None
 
+    def kill(self):
+        """Kills the driver if it still runs."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
     def stderr(self):
         with open(self.err_path, errors="replace") as f:
             return f.read()[-2000:]
@@ -320,41 +284,25 @@ def print_summary(fig, failures):
 
 def run(args):
     started = time.monotonic()
-    base = tempfile.mkdtemp(prefix="seqd-client-chaos-")
-    state = {"db": None, "cluster": None, "drivers": [], "cleaned": False}
-
-    def cleanup():
-        if state["cleaned"]:
-            return
-        state["cleaned"] = True
-        for d in state["drivers"]:
-            if d.proc.poll() is None:
-                d.proc.kill()
-                d.proc.wait()
-        if state["cluster"]:
-            state["cluster"].kill_all()
-        if state["db"]:
-            state["db"].stop()
-        if args.keep:
-            print("kept %s" % base)
-        else:
-            shutil.rmtree(base, ignore_errors=True)
-
-    atexit.register(cleanup)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    ws = Workspace("seqd-client-chaos-", keep=args.keep)
+    base = ws.base
+    drivers = []
     harness_errors = []
     try:
         go_driver = build_go_driver(base)
         log("built the Go driver")
-        db = state["db"] = chaos.MariaDB(base)
-        cluster = state["cluster"] = FixedCluster(db.url, args.lease_ms, base)
+        db = MariaDB(base)
+        ws.on_cleanup(db.stop)
+        cluster = FixedPortCluster(db.url, args.lease_ms, base, chaos.SEQD_FLAGS, chaos.INSTANCES)
+        ws.on_cleanup(cluster.kill_all)
         for _ in range(chaos.INSTANCES):
             cluster.start_instance()
         rng = random.Random(args.seed)
         for client, binary in (("cpp", DRIVER), ("go", go_driver)):
             argv = driver_args(client, binary, cluster.endpoints(), args, rng.getrandbits(31))
             log("%s driver: %s" % (client, " ".join(argv)))
-            state["drivers"].append(Driver(client, argv, base))
+            drivers.append(Driver(client, argv, base))
+            ws.on_cleanup(drivers[-1].kill)
         lease_s = args.lease_ms / 1000.0
         nemesis = ClientNemesis(cluster, db, random.Random(rng.getrandbits(32)), lease_s,
                                 time.monotonic() + args.seconds)
@@ -367,7 +315,7 @@ def run(args):
         log("nemesis stopped; settling for %.1f s" % (2 * lease_s))
         time.sleep(2 * lease_s)
         calls = []
-        for d in state["drivers"]:
+        for d in drivers:
             code = d.stop()
             if code != 0:
                 harness_errors.append("the %s driver exited with %s: %s" % (
@@ -384,7 +332,7 @@ def run(args):
         harness_errors += ["%s exited by itself (code %s) at %.1f s" % (
             c["instance"], c["exit"], c["time"]) for c in crashes]
     finally:
-        cleanup()
+        ws.cleanup()
     faults = nemesis.faults
     v = verdict(calls, faults=faults)
     fig = {"seconds": args.seconds, "seed": args.seed, "lease_ms": args.lease_ms,

@@ -24,7 +24,6 @@ import json
 import os
 import queue
 import random
-import shutil
 import signal
 import socket
 import struct
@@ -34,10 +33,10 @@ import tempfile
 import threading
 import time
 import unittest
-import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import SEQD, Seqd, free_port, wait_stopped  # noqa: E402
+from lib.mariadb import Database  # noqa: E402
 from lib.wire import (frame, ids_of, int64_list, key_list, key_values,  # noqa: E402
                       next_ids_payload, once_payload, read_frame_with_flags, read_s16,
                       resp_command, resp_read_line, send_payload)
@@ -78,44 +77,6 @@ def fnv1a64(data):
 
 def shard_of(key):
     return fnv1a64(key.encode()) % SHARDS
-
-
-# ---------------------------------------------------------------- database
-
-_db_counter = itertools.count()
-
-
-class Database:
-    """A fresh database next to SEQD_TEST_MYSQL_URL's, dropped by drop()."""
-
-    def __init__(self):
-        base = os.environ.get("SEQD_TEST_MYSQL_URL")
-        if not base:
-            raise RuntimeError("SEQD_TEST_MYSQL_URL is not set: start MariaDB with "
-                               "scripts/mariadb.sh (scripts/test.sh does)")
-        u = urllib.parse.urlparse(base)
-        self.host, self.port = u.hostname or "127.0.0.1", u.port or 3306
-        self.user = urllib.parse.unquote(u.username or "")
-        self.password = urllib.parse.unquote(u.password or "")
-        self.client = shutil.which("mariadb") or shutil.which("mysql")
-        if not self.client:
-            raise RuntimeError("neither the mariadb nor the mysql client is installed")
-        self.name = "seqd_test_cluster_%d_%d" % (os.getpid(), next(_db_counter))
-        self.sql("DROP DATABASE IF EXISTS %s; CREATE DATABASE %s" % (self.name, self.name))
-        netloc = u.netloc.rsplit("@", 1)[0] + "@%s:%d" % (self.host, self.port)
-        self.url = urllib.parse.urlunparse((u.scheme, netloc, "/" + self.name, "", "", ""))
-
-    def sql(self, statement):
-        env = dict(os.environ, MYSQL_PWD=self.password)
-        r = subprocess.run([self.client, "--protocol=TCP", "-h", self.host, "-P", str(self.port),
-                            "-u", self.user, "-e", statement],
-                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
-        if r.returncode != 0:
-            raise RuntimeError("%s: %s" % (statement, r.stderr.decode(errors="replace")))
-        return r.stdout.decode()
-
-    def drop(self):
-        self.sql("DROP DATABASE IF EXISTS %s" % self.name)
 
 
 # ---------------------------------------------------------------- instances

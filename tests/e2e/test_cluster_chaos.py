@@ -117,38 +117,37 @@ client/seqctl next to it). Needs mariadbd (Debian's
 mariadb-server; scripts/deps.sh --test installs it).
 """
 import argparse
-import atexit
 import bisect
 import collections
-import http.client
 import json
 import os
 import random
 import re
-import shutil
 import signal
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import REPO, SEQD, free_port  # noqa: E402
 from lib import checkers, progress, subscribers  # noqa: E402
-from lib.clients import SOCKET_TIMEOUT_S, TRANSPORT_ERRORS, Connections, ServerError  # noqa: E402
 from lib.checkers import EXAMPLES, MSG_FAILURES, Msg  # noqa: E402
 from lib.checkers import by_key, check_history, check_messages  # noqa: E402
+from lib.clients import SOCKET_TIMEOUT_S, TRANSPORT_ERRORS, Connections, ServerError  # noqa: E402
+from lib.cluster import Cluster, Workspace, shard_of  # noqa: E402
+from lib.mariadb import MariaDB  # noqa: E402
 from lib.progress import log, rel  # noqa: E402
 
-MARIADB_SH = os.path.join(REPO, "scripts", "mariadb.sh")
 KEYS = ("ck0", "ck1", "ck2", "ck3", "ck4", "ck5", "cz0", "cz1")
-AUTO_KEYS = "ck:100,cz:1"
-# The dynamic step would reach 1,000,000 within seconds; capped, every key
-# keeps reserving (each reservation a fenced transaction) all along.
-MAX_STEP = 20
+# Every instance's flags besides store, lease and ports: small auto-created
+# steps for KEYS (ck*: 100, cz*: 1); the dynamic step would reach 1,000,000
+# within seconds, so capped at 20: every key keeps reserving (each
+# reservation a fenced transaction) all along.
+SEQD_FLAGS = ("--snowflake", "off", "--sse-heartbeat-ms", str(subscribers.HEARTBEAT_MS),
+              "--resp-port", "0", "--threads", "2", "--auto-keys", "ck:100,cz:1",
+              "--max-step", "20", "--log-level", "info")
 INTERFACES = ("http", "http_count", "binary", "resp_incr", "resp_incrby")
 FAULTS = ("kill_instance", "stop_owner", "freeze_db", "kill_db", "leave_join")
 INSTANCES = 3
@@ -157,7 +156,6 @@ PROBERS = 1             # client threads that also send to frozen instances
 MAX_COUNT = 10          # counts asked for are 1..MAX_COUNT
 MIN_ANSWERS = 2000
 WARMUP_S = 2.0
-START_TIMEOUT_S = 20.0
 LEAVE_TIMEOUT_S = 15.0
 LATE_PROBE_LEAD_S = 0.3  # late probes are sent this long before the SIGCONT
 CONVS = ("cc0", "cc1", "cc2", "cc3")
@@ -171,14 +169,6 @@ MSG_SEND_AGAIN = 0.05   # share of acked messages sent once more on purpose
 MIN_MESSAGES = 200
 QUIET_WAIT_S = 10.0     # subscribers deliver every acked message this soon after the load
 FINAL_WAIT_S = 15.0     # ... and every stored one this soon after the final round
-
-def fnv1a64(data):
-    """FNV-1a 64 of `data` (bytes), seqd's key-to-shard hash."""
-    h = 0xcbf29ce484222325
-    for b in data:
-        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-    return h
-
 
 def deliver(cluster, rng, conns, msg, attempts, kind="first", frozen=False, first=None):
     """Sends `msg` until an attempt is answered: first to `first` over its
@@ -208,282 +198,6 @@ def deliver(cluster, rng, conns, msg, attempts, kind="first", frozen=False, firs
             return False
         kind = "retry"
         time.sleep(MSG_RETRY_PAUSE_S)
-
-
-# --- MariaDB ------------------------------------------------------------------
-
-def alive(pid):
-    """True while `pid` runs (a zombie is dead)."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
-class MariaDB:
-    """The test's own mariadbd, run by scripts/mariadb.sh in `dir`."""
-
-    def __init__(self, base):
-        self.dir = os.path.join(base, "db")
-        self.err = open(os.path.join(base, "mariadb-sh.log"), "ab")
-        self.url = self.script("start")
-
-    def script(self, action):
-        """Runs scripts/mariadb.sh ACTION DIR; returns its last stdout line."""
-        r = subprocess.run([MARIADB_SH, action, self.dir], stdout=subprocess.PIPE,
-                           stderr=self.err, text=True, timeout=120)
-        if r.returncode != 0:
-            raise RuntimeError("scripts/mariadb.sh %s failed (%d); see %s" %
-                               (action, r.returncode, self.err.name))
-        lines = r.stdout.strip().splitlines()
-        return lines[-1] if lines else ""
-
-    def pid(self):
-        """mariadbd's pid from its pid file, checked to be a live mariadbd of
-        this datadir; None if there is none."""
-        try:
-            with open(os.path.join(self.dir, "mariadb.pid")) as f:
-                pid = int(f.read().strip())
-            with open("/proc/%d/cmdline" % pid, "rb") as f:
-                cmdline = f.read().split(b"\0")
-        except (OSError, ValueError):
-            return None
-        datadir = ("--datadir=" + os.path.realpath(os.path.join(self.dir, "data"))).encode()
-        server = os.path.basename(cmdline[0]) in (b"mariadbd", b"mysqld")
-        return pid if server and datadir in cmdline else None
-
-    def signal(self, sig):
-        pid = self.pid()
-        if pid is None:
-            raise RuntimeError("no mariadbd running in %s" % self.dir)
-        os.kill(pid, sig)
-        return pid
-
-    def freeze(self):
-        return self.signal(signal.SIGSTOP)
-
-    def thaw(self):
-        pid = self.pid()
-        if pid is not None:
-            os.kill(pid, signal.SIGCONT)
-
-    def kill9(self):
-        """kill -9 mariadbd; waits until it is dead (a zombie counts: init
-        reaps it when it likes) and removes its pid file, so that `restart`
-        never mistakes the zombie for a running server."""
-        pid = self.signal(signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        try:
-            os.unlink(os.path.join(self.dir, "mariadb.pid"))
-        except FileNotFoundError:
-            pass
-        return pid
-
-    def restart(self):
-        """After kill -9: `restart` starts again on the port the URLs name."""
-        url = self.script("restart")
-        if url != self.url:
-            raise RuntimeError("MariaDB came back at %s, not %s" % (url, self.url))
-
-    def query(self, sql):
-        """Rows of `sql` (tab-separated fields) as root over the socket."""
-        r = subprocess.run(["mariadb", "--no-defaults", "--protocol=socket",
-                            "--socket=" + os.path.join(self.dir, "mariadb.sock"), "-uroot",
-                            "-N", "-B", "seqd_test", "-e", sql],
-                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=3)
-        if r.returncode != 0:
-            raise RuntimeError("query failed: %s" % sql)
-        return [line.split("\t") for line in r.stdout.splitlines()]
-
-    def stop(self):
-        """Thaws and stops the server; never raises."""
-        try:
-            self.thaw()
-            self.script("stop")
-        except Exception as e:  # noqa: BLE001 - cleanup goes on
-            pid = self.pid()
-            if pid is not None:
-                os.kill(pid, signal.SIGKILL)
-            print("warning: stopping MariaDB: %s" % e, file=sys.stderr)
-        self.err.close()
-
-
-# --- seqd instances -----------------------------------------------------------
-
-class Instance:
-    """One seqd process in cluster mode. `state`: up, frozen (SIGSTOP),
-    leaving (SIGTERM sent), killed (SIGKILL sent), gone (exited after a
-    leave) or crashed (exited by itself)."""
-
-    PORT_LINES = {"binary_port": re.compile(r"binary protocol on \S*:(\d+)"),
-                  "resp_port": re.compile(r"RESP \(Redis protocol\) on \S*:(\d+)"),
-                  "instance_id": re.compile(r"cluster mode: instance (\S+) at")}
-
-    def __init__(self, name, url, lease_ms, base, binary_port=0, http_port=None):
-        self.name = name
-        self.log_path = os.path.join(base, "%s.log" % name)
-        self.http_port = http_port or free_port()
-        self.binary_port = self.resp_port = self.instance_id = None
-        self.state = "up"
-        self.args = [SEQD, "--store", url, "--cluster", "--cluster-lease-ms", str(lease_ms),
-                     "--snowflake", "off", "--tcp-port", str(binary_port),
-                     "--http-port", str(self.http_port),
-                     "--sse-heartbeat-ms", str(subscribers.HEARTBEAT_MS),
-                     "--resp-port", "0", "--threads", "2", "--auto-keys", AUTO_KEYS,
-                     "--max-step", str(MAX_STEP),
-                     "--log-level", "info"]
-        with open(self.log_path, "ab") as out:
-            self.proc = subprocess.Popen(self.args, stdout=out, stderr=subprocess.STDOUT)
-        try:
-            self.wait_ready()
-        except RuntimeError:
-            self.kill()
-            raise
-
-    def wait_ready(self):
-        """Waits for the listener lines in the log and /healthz 200."""
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("%s exited with %s:\n%s" % (self.name, self.proc.returncode,
-                                                               self.log_tail()))
-            text = self.log_text()
-            for attr, pattern in self.PORT_LINES.items():
-                m = pattern.search(text)
-                if m and getattr(self, attr) is None:
-                    setattr(self, attr, int(m.group(1)) if attr.endswith("port") else m.group(1))
-            if None not in (self.binary_port, self.resp_port, self.instance_id) and self.healthy():
-                return
-            time.sleep(0.05)
-        raise RuntimeError("%s did not start:\n%s" % (self.name, self.log_tail()))
-
-    def healthy(self):
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=1)
-            c.request("GET", "/healthz")
-            ok = c.getresponse().status == 200
-            c.close()
-            return ok
-        except TRANSPORT_ERRORS:
-            return False
-
-    def log_text(self):
-        with open(self.log_path, errors="replace") as f:
-            return f.read()
-
-    def log_tail(self, n=30):
-        return "\n".join(self.log_text().splitlines()[-n:])
-
-    def metrics(self):
-        """The instance's /metrics as {name{labels}: value}; {} if it fails."""
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=3)
-            c.request("GET", "/metrics")
-            body = c.getresponse().read().decode()
-            c.close()
-        except TRANSPORT_ERRORS:
-            return {}
-        out = {}
-        for line in body.splitlines():
-            if line and not line.startswith("#"):
-                name, _, value = line.rpartition(" ")
-                out[name] = float(value)
-        return out
-
-    def kill(self):
-        """SIGCONT then SIGKILL if still running; waits for the exit."""
-        if self.proc.poll() is None:
-            for sig in (signal.SIGCONT, signal.SIGKILL):
-                try:
-                    os.kill(self.proc.pid, sig)
-                except ProcessLookupError:
-                    pass
-        self.proc.wait()
-
-
-class Cluster:
-    """The seqd instances, ever started; thread-safe."""
-
-    def __init__(self, url, lease_ms, base):
-        self.url, self.lease_ms, self.base = url, lease_ms, base
-        self.lock = threading.Lock()
-        self.instances = []
-        self.crashes = []
-        self.shards = None
-        # One binary port per slot: a replacement takes the port of the
-        # instance it replaces, so a client given these endpoints (the
-        # subscribers) always has somewhere to go.
-        self.binary_ports = [free_port() for _ in range(INSTANCES)]
-
-    def start_instance(self):
-        """Starts a new member (a fresh process, a new instance id); retried
-        with a new HTTP port if that one was taken meanwhile."""
-        with self.lock:
-            name = "s%d" % (len(self.instances) + 1)
-            held = {i.binary_port for i in self.instances if i.proc.poll() is None}
-            port = next((p for p in self.binary_ports if p not in held), 0)
-        for attempt in range(3):
-            try:
-                # The slot's port twice (a moment apart), then any port.
-                inst = Instance(name if attempt == 0 else "%s.%d" % (name, attempt), self.url,
-                                self.lease_ms, self.base, port if attempt < 2 else 0)
-                break
-            except RuntimeError:
-                if attempt == 2:
-                    raise
-                time.sleep(0.5)
-        with self.lock:
-            self.instances.append(inst)
-        log("started %s (%s) http %d binary %d resp %d" % (
-            inst.name, inst.instance_id, inst.http_port, inst.binary_port, inst.resp_port))
-        return inst
-
-    def reachable(self, frozen):
-        """Instances clients may send to: running, leaving ones included,
-        frozen ones only if `frozen`."""
-        states = ("up", "leaving", "frozen") if frozen else ("up", "leaving")
-        with self.lock:
-            return [i for i in self.instances if i.state in states]
-
-    def up(self):
-        with self.lock:
-            return [i for i in self.instances if i.state == "up"]
-
-    def set_state(self, inst, state, sig=None):
-        with self.lock:
-            if sig is not None:
-                os.kill(inst.proc.pid, sig)
-            inst.state = state
-
-    def by_instance_id(self, instance_id):
-        with self.lock:
-            return next((i for i in self.instances if i.instance_id == instance_id), None)
-
-    def check_crashes(self):
-        """Records instances that exited though not killed or leaving; returns
-        every crash so far (a leave that exited with an error counts)."""
-        with self.lock:
-            exited = [i for i in self.instances
-                      if i.state in ("up", "frozen") and i.proc.poll() is not None]
-        for i in exited:
-            self.record_crash(i)
-        with self.lock:
-            return list(self.crashes)
-
-    def record_crash(self, inst):
-        with self.lock:
-            inst.state = "crashed"
-            self.crashes.append({"instance": inst.name, "exit": inst.proc.returncode,
-                                 "time": rel(time.monotonic()), "log": inst.log_tail()})
-
-    def kill_all(self):
-        with self.lock:
-            instances = list(self.instances)
-        for i in instances:
-            i.kill()
 
 
 # --- load ----------------------------------------------------------------------
@@ -699,7 +413,7 @@ class Nemesis(threading.Thread):
             if self.cluster.shards is None:
                 self.cluster.shards = int(
                     self.db.query("SELECT value FROM seqd_cluster WHERE name = 'shards'")[0][0])
-            shard = fnv1a64(key.encode()) % self.cluster.shards
+            shard = shard_of(key, self.cluster.shards)
             rows = self.db.query("SELECT owner FROM seqd_shard_lease WHERE shard = %d" % shard)
             return self.cluster.by_instance_id(rows[0][0]) if rows else None
         except (RuntimeError, IndexError, ValueError, subprocess.TimeoutExpired):
@@ -1108,35 +822,19 @@ def run(args):
     """Starts MariaDB and the cluster, runs load and nemesis, checks; returns
     the exit code. Everything started is stopped whatever happens."""
     started = time.monotonic()
-    base = tempfile.mkdtemp(prefix="seqd-chaos-")
-    state = {"db": None, "cluster": None, "cleaned": False, "subscribers": []}
-
-    def cleanup():
-        if state["cleaned"]:
-            return
-        state["cleaned"] = True
-        for sub in state["subscribers"]:
-            sub.stop()
-        if state["cluster"]:
-            state["cluster"].kill_all()
-        if state["db"]:
-            state["db"].stop()
-        if args.keep:
-            print("kept %s" % base)
-        else:
-            shutil.rmtree(base, ignore_errors=True)
-
-    atexit.register(cleanup)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    ws = Workspace("seqd-chaos-", keep=args.keep)
+    base = ws.base
     stop = threading.Event()
     try:
-        db = state["db"] = MariaDB(base)
+        db = MariaDB(base)
+        ws.on_cleanup(db.stop)
         log("MariaDB at %s (pid %s)" % (db.url.split("@")[-1], db.pid()))
-        cluster = state["cluster"] = Cluster(db.url, args.lease_ms, base)
+        cluster = Cluster(db.url, args.lease_ms, base, SEQD_FLAGS, INSTANCES)
+        ws.on_cleanup(cluster.kill_all)
         for _ in range(INSTANCES):
             cluster.start_instance()
-        subs = state["subscribers"] = start_subscribers(
-            cluster, random.Random(args.seed ^ 0x5eed), base)
+        subs = start_subscribers(cluster, random.Random(args.seed ^ 0x5eed), base)
+        ws.on_cleanup(lambda: [sub.stop() for sub in subs])
         rng = random.Random(args.seed)
         clients = [Client(cluster, rng.getrandbits(32), stop, prober=n < PROBERS)
                    for n in range(CLIENT_THREADS)]
@@ -1201,7 +899,7 @@ def run(args):
         fig["failures"], fig["passed"] = failures, not failures
     finally:
         stop.set()
-        cleanup()
+        ws.cleanup()
     fig["wall_s"] = round(time.monotonic() - started, 1)
     print_summary(fig, failures)
     if args.json:

@@ -23,6 +23,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import REPO, SEQD, free_port, store_spec  # noqa: E402
+from lib.mariadb import Database  # noqa: E402
 from lib.wire import frame, next_ids_payload, read_frame, resp_command  # noqa: E402
 
 BUILD = os.path.dirname(os.path.abspath(SEQD))
@@ -289,7 +290,7 @@ class ClusterOverTls(unittest.TestCase):
     def test_forwarding_with_tokens_and_mutual_tls(self):
         if not os.environ.get("SEQD_TEST_MYSQL_URL"):
             raise RuntimeError("SEQD_TEST_MYSQL_URL is not set (scripts/test.sh sets it)")
-        from test_cluster import SHARDS, Database, shard_of  # noqa: E402
+        from test_cluster import SHARDS, shard_of  # noqa: E402
         db = Database()
         self.addCleanup(db.drop)
         tmp = tempfile.TemporaryDirectory()
