@@ -12,8 +12,9 @@ and per key, across both client processes and all their threads, no ID is
 answered twice, and if call A's answer came back before call B was sent,
 min(B) > max(A).
 
-Setup: test_cluster_chaos.py's MariaDB (a server of the test's own, so it
-can be frozen and killed) and 3 seqd in cluster mode (its flags: small
+Setup (tests/e2e/lib/mariadb.py, lib/cluster.py): the cluster chaos
+test's MariaDB (a server of the test's own, so it can be frozen and
+killed) and 3 seqd in cluster mode (its flags, lib/load.py's: small
 auto-created steps, so reservations, i.e. fenced transactions, are
 frequent). Unlike there, an instance that is killed or leaves is replaced
 by a new process on the SAME ports, as a restarted server would be: the
@@ -29,15 +30,16 @@ NextIds(key, count) in a loop (one of 8 keys, count 1..10):
 Each records every call's send and receive time as CLOCK_MONOTONIC
 nanoseconds, so the two processes' histories merge into one.
 
-Nemesis (one fault at a time, a settling pause of 1.5 to 2.5 leases after
-each, the kinds in a seeded shuffled order, each cycle running every kind):
+Nemesis (lib/chaos.py's schedule: one fault at a time, a settling pause
+of 1.5 to 2.5 leases after each, the kinds in a seeded shuffled order,
+each cycle running every kind):
   kill_owner   kill -9 the owner of a random key; a new process on its
                ports ~1 s later
   stop_owner   SIGSTOP the owner of a random key for 2.5 leases, SIGCONT
-  freeze_db    SIGSTOP mariadbd for 2 s, SIGCONT  (test_cluster_chaos.py's)
-  kill_db      kill -9 mariadbd, restart ~1 s later (test_cluster_chaos.py's)
-  leave_join   SIGTERM an instance, start a new one (test_cluster_chaos.py's;
-               here on the same ports)
+  freeze_db    SIGSTOP mariadbd for 2 s, SIGCONT  (lib/chaos.py's)
+  kill_db      kill -9 mariadbd, restart ~1 s later (lib/chaos.py's)
+  leave_join   SIGTERM an instance, start a new one (lib/chaos.py's; here
+               on the same ports)
 
 The bound: a call fails only if no instance serves its key for the rest of
 its deadline. At lease L (2 s by default) a kill -9 or SIGSTOP of an owner
@@ -75,7 +77,7 @@ with --json, all of it.
 --self-test checks the checker (client_chaos_check.py) on synthetic
 driver output (a failed call, a late answer, a duplicate and an order
 violation across the two processes, a malformed answer, near misses) and
-exits; every run does it first, with test_cluster_chaos.py's own
+exits; every run does it first, with lib/checkers.py's own
 self-test. --break-retry runs the
 drivers with 1 attempt per call: the run must then FAIL (failed calls),
 showing the check can fail on real runs.
@@ -96,12 +98,12 @@ import signal
 import subprocess
 import sys
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_cluster_chaos as chaos  # noqa: E402
-from lib import progress  # noqa: E402
+from lib import checkers, progress  # noqa: E402
+from lib.chaos import WARMUP_S, Nemesis  # noqa: E402
 from lib.cluster import FixedPortCluster, Workspace  # noqa: E402
+from lib.load import KEYS, SEQD_FLAGS  # noqa: E402
 from lib.mariadb import MariaDB  # noqa: E402
 from lib.progress import log, rel  # noqa: E402
 from client_chaos_check import (CLIENTS, DEADLINE_S, FAULTS, failures_of,  # noqa: E402
@@ -112,42 +114,29 @@ DRIVER = os.environ.get("CLIENT_CHAOS_DRIVER",
                         os.path.join(REPO, "build", "tests", "e2e", "client_chaos_driver"))
 GO = os.environ.get("GO", "go")
 GO_DIR = os.path.join(REPO, "client", "go")
-KEYS = chaos.KEYS
+INSTANCES = 3
 MAX_COUNT = 10
-STOP_LEASES = 2.5
 PAUSE_US = 200          # a driver thread's pause between calls (2 cores shared)
 DRIVER_EXIT_S = DEADLINE_S + 10
 
 
 # --- faults --------------------------------------------------------------------
 
-class ClientNemesis(chaos.Nemesis):
-    """test_cluster_chaos's Nemesis with FAULTS: its database faults and its
+class ClientNemesis(Nemesis):
+    """lib/chaos.py's Nemesis with FAULTS: its database faults and its
     leave_join, and owner faults aimed at the drivers' keys. Each fault
-    records the keys its victim owned (`keys`)."""
+    records the keys its victim owned (`keys`). Its warm-up is two leases
+    longer than the chaos test's: the instances started a moment apart are
+    still handing shards over, and an owner read from the lease table then
+    may not be serving yet (a CI run stopped such an "owner" 2 s in, and no
+    call felt it)."""
 
-    def run(self):
-        try:
-            # Two leases more than the chaos test: the instances started a
-            # moment apart are still handing shards over, and an owner read
-            # from the lease table then may not be serving yet (a CI run
-            # stopped such an "owner" 2 s in, and no call felt it).
-            self.stop.wait(chaos.WARMUP_S + 2 * self.lease_s)
-            order = []
-            while not self.stop.is_set() and time.monotonic() < self.until:
-                if not order:
-                    order = list(FAULTS)
-                    self.rng.shuffle(order)
-                kind = order.pop(0)
-                fault = {"kind": kind, "start": None, "end": None, "target": None, "detail": "",
-                         "keys": list(KEYS)}
-                getattr(self, "fault_" + kind)(fault)
-                self.faults.append(fault)
-                log("fault %s done: %s %s" % (kind, fault["target"], fault["detail"]))
-                self.cluster.check_crashes()
-                self.stop.wait(self.lease_s * self.rng.uniform(1.5, 2.5))
-        except Exception:  # noqa: BLE001 - reported as a harness failure
-            self.error = traceback.format_exc()
+    def __init__(self, cluster, db, rng, lease_s, until):
+        super().__init__(cluster, db, rng, lease_s, until, kinds=FAULTS,
+                         warmup_s=WARMUP_S + 2 * lease_s)
+
+    def new_fault(self, kind):
+        return dict(super().new_fault(kind), keys=list(KEYS))
 
     def victim_of(self, fault):
         """The owner of a random key (a random instance if unknown); sets
@@ -167,7 +156,7 @@ class ClientNemesis(chaos.Nemesis):
         self.cluster.set_state(victim, "killed", signal.SIGKILL)
         victim.proc.wait()
         fault["taken"] = time.monotonic()
-        time.sleep(1.0)
+        time.sleep(self.RESTART_PAUSE_S)
         new = self.cluster.start_instance()
         fault["end"] = time.monotonic()
         fault["detail"] += " replaced by %s" % new.name
@@ -175,11 +164,11 @@ class ClientNemesis(chaos.Nemesis):
     def fault_stop_owner(self, fault):
         victim = self.victim_of(fault)
         self.begin(fault, victim.name, "SIGSTOP (owner of %s) for %.1f s" % (
-            ",".join(fault["keys"]), STOP_LEASES * self.lease_s))
+            ",".join(fault["keys"]), self.STOP_LEASES * self.lease_s))
         self.cluster.set_state(victim, "frozen", signal.SIGSTOP)
         wait_stopped(victim.proc.pid)
         fault["taken"] = time.monotonic()
-        time.sleep(STOP_LEASES * self.lease_s)
+        time.sleep(self.STOP_LEASES * self.lease_s)
         self.cluster.set_state(victim, "up", signal.SIGCONT)
         fault["end"] = time.monotonic()
 
@@ -293,9 +282,9 @@ def run(args):
         log("built the Go driver")
         db = MariaDB(base)
         ws.on_cleanup(db.stop)
-        cluster = FixedPortCluster(db.url, args.lease_ms, base, chaos.SEQD_FLAGS, chaos.INSTANCES)
+        cluster = FixedPortCluster(db.url, args.lease_ms, base, SEQD_FLAGS, INSTANCES)
         ws.on_cleanup(cluster.kill_all)
-        for _ in range(chaos.INSTANCES):
+        for _ in range(INSTANCES):
             cluster.start_instance()
         rng = random.Random(args.seed)
         for client, binary in (("cpp", DRIVER), ("go", go_driver)):
@@ -376,7 +365,7 @@ def main():
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args()
     progress.VERBOSE = args.verbose
-    n = self_test() + chaos.self_test()
+    n = self_test() + checkers.self_test()
     if args.self_test:
         print("self-test: the checkers judged %d synthetic histories right" % n)
         return 0

@@ -8,17 +8,18 @@ above every ID in A, whichever instances A and B went to. And the message
 store stays gap-free and stamps seqs in real-time order; every acked
 message is present.
 
-Setup: a MariaDB of the test's own (scripts/mariadb.sh in a temp dir, so it
-can be frozen, killed and restarted) and 3 seqd in cluster mode with small
-auto-created steps (ck*: 100, cz*: 1) and a small --max-step, so
-reservations, i.e. fenced transactions, are frequent all along.
+Setup (tests/e2e/lib/mariadb.py, lib/cluster.py): a MariaDB of the test's
+own (scripts/mariadb.sh in a temp dir, so it can be frozen, killed and
+restarted) and 3 seqd in cluster mode with small auto-created steps (ck*:
+100, cz*: 1) and a small --max-step, so reservations, i.e. fenced
+transactions, are frequent all along.
 
-Load: 6 client threads, each in a loop: a random running instance (leaving
-ones included; frozen ones for one prober thread only, the others resume
-sending to a thawed instance at once), one of 8 keys, one of 5 interfaces
-(HTTP GET /seq/KEY, HTTP ?count=N, binary NEXT_IDS, RESP INCR, RESP
-INCRBY). Every request is recorded with its send and receive time
-(time.monotonic(), one process) and its IDs or its error.
+Load (lib/load.py, lib/clients.py): 6 client threads, each in a loop: a
+random running instance (leaving ones included; frozen ones for one prober
+thread only, the others resume sending to a thawed instance at once), one
+of 8 keys, one of 5 interfaces (HTTP GET /seq/KEY, HTTP ?count=N, binary
+NEXT_IDS, RESP INCR, RESP INCRBY). Every request is recorded with its send
+and receive time (time.monotonic(), one process) and its IDs or its error.
 
 Messages: 2 sender threads, each in a loop: a new message (a client_msg_id
 unique in the run) to one of 4 conversations, sent to a random running
@@ -41,8 +42,8 @@ disconnect or stall, resuming by Last-Event-ID, by ?from=N, and on the
 multi-conversation stream by its resume token. seqd runs with SSE
 heartbeats every second.
 
-Nemesis (one fault at a time, a settling pause between, the kinds in a
-seeded shuffled order, each cycle running every kind):
+Nemesis (lib/chaos.py; one fault at a time, a settling pause between,
+the kinds in a seeded shuffled order, each cycle running every kind):
   kill_instance  kill -9 a random instance, start a fresh one ~1 s later
   stop_owner     SIGSTOP the owner of a random key (every second time of a
                  conversation; from seqd_shard_lease) for 2.5 leases, then
@@ -57,7 +58,7 @@ seeded shuffled order, each cycle running every kind):
   kill_db        kill -9 mariadbd, restart it ~1 s later on the same port
   leave_join     SIGTERM a random instance (a clean leave), start a new one
 
-Checks (exit 1 if any fails):
+Checks (lib/checkers.py; exit 1 if any fails):
   - per key, 0 IDs answered twice across all successful answers;
   - per key, 0 real-time order violations: for every pair A, B of answers
     with A.recv < B.send, min(B) > max(A);
@@ -123,342 +124,36 @@ import json
 import os
 import random
 import re
-import signal
 import struct
-import subprocess
 import sys
 import threading
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lib import checkers, progress, subscribers  # noqa: E402
 from lib.checkers import EXAMPLES, MSG_FAILURES, Msg  # noqa: E402
 from lib.checkers import by_key, check_history, check_messages  # noqa: E402
+from lib.chaos import FAULTS, Nemesis  # noqa: E402
 from lib.clients import SOCKET_TIMEOUT_S, TRANSPORT_ERRORS, Connections, ServerError  # noqa: E402
-from lib.cluster import Cluster, Workspace, shard_of  # noqa: E402
+from lib.cluster import Cluster, Workspace  # noqa: E402
+from lib.load import (CONVS, INTERFACES, KEYS, MSG_INTERFACES, MSG_RESOLVE_S,  # noqa: E402
+                      SEQD_FLAGS, Client, Sender)
 from lib.mariadb import MariaDB  # noqa: E402
 from lib.progress import log, rel  # noqa: E402
 
-KEYS = ("ck0", "ck1", "ck2", "ck3", "ck4", "ck5", "cz0", "cz1")
-# Every instance's flags besides store, lease and ports: small auto-created
-# steps for KEYS (ck*: 100, cz*: 1); the dynamic step would reach 1,000,000
-# within seconds, so capped at 20: every key keeps reserving (each
-# reservation a fenced transaction) all along.
-SEQD_FLAGS = ("--snowflake", "off", "--sse-heartbeat-ms", str(subscribers.HEARTBEAT_MS),
-              "--resp-port", "0", "--threads", "2", "--auto-keys", "ck:100,cz:1",
-              "--max-step", "20", "--log-level", "info")
-INTERFACES = ("http", "http_count", "binary", "resp_incr", "resp_incrby")
-FAULTS = ("kill_instance", "stop_owner", "freeze_db", "kill_db", "leave_join")
 INSTANCES = 3
 CLIENT_THREADS = 6
 PROBERS = 1             # client threads that also send to frozen instances
-MAX_COUNT = 10          # counts asked for are 1..MAX_COUNT
 MIN_ANSWERS = 2000
-WARMUP_S = 2.0
-LEAVE_TIMEOUT_S = 15.0
-LATE_PROBE_LEAD_S = 0.3  # late probes are sent this long before the SIGCONT
-CONVS = ("cc0", "cc1", "cc2", "cc3")
-MSG_INTERFACES = ("http", "binary")
 MSG_SENDERS = 2
 MSG_PROBERS = 1         # sender threads that also send to frozen instances
-MSG_RESOLVE_S = 30.0    # a message unanswered this long after its first try is unresolved
-MSG_RETRY_PAUSE_S = 0.05
 WAIT_TAIL_S = 1.0  # a fault's "longest wait" counts requests sent up to this long after it
-MSG_SEND_AGAIN = 0.05   # share of acked messages sent once more on purpose
 MIN_MESSAGES = 200
 QUIET_WAIT_S = 10.0     # subscribers deliver every acked message this soon after the load
 FINAL_WAIT_S = 15.0     # ... and every stored one this soon after the final round
 
-def deliver(cluster, rng, conns, msg, attempts, kind="first", frozen=False, first=None):
-    """Sends `msg` until an attempt is answered: first to `first` over its
-    interface (an (instance, iface) pair) if given, then, after every error
-    or timeout (the outcome is unknown), the same message again to a random
-    reachable instance (frozen ones too if `frozen`) over a random
-    interface. Gives up MSG_RESOLVE_S after the first try, or after an
-    error outside the contract. Every attempt is appended to `attempts`;
-    returns True if one was answered."""
-    deadline = time.monotonic() + MSG_RESOLVE_S
-    while True:
-        if first is not None:
-            (inst, iface), first = first, None
-        else:
-            insts = cluster.reachable(frozen)
-            if not insts:
-                if time.monotonic() >= deadline:
-                    return False
-                time.sleep(0.01)
-                continue
-            inst, iface = rng.choice(insts), rng.choice(MSG_INTERFACES)
-        a = conns.send_message(inst, msg, iface, kind)
-        attempts.append(a)
-        if a.ok:
-            return True
-        if not a.expected or time.monotonic() >= deadline:
-            return False
-        kind = "retry"
-        time.sleep(MSG_RETRY_PAUSE_S)
 
-
-# --- load ----------------------------------------------------------------------
-
-class Client(threading.Thread):
-    """A loop of random requests (instance, key, interface, count) until
-    `stop` is set; `answers` holds what it saw. Only a prober sends to a
-    frozen instance (and then waits up to SOCKET_TIMEOUT_S); the others
-    keep the rest of the cluster busy meanwhile, and send to the instance
-    again as soon as it is thawed."""
-
-    def __init__(self, cluster, seed, stop, prober):
-        super().__init__(daemon=True)
-        self.cluster, self.rng, self.stop = cluster, random.Random(seed), stop
-        self.prober = prober
-        self.answers = []
-        self.error = None
-
-    def run(self):
-        conns = Connections()
-        try:
-            while not self.stop.is_set():
-                insts = self.cluster.reachable(frozen=self.prober)
-                if not insts:
-                    time.sleep(0.01)
-                    continue
-                live = {i.name for i in insts}
-                conns.keep_only(live)
-                inst = self.rng.choice(insts)
-                a = conns.request(inst, self.rng.choice(KEYS), self.rng.choice(INTERFACES),
-                            self.rng.randint(1, MAX_COUNT))
-                self.answers.append(a)
-                if not a.ok:
-                    time.sleep(0.01)  # no busy loop against a dead port
-        except Exception:  # noqa: BLE001 - reported as a harness failure
-            self.error = traceback.format_exc()
-        finally:
-            conns.close()
-
-
-class Probe(threading.Thread):
-    """One request (`key`, `iface`, count 2) to `inst` on a connection of its
-    own; `answers` holds its Answer."""
-
-    def __init__(self, inst, key, iface):
-        super().__init__(daemon=True)
-        self.inst, self.key, self.iface = inst, key, iface
-        self.answers = []
-
-    def run(self):
-        conns = Connections()
-        self.answers.append(conns.request(self.inst, self.key, self.iface, 2))
-        conns.close()
-
-
-class Sender(threading.Thread):
-    """A loop of new messages (sender w<n>, a random conversation), each
-    delivered (see `deliver`) until `stop` is set; now and then an acked
-    one is sent once more. `attempts` holds every try. Only a prober sends
-    to frozen instances."""
-
-    def __init__(self, cluster, seed, stop, n, prober):
-        super().__init__(daemon=True)
-        self.cluster, self.rng, self.stop = cluster, random.Random(seed), stop
-        self.sender, self.prober = "w%d" % n, prober
-        self.attempts = []
-        self.error = None
-
-    def run(self):
-        conns = Connections()
-        try:
-            n = 0
-            while not self.stop.is_set():
-                n += 1
-                cmid = "%s-%d" % (self.sender, n)
-                msg = Msg(self.rng.choice(CONVS), self.sender, cmid, "payload of " + cmid)
-                acked = deliver(self.cluster, self.rng, conns, msg, self.attempts,
-                                frozen=self.prober)
-                if acked and self.rng.random() < MSG_SEND_AGAIN:
-                    deliver(self.cluster, self.rng, conns, msg, self.attempts, kind="again",
-                            frozen=self.prober)
-        except Exception:  # noqa: BLE001 - reported as a harness failure
-            self.error = traceback.format_exc()
-        finally:
-            conns.close()
-
-
-class MessageProbe(threading.Thread):
-    """A new message `msg` sent to `inst` over `iface`, re-sent to the
-    running instances until answered (see `deliver`); `attempts` holds
-    every try."""
-
-    def __init__(self, cluster, seed, inst, iface, msg):
-        super().__init__(daemon=True)
-        self.cluster, self.rng, self.msg = cluster, random.Random(seed), msg
-        self.first = (inst, iface)
-        self.attempts = []
-        self.error = None
-
-    def run(self):
-        conns = Connections()
-        try:
-            deliver(self.cluster, self.rng, conns, self.msg, self.attempts, kind="probe",
-                    first=self.first)
-        except Exception:  # noqa: BLE001 - reported as a harness failure
-            self.error = traceback.format_exc()
-        finally:
-            conns.close()
-
-
-# --- faults ----------------------------------------------------------------------
-
-class Nemesis(threading.Thread):
-    """Runs one fault at a time until `until`: WARMUP_S first, a settling
-    pause of 1.5 to 2.5 leases after each; `faults` records each with its
-    times."""
-
-    def __init__(self, cluster, db, rng, lease_s, until):
-        super().__init__(daemon=True)
-        self.cluster, self.db, self.rng, self.lease_s, self.until = cluster, db, rng, lease_s, until
-        self.faults = []
-        self.answers = []  # the late probes' (see fault_stop_owner)
-        self.msg_probes = []  # the late message probes, joined by the run
-        self.error = None
-        self.stop = threading.Event()
-
-    def run(self):
-        try:
-            self.stop.wait(WARMUP_S)
-            order = []
-            while not self.stop.is_set() and time.monotonic() < self.until:
-                if not order:
-                    order = list(FAULTS)
-                    self.rng.shuffle(order)
-                kind = order.pop(0)
-                fault = {"kind": kind, "start": None, "end": None, "target": None, "detail": ""}
-                getattr(self, "fault_" + kind)(fault)
-                self.faults.append(fault)
-                log("fault %s done: %s %s" % (kind, fault["target"], fault["detail"]))
-                self.cluster.check_crashes()
-                self.stop.wait(self.lease_s * self.rng.uniform(1.5, 2.5))
-        except Exception:  # noqa: BLE001 - reported as a harness failure
-            self.error = traceback.format_exc()
-
-    def begin(self, fault, target, what):
-        fault["start"], fault["target"] = time.monotonic(), target
-        log("fault %s: %s %s" % (fault["kind"], target, what))
-
-    def fault_kill_instance(self, fault):
-        """kill -9 a random instance; a fresh one joins about 1 s later."""
-        victim = self.rng.choice(self.cluster.up())
-        self.begin(fault, victim.name, "kill -9")
-        self.cluster.set_state(victim, "killed", signal.SIGKILL)
-        victim.proc.wait()
-        time.sleep(1.0)
-        new = self.cluster.start_instance()
-        fault["end"], fault["detail"] = time.monotonic(), "replaced by %s" % new.name
-
-    def fault_stop_owner(self, fault):
-        """SIGSTOP the owner of a random key (of a random conversation every
-        second time) for 2.5 leases, then SIGCONT. Just before the SIGCONT, late probes: one request per
-        key and interface and one new message per conversation and interface
-        sent to the frozen instance, long after its leases lapsed and other
-        instances answered for its keys; the thawed instance must not answer
-        them (or anything) from the buffers or cached max seqs it froze
-        with."""
-        stops = sum(f["kind"] == "stop_owner" for f in self.faults)
-        key = self.rng.choice(CONVS if stops % 2 else KEYS)
-        victim, how = self.owner_of(key), "owner of %s" % key
-        if victim is None or victim.state != "up":
-            victim, how = self.rng.choice(self.cluster.up()), "random (owner of %s unknown)" % key
-        self.begin(fault, victim.name, "SIGSTOP (%s) for %.1f s" % (how, 2.5 * self.lease_s))
-        self.cluster.set_state(victim, "frozen", signal.SIGSTOP)
-        time.sleep(2.5 * self.lease_s - LATE_PROBE_LEAD_S)
-        probes, msg_probes = self.late_probes(victim), self.late_messages(victim)
-        time.sleep(LATE_PROBE_LEAD_S)  # the probes are in the victim's sockets
-        self.cluster.set_state(victim, "up", signal.SIGCONT)
-        deadline = time.monotonic() + SOCKET_TIMEOUT_S + 2
-        for t in probes:
-            t.join(SOCKET_TIMEOUT_S + 2)
-        while time.monotonic() < deadline and not all(t.attempts for t in msg_probes):
-            time.sleep(0.02)
-        late = [a for t in probes for a in t.answers]
-        self.answers.extend(late)
-        fault["end"] = time.monotonic()
-        fault["detail"] = "%s; late probes %d/%d answered, messages %d/%d" % (
-            how, sum(a.ok for a in late), len(KEYS) * len(INTERFACES),
-            sum(bool(t.attempts) and t.attempts[0].ok for t in msg_probes), len(msg_probes))
-
-    def late_probes(self, victim):
-        """Started Probe threads, one per key and interface, at `victim`."""
-        probes = [Probe(victim, key, iface) for key in KEYS for iface in INTERFACES]
-        for t in probes:
-            t.start()
-        return probes
-
-    def late_messages(self, victim):
-        """Started MessageProbe threads, one new message per conversation and
-        interface, at `victim`; also kept in `msg_probes`."""
-        n = len(self.faults)
-        probes = [MessageProbe(self.cluster, self.rng.getrandbits(32), victim, iface,
-                               Msg(conv, "lp", "lp%d-%s-%s" % (n, conv, iface),
-                                   "late probe %d" % n))
-                  for conv in CONVS for iface in MSG_INTERFACES]
-        for t in probes:
-            t.start()
-        self.msg_probes.extend(probes)
-        return probes
-
-    def owner_of(self, key):
-        """The instance the lease table names as the owner of `key`'s shard."""
-        try:
-            if self.cluster.shards is None:
-                self.cluster.shards = int(
-                    self.db.query("SELECT value FROM seqd_cluster WHERE name = 'shards'")[0][0])
-            shard = shard_of(key, self.cluster.shards)
-            rows = self.db.query("SELECT owner FROM seqd_shard_lease WHERE shard = %d" % shard)
-            return self.cluster.by_instance_id(rows[0][0]) if rows else None
-        except (RuntimeError, IndexError, ValueError, subprocess.TimeoutExpired):
-            return None
-
-    def fault_freeze_db(self, fault):
-        """SIGSTOP mariadbd for 2 s, then SIGCONT."""
-        pid = self.db.pid()
-        self.begin(fault, "mariadbd %s" % pid, "SIGSTOP for 2.0 s")
-        self.db.freeze()
-        time.sleep(2.0)
-        self.db.thaw()
-        fault["end"] = time.monotonic()
-
-    def fault_kill_db(self, fault):
-        """kill -9 mariadbd; restart it on the same port about 1 s later."""
-        pid = self.db.pid()
-        self.begin(fault, "mariadbd %s" % pid, "kill -9")
-        self.db.kill9()
-        time.sleep(1.0)
-        self.db.restart()
-        fault["end"], fault["detail"] = time.monotonic(), "restarted as pid %s" % self.db.pid()
-
-    def fault_leave_join(self, fault):
-        """SIGTERM a random instance (a clean leave); once it exited, a new
-        one joins. A leave that does not finish in LEAVE_TIMEOUT_S fails."""
-        victim = self.rng.choice(self.cluster.up())
-        self.begin(fault, victim.name, "SIGTERM")
-        self.cluster.set_state(victim, "leaving", signal.SIGTERM)
-        try:
-            code = victim.proc.wait(timeout=LEAVE_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            victim.kill()
-            self.cluster.set_state(victim, "killed")
-            raise RuntimeError("%s did not exit within %.0f s of SIGTERM:\n%s" % (
-                victim.name, LEAVE_TIMEOUT_S, victim.log_tail()))
-        self.cluster.set_state(victim, "gone")
-        left_at = time.monotonic()
-        if code != 0:
-            self.cluster.record_crash(victim)
-        new = self.cluster.start_instance()
-        fault["end"] = time.monotonic()
-        fault["detail"] = "exit %d after %.2f s; joined %s" % (code, left_at - fault["start"],
-                                                              new.name)
-
+# --- figures ---------------------------------------------------------------------
 
 def availability(answers, faults, end, msg_attempts=()):
     """Per fault: the longest time any key went without a successful answer

@@ -7,7 +7,6 @@ password, host, port and database.
 Usage: python3 tests/e2e/lib/test_mariadb.py [unittest args]
 """
 import os
-import signal
 import sys
 import tempfile
 import time
