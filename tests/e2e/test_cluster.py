@@ -17,7 +17,6 @@ Set SEQD_CLUSTER_SHOW_WARNINGS=1 to print every instance's WARN/ERROR log
 lines when it is cleaned up.
 """
 import base64
-import functools
 import http.client
 import itertools
 import json
@@ -35,13 +34,15 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SEQD, Seqd, free_port, wait_stopped  # noqa: E402
+from harness import SEQD, wait_stopped  # noqa: E402
+from lib.cluster import shard_of  # noqa: E402
+from lib.cluster_case import (LEASE_MS, SHARDS, ClusterCase, Node, dump_logs_on_failure,  # noqa: E402
+                              log, wait_stable)
 from lib.mariadb import Database  # noqa: E402
 from lib.wire import (frame, ids_of, int64_list, key_list, key_values,  # noqa: E402
                       next_ids_payload, once_payload, read_frame_with_flags, read_s16,
                       resp_command, resp_read_line, send_payload)
 
-LEASE_MS = 1000
 LEASE = LEASE_MS / 1000.0
 # An owner stopped past its lease: its keys move after lease * 1.01 plus up
 # to a quarter lease of polling and a quarter deadline for a forward to the
@@ -53,145 +54,23 @@ LEASE = LEASE_MS / 1000.0
 # the bound of lease + 3 s.
 STOP_LEASES = 4.5
 STOPPED_EXTRA_S = 3.0
-SHARDS = 64
-STABLE_TIMEOUT = 10.0  # seconds for a cluster to agree on its shard map
 
 NEXT_IDS, SEND = 0x02, 0x20
 NO_FORWARD = 0x0004
 OK, WRONG_OWNER = 0, 12
 
 
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
-
-
-# ---------------------------------------------------------------- sharding
-
-def fnv1a64(data):
-    h = 0xcbf29ce484222325
-    for b in data:
-        h ^= b
-        h = (h * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-    return h
-
-
-def shard_of(key):
-    return fnv1a64(key.encode()) % SHARDS
-
-
-# ---------------------------------------------------------------- instances
-
-class Node(Seqd):
-    """One cluster instance, with its binary and RESP ports known."""
-
-    def __init__(self, url, *extra):
-        self.tcp_port, self.resp_port = free_port(), free_port()
-        super().__init__(url, "--cluster", "--cluster-lease-ms", str(LEASE_MS),
-                         "--cluster-shards", str(SHARDS), "--snowflake", "off",
-                         "--auto-keys", "ck:100,cd_:50:dense", "--tcp-port", str(self.tcp_port),
-                         "--resp-port", str(self.resp_port), "--log-level", "info", *extra)
-        self.instance = self.get_json("/admin/cluster")[1]["instance"]
-
-    def __repr__(self):
-        return "<node %s http=%d tcp=%d pid=%d>" % (self.instance, self.port, self.tcp_port,
-                                                     self.proc.pid)
-
-    def cluster(self):
-        status, body = self.get_json("/admin/cluster")
-        if status != 200:
-            raise RuntimeError("/admin/cluster: %s %s" % (status, body))
-        return body
-
-    def full_log(self):
-        try:
-            with open(self.log.name, errors="replace") as f:
-                return f.read()
-        except OSError:
-            return ""
-
-    def warnings(self):
-        return [line for line in self.full_log().splitlines()
-                if " WARN " in line or " ERROR " in line]
-
-    def tcp(self):
-        return socket.create_connection(("127.0.0.1", self.tcp_port), timeout=10)
-
-    def resp(self):
-        return socket.create_connection(("127.0.0.1", self.resp_port), timeout=10)
-
-    def __exit__(self, *exc):
-        if os.environ.get("SEQD_CLUSTER_SHOW_WARNINGS"):
-            for line in self.warnings():
-                log("  [%s] %s" % (self.instance, line))
-        super().__exit__(*exc)
-
-
-def wait_stable(nodes, timeout=STABLE_TIMEOUT):
-    """Waits until every node in `nodes` is ready, sees exactly these
-    instances live, and all show the same map with every shard owned by one
-    of them. Returns the owners' instance ids by shard."""
-    want = {n.instance for n in nodes}
-    deadline = time.time() + timeout
-    last = None
-    while True:
-        try:
-            views = [n.cluster() for n in nodes]
-            problems = []
-            maps = []
-            for n, v in zip(nodes, views):
-                live = {m["instance"] for m in v["members"] if m["live"]}
-                owners = [s["owner"] for s in sorted(v["shard_map"], key=lambda s: s["shard"])]
-                maps.append(owners)
-                if not v["ready"]:
-                    problems.append("%s not ready" % n.instance)
-                if live != want:
-                    problems.append("%s sees live %s" % (n.instance, sorted(live)))
-                if len(owners) != SHARDS or any(o not in want for o in owners):
-                    problems.append("%s: shards without a live owner: %s" % (
-                        n.instance, [i for i, o in enumerate(owners) if o not in want]))
-            if not problems and any(m != maps[0] for m in maps):
-                problems.append("the instances disagree on the owners of shards %s" % [
-                    i for i in range(SHARDS) if len({m[i] for m in maps}) > 1])
-            if not problems:
-                return maps[0]
-            last = problems
-        except (OSError, ValueError, KeyError, RuntimeError) as e:
-            last = repr(e)
-        if time.time() > deadline:
-            raise AssertionError("cluster not stable after %.0f s: %s\n%s" % (
-                timeout, last, tails(nodes)))
-        time.sleep(0.1)
-
-
-def tails(nodes, chars=3000):
-    out = []
-    for n in nodes:
-        out.append("---- log of %r (exit %s), last %d chars:\n%s" % (
-            n, n.proc.poll(), chars, n.full_log()[-chars:]))
-    return "\n".join(out)
-
-
-def dump_logs_on_failure(test):
-    """Prints the tail of every instance's log when the test fails."""
-    @functools.wraps(test)
-    def wrapper(self):
-        try:
-            return test(self)
-        except BaseException:
-            log("\n" + tails(self.every_node()))
-            raise
-    return wrapper
-
+# ---------------------------------------------------------------- owners
 
 def key_owned_by(owners, instance, prefix, exclude=()):
     for i in itertools.count():
         key = "%s%d" % (prefix, i)
-        if owners[shard_of(key)] == instance and key not in exclude:
+        if owners[shard_of(key, SHARDS)] == instance and key not in exclude:
             return key
 
 
 def owner_of(nodes, owners, key):
-    return next(n for n in nodes if n.instance == owners[shard_of(key)])
+    return next(n for n in nodes if n.instance == owners[shard_of(key, SHARDS)])
 
 
 # ---------------------------------------------------------------- clients
@@ -315,49 +194,6 @@ class Asker(threading.Thread):
 
 # ---------------------------------------------------------------- tests
 
-class ClusterCase(unittest.TestCase):
-    """A database and instances of its own per test (failover tests)."""
-
-    def every_node(self):
-        return list(getattr(self, "_every", []))
-
-    def new_database(self):
-        db = Database()
-        self.addCleanup(db.drop)
-        return db
-
-    def start_node(self, db):
-        n = Node(db.url)
-        if not hasattr(self, "_every"):
-            self._every = []
-        self._every.append(n)
-        self.addCleanup(n.__exit__)
-        return n
-
-    def cluster_of(self, count):
-        db = self.new_database()
-        nodes = [self.start_node(db) for _ in range(count)]
-        return db, nodes
-
-    @staticmethod
-    def asker_problems(asker):
-        """What a sequential client must never see: errors it cannot retry,
-        IDs that do not grow (it asks one request after the other)."""
-        out = []
-        if asker.non_retryable():
-            out.append("non-retryable errors: %s" % asker.non_retryable()[:5])
-        flat = [i for _, ids in asker.samples for i in ids]
-        bad = [(a, b) for a, b in zip(flat, flat[1:]) if not a < b]
-        if bad:
-            out.append("IDs of %s went down or repeated (real-time order): %s" % (
-                asker.key, bad[:5]))
-        return out
-
-    def fail_rounds(self, problems):
-        if problems:
-            self.fail("\n".join(problems))
-
-
 class ClusterServing(unittest.TestCase):
     """Three instances on one fresh database, shared by the tests of this class."""
 
@@ -425,7 +261,7 @@ class ClusterServing(unittest.TestCase):
                     node = self.nodes[at]
                     where = "request %d (count %d) for %s at %r over %s, owner %s" % (
                         i, count, key, node, ("HTTP", "binary", "RESP")[proto],
-                        owners[shard_of(key)])
+                        owners[shard_of(key, SHARDS)])
                     if proto == 0:
                         ids = http_ids(node, key, count, conn=http_conns[at])
                     elif proto == 1:
@@ -663,7 +499,7 @@ class PlannedHandoff(ClusterCase):
             by_shard = {}
             for i in itertools.count():
                 k = "ck_join%d_%d" % (rnd, i)
-                by_shard.setdefault(shard_of(k), k)
+                by_shard.setdefault(shard_of(k, SHARDS), k)
                 if len(by_shard) == 24:
                     break
             askers = [Asker(via, k) for k in by_shard.values()]
@@ -685,7 +521,7 @@ class PlannedHandoff(ClusterCase):
             finally:
                 for a in askers:
                     a.finish()
-            moved = [a for a in askers if after[shard_of(a.key)] == joiner.instance]
+            moved = [a for a in askers if after[shard_of(a.key, SHARDS)] == joiner.instance]
             if not moved:
                 problems.append("round %d: no asked key moved to the joiner %s" % (
                     rnd, joiner.instance))
@@ -697,7 +533,7 @@ class PlannedHandoff(ClusterCase):
                 retryable = [e for e in a.errors if e[1] == 503]
                 log("\n  join round %d: key %s moved %s -> %s (started in %.0f ms); longest gap "
                     "%.1f ms (%+.0f..%+.0f ms from the start), %d answers, %d 503s" % (
-                        rnd, a.key, owners[shard_of(a.key)], joiner.instance,
+                        rnd, a.key, owners[shard_of(a.key, SHARDS)], joiner.instance,
                         (t_up - t_start) * 1000, gap * 1000, (x - t_start) * 1000,
                         (y - t_start) * 1000, len(a.samples), len(retryable)))
                 mine = self.asker_problems(a)
@@ -968,7 +804,8 @@ class StoppedOwner(ClusterCase):
                     rnd, key, via.instance, owner.instance, gap * 1000, (a - t_stop) * 1000,
                     (b - t_stop) * 1000, len(resumed),
                     len(asker.errors) - len(asker.non_retryable()), len(asker.non_retryable())))
-            new_owner = next(s["owner"] for s in view["shard_map"] if s["shard"] == shard_of(key))
+            new_owner = next(s["owner"] for s in view["shard_map"]
+                             if s["shard"] == shard_of(key, SHARDS))
             stopped_member = next(m for m in view["members"] if m["instance"] == owner.instance)
 
             # What was waiting on the database while it was stopped (the

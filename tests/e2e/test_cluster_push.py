@@ -27,8 +27,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lib import subscribers  # noqa: E402
-from test_cluster import (SHARDS, ClusterCase, Node, dump_logs_on_failure, fnv1a64,  # noqa: E402
-                          shard_of, wait_stable)
+from lib.cluster import fnv1a64, shard_of  # noqa: E402
+from lib.cluster_case import SHARDS, ClusterCase, dump_logs_on_failure, wait_stable  # noqa: E402
 
 DELIVER_S = 8.0  # resync_every (3 s) plus the takeover's lease and slack
 
@@ -55,10 +55,10 @@ class LostPushAfterTakeover(ClusterCase):
         a, b, c = nodes
         ids = [n.instance for n in nodes]
         conv = next(k for k in ("sg_lost%d" % i for i in itertools.count())
-                    if owners[shard_of(k)] == b.instance
-                    and owner_among(shard_of(k), ids) == b.instance
-                    and owner_among(shard_of(k), [a.instance, c.instance]) == c.instance)
-        self.assertLess(shard_of(conv), SHARDS)
+                    if owners[shard_of(k, SHARDS)] == b.instance
+                    and owner_among(shard_of(k, SHARDS), ids) == b.instance
+                    and owner_among(shard_of(k, SHARDS), [a.instance, c.instance]) == c.instance)
+        self.assertLess(shard_of(conv, SHARDS), SHARDS)
         sub = subscribers.BinarySubscriber("binary", ["127.0.0.1:%d" % a.tcp_port], [conv])
         sse = subscribers.SseSubscriber("sse", "lastid", [conv], lambda: a.port,
                                               threading.Event())

@@ -23,6 +23,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import REPO, SEQD, free_port, store_spec  # noqa: E402
+from lib.cluster import shard_of  # noqa: E402
+from lib.cluster_case import SHARDS  # noqa: E402
 from lib.mariadb import Database  # noqa: E402
 from lib.wire import frame, next_ids_payload, read_frame, resp_command  # noqa: E402
 
@@ -290,7 +292,6 @@ class ClusterOverTls(unittest.TestCase):
     def test_forwarding_with_tokens_and_mutual_tls(self):
         if not os.environ.get("SEQD_TEST_MYSQL_URL"):
             raise RuntimeError("SEQD_TEST_MYSQL_URL is not set (scripts/test.sh sets it)")
-        from test_cluster import SHARDS, shard_of  # noqa: E402
         db = Database()
         self.addCleanup(db.drop)
         tmp = tempfile.TemporaryDirectory()
@@ -351,7 +352,8 @@ class ClusterOverTls(unittest.TestCase):
         owners = {s["shard"]: s["owner"] for s in view["shard_map"]}
         first = view["instance"]
         # A key whose shard the first node does not own: asking it forwards.
-        key = next("ck_%d" % i for i in range(1000) if owners[shard_of("ck_%d" % i)] != first)
+        key = next("ck_%d" % i for i in range(1000)
+                   if owners[shard_of("ck_%d" % i, SHARDS)] != first)
         seen = []
 
         def logs():
