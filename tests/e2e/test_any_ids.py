@@ -23,17 +23,16 @@ import os
 import signal
 import struct
 import sys
-import tempfile
 import unittest
 import urllib.parse
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Seqd, free_port, store_spec  # noqa: E402
+from harness import Seqd  # noqa: E402
 from lib.mariadb import sql  # noqa: E402
+from lib.seqd_case import SeqdCase  # noqa: E402
 from lib.wire import BinaryConn, next_ids_payload, resp_pipelined  # noqa: E402
 
-STORE = "sqlite"
 NEXT_BLOCK = 0x05
 OK, INVALID_ARGUMENT = 0, 1
 
@@ -95,25 +94,13 @@ class Allocations:
         return max(l for _, l in self.blocks[key])
 
 
-class AnyIds(unittest.TestCase):
+class AnyIds(SeqdCase):
+    """On seqd's default auto-create rules: OpenIM's prefixes, dense."""
+
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.store = store_spec(STORE, cls.tmp.name)
         cls.run_tag = uuid.uuid4().hex[:6]
-        cls.start()
-
-    @classmethod
-    def start(cls):
-        cls.tcp_port, cls.resp_port = free_port(), free_port()
-        # seqd's default auto-create rules: OpenIM's prefixes, dense.
-        cls.seqd = Seqd(cls.store, "--tcp-port", str(cls.tcp_port), "--resp-port",
-                        str(cls.resp_port))
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.seqd.__exit__()
-        cls.tmp.cleanup()
+        super().setUpClass()
 
     def ids(self, base):
         """`base` made unique to this run (the MariaDB database is shared),
@@ -180,8 +167,7 @@ class AnyIds(unittest.TestCase):
         # Twins got different totals, so one row serving both would show.
         for a, b in TWINS:
             self.assertNotEqual(seen.blocks[self.ids(a)], seen.blocks[self.ids(b)], (a, b))
-        self.seqd.stop(sig=signal.SIGKILL)
-        self.__class__.start()
+        self.restart(signal.SIGKILL)
         self.check_max(keys, seen)
         self.allocate_everywhere(keys, seen, rounds=1)
         seen.check_tiles()
@@ -409,7 +395,7 @@ class LegacyTables(unittest.TestCase):
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] in ("sqlite", "mariadb"):
-        STORE = sys.argv.pop(1)
-    if STORE != "mariadb":
+        AnyIds.STORE = sys.argv.pop(1)
+    if AnyIds.STORE != "mariadb":
         del LegacyTables  # MySQL's tables only: the mariadb run has them
     unittest.main()

@@ -21,32 +21,26 @@ import os
 import socket
 import sqlite3
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Seqd, free_port, store_spec  # noqa: E402
+from lib.seqd_case import SeqdCase  # noqa: E402
 from lib.wire import call, next_ids_payload  # noqa: E402
 
 NEXT_IDS = 0x02
 RESERVED = "keys starting with 'seqd.' are reserved"
 
 
-class Conventions(unittest.TestCase):
+class Conventions(SeqdCase):
     @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.db = os.path.join(cls.tmp.name, "seqd.db")
-        cls.tcp_port, cls.resp_port = free_port(), free_port()
-        cls.seqd = Seqd(store_spec("sqlite", cls.tmp.name), "--tcp-port", str(cls.tcp_port),
-                        "--resp-port", str(cls.resp_port), "--max-count", "1000",
-                        "--http-max-body-bytes", "4096")
-        cls.seqd.create_key("conv", 100)
+    def seqd_flags(cls):
+        return ("--max-count", "1000", "--http-max-body-bytes", "4096")
 
     @classmethod
-    def tearDownClass(cls):
-        cls.seqd.__exit__()
-        cls.tmp.cleanup()
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.db = os.path.join(cls.tmp.name, "seqd.db")
+        cls.seqd.create_key("conv", 100)
 
     def raw_http(self, data):
         """Sends `data` and reads until the server closes (send Connection: close)."""
@@ -149,8 +143,7 @@ class Conventions(unittest.TestCase):
         self.assertEqual(conv[0]["step"], 100)
 
     def test_resp_incrby_names_the_limit(self):
-        s = socket.create_connection(("127.0.0.1", self.resp_port), timeout=10)
-        self.addCleanup(s.close)
+        s = self.resp()
         s.sendall(b"INCRBY conv 5000\r\n")
         self.assertEqual(s.recv(4096), b"-ERR count 5000 is over max_count 1000\r\n")
 
@@ -183,13 +176,10 @@ class Conventions(unittest.TestCase):
                 self.assertEqual(status, 400, (method, path, payload))
                 if method != "HEAD":
                     self.assertIn(RESERVED.encode(), payload, (method, path))
-            tcp = socket.create_connection(("127.0.0.1", self.tcp_port), timeout=10)
-            self.addCleanup(tcp.close)
-            status, rest = call(tcp, NEXT_IDS, 9, next_ids_payload(key, 1))
+            status, rest = call(self.tcp(), NEXT_IDS, 9, next_ids_payload(key, 1))
             self.assertEqual(status, 1)  # INVALID_ARGUMENT
             self.assertIn(RESERVED.encode(), rest)
-            resp = socket.create_connection(("127.0.0.1", self.resp_port), timeout=10)
-            self.addCleanup(resp.close)
+            resp = self.resp()
             resp.sendall(b"INCR %s\r\n" % key.encode())
             self.assertEqual(resp.recv(4096).decode(), "-ERR invalid key: %s\r\n" % RESERVED)
         self.assertIsNone(self.row("seqd.new"))

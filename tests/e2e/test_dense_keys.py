@@ -18,21 +18,18 @@ import json
 import os
 import random
 import signal
-import socket
 import struct
 import sys
-import tempfile
 import threading
 import time
 import unittest
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Seqd, free_port, store_spec  # noqa: E402
+from lib.seqd_case import SeqdCase  # noqa: E402
 from lib.wire import (BinaryConn, key_list, next_ids_payload, once_payload,  # noqa: E402
                       resp_command, s16)
 
-STORE = "sqlite"
 NEXT_BLOCK, NEXT_BLOCK_ONCE, MAX_IDS_TIMES = 0x05, 0x09, 0x0A
 OK, INVALID_ARGUMENT = 0, 1
 RULES = "dk_:50:dense,sk_:50"
@@ -144,29 +141,10 @@ class Load:
             assert not t.is_alive(), "a client never got its answer"
 
 
-class DenseKeys(unittest.TestCase):
+class DenseKeys(SeqdCase):
     @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.store = store_spec(STORE, cls.tmp.name)
-        cls.http_port, cls.tcp_port, cls.resp_port = free_port(), free_port(), free_port()
-        cls.seqd = cls.start()
-
-    @classmethod
-    def start(cls):
-        return Seqd(cls.store, "--tcp-port", str(cls.tcp_port), "--resp-port",
-                    str(cls.resp_port), "--auto-keys", RULES, "--db-threads", "4",
-                    port=cls.http_port)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.seqd.__exit__()
-        cls.tmp.cleanup()
-
-    def restart(self, sig):
-        self.seqd.stop(sig)
-        self.seqd.__exit__()
-        self.__class__.seqd = self.start()
+    def seqd_flags(cls):
+        return ("--auto-keys", RULES, "--db-threads", "4")
 
     def binary(self):
         b = Binary(self.tcp_port)
@@ -258,15 +236,12 @@ class DenseKeys(unittest.TestCase):
 
     def test_resp_incr_on_a_dense_key(self):
         key = "dk_resp_" + uuid.uuid4().hex[:8]
-        s = socket.create_connection(("127.0.0.1", self.resp_port), timeout=10)
-        try:
-            cmds = [["INCR", key]] * 3 + [["INCRBY", key, "4"], ["INCR", key]]
-            s.sendall(b"".join(resp_command(c) for c in cmds))
-            out = b""
-            while out.count(b"\r\n") < len(cmds):
-                out += s.recv(4096)
-        finally:
-            s.close()
+        s = self.resp()
+        cmds = [["INCR", key]] * 3 + [["INCRBY", key, "4"], ["INCR", key]]
+        s.sendall(b"".join(resp_command(c) for c in cmds))
+        out = b""
+        while out.count(b"\r\n") < len(cmds):
+            out += s.recv(4096)
         # INCR answers its ID; INCRBY its block's last.
         self.assertEqual(out.split(b"\r\n")[:5], [b":1", b":2", b":3", b":7", b":8"])
 
@@ -329,5 +304,5 @@ class DenseKeys(unittest.TestCase):
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] in ("sqlite", "mariadb"):
-        STORE = sys.argv.pop(1)
+        DenseKeys.STORE = sys.argv.pop(1)
     unittest.main()

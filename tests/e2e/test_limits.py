@@ -34,7 +34,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SEQD, Seqd, free_port, store_spec  # noqa: E402
+from harness import SEQD, store_spec  # noqa: E402
+from lib.seqd_case import SeqdCase  # noqa: E402
 from lib.wire import frame, header, pull_range_payload, read_frame  # noqa: E402
 
 PING, NEXT_IDS, PULL_RANGE = 0x01, 0x02, 0x21
@@ -79,25 +80,16 @@ def closed_within(sock, seconds):
     return False
 
 
-class Limits(unittest.TestCase):
+class Limits(SeqdCase):
+    @classmethod
+    def seqd_flags(cls):
+        return ("--tcp-request-timeout-s", "2", "--tcp-write-timeout-s", "2",
+                "--max-connections-per-peer", "60")
+
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.tcp_port, cls.resp_port = free_port(), free_port()
-        cls.seqd = Seqd(store_spec("sqlite", cls.tmp.name), "--tcp-port", str(cls.tcp_port),
-                        "--resp-port", str(cls.resp_port), "--tcp-request-timeout-s", "2",
-                        "--tcp-write-timeout-s", "2", "--max-connections-per-peer", "60")
+        super().setUpClass()
         cls.seqd.create_key("lim", 1000)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.seqd.__exit__()
-        cls.tmp.cleanup()
-
-    def connect(self, port):
-        s = socket.create_connection(("127.0.0.1", port), timeout=10)
-        self.addCleanup(s.close)
-        return s
 
     def test_announced_frame_length_costs_nothing_until_sent(self):
         before = rss_kib(self.seqd.proc.pid)
@@ -330,27 +322,24 @@ class Limits(unittest.TestCase):
         self.assertTrue(rest.startswith(b"HTTP/1.1 200"), out[:400])
 
 
-class HttpWriteTimeout(unittest.TestCase):
+class HttpWriteTimeout(SeqdCase):
     """An HTTP answer must be taken whole within http_write_timeout_s."""
 
     TIMEOUT_S = 2
     PAYLOAD = 1 << 20  # 8 messages: an 8 MiB pull, more than both sockets' buffers hold
 
     @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.seqd = Seqd(store_spec("sqlite", cls.tmp.name),
-                        "--http-write-timeout-s", str(cls.TIMEOUT_S),
-                        "--http-max-body-bytes", str(3 * cls.PAYLOAD),
-                        "--msg-max-payload-bytes", str(2 * cls.PAYLOAD),
-                        "--msg-max-pull-bytes", str(16 * cls.PAYLOAD))
-        cls.seqd.create_key("lim", 1000)
-        store_messages(cls.seqd, "sg_lim_big", 8, cls.PAYLOAD)
+    def seqd_flags(cls):
+        return ("--http-write-timeout-s", str(cls.TIMEOUT_S),
+                "--http-max-body-bytes", str(3 * cls.PAYLOAD),
+                "--msg-max-payload-bytes", str(2 * cls.PAYLOAD),
+                "--msg-max-pull-bytes", str(16 * cls.PAYLOAD))
 
     @classmethod
-    def tearDownClass(cls):
-        cls.seqd.__exit__()
-        cls.tmp.cleanup()
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.seqd.create_key("lim", 1000)
+        store_messages(cls.seqd, "sg_lim_big", 8, cls.PAYLOAD)
 
     def test_answer_not_taken_is_reset_and_counted(self):
         before = write_timeouts(self.seqd, "http")
@@ -418,7 +407,7 @@ class HttpWriteTimeout(unittest.TestCase):
         self.assertGreater(time.time() - start, self.TIMEOUT_S + 0.5)  # it did wait
 
 
-class HttpUnreadAnswers(unittest.TestCase):
+class HttpUnreadAnswers(SeqdCase):
     """An address may leave at most http_max_unread_bytes_per_peer unread."""
 
     # 16 messages: 16 MiB pulls, of which a socket takes at most tcp_wmem's
@@ -429,20 +418,17 @@ class HttpUnreadAnswers(unittest.TestCase):
     CAP = 20 << 20
 
     @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.seqd = Seqd(store_spec("sqlite", cls.tmp.name),
-                        "--http-max-unread-bytes-per-peer", str(cls.CAP),
-                        "--http-max-body-bytes", str(3 * cls.PAYLOAD),
-                        "--msg-max-payload-bytes", str(2 * cls.PAYLOAD),
-                        "--msg-max-pull-bytes", str(32 * cls.PAYLOAD))
-        cls.seqd.create_key("unread", 1000)
-        store_messages(cls.seqd, "sg_unread", 16, cls.PAYLOAD)
+    def seqd_flags(cls):
+        return ("--http-max-unread-bytes-per-peer", str(cls.CAP),
+                "--http-max-body-bytes", str(3 * cls.PAYLOAD),
+                "--msg-max-payload-bytes", str(2 * cls.PAYLOAD),
+                "--msg-max-pull-bytes", str(32 * cls.PAYLOAD))
 
     @classmethod
-    def tearDownClass(cls):
-        cls.seqd.__exit__()
-        cls.tmp.cleanup()
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.seqd.create_key("unread", 1000)
+        store_messages(cls.seqd, "sg_unread", 16, cls.PAYLOAD)
 
     def ask(self, source="127.0.0.1"):
         """GET /seq/unread on a new connection from `source`: (status, head, body)."""
@@ -502,7 +488,7 @@ class HttpUnreadAnswers(unittest.TestCase):
             time.sleep(0.1)
 
 
-class BinaryUnreadAnswers(unittest.TestCase):
+class BinaryUnreadAnswers(SeqdCase):
     """An address may leave at most tcp_max_unread_bytes_per_peer of binary
     answers unread."""
 
@@ -516,20 +502,16 @@ class BinaryUnreadAnswers(unittest.TestCase):
     CAP = 10 << 20
 
     @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.tcp_port = free_port()
-        cls.seqd = Seqd(store_spec("sqlite", cls.tmp.name), "--tcp-port", str(cls.tcp_port),
-                        "--tcp-max-unread-bytes-per-peer", str(cls.CAP),
-                        "--http-max-body-bytes", str(2 * cls.PAYLOAD),
-                        "--msg-max-payload-bytes", str(cls.PAYLOAD))
-        cls.seqd.create_key("unread", 1000)
-        store_messages(cls.seqd, "sg_bunread", 4, cls.PAYLOAD)
+    def seqd_flags(cls):
+        return ("--tcp-max-unread-bytes-per-peer", str(cls.CAP),
+                "--http-max-body-bytes", str(2 * cls.PAYLOAD),
+                "--msg-max-payload-bytes", str(cls.PAYLOAD))
 
     @classmethod
-    def tearDownClass(cls):
-        cls.seqd.__exit__()
-        cls.tmp.cleanup()
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.seqd.create_key("unread", 1000)
+        store_messages(cls.seqd, "sg_bunread", 4, cls.PAYLOAD)
 
     def pull(self, request_id):
         return frame(PULL_RANGE, request_id, pull_range_payload("sg_bunread", 1, limit=100))

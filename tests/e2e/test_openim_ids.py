@@ -10,18 +10,17 @@ Usage: python3 tests/e2e/test_openim_ids.py [sqlite|mariadb] [unittest args]
 """
 import json
 import os
+import signal
 import struct
 import sys
-import tempfile
 import unittest
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Seqd, free_port, store_spec  # noqa: E402
+from lib.seqd_case import SeqdCase  # noqa: E402
 from lib.wire import (BinaryConn, ids_of, int64_list, key_list, key_values,  # noqa: E402
                       next_ids_payload, resp_pipelined, s16)
 
-STORE = "sqlite"
 NEXT_IDS, NEXT_BLOCK, MAX_IDS, GET_MIN_SEQS, SET_MIN_SEQS = 0x02, 0x05, 0x06, 0x07, 0x08
 USER_SEQS, SET_USER_SEQS = 0x0B, 0x0C
 MIN, MAX, READ = 1, 2, 3
@@ -59,24 +58,10 @@ def resp(port, *commands):
     return resp_pipelined(port, commands)
 
 
-class OpenImIds(unittest.TestCase):
+class OpenImIds(SeqdCase):
     @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.store = store_spec(STORE, cls.tmp.name)
-        cls.start()
-
-    @classmethod
-    def start(cls):
-        cls.tcp_port, cls.resp_port = free_port(), free_port()
-        cls.seqd = Seqd(cls.store, "--tcp-port", str(cls.tcp_port), "--resp-port",
-                        str(cls.resp_port), "--max-count", "1000",
-                        "--auto-keys", "auto_:10")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.seqd.__exit__()
-        cls.tmp.cleanup()
+    def seqd_flags(cls):
+        return ("--max-count", "1000", "--auto-keys", "auto_:10")
 
     def binary(self):
         b = Binary(self.tcp_port)
@@ -269,8 +254,7 @@ class OpenImIds(unittest.TestCase):
         self.assertEqual(b.max_ids([k]), [handed[-1]])
         self.assertEqual(b.set_min_seqs([(k, 42)])[0], OK)
         b.close()
-        self.seqd.stop()
-        self.__class__.start()
+        self.restart(signal.SIGTERM)
         b = self.binary()
         self.assertEqual(b.min_seqs([k]), [42])
         row = self.seqd.get_json("/admin/keys/" + k)[1]
@@ -284,5 +268,5 @@ class OpenImIds(unittest.TestCase):
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] in ("sqlite", "mariadb"):
-        STORE = sys.argv.pop(1)
+        OpenImIds.STORE = sys.argv.pop(1)
     unittest.main()

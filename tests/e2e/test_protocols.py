@@ -5,14 +5,12 @@ with the project's codec, so the two are checked against each other.
 Usage: python3 tests/e2e/test_protocols.py [unittest args]
 """
 import os
-import socket
 import struct
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Seqd, free_port, store_spec  # noqa: E402
+from lib.seqd_case import SeqdCase  # noqa: E402
 from lib.wire import frame, ids_of, next_ids_payload, read_frame_with_flags  # noqa: E402
 
 PING, NEXT_IDS = 0x01, 0x02
@@ -23,29 +21,11 @@ def next_ids(request_id, key, count):
     return frame(NEXT_IDS, request_id, next_ids_payload(key, count))
 
 
-class Protocols(unittest.TestCase):
+class Protocols(SeqdCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.tcp_port, cls.resp_port = free_port(), free_port()
-        cls.seqd = Seqd(store_spec("sqlite", cls.tmp.name), "--tcp-port", str(cls.tcp_port),
-                        "--resp-port", str(cls.resp_port))
+        super().setUpClass()
         cls.seqd.create_key("proto", 100)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.seqd.__exit__()
-        cls.tmp.cleanup()
-
-    def tcp(self):
-        s = socket.create_connection(("127.0.0.1", self.tcp_port), timeout=10)
-        self.addCleanup(s.close)
-        return s
-
-    def resp(self):
-        s = socket.create_connection(("127.0.0.1", self.resp_port), timeout=10)
-        self.addCleanup(s.close)
-        return s
 
     def resp_call(self, s, data):
         s.sendall(data)

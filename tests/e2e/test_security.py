@@ -23,7 +23,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SEQD, Seqd, free_port, store_spec  # noqa: E402
+from harness import SEQD, store_spec  # noqa: E402
+from lib.seqd_case import SeqdCase  # noqa: E402
 from lib.tokens import SCOPES, SECRETS, tokens_text  # noqa: E402
 from lib.wire import (call, frame, key_list, next_ids_payload, read_frame, resp_call,  # noqa: E402
                       s16, send_payload)
@@ -37,24 +38,19 @@ SEND, PULL_RANGE, SET_CONV_MIN_SEQ, SUBSCRIBE = 0x20, 0x21, 0x29, 0x2A
 PUSH_MESSAGE, PUSH_DROPPED = 0x2C, 0x2D
 OK, UNAUTHENTICATED, PERMISSION_DENIED = 0, 13, 14
 
-class Security(unittest.TestCase):
+class Security(SeqdCase):
     @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
+    def seqd_flags(cls):
         cls.tokens = os.path.join(cls.tmp.name, "tokens")
         with open(cls.tokens, "w") as f:
             f.write(tokens_text(["ops", "orders", "chat", "reader", "scraper"]))
-        cls.tcp_port, cls.resp_port = free_port(), free_port()
-        cls.seqd = Seqd(store_spec("sqlite", cls.tmp.name), "--tcp-port", str(cls.tcp_port),
-                        "--resp-port", str(cls.resp_port), "--tokens-file", cls.tokens,
-                        "--log-level", "info")
-        cls.http(cls, "POST", "/admin/keys", {"key": "order_a", "step": 100}, "ops")
-        cls.http(cls, "POST", "/admin/keys", {"key": "other", "step": 100}, "ops")
+        return ("--tokens-file", cls.tokens, "--log-level", "info")
 
     @classmethod
-    def tearDownClass(cls):
-        cls.seqd.__exit__()
-        cls.tmp.cleanup()
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.http(cls, "POST", "/admin/keys", {"key": "order_a", "step": 100}, "ops")
+        cls.http(cls, "POST", "/admin/keys", {"key": "other", "step": 100}, "ops")
 
     def http(self, method, path, body=None, token=None, headers=None):
         h = dict(headers or {})
@@ -64,16 +60,6 @@ class Security(unittest.TestCase):
             h.setdefault("Content-Type", "application/json")
         status, payload, r = self.seqd.request(method, path, body, headers=h)
         return status, payload, r
-
-    def tcp(self):
-        s = socket.create_connection(("127.0.0.1", self.tcp_port), timeout=10)
-        self.addCleanup(s.close)
-        return s
-
-    def resp(self):
-        s = socket.create_connection(("127.0.0.1", self.resp_port), timeout=10)
-        self.addCleanup(s.close)
-        return s
 
     def reload(self, text):
         with open(self.tokens, "w") as f:
