@@ -89,7 +89,6 @@ Environment: SEQD_BINARY (default build/seqd), CLIENT_CHAOS_DRIVER
 (default build/tests/e2e/client_chaos_driver), GO (default go; the Go
 driver is built with GOPROXY=off). Needs mariadbd.
 """
-import argparse
 import collections
 import json
 import os
@@ -100,7 +99,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lib import checkers, progress  # noqa: E402
+from lib import chaos, checkers  # noqa: E402
 from lib.chaos import WARMUP_S, Nemesis  # noqa: E402
 from lib.cluster import FixedPortCluster, Workspace  # noqa: E402
 from lib.load import KEYS, SEQD_FLAGS  # noqa: E402
@@ -295,14 +294,8 @@ def run(args):
         lease_s = args.lease_ms / 1000.0
         nemesis = ClientNemesis(cluster, db, random.Random(rng.getrandbits(32)), lease_s,
                                 time.monotonic() + args.seconds)
-        nemesis.start()
-        nemesis.join(args.seconds + 120)
-        if nemesis.is_alive():
-            nemesis.stop.set()
-            nemesis.join(30)
+        if not nemesis.play_out():
             harness_errors.append("the nemesis did not stop")
-        log("nemesis stopped; settling for %.1f s" % (2 * lease_s))
-        time.sleep(2 * lease_s)
         calls = []
         for d in drivers:
             code = d.stop()
@@ -350,29 +343,13 @@ def run(args):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--seconds", type=int, default=45, help="no fault starts after this")
-    p.add_argument("--seed", type=int, default=None, help="dice of drivers and nemesis")
-    p.add_argument("--lease-ms", type=int, default=2000, help="--cluster-lease-ms of every seqd")
+    p = chaos.parser(__doc__, seconds=45)
     p.add_argument("--threads", type=int, default=4, help="calling threads per driver")
     p.add_argument("--route-by-shard", action="store_true", help="both clients route by shard")
     p.add_argument("--async-go", action="store_true", help="the Go driver uses GoNextIDs")
     p.add_argument("--break-retry", action="store_true",
                    help="1 attempt per call: the run must fail (failed calls)")
-    p.add_argument("--json", help="write the figures here")
-    p.add_argument("--keep", action="store_true", help="keep the temp dir (logs, call files)")
-    p.add_argument("--self-test", action="store_true", help="check the checker, then exit")
-    p.add_argument("-v", "--verbose", action="store_true")
-    args = p.parse_args()
-    progress.VERBOSE = args.verbose
-    n = self_test() + checkers.self_test()
-    if args.self_test:
-        print("self-test: the checkers judged %d synthetic histories right" % n)
-        return 0
-    if args.seed is None:
-        args.seed = random.SystemRandom().randrange(1 << 31)
-    log("self-test passed (%d histories); seed %d" % (n, args.seed))
-    return run(args)
+    return chaos.main(p.parse_args(), lambda: self_test() + checkers.self_test(), run)
 
 
 if __name__ == "__main__":

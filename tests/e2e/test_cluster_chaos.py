@@ -117,7 +117,6 @@ Environment: SEQD_BINARY (default build/seqd), SEQCTL_BINARY (default
 client/seqctl next to it). Needs mariadbd (Debian's
 mariadb-server; scripts/deps.sh --test installs it).
 """
-import argparse
 import bisect
 import collections
 import json
@@ -130,7 +129,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lib import checkers, progress, subscribers  # noqa: E402
+from lib import chaos, checkers, subscribers  # noqa: E402
 from lib.checkers import EXAMPLES, MSG_FAILURES, Msg  # noqa: E402
 from lib.checkers import by_key, check_history, check_messages  # noqa: E402
 from lib.chaos import FAULTS, Nemesis  # noqa: E402
@@ -542,13 +541,7 @@ def run(args):
         lease_s = args.lease_ms / 1000.0
         nemesis = Nemesis(cluster, db, random.Random(rng.getrandbits(32)), lease_s,
                           time.monotonic() + args.seconds)
-        nemesis.start()
-        nemesis.join(args.seconds + 120)
-        if nemesis.is_alive():
-            nemesis.stop.set()
-            nemesis.join(30)
-        log("nemesis stopped; settling for %.1f s" % (2 * lease_s))
-        time.sleep(2 * lease_s)
+        nemesis.play_out()
         end = time.monotonic()
         stop.set()
         for c in clients:
@@ -606,25 +599,9 @@ def run(args):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--seconds", type=int, default=60, help="no fault starts after this")
-    p.add_argument("--seed", type=int, default=None, help="dice of clients and nemesis")
-    p.add_argument("--lease-ms", type=int, default=2000, help="--cluster-lease-ms of every seqd")
-    p.add_argument("--json", help="write the figures here")
+    p = chaos.parser(__doc__, seconds=60)
     p.add_argument("--history", help="write every answer here, one JSON object a line")
-    p.add_argument("--keep", action="store_true", help="keep the temp dir (seqd and MariaDB logs)")
-    p.add_argument("--self-test", action="store_true", help="check the checker, then exit")
-    p.add_argument("-v", "--verbose", action="store_true")
-    args = p.parse_args()
-    progress.VERBOSE = args.verbose
-    n = self_test()
-    if args.self_test:
-        print("self-test: the checker judged %d synthetic histories right" % n)
-        return 0
-    if args.seed is None:
-        args.seed = random.SystemRandom().randrange(1 << 31)
-    log("self-test passed (%d histories); seed %d" % (n, args.seed))
-    return run(args)
+    return chaos.main(p.parse_args(), self_test, run)
 
 
 if __name__ == "__main__":

@@ -10,17 +10,21 @@ shuffled order, each cycle running every kind, a settling pause of 1.5 to
   freeze_db      SIGSTOP mariadbd for 2 s, then SIGCONT
   kill_db        kill -9 mariadbd, restart it ~1 s later on the same port
   leave_join     SIGTERM a random instance (a clean leave), start a new one
-A suite adds kinds as `fault_<kind>` methods of a subclass.
+A suite adds kinds as `fault_<kind>` methods of a subclass. The suites'
+common command line and main are here too (`parser`, `main`).
 
 Thread safety: the Nemesis is a thread; read `faults`, `answers` and
 `error` once it has stopped (`stop` ends it early).
 """
+import argparse
+import random
 import signal
 import subprocess
 import threading
 import time
 import traceback
 
+from lib import progress
 from lib.checkers import Msg
 from lib.clients import SOCKET_TIMEOUT_S
 from lib.cluster import shard_of
@@ -69,6 +73,20 @@ class Nemesis(threading.Thread):
                 self.stop.wait(self.lease_s * self.rng.uniform(1.5, 2.5))
         except Exception:  # noqa: BLE001 - reported as a harness failure
             self.error = traceback.format_exc()
+
+    def play_out(self, overrun_s=120):
+        """Starts the nemesis and waits for it, stopping it if it runs
+        `overrun_s` past its end; then lets the cluster settle for 2 leases.
+        True if it ended by itself."""
+        self.start()
+        self.join(max(0.0, self.until - time.monotonic()) + overrun_s)
+        ended = not self.is_alive()
+        if not ended:
+            self.stop.set()
+            self.join(30)
+        log("nemesis stopped; settling for %.1f s" % (2 * self.lease_s))
+        time.sleep(2 * self.lease_s)
+        return ended
 
     def new_fault(self, kind):
         """The record of a fault of `kind` about to run; its method fills it in."""
@@ -191,3 +209,35 @@ class Nemesis(threading.Thread):
         fault["end"] = time.monotonic()
         fault["detail"] = "exit %d after %.2f s; joined %s" % (code, left_at - fault["start"],
                                                               new.name)
+
+
+# --- the suites' command line -------------------------------------------------
+
+def parser(doc, seconds):
+    """The chaos suites' options (a suite adds its own): --seconds (default
+    `seconds`), --seed, --lease-ms, --json, --keep, --self-test, -v."""
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    p.add_argument("--seconds", type=int, default=seconds, help="no fault starts after this")
+    p.add_argument("--seed", type=int, default=None, help="dice of the load and the nemesis")
+    p.add_argument("--lease-ms", type=int, default=2000, help="--cluster-lease-ms of every seqd")
+    p.add_argument("--json", help="write the figures here")
+    p.add_argument("--keep", action="store_true", help="keep the temp dir (the logs)")
+    p.add_argument("--self-test", action="store_true", help="check the checkers, then exit")
+    p.add_argument("-v", "--verbose", action="store_true")
+    return p
+
+
+def main(args, self_test, run):
+    """A chaos suite's main once `args` are parsed: `self_test()` (the
+    number of histories its checkers judged) first, on every run, so a pass
+    is never a checker that cannot fail; with --self-test nothing more,
+    else `run(args)` with a seed drawn if none was given. The exit code."""
+    progress.VERBOSE = args.verbose
+    n = self_test()
+    if args.self_test:
+        print("self-test: the checkers judged %d synthetic histories right" % n)
+        return 0
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(1 << 31)
+    log("self-test passed (%d histories); seed %d" % (n, args.seed))
+    return run(args)

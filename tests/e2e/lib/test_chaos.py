@@ -6,12 +6,15 @@ raises is reported, not swallowed.
 
 Usage: python3 tests/e2e/lib/test_chaos.py [unittest args]
 """
+import contextlib
+import io
 import os
 import random
 import signal
 import sys
 import time
 import unittest
+from unittest import mock
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from lib import chaos  # noqa: E402
@@ -161,6 +164,42 @@ class Schedule(unittest.TestCase):
         n.run()
         self.assertIn("ZeroDivisionError", n.error)
         self.assertEqual(n.faults, [])
+
+
+class PlayOut(unittest.TestCase):
+    def test_ends_by_itself_then_settles(self):
+        n = nemesis(FakeCluster(), FakeDB(), 0.1, kinds=("freeze_db",))
+        started = time.monotonic()
+        self.assertTrue(n.play_out())
+        self.assertFalse(n.is_alive())
+        self.assertGreaterEqual(time.monotonic() - started, 0.1 + 2 * n.lease_s)
+
+
+class CommandLine(unittest.TestCase):
+    def main(self, argv, self_test=lambda: 7):
+        runs = []
+        args = chaos.parser("Doc.\n\nMore.", seconds=30).parse_args(argv)
+        with mock.patch.object(chaos.progress, "VERBOSE", False):
+            code = chaos.main(args, self_test, lambda a: runs.append(a) or 3)
+            verbose = chaos.progress.VERBOSE
+        return code, runs, verbose
+
+    def test_self_test_only(self):
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            self.assertEqual(self.main(["--self-test"]), (0, [], False))
+        self.assertIn("judged 7 synthetic histories", out.getvalue())
+
+    def test_a_run_after_the_self_test_with_a_seed(self):
+        code, (args,), verbose = self.main(["--seconds", "5", "-v", "--lease-ms", "500"])
+        self.assertEqual((code, args.seconds, args.lease_ms, verbose), (3, 5, 500, True))
+        self.assertIsInstance(args.seed, int)
+        self.assertEqual(self.main(["--seed", "9"])[1][0].seed, 9)
+
+    def test_no_run_when_the_self_test_fails(self):
+        def broken():
+            raise AssertionError("a checker that cannot fail")
+        with self.assertRaises(AssertionError):
+            self.main([], self_test=broken)
 
 
 if __name__ == "__main__":
