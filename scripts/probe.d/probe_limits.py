@@ -16,7 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "e2e"))
-from common import Client, connect, log, read_all, read_response, result, rss_kib  # noqa: E402
+from common import Client, connect, log, read_response, result, rss_kib  # noqa: E402
+from lib.sockets import read_all  # noqa: E402
 from lib.wire import frame, header, read_frame, resp_command, resp_read_line  # noqa: E402
 
 PING, NEXT_IDS, AUTH = 0x01, 0x02, 0x03

@@ -23,6 +23,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Seqd, free_port, store_spec  # noqa: E402
+from lib.sockets import closed_within, read_head  # noqa: E402
 from lib.tokens import SECRETS, tokens_text  # noqa: E402
 from lib.wire import call, next_ids_payload, resp_call  # noqa: E402
 
@@ -34,26 +35,7 @@ BUDGET = 20
 
 def read_http_head(sock, timeout=5):
     """The status line and headers of the next response ("" if closed)."""
-    sock.settimeout(timeout)
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        chunk = sock.recv(4096)
-        if not chunk:
-            break
-        buf += chunk
-    return buf.decode(errors="replace")
-
-
-def closed_within(sock, seconds):
-    sock.settimeout(seconds)
-    try:
-        while sock.recv(4096):
-            pass
-        return True
-    except socket.timeout:
-        return False
-    except ConnectionResetError:
-        return True
+    return read_head(sock, timeout).decode(errors="replace")
 
 
 class Budget(unittest.TestCase):

@@ -18,13 +18,13 @@ Usage: python3 tests/e2e/test_conventions.py [unittest args]
 """
 import json
 import os
-import socket
 import sqlite3
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lib.seqd_case import SeqdCase  # noqa: E402
+from lib.sockets import read_all  # noqa: E402
 from lib.wire import call, next_ids_payload  # noqa: E402
 
 NEXT_IDS = 0x02
@@ -44,19 +44,9 @@ class Conventions(SeqdCase):
 
     def raw_http(self, data):
         """Sends `data` and reads until the server closes (send Connection: close)."""
-        s = socket.create_connection(("127.0.0.1", self.seqd.port), timeout=10)
-        self.addCleanup(s.close)
+        s = self.connect(self.seqd.port)
         s.sendall(data)
-        out = b""
-        while True:
-            try:
-                chunk = s.recv(65536)
-            except (ConnectionResetError, socket.timeout):
-                break
-            if not chunk:
-                break
-            out += chunk
-        return out
+        return read_all(s)[0]
 
     def send_message(self, conv, cmid):
         status, body, r = self.seqd.request(
