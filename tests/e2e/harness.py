@@ -6,6 +6,7 @@ import random
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -46,6 +47,17 @@ def store_spec(kind, tmpdir):
         raise RuntimeError("SEQD_TEST_MYSQL_URL is not set: start MariaDB with "
                            "scripts/mariadb.sh (scripts/test.sh does)")
     return url
+
+
+def store_from_argv(required=False):
+    """The store a suite runs on, 'sqlite' or 'mariadb': sys.argv[1] if it is
+    one (taken out, so the rest goes to unittest); else 'sqlite', or with
+    `required` an exit with the usage."""
+    if len(sys.argv) > 1 and sys.argv[1] in ("sqlite", "mariadb"):
+        return sys.argv.pop(1)
+    if required:
+        sys.exit("usage: %s sqlite|mariadb [unittest args]" % os.path.basename(sys.argv[0]))
+    return "sqlite"
 
 
 def mariadb(action):

@@ -28,7 +28,7 @@ import urllib.parse
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Seqd  # noqa: E402
+from harness import Seqd, store_from_argv  # noqa: E402
 from lib.mariadb import sql  # noqa: E402
 from lib.seqd_case import SeqdCase  # noqa: E402
 from lib.wire import BinaryConn, next_ids_payload, resp_pipelined  # noqa: E402
@@ -394,8 +394,7 @@ class LegacyTables(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] in ("sqlite", "mariadb"):
-        AnyIds.STORE = sys.argv.pop(1)
+    AnyIds.STORE = store_from_argv()
     if AnyIds.STORE != "mariadb":
         del LegacyTables  # MySQL's tables only: the mariadb run has them
     unittest.main()

@@ -26,6 +26,7 @@ import unittest
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import store_from_argv  # noqa: E402
 from lib.seqd_case import SeqdCase  # noqa: E402
 from lib.wire import (BinaryConn, key_list, next_ids_payload, once_payload,  # noqa: E402
                       resp_command, s16)
@@ -303,6 +304,5 @@ class DenseKeys(SeqdCase):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] in ("sqlite", "mariadb"):
-        DenseKeys.STORE = sys.argv.pop(1)
+    DenseKeys.STORE = store_from_argv()
     unittest.main()

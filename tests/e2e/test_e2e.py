@@ -13,7 +13,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Seqd, mariadb, store_spec  # noqa: E402
+from harness import Seqd, mariadb, store_from_argv, store_spec  # noqa: E402
 
 KIND = "sqlite"
 RUN = "%06x" % random.getrandbits(24)  # unique key names per run (MariaDB persists)
@@ -326,10 +326,5 @@ class MariaDBOutage(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    KIND = sys.argv.pop(1)
-    if KIND not in ("sqlite", "mariadb"):
-        sys.exit("usage: test_e2e.py sqlite|mariadb")
-    if KIND == "sqlite":
-        unittest.main(defaultTest="E2E")
-    else:
-        unittest.main()
+    KIND = store_from_argv(required=True)
+    unittest.main(defaultTest="E2E" if KIND == "sqlite" else None)

@@ -17,6 +17,7 @@ import unittest
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import store_from_argv  # noqa: E402
 from lib.seqd_case import SeqdCase  # noqa: E402
 from lib.wire import (BinaryConn, ids_of, int64_list, key_list, key_values,  # noqa: E402
                       next_ids_payload, resp_pipelined, s16)
@@ -267,6 +268,5 @@ class OpenImIds(SeqdCase):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] in ("sqlite", "mariadb"):
-        OpenImIds.STORE = sys.argv.pop(1)
+    OpenImIds.STORE = store_from_argv()
     unittest.main()

@@ -24,7 +24,7 @@ import unittest
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Seqd, free_port, store_spec  # noqa: E402
+from harness import Seqd, free_port, store_from_argv, store_spec  # noqa: E402
 from lib.wire import call, int64_list, key_list, key_values, s16  # noqa: E402
 
 STORE = "sqlite"
@@ -196,6 +196,5 @@ class OpenImMigrate(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] in ("sqlite", "mariadb"):
-        STORE = sys.argv.pop(1)
+    STORE = store_from_argv()
     unittest.main()

@@ -28,7 +28,7 @@ import unittest
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SEQD, Seqd, mariadb, store_spec  # noqa: E402
+from harness import SEQD, Seqd, mariadb, store_from_argv, store_spec  # noqa: E402
 
 KIND = "sqlite"
 RUN = "%06x" % random.getrandbits(24)
@@ -716,10 +716,5 @@ class MariaDBOutage(Base):
 
 
 if __name__ == "__main__":
-    KIND = sys.argv.pop(1)
-    if KIND not in ("sqlite", "mariadb"):
-        sys.exit("usage: test_snowflake.py sqlite|mariadb")
-    if KIND == "sqlite":
-        unittest.main(defaultTest="Snowflake")
-    else:
-        unittest.main()
+    KIND = store_from_argv(required=True)
+    unittest.main(defaultTest="Snowflake" if KIND == "sqlite" else None)
