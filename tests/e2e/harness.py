@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 SEQD = os.environ.get("SEQD_BINARY", "build/seqd")
@@ -67,6 +68,16 @@ def mariadb(action):
         raise RuntimeError("SEQD_TEST_MARIADB_DIR is not set")
     subprocess.run([os.path.join(REPO, "scripts", "mariadb.sh"), action, d], check=True,
                    stdout=subprocess.DEVNULL)
+
+
+def run_threads(target, count):
+    """Runs target(0) .. target(count - 1), each on a thread of its own, and
+    waits for them all."""
+    threads = [threading.Thread(target=target, args=(n,)) for n in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
 
 
 def wait_stopped(pid, timeout_s=2.0):

@@ -13,7 +13,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Seqd, mariadb, store_from_argv, store_spec  # noqa: E402
+from harness import Seqd, mariadb, run_threads, store_from_argv, store_spec  # noqa: E402
 
 KIND = "sqlite"
 RUN = "%06x" % random.getrandbits(24)  # unique key names per run (MariaDB persists)
@@ -53,11 +53,7 @@ class E2E(unittest.TestCase):
                 errors.append(repr(e))
             per_client[n] = got
 
-        threads = [threading.Thread(target=client, args=(n,)) for n in range(16)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        run_threads(client, 16)
         self.assertEqual(errors, [])
         every = [i for ids in per_client.values() for i in ids]
         self.assertEqual(len(every), len(set(every)), "duplicate IDs")
