@@ -24,7 +24,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Seqd, free_port, store_spec  # noqa: E402
 from lib.sockets import closed_within, read_head  # noqa: E402
-from lib.tokens import SECRETS, tokens_text  # noqa: E402
+from lib.tokens import SECRETS, tokens_file, tokens_text  # noqa: E402
 from lib.wire import call, next_ids_payload, resp_call  # noqa: E402
 
 NEXT_IDS, AUTH = 0x02, 0x03
@@ -42,9 +42,7 @@ class Budget(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.addCleanup(self.tmp.cleanup)
-        tokens = os.path.join(self.tmp.name, "tokens")
-        with open(tokens, "w") as f:
-            f.write(tokens_text(["ops", "orders"]))
+        tokens = tokens_file(self.tmp.name, tokens_text(["ops", "orders"]))
         self.tcp_port, self.resp_port = free_port(), free_port()
         self.seqd = Seqd(store_spec("sqlite", self.tmp.name), "--tcp-port", str(self.tcp_port),
                          "--resp-port", str(self.resp_port), "--tokens-file", tokens,

@@ -23,7 +23,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Seqd, free_port, store_spec  # noqa: E402
-from lib.tokens import token_line  # noqa: E402
+from lib.tokens import token_line, tokens_file  # noqa: E402
 from lib.wire import call  # noqa: E402
 
 SECRET = "sqd_ops-secret-0123456789"
@@ -52,9 +52,7 @@ class JsonLogs(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
-        tokens = os.path.join(cls.tmp.name, "tokens")
-        with open(tokens, "w") as f:
-            f.write(token_line("ops", SECRET, "admin,ids:*") + "\n")
+        tokens = tokens_file(cls.tmp.name, token_line("ops", SECRET, "admin,ids:*") + "\n")
         cls.tcp_port = free_port()
         cls.seqd = Seqd(store_spec("sqlite", cls.tmp.name), "--log-format", "json",
                         "--log-level", "debug", "--tokens-file", tokens,
@@ -182,9 +180,7 @@ class Instances(unittest.TestCase):
 
     def test_text_format_keeps_the_audit_line_shape(self):
         with tempfile.TemporaryDirectory() as d:
-            tokens = os.path.join(d, "tokens")
-            with open(tokens, "w") as f:
-                f.write(token_line("ops", SECRET, "admin") + "\n")
+            tokens = tokens_file(d, token_line("ops", SECRET, "admin") + "\n")
             with Seqd(store_spec("sqlite", d), "--tokens-file", tokens) as s:
                 status, _, _ = s.request("POST", "/admin/keys", {"key": "k", "step": 5},
                                          headers={**bearer(), "X-Request-Id": "text-1"})

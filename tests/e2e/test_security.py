@@ -25,7 +25,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import SEQD, store_spec  # noqa: E402
 from lib.seqd_case import SeqdCase  # noqa: E402
-from lib.tokens import SCOPES, SECRETS, tokens_text  # noqa: E402
+from lib.tokens import SCOPES, SECRETS, tokens_file, tokens_text  # noqa: E402
 from lib.wire import (call, frame, key_list, next_ids_payload, read_frame, resp_call,  # noqa: E402
                       s16, send_payload)
 
@@ -41,9 +41,8 @@ OK, UNAUTHENTICATED, PERMISSION_DENIED = 0, 13, 14
 class Security(SeqdCase):
     @classmethod
     def seqd_flags(cls):
-        cls.tokens = os.path.join(cls.tmp.name, "tokens")
-        with open(cls.tokens, "w") as f:
-            f.write(tokens_text(["ops", "orders", "chat", "reader", "scraper"]))
+        cls.tokens = tokens_file(cls.tmp.name,
+                                 tokens_text(["ops", "orders", "chat", "reader", "scraper"]))
         return ("--tokens-file", cls.tokens, "--log-level", "info")
 
     @classmethod
@@ -454,9 +453,7 @@ class StartUp(unittest.TestCase):
 
     def test_bad_tokens_file_is_refused(self):
         with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "tokens")
-            with open(path, "w") as f:
-                f.write("# ok\nops %s admin\nops %s ids:*\n" % ("a" * 64, "b" * 64))
+            path = tokens_file(tmp, "# ok\nops %s admin\nops %s ids:*\n" % ("a" * 64, "b" * 64))
             code, out = self.start("--tokens-file", path)
             self.assertNotIn(code, (None, 0), out)
             self.assertIn("line 3", out)

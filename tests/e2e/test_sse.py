@@ -19,7 +19,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Seqd  # noqa: E402
-from lib.tokens import token_line  # noqa: E402
+from lib.tokens import token_line, tokens_file  # noqa: E402
 
 SECRETS = {
     "alice": "sqd_alice-secret-0123456789",
@@ -345,9 +345,8 @@ class Tokens(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
-        tokens = os.path.join(cls.tmp.name, "tokens")
-        with open(tokens, "w") as f:
-            f.writelines(token_line(n, SECRETS[n], SCOPES[n]) + "\n" for n in SECRETS)
+        tokens = tokens_file(cls.tmp.name, "".join(token_line(n, SECRETS[n], SCOPES[n]) + "\n"
+                                                   for n in SECRETS))
         cls.seqd = Seqd("sqlite:" + os.path.join(cls.tmp.name, "t.db"), "--tokens-file", tokens,
                         "--sse-max-streams", "3", "--sse-max-streams-per-token", "2",
                         "--log-level", "debug")

@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Seqd, store_spec  # noqa: E402
 from lib.browser import chromium  # noqa: E402
 from lib.sockets import read_head  # noqa: E402
-from lib.tokens import token_line  # noqa: E402
+from lib.tokens import token_line, tokens_file  # noqa: E402
 
 CONV = "sg_browser"
 READ_SECRET = "sqd_browser-reader-0123456789"
@@ -172,10 +172,9 @@ class BrowserEventSource(unittest.TestCase):
     def setUp(self):
         self.browser = chromium()
         self.tmp = tempfile.TemporaryDirectory(prefix="seqd-sse-browser-")
-        tokens = os.path.join(self.tmp.name, "tokens")
-        with open(tokens, "w") as f:
-            f.write(token_line("reader", READ_SECRET, "msg:read:" + CONV) + "\n")
-            f.write(token_line("sender", SEND_SECRET, "msg:send:" + CONV) + "\n")
+        tokens = tokens_file(self.tmp.name,
+                             token_line("reader", READ_SECRET, "msg:read:" + CONV) + "\n"
+                             + token_line("sender", SEND_SECRET, "msg:send:" + CONV) + "\n")
         self.seqd = Seqd(store_spec("sqlite", self.tmp.name), "--tokens-file", tokens)
         self.proxy = SameOriginProxy(self.seqd.port, PAGE % {"conv": CONV, "token": READ_SECRET})
         threading.Thread(target=self.proxy.serve_forever, daemon=True).start()

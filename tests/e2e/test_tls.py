@@ -8,7 +8,6 @@ with tokens and mutual TLS on the binary listener forward to each other.
 
 Usage: python3 tests/e2e/test_tls.py [unittest args]
 """
-import hashlib
 import json
 import os
 import shutil
@@ -26,6 +25,7 @@ from harness import REPO, SEQD, free_port, store_spec  # noqa: E402
 from lib.cluster import shard_of  # noqa: E402
 from lib.cluster_case import SHARDS  # noqa: E402
 from lib.mariadb import Database  # noqa: E402
+from lib.tokens import token_line, tokens_file  # noqa: E402
 from lib.wire import frame, next_ids_payload, read_frame, resp_command  # noqa: E402
 
 BUILD = os.path.dirname(os.path.abspath(SEQD))
@@ -299,10 +299,8 @@ class ClusterOverTls(unittest.TestCase):
         certs = os.path.join(tmp.name, "certs")
         make_certs(certs)
         secrets = {"peer": "sqd_peer-secret-0123456789", "app": "sqd_app-secret-0123456789"}
-        tokens = os.path.join(tmp.name, "tokens")
-        with open(tokens, "w") as f:
-            f.write("peer %s cluster\n" % hashlib.sha256(secrets["peer"].encode()).hexdigest())
-            f.write("app %s ids:*,admin\n" % hashlib.sha256(secrets["app"].encode()).hexdigest())
+        tokens = tokens_file(tmp.name, token_line("peer", secrets["peer"], "cluster") + "\n"
+                             + token_line("app", secrets["app"], "ids:*,admin") + "\n")
         peer_file = os.path.join(tmp.name, "peer-token")
         with open(peer_file, "w") as f:
             f.write(secrets["peer"] + "\n")

@@ -5,6 +5,7 @@ Usage: python3 tests/e2e/lib/test_tokens.py [unittest args]
 """
 import os
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -33,6 +34,15 @@ class Tokens(unittest.TestCase):
         self.assertEqual(tokens.tokens_text(["orders"], wider).splitlines()[1].split()[2],
                          "ids:*")
         self.assertEqual(tokens.SCOPES["orders"], "ids:order_")
+
+
+class TokensFile(unittest.TestCase):
+    def test_written_where_said(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = tokens.tokens_file(d, tokens.tokens_text(["ops"]))
+            self.assertEqual(path, os.path.join(d, "tokens"))
+            with open(path) as f:
+                self.assertEqual(f.read(), tokens.tokens_text(["ops"]))
 
 
 if __name__ == "__main__":

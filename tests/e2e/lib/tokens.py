@@ -3,6 +3,7 @@ token, `id sha256-of-secret-in-hex scopes`, and the named test tokens the
 security suites share. Standard library only.
 """
 import hashlib
+import os
 
 SECRETS = {
     "ops": "sqd_ops-secret-0123456789",
@@ -24,6 +25,14 @@ def token_line(name, secret, scopes):
     """One tokens-file line (no newline): the id, the secret's SHA-256 in
     hex, the scopes."""
     return "%s %s %s" % (name, hashlib.sha256(secret.encode()).hexdigest(), scopes)
+
+
+def tokens_file(directory, text):
+    """Writes `text` (tokens-file lines) to `directory`/tokens; its path."""
+    path = os.path.join(directory, "tokens")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
 
 
 def tokens_text(names, scopes=None):
