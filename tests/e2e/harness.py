@@ -70,6 +70,34 @@ def mariadb(action):
                    stdout=subprocess.DEVNULL)
 
 
+def http_get(port, path, timeout=10):
+    """(status, body) of GET `path` from 127.0.0.1:`port` on a connection of its own."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        return r.status, r.read()
+    finally:
+        c.close()
+
+
+def wait_ready(proc, ready, name, logs, timeout=15, pause=0.05):
+    """Returns once `ready()` is true (an OSError counts as not yet);
+    RuntimeError with `logs()` if `proc` exits first or `timeout` s pass."""
+    deadline = time.time() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError("%s exited with %s: %s" % (name, proc.returncode, logs()))
+        try:
+            if ready():
+                return
+        except OSError:
+            pass
+        if time.time() > deadline:
+            raise RuntimeError("%s did not become ready: %s" % (name, logs()))
+        time.sleep(pause)
+
+
 def run_threads(target, count):
     """Runs target(0) .. target(count - 1), each on a thread of its own, and
     waits for them all."""
@@ -112,17 +140,7 @@ class Seqd:
         self.wait_healthy()
 
     def wait_healthy(self, timeout=15):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("seqd exited with %s: %s" % (self.proc.returncode, self.logs()))
-            try:
-                if self.get("/healthz")[0] == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.05)
-        raise RuntimeError("seqd did not become healthy: " + self.logs())
+        wait_ready(self.proc, lambda: self.get("/healthz")[0] == 200, "seqd", self.logs, timeout)
 
     def logs(self):
         with open(self.log.name, errors="replace") as f:
