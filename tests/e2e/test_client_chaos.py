@@ -99,15 +99,15 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from client_chaos_check import (CLIENTS, DEADLINE_S, FAULTS, failures_of,  # noqa: E402
+                                latency_figures, parse_output, self_test, verdict)
+from harness import REPO, wait_stopped  # noqa: E402
 from lib import chaos, checkers  # noqa: E402
 from lib.chaos import WARMUP_S, Nemesis  # noqa: E402
 from lib.cluster import FixedPortCluster, Workspace  # noqa: E402
 from lib.load import KEYS, SEQD_FLAGS  # noqa: E402
 from lib.mariadb import MariaDB  # noqa: E402
 from lib.progress import log, rel  # noqa: E402
-from client_chaos_check import (CLIENTS, DEADLINE_S, FAULTS, failures_of,  # noqa: E402
-                                latency_figures, parse_output, self_test, verdict)
-from harness import REPO, wait_stopped  # noqa: E402
 
 DRIVER = os.environ.get("CLIENT_CHAOS_DRIVER",
                         os.path.join(REPO, "build", "tests", "e2e", "client_chaos_driver"))

@@ -130,9 +130,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lib import chaos, checkers, subscribers  # noqa: E402
+from lib.chaos import FAULTS, Nemesis  # noqa: E402
 from lib.checkers import EXAMPLES, MSG_FAILURES, Msg  # noqa: E402
 from lib.checkers import by_key, check_history, check_messages  # noqa: E402
-from lib.chaos import FAULTS, Nemesis  # noqa: E402
 from lib.clients import SOCKET_TIMEOUT_S, TRANSPORT_ERRORS, Connections, ServerError  # noqa: E402
 from lib.cluster import Cluster, Workspace  # noqa: E402
 from lib.load import (CONVS, INTERFACES, KEYS, MSG_INTERFACES, MSG_RESOLVE_S,  # noqa: E402
