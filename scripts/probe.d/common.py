@@ -62,23 +62,6 @@ def read_response(sock, buf=b""):
     return status, headers, rest[:n], rest[n:]
 
 
-def read_all(sock, timeout=5):
-    """Everything the server sends until it closes (or `timeout` of silence).
-    Returns (data, closed)."""
-    sock.settimeout(timeout)
-    out = b""
-    while True:
-        try:
-            chunk = sock.recv(65536)
-        except socket.timeout:
-            return out, False
-        except ConnectionResetError:
-            return out, True
-        if not chunk:
-            return out, True
-        out += chunk
-
-
 class Client:
     """A keep-alive HTTP client on raw sockets from a chosen source address,
     reconnecting every `reconnect_every` requests (so accepts are measured

@@ -8,21 +8,19 @@ usage: probe_limits.py --pid PID --http P --tcp P --resp P --token SECRET
 import argparse
 import json
 import os
-import re
 import socket
-import struct
 import sys
 import threading
 import time
+from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Client, connect, log, read_all, read_response, result, rss_kib  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "e2e"))
+from common import Client, connect, log, read_response, result, rss_kib  # noqa: E402
+from lib.sockets import read_all  # noqa: E402
+from lib.wire import frame, header, read_frame, resp_command, resp_read_line  # noqa: E402
 
-PING, AUTH = 0x01, 0x03
-
-
-def frame(opcode, request_id, payload=b""):
-    return struct.pack(">IBBHI", 8 + len(payload), 1, opcode, 0, request_id) + payload
+PING, NEXT_IDS, AUTH = 0x01, 0x02, 0x03
 
 
 def served(a):
@@ -39,26 +37,15 @@ def served(a):
     try:
         s = connect(a.tcp, "127.0.0.3", timeout=5)
         s.sendall(frame(AUTH, 1, a.token.encode()) + frame(PING, 2, b"x"))
-        data = b""
-        while len(data) < 2 * 12 + 2 + 3:
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            data += chunk
+        read_frame(s)
+        read_frame(s)  # both answered, whatever they say
         s.close()
-        ok = ok and len(data) >= 2 * 12 + 2 + 3
         s = connect(a.resp, "127.0.0.3", timeout=5)
-        s.sendall(b"*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n*1\r\n$4\r\nPING\r\n" % (
-            len(a.token), a.token.encode()))
-        data = b""
-        while data.count(b"\r\n") < 2:
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            data += chunk
+        s.sendall(resp_command(["AUTH", a.token]) + resp_command(["PING"]))
+        replies = [resp_read_line(s), resp_read_line(s)]
         s.close()
-        ok = ok and data == b"+OK\r\n+PONG\r\n"
-    except OSError:
+        ok = ok and replies == [b"+OK", b"+PONG"]
+    except (OSError, EOFError):
         ok = False
     return ok
 
@@ -218,13 +205,13 @@ def main():
     ap.add_argument("--only", default="resp,binary,idle,keys")
     a = ap.parse_args()
     only = a.only.split(",")
-    resp_auth = b"*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n" % (len(a.token), a.token.encode())
+    resp_auth = resp_command(["AUTH", a.token])
     if "resp" in only:
         announced(a, "RESP bulk announcing 512 MB", a.resp, resp_auth,
                   b"*2\r\n$4\r\nINCR\r\n$536870912\r\n")
     if "binary" in only:
         announced(a, "binary frame announcing 4 GB", a.tcp, frame(AUTH, 1, a.token.encode()),
-                  struct.pack(">IBBHI", 0xFFFFFFFF, 1, 0x02, 0, 2))
+                  header(0xFFFFFFFF, NEXT_IDS, 2))
     if "idle" in only:
         idle_flood(a, a.idle)
     if "keys" in only:

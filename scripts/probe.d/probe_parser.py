@@ -15,9 +15,12 @@ import json
 import os
 import re
 import sys
+from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Client, connect, read_all, result  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "e2e"))
+from common import Client, connect, result  # noqa: E402
+from lib.sockets import read_all  # noqa: E402
 
 KEY = "probe_smuggle"
 BEHIND = b"GET /seq/" + KEY.encode() + b" HTTP/1.1\r\nHost: x\r\n\r\n"

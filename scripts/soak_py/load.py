@@ -10,10 +10,15 @@ import os
 import random
 import signal
 import socket
+import sys
 import threading
 import time
+from pathlib import Path
 
 from wire import PUSH_DROPPED, PUSH_MESSAGE, OK, Binary, Http, Resp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "e2e"))
+from lib.sockets import read_head  # noqa: E402
 
 HOT_KEYS = ["soak_hot_%d" % i for i in range(8)]
 CONVS = ["sg_soak_%d" % i for i in range(8)]
@@ -186,6 +191,35 @@ WORKERS = {"binary_ids": binary_ids, "http_ids": http_ids, "resp_incr": resp_inc
            "binary_send": binary_send}
 
 
+def _read_for(ctx, sock, seconds, read_one):
+    """Calls read_one() while it returns True, for at most `seconds` (each
+    read waiting for what is left of them) or until the soak stops; a read
+    that times out ends it."""
+    deadline = time.monotonic() + seconds
+    while not ctx.stop.is_set():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        sock.settimeout(left)
+        try:
+            if not read_one():
+                return
+        except socket.timeout:
+            return
+
+
+def _push(ctx, c):
+    """Reads one frame on subscribed connection `c`: a push is counted,
+    PUSH_DROPPED is an error and ends the subscription (False)."""
+    op, _, status, _ = c.read_frame()
+    if op == PUSH_MESSAGE:
+        ctx.stats.count("pushes")
+    elif op == PUSH_DROPPED:
+        ctx.stats.error("PUSH_DROPPED status %d" % status)
+        return False
+    return True
+
+
 def binary_subscriber(ctx, worker):
     """Joins (SUBSCRIBE two conversations), reads pushes for 2-6 s, leaves
     (closes the connection); over and over. PUSH_DROPPED is an error."""
@@ -203,21 +237,7 @@ def binary_subscriber(ctx, worker):
             r = timed(ctx.stats, "SUBSCRIBE", lambda: c.subscribe(convs), lambda r: r[0] == OK)
             if r[0] == OK:
                 ctx.stats.count("subscriptions")
-                deadline = time.monotonic() + hold
-                while not ctx.stop.is_set():
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        break
-                    c.sock.settimeout(left)
-                    try:
-                        op, rid, status, _ = c.read_frame()
-                    except socket.timeout:
-                        break
-                    if op == PUSH_MESSAGE:
-                        ctx.stats.count("pushes")
-                    elif op == PUSH_DROPPED:
-                        ctx.stats.error("PUSH_DROPPED status %d" % status)
-                        break
+                _read_for(ctx, c.sock, hold, lambda: _push(ctx, c))
         except Exception as e:  # noqa: BLE001
             ctx.stats.error("subscriber: %r" % e)
         finally:
@@ -239,12 +259,9 @@ def sse_subscriber(ctx, worker):
             s.sendall(("GET /conversations/%s/events HTTP/1.1\r\nHost: soak\r\n"
                        "Authorization: Bearer %s\r\nAccept: text/event-stream\r\n\r\n"
                        % (conv, ctx.secret)).encode())
-            buf = b""
-            while b"\r\n\r\n" not in buf:
-                chunk = s.recv(65536)
-                if not chunk:
-                    raise EOFError("SSE closed before headers")
-                buf += chunk
+            buf = read_head(s)
+            if b"\r\n\r\n" not in buf:
+                raise EOFError("SSE closed before headers")
             status_line = buf.split(b"\r\n", 1)[0]
             if b" 200 " not in status_line + b" ":
                 ctx.stats.error("SSE %s" % status_line[:60])
@@ -252,25 +269,23 @@ def sse_subscriber(ctx, worker):
                 continue
             ctx.stats.ok(time.perf_counter() - t0)
             ctx.stats.count("sse_streams")
-            deadline = time.monotonic() + hold
-            while not ctx.stop.is_set():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                s.settimeout(left)
-                try:
-                    chunk = s.recv(65536)
-                except socket.timeout:
-                    break
+
+            def events():
+                """One read of the stream: events counted, a close or a drop ends it."""
+                nonlocal buf
+                chunk = s.recv(65536)
                 if not chunk:
                     ctx.stats.error("SSE stream closed by the server")
-                    break
+                    return False
                 buf += chunk
                 ctx.stats.count("sse_events", chunk.count(b"event: message"))
                 if b"event: dropped" in buf:
                     ctx.stats.error("SSE event: dropped")
-                    break
+                    return False
                 buf = buf[-64:]
+                return True
+
+            _read_for(ctx, s, hold, events)
         except Exception as e:  # noqa: BLE001
             ctx.stats.error("sse: %r" % e)
             ctx.stop.wait(0.5)

@@ -1,5 +1,6 @@
 """Minimal clients for the soak driver: binary protocol (docs/protocol.md),
-HTTP/1.1 keep-alive and RESP2. Standard library only.
+HTTP/1.1 keep-alive and RESP2. Frames, payloads and RESP commands are the
+end-to-end suites' (tests/e2e/lib/wire.py). Standard library only.
 
 Each client object owns one socket and is used by one thread at a time (no
 locking inside). Every call raises on a transport failure (OSError, EOFError)
@@ -7,7 +8,11 @@ so the caller counts it as an error.
 """
 import http.client
 import socket
-import struct
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "e2e"))
+from lib import wire  # noqa: E402
 
 PING, NEXT_IDS, AUTH = 0x01, 0x02, 0x03
 SEND, SUBSCRIBE, UNSUBSCRIBE = 0x20, 0x2A, 0x2B
@@ -16,22 +21,12 @@ OK = 0
 TIMEOUT_S = 10
 
 
-def s16(text):
-    b = text.encode()
-    return struct.pack(">H", len(b)) + b
-
-
-def frame(opcode, request_id, payload=b""):
-    return struct.pack(">IBBHI", 8 + len(payload), 1, opcode, 0, request_id) + payload
-
-
 class Binary:
     """One binary-protocol connection, authenticated with `secret`."""
 
     def __init__(self, port, secret, timeout=TIMEOUT_S):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.buf = b""
         self.next_id = 1
         status, _ = self.call(AUTH, secret.encode())
         if status != OK:
@@ -40,27 +35,16 @@ class Binary:
     def close(self):
         self.sock.close()
 
-    def _exact(self, n):
-        while len(self.buf) < n:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise EOFError("binary connection closed")
-            self.buf += chunk
-        out, self.buf = self.buf[:n], self.buf[n:]
-        return out
-
     def read_frame(self):
         """(opcode, request_id, status, rest) of the next frame."""
-        length, _, opcode, _, request_id = struct.unpack(">IBBHI", self._exact(12))
-        payload = self._exact(length - 8)
-        return opcode, request_id, struct.unpack(">H", payload[:2])[0], payload[2:]
+        return wire.read_frame(self.sock)
 
     def call(self, opcode, payload=b""):
         """Sends one request and returns (status, rest) of its answer; pushes
         that arrive first are skipped (callers that subscribe use read_frame)."""
         rid = self.next_id
         self.next_id += 1
-        self.sock.sendall(frame(opcode, rid, payload))
+        self.sock.sendall(wire.frame(opcode, rid, payload))
         while True:
             op, got, status, rest = self.read_frame()
             if got == 0:  # a push
@@ -70,15 +54,14 @@ class Binary:
             return status, rest
 
     def next_ids(self, key, count=1):
-        return self.call(NEXT_IDS, s16(key) + struct.pack(">I", count))
+        return self.call(NEXT_IDS, wire.next_ids_payload(key, count))
 
     def send(self, conv, sender, client_msg_id, payload):
-        body = (s16(conv) + s16(sender) + s16(client_msg_id) + struct.pack(">i", 1) +
-                struct.pack(">I", len(payload)) + payload)
-        return self.call(SEND, body)
+        return self.call(SEND, wire.send_payload(conv, sender, client_msg_id, payload,
+                                                 content_type=1))
 
     def subscribe(self, convs):
-        return self.call(SUBSCRIBE, struct.pack(">I", len(convs)) + b"".join(s16(c) for c in convs))
+        return self.call(SUBSCRIBE, wire.key_list(convs))
 
 
 class Http:
@@ -120,7 +103,6 @@ class Resp:
     def __init__(self, port, secret, timeout=TIMEOUT_S):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.buf = b""
         line = self.command("AUTH", secret)
         if line != b"+OK":
             raise RuntimeError("RESP AUTH: %r" % line)
@@ -130,15 +112,4 @@ class Resp:
 
     def command(self, *args):
         """The reply's first line (without CRLF); INCR answers one line."""
-        out = b"*%d\r\n" % len(args)
-        for a in args:
-            a = a.encode() if isinstance(a, str) else a
-            out += b"$%d\r\n%s\r\n" % (len(a), a)
-        self.sock.sendall(out)
-        while b"\r\n" not in self.buf:
-            chunk = self.sock.recv(4096)
-            if not chunk:
-                raise EOFError("RESP connection closed")
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\r\n", 1)
-        return line
+        return wire.resp_call(self.sock, *args)

@@ -1,6 +1,6 @@
 """The checker of tests/e2e/test_client_chaos.py: driver output parsed
 into calls, the verdict (failed and late calls, malformed answers, and,
-through test_cluster_chaos.py's checker, duplicates and real-time order
+through lib/checkers.py's ID checker, duplicates and real-time order
 violations across all client processes), latency figures, and its
 self-test on synthetic driver output (see test_client_chaos.py)."""
 import collections
@@ -9,7 +9,9 @@ import random
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_cluster_chaos as chaos  # noqa: E402
+from lib.checkers import Answer, find_duplicates, find_order_violations, short_ranges  # noqa: E402
+from lib.clients import ServerError, checked_ranges  # noqa: E402
+from lib.progress import rel  # noqa: E402
 
 CLIENTS = ("cpp", "go")
 FAULTS = ("kill_owner", "stop_owner", "freeze_db", "kill_db", "leave_join")
@@ -23,8 +25,8 @@ EXAMPLES = 5
 # --- the checker ---------------------------------------------------------------
 
 class Call:
-    """One driver line: `answer` (a test_cluster_chaos Answer; its iface is
-    the client, its inst the client and thread) when it is well formed."""
+    """One driver line: its call's key, count, send and receive time, and
+    its ranges, error code and message, or what was malformed."""
     __slots__ = ("client", "thread", "key", "count", "send", "recv", "ranges", "code", "message",
                  "malformed")
 
@@ -42,10 +44,10 @@ class Call:
         elif self.malformed is not None:
             what = "malformed: %s" % self.malformed
         else:
-            what = "ids %s" % chaos.short_ranges(self.ranges)
+            what = "ids %s" % short_ranges(self.ranges)
         return "%s/%s %s count %d sent %.3f recv %.3f (%.3f s): %s" % (
-            self.client, self.thread, self.key, self.count, chaos.rel(self.send),
-            chaos.rel(self.recv), self.latency, what)
+            self.client, self.thread, self.key, self.count, rel(self.send),
+            rel(self.recv), self.latency, what)
 
 
 def parse_line(client, line):
@@ -68,10 +70,10 @@ def parse_line(client, line):
         return c
     try:
         ranges = [tuple(int(x) for x in r.split("-", 1)) for r in rest.split(",")]
-        c.ranges = chaos.checked_ranges(ranges, c.count)
+        c.ranges = checked_ranges(ranges, c.count)
     except (ValueError, TypeError) as e:
         c.malformed = "unparsable ranges %r (%s)" % (rest[:80], e)
-    except chaos.ServerError as e:
+    except ServerError as e:
         c.malformed = e.kind
     return c
 
@@ -112,10 +114,10 @@ def verdict(calls, deadline_s=DEADLINE_S, faults=()):
     failed = [c for c in errors if not beyond_bound(c, faults, deadline_s)]
     late = [c for c in calls if c.code is None and c.latency > deadline_s + DEADLINE_SLACK_S]
     malformed = [c for c in calls if c.malformed is not None]
-    answers = [chaos.Answer(c.key, c.client, "%s/%s" % (c.client, c.thread), c.send, c.recv,
-                            c.ranges) for c in calls if c.ok]
-    dups, dup_examples = chaos.find_duplicates(answers)
-    order, order_examples = chaos.find_order_violations(answers)
+    answers = [Answer(c.key, c.client, "%s/%s" % (c.client, c.thread), c.send, c.recv,
+                      c.ranges) for c in calls if c.ok]
+    dups, dup_examples = find_duplicates(answers)
+    order, order_examples = find_order_violations(answers)
     return {"failed": len(failed), "failed_examples": [c.describe() for c in failed[:EXAMPLES]],
             "beyond_bound": len(excused),
             "beyond_bound_examples": [c.describe() for c in excused[:EXAMPLES]],
@@ -192,7 +194,7 @@ def missed_faults(calls, faults, lease_s):
         slowest = max((c.latency for c in crossing(calls, f)), default=0.0)
         if slowest < lease_s / 4:
             out.append("%s of %s at %.1f s: slowest call %.3f s" % (
-                f["kind"], f["target"], chaos.rel(f["start"]), slowest))
+                f["kind"], f["target"], rel(f["start"]), slowest))
     return out
 
 

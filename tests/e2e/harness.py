@@ -6,7 +6,9 @@ import random
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
+import threading
 import time
 
 SEQD = os.environ.get("SEQD_BINARY", "build/seqd")
@@ -48,6 +50,17 @@ def store_spec(kind, tmpdir):
     return url
 
 
+def store_from_argv(required=False):
+    """The store a suite runs on, 'sqlite' or 'mariadb': sys.argv[1] if it is
+    one (taken out, so the rest goes to unittest); else 'sqlite', or with
+    `required` an exit with the usage."""
+    if len(sys.argv) > 1 and sys.argv[1] in ("sqlite", "mariadb"):
+        return sys.argv.pop(1)
+    if required:
+        sys.exit("usage: %s sqlite|mariadb [unittest args]" % os.path.basename(sys.argv[0]))
+    return "sqlite"
+
+
 def mariadb(action):
     """Stops or restarts the test MariaDB started by scripts/test.sh."""
     d = os.environ.get("SEQD_TEST_MARIADB_DIR")
@@ -55,6 +68,44 @@ def mariadb(action):
         raise RuntimeError("SEQD_TEST_MARIADB_DIR is not set")
     subprocess.run([os.path.join(REPO, "scripts", "mariadb.sh"), action, d], check=True,
                    stdout=subprocess.DEVNULL)
+
+
+def http_get(port, path, timeout=10):
+    """(status, body) of GET `path` from 127.0.0.1:`port` on a connection of its own."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        return r.status, r.read()
+    finally:
+        c.close()
+
+
+def wait_ready(proc, ready, name, logs, timeout=15, pause=0.05):
+    """Returns once `ready()` is true (an OSError counts as not yet);
+    RuntimeError with `logs()` if `proc` exits first or `timeout` s pass."""
+    deadline = time.time() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError("%s exited with %s: %s" % (name, proc.returncode, logs()))
+        try:
+            if ready():
+                return
+        except OSError:
+            pass
+        if time.time() > deadline:
+            raise RuntimeError("%s did not become ready: %s" % (name, logs()))
+        time.sleep(pause)
+
+
+def run_threads(target, count):
+    """Runs target(0) .. target(count - 1), each on a thread of its own, and
+    waits for them all."""
+    threads = [threading.Thread(target=target, args=(n,)) for n in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
 
 
 def wait_stopped(pid, timeout_s=2.0):
@@ -89,17 +140,7 @@ class Seqd:
         self.wait_healthy()
 
     def wait_healthy(self, timeout=15):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("seqd exited with %s: %s" % (self.proc.returncode, self.logs()))
-            try:
-                if self.get("/healthz")[0] == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.05)
-        raise RuntimeError("seqd did not become healthy: " + self.logs())
+        wait_ready(self.proc, lambda: self.get("/healthz")[0] == 200, "seqd", self.logs, timeout)
 
     def logs(self):
         with open(self.log.name, errors="replace") as f:

@@ -20,23 +20,20 @@ Usage: python3 tests/e2e/test_any_ids.py [sqlite|mariadb] [unittest args]
 """
 import json
 import os
-import shutil
 import signal
-import socket
 import struct
-import subprocess
 import sys
-import tempfile
 import unittest
 import urllib.parse
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Seqd, free_port, store_spec  # noqa: E402
-from lib.wire import BinaryConn, resp_command, s16  # noqa: E402
+from harness import Seqd, store_from_argv  # noqa: E402
+from lib.mariadb import sql  # noqa: E402
+from lib.seqd_case import SeqdCase  # noqa: E402
+from lib.wire import BinaryConn, next_ids_payload, resp_pipelined  # noqa: E402
 
-STORE = "sqlite"
-NEXT_BLOCK, MAX_IDS = 0x05, 0x06
+NEXT_BLOCK = 0x05
 OK, INVALID_ARGUMENT = 0, 1
 
 # OpenIM builds conversation ids from user and group ids, which may hold
@@ -61,51 +58,20 @@ BAD_IDS = [b"si_a\tb", b"si_a\x00", b"si_\x7f", "si_\u0085".encode(), b"si_\xff"
 class Binary(BinaryConn):
 
     def block(self, key, count):
-        status, result = self.call(NEXT_BLOCK, s16(key) + struct.pack(">I", count))
+        status, result = self.call(NEXT_BLOCK, next_ids_payload(key, count))
         if status != OK:
             return status, None
         return OK, struct.unpack(">qq", result)
 
-    def max_ids(self, keys):
-        status, result = self.call(MAX_IDS, struct.pack(">I", len(keys)) +
-                                   b"".join(s16(k) for k in keys))
-        assert status == OK, (status, result)
-        (n,) = struct.unpack(">I", result[:4])
-        return list(struct.unpack(">%dq" % n, result[4:]))
-
 
 def resp(port, *commands):
     """Sends the commands (lists of words) pipelined; returns the replies' lines."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    try:
-        s.sendall(b"".join(resp_command(words) for words in commands) + resp_command(["QUIT"]))
-        out = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                return out[:-len(b"+OK\r\n")].split(b"\r\n")[:-1]
-            out += chunk
-    finally:
-        s.close()
+    return resp_pipelined(port, commands).split(b"\r\n")[:-1]
 
 
 def path_key(key):
     raw = key if isinstance(key, bytes) else key.encode()
     return urllib.parse.quote(raw, safe="")
-
-
-def mysql_sql(url, statement, database=None):
-    """Runs `statement` with the mariadb client as the URL's user; returns stdout."""
-    u = urllib.parse.urlparse(url)
-    client = shutil.which("mariadb") or shutil.which("mysql")
-    env = dict(os.environ, MYSQL_PWD=urllib.parse.unquote(u.password or ""))
-    args = [client, "--protocol=TCP", "-h", u.hostname or "127.0.0.1", "-P", str(u.port or 3306),
-            "-u", urllib.parse.unquote(u.username or ""), "--batch", "--skip-column-names"]
-    if database:
-        args.append(database)
-    out = subprocess.run(args + ["-e", statement], env=env, check=True, timeout=30,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    return out.stdout.decode()
 
 
 class Allocations:
@@ -128,25 +94,13 @@ class Allocations:
         return max(l for _, l in self.blocks[key])
 
 
-class AnyIds(unittest.TestCase):
+class AnyIds(SeqdCase):
+    """On seqd's default auto-create rules: OpenIM's prefixes, dense."""
+
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.store = store_spec(STORE, cls.tmp.name)
         cls.run_tag = uuid.uuid4().hex[:6]
-        cls.start()
-
-    @classmethod
-    def start(cls):
-        cls.tcp_port, cls.resp_port = free_port(), free_port()
-        # seqd's default auto-create rules: OpenIM's prefixes, dense.
-        cls.seqd = Seqd(cls.store, "--tcp-port", str(cls.tcp_port), "--resp-port",
-                        str(cls.resp_port))
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.seqd.__exit__()
-        cls.tmp.cleanup()
+        super().setUpClass()
 
     def ids(self, base):
         """`base` made unique to this run (the MariaDB database is shared),
@@ -213,8 +167,7 @@ class AnyIds(unittest.TestCase):
         # Twins got different totals, so one row serving both would show.
         for a, b in TWINS:
             self.assertNotEqual(seen.blocks[self.ids(a)], seen.blocks[self.ids(b)], (a, b))
-        self.seqd.stop(sig=signal.SIGKILL)
-        self.__class__.start()
+        self.restart(signal.SIGKILL)
         self.check_max(keys, seen)
         self.allocate_everywhere(keys, seen, rounds=1)
         seen.check_tiles()
@@ -329,23 +282,23 @@ class LegacyTables(unittest.TestCase):
         cls.base = base
         # scripts/mariadb.sh grants its user every database named <db>_*.
         cls.db = "%s_legacy_%s" % (u.path.lstrip("/") or "seqd_test", uuid.uuid4().hex[:8])
-        mysql_sql(base, "CREATE DATABASE %s" % cls.db)
+        sql(base, "CREATE DATABASE %s" % cls.db)
         for ddl in (cls.LEAF_DDL, cls.MIN_SEQ_DDL, cls.MESSAGE_DDL):
-            mysql_sql(base, ddl, cls.db)
-        mysql_sql(base, "INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES "
-                        "('Leaf_Order', 1, 10, 'leaf'), ('lk_Old', 1, 10, 'leaf')", cls.db)
-        mysql_sql(base, "INSERT INTO seqd_min_seq VALUES ('lk_Old', 7)", cls.db)
+            sql(base, ddl, cls.db)
+        sql(base, "INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES "
+                  "('Leaf_Order', 1, 10, 'leaf'), ('lk_Old', 1, 10, 'leaf')", cls.db)
+        sql(base, "INSERT INTO seqd_min_seq VALUES ('lk_Old', 7)", cls.db)
         cls.url = u._replace(path="/" + cls.db).geturl()
         cls.seqd = Seqd(cls.url, "--auto-keys", "lk_:10:dense,ls_:10")
 
     @classmethod
     def tearDownClass(cls):
         cls.seqd.__exit__()
-        mysql_sql(cls.base, "DROP DATABASE IF EXISTS %s" % cls.db)
+        sql(cls.base, "DROP DATABASE IF EXISTS %s" % cls.db)
 
     def max_id_row(self, key):
-        out = mysql_sql(self.base, "SELECT max_id FROM leaf_alloc WHERE BINARY biz_tag = '%s'" %
-                        key, self.db)
+        out = sql(self.base, "SELECT max_id FROM leaf_alloc WHERE BINARY biz_tag = '%s'" % key,
+                  self.db)
         return int(out.strip())
 
     def block(self, key, count=1):
@@ -391,7 +344,7 @@ class LegacyTables(unittest.TestCase):
             self.assertNotIn("leaf_alloc", body["error"]["message"])
         # Characters Leaf's utf8 holds are fine.
         self.assertEqual(self.block("lk_张三 é")[0], 200)
-        self.assertEqual(mysql_sql(self.base, "SHOW CREATE TABLE leaf_alloc", self.db).count(
+        self.assertEqual(sql(self.base, "SHOW CREATE TABLE leaf_alloc", self.db).count(
             "varchar(128)"), 1, "seqd changed Leaf's table")
 
     def test_a_key_the_table_cannot_hold_fails_only_itself(self):
@@ -411,9 +364,9 @@ class LegacyTables(unittest.TestCase):
 
     def test_older_seqd_tables(self):
         # seqd_min_seq was made exact in place, its rows kept.
-        out = mysql_sql(self.base, "SELECT DATA_TYPE FROM information_schema.COLUMNS WHERE "
-                        "TABLE_SCHEMA = '%s' AND TABLE_NAME = 'seqd_min_seq' AND "
-                        "COLUMN_NAME = 'biz_tag'" % self.db)
+        out = sql(self.base, "SELECT DATA_TYPE FROM information_schema.COLUMNS WHERE "
+                  "TABLE_SCHEMA = '%s' AND TABLE_NAME = 'seqd_min_seq' AND "
+                  "COLUMN_NAME = 'biz_tag'" % self.db)
         self.assertEqual(out.strip(), "varbinary")
         status, body, _ = self.seqd.request("PUT", "/min_seqs", {"min_seqs": {"lk_Ü": 3, "lk_ü": 4}})
         self.assertIn(status, (200, 204), body)
@@ -441,8 +394,7 @@ class LegacyTables(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] in ("sqlite", "mariadb"):
-        STORE = sys.argv.pop(1)
-    if STORE != "mariadb":
+    AnyIds.STORE = store_from_argv()
+    if AnyIds.STORE != "mariadb":
         del LegacyTables  # MySQL's tables only: the mariadb run has them
     unittest.main()

@@ -23,45 +23,26 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Seqd, free_port, store_spec  # noqa: E402
-from test_security import (AUTH, NEXT_IDS, OK, SECRETS, UNAUTHENTICATED,  # noqa: E402
-                           call, next_ids_payload, tokens_text)
+from lib.sockets import closed_within, read_head  # noqa: E402
+from lib.tokens import SECRETS, tokens_file, tokens_text  # noqa: E402
+from lib.wire import call, next_ids_payload, resp_call  # noqa: E402
 
-RESOURCE_EXHAUSTED = 15
+NEXT_IDS, AUTH = 0x02, 0x03
+OK, UNAUTHENTICATED, RESOURCE_EXHAUSTED = 0, 13, 15
 THROTTLED = "too many failed authentications from this address"
 BUDGET = 20
 
 
 def read_http_head(sock, timeout=5):
     """The status line and headers of the next response ("" if closed)."""
-    sock.settimeout(timeout)
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        chunk = sock.recv(4096)
-        if not chunk:
-            break
-        buf += chunk
-    return buf.decode(errors="replace")
-
-
-def closed_within(sock, seconds):
-    sock.settimeout(seconds)
-    try:
-        while sock.recv(4096):
-            pass
-        return True
-    except socket.timeout:
-        return False
-    except ConnectionResetError:
-        return True
+    return read_head(sock, timeout).decode(errors="replace")
 
 
 class Budget(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.addCleanup(self.tmp.cleanup)
-        tokens = os.path.join(self.tmp.name, "tokens")
-        with open(tokens, "w") as f:
-            f.write(tokens_text(["ops", "orders"]))
+        tokens = tokens_file(self.tmp.name, tokens_text(["ops", "orders"]))
         self.tcp_port, self.resp_port = free_port(), free_port()
         self.seqd = Seqd(store_spec("sqlite", self.tmp.name), "--tcp-port", str(self.tcp_port),
                          "--resp-port", str(self.resp_port), "--tokens-file", tokens,
@@ -80,15 +61,7 @@ class Budget(unittest.TestCase):
 
     def resp_auth(self, secret):
         with socket.create_connection(("127.0.0.1", self.resp_port), timeout=10) as s:
-            a = secret.encode()
-            s.sendall(b"*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n" % (len(a), a))
-            buf = b""
-            while not buf.endswith(b"\r\n"):
-                chunk = s.recv(4096)
-                if not chunk:
-                    break
-                buf += chunk
-        text = buf.decode(errors="replace")
+            text = resp_call(s, "AUTH", secret).decode(errors="replace")
         if text.startswith("+OK"):
             return "ok", text
         if text.startswith("-ERR") and THROTTLED in text:

@@ -12,8 +12,9 @@ and per key, across both client processes and all their threads, no ID is
 answered twice, and if call A's answer came back before call B was sent,
 min(B) > max(A).
 
-Setup: test_cluster_chaos.py's MariaDB (a server of the test's own, so it
-can be frozen and killed) and 3 seqd in cluster mode (its flags: small
+Setup (tests/e2e/lib/mariadb.py, lib/cluster.py): the cluster chaos
+test's MariaDB (a server of the test's own, so it can be frozen and
+killed) and 3 seqd in cluster mode (its flags, lib/load.py's: small
 auto-created steps, so reservations, i.e. fenced transactions, are
 frequent). Unlike there, an instance that is killed or leaves is replaced
 by a new process on the SAME ports, as a restarted server would be: the
@@ -29,15 +30,16 @@ NextIds(key, count) in a loop (one of 8 keys, count 1..10):
 Each records every call's send and receive time as CLOCK_MONOTONIC
 nanoseconds, so the two processes' histories merge into one.
 
-Nemesis (one fault at a time, a settling pause of 1.5 to 2.5 leases after
-each, the kinds in a seeded shuffled order, each cycle running every kind):
+Nemesis (lib/chaos.py's schedule: one fault at a time, a settling pause
+of 1.5 to 2.5 leases after each, the kinds in a seeded shuffled order,
+each cycle running every kind):
   kill_owner   kill -9 the owner of a random key; a new process on its
                ports ~1 s later
   stop_owner   SIGSTOP the owner of a random key for 2.5 leases, SIGCONT
-  freeze_db    SIGSTOP mariadbd for 2 s, SIGCONT  (test_cluster_chaos.py's)
-  kill_db      kill -9 mariadbd, restart ~1 s later (test_cluster_chaos.py's)
-  leave_join   SIGTERM an instance, start a new one (test_cluster_chaos.py's;
-               here on the same ports)
+  freeze_db    SIGSTOP mariadbd for 2 s, SIGCONT  (lib/chaos.py's)
+  kill_db      kill -9 mariadbd, restart ~1 s later (lib/chaos.py's)
+  leave_join   SIGTERM an instance, start a new one (lib/chaos.py's; here
+               on the same ports)
 
 The bound: a call fails only if no instance serves its key for the rest of
 its deadline. At lease L (2 s by default) a kill -9 or SIGSTOP of an owner
@@ -75,7 +77,7 @@ with --json, all of it.
 --self-test checks the checker (client_chaos_check.py) on synthetic
 driver output (a failed call, a late answer, a duplicate and an order
 violation across the two processes, a malformed answer, near misses) and
-exits; every run does it first, with test_cluster_chaos.py's own
+exits; every run does it first, with lib/checkers.py's own
 self-test. --break-retry runs the
 drivers with 1 attempt per call: the run must then FAIL (failed calls),
 showing the check can fail on real runs.
@@ -87,111 +89,53 @@ Environment: SEQD_BINARY (default build/seqd), CLIENT_CHAOS_DRIVER
 (default build/tests/e2e/client_chaos_driver), GO (default go; the Go
 driver is built with GOPROXY=off). Needs mariadbd.
 """
-import argparse
-import atexit
 import collections
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_cluster_chaos as chaos  # noqa: E402
 from client_chaos_check import (CLIENTS, DEADLINE_S, FAULTS, failures_of,  # noqa: E402
                                 latency_figures, parse_output, self_test, verdict)
-from harness import REPO, SEQD, free_port, wait_stopped  # noqa: E402
+from harness import REPO, wait_stopped  # noqa: E402
+from lib import chaos, checkers  # noqa: E402
+from lib.chaos import WARMUP_S, Nemesis  # noqa: E402
+from lib.cluster import FixedPortCluster, Workspace  # noqa: E402
+from lib.load import KEYS, SEQD_FLAGS  # noqa: E402
+from lib.mariadb import MariaDB  # noqa: E402
+from lib.progress import log, rel  # noqa: E402
 
 DRIVER = os.environ.get("CLIENT_CHAOS_DRIVER",
                         os.path.join(REPO, "build", "tests", "e2e", "client_chaos_driver"))
 GO = os.environ.get("GO", "go")
 GO_DIR = os.path.join(REPO, "client", "go")
-KEYS = chaos.KEYS
+INSTANCES = 3
 MAX_COUNT = 10
-STOP_LEASES = 2.5
 PAUSE_US = 200          # a driver thread's pause between calls (2 cores shared)
-RESTART_TRIES = 40      # a replacement binding the old ports: tries, 0.25 s apart
 DRIVER_EXIT_S = DEADLINE_S + 10
-
-
-def log(msg):
-    chaos.log(msg)
-
-
-# --- instances on fixed ports ---------------------------------------------------
-
-class FixedCluster(chaos.Cluster):
-    """test_cluster_chaos's Cluster with INSTANCES port slots: a new
-    instance takes the ports of a slot no running instance holds."""
-
-    def __init__(self, url, lease_ms, base):
-        super().__init__(url, lease_ms, base)
-        # The base class's binary port per slot, and an HTTP port of its own.
-        self.slots = [(free_port(), binary) for binary in self.binary_ports]
-        self.slot_of = {}
-
-    def endpoints(self):
-        return ["127.0.0.1:%d" % binary for _, binary in self.slots]
-
-    def start_instance(self):
-        with self.lock:
-            name = "s%d" % (len(self.instances) + 1)
-            held = {self.slot_of[i.name] for i in self.instances
-                    if i.state in ("up", "frozen", "leaving")}
-        slot = next(n for n in range(len(self.slots)) if n not in held)
-        http_port, binary_port = self.slots[slot]
-        for attempt in range(RESTART_TRIES):
-            try:
-                inst = chaos.Instance(name if attempt == 0 else "%s.%d" % (name, attempt),
-                                      self.url, self.lease_ms, self.base,
-                                      binary_port=binary_port, http_port=http_port)
-                break
-            except RuntimeError:
-                if attempt == RESTART_TRIES - 1:
-                    raise
-                time.sleep(0.25)  # the old process's ports not free yet
-        with self.lock:
-            self.instances.append(inst)
-            self.slot_of[inst.name] = slot
-        log("started %s (%s) on slot %d: http %d binary %d" % (
-            inst.name, inst.instance_id, slot, inst.http_port, inst.binary_port))
-        return inst
 
 
 # --- faults --------------------------------------------------------------------
 
-class ClientNemesis(chaos.Nemesis):
-    """test_cluster_chaos's Nemesis with FAULTS: its database faults and its
+class ClientNemesis(Nemesis):
+    """lib/chaos.py's Nemesis with FAULTS: its database faults and its
     leave_join, and owner faults aimed at the drivers' keys. Each fault
-    records the keys its victim owned (`keys`)."""
+    records the keys its victim owned (`keys`). Its warm-up is two leases
+    longer than the chaos test's: the instances started a moment apart are
+    still handing shards over, and an owner read from the lease table then
+    may not be serving yet (a CI run stopped such an "owner" 2 s in, and no
+    call felt it)."""
 
-    def run(self):
-        try:
-            # Two leases more than the chaos test: the instances started a
-            # moment apart are still handing shards over, and an owner read
-            # from the lease table then may not be serving yet (a CI run
-            # stopped such an "owner" 2 s in, and no call felt it).
-            self.stop.wait(chaos.WARMUP_S + 2 * self.lease_s)
-            order = []
-            while not self.stop.is_set() and time.monotonic() < self.until:
-                if not order:
-                    order = list(FAULTS)
-                    self.rng.shuffle(order)
-                kind = order.pop(0)
-                fault = {"kind": kind, "start": None, "end": None, "target": None, "detail": "",
-                         "keys": list(KEYS)}
-                getattr(self, "fault_" + kind)(fault)
-                self.faults.append(fault)
-                log("fault %s done: %s %s" % (kind, fault["target"], fault["detail"]))
-                self.cluster.check_crashes()
-                self.stop.wait(self.lease_s * self.rng.uniform(1.5, 2.5))
-        except Exception:  # noqa: BLE001 - reported as a harness failure
-            self.error = traceback.format_exc()
+    def __init__(self, cluster, db, rng, lease_s, until):
+        super().__init__(cluster, db, rng, lease_s, until, kinds=FAULTS,
+                         warmup_s=WARMUP_S + 2 * lease_s)
+
+    def new_fault(self, kind):
+        return dict(super().new_fault(kind), keys=list(KEYS))
 
     def victim_of(self, fault):
         """The owner of a random key (a random instance if unknown); sets
@@ -211,7 +155,7 @@ class ClientNemesis(chaos.Nemesis):
         self.cluster.set_state(victim, "killed", signal.SIGKILL)
         victim.proc.wait()
         fault["taken"] = time.monotonic()
-        time.sleep(1.0)
+        time.sleep(self.RESTART_PAUSE_S)
         new = self.cluster.start_instance()
         fault["end"] = time.monotonic()
         fault["detail"] += " replaced by %s" % new.name
@@ -219,11 +163,11 @@ class ClientNemesis(chaos.Nemesis):
     def fault_stop_owner(self, fault):
         victim = self.victim_of(fault)
         self.begin(fault, victim.name, "SIGSTOP (owner of %s) for %.1f s" % (
-            ",".join(fault["keys"]), STOP_LEASES * self.lease_s))
+            ",".join(fault["keys"]), self.STOP_LEASES * self.lease_s))
         self.cluster.set_state(victim, "frozen", signal.SIGSTOP)
         wait_stopped(victim.proc.pid)
         fault["taken"] = time.monotonic()
-        time.sleep(STOP_LEASES * self.lease_s)
+        time.sleep(self.STOP_LEASES * self.lease_s)
         self.cluster.set_state(victim, "up", signal.SIGCONT)
         fault["end"] = time.monotonic()
 
@@ -275,6 +219,12 @@ class Driver:
             self.proc.wait()
             return None
 
+    def kill(self):
+        """Kills the driver if it still runs."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
     def stderr(self):
         with open(self.err_path, errors="replace") as f:
             return f.read()[-2000:]
@@ -322,54 +272,32 @@ def print_summary(fig, failures):
 
 def run(args):
     started = time.monotonic()
-    base = tempfile.mkdtemp(prefix="seqd-client-chaos-")
-    state = {"db": None, "cluster": None, "drivers": [], "cleaned": False}
-
-    def cleanup():
-        if state["cleaned"]:
-            return
-        state["cleaned"] = True
-        for d in state["drivers"]:
-            if d.proc.poll() is None:
-                d.proc.kill()
-                d.proc.wait()
-        if state["cluster"]:
-            state["cluster"].kill_all()
-        if state["db"]:
-            state["db"].stop()
-        if args.keep:
-            print("kept %s" % base)
-        else:
-            shutil.rmtree(base, ignore_errors=True)
-
-    atexit.register(cleanup)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    ws = Workspace("seqd-client-chaos-", keep=args.keep)
+    base = ws.base
+    drivers = []
     harness_errors = []
     try:
         go_driver = build_go_driver(base)
         log("built the Go driver")
-        db = state["db"] = chaos.MariaDB(base)
-        cluster = state["cluster"] = FixedCluster(db.url, args.lease_ms, base)
-        for _ in range(chaos.INSTANCES):
+        db = MariaDB(base)
+        ws.on_cleanup(db.stop)
+        cluster = FixedPortCluster(db.url, args.lease_ms, base, SEQD_FLAGS, INSTANCES)
+        ws.on_cleanup(cluster.kill_all)
+        for _ in range(INSTANCES):
             cluster.start_instance()
         rng = random.Random(args.seed)
         for client, binary in (("cpp", DRIVER), ("go", go_driver)):
             argv = driver_args(client, binary, cluster.endpoints(), args, rng.getrandbits(31))
             log("%s driver: %s" % (client, " ".join(argv)))
-            state["drivers"].append(Driver(client, argv, base))
+            drivers.append(Driver(client, argv, base))
+            ws.on_cleanup(drivers[-1].kill)
         lease_s = args.lease_ms / 1000.0
         nemesis = ClientNemesis(cluster, db, random.Random(rng.getrandbits(32)), lease_s,
                                 time.monotonic() + args.seconds)
-        nemesis.start()
-        nemesis.join(args.seconds + 120)
-        if nemesis.is_alive():
-            nemesis.stop.set()
-            nemesis.join(30)
+        if not nemesis.play_out():
             harness_errors.append("the nemesis did not stop")
-        log("nemesis stopped; settling for %.1f s" % (2 * lease_s))
-        time.sleep(2 * lease_s)
         calls = []
-        for d in state["drivers"]:
+        for d in drivers:
             code = d.stop()
             if code != 0:
                 harness_errors.append("the %s driver exited with %s: %s" % (
@@ -386,7 +314,7 @@ def run(args):
         harness_errors += ["%s exited by itself (code %s) at %.1f s" % (
             c["instance"], c["exit"], c["time"]) for c in crashes]
     finally:
-        cleanup()
+        ws.cleanup()
     faults = nemesis.faults
     v = verdict(calls, faults=faults)
     fig = {"seconds": args.seconds, "seed": args.seed, "lease_ms": args.lease_ms,
@@ -394,8 +322,8 @@ def run(args):
            "break_retry": args.break_retry, "wall_s": round(time.monotonic() - started, 1),
            "clients": {}, "verdict": v,
            "faults_by_kind": dict(collections.Counter(f["kind"] for f in faults)),
-           "faults": [{"kind": f["kind"], "start": chaos.rel(f["start"]),
-                       "end": chaos.rel(f["end"]), "target": f["target"], "keys": f["keys"],
+           "faults": [{"kind": f["kind"], "start": rel(f["start"]),
+                       "end": rel(f["end"]), "target": f["target"], "keys": f["keys"],
                        "detail": f["detail"]} for f in faults],
            "latency": latency_figures(calls, faults)}
     for client in CLIENTS:
@@ -415,29 +343,13 @@ def run(args):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--seconds", type=int, default=45, help="no fault starts after this")
-    p.add_argument("--seed", type=int, default=None, help="dice of drivers and nemesis")
-    p.add_argument("--lease-ms", type=int, default=2000, help="--cluster-lease-ms of every seqd")
+    p = chaos.parser(__doc__, seconds=45)
     p.add_argument("--threads", type=int, default=4, help="calling threads per driver")
     p.add_argument("--route-by-shard", action="store_true", help="both clients route by shard")
     p.add_argument("--async-go", action="store_true", help="the Go driver uses GoNextIDs")
     p.add_argument("--break-retry", action="store_true",
                    help="1 attempt per call: the run must fail (failed calls)")
-    p.add_argument("--json", help="write the figures here")
-    p.add_argument("--keep", action="store_true", help="keep the temp dir (logs, call files)")
-    p.add_argument("--self-test", action="store_true", help="check the checker, then exit")
-    p.add_argument("-v", "--verbose", action="store_true")
-    args = p.parse_args()
-    chaos.VERBOSE = args.verbose
-    n = self_test() + chaos.self_test()
-    if args.self_test:
-        print("self-test: the checkers judged %d synthetic histories right" % n)
-        return 0
-    if args.seed is None:
-        args.seed = random.SystemRandom().randrange(1 << 31)
-    log("self-test passed (%d histories); seed %d" % (n, args.seed))
-    return run(args)
+    return chaos.main(p.parse_args(), lambda: self_test() + checkers.self_test(), run)
 
 
 if __name__ == "__main__":

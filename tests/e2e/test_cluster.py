@@ -17,14 +17,12 @@ Set SEQD_CLUSTER_SHOW_WARNINGS=1 to print every instance's WARN/ERROR log
 lines when it is cleaned up.
 """
 import base64
-import functools
 import http.client
 import itertools
 import json
 import os
 import queue
 import random
-import shutil
 import signal
 import socket
 import struct
@@ -34,13 +32,17 @@ import tempfile
 import threading
 import time
 import unittest
-import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SEQD, Seqd, free_port, wait_stopped  # noqa: E402
-from test_protocols import frame, ranges_of, read_frame  # noqa: E402
+from harness import SEQD, wait_stopped  # noqa: E402
+from lib.cluster import shard_of  # noqa: E402
+from lib.cluster_case import (LEASE_MS, SHARDS, ClusterCase, Node, dump_logs_on_failure,  # noqa: E402
+                              log, wait_stable)
+from lib.mariadb import Database  # noqa: E402
+from lib.wire import (frame, ids_of, int64_list, key_list, key_values,  # noqa: E402
+                      next_ids_payload, once_payload, read_frame_with_flags, read_s16,
+                      resp_command, resp_read_line, send_payload)
 
-LEASE_MS = 1000
 LEASE = LEASE_MS / 1000.0
 # An owner stopped past its lease: its keys move after lease * 1.01 plus up
 # to a quarter lease of polling and a quarter deadline for a forward to the
@@ -52,205 +54,38 @@ LEASE = LEASE_MS / 1000.0
 # the bound of lease + 3 s.
 STOP_LEASES = 4.5
 STOPPED_EXTRA_S = 3.0
-SHARDS = 64
-STABLE_TIMEOUT = 10.0  # seconds for a cluster to agree on its shard map
 
 NEXT_IDS, SEND = 0x02, 0x20
 NO_FORWARD = 0x0004
 OK, WRONG_OWNER = 0, 12
 
 
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
-
-
-# ---------------------------------------------------------------- sharding
-
-def fnv1a64(data):
-    h = 0xcbf29ce484222325
-    for b in data:
-        h ^= b
-        h = (h * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-    return h
-
-
-def shard_of(key):
-    return fnv1a64(key.encode()) % SHARDS
-
-
-# ---------------------------------------------------------------- database
-
-_db_counter = itertools.count()
-
-
-class Database:
-    """A fresh database next to SEQD_TEST_MYSQL_URL's, dropped by drop()."""
-
-    def __init__(self):
-        base = os.environ.get("SEQD_TEST_MYSQL_URL")
-        if not base:
-            raise RuntimeError("SEQD_TEST_MYSQL_URL is not set: start MariaDB with "
-                               "scripts/mariadb.sh (scripts/test.sh does)")
-        u = urllib.parse.urlparse(base)
-        self.host, self.port = u.hostname or "127.0.0.1", u.port or 3306
-        self.user = urllib.parse.unquote(u.username or "")
-        self.password = urllib.parse.unquote(u.password or "")
-        self.client = shutil.which("mariadb") or shutil.which("mysql")
-        if not self.client:
-            raise RuntimeError("neither the mariadb nor the mysql client is installed")
-        self.name = "seqd_test_cluster_%d_%d" % (os.getpid(), next(_db_counter))
-        self.sql("DROP DATABASE IF EXISTS %s; CREATE DATABASE %s" % (self.name, self.name))
-        netloc = u.netloc.rsplit("@", 1)[0] + "@%s:%d" % (self.host, self.port)
-        self.url = urllib.parse.urlunparse((u.scheme, netloc, "/" + self.name, "", "", ""))
-
-    def sql(self, statement):
-        env = dict(os.environ, MYSQL_PWD=self.password)
-        r = subprocess.run([self.client, "--protocol=TCP", "-h", self.host, "-P", str(self.port),
-                            "-u", self.user, "-e", statement],
-                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
-        if r.returncode != 0:
-            raise RuntimeError("%s: %s" % (statement, r.stderr.decode(errors="replace")))
-        return r.stdout.decode()
-
-    def drop(self):
-        self.sql("DROP DATABASE IF EXISTS %s" % self.name)
-
-
-# ---------------------------------------------------------------- instances
-
-class Node(Seqd):
-    """One cluster instance, with its binary and RESP ports known."""
-
-    def __init__(self, url, *extra):
-        self.tcp_port, self.resp_port = free_port(), free_port()
-        super().__init__(url, "--cluster", "--cluster-lease-ms", str(LEASE_MS),
-                         "--cluster-shards", str(SHARDS), "--snowflake", "off",
-                         "--auto-keys", "ck:100,cd_:50:dense", "--tcp-port", str(self.tcp_port),
-                         "--resp-port", str(self.resp_port), "--log-level", "info", *extra)
-        self.instance = self.get_json("/admin/cluster")[1]["instance"]
-
-    def __repr__(self):
-        return "<node %s http=%d tcp=%d pid=%d>" % (self.instance, self.port, self.tcp_port,
-                                                     self.proc.pid)
-
-    def cluster(self):
-        status, body = self.get_json("/admin/cluster")
-        if status != 200:
-            raise RuntimeError("/admin/cluster: %s %s" % (status, body))
-        return body
-
-    def full_log(self):
-        try:
-            with open(self.log.name, errors="replace") as f:
-                return f.read()
-        except OSError:
-            return ""
-
-    def warnings(self):
-        return [line for line in self.full_log().splitlines()
-                if " WARN " in line or " ERROR " in line]
-
-    def tcp(self):
-        return socket.create_connection(("127.0.0.1", self.tcp_port), timeout=10)
-
-    def resp(self):
-        return socket.create_connection(("127.0.0.1", self.resp_port), timeout=10)
-
-    def __exit__(self, *exc):
-        if os.environ.get("SEQD_CLUSTER_SHOW_WARNINGS"):
-            for line in self.warnings():
-                log("  [%s] %s" % (self.instance, line))
-        super().__exit__(*exc)
-
-
-def wait_stable(nodes, timeout=STABLE_TIMEOUT):
-    """Waits until every node in `nodes` is ready, sees exactly these
-    instances live, and all show the same map with every shard owned by one
-    of them. Returns the owners' instance ids by shard."""
-    want = {n.instance for n in nodes}
-    deadline = time.time() + timeout
-    last = None
-    while True:
-        try:
-            views = [n.cluster() for n in nodes]
-            problems = []
-            maps = []
-            for n, v in zip(nodes, views):
-                live = {m["instance"] for m in v["members"] if m["live"]}
-                owners = [s["owner"] for s in sorted(v["shard_map"], key=lambda s: s["shard"])]
-                maps.append(owners)
-                if not v["ready"]:
-                    problems.append("%s not ready" % n.instance)
-                if live != want:
-                    problems.append("%s sees live %s" % (n.instance, sorted(live)))
-                if len(owners) != SHARDS or any(o not in want for o in owners):
-                    problems.append("%s: shards without a live owner: %s" % (
-                        n.instance, [i for i, o in enumerate(owners) if o not in want]))
-            if not problems and any(m != maps[0] for m in maps):
-                problems.append("the instances disagree on the owners of shards %s" % [
-                    i for i in range(SHARDS) if len({m[i] for m in maps}) > 1])
-            if not problems:
-                return maps[0]
-            last = problems
-        except (OSError, ValueError, KeyError, RuntimeError) as e:
-            last = repr(e)
-        if time.time() > deadline:
-            raise AssertionError("cluster not stable after %.0f s: %s\n%s" % (
-                timeout, last, tails(nodes)))
-        time.sleep(0.1)
-
-
-def tails(nodes, chars=3000):
-    out = []
-    for n in nodes:
-        out.append("---- log of %r (exit %s), last %d chars:\n%s" % (
-            n, n.proc.poll(), chars, n.full_log()[-chars:]))
-    return "\n".join(out)
-
-
-def dump_logs_on_failure(test):
-    """Prints the tail of every instance's log when the test fails."""
-    @functools.wraps(test)
-    def wrapper(self):
-        try:
-            return test(self)
-        except BaseException:
-            log("\n" + tails(self.every_node()))
-            raise
-    return wrapper
-
+# ---------------------------------------------------------------- owners
 
 def key_owned_by(owners, instance, prefix, exclude=()):
     for i in itertools.count():
         key = "%s%d" % (prefix, i)
-        if owners[shard_of(key)] == instance and key not in exclude:
+        if owners[shard_of(key, SHARDS)] == instance and key not in exclude:
             return key
 
 
 def owner_of(nodes, owners, key):
-    return next(n for n in nodes if n.instance == owners[shard_of(key)])
+    return next(n for n in nodes if n.instance == owners[shard_of(key, SHARDS)])
 
 
 # ---------------------------------------------------------------- clients
 
 def next_ids_frame(request_id, key, count, flags=0):
-    k = key.encode()
-    return frame(NEXT_IDS, request_id, struct.pack(">H", len(k)) + k + struct.pack(">I", count),
-                 flags=flags)
+    return frame(NEXT_IDS, request_id, next_ids_payload(key, count), flags=flags)
 
 
 def send_frame(request_id, conv, sender, cmid, payload, flags=0):
-    def s(x):
-        x = x.encode()
-        return struct.pack(">H", len(x)) + x
-    body = s(conv) + s(sender) + s(cmid) + struct.pack(">i", 1) + \
-        struct.pack(">I", len(payload)) + payload
-    return frame(SEND, request_id, body, flags=flags)
+    return frame(SEND, request_id, send_payload(conv, sender, cmid, payload, content_type=1),
+                 flags=flags)
 
 
 def error_text(result):
-    (n,) = struct.unpack(">H", result[:2])
-    return result[2:2 + n].decode(errors="replace")
+    return read_s16(result)[0]
 
 
 def http_ids(node, key, count, conn=None):
@@ -265,33 +100,15 @@ def http_ids(node, key, count, conn=None):
 
 def binary_ids(sock, request_id, key, count, flags=0):
     sock.sendall(next_ids_frame(request_id, key, count, flags))
-    opcode, _, rid, status, result = read_frame(sock)
+    opcode, _, rid, status, result = read_frame_with_flags(sock)
     assert (opcode, rid) == (NEXT_IDS, request_id), (opcode, rid)
     if status != OK:
         raise AssertionError("binary NEXT_IDS %s: status %d %s" % (key, status, error_text(result)))
-    return ranges_of(result)
-
-
-def resp_command(*args):
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        a = a.encode() if isinstance(a, str) else a
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
-
-
-def resp_read_line(sock):
-    buf = b""
-    while not buf.endswith(b"\r\n"):
-        c = sock.recv(1)
-        if not c:
-            raise EOFError("RESP connection closed")
-        buf += c
-    return buf[:-2]
+    return ids_of(result)
 
 
 def resp_int(sock, *args):
-    sock.sendall(resp_command(*args))
+    sock.sendall(resp_command(args))
     line = resp_read_line(sock)
     if not line.startswith(b":"):
         raise AssertionError("RESP %s: %r" % (args, line))
@@ -377,49 +194,6 @@ class Asker(threading.Thread):
 
 # ---------------------------------------------------------------- tests
 
-class ClusterCase(unittest.TestCase):
-    """A database and instances of its own per test (failover tests)."""
-
-    def every_node(self):
-        return list(getattr(self, "_every", []))
-
-    def new_database(self):
-        db = Database()
-        self.addCleanup(db.drop)
-        return db
-
-    def start_node(self, db):
-        n = Node(db.url)
-        if not hasattr(self, "_every"):
-            self._every = []
-        self._every.append(n)
-        self.addCleanup(n.__exit__)
-        return n
-
-    def cluster_of(self, count):
-        db = self.new_database()
-        nodes = [self.start_node(db) for _ in range(count)]
-        return db, nodes
-
-    @staticmethod
-    def asker_problems(asker):
-        """What a sequential client must never see: errors it cannot retry,
-        IDs that do not grow (it asks one request after the other)."""
-        out = []
-        if asker.non_retryable():
-            out.append("non-retryable errors: %s" % asker.non_retryable()[:5])
-        flat = [i for _, ids in asker.samples for i in ids]
-        bad = [(a, b) for a, b in zip(flat, flat[1:]) if not a < b]
-        if bad:
-            out.append("IDs of %s went down or repeated (real-time order): %s" % (
-                asker.key, bad[:5]))
-        return out
-
-    def fail_rounds(self, problems):
-        if problems:
-            self.fail("\n".join(problems))
-
-
 class ClusterServing(unittest.TestCase):
     """Three instances on one fresh database, shared by the tests of this class."""
 
@@ -487,7 +261,7 @@ class ClusterServing(unittest.TestCase):
                     node = self.nodes[at]
                     where = "request %d (count %d) for %s at %r over %s, owner %s" % (
                         i, count, key, node, ("HTTP", "binary", "RESP")[proto],
-                        owners[shard_of(key)])
+                        owners[shard_of(key, SHARDS)])
                     if proto == 0:
                         ids = http_ids(node, key, count, conn=http_conns[at])
                     elif proto == 1:
@@ -524,7 +298,7 @@ class ClusterServing(unittest.TestCase):
         for n in others:
             with n.tcp() as s:
                 s.sendall(next_ids_frame(1, key, 3, flags=NO_FORWARD))
-                opcode, _, rid, status, result = read_frame(s)
+                opcode, _, rid, status, result = read_frame_with_flags(s)
                 self.assertEqual((opcode, rid), (NEXT_IDS, 1))
                 self.assertEqual(status, WRONG_OWNER,
                                  "NO_FORWARD NEXT_IDS to non-owner %r (owner %r): status %d %r"
@@ -545,17 +319,17 @@ class ClusterServing(unittest.TestCase):
         other = next(n for n in self.nodes if n is not owner)
         with other.tcp() as s:
             s.sendall(send_frame(4, conv, "alice", "nf-1", b"x", flags=NO_FORWARD))
-            opcode, _, rid, status, result = read_frame(s)
+            opcode, _, rid, status, result = read_frame_with_flags(s)
             self.assertEqual((opcode, rid, status), (SEND, 4, WRONG_OWNER),
                              "NO_FORWARD SEND to a non-owner: %r" % (result,))
             s.sendall(send_frame(5, conv, "alice", "nf-1", b"x"))
-            opcode, _, rid, status, result = read_frame(s)
+            opcode, _, rid, status, result = read_frame_with_flags(s)
             self.assertEqual((opcode, rid, status), (SEND, 5, OK), result)
             seq, _, _, duplicate = struct.unpack(">qqqB", result)
             self.assertEqual((seq, duplicate), (1, 0))
         with owner.tcp() as s:
             s.sendall(send_frame(6, conv, "alice", "nf-2", b"y", flags=NO_FORWARD))
-            opcode, _, rid, status, result = read_frame(s)
+            opcode, _, rid, status, result = read_frame_with_flags(s)
             self.assertEqual((opcode, rid, status), (SEND, 6, OK), result)
             self.assertEqual(struct.unpack(">qqqB", result)[0], 2)
 
@@ -725,7 +499,7 @@ class PlannedHandoff(ClusterCase):
             by_shard = {}
             for i in itertools.count():
                 k = "ck_join%d_%d" % (rnd, i)
-                by_shard.setdefault(shard_of(k), k)
+                by_shard.setdefault(shard_of(k, SHARDS), k)
                 if len(by_shard) == 24:
                     break
             askers = [Asker(via, k) for k in by_shard.values()]
@@ -747,7 +521,7 @@ class PlannedHandoff(ClusterCase):
             finally:
                 for a in askers:
                     a.finish()
-            moved = [a for a in askers if after[shard_of(a.key)] == joiner.instance]
+            moved = [a for a in askers if after[shard_of(a.key, SHARDS)] == joiner.instance]
             if not moved:
                 problems.append("round %d: no asked key moved to the joiner %s" % (
                     rnd, joiner.instance))
@@ -759,7 +533,7 @@ class PlannedHandoff(ClusterCase):
                 retryable = [e for e in a.errors if e[1] == 503]
                 log("\n  join round %d: key %s moved %s -> %s (started in %.0f ms); longest gap "
                     "%.1f ms (%+.0f..%+.0f ms from the start), %d answers, %d 503s" % (
-                        rnd, a.key, owners[shard_of(a.key)], joiner.instance,
+                        rnd, a.key, owners[shard_of(a.key, SHARDS)], joiner.instance,
                         (t_up - t_start) * 1000, gap * 1000, (x - t_start) * 1000,
                         (y - t_start) * 1000, len(a.samples), len(retryable)))
                 mine = self.asker_problems(a)
@@ -848,9 +622,8 @@ class PushAcrossInstances(ClusterCase):
     def subscribe(self, node, conv):
         sock = node.tcp()
         self.addCleanup(sock.close)
-        c = conv.encode()
-        sock.sendall(frame(self.SUBSCRIBE, 1, struct.pack(">IH", 1, len(c)) + c))
-        opcode, _, rid, status, _ = read_frame(sock)
+        sock.sendall(frame(self.SUBSCRIBE, 1, key_list([conv])))
+        opcode, _, rid, status, _ = read_frame_with_flags(sock)
         self.assertEqual((opcode, rid, status), (self.SUBSCRIBE, 1, OK))
         return sock
 
@@ -861,12 +634,12 @@ class PushAcrossInstances(ClusterCase):
         while len(seqs) < want and time.monotonic() < deadline:
             sock.settimeout(max(0.05, deadline - time.monotonic()))
             try:
-                opcode, flags, rid, status, result = read_frame(sock)
+                opcode, flags, rid, status, result = read_frame_with_flags(sock)
             except (socket.timeout, OSError):
                 break
             self.assertEqual((opcode, flags, rid, status), (self.PUSH_MESSAGE, 3, 0, OK))
-            (n,) = struct.unpack(">H", result[:2])
-            seqs.append(struct.unpack(">q", result[2 + n:10 + n])[0])
+            _, pos = read_s16(result)
+            seqs.append(struct.unpack_from(">q", result, pos)[0])
         return seqs
 
     def send(self, node, conv, i):
@@ -1031,7 +804,8 @@ class StoppedOwner(ClusterCase):
                     rnd, key, via.instance, owner.instance, gap * 1000, (a - t_stop) * 1000,
                     (b - t_stop) * 1000, len(resumed),
                     len(asker.errors) - len(asker.non_retryable()), len(asker.non_retryable())))
-            new_owner = next(s["owner"] for s in view["shard_map"] if s["shard"] == shard_of(key))
+            new_owner = next(s["owner"] for s in view["shard_map"]
+                             if s["shard"] == shard_of(key, SHARDS))
             stopped_member = next(m for m in view["members"] if m["instance"] == owner.instance)
 
             # What was waiting on the database while it was stopped (the
@@ -1044,15 +818,15 @@ class StoppedOwner(ClusterCase):
             pre_http.request("GET", "/seq/%s?count=1" % key)
             pre_tcp.sendall(next_ids_frame(1, key, 1))
             pre_tcp_nf.sendall(next_ids_frame(2, key, 1, flags=NO_FORWARD))
-            pre_resp.sendall(resp_command("INCR", key))
+            pre_resp.sendall(resp_command(["INCR", key]))
             owner.proc.send_signal(signal.SIGCONT)
             t_cont = time.monotonic()
             # A new connection, right after the wake.
             fresh_status, fresh_body, _ = owner.request("GET", "/seq/%s?count=1" % key)
             r = pre_http.getresponse()
             pre_http_body = r.read()
-            _, _, rid, status, result = read_frame(pre_tcp)
-            _, _, rid_nf, status_nf, result_nf = read_frame(pre_tcp_nf)
+            _, _, rid, status, result = read_frame_with_flags(pre_tcp)
+            _, _, rid_nf, status_nf, result_nf = read_frame_with_flags(pre_tcp_nf)
             resp_line = resp_read_line(pre_resp)
             t_answered = time.monotonic()
             log("  SIGSTOP round %d: stopped %.0f ms; the woken owner answered in %.0f ms; "
@@ -1060,8 +834,8 @@ class StoppedOwner(ClusterCase):
                 "binary NO_FORWARD %s %s, RESP %r" % (
                     rnd, (t_cont - t_stop) * 1000, (t_answered - t_cont) * 1000, max_seen,
                     fresh_status, fresh_body[:100], r.status, pre_http_body[:100], status,
-                    ranges_of(result) if status == OK else error_text(result), status_nf,
-                    ranges_of(result_nf) if status_nf == OK else error_text(result_nf),
+                    ids_of(result) if status == OK else error_text(result), status_nf,
+                    ids_of(result_nf) if status_nf == OK else error_text(result_nf),
                     resp_line))
 
             # Every problem of the round, the correctness ones first.
@@ -1081,14 +855,14 @@ class StoppedOwner(ClusterCase):
             if (rid, status) != (1, OK):
                 problems.append("binary NEXT_IDS sent while stopped: %s %s" % (
                     status, error_text(result)))
-            elif ranges_of(result)[0] <= max_seen:
-                problems.append("%s (binary NEXT_IDS): %s" % (stale, ranges_of(result)))
+            elif ids_of(result)[0] <= max_seen:
+                problems.append("%s (binary NEXT_IDS): %s" % (stale, ids_of(result)))
             if rid_nf != 2 or status_nf not in (OK, WRONG_OWNER):
                 problems.append("binary NEXT_IDS NO_FORWARD sent while stopped: %s %s" % (
                     status_nf, error_text(result_nf)))
-            elif status_nf == OK and ranges_of(result_nf)[0] <= max_seen:
+            elif status_nf == OK and ids_of(result_nf)[0] <= max_seen:
                 problems.append("%s (binary NEXT_IDS, NO_FORWARD): %s" % (
-                    stale, ranges_of(result_nf)))
+                    stale, ids_of(result_nf)))
             if not resp_line.startswith(b":"):
                 problems.append("RESP INCR sent while stopped: %r" % resp_line)
             elif int(resp_line[1:]) <= max_seen:
@@ -1125,32 +899,13 @@ MAX_IDS, GET_MIN_SEQS, SET_MIN_SEQS = 0x06, 0x07, 0x08
 STORE_UNAVAILABLE = 4
 
 
-def key_list_payload(keys):
-    out = struct.pack(">I", len(keys))
-    for k in keys:
-        out += struct.pack(">H", len(k)) + k.encode()
-    return out
-
-
-def min_seqs_payload(items):
-    out = struct.pack(">I", len(items))
-    for k, v in items:
-        out += struct.pack(">H", len(k)) + k.encode() + struct.pack(">q", v)
-    return out
-
-
-def int64s(result):
-    (n,) = struct.unpack(">I", result[:4])
-    return list(struct.unpack(">%dq" % n, result[4:4 + 8 * n]))
-
-
 def why(status, result):
     return error_text(result) if status != OK else ""
 
 
 def binary_call(sock, request_id, opcode, payload, flags=0):
     sock.sendall(frame(opcode, request_id, payload, flags=flags))
-    op, _, rid, status, result = read_frame(sock)
+    op, _, rid, status, result = read_frame_with_flags(sock)
     assert (op, rid) == (opcode, request_id), (op, rid)
     return status, result
 
@@ -1174,24 +929,24 @@ class OpenImIdsInCluster(ClusterCase):
             s = via.tcp()
             self.addCleanup(s.close)
             # Two of the three keys are owned elsewhere: forwarded, answered exactly.
-            status, result = binary_call(s, 1, MAX_IDS, key_list_payload(keys + ["ck_oim_none"]))
+            status, result = binary_call(s, 1, MAX_IDS, key_list(keys + ["ck_oim_none"]))
             self.assertEqual(status, OK, why(status, result))
-            self.assertEqual(int64s(result), [last[k] for k in keys] + [0])
-            status, _ = binary_call(s, 2, MAX_IDS, key_list_payload(keys), flags=NO_FORWARD)
+            self.assertEqual(int64_list(result), [last[k] for k in keys] + [0])
+            status, _ = binary_call(s, 2, MAX_IDS, key_list(keys), flags=NO_FORWARD)
             self.assertEqual(status, WRONG_OWNER)
-            status, result = binary_call(s, 3, MAX_IDS, key_list_payload([keys[i]]),
+            status, result = binary_call(s, 3, MAX_IDS, key_list([keys[i]]),
                                          flags=NO_FORWARD)
-            self.assertEqual((status, int64s(result)), (OK, [last[keys[i]]]))
+            self.assertEqual((status, int64_list(result)), (OK, [last[keys[i]]]))
             # Min seqs: set through any instance (owners elsewhere), read anywhere.
             status, result = binary_call(s, 4, SET_MIN_SEQS,
-                                         min_seqs_payload([(k, 10 * i + j)
+                                         key_values([(k, 10 * i + j)
                                                            for j, k in enumerate(keys)]))
             self.assertEqual(status, OK, why(status, result))
             for other in nodes:
                 o = other.tcp()
                 self.addCleanup(o.close)
-                status, result = binary_call(o, 5, GET_MIN_SEQS, key_list_payload(keys))
-                self.assertEqual(int64s(result), [10 * i + j for j in range(3)])
+                status, result = binary_call(o, 5, GET_MIN_SEQS, key_list(keys))
+                self.assertEqual(int64_list(result), [10 * i + j for j in range(3)])
         status, payload, _ = nodes[0].request("PUT", "/min_seqs", {"min_seqs": {keys[1]: 7}})
         self.assertEqual(status, 200, payload)
         self.assertEqual(nodes[2].get_json("/min_seqs?key=" + keys[1])[1],
@@ -1208,20 +963,20 @@ class OpenImIdsInCluster(ClusterCase):
         # Sent once every thread is stopped: a thread still running could
         # take the write under its valid lease (answered OK, seen once).
         wait_stopped(owner.proc.pid)
-        stale.sendall(frame(SET_MIN_SEQS, 9, min_seqs_payload([(key, 999)]), flags=NO_FORWARD))
+        stale.sendall(frame(SET_MIN_SEQS, 9, key_values([(key, 999)]), flags=NO_FORWARD))
         time.sleep(STOP_LEASES * LEASE)
         t0 = time.monotonic()
         v = via.tcp()
         self.addCleanup(v.close)
         deadline = time.monotonic() + STOPPED_EXTRA_S + 5
         while True:  # the new owner takes the write once the shard moved
-            status, result = binary_call(v, 10, SET_MIN_SEQS, min_seqs_payload([(key, 5)]))
+            status, result = binary_call(v, 10, SET_MIN_SEQS, key_values([(key, 5)]))
             if status == OK or time.monotonic() > deadline:
                 break
         self.assertEqual(status, OK, why(status, result))
         moved_s = time.monotonic() - t0
         owner.proc.send_signal(signal.SIGCONT)
-        op, _, rid, stale_status, stale_result = read_frame(stale)
+        op, _, rid, stale_status, stale_result = read_frame_with_flags(stale)
         log("\n  min-seq write on the woken owner: status %d (%s); the new owner took "
             "its write %.0f ms after %.1f leases of stop" % (stale_status, error_text(stale_result)
                                                         if stale_status else "", moved_s * 1000, STOP_LEASES))
@@ -1231,8 +986,8 @@ class OpenImIdsInCluster(ClusterCase):
         for n in nodes:
             o = n.tcp()
             self.addCleanup(o.close)
-            status, result = binary_call(o, 11, GET_MIN_SEQS, key_list_payload([key]))
-            self.assertEqual((status, int64s(result)), (OK, [5]), n)
+            status, result = binary_call(o, 11, GET_MIN_SEQS, key_list([key]))
+            self.assertEqual((status, int64_list(result)), (OK, [5]), n)
 
 
 class DenseInCluster(ClusterCase):
@@ -1245,10 +1000,8 @@ class DenseInCluster(ClusterCase):
 
     @staticmethod
     def once(sock, rid, key, count, token):
-        k, t = key.encode(), token.encode()
-        sock.sendall(frame(0x09, rid, struct.pack(">H", len(k)) + k +
-                           struct.pack(">IB", count, len(t)) + t))
-        _, _, got_rid, status, result = read_frame(sock)
+        sock.sendall(frame(0x09, rid, once_payload(key, count, token)))
+        _, _, got_rid, status, result = read_frame_with_flags(sock)
         if got_rid != rid or status != OK:
             return None
         return struct.unpack(">qq", result)

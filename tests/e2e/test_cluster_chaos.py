@@ -8,17 +8,18 @@ above every ID in A, whichever instances A and B went to. And the message
 store stays gap-free and stamps seqs in real-time order; every acked
 message is present.
 
-Setup: a MariaDB of the test's own (scripts/mariadb.sh in a temp dir, so it
-can be frozen, killed and restarted) and 3 seqd in cluster mode with small
-auto-created steps (ck*: 100, cz*: 1) and a small --max-step, so
-reservations, i.e. fenced transactions, are frequent all along.
+Setup (tests/e2e/lib/mariadb.py, lib/cluster.py): a MariaDB of the test's
+own (scripts/mariadb.sh in a temp dir, so it can be frozen, killed and
+restarted) and 3 seqd in cluster mode with small auto-created steps (ck*:
+100, cz*: 1) and a small --max-step, so reservations, i.e. fenced
+transactions, are frequent all along.
 
-Load: 6 client threads, each in a loop: a random running instance (leaving
-ones included; frozen ones for one prober thread only, the others resume
-sending to a thawed instance at once), one of 8 keys, one of 5 interfaces
-(HTTP GET /seq/KEY, HTTP ?count=N, binary NEXT_IDS, RESP INCR, RESP
-INCRBY). Every request is recorded with its send and receive time
-(time.monotonic(), one process) and its IDs or its error.
+Load (lib/load.py, lib/clients.py): 6 client threads, each in a loop: a
+random running instance (leaving ones included; frozen ones for one prober
+thread only, the others resume sending to a thawed instance at once), one
+of 8 keys, one of 5 interfaces (HTTP GET /seq/KEY, HTTP ?count=N, binary
+NEXT_IDS, RESP INCR, RESP INCRBY). Every request is recorded with its send
+and receive time (time.monotonic(), one process) and its IDs or its error.
 
 Messages: 2 sender threads, each in a loop: a new message (a client_msg_id
 unique in the run) to one of 4 conversations, sent to a random running
@@ -32,7 +33,7 @@ answer must be its first one (duplicate). Every attempt is recorded with
 its send and receive time and its seq, server message id and duplicate
 flag, or its error.
 
-Subscribers (tests/e2e/chaos_subscribers.py), started before the load and
+Subscribers (tests/e2e/lib/subscribers.py), started before the load and
 riding through every fault, on every conversation: `seqctl msg subscribe`
 (the C++ client's resubscribing Subscribe) given the three slots' binary
 ports (a replacement instance takes the port of the one it replaces), and
@@ -41,8 +42,8 @@ disconnect or stall, resuming by Last-Event-ID, by ?from=N, and on the
 multi-conversation stream by its resume token. seqd runs with SSE
 heartbeats every second.
 
-Nemesis (one fault at a time, a settling pause between, the kinds in a
-seeded shuffled order, each cycle running every kind):
+Nemesis (lib/chaos.py; one fault at a time, a settling pause between,
+the kinds in a seeded shuffled order, each cycle running every kind):
   kill_instance  kill -9 a random instance, start a fresh one ~1 s later
   stop_owner     SIGSTOP the owner of a random key (every second time of a
                  conversation; from seqd_shard_lease) for 2.5 leases, then
@@ -57,7 +58,7 @@ seeded shuffled order, each cycle running every kind):
   kill_db        kill -9 mariadbd, restart it ~1 s later on the same port
   leave_join     SIGTERM a random instance (a clean leave), start a new one
 
-Checks (exit 1 if any fails):
+Checks (lib/checkers.py; exit 1 if any fails):
   - per key, 0 IDs answered twice across all successful answers;
   - per key, 0 real-time order violations: for every pair A, B of answers
     with A.recv < B.send, min(B) > max(A);
@@ -116,1115 +117,42 @@ Environment: SEQD_BINARY (default build/seqd), SEQCTL_BINARY (default
 client/seqctl next to it). Needs mariadbd (Debian's
 mariadb-server; scripts/deps.sh --test installs it).
 """
-import argparse
-import atexit
 import bisect
 import collections
-import http.client
 import json
 import os
 import random
 import re
-import shutil
-import signal
-import socket
 import struct
-import subprocess
 import sys
-import tempfile
 import threading
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import REPO, SEQD, free_port  # noqa: E402
-import chaos_subscribers  # noqa: E402
+from lib import chaos, checkers, subscribers  # noqa: E402
+from lib.chaos import FAULTS, Nemesis  # noqa: E402
+from lib.checkers import EXAMPLES, MSG_FAILURES, Msg  # noqa: E402
+from lib.checkers import by_key, check_history, check_messages  # noqa: E402
+from lib.clients import SOCKET_TIMEOUT_S, TRANSPORT_ERRORS, Connections, ServerError  # noqa: E402
+from lib.cluster import Cluster, Workspace  # noqa: E402
+from lib.load import (CONVS, INTERFACES, KEYS, MSG_INTERFACES, MSG_RESOLVE_S,  # noqa: E402
+                      SEQD_FLAGS, Client, Sender)
+from lib.mariadb import MariaDB  # noqa: E402
+from lib.progress import log, rel  # noqa: E402
 
-MARIADB_SH = os.path.join(REPO, "scripts", "mariadb.sh")
-KEYS = ("ck0", "ck1", "ck2", "ck3", "ck4", "ck5", "cz0", "cz1")
-AUTO_KEYS = "ck:100,cz:1"
-# The dynamic step would reach 1,000,000 within seconds; capped, every key
-# keeps reserving (each reservation a fenced transaction) all along.
-MAX_STEP = 20
-INTERFACES = ("http", "http_count", "binary", "resp_incr", "resp_incrby")
-FAULTS = ("kill_instance", "stop_owner", "freeze_db", "kill_db", "leave_join")
 INSTANCES = 3
 CLIENT_THREADS = 6
 PROBERS = 1             # client threads that also send to frozen instances
-SOCKET_TIMEOUT_S = 3.0
-MAX_COUNT = 10          # counts asked for are 1..MAX_COUNT
 MIN_ANSWERS = 2000
-WARMUP_S = 2.0
-EXAMPLES = 5
-START_TIMEOUT_S = 20.0
-LEAVE_TIMEOUT_S = 15.0
-LATE_PROBE_LEAD_S = 0.3  # late probes are sent this long before the SIGCONT
-CONVS = ("cc0", "cc1", "cc2", "cc3")
-MSG_INTERFACES = ("http", "binary")
 MSG_SENDERS = 2
 MSG_PROBERS = 1         # sender threads that also send to frozen instances
-MSG_RESOLVE_S = 30.0    # a message unanswered this long after its first try is unresolved
-MSG_RETRY_PAUSE_S = 0.05
 WAIT_TAIL_S = 1.0  # a fault's "longest wait" counts requests sent up to this long after it
-MSG_SEND_AGAIN = 0.05   # share of acked messages sent once more on purpose
 MIN_MESSAGES = 200
-PULL_LIMIT = 1000
 QUIET_WAIT_S = 10.0     # subscribers deliver every acked message this soon after the load
 FINAL_WAIT_S = 15.0     # ... and every stored one this soon after the final round
 
-BINARY_NEXT_IDS = 0x02
-BINARY_SEND, BINARY_PULL_RANGE = 0x20, 0x21
-MESSAGE_STATUS = {0: "normal", 1: "recalled", 2: "deleted"}
-BINARY_STATUS = {0: "OK", 1: "INVALID_ARGUMENT", 2: "UNKNOWN_KEY", 3: "KEY_EXISTS",
-                 4: "STORE_UNAVAILABLE", 5: "SHUTTING_DOWN", 6: "INTERNAL", 7: "UNKNOWN_OPCODE",
-                 8: "NOT_FOUND", 9: "FAILED_PRECONDITION", 10: "TOO_LARGE", 11: "NOT_SERVING",
-                 12: "WRONG_OWNER", 64: "MALFORMED_FRAME", 65: "UNSUPPORTED_VERSION",
-                 66: "FRAME_TOO_LARGE"}
-BINARY_EXPECTED = {"STORE_UNAVAILABLE", "SHUTTING_DOWN"}
-HTTP_EXPECTED = {(503, "store_unavailable"), (503, "shutting_down")}
-# RESP error texts the contract allows, by the part that names them.
-RESP_EXPECTED = {"store unavailable": "store_unavailable",
-                 "shutting down": "shutting_down",
-                 "could not take a contiguous block": "not_contiguous"}
 
-VERBOSE = False
-T0 = time.monotonic()
-
-
-def log(msg):
-    """Prints a progress line with the time since the start (with -v)."""
-    if VERBOSE:
-        print("[%7.3fs] %s" % (time.monotonic() - T0, msg), flush=True)
-
-
-def rel(t):
-    """A monotonic time as seconds since the start, rounded for reports."""
-    return round(t - T0, 3)
-
-
-def fnv1a64(data):
-    """FNV-1a 64 of `data` (bytes), seqd's key-to-shard hash."""
-    h = 0xcbf29ce484222325
-    for b in data:
-        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-    return h
-
-
-# --- history -----------------------------------------------------------------
-
-class Answer:
-    """One request as a client saw it: `ranges` ((first, last), ...) when it
-    succeeded, else `error` (a kind) and `expected` (the contract allows it)."""
-    __slots__ = ("key", "iface", "inst", "send", "recv", "ranges", "error", "expected", "lo", "hi")
-
-    def __init__(self, key, iface, inst, send, recv, ranges=None, error=None, expected=True):
-        self.key, self.iface, self.inst = key, iface, inst
-        self.send, self.recv = send, recv
-        self.ranges, self.error, self.expected = ranges, error, expected
-        self.lo = ranges[0][0] if ranges else None
-        self.hi = ranges[-1][1] if ranges else None
-
-    @property
-    def ok(self):
-        return self.error is None
-
-    def describe(self):
-        what = ("ids %s" % short_ranges(self.ranges)) if self.ok else ("error %s" % self.error)
-        return "%s via %s on %s sent %.3f recv %.3f: %s" % (
-            self.key, self.iface, self.inst, rel(self.send), rel(self.recv), what)
-
-
-def short_ranges(ranges):
-    text = ",".join("%d" % f if f == l else "%d-%d" % (f, l) for f, l in ranges[:4])
-    return "[%s%s]" % (text, ",..." if len(ranges) > 4 else "")
-
-
-Msg = collections.namedtuple("Msg", "conv sender cmid payload")
-Msg.__doc__ = "One chat message; (conv, sender, cmid) names it, re-sends included."
-
-
-class MsgAttempt:
-    """One try at sending `msg` as a client saw it: `seq`, `msg_id` (the
-    server message id) and `duplicate` when answered, else `error` and
-    `expected`. `kind`: first, retry (after an unknown outcome), again (an
-    acked message sent once more on purpose), probe (a late probe) or
-    final (the final round)."""
-    __slots__ = ("msg", "kind", "iface", "inst", "send", "recv", "seq", "msg_id", "duplicate",
-                 "error", "expected")
-
-    def __init__(self, msg, kind, iface, inst, send, recv, answer=None, error=None,
-                 expected=True):
-        self.msg, self.kind, self.iface, self.inst = msg, kind, iface, inst
-        self.send, self.recv = send, recv
-        self.seq, self.msg_id, self.duplicate = answer if answer else (None, None, None)
-        self.error, self.expected = error, expected
-
-    @property
-    def ok(self):
-        return self.error is None
-
-    def describe(self):
-        what = ("seq %d (server msg %d%s)" % (self.seq, self.msg_id,
-                                              ", duplicate" if self.duplicate else "")
-                if self.ok else "error %s" % self.error)
-        return "%s %s/%s %s via %s on %s sent %.3f recv %.3f: %s" % (
-            self.msg.conv, self.msg.sender, self.msg.cmid, self.kind, self.iface, self.inst,
-            rel(self.send), rel(self.recv), what)
-
-
-class ServerError(Exception):
-    """An answer that is not IDs: `kind` names it, `expected` says whether
-    the contract allows it."""
-
-    def __init__(self, kind, expected, close=False):
-        super().__init__(kind)
-        self.kind, self.expected, self.close = kind, expected, close
-
-
-def checked_ranges(ranges, count):
-    """`ranges` as a tuple if they hold exactly `count` IDs in ascending,
-    disjoint ranges; else ServerError (malformed, never expected)."""
-    out, total, prev = [], 0, None
-    for first, last in ranges:
-        if first > last or (prev is not None and first <= prev) or first < 1:
-            raise ServerError("malformed: ranges %r" % (ranges,), False, close=True)
-        out.append((first, last))
-        total += last - first + 1
-        prev = last
-    if total != count:
-        raise ServerError("malformed: %d IDs for count %d" % (total, count), False, close=True)
-    return tuple(out)
-
-
-# --- protocol clients --------------------------------------------------------
-
-class HttpClient:
-    """GET /seq on one kept-alive HTTP connection."""
-
-    def __init__(self, port):
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=SOCKET_TIMEOUT_S)
-
-    def seq(self, key, count):
-        """IDs of GET /seq/KEY (count None) or GET /seq/KEY?count=N."""
-        path = "/seq/%s" % key if count is None else "/seq/%s?count=%d" % (key, count)
-        self.conn.request("GET", path)
-        r = self.conn.getresponse()
-        body = r.read()
-        if r.status != 200:
-            code = error_code(body)
-            raise ServerError("http:%d %s" % (r.status, code), (r.status, code) in HTTP_EXPECTED)
-        try:
-            j = json.loads(body)
-            if j.get("key") != key:
-                raise ValueError("key %r" % j.get("key"))
-            if count is None:
-                return checked_ranges([(int(j["id"]), int(j["id"]))], 1)
-            return checked_ranges([(int(x["first"]), int(x["last"])) for x in j["ranges"]], count)
-        except (ValueError, KeyError, TypeError) as e:
-            raise ServerError("malformed: http body %r (%s)" % (body[:120], e), False, close=True)
-
-    def send_message(self, msg):
-        """(seq, server_msg_id, duplicate) of POST /conversations/CONV/messages."""
-        body = json.dumps({"sender_id": msg.sender, "client_msg_id": msg.cmid,
-                           "payload": msg.payload})
-        self.conn.request("POST", "/conversations/%s/messages" % msg.conv, body=body,
-                          headers={"Content-Type": "application/json"})
-        r = self.conn.getresponse()
-        body = r.read()
-        if r.status not in (200, 201):
-            code = error_code(body)
-            raise ServerError("http:%d %s" % (r.status, code), (r.status, code) in HTTP_EXPECTED)
-        try:
-            j = json.loads(body)
-            seq, msg_id, dup = int(j["seq"]), int(j["server_msg_id"]), j["duplicate"]
-            if seq < 1 or dup is not (r.status == 200):
-                raise ValueError("seq %d, duplicate %r with status %d" % (seq, dup, r.status))
-            return seq, msg_id, dup
-        except (ValueError, KeyError, TypeError) as e:
-            raise ServerError("malformed: http body %r (%s)" % (body[:120], e), False, close=True)
-
-    def pull(self, conv, first):
-        """(rows, is_end) of GET /conversations/CONV/messages?from=FIRST; a row
-        is (seq, server_msg_id, sender, client_msg_id, payload, status)."""
-        self.conn.request("GET", "/conversations/%s/messages?from=%d&limit=%d" % (
-            conv, first, PULL_LIMIT))
-        r = self.conn.getresponse()
-        body = r.read()
-        if r.status != 200:
-            raise ServerError("http:%d %s" % (r.status, error_code(body)), False)
-        j = json.loads(body)
-        return [(int(m["seq"]), int(m["server_msg_id"]), m["sender_id"], m["client_msg_id"],
-                 m["payload"], m["status"]) for m in j["messages"]], bool(j["is_end"])
-
-    def close(self):
-        self.conn.close()
-
-
-def error_code(body):
-    """The `code` of an HTTP error body, or '?'."""
-    try:
-        return json.loads(body)["error"]["code"]
-    except (ValueError, KeyError, TypeError):
-        return "?"
-
-
-def recv_exact(sock, n):
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise EOFError("connection closed")
-        buf += chunk
-    return buf
-
-
-class BinaryClient:
-    """NEXT_IDS on one binary-protocol connection, one request at a time."""
-
-    def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=SOCKET_TIMEOUT_S)
-        self.next_id = 1
-
-    def call(self, op, payload):
-        """The payload of the OK answer to one request (status included),
-        or ServerError."""
-        rid, self.next_id = self.next_id, self.next_id + 1
-        self.sock.sendall(struct.pack(">IBBHI", 8 + len(payload), 1, op, 0, rid) + payload)
-        length, _, opcode, flags, got_rid = struct.unpack(">IBBHI", recv_exact(self.sock, 12))
-        body = recv_exact(self.sock, length - 8)
-        (status,) = struct.unpack(">H", body[:2])
-        if status != 0:
-            name = BINARY_STATUS.get(status, str(status))
-            raise ServerError("binary:%s" % name, name in BINARY_EXPECTED,
-                              close=status >= 64 or name == "SHUTTING_DOWN")
-        if (opcode, flags, got_rid) != (op, 1, rid):
-            raise ServerError("malformed: binary header %r" % ((opcode, flags, got_rid, rid),),
-                              False, close=True)
-        return body
-
-    def next_ids(self, key, count):
-        k = key.encode()
-        body = self.call(BINARY_NEXT_IDS, struct.pack(">H", len(k)) + k + struct.pack(">I", count))
-        (n,) = struct.unpack(">I", body[2:6])
-        if len(body) != 6 + 16 * n:
-            raise ServerError("malformed: binary payload of %d bytes" % len(body), False,
-                              close=True)
-        return checked_ranges([struct.unpack(">qq", body[6 + 16 * i:22 + 16 * i])
-                               for i in range(n)], count)
-
-    def send_message(self, msg):
-        """(seq, server_msg_id, duplicate) of SEND (content type 0)."""
-        body = self.call(BINARY_SEND, wire_str(msg.conv) + wire_str(msg.sender)
-                         + wire_str(msg.cmid) + struct.pack(">i", 0)
-                         + struct.pack(">I", len(msg.payload)) + msg.payload.encode())
-        if len(body) != 2 + 25:
-            raise ServerError("malformed: SEND answer of %d bytes" % len(body), False, close=True)
-        seq, msg_id, _, dup = struct.unpack(">qqqB", body[2:])
-        if seq < 1 or dup > 1:
-            raise ServerError("malformed: SEND seq %d duplicate %d" % (seq, dup), False,
-                              close=True)
-        return seq, msg_id, dup == 1
-
-    def pull_range(self, conv, first):
-        """(rows, is_end) of PULL_RANGE from FIRST to the max, ascending; rows
-        as HttpClient.pull's."""
-        body = self.call(BINARY_PULL_RANGE, wire_str(conv) + struct.pack(
-            ">qqIB", first, 0, PULL_LIMIT, 0) + struct.pack(">H", 0))
-        is_end, n = struct.unpack(">BI", body[2:7])
-        pos, rows = 7, []
-        for _ in range(n):
-            seq, msg_id = struct.unpack(">qq", body[pos:pos + 16])
-            pos += 16
-            sender, pos = read_wire_str(body, pos)
-            cmid, pos = read_wire_str(body, pos)
-            _, status, _, size = struct.unpack(">iBqI", body[pos:pos + 17])
-            pos += 17
-            payload = body[pos:pos + size].decode(errors="replace")
-            pos += size
-            rows.append((seq, msg_id, sender, cmid, payload, MESSAGE_STATUS.get(status, status)))
-        if pos != len(body):
-            raise ValueError("PULL_RANGE answer: %d bytes left over" % (len(body) - pos))
-        return rows, bool(is_end)
-
-    def close(self):
-        self.sock.close()
-
-
-def wire_str(text):
-    """A binary-protocol `str`: u16 length, bytes."""
-    b = text.encode()
-    return struct.pack(">H", len(b)) + b
-
-
-def read_wire_str(buf, pos):
-    """The `str` at `pos` of `buf` and the position after it."""
-    (n,) = struct.unpack(">H", buf[pos:pos + 2])
-    return buf[pos + 2:pos + 2 + n].decode(errors="replace"), pos + 2 + n
-
-
-class RespClient:
-    """INCR and INCRBY on one RESP connection, one command at a time."""
-
-    def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=SOCKET_TIMEOUT_S)
-        self.buf = b""
-
-    def call(self, *args):
-        """The integer reply of one command, or ServerError."""
-        out = b"*%d\r\n" % len(args)
-        for a in args:
-            a = a.encode()
-            out += b"$%d\r\n%s\r\n" % (len(a), a)
-        self.sock.sendall(out)
-        while b"\r\n" not in self.buf:
-            chunk = self.sock.recv(4096)
-            if not chunk:
-                raise EOFError("connection closed")
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\r\n", 1)
-        if line.startswith(b":"):
-            return int(line[1:])
-        text = line.decode(errors="replace")
-        for part, name in RESP_EXPECTED.items():
-            if part in text:
-                raise ServerError("resp:%s" % name, True)
-        raise ServerError("resp:%s" % text[:80], False, close=not text.startswith("-"))
-
-    def incr(self, key):
-        n = self.call("INCR", key)
-        return checked_ranges([(n, n)], 1)
-
-    def incrby(self, key, count):
-        """INCRBY answers the last ID of a contiguous block of `count`."""
-        last = self.call("INCRBY", key, str(count))
-        return checked_ranges([(last - count + 1, last)], count)
-
-    def close(self):
-        self.sock.close()
-
-
-def transport_kind(e):
-    """A name for a dropped, refused or timed-out connection."""
-    if isinstance(e, (socket.timeout, TimeoutError)):
-        return "transport:timeout"
-    if isinstance(e, ConnectionRefusedError):
-        return "transport:refused"
-    if isinstance(e, (ConnectionResetError, BrokenPipeError)):
-        return "transport:reset"
-    if isinstance(e, (EOFError, http.client.RemoteDisconnected, http.client.IncompleteRead)):
-        return "transport:closed"
-    return "transport:%s" % type(e).__name__
-
-
-TRANSPORT_ERRORS = (OSError, EOFError, http.client.HTTPException)
-
-
-def request(conns, inst, key, iface, count):
-    """Sends one request to `inst` on a connection kept in `conns` (made if
-    missing, dropped after a transport error or a closing answer) and
-    returns its Answer."""
-    proto = iface.split("_")[0]
-    slot = (inst.name, proto)
-    send = time.monotonic()
-    try:
-        c = conns.get(slot)
-        if c is None:
-            c = conns[slot] = {"http": lambda: HttpClient(inst.http_port),
-                               "binary": lambda: BinaryClient(inst.binary_port),
-                               "resp": lambda: RespClient(inst.resp_port)}[proto]()
-        if iface == "http":
-            ranges = c.seq(key, None)
-        elif iface == "http_count":
-            ranges = c.seq(key, count)
-        elif iface == "binary":
-            ranges = c.next_ids(key, count)
-        elif iface == "resp_incr":
-            ranges = c.incr(key)
-        else:
-            ranges = c.incrby(key, count)
-        return Answer(key, iface, inst.name, send, time.monotonic(), ranges)
-    except ServerError as e:
-        recv = time.monotonic()
-        if e.close:
-            drop(conns, slot)
-        return Answer(key, iface, inst.name, send, recv, error=e.kind, expected=e.expected)
-    except TRANSPORT_ERRORS as e:
-        recv = time.monotonic()
-        drop(conns, slot)
-        return Answer(key, iface, inst.name, send, recv, error=transport_kind(e))
-
-
-def drop(conns, slot):
-    c = conns.pop(slot, None)
-    if c is not None:
-        try:
-            c.close()
-        except OSError:
-            pass
-
-
-def client_for(conns, inst, proto):
-    """The connection to `inst` for `proto` kept in `conns`, made if missing."""
-    slot = (inst.name, proto)
-    c = conns.get(slot)
-    if c is None:
-        c = conns[slot] = {"http": lambda: HttpClient(inst.http_port),
-                           "binary": lambda: BinaryClient(inst.binary_port)}[proto]()
-    return c
-
-
-def send_message(conns, inst, msg, iface, kind):
-    """One attempt at sending `msg` to `inst` over `iface` (http or binary),
-    as `request` does for IDs; returns its MsgAttempt."""
-    slot = (inst.name, iface)
-    send = time.monotonic()
-    try:
-        answer = client_for(conns, inst, iface).send_message(msg)
-        return MsgAttempt(msg, kind, iface, inst.name, send, time.monotonic(), answer)
-    except ServerError as e:
-        recv = time.monotonic()
-        if e.close:
-            drop(conns, slot)
-        return MsgAttempt(msg, kind, iface, inst.name, send, recv, error=e.kind,
-                          expected=e.expected)
-    except TRANSPORT_ERRORS as e:
-        recv = time.monotonic()
-        drop(conns, slot)
-        return MsgAttempt(msg, kind, iface, inst.name, send, recv, error=transport_kind(e))
-
-
-def deliver(cluster, rng, conns, msg, attempts, kind="first", frozen=False, first=None):
-    """Sends `msg` until an attempt is answered: first to `first` over its
-    interface (an (instance, iface) pair) if given, then, after every error
-    or timeout (the outcome is unknown), the same message again to a random
-    reachable instance (frozen ones too if `frozen`) over a random
-    interface. Gives up MSG_RESOLVE_S after the first try, or after an
-    error outside the contract. Every attempt is appended to `attempts`;
-    returns True if one was answered."""
-    deadline = time.monotonic() + MSG_RESOLVE_S
-    while True:
-        if first is not None:
-            (inst, iface), first = first, None
-        else:
-            insts = cluster.reachable(frozen)
-            if not insts:
-                if time.monotonic() >= deadline:
-                    return False
-                time.sleep(0.01)
-                continue
-            inst, iface = rng.choice(insts), rng.choice(MSG_INTERFACES)
-        a = send_message(conns, inst, msg, iface, kind)
-        attempts.append(a)
-        if a.ok:
-            return True
-        if not a.expected or time.monotonic() >= deadline:
-            return False
-        kind = "retry"
-        time.sleep(MSG_RETRY_PAUSE_S)
-
-
-# --- MariaDB ------------------------------------------------------------------
-
-def alive(pid):
-    """True while `pid` runs (a zombie is dead)."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
-class MariaDB:
-    """The test's own mariadbd, run by scripts/mariadb.sh in `dir`."""
-
-    def __init__(self, base):
-        self.dir = os.path.join(base, "db")
-        self.err = open(os.path.join(base, "mariadb-sh.log"), "ab")
-        self.url = self.script("start")
-
-    def script(self, action):
-        """Runs scripts/mariadb.sh ACTION DIR; returns its last stdout line."""
-        r = subprocess.run([MARIADB_SH, action, self.dir], stdout=subprocess.PIPE,
-                           stderr=self.err, text=True, timeout=120)
-        if r.returncode != 0:
-            raise RuntimeError("scripts/mariadb.sh %s failed (%d); see %s" %
-                               (action, r.returncode, self.err.name))
-        lines = r.stdout.strip().splitlines()
-        return lines[-1] if lines else ""
-
-    def pid(self):
-        """mariadbd's pid from its pid file, checked to be a live mariadbd of
-        this datadir; None if there is none."""
-        try:
-            with open(os.path.join(self.dir, "mariadb.pid")) as f:
-                pid = int(f.read().strip())
-            with open("/proc/%d/cmdline" % pid, "rb") as f:
-                cmdline = f.read().split(b"\0")
-        except (OSError, ValueError):
-            return None
-        datadir = ("--datadir=" + os.path.realpath(os.path.join(self.dir, "data"))).encode()
-        server = os.path.basename(cmdline[0]) in (b"mariadbd", b"mysqld")
-        return pid if server and datadir in cmdline else None
-
-    def signal(self, sig):
-        pid = self.pid()
-        if pid is None:
-            raise RuntimeError("no mariadbd running in %s" % self.dir)
-        os.kill(pid, sig)
-        return pid
-
-    def freeze(self):
-        return self.signal(signal.SIGSTOP)
-
-    def thaw(self):
-        pid = self.pid()
-        if pid is not None:
-            os.kill(pid, signal.SIGCONT)
-
-    def kill9(self):
-        """kill -9 mariadbd; waits until it is dead (a zombie counts: init
-        reaps it when it likes) and removes its pid file, so that `restart`
-        never mistakes the zombie for a running server."""
-        pid = self.signal(signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        try:
-            os.unlink(os.path.join(self.dir, "mariadb.pid"))
-        except FileNotFoundError:
-            pass
-        return pid
-
-    def restart(self):
-        """After kill -9: `restart` starts again on the port the URLs name."""
-        url = self.script("restart")
-        if url != self.url:
-            raise RuntimeError("MariaDB came back at %s, not %s" % (url, self.url))
-
-    def query(self, sql):
-        """Rows of `sql` (tab-separated fields) as root over the socket."""
-        r = subprocess.run(["mariadb", "--no-defaults", "--protocol=socket",
-                            "--socket=" + os.path.join(self.dir, "mariadb.sock"), "-uroot",
-                            "-N", "-B", "seqd_test", "-e", sql],
-                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=3)
-        if r.returncode != 0:
-            raise RuntimeError("query failed: %s" % sql)
-        return [line.split("\t") for line in r.stdout.splitlines()]
-
-    def stop(self):
-        """Thaws and stops the server; never raises."""
-        try:
-            self.thaw()
-            self.script("stop")
-        except Exception as e:  # noqa: BLE001 - cleanup goes on
-            pid = self.pid()
-            if pid is not None:
-                os.kill(pid, signal.SIGKILL)
-            print("warning: stopping MariaDB: %s" % e, file=sys.stderr)
-        self.err.close()
-
-
-# --- seqd instances -----------------------------------------------------------
-
-class Instance:
-    """One seqd process in cluster mode. `state`: up, frozen (SIGSTOP),
-    leaving (SIGTERM sent), killed (SIGKILL sent), gone (exited after a
-    leave) or crashed (exited by itself)."""
-
-    PORT_LINES = {"binary_port": re.compile(r"binary protocol on \S*:(\d+)"),
-                  "resp_port": re.compile(r"RESP \(Redis protocol\) on \S*:(\d+)"),
-                  "instance_id": re.compile(r"cluster mode: instance (\S+) at")}
-
-    def __init__(self, name, url, lease_ms, base, binary_port=0, http_port=None):
-        self.name = name
-        self.log_path = os.path.join(base, "%s.log" % name)
-        self.http_port = http_port or free_port()
-        self.binary_port = self.resp_port = self.instance_id = None
-        self.state = "up"
-        self.args = [SEQD, "--store", url, "--cluster", "--cluster-lease-ms", str(lease_ms),
-                     "--snowflake", "off", "--tcp-port", str(binary_port),
-                     "--http-port", str(self.http_port),
-                     "--sse-heartbeat-ms", str(chaos_subscribers.HEARTBEAT_MS),
-                     "--resp-port", "0", "--threads", "2", "--auto-keys", AUTO_KEYS,
-                     "--max-step", str(MAX_STEP),
-                     "--log-level", "info"]
-        with open(self.log_path, "ab") as out:
-            self.proc = subprocess.Popen(self.args, stdout=out, stderr=subprocess.STDOUT)
-        try:
-            self.wait_ready()
-        except RuntimeError:
-            self.kill()
-            raise
-
-    def wait_ready(self):
-        """Waits for the listener lines in the log and /healthz 200."""
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("%s exited with %s:\n%s" % (self.name, self.proc.returncode,
-                                                               self.log_tail()))
-            text = self.log_text()
-            for attr, pattern in self.PORT_LINES.items():
-                m = pattern.search(text)
-                if m and getattr(self, attr) is None:
-                    setattr(self, attr, int(m.group(1)) if attr.endswith("port") else m.group(1))
-            if None not in (self.binary_port, self.resp_port, self.instance_id) and self.healthy():
-                return
-            time.sleep(0.05)
-        raise RuntimeError("%s did not start:\n%s" % (self.name, self.log_tail()))
-
-    def healthy(self):
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=1)
-            c.request("GET", "/healthz")
-            ok = c.getresponse().status == 200
-            c.close()
-            return ok
-        except TRANSPORT_ERRORS:
-            return False
-
-    def log_text(self):
-        with open(self.log_path, errors="replace") as f:
-            return f.read()
-
-    def log_tail(self, n=30):
-        return "\n".join(self.log_text().splitlines()[-n:])
-
-    def metrics(self):
-        """The instance's /metrics as {name{labels}: value}; {} if it fails."""
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=3)
-            c.request("GET", "/metrics")
-            body = c.getresponse().read().decode()
-            c.close()
-        except TRANSPORT_ERRORS:
-            return {}
-        out = {}
-        for line in body.splitlines():
-            if line and not line.startswith("#"):
-                name, _, value = line.rpartition(" ")
-                out[name] = float(value)
-        return out
-
-    def kill(self):
-        """SIGCONT then SIGKILL if still running; waits for the exit."""
-        if self.proc.poll() is None:
-            for sig in (signal.SIGCONT, signal.SIGKILL):
-                try:
-                    os.kill(self.proc.pid, sig)
-                except ProcessLookupError:
-                    pass
-        self.proc.wait()
-
-
-class Cluster:
-    """The seqd instances, ever started; thread-safe."""
-
-    def __init__(self, url, lease_ms, base):
-        self.url, self.lease_ms, self.base = url, lease_ms, base
-        self.lock = threading.Lock()
-        self.instances = []
-        self.crashes = []
-        self.shards = None
-        # One binary port per slot: a replacement takes the port of the
-        # instance it replaces, so a client given these endpoints (the
-        # subscribers) always has somewhere to go.
-        self.binary_ports = [free_port() for _ in range(INSTANCES)]
-
-    def start_instance(self):
-        """Starts a new member (a fresh process, a new instance id); retried
-        with a new HTTP port if that one was taken meanwhile."""
-        with self.lock:
-            name = "s%d" % (len(self.instances) + 1)
-            held = {i.binary_port for i in self.instances if i.proc.poll() is None}
-            port = next((p for p in self.binary_ports if p not in held), 0)
-        for attempt in range(3):
-            try:
-                # The slot's port twice (a moment apart), then any port.
-                inst = Instance(name if attempt == 0 else "%s.%d" % (name, attempt), self.url,
-                                self.lease_ms, self.base, port if attempt < 2 else 0)
-                break
-            except RuntimeError:
-                if attempt == 2:
-                    raise
-                time.sleep(0.5)
-        with self.lock:
-            self.instances.append(inst)
-        log("started %s (%s) http %d binary %d resp %d" % (
-            inst.name, inst.instance_id, inst.http_port, inst.binary_port, inst.resp_port))
-        return inst
-
-    def reachable(self, frozen):
-        """Instances clients may send to: running, leaving ones included,
-        frozen ones only if `frozen`."""
-        states = ("up", "leaving", "frozen") if frozen else ("up", "leaving")
-        with self.lock:
-            return [i for i in self.instances if i.state in states]
-
-    def up(self):
-        with self.lock:
-            return [i for i in self.instances if i.state == "up"]
-
-    def set_state(self, inst, state, sig=None):
-        with self.lock:
-            if sig is not None:
-                os.kill(inst.proc.pid, sig)
-            inst.state = state
-
-    def by_instance_id(self, instance_id):
-        with self.lock:
-            return next((i for i in self.instances if i.instance_id == instance_id), None)
-
-    def check_crashes(self):
-        """Records instances that exited though not killed or leaving; returns
-        every crash so far (a leave that exited with an error counts)."""
-        with self.lock:
-            exited = [i for i in self.instances
-                      if i.state in ("up", "frozen") and i.proc.poll() is not None]
-        for i in exited:
-            self.record_crash(i)
-        with self.lock:
-            return list(self.crashes)
-
-    def record_crash(self, inst):
-        with self.lock:
-            inst.state = "crashed"
-            self.crashes.append({"instance": inst.name, "exit": inst.proc.returncode,
-                                 "time": rel(time.monotonic()), "log": inst.log_tail()})
-
-    def kill_all(self):
-        with self.lock:
-            instances = list(self.instances)
-        for i in instances:
-            i.kill()
-
-
-# --- load ----------------------------------------------------------------------
-
-class Client(threading.Thread):
-    """A loop of random requests (instance, key, interface, count) until
-    `stop` is set; `answers` holds what it saw. Only a prober sends to a
-    frozen instance (and then waits up to SOCKET_TIMEOUT_S); the others
-    keep the rest of the cluster busy meanwhile, and send to the instance
-    again as soon as it is thawed."""
-
-    def __init__(self, cluster, seed, stop, prober):
-        super().__init__(daemon=True)
-        self.cluster, self.rng, self.stop = cluster, random.Random(seed), stop
-        self.prober = prober
-        self.answers = []
-        self.error = None
-
-    def run(self):
-        conns = {}
-        try:
-            while not self.stop.is_set():
-                insts = self.cluster.reachable(frozen=self.prober)
-                if not insts:
-                    time.sleep(0.01)
-                    continue
-                live = {i.name for i in insts}
-                for slot in [s for s in conns if s[0] not in live]:
-                    drop(conns, slot)
-                inst = self.rng.choice(insts)
-                a = request(conns, inst, self.rng.choice(KEYS), self.rng.choice(INTERFACES),
-                            self.rng.randint(1, MAX_COUNT))
-                self.answers.append(a)
-                if not a.ok:
-                    time.sleep(0.01)  # no busy loop against a dead port
-        except Exception:  # noqa: BLE001 - reported as a harness failure
-            self.error = traceback.format_exc()
-        finally:
-            for slot in list(conns):
-                drop(conns, slot)
-
-
-class Probe(threading.Thread):
-    """One request (`key`, `iface`, count 2) to `inst` on a connection of its
-    own; `answers` holds its Answer."""
-
-    def __init__(self, inst, key, iface):
-        super().__init__(daemon=True)
-        self.inst, self.key, self.iface = inst, key, iface
-        self.answers = []
-
-    def run(self):
-        conns = {}
-        self.answers.append(request(conns, self.inst, self.key, self.iface, 2))
-        for slot in list(conns):
-            drop(conns, slot)
-
-
-class Sender(threading.Thread):
-    """A loop of new messages (sender w<n>, a random conversation), each
-    delivered (see `deliver`) until `stop` is set; now and then an acked
-    one is sent once more. `attempts` holds every try. Only a prober sends
-    to frozen instances."""
-
-    def __init__(self, cluster, seed, stop, n, prober):
-        super().__init__(daemon=True)
-        self.cluster, self.rng, self.stop = cluster, random.Random(seed), stop
-        self.sender, self.prober = "w%d" % n, prober
-        self.attempts = []
-        self.error = None
-
-    def run(self):
-        conns = {}
-        try:
-            n = 0
-            while not self.stop.is_set():
-                n += 1
-                cmid = "%s-%d" % (self.sender, n)
-                msg = Msg(self.rng.choice(CONVS), self.sender, cmid, "payload of " + cmid)
-                acked = deliver(self.cluster, self.rng, conns, msg, self.attempts,
-                                frozen=self.prober)
-                if acked and self.rng.random() < MSG_SEND_AGAIN:
-                    deliver(self.cluster, self.rng, conns, msg, self.attempts, kind="again",
-                            frozen=self.prober)
-        except Exception:  # noqa: BLE001 - reported as a harness failure
-            self.error = traceback.format_exc()
-        finally:
-            for slot in list(conns):
-                drop(conns, slot)
-
-
-class MessageProbe(threading.Thread):
-    """A new message `msg` sent to `inst` over `iface`, re-sent to the
-    running instances until answered (see `deliver`); `attempts` holds
-    every try."""
-
-    def __init__(self, cluster, seed, inst, iface, msg):
-        super().__init__(daemon=True)
-        self.cluster, self.rng, self.msg = cluster, random.Random(seed), msg
-        self.first = (inst, iface)
-        self.attempts = []
-        self.error = None
-
-    def run(self):
-        conns = {}
-        try:
-            deliver(self.cluster, self.rng, conns, self.msg, self.attempts, kind="probe",
-                    first=self.first)
-        except Exception:  # noqa: BLE001 - reported as a harness failure
-            self.error = traceback.format_exc()
-        finally:
-            for slot in list(conns):
-                drop(conns, slot)
-
-
-# --- faults ----------------------------------------------------------------------
-
-class Nemesis(threading.Thread):
-    """Runs one fault at a time until `until`: WARMUP_S first, a settling
-    pause of 1.5 to 2.5 leases after each; `faults` records each with its
-    times."""
-
-    def __init__(self, cluster, db, rng, lease_s, until):
-        super().__init__(daemon=True)
-        self.cluster, self.db, self.rng, self.lease_s, self.until = cluster, db, rng, lease_s, until
-        self.faults = []
-        self.answers = []  # the late probes' (see fault_stop_owner)
-        self.msg_probes = []  # the late message probes, joined by the run
-        self.error = None
-        self.stop = threading.Event()
-
-    def run(self):
-        try:
-            self.stop.wait(WARMUP_S)
-            order = []
-            while not self.stop.is_set() and time.monotonic() < self.until:
-                if not order:
-                    order = list(FAULTS)
-                    self.rng.shuffle(order)
-                kind = order.pop(0)
-                fault = {"kind": kind, "start": None, "end": None, "target": None, "detail": ""}
-                getattr(self, "fault_" + kind)(fault)
-                self.faults.append(fault)
-                log("fault %s done: %s %s" % (kind, fault["target"], fault["detail"]))
-                self.cluster.check_crashes()
-                self.stop.wait(self.lease_s * self.rng.uniform(1.5, 2.5))
-        except Exception:  # noqa: BLE001 - reported as a harness failure
-            self.error = traceback.format_exc()
-
-    def begin(self, fault, target, what):
-        fault["start"], fault["target"] = time.monotonic(), target
-        log("fault %s: %s %s" % (fault["kind"], target, what))
-
-    def fault_kill_instance(self, fault):
-        """kill -9 a random instance; a fresh one joins about 1 s later."""
-        victim = self.rng.choice(self.cluster.up())
-        self.begin(fault, victim.name, "kill -9")
-        self.cluster.set_state(victim, "killed", signal.SIGKILL)
-        victim.proc.wait()
-        time.sleep(1.0)
-        new = self.cluster.start_instance()
-        fault["end"], fault["detail"] = time.monotonic(), "replaced by %s" % new.name
-
-    def fault_stop_owner(self, fault):
-        """SIGSTOP the owner of a random key (of a random conversation every
-        second time) for 2.5 leases, then SIGCONT. Just before the SIGCONT, late probes: one request per
-        key and interface and one new message per conversation and interface
-        sent to the frozen instance, long after its leases lapsed and other
-        instances answered for its keys; the thawed instance must not answer
-        them (or anything) from the buffers or cached max seqs it froze
-        with."""
-        stops = sum(f["kind"] == "stop_owner" for f in self.faults)
-        key = self.rng.choice(CONVS if stops % 2 else KEYS)
-        victim, how = self.owner_of(key), "owner of %s" % key
-        if victim is None or victim.state != "up":
-            victim, how = self.rng.choice(self.cluster.up()), "random (owner of %s unknown)" % key
-        self.begin(fault, victim.name, "SIGSTOP (%s) for %.1f s" % (how, 2.5 * self.lease_s))
-        self.cluster.set_state(victim, "frozen", signal.SIGSTOP)
-        time.sleep(2.5 * self.lease_s - LATE_PROBE_LEAD_S)
-        probes, msg_probes = self.late_probes(victim), self.late_messages(victim)
-        time.sleep(LATE_PROBE_LEAD_S)  # the probes are in the victim's sockets
-        self.cluster.set_state(victim, "up", signal.SIGCONT)
-        deadline = time.monotonic() + SOCKET_TIMEOUT_S + 2
-        for t in probes:
-            t.join(SOCKET_TIMEOUT_S + 2)
-        while time.monotonic() < deadline and not all(t.attempts for t in msg_probes):
-            time.sleep(0.02)
-        late = [a for t in probes for a in t.answers]
-        self.answers.extend(late)
-        fault["end"] = time.monotonic()
-        fault["detail"] = "%s; late probes %d/%d answered, messages %d/%d" % (
-            how, sum(a.ok for a in late), len(KEYS) * len(INTERFACES),
-            sum(bool(t.attempts) and t.attempts[0].ok for t in msg_probes), len(msg_probes))
-
-    def late_probes(self, victim):
-        """Started Probe threads, one per key and interface, at `victim`."""
-        probes = [Probe(victim, key, iface) for key in KEYS for iface in INTERFACES]
-        for t in probes:
-            t.start()
-        return probes
-
-    def late_messages(self, victim):
-        """Started MessageProbe threads, one new message per conversation and
-        interface, at `victim`; also kept in `msg_probes`."""
-        n = len(self.faults)
-        probes = [MessageProbe(self.cluster, self.rng.getrandbits(32), victim, iface,
-                               Msg(conv, "lp", "lp%d-%s-%s" % (n, conv, iface),
-                                   "late probe %d" % n))
-                  for conv in CONVS for iface in MSG_INTERFACES]
-        for t in probes:
-            t.start()
-        self.msg_probes.extend(probes)
-        return probes
-
-    def owner_of(self, key):
-        """The instance the lease table names as the owner of `key`'s shard."""
-        try:
-            if self.cluster.shards is None:
-                self.cluster.shards = int(
-                    self.db.query("SELECT value FROM seqd_cluster WHERE name = 'shards'")[0][0])
-            shard = fnv1a64(key.encode()) % self.cluster.shards
-            rows = self.db.query("SELECT owner FROM seqd_shard_lease WHERE shard = %d" % shard)
-            return self.cluster.by_instance_id(rows[0][0]) if rows else None
-        except (RuntimeError, IndexError, ValueError, subprocess.TimeoutExpired):
-            return None
-
-    def fault_freeze_db(self, fault):
-        """SIGSTOP mariadbd for 2 s, then SIGCONT."""
-        pid = self.db.pid()
-        self.begin(fault, "mariadbd %s" % pid, "SIGSTOP for 2.0 s")
-        self.db.freeze()
-        time.sleep(2.0)
-        self.db.thaw()
-        fault["end"] = time.monotonic()
-
-    def fault_kill_db(self, fault):
-        """kill -9 mariadbd; restart it on the same port about 1 s later."""
-        pid = self.db.pid()
-        self.begin(fault, "mariadbd %s" % pid, "kill -9")
-        self.db.kill9()
-        time.sleep(1.0)
-        self.db.restart()
-        fault["end"], fault["detail"] = time.monotonic(), "restarted as pid %s" % self.db.pid()
-
-    def fault_leave_join(self, fault):
-        """SIGTERM a random instance (a clean leave); once it exited, a new
-        one joins. A leave that does not finish in LEAVE_TIMEOUT_S fails."""
-        victim = self.rng.choice(self.cluster.up())
-        self.begin(fault, victim.name, "SIGTERM")
-        self.cluster.set_state(victim, "leaving", signal.SIGTERM)
-        try:
-            code = victim.proc.wait(timeout=LEAVE_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            victim.kill()
-            self.cluster.set_state(victim, "killed")
-            raise RuntimeError("%s did not exit within %.0f s of SIGTERM:\n%s" % (
-                victim.name, LEAVE_TIMEOUT_S, victim.log_tail()))
-        self.cluster.set_state(victim, "gone")
-        left_at = time.monotonic()
-        if code != 0:
-            self.cluster.record_crash(victim)
-        new = self.cluster.start_instance()
-        fault["end"] = time.monotonic()
-        fault["detail"] = "exit %d after %.2f s; joined %s" % (code, left_at - fault["start"],
-                                                              new.name)
-
-
-# --- the checker ------------------------------------------------------------------
-
-def by_key(answers):
-    """Successful answers grouped by key."""
-    out = collections.defaultdict(list)
-    for a in answers:
-        if a.ok:
-            out[a.key].append(a)
-    return out
-
-
-def find_duplicates(answers):
-    """Per key, IDs answered more than once (each extra copy counts one).
-    Ranges sorted by first ID; each range's overlap with the furthest end
-    reached so far is exactly its IDs already answered. O(n log n).
-    Returns (count, examples)."""
-    count, examples = 0, []
-    for key, items in sorted(by_key(answers).items()):
-        spans = sorted((f, l, i) for i, a in enumerate(items) for f, l in a.ranges)
-        reach, reach_by = None, None
-        for first, last, i in spans:
-            if reach is not None and first <= reach:
-                extra = min(last, reach) - first + 1
-                count += extra
-                if len(examples) < EXAMPLES:
-                    examples.append({"key": key, "ids": [first, min(last, reach)],
-                                     "a": items[reach_by].describe(), "b": items[i].describe()})
-            if reach is None or last > reach:
-                reach, reach_by = last, i
-    return count, examples
-
-
-def find_order_violations(answers):
-    """Per key, answers B with an ID at or below the largest ID of an answer
-    A received before B was sent (A.recv < B.send). Sweeps B by send time
-    while the answers received before it feed a running maximum; each
-    violating B counts once. O(n log n). Returns (count, examples)."""
-    count, examples = 0, []
-    for key, items in sorted(by_key(answers).items()):
-        by_recv = sorted(items, key=lambda a: a.recv)
-        i, best = 0, None
-        for b in sorted(items, key=lambda a: a.send):
-            while i < len(by_recv) and by_recv[i].recv < b.send:
-                if best is None or by_recv[i].hi > best.hi:
-                    best = by_recv[i]
-                i += 1
-            if best is not None and b.lo <= best.hi:
-                count += 1
-                if len(examples) < EXAMPLES:
-                    examples.append({"key": key, "earlier": best.describe(),
-                                     "later": b.describe(),
-                                     "gap_s": round(b.send - best.recv, 3)})
-    return count, examples
-
-
-def unexpected_errors(answers):
-    """Answers outside the contract (bad error codes, malformed answers)."""
-    bad = [a for a in answers if not a.ok and not a.expected]
-    kinds = collections.Counter(a.error for a in bad)
-    return len(bad), dict(kinds), [a.describe() for a in bad[:EXAMPLES]]
-
+# --- figures ---------------------------------------------------------------------
 
 def availability(answers, faults, end, msg_attempts=()):
     """Per fault: the longest time any key went without a successful answer
@@ -1292,199 +220,14 @@ def longest_gap(recvs, names, w0, w1):
     return worst, worst_name
 
 
-def check_history(answers):
-    """The safety verdict of a history: duplicates, order violations and
-    answers outside the contract, with examples."""
-    dups, dup_examples = find_duplicates(answers)
-    order, order_examples = find_order_violations(answers)
-    bad, bad_kinds, bad_examples = unexpected_errors(answers)
-    return {"duplicates": dups, "duplicate_examples": dup_examples,
-            "order_violations": order, "order_examples": order_examples,
-            "unexpected_errors": bad, "unexpected_kinds": bad_kinds,
-            "unexpected_examples": bad_examples}
-
-
-# --- the message checker ----------------------------------------------------------
-
-# The message verdict's fields that fail a run, with what they count.
-MSG_FAILURES = (
-    ("holes", "seqs missing from a conversation's 1..max (holes)"),
-    ("seqs_twice", "seqs stored twice"),
-    ("lost", "acked messages not stored"),
-    ("misplaced", "acked messages stored at another seq or with other content"),
-    ("disagreeing", "messages whose answers disagree (seq, server message id, duplicate)"),
-    ("stored_twice", "extra copies of stored messages"),
-    ("unknown_stored", "stored messages never sent"),
-    ("order_violations", "message real-time order violations"),
-    ("unexpected_errors", "message answers outside the contract"),
-)
-
-
-def message_acks(attempts):
-    """Attempts grouped by message, in send order, and per message with an
-    answer (first answer, stamp): `stamp` is the earliest send that can have
-    stored it, the send of the attempt answered duplicate = false (that one
-    stored it) or, if every answer is a duplicate, of the first attempt (one
-    whose outcome the client never learned stored it). Returns (tries by
-    message, acks by message)."""
-    tries = collections.OrderedDict()
-    for a in sorted(attempts, key=lambda a: a.send):
-        tries.setdefault(a.msg[:3], []).append(a)
-    acks = {}
-    for name, ts in tries.items():
-        answers = sorted((a for a in ts if a.ok), key=lambda a: a.recv)
-        if answers:
-            first = answers[0]
-            acks[name] = (first, first.send if not first.duplicate else ts[0].send)
-    return tries, acks
-
-
-def find_message_order_violations(acks):
-    """Per conversation, messages B with seq(B) <= seq(A) for a message A
-    whose first ack was received before B's stamp (A.recv < stamp(B)): the
-    sweep of find_order_violations, B by stamp while the acks received
-    before it feed a running maximum. O(n log n). Returns (count, examples,
-    pairs): `pairs` counts the (A, B) pairs so ordered, i.e. checked."""
-    per_conv = collections.defaultdict(list)
-    for (conv, _, _), ack in acks.items():
-        per_conv[conv].append(ack)
-    count, examples, pairs = 0, [], 0
-    for conv, items in sorted(per_conv.items()):
-        by_recv = sorted(items, key=lambda fs: fs[0].recv)
-        i, best = 0, None
-        for b, stamp in sorted(items, key=lambda fs: fs[1]):
-            while i < len(by_recv) and by_recv[i][0].recv < stamp:
-                if best is None or by_recv[i][0].seq > best.seq:
-                    best = by_recv[i][0]
-                i += 1
-            pairs += i
-            if best is not None and b.seq <= best.seq:
-                count += 1
-                if len(examples) < EXAMPLES:
-                    examples.append({"conv": conv, "earlier": best.describe(),
-                                     "later": b.describe(),
-                                     "gap_s": round(stamp - best.recv, 3)})
-    return count, examples, pairs
-
-
-def check_messages(attempts, stored):
-    """The verdict on a message history: `attempts` (MsgAttempt) and
-    `stored`, {conv: [(seq, server_msg_id, sender, client_msg_id, payload,
-    status), ...]} as pulled. Counts (MSG_FAILURES's fields fail a run, the
-    others inform) and examples."""
-    v = dict.fromkeys((f for f, _ in MSG_FAILURES), 0)
-    examples = collections.defaultdict(list)
-
-    def bad(field, text, n=1):
-        v[field] += n
-        if len(examples[field]) < EXAMPLES:
-            examples[field].append(text)
-
-    tries, acks = message_acks(attempts)
-    for name, ts in tries.items():
-        if name not in acks:
-            continue
-        first = acks[name][0]
-        for a in ts:
-            if a.ok and a is not first and ((a.seq, a.msg_id) != (first.seq, first.msg_id)
-                                            or not a.duplicate):
-                bad("disagreeing", "first answer %s; later %s" % (first.describe(),
-                                                                  a.describe()))
-                break
-    rows_by_msg = collections.defaultdict(list)
-    for conv, rows in sorted(stored.items()):
-        seqs = collections.Counter(r[0] for r in rows)
-        top = max(seqs, default=0)
-        missing = [q for q in range(1, top + 1) if q not in seqs] + [q for q in seqs if q < 1]
-        if missing:
-            bad("holes", "%s: %d stored, max %d, missing %s" % (
-                conv, len(rows), top, missing[:10]), len(missing))
-        for q, c in sorted(seqs.items()):
-            if c > 1:
-                bad("seqs_twice", "%s: seq %d stored %d times" % (conv, q, c), c - 1)
-        for r in rows:
-            rows_by_msg[(conv, r[2], r[3])].append(r)
-    for name, rows in sorted(rows_by_msg.items()):
-        if len(rows) > 1:
-            bad("stored_twice", "%s/%s/%s stored at seqs %s" % (
-                name + ([r[0] for r in rows],)), len(rows) - 1)
-        if name not in tries:
-            bad("unknown_stored", "%s/%s/%s stored at seq %d, never sent" % (
-                name + (rows[0][0],)))
-    for name, (first, _) in sorted(acks.items()):
-        rows = rows_by_msg.get(name)
-        if not rows:
-            bad("lost", "acked, not stored: %s" % first.describe())
-        elif not any((r[0], r[1], r[4]) == (first.seq, first.msg_id, first.msg.payload)
-                     for r in rows):
-            bad("misplaced", "acked %s; stored as %s" % (first.describe(), rows[:2]))
-    order, order_examples, pairs = find_message_order_violations(acks)
-    v["order_violations"] = order
-    for a in attempts:
-        if not a.ok and not a.expected:
-            bad("unexpected_errors", a.describe())
-    answers = [a for a in attempts if a.ok]
-    unresolved = [n for n in tries if n not in acks]
-    v.update({
-        "messages": len(tries), "acked": len(acks), "unresolved": len(unresolved),
-        "unresolved_stored": sum(1 for n in unresolved if n in rows_by_msg),
-        "attempts": len(attempts), "answers": len(answers),
-        "resends": sum(1 for a in attempts if a.kind == "retry"),
-        "sent_again": sum(1 for a in attempts if a.kind == "again"),
-        "duplicate_answers": sum(1 for a in answers if a.duplicate),
-        "stored": sum(len(rows) for rows in stored.values()),
-        "max_seqs": {c: max((r[0] for r in rows), default=0) for c, rows in sorted(stored.items())},
-        "order_pairs": pairs,
-        "by_interface": dict(collections.Counter(a.iface for a in answers)),
-        "errors": dict(collections.Counter(a.error for a in attempts if not a.ok).most_common()),
-        "order_examples": order_examples, "examples": dict(examples),
-    })
-    return v
-
-
 # --- self-test ------------------------------------------------------------------
 
 def self_test():
-    """Proves the checker can fail: synthetic histories with a duplicate, an
-    order violation (against the latest and against an older answer, with
-    several ranges), near misses that must pass (concurrent inversions, a
-    send at the very instant of a receive, separate keys, errors), and 300
-    random histories compared with an O(n^2) brute force. Raises
-    AssertionError on any mismatch."""
-    def A(send, recv, *ranges, key="k", error=None, expected=True):
-        return Answer(key, "http", "s1", send, recv, tuple(ranges) or None, error, expected)
-
-    cases = [
-        ("sequential", [A(0, 1, (1, 2)), A(2, 3, (3, 3)), A(4, 5, (4, 9))], 0, 0, 0),
-        ("concurrent share an id", [A(0, 2, (1, 5)), A(1, 3, (5, 6))], 1, 0, 0),
-        ("stale after an answer", [A(0, 1, (10, 10)), A(2, 3, (5, 5))], 0, 1, 0),
-        ("equal id later", [A(0, 1, (10, 10)), A(2, 3, (10, 10))], 1, 1, 0),
-        ("concurrent inversion", [A(0, 2, (10, 10)), A(1, 3, (5, 5))], 0, 0, 0),
-        ("send at recv instant", [A(0, 1, (10, 10)), A(1, 2, (5, 5))], 0, 0, 0),
-        ("older answer holds the max", [A(0, 1, (100, 100)), A(0.5, 2, (50, 50)),
-                                        A(3, 4, (70, 70))], 0, 1, 0),
-        ("gap inside a multi-range", [A(0, 1, (1, 5), (10, 12)), A(2, 3, (6, 9))], 0, 1, 0),
-        ("keys are separate", [A(0, 1, (5, 5), key="a"), A(2, 3, (5, 5), key="b")], 0, 0, 0),
-        ("errors carry no ids", [A(0, 1, (5, 5)), A(2, 3, error="transport:timeout"),
-                                 A(2, 4, error="http:500 internal", expected=False)], 0, 0, 1),
-        ("triple overlap", [A(0, 9, (1, 10)), A(0, 9, (5, 20)), A(0, 9, (8, 9))], 8, 0, 0),
-    ]
-    for name, history, dups, order, bad in cases:
-        v = check_history(history)
-        got = (v["duplicates"], v["order_violations"], v["unexpected_errors"])
-        assert got == (dups, order, bad), "self-test %r: got %r, want %r" % (
-            name, got, (dups, order, bad))
-    rng = random.Random(7)
-    for _ in range(300):
-        history = []
-        for _ in range(rng.randint(1, 40)):
-            send = rng.uniform(0, 10)
-            first = rng.randint(1, 60)
-            history.append(A(send, send + rng.uniform(0, 2), (first, first + rng.randint(0, 3)),
-                             key=rng.choice("ab")))
-        v = check_history(history)
-        assert (v["duplicates"], v["order_violations"]) == brute_force(history), \
-            "self-test: random history disagrees with the brute force"
+    """Proves the run can fail: the checkers' and the subscribers' self-tests
+    (lib/checkers.py, lib/subscribers.py), then failures_of on a clean run
+    and on each failure. Raises AssertionError on any mismatch; returns the
+    number of histories judged."""
+    n = checkers.self_test() + subscribers.self_test()
     clean_messages = dict(dict.fromkeys((f for f, _ in MSG_FAILURES), 0),
                           acked=MIN_MESSAGES, pull_problems=[])
     clean = {"duplicates": 0, "order_violations": 0, "unexpected_errors": 0,
@@ -1500,119 +243,7 @@ def self_test():
             ("acked", MIN_MESSAGES - 1), ("pull_problems", ["http pull failed"])]:
         assert failures_of(dict(clean, messages=dict(clean_messages, **{field: value})),
                            [], []), "self-test: messages %s=%r must fail the run" % (field, value)
-    return len(cases) + 300 + message_self_test() + chaos_subscribers.self_test()
-
-
-def message_self_test():
-    """Proves the message checker can fail: histories with a hole, a lost or
-    misplaced ack, a re-send answered with another seq or as new, a message
-    stored twice or never sent, order violations (one against an older ack,
-    one by a re-send that stored the message after another was acked), and
-    near misses that must pass (concurrent inversions, a send at the very
-    instant of an ack, a re-send answered duplicate after an unknown outcome,
-    unresolved messages stored or not, separate conversations); then 200
-    random histories against an O(n^2) order check. Returns the count."""
-    def M(cmid, conv="c"):
-        return Msg(conv, "u", cmid, "payload " + cmid)
-
-    def T(m, send, recv, seq=None, dup=False, kind="first", error="transport:timeout",
-          expected=True):
-        if seq is None:
-            return MsgAttempt(m, kind, "http", "s1", send, recv, error=error, expected=expected)
-        return MsgAttempt(m, kind, "http", "s1", send, recv, (seq, 1000 + seq, dup))
-
-    def R(m, seq, msg_id=None):
-        return (seq, msg_id or 1000 + seq, m.sender, m.cmid, m.payload, "normal")
-
-    a, b, c, d, x = M("a"), M("b"), M("c"), M("d"), M("x")
-    seq3 = [T(a, 0, 1, 1), T(b, 2, 3, 2), T(c, 4, 5, 3)]
-    rows3 = [R(a, 1), R(b, 2), R(c, 3)]
-    cases = [
-        ("clean", seq3, {"c": rows3}, {}),
-        ("a hole", [T(a, 0, 1, 1), T(b, 2, 3), T(c, 4, 5, 3)], {"c": [R(a, 1), R(c, 3)]},
-         {"holes": 1}),
-        ("lost ack at the end", seq3, {"c": rows3[:2]}, {"lost": 1}),
-        ("lost ack in the middle", seq3, {"c": [R(a, 1), R(c, 3)]}, {"lost": 1, "holes": 1}),
-        ("conversation never stored", seq3, {}, {"lost": 3}),
-        ("stored at other seqs", seq3, {"c": [R(a, 1), R(c, 2), R(b, 3)]}, {"misplaced": 2}),
-        ("stored with another server msg id", seq3, {"c": [R(a, 1), R(b, 2, 7), R(c, 3)]},
-         {"misplaced": 1}),
-        ("a seq stored twice", seq3, {"c": rows3 + [R(x, 3)]},
-         {"seqs_twice": 1, "unknown_stored": 1}),
-        ("stored twice", seq3, {"c": rows3 + [R(a, 4)]}, {"stored_twice": 1}),
-        ("never sent", seq3, {"c": rows3 + [R(x, 4)]}, {"unknown_stored": 1}),
-        ("re-send got another seq", seq3 + [T(a, 6, 7, 2, dup=True, kind="again")],
-         {"c": rows3}, {"disagreeing": 1}),
-        ("re-send answered as new", seq3 + [T(a, 6, 7, 1, kind="again")], {"c": rows3},
-         {"disagreeing": 1}),
-        ("re-send answered its first seq", seq3 + [T(a, 6, 7, 1, dup=True, kind="again")],
-         {"c": rows3}, {}),
-        ("stale after an ack", [T(a, 0, 1, 2), T(b, 2, 3, 1)], {"c": [R(b, 1), R(a, 2)]},
-         {"order_violations": 1}),
-        ("older ack holds the max", [T(a, 0, 1, 3), T(b, 0.5, 2, 1), T(c, 3, 4, 2)],
-         {"c": [R(b, 1), R(c, 2), R(a, 3)]}, {"order_violations": 1}),
-        ("concurrent inversion", [T(a, 0, 2, 2), T(b, 1, 3, 1)], {"c": [R(b, 1), R(a, 2)]}, {}),
-        ("send at the ack's instant", [T(a, 0, 1, 2), T(b, 1, 2, 1)],
-         {"c": [R(b, 1), R(a, 2)]}, {}),
-        ("re-send answered duplicate after an unknown outcome",
-         [T(b, 0, 1), T(a, 1.5, 2, 2), T(b, 3, 4, 1, dup=True, kind="retry")],
-         {"c": [R(b, 1), R(a, 2)]}, {}),
-        ("re-send stored after another ack got a lower seq",
-         [T(b, 0, 1), T(a, 1.5, 2, 2), T(b, 3, 4, 1, kind="retry")],
-         {"c": [R(b, 1), R(a, 2)]}, {"order_violations": 1}),
-        ("unresolved, not stored", seq3 + [T(d, 6, 7), T(d, 8, 9, kind="retry")],
-         {"c": rows3}, {}),
-        ("unresolved, stored", seq3 + [T(d, 6, 7)], {"c": rows3 + [R(d, 4)]}, {}),
-        ("error outside the contract", seq3 + [T(d, 6, 7, error="http:500 internal",
-                                                 expected=False)],
-         {"c": rows3}, {"unexpected_errors": 1}),
-        ("conversations are separate", [T(a, 0, 1, 1), T(M("b", "e"), 2, 3, 1)],
-         {"c": [R(a, 1)], "e": [R(M("b", "e"), 1)]}, {}),
-    ]
-    for name, attempts, stored, want in cases:
-        v = check_messages(attempts, stored)
-        got = {f: v[f] for f, _ in MSG_FAILURES if v[f]}
-        assert got == want, "message self-test %r: got %r, want %r" % (name, got, want)
-    rng = random.Random(11)
-    for _ in range(200):
-        attempts = []
-        for n in range(rng.randint(1, 30)):
-            m = M("m%d" % n, conv=rng.choice("ef"))
-            send = rng.uniform(0, 10)
-            if rng.random() < 0.3:
-                attempts.append(T(m, send, send + rng.uniform(0, 2)))
-                send += rng.uniform(0, 3)
-            attempts.append(T(m, send, send + rng.uniform(0, 2), rng.randint(1, 40),
-                              dup=rng.random() < 0.3))
-        v = check_messages(attempts, {})
-        assert v["order_violations"] == message_brute_force(attempts), \
-            "message self-test: random history disagrees with the brute force"
-    return len(cases) + 200
-
-
-def message_brute_force(attempts):
-    """Messages B with seq(B) <= seq(A) for some A acked before B's stamp, by
-    the definitions, O(n^2)."""
-    names = {a.msg for a in attempts}
-    acks = {}
-    for m in names:
-        ts = sorted((a for a in attempts if a.msg == m), key=lambda a: a.send)
-        answered = [a for a in ts if a.ok]
-        first = min(answered, key=lambda a: a.recv)
-        acks[m] = (first, first.send if not first.duplicate else ts[0].send)
-    return sum(1 for mb, (b, stamp) in acks.items() if any(
-        ma.conv == mb.conv and a.recv < stamp and b.seq <= a.seq
-        for ma, (a, _) in acks.items()))
-
-
-def brute_force(history):
-    """(extra copies of IDs, violating answers) by the definitions, O(n^2)."""
-    ids = collections.Counter((a.key, i) for a in history if a.ok
-                              for f, l in a.ranges for i in range(f, l + 1))
-    dups = sum(c - 1 for c in ids.values())
-    order = sum(1 for b in history if b.ok and any(
-        a.ok and a.key == b.key and a.recv < b.send and b.lo <= a.hi for a in history))
-    return dups, order
+    return n
 
 
 # --- the run ---------------------------------------------------------------------
@@ -1623,17 +254,16 @@ def final_round(cluster):
     each), on fresh connections; returns (answers, message attempts)."""
     out, msgs = [], []
     for inst in cluster.up():
-        conns = {}
+        conns = Connections()
         for key in KEYS:
             for iface in INTERFACES:
-                out.append(request(conns, inst, key, iface, 3))
+                out.append(conns.request(inst, key, iface, 3))
         for conv in CONVS:
             for iface in MSG_INTERFACES:
                 cmid = "fin-%s-%s-%s" % (inst.name, conv, iface)
-                msgs.append(send_message(conns, inst, Msg(conv, "fin", cmid, "final " + cmid),
-                                         iface, "final"))
-        for slot in list(conns):
-            drop(conns, slot)
+                msgs.append(conns.send_message(inst, Msg(conv, "fin", cmid, "final " + cmid),
+                                               iface, "final"))
+        conns.close()
     return out, msgs
 
 
@@ -1662,23 +292,22 @@ def pull_all(cluster):
         return {}, ["no running instance to pull from"]
     pulls, problems = {}, []
     for iface, inst in (("http", insts[0]), ("binary", insts[1 % len(insts)])):
-        conns = {}
+        conns = Connections()
         for conv in CONVS:
             for attempt in range(3):
                 try:
-                    c = client_for(conns, inst, iface)
+                    c = conns.get(inst, iface)
                     pulls[(iface, conv)] = pull_conv(c.pull if iface == "http" else c.pull_range,
                                                      conv)
                     break
                 except (ServerError, ValueError, KeyError, TypeError, struct.error,
                         *TRANSPORT_ERRORS) as e:
-                    drop(conns, (inst.name, iface))
+                    conns.drop(inst.name, iface)
                     if attempt == 2:
                         problems.append("pulling %s over %s from %s failed: %r" % (
                             conv, iface, inst.name, e))
                     time.sleep(0.5)
-        for slot in list(conns):
-            drop(conns, slot)
+        conns.close()
     stored = {}
     for conv in CONVS:
         h, b = pulls.get(("http", conv)), pulls.get(("binary", conv))
@@ -1861,7 +490,7 @@ def print_summary(fig, failures):
         p("  %s" % e)
     if "subscribers" in fig:
         p("subscribers (seconds to catch up after the load / after the final round):")
-        chaos_subscribers.print_figures(fig["subscribers"], fig["subscriber_verdict"], p)
+        subscribers.print_figures(fig["subscribers"], fig["subscriber_verdict"], p)
     p("cluster metrics (running instances): %s" % fig.get("cluster_metrics"))
     logs = fig.get("seqd_logs", {})
     p("seqd WARN/ERROR lines: %d" % logs.get("count", 0))
@@ -1871,14 +500,14 @@ def print_summary(fig, failures):
 
 
 def start_subscribers(cluster, rng, base):
-    """The push subscribers of chaos_subscribers on every conversation: the
+    """The push subscribers of lib/subscribers.py on every conversation: the
     binary one over every slot's port, the SSE ones reconnecting to a
     random running instance; started before any message is sent."""
     def pick():
         insts = cluster.reachable(False)
         return rng.choice(insts).http_port if insts else None
 
-    return chaos_subscribers.start_subscribers(
+    return subscribers.start_subscribers(
         CONVS, ["127.0.0.1:%d" % p for p in cluster.binary_ports], pick, threading.Event(),
         base)
 
@@ -1887,35 +516,19 @@ def run(args):
     """Starts MariaDB and the cluster, runs load and nemesis, checks; returns
     the exit code. Everything started is stopped whatever happens."""
     started = time.monotonic()
-    base = tempfile.mkdtemp(prefix="seqd-chaos-")
-    state = {"db": None, "cluster": None, "cleaned": False, "subscribers": []}
-
-    def cleanup():
-        if state["cleaned"]:
-            return
-        state["cleaned"] = True
-        for sub in state["subscribers"]:
-            sub.stop()
-        if state["cluster"]:
-            state["cluster"].kill_all()
-        if state["db"]:
-            state["db"].stop()
-        if args.keep:
-            print("kept %s" % base)
-        else:
-            shutil.rmtree(base, ignore_errors=True)
-
-    atexit.register(cleanup)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    ws = Workspace("seqd-chaos-", keep=args.keep)
+    base = ws.base
     stop = threading.Event()
     try:
-        db = state["db"] = MariaDB(base)
+        db = MariaDB(base)
+        ws.on_cleanup(db.stop)
         log("MariaDB at %s (pid %s)" % (db.url.split("@")[-1], db.pid()))
-        cluster = state["cluster"] = Cluster(db.url, args.lease_ms, base)
+        cluster = Cluster(db.url, args.lease_ms, base, SEQD_FLAGS, INSTANCES)
+        ws.on_cleanup(cluster.kill_all)
         for _ in range(INSTANCES):
             cluster.start_instance()
-        subscribers = state["subscribers"] = start_subscribers(
-            cluster, random.Random(args.seed ^ 0x5eed), base)
+        subs = start_subscribers(cluster, random.Random(args.seed ^ 0x5eed), base)
+        ws.on_cleanup(lambda: [sub.stop() for sub in subs])
         rng = random.Random(args.seed)
         clients = [Client(cluster, rng.getrandbits(32), stop, prober=n < PROBERS)
                    for n in range(CLIENT_THREADS)]
@@ -1928,13 +541,7 @@ def run(args):
         lease_s = args.lease_ms / 1000.0
         nemesis = Nemesis(cluster, db, random.Random(rng.getrandbits(32)), lease_s,
                           time.monotonic() + args.seconds)
-        nemesis.start()
-        nemesis.join(args.seconds + 120)
-        if nemesis.is_alive():
-            nemesis.stop.set()
-            nemesis.join(30)
-        log("nemesis stopped; settling for %.1f s" % (2 * lease_s))
-        time.sleep(2 * lease_s)
+        nemesis.play_out()
         end = time.monotonic()
         stop.set()
         for c in clients:
@@ -1947,15 +554,15 @@ def run(args):
         # No message follows now: a push lost with nothing after it must
         # still arrive (the C++ client's periodic MAX_SEQS, SSE's heartbeat).
         acked = {(a.msg.conv, a.seq) for t in msg_threads for a in t.attempts if a.ok}
-        waits = {"quiet": chaos_subscribers.wait_delivered(subscribers, acked, QUIET_WAIT_S)}
+        waits = {"quiet": subscribers.wait_delivered(subs, acked, QUIET_WAIT_S)}
         log("subscribers after the load: %s" % waits["quiet"])
         final, final_msgs = final_round(cluster)
         stored, pull_problems = pull_all(cluster)
         log("pulled %d messages of %d conversations" % (
             sum(len(r) for r in stored.values()), len(stored)))
-        waits["final"] = chaos_subscribers.wait_delivered(
-            subscribers, {(c, r[0]) for c, rows in stored.items() for r in rows}, FINAL_WAIT_S)
-        for sub in subscribers:
+        waits["final"] = subscribers.wait_delivered(
+            subs, {(c, r[0]) for c, rows in stored.items() for r in rows}, FINAL_WAIT_S)
+        for sub in subs:
             sub.stop()
         answers = [a for c in clients for a in c.answers] + nemesis.answers + final
         messages = [a for t in msg_threads for a in t.attempts] + final_msgs
@@ -1970,17 +577,17 @@ def run(args):
         fig["seqd_logs"] = scan_logs(base)
         fig["crashes"] = crashes
         acked |= {(a.msg.conv, a.seq) for a in final_msgs if a.ok}
-        sub_verdict = chaos_subscribers.check_deliveries(
-            {sub.name: sub.snapshot() for sub in subscribers}, stored, acked)
-        fig["subscribers"] = chaos_subscribers.subscriber_figures(subscribers, sub_verdict, waits)
+        sub_verdict = subscribers.check_deliveries(
+            {sub.name: sub.snapshot() for sub in subs}, stored, acked)
+        fig["subscribers"] = subscribers.subscriber_figures(subs, sub_verdict, waits)
         fig["subscriber_verdict"] = sub_verdict
         failures = failures_of(fig, harness_errors, crashes)
-        failures += ["subscribers: %s" % f for f in chaos_subscribers.failures_of(
-            sub_verdict, subscribers, waits)]
+        failures += ["subscribers: %s" % f for f in subscribers.failures_of(
+            sub_verdict, subs, waits)]
         fig["failures"], fig["passed"] = failures, not failures
     finally:
         stop.set()
-        cleanup()
+        ws.cleanup()
     fig["wall_s"] = round(time.monotonic() - started, 1)
     print_summary(fig, failures)
     if args.json:
@@ -1992,26 +599,9 @@ def run(args):
 
 
 def main():
-    global VERBOSE
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--seconds", type=int, default=60, help="no fault starts after this")
-    p.add_argument("--seed", type=int, default=None, help="dice of clients and nemesis")
-    p.add_argument("--lease-ms", type=int, default=2000, help="--cluster-lease-ms of every seqd")
-    p.add_argument("--json", help="write the figures here")
+    p = chaos.parser(__doc__, seconds=60)
     p.add_argument("--history", help="write every answer here, one JSON object a line")
-    p.add_argument("--keep", action="store_true", help="keep the temp dir (seqd and MariaDB logs)")
-    p.add_argument("--self-test", action="store_true", help="check the checker, then exit")
-    p.add_argument("-v", "--verbose", action="store_true")
-    args = p.parse_args()
-    VERBOSE = args.verbose
-    n = self_test()
-    if args.self_test:
-        print("self-test: the checker judged %d synthetic histories right" % n)
-        return 0
-    if args.seed is None:
-        args.seed = random.SystemRandom().randrange(1 << 31)
-    log("self-test passed (%d histories); seed %d" % (n, args.seed))
-    return run(args)
+    return chaos.main(p.parse_args(), self_test, run)
 
 
 if __name__ == "__main__":

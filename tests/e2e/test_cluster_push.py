@@ -26,9 +26,9 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import chaos_subscribers  # noqa: E402
-from test_cluster import (SHARDS, ClusterCase, Node, dump_logs_on_failure, fnv1a64,  # noqa: E402
-                          shard_of, wait_stable)
+from lib import subscribers  # noqa: E402
+from lib.cluster import fnv1a64, shard_of  # noqa: E402
+from lib.cluster_case import SHARDS, ClusterCase, dump_logs_on_failure, wait_stable  # noqa: E402
 
 DELIVER_S = 8.0  # resync_every (3 s) plus the takeover's lease and slack
 
@@ -55,12 +55,12 @@ class LostPushAfterTakeover(ClusterCase):
         a, b, c = nodes
         ids = [n.instance for n in nodes]
         conv = next(k for k in ("sg_lost%d" % i for i in itertools.count())
-                    if owners[shard_of(k)] == b.instance
-                    and owner_among(shard_of(k), ids) == b.instance
-                    and owner_among(shard_of(k), [a.instance, c.instance]) == c.instance)
-        self.assertLess(shard_of(conv), SHARDS)
-        sub = chaos_subscribers.BinarySubscriber("binary", ["127.0.0.1:%d" % a.tcp_port], [conv])
-        sse = chaos_subscribers.SseSubscriber("sse", "lastid", [conv], lambda: a.port,
+                    if owners[shard_of(k, SHARDS)] == b.instance
+                    and owner_among(shard_of(k, SHARDS), ids) == b.instance
+                    and owner_among(shard_of(k, SHARDS), [a.instance, c.instance]) == c.instance)
+        self.assertLess(shard_of(conv, SHARDS), SHARDS)
+        sub = subscribers.BinarySubscriber("binary", ["127.0.0.1:%d" % a.tcp_port], [conv])
+        sse = subscribers.SseSubscriber("sse", "lastid", [conv], lambda: a.port,
                                               threading.Event())
         sub.start()
         sse.start()
@@ -84,7 +84,7 @@ class LostPushAfterTakeover(ClusterCase):
 
         self.assertEqual(send(a, 1), 1)
         for s in (sub, sse):
-            self.assertEqual(chaos_subscribers.wait_delivered([s], {(conv, 1)}, 5.0)[s.name]
+            self.assertEqual(subscribers.wait_delivered([s], {(conv, 1)}, 5.0)[s.name]
                              is not None, True, "%s did not deliver message 1" % s.name)
         # A clean leave: B releases the shard and wakes C, which takes it at
         # once; A learns that B left at its next lease round.
@@ -93,7 +93,7 @@ class LostPushAfterTakeover(ClusterCase):
         self.assertEqual(send(c, 2), 2)
         acked_after = time.monotonic() - t_leave
         self.assertEqual(b.proc.wait(15), 0)
-        waits = chaos_subscribers.wait_delivered([sub, sse], {(conv, 2)}, DELIVER_S)
+        waits = subscribers.wait_delivered([sub, sse], {(conv, 2)}, DELIVER_S)
         got = {s.name: [d.seq for d in s.snapshot()[conv]] for s in (sub, sse)}
         print("message 2 acked %.2f s after the SIGTERM; delivered after %s s; seqs %s; "
               "subscriber stderr %s" % (acked_after, waits, got, sub.stderr[-3:]))

@@ -18,67 +18,35 @@ Usage: python3 tests/e2e/test_conventions.py [unittest args]
 """
 import json
 import os
-import socket
 import sqlite3
-import struct
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Seqd, free_port, store_spec  # noqa: E402
+from lib.seqd_case import SeqdCase  # noqa: E402
+from lib.sockets import read_all  # noqa: E402
+from lib.wire import call, next_ids_payload  # noqa: E402
 
 NEXT_IDS = 0x02
 RESERVED = "keys starting with 'seqd.' are reserved"
 
 
-def next_ids(request_id, key, count):
-    k = key.encode()
-    payload = struct.pack(">H", len(k)) + k + struct.pack(">I", count)
-    return struct.pack(">IBBHI", 8 + len(payload), 1, NEXT_IDS, 0, request_id) + payload
+class Conventions(SeqdCase):
+    @classmethod
+    def seqd_flags(cls):
+        return ("--max-count", "1000", "--http-max-body-bytes", "4096")
 
-
-def recv_exact(sock, n):
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise EOFError("closed")
-        buf += chunk
-    return buf
-
-
-class Conventions(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
+        super().setUpClass()
         cls.db = os.path.join(cls.tmp.name, "seqd.db")
-        cls.tcp_port, cls.resp_port = free_port(), free_port()
-        cls.seqd = Seqd(store_spec("sqlite", cls.tmp.name), "--tcp-port", str(cls.tcp_port),
-                        "--resp-port", str(cls.resp_port), "--max-count", "1000",
-                        "--http-max-body-bytes", "4096")
         cls.seqd.create_key("conv", 100)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.seqd.__exit__()
-        cls.tmp.cleanup()
 
     def raw_http(self, data):
         """Sends `data` and reads until the server closes (send Connection: close)."""
-        s = socket.create_connection(("127.0.0.1", self.seqd.port), timeout=10)
-        self.addCleanup(s.close)
+        s = self.connect(self.seqd.port)
         s.sendall(data)
-        out = b""
-        while True:
-            try:
-                chunk = s.recv(65536)
-            except (ConnectionResetError, socket.timeout):
-                break
-            if not chunk:
-                break
-            out += chunk
-        return out
+        return read_all(s)[0]
 
     def send_message(self, conv, cmid):
         status, body, r = self.seqd.request(
@@ -165,8 +133,7 @@ class Conventions(unittest.TestCase):
         self.assertEqual(conv[0]["step"], 100)
 
     def test_resp_incrby_names_the_limit(self):
-        s = socket.create_connection(("127.0.0.1", self.resp_port), timeout=10)
-        self.addCleanup(s.close)
+        s = self.resp()
         s.sendall(b"INCRBY conv 5000\r\n")
         self.assertEqual(s.recv(4096), b"-ERR count 5000 is over max_count 1000\r\n")
 
@@ -199,15 +166,10 @@ class Conventions(unittest.TestCase):
                 self.assertEqual(status, 400, (method, path, payload))
                 if method != "HEAD":
                     self.assertIn(RESERVED.encode(), payload, (method, path))
-            tcp = socket.create_connection(("127.0.0.1", self.tcp_port), timeout=10)
-            self.addCleanup(tcp.close)
-            tcp.sendall(next_ids(9, key, 1))
-            length, _, _, _, rid = struct.unpack(">IBBHI", recv_exact(tcp, 12))
-            payload = recv_exact(tcp, length - 8)
-            self.assertEqual(struct.unpack(">H", payload[:2])[0], 1)  # INVALID_ARGUMENT
-            self.assertIn(RESERVED.encode(), payload)
-            resp = socket.create_connection(("127.0.0.1", self.resp_port), timeout=10)
-            self.addCleanup(resp.close)
+            status, rest = call(self.tcp(), NEXT_IDS, 9, next_ids_payload(key, 1))
+            self.assertEqual(status, 1)  # INVALID_ARGUMENT
+            self.assertIn(RESERVED.encode(), rest)
+            resp = self.resp()
             resp.sendall(b"INCR %s\r\n" % key.encode())
             self.assertEqual(resp.recv(4096).decode(), "-ERR invalid key: %s\r\n" % RESERVED)
         self.assertIsNone(self.row("seqd.new"))

@@ -18,47 +18,25 @@ import json
 import os
 import random
 import signal
-import socket
 import struct
 import sys
-import tempfile
 import threading
 import time
 import unittest
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Seqd, free_port, store_spec  # noqa: E402
-from test_protocols import frame, recv_exact  # noqa: E402
+from harness import store_from_argv  # noqa: E402
+from lib.seqd_case import SeqdCase  # noqa: E402
+from lib.wire import (BinaryConn, key_list, next_ids_payload, once_payload,  # noqa: E402
+                      resp_command, s16)
 
-STORE = "sqlite"
-NEXT_BLOCK, MAX_IDS, NEXT_BLOCK_ONCE, MAX_IDS_TIMES = 0x05, 0x06, 0x09, 0x0A
+NEXT_BLOCK, NEXT_BLOCK_ONCE, MAX_IDS_TIMES = 0x05, 0x09, 0x0A
 OK, INVALID_ARGUMENT = 0, 1
 RULES = "dk_:50:dense,sk_:50"
 
 
-def s16(key):
-    k = key.encode()
-    return struct.pack(">H", len(k)) + k
-
-
-def once_payload(key, count, token):
-    t = token.encode()
-    return s16(key) + struct.pack(">IB", count, len(t)) + t
-
-
-class Binary:
-    def __init__(self, port):
-        self.s = socket.create_connection(("127.0.0.1", port), timeout=10)
-        self.rid = 0
-
-    def call(self, opcode, payload):
-        self.rid += 1
-        self.s.sendall(frame(opcode, self.rid, payload))
-        length, _, _, _, rid = struct.unpack(">IBBHI", recv_exact(self.s, 12))
-        body = recv_exact(self.s, length - 8)
-        assert rid == self.rid, (rid, self.rid)
-        return struct.unpack(">H", body[:2])[0], body[2:]
+class Binary(BinaryConn):
 
     def once(self, key, count, token):
         status, result = self.call(NEXT_BLOCK_ONCE, once_payload(key, count, token))
@@ -66,23 +44,12 @@ class Binary:
             return status, result
         return status, struct.unpack(">qq", result)
 
-    def max_ids(self, keys):
-        payload = struct.pack(">I", len(keys)) + b"".join(s16(k) for k in keys)
-        status, result = self.call(MAX_IDS, payload)
-        assert status == OK, (status, result)
-        (n,) = struct.unpack(">I", result[:4])
-        return list(struct.unpack(">%dq" % n, result[4:]))
-
     def max_ids_times(self, keys):
-        payload = struct.pack(">I", len(keys)) + b"".join(s16(k) for k in keys)
-        status, result = self.call(MAX_IDS_TIMES, payload)
+        status, result = self.call(MAX_IDS_TIMES, key_list(keys))
         assert status == OK, (status, result)
         (n,) = struct.unpack(">I", result[:4])
         values = struct.unpack(">%dq" % (2 * n), result[4:])
         return [(values[2 * i], values[2 * i + 1]) for i in range(n)]
-
-    def close(self):
-        self.s.close()
 
 
 def holes(blocks):
@@ -175,29 +142,10 @@ class Load:
             assert not t.is_alive(), "a client never got its answer"
 
 
-class DenseKeys(unittest.TestCase):
+class DenseKeys(SeqdCase):
     @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.store = store_spec(STORE, cls.tmp.name)
-        cls.http_port, cls.tcp_port, cls.resp_port = free_port(), free_port(), free_port()
-        cls.seqd = cls.start()
-
-    @classmethod
-    def start(cls):
-        return Seqd(cls.store, "--tcp-port", str(cls.tcp_port), "--resp-port",
-                    str(cls.resp_port), "--auto-keys", RULES, "--db-threads", "4",
-                    port=cls.http_port)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.seqd.__exit__()
-        cls.tmp.cleanup()
-
-    def restart(self, sig):
-        self.seqd.stop(sig)
-        self.seqd.__exit__()
-        self.__class__.seqd = self.start()
+    def seqd_flags(cls):
+        return ("--auto-keys", RULES, "--db-threads", "4")
 
     def binary(self):
         b = Binary(self.tcp_port)
@@ -283,23 +231,18 @@ class DenseKeys(unittest.TestCase):
         self.assertEqual(b.once(key, 1, "with space")[0], INVALID_ARGUMENT)
         self.assertEqual(b.once("sk_seg", 1, "tok")[0], INVALID_ARGUMENT)
         # Plain NEXT_BLOCK on a dense key: the next range, no hole.
-        status, result = b.call(NEXT_BLOCK, s16(key) + struct.pack(">I", 3))
+        status, result = b.call(NEXT_BLOCK, next_ids_payload(key, 3))
         self.assertEqual((status, struct.unpack(">qq", result)), (OK, (6, 8)))
         self.assertEqual(b.max_ids([key]), [8])
 
     def test_resp_incr_on_a_dense_key(self):
         key = "dk_resp_" + uuid.uuid4().hex[:8]
-        s = socket.create_connection(("127.0.0.1", self.resp_port), timeout=10)
-        try:
-            cmds = [["INCR", key]] * 3 + [["INCRBY", key, "4"], ["INCR", key]]
-            data = b"".join(b"*%d\r\n" % len(c) + b"".join(
-                b"$%d\r\n%s\r\n" % (len(w), w.encode()) for w in c) for c in cmds)
-            s.sendall(data)
-            out = b""
-            while out.count(b"\r\n") < len(cmds):
-                out += s.recv(4096)
-        finally:
-            s.close()
+        s = self.resp()
+        cmds = [["INCR", key]] * 3 + [["INCRBY", key, "4"], ["INCR", key]]
+        s.sendall(b"".join(resp_command(c) for c in cmds))
+        out = b""
+        while out.count(b"\r\n") < len(cmds):
+            out += s.recv(4096)
         # INCR answers its ID; INCRBY its block's last.
         self.assertEqual(out.split(b"\r\n")[:5], [b":1", b":2", b":3", b":7", b":8"])
 
@@ -361,6 +304,5 @@ class DenseKeys(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] in ("sqlite", "mariadb"):
-        STORE = sys.argv.pop(1)
+    DenseKeys.STORE = store_from_argv()
     unittest.main()

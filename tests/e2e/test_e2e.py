@@ -13,7 +13,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Seqd, mariadb, store_spec  # noqa: E402
+from harness import (Seqd, free_port, http_get, mariadb, run_threads,  # noqa: E402
+                     store_from_argv, store_spec)
 
 KIND = "sqlite"
 RUN = "%06x" % random.getrandbits(24)  # unique key names per run (MariaDB persists)
@@ -53,11 +54,7 @@ class E2E(unittest.TestCase):
                 errors.append(repr(e))
             per_client[n] = got
 
-        threads = [threading.Thread(target=client, args=(n,)) for n in range(16)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        run_threads(client, 16)
         self.assertEqual(errors, [])
         every = [i for ids in per_client.values() for i in ids]
         self.assertEqual(len(every), len(set(every)), "duplicate IDs")
@@ -252,19 +249,11 @@ class E2E(unittest.TestCase):
         self.assertEqual(s.stop(signal.SIGINT), 0)
 
     def test_admin_listener(self):
-        import http.client
-        from harness import free_port
         admin_port = free_port()
         s = self.start("--admin-port", str(admin_port))
 
         def admin_get(path):
-            c = http.client.HTTPConnection("127.0.0.1", admin_port, timeout=10)
-            try:
-                c.request("GET", path)
-                r = c.getresponse()
-                return r.status, r.read()
-            finally:
-                c.close()
+            return http_get(admin_port, path)
 
         status, body = admin_get("/metrics")
         self.assertEqual(status, 200)
@@ -326,10 +315,5 @@ class MariaDBOutage(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    KIND = sys.argv.pop(1)
-    if KIND not in ("sqlite", "mariadb"):
-        sys.exit("usage: test_e2e.py sqlite|mariadb")
-    if KIND == "sqlite":
-        unittest.main(defaultTest="E2E")
-    else:
-        unittest.main()
+    KIND = store_from_argv(required=True)
+    unittest.main(defaultTest="E2E" if KIND == "sqlite" else None)

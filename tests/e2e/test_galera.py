@@ -30,7 +30,7 @@ rejoins (IST). The checks:
 - seqd_store_conflicts_total summed over the seqd is > 0;
 - the only errors clients see are 503s, and connection errors while a seqd
   waits out its database (none from the seqd that do not use the node);
-- push subscribers (tests/e2e/chaos_subscribers.py: `seqctl msg subscribe`
+- push subscribers (tests/e2e/lib/subscribers.py: `seqctl msg subscribe`
   over X, Y and Z's binary ports, and SSE clients resuming by
   Last-Event-ID, ?from= and the multi-conversation token at a random one of
   X, Y, Z), started before the load on the cluster-mode conversations,
@@ -59,7 +59,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import REPO, Seqd, free_port  # noqa: E402
-import chaos_subscribers  # noqa: E402
+from lib import subscribers  # noqa: E402
 
 GALERA = os.path.join(REPO, "scripts", "galera.sh")
 RUN = "%06x" % random.getrandbits(24)
@@ -314,7 +314,7 @@ def main():
             tcp_ports[name] = free_port()
             procs[name] = Seqd(url(order, cluster_db), *flags, "--cluster",
                                "--cluster-shards", "64", "--tcp-port", str(tcp_ports[name]),
-                               "--sse-heartbeat-ms", str(chaos_subscribers.HEARTBEAT_MS))
+                               "--sse-heartbeat-ms", str(subscribers.HEARTBEAT_MS))
         for s in procs.values():
             wait_until("readyz", lambda s=s: s.get("/readyz")[0] == 200, 30)
         # One set of keys and conversations per database, shared by its
@@ -329,7 +329,7 @@ def main():
                 keys[inst], convs[inst] = names, conv_names
         h = History()
         pick_rng = random.Random()
-        subs = chaos_subscribers.start_subscribers(
+        subs = subscribers.start_subscribers(
             convs["X"], ["127.0.0.1:%d" % tcp_ports[n] for n in "XYZ"],
             lambda: procs[pick_rng.choice("XYZ")].port, threading.Event())
         load = Load(procs, h, keys, convs)
@@ -368,7 +368,7 @@ def main():
             load.stop()
         # No message follows now: what was acked must arrive all the same.
         acked_xyz = {(c, seq) for (c, _), seq in h.acked.items() if c in convs["X"]}
-        waits = {"quiet": chaos_subscribers.wait_delivered(subs, acked_xyz, QUIET_WAIT_S)}
+        waits = {"quiet": subscribers.wait_delivered(subs, acked_xyz, QUIET_WAIT_S)}
 
         problems = []
         # --- the fault happened and mattered.
@@ -509,18 +509,18 @@ def main():
             problems.append("only %d messages acknowledged" % acked)
         # --- push: every stored message to every subscriber, once, in order
         # (before the sends below, which the pull did not see).
-        waits["final"] = chaos_subscribers.wait_delivered(
+        waits["final"] = subscribers.wait_delivered(
             subs, {(c, r[0]) for c, rows in stored_rows.items() for r in rows}, 10.0)
         for sub in subs:
             sub.stop()
-        sub_verdict = chaos_subscribers.check_deliveries(
+        sub_verdict = subscribers.check_deliveries(
             {sub.name: sub.snapshot() for sub in subs}, stored_rows, acked_xyz)
-        problems += ["subscribers: %s" % p for p in chaos_subscribers.failures_of(
+        problems += ["subscribers: %s" % p for p in subscribers.failures_of(
             sub_verdict, subs, waits)]
         log("galera: subscribers on %s (seconds to catch up after the load / after the "
             "pulls):" % ", ".join(convs["X"]))
-        chaos_subscribers.print_figures(
-            chaos_subscribers.subscriber_figures(subs, sub_verdict, waits), sub_verdict, log)
+        subscribers.print_figures(
+            subscribers.subscriber_figures(subs, sub_verdict, waits), sub_verdict, log)
         # --- answers: 503s and dropped connections only.
         problems += ["unexpected answer %s" % (b,) for b in h.bad[:10]]
         # --- back to full service, no restart.

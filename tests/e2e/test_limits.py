@@ -27,7 +27,6 @@ import os
 import re
 import select
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -35,13 +34,12 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SEQD, Seqd, free_port, store_spec  # noqa: E402
+from harness import SEQD, store_spec  # noqa: E402
+from lib.seqd_case import SeqdCase  # noqa: E402
+from lib.sockets import closed_within, read_all  # noqa: E402
+from lib.wire import frame, header, pull_range_payload, read_frame, resp_command  # noqa: E402
 
-PING, NEXT_IDS = 0x01, 0x02
-
-
-def frame(opcode, request_id, payload=b""):
-    return struct.pack(">IBBHI", 8 + len(payload), 1, opcode, 0, request_id) + payload
+PING, NEXT_IDS, PULL_RANGE = 0x01, 0x02, 0x21
 
 
 def write_timeouts(seqd, interface):
@@ -68,40 +66,29 @@ def store_messages(seqd, conv, n, payload_bytes):
         assert status in (200, 201), (status, body[:200])
 
 
-def closed_within(sock, seconds):
-    """True if the server closes `sock` within `seconds` (reads and drops data)."""
-    sock.settimeout(0.2)
-    deadline = time.time() + seconds
-    while time.time() < deadline:
+def trickled_until_closed(sock, data, pause_s=0.4):
+    """Sends `data` a byte at a time, waiting up to `pause_s` after each for
+    the server to close `sock`; True once it has."""
+    for b in data:
         try:
-            if sock.recv(65536) == b"":
-                return True
-        except socket.timeout:
-            continue
-        except (ConnectionResetError, BrokenPipeError):
+            sock.sendall(bytes([b]))
+        except (BrokenPipeError, ConnectionResetError):
+            return True
+        if closed_within(sock, pause_s):
             return True
     return False
 
 
-class Limits(unittest.TestCase):
+class Limits(SeqdCase):
+    @classmethod
+    def seqd_flags(cls):
+        return ("--tcp-request-timeout-s", "2", "--tcp-write-timeout-s", "2",
+                "--max-connections-per-peer", "60")
+
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.tcp_port, cls.resp_port = free_port(), free_port()
-        cls.seqd = Seqd(store_spec("sqlite", cls.tmp.name), "--tcp-port", str(cls.tcp_port),
-                        "--resp-port", str(cls.resp_port), "--tcp-request-timeout-s", "2",
-                        "--tcp-write-timeout-s", "2", "--max-connections-per-peer", "60")
+        super().setUpClass()
         cls.seqd.create_key("lim", 1000)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.seqd.__exit__()
-        cls.tmp.cleanup()
-
-    def connect(self, port):
-        s = socket.create_connection(("127.0.0.1", port), timeout=10)
-        self.addCleanup(s.close)
-        return s
 
     def test_announced_frame_length_costs_nothing_until_sent(self):
         before = rss_kib(self.seqd.proc.pid)
@@ -109,7 +96,7 @@ class Limits(unittest.TestCase):
         for _ in range(40):
             s = self.connect(self.tcp_port)
             # A 1 MiB NEXT_IDS frame's header and one byte of its body.
-            s.sendall(struct.pack(">IBBHI", (1 << 20) - 4, 1, NEXT_IDS, 0, 1) + b"x")
+            s.sendall(header((1 << 20) - 4, NEXT_IDS, 1) + b"x")
             socks.append(s)
         time.sleep(0.5)
         grown = rss_kib(self.seqd.proc.pid) - before
@@ -121,18 +108,8 @@ class Limits(unittest.TestCase):
 
     def test_trickling_binary_frame_is_closed(self):
         s = self.connect(self.tcp_port)
-        whole = frame(PING, 7, b"abcdefghijklmnopqrstuvwxyz")
         start = time.time()
-        closed = False
-        for b in whole:
-            try:
-                s.sendall(bytes([b]))
-            except (BrokenPipeError, ConnectionResetError):
-                closed = True
-                break
-            if closed_within(s, 0.4):
-                closed = True
-                break
+        closed = trickled_until_closed(s, frame(PING, 7, b"abcdefghijklmnopqrstuvwxyz"))
         took = time.time() - start
         self.assertTrue(closed, "a 38-byte frame trickled for %.1f s was still served" % took)
         self.assertLess(took, 4.5)  # request timeout 2 s, checked every 1 s
@@ -148,17 +125,7 @@ class Limits(unittest.TestCase):
     def test_trickling_resp_command_is_closed(self):
         s = self.connect(self.resp_port)
         start = time.time()
-        closed = False
-        for b in b"*2\r\n$4\r\nINCR\r\n$3\r\nlim\r\n":
-            try:
-                s.sendall(bytes([b]))
-            except (BrokenPipeError, ConnectionResetError):
-                closed = True
-                break
-            if closed_within(s, 0.4):
-                closed = True
-                break
-        self.assertTrue(closed)
+        self.assertTrue(trickled_until_closed(s, resp_command(["INCR", "lim"])))
         self.assertLess(time.time() - start, 4.5)
 
     def test_client_that_does_not_read_is_closed(self):
@@ -236,7 +203,7 @@ class Limits(unittest.TestCase):
     def test_resp_port_closes_on_http(self):
         before = self.seqd.ids("lim")[0]
         s = self.connect(self.resp_port)
-        body = b"*2\r\n$4\r\nINCR\r\n$3\r\nlim\r\n" * 5
+        body = resp_command(["INCR", "lim"]) * 5
         s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
         self.assertTrue(closed_within(s, 3))
         # None of the body's five INCRs ran.
@@ -248,17 +215,7 @@ class Limits(unittest.TestCase):
     def raw_http(self, data):
         s = self.connect(self.seqd.port)
         s.sendall(data)
-        s.settimeout(5)
-        out = b""
-        while True:
-            try:
-                chunk = s.recv(65536)
-            except (ConnectionResetError, socket.timeout):
-                break
-            if not chunk:
-                break
-            out += chunk
-        return out
+        return read_all(s, 5)[0]
 
     def test_http_smuggling_host_and_csrf(self):
         before = self.seqd.ids("lim")[0]
@@ -334,27 +291,32 @@ class Limits(unittest.TestCase):
         self.assertTrue(rest.startswith(b"HTTP/1.1 200"), out[:400])
 
 
-class HttpWriteTimeout(unittest.TestCase):
-    """An HTTP answer must be taken whole within http_write_timeout_s."""
+class StoredMessagesCase(SeqdCase):
+    """A seqd with the key KEY and MESSAGES messages of PAYLOAD bytes in
+    CONV, stored before the first test."""
 
-    TIMEOUT_S = 2
-    PAYLOAD = 1 << 20  # 8 messages: an 8 MiB pull, more than both sockets' buffers hold
+    KEY, CONV, MESSAGES, PAYLOAD = None, None, 0, 0
 
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.seqd = Seqd(store_spec("sqlite", cls.tmp.name),
-                        "--http-write-timeout-s", str(cls.TIMEOUT_S),
-                        "--http-max-body-bytes", str(3 * cls.PAYLOAD),
-                        "--msg-max-payload-bytes", str(2 * cls.PAYLOAD),
-                        "--msg-max-pull-bytes", str(16 * cls.PAYLOAD))
-        cls.seqd.create_key("lim", 1000)
-        store_messages(cls.seqd, "sg_lim_big", 8, cls.PAYLOAD)
+        super().setUpClass()
+        cls.seqd.create_key(cls.KEY, 1000)
+        store_messages(cls.seqd, cls.CONV, cls.MESSAGES, cls.PAYLOAD)
+
+
+class HttpWriteTimeout(StoredMessagesCase):
+    """An HTTP answer must be taken whole within http_write_timeout_s."""
+
+    TIMEOUT_S = 2
+    # 8 messages: an 8 MiB pull, more than both sockets' buffers hold
+    KEY, CONV, MESSAGES, PAYLOAD = "lim", "sg_lim_big", 8, 1 << 20
 
     @classmethod
-    def tearDownClass(cls):
-        cls.seqd.__exit__()
-        cls.tmp.cleanup()
+    def seqd_flags(cls):
+        return ("--http-write-timeout-s", str(cls.TIMEOUT_S),
+                "--http-max-body-bytes", str(3 * cls.PAYLOAD),
+                "--msg-max-payload-bytes", str(2 * cls.PAYLOAD),
+                "--msg-max-pull-bytes", str(16 * cls.PAYLOAD))
 
     def test_answer_not_taken_is_reset_and_counted(self):
         before = write_timeouts(self.seqd, "http")
@@ -422,31 +384,22 @@ class HttpWriteTimeout(unittest.TestCase):
         self.assertGreater(time.time() - start, self.TIMEOUT_S + 0.5)  # it did wait
 
 
-class HttpUnreadAnswers(unittest.TestCase):
+class HttpUnreadAnswers(StoredMessagesCase):
     """An address may leave at most http_max_unread_bytes_per_peer unread."""
 
     # 16 messages: 16 MiB pulls, of which a socket takes at most tcp_wmem's
     # largest send buffer (4 MiB by default): each unread answer leaves at
     # least 12 MiB in seqd and at most a little over 16: one stays under a
     # 20 MiB cap, two pass it.
-    PAYLOAD = 1 << 20
+    KEY, CONV, MESSAGES, PAYLOAD = "unread", "sg_unread", 16, 1 << 20
     CAP = 20 << 20
 
     @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.seqd = Seqd(store_spec("sqlite", cls.tmp.name),
-                        "--http-max-unread-bytes-per-peer", str(cls.CAP),
-                        "--http-max-body-bytes", str(3 * cls.PAYLOAD),
-                        "--msg-max-payload-bytes", str(2 * cls.PAYLOAD),
-                        "--msg-max-pull-bytes", str(32 * cls.PAYLOAD))
-        cls.seqd.create_key("unread", 1000)
-        store_messages(cls.seqd, "sg_unread", 16, cls.PAYLOAD)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.seqd.__exit__()
-        cls.tmp.cleanup()
+    def seqd_flags(cls):
+        return ("--http-max-unread-bytes-per-peer", str(cls.CAP),
+                "--http-max-body-bytes", str(3 * cls.PAYLOAD),
+                "--msg-max-payload-bytes", str(2 * cls.PAYLOAD),
+                "--msg-max-pull-bytes", str(32 * cls.PAYLOAD))
 
     def ask(self, source="127.0.0.1"):
         """GET /seq/unread on a new connection from `source`: (status, head, body)."""
@@ -506,7 +459,7 @@ class HttpUnreadAnswers(unittest.TestCase):
             time.sleep(0.1)
 
 
-class BinaryUnreadAnswers(unittest.TestCase):
+class BinaryUnreadAnswers(StoredMessagesCase):
     """An address may leave at most tcp_max_unread_bytes_per_peer of binary
     answers unread."""
 
@@ -515,30 +468,18 @@ class BinaryUnreadAnswers(unittest.TestCase):
     # send buffer) with a 4 KiB receive buffer on the client: each leaves
     # 1.6 to 5.6 MiB unread in seqd. One stays under a 10 MiB cap; twelve
     # pass it whatever the kernel took.
-    PAYLOAD = 240 << 10
+    KEY, CONV, MESSAGES, PAYLOAD = "unread", "sg_bunread", 4, 240 << 10
     PULLS = 6
     CAP = 10 << 20
 
     @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.tcp_port = free_port()
-        cls.seqd = Seqd(store_spec("sqlite", cls.tmp.name), "--tcp-port", str(cls.tcp_port),
-                        "--tcp-max-unread-bytes-per-peer", str(cls.CAP),
-                        "--http-max-body-bytes", str(2 * cls.PAYLOAD),
-                        "--msg-max-payload-bytes", str(cls.PAYLOAD))
-        cls.seqd.create_key("unread", 1000)
-        store_messages(cls.seqd, "sg_bunread", 4, cls.PAYLOAD)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.seqd.__exit__()
-        cls.tmp.cleanup()
+    def seqd_flags(cls):
+        return ("--tcp-max-unread-bytes-per-peer", str(cls.CAP),
+                "--http-max-body-bytes", str(2 * cls.PAYLOAD),
+                "--msg-max-payload-bytes", str(cls.PAYLOAD))
 
     def pull(self, request_id):
-        conv = b"sg_bunread"
-        body = struct.pack(">H", len(conv)) + conv + struct.pack(">qqIBH", 1, 0, 100, 0, 0)
-        return frame(0x21, request_id, body)
+        return frame(PULL_RANGE, request_id, pull_range_payload("sg_bunread", 1, limit=100))
 
     def ping(self, source="127.0.0.1"):
         """A PING on a new connection from `source`: the answer's (opcode, status)."""
@@ -548,16 +489,9 @@ class BinaryUnreadAnswers(unittest.TestCase):
             s.settimeout(5)
             s.connect(("127.0.0.1", self.tcp_port))
             s.sendall(frame(PING, 7, b"hi"))
-            data = b""
-            while len(data) < 14:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
+            opcode, _, status, _ = read_frame(s)
         finally:
             s.close()
-        self.assertGreaterEqual(len(data), 14, data)
-        _, _, opcode, _, _, status = struct.unpack(">IBBHIH", data[:14])
         return opcode, status
 
     def test_address_that_does_not_read_is_refused_others_served(self):

@@ -13,18 +13,18 @@ the real seqd binary (SQLite store):
 
 Usage: python3 tests/e2e/test_logs.py [unittest args]
 """
-import hashlib
 import json
 import os
 import re
 import socket
-import struct
 import sys
 import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Seqd, free_port, store_spec  # noqa: E402
+from lib.tokens import token_line, tokens_file  # noqa: E402
+from lib.wire import call  # noqa: E402
 
 SECRET = "sqd_ops-secret-0123456789"
 TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -44,29 +44,15 @@ def read_log(seqd):
 
 def binary_auth(port, secret):
     """Sends one binary AUTH frame and returns its status."""
-    payload = secret.encode()
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(struct.pack(">IBBHI", 8 + len(payload), 1, AUTH_OP, 0, 1) + payload)
-        head = b""
-        while len(head) < 12:
-            chunk = s.recv(12 - len(head))
-            if not chunk:
-                raise EOFError("closed")
-            head += chunk
-        length = struct.unpack(">I", head[:4])[0]
-        body = b""
-        while len(body) < length - 8:
-            body += s.recv(length - 8 - len(body))
-        return struct.unpack(">H", body[:2])[0]
+        return call(s, AUTH_OP, 1, secret.encode())[0]
 
 
 class JsonLogs(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
-        tokens = os.path.join(cls.tmp.name, "tokens")
-        with open(tokens, "w") as f:
-            f.write("ops %s admin,ids:*\n" % hashlib.sha256(SECRET.encode()).hexdigest())
+        tokens = tokens_file(cls.tmp.name, token_line("ops", SECRET, "admin,ids:*") + "\n")
         cls.tcp_port = free_port()
         cls.seqd = Seqd(store_spec("sqlite", cls.tmp.name), "--log-format", "json",
                         "--log-level", "debug", "--tokens-file", tokens,
@@ -194,9 +180,7 @@ class Instances(unittest.TestCase):
 
     def test_text_format_keeps_the_audit_line_shape(self):
         with tempfile.TemporaryDirectory() as d:
-            tokens = os.path.join(d, "tokens")
-            with open(tokens, "w") as f:
-                f.write("ops %s admin\n" % hashlib.sha256(SECRET.encode()).hexdigest())
+            tokens = tokens_file(d, token_line("ops", SECRET, "admin") + "\n")
             with Seqd(store_spec("sqlite", d), "--tokens-file", tokens) as s:
                 status, _, _ = s.request("POST", "/admin/keys", {"key": "k", "step": 5},
                                          headers={**bearer(), "X-Request-Id": "text-1"})

@@ -16,7 +16,7 @@ import unittest
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Seqd, store_spec  # noqa: E402
+from harness import Seqd, run_threads, store_from_argv, store_spec  # noqa: E402
 
 KIND = "sqlite"
 RUN = "%06x" % random.getrandbits(24)  # unique conversation ids per run (MariaDB persists)
@@ -91,11 +91,7 @@ class Messages(unittest.TestCase):
                         errors.append((status, body))
             conn.close()
 
-        threads = [threading.Thread(target=sender, args=(t,)) for t in range(16)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        run_threads(sender, 16)
         self.assertEqual(errors, [])
         self.assertEqual(sorted(acked.values()), list(range(1, 801)))
         stored = pull_all(s, c)
@@ -238,7 +234,5 @@ class Messages(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    KIND = sys.argv.pop(1)
-    if KIND not in ("sqlite", "mariadb"):
-        sys.exit("usage: test_messages.py sqlite|mariadb")
+    KIND = store_from_argv(required=True)
     unittest.main()

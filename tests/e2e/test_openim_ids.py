@@ -10,37 +10,22 @@ Usage: python3 tests/e2e/test_openim_ids.py [sqlite|mariadb] [unittest args]
 """
 import json
 import os
-import socket
+import signal
 import struct
 import sys
-import tempfile
 import unittest
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Seqd, free_port, store_spec  # noqa: E402
-from lib.wire import BinaryConn, resp_command, s16  # noqa: E402
+from harness import store_from_argv  # noqa: E402
+from lib.seqd_case import SeqdCase  # noqa: E402
+from lib.wire import (BinaryConn, ids_of, int64_list, key_list, key_values,  # noqa: E402
+                      next_ids_payload, resp_pipelined, s16)
 
-STORE = "sqlite"
 NEXT_IDS, NEXT_BLOCK, MAX_IDS, GET_MIN_SEQS, SET_MIN_SEQS = 0x02, 0x05, 0x06, 0x07, 0x08
 USER_SEQS, SET_USER_SEQS = 0x0B, 0x0C
 MIN, MAX, READ = 1, 2, 3
 OK, INVALID_ARGUMENT, TOO_LARGE = 0, 1, 10
-
-
-def key_list(keys):
-    return struct.pack(">I", len(keys)) + b"".join(s16(k) for k in keys)
-
-
-def key_values(items):
-    return struct.pack(">I", len(items)) + b"".join(s16(k) + struct.pack(">q", v)
-                                                    for k, v in items)
-
-
-def int64_list(result):
-    (n,) = struct.unpack(">I", result[:4])
-    assert len(result) == 4 + 8 * n, result
-    return list(struct.unpack(">%dq" % n, result[4:]))
 
 
 def unique(prefix):
@@ -50,25 +35,15 @@ def unique(prefix):
 class Binary(BinaryConn):
 
     def block(self, key, count):
-        status, result = self.call(NEXT_BLOCK, s16(key) + struct.pack(">I", count))
+        status, result = self.call(NEXT_BLOCK, next_ids_payload(key, count))
         assert status == OK, (status, result)
         first, last = struct.unpack(">qq", result)
         return first, last
 
     def next_ids(self, key, count):
-        status, result = self.call(NEXT_IDS, s16(key) + struct.pack(">I", count))
+        status, result = self.call(NEXT_IDS, next_ids_payload(key, count))
         assert status == OK, (status, result)
-        (n,) = struct.unpack(">I", result[:4])
-        out = []
-        for i in range(n):
-            f, l = struct.unpack(">qq", result[4 + 16 * i:20 + 16 * i])
-            out.extend(range(f, l + 1))
-        return out
-
-    def max_ids(self, keys):
-        status, result = self.call(MAX_IDS, key_list(keys))
-        assert status == OK, (status, result)
-        return int64_list(result)
+        return ids_of(result)
 
     def min_seqs(self, keys):
         status, result = self.call(GET_MIN_SEQS, key_list(keys))
@@ -81,37 +56,13 @@ class Binary(BinaryConn):
 
 def resp(port, *commands):
     """Sends the commands (lists of words) pipelined; returns the raw reply bytes."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    try:
-        s.sendall(b"".join(resp_command(words) for words in commands) + resp_command(["QUIT"]))
-        out = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                return out[:-len(b"+OK\r\n")]
-            out += chunk
-    finally:
-        s.close()
+    return resp_pipelined(port, commands)
 
 
-class OpenImIds(unittest.TestCase):
+class OpenImIds(SeqdCase):
     @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.store = store_spec(STORE, cls.tmp.name)
-        cls.start()
-
-    @classmethod
-    def start(cls):
-        cls.tcp_port, cls.resp_port = free_port(), free_port()
-        cls.seqd = Seqd(cls.store, "--tcp-port", str(cls.tcp_port), "--resp-port",
-                        str(cls.resp_port), "--max-count", "1000",
-                        "--auto-keys", "auto_:10")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.seqd.__exit__()
-        cls.tmp.cleanup()
+    def seqd_flags(cls):
+        return ("--max-count", "1000", "--auto-keys", "auto_:10")
 
     def binary(self):
         b = Binary(self.tcp_port)
@@ -142,7 +93,7 @@ class OpenImIds(unittest.TestCase):
     def test_binary_block_bad_input(self):
         b, k = self.binary(), self.key()
         for key, count in (("bad\tkey!", 1), ("seqd.reserved", 1), (k, 0), (k, 1001)):
-            status, _ = b.call(NEXT_BLOCK, s16(key) + struct.pack(">I", count))
+            status, _ = b.call(NEXT_BLOCK, next_ids_payload(key, count))
             self.assertEqual(status, INVALID_ARGUMENT, (key, count))
         status, _ = b.call(NEXT_BLOCK, s16(k))  # no count
         self.assertEqual(status, INVALID_ARGUMENT)
@@ -304,8 +255,7 @@ class OpenImIds(unittest.TestCase):
         self.assertEqual(b.max_ids([k]), [handed[-1]])
         self.assertEqual(b.set_min_seqs([(k, 42)])[0], OK)
         b.close()
-        self.seqd.stop()
-        self.__class__.start()
+        self.restart(signal.SIGTERM)
         b = self.binary()
         self.assertEqual(b.min_seqs([k]), [42])
         row = self.seqd.get_json("/admin/keys/" + k)[1]
@@ -318,6 +268,5 @@ class OpenImIds(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] in ("sqlite", "mariadb"):
-        STORE = sys.argv.pop(1)
+    OpenImIds.STORE = store_from_argv()
     unittest.main()

@@ -16,6 +16,7 @@ Usage: python3 tests/e2e/test_openim_migrate.py [sqlite|mariadb] [unittest args]
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -23,9 +24,11 @@ import unittest
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Seqd, free_port, store_spec  # noqa: E402
+from harness import Seqd, free_port, store_from_argv, store_spec  # noqa: E402
+from lib.wire import call, int64_list, key_list, key_values, s16  # noqa: E402
 
 STORE = "sqlite"
+USER_SEQS, SET_USER_SEQS = 0x0B, 0x0C
 SEQCTL = os.environ.get("SEQCTL_BINARY", "")
 RUN = uuid.uuid4().hex[:8]
 
@@ -167,53 +170,19 @@ class OpenImMigrate(unittest.TestCase):
     # --- USER_SEQS and SET_USER_SEQS, framed here from docs/protocol.md ---------------
 
     def user_seqs(self, user, field, convs):
-        """USER_SEQS, framed here from docs/protocol.md."""
-        import socket
-        import struct
-        s = socket.create_connection(("127.0.0.1", self.tcp_port), timeout=10)
-        try:
-            def s16(x):
-                b = x.encode()
-                return struct.pack(">H", len(b)) + b
-            payload = s16(user) + bytes([field]) + struct.pack(">I", len(convs)) + \
-                b"".join(s16(c) for c in convs)
-            s.sendall(struct.pack(">IBBHI", 8 + len(payload), 1, 0x0B, 0, 1) + payload)
-            head = self.recv(s, 12)
-            length = struct.unpack(">I", head[:4])[0]
-            body = self.recv(s, length - 8)
-            self.assertEqual(struct.unpack(">H", body[:2])[0], 0, body)
-            n = struct.unpack(">I", body[2:6])[0]
-            return list(struct.unpack(">%dq" % n, body[6:]))
-        finally:
-            s.close()
+        """USER_SEQS of `user`'s `field` (1 min, 2 max, 3 read) in `convs`."""
+        with socket.create_connection(("127.0.0.1", self.tcp_port), timeout=10) as s:
+            status, rest = call(s, USER_SEQS, 1, s16(user) + bytes([field]) + key_list(convs))
+        self.assertEqual(status, 0, rest)
+        return int64_list(rest)
 
     def set_user_seq(self, user, field, conv, value):
-        import socket
-        import struct
-        s = socket.create_connection(("127.0.0.1", self.tcp_port), timeout=10)
-        try:
-            def s16(x):
-                b = x.encode()
-                return struct.pack(">H", len(b)) + b
-            payload = s16(user) + bytes([field, 1]) + struct.pack(">I", 1) + s16(conv) + \
-                struct.pack(">q", value)
-            s.sendall(struct.pack(">IBBHI", 8 + len(payload), 1, 0x0C, 0, 1) + payload)
-            head = self.recv(s, 12)
-            body = self.recv(s, struct.unpack(">I", head[:4])[0] - 8)
-            self.assertEqual(body, b"\x00\x00")
-            return value
-        finally:
-            s.close()
-
-    @staticmethod
-    def recv(s, n):
-        buf = b""
-        while len(buf) < n:
-            chunk = s.recv(n - len(buf))
-            if not chunk:
-                raise EOFError("closed")
-            buf += chunk
-        return buf
+        """SET_USER_SEQS of one conversation, raise only; returns `value`."""
+        with socket.create_connection(("127.0.0.1", self.tcp_port), timeout=10) as s:
+            status, rest = call(s, SET_USER_SEQS, 1,
+                                s16(user) + bytes([field, 1]) + key_values([(conv, value)]))
+        self.assertEqual((status, rest), (0, b""))
+        return value
 
     def check_imported(self, convs, users):
         keys = sorted(convs)
@@ -227,6 +196,5 @@ class OpenImMigrate(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] in ("sqlite", "mariadb"):
-        STORE = sys.argv.pop(1)
+    STORE = store_from_argv()
     unittest.main()

@@ -5,77 +5,27 @@ with the project's codec, so the two are checked against each other.
 Usage: python3 tests/e2e/test_protocols.py [unittest args]
 """
 import os
-import socket
 import struct
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Seqd, free_port, store_spec  # noqa: E402
+from lib.seqd_case import SeqdCase  # noqa: E402
+from lib.wire import frame, ids_of, next_ids_payload, read_frame_with_flags  # noqa: E402
 
 PING, NEXT_IDS = 0x01, 0x02
 RESPONSE = 0x0001
 
 
-def frame(opcode, request_id, payload=b"", version=1, flags=0):
-    return struct.pack(">IBBHI", 8 + len(payload), version, opcode, flags, request_id) + payload
-
-
 def next_ids(request_id, key, count):
-    k = key.encode()
-    return frame(NEXT_IDS, request_id, struct.pack(">H", len(k)) + k + struct.pack(">I", count))
+    return frame(NEXT_IDS, request_id, next_ids_payload(key, count))
 
 
-def recv_exact(sock, n):
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise EOFError("connection closed after %d of %d bytes" % (len(buf), n))
-        buf += chunk
-    return buf
-
-
-def read_frame(sock):
-    length, version, opcode, flags, request_id = struct.unpack(">IBBHI", recv_exact(sock, 12))
-    payload = recv_exact(sock, length - 8)
-    status = struct.unpack(">H", payload[:2])[0]
-    return opcode, flags, request_id, status, payload[2:]
-
-
-def ranges_of(result):
-    (n,) = struct.unpack(">I", result[:4])
-    out = []
-    for i in range(n):
-        first, last = struct.unpack(">qq", result[4 + 16 * i: 20 + 16 * i])
-        out.extend(range(first, last + 1))
-    return out
-
-
-class Protocols(unittest.TestCase):
+class Protocols(SeqdCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.tcp_port, cls.resp_port = free_port(), free_port()
-        cls.seqd = Seqd(store_spec("sqlite", cls.tmp.name), "--tcp-port", str(cls.tcp_port),
-                        "--resp-port", str(cls.resp_port))
+        super().setUpClass()
         cls.seqd.create_key("proto", 100)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.seqd.__exit__()
-        cls.tmp.cleanup()
-
-    def tcp(self):
-        s = socket.create_connection(("127.0.0.1", self.tcp_port), timeout=10)
-        self.addCleanup(s.close)
-        return s
-
-    def resp(self):
-        s = socket.create_connection(("127.0.0.1", self.resp_port), timeout=10)
-        self.addCleanup(s.close)
-        return s
 
     def resp_call(self, s, data):
         s.sendall(data)
@@ -84,14 +34,14 @@ class Protocols(unittest.TestCase):
     def test_binary_ping_and_pipelined_next_ids(self):
         s = self.tcp()
         s.sendall(frame(PING, 1, b"hi"))
-        self.assertEqual(read_frame(s), (PING, RESPONSE, 1, 0, b"hi"))
+        self.assertEqual(read_frame_with_flags(s), (PING, RESPONSE, 1, 0, b"hi"))
         s.sendall(b"".join(next_ids(1000 + i, "proto", 1 + i % 3) for i in range(500)))
         seen_ids, answered = [], set()
         for _ in range(500):
-            opcode, flags, rid, status, result = read_frame(s)
+            opcode, flags, rid, status, result = read_frame_with_flags(s)
             self.assertEqual((opcode, flags, status), (NEXT_IDS, RESPONSE, 0))
             answered.add(rid)
-            seen_ids.extend(ranges_of(result))
+            seen_ids.extend(ids_of(result))
         self.assertEqual(answered, set(range(1000, 1500)))
         self.assertEqual(len(seen_ids), len(set(seen_ids)))
         self.assertEqual(len(seen_ids), sum(1 + i % 3 for i in range(500)))
@@ -99,26 +49,26 @@ class Protocols(unittest.TestCase):
     def test_binary_errors_keep_or_close_the_connection(self):
         s = self.tcp()
         s.sendall(next_ids(5, "no_such_key_proto", 1))
-        self.assertEqual(read_frame(s)[3], 2)  # UNKNOWN_KEY, connection stays
+        self.assertEqual(read_frame_with_flags(s)[3], 2)  # UNKNOWN_KEY, connection stays
         s.sendall(next_ids(6, "proto", 0))
-        self.assertEqual(read_frame(s)[3], 1)  # INVALID_ARGUMENT
+        self.assertEqual(read_frame_with_flags(s)[3], 1)  # INVALID_ARGUMENT
         s.sendall(frame(0x7F, 7))
-        self.assertEqual(read_frame(s)[3], 7)  # UNKNOWN_OPCODE
+        self.assertEqual(read_frame_with_flags(s)[3], 7)  # UNKNOWN_OPCODE
         s.sendall(next_ids(8, "proto", 1))
-        self.assertEqual(read_frame(s)[3], 0)
+        self.assertEqual(read_frame_with_flags(s)[3], 0)
         s.sendall(frame(PING, 9, version=2))
-        opcode, flags, rid, status, _ = read_frame(s)
+        opcode, flags, rid, status, _ = read_frame_with_flags(s)
         self.assertEqual((opcode, rid, status), (0, 0, 65))  # UNSUPPORTED_VERSION, then close
         self.assertEqual(s.recv(16), b"")
 
     def test_binary_garbage_and_oversized_frames(self):
         s = self.tcp()
         s.sendall(struct.pack(">I", 0x7FFFFFFF))
-        self.assertEqual(read_frame(s)[3], 66)  # FRAME_TOO_LARGE
+        self.assertEqual(read_frame_with_flags(s)[3], 66)  # FRAME_TOO_LARGE
         self.assertEqual(s.recv(16), b"")
         s = self.tcp()
         s.sendall(b"GET / HTTP/1.1\r\n\r\n")
-        self.assertIn(read_frame(s)[3], (64, 65, 66))
+        self.assertIn(read_frame_with_flags(s)[3], (64, 65, 66))
         self.assertIsNone(self.seqd.proc.poll())
 
     def test_resp_commands(self):
@@ -157,7 +107,7 @@ class Protocols(unittest.TestCase):
         got = list(self.seqd.ids("proto", 50))
         s = self.tcp()
         s.sendall(next_ids(1, "proto", 50))
-        got.extend(ranges_of(read_frame(s)[4]))
+        got.extend(ids_of(read_frame_with_flags(s)[4]))
         r = self.resp()
         for _ in range(50):
             got.append(int(self.resp_call(r, b"*2\r\n$4\r\nINCR\r\n$5\r\nproto\r\n")[1:-2]))

@@ -25,7 +25,6 @@ import json
 import os
 import shutil
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -35,9 +34,11 @@ import unittest
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import REPO, Seqd, free_port  # noqa: E402
-from test_security import NEXT_IDS, SEND, call, next_ids_payload, resp_call, s16  # noqa: E402
+from harness import Seqd, free_port  # noqa: E402
+from lib.mariadb import MariaDB  # noqa: E402
+from lib.wire import call, ids_of, next_ids_payload, resp_call, send_payload  # noqa: E402
 
+NEXT_IDS, SEND = 0x02, 0x20
 OK, STORE_UNAVAILABLE = 0, 4
 HOSTS = "/etc/hosts"
 HOSTS_MARK = "# seqd test_resource_faults"
@@ -46,19 +47,6 @@ INTERNAL_WORDS = [b"sqlite", b"SQLITE", b"mysql", b"MySQL", b"MariaDB", b"SQL", 
                   b"UPDATE", b"leaf_alloc", b"seqd_test", b"read-only", b"read_only",
                   b"Too many connections", b"disk", b"full", b"errno", b"127.0.0.1",
                   b"rfdb-"]
-
-
-def send_payload(conv, sender, cmid, payload=b"x"):
-    return s16(conv) + s16(sender) + s16(cmid) + struct.pack(">iI", 0, len(payload)) + payload
-
-
-def parse_ranges(rest):
-    (n,) = struct.unpack(">I", rest[:4])
-    out = []
-    for i in range(n):
-        first, last = struct.unpack(">qq", rest[4 + 16 * i:20 + 16 * i])
-        out.extend(range(first, last + 1))
-    return out
 
 
 def full_log(s):
@@ -134,7 +122,7 @@ class Client:
     def bin_ids(self, ledger, key, count=1):
         status, rest = call(self.tcp, NEXT_IDS, self.next_rid(), next_ids_payload(key, count))
         if status == OK:
-            ledger.add_ids(key, parse_ranges(rest))
+            ledger.add_ids(key, ids_of(rest))
             return True
         self.test.assertEqual(status, STORE_UNAVAILABLE, "NEXT_IDS: %d %r" % (status, rest))
         self.clean("binary NEXT_IDS", rest)
@@ -171,13 +159,13 @@ class Client:
 
 class ResourceFaults(unittest.TestCase):
     mdb_dir = None
-    url = None
+    db = None
 
     @classmethod
     def tearDownClass(cls):
+        if cls.db:
+            cls.db.stop()
         if cls.mdb_dir:
-            subprocess.run([os.path.join(REPO, "scripts", "mariadb.sh"), "stop", cls.mdb_dir],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             shutil.rmtree(cls.mdb_dir, ignore_errors=True)
 
     # ------------------------------------------------------------- helpers
@@ -185,20 +173,15 @@ class ResourceFaults(unittest.TestCase):
     def mariadb_url(self):
         """A MariaDB of this test class's own (started on first use)."""
         cls = type(self)
-        if cls.url is None:
+        if cls.db is None:
             cls.mdb_dir = tempfile.mkdtemp(prefix="rf-mdb-", dir="/tmp")
-            out = subprocess.run([os.path.join(REPO, "scripts", "mariadb.sh"), "start",
-                                  cls.mdb_dir], check=True, capture_output=True, text=True,
-                                 timeout=120).stdout
-            cls.url = out.strip().splitlines()[-1]
-        return cls.url
+            cls.db = MariaDB(cls.mdb_dir)
+        return cls.db.url
 
     def root_sql(self, sql):
-        client = shutil.which("mariadb") or shutil.which("mysql")
-        return subprocess.run([client, "--no-defaults", "--protocol=socket",
-                               "--socket=" + os.path.join(self.mdb_dir, "mariadb.sock"),
-                               "-uroot", "-N", "-B", "-e", sql], check=True,
-                              capture_output=True, text=True, timeout=30).stdout
+        """`sql`'s output (tab-separated rows), run as root."""
+        rows = self.db.query(sql, database=None, timeout=30)
+        return "\n".join("\t".join(row) for row in rows)
 
     def kill_seqd_connections(self):
         self.root_sql("KILL CONNECTION USER seqd")
@@ -365,7 +348,7 @@ class ResourceFaults(unittest.TestCase):
         hogs = []
         self.root_sql("CREATE USER IF NOT EXISTS 'rf_hog'@'localhost'")
         client = shutil.which("mariadb") or shutil.which("mysql")
-        sock = os.path.join(self.mdb_dir, "mariadb.sock")
+        sock = self.db.socket
 
         def hog_all():
             # Authenticated connections of a user without SUPER fill the

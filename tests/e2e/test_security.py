@@ -23,7 +23,11 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SEQD, Seqd, free_port, store_spec  # noqa: E402
+from harness import SEQD, store_spec  # noqa: E402
+from lib.seqd_case import SeqdCase  # noqa: E402
+from lib.tokens import SCOPES, SECRETS, tokens_file, tokens_text  # noqa: E402
+from lib.wire import (call, frame, key_list, next_ids_payload, read_frame, resp_call,  # noqa: E402
+                      s16, send_payload)
 
 BUILD = os.path.dirname(os.path.abspath(SEQD))
 SEQCTL = os.environ.get("SEQCTL_BINARY", os.path.join(BUILD, "client", "seqctl"))
@@ -34,107 +38,18 @@ SEND, PULL_RANGE, SET_CONV_MIN_SEQ, SUBSCRIBE = 0x20, 0x21, 0x29, 0x2A
 PUSH_MESSAGE, PUSH_DROPPED = 0x2C, 0x2D
 OK, UNAUTHENTICATED, PERMISSION_DENIED = 0, 13, 14
 
-SECRETS = {
-    "ops": "sqd_ops-secret-0123456789",
-    "orders": "sqd_orders-secret-0123456789",
-    "chat": "sqd_chat-secret-0123456789",
-    "reader": "sqd_reader-secret-0123456789",
-    "scraper": "sqd_scraper-secret-0123456789",
-}
-SCOPES = {
-    "ops": "admin,ids:*,msg:admin:*",
-    "orders": "ids:order_",
-    "chat": "msg:send:sg_team,msg:read:sg_team",
-    "reader": "msg:read:sg_team",
-    "scraper": "metrics",
-}
+class Security(SeqdCase):
+    @classmethod
+    def seqd_flags(cls):
+        cls.tokens = tokens_file(cls.tmp.name,
+                                 tokens_text(["ops", "orders", "chat", "reader", "scraper"]))
+        return ("--tokens-file", cls.tokens, "--log-level", "info")
 
-
-def tokens_text(names):
-    lines = ["# test tokens"]
-    for n in names:
-        lines.append("%s %s %s" % (n, hashlib.sha256(SECRETS[n].encode()).hexdigest(), SCOPES[n]))
-    return "\n".join(lines) + "\n"
-
-
-def frame(opcode, request_id, payload=b""):
-    return struct.pack(">IBBHI", 8 + len(payload), 1, opcode, 0, request_id) + payload
-
-
-def s16(text):
-    b = text.encode()
-    return struct.pack(">H", len(b)) + b
-
-
-def recv_exact(sock, n):
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise EOFError("closed after %d of %d bytes" % (len(buf), n))
-        buf += chunk
-    return buf
-
-
-def read_frame(sock):
-    length, _, opcode, _, request_id = struct.unpack(">IBBHI", recv_exact(sock, 12))
-    payload = recv_exact(sock, length - 8)
-    return opcode, request_id, struct.unpack(">H", payload[:2])[0], payload[2:]
-
-
-PUSH_MESSAGE = 0x2C
-
-
-def call(sock, opcode, request_id, payload=b""):
-    """One request and its answer. A push that comes first is skipped: a
-    subscription may receive a message sent just before it was made (its
-    publish can follow the SEND's answer)."""
-    sock.sendall(frame(opcode, request_id, payload))
-    op, rid, status, rest = read_frame(sock)
-    while (op, rid) == (PUSH_MESSAGE, 0) and opcode != PUSH_MESSAGE:
-        op, rid, status, rest = read_frame(sock)
-    assert (op, rid) == (opcode, request_id), (op, rid, opcode, request_id)
-    return status, rest
-
-
-def next_ids_payload(key, count=1):
-    return s16(key) + struct.pack(">I", count)
-
-
-def resp_call(s, *args):
-    """Sends one RESP command on socket `s`; returns the reply's first line."""
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        a = a.encode() if isinstance(a, str) else a
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    s.sendall(out)
-    buf = b""
-    while not buf.endswith(b"\r\n"):
-        chunk = s.recv(4096)
-        if not chunk:
-            raise EOFError("RESP connection closed")
-        buf += chunk
-    return buf
-
-
-class Security(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.tokens = os.path.join(cls.tmp.name, "tokens")
-        with open(cls.tokens, "w") as f:
-            f.write(tokens_text(["ops", "orders", "chat", "reader", "scraper"]))
-        cls.tcp_port, cls.resp_port = free_port(), free_port()
-        cls.seqd = Seqd(store_spec("sqlite", cls.tmp.name), "--tcp-port", str(cls.tcp_port),
-                        "--resp-port", str(cls.resp_port), "--tokens-file", cls.tokens,
-                        "--log-level", "info")
+        super().setUpClass()
         cls.http(cls, "POST", "/admin/keys", {"key": "order_a", "step": 100}, "ops")
         cls.http(cls, "POST", "/admin/keys", {"key": "other", "step": 100}, "ops")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.seqd.__exit__()
-        cls.tmp.cleanup()
 
     def http(self, method, path, body=None, token=None, headers=None):
         h = dict(headers or {})
@@ -144,19 +59,6 @@ class Security(unittest.TestCase):
             h.setdefault("Content-Type", "application/json")
         status, payload, r = self.seqd.request(method, path, body, headers=h)
         return status, payload, r
-
-    def tcp(self):
-        s = socket.create_connection(("127.0.0.1", self.tcp_port), timeout=10)
-        self.addCleanup(s.close)
-        return s
-
-    def resp(self):
-        s = socket.create_connection(("127.0.0.1", self.resp_port), timeout=10)
-        self.addCleanup(s.close)
-        return s
-
-    def resp_call(self, s, *args):
-        return resp_call(s, *args)
 
     def reload(self, text):
         with open(self.tokens, "w") as f:
@@ -298,23 +200,23 @@ class Security(unittest.TestCase):
         self.assertEqual(call(s, PING, 1, b"x"), (OK, b"x"))
         self.assertEqual(call(s, NEXT_IDS, 2, next_ids_payload("order_a"))[0], UNAUTHENTICATED)
         # The attack from the issue: a SUBSCRIBE to someone else's conversation.
-        self.assertEqual(call(s, SUBSCRIBE, 3, struct.pack(">I", 1) + s16("sg_victim"))[0],
+        self.assertEqual(call(s, SUBSCRIBE, 3, key_list(["sg_victim"]))[0],
                          UNAUTHENTICATED)
         self.assertEqual(call(s, AUTH, 4, b"wrong")[0], UNAUTHENTICATED)
         self.assertEqual(call(s, AUTH, 5, SECRETS["orders"].encode())[0], OK)
         status, result = call(s, NEXT_IDS, 6, next_ids_payload("order_a", 3))
         self.assertEqual(status, OK)
         self.assertEqual(call(s, NEXT_IDS, 7, next_ids_payload("other"))[0], PERMISSION_DENIED)
-        self.assertEqual(call(s, SUBSCRIBE, 8, struct.pack(">I", 1) + s16("sg_victim"))[0],
+        self.assertEqual(call(s, SUBSCRIBE, 8, key_list(["sg_victim"]))[0],
                          PERMISSION_DENIED)
         # A message token: its conversations only.
         s2 = self.tcp()
         self.assertEqual(call(s2, AUTH, 1, SECRETS["chat"].encode())[0], OK)
-        send = s16("sg_team2") + s16("amy") + s16("b1") + struct.pack(">iI", 0, 5) + b"hello"
+        send = send_payload("sg_team2", "amy", "b1", b"hello")
         self.assertEqual(call(s2, SEND, 2, send)[0], OK)
-        victim = s16("sg_victim") + s16("amy") + s16("b2") + struct.pack(">iI", 0, 1) + b"x"
+        victim = send_payload("sg_victim", "amy", "b2", b"x")
         self.assertEqual(call(s2, SEND, 3, victim)[0], PERMISSION_DENIED)
-        self.assertEqual(call(s2, SUBSCRIBE, 4, struct.pack(">I", 1) + s16("sg_team2"))[0], OK)
+        self.assertEqual(call(s2, SUBSCRIBE, 4, key_list(["sg_team2"]))[0], OK)
         self.assertEqual(call(s2, SET_CONV_MIN_SEQ, 5, s16("sg_team2") + struct.pack(">q", 5))[0],
                          PERMISSION_DENIED)
 
@@ -330,17 +232,17 @@ class Security(unittest.TestCase):
 
     def test_resp_noauth_wrongpass_noperm(self):
         s = self.resp()
-        self.assertEqual(self.resp_call(s, "PING"), b"+PONG\r\n")
-        self.assertTrue(self.resp_call(s, "INCR", "order_a").startswith(b"-NOAUTH"))
-        self.assertTrue(self.resp_call(s, "AUTH", "wrong").startswith(b"-WRONGPASS"))
+        self.assertEqual(resp_call(s, "PING"), b"+PONG")
+        self.assertTrue(resp_call(s, "INCR", "order_a").startswith(b"-NOAUTH"))
+        self.assertTrue(resp_call(s, "AUTH", "wrong").startswith(b"-WRONGPASS"))
         # AUTH user secret (Redis 6 style): the user must be the token's id or "default".
-        self.assertTrue(self.resp_call(s, "AUTH", "ops", SECRETS["orders"]).startswith(b"-WRONGPASS"))
-        self.assertEqual(self.resp_call(s, "AUTH", "orders", SECRETS["orders"]), b"+OK\r\n")
-        self.assertTrue(self.resp_call(s, "INCR", "order_a").startswith(b":"))
-        self.assertTrue(self.resp_call(s, "INCRBY", "other", "5").startswith(b"-NOPERM"))
+        self.assertTrue(resp_call(s, "AUTH", "ops", SECRETS["orders"]).startswith(b"-WRONGPASS"))
+        self.assertEqual(resp_call(s, "AUTH", "orders", SECRETS["orders"]), b"+OK")
+        self.assertTrue(resp_call(s, "INCR", "order_a").startswith(b":"))
+        self.assertTrue(resp_call(s, "INCRBY", "other", "5").startswith(b"-NOPERM"))
         s2 = self.resp()
-        self.assertEqual(self.resp_call(s2, "AUTH", SECRETS["orders"]), b"+OK\r\n")
-        self.assertTrue(self.resp_call(s2, "INCRBY", "order_a", "2").startswith(b":"))
+        self.assertEqual(resp_call(s2, "AUTH", SECRETS["orders"]), b"+OK")
+        self.assertTrue(resp_call(s2, "INCRBY", "order_a", "2").startswith(b":"))
 
     # --- reloads ------------------------------------------------------------------
 
@@ -349,7 +251,7 @@ class Security(unittest.TestCase):
         self.assertEqual(call(s, AUTH, 1, SECRETS["orders"].encode())[0], OK)
         self.assertEqual(call(s, NEXT_IDS, 2, next_ids_payload("order_a"))[0], OK)
         r = self.resp()
-        self.assertEqual(self.resp_call(r, "AUTH", SECRETS["orders"]), b"+OK\r\n")
+        self.assertEqual(resp_call(r, "AUTH", SECRETS["orders"]), b"+OK")
         try:
             # A malformed file keeps the tokens loaded now.
             log = self.reload("broken line\n")
@@ -360,15 +262,13 @@ class Security(unittest.TestCase):
             # Revoked: the open connections lose their rights on their next request.
             self.reload(tokens_text(["ops", "chat", "reader", "scraper"]))
             self.assertEqual(call(s, NEXT_IDS, 4, next_ids_payload("order_a"))[0], UNAUTHENTICATED)
-            self.assertTrue(self.resp_call(r, "INCR", "order_a").startswith(b"-NOAUTH"))
+            self.assertTrue(resp_call(r, "INCR", "order_a").startswith(b"-NOAUTH"))
             self.assertEqual(self.http("GET", "/seq/order_a", token="orders")[0], 401)
             # Added again (wider scopes): the new line counts at once.
-            global SCOPES
-            SCOPES = dict(SCOPES, orders="ids:*")
-            self.reload(tokens_text(["ops", "orders", "chat", "reader", "scraper"]))
+            self.reload(tokens_text(["ops", "orders", "chat", "reader", "scraper"],
+                                    dict(SCOPES, orders="ids:*")))
             self.assertEqual(self.http("GET", "/seq/other", token="orders")[0], 200)
         finally:
-            SCOPES["orders"] = "ids:order_"
             self.reload(tokens_text(["ops", "orders", "chat", "reader", "scraper"]))
 
     # --- revocation of what lives on without requests --------------------------
@@ -401,14 +301,14 @@ class Security(unittest.TestCase):
         # Subscribed as reader (msg:read:sg_team); a message is pushed.
         s = self.tcp()
         self.assertEqual(call(s, AUTH, 1, SECRETS["reader"].encode())[0], OK)
-        self.assertEqual(call(s, SUBSCRIBE, 2, struct.pack(">I", 1) + s16("sg_team"))[0], OK)
+        self.assertEqual(call(s, SUBSCRIBE, 2, key_list(["sg_team"]))[0], OK)
         self.post_message("sg_team", 1)
         self.assertEqual(self.next_push(s)[0], PUSH_MESSAGE)
         # Re-AUTH with a token without msg:read: the AUTH succeeds, then the
         # subscriptions are dropped with PERMISSION_DENIED.
         s2 = self.tcp()
         self.assertEqual(call(s2, AUTH, 1, SECRETS["reader"].encode())[0], OK)
-        self.assertEqual(call(s2, SUBSCRIBE, 2, struct.pack(">I", 1) + s16("sg_team"))[0], OK)
+        self.assertEqual(call(s2, SUBSCRIBE, 2, key_list(["sg_team"]))[0], OK)
         self.assertEqual(call(s2, AUTH, 3, SECRETS["orders"].encode())[0], OK)
         op, status, rest = self.next_push(s2)
         self.assertEqual((op, status), (PUSH_DROPPED, PERMISSION_DENIED), rest)
@@ -553,9 +453,7 @@ class StartUp(unittest.TestCase):
 
     def test_bad_tokens_file_is_refused(self):
         with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "tokens")
-            with open(path, "w") as f:
-                f.write("# ok\nops %s admin\nops %s ids:*\n" % ("a" * 64, "b" * 64))
+            path = tokens_file(tmp, "# ok\nops %s admin\nops %s ids:*\n" % ("a" * 64, "b" * 64))
             code, out = self.start("--tokens-file", path)
             self.assertNotIn(code, (None, 0), out)
             self.assertIn("line 3", out)

@@ -7,32 +7,25 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Seqd, free_port, store_spec  # noqa: E402
+from lib.seqd_case import SeqdCase  # noqa: E402
 
 BUILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build")
 SEQBENCH = os.environ.get("SEQBENCH_BINARY", os.path.join(BUILD, "bench", "seqbench", "seqbench"))
 
 
-class SeqbenchModes(unittest.TestCase):
+class SeqbenchModes(SeqdCase):
     @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.tcp_port = free_port()
-        cls.resp_port = free_port()
-        cls.seqd = Seqd(store_spec("sqlite", cls.tmp.name), "--tcp-port", str(cls.tcp_port),
-                        "--resp-port", str(cls.resp_port),
-                        "--auto-keys", "sb_:10", "--auto-create-rate", "0")
-        status, _, _ = cls.seqd.request("POST", "/admin/keys", {"key": "bench_k", "step": 1000})
-        assert status == 201, status
+    def seqd_flags(cls):
+        return ("--auto-keys", "sb_:10", "--auto-create-rate", "0")
 
     @classmethod
-    def tearDownClass(cls):
-        cls.seqd.__exit__(None, None, None)
-        cls.tmp.cleanup()
+    def setUpClass(cls):
+        super().setUpClass()
+        status, _, _ = cls.seqd.request("POST", "/admin/keys", {"key": "bench_k", "step": 1000})
+        assert status == 201, status
 
     def bench(self, *args, target=None, status=0):
         target = target or ["--tcp", "127.0.0.1:%d" % self.tcp_port]

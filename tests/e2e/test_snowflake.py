@@ -22,13 +22,13 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SEQD, Seqd, mariadb, store_spec  # noqa: E402
+from harness import (SEQD, Seqd, mariadb, run_threads, store_from_argv,  # noqa: E402
+                     store_spec)
 
 KIND = "sqlite"
 RUN = "%06x" % random.getrandbits(24)
@@ -199,11 +199,7 @@ class Base(unittest.TestCase):
             except Exception as e:  # noqa: BLE001
                 errors.append(repr(e))
 
-        threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        run_threads(one, n)
         for s in out:
             if s is not None:
                 self.addCleanup(s.__exit__)
@@ -240,6 +236,37 @@ class Base(unittest.TestCase):
         self.assertEqual(code, want_code, "%s: %s" % (what, payload))
         self.assertTrue(message, "%s: no message: %s" % (what, payload))
         return message
+
+    def assert_cut_off(self, s, conn, ids, earliest, latest, what):
+        """Takes IDs from `s` into `ids` until it refuses as its lease runs
+        out: 503 not_serving naming the lease, no earlier than `earliest` -
+        0.3 s (seqd's own count of its lease) and no later than `latest` +
+        1.5 s (the cut-off after the last renewal that could succeed)."""
+        status, payload = 200, b""
+        while time.time() < latest + 5:
+            status, payload = snowflake(s, 10, conn=conn)
+            if status != 200:
+                break
+            ids += [int(x) for x in json.loads(payload)["ids"]]
+            time.sleep(0.02)
+        stopped = time.time()
+        message = self.assert_error(status, payload, 503, "not_serving", what)
+        self.assertIn("lease", message.lower())
+        self.assertGreater(stopped, earliest - 0.3, "stopped %.2fs early" % (earliest - stopped))
+        self.assertLess(stopped, latest + 1.5, "still serving %.2fs after the cut-off" % (
+            stopped - latest))
+
+    def wait_resumed(self, s, conn, timeout, pause, what):
+        """The payload of the first ID `s` serves again within `timeout`
+        (asked every `pause` s), every refusal before it 503 not_serving."""
+        deadline = time.time() + timeout
+        while True:
+            status, payload = snowflake(s, conn=conn)
+            if status == 200:
+                return payload
+            self.assert_error(status, payload, 503, "not_serving", what)
+            self.assertLess(time.time(), deadline, "did not resume: %s\n%s" % (payload, s.logs()))
+            time.sleep(pause)
 
 
 class Snowflake(Base):
@@ -369,11 +396,7 @@ class Snowflake(Base):
                 c.close()
             per_client[n] = got
 
-        threads = [threading.Thread(target=client, args=(n,)) for n in range(6)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        run_threads(client, 6)
         self.assertEqual(errors, [])
         total = 0
         every = set()
@@ -547,31 +570,13 @@ class Snowflake(Base):
         try:
             lock.execute("BEGIN EXCLUSIVE")
             latest = time.time() + LEASE_MS * 0.9 / 1000.0
-            status, payload = 200, b""
-            while time.time() < latest + 5:
-                status, payload = snowflake(s, 10, conn=conn)
-                if status != 200:
-                    break
-                before += [int(x) for x in json.loads(payload)["ids"]]
-                time.sleep(0.02)
-            stopped = time.time()
-            message = self.assert_error(status, payload, 503, "not_serving", "store locked")
-            self.assertIn("lease", message.lower())
-            self.assertGreater(stopped, earliest - 0.3, "stopped %.2fs early" % (earliest - stopped))
-            self.assertLess(stopped, latest + 1.5, "still serving %.2fs after the cut-off" % (
-                stopped - latest))
+            self.assert_cut_off(s, conn, before, earliest, latest, "store locked")
             self.assertEqual(metrics(s)["seqd_snowflake_serving"], 0)
         finally:
             lock.execute("ROLLBACK")
             lock.close()
-        deadline = time.time() + 15  # a renewal may sit in the 5 s busy timeout
-        while True:
-            status, payload = snowflake(s, conn=conn)
-            if status == 200:
-                break
-            self.assert_error(status, payload, 503, "not_serving", "after the lock")
-            self.assertLess(time.time(), deadline, "did not resume: %s\n%s" % (payload, s.logs()))
-            time.sleep(0.05)
+        # A renewal may sit in the 5 s busy timeout.
+        payload = self.wait_resumed(s, conn, 15, 0.05, "after the lock")
         after = [int(json.loads(payload)["id"])] + take(s, 100, conn=conn)
         conn.close()
         self.assertEqual(worker_id(s), w)
@@ -673,20 +678,8 @@ class MariaDBOutage(Base):
         mariadb("stop")
         try:
             latest = time.time() + lease * 0.9 / 1000.0  # no renewal can succeed from here
-            status, payload = 200, b""
-            while time.time() < latest + 5:
-                status, payload = snowflake(s, 10, conn=conn)
-                if status != 200:
-                    break
-                before += [int(x) for x in json.loads(payload)["ids"]]
-                time.sleep(0.02)
-            stopped = time.time()
-            message = self.assert_error(status, payload, 503, "not_serving", "during the outage")
-            self.assertIn("lease", message.lower())
-            # it served on its valid lease while the store was down, and stopped in time
-            self.assertGreater(stopped, earliest - 0.3, "stopped %.2fs early" % (earliest - stopped))
-            self.assertLess(stopped, latest + 1.5, "still serving %.2fs after the cut-off" % (
-                stopped - latest))
+            # It served on its valid lease while the store was down, and stopped in time.
+            self.assert_cut_off(s, conn, before, earliest, latest, "during the outage")
             m = metrics(s)
             self.assertEqual(m["seqd_snowflake_serving"], 0)
             self.assertLessEqual(m["seqd_snowflake_lease_seconds_left"], 0)
@@ -698,14 +691,7 @@ class MariaDBOutage(Base):
             self.assert_error(status, payload, 503, "not_serving", "later in the outage")
         finally:
             mariadb("restart")
-        deadline = time.time() + 30
-        while True:
-            status, payload = snowflake(s, conn=conn)
-            if status == 200:
-                break
-            self.assert_error(status, payload, 503, "not_serving", "after the restart")
-            self.assertLess(time.time(), deadline, "did not resume: %s\n%s" % (payload, s.logs()))
-            time.sleep(0.1)
+        payload = self.wait_resumed(s, conn, 30, 0.1, "after the restart")
         after = [int(json.loads(payload)["id"])] + take(s, 1000, conn=conn)
         conn.close()
         self.assertEqual(worker_id(s), w)
@@ -716,10 +702,5 @@ class MariaDBOutage(Base):
 
 
 if __name__ == "__main__":
-    KIND = sys.argv.pop(1)
-    if KIND not in ("sqlite", "mariadb"):
-        sys.exit("usage: test_snowflake.py sqlite|mariadb")
-    if KIND == "sqlite":
-        unittest.main(defaultTest="Snowflake")
-    else:
-        unittest.main()
+    KIND = store_from_argv(required=True)
+    unittest.main(defaultTest="Snowflake" if KIND == "sqlite" else None)

@@ -5,7 +5,6 @@ several conversations on one stream, heartbeats, a slow reader's
 `event: dropped` and close, ?access_token= (accepted on these routes only,
 never in the log), the streams' limits (429), long-poll wakes and deadlines,
 a clean end at SIGTERM."""
-import hashlib
 import json
 import os
 import queue
@@ -20,6 +19,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Seqd  # noqa: E402
+from lib.tokens import token_line, tokens_file  # noqa: E402
 
 SECRETS = {
     "alice": "sqd_alice-secret-0123456789",
@@ -345,11 +345,8 @@ class Tokens(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
-        tokens = os.path.join(cls.tmp.name, "tokens")
-        with open(tokens, "w") as f:
-            for n in SECRETS:
-                f.write("%s %s %s\n" % (n, hashlib.sha256(SECRETS[n].encode()).hexdigest(),
-                                        SCOPES[n]))
+        tokens = tokens_file(cls.tmp.name, "".join(token_line(n, SECRETS[n], SCOPES[n]) + "\n"
+                                                   for n in SECRETS))
         cls.seqd = Seqd("sqlite:" + os.path.join(cls.tmp.name, "t.db"), "--tokens-file", tokens,
                         "--sse-max-streams", "3", "--sse-max-streams-per-token", "2",
                         "--log-level", "debug")

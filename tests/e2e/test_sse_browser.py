@@ -15,10 +15,8 @@ proxy then cuts the stream and Chromium reconnects by itself with
 Last-Event-ID, and what was sent meanwhile arrives with no repeat.
 Fails (never skips) when chromium is not installed.
 """
-import hashlib
 import json
 import os
-import shutil
 import signal
 import socket
 import socketserver
@@ -31,6 +29,9 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Seqd, store_spec  # noqa: E402
+from lib.browser import chromium  # noqa: E402
+from lib.sockets import read_head  # noqa: E402
+from lib.tokens import token_line, tokens_file  # noqa: E402
 
 CONV = "sg_browser"
 READ_SECRET = "sqd_browser-reader-0123456789"
@@ -61,14 +62,6 @@ es.addEventListener('message', (e) => {
 setInterval(report, 500);
 </script></body></html>
 """
-
-
-def chromium():
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
 
 
 class SameOriginProxy(socketserver.ThreadingTCPServer):
@@ -110,12 +103,9 @@ class SameOriginProxy(socketserver.ThreadingTCPServer):
 class ProxyHandler(socketserver.BaseRequestHandler):
     def handle(self):
         client, srv = self.request, self.server
-        head = b""
-        while b"\r\n\r\n" not in head:
-            chunk = client.recv(65536)
-            if not chunk:
-                return
-            head += chunk
+        head = read_head(client)
+        if b"\r\n\r\n" not in head:
+            return
         line = head.split(b"\r\n", 1)[0].decode("latin-1")
         method, target = line.split(" ")[:2]
         if target == "/":
@@ -181,16 +171,10 @@ class ProxyHandler(socketserver.BaseRequestHandler):
 class BrowserEventSource(unittest.TestCase):
     def setUp(self):
         self.browser = chromium()
-        if not self.browser:
-            raise RuntimeError("chromium is not installed: run scripts/deps.sh --test "
-                               "(apt-get install chromium)")
         self.tmp = tempfile.TemporaryDirectory(prefix="seqd-sse-browser-")
-        tokens = os.path.join(self.tmp.name, "tokens")
-        with open(tokens, "w") as f:
-            f.write("reader %s msg:read:%s\n" % (hashlib.sha256(READ_SECRET.encode()).hexdigest(),
-                                                 CONV))
-            f.write("sender %s msg:send:%s\n" % (hashlib.sha256(SEND_SECRET.encode()).hexdigest(),
-                                                 CONV))
+        tokens = tokens_file(self.tmp.name,
+                             token_line("reader", READ_SECRET, "msg:read:" + CONV) + "\n"
+                             + token_line("sender", SEND_SECRET, "msg:send:" + CONV) + "\n")
         self.seqd = Seqd(store_spec("sqlite", self.tmp.name), "--tokens-file", tokens)
         self.proxy = SameOriginProxy(self.seqd.port, PAGE % {"conv": CONV, "token": READ_SECRET})
         threading.Thread(target=self.proxy.serve_forever, daemon=True).start()

@@ -13,7 +13,9 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Seqd, free_port  # noqa: E402
-from test_security import NEXT_IDS, call, next_ids_payload, resp_call  # noqa: E402
+from lib.wire import call, next_ids_payload, resp_call  # noqa: E402
+
+NEXT_IDS = 0x02
 
 
 class StoreInternals(unittest.TestCase):

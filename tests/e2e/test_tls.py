@@ -8,14 +8,12 @@ with tokens and mutual TLS on the binary listener forward to each other.
 
 Usage: python3 tests/e2e/test_tls.py [unittest args]
 """
-import hashlib
 import json
 import os
 import shutil
 import signal
 import socket
 import ssl
-import struct
 import subprocess
 import sys
 import tempfile
@@ -24,6 +22,11 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import REPO, SEQD, free_port, store_spec  # noqa: E402
+from lib.cluster import shard_of  # noqa: E402
+from lib.cluster_case import SHARDS  # noqa: E402
+from lib.mariadb import Database  # noqa: E402
+from lib.tokens import token_line, tokens_file  # noqa: E402
+from lib.wire import frame, next_ids_payload, read_frame, resp_command  # noqa: E402
 
 BUILD = os.path.dirname(os.path.abspath(SEQD))
 SEQCTL = os.environ.get("SEQCTL_BINARY", os.path.join(BUILD, "client", "seqctl"))
@@ -33,27 +36,6 @@ PING, NEXT_IDS, AUTH = 0x01, 0x02, 0x03
 
 def make_certs(directory):
     subprocess.run(["sh", MAKE_CERTS, directory], check=True)
-
-
-def frame(opcode, request_id, payload=b""):
-    return struct.pack(">IBBHI", 8 + len(payload), 1, opcode, 0, request_id) + payload
-
-
-def read_frame(sock):
-    head = b""
-    while len(head) < 12:
-        chunk = sock.recv(12 - len(head))
-        if not chunk:
-            raise EOFError("closed")
-        head += chunk
-    length = struct.unpack(">I", head[:4])[0]
-    body = b""
-    while len(body) < length - 8:
-        chunk = sock.recv(length - 8 - len(body))
-        if not chunk:
-            raise EOFError("closed")
-        body += chunk
-    return struct.unpack(">H", body[:2])[0], body[2:]
 
 
 class TlsServer:
@@ -156,8 +138,8 @@ class Tls(unittest.TestCase):
 
     def test_plain_text_to_a_tls_port_gets_nothing(self):
         for port, data in ((self.server.http_port, b"GET /seq/tls HTTP/1.1\r\nHost: x\r\n\r\n"),
-                           (self.server.tcp_port, frame(NEXT_IDS, 1, b"\x00\x03tls\x00\x00\x00\x01")),
-                           (self.server.resp_port, b"*2\r\n$4\r\nINCR\r\n$3\r\ntls\r\n")):
+                           (self.server.tcp_port, frame(NEXT_IDS, 1, next_ids_payload("tls", 1))),
+                           (self.server.resp_port, resp_command(["INCR", "tls"]))):
             with self.subTest(port=port):
                 s = socket.create_connection(("127.0.0.1", port), timeout=10)
                 s.sendall(data)
@@ -178,12 +160,12 @@ class Tls(unittest.TestCase):
 
     def test_binary_and_resp_over_tls(self):
         s = self.server.connect(self.server.tcp_port)
-        s.sendall(frame(NEXT_IDS, 2, b"\x00\x03tls\x00\x00\x00\x05"))
-        status, result = read_frame(s)
+        s.sendall(frame(NEXT_IDS, 2, next_ids_payload("tls", 5)))
+        _, _, status, result = read_frame(s)
         self.assertEqual(status, 0)
         s.close()
         r = self.server.connect(self.server.resp_port)
-        r.sendall(b"*2\r\n$4\r\nINCR\r\n$3\r\ntls\r\n" * 3)
+        r.sendall(resp_command(["INCR", "tls"]) * 3)
         got = b""
         while got.count(b"\r\n") < 3:
             got += r.recv(4096)
@@ -310,7 +292,6 @@ class ClusterOverTls(unittest.TestCase):
     def test_forwarding_with_tokens_and_mutual_tls(self):
         if not os.environ.get("SEQD_TEST_MYSQL_URL"):
             raise RuntimeError("SEQD_TEST_MYSQL_URL is not set (scripts/test.sh sets it)")
-        from test_cluster import SHARDS, Database, shard_of  # noqa: E402
         db = Database()
         self.addCleanup(db.drop)
         tmp = tempfile.TemporaryDirectory()
@@ -318,10 +299,8 @@ class ClusterOverTls(unittest.TestCase):
         certs = os.path.join(tmp.name, "certs")
         make_certs(certs)
         secrets = {"peer": "sqd_peer-secret-0123456789", "app": "sqd_app-secret-0123456789"}
-        tokens = os.path.join(tmp.name, "tokens")
-        with open(tokens, "w") as f:
-            f.write("peer %s cluster\n" % hashlib.sha256(secrets["peer"].encode()).hexdigest())
-            f.write("app %s ids:*,admin\n" % hashlib.sha256(secrets["app"].encode()).hexdigest())
+        tokens = tokens_file(tmp.name, token_line("peer", secrets["peer"], "cluster") + "\n"
+                             + token_line("app", secrets["app"], "ids:*,admin") + "\n")
         peer_file = os.path.join(tmp.name, "peer-token")
         with open(peer_file, "w") as f:
             f.write(secrets["peer"] + "\n")
@@ -371,7 +350,8 @@ class ClusterOverTls(unittest.TestCase):
         owners = {s["shard"]: s["owner"] for s in view["shard_map"]}
         first = view["instance"]
         # A key whose shard the first node does not own: asking it forwards.
-        key = next("ck_%d" % i for i in range(1000) if owners[shard_of("ck_%d" % i)] != first)
+        key = next("ck_%d" % i for i in range(1000)
+                   if owners[shard_of("ck_%d" % i, SHARDS)] != first)
         seen = []
 
         def logs():

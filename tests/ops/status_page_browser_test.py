@@ -13,7 +13,6 @@ Usage: python3 tests/ops/status_page_browser_test.py [unittest args]
 import html.parser
 import os
 import random
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
 from harness import Seqd  # noqa: E402
+from lib.browser import chromium  # noqa: E402
 
 RUN = "%06x" % random.getrandbits(24)
 USED_KEY = "status_order_" + RUN      # registered with POST /admin/keys, then used
@@ -30,14 +30,6 @@ AUTO_KEY = "sg_status_" + RUN         # auto-created by the sg_ rule: a dense ke
 SEG_AUTO_KEY = "seg_status_" + RUN    # auto-created by a segment rule
 IDLE_KEY = "status_idle_" + RUN       # registered, never used: only in the store
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-
-
-def chromium():
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
 
 
 class TextById(html.parser.HTMLParser):
@@ -76,9 +68,6 @@ class StatusPageBrowserTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.browser = chromium()
-        if not cls.browser:
-            raise RuntimeError("chromium is not installed: run scripts/deps.sh --test "
-                               "(apt-get install chromium)")
         cls.tmp = tempfile.TemporaryDirectory(prefix="seqd-status-")
         cls.artifacts = os.environ.get("STATUS_PAGE_ARTIFACT_DIR") or cls.tmp.name
         os.makedirs(cls.artifacts, exist_ok=True)

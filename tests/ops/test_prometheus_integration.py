@@ -9,7 +9,6 @@ prometheus is not installed: scripts/deps.sh --test installs it.
 
 Usage: python3 tests/ops/test_prometheus_integration.py [unittest args]
 """
-import http.client
 import json
 import os
 import random
@@ -25,7 +24,7 @@ import urllib.parse
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
-from harness import Seqd, free_port  # noqa: E402
+from harness import Seqd, free_port, http_get, wait_ready  # noqa: E402
 
 RULES = os.path.join(REPO, "config", "prometheus", "seqd-alerts.yml")
 RUN = "%06x" % random.getrandbits(24)
@@ -62,18 +61,8 @@ scrape_configs:
             [exe, "--config.file=" + cfg, "--storage.tsdb.path=" + os.path.join(tmpdir, "tsdb"),
              "--web.listen-address=127.0.0.1:%d" % self.port, "--log.level=warn"],
             stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 15
-        while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError("prometheus exited with %s: %s" % (self.proc.returncode, self.logs()))
-            try:
-                if self.get("/-/ready")[0] == 200:
-                    return
-            except OSError:
-                pass
-            if time.time() > deadline:
-                raise RuntimeError("prometheus did not become ready: " + self.logs())
-            time.sleep(0.1)
+        wait_ready(self.proc, lambda: self.get("/-/ready")[0] == 200, "prometheus", self.logs,
+                   pause=0.1)
 
     def logs(self):
         self.log.flush()
@@ -81,13 +70,7 @@ scrape_configs:
         return self.log.read()[-4000:]
 
     def get(self, path):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
-        try:
-            c.request("GET", path)
-            r = c.getresponse()
-            return r.status, r.read()
-        finally:
-            c.close()
+        return http_get(self.port, path)
 
     def api(self, path, **params):
         status, body = self.get("/api/v1/" + path + "?" + urllib.parse.urlencode(params))

@@ -1,5 +1,6 @@
 """Push subscribers that ride through a chaos run, and the checker of what
-they delivered (used by test_cluster_chaos.py and test_galera.py).
+they delivered (used by test_cluster_chaos.py, test_cluster_push.py and
+test_galera.py).
 
 Subscribers are started before the load and stopped after the final pulls:
   binary  `seqctl --tcp E1,E2,E3 --json msg subscribe CONV...` (one per
