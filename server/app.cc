@@ -260,14 +260,41 @@ struct App::Parts {
 App::App(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
 App::~App() = default;
 
+// The listeners' TLS, and cluster mode's token for its peers.
+struct App::Security {
+  std::string peer_token;
+  TlsListeners tls_use;
+};
+
 Result<std::unique_ptr<App>> App::Create(const Config& config) {
   auto p = std::make_unique<Parts>(config);
+  Result<Security> security = SetUpSecurity(*p);
+  if (!security) return security.error();
+  if (Status s = OpenStorage(*p); !s) return s.error();
+  if (config.cluster) {
+    if (Status s = JoinCluster(*p, *security); !s) return s.error();
+  }
+  BuildServices(*p);
+  WatchServices(*p);
+  if (Status s = OpenListeners(*p, *security); !s) return s.error();
+  StartLeases(*p);
+  SEQD_LOG(kInfo) << "seqd " << SEQD_VERSION << " listening on http://" << config.http_address
+                  << ":" << p->http->port()
+                  << " store=" << (config.store.starts_with("mysql") ? "mysql" : config.store)
+                  << " threads=" << NetworkThreads(config) << " db_threads=" << config.db_threads;
+  return std::unique_ptr<App>(new App(std::move(p)));
+}
+
+// Tokens, the exposure rules, the open-files limit, the cluster token and
+// the TLS contexts.
+Result<App::Security> App::SetUpSecurity(Parts& p) {
+  const Config& config = p.config;
   auto auth = LoadAuthenticator(config);
   if (!auth) return auth.error();
-  p->auth = std::move(auth).value();
-  if (Status s = CheckExposure(config, p->auth->enabled()); !s) return s.error();
+  p.auth = std::move(auth).value();
+  if (Status s = CheckExposure(config, p.auth->enabled()); !s) return s.error();
   RaiseFileLimit(config);
-  auto peer_token = ReadClusterToken(config, p->auth->enabled());
+  auto peer_token = ReadClusterToken(config, p.auth->enabled());
   if (!peer_token) return peer_token.error();
   auto tls_use = ParseTlsListeners(config);
   if (!tls_use) return tls_use.error();
@@ -277,19 +304,23 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
     }
     auto tls = TlsContextHolder::Load({config.tls_cert, config.tls_key, config.tls_client_ca});
     if (!tls) return tls.error();
-    p->tls = std::move(tls).value();
+    p.tls = std::move(tls).value();
   } else if (!config.tls_client_ca.empty()) {
     return MakeError(ErrorCode::kInvalidArgument, "tls_client_ca needs tls_cert and tls_key");
   }
-  // The TLS context of a listener, or null.
-  auto tls_for = [&](bool used) { return used ? p->tls : nullptr; };
-  CountAuthFailures(*p->auth, p->metrics.registry());
-  if (p->auth->enabled()) {
-    SEQD_LOG(kInfo) << "tokens: " << p->auth->size() << " loaded from " << config.tokens_file
+  CountAuthFailures(*p.auth, p.metrics.registry());
+  if (p.auth->enabled()) {
+    SEQD_LOG(kInfo) << "tokens: " << p.auth->size() << " loaded from " << config.tokens_file
                     << "; every listener requires one (SIGHUP reloads)";
   } else if (config.insecure_no_auth) {
     SEQD_LOG(kWarn) << kInsecureWarning;
   }
+  return Security{std::move(peer_token).value(), *tls_use};
+}
+
+// The stores, and the snowflake layout checked against the clock.
+Status App::OpenStorage(Parts& p) {
+  const Config& config = p.config;
   // A store transaction may be retried (lost connection, conflict) within
   // the time a request waits.
   StoreNeeds needs;
@@ -301,74 +332,86 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
   // A lease round's retries must leave time for the next round.
   needs.cluster_retry_budget_ms = static_cast<int>(config.cluster_lease_ms / 4);
   auto stores = OpenStores(config.store, needs);
-  if (!stores)
+  if (!stores) {
     return MakeError(stores.error().code, "cannot open store: " + stores.error().message);
-  p->stores = std::move(stores).value();
-  SnowflakeOptions snowflake_options = ToSnowflakeOptions(config);
-  if (Status s = CheckSnowflakeLayout(config, snowflake_options, p->wall); !s) return s.error();
-
-  if (config.cluster) {
-    p->cluster_metrics.emplace(p->metrics.registry());
-    p->cluster = std::make_unique<ClusterNode>(*p->stores.shard_leases, p->clock,
-                                               ToClusterOptions(config), &*p->cluster_metrics);
-    // A forward that gets no answer within a quarter of the deadline is
-    // routed again (the owner may be frozen and the map about to move).
-    PeerCredentials credentials;
-    credentials.token = std::move(peer_token).value();
-    credentials.tls = p->tls && tls_use->binary;
-    if (credentials.tls) {
-      credentials.tls_ca_file = config.cluster_tls_ca;
-      if (!config.tls_client_ca.empty()) {  // the peers want a client certificate: ours
-        credentials.tls_cert_file = config.tls_cert;
-        credentials.tls_key_file = config.tls_key;
-      }
-    }
-    p->peers.emplace(p->io.get_executor(),
-                     std::chrono::milliseconds(std::max<int64_t>(100, config.wait_deadline_ms / 4)),
-                     std::move(credentials));
-    if (Status s = p->peers->CheckCredentials(); !s) return s.error();
-    p->cluster->SetNudger(
-        [peers = &*p->peers](const std::string& address, std::function<void()> answered) {
-          peers->Nudge(address, std::move(answered));
-        });
   }
+  p.stores = std::move(stores).value();
+  SnowflakeOptions snowflake_options = ToSnowflakeOptions(config);
+  return CheckSnowflakeLayout(config, snowflake_options, p.wall);
+}
+
+// Cluster mode: the node (not started yet) and the clients to its peers.
+Status App::JoinCluster(Parts& p, Security& security) {
+  const Config& config = p.config;
+  p.cluster_metrics.emplace(p.metrics.registry());
+  p.cluster = std::make_unique<ClusterNode>(*p.stores.shard_leases, p.clock,
+                                            ToClusterOptions(config), &*p.cluster_metrics);
+  PeerCredentials credentials;
+  credentials.token = std::move(security.peer_token);
+  credentials.tls = p.tls && security.tls_use.binary;
+  if (credentials.tls) {
+    credentials.tls_ca_file = config.cluster_tls_ca;
+    if (!config.tls_client_ca.empty()) {  // the peers want a client certificate: ours
+      credentials.tls_cert_file = config.tls_cert;
+      credentials.tls_key_file = config.tls_key;
+    }
+  }
+  // A forward that gets no answer within a quarter of the deadline is
+  // routed again (the owner may be frozen and the map about to move).
+  p.peers.emplace(p.io.get_executor(),
+                  std::chrono::milliseconds(std::max<int64_t>(100, config.wait_deadline_ms / 4)),
+                  std::move(credentials));
+  if (Status s = p.peers->CheckCredentials(); !s) return s;
+  p.cluster->SetNudger(
+      [peers = &*p.peers](const std::string& address, std::function<void()> answered) {
+        peers->Nudge(address, std::move(answered));
+      });
+  return OkStatus();
+}
+
+// The message service, the database runner, the allocators, the router,
+// key admin, the snowflake generator, and the seam over them.
+void App::BuildServices(Parts& p) {
+  const Config& config = p.config;
   MessageServiceOptions message_options = ToMessageOptions(config);
-  message_options.metrics = &p->metrics;
-  message_options.gate = p->cluster.get();
-  p->messages.emplace(*p->stores.messages, *p->stores.segments, message_options);
+  message_options.metrics = &p.metrics;
+  message_options.gate = p.cluster.get();
+  p.messages.emplace(*p.stores.messages, *p.stores.segments, message_options);
   // Bounded: beyond db_queue_max waiting calls, new ones fail at once
   // (server/base/task_runner.h).
-  p->db.emplace(static_cast<size_t>(config.db_threads), static_cast<size_t>(config.db_queue_max));
+  p.db.emplace(static_cast<size_t>(config.db_threads), static_cast<size_t>(config.db_queue_max));
   AllocatorOptions allocator_options = ToAllocatorOptions(config);
-  allocator_options.metrics = &p->metrics;
-  allocator_options.gate = p->cluster.get();
-  p->allocator.emplace(*p->stores.segments, *p->db, p->clock, KeyRules(config.auto_keys),
-                       allocator_options);
+  allocator_options.metrics = &p.metrics;
+  allocator_options.gate = p.cluster.get();
+  p.allocator.emplace(*p.stores.segments, *p.db, p.clock, KeyRules(config.auto_keys),
+                      allocator_options);
   DenseOptions dense_options = ToDenseOptions(config);
-  dense_options.gate = p->cluster.get();
-  dense_options.metrics = &p->metrics;
-  p->dense.emplace(*p->stores.segments, *p->db, p->clock, KeyRules(config.auto_keys),
-                   dense_options);
-  if (p->cluster) {
-    p->relay.emplace(*p->messages, *p->cluster, *p->peers);
-    p->key_router.emplace(*p->allocator, *p->messages, *p->cluster, *p->peers, *p->relay, p->clock,
-                          &*p->cluster_metrics, &*p->dense);
+  dense_options.gate = p.cluster.get();
+  dense_options.metrics = &p.metrics;
+  p.dense.emplace(*p.stores.segments, *p.db, p.clock, KeyRules(config.auto_keys), dense_options);
+  if (p.cluster) {
+    p.relay.emplace(*p.messages, *p.cluster, *p.peers);
+    p.key_router.emplace(*p.allocator, *p.messages, *p.cluster, *p.peers, *p.relay, p.clock,
+                         &*p.cluster_metrics, &*p.dense);
   } else {
-    p->key_router.emplace(*p->allocator, *p->messages, &*p->dense);
+    p.key_router.emplace(*p.allocator, *p.messages, &*p.dense);
   }
-  p->admin.emplace(*p->stores.segments, *p->db, *p->allocator);
-  snowflake_options.metrics = &p->metrics;
-  p->snowflake.emplace(p->wall, p->clock, snowflake_options);
-  p->routed_messages.emplace(*p->key_router, *p->messages);
-  p->services.emplace(Services{*p->key_router, *p->routed_messages, *p->admin, *p->snowflake,
-                               p->metrics, p->cluster.get(), p->auth.get(), config.metrics_auth});
-  const Services& services = *p->services;
+  p.admin.emplace(*p.stores.segments, *p.db, *p.allocator);
+  SnowflakeOptions snowflake_options = ToSnowflakeOptions(config);
+  snowflake_options.metrics = &p.metrics;
+  p.snowflake.emplace(p.wall, p.clock, snowflake_options);
+  p.routed_messages.emplace(*p.key_router, *p.messages);
+  p.services.emplace(Services{*p.key_router, *p.routed_messages, *p.admin, *p.snowflake, p.metrics,
+                              p.cluster.get(), p.auth.get(), config.metrics_auth});
+}
 
-  Metrics& metrics = p->metrics;
-  SegmentAllocator& allocator = *p->allocator;
-  MessageService& messages = *p->messages;
+// The scrape-time gauges of the allocators and the message service.
+void App::WatchServices(Parts& p) {
+  Metrics& metrics = p.metrics;
+  SegmentAllocator& allocator = *p.allocator;
+  MessageService& messages = *p.messages;
   metrics.SetAllocatorStats([&allocator] { return CollectAllocatorGauges(allocator); });
-  metrics.SetDenseStats([&dense = *p->dense] {
+  metrics.SetDenseStats([&dense = *p.dense] {
     const DenseStats st = dense.stats();
     return DenseGauges{st.requests, st.transactions, st.replayed, st.failures, st.waiting_now};
   });
@@ -376,75 +419,88 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
     const MessageServiceStats st = messages.stats();
     return MessageGauges{st.queued_sends, st.subscriptions};
   });
+}
 
+// The HTTP, admin, binary and RESP listeners, bound (not serving yet), and
+// their open-connection gauges.
+Status App::OpenListeners(Parts& p, const Security& security) {
+  const Config& config = p.config;
+  const Services& services = *p.services;
+  const TlsListeners& tls_use = security.tls_use;
+  // The TLS context of a listener, or null.
+  auto tls_for = [&](bool used) { return used ? p.tls : nullptr; };
   const auto started = std::chrono::steady_clock::now();
   // Ready once the pool's connections are open (or could not be).
-  auto warming = [parts = p.get()] { return parts->warm_left.load() != 0; };
-  p->router.emplace(services, RouterOptions{SEQD_VERSION, started, false, warming,
-                                            ToStreamOptions(config, &p->clock)});
+  auto warming = [parts = &p] { return parts->warm_left.load() != 0; };
+  p.router.emplace(services, RouterOptions{SEQD_VERSION, started, false, warming,
+                                           ToStreamOptions(config, &p.clock)});
   HttpOptions http_options = ToHttpOptions(config);
   // Each network thread runs its own io_context (Run()): a connection's
   // handlers all run on one thread.
   http_options.single_threaded = true;
-  http_options.connections = &p->connections;
-  http_options.tls = tls_for(tls_use->http);
-  p->http.emplace(p->io, std::move(http_options), *p->router);
-  if (Status s = Bind(*p->http, ""); !s) return s.error();
+  http_options.connections = &p.connections;
+  http_options.tls = tls_for(tls_use.http);
+  p.http.emplace(p.io, std::move(http_options), *p.router);
+  if (Status s = Bind(*p.http, ""); !s) return s;
   // Admin listener: its own router, which answers only /metrics, /,
   // /healthz, /readyz and /admin/cluster (client paths are 404 there).
   if (config.admin_port >= 0) {
-    p->admin_router.emplace(services,
-                            RouterOptions{SEQD_VERSION, started, /*admin_only=*/true, warming});
+    p.admin_router.emplace(services,
+                           RouterOptions{SEQD_VERSION, started, /*admin_only=*/true, warming});
     HttpOptions admin_options = ToHttpOptions(config);
     admin_options.address = config.admin_address;
     admin_options.port = static_cast<uint16_t>(config.admin_port);
-    admin_options.tls = tls_for(tls_use->admin);
+    admin_options.tls = tls_for(tls_use.admin);
     admin_options.single_threaded = true;  // its connections all on `io`
-    p->admin_http = std::make_unique<HttpServer>(p->io, admin_options, *p->admin_router);
-    if (Status s = Bind(*p->admin_http, "admin"); !s) return s.error();
+    p.admin_http = std::make_unique<HttpServer>(p.io, admin_options, *p.admin_router);
+    if (Status s = Bind(*p.admin_http, "admin"); !s) return s;
     SEQD_LOG(kInfo) << "admin (/metrics, /, /healthz, /readyz, /admin/cluster) on http://"
-                    << config.admin_address << ":" << p->admin_http->port();
+                    << config.admin_address << ":" << p.admin_http->port();
   }
   if (config.tcp_port >= 0) {
     BinaryServerOptions binary_options = ToBinaryOptions(config);
-    binary_options.tls = tls_for(tls_use->binary);
-    binary_options.connections = &p->connections;
-    p->binary = std::make_unique<BinaryServer>(p->io, std::move(binary_options), services);
-    if (Status s = Bind(*p->binary, "binary protocol"); !s) return s.error();
-    SEQD_LOG(kInfo) << "binary protocol on " << config.tcp_address << ":" << p->binary->port();
+    binary_options.tls = tls_for(tls_use.binary);
+    binary_options.connections = &p.connections;
+    p.binary = std::make_unique<BinaryServer>(p.io, std::move(binary_options), services);
+    if (Status s = Bind(*p.binary, "binary protocol"); !s) return s;
+    SEQD_LOG(kInfo) << "binary protocol on " << config.tcp_address << ":" << p.binary->port();
   }
   if (config.resp_port >= 0) {
     RespServerOptions resp_options = ToRespOptions(config);
-    resp_options.tls = tls_for(tls_use->resp);
-    resp_options.connections = &p->connections;
-    p->resp = std::make_unique<RespServer>(p->io, std::move(resp_options), services);
-    if (Status s = Bind(*p->resp, "RESP"); !s) return s.error();
-    SEQD_LOG(kInfo) << "RESP (Redis protocol) on " << config.tcp_address << ":" << p->resp->port();
+    resp_options.tls = tls_for(tls_use.resp);
+    resp_options.connections = &p.connections;
+    p.resp = std::make_unique<RespServer>(p.io, std::move(resp_options), services);
+    if (Status s = Bind(*p.resp, "RESP"); !s) return s;
+    SEQD_LOG(kInfo) << "RESP (Redis protocol) on " << config.tcp_address << ":" << p.resp->port();
   }
-  HttpServer& http = *p->http;
-  metrics.SetOpenConnections(Interface::kHttp, [&http] { return http.open_connections(); });
-  if (BinaryServer* b = p->binary.get()) {
-    metrics.SetOpenConnections(Interface::kBinary, [b] { return b->open_connections(); });
+  HttpServer& http = *p.http;
+  p.metrics.SetOpenConnections(Interface::kHttp, [&http] { return http.open_connections(); });
+  if (BinaryServer* b = p.binary.get()) {
+    p.metrics.SetOpenConnections(Interface::kBinary, [b] { return b->open_connections(); });
   }
-  if (RespServer* r = p->resp.get()) {
-    metrics.SetOpenConnections(Interface::kResp, [r] { return r->open_connections(); });
+  if (RespServer* r = p.resp.get()) {
+    p.metrics.SetOpenConnections(Interface::kResp, [r] { return r->open_connections(); });
   }
+  return OkStatus();
+}
 
-  // Snowflake: lease a worker id (now, and again whenever it is lost).
-  SnowflakeGenerator& snowflake = *p->snowflake;
+// The snowflake worker-id lease (or snowflake off) and cluster mode's node.
+void App::StartLeases(Parts& p) {
+  const Config& config = p.config;
+  SnowflakeGenerator& snowflake = *p.snowflake;
   if (config.snowflake) {
     LeaseKeeperOptions lease_options;
-    lease_options.owner = SnowflakeOwner(config, http.port());
+    lease_options.owner = SnowflakeOwner(config, p.http->port());
     lease_options.max_workers = 1 << config.snowflake_worker_bits;
     lease_options.ttl = std::chrono::milliseconds(config.snowflake_lease_ms);
     lease_options.retry_interval =
         std::min<std::chrono::milliseconds>(std::chrono::seconds(1), lease_options.ttl / 10);
-    lease_options.metrics = &metrics;
+    lease_options.metrics = &p.metrics;
     // Its own thread (and the lease store's own connection): a flood of
     // store work on the db runner never delays a renewal.
-    p->lease_keeper = std::make_unique<WorkerLeaseKeeper>(*p->stores.leases, p->clock, p->wall,
-                                                          snowflake, lease_options);
-    metrics.SetSnowflakeStats([&snowflake] {
+    p.lease_keeper = std::make_unique<WorkerLeaseKeeper>(*p.stores.leases, p.clock, p.wall,
+                                                         snowflake, lease_options);
+    p.metrics.SetSnowflakeStats([&snowflake] {
       const SnowflakeStatus st = snowflake.status();
       return SnowflakeGauges{st.worker_id, st.serving, st.lease_left_s,
                              static_cast<int64_t>(st.parked)};
@@ -452,18 +508,13 @@ Result<std::unique_ptr<App>> App::Create(const Config& config) {
   } else {
     snowflake.Revoke("snowflake IDs are turned off (snowflake = off)");
   }
-  if (p->cluster) {
+  if (p.cluster) {
     // Peers reach us at the binary port actually bound (--tcp-port 0 too).
-    const std::string advertise = AdvertisedAddress(config, p->binary->port());
-    p->cluster->Start(advertise);
-    SEQD_LOG(kInfo) << "cluster mode: instance " << p->cluster->instance() << " at " << advertise
+    const std::string advertise = AdvertisedAddress(config, p.binary->port());
+    p.cluster->Start(advertise);
+    SEQD_LOG(kInfo) << "cluster mode: instance " << p.cluster->instance() << " at " << advertise
                     << ", lease " << config.cluster_lease_ms << " ms";
   }
-  SEQD_LOG(kInfo) << "seqd " << SEQD_VERSION << " listening on http://" << config.http_address
-                  << ":" << http.port()
-                  << " store=" << (config.store.starts_with("mysql") ? "mysql" : config.store)
-                  << " threads=" << NetworkThreads(config) << " db_threads=" << config.db_threads;
-  return std::unique_ptr<App>(new App(std::move(p)));
 }
 
 int App::Run() {

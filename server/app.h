@@ -41,6 +41,17 @@ class App {
  private:
   struct Parts;
   explicit App(std::unique_ptr<Parts> parts);
+
+  // The steps of Create (app.cc), in order. Each builds into `p` and fails
+  // with what stops the start.
+  struct Security;  // what the security step hands the later ones
+  static Result<Security> SetUpSecurity(Parts& p);
+  static Status OpenStorage(Parts& p);
+  static Status JoinCluster(Parts& p, Security& security);
+  static void BuildServices(Parts& p);
+  static void WatchServices(Parts& p);
+  static Status OpenListeners(Parts& p, const Security& security);
+  static void StartLeases(Parts& p);
   std::unique_ptr<Parts> parts_;
 };
 
