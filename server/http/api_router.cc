@@ -44,28 +44,6 @@ std::string_view BearerSecret(const HttpRequest& req) {
   return v;
 }
 
-HttpOp RequestOp(http::verb method, std::string_view path, PathSegments seg) {
-  if (path == "/") return HttpOp::kStatusPage;
-  if (seg.empty()) return HttpOp::kOther;
-  if (std::optional<HttpOp> op = SnowflakeRoutes::OpFor(seg)) return *op;
-  if (seg[0] == "seq" && seg.size() == 2) return HttpOp::kSeq;
-  if (seg.size() == 1 && seg[0] == "max_ids") return HttpOp::kMaxIds;
-  if (seg.size() == 1 && seg[0] == "min_seqs") return HttpOp::kMinSeqs;
-  if (seg.size() == 1 && seg[0] == "user_seqs") return HttpOp::kUserSeqs;
-  if (seg[0] == "api" && seg.size() == 4 && seg[1] == "segment") return HttpOp::kLeafSegment;
-  if (seg[0] == "admin") return HttpOp::kAdmin;
-  if (seg.size() == 1 && (seg[0] == "healthz" || seg[0] == "readyz")) return HttpOp::kHealth;
-  if (seg.size() == 1 && seg[0] == "metrics") return HttpOp::kMetrics;
-  if (seg.size() == 1 && seg[0] == "cache") return HttpOp::kLeafCache;
-  if (seg.size() == 1 && seg[0] == "db") return HttpOp::kLeafDb;
-  if ((seg.size() == 1 && seg[0] == "events") ||
-      (seg.size() == 3 && seg[0] == "conversations" && seg[2] == "events")) {
-    return HttpOp::kMsgEvents;
-  }
-  if (std::optional<HttpOp> op = MessageRoutes::OpFor(method, seg)) return *op;
-  return HttpOp::kOther;
-}
-
 bool PrefersText(const HttpRequest& req) {
   const std::string_view v = req.accept;
   return ContainsNoCase(v, "text/plain") && !ContainsNoCase(v, "application/json");

@@ -55,7 +55,38 @@ bool IsAdminPage(std::string_view path, PathSegments seg) {
          (seg.size() == 2 && seg[0] == "admin" && seg[1] == "cluster");
 }
 
+// True if `table` has one row per HttpOp, in enum order.
+template <typename Table>
+constexpr bool OneRowPerOp(const Table& table) {
+  for (size_t i = 0; i < table.size(); ++i) {
+    if (static_cast<size_t>(table[i].first) != i) return false;
+  }
+  return static_cast<size_t>(HttpOp::kOther) + 1 == table.size();
+}
+
 }  // namespace
+
+HttpOp RequestOp(http::verb method, std::string_view path, PathSegments seg) {
+  if (path == "/") return HttpOp::kStatusPage;
+  if (seg.empty()) return HttpOp::kOther;
+  if (std::optional<HttpOp> op = SnowflakeRoutes::OpFor(seg)) return *op;
+  if (seg[0] == "seq" && seg.size() == 2) return HttpOp::kSeq;
+  if (seg.size() == 1 && seg[0] == "max_ids") return HttpOp::kMaxIds;
+  if (seg.size() == 1 && seg[0] == "min_seqs") return HttpOp::kMinSeqs;
+  if (seg.size() == 1 && seg[0] == "user_seqs") return HttpOp::kUserSeqs;
+  if (seg[0] == "api" && seg.size() == 4 && seg[1] == "segment") return HttpOp::kLeafSegment;
+  if (seg[0] == "admin") return HttpOp::kAdmin;
+  if (seg.size() == 1 && (seg[0] == "healthz" || seg[0] == "readyz")) return HttpOp::kHealth;
+  if (seg.size() == 1 && seg[0] == "metrics") return HttpOp::kMetrics;
+  if (seg.size() == 1 && seg[0] == "cache") return HttpOp::kLeafCache;
+  if (seg.size() == 1 && seg[0] == "db") return HttpOp::kLeafDb;
+  if ((seg.size() == 1 && seg[0] == "events") ||
+      (seg.size() == 3 && seg[0] == "conversations" && seg[2] == "events")) {
+    return HttpOp::kMsgEvents;
+  }
+  if (std::optional<HttpOp> op = MessageRoutes::OpFor(method, seg)) return *op;
+  return HttpOp::kOther;
+}
 
 ApiRouter::RouteFn ApiRouter::RouteFor(HttpOp op) {
   // One row per HttpOp, in enum order.
@@ -86,14 +117,7 @@ ApiRouter::RouteFn ApiRouter::RouteFor(HttpOp op) {
       {HttpOp::kUserSeqs, &ApiRouter::RouteKeyValues},
       {HttpOp::kOther, &ApiRouter::RouteToClasses},
   }};
-  static_assert(
-      [] {
-        for (size_t i = 0; i < kTable.size(); ++i) {
-          if (static_cast<size_t>(kTable[i].first) != i) return false;
-        }
-        return static_cast<size_t>(HttpOp::kOther) + 1 == kTable.size();
-      }(),
-      "the routing table: one row per HttpOp, in enum order");
+  static_assert(OneRowPerOp(kTable), "the routing table: one row per HttpOp, in enum order");
   return kTable[static_cast<size_t>(op)].second;
 }
 
