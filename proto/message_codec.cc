@@ -1,5 +1,5 @@
-// Over 400 lines: the encoders and decoders of every message op, one short
-// function pair per wire type, in the order of docs/protocol.md.
+// The encoders and decoders of every message op, one short function pair
+// per wire type, in the order of docs/protocol.md.
 #include "proto/message_codec.h"
 
 #include <algorithm>

@@ -1,6 +1,6 @@
-// Over 400 lines: App is the process's one build order (stores, runners,
-// services, routers, listeners, periodic tasks) and its drain order on
-// SIGTERM; split, the two orders could no longer be read against each other.
+// App: the process's one build order (stores, runners, services, routers,
+// listeners, periodic tasks) and its drain order on SIGTERM, kept in one
+// file so the two orders can be read against each other.
 #include "server/app.h"
 
 #include <malloc.h>

@@ -1,6 +1,6 @@
-// Over 400 lines: the option table (every setting with its help text, bounds
-// and parser) is data, kept in one place so --help, files and environment
-// variables cannot drift apart.
+// The option table: every setting with its help text, bounds and parser,
+// as data in one place, so --help, files and environment variables cannot
+// drift apart.
 #include "server/config/config.h"
 
 #include <charconv>

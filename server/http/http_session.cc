@@ -2,8 +2,8 @@
 // handshake, reading one request at a time (parser, limits, header checks),
 // ApiRouter, writing the answer or a stream's sink, keep-alive, the
 // deadline, lingering after a final answer (bytes, checks: http_exchange.h).
-// Over 400 lines: one class template over three streams whose flags every
-// handler shares; Beast's templates compile here only.
+// One class template over three streams whose flags every handler shares;
+// Beast's templates compile here only.
 #include "server/http/http_session.h"
 
 #include <algorithm>

@@ -1,6 +1,6 @@
-// Over 400 lines: every message-store route (sends, pulls, members,
-// status, batches) with its JSON shape; one table of routes reads best in
-// one place, and the request/answer helpers they share are small.
+// Every message-store route (sends, pulls, members, status, batches) with
+// its JSON shape, one function per path family, and the small request and
+// answer helpers they share.
 #include "server/http/message_routes.h"
 
 #include <limits>

@@ -1,7 +1,7 @@
-// Over 400 lines: MessageService is one facade (validation, the writer
-// shards, the reader pool and the push bus wired together); each part it
-// drives has a file of its own (write_shard, message_bus,
-// server_msg_id_source), and what is left here is their wiring.
+// MessageService: one facade (validation, the writer shards, the reader
+// pool and the push bus wired together); each part it drives has a file of
+// its own (write_shard, message_bus, server_msg_id_source), and what is
+// left here is their wiring.
 #include "server/msg/message_service.h"
 
 #include <algorithm>

@@ -1,10 +1,9 @@
 // The binary protocol's connections: socket I/O, back-pressure, lingering
 // after a protocol error, the idle timeout and draining the push box
 // (binary_push_box.h). Requests go to BinaryDispatcher
-// (binary_dispatcher.h). Near 600 lines because one connection's state
-// machine is one class: its counters and flags (unanswered = pending +
-// queued + writing) are kept together so their invariants can be read in
-// one place.
+// (binary_dispatcher.h). One connection's state machine is one class: its
+// counters and flags (unanswered = pending + queued + writing) are kept
+// together so their invariants can be read in one place.
 #include "server/tcp/binary_server.h"
 
 #include <algorithm>
