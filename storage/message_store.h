@@ -53,14 +53,20 @@ struct StoredMessage {
   bool operator==(const StoredMessage&) const = default;
 };
 
-// A message to store. The caller has validated every field and chosen a
-// globally unique server_msg_id; the store chooses the seq.
-struct AppendRequest {
+// A message as its sender gives it (a send's request at the seam:
+// SendRequest, server/service/message_api.h).
+struct MessageFields {
   std::string conv_id;
   std::string sender_id;
   std::string client_msg_id;
   int32_t content_type = 0;
   std::string payload;
+};
+
+// A message to store: the sender's fields, with a server_msg_id the caller
+// chose globally unique. The caller has validated every field; the store
+// chooses the seq.
+struct AppendRequest : MessageFields {
   int64_t server_msg_id = 0;
   int64_t send_time_ms = 0;
 };

@@ -208,13 +208,7 @@ void MessageService::Send(SendRequest request, Callback<AppendOutcome> done) {
                                             std::to_string(impl_->options.max_payload_bytes)));
   }
   WriteShard& shard = impl_->ShardFor(request.conv_id);
-  AppendRequest append;
-  append.conv_id = std::move(request.conv_id);
-  append.sender_id = std::move(request.sender_id);
-  append.client_msg_id = std::move(request.client_msg_id);
-  append.content_type = request.content_type;
-  append.payload = std::move(request.payload);
-  shard.Enqueue({std::move(append), std::move(done)});
+  shard.Enqueue({AppendRequest{std::move(request)}, std::move(done)});
 }
 
 void MessageService::Pull(PullRequest request, Callback<MessagePage> done) {

@@ -27,13 +27,9 @@ namespace seqd {
 inline constexpr size_t kMaxPullLimit = 1000;
 inline constexpr size_t kMaxListItems = 1000;
 
-struct SendRequest {
-  std::string conv_id;
-  std::string sender_id;
-  std::string client_msg_id;
-  int32_t content_type = 0;
-  std::string payload;
-};
+// A send: the message's fields as its sender gives them; stored as they
+// are (AppendRequest holds them whole).
+using SendRequest = MessageFields;
 
 struct PullRequest {
   std::string conv_id;
