@@ -1,8 +1,8 @@
 #include "storage/message_store_factory.h"
 
-#include "storage/memory_message_store.h"
-#include "storage/mysql_message_store.h"
-#include "storage/sqlite_message_store.h"
+#include "storage/memory/memory_message_store.h"
+#include "storage/mysql/mysql_message_store.h"
+#include "storage/sqlite/sqlite_message_store.h"
 #include "storage/store_spec.h"
 
 namespace seqd {

@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "common/error.h"
-#include "storage/mysql_pool.h"
+#include "storage/mysql/mysql_pool.h"
 
 namespace seqd {
 

@@ -2,9 +2,9 @@
 
 #include <string>
 
-#include "storage/memory_worker_lease_store.h"
-#include "storage/mysql_worker_lease_store.h"
-#include "storage/sqlite_worker_lease_store.h"
+#include "storage/memory/memory_worker_lease_store.h"
+#include "storage/mysql/mysql_worker_lease_store.h"
+#include "storage/sqlite/sqlite_worker_lease_store.h"
 #include "storage/store_spec.h"
 
 namespace seqd {

@@ -1,0 +1,730 @@
+#include "storage/sqlite/sqlite_store.h"
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <iterator>
+#include <limits>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace seqd {
+namespace {
+
+constexpr const char* kCreateTable =
+    "CREATE TABLE IF NOT EXISTS leaf_alloc ("
+    "biz_tag VARCHAR(128) PRIMARY KEY, "
+    "max_id BIGINT NOT NULL DEFAULT 1, "
+    "step INT NOT NULL, "
+    "description VARCHAR(256) DEFAULT NULL, "
+    "update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP);"
+    // OpenIM's per-key min seq, beside (never in) Leaf's table.
+    "CREATE TABLE IF NOT EXISTS seqd_min_seq ("
+    "biz_tag VARCHAR(128) PRIMARY KEY, "
+    "min_seq BIGINT NOT NULL);"
+    // Blocks recorded under client tokens (ReserveRequest::token).
+    "CREATE TABLE IF NOT EXISTS seqd_block_token ("
+    "biz_tag VARCHAR(128) NOT NULL, "
+    "token VARCHAR(64) NOT NULL, "
+    "first_id BIGINT NOT NULL, "
+    "last_id BIGINT NOT NULL, "
+    "created_ms BIGINT NOT NULL, "
+    "PRIMARY KEY (biz_tag, token)) WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS seqd_block_token_created ON seqd_block_token (created_ms);"
+    // Each key's last stamped reservation (ReserveRequest::stamp_time).
+    "CREATE TABLE IF NOT EXISTS seqd_key_time ("
+    "biz_tag VARCHAR(255) PRIMARY KEY, "
+    "alloc_ms BIGINT NOT NULL) WITHOUT ROWID;"
+    // OpenIM's per-user seqs (SegmentStore::GetUserSeqs, SetUserSeqs).
+    "CREATE TABLE IF NOT EXISTS seqd_user_seq ("
+    "user_id VARCHAR(255) NOT NULL, "
+    "conv VARCHAR(255) NOT NULL, "
+    "min_seq BIGINT NOT NULL DEFAULT 0, "
+    "max_seq BIGINT NOT NULL DEFAULT 0, "
+    "read_seq BIGINT NOT NULL DEFAULT 0, "
+    "PRIMARY KEY (user_id, conv)) WITHOUT ROWID";
+
+// Same text format as CURRENT_TIMESTAMP, with milliseconds, in UTC.
+#define SEQD_SQLITE_NOW "strftime('%Y-%m-%d %H:%M:%f', 'now')"
+// update_time as unix millis; NULL (read as 0) if it does not parse.
+#define SEQD_SQLITE_ROW_COLUMNS          \
+  "biz_tag, max_id, step, description, " \
+  "CAST(ROUND((julianday(update_time) - 2440587.5) * 86400000.0) AS INTEGER)"
+
+enum StmtId {
+  kReserveUpdate,
+  kReserveSelect,
+  kInsert,
+  kInsertIfAbsent,
+  kSelectOne,
+  kList,
+  kSetStep,
+  kPing,
+  kMinSeqSelect,
+  kMinSeqUpsert,
+  kReserveReturning,
+  kCreateOrReserve,
+  kTokenSelect,
+  kTokenInsert,
+  kTokenPrune,
+  kKeyTimeUpsert,
+  kAllocTimeSelect,
+  kUserSeqSelect,
+  kUserSeqUpsert,
+  kNumFixedStmts,
+  // Then kInsertNewRows + i: new rows, 2^i per statement (NewRowsSql).
+  kInsertNewRows = kNumFixedStmts,
+};
+
+// New rows per multi-row INSERT: 1, 2, 4, ... up to 2^(kNewRowsSizes - 1)
+// (256 rows, 1,025 parameters: far below SQLite's 32,766).
+constexpr int kNewRowsSizes = 9;
+
+const char* const kFixedSql[kNumFixedStmts] = {
+    /* kReserveUpdate */
+    "UPDATE leaf_alloc SET max_id = max_id + COALESCE(?1, step), update_time = " SEQD_SQLITE_NOW
+    " WHERE biz_tag = ?2",
+    /* kReserveSelect */ "SELECT max_id, step FROM leaf_alloc WHERE biz_tag = ?1",
+    /* kInsert */
+    "INSERT INTO leaf_alloc (biz_tag, max_id, step, description, update_time) "
+    "VALUES (?1, 1, ?2, ?3, " SEQD_SQLITE_NOW ")",
+    /* kInsertIfAbsent */
+    "INSERT OR IGNORE INTO leaf_alloc (biz_tag, max_id, step, description, update_time) "
+    "VALUES (?1, 1, ?2, ?3, " SEQD_SQLITE_NOW ")",
+    /* kSelectOne */ "SELECT " SEQD_SQLITE_ROW_COLUMNS " FROM leaf_alloc WHERE biz_tag = ?1",
+    /* kList */
+    "SELECT " SEQD_SQLITE_ROW_COLUMNS
+    " FROM leaf_alloc WHERE biz_tag > ?1 ORDER BY biz_tag LIMIT ?2",
+    /* kSetStep */
+    "UPDATE leaf_alloc SET step = ?1, update_time = " SEQD_SQLITE_NOW " WHERE biz_tag = ?2",
+    /* kPing */ "PRAGMA schema_version",
+    /* kMinSeqSelect */ "SELECT min_seq FROM seqd_min_seq WHERE biz_tag = ?1",
+    /* kMinSeqUpsert */
+    "INSERT INTO seqd_min_seq (biz_tag, min_seq) VALUES (?1, ?2) "
+    "ON CONFLICT(biz_tag) DO UPDATE SET min_seq = excluded.min_seq",
+    // The batch's statements: one per key, the row's new max_id and step
+    // back; ?5 is the batch's time (BatchTime: strftime per row cost a few
+    // percent of a new-key storm). No row back: no such key, or no room below INT64_MAX (the
+    // row is left as it is).
+    /* kReserveReturning */
+    "UPDATE leaf_alloc SET max_id = max_id + COALESCE(?2, step), update_time = ?5"
+    " WHERE biz_tag = ?1 AND max_id <= 9223372036854775807 - COALESCE(?2, step)"
+    " RETURNING max_id, step",
+    /* kCreateOrReserve: a new row starts at 1 and gives its first segment
+       at once; a row already there gives its next one. */
+    "INSERT INTO leaf_alloc (biz_tag, max_id, step, description, update_time) "
+    "VALUES (?1, 1 + COALESCE(?2, ?3), ?3, ?4, ?5) "
+    "ON CONFLICT(biz_tag) DO UPDATE SET max_id = max_id + COALESCE(?2, step), update_time = ?5"
+    " WHERE max_id <= 9223372036854775807 - COALESCE(?2, step)"
+    " RETURNING max_id, step",
+    /* kTokenSelect */
+    "SELECT first_id, last_id FROM seqd_block_token WHERE biz_tag = ?1 AND token = ?2",
+    /* kTokenInsert */
+    "INSERT INTO seqd_block_token (biz_tag, token, first_id, last_id, created_ms) "
+    "VALUES (?1, ?2, ?3, ?4, ?5)",
+    /* kTokenPrune */ "DELETE FROM seqd_block_token WHERE created_ms < ?1",
+    /* kKeyTimeUpsert */
+    "INSERT INTO seqd_key_time (biz_tag, alloc_ms) VALUES (?1, ?2) "
+    "ON CONFLICT(biz_tag) DO UPDATE SET alloc_ms = MAX(alloc_ms, excluded.alloc_ms)",
+    /* kAllocTimeSelect: the stamped time, else the row's update_time */
+    "SELECT COALESCE(t.alloc_ms, "
+    "CAST(ROUND((julianday(a.update_time) - 2440587.5) * 86400000.0) AS INTEGER), 0) "
+    "FROM leaf_alloc a LEFT JOIN seqd_key_time t ON t.biz_tag = a.biz_tag WHERE a.biz_tag = ?1",
+    /* kUserSeqSelect */
+    "SELECT min_seq, max_seq, read_seq FROM seqd_user_seq WHERE user_id = ?1 AND conv = ?2",
+    /* kUserSeqUpsert: ?3 the field (1 min, 2 max, 3 read), ?4 the value,
+       ?5 1 to raise only */
+    "INSERT INTO seqd_user_seq (user_id, conv, min_seq, max_seq, read_seq) VALUES (?1, ?2, "
+    "CASE ?3 WHEN 1 THEN ?4 ELSE 0 END, CASE ?3 WHEN 2 THEN ?4 ELSE 0 END, "
+    "CASE ?3 WHEN 3 THEN ?4 ELSE 0 END) "
+    "ON CONFLICT(user_id, conv) DO UPDATE SET "
+    "min_seq = CASE ?3 WHEN 1 THEN (CASE WHEN ?5 THEN MAX(min_seq, ?4) ELSE ?4 END) ELSE min_seq END, "
+    "max_seq = CASE ?3 WHEN 2 THEN (CASE WHEN ?5 THEN MAX(max_seq, ?4) ELSE ?4 END) ELSE max_seq END, "
+    "read_seq = CASE ?3 WHEN 3 THEN (CASE WHEN ?5 THEN MAX(read_seq, ?4) ELSE ?4 END) ELSE read_seq END",
+};
+
+// `rows` new rows with their first segments, each given as (key, max_id
+// after the segment, step, description) from ?2 on; ?1 the batch's time. A
+// key whose row exists is left alone and not returned.
+std::string NewRowsSql(size_t rows) {
+  std::string sql =
+      "INSERT INTO leaf_alloc (biz_tag, max_id, step, description, update_time) VALUES ";
+  for (size_t i = 0; i < rows; ++i) {
+    const size_t p = 2 + 4 * i;
+    sql += (i ? ",(?" : "(?") + std::to_string(p) + ",?" + std::to_string(p + 1) + ",?" +
+           std::to_string(p + 2) + ",?" + std::to_string(p + 3) + ",?1)";
+  }
+  return sql + " ON CONFLICT(biz_tag) DO NOTHING RETURNING biz_tag, max_id, step";
+}
+
+// The statements by StmtId: the fixed ones, then the generated ones. Built
+// once; lives for the program.
+std::span<const char* const> StoreSql() {
+  static const std::vector<std::string> generated = [] {
+    std::vector<std::string> out;
+    for (int i = 0; i < kNewRowsSizes; ++i) out.push_back(NewRowsSql(size_t{1} << i));
+    return out;
+  }();
+  static const std::vector<const char*> table = [] {
+    std::vector<const char*> out(std::begin(kFixedSql), std::end(kFixedSql));
+    for (const std::string& sql : generated) out.push_back(sql.c_str());
+    return out;
+  }();
+  return table;
+}
+
+int64_t UnixMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Now as SEQD_SQLITE_NOW writes it ("2026-11-28 05:57:00.123", UTC): one
+// time for a whole batch.
+std::string BatchTime() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()) %
+                  std::chrono::seconds(1);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[32];
+  const size_t n = std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &utc);
+  std::snprintf(text + n, sizeof text - n, ".%03d", static_cast<int>(ms.count()));
+  return text;
+}
+
+std::string ColumnText(sqlite3_stmt* s, int i) {
+  const unsigned char* p = sqlite3_column_text(s, i);
+  if (p == nullptr) return std::string();
+  return std::string(reinterpret_cast<const char*>(p),
+                     static_cast<size_t>(sqlite3_column_bytes(s, i)));
+}
+
+KeyRow ReadRow(sqlite3_stmt* s) {
+  KeyRow row;
+  row.key = ColumnText(s, 0);
+  row.max_id = sqlite3_column_int64(s, 1);
+  row.step = sqlite3_column_int64(s, 2);
+  row.description = ColumnText(s, 3);
+  row.update_time_ms = sqlite3_column_int64(s, 4);
+  return row;
+}
+
+}  // namespace
+
+SqliteStore::SqliteStore(std::string path) : path_(path), db_(std::move(path), StoreSql()) {}
+
+SqliteStore::~SqliteStore() = default;
+
+Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) {
+  auto store = std::make_unique<SqliteStore>(path);
+  {
+    MutexLock lock(store->mu_);
+    Status st = store->db_.Open();
+    if (!st.ok()) return st.error();
+  }
+  return store;
+}
+
+Status SqliteStore::EnsureSchema() {
+  MutexLock lock(mu_);
+  return db_.ExecScript(kCreateTable, "create table");
+}
+
+Result<ReservedSegment> SqliteStore::Reserve(std::string_view key, std::optional<int64_t> step) {
+  if (step && *step <= 0) {
+    return MakeError(ErrorCode::kInvalidArgument, "sqlite reserve: step must be > 0");
+  }
+  MutexLock lock(mu_);
+  Status st = db_.Begin("reserve (begin)");
+  if (!st.ok()) return st.error();
+
+  auto fail = [&](Error e) REQUIRES(mu_) -> Error {
+    db_.Rollback();
+    return e;
+  };
+
+  {
+    auto upd = db_.Stmt(kReserveUpdate, "reserve (update)");
+    if (!upd.ok()) return fail(upd.error());
+    SqliteResetOnExit reset(*upd);
+    if (step) {
+      sqlite3_bind_int64(*upd, 1, *step);
+    } else {
+      sqlite3_bind_null(*upd, 1);
+    }
+    SqliteBindText(*upd, 2, key);
+    int rc = sqlite3_step(*upd);
+    if (rc != SQLITE_DONE) return fail(db_.SqlError(rc, "reserve (update)"));
+    if (db_.Changes() == 0) {
+      return fail(MakeError(ErrorCode::kUnknownKey, "no such key"));
+    }
+  }
+
+  int64_t max_id = 0;
+  int64_t table_step = 0;
+  {
+    auto sel = db_.Stmt(kReserveSelect, "reserve (select)");
+    if (!sel.ok()) return fail(sel.error());
+    SqliteResetOnExit reset(*sel);
+    SqliteBindText(*sel, 1, key);
+    int rc = sqlite3_step(*sel);
+    if (rc != SQLITE_ROW) {
+      if (rc == SQLITE_DONE) {
+        return fail(MakeError(ErrorCode::kInternal, "sqlite reserve (select): row vanished"));
+      }
+      return fail(db_.SqlError(rc, "reserve (select)"));
+    }
+    // SQLite silently turns an overflowing integer sum into a REAL.
+    if (sqlite3_column_type(*sel, 0) != SQLITE_INTEGER) {
+      return fail(MakeError(ErrorCode::kInternal, "sqlite reserve: max_id overflow"));
+    }
+    max_id = sqlite3_column_int64(*sel, 0);
+    table_step = sqlite3_column_int64(*sel, 1);
+  }
+
+  st = db_.Commit("reserve (commit)");
+  if (!st.ok()) return fail(st.error());
+
+  const int64_t by = step.value_or(table_step);
+  return ReservedSegment{max_id - by, max_id - 1, table_step};
+}
+
+std::vector<Result<ReservedSegment>> SqliteStore::ReserveMany(
+    const std::vector<ReserveRequest>& requests) {
+  MutexLock lock(mu_);
+  auto fail_all = [&](const Error& e) REQUIRES(mu_) {
+    db_.Rollback();
+    return std::vector<Result<ReservedSegment>>(requests.size(), e);
+  };
+  if (Status st = db_.Begin("reserve many (begin)"); !st.ok()) return fail_all(st.error());
+  const std::string now = BatchTime();
+  std::vector<std::optional<ReservedSegment>> created(requests.size());
+  if (Status st = InsertNewRowsLocked(requests, now, created); !st.ok()) {
+    return fail_all(st.error());
+  }
+  std::vector<Result<ReservedSegment>> out;
+  out.reserve(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (created[i]) {
+      out.push_back(*created[i]);
+    } else if (Status st = ReserveOneLocked(requests[i], now, out); !st.ok()) {
+      return fail_all(st.error());
+    }
+  }
+  if (Status st = StampTimesLocked(requests, out); !st.ok()) return fail_all(st.error());
+  if (Status st = db_.Commit("reserve many (commit)"); !st.ok()) return fail_all(st.error());
+  return out;
+}
+
+Status SqliteStore::StampTimesLocked(const std::vector<ReserveRequest>& requests,
+                                     const std::vector<Result<ReservedSegment>>& out) {
+  const int64_t now_ms = UnixMillis();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (!requests[i].stamp_time || !out[i] || out[i]->replayed) continue;
+    auto stmt = db_.Stmt(kKeyTimeUpsert, "reserve many (time)");
+    if (!stmt.ok()) return stmt.error();
+    SqliteResetOnExit reset(*stmt);
+    SqliteBindText(*stmt, 1, requests[i].key);
+    sqlite3_bind_int64(*stmt, 2, now_ms);
+    if (const int rc = sqlite3_step(*stmt); rc != SQLITE_DONE) {
+      return db_.SqlError(rc, "reserve many (time)");
+    }
+  }
+  return OkStatus();
+}
+
+Status SqliteStore::InsertNewRowsLocked(const std::vector<ReserveRequest>& requests,
+                                        const std::string& now,
+                                        std::vector<std::optional<ReservedSegment>>& created) {
+  std::unordered_map<std::string_view, int> asked;  // create requests per key
+  for (const ReserveRequest& r : requests) {
+    if (r.create_step > 0) ++asked[r.key];
+  }
+  std::vector<size_t> picked;  // the requests this may serve, in order
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const ReserveRequest& r = requests[i];
+    const int64_t by = r.step.value_or(r.create_step);
+    if (r.create_step > 0 && !r.fence && r.token.empty() && by > 0 &&
+        by < std::numeric_limits<int64_t>::max() && asked[r.key] == 1) {
+      picked.push_back(i);
+    }
+  }
+  std::unordered_map<std::string_view, size_t> by_key;  // a statement's rows
+  for (size_t at = 0; at < picked.size();) {
+    int size = kNewRowsSizes - 1;  // the largest statement that the rest fills
+    while ((size_t{1} << size) > picked.size() - at) --size;
+    const size_t rows = size_t{1} << size;
+    auto stmt = db_.Stmt(kInsertNewRows + size, "reserve many (new rows)");
+    if (!stmt.ok()) return stmt.error();
+    SqliteResetOnExit reset(*stmt);
+    SqliteBindText(*stmt, 1, now);
+    by_key.clear();
+    for (size_t j = 0; j < rows; ++j) {
+      const size_t i = picked[at + j];
+      const ReserveRequest& r = requests[i];
+      const int p = 2 + 4 * static_cast<int>(j);
+      SqliteBindText(*stmt, p, r.key);
+      sqlite3_bind_int64(*stmt, p + 1, 1 + r.step.value_or(r.create_step));
+      sqlite3_bind_int64(*stmt, p + 2, r.create_step);
+      SqliteBindText(*stmt, p + 3, r.create_description);
+      by_key.emplace(r.key, i);
+    }
+    int rc;
+    while ((rc = sqlite3_step(*stmt)) == SQLITE_ROW) {
+      const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(*stmt, 0));
+      const std::string_view key(text ? text : "",
+                                 static_cast<size_t>(sqlite3_column_bytes(*stmt, 0)));
+      const auto it = by_key.find(key);
+      if (it == by_key.end()) {
+        return MakeError(ErrorCode::kInternal, "sqlite reserve: a new row nobody asked for");
+      }
+      const int64_t max_id = sqlite3_column_int64(*stmt, 1);
+      const int64_t step = sqlite3_column_int64(*stmt, 2);
+      const int64_t by = requests[it->second].step.value_or(step);
+      created[it->second] = ReservedSegment{max_id - by, max_id - 1, step};
+    }
+    if (rc != SQLITE_DONE) return db_.SqlError(rc, "reserve many (new rows)");
+    at += rows;
+  }
+  return OkStatus();
+}
+
+Status SqliteStore::ReserveOneLocked(const ReserveRequest& r, const std::string& now,
+                                     std::vector<Result<ReservedSegment>>& out) {
+  if (r.fence) {
+    out.push_back(MakeError(ErrorCode::kFailedPrecondition, "this store has no cluster mode"));
+    return OkStatus();
+  }
+  if (r.step && *r.step <= 0) {
+    out.push_back(MakeError(ErrorCode::kInvalidArgument, "sqlite reserve: step must be > 0"));
+    return OkStatus();
+  }
+  if (!r.token.empty()) return ReserveTokenedLocked(r, now, out);
+  return ReserveRowLocked(r, now, out);
+}
+
+Status SqliteStore::ReserveTokenedLocked(const ReserveRequest& r, const std::string& now,
+                                         std::vector<Result<ReservedSegment>>& out) {
+  if (!r.step) {
+    out.push_back(MakeError(ErrorCode::kInvalidArgument, "a token needs a count"));
+    return OkStatus();
+  }
+  {
+    auto sel = db_.Stmt(kTokenSelect, "reserve many (token)");
+    if (!sel.ok()) return sel.error();
+    SqliteResetOnExit reset(*sel);
+    SqliteBindText(*sel, 1, r.key);
+    SqliteBindText(*sel, 2, r.token);
+    const int rc = sqlite3_step(*sel);
+    if (rc == SQLITE_ROW) {
+      ReservedSegment range{sqlite3_column_int64(*sel, 0), sqlite3_column_int64(*sel, 1), 0, true};
+      if (range.last - range.first + 1 != *r.step) {
+        out.push_back(
+            MakeError(ErrorCode::kInvalidArgument, "token already used with another count"));
+      } else {
+        out.push_back(range);
+      }
+      return OkStatus();
+    }
+    if (rc != SQLITE_DONE) return db_.SqlError(rc, "reserve many (token)");
+  }
+  if (Status st = ReserveRowLocked(r, now, out); !st.ok()) return st;
+  if (!out.back()) return OkStatus();
+  auto ins = db_.Stmt(kTokenInsert, "reserve many (token insert)");
+  if (!ins.ok()) return ins.error();
+  SqliteResetOnExit reset(*ins);
+  SqliteBindText(*ins, 1, r.key);
+  SqliteBindText(*ins, 2, r.token);
+  sqlite3_bind_int64(*ins, 3, out.back()->first);
+  sqlite3_bind_int64(*ins, 4, out.back()->last);
+  sqlite3_bind_int64(*ins, 5, UnixMillis());
+  const int rc = sqlite3_step(*ins);
+  return rc == SQLITE_DONE ? OkStatus() : db_.SqlError(rc, "reserve many (token insert)");
+}
+
+Status SqliteStore::ReserveRowLocked(const ReserveRequest& r, const std::string& now,
+                                     std::vector<Result<ReservedSegment>>& out) {
+  // One statement: it creates the row if asked (in this transaction) and
+  // advances it, returning the new max_id and step.
+  const bool create = r.create_step > 0;
+  auto stmt = create ? db_.Stmt(kCreateOrReserve, "reserve many (create)")
+                     : db_.Stmt(kReserveReturning, "reserve many (update)");
+  if (!stmt.ok()) return stmt.error();
+  SqliteResetOnExit reset(*stmt);
+  // Both statements: ?1 the key, ?2 the step asked for (NULL: the row's).
+  SqliteBindText(*stmt, 1, r.key);
+  if (r.step) {
+    sqlite3_bind_int64(*stmt, 2, *r.step);
+  } else {
+    sqlite3_bind_null(*stmt, 2);
+  }
+  if (create) {
+    sqlite3_bind_int64(*stmt, 3, r.create_step);
+    SqliteBindText(*stmt, 4, r.create_description);
+  }
+  SqliteBindText(*stmt, 5, now);
+  const int rc = sqlite3_step(*stmt);
+  if (rc == SQLITE_DONE) {  // no row changed: which reason?
+    auto sel = db_.Stmt(kReserveSelect, "reserve many (select)");
+    if (!sel.ok()) return sel.error();
+    SqliteResetOnExit reset_select(*sel);
+    SqliteBindText(*sel, 1, r.key);
+    const int src = sqlite3_step(*sel);
+    if (src == SQLITE_DONE) {
+      out.push_back(MakeError(ErrorCode::kUnknownKey, "no such key"));
+    } else if (src == SQLITE_ROW) {
+      out.push_back(MakeError(ErrorCode::kInternal, "sqlite reserve: max_id overflow"));
+    } else {
+      return db_.SqlError(src, "reserve many (select)");
+    }
+    return OkStatus();
+  }
+  if (rc != SQLITE_ROW) return db_.SqlError(rc, "reserve many");
+  // A new row's 1 + step past INT64_MAX becomes a REAL: refuse the batch.
+  if (sqlite3_column_type(*stmt, 0) != SQLITE_INTEGER) {
+    return MakeError(ErrorCode::kInternal, "sqlite reserve: max_id overflow");
+  }
+  const int64_t new_max = sqlite3_column_int64(*stmt, 0);
+  const int64_t table_step = sqlite3_column_int64(*stmt, 1);
+  const int64_t by = r.step.value_or(table_step);
+  out.push_back(ReservedSegment{new_max - by, new_max - 1, table_step});
+  return OkStatus();
+}
+
+Status SqliteStore::CreateKeys(const std::vector<NewKey>& keys, std::string_view description) {
+  MutexLock lock(mu_);
+  if (Status st = db_.Begin("create keys (begin)"); !st.ok()) return st;
+  for (const NewKey& k : keys) {
+    auto ins = db_.Stmt(kInsertIfAbsent, "create keys");
+    if (!ins.ok()) {
+      db_.Rollback();
+      return ins.error();
+    }
+    SqliteResetOnExit reset(*ins);
+    SqliteBindText(*ins, 1, k.key);
+    sqlite3_bind_int64(*ins, 2, k.step);
+    SqliteBindText(*ins, 3, description);
+    if (const int rc = sqlite3_step(*ins); rc != SQLITE_DONE) {
+      Error e = db_.SqlError(rc, "create keys");
+      db_.Rollback();
+      return e;
+    }
+  }
+  Status st = db_.Commit("create keys (commit)");
+  if (!st.ok()) db_.Rollback();
+  return st;
+}
+
+Result<KeyRow> SqliteStore::SelectOneLocked(std::string_view key, const char* op) {
+  auto s = db_.Stmt(kSelectOne, op);
+  if (!s.ok()) return s.error();
+  SqliteResetOnExit reset(*s);
+  SqliteBindText(*s, 1, key);
+  int rc = sqlite3_step(*s);
+  if (rc == SQLITE_DONE) return MakeError(ErrorCode::kUnknownKey, "no such key");
+  if (rc != SQLITE_ROW) return db_.SqlError(rc, op);
+  return ReadRow(*s);
+}
+
+Result<KeyRow> SqliteStore::CreateKey(std::string_view key, int64_t step,
+                                      std::string_view description) {
+  MutexLock lock(mu_);
+  {
+    auto s = db_.Stmt(kInsert, "create key");
+    if (!s.ok()) return s.error();
+    SqliteResetOnExit reset(*s);
+    SqliteBindText(*s, 1, key);
+    sqlite3_bind_int64(*s, 2, step);
+    SqliteBindText(*s, 3, description);
+    int rc = sqlite3_step(*s);
+    if (rc == SQLITE_CONSTRAINT_PRIMARYKEY || rc == SQLITE_CONSTRAINT_UNIQUE) {
+      return MakeError(ErrorCode::kKeyExists, "key exists");
+    }
+    if (rc != SQLITE_DONE) return db_.SqlError(rc, "create key");
+  }
+  return SelectOneLocked(key, "create key (select)");
+}
+
+Result<KeyRow> SqliteStore::GetKey(std::string_view key) {
+  MutexLock lock(mu_);
+  return SelectOneLocked(key, "get key");
+}
+
+Result<std::vector<KeyRow>> SqliteStore::ListKeys(std::string_view after, size_t limit) {
+  MutexLock lock(mu_);
+  auto s = db_.Stmt(kList, "list keys");
+  if (!s.ok()) return s.error();
+  SqliteResetOnExit reset(*s);
+  SqliteBindText(*s, 1, after);
+  const auto max = static_cast<size_t>(std::numeric_limits<int64_t>::max());
+  sqlite3_bind_int64(*s, 2, static_cast<int64_t>(limit < max ? limit : max));
+  std::vector<KeyRow> out;
+  for (;;) {
+    int rc = sqlite3_step(*s);
+    if (rc == SQLITE_DONE) break;
+    if (rc != SQLITE_ROW) return db_.SqlError(rc, "list keys");
+    out.push_back(ReadRow(*s));
+  }
+  return out;
+}
+
+Result<KeyRow> SqliteStore::SetStep(std::string_view key, int64_t step) {
+  MutexLock lock(mu_);
+  {
+    auto s = db_.Stmt(kSetStep, "set step");
+    if (!s.ok()) return s.error();
+    SqliteResetOnExit reset(*s);
+    sqlite3_bind_int64(*s, 1, step);
+    SqliteBindText(*s, 2, key);
+    int rc = sqlite3_step(*s);
+    if (rc != SQLITE_DONE) return db_.SqlError(rc, "set step");
+    if (db_.Changes() == 0) return MakeError(ErrorCode::kUnknownKey, "no such key");
+  }
+  return SelectOneLocked(key, "set step (select)");
+}
+
+Result<std::vector<int64_t>> SqliteStore::GetAllocTimes(const std::vector<std::string>& keys) {
+  MutexLock lock(mu_);
+  std::vector<int64_t> out;
+  out.reserve(keys.size());
+  for (const std::string& k : keys) {
+    auto s = db_.Stmt(kAllocTimeSelect, "get allocation times");
+    if (!s.ok()) return s.error();
+    SqliteResetOnExit reset(*s);
+    SqliteBindText(*s, 1, k);
+    const int rc = sqlite3_step(*s);
+    if (rc == SQLITE_DONE) {
+      out.push_back(-1);
+    } else if (rc == SQLITE_ROW) {
+      out.push_back(sqlite3_column_int64(*s, 0));
+    } else {
+      return db_.SqlError(rc, "get allocation times");
+    }
+  }
+  return out;
+}
+
+Result<std::vector<int64_t>> SqliteStore::GetUserSeqs(std::string_view user, UserSeqField field,
+                                                     const std::vector<std::string>& convs) {
+  MutexLock lock(mu_);
+  const int column = static_cast<int>(field) - 1;
+  std::vector<int64_t> out;
+  out.reserve(convs.size());
+  for (const std::string& conv : convs) {
+    auto s = db_.Stmt(kUserSeqSelect, "get user seqs");
+    if (!s.ok()) return s.error();
+    SqliteResetOnExit reset(*s);
+    SqliteBindText(*s, 1, user);
+    SqliteBindText(*s, 2, conv);
+    const int rc = sqlite3_step(*s);
+    if (rc == SQLITE_DONE) {
+      out.push_back(0);
+    } else if (rc == SQLITE_ROW) {
+      out.push_back(sqlite3_column_int64(*s, column));
+    } else {
+      return db_.SqlError(rc, "get user seqs");
+    }
+  }
+  return out;
+}
+
+Status SqliteStore::SetUserSeqs(std::string_view user, UserSeqField field, bool raise_only,
+                                const std::vector<UserSeqValue>& values) {
+  MutexLock lock(mu_);
+  if (Status st = db_.Begin("set user seqs (begin)"); !st.ok()) return st;
+  for (const UserSeqValue& v : values) {
+    auto s = db_.Stmt(kUserSeqUpsert, "set user seqs");
+    if (!s.ok()) {
+      db_.Rollback();
+      return s.error();
+    }
+    SqliteResetOnExit reset(*s);
+    SqliteBindText(*s, 1, user);
+    SqliteBindText(*s, 2, v.conv);
+    sqlite3_bind_int(*s, 3, static_cast<int>(field));
+    sqlite3_bind_int64(*s, 4, v.seq);
+    sqlite3_bind_int(*s, 5, raise_only ? 1 : 0);
+    if (const int rc = sqlite3_step(*s); rc != SQLITE_DONE) {
+      Error e = db_.SqlError(rc, "set user seqs");
+      db_.Rollback();
+      return e;
+    }
+  }
+  Status st = db_.Commit("set user seqs (commit)");
+  if (!st.ok()) db_.Rollback();
+  return st;
+}
+
+Result<std::vector<int64_t>> SqliteStore::GetMinSeqs(const std::vector<std::string>& keys) {
+  MutexLock lock(mu_);
+  std::vector<int64_t> out;
+  out.reserve(keys.size());
+  for (const std::string& k : keys) {
+    auto s = db_.Stmt(kMinSeqSelect, "get min seqs");
+    if (!s.ok()) return s.error();
+    SqliteResetOnExit reset(*s);
+    SqliteBindText(*s, 1, k);
+    const int rc = sqlite3_step(*s);
+    if (rc == SQLITE_DONE) {
+      out.push_back(0);
+    } else if (rc == SQLITE_ROW) {
+      out.push_back(sqlite3_column_int64(*s, 0));
+    } else {
+      return db_.SqlError(rc, "get min seqs");
+    }
+  }
+  return out;
+}
+
+Status SqliteStore::SetMinSeqs(const std::vector<MinSeqValue>& values,
+                               const std::vector<ShardFence>& fences, uint32_t* refused_shard) {
+  (void)refused_shard;
+  if (!fences.empty()) {
+    return MakeError(ErrorCode::kFailedPrecondition, "this store has no cluster mode");
+  }
+  MutexLock lock(mu_);
+  if (Status st = db_.Begin("set min seqs (begin)"); !st.ok()) return st;
+  for (const MinSeqValue& v : values) {
+    auto s = db_.Stmt(kMinSeqUpsert, "set min seqs");
+    if (!s.ok()) {
+      db_.Rollback();
+      return s.error();
+    }
+    SqliteResetOnExit reset(*s);
+    SqliteBindText(*s, 1, v.key);
+    sqlite3_bind_int64(*s, 2, v.min_seq);
+    if (const int rc = sqlite3_step(*s); rc != SQLITE_DONE) {
+      Error e = db_.SqlError(rc, "set min seqs");
+      db_.Rollback();
+      return e;
+    }
+  }
+  Status st = db_.Commit("set min seqs (commit)");
+  if (!st.ok()) db_.Rollback();
+  return st;
+}
+
+Result<int64_t> SqliteStore::PruneBlockTokens(int64_t before_unix_ms) {
+  MutexLock lock(mu_);
+  auto stmt = db_.Stmt(kTokenPrune, "prune tokens");
+  if (!stmt.ok()) return stmt.error();
+  SqliteResetOnExit reset(*stmt);
+  sqlite3_bind_int64(*stmt, 1, before_unix_ms);
+  const int rc = sqlite3_step(*stmt);
+  if (rc != SQLITE_DONE) return db_.SqlError(rc, "prune tokens");
+  return static_cast<int64_t>(sqlite3_changes(db_.handle()));
+}
+
+Status SqliteStore::Ping() {
+  MutexLock lock(mu_);
+  return db_.Exec(kPing, "ping");
+}
+
+}  // namespace seqd
