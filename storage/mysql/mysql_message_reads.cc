@@ -65,17 +65,17 @@ Result<std::vector<int64_t>> MysqlMessageStore::MaxSeqs(std::span<const std::str
       if (seen.emplace(c, true).second) distinct.push_back(c);
     }
   }
-  return pool_->Run<std::vector<int64_t>>(
-      kSession, "max seqs", [&](MysqlConn& c) -> Result<std::vector<int64_t>> {
-        std::unordered_map<std::string, int64_t> max;
-        ReadMaxSeqs([&](size_t n) -> sql::PreparedStatement& { return c.List(kMaxSeqIn, n); },
-                    distinct, max);
-        c.Commit();
-        std::vector<int64_t> out;
-        out.reserve(conv_ids.size());
-        for (const std::string& conv : conv_ids) out.push_back(max[conv]);
-        return out;
-      });
+  return pool_->Run<std::vector<int64_t>>(kSession, "max seqs",
+                                          [&](MysqlConn& c) -> Result<std::vector<int64_t>> {
+                                            std::unordered_map<std::string, int64_t> max;
+                                            ReadMaxSeqs(c, distinct, max);
+                                            c.Commit();
+                                            std::vector<int64_t> out;
+                                            out.reserve(conv_ids.size());
+                                            for (const std::string& conv : conv_ids)
+                                              out.push_back(max[conv]);
+                                            return out;
+                                          });
 }
 
 Result<MessagePage> MysqlMessageStore::GetRange(const RangeQuery& q) {

@@ -1,11 +1,12 @@
-// Private to MysqlMessageStore (mysql_message_store.cc: schema, statements,
-// Append; mysql_message_reads.cc: reads, members, status): what both halves
-// use. The statement texts behind these ids are in mysql_message_store.cc.
+// Private to MysqlMessageStore (mysql_message_store.cc: schema and
+// statements; mysql_message_append.cc: Append; mysql_message_reads.cc:
+// reads, members, status): what its files share. The statement texts behind
+// these ids are in mysql_message_store.cc.
 #pragma once
 
 #include <cstddef>
-#include <functional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -43,10 +44,13 @@ constexpr size_t kInListMax = 256;
 // prepared statements per session address.
 extern const MysqlSession kSession;
 
-// Reads MAX(seq) of `convs` into `out` (0 for none), with IN lists;
-// `stmt(n)` is the kMaxSeqIn statement for n conversations.
-void ReadMaxSeqs(const std::function<sql::PreparedStatement&(size_t)>& stmt,
-                 const std::vector<std::string>& convs,
+// "INSERT INTO seqd_message (<every column>) VALUES ": a text INSERT's
+// start, its rows of values to follow in column order.
+extern const std::string_view kInsertRowsPrefix;
+
+// Reads MAX(seq) of `convs` into `out` (0 for none), with kMaxSeqIn's IN
+// lists, in the transaction open on `c`.
+void ReadMaxSeqs(MysqlConn& c, const std::vector<std::string>& convs,
                  std::unordered_map<std::string, int64_t>& out);
 
 }  // namespace seqd::mysql_message_sql
