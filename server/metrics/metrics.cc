@@ -18,6 +18,7 @@
 #include "common/thread_annotations.h"
 #include "server/metrics/dense_metrics.h"
 #include "server/metrics/process_metrics.h"
+#include "server/metrics/series.h"
 #include "server/metrics/stream_metrics.h"
 #include "storage/store_stats.h"
 
@@ -54,9 +55,9 @@ const std::vector<std::string_view>& Metrics::Ops(Interface i) {
       "snowflake", "snowflake_decode", "leaf_monitor", "max_ids",    "min_seqs",  "user_seqs",
       "other"};
   static const std::vector<std::string_view> binary = {
-      "ping",       "next_ids",  "auth",      "msg_send",      "msg_pull",         "msg_member",
-      "msg_status", "msg_batch", "subscribe", "snowflake",     "snowflake_decode", "cluster_map",
-      "next_block", "max_ids",   "min_seqs",  "user_seqs",     "protocol_error"};
+      "ping",       "next_ids",  "auth",      "msg_send",  "msg_pull",         "msg_member",
+      "msg_status", "msg_batch", "subscribe", "snowflake", "snowflake_decode", "cluster_map",
+      "next_block", "max_ids",   "min_seqs",  "user_seqs", "protocol_error"};
   static const std::vector<std::string_view> resp = {"incr",    "incrby",   "ping",
                                                      "max_ids", "min_seqs", "other"};
   switch (i) {
@@ -160,238 +161,164 @@ struct Metrics::Impl {
   std::array<prometheus::Counter*, kInterfaceCount> write_timeouts{};  // set once
   // step, remaining, runway, next_ready
   std::vector<prometheus::Gauge*> key_series[4] GUARDED_BY(render_mu);
+
+  // Each registers one group's families in `r` and sets the members above
+  // that point into them; the constructor calls them once, in its order.
+  void RegisterBuild(prometheus::Registry& r, std::string_view version);
+  void RegisterRequests(prometheus::Registry& r);
+  void RegisterKeys(prometheus::Registry& r);
+  void RegisterAllocator(prometheus::Registry& r);
+  void RegisterStore(prometheus::Registry& r);
+  void RegisterMessages(prometheus::Registry& r);
+  void RegisterSnowflake(prometheus::Registry& r) REQUIRES(render_mu);
+  void RegisterInterfaces(prometheus::Registry& r) REQUIRES(render_mu);
 };
 
 Metrics::Metrics(std::string_view version) : impl_(std::make_unique<Impl>()) {
-  using namespace prometheus;
-  Registry& r = *impl_->registry;
+  prometheus::Registry& r = *impl_->registry;
   impl_->streams = std::make_unique<StreamMetrics>(r);
   impl_->dense = std::make_unique<DenseMetrics>(r);
-  BuildGauge()
-      .Name("seqd_build_info")
-      .Help("Build of this process (always 1)")
-      .Register(r)
+  // In this order: a scrape lists each kind's families (counters, gauges,
+  // histograms) in the order they were registered. Under render_mu, which
+  // guards some of the members they set.
+  MutexLock lock(impl_->render_mu);
+  impl_->RegisterBuild(r, version);
+  impl_->RegisterRequests(r);
+  impl_->RegisterKeys(r);
+  impl_->RegisterAllocator(r);
+  impl_->RegisterStore(r);
+  impl_->RegisterMessages(r);
+  impl_->RegisterSnowflake(r);
+  impl_->RegisterInterfaces(r);
+}
+
+void Metrics::Impl::RegisterBuild(prometheus::Registry& r, std::string_view version) {
+  GaugeFamily(r, "seqd_build_info", "Build of this process (always 1)")
       .Add({{"version", std::string(version)}})
       .Set(1);
-  BuildGauge()
-      .Name("seqd_start_time_seconds")
-      .Help("Unix time of the process start")
-      .Register(r)
-      .Add({})
+  OneGauge(r, "seqd_start_time_seconds", "Unix time of the process start")
       .Set(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
                .count());
-  impl_->requests =
-      &BuildCounter().Name("seqd_requests_total").Help("Requests answered").Register(r);
-  impl_->request_duration = &BuildHistogram()
-                                 .Name("seqd_request_duration_seconds")
-                                 .Help("From the complete request to the answer being queued")
-                                 .Register(r);
-  impl_->open_connections =
-      &BuildGauge().Name("seqd_open_connections").Help("Open client connections").Register(r);
-  impl_->ids_issued =
-      &BuildCounter().Name("seqd_ids_issued_total").Help("IDs handed out").Register(r);
-  impl_->reservations = &BuildCounter()
-                             .Name("seqd_segment_reservations_total")
-                             .Help("Segment reservations from the store")
-                             .Register(r);
-  impl_->reservation_duration = &BuildHistogram()
-                                     .Name("seqd_segment_reservation_duration_seconds")
-                                     .Help("One reservation's store round trip")
-                                     .Register(r)
-                                     .Add({}, LatencyBuckets());
-  impl_->key_step = &BuildGauge()
-                         .Name("seqd_key_step")
-                         .Help("Step of the next reservation (registered keys)")
-                         .Register(r);
-  impl_->key_remaining =
-      &BuildGauge().Name("seqd_key_ids_remaining").Help("IDs left in each buffer").Register(r);
-  impl_->key_runway = &BuildGauge()
-                           .Name("seqd_key_runway_seconds")
-                           .Help("IDs left in both buffers / rate over the last minute")
-                           .Register(r);
-  impl_->key_next_ready =
-      &BuildGauge()
-           .Name("seqd_key_next_ready")
-           .Help("1 if the next buffer is loaded (auto keys: fraction of keys in memory)")
-           .Register(r);
-  impl_->parked = &BuildGauge()
-                       .Name("seqd_parked_requests")
-                       .Help("Requests waiting for a reservation")
-                       .Register(r)
-                       .Add({});
-  impl_->keys_in_memory = &BuildGauge()
-                               .Name("seqd_keys_in_memory")
-                               .Help("Keys held in memory (at most max_cached_keys)")
-                               .Register(r)
-                               .Add({});
-  impl_->unknown_keys =
-      &BuildGauge()
-           .Name("seqd_unknown_keys_cached")
-           .Help("Keys remembered as recently unknown (answered without the store)")
-           .Register(r)
-           .Add({});
-  auto& evictions = BuildCounter()
-                        .Name("seqd_keys_evicted_total")
-                        .Help(
-                            "Keys dropped from memory: unused for key_idle_timeout_s (idle), or "
-                            "least recently used beyond max_cached_keys (capacity)")
-                        .Register(r);
-  impl_->evicted_idle = &evictions.Add({{"reason", "idle"}});
-  impl_->evicted_capacity = &evictions.Add({{"reason", "capacity"}});
-  impl_->parked_total = &BuildCounter()
-                             .Name("seqd_parked_total")
-                             .Help(
-                                 "Requests that found both buffers empty and waited for a "
-                                 "reservation")
-                             .Register(r)
-                             .Add({});
-  impl_->auto_create_refused = &BuildCounter()
-                                    .Name("seqd_auto_create_refused_total")
-                                    .Help("New auto-created keys refused by auto_create_rate")
-                                    .Register(r)
-                                    .Add({});
-  impl_->store_up = &BuildGauge()
-                         .Name("seqd_store_up")
-                         .Help("1 if the last store round trip succeeded")
-                         .Register(r)
-                         .Add({});
-  impl_->store_up->Set(1);
-  auto& commit_failures = BuildCounter()
-                              .Name("seqd_store_commit_failures_total")
-                              .Help(
-                                  "Failed store transactions by reason (conflict, lost, "
-                                  "timeout, other)")
-                              .Register(r);
+}
+
+void Metrics::Impl::RegisterRequests(prometheus::Registry& r) {
+  requests = &CounterFamily(r, "seqd_requests_total", "Requests answered");
+  request_duration = &HistogramFamily(r, "seqd_request_duration_seconds",
+                                      "From the complete request to the answer being queued");
+  open_connections = &GaugeFamily(r, "seqd_open_connections", "Open client connections");
+}
+
+void Metrics::Impl::RegisterKeys(prometheus::Registry& r) {
+  ids_issued = &CounterFamily(r, "seqd_ids_issued_total", "IDs handed out");
+  reservations =
+      &CounterFamily(r, "seqd_segment_reservations_total", "Segment reservations from the store");
+  reservation_duration = &OneHistogram(r, "seqd_segment_reservation_duration_seconds",
+                                       "One reservation's store round trip", LatencyBuckets());
+  key_step = &GaugeFamily(r, "seqd_key_step", "Step of the next reservation (registered keys)");
+  key_remaining = &GaugeFamily(r, "seqd_key_ids_remaining", "IDs left in each buffer");
+  key_runway = &GaugeFamily(r, "seqd_key_runway_seconds",
+                            "IDs left in both buffers / rate over the last minute");
+  key_next_ready =
+      &GaugeFamily(r, "seqd_key_next_ready",
+                   "1 if the next buffer is loaded (auto keys: fraction of keys in memory)");
+}
+
+void Metrics::Impl::RegisterAllocator(prometheus::Registry& r) {
+  parked = &OneGauge(r, "seqd_parked_requests", "Requests waiting for a reservation");
+  keys_in_memory =
+      &OneGauge(r, "seqd_keys_in_memory", "Keys held in memory (at most max_cached_keys)");
+  unknown_keys = &OneGauge(r, "seqd_unknown_keys_cached",
+                           "Keys remembered as recently unknown (answered without the store)");
+  auto& evictions =
+      CounterFamily(r, "seqd_keys_evicted_total",
+                    "Keys dropped from memory: unused for key_idle_timeout_s (idle), or "
+                    "least recently used beyond max_cached_keys (capacity)");
+  evicted_idle = &evictions.Add({{"reason", "idle"}});
+  evicted_capacity = &evictions.Add({{"reason", "capacity"}});
+  parked_total = &OneCounter(r, "seqd_parked_total",
+                             "Requests that found both buffers empty and waited for a reservation");
+  auto_create_refused = &OneCounter(r, "seqd_auto_create_refused_total",
+                                    "New auto-created keys refused by auto_create_rate");
+}
+
+void Metrics::Impl::RegisterStore(prometheus::Registry& r) {
+  store_up = &OneGauge(r, "seqd_store_up", "1 if the last store round trip succeeded");
+  store_up->Set(1);
+  auto& failures =
+      CounterFamily(r, "seqd_store_commit_failures_total",
+                    "Failed store transactions by reason (conflict, lost, timeout, other)");
   for (size_t i = 0; i < kCommitFailureKinds; ++i) {
-    impl_->commit_failures[i] = &commit_failures.Add(
-        {{"reason", std::string(CommitFailureName(static_cast<CommitFailure>(i)))}});
+    commit_failures[i] =
+        &failures.Add({{"reason", std::string(CommitFailureName(static_cast<CommitFailure>(i)))}});
   }
-  impl_->commits_unknown = &BuildCounter()
-                                .Name("seqd_store_commits_unknown_total")
-                                .Help(
-                                    "COMMITs whose outcome is unknown (connection lost after "
-                                    "sending it)")
-                                .Register(r)
-                                .Add({});
-  impl_->conflicts = &BuildCounter()
-                          .Name("seqd_store_conflicts_total")
-                          .Help(
-                              "Store transactions rolled back by a deadlock, a Galera "
-                              "certification conflict or a lock wait timeout, at a statement "
-                              "or at COMMIT")
-                          .Register(r)
-                          .Add({});
-  impl_->conflict_retries = &BuildCounter()
-                                 .Name("seqd_store_conflict_retries_total")
-                                 .Help(
-                                     "Transactions run again after a deadlock or certification "
-                                     "conflict")
-                                 .Register(r)
-                                 .Add({});
-  impl_->ranges_skipped = &BuildCounter()
-                               .Name("seqd_store_reserved_ranges_skipped_total")
-                               .Help(
-                                   "Reserved ranges never served because their COMMIT's "
-                                   "outcome was unknown")
-                               .Register(r)
-                               .Add({});
-  impl_->batch_lock_timeouts = &BuildCounter()
-                                    .Name("seqd_store_batch_lock_timeouts_total")
-                                    .Help(
-                                        "Reservation batches rolled back after their short lock "
-                                        "wait (a row locked by another transaction), then run "
-                                        "one key at a time")
-                                    .Register(r)
-                                    .Add({});
-  impl_->stored = &BuildCounter()
-                       .Name("seqd_messages_stored_total")
-                       .Help("Messages committed (re-sends excluded)")
-                       .Register(r)
-                       .Add({});
-  impl_->duplicates = &BuildCounter()
-                           .Name("seqd_message_duplicates_total")
-                           .Help("Re-sends answered with the original")
-                           .Register(r)
-                           .Add({});
-  impl_->send_errors =
-      &BuildCounter().Name("seqd_message_send_errors_total").Help("Sends that failed").Register(r);
-  impl_->batches = &BuildCounter()
-                        .Name("seqd_message_batches_total")
-                        .Help("Group-commit transactions")
-                        .Register(r)
-                        .Add({});
-  impl_->batch_size =
-      &BuildHistogram()
-           .Name("seqd_message_batch_size")
-           .Help("Messages per transaction")
-           .Register(r)
-           .Add({}, Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024});
-  impl_->commit_duration = &BuildHistogram()
-                                .Name("seqd_message_commit_duration_seconds")
-                                .Help("One Append transaction")
-                                .Register(r)
-                                .Add({}, LatencyBuckets());
-  impl_->queued_sends = &BuildGauge()
-                             .Name("seqd_message_queued_sends")
-                             .Help("Sends waiting for a writer")
-                             .Register(r)
-                             .Add({});
-  impl_->subscriptions = &BuildGauge()
-                              .Name("seqd_message_subscriptions")
-                              .Help("Push subscriptions open")
-                              .Register(r)
-                              .Add({});
-  impl_->snowflake_issued = &BuildCounter()
-                                 .Name("seqd_snowflake_ids_issued_total")
-                                 .Help("Snowflake IDs handed out")
-                                 .Register(r)
-                                 .Add({});
-  auto& clock_back = BuildCounter()
-                         .Name("seqd_snowflake_clock_backwards_total")
-                         .Help(
-                             "Requests that met a clock moved back: waited (within the bound) "
-                             "or refused")
-                         .Register(r);
-  impl_->clock_back_waited = &clock_back.Add({{"outcome", "waited"}});
-  impl_->clock_back_refused = &clock_back.Add({{"outcome", "refused"}});
-  impl_->sequence_waits = &BuildCounter()
-                               .Name("seqd_snowflake_sequence_waits_total")
-                               .Help("Requests that waited for the next millisecond")
-                               .Register(r)
-                               .Add({});
-  auto& renewals = BuildCounter()
-                       .Name("seqd_snowflake_lease_renewals_total")
-                       .Help("Worker-id lease claims and renewals")
-                       .Register(r);
-  impl_->renewals_ok = &renewals.Add({{"result", "ok"}});
-  impl_->renewals_failed = &renewals.Add({{"result", "error"}});
-  // The gauges exist only once a generator is attached (SetSnowflakeStats):
-  // with snowflake = off there is no seqd_snowflake_serving to alert on.
-  impl_->snowflake_gauges[0] = &BuildGauge()
-                                    .Name("seqd_snowflake_worker_id")
-                                    .Help("Worker id leased by this process (-1: none)")
-                                    .Register(r);
-  impl_->snowflake_gauges[1] = &BuildGauge()
-                                    .Name("seqd_snowflake_serving")
-                                    .Help("1 if snowflake IDs can be issued now")
-                                    .Register(r);
-  impl_->snowflake_gauges[2] = &BuildGauge()
-                                    .Name("seqd_snowflake_lease_seconds_left")
-                                    .Help("Until the worker-id lease runs out unless renewed")
-                                    .Register(r);
-  impl_->snowflake_gauges[3] = &BuildGauge()
-                                    .Name("seqd_snowflake_parked_requests")
-                                    .Help("Snowflake requests waiting (next ms, clock catching up)")
-                                    .Register(r);
-  auto& write_timeouts = BuildCounter()
-                             .Name("seqd_write_timeout_closes_total")
-                             .Help("Connections closed: a reply not taken within the write timeout")
-                             .Register(r);
+  commits_unknown =
+      &OneCounter(r, "seqd_store_commits_unknown_total",
+                  "COMMITs whose outcome is unknown (connection lost after sending it)");
+  conflicts = &OneCounter(r, "seqd_store_conflicts_total",
+                          "Store transactions rolled back by a deadlock, a Galera certification "
+                          "conflict or a lock wait timeout, at a statement or at COMMIT");
+  conflict_retries =
+      &OneCounter(r, "seqd_store_conflict_retries_total",
+                  "Transactions run again after a deadlock or certification conflict");
+  ranges_skipped =
+      &OneCounter(r, "seqd_store_reserved_ranges_skipped_total",
+                  "Reserved ranges never served because their COMMIT's outcome was unknown");
+  batch_lock_timeouts = &OneCounter(r, "seqd_store_batch_lock_timeouts_total",
+                                    "Reservation batches rolled back after their short lock wait "
+                                    "(a row locked by another transaction), then run one key at "
+                                    "a time");
+}
+
+void Metrics::Impl::RegisterMessages(prometheus::Registry& r) {
+  stored = &OneCounter(r, "seqd_messages_stored_total", "Messages committed (re-sends excluded)");
+  duplicates =
+      &OneCounter(r, "seqd_message_duplicates_total", "Re-sends answered with the original");
+  send_errors = &CounterFamily(r, "seqd_message_send_errors_total", "Sends that failed");
+  batches = &OneCounter(r, "seqd_message_batches_total", "Group-commit transactions");
+  batch_size = &OneHistogram(r, "seqd_message_batch_size", "Messages per transaction",
+                             {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024});
+  commit_duration = &OneHistogram(r, "seqd_message_commit_duration_seconds",
+                                  "One Append transaction", LatencyBuckets());
+  queued_sends = &OneGauge(r, "seqd_message_queued_sends", "Sends waiting for a writer");
+  subscriptions = &OneGauge(r, "seqd_message_subscriptions", "Push subscriptions open");
+}
+
+void Metrics::Impl::RegisterSnowflake(prometheus::Registry& r) {
+  snowflake_issued = &OneCounter(r, "seqd_snowflake_ids_issued_total", "Snowflake IDs handed out");
+  auto& clock_back =
+      CounterFamily(r, "seqd_snowflake_clock_backwards_total",
+                    "Requests that met a clock moved back: waited (within the bound) "
+                    "or refused");
+  clock_back_waited = &clock_back.Add({{"outcome", "waited"}});
+  clock_back_refused = &clock_back.Add({{"outcome", "refused"}});
+  sequence_waits = &OneCounter(r, "seqd_snowflake_sequence_waits_total",
+                               "Requests that waited for the next millisecond");
+  auto& renewals = CounterFamily(r, "seqd_snowflake_lease_renewals_total",
+                                 "Worker-id lease claims and renewals");
+  renewals_ok = &renewals.Add({{"result", "ok"}});
+  renewals_failed = &renewals.Add({{"result", "error"}});
+  // The gauges' series exist only once a generator is attached
+  // (SetSnowflakeStats): with snowflake = off there is no
+  // seqd_snowflake_serving to alert on.
+  const char* const gauges[4][2] = {
+      {"seqd_snowflake_worker_id", "Worker id leased by this process (-1: none)"},
+      {"seqd_snowflake_serving", "1 if snowflake IDs can be issued now"},
+      {"seqd_snowflake_lease_seconds_left", "Until the worker-id lease runs out unless renewed"},
+      {"seqd_snowflake_parked_requests", "Snowflake requests waiting (next ms, clock catching up)"},
+  };
+  for (size_t i = 0; i < 4; ++i) {
+    snowflake_gauges[i] = &GaugeFamily(r, gauges[i][0], gauges[i][1]);
+  }
+}
+
+void Metrics::Impl::RegisterInterfaces(prometheus::Registry& r) {
+  auto& closes = CounterFamily(r, "seqd_write_timeout_closes_total",
+                               "Connections closed: a reply not taken within the write timeout");
   for (size_t i = 0; i < kInterfaceCount; ++i) {
     const std::string name(kInterfaceNames[i]);
-    impl_->write_timeouts[i] = &write_timeouts.Add({{"interface", name}});
-    impl_->durations[i] = &impl_->request_duration->Add({{"interface", name}}, LatencyBuckets());
-    impl_->connection_gauges[i] = &impl_->open_connections->Add({{"interface", name}});
+    write_timeouts[i] = &closes.Add({{"interface", name}});
+    durations[i] = &request_duration->Add({{"interface", name}}, LatencyBuckets());
+    connection_gauges[i] = &open_connections->Add({{"interface", name}});
   }
 }
 
@@ -504,13 +431,9 @@ void Metrics::SetSnowflakeStats(std::function<SnowflakeGauges()> source) {
 
 namespace {
 
-// Raises a scrape-time counter to `total` (counters never go down).
-void CatchUp(prometheus::Counter* c, int64_t total) {
-  const double delta = static_cast<double>(total) - c->Value();
-  if (delta > 0) c->Increment(delta);
-}
+// Raises a scrape-time counter to an atomic total (series.h's CatchUp).
 void CatchUp(prometheus::Counter* c, const std::atomic<int64_t>& total) {
-  CatchUp(c, total.load(std::memory_order_relaxed));
+  seqd::CatchUp(c, total.load(std::memory_order_relaxed));
 }
 
 }  // namespace

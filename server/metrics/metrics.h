@@ -25,15 +25,7 @@
 
 #include "common/error.h"
 #include "server/metrics/dense_metrics.h"
-
-namespace prometheus {
-class Registry;
-class Counter;
-class Gauge;
-class Histogram;
-template <typename T>
-class Family;
-}  // namespace prometheus
+#include "server/metrics/series.h"
 
 namespace seqd {
 
