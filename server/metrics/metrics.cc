@@ -46,6 +46,16 @@ size_t IndexOf(const std::vector<std::string_view>& names, std::string_view name
   return fallback;
 }
 
+// One key label's gauges: a registered key as it is, auto-created keys
+// summed per prefix rule (one series per rule, never per conversation).
+struct KeyLabelTotals {
+  bool registered = false;
+  int64_t step = 0;
+  int64_t current = 0, next = 0;
+  double rate = 0;
+  int64_t keys = 0, next_ready = 0;
+};
+
 }  // namespace
 
 const std::vector<std::string_view>& Metrics::Ops(Interface i) {
@@ -55,9 +65,9 @@ const std::vector<std::string_view>& Metrics::Ops(Interface i) {
       "snowflake", "snowflake_decode", "leaf_monitor", "max_ids",    "min_seqs",  "user_seqs",
       "other"};
   static const std::vector<std::string_view> binary = {
-      "ping",       "next_ids",  "auth",      "msg_send",  "msg_pull",         "msg_member",
-      "msg_status", "msg_batch", "subscribe", "snowflake", "snowflake_decode", "cluster_map",
-      "next_block", "max_ids",   "min_seqs",  "user_seqs", "protocol_error"};
+      "ping",       "next_ids",  "auth",      "msg_send",      "msg_pull",         "msg_member",
+      "msg_status", "msg_batch", "subscribe", "snowflake",     "snowflake_decode", "cluster_map",
+      "next_block", "max_ids",   "min_seqs",  "user_seqs",     "protocol_error"};
   static const std::vector<std::string_view> resp = {"incr",    "incrby",   "ping",
                                                      "max_ids", "min_seqs", "other"};
   switch (i) {
@@ -172,6 +182,13 @@ struct Metrics::Impl {
   void RegisterMessages(prometheus::Registry& r);
   void RegisterSnowflake(prometheus::Registry& r) REQUIRES(render_mu);
   void RegisterInterfaces(prometheus::Registry& r) REQUIRES(render_mu);
+
+  // A scrape's refresh: the store's totals, then what the sources report.
+  void RefreshStoreStats();
+  void RefreshSources() REQUIRES(render_mu);
+  // The allocator's gauges, its key series replaced by those of `gauges`.
+  void RefreshAllocator(const AllocatorGauges& gauges) REQUIRES(render_mu);
+  void AddKeySeries(const std::string& label, const KeyLabelTotals& totals) REQUIRES(render_mu);
 };
 
 Metrics::Metrics(std::string_view version) : impl_(std::make_unique<Impl>()) {
@@ -436,92 +453,98 @@ void CatchUp(prometheus::Counter* c, const std::atomic<int64_t>& total) {
   seqd::CatchUp(c, total.load(std::memory_order_relaxed));
 }
 
+std::map<std::string, KeyLabelTotals> TotalsPerLabel(const std::vector<KeyGaugeInput>& keys) {
+  std::map<std::string, KeyLabelTotals> per_label;
+  for (const KeyGaugeInput& k : keys) {
+    KeyLabelTotals& a = per_label[k.label];
+    a.registered = k.registered;
+    a.step = k.step;
+    a.current += k.current_left;
+    a.next += k.next_left;
+    a.rate += k.rate_per_s;
+    ++a.keys;
+    if (k.next_ready) ++a.next_ready;
+  }
+  return per_label;
+}
+
 }  // namespace
+
+void Metrics::Impl::RefreshStoreStats() {
+  const StoreStats& store = ProcessStoreStats();
+  for (size_t i = 0; i < kCommitFailureKinds; ++i) {
+    CatchUp(commit_failures[i], store.commit_failures[i]);
+  }
+  CatchUp(commits_unknown, store.commits_unknown);
+  CatchUp(conflicts, store.conflicts);
+  CatchUp(conflict_retries, store.conflict_retries);
+  CatchUp(ranges_skipped, store.ranges_skipped);
+  CatchUp(batch_lock_timeouts, store.batch_lock_timeouts);
+}
+
+void Metrics::Impl::RefreshSources() {
+  for (size_t i = 0; i < kInterfaceCount; ++i) {
+    if (connections[i]) connection_gauges[i]->Set(static_cast<double>(connections[i]()));
+  }
+  if (message_stats) {
+    MessageGauges g = message_stats();
+    queued_sends->Set(static_cast<double>(g.queued_sends));
+    subscriptions->Set(static_cast<double>(g.subscriptions));
+  }
+  if (dense_stats) dense->Update(dense_stats());
+  if (snowflake_stats) {
+    const SnowflakeGauges g = snowflake_stats();
+    const double values[4] = {static_cast<double>(g.worker_id), g.serving ? 1.0 : 0.0,
+                              g.lease_left_s, static_cast<double>(g.parked)};
+    for (size_t i = 0; i < 4; ++i) snowflake_gauges[i]->Add({}).Set(values[i]);
+  }
+  if (allocator_stats) RefreshAllocator(allocator_stats());
+}
+
+void Metrics::Impl::RefreshAllocator(const AllocatorGauges& gauges) {
+  parked->Set(static_cast<double>(gauges.parked));
+  keys_in_memory->Set(static_cast<double>(gauges.keys_in_memory));
+  unknown_keys->Set(static_cast<double>(gauges.unknown_keys));
+  CatchUp(evicted_idle, gauges.evicted_idle);
+  CatchUp(evicted_capacity, gauges.evicted_capacity);
+  CatchUp(auto_create_refused, gauges.auto_create_refused);
+  CatchUp(parked_total, gauges.parked_total);
+  prometheus::Family<prometheus::Gauge>* families[4] = {key_step, key_remaining, key_runway,
+                                                        key_next_ready};
+  for (size_t f = 0; f < 4; ++f) {
+    for (prometheus::Gauge* g : key_series[f]) families[f]->Remove(g);
+    key_series[f].clear();
+  }
+  for (const auto& [label, a] : TotalsPerLabel(gauges.keys)) AddKeySeries(label, a);
+}
+
+void Metrics::Impl::AddKeySeries(const std::string& label, const KeyLabelTotals& a) {
+  if (a.registered) {
+    auto& g = key_step->Add({{"key", label}});
+    g.Set(static_cast<double>(a.step));
+    key_series[0].push_back(&g);
+  }
+  auto& cur = key_remaining->Add({{"key", label}, {"buffer", "current"}});
+  cur.Set(static_cast<double>(a.current));
+  auto& nxt = key_remaining->Add({{"key", label}, {"buffer", "next"}});
+  nxt.Set(static_cast<double>(a.next));
+  key_series[1].push_back(&cur);
+  key_series[1].push_back(&nxt);
+  if (a.rate > 0) {
+    auto& g = key_runway->Add({{"key", label}});
+    g.Set(static_cast<double>(a.current + a.next) / a.rate);
+    key_series[2].push_back(&g);
+  }
+  auto& ready = key_next_ready->Add({{"key", label}});
+  ready.Set(static_cast<double>(a.next_ready) / static_cast<double>(a.keys));
+  key_series[3].push_back(&ready);
+}
 
 std::string Metrics::Render() {
   Impl& m = *impl_;
   MutexLock lock(m.render_mu);
-  const StoreStats& store = ProcessStoreStats();
-  for (size_t i = 0; i < kCommitFailureKinds; ++i) {
-    CatchUp(m.commit_failures[i], store.commit_failures[i]);
-  }
-  CatchUp(m.commits_unknown, store.commits_unknown);
-  CatchUp(m.conflicts, store.conflicts);
-  CatchUp(m.conflict_retries, store.conflict_retries);
-  CatchUp(m.ranges_skipped, store.ranges_skipped);
-  CatchUp(m.batch_lock_timeouts, store.batch_lock_timeouts);
-  for (size_t i = 0; i < kInterfaceCount; ++i) {
-    if (m.connections[i]) m.connection_gauges[i]->Set(static_cast<double>(m.connections[i]()));
-  }
-  if (m.message_stats) {
-    MessageGauges g = m.message_stats();
-    m.queued_sends->Set(static_cast<double>(g.queued_sends));
-    m.subscriptions->Set(static_cast<double>(g.subscriptions));
-  }
-  if (m.dense_stats) m.dense->Update(m.dense_stats());
-  if (m.snowflake_stats) {
-    const SnowflakeGauges g = m.snowflake_stats();
-    const double values[4] = {static_cast<double>(g.worker_id), g.serving ? 1.0 : 0.0,
-                              g.lease_left_s, static_cast<double>(g.parked)};
-    for (size_t i = 0; i < 4; ++i) m.snowflake_gauges[i]->Add({}).Set(values[i]);
-  }
-  if (m.allocator_stats) {
-    const AllocatorGauges gauges = m.allocator_stats();
-    m.parked->Set(static_cast<double>(gauges.parked));
-    m.keys_in_memory->Set(static_cast<double>(gauges.keys_in_memory));
-    m.unknown_keys->Set(static_cast<double>(gauges.unknown_keys));
-    CatchUp(m.evicted_idle, gauges.evicted_idle);
-    CatchUp(m.evicted_capacity, gauges.evicted_capacity);
-    CatchUp(m.auto_create_refused, gauges.auto_create_refused);
-    CatchUp(m.parked_total, gauges.parked_total);
-    // Per key label: registered keys as they are, auto-created keys summed
-    // per prefix rule (one series per rule, never per conversation).
-    struct Agg {
-      bool registered = false;
-      int64_t step = 0;
-      int64_t current = 0, next = 0;
-      double rate = 0;
-      int64_t keys = 0, next_ready = 0;
-    };
-    std::map<std::string, Agg> per_label;
-    for (const KeyGaugeInput& k : gauges.keys) {
-      Agg& a = per_label[k.label];
-      a.registered = k.registered;
-      a.step = k.step;
-      a.current += k.current_left;
-      a.next += k.next_left;
-      a.rate += k.rate_per_s;
-      ++a.keys;
-      if (k.next_ready) ++a.next_ready;
-    }
-    prometheus::Family<prometheus::Gauge>* families[4] = {m.key_step, m.key_remaining, m.key_runway,
-                                                          m.key_next_ready};
-    for (size_t f = 0; f < 4; ++f) {
-      for (prometheus::Gauge* g : m.key_series[f]) families[f]->Remove(g);
-      m.key_series[f].clear();
-    }
-    for (const auto& [label, a] : per_label) {
-      if (a.registered) {
-        auto& g = m.key_step->Add({{"key", label}});
-        g.Set(static_cast<double>(a.step));
-        m.key_series[0].push_back(&g);
-      }
-      auto& cur = m.key_remaining->Add({{"key", label}, {"buffer", "current"}});
-      cur.Set(static_cast<double>(a.current));
-      auto& nxt = m.key_remaining->Add({{"key", label}, {"buffer", "next"}});
-      nxt.Set(static_cast<double>(a.next));
-      m.key_series[1].push_back(&cur);
-      m.key_series[1].push_back(&nxt);
-      if (a.rate > 0) {
-        auto& g = m.key_runway->Add({{"key", label}});
-        g.Set(static_cast<double>(a.current + a.next) / a.rate);
-        m.key_series[2].push_back(&g);
-      }
-      auto& ready = m.key_next_ready->Add({{"key", label}});
-      ready.Set(static_cast<double>(a.next_ready) / static_cast<double>(a.keys));
-      m.key_series[3].push_back(&ready);
-    }
-  }
+  m.RefreshStoreStats();
+  m.RefreshSources();
   std::ostringstream out;
   std::vector<prometheus::MetricFamily> families = m.registry->Collect();
   for (prometheus::MetricFamily& f : m.process.Collect()) families.push_back(std::move(f));
