@@ -169,17 +169,9 @@ bool InsertChunks(MysqlConn& c, std::span<const AppendRequest> batch,
 // The slow path's INSERT of one row: false on a duplicate key, which leaves
 // the transaction as it was.
 bool TryInsertRow(MysqlConn& c, const AppendRequest& r, int64_t seq) {
-  sql::PreparedStatement& ins = c.List(kInsertRows, 1);
-  ins.setString(1, r.conv_id);
-  ins.setInt64(2, seq);
-  ins.setInt64(3, r.server_msg_id);
-  ins.setString(4, r.sender_id);
-  ins.setString(5, r.client_msg_id);
-  ins.setInt(6, r.content_type);
-  ins.setString(7, r.payload);
-  ins.setInt64(8, r.send_time_ms);
   try {
-    ins.executeUpdate();
+    ExecuteUpdate(c.List(kInsertRows, 1, r.conv_id, seq, r.server_msg_id, r.sender_id,
+                         r.client_msg_id, r.content_type, r.payload, r.send_time_ms));
     return true;
   } catch (const sql::SQLException& e) {
     if (e.getErrorCode() != kMysqlErrDupKey) throw;
@@ -191,21 +183,11 @@ bool TryInsertRow(MysqlConn& c, const AppendRequest& r, int64_t seq) {
 // stored with `r`'s own server_msg_id was stored by an earlier run of this
 // call whose COMMIT had an unknown outcome: not a duplicate of the client's.
 std::optional<AppendOutcome> StoredByClient(MysqlConn& c, const AppendRequest& r) {
-  sql::PreparedStatement& sel = c.Stmt(kSelectByClient);
-  sel.setString(1, r.conv_id);
-  sel.setString(2, r.sender_id);
-  sel.setString(3, r.client_msg_id);
-  std::unique_ptr<sql::ResultSet> rs(sel.executeQuery());
-  if (!rs->next()) return std::nullopt;
-  const int64_t stored_id = rs->getInt64(2);
-  return AppendOutcome{rs->getInt64(1), stored_id, rs->getInt64(3), stored_id != r.server_msg_id};
-}
-
-int64_t ReadMaxSeq(MysqlConn& c, const std::string& conv) {
-  sql::PreparedStatement& mx = c.Stmt(kMaxSeq);
-  mx.setString(1, conv);
-  std::unique_ptr<sql::ResultSet> rs(mx.executeQuery());
-  return rs->next() ? rs->getInt64(1) : 0;
+  auto read = [&](sql::ResultSet& rs) {
+    const int64_t stored_id = rs.getInt64(2);
+    return AppendOutcome{rs.getInt64(1), stored_id, rs.getInt64(3), stored_id != r.server_msg_id};
+  };
+  return c.QueryRow(kSelectByClient, read, r.conv_id, r.sender_id, r.client_msg_id);
 }
 
 // Stores `r` at the seq after `max` (raised to its conversation's true max
@@ -217,7 +199,7 @@ Result<AppendOutcome> InsertOneRow(MysqlConn& c, const AppendRequest& r, int64_t
       return AppendOutcome{++max, r.server_msg_id, r.send_time_ms, false};
     // Which key? A re-send (client id) or a stale max (primary key).
     if (std::optional<AppendOutcome> stored = StoredByClient(c, r)) return *stored;
-    const int64_t true_max = ReadMaxSeq(c, r.conv_id);
+    const int64_t true_max = c.QueryInt64(kMaxSeq, r.conv_id).value_or(0);
     if (true_max <= max) {
       return MakeError(ErrorCode::kInternal,
                        "mysql append: duplicate key on neither the client id nor the seq");
@@ -276,9 +258,7 @@ size_t BumpFences(MysqlConn& c, const std::vector<ShardFence>& fences) {
 // its epoch, if one is found.
 std::optional<uint32_t> MovedShard(MysqlConn& c, const std::vector<ShardFence>& fences) {
   for (const ShardFence& f : fences) {
-    sql::PreparedStatement& q = c.Stmt(kLeaseOf);
-    q.setInt(1, static_cast<int>(f.shard));
-    std::unique_ptr<sql::ResultSet> rs(q.executeQuery());
+    std::unique_ptr<sql::ResultSet> rs(c.Stmt(kLeaseOf, static_cast<int>(f.shard)).executeQuery());
     if (!rs->next() || rs->getString(1).asStdString() != f.owner || rs->getInt64(2) != f.epoch) {
       return f.shard;
     }

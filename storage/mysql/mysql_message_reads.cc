@@ -44,16 +44,7 @@ MemberState ReadMember(sql::ResultSet& rs) {
 }  // namespace
 
 Result<int64_t> MysqlMessageStore::MaxSeq(std::string_view conv_id) {
-  const std::string conv(conv_id);
-  return pool_->Run<int64_t>(kSession, "max seq", [&](MysqlConn& c) -> Result<int64_t> {
-    sql::PreparedStatement& s = c.Stmt(kMaxSeq);
-    s.setString(1, conv);
-    std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
-    const int64_t max = rs->next() ? rs->getInt64(1) : 0;
-    rs.reset();
-    c.Commit();
-    return max;
-  });
+  return pool_->QueryInt64(kSession, "max seq", kMaxSeq, 0, conv_id);
 }
 
 Result<std::vector<int64_t>> MysqlMessageStore::MaxSeqs(std::span<const std::string> conv_ids) {
@@ -85,11 +76,8 @@ Result<MessagePage> MysqlMessageStore::GetRange(const RangeQuery& q) {
   }
   const int64_t limit = ClampRangeLimit(q.limit);
   return pool_->Run<MessagePage>(kSession, "get range", [&](MysqlConn& c) -> Result<MessagePage> {
-    sql::PreparedStatement& s = c.Stmt(q.descending ? kRangeDesc : kRangeAsc);
-    s.setString(1, q.conv_id);
-    s.setInt64(2, q.from_seq);
-    s.setInt64(3, q.to_seq);
-    s.setInt64(4, limit + 1);
+    sql::PreparedStatement& s =
+        c.Stmt(q.descending ? kRangeDesc : kRangeAsc, q.conv_id, q.from_seq, q.to_seq, limit + 1);
     std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
     MessagePage page;
     while (rs->next()) {
@@ -111,17 +99,15 @@ Result<std::vector<StoredMessage>> MysqlMessageStore::GetBySeqs(std::string_view
   std::sort(sorted.begin(), sorted.end());
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
   if (sorted.empty()) return std::vector<StoredMessage>();
-  const std::string conv(conv_id);
   return pool_->Run<std::vector<StoredMessage>>(
       kSession, "get by seqs", [&](MysqlConn& c) -> Result<std::vector<StoredMessage>> {
         std::vector<StoredMessage> out;
         for (size_t at = 0; at < sorted.size(); at += kInListMax) {
           const size_t n = std::min(kInListMax, sorted.size() - at);
           sql::PreparedStatement& s = c.List(kBySeqsIn, n);
-          s.setString(1, conv);
-          for (size_t i = 0; i < n; ++i) s.setInt64(static_cast<unsigned>(i + 2), sorted[at + i]);
-          std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
-          while (rs->next()) out.push_back(ReadMessage(*rs));
+          SetParam(s, 1, conv_id);
+          for (size_t i = 0; i < n; ++i) SetParam(s, static_cast<unsigned>(i + 2), sorted[at + i]);
+          ForEachRow(s, [&](sql::ResultSet& rs) { out.push_back(ReadMessage(rs)); });
         }
         c.Commit();
         return out;
@@ -133,66 +119,31 @@ Result<StoredMessage> MysqlMessageStore::SetStatus(std::string_view conv_id, int
   if (status == MessageStatus::kNormal) {
     return MakeError(ErrorCode::kInvalidArgument, "set status: REQUIRES status != normal");
   }
-  const std::string conv(conv_id);
-  return pool_->Run<StoredMessage>(kSession, "set status",
-                                   [&](MysqlConn& c) -> Result<StoredMessage> {
-                                     sql::PreparedStatement& upd = c.Stmt(kSetStatus);
-                                     upd.setInt(1, static_cast<int>(status));
-                                     upd.setString(2, conv);
-                                     upd.setInt64(3, seq);
-                                     if (upd.executeUpdate() == 0)
-                                       return MakeError(ErrorCode::kNotFound, "no such message");
-                                     sql::PreparedStatement& sel = c.Stmt(kSelectOne);
-                                     sel.setString(1, conv);
-                                     sel.setInt64(2, seq);
-                                     std::unique_ptr<sql::ResultSet> rs(sel.executeQuery());
-                                     if (!rs->next())
-                                       return MakeError(ErrorCode::kNotFound, "no such message");
-                                     StoredMessage m = ReadMessage(*rs);
-                                     rs.reset();
-                                     c.Commit();
-                                     return m;
-                                   });
+  return pool_->Run<StoredMessage>(
+      kSession, "set status", [&](MysqlConn& c) -> Result<StoredMessage> {
+        if (c.Execute(kSetStatus, static_cast<int>(status), conv_id, seq) == 0) {
+          return MakeError(ErrorCode::kNotFound, "no such message");
+        }
+        std::optional<StoredMessage> m = c.QueryRow(kSelectOne, ReadMessage, conv_id, seq);
+        if (!m) return MakeError(ErrorCode::kNotFound, "no such message");
+        c.Commit();
+        return std::move(*m);
+      });
 }
 
 Result<int64_t> MysqlMessageStore::GetConvMinSeq(std::string_view conv_id) {
-  const std::string conv(conv_id);
-  return pool_->Run<int64_t>(kSession, "get conv min seq", [&](MysqlConn& c) -> Result<int64_t> {
-    sql::PreparedStatement& s = c.Stmt(kGetConvMin);
-    s.setString(1, conv);
-    std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
-    const int64_t min = rs->next() ? rs->getInt64(1) : 1;
-    rs.reset();
-    c.Commit();
-    return min;
-  });
+  return pool_->QueryInt64(kSession, "get conv min seq", kGetConvMin, 1, conv_id);
 }
 
 Status MysqlMessageStore::SetConvMinSeq(std::string_view conv_id, int64_t min_seq) {
-  const std::string conv(conv_id);
-  return pool_->Run<Ok>(kSession, "set conv min seq", [&](MysqlConn& c) -> Result<Ok> {
-    sql::PreparedStatement& s = c.Stmt(kSetConvMin);
-    s.setString(1, conv);
-    s.setInt64(2, min_seq);
-    s.executeUpdate();
-    c.Commit();
-    return Ok{};
-  });
+  return pool_->Execute(kSession, "set conv min seq", kSetConvMin, conv_id, min_seq);
 }
 
 Result<std::optional<MemberState>> MysqlMessageStore::GetMember(std::string_view conv_id,
                                                                 std::string_view user_id) {
-  const std::string conv(conv_id);
-  const std::string user(user_id);
   return pool_->Run<std::optional<MemberState>>(
       kSession, "get member", [&](MysqlConn& c) -> Result<std::optional<MemberState>> {
-        sql::PreparedStatement& s = c.Stmt(kGetMember);
-        s.setString(1, conv);
-        s.setString(2, user);
-        std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
-        std::optional<MemberState> m;
-        if (rs->next()) m = ReadMember(*rs);
-        rs.reset();
+        std::optional<MemberState> m = c.QueryRow(kGetMember, ReadMember, conv_id, user_id);
         c.Commit();
         return m;
       });
@@ -200,78 +151,39 @@ Result<std::optional<MemberState>> MysqlMessageStore::GetMember(std::string_view
 
 Status MysqlMessageStore::PutMember(std::string_view conv_id, std::string_view user_id,
                                     const MemberState& state) {
-  const std::string conv(conv_id);
-  const std::string user(user_id);
-  return pool_->Run<Ok>(kSession, "put member", [&](MysqlConn& c) -> Result<Ok> {
-    sql::PreparedStatement& s = c.Stmt(kPutMember);
-    s.setString(1, conv);
-    s.setString(2, user);
-    s.setInt64(3, state.min_seq);
-    if (state.max_seq) {
-      s.setInt64(4, *state.max_seq);
-    } else {
-      s.setNull(4, 0);
-    }
-    s.setInt64(5, state.read_seq);
-    s.executeUpdate();
-    c.Commit();
-    return Ok{};
-  });
+  return pool_->Execute(kSession, "put member", kPutMember, conv_id, user_id, state.min_seq,
+                        state.max_seq, state.read_seq);
 }
 
 Result<MemberState> MysqlMessageStore::SetReadSeq(std::string_view conv_id,
                                                   std::string_view user_id, int64_t read_seq,
                                                   int64_t upper) {
-  const std::string conv(conv_id);
-  const std::string user(user_id);
   return pool_->Run<MemberState>(
       kSession, "set read seq", [&](MysqlConn& c) -> Result<MemberState> {
-        sql::PreparedStatement& s = c.Stmt(kGetMemberForUpdate);
-        s.setString(1, conv);
-        s.setString(2, user);
-        std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
-        if (!rs->next()) return MakeError(ErrorCode::kNotFound, "not a member");
-        MemberState m = ReadMember(*rs);
-        rs.reset();
-        if (read_seq < m.read_seq) {
+        std::optional<MemberState> m =
+            c.QueryRow(kGetMemberForUpdate, ReadMember, conv_id, user_id);
+        if (!m) return MakeError(ErrorCode::kNotFound, "not a member");
+        if (read_seq < m->read_seq) {
           return MakeError(ErrorCode::kFailedPrecondition, "read_seq " + std::to_string(read_seq) +
                                                                " is below the stored read_seq " +
-                                                               std::to_string(m.read_seq));
+                                                               std::to_string(m->read_seq));
         }
         if (read_seq > upper) {
           return MakeError(
               ErrorCode::kFailedPrecondition,
               "read_seq " + std::to_string(read_seq) + " is above " + std::to_string(upper));
         }
-        if (read_seq != m.read_seq) {
-          sql::PreparedStatement& upd = c.Stmt(kSetRead);
-          upd.setInt64(1, read_seq);
-          upd.setString(2, conv);
-          upd.setString(3, user);
-          upd.executeUpdate();
-        }
+        if (read_seq != m->read_seq) c.Execute(kSetRead, read_seq, conv_id, user_id);
         c.Commit();
-        m.read_seq = read_seq;
-        return m;
+        m->read_seq = read_seq;
+        return *m;
       });
 }
 
 Result<int64_t> MysqlMessageStore::CountUnread(std::string_view conv_id, std::string_view user_id,
                                                int64_t after_seq, int64_t upto_seq) {
-  const std::string conv(conv_id);
-  const std::string user(user_id);
-  return pool_->Run<int64_t>(kSession, "count unread", [&](MysqlConn& c) -> Result<int64_t> {
-    sql::PreparedStatement& s = c.Stmt(kCountUnread);
-    s.setString(1, conv);
-    s.setInt64(2, after_seq);
-    s.setInt64(3, upto_seq);
-    s.setString(4, user);
-    std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
-    const int64_t n = rs->next() ? rs->getInt64(1) : 0;
-    rs.reset();
-    c.Commit();
-    return n;
-  });
+  return pool_->QueryInt64(kSession, "count unread", kCountUnread, 0, conv_id, after_seq, upto_seq,
+                           user_id);
 }
 
 }  // namespace seqd

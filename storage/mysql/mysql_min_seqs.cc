@@ -137,11 +137,7 @@ Status MysqlStore::SetMinSeqs(const std::vector<MinSeqValue>& values,
     // Last, just before COMMIT (see ReserveImpl): a lease moved meanwhile
     // matches no row, and nothing is written.
     for (const ShardFence& f : ordered) {
-      sql::PreparedStatement& q = c.Stmt(kFence);
-      q.setInt(1, static_cast<int>(f.shard));
-      q.setString(2, f.owner);
-      q.setInt64(3, f.epoch);
-      if (q.executeUpdate() == 0) {
+      if (c.Execute(kFence, static_cast<int>(f.shard), f.owner, f.epoch) == 0) {
         if (refused_shard) *refused_shard = f.shard;
         return MakeError(ErrorCode::kNotServing, "shard " + std::to_string(f.shard) +
                                                      " is no longer held by this instance");

@@ -60,6 +60,35 @@ std::vector<size_t> MysqlHostOrder(size_t preferred, std::span<const uint64_t> f
   return order;
 }
 
+void SetParam(sql::PreparedStatement& s, unsigned i, std::string_view value) {
+  s.setString(i, sql::SQLString(value.data(), value.size()));
+}
+
+void SetParam(sql::PreparedStatement& s, unsigned i, int64_t value) { s.setInt64(i, value); }
+
+void SetParam(sql::PreparedStatement& s, unsigned i, int value) { s.setInt(i, value); }
+
+void SetParam(sql::PreparedStatement& s, unsigned i, const std::optional<int64_t>& value) {
+  if (value) {
+    s.setInt64(i, *value);
+  } else {
+    s.setNull(i, 0);
+  }
+}
+
+int ExecuteUpdate(sql::PreparedStatement& s) { return s.executeUpdate(); }
+
+std::optional<int64_t> QueryFirstInt64(sql::PreparedStatement& s) {
+  std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
+  if (!rs->next()) return std::nullopt;
+  return rs->getInt64(1);
+}
+
+void ForEachRow(sql::PreparedStatement& s, const std::function<void(sql::ResultSet&)>& row) {
+  std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
+  while (rs->next()) row(*rs);
+}
+
 sql::Driver* MysqlDriver() {
   // get_driver_instance() is not thread-safe on first use; a function-local
   // static is initialized once, whichever store (or test) asks first.

@@ -1,6 +1,8 @@
 // The Connector/C++ plumbing the MySQL stores share: options, the driver, a
 // lazily filled connection pool, and Run(), which maps exceptions to Errors
-// and retries a transaction after a lost connection or a conflict.
+// and retries a transaction after a lost connection or a conflict; and
+// statements with their parameters set by type, read into values, alone in
+// a transaction (MysqlPool::Execute, QueryRows, QueryInt64).
 //
 // Connections: at most `pool_size` (minimum 1), opened on demand (the
 // constructor never connects); a caller waits for a free one.
@@ -69,6 +71,7 @@ namespace sql {
 class Connection;
 class Driver;
 class PreparedStatement;
+class ResultSet;
 class Statement;
 }  // namespace sql
 
@@ -147,6 +150,29 @@ void AppendHexLiteral(std::string& out, std::string_view bytes);
 // parameter (a Leaf user's leaf_alloc may be latin1 or utf8).
 void AppendUtf8Literal(std::string& out, std::string_view text);
 
+// Sets parameter `i` (from 1) of `s` by the value's type: a string as text,
+// an int64_t as BIGINT, an int as INT, an empty optional as NULL.
+void SetParam(sql::PreparedStatement& s, unsigned i, std::string_view value);
+void SetParam(sql::PreparedStatement& s, unsigned i, int64_t value);
+void SetParam(sql::PreparedStatement& s, unsigned i, int value);
+void SetParam(sql::PreparedStatement& s, unsigned i, const std::optional<int64_t>& value);
+// Sets the parameters of `s`, from 1 on, to `params` in order.
+template <typename... Params>
+sql::PreparedStatement& SetParams(sql::PreparedStatement& s, const Params&... params) {
+  unsigned i = 0;
+  (SetParam(s, ++i, params), ...);
+  return s;
+}
+
+// Runs `s`, an INSERT, UPDATE or DELETE: the rows it matched (the pool's
+// connections set CLIENT_FOUND_ROWS).
+int ExecuteUpdate(sql::PreparedStatement& s);
+// Runs query `s`: the first column of its first row as a BIGINT; nullopt
+// if it returns no row.
+std::optional<int64_t> QueryFirstInt64(sql::PreparedStatement& s);
+// Runs query `s` and hands each row to `row`, in order.
+void ForEachRow(sql::PreparedStatement& s, const std::function<void(sql::ResultSet&)>& row);
+
 // The Connector/C++ driver, created once for the whole process (its first
 // use is not thread-safe; this is). May throw sql::SQLException.
 sql::Driver* MysqlDriver();
@@ -172,8 +198,43 @@ struct MysqlConn {
   // Statement `id` of the current session's table, prepared on first use,
   // parameters cleared. Marks a transaction open.
   sql::PreparedStatement& Stmt(int id);
+  // Stmt(id) with its parameters set to `params` (SetParams).
+  template <typename... Params>
+  sql::PreparedStatement& Stmt(int id, const Params&... params) {
+    return SetParams(Stmt(id), params...);
+  }
+  // Stmt(id, params...) run: its matched rows (ExecuteUpdate), its first
+  // row's first column (QueryFirstInt64).
+  template <typename... Params>
+  int Execute(int id, const Params&... params) {
+    return ExecuteUpdate(Stmt(id, params...));
+  }
+  template <typename... Params>
+  std::optional<int64_t> QueryInt64(int id, const Params&... params) {
+    return QueryFirstInt64(Stmt(id, params...));
+  }
+  // Every row, each read by `read(sql::ResultSet&)`.
+  template <typename Read, typename... Params>
+  auto QueryRows(int id, Read read, const Params&... params) {
+    std::vector<std::invoke_result_t<Read&, sql::ResultSet&>> rows;
+    ForEachRow(Stmt(id, params...), [&](sql::ResultSet& rs) { rows.push_back(read(rs)); });
+    return rows;
+  }
+  // The first row, read by `read(sql::ResultSet&)`; nullopt if there is none.
+  template <typename Read, typename... Params>
+  auto QueryRow(int id, Read read, const Params&... params) {
+    std::optional<std::invoke_result_t<Read&, sql::ResultSet&>> row;
+    ForEachRow(Stmt(id, params...), [&](sql::ResultSet& rs) {
+      if (!row) row = read(rs);
+    });
+    return row;
+  }
   // The statement session->list_sql(kind, n), likewise.
   sql::PreparedStatement& List(int kind, size_t n);
+  template <typename... Params>
+  sql::PreparedStatement& List(int kind, size_t n, const Params&... params) {
+    return SetParams(List(kind, n), params...);
+  }
   // The same statements, prepared on first use, parameters as they are;
   // no transaction (warming a connection).
   sql::PreparedStatement& Prepare(int id);
@@ -267,6 +328,40 @@ class MysqlPool {
 
   // Runs statement `stmt` of `session` (a "SELECT 1") in Run("ping").
   Status Ping(const MysqlSession& session, int stmt);
+
+  // One statement of `session`, an INSERT, UPDATE or DELETE, with `params`,
+  // in Run(op), then COMMIT. Its matched rows are not looked at.
+  template <typename... Params>
+  Status Execute(const MysqlSession& session, const char* op, int stmt, const Params&... params) {
+    return Run<Ok>(session, op, [&](MysqlConn& c) -> Result<Ok> {
+      c.Execute(stmt, params...);
+      c.Commit();
+      return Ok{};
+    });
+  }
+  // One query of `session` with `params`, in Run(op), then COMMIT: every
+  // row, each read by `read(sql::ResultSet&)`.
+  template <typename Read, typename... Params>
+  auto QueryRows(const MysqlSession& session, const char* op, int stmt, Read read,
+                 const Params&... params) {
+    using Rows = std::vector<std::invoke_result_t<Read&, sql::ResultSet&>>;
+    return Run<Rows>(session, op, [&](MysqlConn& c) -> Result<Rows> {
+      Rows rows = c.QueryRows(stmt, read, params...);
+      c.Commit();
+      return rows;
+    });
+  }
+  // One query of `session` with `params`, in Run(op), then COMMIT: the
+  // first column of its first row, `none` if it returns no row.
+  template <typename... Params>
+  Result<int64_t> QueryInt64(const MysqlSession& session, const char* op, int stmt, int64_t none,
+                             const Params&... params) {
+    return Run<int64_t>(session, op, [&](MysqlConn& c) -> Result<int64_t> {
+      const int64_t value = c.QueryInt64(stmt, params...).value_or(none);
+      c.Commit();
+      return value;
+    });
+  }
 
   // Runs `prepare` (statements to prepare for `session`) on a connection
   // of its own: one newly opened if the pool has room, else an idle one.

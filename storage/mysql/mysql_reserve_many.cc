@@ -261,9 +261,7 @@ void ReserveRows(MysqlConn& c, const std::vector<ReserveRequest>& requests,
       continue;
     }
     if (exact_tags) continue;
-    sql::PreparedStatement& q = c.Stmt(kRowTag);
-    q.setString(1, key);
-    std::unique_ptr<sql::ResultSet> rs(q.executeQuery());
+    std::unique_ptr<sql::ResultSet> rs(c.Stmt(kRowTag, key).executeQuery());
     folds_onto_another[i] = rs->next();
   }
   // Cluster fences: each shard's lease row once, in shard order (two
@@ -278,11 +276,8 @@ void ReserveRows(MysqlConn& c, const std::vector<ReserveRequest>& requests,
     if (r.fence) fence_held[{r.fence->shard, r.fence->epoch}].owner = &r.fence->owner;
   }
   for (auto& [shard_epoch, fence] : fence_held) {
-    sql::PreparedStatement& f = c.Stmt(kFence);
-    f.setInt(1, static_cast<int>(shard_epoch.first));
-    f.setString(2, *fence.owner);
-    f.setInt64(3, shard_epoch.second);
-    fence.held = f.executeUpdate() > 0;
+    fence.held = c.Execute(kFence, static_cast<int>(shard_epoch.first), *fence.owner,
+                           shard_epoch.second) > 0;
   }
   // The tokens recorded before, and those this batch records (a request
   // named twice in one batch, its retry, replays its first range).

@@ -91,28 +91,23 @@ ShardLeaseRow ReadRow(sql::ResultSet& rs) {
   return r;
 }
 
+ClusterMember ReadMember(sql::ResultSet& rs) {
+  return ClusterMember{rs.getString(1).asStdString(), rs.getString(2).asStdString(), rs.getInt64(3),
+                       rs.getInt(4) != 0, std::max<int64_t>(0, rs.getInt64(5)) * 1000};
+}
+
 // The rows `owner` holds, by shard, in the open transaction. REQUIRES:
 // inside Run.
-std::vector<ShardLeaseRow> ReadOwned(MysqlConn& c, const std::string& owner) {
-  sql::PreparedStatement& s = c.Stmt(kReadOwned);
-  s.setString(1, owner);
-  std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
-  std::vector<ShardLeaseRow> out;
-  while (rs->next()) out.push_back(ReadRow(*rs));
-  return out;
+std::vector<ShardLeaseRow> ReadOwned(MysqlConn& c, std::string_view owner) {
+  return c.QueryRows(kReadOwned, ReadRow, owner);
 }
 
 // Reads one row and commits. REQUIRES: inside Run.
 Result<ShardLeaseRow> ReadOne(MysqlConn& c, uint32_t shard) {
-  sql::PreparedStatement& s = c.Stmt(kReadOne);
-  s.setInt(1, static_cast<int>(shard));
-  std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
-  if (!rs->next())
-    return MakeError(ErrorCode::kInvalidArgument, "no shard " + std::to_string(shard));
-  ShardLeaseRow row = ReadRow(*rs);
-  rs.reset();
+  std::optional<ShardLeaseRow> row = c.QueryRow(kReadOne, ReadRow, static_cast<int>(shard));
+  if (!row) return MakeError(ErrorCode::kInvalidArgument, "no shard " + std::to_string(shard));
   c.Commit();
-  return row;
+  return *row;
 }
 
 }  // namespace
@@ -125,82 +120,51 @@ Result<uint32_t> MysqlShardLeaseStore::EnsureSchema(uint32_t shards) {
   return pool_->Run<uint32_t>(kSession, "cluster schema", [&](MysqlConn& c) -> Result<uint32_t> {
     for (const char* ddl : kSchema) c.Plain().execute(ddl);
     c.Commit();
-    {
-      sql::PreparedStatement& s = c.Stmt(kFixShards);
-      s.setInt64(1, shards);
-      s.executeUpdate();
-    }
+    c.Execute(kFixShards, int64_t{shards});
     c.Commit();
-    int64_t fixed = 0;
-    {
-      std::unique_ptr<sql::ResultSet> rs(c.Stmt(kReadShards).executeQuery());
-      if (!rs->next()) return MakeError(ErrorCode::kInternal, "cluster shard count missing");
-      fixed = rs->getInt64(1);
-    }
-    int64_t have = 0;
-    {
-      std::unique_ptr<sql::ResultSet> rs(c.Stmt(kCountRows).executeQuery());
-      if (rs->next()) have = rs->getInt64(1);
-    }
+    const std::optional<int64_t> fixed = c.QueryInt64(kReadShards);
+    if (!fixed) return MakeError(ErrorCode::kInternal, "cluster shard count missing");
+    const int64_t have = c.QueryInt64(kCountRows).value_or(0);
     c.Commit();
     // Rows for every shard, in chunks of INSERT IGNORE (idempotent; several
     // instances may run this at once).
     constexpr int64_t kChunk = 512;
-    for (int64_t from = 0; have < fixed && from < fixed; from += kChunk) {
+    for (int64_t from = 0; have < *fixed && from < *fixed; from += kChunk) {
       std::string sql = "INSERT IGNORE INTO seqd_shard_lease (shard) VALUES ";
-      const int64_t to = std::min(fixed, from + kChunk);
+      const int64_t to = std::min(*fixed, from + kChunk);
       for (int64_t i = from; i < to; ++i) {
         if (i > from) sql += ',';
         sql += '(' + std::to_string(i) + ')';
       }
-      c.in_txn = true;
-      c.Plain().executeUpdate(sql);
+      c.Update(sql);
       c.Commit();
     }
-    return static_cast<uint32_t>(fixed);
+    return static_cast<uint32_t>(*fixed);
   });
 }
 
 Result<std::vector<ShardLeaseRow>> MysqlShardLeaseStore::ReadLeases() {
-  return pool_->Run<std::vector<ShardLeaseRow>>(
-      kSession, "read leases", [&](MysqlConn& c) -> Result<std::vector<ShardLeaseRow>> {
-        std::unique_ptr<sql::ResultSet> rs(c.Stmt(kReadLeases).executeQuery());
-        std::vector<ShardLeaseRow> out;
-        while (rs->next()) out.push_back(ReadRow(*rs));
-        rs.reset();
-        c.Commit();
-        return out;
-      });
+  return pool_->QueryRows(kSession, "read leases", kReadLeases, ReadRow);
 }
 
 Result<ShardLeaseRow> MysqlShardLeaseStore::Acquire(uint32_t shard, int64_t expected_version,
                                                     std::string_view owner) {
   if (Status s = shard_lease::CheckInstance(owner); !s) return s.error();
-  const std::string me(owner);
   return pool_->Run<ShardLeaseRow>(kSession, "acquire", [&](MysqlConn& c) -> Result<ShardLeaseRow> {
-    sql::PreparedStatement& s = c.Stmt(kAcquire);
-    s.setString(1, me);
-    s.setInt(2, static_cast<int>(shard));
-    s.setInt64(3, expected_version);
-    const int updated = s.executeUpdate();
+    const int updated = c.Execute(kAcquire, owner, static_cast<int>(shard), expected_version);
     auto row = ReadOne(c, shard);
     if (!row) return row;
     // A re-run after a lost COMMIT finds the row at expected + 1 with us as
     // owner: our own earlier run took it.
-    if (updated == 1 || (row->owner == me && row->version == expected_version + 1)) return row;
+    if (updated == 1 || (row->owner == owner && row->version == expected_version + 1)) return row;
     return shard_lease::VersionMoved(shard, expected_version);
   });
 }
 
 Result<ShardLeaseRow> MysqlShardLeaseStore::Renew(uint32_t shard, std::string_view owner,
                                                   int64_t epoch) {
-  const std::string me(owner);
   return pool_->Run<ShardLeaseRow>(kSession, "renew", [&](MysqlConn& c) -> Result<ShardLeaseRow> {
-    sql::PreparedStatement& s = c.Stmt(kRenew);
-    s.setInt(1, static_cast<int>(shard));
-    s.setString(2, me);
-    s.setInt64(3, epoch);
-    const int updated = s.executeUpdate();
+    const int updated = c.Execute(kRenew, static_cast<int>(shard), owner, epoch);
     auto row = ReadOne(c, shard);
     if (!row) return row;
     if (updated == 1) return row;
@@ -210,44 +174,27 @@ Result<ShardLeaseRow> MysqlShardLeaseStore::Renew(uint32_t shard, std::string_vi
 
 Result<std::vector<ShardLeaseRow>> MysqlShardLeaseStore::RenewAll(std::string_view owner) {
   if (Status s = shard_lease::CheckInstance(owner); !s) return s.error();
-  const std::string me(owner);
   // Idempotent: a re-run after a lost COMMIT renews the same rows again.
   return pool_->Run<std::vector<ShardLeaseRow>>(
       kSession, "renew all", [&](MysqlConn& c) -> Result<std::vector<ShardLeaseRow>> {
-        sql::PreparedStatement& u = c.Stmt(kRenewAll);
-        u.setString(1, me);
-        u.executeUpdate();
-        std::vector<ShardLeaseRow> out = ReadOwned(c, me);
+        c.Execute(kRenewAll, owner);
+        std::vector<ShardLeaseRow> out = ReadOwned(c, owner);
         c.Commit();
         return out;
       });
 }
 
 Status MysqlShardLeaseStore::Release(uint32_t shard, std::string_view owner, int64_t epoch) {
-  const std::string me(owner);
-  return pool_->Run<Ok>(kSession, "release", [&](MysqlConn& c) -> Result<Ok> {
-    sql::PreparedStatement& s = c.Stmt(kRelease);
-    s.setInt(1, static_cast<int>(shard));
-    s.setString(2, me);
-    s.setInt64(3, epoch);
-    s.executeUpdate();
-    c.Commit();
-    return Ok{};
-  });
+  return pool_->Execute(kSession, "release", kRelease, static_cast<int>(shard), owner, epoch);
 }
 
 Status MysqlShardLeaseStore::ReleaseMany(std::string_view owner,
                                          const std::vector<ShardLeaseRow>& held) {
   if (held.empty()) return OkStatus();
-  const std::string me(owner);
   // Idempotent: a re-run after a lost COMMIT finds the rows already free.
   return pool_->Run<Ok>(kSession, "release many", [&](MysqlConn& c) -> Result<Ok> {
-    sql::PreparedStatement& s = c.Stmt(kRelease);
     for (const ShardLeaseRow& row : held) {
-      s.setInt(1, static_cast<int>(row.shard));
-      s.setString(2, me);
-      s.setInt64(3, row.epoch);
-      s.executeUpdate();
+      c.Execute(kRelease, static_cast<int>(row.shard), owner, row.epoch);
     }
     c.Commit();
     return Ok{};
@@ -258,16 +205,11 @@ Result<std::vector<ShardLeaseRow>> MysqlShardLeaseStore::AcquireMany(
     std::string_view owner, const std::vector<std::pair<uint32_t, int64_t>>& wanted) {
   if (Status s = shard_lease::CheckInstance(owner); !s) return s.error();
   if (wanted.empty()) return std::vector<ShardLeaseRow>();
-  const std::string me(owner);
   return pool_->Run<std::vector<ShardLeaseRow>>(
       kSession, "acquire many", [&](MysqlConn& c) -> Result<std::vector<ShardLeaseRow>> {
-        sql::PreparedStatement& u = c.Stmt(kAcquire);
         for (const auto& [shard, version] : wanted) {
-          u.setString(1, me);
-          u.setInt(2, static_cast<int>(shard));
-          u.setInt64(3, version);
           try {
-            u.executeUpdate();
+            c.Execute(kAcquire, owner, static_cast<int>(shard), version);
           } catch (const sql::SQLException& e) {
             // A row locked by another transaction (an owner frozen mid
             // commit): only this statement is rolled back; take the rest.
@@ -276,7 +218,7 @@ Result<std::vector<ShardLeaseRow>> MysqlShardLeaseStore::AcquireMany(
         }
         // Ours at expected + 1: taken now, or by our own earlier run whose
         // COMMIT was lost.
-        const std::vector<ShardLeaseRow> owned = ReadOwned(c, me);
+        const std::vector<ShardLeaseRow> owned = ReadOwned(c, owner);
         c.Commit();
         std::vector<ShardLeaseRow> taken;
         for (const auto& [shard, version] : wanted) {
@@ -293,54 +235,19 @@ Result<std::vector<ShardLeaseRow>> MysqlShardLeaseStore::AcquireMany(
 
 Status MysqlShardLeaseStore::Heartbeat(std::string_view instance, std::string_view advertise) {
   if (Status s = shard_lease::CheckInstance(instance); !s) return s;
-  const std::string id(instance), addr(advertise);
-  return pool_->Run<Ok>(kSession, "heartbeat", [&](MysqlConn& c) -> Result<Ok> {
-    sql::PreparedStatement& s = c.Stmt(kBeat);
-    s.setString(1, id);
-    s.setString(2, addr);
-    s.executeUpdate();
-    c.Commit();
-    return Ok{};
-  });
+  return pool_->Execute(kSession, "heartbeat", kBeat, instance, advertise);
 }
 
 Status MysqlShardLeaseStore::Leave(std::string_view instance) {
-  const std::string id(instance);
-  return pool_->Run<Ok>(kSession, "leave", [&](MysqlConn& c) -> Result<Ok> {
-    sql::PreparedStatement& s = c.Stmt(kLeave);
-    s.setString(1, id);
-    s.executeUpdate();
-    c.Commit();
-    return Ok{};
-  });
+  return pool_->Execute(kSession, "leave", kLeave, instance);
 }
 
 Status MysqlShardLeaseStore::Forget(std::string_view instance, int64_t heartbeat) {
-  const std::string id(instance);
-  return pool_->Run<Ok>(kSession, "forget member", [&](MysqlConn& c) -> Result<Ok> {
-    sql::PreparedStatement& s = c.Stmt(kForget);
-    s.setString(1, id);
-    s.setInt64(2, heartbeat);
-    s.executeUpdate();
-    c.Commit();
-    return Ok{};
-  });
+  return pool_->Execute(kSession, "forget member", kForget, instance, heartbeat);
 }
 
 Result<std::vector<ClusterMember>> MysqlShardLeaseStore::ReadMembers() {
-  return pool_->Run<std::vector<ClusterMember>>(
-      kSession, "members", [&](MysqlConn& c) -> Result<std::vector<ClusterMember>> {
-        std::unique_ptr<sql::ResultSet> rs(c.Stmt(kMembers).executeQuery());
-        std::vector<ClusterMember> out;
-        while (rs->next()) {
-          out.push_back(ClusterMember{
-              rs->getString(1).asStdString(), rs->getString(2).asStdString(), rs->getInt64(3),
-              rs->getInt(4) != 0, std::max<int64_t>(0, rs->getInt64(5)) * 1000});
-        }
-        rs.reset();
-        c.Commit();
-        return out;
-      });
+  return pool_->QueryRows(kSession, "members", kMembers, ReadMember);
 }
 
 }  // namespace seqd

@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -141,41 +140,26 @@ Result<ReservedSegment> MysqlStore::ReserveImpl(std::string_view key, std::optio
   if (step && *step <= 0) {
     return MakeError(ErrorCode::kInvalidArgument, "mysql reserve: step must be > 0");
   }
-  const std::string k(key);
   return pool_->Run<ReservedSegment>(
       kSession, "reserve", [&](MysqlConn& c) -> Result<ReservedSegment> {
-        int updated = 0;
-        if (step) {
-          sql::PreparedStatement& upd = c.Stmt(kReserveBy);
-          upd.setInt64(1, *step);
-          upd.setString(2, k);
-          updated = upd.executeUpdate();
-        } else {
-          sql::PreparedStatement& upd = c.Stmt(kReserveRowStep);
-          upd.setString(1, k);
-          updated = upd.executeUpdate();
-        }
+        const int updated =
+            step ? c.Execute(kReserveBy, *step, key) : c.Execute(kReserveRowStep, key);
         if (updated == 0) return MakeError(ErrorCode::kUnknownKey, "no such key");  // rolled back
 
-        sql::PreparedStatement& sel = c.Stmt(kReserveSelect);
-        sel.setString(1, k);
-        std::unique_ptr<sql::ResultSet> rs(sel.executeQuery());
+        std::unique_ptr<sql::ResultSet> rs(c.Stmt(kReserveSelect, key).executeQuery());
         if (!rs->next()) return MakeError(ErrorCode::kInternal, "mysql reserve: row vanished");
         const int64_t max_id = rs->getInt64(1);
         const int64_t table_step = rs->getInt64(2);
         // Under a column that folds case or pads spaces, another key's row.
-        if (rs->getString(3).asStdString() != k) return KeyFoldsOntoAnotherError();  // rolled back
+        if (rs->getString(3).asStdString() != key)
+          return KeyFoldsOntoAnotherError();  // rolled back
         rs.reset();
         if (fence) {
           // Last, just before COMMIT: the lease row stays locked only for
           // the commit, so an owner frozen mid-transaction rarely holds it
           // (a takeover's CAS waits for the lock), and never for long (the
           // server ends idle transactions: storage/mysql/mysql_pool.h).
-          sql::PreparedStatement& f = c.Stmt(kFence);
-          f.setInt(1, static_cast<int>(fence->shard));
-          f.setString(2, fence->owner);
-          f.setInt64(3, fence->epoch);
-          if (f.executeUpdate() == 0) {
+          if (c.Execute(kFence, static_cast<int>(fence->shard), fence->owner, fence->epoch) == 0) {
             return MakeError(ErrorCode::kNotServing, "shard " + std::to_string(fence->shard) +
                                                          " is no longer held by this instance");
           }
@@ -346,48 +330,37 @@ namespace {
 // REQUIRES: run inside MysqlStore::Run. Reads one row and ends the
 // transaction; another key's row (under a column that folds case or pads
 // spaces) is no row, and the transaction is then left to roll back.
-Result<KeyRow> SelectOne(sql::PreparedStatement& sel, const std::string& key,
-                         const std::function<void()>& commit) {
-  sel.setString(1, key);
-  std::unique_ptr<sql::ResultSet> rs(sel.executeQuery());
-  if (!rs->next()) return MakeError(ErrorCode::kUnknownKey, "no such key");
-  KeyRow row = ReadRow(*rs);
-  rs.reset();
-  if (row.key != key) return MakeError(ErrorCode::kUnknownKey, "no such key");
-  commit();
-  return row;
+Result<KeyRow> SelectOne(MysqlConn& c, std::string_view key) {
+  std::optional<KeyRow> row = c.QueryRow(kSelectOne, ReadRow, key);
+  if (!row || row->key != key) return MakeError(ErrorCode::kUnknownKey, "no such key");
+  c.Commit();
+  return *row;
 }
 
 }  // namespace
 
 Result<KeyRow> MysqlStore::CreateKey(std::string_view key, int64_t step,
                                      std::string_view description) {
-  const std::string k(key);
-  const std::string d(description);
   // Whether an earlier run of this call inserted the row: it did if its
   // COMMIT succeeded, it may have if the COMMIT's outcome is unknown.
   enum class Inserted { kNo, kMaybe, kYes } inserted = Inserted::kNo;
   return pool_->Run<KeyRow>(kSession, "create key", [&](MysqlConn& c) -> Result<KeyRow> {
-    sql::PreparedStatement& ins = c.Stmt(kInsert);
-    ins.setString(1, k);
-    ins.setInt64(2, step);
-    ins.setString(3, d);
     try {
-      ins.executeUpdate();
+      c.Execute(kInsert, key, step, description);
     } catch (const sql::SQLException& e) {
       if (e.getErrorCode() != 1062) throw;
       if (inserted == Inserted::kNo) {
         // Under a column that folds case or pads spaces, maybe another key's row.
-        auto row = SelectOne(c.Stmt(kSelectOne), k, [&] { c.Commit(); });
+        auto row = SelectOne(c, key);
         if (!row.ok()) return KeyFoldsOntoAnotherError();
         return MakeError(ErrorCode::kKeyExists, "key exists");
       }
       // A lost COMMIT may have written it: after a maybe, the row is ours if
       // it is still exactly what this call inserted (a twin create is
       // indistinguishable and equally satisfied).
-      auto row = SelectOne(c.Stmt(kSelectOne), k, [&] { c.Commit(); });
+      auto row = SelectOne(c, key);
       if (!row.ok() || inserted == Inserted::kYes) return row;
-      if (row->max_id == 1 && row->step == step && row->description == d) return row;
+      if (row->max_id == 1 && row->step == step && row->description == description) return row;
       return MakeError(ErrorCode::kKeyExists, "key exists");
     }
     try {
@@ -397,43 +370,26 @@ Result<KeyRow> MysqlStore::CreateKey(std::string_view key, int64_t step,
       throw;
     }
     inserted = Inserted::kYes;
-    return SelectOne(c.Stmt(kSelectOne), k, [&] { c.Commit(); });
+    return SelectOne(c, key);
   });
 }
 
 Result<KeyRow> MysqlStore::GetKey(std::string_view key) {
-  const std::string k(key);
-  return pool_->Run<KeyRow>(kSession, "get key", [&](MysqlConn& c) -> Result<KeyRow> {
-    return SelectOne(c.Stmt(kSelectOne), k, [&] { c.Commit(); });
-  });
+  return pool_->Run<KeyRow>(kSession, "get key",
+                            [&](MysqlConn& c) -> Result<KeyRow> { return SelectOne(c, key); });
 }
 
 Result<std::vector<KeyRow>> MysqlStore::ListKeys(std::string_view after, size_t limit) {
-  const std::string a(after);
   const auto max = static_cast<size_t>(std::numeric_limits<int64_t>::max());
   const auto lim = static_cast<int64_t>(limit < max ? limit : max);
-  return pool_->Run<std::vector<KeyRow>>(kSession, "list keys",
-                                         [&](MysqlConn& c) -> Result<std::vector<KeyRow>> {
-                                           sql::PreparedStatement& sel = c.Stmt(kList);
-                                           sel.setString(1, a);
-                                           sel.setInt64(2, lim);
-                                           std::unique_ptr<sql::ResultSet> rs(sel.executeQuery());
-                                           std::vector<KeyRow> out;
-                                           while (rs->next()) out.push_back(ReadRow(*rs));
-                                           rs.reset();
-                                           c.Commit();
-                                           return out;
-                                         });
+  return pool_->QueryRows(kSession, "list keys", kList, ReadRow, after, lim);
 }
 
 Result<KeyRow> MysqlStore::SetStep(std::string_view key, int64_t step) {
-  const std::string k(key);
   return pool_->Run<KeyRow>(kSession, "set step", [&](MysqlConn& c) -> Result<KeyRow> {
-    sql::PreparedStatement& upd = c.Stmt(kSetStep);
-    upd.setInt64(1, step);
-    upd.setString(2, k);
-    if (upd.executeUpdate() == 0) return MakeError(ErrorCode::kUnknownKey, "no such key");
-    return SelectOne(c.Stmt(kSelectOne), k, [&] { c.Commit(); });
+    if (c.Execute(kSetStep, step, key) == 0)
+      return MakeError(ErrorCode::kUnknownKey, "no such key");
+    return SelectOne(c, key);
   });
 }
 

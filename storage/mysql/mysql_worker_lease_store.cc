@@ -87,6 +87,34 @@ WorkerLease ReadLease(sql::ResultSet& rs) {
   return l;
 }
 
+// Claim's write: `out`'s id inserted, or the chosen row of `rows` taken
+// over on the condition that it is still as read (out.time_bound_ms and
+// out.reclaimed are set from it). False if another process won the id:
+// it inserted the id first, changed the row, or InnoDB chose this
+// transaction as a deadlock victim.
+bool TryClaim(MysqlConn& c, const worker_lease::ClaimChoice& choice,
+              const std::vector<WorkerLease>& rows, WorkerLease& out) {
+  try {
+    if (choice.kind == worker_lease::ClaimChoice::kInsert) {
+      c.Execute(kInsert, out.worker_id, out.owner, out.instance, out.expires_ms);
+      return true;
+    }
+    const WorkerLease& old = rows[choice.row];
+    out.time_bound_ms = old.time_bound_ms;
+    out.reclaimed = old.instance == out.instance;
+    if (out.reclaimed) {
+      return c.Execute(kReclaim, out.owner, out.expires_ms, out.worker_id, old.instance,
+                       old.time_bound_ms) == 1;
+    }
+    // Rows matched (CLIENT_FOUND_ROWS).
+    return c.Execute(kTakeOver, out.owner, out.instance, out.expires_ms, out.worker_id,
+                     old.instance, old.time_bound_ms) == 1;
+  } catch (const sql::SQLException& e) {
+    if (e.getErrorCode() != kMysqlErrDupKey && e.getErrorCode() != kMysqlErrDeadlock) throw;
+    return false;
+  }
+}
+
 }  // namespace
 
 MysqlWorkerLeaseStore::MysqlWorkerLeaseStore(MysqlOptions options)
@@ -115,70 +143,21 @@ Result<WorkerLease> MysqlWorkerLeaseStore::Claim(const ClaimRequest& r) {
   // finds the row this instance now holds.
   return pool_->Run<WorkerLease>(kSession, "claim", [&](MysqlConn& c) -> Result<WorkerLease> {
     for (int attempt = 0; attempt < kMaxClaimAttempts; ++attempt) {
-      int64_t now = 0;
-      {
-        std::unique_ptr<sql::ResultSet> rs(c.Stmt(kNow).executeQuery());
-        if (!rs->next()) return MakeError(ErrorCode::kInternal, "mysql claim: no clock row");
-        now = rs->getInt64(1);
-      }
-      std::vector<WorkerLease> rows;
-      {
-        sql::PreparedStatement& s = c.Stmt(kRows);
-        s.setInt(1, r.max_workers);
-        std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
-        while (rs->next()) rows.push_back(ReadLease(*rs));
-      }
-      const worker_lease::ClaimChoice choice = worker_lease::ChooseWorkerId(rows, r, now);
+      const std::optional<int64_t> now = c.QueryInt64(kNow);
+      if (!now) return MakeError(ErrorCode::kInternal, "mysql claim: no clock row");
+      const std::vector<WorkerLease> rows = c.QueryRows(kRows, ReadLease, r.max_workers);
+      const worker_lease::ClaimChoice choice = worker_lease::ChooseWorkerId(rows, r, *now);
       if (choice.kind == worker_lease::ClaimChoice::kNone) {
         c.Commit();
         return worker_lease::AllLeased(r.max_workers);
       }
-
       WorkerLease out;
       out.worker_id = choice.worker_id;
       out.owner = r.owner;
       out.instance = r.instance;
-      out.expires_ms = now + r.ttl_ms;
-      out.store_now_ms = now;
-      bool won = false;
-      try {
-        if (choice.kind == worker_lease::ClaimChoice::kInsert) {
-          sql::PreparedStatement& s = c.Stmt(kInsert);
-          s.setInt(1, out.worker_id);
-          s.setString(2, out.owner);
-          s.setString(3, out.instance);
-          s.setInt64(4, out.expires_ms);
-          s.executeUpdate();
-          won = true;
-        } else {
-          const WorkerLease& old = rows[choice.row];
-          out.time_bound_ms = old.time_bound_ms;
-          out.reclaimed = old.instance == r.instance;
-          if (out.reclaimed) {
-            sql::PreparedStatement& s = c.Stmt(kReclaim);
-            s.setString(1, out.owner);
-            s.setInt64(2, out.expires_ms);
-            s.setInt(3, out.worker_id);
-            s.setString(4, old.instance);
-            s.setInt64(5, old.time_bound_ms);
-            won = s.executeUpdate() == 1;
-          } else {
-            sql::PreparedStatement& s = c.Stmt(kTakeOver);
-            s.setString(1, out.owner);
-            s.setString(2, out.instance);
-            s.setInt64(3, out.expires_ms);
-            s.setInt(4, out.worker_id);
-            s.setString(5, old.instance);
-            s.setInt64(6, old.time_bound_ms);
-            won = s.executeUpdate() == 1;  // rows matched (CLIENT_FOUND_ROWS)
-          }
-        }
-      } catch (const sql::SQLException& e) {
-        // Another process inserted the id first, or InnoDB chose this
-        // transaction as a deadlock victim: both are lost races.
-        if (e.getErrorCode() != kMysqlErrDupKey && e.getErrorCode() != kMysqlErrDeadlock) throw;
-      }
-      if (won) {
+      out.expires_ms = *now + r.ttl_ms;
+      out.store_now_ms = *now;
+      if (TryClaim(c, choice, rows, out)) {
         c.Commit();
         return out;
       }
@@ -195,29 +174,17 @@ Result<WorkerLease> MysqlWorkerLeaseStore::Renew(int worker_id, std::string_view
   Status st = worker_lease::CheckHolder("renew", worker_id, instance);
   if (st.ok()) st = worker_lease::CheckTtl("renew", ttl_ms);
   if (!st.ok()) return st.error();
-  const std::string inst(instance);
   // Idempotent: a retry after a lost COMMIT extends from a later store-now
   // and raises the bound to the same value.
   return pool_->Run<WorkerLease>(kSession, "renew", [&](MysqlConn& c) -> Result<WorkerLease> {
-    {
-      sql::PreparedStatement& s = c.Stmt(kRenew);
-      s.setInt64(1, ttl_ms);
-      s.setInt64(2, time_bound_ms);
-      s.setInt(3, worker_id);
-      s.setString(4, inst);
-      if (s.executeUpdate() == 0) return worker_lease::NotLeased(worker_id);
+    if (c.Execute(kRenew, ttl_ms, time_bound_ms, worker_id, instance) == 0) {
+      return worker_lease::NotLeased(worker_id);
     }
-    WorkerLease out;
-    {
-      sql::PreparedStatement& s = c.Stmt(kSelectOne);
-      s.setInt(1, worker_id);
-      std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
-      if (!rs->next()) return MakeError(ErrorCode::kInternal, "mysql renew: row vanished");
-      out = ReadLease(*rs);
-    }
-    out.store_now_ms = out.expires_ms - ttl_ms;  // the UPDATE's store-now
+    std::optional<WorkerLease> out = c.QueryRow(kSelectOne, ReadLease, worker_id);
+    if (!out) return MakeError(ErrorCode::kInternal, "mysql renew: row vanished");
+    out->store_now_ms = out->expires_ms - ttl_ms;  // the UPDATE's store-now
     c.Commit();
-    return out;
+    return *out;
   });
 }
 
@@ -225,31 +192,17 @@ Status MysqlWorkerLeaseStore::Release(int worker_id, std::string_view instance,
                                       int64_t time_bound_ms) {
   Status st = worker_lease::CheckHolder("release", worker_id, instance);
   if (!st.ok()) return st;
-  const std::string inst(instance);
-  return pool_->Run<Ok>(kSession, "release", [&](MysqlConn& c) -> Result<Ok> {
-    sql::PreparedStatement& s = c.Stmt(kRelease);
-    s.setInt64(1, time_bound_ms);
-    s.setInt(2, worker_id);
-    s.setString(3, inst);
-    s.executeUpdate();  // no row matched: not ours, nothing to do
-    c.Commit();
-    return Ok{};
-  });
+  // No row matched: not ours, nothing to do.
+  return pool_->Execute(kSession, "release", kRelease, time_bound_ms, worker_id, instance);
 }
 
 Result<std::vector<WorkerLease>> MysqlWorkerLeaseStore::List() {
-  return pool_->Run<std::vector<WorkerLease>>(
-      kSession, "list", [&](MysqlConn& c) -> Result<std::vector<WorkerLease>> {
-        std::unique_ptr<sql::ResultSet> rs(c.Stmt(kList).executeQuery());
-        std::vector<WorkerLease> out;
-        while (rs->next()) {
-          out.push_back(ReadLease(*rs));
-          out.back().store_now_ms = rs->getInt64(6);
-        }
-        rs.reset();
-        c.Commit();
-        return out;
-      });
+  auto read = [](sql::ResultSet& rs) {
+    WorkerLease l = ReadLease(rs);
+    l.store_now_ms = rs.getInt64(6);
+    return l;
+  };
+  return pool_->QueryRows(kSession, "list", kList, read);
 }
 
 }  // namespace seqd
