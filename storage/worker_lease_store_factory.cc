@@ -113,5 +113,20 @@ ClaimChoice ChooseWorkerId(const std::vector<WorkerLease>& rows, const ClaimRequ
   return ClaimChoice{};
 }
 
+WorkerLease ClaimedLease(const ClaimRequest& r, const ClaimChoice& choice,
+                         const std::vector<WorkerLease>& rows, int64_t now_ms) {
+  WorkerLease out;
+  out.worker_id = choice.worker_id;
+  out.owner = r.owner;
+  out.instance = r.instance;
+  out.expires_ms = now_ms + r.ttl_ms;
+  out.store_now_ms = now_ms;
+  if (choice.kind == ClaimChoice::kUpdate) {
+    out.time_bound_ms = rows[choice.row].time_bound_ms;
+    out.reclaimed = rows[choice.row].instance == r.instance;
+  }
+  return out;
+}
+
 }  // namespace worker_lease
 }  // namespace seqd

@@ -67,5 +67,12 @@ struct ClaimChoice {
 ClaimChoice ChooseWorkerId(const std::vector<WorkerLease>& rows, const ClaimRequest& r,
                            int64_t now_ms);
 
+// The lease that `choice` (from ChooseWorkerId over `rows`, REQUIRES: not
+// kNone) gives `r` at store time `now_ms`: expiring at now_ms + r.ttl_ms;
+// for kUpdate, with the time bound of the row taken over, and `reclaimed`
+// if that row was r.instance's.
+WorkerLease ClaimedLease(const ClaimRequest& r, const ClaimChoice& choice,
+                         const std::vector<WorkerLease>& rows, int64_t now_ms);
+
 }  // namespace worker_lease
 }  // namespace seqd

@@ -35,18 +35,12 @@ Result<WorkerLease> MemoryWorkerLeaseStore::Claim(const ClaimRequest& r) {
     return worker_lease::AllLeased(r.max_workers);
   }
 
+  const WorkerLease out = worker_lease::ClaimedLease(r, choice, rows, now);
   WorkerLease& row = rows_[choice.worker_id];  // inserted (time bound 0) for kInsert
-  const int64_t bound_before = row.time_bound_ms;
-  const bool reclaimed =
-      choice.kind == worker_lease::ClaimChoice::kUpdate && row.instance == r.instance;
-  row.worker_id = choice.worker_id;
-  row.owner = r.owner;
-  row.instance = r.instance;
-  row.expires_ms = now + r.ttl_ms;
-  WorkerLease out = row;
-  out.time_bound_ms = bound_before;
-  out.store_now_ms = now;
-  out.reclaimed = reclaimed;
+  row.worker_id = out.worker_id;
+  row.owner = out.owner;
+  row.instance = out.instance;
+  row.expires_ms = out.expires_ms;
   return out;
 }
 

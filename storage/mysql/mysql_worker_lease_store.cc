@@ -87,21 +87,18 @@ WorkerLease ReadLease(sql::ResultSet& rs) {
   return l;
 }
 
-// Claim's write: `out`'s id inserted, or the chosen row of `rows` taken
-// over on the condition that it is still as read (out.time_bound_ms and
-// out.reclaimed are set from it). False if another process won the id:
-// it inserted the id first, changed the row, or InnoDB chose this
-// transaction as a deadlock victim.
+// Claim's write of `out` (ClaimedLease): its id inserted, or the chosen row
+// of `rows` taken over on the condition that it is still as read. False if
+// another process won the id: it inserted the id first, changed the row,
+// or InnoDB chose this transaction as a deadlock victim.
 bool TryClaim(MysqlConn& c, const worker_lease::ClaimChoice& choice,
-              const std::vector<WorkerLease>& rows, WorkerLease& out) {
+              const std::vector<WorkerLease>& rows, const WorkerLease& out) {
   try {
     if (choice.kind == worker_lease::ClaimChoice::kInsert) {
       c.Execute(kInsert, out.worker_id, out.owner, out.instance, out.expires_ms);
       return true;
     }
     const WorkerLease& old = rows[choice.row];
-    out.time_bound_ms = old.time_bound_ms;
-    out.reclaimed = old.instance == out.instance;
     if (out.reclaimed) {
       return c.Execute(kReclaim, out.owner, out.expires_ms, out.worker_id, old.instance,
                        old.time_bound_ms) == 1;
@@ -151,12 +148,7 @@ Result<WorkerLease> MysqlWorkerLeaseStore::Claim(const ClaimRequest& r) {
         c.Commit();
         return worker_lease::AllLeased(r.max_workers);
       }
-      WorkerLease out;
-      out.worker_id = choice.worker_id;
-      out.owner = r.owner;
-      out.instance = r.instance;
-      out.expires_ms = *now + r.ttl_ms;
-      out.store_now_ms = *now;
+      const WorkerLease out = worker_lease::ClaimedLease(r, choice, rows, *now);
       if (TryClaim(c, choice, rows, out)) {
         c.Commit();
         return out;

@@ -139,12 +139,7 @@ Result<WorkerLease> SqliteWorkerLeaseStore::Claim(const ClaimRequest& r) {
     return fail(worker_lease::AllLeased(r.max_workers));
   }
 
-  WorkerLease out;
-  out.worker_id = choice.worker_id;
-  out.owner = r.owner;
-  out.instance = r.instance;
-  out.expires_ms = *now + r.ttl_ms;
-  out.store_now_ms = *now;
+  const WorkerLease out = worker_lease::ClaimedLease(r, choice, *rows, *now);
   if (choice.kind == worker_lease::ClaimChoice::kInsert) {
     auto s = db_.Stmt(kInsert, "claim (insert)");
     if (!s.ok()) return fail(s.error());
@@ -156,8 +151,6 @@ Result<WorkerLease> SqliteWorkerLeaseStore::Claim(const ClaimRequest& r) {
     int rc = sqlite3_step(*s);
     if (rc != SQLITE_DONE) return fail(db_.SqlError(rc, "claim (insert)"));
   } else {
-    out.time_bound_ms = (*rows)[choice.row].time_bound_ms;
-    out.reclaimed = (*rows)[choice.row].instance == r.instance;
     auto s = db_.Stmt(kTake, "claim (update)");
     if (!s.ok()) return fail(s.error());
     SqliteResetOnExit reset(*s);
