@@ -5,6 +5,8 @@
 #include <limits>
 #include <utility>
 
+#include "storage/keyed_values.h"
+
 namespace seqd {
 namespace {
 
@@ -141,13 +143,7 @@ Result<KeyRow> MemoryStore::SetStep(std::string_view key, int64_t step) {
 
 Result<std::vector<int64_t>> MemoryStore::GetMinSeqs(const std::vector<std::string>& keys) {
   MutexLock lock(mu_);
-  std::vector<int64_t> out;
-  out.reserve(keys.size());
-  for (const std::string& k : keys) {
-    auto it = min_seqs_.find(k);
-    out.push_back(it == min_seqs_.end() ? 0 : it->second);
-  }
-  return out;
+  return ValuesInOrder(keys, min_seqs_, 0);
 }
 
 Status MemoryStore::SetMinSeqs(const std::vector<MinSeqValue>& values,

@@ -8,14 +8,9 @@
 #include <string>
 
 #include "storage/mysql/mysql_store.h"
+#include "storage/mysql/mysql_store_sql.h"
 
 namespace seqd {
-namespace {
-
-// Plain statements only (MysqlConn::Update).
-const MysqlSession kTokenSession{{}, nullptr, std::nullopt};
-
-}  // namespace
 
 const char* MysqlStore::BlockTokenTableSql() {
   // Keys and tokens compare byte for byte: "A" and "a" are two keys, and a
@@ -32,12 +27,13 @@ const char* MysqlStore::BlockTokenTableSql() {
 }
 
 Result<int64_t> MysqlStore::PruneBlockTokens(int64_t before_unix_ms) {
-  return pool_->Run<int64_t>(kTokenSession, "prune tokens", [&](MysqlConn& c) -> Result<int64_t> {
-    const int pruned =
-        c.Update("DELETE FROM seqd_block_token WHERE created_ms < " + std::to_string(before_unix_ms));
-    c.Commit();
-    return static_cast<int64_t>(pruned);
-  });
+  return pool_->Run<int64_t>(
+      mysql_leaf::kSession, "prune tokens", [&](MysqlConn& c) -> Result<int64_t> {
+        const int pruned = c.Update("DELETE FROM seqd_block_token WHERE created_ms < " +
+                                    std::to_string(before_unix_ms));
+        c.Commit();
+        return static_cast<int64_t>(pruned);
+      });
 }
 
 }  // namespace seqd

@@ -8,7 +8,6 @@
 #include <cppconn/resultset.h>
 
 #include <algorithm>
-#include <bit>
 #include <map>
 #include <memory>
 #include <string>
@@ -17,43 +16,6 @@
 #include "storage/mysql/mysql_store_sql.h"
 
 namespace seqd {
-namespace {
-
-enum ListKind { kRowTimesIn, kStampsIn };
-
-std::string ListSql(int kind, size_t n) {
-  switch (static_cast<ListKind>(kind)) {
-    case kRowTimesIn:
-      return "SELECT biz_tag, UNIX_TIMESTAMP(update_time) * 1000 FROM leaf_alloc WHERE biz_tag IN (" +
-             RepeatSql("?", n) + ")";
-    case kStampsIn:
-      return "SELECT biz_tag, alloc_ms FROM seqd_key_time WHERE biz_tag IN (" + RepeatSql("?", n) +
-             ")";
-  }
-  return {};
-}
-
-const MysqlSession kTimesSession{{}, ListSql, std::nullopt};
-
-// Runs list statement `kind` over `keys` (kListMax a statement, padded to
-// a power of two) and collects (column 1, column 2) of every row.
-std::map<std::string, int64_t> ReadPairs(MysqlConn& c, ListKind kind,
-                                         const std::vector<std::string>& keys) {
-  std::map<std::string, int64_t> found;
-  for (size_t at = 0; at < keys.size(); at += mysql_leaf::kListMax) {
-    const size_t n = std::min(mysql_leaf::kListMax, keys.size() - at);
-    const size_t padded = std::bit_ceil(n);
-    sql::PreparedStatement& st = c.List(kind, padded);
-    for (size_t i = 0; i < padded; ++i) {
-      st.setString(static_cast<unsigned>(1 + i), keys[at + std::min(i, n - 1)]);
-    }
-    std::unique_ptr<sql::ResultSet> rs(st.executeQuery());
-    while (rs->next()) found[rs->getString(1).asStdString()] = rs->getInt64(2);
-  }
-  return found;
-}
-
-}  // namespace
 
 const char* MysqlStore::KeyTimeTableSql() {
   // Keys compare byte for byte, as seqd_block_token's do.
@@ -65,15 +27,18 @@ const char* MysqlStore::KeyTimeTableSql() {
 
 Result<std::vector<int64_t>> MysqlStore::GetAllocTimes(const std::vector<std::string>& keys) {
   return pool_->Run<std::vector<int64_t>>(
-      kTimesSession, "get allocation times", [&](MysqlConn& c) -> Result<std::vector<int64_t>> {
+      mysql_leaf::kSession, "get allocation times",
+      [&](MysqlConn& c) -> Result<std::vector<int64_t>> {
         // Each key's own row only: under a column that folds case or pads
         // spaces, a row of another key may have answered too.
-        const std::map<std::string, int64_t> rows = ReadPairs(c, kRowTimesIn, keys);
+        const std::map<std::string, int64_t> rows =
+            mysql_leaf::ReadPairs(c, mysql_leaf::kRowTimesIn, keys);
         std::vector<std::string> tags;
         tags.reserve(rows.size());
         for (const auto& [tag, ms] : rows) tags.push_back(tag);
         const std::map<std::string, int64_t> stamps =
-            tags.empty() ? std::map<std::string, int64_t>{} : ReadPairs(c, kStampsIn, tags);
+            tags.empty() ? std::map<std::string, int64_t>{}
+                         : mysql_leaf::ReadPairs(c, mysql_leaf::kStampsIn, tags);
         c.Commit();  // ends the read's transaction
         std::vector<int64_t> out;
         out.reserve(keys.size());
@@ -91,6 +56,22 @@ Result<std::vector<int64_t>> MysqlStore::GetAllocTimes(const std::vector<std::st
 }
 
 namespace mysql_leaf {
+
+std::map<std::string, int64_t> ReadPairs(MysqlConn& c, int kind,
+                                         const std::vector<std::string>& keys) {
+  std::map<std::string, int64_t> found;
+  for (size_t at = 0; at < keys.size(); at += kListMax) {
+    const size_t n = std::min(kListMax, keys.size() - at);
+    const size_t padded = PaddedCount(n);
+    sql::PreparedStatement& st = c.List(kind, padded);
+    for (size_t i = 0; i < padded; ++i) {
+      st.setString(static_cast<unsigned>(1 + i), keys[at + std::min(i, n - 1)]);
+    }
+    std::unique_ptr<sql::ResultSet> rs(st.executeQuery());
+    while (rs->next()) found[rs->getString(1).asStdString()] = rs->getInt64(2);
+  }
+  return found;
+}
 
 void StampTimes(MysqlConn& c, const std::vector<const std::string*>& tags) {
   for (size_t at = 0; at < tags.size(); at += kListMax) {

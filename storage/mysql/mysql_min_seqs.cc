@@ -9,71 +9,26 @@
 #include <cppconn/resultset.h>
 
 #include <algorithm>
-#include <bit>
 #include <map>
 #include <string>
 
+#include "storage/keyed_values.h"
 #include "storage/mysql/mysql_store.h"
+#include "storage/mysql/mysql_store_sql.h"
 
 namespace seqd {
-namespace {
 
-enum StmtId { kFence, kNumStmts };
-
-const char* const kSql[kNumStmts] = {
-    /* kFence */
-    ("UPDATE seqd_shard_lease SET fences = fences + 1 "
-     "WHERE shard = ? AND owner = ? AND owner <> '' AND epoch = ?"),
-};
-
-enum ListKind { kSelectIn, kUpsert, kMaxIdsIn };
-
-std::string ListSql(int kind, size_t n) {
-  switch (static_cast<ListKind>(kind)) {
-    case kSelectIn:
-      return "SELECT biz_tag, min_seq FROM seqd_min_seq WHERE biz_tag IN (" + RepeatSql("?", n) +
-             ")";
-    case kMaxIdsIn:
-      return "SELECT biz_tag, max_id FROM leaf_alloc WHERE biz_tag IN (" + RepeatSql("?", n) + ")";
-    case kUpsert:
-      return "INSERT INTO seqd_min_seq (biz_tag, min_seq) VALUES " + RepeatSql("(?,?)", n) +
-             " ON DUPLICATE KEY UPDATE min_seq = VALUES(min_seq)";
-  }
-  return {};
-}
-
-// Items per list statement at most; counts are padded to a power of two
-// (the last item repeated) so each connection prepares a handful.
-constexpr size_t kListMax = 1024;
-
-const MysqlSession kSession{kSql, ListSql, std::nullopt};
-
-}  // namespace
+using namespace mysql_leaf;  // NOLINT: this store's private header
 
 Result<std::vector<int64_t>> MysqlStore::GetMaxIds(const std::vector<std::string>& keys) {
   return pool_->Run<std::vector<int64_t>>(
       kSession, "get max ids", [&](MysqlConn& c) -> Result<std::vector<int64_t>> {
-        std::map<std::string, int64_t, std::less<>> found;
-        for (size_t at = 0; at < keys.size(); at += kListMax) {
-          const size_t n = std::min(kListMax, keys.size() - at);
-          const size_t padded = std::bit_ceil(n);
-          sql::PreparedStatement& st = c.List(kMaxIdsIn, padded);
-          for (size_t i = 0; i < padded; ++i) {
-            st.setString(static_cast<unsigned>(1 + i), keys[at + std::min(i, n - 1)]);
-          }
-          std::unique_ptr<sql::ResultSet> rs(st.executeQuery());
-          while (rs->next()) found[rs->getString(1).asStdString()] = rs->getInt64(2);
-        }
+        std::map<std::string, int64_t> reserved = ReadPairs(c, kMaxIdsIn, keys);
         c.Commit();  // ends the read's transaction
-        std::vector<int64_t> out;
-        out.reserve(keys.size());
-        for (const std::string& k : keys) {
-          // Exactly its own row: under a column that folds case or pads
-          // spaces, a row of another key may have answered too.
-          auto it = found.find(k);
-          out.push_back(it == found.end() ? 0 : it->second - 1);
-        }
-        return out;
+        for (auto& [tag, max_id] : reserved) --max_id;  // every ID below max_id was reserved
+        // Exactly its own row: under a column that folds case or pads
+        // spaces, a row of another key may have answered too.
+        return ValuesInOrder(keys, reserved, 0);
       });
 }
 
@@ -93,25 +48,9 @@ const char* MysqlStore::MinSeqTableUpgradeSql() {
 Result<std::vector<int64_t>> MysqlStore::GetMinSeqs(const std::vector<std::string>& keys) {
   return pool_->Run<std::vector<int64_t>>(
       kSession, "get min seqs", [&](MysqlConn& c) -> Result<std::vector<int64_t>> {
-        std::map<std::string, int64_t, std::less<>> found;
-        for (size_t at = 0; at < keys.size(); at += kListMax) {
-          const size_t n = std::min(kListMax, keys.size() - at);
-          const size_t padded = std::bit_ceil(n);
-          sql::PreparedStatement& st = c.List(kSelectIn, padded);
-          for (size_t i = 0; i < padded; ++i) {
-            st.setString(static_cast<unsigned>(1 + i), keys[at + std::min(i, n - 1)]);
-          }
-          std::unique_ptr<sql::ResultSet> rs(st.executeQuery());
-          while (rs->next()) found[rs->getString(1).asStdString()] = rs->getInt64(2);
-        }
+        const std::map<std::string, int64_t> found = ReadPairs(c, kMinSeqsIn, keys);
         c.Commit();  // ends the read's transaction
-        std::vector<int64_t> out;
-        out.reserve(keys.size());
-        for (const std::string& k : keys) {
-          auto it = found.find(k);
-          out.push_back(it == found.end() ? 0 : it->second);
-        }
-        return out;
+        return ValuesInOrder(keys, found, 0);
       });
 }
 
@@ -125,8 +64,8 @@ Status MysqlStore::SetMinSeqs(const std::vector<MinSeqValue>& values,
   Result<Ok> r = pool_->Run<Ok>(kSession, "set min seqs", [&](MysqlConn& c) -> Result<Ok> {
     for (size_t at = 0; at < values.size(); at += kListMax) {
       const size_t n = std::min(kListMax, values.size() - at);
-      const size_t padded = std::bit_ceil(n);
-      sql::PreparedStatement& st = c.List(kUpsert, padded);
+      const size_t padded = PaddedCount(n);
+      sql::PreparedStatement& st = c.List(kMinSeqsUpsert, padded);
       for (size_t i = 0; i < padded; ++i) {
         const MinSeqValue& v = values[at + std::min(i, n - 1)];
         st.setString(static_cast<unsigned>(1 + 2 * i), v.key);

@@ -71,12 +71,24 @@ std::string ListSql(int kind, size_t n) {
     case kSetMaxIds:
       return "UPDATE leaf_alloc SET max_id = CASE biz_tag" + RepeatSql(" WHEN ? THEN ?", n, "") +
              " END WHERE biz_tag IN (" + RepeatSql("?", n) + ")";
+    case kMaxIdsIn:
+      return "SELECT biz_tag, max_id FROM leaf_alloc WHERE biz_tag IN (" + RepeatSql("?", n) + ")";
+    case kMinSeqsIn:
+      return "SELECT biz_tag, min_seq FROM seqd_min_seq WHERE biz_tag IN (" + RepeatSql("?", n) +
+             ")";
+    case kRowTimesIn:
+      return "SELECT biz_tag, UNIX_TIMESTAMP(update_time) * 1000 FROM leaf_alloc WHERE biz_tag IN "
+             "(" +
+             RepeatSql("?", n) + ")";
+    case kStampsIn:
+      return "SELECT biz_tag, alloc_ms FROM seqd_key_time WHERE biz_tag IN (" + RepeatSql("?", n) +
+             ")";
+    case kMinSeqsUpsert:
+      return "INSERT INTO seqd_min_seq (biz_tag, min_seq) VALUES " + RepeatSql("(?,?)", n) +
+             " ON DUPLICATE KEY UPDATE min_seq = VALUES(min_seq)";
   }
   return {};
 }
-
-// A duplicate key escaping a call can only be a key that exists.
-const MysqlSession kSession{kSql, ListSql, ErrorCode::kKeyExists};
 
 KeyRow ReadRow(sql::ResultSet& rs) {
   KeyRow row;
@@ -99,6 +111,12 @@ bool OneKeyBrokeTheBatch(const std::vector<Result<ReservedSegment>>& results) {
 }
 
 }  // namespace
+
+namespace mysql_leaf {
+
+const MysqlSession kSession{kSql, ListSql, ErrorCode::kKeyExists};
+
+}  // namespace mysql_leaf
 
 MysqlStore::MysqlStore(MysqlOptions options)
     : pool_(std::make_shared<MysqlPool>(std::move(options))) {}

@@ -1,12 +1,13 @@
-// MysqlStore's SQL, shared by its files (mysql_store.cc: the single-key
-// calls, creation and reads; mysql_reserve_many.cc: batches). Internal to
-// storage/: the statement ids of MysqlStore's session table, the kinds of its
-// count-dependent statements, and the batch steps ReserveMany runs in one
-// transaction.
+// MysqlStore's SQL, shared by its files (mysql_store.cc: the statement
+// table, the single-key calls, creation and reads; mysql_reserve_many.cc:
+// batches; the side tables' files). Internal to storage/: the statement ids
+// of MysqlStore's session table, the kinds of its count-dependent
+// statements, and the batch steps ReserveMany runs in one transaction.
 #pragma once
 
 #include <bit>
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -42,7 +43,20 @@ enum ListKind {
   kLockRows,
   // Sets max_id of rows (biz_tag, new max_id); then the biz_tags again.
   kSetMaxIds,
+  // Each reads (biz_tag, value) of the rows of its keys: max_id
+  // (GetMaxIds), min_seq (seqd_min_seq), update_time in unix millis, and
+  // alloc_ms (seqd_key_time).
+  kMaxIdsIn,
+  kMinSeqsIn,
+  kRowTimesIn,
+  kStampsIn,
+  // Sets min_seq of keys (biz_tag, min_seq), creating their rows.
+  kMinSeqsUpsert,
 };
+
+// MysqlStore's statements, for all its files. A duplicate key escaping a
+// call can only be a key that exists (kKeyExists).
+extern const MysqlSession kSession;
 
 // ER_DATA_OUT_OF_RANGE: BIGINT overflow (CreateAndReserve's INSERT).
 constexpr int kErrOutOfRange = 1690;
@@ -92,6 +106,12 @@ void CreateAndReserve(MysqlConn& c, const std::vector<ReserveRequest>& requests,
 // matches another key's row is refused (KeyFoldsOntoAnotherError).
 void ReserveRows(MysqlConn& c, const std::vector<ReserveRequest>& requests,
                  const std::vector<bool>& at_once, Slots& out, bool read_tokens, bool exact_tags);
+
+// Runs list statement `kind` of the session in use, an IN list of keys
+// whose rows answer (key, value), over `keys` (kListMax a statement, padded
+// to a power of two): every row's pair.
+std::map<std::string, int64_t> ReadPairs(MysqlConn& c, int kind,
+                                         const std::vector<std::string>& keys);
 
 // In a reservation's transaction (ReserveRows): sets the allocation time of
 // each row tag to the database's clock, never back (mysql_key_times.cc).

@@ -13,14 +13,12 @@
 #include <memory>
 #include <string>
 
+#include "storage/keyed_values.h"
 #include "storage/mysql/mysql_store.h"
 #include "storage/mysql/mysql_store_sql.h"
 
 namespace seqd {
 namespace {
-
-// Plain statements only (MysqlConn::Update, Plain()).
-const MysqlSession kUserSeqSession{{}, nullptr, std::nullopt};
 
 // The column of `field`: a fixed name, never from input.
 const char* Column(UserSeqField field) {
@@ -50,7 +48,7 @@ const char* MysqlStore::UserSeqTableSql() {
 Result<std::vector<int64_t>> MysqlStore::GetUserSeqs(std::string_view user, UserSeqField field,
                                                      const std::vector<std::string>& convs) {
   return pool_->Run<std::vector<int64_t>>(
-      kUserSeqSession, "get user seqs", [&](MysqlConn& c) -> Result<std::vector<int64_t>> {
+      mysql_leaf::kSession, "get user seqs", [&](MysqlConn& c) -> Result<std::vector<int64_t>> {
         std::map<std::string, int64_t> found;
         for (size_t at = 0; at < convs.size(); at += mysql_leaf::kListMax) {
           const size_t n = std::min(mysql_leaf::kListMax, convs.size() - at);
@@ -67,13 +65,7 @@ Result<std::vector<int64_t>> MysqlStore::GetUserSeqs(std::string_view user, User
           while (rs->next()) found[rs->getString(1).asStdString()] = rs->getInt64(2);
         }
         c.Commit();  // ends the read's transaction
-        std::vector<int64_t> out;
-        out.reserve(convs.size());
-        for (const std::string& conv : convs) {
-          auto it = found.find(conv);
-          out.push_back(it == found.end() ? 0 : it->second);
-        }
-        return out;
+        return ValuesInOrder(convs, found, 0);
       });
 }
 
@@ -86,25 +78,26 @@ Status MysqlStore::SetUserSeqs(std::string_view user, UserSeqField field, bool r
   for (const UserSeqValue& v : values) sorted.push_back(&v);
   std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->conv < b->conv; });
   const std::string column = Column(field);
-  Result<Ok> r = pool_->Run<Ok>(kUserSeqSession, "set user seqs", [&](MysqlConn& c) -> Result<Ok> {
-    for (size_t at = 0; at < sorted.size(); at += mysql_leaf::kListMax) {
-      const size_t n = std::min(mysql_leaf::kListMax, sorted.size() - at);
-      std::string sql = "INSERT INTO seqd_user_seq (user_id, conv, " + column + ") VALUES ";
-      for (size_t j = 0; j < n; ++j) {
-        sql += j ? ",(" : "(";
-        AppendUtf8Literal(sql, user);
-        sql += ',';
-        AppendUtf8Literal(sql, sorted[at + j]->conv);
-        sql += ',' + std::to_string(sorted[at + j]->seq) + ')';
-      }
-      sql += " ON DUPLICATE KEY UPDATE " + column + " = ";
-      sql += raise_only ? "GREATEST(" + column + ", VALUES(" + column + "))"
-                        : "VALUES(" + column + ")";
-      c.Update(sql);
-    }
-    c.Commit();
-    return Ok{};
-  });
+  Result<Ok> r =
+      pool_->Run<Ok>(mysql_leaf::kSession, "set user seqs", [&](MysqlConn& c) -> Result<Ok> {
+        for (size_t at = 0; at < sorted.size(); at += mysql_leaf::kListMax) {
+          const size_t n = std::min(mysql_leaf::kListMax, sorted.size() - at);
+          std::string sql = "INSERT INTO seqd_user_seq (user_id, conv, " + column + ") VALUES ";
+          for (size_t j = 0; j < n; ++j) {
+            sql += j ? ",(" : "(";
+            AppendUtf8Literal(sql, user);
+            sql += ',';
+            AppendUtf8Literal(sql, sorted[at + j]->conv);
+            sql += ',' + std::to_string(sorted[at + j]->seq) + ')';
+          }
+          sql += " ON DUPLICATE KEY UPDATE " + column + " = ";
+          sql += raise_only ? "GREATEST(" + column + ", VALUES(" + column + "))"
+                            : "VALUES(" + column + ")";
+          c.Update(sql);
+        }
+        c.Commit();
+        return Ok{};
+      });
   if (!r) return r.error();
   return OkStatus();
 }
