@@ -151,13 +151,22 @@ Result<sqlite3_stmt*> SqliteDb::Stmt(int id, const char* op) {
   return s;
 }
 
-Status SqliteDb::Exec(int id, const char* op) {
-  auto s = Stmt(id, op);
-  if (!s.ok()) return s.error();
-  SqliteResetOnExit reset(*s);
-  int rc = sqlite3_step(*s);
+Status SqliteDb::StepOnce(sqlite3_stmt* s, const char* op) {
+  SqliteResetOnExit reset(s);
+  int rc = sqlite3_step(s);
   if (rc != SQLITE_DONE && rc != SQLITE_ROW) return SqlError(rc, op);
   return OkStatus();
+}
+
+Status SqliteDb::StepRows(sqlite3_stmt* s, const char* op,
+                          const std::function<bool(sqlite3_stmt*)>& row) {
+  SqliteResetOnExit reset(s);
+  for (;;) {
+    const int rc = sqlite3_step(s);
+    if (rc == SQLITE_DONE) return OkStatus();
+    if (rc != SQLITE_ROW) return SqlError(rc, op);
+    if (!row(s)) return OkStatus();
+  }
 }
 
 Status SqliteDb::ExecScript(const char* sql, const char* op) {
@@ -189,10 +198,39 @@ void SqliteDb::Rollback() {
   }
 }
 
+SqliteTransaction::~SqliteTransaction() {
+  if (!committed_) db_.Rollback();
+}
+
+Status SqliteTransaction::Begin() { return db_.Begin((op_ + " (begin)").c_str()); }
+
+Status SqliteTransaction::Commit() {
+  Status st = db_.Commit((op_ + " (commit)").c_str());
+  committed_ = st.ok();
+  return st;
+}
+
 SqliteResetOnExit::~SqliteResetOnExit() { sqlite3_reset(s_); }
 
-int SqliteBindText(sqlite3_stmt* s, int i, std::string_view v) {
+int SqliteBind(sqlite3_stmt* s, int i, std::string_view v) {
   return sqlite3_bind_text64(s, i, v.data(), v.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
 }
+
+int SqliteBind(sqlite3_stmt* s, int i, int64_t v) { return sqlite3_bind_int64(s, i, v); }
+
+int SqliteBind(sqlite3_stmt* s, int i, int v) { return sqlite3_bind_int(s, i, v); }
+
+int SqliteBind(sqlite3_stmt* s, int i, const std::optional<int64_t>& v) {
+  return v ? sqlite3_bind_int64(s, i, *v) : sqlite3_bind_null(s, i);
+}
+
+std::string SqliteColumnText(sqlite3_stmt* s, int i) {
+  const unsigned char* p = sqlite3_column_text(s, i);
+  if (p == nullptr) return std::string();
+  return std::string(reinterpret_cast<const char*>(p),
+                     static_cast<size_t>(sqlite3_column_bytes(s, i)));
+}
+
+int64_t SqliteColumnInt64(sqlite3_stmt* s, int i) { return sqlite3_column_int64(s, i); }
 
 }  // namespace seqd

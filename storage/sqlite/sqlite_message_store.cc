@@ -98,9 +98,14 @@ const char* const kSql[kNumStmts] = {
     /* kPing */ "PRAGMA schema_version",
 };
 
-int BindBlob(sqlite3_stmt* s, int i, std::string_view v) {
-  if (v.empty()) return sqlite3_bind_zeroblob(s, i, 0);  // a null pointer would bind NULL
-  return sqlite3_bind_blob64(s, i, v.data(), v.size(), SQLITE_TRANSIENT);
+// A payload, bound as a BLOB (SqliteBind binds strings as TEXT).
+struct Blob {
+  std::string_view bytes;
+};
+
+int SqliteBind(sqlite3_stmt* s, int i, Blob v) {
+  if (v.bytes.empty()) return sqlite3_bind_zeroblob(s, i, 0);  // a null pointer would bind NULL
+  return sqlite3_bind_blob64(s, i, v.bytes.data(), v.bytes.size(), SQLITE_TRANSIENT);
 }
 
 std::string ColumnBytes(sqlite3_stmt* s, int i) {
@@ -121,6 +126,14 @@ StoredMessage ReadMessage(sqlite3_stmt* s) {
   m.payload = ColumnBytes(s, 6);
   m.send_time_ms = sqlite3_column_int64(s, 7);
   m.status = MessageStatusFromColumn(sqlite3_column_int64(s, 8));
+  return m;
+}
+
+MemberState ReadMember(sqlite3_stmt* s) {
+  MemberState m;
+  m.min_seq = sqlite3_column_int64(s, 0);
+  if (sqlite3_column_type(s, 1) != SQLITE_NULL) m.max_seq = sqlite3_column_int64(s, 1);
+  m.read_seq = sqlite3_column_int64(s, 2);
   return m;
 }
 
@@ -147,31 +160,20 @@ Status SqliteMessageStore::EnsureSchema() {
 }
 
 Result<int64_t> SqliteMessageStore::MaxSeqLocked(std::string_view conv_id, const char* op) {
-  auto s = db_.Stmt(kMaxSeq, op);
-  if (!s.ok()) return s.error();
-  SqliteResetOnExit reset(*s);
-  SqliteBindText(*s, 1, conv_id);
-  int rc = sqlite3_step(*s);
-  if (rc != SQLITE_ROW) return db_.SqlError(rc, op);
-  return sqlite3_column_int64(*s, 0);
+  Result<std::optional<int64_t>> max = db_.QueryInt64(kMaxSeq, op, conv_id);
+  if (!max.ok()) return max.error();
+  return max->value_or(0);  // an aggregate: always one row
 }
 
 Result<std::optional<AppendOutcome>> SqliteMessageStore::SelectByClientLocked(
     const AppendRequest& r) {
-  const char* op = "append (select duplicate)";
-  auto s = db_.Stmt(kSelectByClient, op);
-  if (!s.ok()) return s.error();
-  SqliteResetOnExit reset(*s);
-  SqliteBindText(*s, 1, r.conv_id);
-  SqliteBindText(*s, 2, r.sender_id);
-  SqliteBindText(*s, 3, r.client_msg_id);
-  int rc = sqlite3_step(*s);
-  if (rc == SQLITE_DONE) return std::optional<AppendOutcome>();
-  if (rc != SQLITE_ROW) return db_.SqlError(rc, op);
-  const int64_t stored_id = sqlite3_column_int64(*s, 1);
-  return std::optional<AppendOutcome>(AppendOutcome{sqlite3_column_int64(*s, 0), stored_id,
-                                                    sqlite3_column_int64(*s, 2),
-                                                    stored_id != r.server_msg_id});
+  auto read = [&](sqlite3_stmt* s) {
+    const int64_t stored_id = sqlite3_column_int64(s, 1);
+    return AppendOutcome{sqlite3_column_int64(s, 0), stored_id, sqlite3_column_int64(s, 2),
+                         stored_id != r.server_msg_id};
+  };
+  return db_.QueryRow(kSelectByClient, "append (select duplicate)", read, r.conv_id, r.sender_id,
+                      r.client_msg_id);
 }
 
 Result<std::vector<AppendOutcome>> SqliteMessageStore::AppendLocked(
@@ -190,73 +192,61 @@ Result<std::vector<AppendOutcome>> SqliteMessageStore::AppendLocked(
         c = cur.emplace(r.conv_id, *max).first;
       }
     }
-    for (int attempt = 0;; ++attempt) {
-      const char* op = "append (insert)";
-      auto s = db_.Stmt(kInsert, op);
-      if (!s.ok()) return s.error();
-      SqliteResetOnExit reset(*s);
-      const int64_t seq = c->second + 1;
-      SqliteBindText(*s, 1, r.conv_id);
-      sqlite3_bind_int64(*s, 2, seq);
-      sqlite3_bind_int64(*s, 3, r.server_msg_id);
-      SqliteBindText(*s, 4, r.sender_id);
-      SqliteBindText(*s, 5, r.client_msg_id);
-      sqlite3_bind_int64(*s, 6, r.content_type);
-      BindBlob(*s, 7, r.payload);
-      sqlite3_bind_int64(*s, 8, r.send_time_ms);
-      const int rc = sqlite3_step(*s);
-      if (rc == SQLITE_DONE) {
-        c->second = seq;
-        out.push_back(AppendOutcome{seq, r.server_msg_id, r.send_time_ms, false});
-        break;
-      }
-      if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
-        // The cached max was stale: read the true one (we hold the write lock).
-        if (attempt + 1 >= kMaxSeqRetries) return db_.SqlError(rc, op);
-        auto max = MaxSeqLocked(r.conv_id, "append (reread max seq)");
-        if (!max.ok()) return max.error();
-        c->second = *max;
-        continue;
-      }
-      if (rc == SQLITE_CONSTRAINT_UNIQUE) {
-        // A re-send (client id), or a server_msg_id already used (a bug).
-        auto dup = SelectByClientLocked(r);
-        if (!dup.ok()) return dup.error();
-        if (!dup->has_value()) {
-          return MakeError(ErrorCode::kInternal, "sqlite append: server_msg_id " +
-                                                     std::to_string(r.server_msg_id) +
-                                                     " already stored");
-        }
-        out.push_back(**dup);
-        break;
-      }
-      return db_.SqlError(rc, op);
-    }
+    Result<AppendOutcome> stored = AppendOneLocked(r, c->second);
+    if (!stored.ok()) return stored.error();
+    out.push_back(*stored);
   }
   return out;
 }
 
+Result<AppendOutcome> SqliteMessageStore::AppendOneLocked(const AppendRequest& r, int64_t& max) {
+  for (int attempt = 0;; ++attempt) {
+    const char* op = "append (insert)";
+    const int64_t seq = max + 1;
+    auto s = db_.Stmt(kInsert, op, r.conv_id, seq, r.server_msg_id, r.sender_id, r.client_msg_id,
+                      int64_t{r.content_type}, Blob{r.payload}, r.send_time_ms);
+    if (!s.ok()) return s.error();
+    SqliteResetOnExit reset(*s);
+    const int rc = sqlite3_step(*s);
+    if (rc == SQLITE_DONE) {
+      max = seq;
+      return AppendOutcome{seq, r.server_msg_id, r.send_time_ms, false};
+    }
+    if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
+      // The cached max was stale: read the true one (we hold the write lock).
+      if (attempt + 1 >= kMaxSeqRetries) return db_.SqlError(rc, op);
+      auto true_max = MaxSeqLocked(r.conv_id, "append (reread max seq)");
+      if (!true_max.ok()) return true_max.error();
+      max = *true_max;
+      continue;
+    }
+    if (rc != SQLITE_CONSTRAINT_UNIQUE) return db_.SqlError(rc, op);
+    // A re-send (client id), or a server_msg_id already used (a bug).
+    auto dup = SelectByClientLocked(r);
+    if (!dup.ok()) return dup.error();
+    if (!dup->has_value()) {
+      return MakeError(
+          ErrorCode::kInternal,
+          "sqlite append: server_msg_id " + std::to_string(r.server_msg_id) + " already stored");
+    }
+    return **dup;
+  }
+}
+
 Result<std::vector<AppendOutcome>> SqliteMessageStore::Append(std::span<const AppendRequest> batch,
                                                               MaxSeqCache& max_seq_cache) {
-  auto fail = [&](Error e) REQUIRES(mu_) -> Error {
+  auto fail = [&](Error e) {
     for (const AppendRequest& r : batch) max_seq_cache.erase(r.conv_id);
     return e;
   };
   if (batch.empty()) return std::vector<AppendOutcome>();
   MutexLock lock(mu_);
-  Status st = db_.Begin("append (begin)");
-  if (!st.ok()) return fail(st.error());
+  SqliteTransaction txn(db_, "append");
+  if (Status st = txn.Begin(); !st.ok()) return fail(st.error());
   MaxSeqCache cur;
   auto out = AppendLocked(batch, max_seq_cache, cur);
-  if (!out.ok()) {
-    db_.Rollback();
-    return fail(out.error());
-  }
-  st = db_.Commit("append (commit)");
-  if (!st.ok()) {
-    db_.Rollback();
-    return fail(st.error());
-  }
+  if (!out.ok()) return fail(out.error());
+  if (Status st = txn.Commit(); !st.ok()) return fail(st.error());
   for (auto& [conv, max] : cur) max_seq_cache[conv] = max;
   return out;
 }
@@ -283,42 +273,27 @@ Result<MessagePage> SqliteMessageStore::GetRange(const RangeQuery& q) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "get range: REQUIRES from_seq <= to_seq and limit >= 1");
   }
-  MutexLock lock(mu_);
-  const char* op = "get range";
-  auto s = db_.Stmt(q.descending ? kRangeDesc : kRangeAsc, op);
-  if (!s.ok()) return s.error();
-  SqliteResetOnExit reset(*s);
-  SqliteBindText(*s, 1, q.conv_id);
-  sqlite3_bind_int64(*s, 2, q.from_seq);
-  sqlite3_bind_int64(*s, 3, q.to_seq);
   const int64_t limit = ClampRangeLimit(q.limit);
-  sqlite3_bind_int64(*s, 4, limit + 1);
   MessagePage page;
-  for (;;) {
-    int rc = sqlite3_step(*s);
-    if (rc == SQLITE_DONE) break;
-    if (rc != SQLITE_ROW) return db_.SqlError(rc, op);
+  auto add = [&](sqlite3_stmt* s) {
     if (static_cast<int64_t>(page.messages.size()) == limit) {
       page.more = true;
-      break;
+      return false;
     }
-    page.messages.push_back(ReadMessage(*s));
-  }
+    page.messages.push_back(ReadMessage(s));
+    return true;
+  };
+  MutexLock lock(mu_);
+  Status st = db_.ForEachRow(q.descending ? kRangeDesc : kRangeAsc, "get range", add, q.conv_id,
+                             q.from_seq, q.to_seq, limit + 1);
+  if (!st.ok()) return st.error();
   return page;
 }
 
 Result<std::optional<StoredMessage>> SqliteMessageStore::SelectOneLocked(std::string_view conv_id,
                                                                          int64_t seq,
                                                                          const char* op) {
-  auto s = db_.Stmt(kSelectOne, op);
-  if (!s.ok()) return s.error();
-  SqliteResetOnExit reset(*s);
-  SqliteBindText(*s, 1, conv_id);
-  sqlite3_bind_int64(*s, 2, seq);
-  int rc = sqlite3_step(*s);
-  if (rc == SQLITE_DONE) return std::optional<StoredMessage>();
-  if (rc != SQLITE_ROW) return db_.SqlError(rc, op);
-  return std::optional<StoredMessage>(ReadMessage(*s));
+  return db_.QueryRow(kSelectOne, op, ReadMessage, conv_id, seq);
 }
 
 Result<std::vector<StoredMessage>> SqliteMessageStore::GetBySeqs(std::string_view conv_id,
@@ -342,18 +317,9 @@ Result<StoredMessage> SqliteMessageStore::SetStatus(std::string_view conv_id, in
     return MakeError(ErrorCode::kInvalidArgument, "set status: REQUIRES status != normal");
   }
   MutexLock lock(mu_);
-  const char* op = "set status";
-  {
-    auto s = db_.Stmt(kSetStatus, op);
-    if (!s.ok()) return s.error();
-    SqliteResetOnExit reset(*s);
-    sqlite3_bind_int64(*s, 1, static_cast<int64_t>(status));
-    SqliteBindText(*s, 2, conv_id);
-    sqlite3_bind_int64(*s, 3, seq);
-    int rc = sqlite3_step(*s);
-    if (rc != SQLITE_DONE) return db_.SqlError(rc, op);
-    if (db_.Changes() == 0) return MakeError(ErrorCode::kNotFound, "no such message");
-  }
+  Status st = db_.Exec(kSetStatus, "set status", static_cast<int64_t>(status), conv_id, seq);
+  if (!st.ok()) return st.error();
+  if (db_.Changes() == 0) return MakeError(ErrorCode::kNotFound, "no such message");
   auto m = SelectOneLocked(conv_id, seq, "set status (select)");
   if (!m.ok()) return m.error();
   if (!m->has_value()) return MakeError(ErrorCode::kNotFound, "no such message");
@@ -362,136 +328,64 @@ Result<StoredMessage> SqliteMessageStore::SetStatus(std::string_view conv_id, in
 
 Result<int64_t> SqliteMessageStore::GetConvMinSeq(std::string_view conv_id) {
   MutexLock lock(mu_);
-  const char* op = "get conv min seq";
-  auto s = db_.Stmt(kGetConvMin, op);
-  if (!s.ok()) return s.error();
-  SqliteResetOnExit reset(*s);
-  SqliteBindText(*s, 1, conv_id);
-  int rc = sqlite3_step(*s);
-  if (rc == SQLITE_DONE) return int64_t{1};
-  if (rc != SQLITE_ROW) return db_.SqlError(rc, op);
-  return sqlite3_column_int64(*s, 0);
+  Result<std::optional<int64_t>> min = db_.QueryInt64(kGetConvMin, "get conv min seq", conv_id);
+  if (!min.ok()) return min.error();
+  return min->value_or(1);
 }
 
 Status SqliteMessageStore::SetConvMinSeq(std::string_view conv_id, int64_t min_seq) {
   MutexLock lock(mu_);
-  const char* op = "set conv min seq";
-  auto s = db_.Stmt(kSetConvMin, op);
-  if (!s.ok()) return s.error();
-  SqliteResetOnExit reset(*s);
-  SqliteBindText(*s, 1, conv_id);
-  sqlite3_bind_int64(*s, 2, min_seq);
-  int rc = sqlite3_step(*s);
-  if (rc != SQLITE_DONE) return db_.SqlError(rc, op);
-  return OkStatus();
+  return db_.Exec(kSetConvMin, "set conv min seq", conv_id, min_seq);
 }
 
 Result<std::optional<MemberState>> SqliteMessageStore::GetMember(std::string_view conv_id,
                                                                  std::string_view user_id) {
   MutexLock lock(mu_);
-  const char* op = "get member";
-  auto s = db_.Stmt(kGetMember, op);
-  if (!s.ok()) return s.error();
-  SqliteResetOnExit reset(*s);
-  SqliteBindText(*s, 1, conv_id);
-  SqliteBindText(*s, 2, user_id);
-  int rc = sqlite3_step(*s);
-  if (rc == SQLITE_DONE) return std::optional<MemberState>();
-  if (rc != SQLITE_ROW) return db_.SqlError(rc, op);
-  MemberState m;
-  m.min_seq = sqlite3_column_int64(*s, 0);
-  if (sqlite3_column_type(*s, 1) != SQLITE_NULL) m.max_seq = sqlite3_column_int64(*s, 1);
-  m.read_seq = sqlite3_column_int64(*s, 2);
-  return std::optional<MemberState>(m);
+  return db_.QueryRow(kGetMember, "get member", ReadMember, conv_id, user_id);
 }
 
 Status SqliteMessageStore::PutMember(std::string_view conv_id, std::string_view user_id,
                                      const MemberState& state) {
   MutexLock lock(mu_);
-  const char* op = "put member";
-  auto s = db_.Stmt(kPutMember, op);
-  if (!s.ok()) return s.error();
-  SqliteResetOnExit reset(*s);
-  SqliteBindText(*s, 1, conv_id);
-  SqliteBindText(*s, 2, user_id);
-  sqlite3_bind_int64(*s, 3, state.min_seq);
-  if (state.max_seq) {
-    sqlite3_bind_int64(*s, 4, *state.max_seq);
-  } else {
-    sqlite3_bind_null(*s, 4);
-  }
-  sqlite3_bind_int64(*s, 5, state.read_seq);
-  int rc = sqlite3_step(*s);
-  if (rc != SQLITE_DONE) return db_.SqlError(rc, op);
-  return OkStatus();
+  return db_.Exec(kPutMember, "put member", conv_id, user_id, state.min_seq, state.max_seq,
+                  state.read_seq);
 }
 
 Result<MemberState> SqliteMessageStore::SetReadSeq(std::string_view conv_id,
                                                    std::string_view user_id, int64_t read_seq,
                                                    int64_t upper) {
   MutexLock lock(mu_);
-  Status st = db_.Begin("set read seq (begin)");
-  if (!st.ok()) return st.error();
-  auto fail = [&](Error e) REQUIRES(mu_) -> Error {
-    db_.Rollback();
-    return e;
-  };
-  MemberState m;
-  {
-    const char* op = "set read seq (select)";
-    auto s = db_.Stmt(kGetMember, op);
-    if (!s.ok()) return fail(s.error());
-    SqliteResetOnExit reset(*s);
-    SqliteBindText(*s, 1, conv_id);
-    SqliteBindText(*s, 2, user_id);
-    int rc = sqlite3_step(*s);
-    if (rc == SQLITE_DONE) return fail(MakeError(ErrorCode::kNotFound, "not a member"));
-    if (rc != SQLITE_ROW) return fail(db_.SqlError(rc, op));
-    m.min_seq = sqlite3_column_int64(*s, 0);
-    if (sqlite3_column_type(*s, 1) != SQLITE_NULL) m.max_seq = sqlite3_column_int64(*s, 1);
-    m.read_seq = sqlite3_column_int64(*s, 2);
-  }
-  if (read_seq < m.read_seq) {
-    return fail(MakeError(ErrorCode::kFailedPrecondition, "read_seq " + std::to_string(read_seq) +
-                                                              " is below the stored read_seq " +
-                                                              std::to_string(m.read_seq)));
+  SqliteTransaction txn(db_, "set read seq");
+  if (Status st = txn.Begin(); !st.ok()) return st.error();
+  Result<std::optional<MemberState>> m =
+      db_.QueryRow(kGetMember, "set read seq (select)", ReadMember, conv_id, user_id);
+  if (!m.ok()) return m.error();
+  if (!*m) return MakeError(ErrorCode::kNotFound, "not a member");
+  if (read_seq < (*m)->read_seq) {
+    return MakeError(ErrorCode::kFailedPrecondition, "read_seq " + std::to_string(read_seq) +
+                                                         " is below the stored read_seq " +
+                                                         std::to_string((*m)->read_seq));
   }
   if (read_seq > upper) {
-    return fail(
-        MakeError(ErrorCode::kFailedPrecondition,
-                  "read_seq " + std::to_string(read_seq) + " is above " + std::to_string(upper)));
+    return MakeError(ErrorCode::kFailedPrecondition,
+                     "read_seq " + std::to_string(read_seq) + " is above " + std::to_string(upper));
   }
-  if (read_seq != m.read_seq) {
-    const char* op = "set read seq (update)";
-    auto s = db_.Stmt(kSetRead, op);
-    if (!s.ok()) return fail(s.error());
-    SqliteResetOnExit reset(*s);
-    SqliteBindText(*s, 1, conv_id);
-    SqliteBindText(*s, 2, user_id);
-    sqlite3_bind_int64(*s, 3, read_seq);
-    int rc = sqlite3_step(*s);
-    if (rc != SQLITE_DONE) return fail(db_.SqlError(rc, op));
+  if (read_seq != (*m)->read_seq) {
+    Status st = db_.Exec(kSetRead, "set read seq (update)", conv_id, user_id, read_seq);
+    if (!st.ok()) return st.error();
   }
-  st = db_.Commit("set read seq (commit)");
-  if (!st.ok()) return fail(st.error());
-  m.read_seq = read_seq;
-  return m;
+  if (Status st = txn.Commit(); !st.ok()) return st.error();
+  (*m)->read_seq = read_seq;
+  return **m;
 }
 
 Result<int64_t> SqliteMessageStore::CountUnread(std::string_view conv_id, std::string_view user_id,
                                                 int64_t after_seq, int64_t upto_seq) {
   MutexLock lock(mu_);
-  const char* op = "count unread";
-  auto s = db_.Stmt(kCountUnread, op);
-  if (!s.ok()) return s.error();
-  SqliteResetOnExit reset(*s);
-  SqliteBindText(*s, 1, conv_id);
-  sqlite3_bind_int64(*s, 2, after_seq);
-  sqlite3_bind_int64(*s, 3, upto_seq);
-  SqliteBindText(*s, 4, user_id);
-  int rc = sqlite3_step(*s);
-  if (rc != SQLITE_ROW) return db_.SqlError(rc, op);
-  return sqlite3_column_int64(*s, 0);
+  Result<std::optional<int64_t>> n =
+      db_.QueryInt64(kCountUnread, "count unread", conv_id, after_seq, upto_seq, user_id);
+  if (!n.ok()) return n.error();
+  return n->value_or(0);  // an aggregate: always one row
 }
 
 Status SqliteMessageStore::Ping() {

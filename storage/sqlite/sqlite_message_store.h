@@ -67,6 +67,10 @@ class SqliteMessageStore final : public MessageStore {
   Result<std::optional<AppendOutcome>> SelectByClientLocked(const AppendRequest& r) REQUIRES(mu_);
   Result<std::optional<StoredMessage>> SelectOneLocked(std::string_view conv_id, int64_t seq,
                                                        const char* op) REQUIRES(mu_);
+  // Stores `r` at the seq after `max` (its conversation's max seq, raised
+  // to the true one if stale), or finds it stored under its client key.
+  // `max` ends at the row's seq when it was inserted.
+  Result<AppendOutcome> AppendOneLocked(const AppendRequest& r, int64_t& max) REQUIRES(mu_);
   Result<std::vector<AppendOutcome>> AppendLocked(std::span<const AppendRequest> batch,
                                                   const MaxSeqCache& cache, MaxSeqCache& new_max)
       REQUIRES(mu_);

@@ -199,21 +199,42 @@ std::string BatchTime() {
   return text;
 }
 
-std::string ColumnText(sqlite3_stmt* s, int i) {
-  const unsigned char* p = sqlite3_column_text(s, i);
-  if (p == nullptr) return std::string();
-  return std::string(reinterpret_cast<const char*>(p),
-                     static_cast<size_t>(sqlite3_column_bytes(s, i)));
-}
-
 KeyRow ReadRow(sqlite3_stmt* s) {
   KeyRow row;
-  row.key = ColumnText(s, 0);
+  row.key = SqliteColumnText(s, 0);
   row.max_id = sqlite3_column_int64(s, 1);
   row.step = sqlite3_column_int64(s, 2);
-  row.description = ColumnText(s, 3);
+  row.description = SqliteColumnText(s, 3);
   row.update_time_ms = sqlite3_column_int64(s, 4);
   return row;
+}
+
+// A row's max_id and step as a reservation left them. SQLite silently turns
+// an integer sum past INT64_MAX into a REAL: `overflowed`.
+struct AdvancedRow {
+  int64_t max_id = 0;
+  int64_t step = 0;
+  bool overflowed = false;
+};
+
+AdvancedRow ReadAdvanced(sqlite3_stmt* s) {
+  return AdvancedRow{sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1),
+                     sqlite3_column_type(s, 0) != SQLITE_INTEGER};
+}
+
+// One value per key of `keys`, in their order: `value(db, key)`, or
+// `missing` for a key without one. Fails at the first error.
+template <typename Value>
+Result<std::vector<int64_t>> PerKey(SqliteDb& db, const std::vector<std::string>& keys,
+                                    int64_t missing, Value value) {
+  std::vector<int64_t> out;
+  out.reserve(keys.size());
+  for (const std::string& k : keys) {
+    Result<std::optional<int64_t>> v = value(db, k);
+    if (!v.ok()) return v.error();
+    out.push_back(v->value_or(missing));
+  }
+  return out;
 }
 
 }  // namespace
@@ -242,68 +263,31 @@ Result<ReservedSegment> SqliteStore::Reserve(std::string_view key, std::optional
     return MakeError(ErrorCode::kInvalidArgument, "sqlite reserve: step must be > 0");
   }
   MutexLock lock(mu_);
-  Status st = db_.Begin("reserve (begin)");
-  if (!st.ok()) return st.error();
-
-  auto fail = [&](Error e) REQUIRES(mu_) -> Error {
-    db_.Rollback();
-    return e;
-  };
-
-  {
-    auto upd = db_.Stmt(kReserveUpdate, "reserve (update)");
-    if (!upd.ok()) return fail(upd.error());
-    SqliteResetOnExit reset(*upd);
-    if (step) {
-      sqlite3_bind_int64(*upd, 1, *step);
-    } else {
-      sqlite3_bind_null(*upd, 1);
-    }
-    SqliteBindText(*upd, 2, key);
-    int rc = sqlite3_step(*upd);
-    if (rc != SQLITE_DONE) return fail(db_.SqlError(rc, "reserve (update)"));
-    if (db_.Changes() == 0) {
-      return fail(MakeError(ErrorCode::kUnknownKey, "no such key"));
-    }
+  SqliteTransaction txn(db_, "reserve");
+  if (Status st = txn.Begin(); !st.ok()) return st.error();
+  // ?1 the step asked for (NULL: the row's own).
+  if (Status st = db_.Exec(kReserveUpdate, "reserve (update)", step, key); !st.ok()) {
+    return st.error();
   }
-
-  int64_t max_id = 0;
-  int64_t table_step = 0;
-  {
-    auto sel = db_.Stmt(kReserveSelect, "reserve (select)");
-    if (!sel.ok()) return fail(sel.error());
-    SqliteResetOnExit reset(*sel);
-    SqliteBindText(*sel, 1, key);
-    int rc = sqlite3_step(*sel);
-    if (rc != SQLITE_ROW) {
-      if (rc == SQLITE_DONE) {
-        return fail(MakeError(ErrorCode::kInternal, "sqlite reserve (select): row vanished"));
-      }
-      return fail(db_.SqlError(rc, "reserve (select)"));
-    }
-    // SQLite silently turns an overflowing integer sum into a REAL.
-    if (sqlite3_column_type(*sel, 0) != SQLITE_INTEGER) {
-      return fail(MakeError(ErrorCode::kInternal, "sqlite reserve: max_id overflow"));
-    }
-    max_id = sqlite3_column_int64(*sel, 0);
-    table_step = sqlite3_column_int64(*sel, 1);
-  }
-
-  st = db_.Commit("reserve (commit)");
-  if (!st.ok()) return fail(st.error());
-
-  const int64_t by = step.value_or(table_step);
-  return ReservedSegment{max_id - by, max_id - 1, table_step};
+  if (db_.Changes() == 0) return MakeError(ErrorCode::kUnknownKey, "no such key");
+  Result<std::optional<AdvancedRow>> row =
+      db_.QueryRow(kReserveSelect, "reserve (select)", ReadAdvanced, key);
+  if (!row.ok()) return row.error();
+  if (!*row) return MakeError(ErrorCode::kInternal, "sqlite reserve (select): row vanished");
+  if ((*row)->overflowed) return MakeError(ErrorCode::kInternal, "sqlite reserve: max_id overflow");
+  if (Status st = txn.Commit(); !st.ok()) return st.error();
+  const int64_t by = step.value_or((*row)->step);
+  return ReservedSegment{(*row)->max_id - by, (*row)->max_id - 1, (*row)->step};
 }
 
 std::vector<Result<ReservedSegment>> SqliteStore::ReserveMany(
     const std::vector<ReserveRequest>& requests) {
-  MutexLock lock(mu_);
-  auto fail_all = [&](const Error& e) REQUIRES(mu_) {
-    db_.Rollback();
+  auto fail_all = [&](const Error& e) {
     return std::vector<Result<ReservedSegment>>(requests.size(), e);
   };
-  if (Status st = db_.Begin("reserve many (begin)"); !st.ok()) return fail_all(st.error());
+  MutexLock lock(mu_);
+  SqliteTransaction txn(db_, "reserve many");
+  if (Status st = txn.Begin(); !st.ok()) return fail_all(st.error());
   const std::string now = BatchTime();
   std::vector<std::optional<ReservedSegment>> created(requests.size());
   if (Status st = InsertNewRowsLocked(requests, now, created); !st.ok()) {
@@ -319,7 +303,7 @@ std::vector<Result<ReservedSegment>> SqliteStore::ReserveMany(
     }
   }
   if (Status st = StampTimesLocked(requests, out); !st.ok()) return fail_all(st.error());
-  if (Status st = db_.Commit("reserve many (commit)"); !st.ok()) return fail_all(st.error());
+  if (Status st = txn.Commit(); !st.ok()) return fail_all(st.error());
   return out;
 }
 
@@ -328,14 +312,8 @@ Status SqliteStore::StampTimesLocked(const std::vector<ReserveRequest>& requests
   const int64_t now_ms = UnixMillis();
   for (size_t i = 0; i < requests.size(); ++i) {
     if (!requests[i].stamp_time || !out[i] || out[i]->replayed) continue;
-    auto stmt = db_.Stmt(kKeyTimeUpsert, "reserve many (time)");
-    if (!stmt.ok()) return stmt.error();
-    SqliteResetOnExit reset(*stmt);
-    SqliteBindText(*stmt, 1, requests[i].key);
-    sqlite3_bind_int64(*stmt, 2, now_ms);
-    if (const int rc = sqlite3_step(*stmt); rc != SQLITE_DONE) {
-      return db_.SqlError(rc, "reserve many (time)");
-    }
+    Status st = db_.Exec(kKeyTimeUpsert, "reserve many (time)", requests[i].key, now_ms);
+    if (!st.ok()) return st;
   }
   return OkStatus();
 }
@@ -364,16 +342,16 @@ Status SqliteStore::InsertNewRowsLocked(const std::vector<ReserveRequest>& reque
     auto stmt = db_.Stmt(kInsertNewRows + size, "reserve many (new rows)");
     if (!stmt.ok()) return stmt.error();
     SqliteResetOnExit reset(*stmt);
-    SqliteBindText(*stmt, 1, now);
+    SqliteBind(*stmt, 1, now);
     by_key.clear();
     for (size_t j = 0; j < rows; ++j) {
       const size_t i = picked[at + j];
       const ReserveRequest& r = requests[i];
       const int p = 2 + 4 * static_cast<int>(j);
-      SqliteBindText(*stmt, p, r.key);
+      SqliteBind(*stmt, p, r.key);
       sqlite3_bind_int64(*stmt, p + 1, 1 + r.step.value_or(r.create_step));
       sqlite3_bind_int64(*stmt, p + 2, r.create_step);
-      SqliteBindText(*stmt, p + 3, r.create_description);
+      SqliteBind(*stmt, p + 3, r.create_description);
       by_key.emplace(r.key, i);
     }
     int rc;
@@ -416,133 +394,81 @@ Status SqliteStore::ReserveTokenedLocked(const ReserveRequest& r, const std::str
     out.push_back(MakeError(ErrorCode::kInvalidArgument, "a token needs a count"));
     return OkStatus();
   }
-  {
-    auto sel = db_.Stmt(kTokenSelect, "reserve many (token)");
-    if (!sel.ok()) return sel.error();
-    SqliteResetOnExit reset(*sel);
-    SqliteBindText(*sel, 1, r.key);
-    SqliteBindText(*sel, 2, r.token);
-    const int rc = sqlite3_step(*sel);
-    if (rc == SQLITE_ROW) {
-      ReservedSegment range{sqlite3_column_int64(*sel, 0), sqlite3_column_int64(*sel, 1), 0, true};
-      if (range.last - range.first + 1 != *r.step) {
-        out.push_back(
-            MakeError(ErrorCode::kInvalidArgument, "token already used with another count"));
-      } else {
-        out.push_back(range);
-      }
-      return OkStatus();
+  auto read_range = [](sqlite3_stmt* s) {
+    return ReservedSegment{sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1), 0, true};
+  };
+  Result<std::optional<ReservedSegment>> recorded =
+      db_.QueryRow(kTokenSelect, "reserve many (token)", read_range, r.key, r.token);
+  if (!recorded.ok()) return recorded.error();
+  if (const std::optional<ReservedSegment>& range = *recorded) {
+    if (range->last - range->first + 1 != *r.step) {
+      out.push_back(
+          MakeError(ErrorCode::kInvalidArgument, "token already used with another count"));
+    } else {
+      out.push_back(*range);
     }
-    if (rc != SQLITE_DONE) return db_.SqlError(rc, "reserve many (token)");
+    return OkStatus();
   }
   if (Status st = ReserveRowLocked(r, now, out); !st.ok()) return st;
   if (!out.back()) return OkStatus();
-  auto ins = db_.Stmt(kTokenInsert, "reserve many (token insert)");
-  if (!ins.ok()) return ins.error();
-  SqliteResetOnExit reset(*ins);
-  SqliteBindText(*ins, 1, r.key);
-  SqliteBindText(*ins, 2, r.token);
-  sqlite3_bind_int64(*ins, 3, out.back()->first);
-  sqlite3_bind_int64(*ins, 4, out.back()->last);
-  sqlite3_bind_int64(*ins, 5, UnixMillis());
-  const int rc = sqlite3_step(*ins);
-  return rc == SQLITE_DONE ? OkStatus() : db_.SqlError(rc, "reserve many (token insert)");
+  return db_.Exec(kTokenInsert, "reserve many (token insert)", r.key, r.token, out.back()->first,
+                  out.back()->last, UnixMillis());
 }
 
 Status SqliteStore::ReserveRowLocked(const ReserveRequest& r, const std::string& now,
                                      std::vector<Result<ReservedSegment>>& out) {
   // One statement: it creates the row if asked (in this transaction) and
-  // advances it, returning the new max_id and step.
+  // advances it, returning the new max_id and step. Both statements: ?1 the
+  // key, ?2 the step asked for (NULL: the row's), ?5 the batch's time; ?3
+  // and ?4, the new row's step and description, only kCreateOrReserve reads.
   const bool create = r.create_step > 0;
-  auto stmt = create ? db_.Stmt(kCreateOrReserve, "reserve many (create)")
-                     : db_.Stmt(kReserveReturning, "reserve many (update)");
-  if (!stmt.ok()) return stmt.error();
-  SqliteResetOnExit reset(*stmt);
-  // Both statements: ?1 the key, ?2 the step asked for (NULL: the row's).
-  SqliteBindText(*stmt, 1, r.key);
-  if (r.step) {
-    sqlite3_bind_int64(*stmt, 2, *r.step);
-  } else {
-    sqlite3_bind_null(*stmt, 2);
-  }
-  if (create) {
-    sqlite3_bind_int64(*stmt, 3, r.create_step);
-    SqliteBindText(*stmt, 4, r.create_description);
-  }
-  SqliteBindText(*stmt, 5, now);
-  const int rc = sqlite3_step(*stmt);
-  if (rc == SQLITE_DONE) {  // no row changed: which reason?
-    auto sel = db_.Stmt(kReserveSelect, "reserve many (select)");
-    if (!sel.ok()) return sel.error();
-    SqliteResetOnExit reset_select(*sel);
-    SqliteBindText(*sel, 1, r.key);
-    const int src = sqlite3_step(*sel);
-    if (src == SQLITE_DONE) {
-      out.push_back(MakeError(ErrorCode::kUnknownKey, "no such key"));
-    } else if (src == SQLITE_ROW) {
-      out.push_back(MakeError(ErrorCode::kInternal, "sqlite reserve: max_id overflow"));
-    } else {
-      return db_.SqlError(src, "reserve many (select)");
-    }
+  Result<std::optional<AdvancedRow>> row =
+      db_.QueryRow(create ? kCreateOrReserve : kReserveReturning,
+                   create ? "reserve many (create)" : "reserve many (update)", ReadAdvanced, r.key,
+                   r.step, r.create_step, r.create_description, now);
+  if (!row.ok()) return row.error();
+  if (!*row) {  // no row changed: which reason?
+    Result<std::optional<AdvancedRow>> there =
+        db_.QueryRow(kReserveSelect, "reserve many (select)", ReadAdvanced, r.key);
+    if (!there.ok()) return there.error();
+    out.push_back(*there ? MakeError(ErrorCode::kInternal, "sqlite reserve: max_id overflow")
+                         : MakeError(ErrorCode::kUnknownKey, "no such key"));
     return OkStatus();
   }
-  if (rc != SQLITE_ROW) return db_.SqlError(rc, "reserve many");
   // A new row's 1 + step past INT64_MAX becomes a REAL: refuse the batch.
-  if (sqlite3_column_type(*stmt, 0) != SQLITE_INTEGER) {
-    return MakeError(ErrorCode::kInternal, "sqlite reserve: max_id overflow");
-  }
-  const int64_t new_max = sqlite3_column_int64(*stmt, 0);
-  const int64_t table_step = sqlite3_column_int64(*stmt, 1);
-  const int64_t by = r.step.value_or(table_step);
-  out.push_back(ReservedSegment{new_max - by, new_max - 1, table_step});
+  if ((*row)->overflowed) return MakeError(ErrorCode::kInternal, "sqlite reserve: max_id overflow");
+  const int64_t by = r.step.value_or((*row)->step);
+  out.push_back(ReservedSegment{(*row)->max_id - by, (*row)->max_id - 1, (*row)->step});
   return OkStatus();
 }
 
 Status SqliteStore::CreateKeys(const std::vector<NewKey>& keys, std::string_view description) {
   MutexLock lock(mu_);
-  if (Status st = db_.Begin("create keys (begin)"); !st.ok()) return st;
+  SqliteTransaction txn(db_, "create keys");
+  if (Status st = txn.Begin(); !st.ok()) return st;
   for (const NewKey& k : keys) {
-    auto ins = db_.Stmt(kInsertIfAbsent, "create keys");
-    if (!ins.ok()) {
-      db_.Rollback();
-      return ins.error();
-    }
-    SqliteResetOnExit reset(*ins);
-    SqliteBindText(*ins, 1, k.key);
-    sqlite3_bind_int64(*ins, 2, k.step);
-    SqliteBindText(*ins, 3, description);
-    if (const int rc = sqlite3_step(*ins); rc != SQLITE_DONE) {
-      Error e = db_.SqlError(rc, "create keys");
-      db_.Rollback();
-      return e;
+    if (Status st = db_.Exec(kInsertIfAbsent, "create keys", k.key, k.step, description);
+        !st.ok()) {
+      return st;
     }
   }
-  Status st = db_.Commit("create keys (commit)");
-  if (!st.ok()) db_.Rollback();
-  return st;
+  return txn.Commit();
 }
 
 Result<KeyRow> SqliteStore::SelectOneLocked(std::string_view key, const char* op) {
-  auto s = db_.Stmt(kSelectOne, op);
-  if (!s.ok()) return s.error();
-  SqliteResetOnExit reset(*s);
-  SqliteBindText(*s, 1, key);
-  int rc = sqlite3_step(*s);
-  if (rc == SQLITE_DONE) return MakeError(ErrorCode::kUnknownKey, "no such key");
-  if (rc != SQLITE_ROW) return db_.SqlError(rc, op);
-  return ReadRow(*s);
+  Result<std::optional<KeyRow>> row = db_.QueryRow(kSelectOne, op, ReadRow, key);
+  if (!row.ok()) return row.error();
+  if (!*row) return MakeError(ErrorCode::kUnknownKey, "no such key");
+  return std::move(**row);
 }
 
 Result<KeyRow> SqliteStore::CreateKey(std::string_view key, int64_t step,
                                       std::string_view description) {
   MutexLock lock(mu_);
   {
-    auto s = db_.Stmt(kInsert, "create key");
+    auto s = db_.Stmt(kInsert, "create key", key, step, description);
     if (!s.ok()) return s.error();
     SqliteResetOnExit reset(*s);
-    SqliteBindText(*s, 1, key);
-    sqlite3_bind_int64(*s, 2, step);
-    SqliteBindText(*s, 3, description);
     int rc = sqlite3_step(*s);
     if (rc == SQLITE_CONSTRAINT_PRIMARYKEY || rc == SQLITE_CONSTRAINT_UNIQUE) {
       return MakeError(ErrorCode::kKeyExists, "key exists");
@@ -559,128 +485,53 @@ Result<KeyRow> SqliteStore::GetKey(std::string_view key) {
 
 Result<std::vector<KeyRow>> SqliteStore::ListKeys(std::string_view after, size_t limit) {
   MutexLock lock(mu_);
-  auto s = db_.Stmt(kList, "list keys");
-  if (!s.ok()) return s.error();
-  SqliteResetOnExit reset(*s);
-  SqliteBindText(*s, 1, after);
   const auto max = static_cast<size_t>(std::numeric_limits<int64_t>::max());
-  sqlite3_bind_int64(*s, 2, static_cast<int64_t>(limit < max ? limit : max));
-  std::vector<KeyRow> out;
-  for (;;) {
-    int rc = sqlite3_step(*s);
-    if (rc == SQLITE_DONE) break;
-    if (rc != SQLITE_ROW) return db_.SqlError(rc, "list keys");
-    out.push_back(ReadRow(*s));
-  }
-  return out;
+  const auto lim = static_cast<int64_t>(limit < max ? limit : max);
+  return db_.QueryRows(kList, "list keys", ReadRow, after, lim);
 }
 
 Result<KeyRow> SqliteStore::SetStep(std::string_view key, int64_t step) {
   MutexLock lock(mu_);
-  {
-    auto s = db_.Stmt(kSetStep, "set step");
-    if (!s.ok()) return s.error();
-    SqliteResetOnExit reset(*s);
-    sqlite3_bind_int64(*s, 1, step);
-    SqliteBindText(*s, 2, key);
-    int rc = sqlite3_step(*s);
-    if (rc != SQLITE_DONE) return db_.SqlError(rc, "set step");
-    if (db_.Changes() == 0) return MakeError(ErrorCode::kUnknownKey, "no such key");
-  }
+  if (Status st = db_.Exec(kSetStep, "set step", step, key); !st.ok()) return st.error();
+  if (db_.Changes() == 0) return MakeError(ErrorCode::kUnknownKey, "no such key");
   return SelectOneLocked(key, "set step (select)");
 }
 
 Result<std::vector<int64_t>> SqliteStore::GetAllocTimes(const std::vector<std::string>& keys) {
   MutexLock lock(mu_);
-  std::vector<int64_t> out;
-  out.reserve(keys.size());
-  for (const std::string& k : keys) {
-    auto s = db_.Stmt(kAllocTimeSelect, "get allocation times");
-    if (!s.ok()) return s.error();
-    SqliteResetOnExit reset(*s);
-    SqliteBindText(*s, 1, k);
-    const int rc = sqlite3_step(*s);
-    if (rc == SQLITE_DONE) {
-      out.push_back(-1);
-    } else if (rc == SQLITE_ROW) {
-      out.push_back(sqlite3_column_int64(*s, 0));
-    } else {
-      return db_.SqlError(rc, "get allocation times");
-    }
-  }
-  return out;
+  return PerKey(db_, keys, -1, [](SqliteDb& db, const std::string& k) {
+    return db.QueryInt64(kAllocTimeSelect, "get allocation times", k);
+  });
 }
 
 Result<std::vector<int64_t>> SqliteStore::GetUserSeqs(std::string_view user, UserSeqField field,
-                                                     const std::vector<std::string>& convs) {
-  MutexLock lock(mu_);
+                                                      const std::vector<std::string>& convs) {
   const int column = static_cast<int>(field) - 1;
-  std::vector<int64_t> out;
-  out.reserve(convs.size());
-  for (const std::string& conv : convs) {
-    auto s = db_.Stmt(kUserSeqSelect, "get user seqs");
-    if (!s.ok()) return s.error();
-    SqliteResetOnExit reset(*s);
-    SqliteBindText(*s, 1, user);
-    SqliteBindText(*s, 2, conv);
-    const int rc = sqlite3_step(*s);
-    if (rc == SQLITE_DONE) {
-      out.push_back(0);
-    } else if (rc == SQLITE_ROW) {
-      out.push_back(sqlite3_column_int64(*s, column));
-    } else {
-      return db_.SqlError(rc, "get user seqs");
-    }
-  }
-  return out;
+  auto read = [column](sqlite3_stmt* s) { return SqliteColumnInt64(s, column); };
+  MutexLock lock(mu_);
+  return PerKey(db_, convs, 0, [&](SqliteDb& db, const std::string& conv) {
+    return db.QueryRow(kUserSeqSelect, "get user seqs", read, user, conv);
+  });
 }
 
 Status SqliteStore::SetUserSeqs(std::string_view user, UserSeqField field, bool raise_only,
                                 const std::vector<UserSeqValue>& values) {
   MutexLock lock(mu_);
-  if (Status st = db_.Begin("set user seqs (begin)"); !st.ok()) return st;
+  SqliteTransaction txn(db_, "set user seqs");
+  if (Status st = txn.Begin(); !st.ok()) return st;
   for (const UserSeqValue& v : values) {
-    auto s = db_.Stmt(kUserSeqUpsert, "set user seqs");
-    if (!s.ok()) {
-      db_.Rollback();
-      return s.error();
-    }
-    SqliteResetOnExit reset(*s);
-    SqliteBindText(*s, 1, user);
-    SqliteBindText(*s, 2, v.conv);
-    sqlite3_bind_int(*s, 3, static_cast<int>(field));
-    sqlite3_bind_int64(*s, 4, v.seq);
-    sqlite3_bind_int(*s, 5, raise_only ? 1 : 0);
-    if (const int rc = sqlite3_step(*s); rc != SQLITE_DONE) {
-      Error e = db_.SqlError(rc, "set user seqs");
-      db_.Rollback();
-      return e;
-    }
+    Status st = db_.Exec(kUserSeqUpsert, "set user seqs", user, v.conv, static_cast<int>(field),
+                         v.seq, raise_only ? 1 : 0);
+    if (!st.ok()) return st;
   }
-  Status st = db_.Commit("set user seqs (commit)");
-  if (!st.ok()) db_.Rollback();
-  return st;
+  return txn.Commit();
 }
 
 Result<std::vector<int64_t>> SqliteStore::GetMinSeqs(const std::vector<std::string>& keys) {
   MutexLock lock(mu_);
-  std::vector<int64_t> out;
-  out.reserve(keys.size());
-  for (const std::string& k : keys) {
-    auto s = db_.Stmt(kMinSeqSelect, "get min seqs");
-    if (!s.ok()) return s.error();
-    SqliteResetOnExit reset(*s);
-    SqliteBindText(*s, 1, k);
-    const int rc = sqlite3_step(*s);
-    if (rc == SQLITE_DONE) {
-      out.push_back(0);
-    } else if (rc == SQLITE_ROW) {
-      out.push_back(sqlite3_column_int64(*s, 0));
-    } else {
-      return db_.SqlError(rc, "get min seqs");
-    }
-  }
-  return out;
+  return PerKey(db_, keys, 0, [](SqliteDb& db, const std::string& k) {
+    return db.QueryInt64(kMinSeqSelect, "get min seqs", k);
+  });
 }
 
 Status SqliteStore::SetMinSeqs(const std::vector<MinSeqValue>& values,
@@ -690,36 +541,20 @@ Status SqliteStore::SetMinSeqs(const std::vector<MinSeqValue>& values,
     return MakeError(ErrorCode::kFailedPrecondition, "this store has no cluster mode");
   }
   MutexLock lock(mu_);
-  if (Status st = db_.Begin("set min seqs (begin)"); !st.ok()) return st;
+  SqliteTransaction txn(db_, "set min seqs");
+  if (Status st = txn.Begin(); !st.ok()) return st;
   for (const MinSeqValue& v : values) {
-    auto s = db_.Stmt(kMinSeqUpsert, "set min seqs");
-    if (!s.ok()) {
-      db_.Rollback();
-      return s.error();
-    }
-    SqliteResetOnExit reset(*s);
-    SqliteBindText(*s, 1, v.key);
-    sqlite3_bind_int64(*s, 2, v.min_seq);
-    if (const int rc = sqlite3_step(*s); rc != SQLITE_DONE) {
-      Error e = db_.SqlError(rc, "set min seqs");
-      db_.Rollback();
-      return e;
-    }
+    if (Status st = db_.Exec(kMinSeqUpsert, "set min seqs", v.key, v.min_seq); !st.ok()) return st;
   }
-  Status st = db_.Commit("set min seqs (commit)");
-  if (!st.ok()) db_.Rollback();
-  return st;
+  return txn.Commit();
 }
 
 Result<int64_t> SqliteStore::PruneBlockTokens(int64_t before_unix_ms) {
   MutexLock lock(mu_);
-  auto stmt = db_.Stmt(kTokenPrune, "prune tokens");
-  if (!stmt.ok()) return stmt.error();
-  SqliteResetOnExit reset(*stmt);
-  sqlite3_bind_int64(*stmt, 1, before_unix_ms);
-  const int rc = sqlite3_step(*stmt);
-  if (rc != SQLITE_DONE) return db_.SqlError(rc, "prune tokens");
-  return static_cast<int64_t>(sqlite3_changes(db_.handle()));
+  if (Status st = db_.Exec(kTokenPrune, "prune tokens", before_unix_ms); !st.ok()) {
+    return st.error();
+  }
+  return static_cast<int64_t>(db_.Changes());
 }
 
 Status SqliteStore::Ping() {

@@ -55,18 +55,11 @@ const char* const kSql[kNumStmts] = {
     "update_time = " SEQD_SQLITE_NOW " WHERE worker_id = ?2 AND instance = ?3",
 };
 
-std::string ColumnText(sqlite3_stmt* s, int i) {
-  const unsigned char* p = sqlite3_column_text(s, i);
-  if (p == nullptr) return std::string();
-  return std::string(reinterpret_cast<const char*>(p),
-                     static_cast<size_t>(sqlite3_column_bytes(s, i)));
-}
-
 WorkerLease ReadLease(sqlite3_stmt* s) {
   WorkerLease l;
   l.worker_id = sqlite3_column_int(s, 0);
-  l.owner = ColumnText(s, 1);
-  l.instance = ColumnText(s, 2);
+  l.owner = SqliteColumnText(s, 1);
+  l.instance = SqliteColumnText(s, 2);
   l.expires_ms = sqlite3_column_int64(s, 3);
   l.time_bound_ms = sqlite3_column_int64(s, 4);
   return l;
@@ -96,77 +89,43 @@ Status SqliteWorkerLeaseStore::EnsureSchema() {
 }
 
 Result<int64_t> SqliteWorkerLeaseStore::NowLocked(const char* op) {
-  auto s = db_.Stmt(kNow, op);
-  if (!s.ok()) return s.error();
-  SqliteResetOnExit reset(*s);
-  int rc = sqlite3_step(*s);
-  if (rc != SQLITE_ROW) return db_.SqlError(rc, op);
-  return sqlite3_column_int64(*s, 0);
+  Result<std::optional<int64_t>> now = db_.QueryInt64(kNow, op);
+  if (!now.ok()) return now.error();
+  if (!*now) return MakeError(ErrorCode::kInternal, std::string("sqlite ") + op + ": no clock row");
+  return **now;
 }
 
 Result<std::vector<WorkerLease>> SqliteWorkerLeaseStore::RowsLocked(int64_t below, const char* op) {
-  auto s = db_.Stmt(kRows, op);
-  if (!s.ok()) return s.error();
-  SqliteResetOnExit reset(*s);
-  sqlite3_bind_int64(*s, 1, below);
-  std::vector<WorkerLease> out;
-  for (;;) {
-    int rc = sqlite3_step(*s);
-    if (rc == SQLITE_DONE) break;
-    if (rc != SQLITE_ROW) return db_.SqlError(rc, op);
-    out.push_back(ReadLease(*s));
-  }
-  return out;
+  return db_.QueryRows(kRows, op, ReadLease, below);
 }
 
 Result<WorkerLease> SqliteWorkerLeaseStore::Claim(const ClaimRequest& r) {
   Status st = worker_lease::CheckClaim(r);
   if (!st.ok()) return st.error();
   MutexLock lock(mu_);
-  st = db_.Begin("claim (begin)");
-  if (!st.ok()) return st.error();
-  auto fail = [&](Error e) REQUIRES(mu_) -> Error {
-    db_.Rollback();
-    return e;
-  };
-
+  SqliteTransaction txn(db_, "claim");
+  if (st = txn.Begin(); !st.ok()) return st.error();
   auto now = NowLocked("claim (now)");
-  if (!now.ok()) return fail(now.error());
+  if (!now.ok()) return now.error();
   auto rows = RowsLocked(r.max_workers, "claim (select)");
-  if (!rows.ok()) return fail(rows.error());
+  if (!rows.ok()) return rows.error();
   const worker_lease::ClaimChoice choice = worker_lease::ChooseWorkerId(*rows, r, *now);
   if (choice.kind == worker_lease::ClaimChoice::kNone) {
-    return fail(worker_lease::AllLeased(r.max_workers));
+    return worker_lease::AllLeased(r.max_workers);
   }
-
   const WorkerLease out = worker_lease::ClaimedLease(r, choice, *rows, *now);
   if (choice.kind == worker_lease::ClaimChoice::kInsert) {
-    auto s = db_.Stmt(kInsert, "claim (insert)");
-    if (!s.ok()) return fail(s.error());
-    SqliteResetOnExit reset(*s);
-    sqlite3_bind_int(*s, 1, out.worker_id);
-    SqliteBindText(*s, 2, out.owner);
-    SqliteBindText(*s, 3, out.instance);
-    sqlite3_bind_int64(*s, 4, out.expires_ms);
-    int rc = sqlite3_step(*s);
-    if (rc != SQLITE_DONE) return fail(db_.SqlError(rc, "claim (insert)"));
+    st =
+        db_.Exec(kInsert, "claim (insert)", out.worker_id, out.owner, out.instance, out.expires_ms);
+    if (!st.ok()) return st.error();
   } else {
-    auto s = db_.Stmt(kTake, "claim (update)");
-    if (!s.ok()) return fail(s.error());
-    SqliteResetOnExit reset(*s);
-    SqliteBindText(*s, 1, out.owner);
-    SqliteBindText(*s, 2, out.instance);
-    sqlite3_bind_int64(*s, 3, out.expires_ms);
-    sqlite3_bind_int(*s, 4, out.worker_id);
-    int rc = sqlite3_step(*s);
-    if (rc != SQLITE_DONE) return fail(db_.SqlError(rc, "claim (update)"));
+    st = db_.Exec(kTake, "claim (update)", out.owner, out.instance, out.expires_ms, out.worker_id);
+    if (!st.ok()) return st.error();
     if (db_.Changes() != 1) {
-      return fail(MakeError(ErrorCode::kInternal, "sqlite claim (update): row vanished"));
+      return MakeError(ErrorCode::kInternal, "sqlite claim (update): row vanished");
     }
   }
-
-  st = db_.Commit("claim (commit)");
-  if (!st.ok()) return fail(st.error());
+  if (st = txn.Commit(); !st.ok()) return st.error();
   return out;
 }
 
@@ -176,47 +135,20 @@ Result<WorkerLease> SqliteWorkerLeaseStore::Renew(int worker_id, std::string_vie
   if (st.ok()) st = worker_lease::CheckTtl("renew", ttl_ms);
   if (!st.ok()) return st.error();
   MutexLock lock(mu_);
-  st = db_.Begin("renew (begin)");
-  if (!st.ok()) return st.error();
-  auto fail = [&](Error e) REQUIRES(mu_) -> Error {
-    db_.Rollback();
-    return e;
-  };
-
+  SqliteTransaction txn(db_, "renew");
+  if (st = txn.Begin(); !st.ok()) return st.error();
   auto now = NowLocked("renew (now)");
-  if (!now.ok()) return fail(now.error());
-  {
-    auto s = db_.Stmt(kRenew, "renew (update)");
-    if (!s.ok()) return fail(s.error());
-    SqliteResetOnExit reset(*s);
-    sqlite3_bind_int64(*s, 1, *now + ttl_ms);
-    sqlite3_bind_int64(*s, 2, time_bound_ms);
-    sqlite3_bind_int(*s, 3, worker_id);
-    SqliteBindText(*s, 4, instance);
-    int rc = sqlite3_step(*s);
-    if (rc != SQLITE_DONE) return fail(db_.SqlError(rc, "renew (update)"));
-    if (db_.Changes() == 0) return fail(worker_lease::NotLeased(worker_id));
-  }
-  WorkerLease out;
-  {
-    auto s = db_.Stmt(kSelectOne, "renew (select)");
-    if (!s.ok()) return fail(s.error());
-    SqliteResetOnExit reset(*s);
-    sqlite3_bind_int(*s, 1, worker_id);
-    int rc = sqlite3_step(*s);
-    if (rc != SQLITE_ROW) {
-      if (rc == SQLITE_DONE) {
-        return fail(MakeError(ErrorCode::kInternal, "sqlite renew (select): row vanished"));
-      }
-      return fail(db_.SqlError(rc, "renew (select)"));
-    }
-    out = ReadLease(*s);
-  }
-  out.store_now_ms = *now;
-
-  st = db_.Commit("renew (commit)");
-  if (!st.ok()) return fail(st.error());
-  return out;
+  if (!now.ok()) return now.error();
+  st = db_.Exec(kRenew, "renew (update)", *now + ttl_ms, time_bound_ms, worker_id, instance);
+  if (!st.ok()) return st.error();
+  if (db_.Changes() == 0) return worker_lease::NotLeased(worker_id);
+  Result<std::optional<WorkerLease>> out =
+      db_.QueryRow(kSelectOne, "renew (select)", ReadLease, worker_id);
+  if (!out.ok()) return out.error();
+  if (!*out) return MakeError(ErrorCode::kInternal, "sqlite renew (select): row vanished");
+  (*out)->store_now_ms = *now;
+  if (st = txn.Commit(); !st.ok()) return st.error();
+  return **out;
 }
 
 Status SqliteWorkerLeaseStore::Release(int worker_id, std::string_view instance,
@@ -224,28 +156,11 @@ Status SqliteWorkerLeaseStore::Release(int worker_id, std::string_view instance,
   Status st = worker_lease::CheckHolder("release", worker_id, instance);
   if (!st.ok()) return st;
   MutexLock lock(mu_);
-  st = db_.Begin("release (begin)");
+  SqliteTransaction txn(db_, "release");
+  if (st = txn.Begin(); !st.ok()) return st;
+  st = db_.Exec(kRelease, "release (update)", time_bound_ms, worker_id, instance);
   if (!st.ok()) return st;
-  {
-    auto s = db_.Stmt(kRelease, "release (update)");
-    if (!s.ok()) {
-      db_.Rollback();
-      return s.error();
-    }
-    SqliteResetOnExit reset(*s);
-    sqlite3_bind_int64(*s, 1, time_bound_ms);
-    sqlite3_bind_int(*s, 2, worker_id);
-    SqliteBindText(*s, 3, instance);
-    int rc = sqlite3_step(*s);
-    if (rc != SQLITE_DONE) {
-      Error e = db_.SqlError(rc, "release (update)");
-      db_.Rollback();
-      return e;
-    }
-  }
-  st = db_.Commit("release (commit)");
-  if (!st.ok()) db_.Rollback();
-  return st;
+  return txn.Commit();
 }
 
 Result<std::vector<WorkerLease>> SqliteWorkerLeaseStore::List() {
