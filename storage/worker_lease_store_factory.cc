@@ -71,6 +71,12 @@ Status CheckHolder(const char* op, int worker_id, std::string_view instance) {
   return CheckInstance(op, instance);
 }
 
+Status CheckRenew(int worker_id, std::string_view instance, int64_t ttl_ms) {
+  Status st = CheckHolder("renew", worker_id, instance);
+  if (st.ok()) st = CheckTtl("renew", ttl_ms);
+  return st;
+}
+
 Error AllLeased(int max_workers) {
   return MakeError(ErrorCode::kNotServing,
                    "all " + std::to_string(max_workers) + " worker ids are leased");

@@ -43,6 +43,8 @@ Status CheckClaim(const ClaimRequest& r);
 Status CheckHolder(const char* op, int worker_id, std::string_view instance);
 // kInvalidArgument unless 0 < ttl_ms <= kMaxTtlMs.
 Status CheckTtl(const char* op, int64_t ttl_ms);
+// CheckHolder, then CheckTtl, for "renew".
+Status CheckRenew(int worker_id, std::string_view instance, int64_t ttl_ms);
 
 // kNotServing "all N worker ids are leased".
 Error AllLeased(int max_workers);

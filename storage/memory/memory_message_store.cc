@@ -151,10 +151,7 @@ Result<std::vector<int64_t>> MemoryMessageStore::MaxSeqs(std::span<const std::st
 }
 
 Result<MessagePage> MemoryMessageStore::GetRange(const RangeQuery& q) {
-  if (q.from_seq > q.to_seq || q.limit == 0) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "get range: REQUIRES from_seq <= to_seq and limit >= 1");
-  }
+  if (Status valid = message_store::CheckRange(q); !valid.ok()) return valid.error();
   MutexLock lock(mu_);
   if (!available_) return Unavailable();
   MessagePage page;
@@ -191,9 +188,7 @@ Result<std::vector<StoredMessage>> MemoryMessageStore::GetBySeqs(std::string_vie
 
 Result<StoredMessage> MemoryMessageStore::SetStatus(std::string_view conv_id, int64_t seq,
                                                     MessageStatus status) {
-  if (status == MessageStatus::kNormal) {
-    return MakeError(ErrorCode::kInvalidArgument, "set status: REQUIRES status != normal");
-  }
+  if (Status valid = message_store::CheckNewStatus(status); !valid.ok()) return valid.error();
   MutexLock lock(mu_);
   if (!available_) return Unavailable();
   auto it = convs_.find(conv_id);

@@ -48,7 +48,7 @@ std::vector<Result<ReservedSegment>> MemoryStore::ReserveMany(
   MutexLock lock(mu_);
   for (const ReserveRequest& r : requests) {
     if (r.fence) {
-      out.push_back(MakeError(ErrorCode::kFailedPrecondition, "this store has no cluster mode"));
+      out.push_back(NoClusterMode());
     } else if (r.step && *r.step <= 0) {
       out.push_back(MakeError(ErrorCode::kInvalidArgument, "memory reserve: step must be > 0"));
     } else {
@@ -149,9 +149,7 @@ Result<std::vector<int64_t>> MemoryStore::GetMinSeqs(const std::vector<std::stri
 Status MemoryStore::SetMinSeqs(const std::vector<MinSeqValue>& values,
                                const std::vector<ShardFence>& fences, uint32_t* refused_shard) {
   (void)refused_shard;
-  if (!fences.empty()) {
-    return MakeError(ErrorCode::kFailedPrecondition, "this store has no cluster mode");
-  }
+  if (!fences.empty()) return NoClusterMode();
   MutexLock lock(mu_);
   for (const MinSeqValue& v : values) min_seqs_[v.key] = v.min_seq;
   return OkStatus();

@@ -46,8 +46,7 @@ Result<WorkerLease> MemoryWorkerLeaseStore::Claim(const ClaimRequest& r) {
 
 Result<WorkerLease> MemoryWorkerLeaseStore::Renew(int worker_id, std::string_view instance,
                                                   int64_t ttl_ms, int64_t time_bound_ms) {
-  Status st = worker_lease::CheckHolder("renew", worker_id, instance);
-  if (st.ok()) st = worker_lease::CheckTtl("renew", ttl_ms);
+  Status st = worker_lease::CheckRenew(worker_id, instance, ttl_ms);
   if (!st.ok()) return st.error();
   MutexLock lock(mu_);
   const int64_t now = now_ms_();

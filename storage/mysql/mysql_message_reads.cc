@@ -70,10 +70,7 @@ Result<std::vector<int64_t>> MysqlMessageStore::MaxSeqs(std::span<const std::str
 }
 
 Result<MessagePage> MysqlMessageStore::GetRange(const RangeQuery& q) {
-  if (q.from_seq > q.to_seq || q.limit == 0) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "get range: REQUIRES from_seq <= to_seq and limit >= 1");
-  }
+  if (Status valid = message_store::CheckRange(q); !valid.ok()) return valid.error();
   const int64_t limit = ClampRangeLimit(q.limit);
   return pool_->Run<MessagePage>(kSession, "get range", [&](MysqlConn& c) -> Result<MessagePage> {
     sql::PreparedStatement& s =
@@ -116,9 +113,7 @@ Result<std::vector<StoredMessage>> MysqlMessageStore::GetBySeqs(std::string_view
 
 Result<StoredMessage> MysqlMessageStore::SetStatus(std::string_view conv_id, int64_t seq,
                                                    MessageStatus status) {
-  if (status == MessageStatus::kNormal) {
-    return MakeError(ErrorCode::kInvalidArgument, "set status: REQUIRES status != normal");
-  }
+  if (Status valid = message_store::CheckNewStatus(status); !valid.ok()) return valid.error();
   return pool_->Run<StoredMessage>(
       kSession, "set status", [&](MysqlConn& c) -> Result<StoredMessage> {
         if (c.Execute(kSetStatus, static_cast<int>(status), conv_id, seq) == 0) {

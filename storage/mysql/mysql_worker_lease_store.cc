@@ -163,8 +163,7 @@ Result<WorkerLease> MysqlWorkerLeaseStore::Claim(const ClaimRequest& r) {
 
 Result<WorkerLease> MysqlWorkerLeaseStore::Renew(int worker_id, std::string_view instance,
                                                  int64_t ttl_ms, int64_t time_bound_ms) {
-  Status st = worker_lease::CheckHolder("renew", worker_id, instance);
-  if (st.ok()) st = worker_lease::CheckTtl("renew", ttl_ms);
+  Status st = worker_lease::CheckRenew(worker_id, instance, ttl_ms);
   if (!st.ok()) return st.error();
   // Idempotent: a retry after a lost COMMIT extends from a later store-now
   // and raises the bound to the same value.

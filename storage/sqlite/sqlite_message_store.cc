@@ -269,10 +269,7 @@ Result<std::vector<int64_t>> SqliteMessageStore::MaxSeqs(std::span<const std::st
 }
 
 Result<MessagePage> SqliteMessageStore::GetRange(const RangeQuery& q) {
-  if (q.from_seq > q.to_seq || q.limit == 0) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "get range: REQUIRES from_seq <= to_seq and limit >= 1");
-  }
+  if (Status valid = message_store::CheckRange(q); !valid.ok()) return valid.error();
   const int64_t limit = ClampRangeLimit(q.limit);
   MessagePage page;
   auto add = [&](sqlite3_stmt* s) {
@@ -313,9 +310,7 @@ Result<std::vector<StoredMessage>> SqliteMessageStore::GetBySeqs(std::string_vie
 
 Result<StoredMessage> SqliteMessageStore::SetStatus(std::string_view conv_id, int64_t seq,
                                                     MessageStatus status) {
-  if (status == MessageStatus::kNormal) {
-    return MakeError(ErrorCode::kInvalidArgument, "set status: REQUIRES status != normal");
-  }
+  if (Status valid = message_store::CheckNewStatus(status); !valid.ok()) return valid.error();
   MutexLock lock(mu_);
   Status st = db_.Exec(kSetStatus, "set status", static_cast<int64_t>(status), conv_id, seq);
   if (!st.ok()) return st.error();

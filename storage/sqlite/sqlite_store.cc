@@ -377,7 +377,7 @@ Status SqliteStore::InsertNewRowsLocked(const std::vector<ReserveRequest>& reque
 Status SqliteStore::ReserveOneLocked(const ReserveRequest& r, const std::string& now,
                                      std::vector<Result<ReservedSegment>>& out) {
   if (r.fence) {
-    out.push_back(MakeError(ErrorCode::kFailedPrecondition, "this store has no cluster mode"));
+    out.push_back(NoClusterMode());
     return OkStatus();
   }
   if (r.step && *r.step <= 0) {
@@ -537,9 +537,7 @@ Result<std::vector<int64_t>> SqliteStore::GetMinSeqs(const std::vector<std::stri
 Status SqliteStore::SetMinSeqs(const std::vector<MinSeqValue>& values,
                                const std::vector<ShardFence>& fences, uint32_t* refused_shard) {
   (void)refused_shard;
-  if (!fences.empty()) {
-    return MakeError(ErrorCode::kFailedPrecondition, "this store has no cluster mode");
-  }
+  if (!fences.empty()) return NoClusterMode();
   MutexLock lock(mu_);
   SqliteTransaction txn(db_, "set min seqs");
   if (Status st = txn.Begin(); !st.ok()) return st;

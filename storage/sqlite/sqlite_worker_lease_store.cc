@@ -131,8 +131,7 @@ Result<WorkerLease> SqliteWorkerLeaseStore::Claim(const ClaimRequest& r) {
 
 Result<WorkerLease> SqliteWorkerLeaseStore::Renew(int worker_id, std::string_view instance,
                                                   int64_t ttl_ms, int64_t time_bound_ms) {
-  Status st = worker_lease::CheckHolder("renew", worker_id, instance);
-  if (st.ok()) st = worker_lease::CheckTtl("renew", ttl_ms);
+  Status st = worker_lease::CheckRenew(worker_id, instance, ttl_ms);
   if (!st.ok()) return st.error();
   MutexLock lock(mu_);
   SqliteTransaction txn(db_, "renew");
