@@ -10,18 +10,8 @@
 namespace seqd {
 
 Result<std::unique_ptr<WorkerLeaseStore>> OpenWorkerLeaseStore(std::string_view spec) {
-  auto parsed = ParseStoreSpec(spec, /*allow_memory=*/true);
-  if (!parsed.ok()) return parsed.error();
-  switch (parsed->kind) {
-    case StoreKind::kMemory:
-      return std::unique_ptr<WorkerLeaseStore>(std::make_unique<MemoryWorkerLeaseStore>());
-    case StoreKind::kSqlite:
-      return WithSchema<WorkerLeaseStore>(SqliteWorkerLeaseStore::Open(parsed->sqlite_path));
-    case StoreKind::kMysql:
-      break;
-  }
-  return std::unique_ptr<WorkerLeaseStore>(
-      std::make_unique<MysqlWorkerLeaseStore>(std::move(parsed->mysql)));
+  return OpenFromSpec<WorkerLeaseStore, MemoryWorkerLeaseStore, SqliteWorkerLeaseStore,
+                      MysqlWorkerLeaseStore>(spec);
 }
 
 namespace worker_lease {
