@@ -215,6 +215,23 @@ bool MysqlConn::LostAfter(int code) noexcept {
 
 namespace {
 
+// Connector/C++'s OPT_SSL_MODE for `mode`; nullopt for kDefault (the
+// library's own default).
+std::optional<int> ConnectorSslMode(MysqlOptions::SslMode mode) {
+  using Ssl = MysqlOptions::SslMode;
+  static constexpr std::pair<Ssl, sql::ssl_mode> kModes[] = {
+      {Ssl::kDisabled, sql::SSL_MODE_DISABLED},
+      {Ssl::kPreferred, sql::SSL_MODE_PREFERRED},
+      {Ssl::kRequired, sql::SSL_MODE_REQUIRED},
+      {Ssl::kVerifyCa, sql::SSL_MODE_VERIFY_CA},
+      {Ssl::kVerifyIdentity, sql::SSL_MODE_VERIFY_IDENTITY},
+  };
+  for (const auto& [ours, theirs] : kModes) {
+    if (ours == mode) return static_cast<int>(theirs);
+  }
+  return std::nullopt;
+}
+
 // On a Galera node (wsrep_on): true if the node serves (wsrep_ready, and
 // Synced unless `!synced_only`), after setting the session's
 // wsrep_sync_wait (-1: 1). Elsewhere (MySQL: no such variable; MariaDB
@@ -327,29 +344,10 @@ Result<std::unique_ptr<MysqlConn>> MysqlPool::ConnectTo(size_t host, bool synced
     // Affected rows = matched rows: a no-op UPDATE (SetStep to the same step)
     // proves the row exists; CreateAndReserve counts padding rows as 1 each.
     props["CLIENT_FOUND_ROWS"] = true;
-    using Ssl = MysqlOptions::SslMode;
     if (!options_.ssl_ca.empty()) props["sslCA"] = options_.ssl_ca;
     if (!options_.ssl_cert.empty()) props["sslCert"] = options_.ssl_cert;
     if (!options_.ssl_key.empty()) props["sslKey"] = options_.ssl_key;
-    switch (options_.ssl_mode) {
-      case Ssl::kDefault:
-        break;
-      case Ssl::kDisabled:
-        props["OPT_SSL_MODE"] = static_cast<int>(sql::SSL_MODE_DISABLED);
-        break;
-      case Ssl::kPreferred:
-        props["OPT_SSL_MODE"] = static_cast<int>(sql::SSL_MODE_PREFERRED);
-        break;
-      case Ssl::kRequired:
-        props["OPT_SSL_MODE"] = static_cast<int>(sql::SSL_MODE_REQUIRED);
-        break;
-      case Ssl::kVerifyCa:
-        props["OPT_SSL_MODE"] = static_cast<int>(sql::SSL_MODE_VERIFY_CA);
-        break;
-      case Ssl::kVerifyIdentity:
-        props["OPT_SSL_MODE"] = static_cast<int>(sql::SSL_MODE_VERIFY_IDENTITY);
-        break;
-    }
+    if (auto mode = ConnectorSslMode(options_.ssl_mode)) props["OPT_SSL_MODE"] = *mode;
     auto c = std::make_unique<MysqlConn>();
     c->conn.reset(MysqlDriver()->connect(props));
     if (!c->conn) return MakeError(ErrorCode::kStoreUnavailable, where + ": no connection");
