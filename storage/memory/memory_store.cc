@@ -1,22 +1,13 @@
 #include "storage/memory/memory_store.h"
 
 #include <algorithm>
-#include <chrono>
 #include <limits>
 #include <utility>
 
 #include "storage/keyed_values.h"
+#include "storage/unix_millis.h"
 
 namespace seqd {
-namespace {
-
-int64_t UnixMillisNow() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 Status MemoryStore::EnsureSchema() { return OkStatus(); }
 

@@ -1,23 +1,14 @@
 #include "storage/memory/memory_worker_lease_store.h"
 
-#include <chrono>
 #include <utility>
 
+#include "storage/unix_millis.h"
 #include "storage/worker_lease_store_factory.h"
 
 namespace seqd {
-namespace {
-
-int64_t SystemNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 MemoryWorkerLeaseStore::MemoryWorkerLeaseStore(std::function<int64_t()> now_ms)
-    : now_ms_(now_ms ? std::move(now_ms) : std::function<int64_t()>(SystemNowMs)) {}
+    : now_ms_(now_ms ? std::move(now_ms) : std::function<int64_t()>(UnixMillisNow)) {}
 
 Status MemoryWorkerLeaseStore::EnsureSchema() { return OkStatus(); }
 

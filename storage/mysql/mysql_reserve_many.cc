@@ -6,7 +6,6 @@
 #include <cppconn/resultset.h>
 
 #include <algorithm>
-#include <chrono>
 #include <limits>
 #include <map>
 #include <memory>
@@ -14,6 +13,7 @@
 #include <utility>
 
 #include "storage/mysql/mysql_store_sql.h"
+#include "storage/unix_millis.h"
 
 namespace seqd::mysql_leaf {
 
@@ -187,9 +187,7 @@ TokenRanges ReadTokens(MysqlConn& c, const std::vector<ReserveRequest>& requests
 // Records each new tokened range of `requests` (out[i] reserved now).
 void InsertTokens(MysqlConn& c, const std::vector<ReserveRequest>& requests, const Slots& out,
                   const std::vector<size_t>& todo) {
-  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
+  const int64_t now_ms = UnixMillisNow();
   std::vector<size_t> fresh;
   for (size_t i : todo) {
     if (!requests[i].token.empty() && out[i] && *out[i] && !(*out[i])->replayed) {

@@ -13,6 +13,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "storage/unix_millis.h"
+
 namespace seqd {
 namespace {
 
@@ -178,12 +180,6 @@ std::span<const char* const> StoreSql() {
   return table;
 }
 
-int64_t UnixMillis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // Now as SEQD_SQLITE_NOW writes it ("2026-11-28 05:57:00.123", UTC): one
 // time for a whole batch.
 std::string BatchTime() {
@@ -309,7 +305,7 @@ std::vector<Result<ReservedSegment>> SqliteStore::ReserveMany(
 
 Status SqliteStore::StampTimesLocked(const std::vector<ReserveRequest>& requests,
                                      const std::vector<Result<ReservedSegment>>& out) {
-  const int64_t now_ms = UnixMillis();
+  const int64_t now_ms = UnixMillisNow();
   for (size_t i = 0; i < requests.size(); ++i) {
     if (!requests[i].stamp_time || !out[i] || out[i]->replayed) continue;
     Status st = db_.Exec(kKeyTimeUpsert, "reserve many (time)", requests[i].key, now_ms);
@@ -412,7 +408,7 @@ Status SqliteStore::ReserveTokenedLocked(const ReserveRequest& r, const std::str
   if (Status st = ReserveRowLocked(r, now, out); !st.ok()) return st;
   if (!out.back()) return OkStatus();
   return db_.Exec(kTokenInsert, "reserve many (token insert)", r.key, r.token, out.back()->first,
-                  out.back()->last, UnixMillis());
+                  out.back()->last, UnixMillisNow());
 }
 
 Status SqliteStore::ReserveRowLocked(const ReserveRequest& r, const std::string& now,
