@@ -136,15 +136,6 @@ void ReadMaxSeqs(MysqlConn& c, const std::vector<std::string>& convs,
 
 }  // namespace mysql_message_sql
 
-MysqlMessageStore::MysqlMessageStore(MysqlOptions options)
-    : pool_(std::make_shared<MysqlPool>(std::move(options))) {}
-
-MysqlMessageStore::MysqlMessageStore(std::shared_ptr<MysqlPool> pool) : pool_(std::move(pool)) {}
-
-MysqlMessageStore::~MysqlMessageStore() = default;
-
-std::string MysqlMessageStore::Describe() const { return DescribeMysql(pool_->options()); }
-
 Status MysqlMessageStore::EnsureSchema() {
   return pool_->Run<Ok>(kSession, "create tables", [this](MysqlConn& c) -> Result<Ok> {
     std::unique_ptr<sql::Statement> s(c.conn->createStatement());

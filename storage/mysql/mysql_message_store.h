@@ -33,23 +33,14 @@
 #include "storage/message_store.h"
 #include "storage/mysql/mysql_pool.h"
 #include "storage/mysql/mysql_store.h"
+#include "storage/mysql/mysql_store_base.h"
 
 namespace seqd {
 
-class MysqlMessageStore final : public MessageStore {
+class MysqlMessageStore final : public MysqlStoreBase<MessageStore> {
  public:
-  // Does not connect; the first call that needs the database does. Use
-  // MysqlStore::ParseUrl for the options.
-  explicit MysqlMessageStore(MysqlOptions options);
-  // On a pool shared with other stores (never null).
-  explicit MysqlMessageStore(std::shared_ptr<MysqlPool> pool);
-  ~MysqlMessageStore() override;
-
-  MysqlMessageStore(const MysqlMessageStore&) = delete;
-  MysqlMessageStore& operator=(const MysqlMessageStore&) = delete;
-
-  // "user@host:port/database", safe to log.
-  std::string Describe() const;
+  // On its own pool (from MysqlOptions) or a shared one.
+  using MysqlStoreBase::MysqlStoreBase;
 
   Status EnsureSchema() override;
   bool KeepsTrailingSpaces() const override { return exact_ids_.load(std::memory_order_relaxed); }
@@ -82,7 +73,6 @@ class MysqlMessageStore final : public MessageStore {
   Result<std::vector<AppendOutcome>> AppendImpl(std::span<const AppendRequest> batch,
                                                 MaxSeqCache& max_seq_cache, AppendFencing* fencing);
 
-  const std::shared_ptr<MysqlPool> pool_;
   // seqd_message's ids compare byte for byte (storage/mysql/mysql_key_columns.h),
   // as read by EnsureSchema: true for the tables seqd creates, false for an
   // older seqd's, whose VARCHAR utf8mb4_bin columns pad trailing spaces.

@@ -112,9 +112,6 @@ Result<ShardLeaseRow> ReadOne(MysqlConn& c, uint32_t shard) {
 
 }  // namespace
 
-MysqlShardLeaseStore::MysqlShardLeaseStore(std::shared_ptr<MysqlPool> pool)
-    : pool_(std::move(pool)) {}
-
 Result<uint32_t> MysqlShardLeaseStore::EnsureSchema(uint32_t shards) {
   if (Status s = shard_lease::CheckShards(shards); !s) return s.error();
   return pool_->Run<uint32_t>(kSession, "cluster schema", [&](MysqlConn& c) -> Result<uint32_t> {

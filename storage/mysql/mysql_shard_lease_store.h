@@ -8,16 +8,19 @@
 #pragma once
 
 #include <memory>
+#include <utility>
 
 #include "storage/mysql/mysql_pool.h"
+#include "storage/mysql/mysql_store_base.h"
 #include "storage/shard_lease_store.h"
 
 namespace seqd {
 
-class MysqlShardLeaseStore final : public ShardLeaseStore {
+class MysqlShardLeaseStore final : public MysqlStoreBase<ShardLeaseStore> {
  public:
   // On a pool of its own (or the lease pool shared with worker leases).
-  explicit MysqlShardLeaseStore(std::shared_ptr<MysqlPool> pool);
+  explicit MysqlShardLeaseStore(std::shared_ptr<MysqlPool> pool)
+      : MysqlStoreBase(std::move(pool)) {}
 
   Result<uint32_t> EnsureSchema(uint32_t shards) override;
   Result<std::vector<ShardLeaseRow>> ReadLeases() override;
@@ -34,9 +37,6 @@ class MysqlShardLeaseStore final : public ShardLeaseStore {
   Status Leave(std::string_view instance) override;
   Result<std::vector<ClusterMember>> ReadMembers() override;
   Status Forget(std::string_view instance, int64_t heartbeat) override;
-
- private:
-  const std::shared_ptr<MysqlPool> pool_;
 };
 
 }  // namespace seqd

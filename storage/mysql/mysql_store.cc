@@ -118,15 +118,6 @@ const MysqlSession kSession{kSql, ListSql, ErrorCode::kKeyExists};
 
 }  // namespace mysql_leaf
 
-MysqlStore::MysqlStore(MysqlOptions options)
-    : pool_(std::make_shared<MysqlPool>(std::move(options))) {}
-
-MysqlStore::MysqlStore(std::shared_ptr<MysqlPool> pool) : pool_(std::move(pool)) {}
-
-MysqlStore::~MysqlStore() = default;
-
-std::string MysqlStore::Describe() const { return DescribeMysql(pool_->options()); }
-
 Status MysqlStore::EnsureSchema() {
   return pool_->Run<Ok>(kSession, "create table", [this](MysqlConn& c) -> Result<Ok> {
     std::unique_ptr<sql::Statement> s(c.conn->createStatement());

@@ -27,20 +27,15 @@
 #include <vector>
 
 #include "storage/mysql/mysql_pool.h"
+#include "storage/mysql/mysql_store_base.h"
 #include "storage/segment_store.h"
 
 namespace seqd {
 
-class MysqlStore final : public SegmentStore {
+class MysqlStore final : public MysqlStoreBase<SegmentStore> {
  public:
-  // Does not connect; the first call that needs the database does.
-  explicit MysqlStore(MysqlOptions options);
-  // On a pool shared with other stores (never null).
-  explicit MysqlStore(std::shared_ptr<MysqlPool> pool);
-  ~MysqlStore() override;
-
-  MysqlStore(const MysqlStore&) = delete;
-  MysqlStore& operator=(const MysqlStore&) = delete;
+  // On its own pool (from MysqlOptions) or a shared one.
+  using MysqlStoreBase::MysqlStoreBase;
 
   // Parses mysql://user[:password]@host[:port]/database, or with several
   // hosts of one database (a Galera cluster's nodes) separated by commas,
@@ -52,9 +47,6 @@ class MysqlStore final : public SegmentStore {
   // "?rw_timeout=2&retry_budget_ms=500". kInvalidArgument, naming what is
   // wrong (never echoing the password), for anything malformed.
   static Result<MysqlOptions> ParseUrl(std::string_view url);
-
-  // "user@host:port/database", safe to log.
-  std::string Describe() const;
 
   Status EnsureSchema() override;
   Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) override;
@@ -122,7 +114,6 @@ class MysqlStore final : public SegmentStore {
   std::optional<std::vector<Result<ReservedSegment>>> ReserveBatch(
       const std::vector<ReserveRequest>& requests, std::optional<int> lock_wait_s);
 
-  const std::shared_ptr<MysqlPool> pool_;
   // leaf_alloc.biz_tag compares byte for byte (storage/mysql/mysql_key_columns.h),
   // as read by EnsureSchema. Until then, and for a table that folds case
   // or pads spaces, each key's row is checked to be its own.

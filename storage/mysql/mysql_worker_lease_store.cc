@@ -114,16 +114,6 @@ bool TryClaim(MysqlConn& c, const worker_lease::ClaimChoice& choice,
 
 }  // namespace
 
-MysqlWorkerLeaseStore::MysqlWorkerLeaseStore(MysqlOptions options)
-    : pool_(std::make_shared<MysqlPool>(std::move(options))) {}
-
-MysqlWorkerLeaseStore::MysqlWorkerLeaseStore(std::shared_ptr<MysqlPool> pool)
-    : pool_(std::move(pool)) {}
-
-MysqlWorkerLeaseStore::~MysqlWorkerLeaseStore() = default;
-
-std::string MysqlWorkerLeaseStore::Describe() const { return DescribeMysql(pool_->options()); }
-
 Status MysqlWorkerLeaseStore::EnsureSchema() {
   return pool_->Run<Ok>(kSession, "create table", [](MysqlConn& c) -> Result<Ok> {
     std::unique_ptr<sql::Statement> s(c.conn->createStatement());

@@ -29,24 +29,15 @@
 #include <string>
 
 #include "storage/mysql/mysql_pool.h"
+#include "storage/mysql/mysql_store_base.h"
 #include "storage/worker_lease_store.h"
 
 namespace seqd {
 
-class MysqlWorkerLeaseStore final : public WorkerLeaseStore {
+class MysqlWorkerLeaseStore final : public MysqlStoreBase<WorkerLeaseStore> {
  public:
-  // Does not connect; the first call that needs the database does. Use
-  // MysqlStore::ParseUrl for the options.
-  explicit MysqlWorkerLeaseStore(MysqlOptions options);
-  // On a pool shared with other stores (never null).
-  explicit MysqlWorkerLeaseStore(std::shared_ptr<MysqlPool> pool);
-  ~MysqlWorkerLeaseStore() override;
-
-  MysqlWorkerLeaseStore(const MysqlWorkerLeaseStore&) = delete;
-  MysqlWorkerLeaseStore& operator=(const MysqlWorkerLeaseStore&) = delete;
-
-  // "user@host:port/database", safe to log.
-  std::string Describe() const;
+  // On its own pool (from MysqlOptions) or a shared one.
+  using MysqlStoreBase::MysqlStoreBase;
 
   Status EnsureSchema() override;
   Result<WorkerLease> Claim(const ClaimRequest& r) override;
@@ -54,9 +45,6 @@ class MysqlWorkerLeaseStore final : public WorkerLeaseStore {
                             int64_t time_bound_ms) override;
   Status Release(int worker_id, std::string_view instance, int64_t time_bound_ms) override;
   Result<std::vector<WorkerLease>> List() override;
-
- private:
-  const std::shared_ptr<MysqlPool> pool_;
 };
 
 }  // namespace seqd
