@@ -140,24 +140,7 @@ MemberState ReadMember(sqlite3_stmt* s) {
 }  // namespace
 
 SqliteMessageStore::SqliteMessageStore(std::string path)
-    : path_(path), db_(std::move(path), kSql) {}
-
-SqliteMessageStore::~SqliteMessageStore() = default;
-
-Result<std::unique_ptr<SqliteMessageStore>> SqliteMessageStore::Open(const std::string& path) {
-  auto store = std::make_unique<SqliteMessageStore>(path);
-  {
-    MutexLock lock(store->mu_);
-    Status st = store->db_.Open();
-    if (!st.ok()) return st.error();
-  }
-  return store;
-}
-
-Status SqliteMessageStore::EnsureSchema() {
-  MutexLock lock(mu_);
-  return db_.ExecScript(kSchema, "create tables");
-}
+    : SqliteStoreBase(std::move(path), kSql, kSchema, "create tables") {}
 
 Result<int64_t> SqliteMessageStore::MaxSeqLocked(std::string_view conv_id, const char* op) {
   Result<std::optional<int64_t>> max = db_.QueryInt64(kMaxSeq, op, conv_id);

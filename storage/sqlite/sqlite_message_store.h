@@ -19,27 +19,15 @@
 #include "common/mutex.h"
 #include "storage/message_store.h"
 #include "storage/sqlite/sqlite_db.h"
+#include "storage/sqlite/sqlite_store_base.h"
 
 namespace seqd {
 
-class SqliteMessageStore final : public MessageStore {
+class SqliteMessageStore final : public SqliteStoreBase<MessageStore, SqliteMessageStore> {
  public:
-  // Does not touch the file; the database is opened on first use, and every
-  // call returns kStoreUnavailable while it cannot be opened. Never throws.
+  // Does not touch the file (SqliteStoreBase; Open opens it now).
   explicit SqliteMessageStore(std::string path);
-  ~SqliteMessageStore() override;
 
-  SqliteMessageStore(const SqliteMessageStore&) = delete;
-  SqliteMessageStore& operator=(const SqliteMessageStore&) = delete;
-
-  // Creates the parent directory if missing and opens `path` now (WAL,
-  // synchronous=FULL, busy_timeout 5000 ms). Does not create the tables: call
-  // EnsureSchema(). kStoreUnavailable if the file cannot be opened.
-  static Result<std::unique_ptr<SqliteMessageStore>> Open(const std::string& path);
-
-  const std::string& path() const { return path_; }
-
-  Status EnsureSchema() override;
   Result<std::vector<AppendOutcome>> Append(std::span<const AppendRequest> batch,
                                             MaxSeqCache& max_seq_cache) override;
   Result<int64_t> MaxSeq(std::string_view conv_id) override;
@@ -74,10 +62,6 @@ class SqliteMessageStore final : public MessageStore {
   Result<std::vector<AppendOutcome>> AppendLocked(std::span<const AppendRequest> batch,
                                                   const MaxSeqCache& cache, MaxSeqCache& new_max)
       REQUIRES(mu_);
-
-  const std::string path_;  // db_.path(), readable without mu_
-  Mutex mu_;
-  SqliteDb db_ GUARDED_BY(mu_);
 };
 
 }  // namespace seqd

@@ -235,24 +235,8 @@ Result<std::vector<int64_t>> PerKey(SqliteDb& db, const std::vector<std::string>
 
 }  // namespace
 
-SqliteStore::SqliteStore(std::string path) : path_(path), db_(std::move(path), StoreSql()) {}
-
-SqliteStore::~SqliteStore() = default;
-
-Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) {
-  auto store = std::make_unique<SqliteStore>(path);
-  {
-    MutexLock lock(store->mu_);
-    Status st = store->db_.Open();
-    if (!st.ok()) return st.error();
-  }
-  return store;
-}
-
-Status SqliteStore::EnsureSchema() {
-  MutexLock lock(mu_);
-  return db_.ExecScript(kCreateTable, "create table");
-}
+SqliteStore::SqliteStore(std::string path)
+    : SqliteStoreBase(std::move(path), StoreSql(), kCreateTable, "create table") {}
 
 Result<ReservedSegment> SqliteStore::Reserve(std::string_view key, std::optional<int64_t> step) {
   if (step && *step <= 0) {

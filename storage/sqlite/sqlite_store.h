@@ -18,27 +18,15 @@
 #include "common/mutex.h"
 #include "storage/segment_store.h"
 #include "storage/sqlite/sqlite_db.h"
+#include "storage/sqlite/sqlite_store_base.h"
 
 namespace seqd {
 
-class SqliteStore final : public SegmentStore {
+class SqliteStore final : public SqliteStoreBase<SegmentStore, SqliteStore> {
  public:
-  // Does not touch the file; the database is opened on first use, and every
-  // call returns kStoreUnavailable while it cannot be opened. Never throws.
+  // Does not touch the file (SqliteStoreBase; Open opens it now).
   explicit SqliteStore(std::string path);
-  ~SqliteStore() override;
 
-  SqliteStore(const SqliteStore&) = delete;
-  SqliteStore& operator=(const SqliteStore&) = delete;
-
-  // Creates the parent directory if missing and opens `path` now (WAL,
-  // synchronous=FULL, busy_timeout 5000 ms). Does not create the table: call
-  // EnsureSchema(). kStoreUnavailable if the file cannot be opened.
-  static Result<std::unique_ptr<SqliteStore>> Open(const std::string& path);
-
-  const std::string& path() const { return path_; }
-
-  Status EnsureSchema() override;
   Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) override;
   // One transaction for the whole batch: the new rows asked for many to a
   // statement, then one statement per other request.
@@ -89,10 +77,6 @@ class SqliteStore final : public SegmentStore {
                           const std::vector<Result<ReservedSegment>>& out) REQUIRES(mu_);
   // Reads the row for `key`; kUnknownKey if absent.
   Result<KeyRow> SelectOneLocked(std::string_view key, const char* op) REQUIRES(mu_);
-
-  const std::string path_;  // db_.path(), readable without mu_
-  Mutex mu_;
-  SqliteDb db_ GUARDED_BY(mu_);
 };
 
 }  // namespace seqd

@@ -68,25 +68,7 @@ WorkerLease ReadLease(sqlite3_stmt* s) {
 }  // namespace
 
 SqliteWorkerLeaseStore::SqliteWorkerLeaseStore(std::string path)
-    : path_(path), db_(std::move(path), kSql) {}
-
-SqliteWorkerLeaseStore::~SqliteWorkerLeaseStore() = default;
-
-Result<std::unique_ptr<SqliteWorkerLeaseStore>> SqliteWorkerLeaseStore::Open(
-    const std::string& path) {
-  auto store = std::make_unique<SqliteWorkerLeaseStore>(path);
-  {
-    MutexLock lock(store->mu_);
-    Status st = store->db_.Open();
-    if (!st.ok()) return st.error();
-  }
-  return store;
-}
-
-Status SqliteWorkerLeaseStore::EnsureSchema() {
-  MutexLock lock(mu_);
-  return db_.ExecScript(kCreateTable, "create table");
-}
+    : SqliteStoreBase(std::move(path), kSql, kCreateTable, "create table") {}
 
 Result<int64_t> SqliteWorkerLeaseStore::NowLocked(const char* op) {
   Result<std::optional<int64_t>> now = db_.QueryInt64(kNow, op);

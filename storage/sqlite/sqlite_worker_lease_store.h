@@ -21,28 +21,17 @@
 
 #include "common/mutex.h"
 #include "storage/sqlite/sqlite_db.h"
+#include "storage/sqlite/sqlite_store_base.h"
 #include "storage/worker_lease_store.h"
 
 namespace seqd {
 
-class SqliteWorkerLeaseStore final : public WorkerLeaseStore {
+class SqliteWorkerLeaseStore final
+    : public SqliteStoreBase<WorkerLeaseStore, SqliteWorkerLeaseStore> {
  public:
-  // Does not touch the file; the database is opened on first use, and every
-  // call returns kStoreUnavailable while it cannot be opened. Never throws.
+  // Does not touch the file (SqliteStoreBase; Open opens it now).
   explicit SqliteWorkerLeaseStore(std::string path);
-  ~SqliteWorkerLeaseStore() override;
 
-  SqliteWorkerLeaseStore(const SqliteWorkerLeaseStore&) = delete;
-  SqliteWorkerLeaseStore& operator=(const SqliteWorkerLeaseStore&) = delete;
-
-  // Creates the parent directory if missing and opens `path` now (WAL,
-  // synchronous=FULL, busy_timeout 5000 ms). Does not create the table: call
-  // EnsureSchema(). kStoreUnavailable if the file cannot be opened.
-  static Result<std::unique_ptr<SqliteWorkerLeaseStore>> Open(const std::string& path);
-
-  const std::string& path() const { return path_; }
-
-  Status EnsureSchema() override;
   Result<WorkerLease> Claim(const ClaimRequest& r) override;
   Result<WorkerLease> Renew(int worker_id, std::string_view instance, int64_t ttl_ms,
                             int64_t time_bound_ms) override;
@@ -54,10 +43,6 @@ class SqliteWorkerLeaseStore final : public WorkerLeaseStore {
   Result<int64_t> NowLocked(const char* op) REQUIRES(mu_);
   // Rows with worker_id < `below`, by worker id; store_now_ms is left 0.
   Result<std::vector<WorkerLease>> RowsLocked(int64_t below, const char* op) REQUIRES(mu_);
-
-  const std::string path_;  // db_.path(), readable without mu_
-  Mutex mu_;
-  SqliteDb db_ GUARDED_BY(mu_);
 };
 
 }  // namespace seqd
