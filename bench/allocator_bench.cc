@@ -22,7 +22,7 @@
 #include "server/base/manual_clock.h"
 #include "server/base/task_runner.h"
 #include "server/core/segment_allocator.h"
-#include "storage/memory_store.h"
+#include "storage/memory/memory_store.h"
 
 namespace seqd {
 namespace {

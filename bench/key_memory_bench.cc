@@ -14,7 +14,7 @@
 #include "server/base/log.h"
 #include "server/base/manual_clock.h"
 #include "server/core/segment_allocator.h"
-#include "storage/memory_store.h"
+#include "storage/memory/memory_store.h"
 
 namespace {
 

@@ -39,7 +39,7 @@
 
 #include "server/msg/message_service.h"
 #include "storage/message_store_factory.h"
-#include "storage/mysql_store.h"
+#include "storage/mysql/mysql_store.h"
 #include "storage/store_factory.h"
 
 namespace {

@@ -1,6 +1,10 @@
 // A SegmentStore wrapper that injects latency and failures, for tests.
 // Modeled on leveldb's FaultInjectionTestEnv.
 //
+// Every call goes through the faults (GatedSegmentStore: the latency, then
+// "down"); a batch without block tokens, and CreateKeys, run their
+// single-key calls one by one, each through the faults (and Reserve's hold).
+//
 // Thread safety: all methods are safe to call concurrently; the knobs may be
 // changed while calls are in flight.
 #pragma once
@@ -10,14 +14,14 @@
 #include <condition_variable>
 
 #include "common/mutex.h"
-#include "storage/segment_store.h"
+#include "storage/gated_segment_store.h"
 
 namespace seqd {
 
-class FaultyStore final : public SegmentStore {
+class FaultyStore final : public GatedSegmentStore {
  public:
   // Does not take ownership; `inner` must outlive this wrapper.
-  explicit FaultyStore(SegmentStore& inner) : inner_(inner) {}
+  explicit FaultyStore(SegmentStore& inner) : GatedSegmentStore(inner) {}
 
   // Every call sleeps this long before reaching the inner store.
   void SetLatency(std::chrono::milliseconds latency) { latency_ms_ = latency.count(); }
@@ -33,36 +37,21 @@ class FaultyStore final : public SegmentStore {
   int64_t reserve_batches() const { return reserve_batches_; }
   int64_t create_batches() const { return create_batches_; }
 
-  Status EnsureSchema() override;
   Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) override;
-  // Both run the single-key calls above, one per item (faults included);
-  // a batch with a block token goes whole to the inner store (latency and
-  // down applied once, hold not).
+  // Both run the single-key calls, one per item (faults included); a batch
+  // with a block token goes whole to the inner store (latency and down
+  // applied once, hold not).
   std::vector<Result<ReservedSegment>> ReserveMany(
       const std::vector<ReserveRequest>& requests) override;
-  Result<int64_t> PruneBlockTokens(int64_t before_unix_ms) override;
   Status CreateKeys(const std::vector<NewKey>& keys, std::string_view description) override;
-  Result<KeyRow> CreateKey(std::string_view key, int64_t step,
-                           std::string_view description) override;
-  Result<KeyRow> GetKey(std::string_view key) override;
-  Result<std::vector<KeyRow>> ListKeys(std::string_view after, size_t limit) override;
-  Result<KeyRow> SetStep(std::string_view key, int64_t step) override;
-  Result<std::vector<int64_t>> GetMaxIds(const std::vector<std::string>& keys) override;
-  Result<std::vector<int64_t>> GetAllocTimes(const std::vector<std::string>& keys) override;
-  Result<std::vector<int64_t>> GetUserSeqs(std::string_view user, UserSeqField field,
-                                           const std::vector<std::string>& convs) override;
-  Status SetUserSeqs(std::string_view user, UserSeqField field, bool raise_only,
-                     const std::vector<UserSeqValue>& values) override;
-  Result<std::vector<int64_t>> GetMinSeqs(const std::vector<std::string>& keys) override;
-  Status SetMinSeqs(const std::vector<MinSeqValue>& values, const std::vector<ShardFence>& fences,
-                    uint32_t* refused_shard = nullptr) override;
-  Status Ping() override;
+  // ReserveMany's results, in order (SegmentStore's own).
+  void ReserveEach(const std::vector<ReserveRequest>& requests,
+                   const ReserveLanded& landed) override;
 
  private:
   // Applies latency; returns an error if the store is "down".
-  Status Inject();
+  Status Admit() override;
 
-  SegmentStore& inner_;
   std::atomic<int64_t> latency_ms_{0};
   std::atomic<bool> down_{false};
   std::atomic<int64_t> reserve_calls_{0};

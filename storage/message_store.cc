@@ -14,4 +14,22 @@ std::string_view MessageStatusName(MessageStatus status) {
   return "normal";
 }
 
+namespace message_store {
+
+Status CheckRange(const RangeQuery& query) {
+  if (query.from_seq > query.to_seq || query.limit == 0) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "get range: REQUIRES from_seq <= to_seq and limit >= 1");
+  }
+  return OkStatus();
+}
+
+Status CheckNewStatus(MessageStatus status) {
+  if (status == MessageStatus::kNormal) {
+    return MakeError(ErrorCode::kInvalidArgument, "set status: REQUIRES status != normal");
+  }
+  return OkStatus();
+}
+
+}  // namespace message_store
 }  // namespace seqd

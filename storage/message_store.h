@@ -165,7 +165,7 @@ class MessageStore {
                                                           MaxSeqCache& max_seq_cache,
                                                           AppendFencing& fencing) {
     (void)batch, (void)max_seq_cache, (void)fencing;
-    return MakeError(ErrorCode::kFailedPrecondition, "this store has no cluster mode");
+    return NoClusterMode();
   }
 
   // The committed max seq of a conversation; 0 if it has no message.
@@ -212,4 +212,13 @@ class MessageStore {
   virtual Status Ping() = 0;
 };
 
+// ---- For the implementations: the argument checks every store makes alike.
+namespace message_store {
+
+// kInvalidArgument unless from_seq <= to_seq and limit >= 1 (GetRange).
+Status CheckRange(const RangeQuery& query);
+// kInvalidArgument for kNormal (SetStatus).
+Status CheckNewStatus(MessageStatus status);
+
+}  // namespace message_store
 }  // namespace seqd

@@ -16,6 +16,12 @@
 
 namespace seqd {
 
+// kFailedPrecondition: what a store without cluster mode answers a fenced
+// call.
+inline Error NoClusterMode() {
+  return MakeError(ErrorCode::kFailedPrecondition, "this store has no cluster mode");
+}
+
 // One row of leaf_alloc.
 struct KeyRow {
   std::string key;  // biz_tag
@@ -121,7 +127,7 @@ class SegmentStore {
   virtual Result<ReservedSegment> ReserveFenced(std::string_view key, std::optional<int64_t> step,
                                                 const ShardFence& fence) {
     (void)key, (void)step, (void)fence;
-    return MakeError(ErrorCode::kFailedPrecondition, "this store has no cluster mode");
+    return NoClusterMode();
   }
 
   // Reserves each request's range as Reserve (or ReserveFenced, for a

@@ -3,12 +3,12 @@
 #include <algorithm>
 
 #include "storage/message_store_factory.h"
-#include "storage/mysql_message_store.h"
-#include "storage/mysql_pool.h"
-#include "storage/mysql_shard_lease_store.h"
-#include "storage/mysql_store.h"
-#include "storage/mysql_worker_lease_store.h"
-#include "storage/sqlite_store.h"
+#include "storage/mysql/mysql_message_store.h"
+#include "storage/mysql/mysql_pool.h"
+#include "storage/mysql/mysql_shard_lease_store.h"
+#include "storage/mysql/mysql_store.h"
+#include "storage/mysql/mysql_worker_lease_store.h"
+#include "storage/sqlite/sqlite_store.h"
 #include "storage/store_shedding.h"
 #include "storage/store_spec.h"
 #include "storage/worker_lease_store_factory.h"

@@ -1,6 +1,6 @@
 #include "storage/store_spec.h"
 
-#include "storage/mysql_store.h"
+#include "storage/mysql/mysql_store.h"
 
 namespace seqd {
 namespace {

@@ -1,5 +1,6 @@
-// Parsing of a store spec (the --store syntax), shared by OpenStore and
-// OpenMessageStore.
+// Parsing of a store spec (the --store syntax), and the opening of the store
+// it names, shared by the factories (OpenStore, OpenMessageStore,
+// OpenWorkerLeaseStore).
 //
 // Thread safety: plain functions, callable from any thread.
 #pragma once
@@ -7,9 +8,10 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "common/error.h"
-#include "storage/mysql_pool.h"
+#include "storage/mysql/mysql_pool.h"
 
 namespace seqd {
 
@@ -36,6 +38,24 @@ Result<std::unique_ptr<Base>> WithSchema(Result<std::unique_ptr<Store>> store) {
   Status st = (*store)->EnsureSchema();
   if (!st.ok()) return st.error();
   return std::unique_ptr<Base>(std::move(store).value());
+}
+
+// The store of interface `Base` that `spec` names (a memory spec allowed):
+// a `Memory`; a `Sqlite` on the file, opened and its schema made; or a
+// `Mysql` on the URL's options, not connected yet.
+template <typename Base, typename Memory, typename Sqlite, typename Mysql>
+Result<std::unique_ptr<Base>> OpenFromSpec(std::string_view spec) {
+  auto parsed = ParseStoreSpec(spec, /*allow_memory=*/true);
+  if (!parsed.ok()) return parsed.error();
+  switch (parsed->kind) {
+    case StoreKind::kMemory:
+      return std::unique_ptr<Base>(std::make_unique<Memory>());
+    case StoreKind::kSqlite:
+      return WithSchema<Base>(Sqlite::Open(parsed->sqlite_path));
+    case StoreKind::kMysql:
+      break;
+  }
+  return std::unique_ptr<Base>(std::make_unique<Mysql>(std::move(parsed->mysql)));
 }
 
 }  // namespace seqd

@@ -2,26 +2,16 @@
 
 #include <string>
 
-#include "storage/memory_worker_lease_store.h"
-#include "storage/mysql_worker_lease_store.h"
-#include "storage/sqlite_worker_lease_store.h"
+#include "storage/memory/memory_worker_lease_store.h"
+#include "storage/mysql/mysql_worker_lease_store.h"
+#include "storage/sqlite/sqlite_worker_lease_store.h"
 #include "storage/store_spec.h"
 
 namespace seqd {
 
 Result<std::unique_ptr<WorkerLeaseStore>> OpenWorkerLeaseStore(std::string_view spec) {
-  auto parsed = ParseStoreSpec(spec, /*allow_memory=*/true);
-  if (!parsed.ok()) return parsed.error();
-  switch (parsed->kind) {
-    case StoreKind::kMemory:
-      return std::unique_ptr<WorkerLeaseStore>(std::make_unique<MemoryWorkerLeaseStore>());
-    case StoreKind::kSqlite:
-      return WithSchema<WorkerLeaseStore>(SqliteWorkerLeaseStore::Open(parsed->sqlite_path));
-    case StoreKind::kMysql:
-      break;
-  }
-  return std::unique_ptr<WorkerLeaseStore>(
-      std::make_unique<MysqlWorkerLeaseStore>(std::move(parsed->mysql)));
+  return OpenFromSpec<WorkerLeaseStore, MemoryWorkerLeaseStore, SqliteWorkerLeaseStore,
+                      MysqlWorkerLeaseStore>(spec);
 }
 
 namespace worker_lease {
@@ -71,6 +61,12 @@ Status CheckHolder(const char* op, int worker_id, std::string_view instance) {
   return CheckInstance(op, instance);
 }
 
+Status CheckRenew(int worker_id, std::string_view instance, int64_t ttl_ms) {
+  Status st = CheckHolder("renew", worker_id, instance);
+  if (st.ok()) st = CheckTtl("renew", ttl_ms);
+  return st;
+}
+
 Error AllLeased(int max_workers) {
   return MakeError(ErrorCode::kNotServing,
                    "all " + std::to_string(max_workers) + " worker ids are leased");
@@ -111,6 +107,21 @@ ClaimChoice ChooseWorkerId(const std::vector<WorkerLease>& rows, const ClaimRequ
   }
   if (found) return update(best);
   return ClaimChoice{};
+}
+
+WorkerLease ClaimedLease(const ClaimRequest& r, const ClaimChoice& choice,
+                         const std::vector<WorkerLease>& rows, int64_t now_ms) {
+  WorkerLease out;
+  out.worker_id = choice.worker_id;
+  out.owner = r.owner;
+  out.instance = r.instance;
+  out.expires_ms = now_ms + r.ttl_ms;
+  out.store_now_ms = now_ms;
+  if (choice.kind == ClaimChoice::kUpdate) {
+    out.time_bound_ms = rows[choice.row].time_bound_ms;
+    out.reclaimed = rows[choice.row].instance == r.instance;
+  }
+  return out;
 }
 
 }  // namespace worker_lease

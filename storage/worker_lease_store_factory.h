@@ -43,6 +43,8 @@ Status CheckClaim(const ClaimRequest& r);
 Status CheckHolder(const char* op, int worker_id, std::string_view instance);
 // kInvalidArgument unless 0 < ttl_ms <= kMaxTtlMs.
 Status CheckTtl(const char* op, int64_t ttl_ms);
+// CheckHolder, then CheckTtl, for "renew".
+Status CheckRenew(int worker_id, std::string_view instance, int64_t ttl_ms);
 
 // kNotServing "all N worker ids are leased".
 Error AllLeased(int max_workers);
@@ -66,6 +68,13 @@ struct ClaimChoice {
 // when expires_ms <= now_ms. Strings compare byte for byte.
 ClaimChoice ChooseWorkerId(const std::vector<WorkerLease>& rows, const ClaimRequest& r,
                            int64_t now_ms);
+
+// The lease that `choice` (from ChooseWorkerId over `rows`, REQUIRES: not
+// kNone) gives `r` at store time `now_ms`: expiring at now_ms + r.ttl_ms;
+// for kUpdate, with the time bound of the row taken over, and `reclaimed`
+// if that row was r.instance's.
+WorkerLease ClaimedLease(const ClaimRequest& r, const ClaimChoice& choice,
+                         const std::vector<WorkerLease>& rows, int64_t now_ms);
 
 }  // namespace worker_lease
 }  // namespace seqd

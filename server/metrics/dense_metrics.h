@@ -13,11 +13,7 @@
 
 #include <cstdint>
 
-namespace prometheus {
-class Registry;
-class Counter;
-class Gauge;
-}  // namespace prometheus
+#include "server/metrics/series.h"
 
 namespace seqd {
 

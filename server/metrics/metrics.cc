@@ -18,6 +18,7 @@
 #include "common/thread_annotations.h"
 #include "server/metrics/dense_metrics.h"
 #include "server/metrics/process_metrics.h"
+#include "server/metrics/series.h"
 #include "server/metrics/stream_metrics.h"
 #include "storage/store_stats.h"
 
@@ -44,6 +45,16 @@ size_t IndexOf(const std::vector<std::string_view>& names, std::string_view name
   }
   return fallback;
 }
+
+// One key label's gauges: a registered key as it is, auto-created keys
+// summed per prefix rule (one series per rule, never per conversation).
+struct KeyLabelTotals {
+  bool registered = false;
+  int64_t step = 0;
+  int64_t current = 0, next = 0;
+  double rate = 0;
+  int64_t keys = 0, next_ready = 0;
+};
 
 }  // namespace
 
@@ -160,238 +171,171 @@ struct Metrics::Impl {
   std::array<prometheus::Counter*, kInterfaceCount> write_timeouts{};  // set once
   // step, remaining, runway, next_ready
   std::vector<prometheus::Gauge*> key_series[4] GUARDED_BY(render_mu);
+
+  // Each registers one group's families in `r` and sets the members above
+  // that point into them; the constructor calls them once, in its order.
+  void RegisterBuild(prometheus::Registry& r, std::string_view version);
+  void RegisterRequests(prometheus::Registry& r);
+  void RegisterKeys(prometheus::Registry& r);
+  void RegisterAllocator(prometheus::Registry& r);
+  void RegisterStore(prometheus::Registry& r);
+  void RegisterMessages(prometheus::Registry& r);
+  void RegisterSnowflake(prometheus::Registry& r) REQUIRES(render_mu);
+  void RegisterInterfaces(prometheus::Registry& r) REQUIRES(render_mu);
+
+  // A scrape's refresh: the store's totals, then what the sources report.
+  void RefreshStoreStats();
+  void RefreshSources() REQUIRES(render_mu);
+  // The allocator's gauges, its key series replaced by those of `gauges`.
+  void RefreshAllocator(const AllocatorGauges& gauges) REQUIRES(render_mu);
+  void AddKeySeries(const std::string& label, const KeyLabelTotals& totals) REQUIRES(render_mu);
 };
 
 Metrics::Metrics(std::string_view version) : impl_(std::make_unique<Impl>()) {
-  using namespace prometheus;
-  Registry& r = *impl_->registry;
+  prometheus::Registry& r = *impl_->registry;
   impl_->streams = std::make_unique<StreamMetrics>(r);
   impl_->dense = std::make_unique<DenseMetrics>(r);
-  BuildGauge()
-      .Name("seqd_build_info")
-      .Help("Build of this process (always 1)")
-      .Register(r)
+  // In this order: a scrape lists each kind's families (counters, gauges,
+  // histograms) in the order they were registered. Under render_mu, which
+  // guards some of the members they set.
+  MutexLock lock(impl_->render_mu);
+  impl_->RegisterBuild(r, version);
+  impl_->RegisterRequests(r);
+  impl_->RegisterKeys(r);
+  impl_->RegisterAllocator(r);
+  impl_->RegisterStore(r);
+  impl_->RegisterMessages(r);
+  impl_->RegisterSnowflake(r);
+  impl_->RegisterInterfaces(r);
+}
+
+void Metrics::Impl::RegisterBuild(prometheus::Registry& r, std::string_view version) {
+  GaugeFamily(r, "seqd_build_info", "Build of this process (always 1)")
       .Add({{"version", std::string(version)}})
       .Set(1);
-  BuildGauge()
-      .Name("seqd_start_time_seconds")
-      .Help("Unix time of the process start")
-      .Register(r)
-      .Add({})
+  OneGauge(r, "seqd_start_time_seconds", "Unix time of the process start")
       .Set(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
                .count());
-  impl_->requests =
-      &BuildCounter().Name("seqd_requests_total").Help("Requests answered").Register(r);
-  impl_->request_duration = &BuildHistogram()
-                                 .Name("seqd_request_duration_seconds")
-                                 .Help("From the complete request to the answer being queued")
-                                 .Register(r);
-  impl_->open_connections =
-      &BuildGauge().Name("seqd_open_connections").Help("Open client connections").Register(r);
-  impl_->ids_issued =
-      &BuildCounter().Name("seqd_ids_issued_total").Help("IDs handed out").Register(r);
-  impl_->reservations = &BuildCounter()
-                             .Name("seqd_segment_reservations_total")
-                             .Help("Segment reservations from the store")
-                             .Register(r);
-  impl_->reservation_duration = &BuildHistogram()
-                                     .Name("seqd_segment_reservation_duration_seconds")
-                                     .Help("One reservation's store round trip")
-                                     .Register(r)
-                                     .Add({}, LatencyBuckets());
-  impl_->key_step = &BuildGauge()
-                         .Name("seqd_key_step")
-                         .Help("Step of the next reservation (registered keys)")
-                         .Register(r);
-  impl_->key_remaining =
-      &BuildGauge().Name("seqd_key_ids_remaining").Help("IDs left in each buffer").Register(r);
-  impl_->key_runway = &BuildGauge()
-                           .Name("seqd_key_runway_seconds")
-                           .Help("IDs left in both buffers / rate over the last minute")
-                           .Register(r);
-  impl_->key_next_ready =
-      &BuildGauge()
-           .Name("seqd_key_next_ready")
-           .Help("1 if the next buffer is loaded (auto keys: fraction of keys in memory)")
-           .Register(r);
-  impl_->parked = &BuildGauge()
-                       .Name("seqd_parked_requests")
-                       .Help("Requests waiting for a reservation")
-                       .Register(r)
-                       .Add({});
-  impl_->keys_in_memory = &BuildGauge()
-                               .Name("seqd_keys_in_memory")
-                               .Help("Keys held in memory (at most max_cached_keys)")
-                               .Register(r)
-                               .Add({});
-  impl_->unknown_keys =
-      &BuildGauge()
-           .Name("seqd_unknown_keys_cached")
-           .Help("Keys remembered as recently unknown (answered without the store)")
-           .Register(r)
-           .Add({});
-  auto& evictions = BuildCounter()
-                        .Name("seqd_keys_evicted_total")
-                        .Help(
-                            "Keys dropped from memory: unused for key_idle_timeout_s (idle), or "
-                            "least recently used beyond max_cached_keys (capacity)")
-                        .Register(r);
-  impl_->evicted_idle = &evictions.Add({{"reason", "idle"}});
-  impl_->evicted_capacity = &evictions.Add({{"reason", "capacity"}});
-  impl_->parked_total = &BuildCounter()
-                             .Name("seqd_parked_total")
-                             .Help(
-                                 "Requests that found both buffers empty and waited for a "
-                                 "reservation")
-                             .Register(r)
-                             .Add({});
-  impl_->auto_create_refused = &BuildCounter()
-                                    .Name("seqd_auto_create_refused_total")
-                                    .Help("New auto-created keys refused by auto_create_rate")
-                                    .Register(r)
-                                    .Add({});
-  impl_->store_up = &BuildGauge()
-                         .Name("seqd_store_up")
-                         .Help("1 if the last store round trip succeeded")
-                         .Register(r)
-                         .Add({});
-  impl_->store_up->Set(1);
-  auto& commit_failures = BuildCounter()
-                              .Name("seqd_store_commit_failures_total")
-                              .Help(
-                                  "Failed store transactions by reason (conflict, lost, "
-                                  "timeout, other)")
-                              .Register(r);
+}
+
+void Metrics::Impl::RegisterRequests(prometheus::Registry& r) {
+  requests = &CounterFamily(r, "seqd_requests_total", "Requests answered");
+  request_duration = &HistogramFamily(r, "seqd_request_duration_seconds",
+                                      "From the complete request to the answer being queued");
+  open_connections = &GaugeFamily(r, "seqd_open_connections", "Open client connections");
+}
+
+void Metrics::Impl::RegisterKeys(prometheus::Registry& r) {
+  ids_issued = &CounterFamily(r, "seqd_ids_issued_total", "IDs handed out");
+  reservations =
+      &CounterFamily(r, "seqd_segment_reservations_total", "Segment reservations from the store");
+  reservation_duration = &OneHistogram(r, "seqd_segment_reservation_duration_seconds",
+                                       "One reservation's store round trip", LatencyBuckets());
+  key_step = &GaugeFamily(r, "seqd_key_step", "Step of the next reservation (registered keys)");
+  key_remaining = &GaugeFamily(r, "seqd_key_ids_remaining", "IDs left in each buffer");
+  key_runway = &GaugeFamily(r, "seqd_key_runway_seconds",
+                            "IDs left in both buffers / rate over the last minute");
+  key_next_ready =
+      &GaugeFamily(r, "seqd_key_next_ready",
+                   "1 if the next buffer is loaded (auto keys: fraction of keys in memory)");
+}
+
+void Metrics::Impl::RegisterAllocator(prometheus::Registry& r) {
+  parked = &OneGauge(r, "seqd_parked_requests", "Requests waiting for a reservation");
+  keys_in_memory =
+      &OneGauge(r, "seqd_keys_in_memory", "Keys held in memory (at most max_cached_keys)");
+  unknown_keys = &OneGauge(r, "seqd_unknown_keys_cached",
+                           "Keys remembered as recently unknown (answered without the store)");
+  auto& evictions =
+      CounterFamily(r, "seqd_keys_evicted_total",
+                    "Keys dropped from memory: unused for key_idle_timeout_s (idle), or "
+                    "least recently used beyond max_cached_keys (capacity)");
+  evicted_idle = &evictions.Add({{"reason", "idle"}});
+  evicted_capacity = &evictions.Add({{"reason", "capacity"}});
+  parked_total = &OneCounter(r, "seqd_parked_total",
+                             "Requests that found both buffers empty and waited for a reservation");
+  auto_create_refused = &OneCounter(r, "seqd_auto_create_refused_total",
+                                    "New auto-created keys refused by auto_create_rate");
+}
+
+void Metrics::Impl::RegisterStore(prometheus::Registry& r) {
+  store_up = &OneGauge(r, "seqd_store_up", "1 if the last store round trip succeeded");
+  store_up->Set(1);
+  auto& failures =
+      CounterFamily(r, "seqd_store_commit_failures_total",
+                    "Failed store transactions by reason (conflict, lost, timeout, other)");
   for (size_t i = 0; i < kCommitFailureKinds; ++i) {
-    impl_->commit_failures[i] = &commit_failures.Add(
-        {{"reason", std::string(CommitFailureName(static_cast<CommitFailure>(i)))}});
+    commit_failures[i] =
+        &failures.Add({{"reason", std::string(CommitFailureName(static_cast<CommitFailure>(i)))}});
   }
-  impl_->commits_unknown = &BuildCounter()
-                                .Name("seqd_store_commits_unknown_total")
-                                .Help(
-                                    "COMMITs whose outcome is unknown (connection lost after "
-                                    "sending it)")
-                                .Register(r)
-                                .Add({});
-  impl_->conflicts = &BuildCounter()
-                          .Name("seqd_store_conflicts_total")
-                          .Help(
-                              "Store transactions rolled back by a deadlock, a Galera "
-                              "certification conflict or a lock wait timeout, at a statement "
-                              "or at COMMIT")
-                          .Register(r)
-                          .Add({});
-  impl_->conflict_retries = &BuildCounter()
-                                 .Name("seqd_store_conflict_retries_total")
-                                 .Help(
-                                     "Transactions run again after a deadlock or certification "
-                                     "conflict")
-                                 .Register(r)
-                                 .Add({});
-  impl_->ranges_skipped = &BuildCounter()
-                               .Name("seqd_store_reserved_ranges_skipped_total")
-                               .Help(
-                                   "Reserved ranges never served because their COMMIT's "
-                                   "outcome was unknown")
-                               .Register(r)
-                               .Add({});
-  impl_->batch_lock_timeouts = &BuildCounter()
-                                    .Name("seqd_store_batch_lock_timeouts_total")
-                                    .Help(
-                                        "Reservation batches rolled back after their short lock "
-                                        "wait (a row locked by another transaction), then run "
-                                        "one key at a time")
-                                    .Register(r)
-                                    .Add({});
-  impl_->stored = &BuildCounter()
-                       .Name("seqd_messages_stored_total")
-                       .Help("Messages committed (re-sends excluded)")
-                       .Register(r)
-                       .Add({});
-  impl_->duplicates = &BuildCounter()
-                           .Name("seqd_message_duplicates_total")
-                           .Help("Re-sends answered with the original")
-                           .Register(r)
-                           .Add({});
-  impl_->send_errors =
-      &BuildCounter().Name("seqd_message_send_errors_total").Help("Sends that failed").Register(r);
-  impl_->batches = &BuildCounter()
-                        .Name("seqd_message_batches_total")
-                        .Help("Group-commit transactions")
-                        .Register(r)
-                        .Add({});
-  impl_->batch_size =
-      &BuildHistogram()
-           .Name("seqd_message_batch_size")
-           .Help("Messages per transaction")
-           .Register(r)
-           .Add({}, Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024});
-  impl_->commit_duration = &BuildHistogram()
-                                .Name("seqd_message_commit_duration_seconds")
-                                .Help("One Append transaction")
-                                .Register(r)
-                                .Add({}, LatencyBuckets());
-  impl_->queued_sends = &BuildGauge()
-                             .Name("seqd_message_queued_sends")
-                             .Help("Sends waiting for a writer")
-                             .Register(r)
-                             .Add({});
-  impl_->subscriptions = &BuildGauge()
-                              .Name("seqd_message_subscriptions")
-                              .Help("Push subscriptions open")
-                              .Register(r)
-                              .Add({});
-  impl_->snowflake_issued = &BuildCounter()
-                                 .Name("seqd_snowflake_ids_issued_total")
-                                 .Help("Snowflake IDs handed out")
-                                 .Register(r)
-                                 .Add({});
-  auto& clock_back = BuildCounter()
-                         .Name("seqd_snowflake_clock_backwards_total")
-                         .Help(
-                             "Requests that met a clock moved back: waited (within the bound) "
-                             "or refused")
-                         .Register(r);
-  impl_->clock_back_waited = &clock_back.Add({{"outcome", "waited"}});
-  impl_->clock_back_refused = &clock_back.Add({{"outcome", "refused"}});
-  impl_->sequence_waits = &BuildCounter()
-                               .Name("seqd_snowflake_sequence_waits_total")
-                               .Help("Requests that waited for the next millisecond")
-                               .Register(r)
-                               .Add({});
-  auto& renewals = BuildCounter()
-                       .Name("seqd_snowflake_lease_renewals_total")
-                       .Help("Worker-id lease claims and renewals")
-                       .Register(r);
-  impl_->renewals_ok = &renewals.Add({{"result", "ok"}});
-  impl_->renewals_failed = &renewals.Add({{"result", "error"}});
-  // The gauges exist only once a generator is attached (SetSnowflakeStats):
-  // with snowflake = off there is no seqd_snowflake_serving to alert on.
-  impl_->snowflake_gauges[0] = &BuildGauge()
-                                    .Name("seqd_snowflake_worker_id")
-                                    .Help("Worker id leased by this process (-1: none)")
-                                    .Register(r);
-  impl_->snowflake_gauges[1] = &BuildGauge()
-                                    .Name("seqd_snowflake_serving")
-                                    .Help("1 if snowflake IDs can be issued now")
-                                    .Register(r);
-  impl_->snowflake_gauges[2] = &BuildGauge()
-                                    .Name("seqd_snowflake_lease_seconds_left")
-                                    .Help("Until the worker-id lease runs out unless renewed")
-                                    .Register(r);
-  impl_->snowflake_gauges[3] = &BuildGauge()
-                                    .Name("seqd_snowflake_parked_requests")
-                                    .Help("Snowflake requests waiting (next ms, clock catching up)")
-                                    .Register(r);
-  auto& write_timeouts = BuildCounter()
-                             .Name("seqd_write_timeout_closes_total")
-                             .Help("Connections closed: a reply not taken within the write timeout")
-                             .Register(r);
+  commits_unknown =
+      &OneCounter(r, "seqd_store_commits_unknown_total",
+                  "COMMITs whose outcome is unknown (connection lost after sending it)");
+  conflicts = &OneCounter(r, "seqd_store_conflicts_total",
+                          "Store transactions rolled back by a deadlock, a Galera certification "
+                          "conflict or a lock wait timeout, at a statement or at COMMIT");
+  conflict_retries =
+      &OneCounter(r, "seqd_store_conflict_retries_total",
+                  "Transactions run again after a deadlock or certification conflict");
+  ranges_skipped =
+      &OneCounter(r, "seqd_store_reserved_ranges_skipped_total",
+                  "Reserved ranges never served because their COMMIT's outcome was unknown");
+  batch_lock_timeouts = &OneCounter(r, "seqd_store_batch_lock_timeouts_total",
+                                    "Reservation batches rolled back after their short lock wait "
+                                    "(a row locked by another transaction), then run one key at "
+                                    "a time");
+}
+
+void Metrics::Impl::RegisterMessages(prometheus::Registry& r) {
+  stored = &OneCounter(r, "seqd_messages_stored_total", "Messages committed (re-sends excluded)");
+  duplicates =
+      &OneCounter(r, "seqd_message_duplicates_total", "Re-sends answered with the original");
+  send_errors = &CounterFamily(r, "seqd_message_send_errors_total", "Sends that failed");
+  batches = &OneCounter(r, "seqd_message_batches_total", "Group-commit transactions");
+  batch_size = &OneHistogram(r, "seqd_message_batch_size", "Messages per transaction",
+                             {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024});
+  commit_duration = &OneHistogram(r, "seqd_message_commit_duration_seconds",
+                                  "One Append transaction", LatencyBuckets());
+  queued_sends = &OneGauge(r, "seqd_message_queued_sends", "Sends waiting for a writer");
+  subscriptions = &OneGauge(r, "seqd_message_subscriptions", "Push subscriptions open");
+}
+
+void Metrics::Impl::RegisterSnowflake(prometheus::Registry& r) {
+  snowflake_issued = &OneCounter(r, "seqd_snowflake_ids_issued_total", "Snowflake IDs handed out");
+  auto& clock_back =
+      CounterFamily(r, "seqd_snowflake_clock_backwards_total",
+                    "Requests that met a clock moved back: waited (within the bound) "
+                    "or refused");
+  clock_back_waited = &clock_back.Add({{"outcome", "waited"}});
+  clock_back_refused = &clock_back.Add({{"outcome", "refused"}});
+  sequence_waits = &OneCounter(r, "seqd_snowflake_sequence_waits_total",
+                               "Requests that waited for the next millisecond");
+  auto& renewals = CounterFamily(r, "seqd_snowflake_lease_renewals_total",
+                                 "Worker-id lease claims and renewals");
+  renewals_ok = &renewals.Add({{"result", "ok"}});
+  renewals_failed = &renewals.Add({{"result", "error"}});
+  // The gauges' series exist only once a generator is attached
+  // (SetSnowflakeStats): with snowflake = off there is no
+  // seqd_snowflake_serving to alert on.
+  const char* const gauges[4][2] = {
+      {"seqd_snowflake_worker_id", "Worker id leased by this process (-1: none)"},
+      {"seqd_snowflake_serving", "1 if snowflake IDs can be issued now"},
+      {"seqd_snowflake_lease_seconds_left", "Until the worker-id lease runs out unless renewed"},
+      {"seqd_snowflake_parked_requests", "Snowflake requests waiting (next ms, clock catching up)"},
+  };
+  for (size_t i = 0; i < 4; ++i) {
+    snowflake_gauges[i] = &GaugeFamily(r, gauges[i][0], gauges[i][1]);
+  }
+}
+
+void Metrics::Impl::RegisterInterfaces(prometheus::Registry& r) {
+  auto& closes = CounterFamily(r, "seqd_write_timeout_closes_total",
+                               "Connections closed: a reply not taken within the write timeout");
   for (size_t i = 0; i < kInterfaceCount; ++i) {
     const std::string name(kInterfaceNames[i]);
-    impl_->write_timeouts[i] = &write_timeouts.Add({{"interface", name}});
-    impl_->durations[i] = &impl_->request_duration->Add({{"interface", name}}, LatencyBuckets());
-    impl_->connection_gauges[i] = &impl_->open_connections->Add({{"interface", name}});
+    write_timeouts[i] = &closes.Add({{"interface", name}});
+    durations[i] = &request_duration->Add({{"interface", name}}, LatencyBuckets());
+    connection_gauges[i] = &open_connections->Add({{"interface", name}});
   }
 }
 
@@ -504,101 +448,103 @@ void Metrics::SetSnowflakeStats(std::function<SnowflakeGauges()> source) {
 
 namespace {
 
-// Raises a scrape-time counter to `total` (counters never go down).
-void CatchUp(prometheus::Counter* c, int64_t total) {
-  const double delta = static_cast<double>(total) - c->Value();
-  if (delta > 0) c->Increment(delta);
-}
+// Raises a scrape-time counter to an atomic total (series.h's CatchUp).
 void CatchUp(prometheus::Counter* c, const std::atomic<int64_t>& total) {
-  CatchUp(c, total.load(std::memory_order_relaxed));
+  seqd::CatchUp(c, total.load(std::memory_order_relaxed));
+}
+
+std::map<std::string, KeyLabelTotals> TotalsPerLabel(const std::vector<KeyGaugeInput>& keys) {
+  std::map<std::string, KeyLabelTotals> per_label;
+  for (const KeyGaugeInput& k : keys) {
+    KeyLabelTotals& a = per_label[k.label];
+    a.registered = k.registered;
+    a.step = k.step;
+    a.current += k.current_left;
+    a.next += k.next_left;
+    a.rate += k.rate_per_s;
+    ++a.keys;
+    if (k.next_ready) ++a.next_ready;
+  }
+  return per_label;
 }
 
 }  // namespace
 
+void Metrics::Impl::RefreshStoreStats() {
+  const StoreStats& store = ProcessStoreStats();
+  for (size_t i = 0; i < kCommitFailureKinds; ++i) {
+    CatchUp(commit_failures[i], store.commit_failures[i]);
+  }
+  CatchUp(commits_unknown, store.commits_unknown);
+  CatchUp(conflicts, store.conflicts);
+  CatchUp(conflict_retries, store.conflict_retries);
+  CatchUp(ranges_skipped, store.ranges_skipped);
+  CatchUp(batch_lock_timeouts, store.batch_lock_timeouts);
+}
+
+void Metrics::Impl::RefreshSources() {
+  for (size_t i = 0; i < kInterfaceCount; ++i) {
+    if (connections[i]) connection_gauges[i]->Set(static_cast<double>(connections[i]()));
+  }
+  if (message_stats) {
+    MessageGauges g = message_stats();
+    queued_sends->Set(static_cast<double>(g.queued_sends));
+    subscriptions->Set(static_cast<double>(g.subscriptions));
+  }
+  if (dense_stats) dense->Update(dense_stats());
+  if (snowflake_stats) {
+    const SnowflakeGauges g = snowflake_stats();
+    const double values[4] = {static_cast<double>(g.worker_id), g.serving ? 1.0 : 0.0,
+                              g.lease_left_s, static_cast<double>(g.parked)};
+    for (size_t i = 0; i < 4; ++i) snowflake_gauges[i]->Add({}).Set(values[i]);
+  }
+  if (allocator_stats) RefreshAllocator(allocator_stats());
+}
+
+void Metrics::Impl::RefreshAllocator(const AllocatorGauges& gauges) {
+  parked->Set(static_cast<double>(gauges.parked));
+  keys_in_memory->Set(static_cast<double>(gauges.keys_in_memory));
+  unknown_keys->Set(static_cast<double>(gauges.unknown_keys));
+  CatchUp(evicted_idle, gauges.evicted_idle);
+  CatchUp(evicted_capacity, gauges.evicted_capacity);
+  CatchUp(auto_create_refused, gauges.auto_create_refused);
+  CatchUp(parked_total, gauges.parked_total);
+  prometheus::Family<prometheus::Gauge>* families[4] = {key_step, key_remaining, key_runway,
+                                                        key_next_ready};
+  for (size_t f = 0; f < 4; ++f) {
+    for (prometheus::Gauge* g : key_series[f]) families[f]->Remove(g);
+    key_series[f].clear();
+  }
+  for (const auto& [label, a] : TotalsPerLabel(gauges.keys)) AddKeySeries(label, a);
+}
+
+void Metrics::Impl::AddKeySeries(const std::string& label, const KeyLabelTotals& a) {
+  if (a.registered) {
+    auto& g = key_step->Add({{"key", label}});
+    g.Set(static_cast<double>(a.step));
+    key_series[0].push_back(&g);
+  }
+  auto& cur = key_remaining->Add({{"key", label}, {"buffer", "current"}});
+  cur.Set(static_cast<double>(a.current));
+  auto& nxt = key_remaining->Add({{"key", label}, {"buffer", "next"}});
+  nxt.Set(static_cast<double>(a.next));
+  key_series[1].push_back(&cur);
+  key_series[1].push_back(&nxt);
+  if (a.rate > 0) {
+    auto& g = key_runway->Add({{"key", label}});
+    g.Set(static_cast<double>(a.current + a.next) / a.rate);
+    key_series[2].push_back(&g);
+  }
+  auto& ready = key_next_ready->Add({{"key", label}});
+  ready.Set(static_cast<double>(a.next_ready) / static_cast<double>(a.keys));
+  key_series[3].push_back(&ready);
+}
+
 std::string Metrics::Render() {
   Impl& m = *impl_;
   MutexLock lock(m.render_mu);
-  const StoreStats& store = ProcessStoreStats();
-  for (size_t i = 0; i < kCommitFailureKinds; ++i) {
-    CatchUp(m.commit_failures[i], store.commit_failures[i]);
-  }
-  CatchUp(m.commits_unknown, store.commits_unknown);
-  CatchUp(m.conflicts, store.conflicts);
-  CatchUp(m.conflict_retries, store.conflict_retries);
-  CatchUp(m.ranges_skipped, store.ranges_skipped);
-  CatchUp(m.batch_lock_timeouts, store.batch_lock_timeouts);
-  for (size_t i = 0; i < kInterfaceCount; ++i) {
-    if (m.connections[i]) m.connection_gauges[i]->Set(static_cast<double>(m.connections[i]()));
-  }
-  if (m.message_stats) {
-    MessageGauges g = m.message_stats();
-    m.queued_sends->Set(static_cast<double>(g.queued_sends));
-    m.subscriptions->Set(static_cast<double>(g.subscriptions));
-  }
-  if (m.dense_stats) m.dense->Update(m.dense_stats());
-  if (m.snowflake_stats) {
-    const SnowflakeGauges g = m.snowflake_stats();
-    const double values[4] = {static_cast<double>(g.worker_id), g.serving ? 1.0 : 0.0,
-                              g.lease_left_s, static_cast<double>(g.parked)};
-    for (size_t i = 0; i < 4; ++i) m.snowflake_gauges[i]->Add({}).Set(values[i]);
-  }
-  if (m.allocator_stats) {
-    const AllocatorGauges gauges = m.allocator_stats();
-    m.parked->Set(static_cast<double>(gauges.parked));
-    m.keys_in_memory->Set(static_cast<double>(gauges.keys_in_memory));
-    m.unknown_keys->Set(static_cast<double>(gauges.unknown_keys));
-    CatchUp(m.evicted_idle, gauges.evicted_idle);
-    CatchUp(m.evicted_capacity, gauges.evicted_capacity);
-    CatchUp(m.auto_create_refused, gauges.auto_create_refused);
-    CatchUp(m.parked_total, gauges.parked_total);
-    // Per key label: registered keys as they are, auto-created keys summed
-    // per prefix rule (one series per rule, never per conversation).
-    struct Agg {
-      bool registered = false;
-      int64_t step = 0;
-      int64_t current = 0, next = 0;
-      double rate = 0;
-      int64_t keys = 0, next_ready = 0;
-    };
-    std::map<std::string, Agg> per_label;
-    for (const KeyGaugeInput& k : gauges.keys) {
-      Agg& a = per_label[k.label];
-      a.registered = k.registered;
-      a.step = k.step;
-      a.current += k.current_left;
-      a.next += k.next_left;
-      a.rate += k.rate_per_s;
-      ++a.keys;
-      if (k.next_ready) ++a.next_ready;
-    }
-    prometheus::Family<prometheus::Gauge>* families[4] = {m.key_step, m.key_remaining, m.key_runway,
-                                                          m.key_next_ready};
-    for (size_t f = 0; f < 4; ++f) {
-      for (prometheus::Gauge* g : m.key_series[f]) families[f]->Remove(g);
-      m.key_series[f].clear();
-    }
-    for (const auto& [label, a] : per_label) {
-      if (a.registered) {
-        auto& g = m.key_step->Add({{"key", label}});
-        g.Set(static_cast<double>(a.step));
-        m.key_series[0].push_back(&g);
-      }
-      auto& cur = m.key_remaining->Add({{"key", label}, {"buffer", "current"}});
-      cur.Set(static_cast<double>(a.current));
-      auto& nxt = m.key_remaining->Add({{"key", label}, {"buffer", "next"}});
-      nxt.Set(static_cast<double>(a.next));
-      m.key_series[1].push_back(&cur);
-      m.key_series[1].push_back(&nxt);
-      if (a.rate > 0) {
-        auto& g = m.key_runway->Add({{"key", label}});
-        g.Set(static_cast<double>(a.current + a.next) / a.rate);
-        m.key_series[2].push_back(&g);
-      }
-      auto& ready = m.key_next_ready->Add({{"key", label}});
-      ready.Set(static_cast<double>(a.next_ready) / static_cast<double>(a.keys));
-      m.key_series[3].push_back(&ready);
-    }
-  }
+  m.RefreshStoreStats();
+  m.RefreshSources();
   std::ostringstream out;
   std::vector<prometheus::MetricFamily> families = m.registry->Collect();
   for (prometheus::MetricFamily& f : m.process.Collect()) families.push_back(std::move(f));

@@ -25,17 +25,9 @@
 
 #include "common/error.h"
 #include "server/metrics/dense_metrics.h"
+#include "server/metrics/series.h"
 #include "server/metrics/stream_metrics.h"
 #include "server/service/request_metrics.h"
-
-namespace prometheus {
-class Registry;
-class Counter;
-class Gauge;
-class Histogram;
-template <typename T>
-class Family;
-}  // namespace prometheus
 
 namespace seqd {
 

@@ -5,34 +5,19 @@
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
+#include "server/metrics/series.h"
+
 namespace seqd {
 
-StreamMetrics::StreamMetrics(prometheus::Registry& r) {
-  using namespace prometheus;
-  streams_ = &BuildGauge()
-                  .Name("seqd_sse_streams")
-                  .Help("Server-Sent Events streams open")
-                  .Register(r)
-                  .Add({});
-  long_polls_ = &BuildGauge()
-                     .Name("seqd_long_polls_waiting")
-                     .Help("Long-poll pulls waiting for a message")
-                     .Register(r)
-                     .Add({});
-  events_ = &BuildCounter()
-                 .Name("seqd_sse_events_total")
-                 .Help("Message events queued to Server-Sent Events streams")
-                 .Register(r)
-                 .Add({});
-  slow_closes_ = &BuildCounter()
-                      .Name("seqd_sse_slow_reader_closes_total")
-                      .Help("Streams ended with event: dropped because their buffer was full")
-                      .Register(r)
-                      .Add({});
-  auto& refused = BuildCounter()
-                      .Name("seqd_stream_refusals_total")
-                      .Help("Streams and long-polls refused (429) by a limit")
-                      .Register(r);
+StreamMetrics::StreamMetrics(prometheus::Registry& r)
+    : streams_(&OneGauge(r, "seqd_sse_streams", "Server-Sent Events streams open")),
+      long_polls_(&OneGauge(r, "seqd_long_polls_waiting", "Long-poll pulls waiting for a message")),
+      events_(&OneCounter(r, "seqd_sse_events_total",
+                          "Message events queued to Server-Sent Events streams")),
+      slow_closes_(&OneCounter(r, "seqd_sse_slow_reader_closes_total",
+                               "Streams ended with event: dropped because their buffer was full")) {
+  auto& refused = CounterFamily(r, "seqd_stream_refusals_total",
+                                "Streams and long-polls refused (429) by a limit");
   refused_total_ = &refused.Add({{"reason", "total_limit"}});
   refused_token_ = &refused.Add({{"reason", "token_limit"}});
 }

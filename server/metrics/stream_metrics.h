@@ -13,13 +13,8 @@
 
 #include <cstdint>
 
+#include "server/metrics/series.h"
 #include "server/service/request_metrics.h"
-
-namespace prometheus {
-class Registry;
-class Counter;
-class Gauge;
-}  // namespace prometheus
 
 namespace seqd {
 

@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "common/error.h"
-#include "storage/mysql_pool.h"
-#include "storage/mysql_store.h"
+#include "storage/mysql/mysql_pool.h"
+#include "storage/mysql/mysql_store.h"
 
 namespace seqd::conformance {
 

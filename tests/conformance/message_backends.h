@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "common/error.h"
-#include "storage/memory_message_store.h"
+#include "storage/memory/memory_message_store.h"
 #include "storage/message_store.h"
-#include "storage/mysql_message_store.h"
-#include "storage/mysql_store.h"
-#include "storage/sqlite_message_store.h"
+#include "storage/mysql/mysql_message_store.h"
+#include "storage/mysql/mysql_store.h"
+#include "storage/sqlite/sqlite_message_store.h"
 #include "tests/conformance/conformance_support.h"
 
 namespace seqd::message_conformance {

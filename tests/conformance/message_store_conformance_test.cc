@@ -26,12 +26,12 @@
 #include <vector>
 
 #include "common/error.h"
-#include "storage/memory_message_store.h"
+#include "storage/memory/memory_message_store.h"
 #include "storage/message_store.h"
 #include "storage/message_store_factory.h"
-#include "storage/mysql_message_store.h"
-#include "storage/mysql_store.h"
-#include "storage/sqlite_message_store.h"
+#include "storage/mysql/mysql_message_store.h"
+#include "storage/mysql/mysql_store.h"
+#include "storage/sqlite/sqlite_message_store.h"
 #include "tests/conformance/conformance_support.h"
 #include "tests/conformance/message_checks.h"
 

@@ -3,7 +3,7 @@
 // outcome (Connector/C++ 1.1.12's commit() would report success), a failed
 // rollback must not return a dead connection to the pool, and a lost
 // connection is retried on a new one.
-#include "storage/mysql_pool.h"
+#include "storage/mysql/mysql_pool.h"
 
 #include <cppconn/connection.h>
 #include <cppconn/exception.h>
@@ -16,7 +16,7 @@
 #include <utility>
 
 #include "conformance_support.h"
-#include "storage/mysql_errors.h"
+#include "storage/mysql/mysql_errors.h"
 #include "storage/store_stats.h"
 
 namespace seqd {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "conformance_support.h"
-#include "storage/mysql_store.h"
+#include "storage/mysql/mysql_store.h"
 #include "storage/store_stats.h"
 
 namespace seqd {

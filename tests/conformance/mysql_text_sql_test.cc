@@ -1,4 +1,4 @@
-// MysqlStore writes new rows as SQL text (storage/mysql_reserve_many.cc:
+// MysqlStore writes new rows as SQL text (storage/mysql/mysql_reserve_many.cc:
 // utf8mb4 hex literals, not bound parameters): quotes, backslashes, a NUL
 // and non-ASCII in keys and descriptions are data, created by ReserveMany
 // and by CreateKeys alike, and more rows than one statement takes. On a
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "conformance_support.h"
-#include "storage/mysql_store.h"
+#include "storage/mysql/mysql_store.h"
 
 namespace seqd {
 namespace {

@@ -21,10 +21,10 @@
 #include <vector>
 
 #include "common/error.h"
-#include "storage/memory_store.h"
-#include "storage/mysql_store.h"
+#include "storage/memory/memory_store.h"
+#include "storage/mysql/mysql_store.h"
 #include "storage/segment_store.h"
-#include "storage/sqlite_store.h"
+#include "storage/sqlite/sqlite_store.h"
 #include "tests/conformance/conformance_support.h"
 
 namespace seqd::conformance {

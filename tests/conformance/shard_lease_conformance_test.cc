@@ -15,12 +15,12 @@
 #include <vector>
 
 #include "conformance_support.h"
-#include "storage/memory_shard_lease_store.h"
-#include "storage/memory_store.h"
-#include "storage/mysql_message_store.h"
-#include "storage/mysql_pool.h"
-#include "storage/mysql_shard_lease_store.h"
-#include "storage/mysql_store.h"
+#include "storage/memory/memory_shard_lease_store.h"
+#include "storage/memory/memory_store.h"
+#include "storage/mysql/mysql_message_store.h"
+#include "storage/mysql/mysql_pool.h"
+#include "storage/mysql/mysql_shard_lease_store.h"
+#include "storage/mysql/mysql_store.h"
 
 namespace seqd {
 namespace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "storage/mysql_store.h"
+#include "storage/mysql/mysql_store.h"
 #include "storage/segment_store.h"
 #include "storage/store_factory.h"
 #include "tests/conformance/conformance_support.h"

@@ -27,7 +27,7 @@
 
 #include "common/error.h"
 #include "storage/segment_store.h"
-#include "storage/sqlite_store.h"
+#include "storage/sqlite/sqlite_store.h"
 #include "tests/conformance/conformance_support.h"
 #include "tests/conformance/segment_checks.h"
 

@@ -30,9 +30,9 @@
 #include <vector>
 
 #include "common/error.h"
-#include "storage/memory_worker_lease_store.h"
-#include "storage/mysql_worker_lease_store.h"
-#include "storage/sqlite_worker_lease_store.h"
+#include "storage/memory/memory_worker_lease_store.h"
+#include "storage/mysql/mysql_worker_lease_store.h"
+#include "storage/sqlite/sqlite_worker_lease_store.h"
 #include "storage/worker_lease_store.h"
 #include "storage/worker_lease_store_factory.h"
 #include "tests/conformance/conformance_support.h"

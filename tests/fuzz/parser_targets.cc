@@ -15,8 +15,8 @@
 #include "common/token_digest.h"
 #include "server/auth/authenticator.h"
 #include "server/config/config.h"
-#include "storage/mysql_pool.h"
-#include "storage/mysql_store.h"
+#include "storage/mysql/mysql_pool.h"
+#include "storage/mysql/mysql_store.h"
 #include "storage/store_spec.h"
 #include "tests/fuzz/fuzz_targets.h"
 

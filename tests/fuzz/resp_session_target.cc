@@ -36,7 +36,7 @@
 #include "server/core/segment_allocator.h"
 #include "server/resp/resp_commands.h"
 #include "server/resp/resp_server.h"
-#include "storage/memory_store.h"
+#include "storage/memory/memory_store.h"
 #include "tests/fuzz/fuzz_targets.h"
 #include "tests/fuzz/fuzz_tokens.h"
 #include "tests/unit/test_services.h"

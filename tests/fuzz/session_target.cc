@@ -33,7 +33,7 @@
 #include "server/snowflake/snowflake_generator.h"
 #include "server/snowflake/wall_clock.h"
 #include "server/tcp/binary_server.h"
-#include "storage/memory_store.h"
+#include "storage/memory/memory_store.h"
 #include "tests/fuzz/fuzz_targets.h"
 #include "tests/fuzz/fuzz_tokens.h"
 #include "tests/unit/test_services.h"

@@ -8,7 +8,7 @@
 #include "server/base/manual_clock.h"
 #include "server/core/segment_allocator.h"
 #include "storage/faulty_store.h"
-#include "storage/memory_store.h"
+#include "storage/memory/memory_store.h"
 #include "tests/unit/take_boundary.h"
 
 using namespace seqd;

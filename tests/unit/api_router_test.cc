@@ -16,7 +16,7 @@
 #include "server/core/segment_allocator.h"
 #include "server/http/http_util.h"
 #include "storage/faulty_store.h"
-#include "storage/memory_store.h"
+#include "storage/memory/memory_store.h"
 #include "tests/unit/test_services.h"
 
 using namespace seqd;

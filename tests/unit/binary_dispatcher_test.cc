@@ -18,7 +18,7 @@
 #include "server/base/task_runner.h"
 #include "server/core/segment_allocator.h"
 #include "server/metrics/metrics.h"
-#include "storage/memory_store.h"
+#include "storage/memory/memory_store.h"
 #include "tests/unit/dispatcher_fixture.h"
 #include "tests/unit/test_services.h"
 

@@ -16,8 +16,8 @@
 #include "server/core/segment_allocator.h"
 #include "server/core/shard_gate.h"
 #include "server/msg/message_service.h"
-#include "storage/memory_message_store.h"
-#include "storage/memory_store.h"
+#include "storage/memory/memory_message_store.h"
+#include "storage/memory/memory_store.h"
 
 using namespace seqd;
 using namespace std::chrono_literals;

@@ -13,7 +13,7 @@
 
 #include "server/base/manual_clock.h"
 #include "server/cluster/shard_map.h"
-#include "storage/memory_shard_lease_store.h"
+#include "storage/memory/memory_shard_lease_store.h"
 
 namespace seqd {
 namespace {

@@ -20,8 +20,8 @@
 #include "server/snowflake/wall_clock.h"
 #include "server/snowflake/worker_lease_keeper.h"
 #include "storage/faulty_store.h"
-#include "storage/memory_store.h"
-#include "storage/memory_worker_lease_store.h"
+#include "storage/memory/memory_store.h"
+#include "storage/memory/memory_worker_lease_store.h"
 #include "storage/store_shedding.h"
 
 namespace seqd {

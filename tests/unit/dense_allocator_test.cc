@@ -16,8 +16,8 @@
 #include "server/metrics/metrics.h"
 #include "server/route/key_router.h"
 #include "storage/faulty_store.h"
-#include "storage/memory_message_store.h"
-#include "storage/memory_store.h"
+#include "storage/memory/memory_message_store.h"
+#include "storage/memory/memory_store.h"
 #include "tests/unit/take_boundary.h"
 
 using namespace seqd;

@@ -17,7 +17,7 @@
 #include "server/base/task_runner.h"
 #include "server/core/segment_allocator.h"
 #include "server/tcp/binary_dispatcher.h"
-#include "storage/memory_store.h"
+#include "storage/memory/memory_store.h"
 #include "tests/unit/test_services.h"
 
 namespace seqd {

@@ -17,8 +17,8 @@
 #include "server/http/api_router.h"
 #include "server/http/event_sink.h"
 #include "server/msg/message_service.h"
-#include "storage/memory_message_store.h"
-#include "storage/memory_store.h"
+#include "storage/memory/memory_message_store.h"
+#include "storage/memory/memory_store.h"
 #include "tests/unit/test_services.h"
 
 using namespace seqd;

@@ -24,8 +24,8 @@
 #include "server/msg/message_service.h"
 #include "server/msg/server_msg_id_source.h"
 #include "server/service/wire_errors.h"
-#include "storage/memory_message_store.h"
-#include "storage/memory_store.h"
+#include "storage/memory/memory_message_store.h"
+#include "storage/memory/memory_store.h"
 #include "tests/unit/test_services.h"
 
 using namespace seqd;

@@ -15,7 +15,7 @@
 #include "server/base/manual_clock.h"
 #include "server/core/segment_allocator.h"
 #include "server/core/segment_cursor.h"
-#include "storage/memory_store.h"
+#include "storage/memory/memory_store.h"
 
 using namespace seqd;
 using namespace std::chrono_literals;

@@ -20,8 +20,8 @@
 #include "server/http/api_router.h"
 #include "server/msg/message_service.h"
 #include "server/tcp/binary_dispatcher.h"
-#include "storage/memory_message_store.h"
-#include "storage/memory_store.h"
+#include "storage/memory/memory_message_store.h"
+#include "storage/memory/memory_store.h"
 #include "tests/unit/string_connection.h"
 #include "tests/unit/test_services.h"
 

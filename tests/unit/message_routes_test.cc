@@ -13,8 +13,8 @@
 #include "server/core/segment_allocator.h"
 #include "server/http/api_router.h"
 #include "server/msg/message_service.h"
-#include "storage/memory_message_store.h"
-#include "storage/memory_store.h"
+#include "storage/memory/memory_message_store.h"
+#include "storage/memory/memory_store.h"
 #include "tests/unit/test_services.h"
 
 using namespace seqd;

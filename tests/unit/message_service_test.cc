@@ -11,8 +11,8 @@
 #include <set>
 #include <thread>
 
-#include "storage/memory_message_store.h"
-#include "storage/memory_store.h"
+#include "storage/memory/memory_message_store.h"
+#include "storage/memory/memory_store.h"
 
 namespace seqd {
 namespace {

@@ -25,7 +25,7 @@
 #include "server/core/segment_allocator.h"
 #include "server/net/io_ring.h"
 #include "storage/faulty_store.h"
-#include "storage/memory_store.h"
+#include "storage/memory/memory_store.h"
 #include "tests/unit/test_services.h"
 
 namespace seqd::nettest {

@@ -20,7 +20,7 @@
 #include "server/metrics/metrics.h"
 #include "server/snowflake/snowflake_generator.h"
 #include "server/snowflake/wall_clock.h"
-#include "storage/memory_store.h"
+#include "storage/memory/memory_store.h"
 #include "tests/unit/test_services.h"
 
 using namespace seqd;

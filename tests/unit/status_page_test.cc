@@ -15,7 +15,7 @@
 #include "server/core/key_admin.h"
 #include "server/core/segment_allocator.h"
 #include "server/http/api_router.h"
-#include "storage/memory_store.h"
+#include "storage/memory/memory_store.h"
 #include "tests/unit/test_services.h"
 
 using namespace seqd;

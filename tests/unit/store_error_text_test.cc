@@ -22,7 +22,7 @@
 #include "server/resp/resp_commands.h"
 #include "server/service/wire_errors.h"
 #include "server/tcp/binary_dispatcher.h"
-#include "storage/memory_store.h"
+#include "storage/memory/memory_store.h"
 #include "tests/unit/string_connection.h"
 #include "tests/unit/test_services.h"
 

@@ -10,8 +10,8 @@
 #include "server/core/segment_allocator.h"
 #include "server/msg/message_service.h"
 #include "server/route/key_router.h"
-#include "storage/memory_message_store.h"
-#include "storage/memory_store.h"
+#include "storage/memory/memory_message_store.h"
+#include "storage/memory/memory_store.h"
 
 namespace seqd {
 

@@ -23,8 +23,8 @@
 #include "server/service/services.h"
 #include "server/snowflake/snowflake_generator.h"
 #include "server/snowflake/wall_clock.h"
-#include "storage/memory_message_store.h"
-#include "storage/memory_store.h"
+#include "storage/memory/memory_message_store.h"
+#include "storage/memory/memory_store.h"
 
 namespace seqd {
 

@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "server/base/manual_clock.h"
-#include "storage/memory_worker_lease_store.h"
+#include "storage/memory/memory_worker_lease_store.h"
 
 using namespace seqd;
 using namespace std::chrono_literals;

@@ -2,7 +2,7 @@
 
 #include "server/msg/message_service.h"
 #include "server/tcp/binary_server.h"
-#include "storage/memory_message_store.h"
+#include "storage/memory/memory_message_store.h"
 #include "tests/unit/net_test_support.h"
 #include "tests/unit/test_services.h"
 
