@@ -447,9 +447,7 @@ Status App::OpenListeners(Parts& p, const Security& security) {
   if (config.admin_port >= 0) {
     p.admin_router.emplace(services,
                            RouterOptions{SEQD_VERSION, started, /*admin_only=*/true, warming});
-    HttpOptions admin_options = ToHttpOptions(config);
-    admin_options.address = config.admin_address;
-    admin_options.port = static_cast<uint16_t>(config.admin_port);
+    HttpOptions admin_options = ToAdminOptions(config);
     admin_options.tls = tls_for(tls_use.admin);
     admin_options.single_threaded = true;  // its connections all on `io`
     p.admin_http = std::make_unique<HttpServer>(p.io, admin_options, *p.admin_router);
