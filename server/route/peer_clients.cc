@@ -2,12 +2,12 @@
 
 #include <seqd/client.h>
 
-#include <atomic>
 #include <boost/asio/post.hpp>
 #include <chrono>
 #include <utility>
 
 #include "server/base/log.h"
+#include "server/base/log_throttle.h"
 
 namespace seqd {
 namespace {
@@ -53,12 +53,8 @@ Error FromClient(client::StatusCode code, std::string message, const std::string
       if (message.find("TLS") != std::string::npos) {
         // Certificates or CAs that do not fit: an operator's mistake too.
         // Said at most every 10 s: every forward to that peer fails alike.
-        static std::atomic<int64_t> last_said_s{0};
-        const int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
-                                  std::chrono::steady_clock::now().time_since_epoch())
-                                  .count();
-        int64_t last = last_said_s.load();
-        if (now_s - last >= 10 && last_said_s.compare_exchange_strong(last, now_s)) {
+        static LogThrottle throttle(std::chrono::seconds(10));
+        if (throttle.Take()) {
           SEQD_LOG(kWarn) << "cluster: cannot reach peer " << address << ": " << message;
         }
       }
