@@ -31,6 +31,7 @@
 #include "server/http/api_router.h"
 #include "server/metrics/metrics.h"
 #include "server/net/io_ring.h"
+#include "server/net/listener.h"
 #include "server/net/tls_context.h"
 #include "server/route/key_router.h"
 #include "server/route/peer_clients.h"
@@ -87,11 +88,14 @@ class DrainLatch {
   std::function<void()> done_;
 };
 
-// Binds `listener`; on failure, an error naming `what` ("" for HTTP).
-template <typename Listener>
-Status Bind(Listener& listener, std::string_view what) {
+// Binds `listener` and adds it to `opened`; on failure, an error naming
+// `what` ("" for HTTP).
+Status Bind(Listener& listener, std::string_view what, std::vector<Listener*>& opened) {
   Status s = listener.Listen();
-  if (s) return s;
+  if (s) {
+    opened.push_back(&listener);
+    return s;
+  }
   const std::string label = what.empty() ? "" : " (" + std::string(what) + ")";
   return MakeError(s.error().code, "cannot listen" + label + ": " + s.error().message);
 }
@@ -248,6 +252,9 @@ struct App::Parts {
   std::unique_ptr<HttpServer> admin_http;
   std::unique_ptr<BinaryServer> binary;
   std::unique_ptr<RespServer> resp;
+  // The listeners above that are bound, in the order they were: all drained
+  // together at stop.
+  std::vector<Listener*> listeners;
   std::unique_ptr<WorkerLeaseKeeper> lease_keeper;
   std::atomic<bool> schema_ready{false}, schema_pending{false};
   // Threads opening the pool's connections once the schema is ready, and
@@ -429,6 +436,13 @@ Status App::OpenListeners(Parts& p, const Security& security) {
   const TlsListeners& tls_use = security.tls_use;
   // The TLS context of a listener, or null.
   auto tls_for = [&](bool used) { return used ? p.tls : nullptr; };
+  // `options` with the connections spread over the network threads'
+  // io_contexts, and TLS if `tls`.
+  auto on_network_threads = [&](auto options, bool tls) {
+    options.connections = &p.connections;
+    options.tls = tls_for(tls);
+    return options;
+  };
   const auto started = std::chrono::steady_clock::now();
   // Ready once the pool's connections are open (or could not be).
   auto warming = [parts = &p] { return parts->warm_left.load() != 0; };
@@ -438,49 +452,40 @@ Status App::OpenListeners(Parts& p, const Security& security) {
   // Each network thread runs its own io_context (Run()): a connection's
   // handlers all run on one thread.
   http_options.single_threaded = true;
-  http_options.connections = &p.connections;
-  http_options.tls = tls_for(tls_use.http);
-  p.http.emplace(p.io, std::move(http_options), *p.router);
-  if (Status s = Bind(*p.http, ""); !s) return s;
+  p.http.emplace(p.io, on_network_threads(std::move(http_options), tls_use.http), *p.router);
+  if (Status s = Bind(*p.http, "", p.listeners); !s) return s;
   // Admin listener: its own router, which answers only /metrics, /,
   // /healthz, /readyz and /admin/cluster (client paths are 404 there).
   if (config.admin_port >= 0) {
     p.admin_router.emplace(services,
                            RouterOptions{SEQD_VERSION, started, /*admin_only=*/true, warming});
-    HttpOptions admin_options = ToHttpOptions(config);
-    admin_options.address = config.admin_address;
-    admin_options.port = static_cast<uint16_t>(config.admin_port);
+    HttpOptions admin_options = ToAdminOptions(config);
     admin_options.tls = tls_for(tls_use.admin);
     admin_options.single_threaded = true;  // its connections all on `io`
     p.admin_http = std::make_unique<HttpServer>(p.io, admin_options, *p.admin_router);
-    if (Status s = Bind(*p.admin_http, "admin"); !s) return s;
+    if (Status s = Bind(*p.admin_http, "admin", p.listeners); !s) return s;
     SEQD_LOG(kInfo) << "admin (/metrics, /, /healthz, /readyz, /admin/cluster) on http://"
                     << config.admin_address << ":" << p.admin_http->port();
   }
   if (config.tcp_port >= 0) {
-    BinaryServerOptions binary_options = ToBinaryOptions(config);
-    binary_options.tls = tls_for(tls_use.binary);
-    binary_options.connections = &p.connections;
-    p.binary = std::make_unique<BinaryServer>(p.io, std::move(binary_options), services);
-    if (Status s = Bind(*p.binary, "binary protocol"); !s) return s;
+    p.binary = std::make_unique<BinaryServer>(
+        p.io, on_network_threads(ToBinaryOptions(config), tls_use.binary), services);
+    if (Status s = Bind(*p.binary, "binary protocol", p.listeners); !s) return s;
     SEQD_LOG(kInfo) << "binary protocol on " << config.tcp_address << ":" << p.binary->port();
   }
   if (config.resp_port >= 0) {
-    RespServerOptions resp_options = ToRespOptions(config);
-    resp_options.tls = tls_for(tls_use.resp);
-    resp_options.connections = &p.connections;
-    p.resp = std::make_unique<RespServer>(p.io, std::move(resp_options), services);
-    if (Status s = Bind(*p.resp, "RESP"); !s) return s;
+    p.resp = std::make_unique<RespServer>(
+        p.io, on_network_threads(ToRespOptions(config), tls_use.resp), services);
+    if (Status s = Bind(*p.resp, "RESP", p.listeners); !s) return s;
     SEQD_LOG(kInfo) << "RESP (Redis protocol) on " << config.tcp_address << ":" << p.resp->port();
   }
-  HttpServer& http = *p.http;
-  p.metrics.SetOpenConnections(Interface::kHttp, [&http] { return http.open_connections(); });
-  if (BinaryServer* b = p.binary.get()) {
-    p.metrics.SetOpenConnections(Interface::kBinary, [b] { return b->open_connections(); });
-  }
-  if (RespServer* r = p.resp.get()) {
-    p.metrics.SetOpenConnections(Interface::kResp, [r] { return r->open_connections(); });
-  }
+  auto gauge = [&metrics = p.metrics](Interface i, const Listener* listener) {
+    if (!listener) return;
+    metrics.SetOpenConnections(i, [listener] { return listener->open_connections(); });
+  };
+  gauge(Interface::kHttp, &*p.http);
+  gauge(Interface::kBinary, p.binary.get());
+  gauge(Interface::kResp, p.resp.get());
   return OkStatus();
 }
 
@@ -625,7 +630,7 @@ int App::Run() {
     if (relay) relay->Cancel();
     schema.Cancel();
     auto drain_listeners = [&p] {
-      const int listeners = 1 + (p.admin_http ? 1 : 0) + (p.binary ? 1 : 0) + (p.resp ? 1 : 0);
+      const int listeners = static_cast<int>(p.listeners.size());
       auto latch = std::make_shared<DrainLatch>(listeners, [&p] {
         p.allocator->Shutdown();
         p.dense->Shutdown();
@@ -635,10 +640,7 @@ int App::Run() {
         if (p.lease_keeper) p.lease_keeper->Stop();  // releases the worker id (its runner)
         p.io.stop();
       });
-      p.http->Stop([latch] { latch->Arrive(); });
-      if (p.admin_http) p.admin_http->Stop([latch] { latch->Arrive(); });
-      if (p.binary) p.binary->Stop([latch] { latch->Arrive(); });
-      if (p.resp) p.resp->Stop([latch] { latch->Arrive(); });
+      for (Listener* listener : p.listeners) listener->Stop([latch] { latch->Arrive(); });
     };
     if (!p.cluster) return drain_listeners();
     // Cluster mode: hand every shard to its next owner first (it takes them

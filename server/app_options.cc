@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <random>
+#include <utility>
 
 namespace seqd {
 
@@ -35,18 +36,69 @@ DenseOptions ToDenseOptions(const Config& c) {
   return o;
 }
 
-HttpOptions ToHttpOptions(const Config& c) {
+namespace {
+
+enum class ListenerKind { kHttp, kAdmin, kBinary, kResp };
+
+struct Endpoint {
+  std::string address;
+  int64_t port;
+};
+
+Endpoint EndpointOf(const Config& c, ListenerKind kind) {
+  switch (kind) {
+    case ListenerKind::kHttp:
+      return {c.http_address, c.http_port};
+    case ListenerKind::kAdmin:
+      return {c.admin_address, c.admin_port};
+    case ListenerKind::kBinary:
+      return {c.tcp_address, c.tcp_port};
+    case ListenerKind::kResp:
+      return {c.tcp_address, c.resp_port};
+  }
+  return {};
+}
+
+// The fields every listener has, from the config: the HTTP group for the
+// HTTP and admin listeners, the tcp group for binary and RESP. `o`'s TLS and
+// io_contexts are left as they are (the app sets them).
+void FillListenerOptions(const Config& c, ListenerKind kind, ListenerOptions& o) {
+  const bool http = kind == ListenerKind::kHttp || kind == ListenerKind::kAdmin;
+  Endpoint endpoint = EndpointOf(c, kind);
+  o.address = std::move(endpoint.address);
+  o.port = static_cast<uint16_t>(endpoint.port);
+  o.max_connections = static_cast<size_t>(http ? c.http_max_connections : c.tcp_max_connections);
+  o.max_connections_per_peer = static_cast<size_t>(c.max_connections_per_peer);
+  o.idle_timeout = std::chrono::seconds(http ? c.http_idle_timeout_s : c.tcp_idle_timeout_s);
+  o.write_timeout = std::chrono::seconds(http ? c.http_write_timeout_s : c.tcp_write_timeout_s);
+}
+
+HttpOptions ToHttpListenerOptions(const Config& c, ListenerKind kind) {
   HttpOptions o;
-  o.address = c.http_address;
-  o.port = static_cast<uint16_t>(c.http_port);
+  FillListenerOptions(c, kind, o);
   o.max_header_bytes = static_cast<size_t>(c.http_max_header_bytes);
   o.max_body_bytes = static_cast<size_t>(c.http_max_body_bytes);
-  o.idle_timeout = std::chrono::seconds(c.http_idle_timeout_s);
-  o.write_timeout = std::chrono::seconds(c.http_write_timeout_s);
-  o.max_connections = static_cast<size_t>(c.http_max_connections);
-  o.max_connections_per_peer = static_cast<size_t>(c.max_connections_per_peer);
   o.max_unread_bytes_per_peer = static_cast<size_t>(c.http_max_unread_bytes_per_peer);
   return o;
+}
+
+// The binary protocol's or RESP's options: the listener's fields and the
+// rest of the tcp group they share.
+template <typename Options>
+Options ToTcpOptions(const Config& c, ListenerKind kind) {
+  Options o;
+  FillListenerOptions(c, kind, o);
+  o.max_in_flight = static_cast<size_t>(c.tcp_max_in_flight);
+  o.request_timeout = std::chrono::seconds(c.tcp_request_timeout_s);
+  return o;
+}
+
+}  // namespace
+
+HttpOptions ToHttpOptions(const Config& c) { return ToHttpListenerOptions(c, ListenerKind::kHttp); }
+
+HttpOptions ToAdminOptions(const Config& c) {
+  return ToHttpListenerOptions(c, ListenerKind::kAdmin);
 }
 
 StreamOptions ToStreamOptions(const Config& c, Clock* clock) {
@@ -61,15 +113,7 @@ StreamOptions ToStreamOptions(const Config& c, Clock* clock) {
 }
 
 BinaryServerOptions ToBinaryOptions(const Config& c) {
-  BinaryServerOptions o;
-  o.address = c.tcp_address;
-  o.port = static_cast<uint16_t>(c.tcp_port);
-  o.max_in_flight = static_cast<size_t>(c.tcp_max_in_flight);
-  o.idle_timeout = std::chrono::seconds(c.tcp_idle_timeout_s);
-  o.max_connections = static_cast<size_t>(c.tcp_max_connections);
-  o.max_connections_per_peer = static_cast<size_t>(c.max_connections_per_peer);
-  o.request_timeout = std::chrono::seconds(c.tcp_request_timeout_s);
-  o.write_timeout = std::chrono::seconds(c.tcp_write_timeout_s);
+  auto o = ToTcpOptions<BinaryServerOptions>(c, ListenerKind::kBinary);
   o.max_frame_bytes = static_cast<size_t>(c.tcp_max_frame_bytes);
   o.max_output_bytes = static_cast<size_t>(c.tcp_max_output_bytes);
   o.max_unread_bytes_per_peer = static_cast<size_t>(c.tcp_max_unread_bytes_per_peer);
@@ -78,16 +122,7 @@ BinaryServerOptions ToBinaryOptions(const Config& c) {
 }
 
 RespServerOptions ToRespOptions(const Config& c) {
-  RespServerOptions o;
-  o.address = c.tcp_address;
-  o.port = static_cast<uint16_t>(c.resp_port);
-  o.max_in_flight = static_cast<size_t>(c.tcp_max_in_flight);
-  o.idle_timeout = std::chrono::seconds(c.tcp_idle_timeout_s);
-  o.max_connections = static_cast<size_t>(c.tcp_max_connections);
-  o.max_connections_per_peer = static_cast<size_t>(c.max_connections_per_peer);
-  o.request_timeout = std::chrono::seconds(c.tcp_request_timeout_s);
-  o.write_timeout = std::chrono::seconds(c.tcp_write_timeout_s);
-  return o;
+  return ToTcpOptions<RespServerOptions>(c, ListenerKind::kResp);
 }
 
 MessageServiceOptions ToMessageOptions(const Config& c) {

@@ -23,6 +23,9 @@ namespace seqd {
 AllocatorOptions ToAllocatorOptions(const Config& c);
 DenseOptions ToDenseOptions(const Config& c);
 HttpOptions ToHttpOptions(const Config& c);
+// The HTTP options with the admin listener's address and port (admin_port
+// must be >= 0).
+HttpOptions ToAdminOptions(const Config& c);
 // Event streams and long-polls; `clock` runs their timers.
 StreamOptions ToStreamOptions(const Config& c, Clock* clock);
 BinaryServerOptions ToBinaryOptions(const Config& c);

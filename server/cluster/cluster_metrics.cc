@@ -17,6 +17,15 @@ prometheus::Gauge* Gauge(prometheus::Registry& r, const char* name, const char* 
   return &prometheus::BuildGauge().Name(name).Help(help).Register(r).Add({});
 }
 
+// A counter family by result: sets `ok` and `failed` to its "ok" and
+// "error" children.
+void CountersByResult(prometheus::Registry& r, const char* name, const char* help,
+                      prometheus::Counter*& ok, prometheus::Counter*& failed) {
+  auto& family = prometheus::BuildCounter().Name(name).Help(help).Register(r);
+  ok = &family.Add({{"result", "ok"}});
+  failed = &family.Add({{"result", "error"}});
+}
+
 // Set a counter that mirrors a running total kept elsewhere.
 void AdvanceTo(prometheus::Counter* c, int64_t total) {
   const double delta = static_cast<double>(total) - c->Value();
@@ -26,12 +35,9 @@ void AdvanceTo(prometheus::Counter* c, int64_t total) {
 }  // namespace
 
 ClusterMetrics::ClusterMetrics(prometheus::Registry& r) {
-  auto& rounds = prometheus::BuildCounter()
-                     .Name("seqd_cluster_rounds_total")
-                     .Help("Lease keeper rounds (heartbeat, renewals, takeovers) by result")
-                     .Register(r);
-  rounds_ok_ = &rounds.Add({{"result", "ok"}});
-  rounds_failed_ = &rounds.Add({{"result", "error"}});
+  CountersByResult(r, "seqd_cluster_rounds_total",
+                   "Lease keeper rounds (heartbeat, renewals, takeovers) by result", rounds_ok_,
+                   rounds_failed_);
   round_seconds_ = &prometheus::BuildHistogram()
                         .Name("seqd_cluster_round_seconds")
                         .Help("Duration of a lease keeper round, renewals included")
@@ -48,12 +54,9 @@ ClusterMetrics::ClusterMetrics(prometheus::Registry& r) {
                       "Shards this instance released for another owner or on leave");
   fenced_ = Counter(r, "seqd_cluster_fenced_total",
                     "Reservations or commits rolled back because the shard lease moved");
-  auto& forwards = prometheus::BuildCounter()
-                       .Name("seqd_cluster_forwards_total")
-                       .Help("Requests forwarded to the key's owner, by result")
-                       .Register(r);
-  forwards_ok_ = &forwards.Add({{"result", "ok"}});
-  forwards_failed_ = &forwards.Add({{"result", "error"}});
+  CountersByResult(r, "seqd_cluster_forwards_total",
+                   "Requests forwarded to the key's owner, by result", forwards_ok_,
+                   forwards_failed_);
   wrong_owner_ =
       Counter(r, "seqd_cluster_wrong_owner_total", "NO_FORWARD requests answered WRONG_OWNER");
   owner_waits_ = Counter(r, "seqd_cluster_owner_waits_total",

@@ -134,19 +134,20 @@ void SegmentAllocator::ResolveMaxIds(std::shared_ptr<std::vector<std::string>> k
 }
 
 void SegmentAllocator::GetMinSeqs(std::vector<std::string> keys, ValuesCallback done) {
-  if (shutting_down_) return done(MakeError(ErrorCode::kShuttingDown, "server is shutting down"));
-  if (Status s = CheckKeyList(keys); !s) return done(s.error());
-  if (keys.empty()) return done(std::vector<int64_t>{});
-  db_.Post(
-      [this, keys = std::move(keys), done = std::move(done)] { done(store_.GetMinSeqs(keys)); });
+  ReadKeyValues(std::move(keys), &SegmentStore::GetMinSeqs, std::move(done));
 }
 
 void SegmentAllocator::GetAllocTimes(std::vector<std::string> keys, ValuesCallback done) {
+  ReadKeyValues(std::move(keys), &SegmentStore::GetAllocTimes, std::move(done));
+}
+
+void SegmentAllocator::ReadKeyValues(std::vector<std::string> keys, KeyValuesRead read,
+                                     ValuesCallback done) {
   if (shutting_down_) return done(MakeError(ErrorCode::kShuttingDown, "server is shutting down"));
   if (Status s = CheckKeyList(keys); !s) return done(s.error());
   if (keys.empty()) return done(std::vector<int64_t>{});
   db_.Post(
-      [this, keys = std::move(keys), done = std::move(done)] { done(store_.GetAllocTimes(keys)); });
+      [this, keys = std::move(keys), read, done = std::move(done)] { done((store_.*read)(keys)); });
 }
 
 Status SegmentAllocator::CheckUserId(std::string_view user) {

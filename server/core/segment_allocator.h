@@ -408,6 +408,12 @@ class SegmentAllocator {
                      std::shared_ptr<std::vector<int64_t>> out, std::vector<size_t> todo,
                      std::vector<ShardGrant> grants, Clock::TimePoint deadline,
                      ValuesCallback done);
+  // A store read of one value per key (GetMinSeqs, GetAllocTimes).
+  using KeyValuesRead =
+      Result<std::vector<int64_t>> (SegmentStore::*)(const std::vector<std::string>&);
+  // The checks of every key-list read (shutting down, CheckKeyList), then
+  // `read` of `keys` on the store's runner.
+  void ReadKeyValues(std::vector<std::string> keys, KeyValuesRead read, ValuesCallback done);
 
   // Snapshots and metrics (allocator_snapshots.cc).
   // Adds the IDs taken since the last report to the key's IDs-issued counter.

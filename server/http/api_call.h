@@ -22,6 +22,7 @@
 
 #include "server/auth/access.h"
 #include "server/base/log.h"
+#include "server/base/log_throttle.h"
 #include "server/base/request_id.h"
 #include "server/http/api_router.h"
 #include "server/http/http_ops.h"
@@ -209,17 +210,10 @@ struct ApiRouter::Call {
       // Unavailable (store down, no worker-id lease, draining): the cause is
       // logged where it happens; a retrying client must not flood the log,
       // so at most one line a second, with the count of those left out.
-      static std::atomic<int64_t> last_logged_ms{-1000};
-      static std::atomic<uint64_t> left_out{0};
-      const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 std::chrono::steady_clock::now().time_since_epoch())
-                                 .count();
-      int64_t last = last_logged_ms.load(std::memory_order_relaxed);
-      if (now_ms - last < 1000 || !last_logged_ms.compare_exchange_strong(last, now_ms)) {
-        left_out.fetch_add(1, std::memory_order_relaxed);
-        return;
-      }
-      LogAnswer(LogLevel::kWarn, code, status, left_out.exchange(0));
+      static LogThrottle throttle;
+      const std::optional<uint64_t> left_out = throttle.Take();
+      if (!left_out) return;
+      LogAnswer(LogLevel::kWarn, code, status, *left_out);
     } else if (code >= 500) {
       LogAnswer(LogLevel::kError, code, status);
     } else {  // client errors: debug, not to flood the log

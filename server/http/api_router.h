@@ -130,25 +130,18 @@ class ApiRouter {
     boost::beast::http::verb method;  // HEAD is routed as GET
     bool head = false;                // a HEAD: answered as GET, never taking IDs
   };
-  using RouteFn = void (ApiRouter::*)(const std::shared_ptr<Call>& call, const Routed& r);
+  // An op's route function: method, scope and path checks, then its handler.
+  using RouteSignature = void(const std::shared_ptr<Call>& call, const Routed& r);
+  using RouteFn = RouteSignature ApiRouter::*;
   // The routing table: the route function of each op.
   static RouteFn RouteFor(HttpOp op);
   // Splits the path, finds its op and runs the op's route function.
   void Route(const std::shared_ptr<Call>& call);
-  // Each op's route: method, scope and path checks, then its handler.
-  void RouteStatusPage(const std::shared_ptr<Call>& call, const Routed& r);
-  void RouteSeq(const std::shared_ptr<Call>& call, const Routed& r);
-  void RouteLeafSegment(const std::shared_ptr<Call>& call, const Routed& r);
-  void RouteKeyValues(const std::shared_ptr<Call>& call, const Routed& r);
-  void RouteAdmin(const std::shared_ptr<Call>& call, const Routed& r);
-  void RouteAdminKeys(const std::shared_ptr<Call>& call, const Routed& r);
-  void RouteHealth(const std::shared_ptr<Call>& call, const Routed& r);
-  void RouteMetrics(const std::shared_ptr<Call>& call, const Routed& r);
-  void RouteLeafMonitor(const std::shared_ptr<Call>& call, const Routed& r);
-  void RouteEvents(const std::shared_ptr<Call>& call, const Routed& r);
-  void RouteSnowflake(const std::shared_ptr<Call>& call, const Routed& r);
+  // Each op's route.
+  RouteSignature RouteStatusPage, RouteSeq, RouteLeafSegment, RouteKeyValues, RouteAdmin,
+      RouteAdminKeys, RouteHealth, RouteMetrics, RouteLeafMonitor, RouteEvents, RouteSnowflake;
   // The snowflake and message route classes, then 404.
-  void RouteToClasses(const std::shared_ptr<Call>& call, const Routed& r);
+  RouteSignature RouteToClasses;
   void HandleSeq(const std::shared_ptr<Call>& call, std::string key, bool leaf);
   // GET and POST /max_ids, /min_seqs (id_query_routes.cc): the keys from
   // the query (`key=` repeated) or the body ({"keys": [...]}).

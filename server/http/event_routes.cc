@@ -151,13 +151,8 @@ void EventRoutes::Handle(const std::shared_ptr<ApiRouter::Call>& call, PathSegme
   const Principal* who = call->access->principal();
   const std::string_view token = who && !who->open ? std::string_view(who->id) : "";
   StreamLimits::Refusal refusal = StreamLimits::Refusal::kNone;
-  std::weak_ptr<EventStream> weak = *stream;
-  std::unique_ptr<StreamLimits::Slot> slot = limits_->Acquire(
-      token,
-      [weak] {
-        if (auto s = weak.lock()) s->Close();
-      },
-      &refusal);
+  std::unique_ptr<StreamLimits::Slot> slot =
+      limits_->AcquireFor(token, *stream, &EventStream::Close, &refusal);
   if (!slot) {
     const bool per_token = refusal == StreamLimits::Refusal::kPerToken;
     metrics->Refused(per_token);

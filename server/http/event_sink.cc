@@ -14,12 +14,7 @@ bool EventSink::Write(std::string_view bytes) {
     // An empty queue takes anything: an event larger than the bound is not
     // a slow reader.
     if (queued > 0 && queued + bytes.size() > max_bytes_) return false;
-    queue_.append(bytes);
-    if (queue_.size() + in_flight_ > max_bytes_ / 2) above_half_ = true;
-    if (idle_) {
-      idle_ = false;
-      wake = wake_;
-    }
+    wake = AppendLocked(bytes);
   }
   if (wake) wake();
   return true;
@@ -30,12 +25,7 @@ void EventSink::WriteUnbounded(std::string_view bytes) {
   {
     MutexLock lock(mu_);
     if (closing_ || over_) return;
-    queue_.append(bytes);
-    if (queue_.size() + in_flight_ > max_bytes_ / 2) above_half_ = true;
-    if (idle_) {
-      idle_ = false;
-      wake = wake_;
-    }
+    wake = AppendLocked(bytes);
   }
   if (wake) wake();
 }
@@ -47,12 +37,21 @@ void EventSink::CloseAfter(std::string_view bytes) {
     if (closing_ || over_) return;
     closing_ = true;
     queue_.append(bytes);
-    if (idle_) {
-      idle_ = false;
-      wake = wake_;
-    }
+    wake = WakeIfIdleLocked();
   }
   if (wake) wake();
+}
+
+std::function<void()> EventSink::AppendLocked(std::string_view bytes) {
+  queue_.append(bytes);
+  if (queue_.size() + in_flight_ > max_bytes_ / 2) above_half_ = true;
+  return WakeIfIdleLocked();
+}
+
+std::function<void()> EventSink::WakeIfIdleLocked() {
+  if (!idle_) return nullptr;
+  idle_ = false;
+  return wake_;
 }
 
 size_t EventSink::pending() const {

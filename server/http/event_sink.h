@@ -76,6 +76,13 @@ class EventSink {
   void End() EXCLUDES(mu_);
 
  private:
+  // Queues `bytes` and notes when the queue passes half of max_bytes; the
+  // wake callback to run once the lock is released (null if none).
+  std::function<void()> AppendLocked(std::string_view bytes) REQUIRES(mu_);
+  // The wake callback if the connection waits for one (then it no longer
+  // does), else null; to run once the lock is released.
+  std::function<void()> WakeIfIdleLocked() REQUIRES(mu_);
+
   const size_t max_bytes_;
   mutable Mutex mu_;
   std::string queue_ GUARDED_BY(mu_);

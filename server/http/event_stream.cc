@@ -64,9 +64,13 @@ void EventStream::Run(std::shared_ptr<EventSink> sink, std::unique_ptr<StreamLim
   });
   ArmHeartbeat();
   if (unknown.empty()) return OnStartPoints(std::vector<int64_t>());
-  deps_.messages.MaxSeqs(std::move(unknown),
-                         [self = shared_from_this()](Result<std::vector<int64_t>> r) {
-                           self->OnStartPoints(std::move(r));
+  AskMaxSeqs(std::move(unknown), &EventStream::OnStartPoints);
+}
+
+void EventStream::AskMaxSeqs(std::vector<std::string> convs, MaxSeqsHandler then) {
+  deps_.messages.MaxSeqs(std::move(convs),
+                         [self = shared_from_this(), then](Result<std::vector<int64_t>> r) {
+                           ((*self).*then)(std::move(r));
                          });
 }
 
@@ -228,10 +232,7 @@ void EventStream::Heartbeat() {
   }
   ArmHeartbeat();
   if (convs.empty()) return;
-  deps_.messages.MaxSeqs(std::move(convs),
-                         [self = shared_from_this()](Result<std::vector<int64_t>> r) {
-                           self->OnMaxSeqs(std::move(r));
-                         });
+  AskMaxSeqs(std::move(convs), &EventStream::OnMaxSeqs);
 }
 
 void EventStream::OnMaxSeqs(Result<std::vector<int64_t>> max_seqs) {

@@ -119,6 +119,10 @@ class EventStream : public std::enable_shared_from_this<EventStream> {
   void OnPulled(size_t conv, Result<MessagePage> page) EXCLUDES(mu_);
   void Heartbeat() EXCLUDES(mu_);
   void OnMaxSeqs(Result<std::vector<int64_t>> max_seqs) EXCLUDES(mu_);
+  // Asks the store for the max seqs of `convs`; `then` gets the answer
+  // (maybe inline, on this thread). Not under the lock.
+  using MaxSeqsHandler = void (EventStream::*)(Result<std::vector<int64_t>>);
+  void AskMaxSeqs(std::vector<std::string> convs, MaxSeqsHandler then) EXCLUDES(mu_);
   void ArmHeartbeat();
   // The pulls due that the sink has room for.
   void DuePullsLocked(std::vector<PullAsk>& asks) REQUIRES(mu_);

@@ -1,7 +1,6 @@
 #include "server/http/http_exchange.h"
 
 #include <boost/beast/http/error.hpp>
-#include <cctype>
 #include <charconv>
 
 #include "server/service/wire_errors.h"
@@ -9,27 +8,6 @@
 namespace seqd {
 
 namespace http = boost::beast::http;
-
-namespace {
-
-bool EqualsNoCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
-
-std::string_view Trimmed(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-}  // namespace
 
 HttpResponse CloseWithError(http::status status, std::string_view code, std::string_view message) {
   HttpResponse res{status, 11};
@@ -52,7 +30,8 @@ HttpResponse TooMuchUnread() {
 
 std::optional<HttpResponse> RefuseHeader(const RequestParser& p, const HttpRequest& req,
                                          std::string_view header_bytes) {
-  if (p.has_transfer_encoding() && !EqualsNoCase(Trimmed(p.transfer_encoding()), "chunked")) {
+  if (p.has_transfer_encoding() &&
+      !EqualsNoCase(TrimmedFieldValue(p.transfer_encoding()), "chunked")) {
     return CloseWithError(http::status::bad_request, "bad_request",
                           "only chunked is accepted as Transfer-Encoding");
   }

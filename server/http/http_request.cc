@@ -24,12 +24,10 @@ void HttpRequest::Clear() {
   body.clear();
 }
 
-namespace {
-
-std::string_view Trimmed(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
+std::string_view TrimmedFieldValue(std::string_view value) {
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  return value;
 }
 
 bool EqualsNoCase(std::string_view a, std::string_view b) {
@@ -43,15 +41,13 @@ bool EqualsNoCase(std::string_view a, std::string_view b) {
   return true;
 }
 
-}  // namespace
-
 bool RefusedAsCrossSite(const HttpRequest& req) {
   const http::verb m = req.method;
   if (m != http::verb::post && m != http::verb::put && m != http::verb::patch) return false;
-  const std::string_view auth = Trimmed(req.authorization);
+  const std::string_view auth = TrimmedFieldValue(req.authorization);
   if (auth.size() > 7 && EqualsNoCase(auth.substr(0, 7), "bearer ")) return false;
   std::string_view type = req.content_type;
-  type = Trimmed(type.substr(0, type.find(';')));
+  type = TrimmedFieldValue(type.substr(0, type.find(';')));
   if (EqualsNoCase(type, "application/json")) return false;
   const bool bare = req.body.empty() && req.content_type.empty() && !req.has_origin;
   return !bare;

@@ -40,6 +40,12 @@ struct HttpRequest {
 // The parts of `req` ApiRouter reads.
 HttpRequest FromBeast(const boost::beast::http::request<boost::beast::http::string_body>& req);
 
+// `value` (a header field's value) without the spaces and tabs around it.
+std::string_view TrimmedFieldValue(std::string_view value);
+// True if `a` and `b` are equal but for ASCII case (header values such as
+// "chunked" or "Bearer").
+bool EqualsNoCase(std::string_view a, std::string_view b);
+
 // The CSRF rule (docs/security.md): true if `req` must not be acted on
 // because a page on another site could have made a browser send it without
 // asking first (a CORS "simple" request). That is a POST, PUT or PATCH

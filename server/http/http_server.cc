@@ -11,12 +11,9 @@ namespace seqd {
 
 HttpServer::HttpServer(boost::asio::io_context& io, HttpOptions options, ApiRouter& router)
     : impl_(std::make_shared<Impl>(std::move(options), router)) {
-  const HttpOptions& o = impl_->options;
   impl_->listener =
-      MakeTcpListener(io,
-                      {"http", o.address, o.port, o.max_connections, o.max_connections_per_peer,
-                       /*sessions_reject=*/true, o.connections},
-                      impl_, [](TcpListener::Socket socket, std::shared_ptr<Impl> impl) {
+      MakeTcpListener(io, AcceptOptions("http", impl_->options, /*sessions_reject=*/true), impl_,
+                      [](TcpListener::Socket socket, std::shared_ptr<Impl> impl) {
                         auto tls = impl->options.tls ? impl->options.tls->Current() : nullptr;
                         return MakeHttpSession(std::move(socket), std::move(tls), std::move(impl));
                       });

@@ -16,22 +16,12 @@
 
 #include <chrono>
 #include <cstddef>
-#include <cstdint>
-#include <functional>
 #include <memory>
-#include <string>
 
-#include "common/error.h"
+#include "server/net/listener.h"
 #include "server/net/listener_options.h"
 
-namespace boost::asio {
-class io_context;
-}  // namespace boost::asio
-
 namespace seqd {
-
-class IoRing;
-class TlsContextHolder;
 
 class ApiRouter;
 
@@ -56,7 +46,7 @@ struct HttpOptions : ListenerOptions {
   bool single_threaded = false;
 };
 
-class HttpServer {
+class HttpServer : public Listener {
  public:
   // Answers the server gives itself (malformed requests, too many
   // connections) are counted in router.services().metrics; the router
@@ -64,23 +54,16 @@ class HttpServer {
   // connection it serves: call Stop() and wait for `drained` (or stop `io`)
   // first.
   HttpServer(boost::asio::io_context& io, HttpOptions options, ApiRouter& router);
-  ~HttpServer();
-  HttpServer(const HttpServer&) = delete;
-  HttpServer& operator=(const HttpServer&) = delete;
+  ~HttpServer() override;
 
-  // Binds and starts accepting. kInvalidArgument (bad address, address in
-  // use, ...) on failure; never throws. Call once.
-  Status Listen();
+  // Listener (server/net/listener.h).
+  Status Listen() override;
+  uint16_t port() const override;
 
-  // The bound port (useful with port 0); 0 before a successful Listen().
-  uint16_t port() const;
-
-  // Stops accepting, closes idle connections, lets requests in flight finish
-  // and write their response, then closes them. `drained` (optional) runs
-  // once, on an io_context thread, when no connection is left. Call once.
-  void Stop(std::function<void()> drained);
-
-  size_t open_connections() const;
+  // Closes idle connections at once; lets requests in flight finish and
+  // write their response, then closes them. Call once.
+  void Stop(std::function<void()> drained) override;
+  size_t open_connections() const override;
 
   struct Impl;  // what the sessions share (http_session.h); public so they can name it
 

@@ -131,13 +131,7 @@ void LongPull(const LongPollDeps& deps, PullRequest request, std::chrono::millis
   std::unique_ptr<StreamLimits::Slot> slot;
   if (deps.limits) {
     StreamLimits::Refusal refusal = StreamLimits::Refusal::kNone;
-    std::weak_ptr<LongPoll> weak = poll;
-    slot = deps.limits->Acquire(
-        token,
-        [weak] {
-          if (auto p = weak.lock()) p->Expire();
-        },
-        &refusal);
+    slot = deps.limits->AcquireFor(token, poll, &LongPoll::Expire, &refusal);
     if (!slot) {
       const bool per_token = refusal == StreamLimits::Refusal::kPerToken;
       if (deps.metrics) deps.metrics->Refused(per_token);

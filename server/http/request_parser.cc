@@ -11,6 +11,17 @@ namespace http = boost::beast::http;
 using boost::beast::error_code;
 using boost::beast::string_view;
 
+namespace {
+
+// Copies `value` into `out` unless a field of its name came before (`seen`):
+// the first one counts, as message::find() finds it.
+void KeepFirst(bool& seen, std::string& out, string_view value) {
+  if (!seen) out.assign(value.data(), value.size());
+  seen = true;
+}
+
+}  // namespace
+
 RequestParser::RequestParser(HttpRequest& out, std::string& header_fields)
     : out_(out), fields_(header_fields) {
   out_.Clear();
@@ -51,8 +62,7 @@ void RequestParser::on_field_impl(http::field name, string_view name_string, str
       Keep(te_, value);
       break;
     case http::field::content_type:
-      if (!has_content_type_) out_.content_type.assign(value.data(), value.size());
-      has_content_type_ = true;
+      KeepFirst(has_content_type_, out_.content_type, value);
       break;
     case http::field::origin:
       out_.has_origin = true;
@@ -61,12 +71,10 @@ void RequestParser::on_field_impl(http::field name, string_view name_string, str
       Keep(connection_, value);
       break;
     case http::field::authorization:
-      if (!has_authorization_) out_.authorization.assign(value.data(), value.size());
-      has_authorization_ = true;
+      KeepFirst(has_authorization_, out_.authorization, value);
       break;
     case http::field::accept:
-      if (!has_accept_) out_.accept.assign(value.data(), value.size());
-      has_accept_ = true;
+      KeepFirst(has_accept_, out_.accept, value);
       break;
     case http::field::expect:
       expect_continue_ = expect_continue_ || boost::beast::iequals(value, "100-continue");
@@ -74,15 +82,12 @@ void RequestParser::on_field_impl(http::field name, string_view name_string, str
     case http::field::unknown:
       // Not in Beast's table: compared by name, only when the length fits.
       if (name_string.size() == 12 && boost::beast::iequals(name_string, "x-request-id")) {
-        if (!has_request_id_) out_.x_request_id.assign(value.data(), value.size());
-        has_request_id_ = true;
+        KeepFirst(has_request_id_, out_.x_request_id, value);
       } else if (name_string.size() == 11 && boost::beast::iequals(name_string, "traceparent")) {
-        if (!has_traceparent_) out_.traceparent.assign(value.data(), value.size());
-        has_traceparent_ = true;
+        KeepFirst(has_traceparent_, out_.traceparent, value);
       } else if (name_string.size() == 13 && boost::beast::iequals(name_string, "last-event-id")) {
         // Server-Sent Events resume.
-        if (!has_last_event_id_) out_.last_event_id.assign(value.data(), value.size());
-        has_last_event_id_ = true;
+        KeepFirst(has_last_event_id_, out_.last_event_id, value);
       }
       break;
     default:

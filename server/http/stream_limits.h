@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "common/error.h"
 #include "common/mutex.h"
@@ -49,6 +50,16 @@ class StreamLimits : public std::enable_shared_from_this<StreamLimits> {
   // with the refusal's reason, over a limit.
   std::unique_ptr<Slot> Acquire(std::string_view token, std::function<void()> cancel,
                                 Refusal* refusal) EXCLUDES(mu_);
+  // Acquire() for a request held by `holder`: CancelAll() calls its `cancel`
+  // if it still lives (the slot holds it weakly).
+  template <typename Holder>
+  std::unique_ptr<Slot> AcquireFor(std::string_view token, const std::shared_ptr<Holder>& holder,
+                                   void (Holder::*cancel)(), Refusal* refusal) EXCLUDES(mu_) {
+    std::function<void()> on_cancel = [weak = std::weak_ptr<Holder>(holder), cancel] {
+      if (std::shared_ptr<Holder> h = weak.lock()) ((*h).*cancel)();
+    };
+    return Acquire(token, std::move(on_cancel), refusal);
+  }
 
   // Runs every held slot's cancel callback (server shutdown); slots taken
   // later are refused.

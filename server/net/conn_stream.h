@@ -57,20 +57,14 @@ class ConnStream {
 
   template <typename Buffers, typename Handler>
   void async_read_some(const Buffers& buffers, Handler&& handler) {
-    if (tls_) {
-      tls_->async_read_some(buffers, std::forward<Handler>(handler));
-    } else {
-      plain_->async_read_some(buffers, std::forward<Handler>(handler));
-    }
+    OnStream(
+        [&](auto& stream) { stream.async_read_some(buffers, std::forward<Handler>(handler)); });
   }
 
   template <typename Buffers, typename Handler>
   void async_write_some(const Buffers& buffers, Handler&& handler) {
-    if (tls_) {
-      tls_->async_write_some(buffers, std::forward<Handler>(handler));
-    } else {
-      plain_->async_write_some(buffers, std::forward<Handler>(handler));
-    }
+    OnStream(
+        [&](auto& stream) { stream.async_write_some(buffers, std::forward<Handler>(handler)); });
   }
 
   // Half-closes at the TCP layer (no TLS close_notify: the connection ends
@@ -86,6 +80,16 @@ class ConnStream {
   }
 
  private:
+  // Calls `op` with the TLS stream or the plain socket, whichever this is.
+  template <typename Op>
+  void OnStream(Op&& op) {
+    if (tls_) {
+      op(*tls_);
+    } else {
+      op(*plain_);
+    }
+  }
+
   std::string Peer(bool with_port) const {
     boost::system::error_code ec;
     const auto remote = socket().remote_endpoint(ec);

@@ -16,6 +16,16 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 using error_code = boost::system::error_code;
 
+TcpListenerOptions AcceptOptions(std::string name, const ListenerOptions& o, bool sessions_reject) {
+  return TcpListenerOptions{.name = std::move(name),
+                            .address = o.address,
+                            .port = o.port,
+                            .max_connections = o.max_connections,
+                            .max_connections_per_peer = o.max_connections_per_peer,
+                            .sessions_reject = sessions_reject,
+                            .connections = o.connections};
+}
+
 ListenedSession::~ListenedSession() {
   if (listener_) listener_->Unregister(this);
 }

@@ -26,6 +26,7 @@
 
 #include "common/error.h"
 #include "common/mutex.h"
+#include "server/net/listener_options.h"
 
 namespace seqd {
 
@@ -75,6 +76,9 @@ struct TcpListenerOptions {
   // owned; must outlive the listener and every session.
   IoRing* connections = nullptr;
 };
+
+// The accept loop's part of a listener's options (`name` for its log lines).
+TcpListenerOptions AcceptOptions(std::string name, const ListenerOptions& o, bool sessions_reject);
 
 // Must be owned by a std::shared_ptr (its handlers keep it alive).
 class TcpListener : public std::enable_shared_from_this<TcpListener> {

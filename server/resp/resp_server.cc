@@ -12,12 +12,9 @@ namespace seqd {
 RespServer::RespServer(boost::asio::io_context& io, RespServerOptions options,
                        const Services& services)
     : impl_(std::make_shared<Impl>(std::move(options), services)) {
-  const RespServerOptions& o = impl_->options;
   impl_->listener = MakeTcpListener(
-      io,
-      {"resp", o.address, o.port, o.max_connections, o.max_connections_per_peer,
-       /*sessions_reject=*/true, o.connections},
-      impl_, [](TcpListener::Socket socket, std::shared_ptr<Impl> impl) {
+      io, AcceptOptions("resp", impl_->options, /*sessions_reject=*/true), impl_,
+      [](TcpListener::Socket socket, std::shared_ptr<Impl> impl) {
         TcpListener::Strand strand = socket.get_executor();
         const auto& tls = impl->options.tls;
         ConnStream stream(std::move(socket), tls ? tls->Current() : nullptr);

@@ -45,22 +45,12 @@
 
 #include <chrono>
 #include <cstddef>
-#include <cstdint>
-#include <functional>
 #include <memory>
-#include <string>
 
-#include "common/error.h"
+#include "server/net/listener.h"
 #include "server/net/listener_options.h"
 
-namespace boost::asio {
-class io_context;
-}  // namespace boost::asio
-
 namespace seqd {
-
-class IoRing;
-class TlsContextHolder;
 
 struct Services;
 
@@ -71,30 +61,23 @@ struct RespServerOptions : ListenerOptions {
   std::chrono::seconds request_timeout{10};
 };
 
-class RespServer {
+class RespServer : public Listener {
  public:
   // Serves INCR/INCRBY from services.ids and counts in services.metrics.
   // `io` and the objects `services` refers to must outlive the server and
   // every connection it serves: call Stop() and wait for `drained` (or stop
   // `io`) first.
   RespServer(boost::asio::io_context& io, RespServerOptions options, const Services& services);
-  ~RespServer();
-  RespServer(const RespServer&) = delete;
-  RespServer& operator=(const RespServer&) = delete;
+  ~RespServer() override;
 
-  // Binds and starts accepting. kInvalidArgument (bad address, address in
-  // use, ...) on failure; never throws. Call once.
-  Status Listen();
+  // Listener (server/net/listener.h).
+  Status Listen() override;
+  uint16_t port() const override;
 
-  // The bound port (useful with port 0); 0 before a successful Listen().
-  uint16_t port() const;
-
-  // Stops accepting and reading. Idle connections close now; the others
-  // answer the commands already read, then close. `drained` (optional) runs
-  // once, on an io_context thread, when no connection is left.
-  void Stop(std::function<void()> drained);
-
-  size_t open_connections() const;
+  // Also stops reading. Idle connections close now; the others answer the
+  // commands already read, then close.
+  void Stop(std::function<void()> drained) override;
+  size_t open_connections() const override;
 
   struct Impl;  // what the sessions share (resp_session.h); public so they can name it
 

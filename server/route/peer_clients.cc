@@ -2,12 +2,12 @@
 
 #include <seqd/client.h>
 
-#include <atomic>
 #include <boost/asio/post.hpp>
 #include <chrono>
 #include <utility>
 
 #include "server/base/log.h"
+#include "server/base/log_throttle.h"
 
 namespace seqd {
 namespace {
@@ -23,23 +23,22 @@ Error FromClient(client::StatusCode code, std::string message, const std::string
   // RESOURCE_EXHAUSTED (15, a rate limit at the owner) is newer than the
   // client library's enum: passed back as it is, never retried.
   if (static_cast<uint16_t>(code) == 15) return MakeError(ErrorCode::kResourceExhausted, message);
+  // The owner's answers passed back as they are.
+  static constexpr std::pair<C, ErrorCode> kPassedBack[] = {
+      {C::kInvalidArgument, ErrorCode::kInvalidArgument},
+      {C::kUnknownKey, ErrorCode::kUnknownKey},
+      {C::kTooLarge, ErrorCode::kTooLarge},
+      {C::kNotFound, ErrorCode::kNotFound},
+      {C::kFailedPrecondition, ErrorCode::kFailedPrecondition},
+      {C::kStoreUnavailable, ErrorCode::kStoreUnavailable},
+      {C::kWrongOwner, ErrorCode::kWrongOwner},
+  };
+  for (const auto& [answered, ours] : kPassedBack) {
+    if (code == answered) return MakeError(ours, message);
+  }
   switch (code) {
-    case C::kInvalidArgument:
-      return MakeError(ErrorCode::kInvalidArgument, message);
-    case C::kUnknownKey:
-      return MakeError(ErrorCode::kUnknownKey, message);
-    case C::kTooLarge:
-      return MakeError(ErrorCode::kTooLarge, message);
-    case C::kNotFound:
-      return MakeError(ErrorCode::kNotFound, message);
-    case C::kFailedPrecondition:
-      return MakeError(ErrorCode::kFailedPrecondition, message);
-    case C::kStoreUnavailable:
-      return MakeError(ErrorCode::kStoreUnavailable, message);
     case C::kInternal:
       return MakeError(ErrorCode::kInternal, "the key's owner reported an internal error");
-    case C::kWrongOwner:
-      return MakeError(ErrorCode::kWrongOwner, message);
     case C::kUnauthenticated:
     case C::kPermissionDenied:
       // Our cluster token is missing from the peer's tokens file (or lacks
@@ -53,12 +52,8 @@ Error FromClient(client::StatusCode code, std::string message, const std::string
       if (message.find("TLS") != std::string::npos) {
         // Certificates or CAs that do not fit: an operator's mistake too.
         // Said at most every 10 s: every forward to that peer fails alike.
-        static std::atomic<int64_t> last_said_s{0};
-        const int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
-                                  std::chrono::steady_clock::now().time_since_epoch())
-                                  .count();
-        int64_t last = last_said_s.load();
-        if (now_s - last >= 10 && last_said_s.compare_exchange_strong(last, now_s)) {
+        static LogThrottle throttle(std::chrono::seconds(10));
+        if (throttle.Take()) {
           SEQD_LOG(kWarn) << "cluster: cannot reach peer " << address << ": " << message;
         }
       }
@@ -137,8 +132,7 @@ void PeerClients::NextIds(const std::string& address, std::string_view key, int6
 }
 
 void PeerClients::NextBlock(const std::string& address, std::string_view key, int64_t count,
-                            std::string_view requester, std::string_view token,
-                            TakeCallback done) {
+                            std::string_view requester, std::string_view token, TakeCallback done) {
   client::AsyncClient* peer = For(address);
   if (!peer) {
     return done(MakeError(ErrorCode::kWrongOwner, "the key's owner cannot be reached"));
@@ -212,17 +206,15 @@ void PeerClients::Subscribe(const std::string& address, const std::string& conv,
   peer->Subscribe(
       {conv},
       [on_message = std::move(on_message)](client::Message m) {
-        StoredMessage s;
-        s.conv_id = std::move(m.conv_id);
-        s.seq = m.seq;
-        s.server_msg_id = m.server_msg_id;
-        s.sender_id = std::move(m.sender_id);
-        s.client_msg_id = std::move(m.client_msg_id);
-        s.content_type = m.content_type;
-        s.payload = std::move(m.payload);
-        s.send_time_ms = m.send_time_ms;
-        s.status = static_cast<MessageStatus>(m.status);
-        on_message(s);
+        on_message(StoredMessage{.conv_id = std::move(m.conv_id),
+                                 .seq = m.seq,
+                                 .server_msg_id = m.server_msg_id,
+                                 .sender_id = std::move(m.sender_id),
+                                 .client_msg_id = std::move(m.client_msg_id),
+                                 .content_type = m.content_type,
+                                 .payload = std::move(m.payload),
+                                 .send_time_ms = m.send_time_ms,
+                                 .status = static_cast<MessageStatus>(m.status)});
       },
       [lost](std::vector<std::string>, std::string) {
         if (*lost) std::exchange(*lost, nullptr)();

@@ -1,12 +1,11 @@
 #include "server/service/wire_errors.h"
 
 #include <array>
-#include <atomic>
-#include <chrono>
 #include <optional>
 
 #include "common/client_safe_message.h"
 #include "server/base/log.h"
+#include "server/base/log_throttle.h"
 
 namespace seqd {
 namespace {
@@ -76,17 +75,10 @@ static_assert(ProtocolRowsInEnumOrder(), "kProtocolRows: one row per ProtocolErr
 // Logs a store error's full text, at most once a second (a database that is
 // down fails every request), with the count of those not logged.
 void LogStoreError(const Error& error) {
-  static std::atomic<int64_t> last_ms{0};
-  static std::atomic<int64_t> skipped{0};
-  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::steady_clock::now().time_since_epoch())
-                             .count();
-  int64_t last = last_ms.load(std::memory_order_relaxed);
-  if (now_ms - last < 1000 || !last_ms.compare_exchange_strong(last, now_ms)) {
-    skipped.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  const int64_t n = skipped.exchange(0, std::memory_order_relaxed);
+  static LogThrottle throttle;
+  const std::optional<uint64_t> left_out = throttle.Take();
+  if (!left_out) return;
+  const uint64_t n = *left_out;
   SEQD_LOG(kWarn) << "store unavailable: " << error.message
                   << (n > 0 ? " (" + std::to_string(n) + " more not logged)" : std::string());
 }

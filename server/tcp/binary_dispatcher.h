@@ -97,6 +97,11 @@ class BinaryDispatcher {
   void HandleMessageOp(const proto::FrameView& f, BinaryConnection& c);  // binary_message_ops.cc
   void HandleSubscribe(const proto::FrameView& f, BinaryConnection& c);  // binary_message_ops.cc
   void HandleUnsubscribe(const proto::FrameView& f, BinaryConnection& c);
+  // True if a SUBSCRIBE or UNSUBSCRIBE names at most kMaxWireList
+  // conversations (`n`); else answers TOO_LARGE and returns false.
+  bool ConvListFits(const proto::FrameView& f, BinaryConnection& c, size_t n);
+  // Counts and queues the empty OK answer of `f`.
+  void AnswerOkEmpty(const proto::FrameView& f, BinaryConnection& c);
 
   // Metrics and the log line of one answer.
   void Count(uint8_t opcode, uint32_t id, proto::Status status);
@@ -116,6 +121,11 @@ class BinaryDispatcher {
   // The request body of message op `Req`, or INVALID_ARGUMENT answered.
   template <typename Req>
   std::optional<Req> Decode(const proto::FrameView& f, BinaryConnection& c);
+  // Decode(), then Permit() on the request's conversation (conv_id), or on
+  // each of its conversations (conv_ids); nullopt once either answered
+  // (binary_message_ops.cc).
+  template <typename Req>
+  std::optional<Req> DecodePermitted(const proto::FrameView& f, BinaryConnection& c);
 
   const Services services_;
   const BinaryDispatchLimits limits_;

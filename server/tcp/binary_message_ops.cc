@@ -57,14 +57,28 @@ auto Encoder(proto::Opcode op, Convert convert) {
 
 }  // namespace
 
+template <typename Req>
+std::optional<Req> BinaryDispatcher::DecodePermitted(const proto::FrameView& f,
+                                                     BinaryConnection& c) {
+  std::optional<Req> q = Decode<Req>(f, c);
+  if (!q) return std::nullopt;
+  if constexpr (requires { q->conv_ids; }) {
+    for (std::string_view conv : q->conv_ids) {
+      if (!Permit(f, c, conv)) return std::nullopt;
+    }
+  } else {
+    if (!Permit(f, c, q->conv_id)) return std::nullopt;
+  }
+  return q;
+}
+
 void BinaryDispatcher::HandleMessageOp(const proto::FrameView& f, BinaryConnection& c) {
   MessageApi& svc = services_.messages;
   const uint32_t id = f.request_id;
   const auto op = static_cast<proto::Opcode>(f.opcode);
   if (op == proto::kOpSend) {
-    auto q = Decode<proto::SendReq>(f, c);
+    auto q = DecodePermitted<proto::SendReq>(f, c);
     if (!q) return;
-    if (!Permit(f, c, q->conv_id)) return;
     SendRequest req{std::string(q->conv_id), std::string(q->sender_id),
                     std::string(q->client_msg_id), q->content_type, std::string(q->payload)};
     services_.messages.Send(
@@ -76,9 +90,8 @@ void BinaryDispatcher::HandleMessageOp(const proto::FrameView& f, BinaryConnecti
     return;
   }
   if (op == proto::kOpPullRange) {
-    auto q = Decode<proto::PullRangeReq>(f, c);
+    auto q = DecodePermitted<proto::PullRangeReq>(f, c);
     if (!q) return;
-    if (!Permit(f, c, q->conv_id)) return;
     PullRequest req;
     req.conv_id = std::string(q->conv_id);
     req.from_seq = q->from_seq;
@@ -103,9 +116,8 @@ void BinaryDispatcher::HandleMessageOp(const proto::FrameView& f, BinaryConnecti
     return;
   }
   if (op == proto::kOpPullSeqs) {
-    auto q = Decode<proto::PullSeqsReq>(f, c);
+    auto q = DecodePermitted<proto::PullSeqsReq>(f, c);
     if (!q) return;
-    if (!Permit(f, c, q->conv_id)) return;
     const size_t max_frame = limits_.max_frame_bytes;
     svc.PullSeqs(
         std::string(q->conv_id), std::move(q->seqs), OptString(q->user_id),
@@ -124,11 +136,8 @@ void BinaryDispatcher::HandleMessageOp(const proto::FrameView& f, BinaryConnecti
     return;
   }
   if (op == proto::kOpMaxSeqs) {
-    auto q = Decode<proto::MaxSeqsReq>(f, c);
+    auto q = DecodePermitted<proto::MaxSeqsReq>(f, c);
     if (!q) return;
-    for (std::string_view conv : q->conv_ids) {
-      if (!Permit(f, c, conv)) return;
-    }
     svc.MaxSeqs(Strings(q->conv_ids),
                 Later<std::vector<int64_t>>(
                     c, op, id,
@@ -137,11 +146,8 @@ void BinaryDispatcher::HandleMessageOp(const proto::FrameView& f, BinaryConnecti
     return;
   }
   if (op == proto::kOpSyncUser) {
-    auto q = Decode<proto::SyncUserReq>(f, c);
+    auto q = DecodePermitted<proto::SyncUserReq>(f, c);
     if (!q) return;
-    for (std::string_view conv : q->conv_ids) {
-      if (!Permit(f, c, conv)) return;
-    }
     svc.SyncUser(std::string(q->user_id), Strings(q->conv_ids),
                  Later<std::vector<ConvSync>>(
                      c, op, id, [](std::string& out, uint32_t rid, const std::vector<ConvSync>& v) {
@@ -159,33 +165,29 @@ void BinaryDispatcher::HandleMessageOp(const proto::FrameView& f, BinaryConnecti
     proto::AppendOkResult(out, op, rid, ToWire(v));
   };
   if (op == proto::kOpMarkRead) {
-    auto q = Decode<proto::MarkReadReq>(f, c);
+    auto q = DecodePermitted<proto::MarkReadReq>(f, c);
     if (!q) return;
-    if (!Permit(f, c, q->conv_id)) return;
     svc.MarkRead(std::string(q->conv_id), std::string(q->user_id), q->read_seq,
                  Later<MemberView>(c, op, id, member_encoder));
     return;
   }
   if (op == proto::kOpSetMember) {
-    auto q = Decode<proto::SetMemberReq>(f, c);
+    auto q = DecodePermitted<proto::SetMemberReq>(f, c);
     if (!q) return;
-    if (!Permit(f, c, q->conv_id)) return;
     svc.SetMember(std::string(q->conv_id), std::string(q->user_id), q->min_seq, q->max_seq,
                   q->clear_max, Later<MemberView>(c, op, id, member_encoder));
     return;
   }
   if (op == proto::kOpGetMember) {
-    auto q = Decode<proto::GetMemberReq>(f, c);
+    auto q = DecodePermitted<proto::GetMemberReq>(f, c);
     if (!q) return;
-    if (!Permit(f, c, q->conv_id)) return;
     svc.GetMember(std::string(q->conv_id), std::string(q->user_id),
                   Later<MemberView>(c, op, id, member_encoder));
     return;
   }
   if (op == proto::kOpSetStatus) {
-    auto q = Decode<proto::SetStatusReq>(f, c);
+    auto q = DecodePermitted<proto::SetStatusReq>(f, c);
     if (!q) return;
-    if (!Permit(f, c, q->conv_id)) return;
     svc.SetStatus(
         std::string(q->conv_id), q->seq, static_cast<MessageStatus>(q->status),
         Later<StoredMessage>(c, op, id, [](std::string& out, uint32_t rid, const StoredMessage& m) {
@@ -194,9 +196,8 @@ void BinaryDispatcher::HandleMessageOp(const proto::FrameView& f, BinaryConnecti
     return;
   }
   if (op == proto::kOpSetConvMinSeq) {
-    auto q = Decode<proto::SetConvMinSeqReq>(f, c);
+    auto q = DecodePermitted<proto::SetConvMinSeqReq>(f, c);
     if (!q) return;
-    if (!Permit(f, c, q->conv_id)) return;
     svc.SetConvMinSeq(
         std::string(q->conv_id), q->min_seq,
         Later<int64_t>(c, op, id, Encoder<proto::MinSeqRes, int64_t>(op, [](int64_t v) {
@@ -212,15 +213,9 @@ void BinaryDispatcher::HandleMessageOp(const proto::FrameView& f, BinaryConnecti
 
 void BinaryDispatcher::HandleSubscribe(const proto::FrameView& f, BinaryConnection& c) {
   const auto op = proto::kOpSubscribe;
-  auto q = Decode<proto::SubscribeReq>(f, c);
+  auto q = DecodePermitted<proto::SubscribeReq>(f, c);
   if (!q) return;
-  for (std::string_view conv : q->conv_ids) {
-    if (!Permit(f, c, conv)) return;
-  }
-  if (q->conv_ids.size() > proto::kMaxWireList) {
-    return AnswerError(c, op, f.request_id, proto::Status::kTooLarge,
-                       "at most 1000 conversations per SUBSCRIBE");
-  }
+  if (!ConvListFits(f, c, q->conv_ids.size())) return;
   SubscriptionMap& subs = c.subscriptions();
   // All or nothing: new subscriptions are made aside, then kept.
   SubscriptionMap added;
@@ -240,7 +235,20 @@ void BinaryDispatcher::HandleSubscribe(const proto::FrameView& f, BinaryConnecti
     added.emplace(std::string(conv), std::move(sub.value()));
   }
   subs.merge(added);
-  Count(static_cast<uint8_t>(op), f.request_id, proto::Status::kOk);
+  AnswerOkEmpty(f, c);
+}
+
+bool BinaryDispatcher::ConvListFits(const proto::FrameView& f, BinaryConnection& c, size_t n) {
+  if (n <= proto::kMaxWireList) return true;
+  AnswerError(c, static_cast<proto::Opcode>(f.opcode), f.request_id, proto::Status::kTooLarge,
+              "at most " + std::to_string(proto::kMaxWireList) + " conversations per " +
+                  std::string(proto::MessageOpName(f.opcode)));
+  return false;
+}
+
+void BinaryDispatcher::AnswerOkEmpty(const proto::FrameView& f, BinaryConnection& c) {
+  const auto op = static_cast<proto::Opcode>(f.opcode);
+  Count(f.opcode, f.request_id, proto::Status::kOk);
   proto::AppendOkResult(c.out(), op, f.request_id, proto::EmptyRes{});
   c.Queued();
 }
@@ -272,21 +280,15 @@ void BinaryDispatcher::RecheckSubscriptions(BinaryConnection& c) {
 }
 
 void BinaryDispatcher::HandleUnsubscribe(const proto::FrameView& f, BinaryConnection& c) {
-  const auto op = proto::kOpUnsubscribe;
   auto q = Decode<proto::UnsubscribeReq>(f, c);
   if (!q) return;
-  if (q->conv_ids.size() > proto::kMaxWireList) {
-    return AnswerError(c, op, f.request_id, proto::Status::kTooLarge,
-                       "at most 1000 conversations per UNSUBSCRIBE");
-  }
+  if (!ConvListFits(f, c, q->conv_ids.size())) return;
   SubscriptionMap& subs = c.subscriptions();
   for (std::string_view conv : q->conv_ids) {
     auto it = subs.find(conv);
     if (it != subs.end()) subs.erase(it);  // never called again once destroyed
   }
-  Count(static_cast<uint8_t>(op), f.request_id, proto::Status::kOk);
-  proto::AppendOkResult(c.out(), op, f.request_id, proto::EmptyRes{});
-  c.Queued();
+  AnswerOkEmpty(f, c);
 }
 
 }  // namespace seqd

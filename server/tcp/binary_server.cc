@@ -569,12 +569,9 @@ class Session final : public ListenedSession,
 BinaryServer::BinaryServer(net::io_context& io, BinaryServerOptions options,
                            const Services& services)
     : impl_(std::make_shared<Impl>(std::move(options), services)) {
-  const BinaryServerOptions& o = impl_->options;
   impl_->listener =
-      MakeTcpListener(io,
-                      {"binary", o.address, o.port, o.max_connections, o.max_connections_per_peer,
-                       /*sessions_reject=*/false, o.connections},
-                      impl_, [](TcpListener::Socket socket, std::shared_ptr<Impl> impl) {
+      MakeTcpListener(io, AcceptOptions("binary", impl_->options, /*sessions_reject=*/false), impl_,
+                      [](TcpListener::Socket socket, std::shared_ptr<Impl> impl) {
                         const auto& tls = impl->options.tls;
                         ConnStream stream(std::move(socket), tls ? tls->Current() : nullptr);
                         return std::make_shared<Session>(std::move(stream), std::move(impl));

@@ -32,23 +32,14 @@
 
 #include <chrono>
 #include <cstddef>
-#include <cstdint>
-#include <functional>
 #include <memory>
-#include <string>
 
 #include "common/error.h"
 #include "proto/binary_codec.h"
+#include "server/net/listener.h"
 #include "server/net/listener_options.h"
 
-namespace boost::asio {
-class io_context;
-}  // namespace boost::asio
-
 namespace seqd {
-
-class IoRing;
-class TlsContextHolder;
 
 struct Services;
 
@@ -71,23 +62,18 @@ struct BinaryServerOptions : ListenerOptions {
   size_t max_subscriptions = 10000;  // conversations subscribed per connection
 };
 
-class BinaryServer {
+class BinaryServer : public Listener {
  public:
   // `io` and the objects `services` refers to must outlive the server and
   // every connection it serves: call Stop() and wait for `drained` (or stop
   // `io`) first, then shut the services down. (Stop() waits for requests
   // parked at the generator: at most its wait deadline.)
   BinaryServer(boost::asio::io_context& io, BinaryServerOptions options, const Services& services);
-  ~BinaryServer();
-  BinaryServer(const BinaryServer&) = delete;
-  BinaryServer& operator=(const BinaryServer&) = delete;
+  ~BinaryServer() override;
 
-  // Binds and starts accepting. kInvalidArgument (bad address, address in
-  // use, ...) on failure; never throws. Call once.
-  Status Listen();
-
-  // The bound port (useful with port 0); 0 before a successful Listen().
-  uint16_t port() const;
+  // Listener (server/net/listener.h).
+  Status Listen() override;
+  uint16_t port() const override;
 
   // Serves an already-connected stream socket, taking ownership of `fd`
   // (closed on failure). For socket activation and for tests that drive a
@@ -95,13 +81,10 @@ class BinaryServer {
   // without Listen().
   Status Serve(int fd);
 
-  // Stops accepting, closes connections with nothing in flight, lets
-  // requests in flight be answered, then closes their connections.
-  // `drained` (optional) runs once, on an io_context thread, when no
-  // connection is left.
-  void Stop(std::function<void()> drained);
-
-  size_t open_connections() const;
+  // Closes connections with nothing in flight at once; lets requests in
+  // flight be answered, then closes their connections.
+  void Stop(std::function<void()> drained) override;
+  size_t open_connections() const override;
 
   struct Impl;  // opaque; public only so the connection code can name it
 
