@@ -26,6 +26,7 @@
 #include "storage/segment_store.h"
 #include "storage/sqlite_store.h"
 #include "tests/conformance/conformance_support.h"
+#include "tests/unit/test_stores.h"
 
 namespace seqd::conformance {
 
@@ -37,54 +38,15 @@ inline int64_t NowMs() {
 }
 
 // Non-owning SegmentStore that forwards to another (a second "instance" of
-// the memory store, which cannot be shared otherwise).
-class ForwardingStore final : public SegmentStore {
+// the memory store, which cannot be shared otherwise), its batch
+// reservations included.
+class ForwardingStore final : public ForwardingSegmentStore {
  public:
-  explicit ForwardingStore(SegmentStore& inner) : inner_(inner) {}
-  Status EnsureSchema() override { return inner_.EnsureSchema(); }
-  Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) override {
-    return inner_.Reserve(key, step);
-  }
+  explicit ForwardingStore(SegmentStore& inner) : ForwardingSegmentStore(inner) {}
   std::vector<Result<ReservedSegment>> ReserveMany(
       const std::vector<ReserveRequest>& requests) override {
-    return inner_.ReserveMany(requests);
+    return inner().ReserveMany(requests);
   }
-  Status CreateKeys(const std::vector<NewKey>& keys, std::string_view description) override {
-    return inner_.CreateKeys(keys, description);
-  }
-  Result<KeyRow> CreateKey(std::string_view key, int64_t step,
-                           std::string_view description) override {
-    return inner_.CreateKey(key, step, description);
-  }
-  Result<KeyRow> GetKey(std::string_view key) override { return inner_.GetKey(key); }
-  Result<std::vector<KeyRow>> ListKeys(std::string_view after, size_t limit) override {
-    return inner_.ListKeys(after, limit);
-  }
-  Result<KeyRow> SetStep(std::string_view key, int64_t step) override {
-    return inner_.SetStep(key, step);
-  }
-  Result<std::vector<int64_t>> GetAllocTimes(const std::vector<std::string>& keys) override {
-    return inner_.GetAllocTimes(keys);
-  }
-  Result<std::vector<int64_t>> GetUserSeqs(std::string_view user, UserSeqField field,
-                                           const std::vector<std::string>& convs) override {
-    return inner_.GetUserSeqs(user, field, convs);
-  }
-  Status SetUserSeqs(std::string_view user, UserSeqField field, bool raise_only,
-                     const std::vector<UserSeqValue>& values) override {
-    return inner_.SetUserSeqs(user, field, raise_only, values);
-  }
-  Result<std::vector<int64_t>> GetMinSeqs(const std::vector<std::string>& keys) override {
-    return inner_.GetMinSeqs(keys);
-  }
-  Status SetMinSeqs(const std::vector<MinSeqValue>& values, const std::vector<ShardFence>& fences,
-                    uint32_t* refused_shard = nullptr) override {
-    return inner_.SetMinSeqs(values, fences, refused_shard);
-  }
-  Status Ping() override { return inner_.Ping(); }
-
- private:
-  SegmentStore& inner_;
 };
 
 class Backend {

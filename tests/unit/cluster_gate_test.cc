@@ -18,6 +18,7 @@
 #include "server/msg/message_service.h"
 #include "storage/memory_message_store.h"
 #include "storage/memory_store.h"
+#include "tests/unit/test_stores.h"
 
 using namespace seqd;
 using namespace std::chrono_literals;
@@ -64,18 +65,15 @@ class FakeGate final : public ShardGate {
 
 // A memory store with a lease table: a fenced reservation commits only if
 // the table says the fence's owner holds the shard at the fence's epoch.
-class FencedMemoryStore final : public SegmentStore {
+class FencedMemoryStore final : public ForwardingSegmentStore {
  public:
+  FencedMemoryStore() : ForwardingSegmentStore(memory_) {}
   void SetLease(uint32_t shard, std::string owner, int64_t epoch) {
     std::lock_guard lock(mu_);
     leases_[shard] = {std::move(owner), epoch};
   }
   int fenced_calls() const { return fenced_calls_; }
 
-  Status EnsureSchema() override { return memory_.EnsureSchema(); }
-  Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) override {
-    return memory_.Reserve(key, step);
-  }
   Result<ReservedSegment> ReserveFenced(std::string_view key, std::optional<int64_t> step,
                                         const ShardFence& fence) override {
     ++fenced_calls_;
@@ -89,17 +87,6 @@ class FencedMemoryStore final : public SegmentStore {
     }
     return memory_.Reserve(key, step);
   }
-  Result<KeyRow> CreateKey(std::string_view key, int64_t step, std::string_view d) override {
-    return memory_.CreateKey(key, step, d);
-  }
-  Result<KeyRow> GetKey(std::string_view key) override { return memory_.GetKey(key); }
-  Result<std::vector<KeyRow>> ListKeys(std::string_view after, size_t limit) override {
-    return memory_.ListKeys(after, limit);
-  }
-  Result<KeyRow> SetStep(std::string_view key, int64_t step) override {
-    return memory_.SetStep(key, step);
-  }
-  Status Ping() override { return OkStatus(); }
 
  private:
   MemoryStore memory_;

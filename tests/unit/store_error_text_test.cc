@@ -25,6 +25,7 @@
 #include "storage/memory_store.h"
 #include "tests/unit/string_connection.h"
 #include "tests/unit/test_services.h"
+#include "tests/unit/test_stores.h"
 
 namespace seqd {
 namespace {
@@ -41,25 +42,6 @@ const std::vector<std::string> kSecrets = {"seqd_app",  "db-7.internal", "3306",
                                            "seqd_prod", "hunter2",       "10.1.2.3"};
 
 Error StoreError(ErrorCode code) { return MakeError(code, kStoreText); }
-
-// Every call fails with `code` and kStoreText.
-class SecretSegmentStore final : public SegmentStore {
- public:
-  explicit SecretSegmentStore(ErrorCode code) : code_(code) {}
-  Status EnsureSchema() override { return Fail(); }
-  Result<ReservedSegment> Reserve(std::string_view, std::optional<int64_t>) override {
-    return Fail();
-  }
-  Result<KeyRow> CreateKey(std::string_view, int64_t, std::string_view) override { return Fail(); }
-  Result<KeyRow> GetKey(std::string_view) override { return Fail(); }
-  Result<std::vector<KeyRow>> ListKeys(std::string_view, size_t) override { return Fail(); }
-  Result<KeyRow> SetStep(std::string_view, int64_t) override { return Fail(); }
-  Status Ping() override { return Fail(); }
-
- private:
-  Error Fail() const { return StoreError(code_); }
-  ErrorCode code_;
-};
 
 class SecretMessageStore final : public MessageStore {
  public:
@@ -106,7 +88,7 @@ class SecretMessageStore final : public MessageStore {
 // Services whose every store call fails with `code` and kStoreText.
 struct World {
   explicit World(ErrorCode code)
-      : segments(code),
+      : segments(StoreError(code)),
         messages_store(code),
         allocator(segments, db, clock, KeyRules({{"auto_", 100}}), AllocatorOptions{}),
         admin(segments, db, allocator),
@@ -146,7 +128,7 @@ struct World {
     return text + out->body();
   }
 
-  SecretSegmentStore segments;
+  FailingSegmentStore segments;  // every call fails with StoreError(code)
   SecretMessageStore messages_store;
   ThreadPoolRunner db{1};
   ManualClock clock;
