@@ -19,6 +19,7 @@
 #include "server/tcp/binary_dispatcher.h"
 #include "storage/faulty_store.h"
 #include "storage/memory_store.h"
+#include "tests/unit/allocator_fixture.h"
 #include "tests/unit/string_connection.h"
 #include "tests/unit/test_services.h"
 
@@ -28,17 +29,8 @@ namespace http = boost::beast::http;
 
 namespace {
 
-struct Fixture {
-  MemoryStore memory;
-  FaultyStore store{memory};
-  ManualRunner db;
-  ManualClock clock;
-  std::unique_ptr<SegmentAllocator> alloc;
-
-  explicit Fixture(AllocatorOptions options = {}, std::vector<AutoKeyRule> rules = {}) {
-    alloc =
-        std::make_unique<SegmentAllocator>(store, db, clock, KeyRules(std::move(rules)), options);
-  }
+struct Fixture : AllocatorFixture {
+  using AllocatorFixture::AllocatorFixture;
 
   // Takes one ID of `key` and runs the database until it is answered.
   Result<IdBatch> Take(std::string_view key, std::string_view requester = {}) {
