@@ -229,11 +229,7 @@ TEST_CASE("resp server: connections are spread over the io_contexts, round-robin
 }
 
 TEST_CASE("resp server: 1000 pipelined commands in one write are answered in order") {
-  RespServerOptions o;
-  // One io_context on two threads; one per thread, as in the App.
-  SUBCASE("shared io_context") {}
-  SUBCASE("an io_context per thread") { o.connections = PerThreadIo(); }
-  Fixture f(o);
+  Fixture f(EachIoLayout(RespServerOptions{}));
   REQUIRE(f.listening);
   Client c(f.server.port());
   std::string batch;
@@ -475,11 +471,7 @@ TEST_CASE("resp server: Listen reports a bad address or a port in use") {
 }
 
 TEST_CASE("resp server: Stop answers commands in flight, closes idle ones, then drains") {
-  RespServerOptions o;
-  // One io_context on two threads; one per thread, as in the App.
-  SUBCASE("shared io_context") {}
-  SUBCASE("an io_context per thread") { o.connections = PerThreadIo(); }
-  Fixture f(o);
+  Fixture f(EachIoLayout(RespServerOptions{}));
   REQUIRE(f.listening);
   Client idle(f.server.port());
   Client busy(f.server.port());
