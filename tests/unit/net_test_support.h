@@ -215,6 +215,16 @@ std::future<void> StopWithOneInFlight(World& world, Client& idle) {
   return drained_future;
 }
 
+// After StopWithOneInFlight and the answer to the request in flight on
+// `busy`: checks `busy` is then closed, the server drains within 5 s, and
+// no connection is left open.
+template <typename World, typename Client>
+void CheckStopFinishes(World& world, Client& busy, std::future<void>& drained) {
+  CHECK(busy.WaitClosed());
+  CHECK(drained.wait_for(5s) == std::future_status::ready);
+  CHECK(world.server.open_connections() == 0);
+}
+
 // One server under test and everything beneath it.
 //
 //   Server   the server type, constructed as Server(io, Options, front.target)
