@@ -39,6 +39,7 @@
 #include "storage/memory_store.h"
 #include "tests/fuzz/fuzz_targets.h"
 #include "tests/fuzz/fuzz_tokens.h"
+#include "tests/fuzz/fuzz_worlds.h"
 #include "tests/unit/test_services.h"
 
 namespace seqd::fuzz {
@@ -65,8 +66,7 @@ struct RespWorld {
   }
 
   static AllocatorOptions Options() {
-    AllocatorOptions o;
-    o.wait_deadline = std::chrono::milliseconds(200);
+    AllocatorOptions o = ShortWaitAllocatorOptions();
     o.max_count = 1000;
     return o;
   }
@@ -136,35 +136,6 @@ int Connect(uint16_t port) {
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   return fd;
-}
-
-// Writes `input`, half-closes, and reads until EOF, interleaving both.
-std::string Exchange(int fd, std::string_view input) {
-  std::string output;
-  size_t written = 0;
-  bool write_closed = false;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  char buf[65536];
-  for (;;) {
-    if (written == input.size() && !write_closed) {
-      ::shutdown(fd, SHUT_WR);
-      write_closed = true;
-    }
-    pollfd p{fd, static_cast<short>(POLLIN | (write_closed ? 0 : POLLOUT)), 0};
-    FUZZ_CHECK(std::chrono::steady_clock::now() < deadline);  // a hung session is a bug
-    if (::poll(&p, 1, 100) <= 0) continue;
-    if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
-      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-      if (n < 0 && errno == EINTR) continue;  // libFuzzer's timer signal
-      if (n <= 0) return output;              // EOF or reset: the server closed
-      output.append(buf, static_cast<size_t>(n));
-    }
-    if (!write_closed && (p.revents & POLLOUT)) {
-      const ssize_t n = ::send(fd, input.data() + written, input.size() - written, MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR) continue;  // libFuzzer's timer signal
-      written = n < 0 ? input.size() : written + static_cast<size_t>(n);
-    }
-  }
 }
 
 // One RESP2 reply from the server: its first byte and, for integers, the
