@@ -5,14 +5,24 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <cerrno>
 #include <chrono>
+#include <memory>
 #include <string>
 #include <string_view>
 
+#include "server/auth/authenticator.h"
+#include "server/base/asio_clock.h"
+#include "server/base/log.h"
+#include "server/base/task_runner.h"
 #include "server/core/segment_allocator.h"
 #include "server/snowflake/snowflake_generator.h"
+#include "storage/memory_store.h"
 #include "tests/fuzz/fuzz_targets.h"
+#include "tests/fuzz/fuzz_tokens.h"
+#include "tests/unit/test_services.h"
 
 namespace seqd::fuzz {
 
@@ -32,6 +42,46 @@ inline SnowflakeOptions ShortWaitSnowflakeOptions() {
   o.wait_deadline = std::chrono::milliseconds(200);
   return o;
 }
+
+// The process's one World: built on first use, never torn down (libFuzzer
+// exits the process).
+template <typename World>
+World& ProcessWorld() {
+  static World* world = new World();
+  return *world;
+}
+
+// `base`'s services with `auth` checking every request.
+inline Services ServicesWithAuth(const TestServices& base, const Authenticator* auth) {
+  Services s = base.services();
+  s.auth = auth;
+  return s;
+}
+
+// The lower half of a session target's world: an allocator over a memory
+// store holding the keys "fuzz" (step 1000) and "f" (step 3, so a batch
+// spans segments), "sg_" keys created on first use; its store calls run on
+// one database thread, its timers on `io`, which the world runs itself.
+// Also the fuzz tokens' Authenticator. Logs errors only.
+struct AllocatorOnIo {
+  explicit AllocatorOnIo(AllocatorOptions options)
+      : work(boost::asio::make_work_guard(io)),
+        clock(io),
+        db(1),
+        allocator(store, db, clock, KeyRules({{"sg_", 100}}), options) {
+    SetLogLevel(LogLevel::kError);
+    FUZZ_CHECK(store.CreateKey("fuzz", 1000, "").ok());
+    FUZZ_CHECK(store.CreateKey("f", 3, "").ok());
+  }
+
+  std::unique_ptr<Authenticator> auth = LoadFuzzTokens();
+  boost::asio::io_context io;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work;
+  AsioClock clock;
+  ThreadPoolRunner db;
+  MemoryStore store;
+  SegmentAllocator allocator;
+};
 
 // Writes `input` to `fd`, half-closes, and reads until EOF, interleaving both
 // so a server that answers while we still write never deadlocks us. Returns

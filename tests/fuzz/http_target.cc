@@ -82,8 +82,7 @@ struct HttpWorld {
   }
 
   static Services WithAuth(const TestServices& base, const Authenticator* auth) {
-    Services s = base.services();
-    s.auth = auth;
+    Services s = ServicesWithAuth(base, auth);
     s.metrics_auth = true;
     return s;
   }

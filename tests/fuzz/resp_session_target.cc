@@ -46,20 +46,13 @@ namespace seqd::fuzz {
 
 namespace {
 
-// One world for the whole fuzzing process: built on first use, never torn
-// down (libFuzzer exits the process).
-struct RespWorld {
+// Two RESP servers on loopback, one open and one with the fuzz tokens.
+struct RespWorld : AllocatorOnIo {
   RespWorld()
-      : work(boost::asio::make_work_guard(io)),
-        clock(io),
-        db(1),
-        allocator(store, db, clock, KeyRules({{"sg_", 100}}), Options()),
+      : AllocatorOnIo(Options()),
         services(store, db, allocator),
         open(io, ServerOptions(), services),
-        authed(io, ServerOptions(), WithAuth(services, auth.get())) {
-    SetLogLevel(LogLevel::kError);
-    FUZZ_CHECK(store.CreateKey("fuzz", 1000, "").ok());
-    FUZZ_CHECK(store.CreateKey("f", 3, "").ok());  // tiny step: INCRBY spans segments
+        authed(io, ServerOptions(), ServicesWithAuth(services, auth.get())) {
     FUZZ_CHECK(open.Listen().ok());
     FUZZ_CHECK(authed.Listen().ok());
     thread = std::thread([this] { io.run(); });
@@ -77,29 +70,14 @@ struct RespWorld {
     o.max_in_flight = 64;
     return o;
   }
-  static Services WithAuth(const TestServices& base, const Authenticator* auth) {
-    Services s = base.services();
-    s.auth = auth;
-    return s;
-  }
 
-  std::unique_ptr<Authenticator> auth = LoadFuzzTokens();
-  boost::asio::io_context io;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work;
-  AsioClock clock;
-  ThreadPoolRunner db;
-  MemoryStore store;
-  SegmentAllocator allocator;
   TestServices services;  // key admin, messages, metrics
   RespServer open;
   RespServer authed;
   std::thread thread;
 };
 
-RespWorld& World() {
-  static RespWorld* world = new RespWorld();
-  return *world;
-}
+RespWorld& World() { return ProcessWorld<RespWorld>(); }
 
 // A loopback connection to `port`, from a new source address of 127/8
 // each time: the connections we close first sit in TIME_WAIT for a

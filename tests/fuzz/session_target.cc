@@ -43,31 +43,20 @@ namespace seqd::fuzz {
 
 namespace {
 
-// One server for the whole fuzzing process: built on first use, never torn
-// down (libFuzzer exits the process).
-struct SessionWorld {
+// Two binary servers, one open and one with the fuzz tokens, and a
+// snowflake generator holding worker 5.
+struct SessionWorld : AllocatorOnIo {
   SessionWorld()
-      : work(boost::asio::make_work_guard(io)),
-        clock(io),
-        db(1),
-        allocator(store, db, clock, KeyRules({{"sg_", 100}}), ShortWaitAllocatorOptions()),
+      : AllocatorOnIo(ShortWaitAllocatorOptions()),
         snowflake(wall, clock, ShortWaitSnowflakeOptions()),
         services(store, db, allocator, {.snowflake = &snowflake}),
         server(io, ServerOptions(), services),
-        authed(io, ServerOptions(), WithAuth(services, auth.get())) {
-    SetLogLevel(LogLevel::kError);
+        authed(io, ServerOptions(), ServicesWithAuth(services, auth.get())) {
     snowflake.Grant(5, 0, wall.NowMs() + 24 * 3'600'000,
                     clock.Now() + std::chrono::hours(24 * 365));
-    FUZZ_CHECK(store.CreateKey("fuzz", 1000, "").ok());
-    FUZZ_CHECK(store.CreateKey("f", 3, "").ok());  // tiny step: batches span segments
     thread = std::thread([this] { io.run(); });
   }
 
-  static Services WithAuth(const TestServices& base, const Authenticator* auth) {
-    Services s = base.services();
-    s.auth = auth;
-    return s;
-  }
   static BinaryServerOptions ServerOptions() {
     BinaryServerOptions o;
     o.max_in_flight = 64;
@@ -75,13 +64,6 @@ struct SessionWorld {
     return o;
   }
 
-  std::unique_ptr<Authenticator> auth = LoadFuzzTokens();
-  boost::asio::io_context io;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work;
-  AsioClock clock;
-  ThreadPoolRunner db;
-  MemoryStore store;
-  SegmentAllocator allocator;
   SystemWallClock wall;
   SnowflakeGenerator snowflake;
   TestServices services;  // messages in memory, metrics
@@ -90,10 +72,7 @@ struct SessionWorld {
   std::thread thread;
 };
 
-SessionWorld& World() {
-  static SessionWorld* world = new SessionWorld();
-  return *world;
-}
+SessionWorld& World() { return ProcessWorld<SessionWorld>(); }
 
 }  // namespace
 
