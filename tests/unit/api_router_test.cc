@@ -17,6 +17,7 @@
 #include "server/http/http_util.h"
 #include "storage/faulty_store.h"
 #include "storage/memory_store.h"
+#include "tests/unit/router_fixture.h"
 #include "tests/unit/test_services.h"
 #include "tests/unit/test_stores.h"
 
@@ -87,17 +88,6 @@ struct Fixture {
   TestServices services;
   ApiRouter router;
 };
-
-std::string Header(const ApiRouter::Response& res, http::field f) {
-  auto it = res.find(f);
-  return it == res.end() ? std::string() : std::string(it->value());
-}
-
-json Body(const ApiRouter::Response& res) {
-  json j = json::parse(res.body(), nullptr, false);
-  REQUIRE_MESSAGE(!j.is_discarded(), res.body());
-  return j;
-}
 
 // Checks an error response's status, code and (optionally) message substring.
 void CheckError(const ApiRouter::Response& res, http::status status, std::string_view code,

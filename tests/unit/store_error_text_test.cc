@@ -23,6 +23,7 @@
 #include "server/service/wire_errors.h"
 #include "server/tcp/binary_dispatcher.h"
 #include "storage/memory_store.h"
+#include "tests/unit/router_fixture.h"
 #include "tests/unit/string_connection.h"
 #include "tests/unit/test_services.h"
 #include "tests/unit/test_stores.h"
@@ -100,32 +101,15 @@ struct World {
 
   // The whole HTTP answer (status line, headers, body) as text.
   std::string Http(http::verb method, std::string target, std::string body = "") {
-    ApiRouter::Request req{method, target, 11};
-    req.set(http::field::host, "localhost");
-    req.set(http::field::content_type, "application/json");
-    req.body() = std::move(body);
-    req.prepare_payload();
-    std::mutex mu;
-    std::condition_variable cv;
-    std::optional<ApiRouter::Response> out;
-    router.Handle(std::move(req), [&](ApiRouter::Response res) {
-      std::lock_guard lock(mu);
-      out = std::move(res);
-      cv.notify_all();
-    });
-    std::unique_lock lock(mu);
-    for (int i = 0; i < 100 && !out; ++i) {
-      lock.unlock();
-      clock.Advance(500ms);
-      lock.lock();
-      cv.wait_for(lock, 20ms, [&] { return out.has_value(); });
-    }
-    REQUIRE(out.has_value());
-    std::string text = std::to_string(out->result_int()) + " ";
-    for (const auto& field : *out) {
+    // Time passes until the store call gives up and the answer comes.
+    const ApiRouter::Response out =
+        AwaitAnswer(router, JsonRequest(method, std::move(target), std::move(body)), 100,
+                    [&] { clock.Advance(500ms); });
+    std::string text = std::to_string(out.result_int()) + " ";
+    for (const auto& field : out) {
       text += std::string(field.name_string()) + ": " + std::string(field.value()) + "\n";
     }
-    return text + out->body();
+    return text + out.body();
   }
 
   FailingSegmentStore segments;  // every call fails with StoreError(code)
