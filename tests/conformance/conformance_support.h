@@ -110,6 +110,31 @@ class TempDir {
   fs::path path_;
 };
 
+// The SQLite part of a suite's backend (`Base`, whose store() and
+// NewInstance() give an `Interface`): a `Store` on the file sub/FILE in a
+// temporary directory of its own, opened by `open(path)` (which REQUIREs
+// it opened; the store makes sub/), and NewInstance() opens another on the
+// same file. The directory is removed after the store closed.
+template <typename Base, typename Interface, typename Store>
+class SqliteFileBackend : public Base {
+ public:
+  using Open = std::unique_ptr<Store> (*)(const std::string& path);
+  SqliteFileBackend(const std::string& dir_prefix, const std::string& file, Open open)
+      : open_(open),
+        dir_(dir_prefix),
+        path_((dir_.path() / "sub" / file).string()),
+        store_(open_(path_)) {}
+  Interface& store() override { return *store_; }
+  std::unique_ptr<Interface> NewInstance() override { return open_(path_); }
+  const std::string& path() const { return path_; }
+
+ protected:
+  const Open open_;
+  TempDir dir_;  // before the store: removed after the store closed
+  std::string path_;
+  std::unique_ptr<Store> store_;
+};
+
 // The options of the MariaDB under test, from SEQD_TEST_MYSQL_URL, with a
 // pool of 2. Fails the test (never skips) when the variable is unset.
 inline MysqlOptions TestMysqlOptions() {

@@ -148,19 +148,10 @@ inline std::unique_ptr<SqliteWorkerLeaseStore> OpenSqlite(const std::string& pat
   return std::move(s).value();
 }
 
-class SqliteBackend final : public RealClockBackend {
+class SqliteBackend final
+    : public SqliteFileBackend<RealClockBackend, WorkerLeaseStore, SqliteWorkerLeaseStore> {
  public:
-  SqliteBackend() : dir_("seqd-leaseconf-"), path_((dir_.path() / "sub" / "seqd.db").string()) {
-    store_ = OpenSqlite(path_);
-  }
-  WorkerLeaseStore& store() override { return *store_; }
-  std::unique_ptr<WorkerLeaseStore> NewInstance() override { return OpenSqlite(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  TempDir dir_;  // declared first: removed after the store closed
-  std::string path_;
-  std::unique_ptr<SqliteWorkerLeaseStore> store_;
+  SqliteBackend() : SqliteFileBackend("seqd-leaseconf-", "seqd.db", OpenSqlite) {}
 };
 
 class MysqlBackend final : public RealClockBackend {

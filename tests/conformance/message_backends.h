@@ -139,19 +139,9 @@ inline std::unique_ptr<SqliteMessageStore> OpenSqlite(const std::string& path) {
   return std::move(s).value();
 }
 
-class SqliteBackend final : public Backend {
+class SqliteBackend final : public SqliteFileBackend<Backend, MessageStore, SqliteMessageStore> {
  public:
-  SqliteBackend() : dir_("seqd-msgconf-"), path_((dir_.path() / "sub" / "seqd.db").string()) {
-    store_ = OpenSqlite(path_);
-  }
-  MessageStore& store() override { return *store_; }
-  std::unique_ptr<MessageStore> NewInstance() override { return OpenSqlite(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  TempDir dir_;  // declared first: removed after the store closed
-  std::string path_;
-  std::unique_ptr<SqliteMessageStore> store_;
+  SqliteBackend() : SqliteFileBackend("seqd-msgconf-", "seqd.db", OpenSqlite) {}
 };
 
 class MysqlBackend final : public Backend {

@@ -96,14 +96,11 @@ inline std::unique_ptr<SqliteStore> OpenSqlite(const std::string& path) {
   return std::move(s).value();
 }
 
-class SqliteBackend final : public Backend {
+class SqliteBackend final : public SqliteFileBackend<Backend, SegmentStore, SqliteStore> {
  public:
-  SqliteBackend() : dir_("seqd-conformance-"), path_((dir_.path() / "sub" / "leaf.db").string()) {
-    store_ = OpenSqlite(path_);  // also creates dir_/sub
+  SqliteBackend() : SqliteFileBackend("seqd-conformance-", "leaf.db", OpenSqlite) {
     REQUIRE_OK(store_->EnsureSchema());
   }
-  SegmentStore& store() override { return *store_; }
-  std::unique_ptr<SegmentStore> NewInstance() override { return OpenSqlite(path_); }
   void Reopen() override {
     store_.reset();
     store_ = OpenSqlite(path_);
@@ -137,12 +134,6 @@ class SqliteBackend final : public Backend {
   }
   bool durable() const override { return true; }
   bool tracks_update_time() const override { return true; }
-  const std::string& path() const { return path_; }
-
- private:
-  TempDir dir_;  // declared first: removed after the store closed
-  std::string path_;
-  std::unique_ptr<SqliteStore> store_;
 };
 
 class MysqlBackend final : public Backend {
