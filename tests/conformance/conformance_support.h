@@ -227,4 +227,27 @@ class RawHosts {
   std::vector<std::unique_ptr<sql::Connection>> raws_;
 };
 
+// The MariaDB part of a suite's backend (`Base`, whose store() and
+// NewInstance() give an `Interface`): a `Store` on the MariaDB under test
+// (TestMysqlOptions) with its schema ensured, and NewInstance() another
+// made the same way.
+template <typename Base, typename Interface, typename Store>
+class MysqlServerBackend : public Base {
+ public:
+  MysqlServerBackend() : opts_(TestMysqlOptions()), store_(OpenStore(opts_)) {}
+  Interface& store() override { return *store_; }
+  std::unique_ptr<Interface> NewInstance() override { return OpenStore(opts_); }
+  const MysqlOptions& options() const { return opts_; }
+
+ protected:
+  static std::unique_ptr<Store> OpenStore(const MysqlOptions& o) {
+    auto s = std::make_unique<Store>(o);
+    REQUIRE_OK(s->EnsureSchema());
+    return s;
+  }
+
+  MysqlOptions opts_;
+  std::unique_ptr<Store> store_;
+};
+
 }  // namespace seqd::conformance

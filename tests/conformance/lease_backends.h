@@ -154,25 +154,14 @@ class SqliteBackend final
   SqliteBackend() : SqliteFileBackend("seqd-leaseconf-", "seqd.db", OpenSqlite) {}
 };
 
-class MysqlBackend final : public RealClockBackend {
+// Starts with no leases: the table is emptied.
+class MysqlBackend final
+    : public MysqlServerBackend<RealClockBackend, WorkerLeaseStore, MysqlWorkerLeaseStore> {
  public:
-  MysqlBackend() : opts_(TestMysqlOptions()) {
-    store_ = std::make_unique<MysqlWorkerLeaseStore>(opts_);
-    REQUIRE_OK(store_->EnsureSchema());
+  MysqlBackend() {
     auto raw = RawMysql(opts_);
     RawExec(*raw, "DELETE FROM seqd_worker_lease");
   }
-  WorkerLeaseStore& store() override { return *store_; }
-  std::unique_ptr<WorkerLeaseStore> NewInstance() override {
-    auto s = std::make_unique<MysqlWorkerLeaseStore>(opts_);
-    REQUIRE_OK(s->EnsureSchema());
-    return s;
-  }
-  const MysqlOptions& options() const { return opts_; }
-
- private:
-  MysqlOptions opts_;
-  std::unique_ptr<MysqlWorkerLeaseStore> store_;
 };
 
 // The store clock reading `now_ms` is what the backend expects.

@@ -144,13 +144,8 @@ class SqliteBackend final : public SqliteFileBackend<Backend, MessageStore, Sqli
   SqliteBackend() : SqliteFileBackend("seqd-msgconf-", "seqd.db", OpenSqlite) {}
 };
 
-class MysqlBackend final : public Backend {
+class MysqlBackend final : public MysqlServerBackend<Backend, MessageStore, MysqlMessageStore> {
  public:
-  MysqlBackend() : opts_(TestMysqlOptions()) {
-    store_ = std::make_unique<MysqlMessageStore>(opts_);
-    REQUIRE_OK(store_->EnsureSchema());
-  }
-  MessageStore& store() override { return *store_; }
   // No index on server_msg_id here (unique by construction, and the index
   // costs ~10% of insert throughput): a sender id longer than its VARCHAR(128)
   // column, which strict mode rejects, plays the caller bug instead.
@@ -158,16 +153,6 @@ class MysqlBackend final : public Backend {
     fresh.sender_id = std::string(300, 's');  // longer than the column: the INSERT fails
     return fresh;
   }
-  std::unique_ptr<MessageStore> NewInstance() override {
-    auto s = std::make_unique<MysqlMessageStore>(opts_);
-    REQUIRE_OK(s->EnsureSchema());
-    return s;
-  }
-  const MysqlOptions& options() const { return opts_; }
-
- private:
-  MysqlOptions opts_;
-  std::unique_ptr<MysqlMessageStore> store_;
 };
 
 }  // namespace seqd::message_conformance

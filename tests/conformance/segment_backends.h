@@ -136,13 +136,9 @@ class SqliteBackend final : public SqliteFileBackend<Backend, SegmentStore, Sqli
   bool tracks_update_time() const override { return true; }
 };
 
-class MysqlBackend final : public Backend {
+class MysqlBackend final : public MysqlServerBackend<Backend, SegmentStore, MysqlStore> {
  public:
-  MysqlBackend() : opts_(TestMysqlOptions()) {
-    store_ = std::make_unique<MysqlStore>(opts_);
-    REQUIRE_OK(store_->EnsureSchema());
-  }
-  SegmentStore& store() override { return *store_; }
+  // Another instance with a pool of one connection.
   std::unique_ptr<SegmentStore> NewInstance() override {
     MysqlOptions o = opts_;
     o.pool_size = 1;
@@ -192,12 +188,7 @@ class MysqlBackend final : public Backend {
   }
   bool durable() const override { return true; }
   bool tracks_update_time() const override { return true; }
-  const MysqlOptions& options() const { return opts_; }
   MysqlStore& mysql() { return *store_; }
-
- private:
-  MysqlOptions opts_;
-  std::unique_ptr<MysqlStore> store_;
 };
 
 }  // namespace seqd::conformance
