@@ -110,6 +110,16 @@ class TempDir {
   fs::path path_;
 };
 
+// What every suite's backend gives, over stores of type `Interface`: the
+// main instance, and another instance (its own connection) on the same data.
+template <typename Interface>
+class StoreBackend {
+ public:
+  virtual ~StoreBackend() = default;
+  virtual Interface& store() = 0;
+  virtual std::unique_ptr<Interface> NewInstance() = 0;
+};
+
 // The SQLite part of a suite's backend (`Base`, whose store() and
 // NewInstance() give an `Interface`): a `Store` on the file sub/FILE in a
 // temporary directory of its own, opened by `open(path)` (which REQUIREs

@@ -97,13 +97,9 @@ class ForwardingLeaseStore final : public WorkerLeaseStore {
   WorkerLeaseStore& in_;
 };
 
-class Backend {
+// A new instance stands for another "process".
+class Backend : public StoreBackend<WorkerLeaseStore> {
  public:
-  virtual ~Backend() = default;
-  virtual WorkerLeaseStore& store() = 0;
-  // Another instance on the same data, with its own connection (another
-  // "process").
-  virtual std::unique_ptr<WorkerLeaseStore> NewInstance() = 0;
   // A ttl short enough to wait out, and letting the store clock move past
   // it: Elapse(short_ttl()) expires a lease claimed with it.
   virtual int64_t short_ttl() const = 0;

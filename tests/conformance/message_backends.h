@@ -104,12 +104,9 @@ class ForwardingMessageStore final : public MessageStore {
   MessageStore& in_;
 };
 
-class Backend {
+// A new instance has its own cache at the caller.
+class Backend : public StoreBackend<MessageStore> {
  public:
-  virtual ~Backend() = default;
-  virtual MessageStore& store() = 0;
-  // Another instance (own connection, own cache at the caller) on the same data.
-  virtual std::unique_ptr<MessageStore> NewInstance() = 0;
   // A request that this backend's Append rejects (a caller bug the store
   // catches), for the all-or-nothing check. `stored` is already stored in
   // conversation `conv`. Default: it reuses `stored`'s server_msg_id, which

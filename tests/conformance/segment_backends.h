@@ -49,13 +49,8 @@ class ForwardingStore final : public ForwardingSegmentStore {
   }
 };
 
-class Backend {
+class Backend : public StoreBackend<SegmentStore> {
  public:
-  virtual ~Backend() = default;
-  // The main instance.
-  virtual SegmentStore& store() = 0;
-  // Another instance (own connection) on the same data.
-  virtual std::unique_ptr<SegmentStore> NewInstance() = 0;
   // Drops the main instance and opens it again (same data).
   virtual void Reopen() = 0;
   // Makes store() see a leaf_alloc table created by Leaf's own DDL holding
