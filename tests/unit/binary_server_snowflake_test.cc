@@ -18,6 +18,7 @@
 #include "server/snowflake/snowflake_generator.h"
 #include "server/snowflake/wall_clock.h"
 #include "server/tcp/binary_server.h"
+#include "tests/unit/binary_test_client.h"
 #include "tests/unit/net_test_support.h"
 #include "tests/unit/test_services.h"
 
@@ -59,18 +60,8 @@ struct SnowflakeFront {
 using World = ServerWorld<BinaryServer, BinaryServerOptions, SnowflakeFront>;
 using PlainWorld = ServerWorld<BinaryServer, BinaryServerOptions>;
 
-struct Frame {
-  uint8_t opcode = 0;
-  uint32_t request_id = 0;
-  std::string payload;
-
-  proto::ResponseView response() const {
-    auto r = proto::ParseResponse(payload);
-    REQUIRE(r);
-    return *r;
-  }
-  WireStatus status() const { return response().status; }
-  std::string message() const { return std::string(response().message); }
+// A frame whose result decodes to snowflake IDs or a decoded snowflake.
+struct Frame : binarytest::Frame {
   std::vector<int64_t> ids() const {
     proto::ResponseView r = response();
     REQUIRE_MESSAGE(r.status == WireStatus::kOk, proto::StatusName(r.status) << ": " << r.message);
@@ -98,7 +89,7 @@ class Client : public LoopbackClient {
       proto::DecodeResult r = proto::DecodeFrame(buffer());
       if (r.state == proto::DecodeState::kFrame) {
         CHECK(r.frame.flags == proto::kFlagResponse);
-        Frame f{r.frame.opcode, r.frame.request_id, std::string(r.frame.payload)};
+        Frame f{{r.frame.opcode, r.frame.flags, r.frame.request_id, std::string(r.frame.payload)}};
         buffer().erase(0, r.consumed);
         return f;
       }
