@@ -110,6 +110,25 @@ class TempDir {
   fs::path path_;
 };
 
+// Checks a store factory (`open(spec)`, as OpenMessageStore) refuses bad
+// specs with kInvalidArgument, naming no password of a bad MySQL URL, and
+// returns the store a reachable-looking MySQL URL names without connecting
+// (it is unreachable: the caller checks that its calls say so).
+template <typename Open>
+auto CheckSpecsAndOpenUnreachableMysql(Open open) {
+  for (const char* bad : {"", "memory", "memory:x", "sqlite:", "postgres://u@h/db", "bogus"}) {
+    CAPTURE(bad);
+    CHECK_ERR(open(bad), ErrorCode::kInvalidArgument);
+  }
+  auto bad_url = open("mysql://user:s3cretpw@host:notaport/db");
+  CHECK_ERR(bad_url, ErrorCode::kInvalidArgument);
+  if (!bad_url.ok()) CHECK(bad_url.error().message.find("s3cretpw") == std::string::npos);
+
+  auto my = open("mysql://user:pw@127.0.0.1:1/db");
+  REQUIRE_OK(my);
+  return std::move(my).value();
+}
+
 // What every suite's backend gives, over stores of type `Interface`: the
 // main instance, and another instance (its own connection) on the same data.
 template <typename Interface>
