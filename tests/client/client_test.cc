@@ -15,45 +15,27 @@
 #include "fake_server.h"
 
 using namespace std::chrono_literals;
-using seqd::client::AsyncClient;
-using seqd::client::Client;
-using seqd::client::ClientOptions;
-using seqd::client::ClientResult;
-using seqd::client::IdBatch;
-using seqd::client::StatusCode;
-using seqd::testing::ClosedEndpoint;
-using seqd::testing::FakeOptions;
-using seqd::testing::FakeServer;
+using namespace seqd::client;
+using namespace seqd::testing;
 
 namespace {
 
-ClientOptions Options(std::vector<std::string> endpoints) {
-  ClientOptions o;
-  o.endpoints = std::move(endpoints);
-  o.call_timeout = 2000ms;
-  o.connect_timeout = 1000ms;
-  o.backoff_initial = 5ms;
-  o.backoff_max = 50ms;
-  return o;
-}
-
-// An io_context on its own thread for AsyncClient tests.
-struct IoThread {
-  boost::asio::io_context io;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{io.get_executor()};
-  std::thread thread{[this] { io.run(); }};
-  ~IoThread() {
-    work.reset();
-    io.stop();
-    thread.join();
-  }
+// What one NextIds call for an ID of "k" answered, and how long it took.
+struct TimedResult {
+  ClientResult<IdBatch> result;
+  std::chrono::steady_clock::duration elapsed;
 };
+TimedResult TimedNextIds(Client& client) {
+  const auto start = std::chrono::steady_clock::now();
+  ClientResult<IdBatch> r = client.NextIds("k", 1);
+  return {std::move(r), std::chrono::steady_clock::now() - start};
+}
 
 }  // namespace
 
 TEST_CASE("blocking NextIds, NextId and Ping") {
   FakeServer server;
-  Client client(Options({server.endpoint()}));
+  Client client(QuickRetryOptions({server.endpoint()}));
   ClientResult<IdBatch> batch = client.NextIds("order", 5);
   REQUIRE_MESSAGE(batch.ok(), batch.ToString());
   CHECK(batch->count() == 5);
@@ -73,7 +55,7 @@ TEST_CASE("pipelining: many calls in flight, out-of-order answers matched by req
   // a client with one call in flight would time out.
   FakeServer server(FakeOptions{.reorder_batch = 50});
   IoThread io;
-  AsyncClient client(io.io.get_executor(), Options({server.endpoint()}));
+  AsyncClient client(io.io.get_executor(), QuickRetryOptions({server.endpoint()}));
   constexpr int kCalls = 200;
   std::mutex mu;
   std::vector<ClientResult<IdBatch>> results(kCalls,
@@ -103,7 +85,7 @@ TEST_CASE("pipelining: many calls in flight, out-of-order answers matched by req
 
 TEST_CASE("max_in_flight_per_connection bounds what is sent; the rest waits in the client") {
   FakeServer server(FakeOptions{.delay_ms = 2});
-  ClientOptions o = Options({server.endpoint()});
+  ClientOptions o = QuickRetryOptions({server.endpoint()});
   o.max_in_flight_per_connection = 4;
   IoThread io;
   AsyncClient client(io.io.get_executor(), o);
@@ -124,13 +106,11 @@ TEST_CASE("max_in_flight_per_connection bounds what is sent; the rest waits in t
 
 TEST_CASE("per-call timeout when the server never answers") {
   FakeServer server(FakeOptions{.ignore = true});
-  ClientOptions o = Options({server.endpoint()});
+  ClientOptions o = QuickRetryOptions({server.endpoint()});
   o.call_timeout = 100ms;
   o.max_attempts = 2;
   Client client(o);
-  const auto start = std::chrono::steady_clock::now();
-  ClientResult<IdBatch> r = client.NextIds("k", 1);
-  const auto elapsed = std::chrono::steady_clock::now() - start;
+  const auto [r, elapsed] = TimedNextIds(client);
   CHECK(r.code() == StatusCode::kTimeout);
   CHECK(r.message().find("after 2 attempts") != std::string::npos);
   CHECK(elapsed >= 190ms);
@@ -140,14 +120,12 @@ TEST_CASE("per-call timeout when the server never answers") {
 
 TEST_CASE("call_deadline cuts an attempt's timeout to the time left") {
   FakeServer server(FakeOptions{.ignore = true});
-  ClientOptions o = Options({server.endpoint()});
+  ClientOptions o = QuickRetryOptions({server.endpoint()});
   o.call_timeout = 10s;
   o.max_attempts = 100;
   o.call_deadline = 300ms;
   Client client(o);
-  const auto start = std::chrono::steady_clock::now();
-  ClientResult<IdBatch> r = client.NextIds("k", 1);
-  const auto elapsed = std::chrono::steady_clock::now() - start;
+  const auto [r, elapsed] = TimedNextIds(client);
   CHECK(r.code() == StatusCode::kTimeout);
   CHECK_MESSAGE(r.message().find("call_deadline 300 ms") != std::string::npos, r.message());
   CHECK(elapsed >= 300ms);
@@ -156,16 +134,14 @@ TEST_CASE("call_deadline cuts an attempt's timeout to the time left") {
 
 TEST_CASE("call_deadline bounds a call across attempts and backoffs") {
   FakeServer server(FakeOptions{.ignore = true});
-  ClientOptions o = Options({server.endpoint()});
+  ClientOptions o = QuickRetryOptions({server.endpoint()});
   o.call_timeout = 100ms;
   o.max_attempts = 1000;
   o.backoff_initial = 50ms;
   o.backoff_max = 200ms;
   o.call_deadline = 700ms;
   Client client(o);
-  const auto start = std::chrono::steady_clock::now();
-  ClientResult<IdBatch> r = client.NextIds("k", 1);
-  const auto elapsed = std::chrono::steady_clock::now() - start;
+  const auto [r, elapsed] = TimedNextIds(client);
   CHECK(r.code() == StatusCode::kTimeout);
   CHECK_MESSAGE(r.message().find("call_deadline 700 ms") != std::string::npos, r.message());
   // No attempt starts with under 1 ms left: the call may end that much early.
@@ -179,7 +155,7 @@ TEST_CASE("call_deadline bounds a call across attempts and backoffs") {
 TEST_CASE("call_deadline: a call retries past max_attempts' usual 3 while time is left") {
   // A takeover as the client sees it: STORE_UNAVAILABLE for a while, then IDs.
   FakeServer server(FakeOptions{.store_unavailable_first = 30});
-  ClientOptions o = Options({server.endpoint()});
+  ClientOptions o = QuickRetryOptions({server.endpoint()});
   o.max_attempts = 1000;
   o.backoff_initial = 1ms;
   o.backoff_max = 5ms;
@@ -204,7 +180,7 @@ TEST_CASE("call_deadline: an attempt the deadline cuts short still reports the e
   // Attempt 1 is answered "store down" after 200 ms; attempt 2 gets the
   // ~100 ms left and is cut by the deadline while the answer is on its way.
   FakeServer server(FakeOptions{.store_unavailable_first = 1000, .delay_ms = 200});
-  ClientOptions o = Options({server.endpoint()});
+  ClientOptions o = QuickRetryOptions({server.endpoint()});
   o.max_attempts = 1000;
   o.backoff_initial = 1ms;
   o.backoff_max = 1ms;
@@ -227,15 +203,13 @@ TEST_CASE("a stalled endpoint is avoided for a call_timeout: retries do not wait
   for (int i = 0; i < 2; ++i) {
     FakeServer hung(FakeOptions{.ignore = true});
     FakeServer live(FakeOptions{.store_unavailable_first = 4});
-    ClientOptions o = Options({hung.endpoint(), live.endpoint()});
+    ClientOptions o = QuickRetryOptions({hung.endpoint(), live.endpoint()});
     o.call_timeout = 500ms;
     o.max_attempts = 20;
     o.backoff_initial = 5ms;
     o.backoff_max = 10ms;
     Client client(o);
-    const auto start = std::chrono::steady_clock::now();
-    ClientResult<IdBatch> r = client.NextIds("k", 1);
-    const auto elapsed = std::chrono::steady_clock::now() - start;
+    const auto [r, elapsed] = TimedNextIds(client);
     REQUIRE_MESSAGE(r.ok(), r.ToString());
     CHECK(hung.next_ids_requests <= 1);
     CHECK(elapsed < 1000ms);  // one stall, not two
@@ -244,7 +218,7 @@ TEST_CASE("a stalled endpoint is avoided for a call_timeout: retries do not wait
 
 TEST_CASE("call_deadline does not retry what is not retryable") {
   FakeServer server(FakeOptions{.unknown_key = true});
-  ClientOptions o = Options({server.endpoint()});
+  ClientOptions o = QuickRetryOptions({server.endpoint()});
   o.max_attempts = 100;
   o.call_deadline = 2s;
   Client client(o);
@@ -258,7 +232,7 @@ TEST_CASE("failover: the first endpoint refuses connections, the second serves")
   // Clients start at a round-robin position: over two clients, at least one
   // meets the dead endpoint first.
   for (int i = 0; i < 2; ++i) {
-    Client client(Options({dead, live.endpoint()}));
+    Client client(QuickRetryOptions({dead, live.endpoint()}));
     for (int j = 0; j < 5; ++j) {
       ClientResult<IdBatch> r = client.NextIds("k", 2);
       REQUIRE_MESSAGE(r.ok(), r.ToString());
@@ -272,7 +246,7 @@ TEST_CASE("failover: an endpoint that accepts and hangs up is tried, then the ne
   FakeServer flaky(FakeOptions{.close_on_accept = true});
   FakeServer live;
   for (int i = 0; i < 2; ++i) {
-    Client client(Options({flaky.endpoint(), live.endpoint()}));
+    Client client(QuickRetryOptions({flaky.endpoint(), live.endpoint()}));
     ClientResult<IdBatch> r = client.NextIds("k", 1);
     REQUIRE_MESSAGE(r.ok(), r.ToString());
   }
@@ -284,7 +258,7 @@ TEST_CASE("SHUTTING_DOWN: the call moves to the next endpoint") {
   FakeServer draining(FakeOptions{.shutting_down = true});
   FakeServer live;
   for (int i = 0; i < 2; ++i) {
-    Client client(Options({draining.endpoint(), live.endpoint()}));
+    Client client(QuickRetryOptions({draining.endpoint(), live.endpoint()}));
     for (int j = 0; j < 3; ++j) {
       ClientResult<IdBatch> r = client.NextIds("k", 1);
       REQUIRE_MESSAGE(r.ok(), r.ToString());
@@ -295,7 +269,7 @@ TEST_CASE("SHUTTING_DOWN: the call moves to the next endpoint") {
 }
 
 TEST_CASE("no endpoint reachable: UNAVAILABLE after max_attempts") {
-  ClientOptions o = Options({ClosedEndpoint(), ClosedEndpoint()});
+  ClientOptions o = QuickRetryOptions({ClosedEndpoint(), ClosedEndpoint()});
   o.max_attempts = 3;
   Client client(o);
   ClientResult<IdBatch> r = client.NextIds("k", 1);
@@ -305,7 +279,7 @@ TEST_CASE("no endpoint reachable: UNAVAILABLE after max_attempts") {
 
 TEST_CASE("connection lost mid-call: retried on a new connection") {
   FakeServer server(FakeOptions{.drop_first = 1});
-  Client client(Options({server.endpoint()}));
+  Client client(QuickRetryOptions({server.endpoint()}));
   ClientResult<IdBatch> r = client.NextIds("k", 1);
   REQUIRE_MESSAGE(r.ok(), r.ToString());
   CHECK(server.connections == 2);
@@ -314,14 +288,12 @@ TEST_CASE("connection lost mid-call: retried on a new connection") {
 
 TEST_CASE("STORE_UNAVAILABLE is retried with backoff, then succeeds") {
   FakeServer server(FakeOptions{.store_unavailable_first = 2});
-  ClientOptions o = Options({server.endpoint()});
+  ClientOptions o = QuickRetryOptions({server.endpoint()});
   o.max_attempts = 3;
   o.backoff_initial = 20ms;
   o.backoff_max = 100ms;
   Client client(o);
-  const auto start = std::chrono::steady_clock::now();
-  ClientResult<IdBatch> r = client.NextIds("k", 1);
-  const auto elapsed = std::chrono::steady_clock::now() - start;
+  const auto [r, elapsed] = TimedNextIds(client);
   REQUIRE_MESSAGE(r.ok(), r.ToString());
   CHECK(server.next_ids_requests == 3);
   // Two backoffs: at least 10 ms + 20 ms with jitter in [base/2, base].
@@ -330,7 +302,7 @@ TEST_CASE("STORE_UNAVAILABLE is retried with backoff, then succeeds") {
 
 TEST_CASE("STORE_UNAVAILABLE on every attempt is reported") {
   FakeServer server(FakeOptions{.store_unavailable_first = 100});
-  ClientOptions o = Options({server.endpoint()});
+  ClientOptions o = QuickRetryOptions({server.endpoint()});
   o.max_attempts = 2;
   Client client(o);
   ClientResult<IdBatch> r = client.NextIds("k", 1);
@@ -340,7 +312,7 @@ TEST_CASE("STORE_UNAVAILABLE on every attempt is reported") {
 
 TEST_CASE("UNKNOWN_KEY is not retried") {
   FakeServer server(FakeOptions{.unknown_key = true});
-  ClientOptions o = Options({server.endpoint()});
+  ClientOptions o = QuickRetryOptions({server.endpoint()});
   o.max_attempts = 5;
   Client client(o);
   ClientResult<IdBatch> r = client.NextIds("nope", 1);
@@ -352,7 +324,7 @@ TEST_CASE("UNKNOWN_KEY is not retried") {
 
 TEST_CASE("prefetch: count==1 served from a local batch, refilled when half used") {
   FakeServer server;
-  ClientOptions o = Options({server.endpoint()});
+  ClientOptions o = QuickRetryOptions({server.endpoint()});
   o.prefetch = 100;
   Client client(o);
   std::vector<int64_t> ids;
@@ -376,7 +348,7 @@ TEST_CASE("prefetch: count==1 served from a local batch, refilled when half used
 
 TEST_CASE("prefetch: concurrent NextId calls wait for the first batch and stay unique") {
   FakeServer server(FakeOptions{.delay_ms = 5});
-  ClientOptions o = Options({server.endpoint()});
+  ClientOptions o = QuickRetryOptions({server.endpoint()});
   o.prefetch = 16;
   Client client(o);
   std::mutex mu;
@@ -404,7 +376,7 @@ TEST_CASE("prefetch: concurrent NextId calls wait for the first batch and stay u
 
 TEST_CASE("blocking API from several threads at once") {
   FakeServer server;
-  Client client(Options({server.endpoint()}));
+  Client client(QuickRetryOptions({server.endpoint()}));
   constexpr int kThreads = 8, kCalls = 200;
   std::mutex mu;
   std::set<int64_t> seen;
@@ -434,7 +406,7 @@ TEST_CASE("blocking API from several threads at once") {
 TEST_CASE("Close cancels pending calls and rejects later ones") {
   FakeServer server(FakeOptions{.ignore = true});
   IoThread io;
-  AsyncClient client(io.io.get_executor(), Options({server.endpoint()}));
+  AsyncClient client(io.io.get_executor(), QuickRetryOptions({server.endpoint()}));
   std::promise<ClientResult<IdBatch>> first, later;
   client.NextIds("k", 1, [&](ClientResult<IdBatch> r) { first.set_value(std::move(r)); });
   while (server.next_ids_requests == 0) std::this_thread::sleep_for(1ms);
@@ -450,15 +422,15 @@ TEST_CASE("Close cancels pending calls and rejects later ones") {
 
 TEST_CASE("bad options are rejected") {
   CHECK_THROWS_AS(Client(ClientOptions{}), std::invalid_argument);
-  CHECK_THROWS_AS(Client(Options({"localhost"})), std::invalid_argument);
-  CHECK_THROWS_AS(Client(Options({"localhost:99999"})), std::invalid_argument);
-  ClientOptions o = Options({"127.0.0.1:1"});
+  CHECK_THROWS_AS(Client(QuickRetryOptions({"localhost"})), std::invalid_argument);
+  CHECK_THROWS_AS(Client(QuickRetryOptions({"localhost:99999"})), std::invalid_argument);
+  ClientOptions o = QuickRetryOptions({"127.0.0.1:1"});
   o.max_attempts = 0;
   CHECK_THROWS_AS(Client{o}, std::invalid_argument);
   o.max_attempts = 3;
   o.call_deadline = -1ms;
   CHECK_THROWS_AS(Client{o}, std::invalid_argument);
-  CHECK_NOTHROW(Client(Options({"[::1]:7070", "localhost:7070"})));
+  CHECK_NOTHROW(Client(QuickRetryOptions({"[::1]:7070", "localhost:7070"})));
 }
 
 TEST_CASE("status names") {

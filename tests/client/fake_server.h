@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
@@ -18,6 +20,7 @@
 
 #include "proto/binary_codec.h"
 #include "proto/snowflake_codec.h"
+#include "seqd/client.h"
 
 namespace seqd::testing {
 
@@ -252,5 +255,31 @@ inline std::string ClosedEndpoint() {
   a.close();
   return "127.0.0.1:" + std::to_string(port);
 }
+
+// Options for a client of FakeServers at `endpoints`: a 2 s call timeout,
+// a 1 s connect timeout, and retries after 5 ms backing off to 50 ms.
+inline seqd::client::ClientOptions QuickRetryOptions(std::vector<std::string> endpoints) {
+  using namespace std::chrono_literals;
+  seqd::client::ClientOptions o;
+  o.endpoints = std::move(endpoints);
+  o.call_timeout = 2000ms;
+  o.connect_timeout = 1000ms;
+  o.backoff_initial = 5ms;
+  o.backoff_max = 50ms;
+  return o;
+}
+
+// An io_context running on its own thread, for AsyncClient tests: from
+// construction until destruction, which stops it and joins the thread.
+struct IoThread {
+  boost::asio::io_context io;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{io.get_executor()};
+  std::thread thread{[this] { io.run(); }};
+  ~IoThread() {
+    work.reset();
+    io.stop();
+    thread.join();
+  }
+};
 
 }  // namespace seqd::testing

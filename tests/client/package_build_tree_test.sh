@@ -9,13 +9,8 @@ set -eu
 build=$(cd "$1" && pwd)
 example=$2
 seqd=$3
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/seqd-build-tree.XXXXXX")
-pid=
-cleanup() {
-  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
+. "$(dirname "$0")/test_lib.sh"
+with_tmp_dir seqd-build-tree
 fail() {
   echo "FAIL: $*" >&2
   exit 1
@@ -28,25 +23,9 @@ grep -q "seqd_DIR" "$tmp/build/CMakeCache.txt"
 cmake --build "$tmp/build" -j2 >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log" >&2; fail "build"; }
 
 echo "== run them against $seqd"
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-http_port=$(free_port)
-tcp_port=$(free_port)
-"$seqd" --store "sqlite:$tmp/seqd.db" --http-port "$http_port" --tcp-port "$tcp_port" \
-  --threads 1 --log-level warn >"$tmp/seqd.log" 2>&1 &
-pid=$!
-ok=
-for _ in $(seq 100); do
-  if "$tmp/build/seqd-example" --endpoints "127.0.0.1:$tcp_port" si_tree 3 >"$tmp/ids" 2>"$tmp/err"
-  then
-    ok=1
-    break
-  fi
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.1
-done
-[ -n "$ok" ] || { cat "$tmp/err" "$tmp/seqd.log" >&2; fail "seqd-example got no IDs"; }
+start_seqd "$seqd"
+ids_from_seqd "$tmp/build/seqd-example" si_tree ||
+  { cat "$tmp/err" "$tmp/seqd.log" >&2; fail "seqd-example got no IDs"; }
 [ "$(wc -l <"$tmp/ids")" -eq 3 ] || fail "seqd-example printed $(cat "$tmp/ids")"
 
 "$tmp/build/seqd-messages-example" --endpoints "127.0.0.1:$tcp_port" --conv sg_tree hello world \

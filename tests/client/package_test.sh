@@ -9,13 +9,8 @@ set -eu
 build=$1
 example=$2
 seqd=${3:-}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/seqd-package.XXXXXX")
-pid=
-cleanup() {
-  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
+. "$(dirname "$0")/test_lib.sh"
+with_tmp_dir seqd-package
 
 echo "== install $build to $tmp/prefix"
 cmake --install "$build" --prefix "$tmp/prefix"
@@ -38,25 +33,9 @@ grep -q UNAVAILABLE "$tmp/err"
 
 if [ -n "$seqd" ] && [ -x "$seqd" ]; then
   echo "== against $seqd"
-  free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-  }
-  http_port=$(free_port)
-  tcp_port=$(free_port)
-  "$seqd" --store "sqlite:$tmp/seqd.db" --http-port "$http_port" --tcp-port "$tcp_port" \
-    --threads 1 --log-level warn >"$tmp/seqd.log" 2>&1 &
-  pid=$!
+  start_seqd "$seqd"
   # si_ keys are created on first use (default auto-create rule).
-  ok=
-  for _ in $(seq 100); do
-    if "$bin" --endpoints "127.0.0.1:$tcp_port" si_package 3 >"$tmp/ids" 2>"$tmp/err"; then
-      ok=1
-      break
-    fi
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if [ -z "$ok" ]; then
+  if ! ids_from_seqd "$bin" si_package; then
     echo "the example got no IDs from seqd:" >&2
     cat "$tmp/err" "$tmp/seqd.log" >&2
     exit 1

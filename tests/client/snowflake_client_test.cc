@@ -11,26 +11,10 @@
 #include "seqd/client.h"
 
 using namespace std::chrono_literals;
-using seqd::client::AsyncClient;
-using seqd::client::Client;
-using seqd::client::ClientOptions;
-using seqd::client::ClientResult;
-using seqd::client::DecodedSnowflake;
-using seqd::client::StatusCode;
-using seqd::testing::FakeOptions;
-using seqd::testing::FakeServer;
+using namespace seqd::client;
+using namespace seqd::testing;
 
 namespace {
-
-ClientOptions SnowflakeOptions(std::vector<std::string> endpoints) {
-  ClientOptions o;
-  o.endpoints = std::move(endpoints);
-  o.call_timeout = 2000ms;
-  o.connect_timeout = 1000ms;
-  o.backoff_initial = 5ms;
-  o.backoff_max = 50ms;
-  return o;
-}
 
 bool StrictlyAscending(const std::vector<int64_t>& ids) {
   for (size_t i = 1; i < ids.size(); ++i) {
@@ -43,7 +27,7 @@ bool StrictlyAscending(const std::vector<int64_t>& ids) {
 
 TEST_CASE("snowflake client: blocking NextSnowflake and DecodeSnowflake") {
   FakeServer server;
-  Client client(SnowflakeOptions({server.endpoint()}));
+  Client client(QuickRetryOptions({server.endpoint()}));
   ClientResult<std::vector<int64_t>> one = client.NextSnowflake();
   REQUIRE_MESSAGE(one.ok(), one.ToString());
   REQUIRE(one->size() == 1);
@@ -67,7 +51,7 @@ TEST_CASE("snowflake client: the async calls run their callbacks once, on the ex
   auto work = boost::asio::make_work_guard(io);
   std::thread runner([&] { io.run(); });
   {
-    AsyncClient client(io.get_executor(), SnowflakeOptions({server.endpoint()}));
+    AsyncClient client(io.get_executor(), QuickRetryOptions({server.endpoint()}));
     std::promise<ClientResult<std::vector<int64_t>>> ids;
     std::promise<ClientResult<DecodedSnowflake>> fields;
     std::promise<std::thread::id> where;
@@ -96,7 +80,7 @@ TEST_CASE("snowflake client: NOT_SERVING moves the call to the next endpoint") {
   // Clients start at a round-robin position: over two clients, at least one
   // asks the server without a lease first.
   for (int i = 0; i < 2; ++i) {
-    Client client(SnowflakeOptions({unleased.endpoint(), live.endpoint()}));
+    Client client(QuickRetryOptions({unleased.endpoint(), live.endpoint()}));
     for (int j = 0; j < 3; ++j) {
       auto r = client.NextSnowflake(2);
       REQUIRE_MESSAGE(r.ok(), r.ToString());
@@ -109,7 +93,7 @@ TEST_CASE("snowflake client: NOT_SERVING moves the call to the next endpoint") {
 
 TEST_CASE("snowflake client: NOT_SERVING on every attempt is reported, after the retries") {
   FakeServer server(FakeOptions{.not_serving_first = 1000});
-  ClientOptions o = SnowflakeOptions({server.endpoint()});
+  ClientOptions o = QuickRetryOptions({server.endpoint()});
   o.max_attempts = 3;
   Client client(o);
   auto r = client.NextSnowflake(1);
@@ -121,7 +105,7 @@ TEST_CASE("snowflake client: NOT_SERVING on every attempt is reported, after the
 
 TEST_CASE("snowflake client: a NOT_SERVING that clears is retried to success") {
   FakeServer server(FakeOptions{.not_serving_first = 2});
-  ClientOptions o = SnowflakeOptions({server.endpoint()});
+  ClientOptions o = QuickRetryOptions({server.endpoint()});
   o.max_attempts = 3;
   Client client(o);
   auto r = client.NextSnowflake(4);
@@ -132,7 +116,7 @@ TEST_CASE("snowflake client: a NOT_SERVING that clears is retried to success") {
 
 TEST_CASE("snowflake client: INVALID_ARGUMENT is not retried") {
   FakeServer server;
-  ClientOptions o = SnowflakeOptions({server.endpoint()});
+  ClientOptions o = QuickRetryOptions({server.endpoint()});
   o.max_attempts = 5;
   Client client(o);
   CHECK(client.NextSnowflake(0).code() == StatusCode::kInvalidArgument);
@@ -144,14 +128,14 @@ TEST_CASE("snowflake client: INVALID_ARGUMENT is not retried") {
 TEST_CASE("snowflake client: a result of the wrong length or order is a PROTOCOL error") {
   SUBCASE("one ID short") {
     FakeServer server(FakeOptions{.snowflake_short = true});
-    Client client(SnowflakeOptions({server.endpoint()}));
+    Client client(QuickRetryOptions({server.endpoint()}));
     auto r = client.NextSnowflake(3);
     CHECK(r.code() == StatusCode::kProtocol);
     CHECK(r.message() == "malformed SNOWFLAKE result");
   }
   SUBCASE("descending") {
     FakeServer server(FakeOptions{.snowflake_unsorted = true});
-    Client client(SnowflakeOptions({server.endpoint()}));
+    Client client(QuickRetryOptions({server.endpoint()}));
     CHECK(client.NextSnowflake(3).code() == StatusCode::kProtocol);
     CHECK(client.NextSnowflake(1).ok());  // one ID is trivially in order
   }
@@ -163,7 +147,7 @@ TEST_CASE("snowflake client: Close cancels a pending call") {
   auto work = boost::asio::make_work_guard(io);
   std::thread runner([&] { io.run(); });
   {
-    AsyncClient client(io.get_executor(), SnowflakeOptions({server.endpoint()}));
+    AsyncClient client(io.get_executor(), QuickRetryOptions({server.endpoint()}));
     std::promise<ClientResult<std::vector<int64_t>>> result;
     client.NextSnowflake(
         1, [&](ClientResult<std::vector<int64_t>> r) { result.set_value(std::move(r)); });

@@ -8,21 +8,13 @@
 set -eu
 seqctl=$1
 src=$2
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/seqd-tls-tools.XXXXXX")
-pid=
-cleanup() {
-  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
+. "$(dirname "$0")/test_lib.sh"
+with_tmp_dir seqd-tls-tools
 
 sh "$src/tests/tls/make_certs.sh" "$tmp/certs"
 c=$tmp/certs
 mkdir "$tmp/www"
 printf '{"status":"ok","version":"tls-test","uptime_s":1}' >"$tmp/www/healthz"
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 port=$(free_port)
 
 # start_server [extra s_server flags]: waits until seqctl gets through. A

@@ -110,6 +110,60 @@ class TempDir {
   fs::path path_;
 };
 
+// Checks a store factory (`open(spec)`, as OpenMessageStore) refuses bad
+// specs with kInvalidArgument, naming no password of a bad MySQL URL, and
+// returns the store a reachable-looking MySQL URL names without connecting
+// (it is unreachable: the caller checks that its calls say so).
+template <typename Open>
+auto CheckSpecsAndOpenUnreachableMysql(Open open) {
+  for (const char* bad : {"", "memory", "memory:x", "sqlite:", "postgres://u@h/db", "bogus"}) {
+    CAPTURE(bad);
+    CHECK_ERR(open(bad), ErrorCode::kInvalidArgument);
+  }
+  auto bad_url = open("mysql://user:s3cretpw@host:notaport/db");
+  CHECK_ERR(bad_url, ErrorCode::kInvalidArgument);
+  if (!bad_url.ok()) CHECK(bad_url.error().message.find("s3cretpw") == std::string::npos);
+
+  auto my = open("mysql://user:pw@127.0.0.1:1/db");
+  REQUIRE_OK(my);
+  return std::move(my).value();
+}
+
+// What every suite's backend gives, over stores of type `Interface`: the
+// main instance, and another instance (its own connection) on the same data.
+template <typename Interface>
+class StoreBackend {
+ public:
+  virtual ~StoreBackend() = default;
+  virtual Interface& store() = 0;
+  virtual std::unique_ptr<Interface> NewInstance() = 0;
+};
+
+// The SQLite part of a suite's backend (`Base`, whose store() and
+// NewInstance() give an `Interface`): a `Store` on the file sub/FILE in a
+// temporary directory of its own, opened by `open(path)` (which REQUIREs
+// it opened; the store makes sub/), and NewInstance() opens another on the
+// same file. The directory is removed after the store closed.
+template <typename Base, typename Interface, typename Store>
+class SqliteFileBackend : public Base {
+ public:
+  using Open = std::unique_ptr<Store> (*)(const std::string& path);
+  SqliteFileBackend(const std::string& dir_prefix, const std::string& file, Open open)
+      : open_(open),
+        dir_(dir_prefix),
+        path_((dir_.path() / "sub" / file).string()),
+        store_(open_(path_)) {}
+  Interface& store() override { return *store_; }
+  std::unique_ptr<Interface> NewInstance() override { return open_(path_); }
+  const std::string& path() const { return path_; }
+
+ protected:
+  const Open open_;
+  TempDir dir_;  // before the store: removed after the store closed
+  std::string path_;
+  std::unique_ptr<Store> store_;
+};
+
 // The options of the MariaDB under test, from SEQD_TEST_MYSQL_URL, with a
 // pool of 2. Fails the test (never skips) when the variable is unset.
 inline MysqlOptions TestMysqlOptions() {
@@ -200,6 +254,29 @@ class RawHosts {
 
  private:
   std::vector<std::unique_ptr<sql::Connection>> raws_;
+};
+
+// The MariaDB part of a suite's backend (`Base`, whose store() and
+// NewInstance() give an `Interface`): a `Store` on the MariaDB under test
+// (TestMysqlOptions) with its schema ensured, and NewInstance() another
+// made the same way.
+template <typename Base, typename Interface, typename Store>
+class MysqlServerBackend : public Base {
+ public:
+  MysqlServerBackend() : opts_(TestMysqlOptions()), store_(OpenStore(opts_)) {}
+  Interface& store() override { return *store_; }
+  std::unique_ptr<Interface> NewInstance() override { return OpenStore(opts_); }
+  const MysqlOptions& options() const { return opts_; }
+
+ protected:
+  static std::unique_ptr<Store> OpenStore(const MysqlOptions& o) {
+    auto s = std::make_unique<Store>(o);
+    REQUIRE_OK(s->EnsureSchema());
+    return s;
+  }
+
+  MysqlOptions opts_;
+  std::unique_ptr<Store> store_;
 };
 
 }  // namespace seqd::conformance

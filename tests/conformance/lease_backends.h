@@ -97,13 +97,9 @@ class ForwardingLeaseStore final : public WorkerLeaseStore {
   WorkerLeaseStore& in_;
 };
 
-class Backend {
+// A new instance stands for another "process".
+class Backend : public StoreBackend<WorkerLeaseStore> {
  public:
-  virtual ~Backend() = default;
-  virtual WorkerLeaseStore& store() = 0;
-  // Another instance on the same data, with its own connection (another
-  // "process").
-  virtual std::unique_ptr<WorkerLeaseStore> NewInstance() = 0;
   // A ttl short enough to wait out, and letting the store clock move past
   // it: Elapse(short_ttl()) expires a lease claimed with it.
   virtual int64_t short_ttl() const = 0;
@@ -148,40 +144,20 @@ inline std::unique_ptr<SqliteWorkerLeaseStore> OpenSqlite(const std::string& pat
   return std::move(s).value();
 }
 
-class SqliteBackend final : public RealClockBackend {
+class SqliteBackend final
+    : public SqliteFileBackend<RealClockBackend, WorkerLeaseStore, SqliteWorkerLeaseStore> {
  public:
-  SqliteBackend() : dir_("seqd-leaseconf-"), path_((dir_.path() / "sub" / "seqd.db").string()) {
-    store_ = OpenSqlite(path_);
-  }
-  WorkerLeaseStore& store() override { return *store_; }
-  std::unique_ptr<WorkerLeaseStore> NewInstance() override { return OpenSqlite(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  TempDir dir_;  // declared first: removed after the store closed
-  std::string path_;
-  std::unique_ptr<SqliteWorkerLeaseStore> store_;
+  SqliteBackend() : SqliteFileBackend("seqd-leaseconf-", "seqd.db", OpenSqlite) {}
 };
 
-class MysqlBackend final : public RealClockBackend {
+// Starts with no leases: the table is emptied.
+class MysqlBackend final
+    : public MysqlServerBackend<RealClockBackend, WorkerLeaseStore, MysqlWorkerLeaseStore> {
  public:
-  MysqlBackend() : opts_(TestMysqlOptions()) {
-    store_ = std::make_unique<MysqlWorkerLeaseStore>(opts_);
-    REQUIRE_OK(store_->EnsureSchema());
+  MysqlBackend() {
     auto raw = RawMysql(opts_);
     RawExec(*raw, "DELETE FROM seqd_worker_lease");
   }
-  WorkerLeaseStore& store() override { return *store_; }
-  std::unique_ptr<WorkerLeaseStore> NewInstance() override {
-    auto s = std::make_unique<MysqlWorkerLeaseStore>(opts_);
-    REQUIRE_OK(s->EnsureSchema());
-    return s;
-  }
-  const MysqlOptions& options() const { return opts_; }
-
- private:
-  MysqlOptions opts_;
-  std::unique_ptr<MysqlWorkerLeaseStore> store_;
 };
 
 // The store clock reading `now_ms` is what the backend expects.

@@ -104,12 +104,9 @@ class ForwardingMessageStore final : public MessageStore {
   MessageStore& in_;
 };
 
-class Backend {
+// A new instance has its own cache at the caller.
+class Backend : public StoreBackend<MessageStore> {
  public:
-  virtual ~Backend() = default;
-  virtual MessageStore& store() = 0;
-  // Another instance (own connection, own cache at the caller) on the same data.
-  virtual std::unique_ptr<MessageStore> NewInstance() = 0;
   // A request that this backend's Append rejects (a caller bug the store
   // catches), for the all-or-nothing check. `stored` is already stored in
   // conversation `conv`. Default: it reuses `stored`'s server_msg_id, which
@@ -139,28 +136,13 @@ inline std::unique_ptr<SqliteMessageStore> OpenSqlite(const std::string& path) {
   return std::move(s).value();
 }
 
-class SqliteBackend final : public Backend {
+class SqliteBackend final : public SqliteFileBackend<Backend, MessageStore, SqliteMessageStore> {
  public:
-  SqliteBackend() : dir_("seqd-msgconf-"), path_((dir_.path() / "sub" / "seqd.db").string()) {
-    store_ = OpenSqlite(path_);
-  }
-  MessageStore& store() override { return *store_; }
-  std::unique_ptr<MessageStore> NewInstance() override { return OpenSqlite(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  TempDir dir_;  // declared first: removed after the store closed
-  std::string path_;
-  std::unique_ptr<SqliteMessageStore> store_;
+  SqliteBackend() : SqliteFileBackend("seqd-msgconf-", "seqd.db", OpenSqlite) {}
 };
 
-class MysqlBackend final : public Backend {
+class MysqlBackend final : public MysqlServerBackend<Backend, MessageStore, MysqlMessageStore> {
  public:
-  MysqlBackend() : opts_(TestMysqlOptions()) {
-    store_ = std::make_unique<MysqlMessageStore>(opts_);
-    REQUIRE_OK(store_->EnsureSchema());
-  }
-  MessageStore& store() override { return *store_; }
   // No index on server_msg_id here (unique by construction, and the index
   // costs ~10% of insert throughput): a sender id longer than its VARCHAR(128)
   // column, which strict mode rejects, plays the caller bug instead.
@@ -168,16 +150,6 @@ class MysqlBackend final : public Backend {
     fresh.sender_id = std::string(300, 's');  // longer than the column: the INSERT fails
     return fresh;
   }
-  std::unique_ptr<MessageStore> NewInstance() override {
-    auto s = std::make_unique<MysqlMessageStore>(opts_);
-    REQUIRE_OK(s->EnsureSchema());
-    return s;
-  }
-  const MysqlOptions& options() const { return opts_; }
-
- private:
-  MysqlOptions opts_;
-  std::unique_ptr<MysqlMessageStore> store_;
 };
 
 }  // namespace seqd::message_conformance

@@ -26,6 +26,7 @@
 #include "storage/segment_store.h"
 #include "storage/sqlite/sqlite_store.h"
 #include "tests/conformance/conformance_support.h"
+#include "tests/unit/test_stores.h"
 
 namespace seqd::conformance {
 
@@ -37,63 +38,19 @@ inline int64_t NowMs() {
 }
 
 // Non-owning SegmentStore that forwards to another (a second "instance" of
-// the memory store, which cannot be shared otherwise).
-class ForwardingStore final : public SegmentStore {
+// the memory store, which cannot be shared otherwise), its batch
+// reservations included.
+class ForwardingStore final : public ForwardingSegmentStore {
  public:
-  explicit ForwardingStore(SegmentStore& inner) : inner_(inner) {}
-  Status EnsureSchema() override { return inner_.EnsureSchema(); }
-  Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) override {
-    return inner_.Reserve(key, step);
-  }
+  explicit ForwardingStore(SegmentStore& inner) : ForwardingSegmentStore(inner) {}
   std::vector<Result<ReservedSegment>> ReserveMany(
       const std::vector<ReserveRequest>& requests) override {
-    return inner_.ReserveMany(requests);
+    return inner().ReserveMany(requests);
   }
-  Status CreateKeys(const std::vector<NewKey>& keys, std::string_view description) override {
-    return inner_.CreateKeys(keys, description);
-  }
-  Result<KeyRow> CreateKey(std::string_view key, int64_t step,
-                           std::string_view description) override {
-    return inner_.CreateKey(key, step, description);
-  }
-  Result<KeyRow> GetKey(std::string_view key) override { return inner_.GetKey(key); }
-  Result<std::vector<KeyRow>> ListKeys(std::string_view after, size_t limit) override {
-    return inner_.ListKeys(after, limit);
-  }
-  Result<KeyRow> SetStep(std::string_view key, int64_t step) override {
-    return inner_.SetStep(key, step);
-  }
-  Result<std::vector<int64_t>> GetAllocTimes(const std::vector<std::string>& keys) override {
-    return inner_.GetAllocTimes(keys);
-  }
-  Result<std::vector<int64_t>> GetUserSeqs(std::string_view user, UserSeqField field,
-                                           const std::vector<std::string>& convs) override {
-    return inner_.GetUserSeqs(user, field, convs);
-  }
-  Status SetUserSeqs(std::string_view user, UserSeqField field, bool raise_only,
-                     const std::vector<UserSeqValue>& values) override {
-    return inner_.SetUserSeqs(user, field, raise_only, values);
-  }
-  Result<std::vector<int64_t>> GetMinSeqs(const std::vector<std::string>& keys) override {
-    return inner_.GetMinSeqs(keys);
-  }
-  Status SetMinSeqs(const std::vector<MinSeqValue>& values, const std::vector<ShardFence>& fences,
-                    uint32_t* refused_shard = nullptr) override {
-    return inner_.SetMinSeqs(values, fences, refused_shard);
-  }
-  Status Ping() override { return inner_.Ping(); }
-
- private:
-  SegmentStore& inner_;
 };
 
-class Backend {
+class Backend : public StoreBackend<SegmentStore> {
  public:
-  virtual ~Backend() = default;
-  // The main instance.
-  virtual SegmentStore& store() = 0;
-  // Another instance (own connection) on the same data.
-  virtual std::unique_ptr<SegmentStore> NewInstance() = 0;
   // Drops the main instance and opens it again (same data).
   virtual void Reopen() = 0;
   // Makes store() see a leaf_alloc table created by Leaf's own DDL holding
@@ -134,14 +91,11 @@ inline std::unique_ptr<SqliteStore> OpenSqlite(const std::string& path) {
   return std::move(s).value();
 }
 
-class SqliteBackend final : public Backend {
+class SqliteBackend final : public SqliteFileBackend<Backend, SegmentStore, SqliteStore> {
  public:
-  SqliteBackend() : dir_("seqd-conformance-"), path_((dir_.path() / "sub" / "leaf.db").string()) {
-    store_ = OpenSqlite(path_);  // also creates dir_/sub
+  SqliteBackend() : SqliteFileBackend("seqd-conformance-", "leaf.db", OpenSqlite) {
     REQUIRE_OK(store_->EnsureSchema());
   }
-  SegmentStore& store() override { return *store_; }
-  std::unique_ptr<SegmentStore> NewInstance() override { return OpenSqlite(path_); }
   void Reopen() override {
     store_.reset();
     store_ = OpenSqlite(path_);
@@ -175,21 +129,11 @@ class SqliteBackend final : public Backend {
   }
   bool durable() const override { return true; }
   bool tracks_update_time() const override { return true; }
-  const std::string& path() const { return path_; }
-
- private:
-  TempDir dir_;  // declared first: removed after the store closed
-  std::string path_;
-  std::unique_ptr<SqliteStore> store_;
 };
 
-class MysqlBackend final : public Backend {
+class MysqlBackend final : public MysqlServerBackend<Backend, SegmentStore, MysqlStore> {
  public:
-  MysqlBackend() : opts_(TestMysqlOptions()) {
-    store_ = std::make_unique<MysqlStore>(opts_);
-    REQUIRE_OK(store_->EnsureSchema());
-  }
-  SegmentStore& store() override { return *store_; }
+  // Another instance with a pool of one connection.
   std::unique_ptr<SegmentStore> NewInstance() override {
     MysqlOptions o = opts_;
     o.pool_size = 1;
@@ -239,12 +183,7 @@ class MysqlBackend final : public Backend {
   }
   bool durable() const override { return true; }
   bool tracks_update_time() const override { return true; }
-  const MysqlOptions& options() const { return opts_; }
   MysqlStore& mysql() { return *store_; }
-
- private:
-  MysqlOptions opts_;
-  std::unique_ptr<MysqlStore> store_;
 };
 
 }  // namespace seqd::conformance

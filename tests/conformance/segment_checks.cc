@@ -241,6 +241,37 @@ std::vector<std::vector<ReservedSegment>> PerKey(
   return per_key;
 }
 
+// A batch for ReserveMany: the key number of each request, and the requests.
+struct NumberedBatch {
+  std::vector<int> order;
+  std::vector<ReserveRequest> requests;
+};
+
+// `threads` threads, each on an instance of its own, each reserving
+// `batches` batches made by make_batch(rng) (rng seeded with the thread's
+// number) with ReserveMany; returns each of `keys` keys' ranges, from every
+// thread (PerKey: a thread's error fails the check).
+template <typename MakeBatch>
+std::vector<std::vector<ReservedSegment>> ReserveManyOnThreads(Backend& b, int threads, int batches,
+                                                               int keys, MakeBatch make_batch) {
+  std::vector<std::unique_ptr<SegmentStore>> stores;
+  for (int t = 0; t < threads; ++t) stores.push_back(b.NewInstance());
+  std::vector<std::vector<std::pair<int, ReservedSegment>>> got(threads);
+  std::vector<std::string> errors(threads);
+  std::vector<std::thread> running;
+  for (int t = 0; t < threads; ++t) {
+    running.emplace_back([&, t] {
+      std::mt19937 rng(static_cast<unsigned>(t));
+      for (int n = 0; n < batches; ++n) {
+        NumberedBatch batch = make_batch(rng);
+        Tally(stores[t]->ReserveMany(batch.requests), batch.order, got[t], errors[t]);
+      }
+    });
+  }
+  for (auto& th : running) th.join();
+  return PerKey(keys, got, errors);
+}
+
 // Threads reserve overlapping batches of the same keys (each in its own
 // order, some keys twice): per key, every range is disjoint from the others
 // and together they cover 1..max_id-1.
@@ -253,31 +284,19 @@ void CheckConcurrentBatches(Backend& b) {
     keys.push_back(UniqueName("batches-" + std::to_string(i)));
     REQUIRE_OK(b.store().CreateKey(keys.back(), 10 + i, ""));
   }
-  std::vector<std::unique_ptr<SegmentStore>> stores;
-  for (int t = 0; t < kThreads; ++t) stores.push_back(b.NewInstance());
-  std::vector<std::vector<std::pair<int, ReservedSegment>>> got(kThreads);
-  std::vector<std::string> errors(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      std::mt19937 rng(static_cast<unsigned>(t));
-      for (int n = 0; n < kBatches; ++n) {
-        std::vector<int> order;
-        for (int i = 0; i < kKeys; ++i) order.push_back(i);
-        order.push_back(static_cast<int>(rng() % kKeys));  // one key twice
-        std::shuffle(order.begin(), order.end(), rng);
-        std::vector<ReserveRequest> requests;
-        for (int i : order) {
+  std::vector<std::vector<ReservedSegment>> per_key =
+      ReserveManyOnThreads(b, kThreads, kBatches, kKeys, [&](std::mt19937& rng) {
+        NumberedBatch batch;
+        for (int i = 0; i < kKeys; ++i) batch.order.push_back(i);
+        batch.order.push_back(static_cast<int>(rng() % kKeys));  // one key twice
+        std::shuffle(batch.order.begin(), batch.order.end(), rng);
+        for (int i : batch.order) {
           std::optional<int64_t> step;
           if (rng() % 2) step = 1 + static_cast<int64_t>(rng() % 20);
-          requests.push_back(ReserveRequest{keys[i], step, {}});
+          batch.requests.push_back(ReserveRequest{keys[i], step, {}});
         }
-        Tally(stores[t]->ReserveMany(requests), order, got[t], errors[t]);
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  std::vector<std::vector<ReservedSegment>> per_key = PerKey(kKeys, got, errors);
+        return batch;
+      });
   for (int k = 0; k < kKeys; ++k) {
     auto& all = per_key[k];
     CHECK(all.size() >= static_cast<size_t>(kThreads * kBatches));
@@ -363,31 +382,19 @@ void CheckConcurrentCreates(Backend& b) {
   constexpr int kBatches = 20;
   constexpr int kKeys = 40;
   const std::string prefix = UniqueName("concurrent-create") + "-";
-  std::vector<std::unique_ptr<SegmentStore>> stores;
-  for (int t = 0; t < kThreads; ++t) stores.push_back(b.NewInstance());
-  std::vector<std::vector<std::pair<int, ReservedSegment>>> got(kThreads);
-  std::vector<std::string> errors(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      std::mt19937 rng(static_cast<unsigned>(t));
-      for (int n = 0; n < kBatches; ++n) {
-        std::vector<int> order;
+  std::vector<std::vector<ReservedSegment>> per_key =
+      ReserveManyOnThreads(b, kThreads, kBatches, kKeys, [&](std::mt19937& rng) {
+        NumberedBatch batch;
         for (int i = 0; i < kKeys; ++i) {
-          if (rng() % 2) order.push_back(i);
+          if (rng() % 2) batch.order.push_back(i);
         }
-        std::shuffle(order.begin(), order.end(), rng);
-        std::vector<ReserveRequest> requests;
-        for (int i : order) {
-          requests.push_back(
+        std::shuffle(batch.order.begin(), batch.order.end(), rng);
+        for (int i : batch.order) {
+          batch.requests.push_back(
               ReserveRequest{prefix + std::to_string(i), std::nullopt, {}, 3 + i % 5, "auto"});
         }
-        Tally(stores[t]->ReserveMany(requests), order, got[t], errors[t]);
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  std::vector<std::vector<ReservedSegment>> per_key = PerKey(kKeys, got, errors);
+        return batch;
+      });
   for (int k = 0; k < kKeys; ++k) {
     CAPTURE(k);
     auto& all = per_key[k];
@@ -568,8 +575,8 @@ void CheckBlockTokens(Backend& b) {
   for (const auto& r : got) CHECK_FALSE(r->replayed);
   // Again: the same ranges, replayed, nothing reserved; mixed with a new
   // request of the same key in the same batch, which continues after.
-  auto again = s.ReserveMany({request(k, 3, "t1"), request(k, 1, "t3"), request(fresh, 5, "t1", 50),
-                              request(k, 2, "t2")});
+  auto again = s.ReserveMany(
+      {request(k, 3, "t1"), request(k, 1, "t3"), request(fresh, 5, "t1", 50), request(k, 2, "t2")});
   REQUIRE(again.size() == 4);
   CHECK((again[0]->first == 1 && again[0]->last == 3 && again[0]->replayed));
   CHECK((again[1]->first == 6 && again[1]->last == 6 && !again[1]->replayed));

@@ -37,6 +37,25 @@ namespace {
 using namespace conformance;
 using Clock = std::chrono::steady_clock;
 
+// Forks `procs` children; child p exits with child(p) (no doctest macros
+// there: the exit code reports). Checks that every child exited 0.
+template <typename Child>
+void CheckChildrenSucceed(int procs, Child child) {
+  std::vector<pid_t> pids;
+  for (int p = 0; p < procs; ++p) {
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) _exit(child(p));
+    pids.push_back(pid);
+  }
+  for (pid_t pid : pids) {
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+}
+
 }  // namespace
 
 // ================================================================ suites
@@ -58,34 +77,22 @@ TEST_SUITE("sqlite") {
     }
     constexpr int kProcs = 4;
     constexpr int kPerProc = 50;
-    std::vector<pid_t> pids;
-    for (int p = 0; p < kProcs; ++p) {
-      pid_t pid = fork();
-      REQUIRE(pid >= 0);
-      if (pid == 0) {
-        // Child: no doctest macros here, report through a file and exit code.
-        SqliteStore store(path);
-        std::ofstream out(out_dir / ("segments." + std::to_string(p)));
-        int failures = 0;
-        for (int i = 0; i < kPerProc; ++i) {
-          auto r = store.Reserve(k, std::nullopt);
-          if (r.ok()) {
-            out << r->first << " " << r->last << "\n";
-          } else {
-            ++failures;
-          }
+    CheckChildrenSucceed(kProcs, [&](int p) {
+      // Reports its segments through a file.
+      SqliteStore store(path);
+      std::ofstream out(out_dir / ("segments." + std::to_string(p)));
+      int failures = 0;
+      for (int i = 0; i < kPerProc; ++i) {
+        auto r = store.Reserve(k, std::nullopt);
+        if (r.ok()) {
+          out << r->first << " " << r->last << "\n";
+        } else {
+          ++failures;
         }
-        out.close();
-        _exit(failures == 0 ? 0 : 1);
       }
-      pids.push_back(pid);
-    }
-    for (pid_t pid : pids) {
-      int status = 0;
-      REQUIRE(waitpid(pid, &status, 0) == pid);
-      CHECK(WIFEXITED(status));
-      CHECK(WEXITSTATUS(status) == 0);
-    }
+      out.close();
+      return failures == 0 ? 0 : 1;
+    });
     std::vector<std::pair<int64_t, int64_t>> segs;
     for (int p = 0; p < kProcs; ++p) {
       std::ifstream in(out_dir / ("segments." + std::to_string(p)));
@@ -108,22 +115,10 @@ TEST_SUITE("sqlite") {
     for (int round = 0; round < 20; ++round) {
       const std::string path = (out_dir / ("new." + std::to_string(round) + ".db")).string();
       constexpr int kProcs = 6;
-      std::vector<pid_t> pids;
-      for (int p = 0; p < kProcs; ++p) {
-        pid_t pid = fork();
-        REQUIRE(pid >= 0);
-        if (pid == 0) {  // child: no doctest macros; the exit code reports
-          auto store = SqliteStore::Open(path);
-          _exit(store.ok() && store.value()->EnsureSchema().ok() ? 0 : 1);
-        }
-        pids.push_back(pid);
-      }
-      for (pid_t pid : pids) {
-        int status = 0;
-        REQUIRE(waitpid(pid, &status, 0) == pid);
-        CHECK(WIFEXITED(status));
-        CHECK(WEXITSTATUS(status) == 0);
-      }
+      CheckChildrenSucceed(kProcs, [&](int) {
+        auto store = SqliteStore::Open(path);
+        return store.ok() && store.value()->EnsureSchema().ok() ? 0 : 1;
+      });
     }
     std::error_code ec;
     fs::remove_all(out_dir, ec);

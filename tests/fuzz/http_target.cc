@@ -42,6 +42,7 @@
 #include "storage/memory/memory_store.h"
 #include "tests/fuzz/fuzz_targets.h"
 #include "tests/fuzz/fuzz_tokens.h"
+#include "tests/fuzz/fuzz_worlds.h"
 #include "tests/unit/test_services.h"
 
 namespace seqd::fuzz {
@@ -63,9 +64,9 @@ constexpr int kRequestsPerWorld = 20000;
 // Everything one router needs, over memory stores.
 struct HttpWorld {
   HttpWorld()
-      : allocator(store, runner, clock, KeyRules({{"sg_", 100}}), Options()),
+      : allocator(store, runner, clock, KeyRules({{"sg_", 100}}), ShortWaitAllocatorOptions()),
         admin(store, runner, allocator),
-        snowflake(wall, clock, SnowflakeOptionsForFuzz()),
+        snowflake(wall, clock, ShortWaitSnowflakeOptions()),
         services(store, runner, allocator, {.keys = &admin, .snowflake = &snowflake}),
         open(services, RouterOptions{"fuzz", std::chrono::steady_clock::now()}),
         authed(WithAuth(services, auth.get()),
@@ -80,21 +81,8 @@ struct HttpWorld {
     runner.RunAll();
   }
 
-  static AllocatorOptions Options() {
-    AllocatorOptions o;
-    o.wait_deadline = std::chrono::milliseconds(200);
-    return o;
-  }
-  static SnowflakeOptions SnowflakeOptionsForFuzz() {
-    SnowflakeOptions o;
-    o.layout = SnowflakeLayout{41, 10, 4, SnowflakeLayout::kLeafEpochMs};
-    o.max_count = 100;
-    o.wait_deadline = std::chrono::milliseconds(200);
-    return o;
-  }
   static Services WithAuth(const TestServices& base, const Authenticator* auth) {
-    Services s = base.services();
-    s.auth = auth;
+    Services s = ServicesWithAuth(base, auth);
     s.metrics_auth = true;
     return s;
   }

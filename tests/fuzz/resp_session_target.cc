@@ -39,34 +39,27 @@
 #include "storage/memory/memory_store.h"
 #include "tests/fuzz/fuzz_targets.h"
 #include "tests/fuzz/fuzz_tokens.h"
+#include "tests/fuzz/fuzz_worlds.h"
 #include "tests/unit/test_services.h"
 
 namespace seqd::fuzz {
 
 namespace {
 
-// One world for the whole fuzzing process: built on first use, never torn
-// down (libFuzzer exits the process).
-struct RespWorld {
+// Two RESP servers on loopback, one open and one with the fuzz tokens.
+struct RespWorld : AllocatorOnIo {
   RespWorld()
-      : work(boost::asio::make_work_guard(io)),
-        clock(io),
-        db(1),
-        allocator(store, db, clock, KeyRules({{"sg_", 100}}), Options()),
+      : AllocatorOnIo(Options()),
         services(store, db, allocator),
         open(io, ServerOptions(), services),
-        authed(io, ServerOptions(), WithAuth(services, auth.get())) {
-    SetLogLevel(LogLevel::kError);
-    FUZZ_CHECK(store.CreateKey("fuzz", 1000, "").ok());
-    FUZZ_CHECK(store.CreateKey("f", 3, "").ok());  // tiny step: INCRBY spans segments
+        authed(io, ServerOptions(), ServicesWithAuth(services, auth.get())) {
     FUZZ_CHECK(open.Listen().ok());
     FUZZ_CHECK(authed.Listen().ok());
     thread = std::thread([this] { io.run(); });
   }
 
   static AllocatorOptions Options() {
-    AllocatorOptions o;
-    o.wait_deadline = std::chrono::milliseconds(200);
+    AllocatorOptions o = ShortWaitAllocatorOptions();
     o.max_count = 1000;
     return o;
   }
@@ -77,29 +70,14 @@ struct RespWorld {
     o.max_in_flight = 64;
     return o;
   }
-  static Services WithAuth(const TestServices& base, const Authenticator* auth) {
-    Services s = base.services();
-    s.auth = auth;
-    return s;
-  }
 
-  std::unique_ptr<Authenticator> auth = LoadFuzzTokens();
-  boost::asio::io_context io;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work;
-  AsioClock clock;
-  ThreadPoolRunner db;
-  MemoryStore store;
-  SegmentAllocator allocator;
   TestServices services;  // key admin, messages, metrics
   RespServer open;
   RespServer authed;
   std::thread thread;
 };
 
-RespWorld& World() {
-  static RespWorld* world = new RespWorld();
-  return *world;
-}
+RespWorld& World() { return ProcessWorld<RespWorld>(); }
 
 // A loopback connection to `port`, from a new source address of 127/8
 // each time: the connections we close first sit in TIME_WAIT for a
@@ -136,35 +114,6 @@ int Connect(uint16_t port) {
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   return fd;
-}
-
-// Writes `input`, half-closes, and reads until EOF, interleaving both.
-std::string Exchange(int fd, std::string_view input) {
-  std::string output;
-  size_t written = 0;
-  bool write_closed = false;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  char buf[65536];
-  for (;;) {
-    if (written == input.size() && !write_closed) {
-      ::shutdown(fd, SHUT_WR);
-      write_closed = true;
-    }
-    pollfd p{fd, static_cast<short>(POLLIN | (write_closed ? 0 : POLLOUT)), 0};
-    FUZZ_CHECK(std::chrono::steady_clock::now() < deadline);  // a hung session is a bug
-    if (::poll(&p, 1, 100) <= 0) continue;
-    if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
-      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-      if (n < 0 && errno == EINTR) continue;  // libFuzzer's timer signal
-      if (n <= 0) return output;              // EOF or reset: the server closed
-      output.append(buf, static_cast<size_t>(n));
-    }
-    if (!write_closed && (p.revents & POLLOUT)) {
-      const ssize_t n = ::send(fd, input.data() + written, input.size() - written, MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR) continue;  // libFuzzer's timer signal
-      written = n < 0 ? input.size() : written + static_cast<size_t>(n);
-    }
-  }
 }
 
 // One RESP2 reply from the server: its first byte and, for integers, the

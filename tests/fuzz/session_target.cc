@@ -36,49 +36,27 @@
 #include "storage/memory/memory_store.h"
 #include "tests/fuzz/fuzz_targets.h"
 #include "tests/fuzz/fuzz_tokens.h"
+#include "tests/fuzz/fuzz_worlds.h"
 #include "tests/unit/test_services.h"
 
 namespace seqd::fuzz {
 
 namespace {
 
-// One server for the whole fuzzing process: built on first use, never torn
-// down (libFuzzer exits the process).
-struct SessionWorld {
+// Two binary servers, one open and one with the fuzz tokens, and a
+// snowflake generator holding worker 5.
+struct SessionWorld : AllocatorOnIo {
   SessionWorld()
-      : work(boost::asio::make_work_guard(io)),
-        clock(io),
-        db(1),
-        allocator(store, db, clock, KeyRules({{"sg_", 100}}), Options()),
-        snowflake(wall, clock, SnowflakeOptionsForFuzz()),
+      : AllocatorOnIo(ShortWaitAllocatorOptions()),
+        snowflake(wall, clock, ShortWaitSnowflakeOptions()),
         services(store, db, allocator, {.snowflake = &snowflake}),
         server(io, ServerOptions(), services),
-        authed(io, ServerOptions(), WithAuth(services, auth.get())) {
-    SetLogLevel(LogLevel::kError);
+        authed(io, ServerOptions(), ServicesWithAuth(services, auth.get())) {
     snowflake.Grant(5, 0, wall.NowMs() + 24 * 3'600'000,
                     clock.Now() + std::chrono::hours(24 * 365));
-    FUZZ_CHECK(store.CreateKey("fuzz", 1000, "").ok());
-    FUZZ_CHECK(store.CreateKey("f", 3, "").ok());  // tiny step: batches span segments
     thread = std::thread([this] { io.run(); });
   }
 
-  static AllocatorOptions Options() {
-    AllocatorOptions o;
-    o.wait_deadline = std::chrono::milliseconds(200);
-    return o;
-  }
-  static SnowflakeOptions SnowflakeOptionsForFuzz() {
-    SnowflakeOptions o;
-    o.layout = SnowflakeLayout{41, 10, 4, SnowflakeLayout::kLeafEpochMs};
-    o.max_count = 100;
-    o.wait_deadline = std::chrono::milliseconds(200);
-    return o;
-  }
-  static Services WithAuth(const TestServices& base, const Authenticator* auth) {
-    Services s = base.services();
-    s.auth = auth;
-    return s;
-  }
   static BinaryServerOptions ServerOptions() {
     BinaryServerOptions o;
     o.max_in_flight = 64;
@@ -86,13 +64,6 @@ struct SessionWorld {
     return o;
   }
 
-  std::unique_ptr<Authenticator> auth = LoadFuzzTokens();
-  boost::asio::io_context io;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work;
-  AsioClock clock;
-  ThreadPoolRunner db;
-  MemoryStore store;
-  SegmentAllocator allocator;
   SystemWallClock wall;
   SnowflakeGenerator snowflake;
   TestServices services;  // messages in memory, metrics
@@ -101,44 +72,7 @@ struct SessionWorld {
   std::thread thread;
 };
 
-SessionWorld& World() {
-  static SessionWorld* world = new SessionWorld();
-  return *world;
-}
-
-// Writes `input`, half-closes, and reads until EOF, interleaving both so a
-// server that answers while we still write never deadlocks us.
-std::string Exchange(int fd, std::string_view input) {
-  std::string output;
-  size_t written = 0;
-  bool write_closed = false;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  char buf[65536];
-  for (;;) {
-    if (written == input.size() && !write_closed) {
-      ::shutdown(fd, SHUT_WR);
-      write_closed = true;
-    }
-    pollfd p{fd, static_cast<short>(POLLIN | (write_closed ? 0 : POLLOUT)), 0};
-    FUZZ_CHECK(std::chrono::steady_clock::now() < deadline);  // a hung session is a bug
-    if (::poll(&p, 1, 100) <= 0) continue;
-    if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
-      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-      if (n < 0 && errno == EINTR) continue;  // libFuzzer's timer signal
-      if (n <= 0) return output;              // EOF or reset: the server closed
-      output.append(buf, static_cast<size_t>(n));
-    }
-    if (!write_closed && (p.revents & POLLOUT)) {
-      const ssize_t n = ::send(fd, input.data() + written, input.size() - written, MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR) continue;  // libFuzzer's timer signal
-      if (n < 0) {
-        written = input.size();  // the server closed its side; just read the rest
-      } else {
-        written += static_cast<size_t>(n);
-      }
-    }
-  }
-}
+SessionWorld& World() { return ProcessWorld<SessionWorld>(); }
 
 }  // namespace
 

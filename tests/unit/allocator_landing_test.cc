@@ -16,6 +16,7 @@
 #include "server/base/task_runner.h"
 #include "server/core/segment_allocator.h"
 #include "storage/memory/memory_store.h"
+#include "tests/unit/test_stores.h"
 
 using namespace seqd;
 
@@ -23,31 +24,16 @@ namespace {
 
 // A MemoryStore whose ReserveEach lands the key `late` last, after calling
 // `before_late` (the others have landed by then).
-class LateKeyStore final : public SegmentStore {
+class LateKeyStore final : public ForwardingSegmentStore {
  public:
   LateKeyStore(std::string late, std::function<void()> before_late)
-      : late_(std::move(late)), before_late_(std::move(before_late)) {}
+      : ForwardingSegmentStore(memory),
+        late_(std::move(late)),
+        before_late_(std::move(before_late)) {}
 
   MemoryStore memory;
   int batches = 0;
   size_t largest_batch = 0;
-
-  Status EnsureSchema() override { return memory.EnsureSchema(); }
-  Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) override {
-    return memory.Reserve(key, step);
-  }
-  Result<KeyRow> CreateKey(std::string_view key, int64_t step,
-                           std::string_view description) override {
-    return memory.CreateKey(key, step, description);
-  }
-  Result<KeyRow> GetKey(std::string_view key) override { return memory.GetKey(key); }
-  Result<std::vector<KeyRow>> ListKeys(std::string_view after, size_t limit) override {
-    return memory.ListKeys(after, limit);
-  }
-  Result<KeyRow> SetStep(std::string_view key, int64_t step) override {
-    return memory.SetStep(key, step);
-  }
-  Status Ping() override { return memory.Ping(); }
 
   void ReserveEach(const std::vector<ReserveRequest>& requests,
                    const ReserveLanded& landed) override {

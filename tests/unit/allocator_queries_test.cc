@@ -5,29 +5,12 @@
 #include <doctest/doctest.h>
 
 #include "proto/id_codec.h"
-#include "server/base/manual_clock.h"
-#include "server/core/segment_allocator.h"
-#include "storage/faulty_store.h"
-#include "storage/memory/memory_store.h"
+#include "tests/unit/allocator_fixture.h"
 #include "tests/unit/take_boundary.h"
 
 using namespace seqd;
 
 namespace {
-
-struct Got {
-  std::optional<IdBatch> batch;
-  std::optional<Error> error;
-  TakeCallback Callback() {
-    return [this](Result<IdBatch> r) {
-      if (r) {
-        batch = *r;
-      } else {
-        error = r.error();
-      }
-    };
-  }
-};
 
 struct Values {
   std::optional<std::vector<int64_t>> values;
@@ -43,18 +26,10 @@ struct Values {
   }
 };
 
-struct Fixture {
-  MemoryStore memory;
-  FaultyStore store{memory};
-  ManualRunner db;
-  ManualClock clock;
-  std::unique_ptr<SegmentAllocator> alloc;
-
-  explicit Fixture(AllocatorOptions options = {}) {
-    alloc = std::make_unique<SegmentAllocator>(store, db, clock, KeyRules(), options);
-  }
+struct Fixture : AllocatorFixture {
+  using AllocatorFixture::AllocatorFixture;
   IdRange Block(std::string_view key, int64_t count) {
-    Got g;
+    TakeOutcome g;
     alloc->Take(key, count, g.Callback(), {}, /*contiguous=*/true);
     db.RunAll();
     REQUIRE(g.batch);
@@ -62,7 +37,7 @@ struct Fixture {
     return g.batch->ranges[0];
   }
   IdBatch Take(std::string_view key, int64_t count) {
-    Got g;
+    TakeOutcome g;
     alloc->Take(key, count, g.Callback());
     db.RunAll();
     REQUIRE(g.batch);
@@ -95,7 +70,7 @@ TEST_CASE("a block waits for the next segment when the current one is too short"
   CHECK(f.Block("k", 1) == IdRange{1, 1});
   // Another process takes [101, 200] before our prefetch: ours is [201, 300].
   REQUIRE(f.memory.Reserve("k", std::nullopt));
-  Got g;
+  TakeOutcome g;
   f.alloc->Take("k", 150, g.Callback(), {},
                 /*contiguous=*/true);  // more than the step: a segment of its own
   CHECK_FALSE(g.batch);
@@ -122,7 +97,7 @@ TEST_CASE("blocks are refused as takes are: count, key") {
   TakeBoundary boundary(*f.alloc);  // where every take is checked
   for (auto [key, count] : std::vector<std::pair<std::string, int64_t>>{
            {"k", 0}, {"k", 10'001}, {"bad\tkey", 1}, {"seqd.k", 1}}) {
-    Got g;
+    TakeOutcome g;
     boundary.router.Take({.key = key, .count = count, .contiguous = true}, g.Callback());
     f.db.RunAll();
     REQUIRE(g.error);
@@ -149,7 +124,7 @@ TEST_CASE("max: the last ID handed out in memory, the table's otherwise, 0 witho
   f.db.RunAll();
   REQUIRE(o.values);
   CHECK(*o.values == std::vector<int64_t>{200});
-  Got next;
+  TakeOutcome next;
   other.Take("k", 1, next.Callback());
   f.db.RunAll();
   CHECK(next.batch->ranges[0].first == 201);
@@ -338,8 +313,8 @@ TEST_CASE("user seqs: 0 until set, raise or overwrite, bad users and lists refus
     CHECK(s.error().code == ErrorCode::kInvalidArgument);
   }
   CHECK(get(std::string(255, 'u'), UserSeqField::kMax, {"a"}).values);
-  for (const auto& bad : std::vector<std::vector<UserSeqValue>>{
-           {{"a", -1}}, {{"a", 1}, {"a", 2}}, {{"seqd.x", 1}}}) {
+  for (const auto& bad :
+       std::vector<std::vector<UserSeqValue>>{{{"a", -1}}, {{"a", 1}, {"a", 2}}, {{"seqd.x", 1}}}) {
     Status s = set("u", UserSeqField::kMin, false, bad);
     REQUIRE_FALSE(s);
     CHECK(s.error().code == ErrorCode::kInvalidArgument);

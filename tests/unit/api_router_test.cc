@@ -17,7 +17,9 @@
 #include "server/http/http_util.h"
 #include "storage/faulty_store.h"
 #include "storage/memory/memory_store.h"
+#include "tests/unit/router_fixture.h"
 #include "tests/unit/test_services.h"
+#include "tests/unit/test_stores.h"
 
 using namespace seqd;
 using namespace std::chrono_literals;
@@ -28,22 +30,11 @@ namespace {
 
 constexpr char kSecret[] = "password=hunter2 host=db.internal:3306";
 
-// Fails every call with an internal error whose message must never leak.
-class BrokenStore final : public SegmentStore {
- public:
-  Status EnsureSchema() override { return Fail(); }
-  Result<ReservedSegment> Reserve(std::string_view, std::optional<int64_t>) override {
-    return Fail();
-  }
-  Result<KeyRow> CreateKey(std::string_view, int64_t, std::string_view) override { return Fail(); }
-  Result<KeyRow> GetKey(std::string_view) override { return Fail(); }
-  Result<std::vector<KeyRow>> ListKeys(std::string_view, size_t) override { return Fail(); }
-  Result<KeyRow> SetStep(std::string_view, int64_t) override { return Fail(); }
-  Status Ping() override { return Fail(); }
-
- private:
-  static Error Fail() { return MakeError(ErrorCode::kInternal, kSecret); }
-};
+// A store failing every call with an internal error whose message must
+// never leak.
+FailingSegmentStore BrokenStore() {
+  return FailingSegmentStore(MakeError(ErrorCode::kInternal, kSecret));
+}
 
 using Headers = std::vector<std::pair<http::field, std::string>>;
 
@@ -89,7 +80,7 @@ struct Fixture {
 
   MemoryStore mem;
   FaultyStore faulty;
-  BrokenStore broken_store;
+  FailingSegmentStore broken_store = BrokenStore();
   ManualRunner runner;
   ManualClock clock;
   SegmentAllocator allocator;
@@ -97,17 +88,6 @@ struct Fixture {
   TestServices services;
   ApiRouter router;
 };
-
-std::string Header(const ApiRouter::Response& res, http::field f) {
-  auto it = res.find(f);
-  return it == res.end() ? std::string() : std::string(it->value());
-}
-
-json Body(const ApiRouter::Response& res) {
-  json j = json::parse(res.body(), nullptr, false);
-  REQUIRE_MESSAGE(!j.is_discarded(), res.body());
-  return j;
-}
 
 // Checks an error response's status, code and (optionally) message substring.
 void CheckError(const ApiRouter::Response& res, http::status status, std::string_view code,
@@ -327,9 +307,9 @@ TEST_CASE("admin list: a full page past a reserved row goes on after it, not fro
   Fixture f;
   // Rows r1, "seqd.x" (reserved: never listed), t1, t2, t3.
   for (const char* k : {"r1", "t1", "t2", "t3"}) {
-    REQUIRE(f.Call(http::verb::post, "/admin/keys",
-                   std::string(R"({"key":")") + k + R"(","step":10})")
-                .result() == http::status::created);
+    REQUIRE(
+        f.Call(http::verb::post, "/admin/keys", std::string(R"({"key":")") + k + R"(","step":10})")
+            .result() == http::status::created);
   }
   REQUIRE(f.mem.CreateKey("seqd.x", 1, "reserved"));
   json page = Body(f.Get("/admin/keys?limit=3"));
@@ -346,15 +326,20 @@ TEST_CASE("admin list: a full page past a reserved row goes on after it, not fro
 
 TEST_CASE("user seqs over HTTP: set, raise, read by query and by body; bad requests named") {
   Fixture f;
-  auto put = [&](std::string body) { return f.Call(http::verb::put, "/user_seqs", std::move(body)); };
-  json set = Body(put(R"({"user":"u1","field":"read","raise_only":true,"seqs":{"si_a":9,"sg_b":2}})"));
+  auto put = [&](std::string body) {
+    return f.Call(http::verb::put, "/user_seqs", std::move(body));
+  };
+  json set =
+      Body(put(R"({"user":"u1","field":"read","raise_only":true,"seqs":{"si_a":9,"sg_b":2}})"));
   CHECK(set == json::parse(R"({"user":"u1","field":"read","set":{"si_a":9,"sg_b":2}})"));
   REQUIRE(put(R"({"user":"u1","field":"read","raise_only":true,"seqs":{"si_a":4}})").result() ==
           http::status::ok);
   REQUIRE(put(R"({"user":"u1","field":"max","seqs":{"si_a":30}})").result() == http::status::ok);
   json got = Body(f.Get("/user_seqs?user=u1&field=read&conv=si_a&conv=sg_b&conv=n_none"));
-  CHECK(got["seqs"] == json::parse(R"({"si_a":9,"sg_b":2,"n_none":0})"));  // the lower raise ignored
-  got = Body(f.Call(http::verb::post, "/user_seqs", R"({"user":"u1","field":"max","convs":["si_a"]})"));
+  CHECK(got["seqs"] ==
+        json::parse(R"({"si_a":9,"sg_b":2,"n_none":0})"));  // the lower raise ignored
+  got = Body(
+      f.Call(http::verb::post, "/user_seqs", R"({"user":"u1","field":"max","convs":["si_a"]})"));
   CHECK(got == json::parse(R"({"user":"u1","field":"max","seqs":{"si_a":30}})"));
   CHECK(Body(f.Get("/user_seqs?user=u%31&field=min&conv=si_a"))["seqs"]["si_a"] == 0);
   CheckError(f.Get("/user_seqs?field=read&conv=a"), http::status::bad_request, "invalid_argument",
@@ -365,8 +350,8 @@ TEST_CASE("user seqs over HTTP: set, raise, read by query and by body; bad reque
              http::status::bad_request, "invalid_argument", "raise_only");
   CheckError(put(R"({"user":"u1","field":"read","seqs":{"a":-1}})"), http::status::bad_request,
              "invalid_argument", ">= 0");
-  CheckError(put(R"({"user":"u1","field":"read","seqs":{"a":1,"a":2}})"),
-             http::status::bad_request, "invalid_argument", "twice");
+  CheckError(put(R"({"user":"u1","field":"read","seqs":{"a":1,"a":2}})"), http::status::bad_request,
+             "invalid_argument", "twice");
   CheckError(put(R"({"user":"","field":"read","seqs":{"a":1}})"), http::status::bad_request,
              "invalid_argument", "user id");
   CHECK(f.Call(http::verb::delete_, "/user_seqs").result() == http::status::method_not_allowed);

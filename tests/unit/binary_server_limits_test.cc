@@ -130,18 +130,12 @@ TEST_CASE("binary: idle connections are closed at the idle timeout") {
   ServerFixture f(o);
   REQUIRE(f.listening);
 
-  auto start = SteadyClock::now();
-  Client idle(f.server.port());
-  REQUIRE(idle.connected());
-  CHECK(idle.WaitClosed(4s));
-  auto took = SteadyClock::now() - start;
-  CHECK(took >= 900ms);
-  CHECK(took < 3s);
+  CheckSilentConnectionClosedAtOneSecond<Client>(f.server.port());
 
   // Idle after a response.
   Client used(f.server.port());
   CHECK(RoundTrip(used, Ping(1, "a")).result() == "a");
-  start = SteadyClock::now();
+  const auto start = SteadyClock::now();
   CHECK(used.WaitClosed(4s));
   CHECK(SteadyClock::now() - start >= 900ms);
 
@@ -185,11 +179,7 @@ TEST_CASE("binary: a client's EOF still gets the answers in flight") {
 }
 
 TEST_CASE("binary: Stop() closes idle connections and lets in-flight requests finish") {
-  BinaryServerOptions o;
-  // One io_context on two threads; one per thread, as in the App.
-  SUBCASE("shared io_context") {}
-  SUBCASE("an io_context per thread") { o.connections = PerThreadIo(); }
-  ServerFixture f(o);
+  ServerFixture f(EachIoLayout(BinaryServerOptions{}));
   REQUIRE(f.listening);
   REQUIRE(f.mem.CreateKey("k", 10, "").ok());
   const uint16_t port = f.server.port();
@@ -202,26 +192,14 @@ TEST_CASE("binary: Stop() closes idle connections and lets in-flight requests fi
   busy.Send(NextIds(5, "k", 3));
   REQUIRE(WaitFor([&] { return f.store.reserve_calls() >= 1; }));
 
-  std::promise<void> drained;
-  auto drained_future = drained.get_future();
-  f.server.Stop([&] { drained.set_value(); });
-
-  CHECK(idle.WaitClosed(2s));
-  CHECK(drained_future.wait_for(200ms) == std::future_status::timeout);
-  CHECK(f.server.open_connections() == 1);
-
-  // No new connections are served.
-  Client late(port);
-  if (late.connected()) CHECK(late.WaitClosed(2s));
+  std::future<void> drained_future = StopWithOneInFlight(f, idle);
 
   f.store.SetHold(false);
   std::optional<Frame> r = busy.Read();
   REQUIRE(r);
   CHECK(r->request_id == 5);
   CHECK(r->ranges() == std::vector<proto::IdRangeWire>{{1, 3}});
-  CHECK(busy.WaitClosed());
-  CHECK(drained_future.wait_for(5s) == std::future_status::ready);
-  CHECK(f.server.open_connections() == 0);
+  CheckStopFinishes(f, busy, drained_future);
 }
 
 TEST_CASE("binary: connections beyond max_connections are closed") {

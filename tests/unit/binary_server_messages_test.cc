@@ -13,6 +13,7 @@
 #include "server/msg/message_service.h"
 #include "server/tcp/binary_server.h"
 #include "storage/memory/memory_message_store.h"
+#include "tests/unit/binary_test_client.h"
 #include "tests/unit/net_test_support.h"
 #include "tests/unit/test_services.h"
 
@@ -51,18 +52,8 @@ struct MessageFront {
 
 using World = ServerWorld<BinaryServer, BinaryServerOptions, MessageFront>;
 
-struct Frame {
-  uint8_t opcode = 0;
-  uint16_t flags = 0;
-  uint32_t request_id = 0;
-  std::string payload;
-
-  proto::ResponseView response() const {
-    auto r = proto::ParseResponse(payload);
-    REQUIRE(r);
-    return *r;
-  }
-  WireStatus status() const { return response().status; }
+// A frame whose result decodes to a message op's answer.
+struct Frame : binarytest::Frame {
   template <typename T>
   T Result() const {
     proto::ResponseView r = response();
@@ -86,7 +77,7 @@ class Client : public LoopbackClient {
     for (;;) {
       proto::DecodeResult r = proto::DecodeServerFrame(buffer());
       if (r.state == proto::DecodeState::kFrame) {
-        Frame f{r.frame.opcode, r.frame.flags, r.frame.request_id, std::string(r.frame.payload)};
+        Frame f{{r.frame.opcode, r.frame.flags, r.frame.request_id, std::string(r.frame.payload)}};
         buffer().erase(0, r.consumed);
         return f;
       }

@@ -18,6 +18,7 @@
 #include "server/snowflake/snowflake_generator.h"
 #include "server/snowflake/wall_clock.h"
 #include "server/tcp/binary_server.h"
+#include "tests/unit/binary_test_client.h"
 #include "tests/unit/net_test_support.h"
 #include "tests/unit/test_services.h"
 
@@ -59,18 +60,8 @@ struct SnowflakeFront {
 using World = ServerWorld<BinaryServer, BinaryServerOptions, SnowflakeFront>;
 using PlainWorld = ServerWorld<BinaryServer, BinaryServerOptions>;
 
-struct Frame {
-  uint8_t opcode = 0;
-  uint32_t request_id = 0;
-  std::string payload;
-
-  proto::ResponseView response() const {
-    auto r = proto::ParseResponse(payload);
-    REQUIRE(r);
-    return *r;
-  }
-  WireStatus status() const { return response().status; }
-  std::string message() const { return std::string(response().message); }
+// A frame whose result decodes to snowflake IDs or a decoded snowflake.
+struct Frame : binarytest::Frame {
   std::vector<int64_t> ids() const {
     proto::ResponseView r = response();
     REQUIRE_MESSAGE(r.status == WireStatus::kOk, proto::StatusName(r.status) << ": " << r.message);
@@ -98,7 +89,7 @@ class Client : public LoopbackClient {
       proto::DecodeResult r = proto::DecodeFrame(buffer());
       if (r.state == proto::DecodeState::kFrame) {
         CHECK(r.frame.flags == proto::kFlagResponse);
-        Frame f{r.frame.opcode, r.frame.request_id, std::string(r.frame.payload)};
+        Frame f{{r.frame.opcode, r.frame.flags, r.frame.request_id, std::string(r.frame.payload)}};
         buffer().erase(0, r.consumed);
         return f;
       }
@@ -135,19 +126,25 @@ class Client : public LoopbackClient {
   }
 };
 
+// A world whose generator holds kWorker, and `c` connected to it.
+struct GrantedWorld {
+  GrantedWorld() {
+    REQUIRE(w.listening);
+    w.front.Grant();
+    REQUIRE(c.connected());
+  }
+  World w;
+  Client c{w.server.port()};
+};
+
 bool Has(const std::string& text, const std::string& line) {
   return text.find(line) != std::string::npos;
 }
 
 }  // namespace
 
-TEST_CASE("binary snowflake: IDs ascend, carry the worker and time, and decode back") {
-  World w;
-  REQUIRE(w.listening);
-  w.front.Grant();
-  Client c(w.server.port());
-  REQUIRE(c.connected());
-
+TEST_CASE_FIXTURE(GrantedWorld,
+                  "binary snowflake: IDs ascend, carry the worker and time, and decode back") {
   const std::vector<int64_t> first = c.Next(1, 3).ids();
   REQUIRE(first.size() == 3);
   CHECK(first[0] < first[1]);
@@ -168,13 +165,9 @@ TEST_CASE("binary snowflake: IDs ascend, carry the worker and time, and decode b
         proto::SnowflakeFieldsWire{direct->time_ms, direct->worker, direct->sequence});
 }
 
-TEST_CASE("binary snowflake: argument errors are INVALID_ARGUMENT and the connection stays open") {
-  World w;
-  REQUIRE(w.listening);
-  w.front.Grant();
-  Client c(w.server.port());
-  REQUIRE(c.connected());
-
+TEST_CASE_FIXTURE(
+    GrantedWorld,
+    "binary snowflake: argument errors are INVALID_ARGUMENT and the connection stays open") {
   Frame zero = c.Next(1, 0);
   CHECK(zero.status() == WireStatus::kInvalidArgument);
   CHECK(zero.message().find("count") != std::string::npos);
@@ -222,13 +215,9 @@ TEST_CASE("binary snowflake: without a grant SNOWFLAKE is NOT_SERVING; DECODE st
   CHECK(revoked.message().find("worker id lease lost") != std::string::npos);
 }
 
-TEST_CASE("binary snowflake: a parked request is answered from another thread, out of order") {
-  World w;
-  REQUIRE(w.listening);
-  w.front.Grant();
-  Client c(w.server.port());
-  REQUIRE(c.connected());
-
+TEST_CASE_FIXTURE(
+    GrantedWorld,
+    "binary snowflake: a parked request is answered from another thread, out of order") {
   const std::vector<int64_t> full = c.Next(1, kPerMs).ids();  // this millisecond's sequence
   REQUIRE(full.size() == kPerMs);
   std::string parked;
@@ -258,12 +247,9 @@ TEST_CASE("binary snowflake: a parked request is answered from another thread, o
   CHECK(c.Decode(4, ids.back()).fields().time_ms == kT0 + 1);
 }
 
-TEST_CASE("binary snowflake: Stop() waits for a parked request; generator shutdown answers it") {
-  World w;
-  REQUIRE(w.listening);
-  w.front.Grant();
-  Client c(w.server.port());
-  REQUIRE(c.connected());
+TEST_CASE_FIXTURE(
+    GrantedWorld,
+    "binary snowflake: Stop() waits for a parked request; generator shutdown answers it") {
   REQUIRE(c.Next(1, kPerMs).ids().size() == kPerMs);
   std::string parked;
   proto::AppendSnowflakeRequest(parked, 2, 1);

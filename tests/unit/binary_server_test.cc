@@ -128,11 +128,7 @@ TEST_CASE("binary: 1000 pipelined requests are all answered once with unique IDs
 }
 
 TEST_CASE("binary: concurrent pipelining connections get disjoint IDs") {
-  BinaryServerOptions o;
-  // One io_context on two threads; one per thread, as in the App.
-  SUBCASE("shared io_context") {}
-  SUBCASE("an io_context per thread") { o.connections = PerThreadIo(); }
-  ServerFixture f(o);
+  ServerFixture f(EachIoLayout(BinaryServerOptions{}));
   REQUIRE(f.listening);
   REQUIRE(f.mem.CreateKey("shared", 7, "").ok());
   constexpr int kClients = 4;

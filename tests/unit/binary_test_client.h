@@ -35,21 +35,18 @@ struct Frame {
   uint32_t request_id = 0;
   std::string payload;
 
-  WireStatus status() const {
+  // The payload read as a response; REQUIREs that it parses.
+  proto::ResponseView response() const {
     auto r = proto::ParseResponse(payload);
     REQUIRE(r);
-    return r->status;
+    return *r;
   }
-  std::string message() const {
-    auto r = proto::ParseResponse(payload);
-    REQUIRE(r);
-    return std::string(r->message);
-  }
+  WireStatus status() const { return response().status; }
+  std::string message() const { return std::string(response().message); }
   std::string result() const {
-    auto r = proto::ParseResponse(payload);
-    REQUIRE(r);
-    REQUIRE(r->status == WireStatus::kOk);
-    return std::string(r->result);
+    proto::ResponseView r = response();
+    REQUIRE(r.status == WireStatus::kOk);
+    return std::string(r.result);
   }
   std::vector<proto::IdRangeWire> ranges() const {
     auto r = proto::ParseNextIdsResult(result());

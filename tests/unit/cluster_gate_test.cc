@@ -18,6 +18,8 @@
 #include "server/msg/message_service.h"
 #include "storage/memory/memory_message_store.h"
 #include "storage/memory/memory_store.h"
+#include "tests/unit/allocator_fixture.h"
+#include "tests/unit/test_stores.h"
 
 using namespace seqd;
 using namespace std::chrono_literals;
@@ -64,18 +66,15 @@ class FakeGate final : public ShardGate {
 
 // A memory store with a lease table: a fenced reservation commits only if
 // the table says the fence's owner holds the shard at the fence's epoch.
-class FencedMemoryStore final : public SegmentStore {
+class FencedMemoryStore final : public ForwardingSegmentStore {
  public:
+  FencedMemoryStore() : ForwardingSegmentStore(memory_) {}
   void SetLease(uint32_t shard, std::string owner, int64_t epoch) {
     std::lock_guard lock(mu_);
     leases_[shard] = {std::move(owner), epoch};
   }
   int fenced_calls() const { return fenced_calls_; }
 
-  Status EnsureSchema() override { return memory_.EnsureSchema(); }
-  Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) override {
-    return memory_.Reserve(key, step);
-  }
   Result<ReservedSegment> ReserveFenced(std::string_view key, std::optional<int64_t> step,
                                         const ShardFence& fence) override {
     ++fenced_calls_;
@@ -89,37 +88,12 @@ class FencedMemoryStore final : public SegmentStore {
     }
     return memory_.Reserve(key, step);
   }
-  Result<KeyRow> CreateKey(std::string_view key, int64_t step, std::string_view d) override {
-    return memory_.CreateKey(key, step, d);
-  }
-  Result<KeyRow> GetKey(std::string_view key) override { return memory_.GetKey(key); }
-  Result<std::vector<KeyRow>> ListKeys(std::string_view after, size_t limit) override {
-    return memory_.ListKeys(after, limit);
-  }
-  Result<KeyRow> SetStep(std::string_view key, int64_t step) override {
-    return memory_.SetStep(key, step);
-  }
-  Status Ping() override { return OkStatus(); }
 
  private:
   MemoryStore memory_;
   std::mutex mu_;
   std::map<uint32_t, std::pair<std::string, int64_t>> leases_;
   int fenced_calls_ = 0;
-};
-
-struct Outcome {
-  std::optional<IdBatch> batch;
-  std::optional<Error> error;
-  TakeCallback Callback() {
-    return [this](Result<IdBatch> r) {
-      if (r) {
-        batch = *r;
-      } else {
-        error = r.error();
-      }
-    };
-  }
 };
 
 struct Fixture {
@@ -139,8 +113,8 @@ struct Fixture {
                                                KeyRules(std::vector<AutoKeyRule>{}), o);
     REQUIRE(store.CreateKey(key, 10, ""));
   }
-  Outcome Take(int64_t count = 1) {
-    Outcome o;
+  TakeOutcome Take(int64_t count = 1) {
+    TakeOutcome o;
     alloc->Take(key, count, o.Callback());
     db.RunAll();
     return o;
@@ -151,7 +125,7 @@ struct Fixture {
 
 TEST_CASE("cluster allocator: a key whose shard is not held is refused with kWrongOwner") {
   Fixture f;
-  Outcome o = f.Take();
+  TakeOutcome o = f.Take();
   REQUIRE(o.error);
   CHECK(o.error->code == ErrorCode::kWrongOwner);
   CHECK(f.store.fenced_calls() == 0);  // nothing reserved for it
@@ -161,7 +135,7 @@ TEST_CASE("cluster allocator: reservations are fenced with the shard's epoch") {
   Fixture f;
   f.gate.Hold(f.shard, 1);
   f.store.SetLease(f.shard, "me", 1);
-  Outcome o = f.Take();
+  TakeOutcome o = f.Take();
   REQUIRE(o.batch);
   CHECK(o.batch->ranges[0] == IdRange{1, 1});
   CHECK(f.store.fenced_calls() == 1);
@@ -180,7 +154,7 @@ TEST_CASE("cluster allocator: IDs buffered under a lost epoch are never served")
   REQUIRE(f.store.Reserve(f.key, std::nullopt));  // the other owner's 11..20
   f.gate.Hold(f.shard, 3);
   f.store.SetLease(f.shard, "me", 3);
-  Outcome o = f.Take();
+  TakeOutcome o = f.Take();
   REQUIRE(o.batch);
   // Not 2 (left in the epoch-1 buffer): above everything the other owner had.
   CHECK(o.batch->ranges[0].first == 21);
@@ -201,13 +175,13 @@ TEST_CASE("cluster allocator: a key handle stops at a lost epoch too") {
   f.gate.Hold(f.shard, 3);
   f.store.SetLease(f.shard, "me", 3);
   CHECK_FALSE(f.alloc->TryTake(h, 1));  // held again, but the buffer is epoch 1's
-  Outcome o;
+  TakeOutcome o;
   f.alloc->Take(h, 1, o.Callback());
   f.db.RunAll();
   REQUIRE(o.batch);
   CHECK(o.batch->ranges[0].first == 21);  // it waited for them
   CHECK_FALSE(f.alloc->TryTake(h, 1));    // so the next take starts the rate window
-  Outcome next;
+  TakeOutcome next;
   f.alloc->Take(h, 1, next.Callback());
   REQUIRE(next.batch);
   CHECK(next.batch->ranges[0].first == 22);
@@ -218,7 +192,7 @@ TEST_CASE("cluster allocator: a fenced-out reservation serves nothing and stops 
   Fixture f;
   f.gate.Hold(f.shard, 1);
   f.store.SetLease(f.shard, "me", 1);
-  Outcome all;
+  TakeOutcome all;
   f.alloc->Take(f.key, 10, all.Callback());  // the whole first segment...
   REQUIRE(f.db.RunOne());
   REQUIRE(all.batch);
@@ -228,14 +202,14 @@ TEST_CASE("cluster allocator: a fenced-out reservation serves nothing and stops 
   REQUIRE(f.gate.fenced().size() == 1);
   CHECK(f.gate.fenced()[0] == std::pair<uint32_t, int64_t>{f.shard, 1});
   CHECK_FALSE(f.gate.Check(f.key).serving());
-  Outcome o = f.Take();
+  TakeOutcome o = f.Take();
   REQUIRE(o.error);
   CHECK(o.error->code == ErrorCode::kWrongOwner);
   // Regained later at epoch 3: the refused attempt reserved nothing, so the
   // key continues at 11.
   f.gate.Hold(f.shard, 3);
   f.store.SetLease(f.shard, "me", 3);
-  Outcome again = f.Take();
+  TakeOutcome again = f.Take();
   REQUIRE(again.batch);
   CHECK(again.batch->ranges[0].first == 11);
 }
@@ -244,12 +218,12 @@ TEST_CASE("cluster allocator: a reservation that lands after the epoch changed i
   Fixture f;
   f.gate.Hold(f.shard, 1);
   f.store.SetLease(f.shard, "me", 1);
-  Outcome first;
+  TakeOutcome first;
   f.alloc->Take(f.key, 1, first.Callback());  // reservation queued at epoch 1
   // Before it runs: lost and regained at epoch 2 (someone else may have
   // served in between), and a new request arrives.
   f.gate.Hold(f.shard, 2);
-  Outcome second;
+  TakeOutcome second;
   f.alloc->Take(f.key, 1, second.Callback());
   REQUIRE(f.db.RunOne());    // the epoch-1 reservation commits (the row still says 1)...
   CHECK_FALSE(first.batch);  // ...but is dropped

@@ -18,32 +18,12 @@
 #include "storage/faulty_store.h"
 #include "storage/memory/memory_message_store.h"
 #include "storage/memory/memory_store.h"
+#include "tests/unit/allocator_fixture.h"
 #include "tests/unit/take_boundary.h"
 
 using namespace seqd;
 
 namespace {
-
-struct Got {
-  std::optional<IdBatch> batch;
-  std::optional<Error> error;
-  int calls = 0;
-  TakeCallback Callback() {
-    return [this](Result<IdBatch> r) {
-      ++calls;
-      if (r) {
-        batch = *r;
-      } else {
-        error = r.error();
-      }
-    };
-  }
-  IdRange range() const {
-    REQUIRE(batch);
-    REQUIRE(batch->ranges.size() == 1);
-    return batch->ranges.front();
-  }
-};
 
 KeyRules DenseRules() {
   return KeyRules({AutoKeyRule{"d_", 10, KeyMode::kDense}, AutoKeyRule{"s_", 10}});
@@ -61,7 +41,7 @@ struct Fixture {
   }
   Result<IdBatch> TakeNow(std::string_view key, int64_t count, std::string_view token = {},
                           std::string_view requester = {}) {
-    Got g;
+    TakeOutcome g;
     dense->Take(key, count, token, g.Callback(), requester);
     db.RunAll();
     REQUIRE(g.calls == 1);
@@ -104,20 +84,20 @@ TEST_CASE("dense: a segment key skips the rest of its segment, a dense key does 
   ManualClock seg_clock;
   SegmentAllocator segments(f.memory, seg_db, seg_clock, DenseRules(), AllocatorOptions());
   auto segment_block = [&](int64_t count) {
-    Got g;
+    TakeOutcome g;
     segments.Take("s_conv", count, g.Callback(), {}, /*contiguous=*/true);
     seg_db.RunAll();
     return g.range();
   };
-  (void)segment_block(9);                // the segment is [1, 10]
-  CHECK(segment_block(3).first == 11);   // 10 skipped
+  (void)segment_block(9);               // the segment is [1, 10]
+  CHECK(segment_block(3).first == 11);  // 10 skipped
   (void)f.Block("d_conv", 9);
   CHECK(f.Block("d_conv", 3).first == 10);
 }
 
 TEST_CASE("dense: requests waiting together share one transaction, answered in order") {
   Fixture f;
-  std::vector<Got> got(50);
+  std::vector<TakeOutcome> got(50);
   for (size_t i = 0; i < got.size(); ++i) {
     f.dense->Take(i % 2 ? "d_a" : "d_b", static_cast<int64_t>(i + 1), {}, got[i].Callback());
   }
@@ -139,7 +119,7 @@ TEST_CASE("dense: requests waiting together share one transaction, answered in o
 
 TEST_CASE("dense: requests arriving while a key's transaction runs go in its next one") {
   Fixture f;
-  Got first, second, third;
+  TakeOutcome first, second, third;
   f.dense->Take("d_k", 2, {}, first.Callback());
   // The flush is posted; requests after it wait for the next one.
   f.db.RunOne();
@@ -172,15 +152,13 @@ TEST_CASE("dense: a token retried gets the same block, so a lost answer leaves n
     CHECK(r.error().code == ErrorCode::kInvalidArgument);
     CHECK(f.StoreMax("d_new") == 9);
   }
-  SUBCASE("tokens are per key") {
-    CHECK(f.Block("d_other", 5, "req-1") == IdRange{1, 5});
-  }
+  SUBCASE("tokens are per key") { CHECK(f.Block("d_other", 5, "req-1") == IdRange{1, 5}); }
   SUBCASE("a pruned token is a new request") {
     REQUIRE(f.memory.PruneBlockTokens(INT64_MAX).ok());
     CHECK(f.Block("d_new", 5, "req-1") == IdRange{10, 14});
   }
   SUBCASE("tokened and plain requests waiting together keep their order") {
-    Got a, b, c;
+    TakeOutcome a, b, c;
     f.dense->Take("d_new", 1, {}, a.Callback());
     f.dense->Take("d_new", 2, "req-3", b.Callback());
     f.dense->Take("d_new", 5, "req-1", c.Callback());  // a retry
@@ -230,7 +208,7 @@ TEST_CASE("dense: bad requests are refused before they reach the store") {
   // Where every take is checked, dense or not.
   TakeBoundary boundary(segments, f.dense.get());
   auto refused = [&](std::string_view key, int64_t count, std::string_view token) {
-    Got g;
+    TakeOutcome g;
     boundary.router.Take({.key = key, .count = count, .contiguous = true, .token = token},
                          g.Callback());
     f.db.RunAll();
@@ -297,8 +275,8 @@ TEST_CASE("dense: requests beyond max_waiting are refused at once") {
   DenseOptions options;
   options.max_waiting = 3;
   Fixture f(options);
-  std::vector<Got> got(4);
-  for (Got& g : got) f.dense->Take("d_k", 1, {}, g.Callback());
+  std::vector<TakeOutcome> got(4);
+  for (TakeOutcome& g : got) f.dense->Take("d_k", 1, {}, g.Callback());
   REQUIRE(got[3].calls == 1);
   CHECK(got[3].error->code == ErrorCode::kStoreUnavailable);
   f.db.RunAll();
@@ -308,14 +286,14 @@ TEST_CASE("dense: requests beyond max_waiting are refused at once") {
 
 TEST_CASE("dense: shutdown fails the waiting requests and refuses new ones") {
   Fixture f;
-  Got waiting;
+  TakeOutcome waiting;
   f.dense->Take("d_k", 1, {}, waiting.Callback());
   f.dense->Shutdown();
   REQUIRE(waiting.calls == 1);
   CHECK(waiting.error->code == ErrorCode::kShuttingDown);
   f.db.RunAll();
   CHECK(waiting.calls == 1);
-  Got late;
+  TakeOutcome late;
   f.dense->Take("d_k", 1, {}, late.Callback());
   REQUIRE(late.calls == 1);
   CHECK(late.error->code == ErrorCode::kShuttingDown);
@@ -335,7 +313,7 @@ TEST_CASE("dense: the router sends dense keys to the dense allocator, tokens onl
     while (f.db.RunAll() + seg_db.RunAll() > 0) {
     }
   };
-  Got dense_ids, segment_ids, token_on_segment, plain_take;
+  TakeOutcome dense_ids, segment_ids, token_on_segment, plain_take;
   router.Take({.key = "d_k", .count = 3, .contiguous = true, .token = "tok"}, dense_ids.Callback());
   router.Take({.key = "s_k", .count = 3, .contiguous = true}, segment_ids.Callback());
   router.Take({.key = "s_k", .count = 3, .contiguous = true, .token = "tok"},

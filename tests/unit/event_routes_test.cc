@@ -19,6 +19,7 @@
 #include "server/msg/message_service.h"
 #include "storage/memory/memory_message_store.h"
 #include "storage/memory/memory_store.h"
+#include "tests/unit/router_fixture.h"
 #include "tests/unit/test_services.h"
 
 using namespace seqd;
@@ -27,13 +28,8 @@ using nlohmann::json;
 
 namespace {
 
-struct Fixture {
-  MemoryStore segments;
+struct Fixture : AdminOverMemory {
   MemoryMessageStore messages;
-  ManualRunner runner;
-  ManualClock clock;
-  SegmentAllocator allocator{segments, runner, clock, KeyRules(), AllocatorOptions{}};
-  KeyAdmin admin{segments, runner, allocator};
   MessageService service{messages, segments, MessageServiceOptions{}};
   TestServices services{segments, runner, allocator,
                         ServiceOverrides{.keys = &admin, .messages = &service}};

@@ -26,6 +26,7 @@
 #include "server/service/wire_errors.h"
 #include "storage/memory/memory_message_store.h"
 #include "storage/memory/memory_store.h"
+#include "tests/unit/router_fixture.h"
 #include "tests/unit/test_services.h"
 
 using namespace seqd;
@@ -37,13 +38,8 @@ namespace {
 
 using Headers = std::vector<std::pair<http::field, std::string>>;
 
-struct Fixture {
-  MemoryStore segments;
+struct Fixture : AdminOverMemory {
   MemoryMessageStore messages;
-  ManualRunner runner;
-  ManualClock clock;
-  SegmentAllocator allocator{segments, runner, clock, KeyRules(), AllocatorOptions{}};
-  KeyAdmin admin{segments, runner, allocator};
   std::unique_ptr<MessageService> service =
       std::make_unique<MessageService>(messages, segments, MessageServiceOptions{});
   TestServices services{segments, runner, allocator,
@@ -82,17 +78,6 @@ struct Fixture {
                     json{{"sender_id", "u"}, {"client_msg_id", cmid}, {"payload", "hi"}}.dump());
   }
 };
-
-std::string Header(const ApiRouter::Response& res, http::field f) {
-  auto it = res.find(f);
-  return it == res.end() ? std::string() : std::string(it->value());
-}
-
-json Body(const ApiRouter::Response& res) {
-  json j = json::parse(res.body(), nullptr, false);
-  REQUIRE_MESSAGE(!j.is_discarded(), res.body());
-  return j;
-}
 
 std::string Code(const ApiRouter::Response& res) {
   return Body(res)["error"]["code"].get<std::string>();

@@ -24,6 +24,7 @@
 #include "server/snowflake/snowflake_generator.h"
 #include "server/snowflake/wall_clock.h"
 #include "storage/memory/memory_store.h"
+#include "tests/unit/router_fixture.h"
 #include "tests/unit/test_services.h"
 
 using namespace seqd;
@@ -35,13 +36,8 @@ namespace {
 constexpr int64_t kT0 = 1795360448589;
 
 // Open services (no tokens) over memory stores, with snowflake IDs served.
-struct Fixture {
-  MemoryStore segments;
-  ManualRunner runner;
-  ManualClock clock;
+struct Fixture : AdminOverMemory {
   ManualWallClock wall{kT0};
-  SegmentAllocator allocator{segments, runner, clock, KeyRules(), AllocatorOptions{}};
-  KeyAdmin admin{segments, runner, allocator};
   Metrics metrics{"test"};
   SnowflakeGenerator generator{wall, clock, SnowflakeOptions{}};
   TestServices services{

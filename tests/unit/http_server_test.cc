@@ -113,19 +113,24 @@ struct RouterFront {
 
 using ServerFixture = ServerWorld<HttpServer, HttpOptions, RouterFront>;
 
-}  // namespace
-
-TEST_CASE("http: keep-alive serves several requests on one connection") {
-  HttpOptions o;
-  // Connections on strands over two io threads, strandless over one, and
-  // strandless over two io_contexts of one thread each.
+// Runs the calling test once per connection threading, as doctest subcases:
+// connections on strands over two io threads, strandless over one, and
+// strandless over two io_contexts of one thread each (the App's). Returns
+// `o` set for the threading of this run.
+HttpOptions EachThreading(HttpOptions o) {
   SUBCASE("two io threads") {}
   SUBCASE("one io thread") { o.single_threaded = true; }
   SUBCASE("an io_context per thread (the App's)") {
     o.single_threaded = true;
     o.connections = PerThreadIo();
   }
-  ServerFixture f(o);
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("http: keep-alive serves several requests on one connection") {
+  ServerFixture f(EachThreading(HttpOptions{}));
   REQUIRE(f.listening);
   REQUIRE(f.server.port() != 0);
   REQUIRE(f.mem.CreateKey("k", 10, "").ok());
@@ -161,16 +166,7 @@ TEST_CASE("http: keep-alive serves several requests on one connection") {
 }
 
 TEST_CASE("http: malformed request gets 400 and the connection closes") {
-  HttpOptions o;
-  // Connections on strands over two io threads, strandless over one, and
-  // strandless over two io_contexts of one thread each.
-  SUBCASE("two io threads") {}
-  SUBCASE("one io thread") { o.single_threaded = true; }
-  SUBCASE("an io_context per thread (the App's)") {
-    o.single_threaded = true;
-    o.connections = PerThreadIo();
-  }
-  ServerFixture f(o);
+  ServerFixture f(EachThreading(HttpOptions{}));
   REQUIRE(f.listening);
   for (const char* garbage :
        {"NOT HTTP AT ALL\r\n\r\n", "GET / HTTP/1.1\r\nBad Header\r\n\r\n",
@@ -323,30 +319,16 @@ TEST_CASE("http: oversized header gets 431 and close") {
 TEST_CASE("http: idle and trickling clients are dropped at the idle timeout") {
   HttpOptions o;
   o.idle_timeout = 1s;
-  // Connections on strands over two io threads, strandless over one, and
-  // strandless over two io_contexts of one thread each.
-  SUBCASE("two io threads") {}
-  SUBCASE("one io thread") { o.single_threaded = true; }
-  SUBCASE("an io_context per thread (the App's)") {
-    o.single_threaded = true;
-    o.connections = PerThreadIo();
-  }
-  ServerFixture f(o);
+  ServerFixture f(EachThreading(o));
   REQUIRE(f.listening);
 
-  auto start = SteadyClock::now();
-  Client idle(f.server.port());
-  REQUIRE(idle.connected());
-  CHECK(idle.WaitClosed(4s));
-  auto took = SteadyClock::now() - start;
-  CHECK(took >= 900ms);
-  CHECK(took < 3s);
+  CheckSilentConnectionClosedAtOneSecond<Client>(f.server.port());
 
   // Idle after a response on a keep-alive connection.
   Client kept(f.server.port());
   kept.Send(Get("/healthz"));
   REQUIRE(kept.Read());
-  start = SteadyClock::now();
+  auto start = SteadyClock::now();
   CHECK(kept.WaitClosed(4s));
   CHECK(SteadyClock::now() - start >= 900ms);
 
@@ -365,16 +347,7 @@ TEST_CASE("http: idle and trickling clients are dropped at the idle timeout") {
 }
 
 TEST_CASE("http: Stop() closes idle connections and lets in-flight requests finish") {
-  HttpOptions o;
-  // Connections on strands over two io threads, strandless over one, and
-  // strandless over two io_contexts of one thread each.
-  SUBCASE("two io threads") {}
-  SUBCASE("one io thread") { o.single_threaded = true; }
-  SUBCASE("an io_context per thread (the App's)") {
-    o.single_threaded = true;
-    o.connections = PerThreadIo();
-  }
-  ServerFixture f(o);
+  ServerFixture f(EachThreading(HttpOptions{}));
   REQUIRE(f.listening);
   REQUIRE(f.mem.CreateKey("k", 10, "").ok());
   const uint16_t port = f.server.port();
@@ -388,17 +361,7 @@ TEST_CASE("http: Stop() closes idle connections and lets in-flight requests fini
   busy.Send(Get("/seq/k"));
   REQUIRE(WaitFor([&] { return f.store.reserve_calls() >= 1; }));
 
-  std::promise<void> drained;
-  auto drained_future = drained.get_future();
-  f.server.Stop([&] { drained.set_value(); });
-
-  CHECK(idle.WaitClosed(2s));
-  CHECK(drained_future.wait_for(200ms) == std::future_status::timeout);
-  CHECK(f.server.open_connections() == 1);
-
-  // No new connections are served.
-  Client late(port);
-  if (late.connected()) CHECK(late.WaitClosed(2s));
+  std::future<void> drained_future = StopWithOneInFlight(f, idle);
 
   f.store.SetHold(false);
   auto r = busy.Read();
@@ -406,9 +369,7 @@ TEST_CASE("http: Stop() closes idle connections and lets in-flight requests fini
   CHECK(r->status == 200);
   CHECK(r->body == R"({"key":"k","id":1})");
   CHECK(r->Has("connection: close"));
-  CHECK(busy.WaitClosed());
-  CHECK(drained_future.wait_for(5s) == std::future_status::ready);
-  CHECK(f.server.open_connections() == 0);
+  CheckStopFinishes(f, busy, drained_future);
 }
 
 TEST_CASE("http: connections beyond max_connections get 503") {
@@ -454,16 +415,7 @@ TEST_CASE("http: Listen() reports a port in use without throwing") {
 }
 
 TEST_CASE("http: concurrent clients get unique IDs") {
-  HttpOptions o;
-  // Connections on strands over two io threads, strandless over one, and
-  // strandless over two io_contexts of one thread each.
-  SUBCASE("two io threads") {}
-  SUBCASE("one io thread") { o.single_threaded = true; }
-  SUBCASE("an io_context per thread (the App's)") {
-    o.single_threaded = true;
-    o.connections = PerThreadIo();
-  }
-  ServerFixture f(o);
+  ServerFixture f(EachThreading(HttpOptions{}));
   REQUIRE(f.listening);
   REQUIRE(f.mem.CreateKey("k", 7, "").ok());  // small step: many reservations
   constexpr int kClients = 6, kRequests = 150;
@@ -494,14 +446,7 @@ TEST_CASE("http: concurrent clients get unique IDs") {
 }
 
 TEST_CASE("http: every answer carries X-Request-Id: the client's if acceptable, else a new one") {
-  HttpOptions o;
-  SUBCASE("two io threads") {}
-  SUBCASE("one io thread") { o.single_threaded = true; }
-  SUBCASE("an io_context per thread (the App's)") {
-    o.single_threaded = true;
-    o.connections = PerThreadIo();
-  }
-  ServerFixture f(o);
+  ServerFixture f(EachThreading(HttpOptions{}));
   REQUIRE(f.listening);
   REQUIRE(f.mem.CreateKey("k", 10, "").ok());
   Client c(f.server.port());

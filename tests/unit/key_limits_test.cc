@@ -19,6 +19,8 @@
 #include "server/tcp/binary_dispatcher.h"
 #include "storage/faulty_store.h"
 #include "storage/memory/memory_store.h"
+#include "tests/unit/allocator_fixture.h"
+#include "tests/unit/router_fixture.h"
 #include "tests/unit/string_connection.h"
 #include "tests/unit/test_services.h"
 
@@ -28,17 +30,8 @@ namespace http = boost::beast::http;
 
 namespace {
 
-struct Fixture {
-  MemoryStore memory;
-  FaultyStore store{memory};
-  ManualRunner db;
-  ManualClock clock;
-  std::unique_ptr<SegmentAllocator> alloc;
-
-  explicit Fixture(AllocatorOptions options = {}, std::vector<AutoKeyRule> rules = {}) {
-    alloc =
-        std::make_unique<SegmentAllocator>(store, db, clock, KeyRules(std::move(rules)), options);
-  }
+struct Fixture : AllocatorFixture {
+  using AllocatorFixture::AllocatorFixture;
 
   // Takes one ID of `key` and runs the database until it is answered.
   Result<IdBatch> Take(std::string_view key, std::string_view requester = {}) {
@@ -229,14 +222,7 @@ TEST_CASE("/admin/cache is paginated like /admin/keys (after, limit, next_after)
   KeyAdmin admin(f.store, f.db, *f.alloc);
   TestServices services(f.store, f.db, *f.alloc, {.keys = &admin});
   ApiRouter router(services, RouterOptions{"9.9.9", std::chrono::steady_clock::now()});
-  auto get = [&](std::string target) {
-    ApiRouter::Request req{http::verb::get, target, 11};
-    std::optional<ApiRouter::Response> out;
-    router.Handle(std::move(req), [&](ApiRouter::Response res) { out = std::move(res); });
-    f.db.RunAll();
-    REQUIRE(out);
-    return std::move(*out);
-  };
+  auto get = [&](std::string target) { return GetAfterRunning(router, f.db, std::move(target)); };
   for (int i = 0; i < 250; ++i) {
     char name[16];
     std::snprintf(name, sizeof name, "sg_%03d", i);
@@ -277,14 +263,7 @@ TEST_CASE("auto_create_rate over HTTP: 429 resource_exhausted for the open princ
   KeyAdmin admin(f.store, f.db, *f.alloc);
   TestServices services(f.store, f.db, *f.alloc, {.keys = &admin});
   ApiRouter router(services, RouterOptions{"9.9.9", std::chrono::steady_clock::now()});
-  auto get = [&](std::string target) {
-    ApiRouter::Request req{http::verb::get, target, 11};
-    std::optional<ApiRouter::Response> out;
-    router.Handle(std::move(req), [&](ApiRouter::Response res) { out = std::move(res); });
-    f.db.RunAll();
-    REQUIRE(out);
-    return std::move(*out);
-  };
+  auto get = [&](std::string target) { return GetAfterRunning(router, f.db, std::move(target)); };
   CHECK(get("/seq/sg_a").result() == http::status::ok);
   ApiRouter::Response over = get("/seq/sg_b");
   CHECK(over.result() == http::status::too_many_requests);

@@ -22,6 +22,7 @@
 #include "server/tcp/binary_dispatcher.h"
 #include "storage/memory/memory_message_store.h"
 #include "storage/memory/memory_store.h"
+#include "tests/unit/router_fixture.h"
 #include "tests/unit/string_connection.h"
 #include "tests/unit/test_services.h"
 
@@ -71,22 +72,10 @@ struct World {
   }
 
   std::pair<unsigned, json> Http(http::verb method, std::string target, std::string body = "") {
-    ApiRouter::Request req{method, target, 11};
-    req.set(http::field::host, "localhost");
-    req.set(http::field::content_type, "application/json");
-    req.body() = std::move(body);
-    req.prepare_payload();
-    std::mutex mu;
-    std::condition_variable cv;
-    std::optional<ApiRouter::Response> out;
-    router.Handle(std::move(req), [&](ApiRouter::Response res) {
-      std::lock_guard lock(mu);
-      out = std::move(res);
-      cv.notify_all();
-    });
-    std::unique_lock lock(mu);
-    REQUIRE(cv.wait_for(lock, 5s, [&] { return out.has_value(); }));
-    return {out->result_int(), json::parse(out->body())};
+    // The answer comes from the message service's threads: up to 5 s.
+    ApiRouter::Response out =
+        AwaitAnswer(router, JsonRequest(method, std::move(target), std::move(body)), 250, [] {});
+    return {out.result_int(), json::parse(out.body())};
   }
 
   MemoryMessageStore message_store;

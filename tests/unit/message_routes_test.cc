@@ -15,6 +15,7 @@
 #include "server/msg/message_service.h"
 #include "storage/memory/memory_message_store.h"
 #include "storage/memory/memory_store.h"
+#include "tests/unit/router_fixture.h"
 #include "tests/unit/test_services.h"
 
 using namespace seqd;
@@ -29,13 +30,8 @@ std::string Id(std::string prefix, int n) {
   return prefix;
 }
 
-struct Fixture {
-  MemoryStore segments;
+struct Fixture : AdminOverMemory {
   MemoryMessageStore messages;
-  ManualRunner runner;
-  ManualClock clock;
-  SegmentAllocator allocator{segments, runner, clock, KeyRules(), AllocatorOptions{}};
-  KeyAdmin admin{segments, runner, allocator};
   std::unique_ptr<MessageService> service;
   std::unique_ptr<TestServices> services;
   std::unique_ptr<ApiRouter> router_;

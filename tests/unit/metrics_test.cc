@@ -17,6 +17,7 @@
 #include "server/http/api_router.h"
 #include "storage/faulty_store.h"
 #include "storage/memory/memory_store.h"
+#include "tests/unit/router_fixture.h"
 #include "tests/unit/test_services.h"
 
 using namespace seqd;
@@ -60,14 +61,7 @@ TEST_CASE("metrics: HTTP requests through ApiRouter move seqd_requests_total") {
   KeyAdmin admin(f.store, f.db, *f.alloc);
   TestServices services(f.store, f.db, *f.alloc, {.keys = &admin, .metrics = &f.metrics});
   ApiRouter router(services, RouterOptions{"9.9.9", std::chrono::steady_clock::now()});
-  auto get = [&](std::string target) {
-    ApiRouter::Request req{boost::beast::http::verb::get, target, 11};
-    std::optional<ApiRouter::Response> out;
-    router.Handle(std::move(req), [&](ApiRouter::Response res) { out = std::move(res); });
-    f.db.RunAll();
-    REQUIRE(out);
-    return std::move(*out);
-  };
+  auto get = [&](std::string target) { return GetAfterRunning(router, f.db, std::move(target)); };
   for (int i = 0; i < 3; ++i) get("/seq/order");
   get("/seq/nope");
   get("/no/such/path");
@@ -157,14 +151,7 @@ TEST_CASE("metrics: 10,000 random unknown keys add no series") {
   KeyAdmin admin(f.store, f.db, *f.alloc);
   TestServices services(f.store, f.db, *f.alloc, {.keys = &admin, .metrics = &f.metrics});
   ApiRouter router(services, RouterOptions{"9.9.9", std::chrono::steady_clock::now()});
-  auto get = [&](std::string target) {
-    ApiRouter::Request req{boost::beast::http::verb::get, target, 11};
-    std::optional<ApiRouter::Response> out;
-    router.Handle(std::move(req), [&](ApiRouter::Response res) { out = std::move(res); });
-    f.db.RunAll();
-    REQUIRE(out);
-    return std::move(*out);
-  };
+  auto get = [&](std::string target) { return GetAfterRunning(router, f.db, std::move(target)); };
   using boost::beast::http::status;
   CHECK(get("/seq/order").result() == status::ok);
   CHECK(get("/seq/si_a").result() == status::ok);
@@ -253,14 +240,7 @@ TEST_CASE("metrics: an admin-only router serves /metrics, /, /healthz, /readyz a
   TestServices services(f.store, f.db, *f.alloc, {.keys = &admin, .metrics = &f.metrics});
   ApiRouter router(services,
                    RouterOptions{"9.9.9", std::chrono::steady_clock::now(), /*admin_only=*/true});
-  auto get = [&](std::string target) {
-    ApiRouter::Request req{boost::beast::http::verb::get, target, 11};
-    std::optional<ApiRouter::Response> out;
-    router.Handle(std::move(req), [&](ApiRouter::Response res) { out = std::move(res); });
-    f.db.RunAll();
-    REQUIRE(out);
-    return std::move(*out);
-  };
+  auto get = [&](std::string target) { return GetAfterRunning(router, f.db, std::move(target)); };
   using boost::beast::http::status;
   const ApiRouter::Response metrics = get("/metrics");
   CHECK(metrics.result() == status::ok);

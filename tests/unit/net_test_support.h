@@ -13,6 +13,7 @@
 #include <boost/asio/write.hpp>
 #include <chrono>
 #include <future>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -168,6 +169,60 @@ inline IoRing* PerThreadIo() {
   static net::io_context unused;
   static IoRing marker({&unused});
   return &marker;
+}
+
+// Runs the calling test once per io layout, as doctest subcases: one
+// io_context on two threads, then one io_context per thread (the App's).
+// Returns `options` set for the layout of this run.
+template <typename Options>
+Options EachIoLayout(Options options) {
+  SUBCASE("shared io_context") {}
+  SUBCASE("an io_context per thread") { options.connections = PerThreadIo(); }
+  return options;
+}
+
+// Connects a Client to `port`, sends nothing, and checks the server closes
+// the connection at its idle timeout of 1 s: not before 0.9 s, within 3 s.
+template <typename Client>
+void CheckSilentConnectionClosedAtOneSecond(uint16_t port) {
+  const auto start = SteadyClock::now();
+  Client idle(port);
+  REQUIRE(idle.connected());
+  CHECK(idle.WaitClosed(4s));
+  const auto took = SteadyClock::now() - start;
+  CHECK(took >= 900ms);
+  CHECK(took < 3s);
+}
+
+// Calls world.server.Stop() while one request is in flight (parked on the
+// held store) and `idle` is an idle connection on it, and checks what the
+// stop does before that request is answered: `idle` is closed within 2 s,
+// the drain does not finish, one connection stays open, and a new
+// connection is not served. Returns a future that is ready once the server
+// has drained.
+template <typename World, typename Client>
+std::future<void> StopWithOneInFlight(World& world, Client& idle) {
+  auto drained = std::make_shared<std::promise<void>>();
+  std::future<void> drained_future = drained->get_future();
+  world.server.Stop([drained] { drained->set_value(); });
+
+  CHECK(idle.WaitClosed(2s));
+  CHECK(drained_future.wait_for(200ms) == std::future_status::timeout);
+  CHECK(world.server.open_connections() == 1);
+
+  Client late(world.server.port());
+  if (late.connected()) CHECK(late.WaitClosed(2s));
+  return drained_future;
+}
+
+// After StopWithOneInFlight and the answer to the request in flight on
+// `busy`: checks `busy` is then closed, the server drains within 5 s, and
+// no connection is left open.
+template <typename World, typename Client>
+void CheckStopFinishes(World& world, Client& busy, std::future<void>& drained) {
+  CHECK(busy.WaitClosed());
+  CHECK(drained.wait_for(5s) == std::future_status::ready);
+  CHECK(world.server.open_connections() == 0);
 }
 
 // One server under test and everything beneath it.

@@ -20,6 +20,7 @@
 #include "proto/resp_codec.h"
 #include "server/metrics/metrics.h"
 #include "tests/unit/net_test_support.h"
+#include "tests/unit/test_stores.h"
 
 using namespace seqd;
 using namespace seqd::nettest;
@@ -30,39 +31,20 @@ namespace {
 // Acts as a second server sharing the table: for keys starting with "gap",
 // takes 5 IDs before every reservation, so no two of our segments are
 // adjacent. Records the segments it hands out.
-class GappyStore final : public SegmentStore {
+class GappyStore final : public ForwardingSegmentStore {
  public:
-  explicit GappyStore(SegmentStore& inner) : inner_(inner) {}
-  Status EnsureSchema() override { return inner_.EnsureSchema(); }
+  explicit GappyStore(SegmentStore& inner) : ForwardingSegmentStore(inner) {}
   Result<ReservedSegment> Reserve(std::string_view key, std::optional<int64_t> step) override {
     if (key.starts_with("gap")) {
-      if (auto stolen = inner_.Reserve(key, 5); !stolen) return stolen.error();
+      if (auto stolen = inner().Reserve(key, 5); !stolen) return stolen.error();
     }
-    auto r = inner_.Reserve(key, step);
+    auto r = inner().Reserve(key, step);
     if (r) {
       std::lock_guard lock(mu_);
       segments_.push_back(IdRange{r->first, r->last});
     }
     return r;
   }
-  Result<KeyRow> CreateKey(std::string_view key, int64_t step, std::string_view d) override {
-    return inner_.CreateKey(key, step, d);
-  }
-  Result<KeyRow> GetKey(std::string_view key) override { return inner_.GetKey(key); }
-  Result<std::vector<KeyRow>> ListKeys(std::string_view after, size_t limit) override {
-    return inner_.ListKeys(after, limit);
-  }
-  Result<KeyRow> SetStep(std::string_view key, int64_t step) override {
-    return inner_.SetStep(key, step);
-  }
-  Result<std::vector<int64_t>> GetMinSeqs(const std::vector<std::string>& keys) override {
-    return inner_.GetMinSeqs(keys);
-  }
-  Status SetMinSeqs(const std::vector<MinSeqValue>& values, const std::vector<ShardFence>& fences,
-                    uint32_t* refused_shard = nullptr) override {
-    return inner_.SetMinSeqs(values, fences, refused_shard);
-  }
-  Status Ping() override { return inner_.Ping(); }
 
   // True if [first, last] lies inside one segment we handed out.
   bool InOneSegment(int64_t first, int64_t last) const {
@@ -72,7 +54,6 @@ class GappyStore final : public SegmentStore {
   }
 
  private:
-  SegmentStore& inner_;
   mutable std::mutex mu_;
   std::vector<IdRange> segments_;  // guarded by mu_
 };
@@ -248,11 +229,7 @@ TEST_CASE("resp server: connections are spread over the io_contexts, round-robin
 }
 
 TEST_CASE("resp server: 1000 pipelined commands in one write are answered in order") {
-  RespServerOptions o;
-  // One io_context on two threads; one per thread, as in the App.
-  SUBCASE("shared io_context") {}
-  SUBCASE("an io_context per thread") { o.connections = PerThreadIo(); }
-  Fixture f(o);
+  Fixture f(EachIoLayout(RespServerOptions{}));
   REQUIRE(f.listening);
   Client c(f.server.port());
   std::string batch;
@@ -494,11 +471,7 @@ TEST_CASE("resp server: Listen reports a bad address or a port in use") {
 }
 
 TEST_CASE("resp server: Stop answers commands in flight, closes idle ones, then drains") {
-  RespServerOptions o;
-  // One io_context on two threads; one per thread, as in the App.
-  SUBCASE("shared io_context") {}
-  SUBCASE("an io_context per thread") { o.connections = PerThreadIo(); }
-  Fixture f(o);
+  Fixture f(EachIoLayout(RespServerOptions{}));
   REQUIRE(f.listening);
   Client idle(f.server.port());
   Client busy(f.server.port());

@@ -8,9 +8,7 @@
 #include <set>
 #include <thread>
 
-#include "server/base/manual_clock.h"
-#include "storage/faulty_store.h"
-#include "storage/memory/memory_store.h"
+#include "tests/unit/allocator_fixture.h"
 #include "tests/unit/take_boundary.h"
 
 using namespace seqd;
@@ -20,40 +18,12 @@ namespace {
 
 std::vector<IdRange> Ranges(const IdBatch& b) { return {b.ranges.begin(), b.ranges.end()}; }
 
-// Captures one Take() outcome.
-struct Outcome {
-  bool called = false;
-  int calls = 0;
-  std::optional<IdBatch> batch;
-  std::optional<Error> error;
-  TakeCallback Callback() {
-    return [this](Result<IdBatch> r) {
-      called = true;
-      ++calls;
-      if (r) {
-        batch = *r;
-      } else {
-        error = r.error();
-      }
-    };
-  }
-};
-
-struct Fixture {
-  MemoryStore memory;
-  FaultyStore store{memory};
-  ManualRunner db;
-  ManualClock clock;
-  std::unique_ptr<SegmentAllocator> alloc;
-
-  explicit Fixture(AllocatorOptions options = {}, std::vector<AutoKeyRule> rules = {}) {
-    alloc =
-        std::make_unique<SegmentAllocator>(store, db, clock, KeyRules(std::move(rules)), options);
-  }
+struct Fixture : AllocatorFixture {
+  using AllocatorFixture::AllocatorFixture;
 
   // Takes and runs the database until the request completes.
-  Outcome TakeNow(std::string_view key, int64_t count = 1) {
-    Outcome o;
+  TakeOutcome TakeNow(std::string_view key, int64_t count = 1) {
+    TakeOutcome o;
     alloc->Take(key, count, o.Callback());
     db.RunAll();
     return o;
@@ -61,13 +31,13 @@ struct Fixture {
 
   // Takes without running the database; true if answered from memory.
   bool TakeNowNoRun(std::string_view key, int64_t count) {
-    Outcome o;
+    TakeOutcome o;
     alloc->Take(key, count, o.Callback());
     return o.batch.has_value();
   }
 
   int64_t One(std::string_view key) {
-    Outcome o = TakeNow(key);
+    TakeOutcome o = TakeNow(key);
     REQUIRE(o.batch);
     REQUIRE(o.batch->ranges.size() == 1);
     return o.batch->ranges[0].first;
@@ -79,16 +49,16 @@ struct Fixture {
 TEST_CASE("first request parks until the first segment lands, later ones are served inline") {
   Fixture f;
   REQUIRE(f.memory.CreateKey("order", 100, ""));
-  Outcome first;
+  TakeOutcome first;
   f.alloc->Take("order", 1, first.Callback());
-  CHECK_FALSE(first.called);  // parked: nothing in memory yet
+  CHECK_FALSE(first.called());  // parked: nothing in memory yet
   CHECK(f.alloc->stats().parked_now == 1);
   CHECK(f.db.RunAll() == 1);
   REQUIRE(first.batch);
   CHECK(first.batch->ranges[0] == IdRange{1, 1});
-  Outcome second;
+  TakeOutcome second;
   f.alloc->Take("order", 1, second.Callback());
-  CHECK(second.called);  // served inline, no database
+  CHECK(second.called());  // served inline, no database
   CHECK(second.batch->ranges[0] == IdRange{2, 2});
   CHECK(f.alloc->stats().parked_now == 0);
 }
@@ -98,7 +68,7 @@ TEST_CASE("first requests for new keys share store batches, not a transaction ea
   options.reservation_flushes = 1;
   Fixture f(options, {{"sg_", 100}});
   constexpr int kKeys = 2500;  // 1000 + 1000 + 500
-  std::vector<Outcome> outs(kKeys);
+  std::vector<TakeOutcome> outs(kKeys);
   for (int i = 0; i < kKeys; ++i) {
     f.alloc->Take("sg_" + std::to_string(i), 1, outs[i].Callback());
   }
@@ -127,7 +97,7 @@ TEST_CASE("reservations waiting for the store are bounded; the refused ones retr
   options.wait_deadline = 10s;
   Fixture f(options, {{"sg_", 10}});
   constexpr int kKeys = 1500;
-  std::vector<Outcome> outs(kKeys);
+  std::vector<TakeOutcome> outs(kKeys);
   for (int i = 0; i < kKeys; ++i) {
     f.alloc->Take("sg_" + std::to_string(i), 1, outs[i].Callback());
   }
@@ -139,7 +109,7 @@ TEST_CASE("reservations waiting for the store are bounded; the refused ones retr
   REQUIRE(refused->last_error);
   f.db.RunAll();
   int answered = 0;
-  for (const Outcome& o : outs) answered += o.called;
+  for (const TakeOutcome& o : outs) answered += o.called();
   CHECK(answered == 1000);
   f.clock.Advance(options.retry_backoff);  // the retries queue their reservations
   f.db.RunAll();
@@ -153,7 +123,7 @@ TEST_CASE("reservations waiting for the store are bounded; the refused ones retr
 TEST_CASE("a batch mixes keys that exist, new auto-created keys and unknown keys") {
   Fixture f({}, {{"sg_", 10}});
   REQUIRE(f.memory.CreateKey("order", 50, ""));
-  Outcome order, fresh, unknown, refused_twice;
+  TakeOutcome order, fresh, unknown, refused_twice;
   f.alloc->Take("order", 3, order.Callback());
   f.alloc->Take("sg_new", 2, fresh.Callback());
   f.alloc->Take("nope", 1, unknown.Callback());
@@ -189,11 +159,11 @@ TEST_CASE("the next segment is reserved once more than the prefetch fraction is 
 TEST_CASE("switching to the next segment keeps IDs contiguous; batches span both") {
   Fixture f;
   REQUIRE(f.memory.CreateKey("k", 100, ""));
-  Outcome a = f.TakeNow("k", 95);
+  TakeOutcome a = f.TakeNow("k", 95);
   REQUIRE(a.batch);
   CHECK(Ranges(*a.batch) == std::vector<IdRange>{{1, 95}});
   f.db.RunAll();  // next segment [101, 200] ready
-  Outcome b;
+  TakeOutcome b;
   f.alloc->Take("k", 10, b.Callback());
   REQUIRE(b.batch);  // inline: spans the switch
   CHECK(Ranges(*b.batch) == std::vector<IdRange>{{96, 105}});
@@ -209,7 +179,7 @@ TEST_CASE("a batch spanning segments of another process gets two ranges") {
   CHECK(f.db.pending() == 1);
   REQUIRE(f.memory.Reserve("k", std::nullopt));  // another process takes [101,200]
   f.db.RunAll();                                 // ours is [201,300]
-  Outcome b;
+  TakeOutcome b;
   f.alloc->Take("k", 60, b.Callback());
   REQUIRE(b.batch);
   CHECK(Ranges(*b.batch) == std::vector<IdRange>{{51, 100}, {201, 210}});
@@ -220,12 +190,12 @@ TEST_CASE("a parked request is woken when the reservation lands") {
   REQUIRE(f.memory.CreateKey("k", 10, ""));
   f.TakeNow("k", 1);
   // Consume the rest without letting the prefetch run.
-  Outcome rest;
+  TakeOutcome rest;
   f.alloc->Take("k", 9, rest.Callback());
   REQUIRE(rest.batch);
-  Outcome parked;
+  TakeOutcome parked;
   f.alloc->Take("k", 3, parked.Callback());
-  CHECK_FALSE(parked.called);
+  CHECK_FALSE(parked.called());
   CHECK(f.alloc->SnapshotKey("k")->parked == 1);
   f.db.RunAll();
   REQUIRE(parked.batch);
@@ -240,10 +210,10 @@ TEST_CASE("a parked request fails with store_unavailable at the deadline, exactl
   o.wait_deadline = 1s;
   Fixture f(o);
   REQUIRE(f.memory.CreateKey("k", 10, ""));
-  Outcome parked;
+  TakeOutcome parked;
   f.alloc->Take("k", 1, parked.Callback());
   f.clock.Advance(999ms);
-  CHECK_FALSE(parked.called);
+  CHECK_FALSE(parked.called());
   f.clock.Advance(1ms);
   REQUIRE(parked.error);
   CHECK(parked.error->code == ErrorCode::kStoreUnavailable);
@@ -262,10 +232,10 @@ TEST_CASE("store down: buffers serve, then 503; after recovery service resumes")
   f.store.SetDown(true);
   f.db.RunAll();                                         // prefetch fails
   for (int i = 2; i <= 10; ++i) CHECK(f.One("k") == i);  // the buffer still serves
-  Outcome parked;
+  TakeOutcome parked;
   f.alloc->Take("k", 1, parked.Callback());
   f.db.RunAll();
-  CHECK_FALSE(parked.called);
+  CHECK_FALSE(parked.called());
   f.clock.Advance(1s);
   REQUIRE(parked.error);
   CHECK(parked.error->code == ErrorCode::kStoreUnavailable);
@@ -273,7 +243,7 @@ TEST_CASE("store down: buffers serve, then 503; after recovery service resumes")
   // Admin views show the public text too: the store's own is for the log.
   CHECK(f.alloc->SnapshotKey("k")->last_error.value_or("") == "store unavailable, retry later");
   f.store.SetDown(false);
-  Outcome later;
+  TakeOutcome later;
   f.alloc->Take("k", 1, later.Callback());
   f.clock.Advance(200ms);  // past the retry backoff
   f.db.RunAll();
@@ -353,7 +323,7 @@ int64_t SecondStep(AllocatorOptions o, int64_t ids_per_tick,
   o.prefetch_fraction = 0.1;
   Fixture f(o);
   REQUIRE(f.memory.CreateKey("k", 1000, ""));
-  Outcome first;
+  TakeOutcome first;
   f.alloc->Take("k", 1, first.Callback());
   f.clock.Advance(100ms);
   REQUIRE(f.db.RunAll() == 1);  // [1, 1000] lands after 100 ms
@@ -406,7 +376,7 @@ TEST_CASE("a batch larger than the step reserves enough in one go") {
   REQUIRE(f.memory.CreateKey("k", 10, ""));
   f.One("k");
   f.db.RunAll();  // next ready [11,20]
-  Outcome big = f.TakeNow("k", 500);
+  TakeOutcome big = f.TakeNow("k", 500);
   REQUIRE(big.batch);
   CHECK(big.batch->count() == 500);
   CHECK(big.batch->ranges.front().first == 2);
@@ -415,12 +385,12 @@ TEST_CASE("a batch larger than the step reserves enough in one go") {
 
 TEST_CASE("unknown keys, auto-created keys, bad keys and bad counts") {
   Fixture f({}, {{"sg_", 100}, {"si_", 50}});
-  Outcome unknown = f.TakeNow("nope");
+  TakeOutcome unknown = f.TakeNow("nope");
   REQUIRE(unknown.error);
   CHECK(unknown.error->code == ErrorCode::kUnknownKey);
   CHECK_FALSE(f.alloc->SnapshotKey("nope"));
 
-  Outcome group = f.TakeNow("sg_team42");
+  TakeOutcome group = f.TakeNow("sg_team42");
   REQUIRE(group.batch);
   CHECK(group.batch->ranges[0].first == 1);
   auto row = f.memory.GetKey("sg_team42");
@@ -433,7 +403,7 @@ TEST_CASE("unknown keys, auto-created keys, bad keys and bad counts") {
   // Bad counts and keys are refused where every take is checked.
   TakeBoundary boundary(*f.alloc);
   for (int64_t bad : {int64_t{0}, int64_t{-1}, int64_t{10'001}, INT64_MAX}) {
-    Outcome o;
+    TakeOutcome o;
     boundary.router.Take({.key = "sg_team42", .count = bad}, o.Callback());
     REQUIRE(o.error);
     CHECK(o.error->code == ErrorCode::kInvalidArgument);
@@ -441,12 +411,12 @@ TEST_CASE("unknown keys, auto-created keys, bad keys and bad counts") {
   for (std::string bad :
        {std::string(), std::string(256, 'a'), std::string("a\tb"), std::string("a\xFF"),
         std::string("k\0x", 3), std::string("seqd.server_msg_id")}) {
-    Outcome o;
+    TakeOutcome o;
     boundary.router.Take({.key = bad, .count = 1}, o.Callback());
     REQUIRE(o.error);
     CHECK(o.error->code == ErrorCode::kInvalidArgument);
   }
-  Outcome max_len = f.TakeNow("sg_" + std::string(125, 'x'));
+  TakeOutcome max_len = f.TakeNow("sg_" + std::string(125, 'x'));
   CHECK(max_len.batch);
 }
 
@@ -474,7 +444,7 @@ TEST_CASE("deleted rows leave memory on refresh; requests then get unknown_key")
   f.alloc->RefreshRegisteredKeys([&](Result<size_t> n) { dropped = *n; });
   f.db.RunAll();
   CHECK(dropped == size_t{1});
-  Outcome o = f.TakeNow("k");
+  TakeOutcome o = f.TakeNow("k");
   REQUIRE(o.error);
   CHECK(o.error->code == ErrorCode::kUnknownKey);
 }
@@ -482,12 +452,12 @@ TEST_CASE("deleted rows leave memory on refresh; requests then get unknown_key")
 TEST_CASE("shutdown fails parked requests and refuses new ones") {
   Fixture f;
   REQUIRE(f.memory.CreateKey("k", 100, ""));
-  Outcome parked;
+  TakeOutcome parked;
   f.alloc->Take("k", 1, parked.Callback());
   f.alloc->Shutdown();
   REQUIRE(parked.error);
   CHECK(parked.error->code == ErrorCode::kShuttingDown);
-  Outcome after;
+  TakeOutcome after;
   f.alloc->Take("k", 1, after.Callback());
   REQUIRE(after.error);
   CHECK(after.error->code == ErrorCode::kShuttingDown);
@@ -537,11 +507,11 @@ TEST_CASE("many threads: IDs unique and strictly increasing per thread") {
 
 TEST_CASE("an unknown key is answered from memory for a while, then asked again") {
   Fixture f;
-  Outcome first = f.TakeNow("ghost");
+  TakeOutcome first = f.TakeNow("ghost");
   REQUIRE(first.error);
   CHECK(first.error->code == ErrorCode::kUnknownKey);
   const int64_t calls = f.store.reserve_calls();
-  Outcome again;
+  TakeOutcome again;
   f.alloc->Take("ghost", 1, again.Callback());
   REQUIRE(again.error);  // inline: no store round trip
   CHECK(again.error->code == ErrorCode::kUnknownKey);
@@ -550,7 +520,7 @@ TEST_CASE("an unknown key is answered from memory for a while, then asked again"
   f.clock.Advance(1100ms);
   CHECK(f.One("ghost") == 1);
 
-  Outcome other = f.TakeNow("ghost2");
+  TakeOutcome other = f.TakeNow("ghost2");
   REQUIRE(other.error);
   REQUIRE(f.memory.CreateKey("ghost2", 10, ""));
   f.alloc->OnKeyCreated("ghost2");  // what KeyAdmin does after creating a row

@@ -21,6 +21,7 @@
 #include "server/snowflake/snowflake_generator.h"
 #include "server/snowflake/wall_clock.h"
 #include "storage/memory/memory_store.h"
+#include "tests/unit/router_fixture.h"
 #include "tests/unit/test_services.h"
 
 using namespace seqd;
@@ -51,13 +52,8 @@ SnowflakeOptions OffOptions() {
   return o;
 }
 
-struct Fixture {
-  MemoryStore segments;
-  ManualRunner runner;
-  ManualClock clock;
+struct Fixture : AdminOverMemory {
   ManualWallClock wall{kT0};
-  SegmentAllocator allocator{segments, runner, clock, KeyRules(), AllocatorOptions{}};
-  KeyAdmin admin{segments, runner, allocator};
   Metrics metrics{"test"};
   SnowflakeGenerator generator;
   TestServices services;

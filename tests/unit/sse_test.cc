@@ -137,6 +137,15 @@ struct Simulation {
   }
 };
 
+// Brings `r` live on a conversation with no messages yet: started after
+// seq 0, its first pull returned nothing (delivered to `out`).
+void GoLiveOnEmptyConversation(ConvResume& r, std::vector<StoredMessage>& out) {
+  r.Start(0);
+  r.PullStarted();
+  r.OnPulled({}, false, out);
+  REQUIRE(r.live());
+}
+
 }  // namespace
 
 TEST_CASE("ConvResume: replay, then the kept pushes, then live: no gap, no repeat") {
@@ -161,10 +170,7 @@ TEST_CASE("ConvResume: replay, then the kept pushes, then live: no gap, no repea
 TEST_CASE("ConvResume: a gap in the pushes is pulled before what follows it") {
   ConvResume r(false, 100);
   std::vector<StoredMessage> out;
-  r.Start(0);
-  r.PullStarted();
-  r.OnPulled({}, false, out);
-  REQUIRE(r.live());
+  GoLiveOnEmptyConversation(r, out);
   r.OnLive(Msg(1), out);
   r.OnLive(Msg(3), out);  // 2 was lost
   CHECK(Seqs(out) == std::vector<int64_t>{1});
@@ -190,10 +196,7 @@ TEST_CASE("ConvResume: seqs a complete pull does not return are skipped, not wai
 TEST_CASE("ConvResume: a max seq learned by a periodic check pulls a lost last push") {
   ConvResume r(false, 100);
   std::vector<StoredMessage> out;
-  r.Start(0);
-  r.PullStarted();
-  r.OnPulled({}, false, out);
-  REQUIRE(r.live());
+  GoLiveOnEmptyConversation(r, out);
   r.NoteMaxSeq(0);
   CHECK(!r.WantsPull());
   r.NoteMaxSeq(2);  // 1 and 2 were committed; their pushes were lost
@@ -220,10 +223,7 @@ TEST_CASE("ConvResume: pages are pulled one after the other") {
 TEST_CASE("ConvResume: with a member's window, pushes only say what to pull") {
   ConvResume r(true, 100);
   std::vector<StoredMessage> out;
-  r.Start(0);
-  r.PullStarted();
-  r.OnPulled({}, false, out);
-  REQUIRE(r.live());
+  GoLiveOnEmptyConversation(r, out);
   r.OnLive(Msg(1), out);
   CHECK(out.empty());  // not delivered as pushed: the window decides
   REQUIRE(r.WantsPull());

@@ -17,6 +17,7 @@
 #include "server/http/api_router.h"
 #include "storage/memory/memory_store.h"
 #include "tests/unit/test_services.h"
+#include "tests/unit/test_stores.h"
 
 using namespace seqd;
 using namespace std::chrono_literals;
@@ -48,22 +49,11 @@ StatusPageInput UpInput() {
 
 constexpr char kSecret[] = "password=hunter2 host=db.internal:3306";
 
-// Fails every call with an internal error whose message must never leak.
-class BrokenStore final : public SegmentStore {
- public:
-  Status EnsureSchema() override { return Fail(); }
-  Result<ReservedSegment> Reserve(std::string_view, std::optional<int64_t>) override {
-    return Fail();
-  }
-  Result<KeyRow> CreateKey(std::string_view, int64_t, std::string_view) override { return Fail(); }
-  Result<KeyRow> GetKey(std::string_view) override { return Fail(); }
-  Result<std::vector<KeyRow>> ListKeys(std::string_view, size_t) override { return Fail(); }
-  Result<KeyRow> SetStep(std::string_view, int64_t) override { return Fail(); }
-  Status Ping() override { return Fail(); }
-
- private:
-  static Error Fail() { return MakeError(ErrorCode::kInternal, kSecret); }
-};
+// A store failing every call with an internal error whose message must
+// never leak.
+FailingSegmentStore BrokenStore() {
+  return FailingSegmentStore(MakeError(ErrorCode::kInternal, kSecret));
+}
 
 struct RouterFixture {
   explicit RouterFixture(SegmentStore& store)
@@ -309,7 +299,7 @@ TEST_CASE("status page: GET / through ApiRouter shows a key that was used") {
 }
 
 TEST_CASE("status page: GET / with the store down answers 200 with the public message only") {
-  BrokenStore broken;
+  FailingSegmentStore broken = BrokenStore();
   RouterFixture f(broken);
   ApiRouter::Response res = f.Call(http::verb::get, "/");
   CHECK(res.result() == http::status::ok);

@@ -23,8 +23,10 @@
 #include "server/service/wire_errors.h"
 #include "server/tcp/binary_dispatcher.h"
 #include "storage/memory/memory_store.h"
+#include "tests/unit/router_fixture.h"
 #include "tests/unit/string_connection.h"
 #include "tests/unit/test_services.h"
+#include "tests/unit/test_stores.h"
 
 namespace seqd {
 namespace {
@@ -41,25 +43,6 @@ const std::vector<std::string> kSecrets = {"seqd_app",  "db-7.internal", "3306",
                                            "seqd_prod", "hunter2",       "10.1.2.3"};
 
 Error StoreError(ErrorCode code) { return MakeError(code, kStoreText); }
-
-// Every call fails with `code` and kStoreText.
-class SecretSegmentStore final : public SegmentStore {
- public:
-  explicit SecretSegmentStore(ErrorCode code) : code_(code) {}
-  Status EnsureSchema() override { return Fail(); }
-  Result<ReservedSegment> Reserve(std::string_view, std::optional<int64_t>) override {
-    return Fail();
-  }
-  Result<KeyRow> CreateKey(std::string_view, int64_t, std::string_view) override { return Fail(); }
-  Result<KeyRow> GetKey(std::string_view) override { return Fail(); }
-  Result<std::vector<KeyRow>> ListKeys(std::string_view, size_t) override { return Fail(); }
-  Result<KeyRow> SetStep(std::string_view, int64_t) override { return Fail(); }
-  Status Ping() override { return Fail(); }
-
- private:
-  Error Fail() const { return StoreError(code_); }
-  ErrorCode code_;
-};
 
 class SecretMessageStore final : public MessageStore {
  public:
@@ -106,7 +89,7 @@ class SecretMessageStore final : public MessageStore {
 // Services whose every store call fails with `code` and kStoreText.
 struct World {
   explicit World(ErrorCode code)
-      : segments(code),
+      : segments(StoreError(code)),
         messages_store(code),
         allocator(segments, db, clock, KeyRules({{"auto_", 100}}), AllocatorOptions{}),
         admin(segments, db, allocator),
@@ -118,35 +101,18 @@ struct World {
 
   // The whole HTTP answer (status line, headers, body) as text.
   std::string Http(http::verb method, std::string target, std::string body = "") {
-    ApiRouter::Request req{method, target, 11};
-    req.set(http::field::host, "localhost");
-    req.set(http::field::content_type, "application/json");
-    req.body() = std::move(body);
-    req.prepare_payload();
-    std::mutex mu;
-    std::condition_variable cv;
-    std::optional<ApiRouter::Response> out;
-    router.Handle(std::move(req), [&](ApiRouter::Response res) {
-      std::lock_guard lock(mu);
-      out = std::move(res);
-      cv.notify_all();
-    });
-    std::unique_lock lock(mu);
-    for (int i = 0; i < 100 && !out; ++i) {
-      lock.unlock();
-      clock.Advance(500ms);
-      lock.lock();
-      cv.wait_for(lock, 20ms, [&] { return out.has_value(); });
-    }
-    REQUIRE(out.has_value());
-    std::string text = std::to_string(out->result_int()) + " ";
-    for (const auto& field : *out) {
+    // Time passes until the store call gives up and the answer comes.
+    const ApiRouter::Response out =
+        AwaitAnswer(router, JsonRequest(method, std::move(target), std::move(body)), 100,
+                    [&] { clock.Advance(500ms); });
+    std::string text = std::to_string(out.result_int()) + " ";
+    for (const auto& field : out) {
       text += std::string(field.name_string()) + ": " + std::string(field.value()) + "\n";
     }
-    return text + out->body();
+    return text + out.body();
   }
 
-  SecretSegmentStore segments;
+  FailingSegmentStore segments;  // every call fails with StoreError(code)
   SecretMessageStore messages_store;
   ThreadPoolRunner db{1};
   ManualClock clock;
