@@ -1,5 +1,5 @@
-// Over 400 lines: one registry of every series (names, help, labels) and the
-// scrape-time refresh; the series are data best read in one place.
+// One registry of every series (names, help, labels) and the scrape-time
+// refresh; the series are data best read in one place.
 #include "server/metrics/metrics.h"
 
 #include <prometheus/counter.h>

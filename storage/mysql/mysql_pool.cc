@@ -1,4 +1,5 @@
-// Over 400 lines: one pool lifecycle (hosts, connect, statements, checked COMMIT), shared state.
+// One pool's lifecycle over shared state: hosts, connect, statements,
+// checked COMMIT.
 #include "storage/mysql/mysql_pool.h"
 
 #include <cppconn/connection.h>

@@ -1,5 +1,5 @@
-// Over 400 lines: every MessageStore call against one schema, each a short
-// transaction; they share statements and are read next to the schema.
+// Every MessageStore call against one schema, each a short transaction;
+// they share statements and are read next to the schema.
 #include "storage/sqlite/sqlite_message_store.h"
 
 #include <sqlite3.h>
