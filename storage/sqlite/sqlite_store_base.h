@@ -52,7 +52,7 @@ class SqliteStoreBase : public Interface {
   // in errors. All three static.
   SqliteStoreBase(std::string path, std::span<const char* const> sql, const char* schema,
                   const char* schema_op)
-      : path_(path), db_(std::move(path), sql), schema_(schema), schema_op_(schema_op) {}
+      : db_(path, sql), path_(std::move(path)), schema_(schema), schema_op_(schema_op) {}
 
   Mutex mu_;
   SqliteDb db_ GUARDED_BY(mu_);

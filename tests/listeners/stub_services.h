@@ -51,7 +51,7 @@ class StubIds final : public IdApi {
     }
     done(std::move(out));
   }
-  void MaxIdsWithTimes(std::vector<std::string> keys, Hop, MaxIdsTimesCallback done) override {
+  void MaxIdsWithTimes(std::vector<std::string>, Hop, MaxIdsTimesCallback done) override {
     done(MakeError(ErrorCode::kStoreUnavailable, "stub: no times"));
   }
   void GetUserSeqs(std::string, UserSeqField, std::vector<std::string> convs,
