@@ -110,7 +110,9 @@ TEST_CASE("per-call timeout when the server never answers") {
   o.call_timeout = 100ms;
   o.max_attempts = 2;
   Client client(o);
-  const auto [r, elapsed] = TimedNextIds(client);
+  const TimedResult timed = TimedNextIds(client);
+  const ClientResult<IdBatch>& r = timed.result;
+  const auto elapsed = timed.elapsed;
   CHECK(r.code() == StatusCode::kTimeout);
   CHECK(r.message().find("after 2 attempts") != std::string::npos);
   CHECK(elapsed >= 190ms);
@@ -125,7 +127,9 @@ TEST_CASE("call_deadline cuts an attempt's timeout to the time left") {
   o.max_attempts = 100;
   o.call_deadline = 300ms;
   Client client(o);
-  const auto [r, elapsed] = TimedNextIds(client);
+  const TimedResult timed = TimedNextIds(client);
+  const ClientResult<IdBatch>& r = timed.result;
+  const auto elapsed = timed.elapsed;
   CHECK(r.code() == StatusCode::kTimeout);
   CHECK_MESSAGE(r.message().find("call_deadline 300 ms") != std::string::npos, r.message());
   CHECK(elapsed >= 300ms);
@@ -141,7 +145,9 @@ TEST_CASE("call_deadline bounds a call across attempts and backoffs") {
   o.backoff_max = 200ms;
   o.call_deadline = 700ms;
   Client client(o);
-  const auto [r, elapsed] = TimedNextIds(client);
+  const TimedResult timed = TimedNextIds(client);
+  const ClientResult<IdBatch>& r = timed.result;
+  const auto elapsed = timed.elapsed;
   CHECK(r.code() == StatusCode::kTimeout);
   CHECK_MESSAGE(r.message().find("call_deadline 700 ms") != std::string::npos, r.message());
   // No attempt starts with under 1 ms left: the call may end that much early.
@@ -209,7 +215,9 @@ TEST_CASE("a stalled endpoint is avoided for a call_timeout: retries do not wait
     o.backoff_initial = 5ms;
     o.backoff_max = 10ms;
     Client client(o);
-    const auto [r, elapsed] = TimedNextIds(client);
+    const TimedResult timed = TimedNextIds(client);
+    const ClientResult<IdBatch>& r = timed.result;
+    const auto elapsed = timed.elapsed;
     REQUIRE_MESSAGE(r.ok(), r.ToString());
     CHECK(hung.next_ids_requests <= 1);
     CHECK(elapsed < 1000ms);  // one stall, not two
@@ -293,7 +301,9 @@ TEST_CASE("STORE_UNAVAILABLE is retried with backoff, then succeeds") {
   o.backoff_initial = 20ms;
   o.backoff_max = 100ms;
   Client client(o);
-  const auto [r, elapsed] = TimedNextIds(client);
+  const TimedResult timed = TimedNextIds(client);
+  const ClientResult<IdBatch>& r = timed.result;
+  const auto elapsed = timed.elapsed;
   REQUIRE_MESSAGE(r.ok(), r.ToString());
   CHECK(server.next_ids_requests == 3);
   // Two backoffs: at least 10 ms + 20 ms with jitter in [base/2, base].
