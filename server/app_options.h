@@ -16,7 +16,7 @@
 #include "server/msg/message_service.h"
 #include "server/resp/resp_server.h"
 #include "server/snowflake/snowflake_generator.h"
-#include "server/tcp/binary_server.h"
+#include "server/binary/binary_server.h"
 
 namespace seqd {
 

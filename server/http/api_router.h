@@ -47,12 +47,12 @@
 #include <string_view>
 
 #include "common/error.h"
-#include "server/http/event_stream.h"
+#include "server/http/stream/event_stream.h"
 #include "server/http/http_ops.h"
 #include "server/http/http_request.h"
 #include "server/http/http_responder.h"
 #include "server/http/http_util.h"
-#include "server/http/stream_limits.h"
+#include "server/http/stream/stream_limits.h"
 #include "server/service/services.h"
 
 namespace seqd {
@@ -62,8 +62,8 @@ class EventRoutes;
 class MessageRoutes;
 class SnowflakeRoutes;
 
-// Held requests: Server-Sent Events streams (server/http/event_routes.h)
-// and long-polls (server/http/long_poll.h).
+// Held requests: Server-Sent Events streams (server/http/stream/event_routes.h)
+// and long-polls (server/http/stream/long_poll.h).
 struct StreamOptions {
   Clock* clock = nullptr;  // heartbeats and long-poll deadlines; null: neither (no waits)
   EventStreamOptions events;

@@ -3,7 +3,7 @@
 #include <boost/beast/http/field.hpp>
 #include <utility>
 
-#include "server/http/event_sink.h"
+#include "server/http/stream/event_sink.h"
 
 namespace seqd {
 

@@ -44,7 +44,7 @@ class HttpResponder {
   // A streamed answer instead of Respond(): `head` (its body ignored; no
   // Content-Length: the body ends when the connection closes), then
   // whatever is written to the returned sink, whose queue holds at most
-  // `max_bytes` (server/http/event_sink.h). The connection closes when the
+  // `max_bytes` (server/http/stream/event_sink.h). The connection closes when the
   // sink is closed and drained, when the client goes away, or at server
   // shutdown. nullptr if this responder cannot stream (the default); the
   // caller then answers with Respond().

@@ -25,7 +25,7 @@
 
 #include "server/base/log.h"
 #include "server/http/api_router.h"
-#include "server/http/event_sink.h"
+#include "server/http/stream/event_sink.h"
 #include "server/http/http_deadline.h"
 #include "server/http/http_exchange.h"
 #include "server/http/http_ops.h"
@@ -401,7 +401,7 @@ class Session : public ListenedSession,
     DoRead();  // one request at a time: read the next only now
   }
 
-  // --- streaming (server/http/event_sink.h) ----------------------------------
+  // --- streaming (server/http/stream/event_sink.h) ----------------------------------
   // After the head, one write in flight at a time drains the sink, and a
   // read stays pending to notice the client leaving (what it sends is
   // discarded). No idle deadline: only each write must finish within the

@@ -1,6 +1,6 @@
 // What every listener (HTTP, binary, RESP) offers the app alike: bind, the
 // bound port, the connections open now, and stop. Each listener's header
-// (server/http/http_server.h, server/tcp/binary_server.h,
+// (server/http/http_server.h, server/binary/binary_server.h,
 // server/resp/resp_server.h) says what it serves and what Stop() lets
 // finish.
 //

@@ -2,7 +2,7 @@
 // listens, how many connections it takes, how long a connection may idle or
 // leave an answer unread, TLS, and which io_contexts run its connections.
 // Each listener's own options (server/http/http_server.h,
-// server/tcp/binary_server.h, server/resp/resp_server.h) add what only it
+// server/binary/binary_server.h, server/resp/resp_server.h) add what only it
 // has, and set its own default port and idle timeout.
 //
 // Thread safety: a plain value; read by the listener at construction.

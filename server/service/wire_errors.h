@@ -58,7 +58,7 @@ enum class ProtocolError : uint8_t {
   kMalformedFrame,        // binary: a frame that does not decode
   kUnsupportedVersion,    // binary: a frame version this server does not speak
   kFrameTooLarge,         // binary: a frame over the limit
-  kUnknownOpcode,         // binary: an opcode with no row in server/tcp/binary_ops.h
+  kUnknownOpcode,         // binary: an opcode with no row in server/binary/binary_ops.h
   kTooManyConnections,    // HTTP 503 to a connection over the cap: counted as "other"
   kTooMuchUnread,         // HTTP 429: the client's address has too many answers unread
 };

@@ -32,7 +32,7 @@
 #include "server/core/segment_allocator.h"
 #include "server/snowflake/snowflake_generator.h"
 #include "server/snowflake/wall_clock.h"
-#include "server/tcp/binary_server.h"
+#include "server/binary/binary_server.h"
 #include "storage/memory/memory_store.h"
 #include "tests/fuzz/fuzz_targets.h"
 #include "tests/fuzz/fuzz_tokens.h"

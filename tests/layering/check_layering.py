@@ -181,8 +181,8 @@ def main(argv):
         bad = check_includes(repo, table, edges + [
             ("storage/segment_store.h", 1, "server/core/segment_allocator.h"),
             ("storage/memory/memory_store.cc", 1, "storage/mysql/mysql_pool.h")])
-        bad_links = check_links(table, dict(libs, seqd_tcp=(
-            ["server/tcp/"], libs["seqd_tcp"][1] + ["seqd_core"])))
+        bad_links = check_links(table, dict(libs, seqd_binary=(
+            ["server/binary/"], libs["seqd_binary"][1] + ["seqd_core"])))
         if len(bad) != 2 or len(bad_links) != 1:
             print("layering self-test: a forbidden edge was not caught:", bad, bad_links)
             return 1

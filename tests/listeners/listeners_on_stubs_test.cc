@@ -23,7 +23,7 @@
 #include "server/http/api_router.h"
 #include "server/http/http_server.h"
 #include "server/resp/resp_server.h"
-#include "server/tcp/binary_server.h"
+#include "server/binary/binary_server.h"
 #include "tests/listeners/stub_services.h"
 
 namespace seqd::stub {

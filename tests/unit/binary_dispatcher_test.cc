@@ -1,6 +1,6 @@
 // BinaryDispatcher without sockets: request frames in, answer frames out of a
 // string-backed BinaryConnection, over real services on memory stores.
-#include "server/tcp/binary_dispatcher.h"
+#include "server/binary/binary_dispatcher.h"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-// NEXT_IDS runs (server/tcp/next_ids_runs.h): requests of one key handled in
+// NEXT_IDS runs (server/binary/next_ids_runs.h): requests of one key handled in
 // one read share one take, and each still gets exactly its own count, in
 // request order, across segment boundaries, as one error when the take
 // fails, and as separate takes past max_count or at a change of key.

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "proto/binary_codec.h"
-#include "server/tcp/binary_server.h"
+#include "server/binary/binary_server.h"
 #include "tests/unit/binary_test_client.h"
 
 using namespace seqd;

@@ -11,7 +11,7 @@
 #include "proto/binary_codec.h"
 #include "proto/message_codec.h"
 #include "server/msg/message_service.h"
-#include "server/tcp/binary_server.h"
+#include "server/binary/binary_server.h"
 #include "storage/memory/memory_message_store.h"
 #include "tests/unit/binary_test_client.h"
 #include "tests/unit/net_test_support.h"

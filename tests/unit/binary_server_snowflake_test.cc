@@ -17,7 +17,7 @@
 #include "server/metrics/metrics.h"
 #include "server/snowflake/snowflake_generator.h"
 #include "server/snowflake/wall_clock.h"
-#include "server/tcp/binary_server.h"
+#include "server/binary/binary_server.h"
 #include "tests/unit/binary_test_client.h"
 #include "tests/unit/net_test_support.h"
 #include "tests/unit/test_services.h"

@@ -1,7 +1,7 @@
 // BinaryServer over real loopback sockets (tests/unit/binary_test_client.h):
 // the wire format, pipelining, errors and garbage. Limits and the
 // connection's life: binary_server_limits_test.cc.
-#include "server/tcp/binary_server.h"
+#include "server/binary/binary_server.h"
 
 #include <doctest/doctest.h>
 #include <unistd.h>

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "proto/binary_codec.h"
-#include "server/tcp/binary_server.h"
+#include "server/binary/binary_server.h"
 #include "tests/unit/net_test_support.h"
 
 namespace seqd::binarytest {

@@ -16,7 +16,7 @@
 #include "server/base/manual_clock.h"
 #include "server/base/task_runner.h"
 #include "server/core/segment_allocator.h"
-#include "server/tcp/binary_dispatcher.h"
+#include "server/binary/binary_dispatcher.h"
 #include "storage/memory/memory_store.h"
 #include "tests/unit/test_services.h"
 

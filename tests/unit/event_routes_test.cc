@@ -1,7 +1,7 @@
 // Event streams and long-polls through ApiRouter (no sockets), over the real
 // MessageService on memory stores, with a manual clock for deadlines and
 // heartbeats: the sink stands in for the connection.
-#include "server/http/event_routes.h"
+#include "server/http/stream/event_routes.h"
 
 #include <doctest/doctest.h>
 
@@ -15,7 +15,7 @@
 #include "server/core/key_admin.h"
 #include "server/core/segment_allocator.h"
 #include "server/http/api_router.h"
-#include "server/http/event_sink.h"
+#include "server/http/stream/event_sink.h"
 #include "server/msg/message_service.h"
 #include "storage/memory/memory_message_store.h"
 #include "storage/memory/memory_store.h"

@@ -16,7 +16,7 @@
 #include "server/http/api_router.h"
 #include "server/metrics/metrics.h"
 #include "server/service/wire_errors.h"
-#include "server/tcp/binary_dispatcher.h"
+#include "server/binary/binary_dispatcher.h"
 #include "storage/faulty_store.h"
 #include "storage/memory/memory_store.h"
 #include "tests/unit/allocator_fixture.h"

@@ -19,7 +19,7 @@
 #include "server/core/segment_allocator.h"
 #include "server/http/api_router.h"
 #include "server/msg/message_service.h"
-#include "server/tcp/binary_dispatcher.h"
+#include "server/binary/binary_dispatcher.h"
 #include "storage/memory/memory_message_store.h"
 #include "storage/memory/memory_store.h"
 #include "tests/unit/router_fixture.h"

@@ -1,6 +1,6 @@
 // The message store's HTTP endpoints through ApiRouter (no sockets), over the
 // real MessageService on in-memory stores.
-#include "server/http/message_routes.h"
+#include "server/http/routes/message_routes.h"
 
 #include <doctest/doctest.h>
 

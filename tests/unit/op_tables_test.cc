@@ -12,7 +12,7 @@
 #include "server/metrics/metrics.h"
 #include "server/resp/resp_commands.h"
 #include "server/service/wire_errors.h"
-#include "server/tcp/binary_ops.h"
+#include "server/binary/binary_ops.h"
 
 namespace seqd {
 namespace {

@@ -1,6 +1,6 @@
 // The snowflake HTTP endpoints through ApiRouter (no sockets), over a real
 // SnowflakeGenerator on manual clocks.
-#include "server/http/snowflake_routes.h"
+#include "server/http/routes/snowflake_routes.h"
 
 #include <doctest/doctest.h>
 

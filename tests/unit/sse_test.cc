@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "server/http/event_sink.h"
+#include "server/http/stream/event_sink.h"
 #include "server/http/http_util.h"
-#include "server/http/sse_resume.h"
-#include "server/http/sse_wire.h"
-#include "server/http/stream_limits.h"
+#include "server/http/stream/sse_resume.h"
+#include "server/http/stream/sse_wire.h"
+#include "server/http/stream/stream_limits.h"
 
 using namespace seqd;
 

@@ -1,6 +1,6 @@
 // The status page at GET /: the pure renderer (escaping, store health,
 // version, sorting) and the route through ApiRouter.
-#include "server/http/status_page.h"
+#include "server/http/routes/status_page.h"
 
 #include <doctest/doctest.h>
 

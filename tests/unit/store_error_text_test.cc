@@ -21,7 +21,7 @@
 #include "server/msg/message_service.h"
 #include "server/resp/resp_commands.h"
 #include "server/service/wire_errors.h"
-#include "server/tcp/binary_dispatcher.h"
+#include "server/binary/binary_dispatcher.h"
 #include "storage/memory/memory_store.h"
 #include "tests/unit/router_fixture.h"
 #include "tests/unit/string_connection.h"

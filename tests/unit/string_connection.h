@@ -15,7 +15,7 @@
 
 #include "proto/binary_codec.h"
 #include "server/base/manual_clock.h"
-#include "server/tcp/binary_dispatcher.h"
+#include "server/binary/binary_dispatcher.h"
 
 namespace seqd {
 

@@ -10,7 +10,7 @@
 #include "seqd/client.h"
 #include "seqd/message.h"
 #include "server/core/segment_allocator.h"
-#include "server/tcp/binary_server.h"
+#include "server/binary/binary_server.h"
 #include "storage/message_store.h"
 #include "tests/unit/net_test_support.h"
 

@@ -1,7 +1,7 @@
 #include "tests/client/real/message_world.h"
 
 #include "server/msg/message_service.h"
-#include "server/tcp/binary_server.h"
+#include "server/binary/binary_server.h"
 #include "storage/memory/memory_message_store.h"
 #include "tests/unit/net_test_support.h"
 #include "tests/unit/test_services.h"

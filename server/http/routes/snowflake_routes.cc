@@ -1,4 +1,4 @@
-#include "server/http/snowflake_routes.h"
+#include "server/http/routes/snowflake_routes.h"
 
 #include <cstdio>
 #include <nlohmann/json.hpp>

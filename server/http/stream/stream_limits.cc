@@ -1,4 +1,4 @@
-#include "server/http/stream_limits.h"
+#include "server/http/stream/stream_limits.h"
 
 #include <vector>
 

@@ -2,7 +2,7 @@
 //
 //   POST /conversations/{conv}/messages              send
 //   GET  /conversations/{conv}/messages?from=&to=&limit=&order=&user=&wait_ms=
-//        (wait_ms: a long-poll, server/http/long_poll.h)
+//        (wait_ms: a long-poll, server/http/stream/long_poll.h)
 //   GET  /conversations/{conv}/messages?seqs=1,2,3&user=
 //   GET  /conversations/{conv}/messages/{seq}
 //   DELETE /conversations/{conv}/messages/{seq}      delete (tombstone)
@@ -31,7 +31,7 @@
 
 #include "server/http/http_ops.h"
 #include "server/http/http_util.h"
-#include "server/http/long_poll.h"
+#include "server/http/stream/long_poll.h"
 
 namespace seqd {
 

@@ -1,8 +1,8 @@
 // One Server-Sent Events stream (docs/http-api.md, "Server-Sent Events"):
 // its conversations' subscriptions, the pulls that replay what the client
-// missed, the seam between the two (server/http/sse_resume.h), the
-// heartbeat, and the bytes (server/http/sse_wire.h) written to the
-// connection's sink (server/http/event_sink.h).
+// missed, the seam between the two (server/http/stream/sse_resume.h), the
+// heartbeat, and the bytes (server/http/stream/sse_wire.h) written to the
+// connection's sink (server/http/stream/event_sink.h).
 //
 // Life: Create() subscribes (through the KeyRouter, so in cluster mode the
 // owner's pushes are relayed here); Run() attaches the sink and starts:
@@ -34,8 +34,8 @@
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
 #include "server/auth/access.h"
-#include "server/http/sse_resume.h"
-#include "server/http/stream_limits.h"
+#include "server/http/stream/sse_resume.h"
+#include "server/http/stream/stream_limits.h"
 #include "server/service/message_api.h"
 
 namespace seqd {

@@ -1,4 +1,4 @@
-#include "server/http/sse_wire.h"
+#include "server/http/stream/sse_wire.h"
 
 #include <limits>
 

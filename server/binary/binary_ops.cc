@@ -1,4 +1,4 @@
-#include "server/tcp/binary_ops.h"
+#include "server/binary/binary_ops.h"
 
 #include <array>
 

@@ -9,9 +9,9 @@
 #include "proto/id_codec.h"
 #include "server/service/request_metrics.h"
 #include "server/service/services.h"
-#include "server/tcp/binary_dispatcher.h"
-#include "server/tcp/binary_dispatcher_impl.h"
-#include "server/tcp/binary_ops.h"
+#include "server/binary/binary_dispatcher.h"
+#include "server/binary/binary_dispatcher_impl.h"
+#include "server/binary/binary_ops.h"
 
 namespace seqd {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/http/event_sink.h"
+#include "server/http/stream/event_sink.h"
 
 #include <algorithm>
 #include <utility>

@@ -18,7 +18,7 @@
 #include <string>
 
 #include "common/error.h"
-#include "server/http/stream_limits.h"
+#include "server/http/stream/stream_limits.h"
 #include "server/service/message_api.h"
 
 namespace seqd {

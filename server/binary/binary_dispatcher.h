@@ -14,7 +14,7 @@
 // services.metrics and logged (warn for STORE_UNAVAILABLE and INTERNAL).
 //
 // NEXT_IDS requests of one key that follow each other in one read are
-// served as a run: one take for all (server/tcp/next_ids_runs.h).
+// served as a run: one take for all (server/binary/next_ids_runs.h).
 //
 // Thread safety: Handle(), EndOfBatch(), WriteIds() and WriteRun() run on
 // the connection's strand; one dispatcher serves any number of connections
@@ -28,7 +28,7 @@
 #include "common/error.h"
 #include "proto/binary_codec.h"
 #include "server/service/services.h"
-#include "server/tcp/binary_connection.h"
+#include "server/binary/binary_connection.h"
 
 namespace seqd {
 
@@ -72,7 +72,7 @@ class BinaryDispatcher {
  private:
   void HandleAuth(const proto::FrameView& f, BinaryConnection& c);
   // True if the connection's token may do the frame's op (its permission in
-  // the op table, server/tcp/binary_ops.h) on `key`; else answers
+  // the op table, server/binary/binary_ops.h) on `key`; else answers
   // UNAUTHENTICATED or PERMISSION_DENIED and returns false.
   bool Permit(const proto::FrameView& f, BinaryConnection& c, std::string_view key = {});
   // The same for a permission the op needs beyond its row's (a peer's

@@ -18,7 +18,7 @@
 #include "server/auth/access.h"
 #include "server/service/id_api.h"
 #include "server/service/message_api.h"
-#include "server/tcp/next_ids_runs.h"
+#include "server/binary/next_ids_runs.h"
 
 namespace seqd {
 

@@ -1,7 +1,7 @@
 // Every message-store route (sends, pulls, members, status, batches) with
 // its JSON shape, one function per path family, and the small request and
 // answer helpers they share.
-#include "server/http/message_routes.h"
+#include "server/http/routes/message_routes.h"
 
 #include <limits>
 #include <nlohmann/json.hpp>

@@ -14,9 +14,9 @@
 #include "common/percent_decode.h"
 #include "server/http/api_call.h"
 #include "server/http/api_router.h"
-#include "server/http/event_routes.h"
-#include "server/http/message_routes.h"
-#include "server/http/snowflake_routes.h"
+#include "server/http/stream/event_routes.h"
+#include "server/http/routes/message_routes.h"
+#include "server/http/routes/snowflake_routes.h"
 
 namespace seqd {
 namespace {

@@ -5,11 +5,11 @@
 //       (the header wins: a browser reconnects to the same URL with it)
 //   GET /events?conv=a&conv=b...[&from=TOKEN][&user=U]
 //       at most kMaxStreamConvs conversations; ids are resume tokens
-//       (server/http/sse_wire.h) and the data carries conv_id;
+//       (server/http/stream/sse_wire.h) and the data carries conv_id;
 //       Last-Event-ID or ?from= take a token and resume after it
 // Without either, a stream starts with what is committed from now on.
 // Scope msg:read for every conversation (op msg_events). Over the
-// streams' limits (server/http/stream_limits.h): 429 resource_exhausted.
+// streams' limits (server/http/stream/stream_limits.h): 429 resource_exhausted.
 //
 // Thread safety: Handle() is safe from any thread.
 #pragma once

@@ -1,12 +1,12 @@
-#include "server/http/event_stream.h"
+#include "server/http/stream/event_stream.h"
 
 #include <utility>
 
 #include "server/base/clock.h"
 #include "server/base/log.h"
-#include "server/http/event_sink.h"
+#include "server/http/stream/event_sink.h"
 #include "server/http/message_json.h"
-#include "server/http/sse_wire.h"
+#include "server/http/stream/sse_wire.h"
 #include "server/service/request_metrics.h"
 #include "server/service/services.h"
 

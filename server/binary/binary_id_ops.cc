@@ -7,9 +7,9 @@
 // strand (Later), held in flight as NEXT_IDS's is.
 #include "proto/id_codec.h"
 #include "server/service/services.h"
-#include "server/tcp/binary_dispatcher.h"
-#include "server/tcp/binary_dispatcher_impl.h"
-#include "server/tcp/binary_ops.h"
+#include "server/binary/binary_dispatcher.h"
+#include "server/binary/binary_dispatcher_impl.h"
+#include "server/binary/binary_ops.h"
 
 namespace seqd {
 namespace {

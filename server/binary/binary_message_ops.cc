@@ -11,9 +11,9 @@
 #include "server/service/message_api.h"
 #include "server/service/message_wire.h"
 #include "server/service/services.h"
-#include "server/tcp/binary_dispatcher.h"
-#include "server/tcp/binary_dispatcher_impl.h"
-#include "server/tcp/binary_ops.h"
+#include "server/binary/binary_dispatcher.h"
+#include "server/binary/binary_dispatcher_impl.h"
+#include "server/binary/binary_ops.h"
 
 namespace seqd {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/http/event_routes.h"
+#include "server/http/stream/event_routes.h"
 
 #include <algorithm>
 #include <limits>
@@ -8,9 +8,9 @@
 
 #include "common/key_text.h"
 #include "server/http/api_call.h"
-#include "server/http/event_stream.h"
+#include "server/http/stream/event_stream.h"
 #include "server/http/http_ops.h"
-#include "server/http/sse_wire.h"
+#include "server/http/stream/sse_wire.h"
 #include "server/service/message_api.h"
 #include "server/service/request_metrics.h"
 

@@ -1,4 +1,4 @@
-#include "server/http/sse_resume.h"
+#include "server/http/stream/sse_resume.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "server/http/status_page.h"
+#include "server/http/routes/status_page.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "server/http/long_poll.h"
+#include "server/http/stream/long_poll.h"
 
 #include <optional>
 #include <utility>

@@ -1,4 +1,4 @@
-#include "server/tcp/binary_dispatcher.h"
+#include "server/binary/binary_dispatcher.h"
 
 #include <cctype>
 #include <cstdio>
@@ -15,8 +15,8 @@
 #include "server/service/request_metrics.h"
 #include "server/service/services.h"
 #include "server/service/snowflake_api.h"
-#include "server/tcp/binary_dispatcher_impl.h"
-#include "server/tcp/binary_ops.h"
+#include "server/binary/binary_dispatcher_impl.h"
+#include "server/binary/binary_ops.h"
 
 namespace seqd {
 

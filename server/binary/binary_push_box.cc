@@ -1,4 +1,4 @@
-#include "server/tcp/binary_push_box.h"
+#include "server/binary/binary_push_box.h"
 
 #include "proto/message_codec.h"
 #include "server/service/message_wire.h"

@@ -9,7 +9,7 @@
 #include "proto/message_codec.h"
 #include "server/service/services.h"
 #include "server/service/wire_errors.h"
-#include "server/tcp/binary_dispatcher.h"
+#include "server/binary/binary_dispatcher.h"
 
 namespace seqd {
 

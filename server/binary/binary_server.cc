@@ -4,7 +4,7 @@
 // (binary_dispatcher.h). One connection's state machine is one class: its
 // counters and flags (unanswered = pending + queued + writing) are kept
 // together so their invariants can be read in one place.
-#include "server/tcp/binary_server.h"
+#include "server/binary/binary_server.h"
 
 #include <algorithm>
 #include <boost/asio/dispatch.hpp>
@@ -22,9 +22,9 @@
 #include "server/service/message_api.h"
 #include "server/service/request_metrics.h"
 #include "server/service/services.h"
-#include "server/tcp/binary_dispatcher.h"
-#include "server/tcp/binary_push_box.h"
-#include "server/tcp/frame_read_room.h"
+#include "server/binary/binary_dispatcher.h"
+#include "server/binary/binary_push_box.h"
+#include "server/binary/frame_read_room.h"
 
 namespace seqd {
 
