@@ -30,6 +30,8 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "permission_denied";
     case ErrorCode::kResourceExhausted:
       return "resource_exhausted";
+    case ErrorCode::kMessageIdConflict:
+      return "message_id_conflict";
     case ErrorCode::kInternal:
       return "internal";
   }

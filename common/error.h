@@ -26,6 +26,7 @@ enum class ErrorCode {
   kUnauthenticated,     // no credentials, or a token that matches none
   kPermissionDenied,    // the token's scopes do not allow this
   kResourceExhausted,   // a rate limit was hit (auto-created keys per token); retry later
+  kMessageIdConflict,   // a send's client message id is stored with other content
   kInternal,            // anything else; message is never shown to clients
 };
 

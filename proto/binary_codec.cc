@@ -118,6 +118,8 @@ std::string_view StatusName(Status s) {
       return "PERMISSION_DENIED";
     case Status::kResourceExhausted:
       return "RESOURCE_EXHAUSTED";
+    case Status::kMessageIdConflict:
+      return "MESSAGE_ID_CONFLICT";
     case Status::kMalformedFrame:
       return "MALFORMED_FRAME";
     case Status::kUnsupportedVersion:

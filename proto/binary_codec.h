@@ -52,6 +52,7 @@ enum class Status : uint16_t {
   kUnauthenticated = 13,    // no AUTH yet (only PING and AUTH are answered), or a bad secret
   kPermissionDenied = 14,   // the token's scopes do not allow the op for this key
   kResourceExhausted = 15,  // a rate limit (auto-created keys per token); retry later
+  kMessageIdConflict = 16,  // SEND: the client message id is stored with other content
   kMalformedFrame = 64,
   kUnsupportedVersion = 65,
   kFrameTooLarge = 66,

@@ -31,5 +31,11 @@ Status CheckNewStatus(MessageStatus status) {
   return OkStatus();
 }
 
+bool ContentDiffers(const MessageFields& request, int32_t stored_content_type,
+                    std::string_view stored_payload, MessageStatus stored_status) {
+  if (stored_status != MessageStatus::kNormal) return false;
+  return request.content_type != stored_content_type || request.payload != stored_payload;
+}
+
 }  // namespace message_store
 }  // namespace seqd

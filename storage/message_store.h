@@ -77,11 +77,18 @@ struct AppendRequest : MessageFields {
 // try of this very request stored it (a COMMIT whose outcome was unknown, or
 // a failure reported after the commit), so Append may be run again with the
 // same requests and answers as if the first try had succeeded.
+//
+// A conflict is a duplicate whose request carries other content than the
+// message stored under its client key (message_store::ContentDiffers): not
+// a re-send but another message under a used id. Nothing was stored for it
+// either; the sender must be refused (kMessageIdConflict), not told the
+// stored message's seq as if it were its own.
 struct AppendOutcome {
   int64_t seq = 0;
   int64_t server_msg_id = 0;
   int64_t send_time_ms = 0;
   bool duplicate = false;
+  bool conflict = false;  // implies duplicate
 
   bool operator==(const AppendOutcome&) const = default;
 };
@@ -137,7 +144,11 @@ class MessageStore {
   //
   // For each request in order: if (conv_id, sender_id, client_msg_id) is
   // already stored (by anyone, or earlier in this batch), its outcome is
-  // that message's, with duplicate = true, and it takes no seq. Otherwise it
+  // that message's, with duplicate = true, and it takes no seq; conflict =
+  // true as well if ContentDiffers(request, that message) (the message
+  // stored under the key, whether it was stored before the batch or by an
+  // earlier request of it). Either way the rest of the batch is stored as
+  // if the request were absent. Otherwise it
   // is stored with seq = the conversation's committed max seq + 1, where the
   // max counts every row stored by any process and the rows stored earlier
   // in this batch. So seqs are contiguous from 1 with no holes, even when
@@ -219,6 +230,16 @@ namespace message_store {
 Status CheckRange(const RangeQuery& query);
 // kInvalidArgument for kNormal (SetStatus).
 Status CheckNewStatus(MessageStatus status);
+
+// True if `request` is not a re-send of the message stored under its client
+// key, whose content_type, payload and status are `stored_content_type`,
+// `stored_payload` and `stored_status`: another content_type, or other
+// payload bytes. The other fields a send carries are the client key itself
+// (equal by definition); the seq, server message id and send time are the
+// server's. A recalled or deleted message has lost its payload and differs
+// from nothing: a re-send of it stays a duplicate, whatever its content.
+bool ContentDiffers(const MessageFields& request, int32_t stored_content_type,
+                    std::string_view stored_payload, MessageStatus stored_status);
 
 }  // namespace message_store
 }  // namespace seqd

@@ -40,6 +40,10 @@ std::string_view StatusCodeName(StatusCode code) {
       return "UNAUTHENTICATED";
     case StatusCode::kPermissionDenied:
       return "PERMISSION_DENIED";
+    case StatusCode::kResourceExhausted:
+      return "RESOURCE_EXHAUSTED";
+    case StatusCode::kMessageIdConflict:
+      return "MESSAGE_ID_CONFLICT";
     case StatusCode::kMalformedFrame:
       return "MALFORMED_FRAME";
     case StatusCode::kUnsupportedVersion:

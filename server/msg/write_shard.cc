@@ -23,6 +23,16 @@ int64_t NowMillis() {
       .count();
 }
 
+// What a send whose client message id holds another message is told: the
+// seq of that message (the sender's own), and what to do.
+Error ConflictError(const AppendOutcome& stored) {
+  return MakeError(ErrorCode::kMessageIdConflict,
+                   "client_msg_id is already used by another message of this sender (seq " +
+                       std::to_string(stored.seq) +
+                       ") with another content_type or payload; a re-send must carry the same "
+                       "content, a new message needs a new client_msg_id");
+}
+
 }  // namespace
 
 WriteShard::WriteShard(MessageStore& store, ServerMsgIdSource& ids, MessageBus& bus,
@@ -181,14 +191,15 @@ void WriteShard::Commit(std::vector<Pending>& batch) {
     for (Pending& p : batch) p.done(outcomes.error());
     return;
   }
-  if (metrics_) {
-    int64_t duplicates = 0;
-    for (const AppendOutcome& o : *outcomes) duplicates += o.duplicate ? 1 : 0;
-    metrics_->MessageBatch(requests.size(), Metrics::Since(started));
-    metrics_->MessageStored(static_cast<int64_t>(requests.size()) - duplicates);
-    if (duplicates > 0) metrics_->MessageDuplicates(duplicates);
+  if (metrics_) CountOutcomes(*outcomes, Metrics::Since(started));
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const AppendOutcome& o = (*outcomes)[i];
+    if (o.conflict) {
+      batch[i].done(ConflictError(o));
+    } else {
+      batch[i].done(o);
+    }
   }
-  for (size_t i = 0; i < batch.size(); ++i) batch[i].done((*outcomes)[i]);
 
   if (bus_.subscriber_count() == 0) return;
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -206,6 +217,20 @@ void WriteShard::Commit(std::vector<Pending>& batch) {
     m.send_time_ms = o.send_time_ms;
     bus_.Publish(m);
   }
+}
+
+void WriteShard::CountOutcomes(const std::vector<AppendOutcome>& outcomes, double seconds) {
+  int64_t duplicates = 0;
+  int64_t conflicts = 0;
+  for (const AppendOutcome& o : outcomes) {
+    conflicts += o.conflict ? 1 : 0;
+    duplicates += o.duplicate && !o.conflict ? 1 : 0;
+  }
+  const auto stored = static_cast<int64_t>(outcomes.size()) - duplicates - conflicts;
+  metrics_->MessageBatch(outcomes.size(), seconds);
+  metrics_->MessageStored(stored);
+  if (duplicates > 0) metrics_->MessageDuplicates(duplicates);
+  if (conflicts > 0) metrics_->MessageSendError(ErrorCode::kMessageIdConflict, conflicts);
 }
 
 Result<std::vector<AppendOutcome>> WriteShard::AppendWithRetry(

@@ -4,7 +4,8 @@
 // Each loop takes every queued send (up to max_batch messages and
 // kMaxBatchBytes of payload), gives them server message ids and a send
 // time, stores them in ONE MessageStore::Append transaction, then answers
-// each send and publishes the new messages to the bus. Because this thread
+// each send (a send whose client message id holds another message:
+// kMessageIdConflict) and publishes the new messages to the bus. Because this thread
 // is the only writer of its conversations in this process, the max-seq
 // cache it keeps is exact unless another process writes the same
 // conversation, which the store detects and repairs.
@@ -67,6 +68,9 @@ class WriteShard {
   // Append with a short retry for transient failures (lock conflicts).
   Result<std::vector<AppendOutcome>> AppendWithRetry(const std::vector<AppendRequest>& requests,
                                                      AppendFencing* fencing) EXCLUDES(mu_);
+  // Counts a committed batch's outcomes: stored, duplicates, conflicts.
+  // REQUIRES: metrics_.
+  void CountOutcomes(const std::vector<AppendOutcome>& outcomes, double seconds);
   // Cluster mode: answers kWrongOwner to the sends whose shard is not held
   // now and returns the fences of the rest.
   AppendFencing KeepHeld(std::vector<Pending>& batch);

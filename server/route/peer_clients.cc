@@ -20,10 +20,7 @@ Error FromClient(client::StatusCode code, std::string message, const std::string
   // must not learn the peers' addresses.
   if (message.starts_with(address + ": ")) message.erase(0, address.size() + 2);
   using C = client::StatusCode;
-  // RESOURCE_EXHAUSTED (15, a rate limit at the owner) is newer than the
-  // client library's enum: passed back as it is, never retried.
-  if (static_cast<uint16_t>(code) == 15) return MakeError(ErrorCode::kResourceExhausted, message);
-  // The owner's answers passed back as they are.
+  // The owner's answers passed back as they are (none is retried here).
   static constexpr std::pair<C, ErrorCode> kPassedBack[] = {
       {C::kInvalidArgument, ErrorCode::kInvalidArgument},
       {C::kUnknownKey, ErrorCode::kUnknownKey},
@@ -32,6 +29,8 @@ Error FromClient(client::StatusCode code, std::string message, const std::string
       {C::kFailedPrecondition, ErrorCode::kFailedPrecondition},
       {C::kStoreUnavailable, ErrorCode::kStoreUnavailable},
       {C::kWrongOwner, ErrorCode::kWrongOwner},
+      {C::kResourceExhausted, ErrorCode::kResourceExhausted},
+      {C::kMessageIdConflict, ErrorCode::kMessageIdConflict},
   };
   for (const auto& [answered, ours] : kPassedBack) {
     if (code == answered) return MakeError(ours, message);

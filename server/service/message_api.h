@@ -80,7 +80,9 @@ class MessageApi {
 
   // Stamps and stores one message at its conversation's owner; answered
   // after its transaction commits. A re-send (same conversation, sender and
-  // client message id) answers the first send's seq, duplicate = true.
+  // client message id) answers the first send's seq, duplicate = true; the
+  // same ids with another content_type or payload fail kMessageIdConflict
+  // (message_store::ContentDiffers) and store nothing.
   virtual void Send(SendRequest request, Hop hop, Callback<AppendOutcome> done) = 0;
   // Push of `conv` to `listener` from now on, wherever its owner is.
   virtual Result<std::unique_ptr<Subscription>> Subscribe(const std::string& conv, Hop hop,

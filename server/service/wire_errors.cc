@@ -13,7 +13,7 @@ namespace {
 using proto::Status;
 
 // One row per ErrorCode, in enum order (checked below).
-constexpr std::array<WireErrorRow, 14> kRows = {{
+constexpr std::array<WireErrorRow, 15> kRows = {{
     {ErrorCode::kInvalidArgument, 400, Status::kInvalidArgument, "", "invalid_argument"},
     {ErrorCode::kUnknownKey, 404, Status::kUnknownKey, "", "unknown_key"},
     {ErrorCode::kKeyExists, 409, Status::kKeyExists, "", "key_exists"},
@@ -29,6 +29,7 @@ constexpr std::array<WireErrorRow, 14> kRows = {{
     {ErrorCode::kUnauthenticated, 401, Status::kUnauthenticated, "", "unauthenticated"},
     {ErrorCode::kPermissionDenied, 403, Status::kPermissionDenied, "", "permission_denied"},
     {ErrorCode::kResourceExhausted, 429, Status::kResourceExhausted, "", "resource_exhausted"},
+    {ErrorCode::kMessageIdConflict, 409, Status::kMessageIdConflict, "", "message_id_conflict"},
     {ErrorCode::kInternal, 500, Status::kInternal, "internal error", "internal"},
 }};
 

@@ -77,13 +77,18 @@ Result<std::vector<AppendOutcome>> MemoryMessageStore::Append(std::span<const Ap
     ClientKey key{r.conv_id, r.sender_id, r.client_msg_id};
     if (auto it = by_client_.find(key); it != by_client_.end()) {
       const StoredMessage& m = convs_.find(it->second.first)->second[it->second.second - 1];
-      out.push_back(AppendOutcome{m.seq, m.server_msg_id, m.send_time_ms,
-                                  m.server_msg_id != r.server_msg_id});
+      const bool duplicate = m.server_msg_id != r.server_msg_id;
+      const bool conflict =
+          duplicate && message_store::ContentDiffers(r, m.content_type, m.payload, m.status);
+      out.push_back(AppendOutcome{m.seq, m.server_msg_id, m.send_time_ms, duplicate, conflict});
       continue;
     }
     if (auto it = batch_keys.find(key); it != batch_keys.end()) {
+      const AppendRequest& first = batch[it->second];  // stored by this batch
       AppendOutcome o = out[it->second];
       o.duplicate = true;
+      o.conflict = message_store::ContentDiffers(r, first.content_type, first.payload,
+                                                 MessageStatus::kNormal);
       out.push_back(o);
       continue;
     }

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "storage/message_store_rows.h"
 #include "storage/mysql/mysql_errors.h"
 #include "storage/mysql/mysql_message_sql.h"
 #include "storage/mysql/mysql_message_store.h"
@@ -179,13 +180,18 @@ bool TryInsertRow(MysqlConn& c, const AppendRequest& r, int64_t seq) {
   }
 }
 
-// The message stored under `r`'s client key, if any, as `r`'s outcome. One
-// stored with `r`'s own server_msg_id was stored by an earlier run of this
-// call whose COMMIT had an unknown outcome: not a duplicate of the client's.
+// The message stored under `r`'s client key, if any, as `r`'s outcome (a
+// conflict if its content differs from `r`'s). One stored with `r`'s own
+// server_msg_id was stored by an earlier run of this call whose COMMIT had
+// an unknown outcome: not a duplicate of the client's.
 std::optional<AppendOutcome> StoredByClient(MysqlConn& c, const AppendRequest& r) {
   auto read = [&](sql::ResultSet& rs) {
     const int64_t stored_id = rs.getInt64(2);
-    return AppendOutcome{rs.getInt64(1), stored_id, rs.getInt64(3), stored_id != r.server_msg_id};
+    const bool duplicate = stored_id != r.server_msg_id;
+    const bool conflict =
+        duplicate && message_store::ContentDiffers(r, rs.getInt(4), rs.getString(5).asStdString(),
+                                                   MessageStatusFromColumn(rs.getInt(6)));
+    return AppendOutcome{rs.getInt64(1), stored_id, rs.getInt64(3), duplicate, conflict};
   };
   return c.QueryRow(kSelectByClient, read, r.conv_id, r.sender_id, r.client_msg_id);
 }
@@ -212,28 +218,44 @@ Result<AppendOutcome> InsertOneRow(MysqlConn& c, const AppendRequest& r, int64_t
   }
 }
 
+// A request that repeats the client key of an earlier one of the batch,
+// answered from the row stored under that key by now (found before the
+// batch, or stored by the earlier request), in the transaction open on `c`.
+Result<AppendOutcome> RepeatedRow(MysqlConn& c, const AppendRequest& r) {
+  if (std::optional<AppendOutcome> stored = StoredByClient(c, r)) return *stored;
+  return MakeError(ErrorCode::kInternal, "mysql append: a repeated client key has no row");
+}
+
 // The slow path, in a transaction the fast path left empty: `cur` read again
 // from the table, then every request that is first of its client key stored
-// row by row (out[i]), each advancing its conversation's max in `cur`.
+// row by row (out[i]), each advancing its conversation's max in `cur`, and
+// every repeat answered from its key's row.
 Status InsertRowByRow(MysqlConn& c, std::span<const AppendRequest> batch, const BatchShape& shape,
                       MaxSeqCache& cur, std::vector<AppendOutcome>& out) {
   cur.clear();
   ReadMaxSeqs(c, shape.convs, cur);
   for (size_t i = 0; i < batch.size(); ++i) {
-    if (shape.first_of[i] != i) continue;
-    Result<AppendOutcome> stored = InsertOneRow(c, batch[i], cur[batch[i].conv_id]);
+    Result<AppendOutcome> stored = shape.first_of[i] == i
+                                       ? InsertOneRow(c, batch[i], cur[batch[i].conv_id])
+                                       : RepeatedRow(c, batch[i]);
     if (!stored) return stored.error();
     out[i] = *stored;
   }
   return OkStatus();
 }
 
-// Each re-send within the batch answered with its first request's outcome.
-void CopyDuplicates(const std::vector<size_t>& first_of, std::vector<AppendOutcome>& out) {
+// The fast path stored every request that is first of its client key: each
+// repeat within the batch answered with its first request's outcome, a
+// conflict if its content differs from the first request's.
+void CopyDuplicates(std::span<const AppendRequest> batch, const std::vector<size_t>& first_of,
+                    std::vector<AppendOutcome>& out) {
   for (size_t i = 0; i < out.size(); ++i) {
-    if (first_of[i] == i) continue;
-    out[i] = out[first_of[i]];
+    const size_t first = first_of[i];
+    if (first == i) continue;
+    out[i] = out[first];
     out[i].duplicate = true;
+    out[i].conflict = message_store::ContentDiffers(batch[i], batch[first].content_type,
+                                                    batch[first].payload, MessageStatus::kNormal);
   }
 }
 
@@ -310,11 +332,12 @@ Result<std::vector<AppendOutcome>> MysqlMessageStore::AppendImpl(
         std::vector<AppendOutcome> out(batch.size());
         MaxSeqCache cur = CachedMaxSeqs(c, shape.convs, max_seq_cache);
         const std::vector<size_t> rows = StampNewRows(batch, shape.first_of, cur, out);
-        if (!InsertChunks(c, batch, rows, out)) {
+        if (InsertChunks(c, batch, rows, out)) {
+          CopyDuplicates(batch, shape.first_of, out);
+        } else {
           c.Rollback();
           if (Status slow = InsertRowByRow(c, batch, shape, cur, out); !slow) return slow.error();
         }
-        CopyDuplicates(shape.first_of, out);
         if (auto fenced = WriteFences(c, fencing)) return *fenced;  // rolled back by the pool
         c.Commit();
         committed = std::move(cur);

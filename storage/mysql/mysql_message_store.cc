@@ -58,7 +58,7 @@ const char* const kSchema[] = {
 const char* const kSql[kNumStmts] = {
     /* kMaxSeq */ "SELECT COALESCE(MAX(seq), 0) FROM seqd_message WHERE conv_id = ?",
     /* kSelectByClient */
-    "SELECT seq, server_msg_id, send_time_ms FROM seqd_message "
+    "SELECT seq, server_msg_id, send_time_ms, content_type, payload, status FROM seqd_message "
     "WHERE conv_id = ? AND sender_id = ? AND client_msg_id = ?",
     /* kRangeAsc */
     "SELECT " SEQD_MSG_COLUMNS

@@ -69,7 +69,7 @@ const char* const kSql[kNumStmts] = {
     /* kInsert */
     "INSERT INTO seqd_message (" SEQD_MSG_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0)",
     /* kSelectByClient */
-    "SELECT seq, server_msg_id, send_time_ms FROM seqd_message "
+    "SELECT seq, server_msg_id, send_time_ms, content_type, payload, status FROM seqd_message "
     "WHERE conv_id = ?1 AND sender_id = ?2 AND client_msg_id = ?3",
     /* kRangeAsc */
     "SELECT " SEQD_MSG_COLUMNS
@@ -152,8 +152,13 @@ Result<std::optional<AppendOutcome>> SqliteMessageStore::SelectByClientLocked(
     const AppendRequest& r) {
   auto read = [&](sqlite3_stmt* s) {
     const int64_t stored_id = sqlite3_column_int64(s, 1);
+    const bool duplicate = stored_id != r.server_msg_id;
+    const bool conflict =
+        duplicate && message_store::ContentDiffers(
+                         r, static_cast<int32_t>(sqlite3_column_int64(s, 3)), ColumnBytes(s, 4),
+                         MessageStatusFromColumn(sqlite3_column_int64(s, 5)));
     return AppendOutcome{sqlite3_column_int64(s, 0), stored_id, sqlite3_column_int64(s, 2),
-                         stored_id != r.server_msg_id};
+                         duplicate, conflict};
   };
   return db_.QueryRow(kSelectByClient, "append (select duplicate)", read, r.conv_id, r.sender_id,
                       r.client_msg_id);

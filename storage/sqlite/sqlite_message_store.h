@@ -51,7 +51,9 @@ class SqliteMessageStore final : public SqliteStoreBase<MessageStore, SqliteMess
 
  private:
   Result<int64_t> MaxSeqLocked(std::string_view conv_id, const char* op) REQUIRES(mu_);
-  // The message stored under (conv, sender, client id), if any.
+  // The message stored under (conv, sender, client id), if any, as `r`'s
+  // outcome (a duplicate unless it has `r`'s server_msg_id; a conflict if
+  // its content differs from `r`'s).
   Result<std::optional<AppendOutcome>> SelectByClientLocked(const AppendRequest& r) REQUIRES(mu_);
   Result<std::optional<StoredMessage>> SelectOneLocked(std::string_view conv_id, int64_t seq,
                                                        const char* op) REQUIRES(mu_);

@@ -99,14 +99,14 @@ void CheckDuplicates(Backend& b) {
   CHECK(first[0].seq == 1);
   CHECK(first[1].seq == 2);
 
-  // Re-send in a later batch, with a different payload and server id:
+  // Re-send in a later batch, with the same content and a new server id:
   // the original outcome, nothing stored.
-  AppendRequest resend = Req(c, "alice", "x1", "changed payload");
+  AppendRequest resend = Req(c, "alice", "x1", "one");
   AppendRequest same_client_other_sender = Req(c, "bob", "x1", "bob's");
   AppendRequest same_client_other_conv = Req(other_conv, "alice", "x1", "elsewhere");
   AppendRequest fresh = Req(c, "alice", "x3", "three");
-  AppendRequest fresh_again = Req(c, "alice", "x3", "three again");  // dup inside the batch
-  AppendRequest resend2 = Req(c, "alice", "x2", "two again");
+  AppendRequest fresh_again = Req(c, "alice", "x3", "three");  // dup inside the batch
+  AppendRequest resend2 = Req(c, "alice", "x2", "two");
   auto out = MustAppend(
       s, {resend, same_client_other_sender, same_client_other_conv, fresh, fresh_again, resend2},
       cache);
@@ -130,8 +130,9 @@ void CheckDuplicates(Backend& b) {
 
   // A batch of nothing but duplicates, with an empty cache.
   MaxSeqCache fresh_cache;
-  out = MustAppend(s, {Req(c, "alice", "x1"), Req(c, "bob", "x1")}, fresh_cache);
+  out = MustAppend(s, {Req(c, "alice", "x1", "one"), Req(c, "bob", "x1", "bob's")}, fresh_cache);
   CHECK(out[0].duplicate);
+  CHECK_FALSE(out[0].conflict);
   CHECK(out[0].seq == 1);
   CHECK(out[1].duplicate);
   CHECK(out[1].seq == 3);
@@ -146,6 +147,89 @@ void CheckDuplicates(Backend& b) {
   CHECK_FALSE(out[1].duplicate);
   CHECK(out[0].seq == 5);
   CHECK(out[1].seq == 6);
+}
+
+// A request whose client key holds a message with other content: refused
+// (conflict), nothing stored for it, the rest of its batch stored; the same
+// content is a duplicate, whatever came in between.
+void CheckMessageIdConflicts(Backend& b) {
+  MessageStore& s = b.store();
+  const std::string c = UniqueName("conflict");
+  MaxSeqCache cache;
+  const std::string nul("a\0b", 3);
+  auto first =
+      MustAppend(s, {Req(c, "alice", "k1", "one", 1), Req(c, "alice", "k2", nul, 7)}, cache);
+  const AppendOutcome stored_k1{1, first[0].server_msg_id, first[0].send_time_ms, true, false};
+  const AppendOutcome conflict_k1{1, first[0].server_msg_id, first[0].send_time_ms, true, true};
+  const AppendOutcome conflict_k2{2, first[1].server_msg_id, first[1].send_time_ms, true, true};
+
+  // Each field that makes another message, in a batch with new messages.
+  auto out = MustAppend(
+      s,
+      {Req(c, "alice", "k1", "other payload", 1), Req(c, "u", "n1"),
+       Req(c, "alice", "k1", "one", 2), Req(c, "alice", "k2", "a", 7),
+       Req(c, "alice", "k2", std::string("a\0c", 3), 7), Req(c, "alice", "k2", nul + " ", 7),
+       Req(c, "alice", "k1", "", 1), Req(c, "u", "n2")},
+      cache);
+  CHECK(out[0] == conflict_k1);  // payload
+  CHECK(out[1].seq == 3);
+  CHECK_FALSE(out[1].duplicate);
+  CHECK(out[2] == conflict_k1);  // content type
+  CHECK(out[3] == conflict_k2);  // a prefix
+  CHECK(out[4] == conflict_k2);  // one byte after a NUL
+  CHECK(out[5] == conflict_k2);  // a trailing space
+  CHECK(out[6] == conflict_k1);  // empty
+  CHECK(out[7].seq == 4);
+  CHECK(cache[c] == 4);
+
+  // The same content is still a re-send, before and after a conflict in one
+  // batch; with an empty cache too (the slow paths).
+  MaxSeqCache none;
+  out = MustAppend(s,
+                   {Req(c, "alice", "k1", "one", 1), Req(c, "alice", "k1", "changed", 1),
+                    Req(c, "alice", "k1", "one", 1)},
+                   none);
+  CHECK(out[0] == stored_k1);
+  CHECK(out[1] == conflict_k1);
+  CHECK(out[2] == stored_k1);
+
+  // Within one batch: a later request is compared with what the first one
+  // stored.
+  out = MustAppend(s,
+                   {Req(c, "bob", "b1", "first", 3), Req(c, "bob", "b1", "first", 3),
+                    Req(c, "bob", "b1", "second", 3), Req(c, "bob", "b1", "first", 4)},
+                   cache);
+  CHECK(out[0].seq == 5);
+  CHECK_FALSE(out[0].duplicate);
+  CHECK(out[1] == AppendOutcome{5, out[0].server_msg_id, out[0].send_time_ms, true, false});
+  CHECK(out[2] == AppendOutcome{5, out[0].server_msg_id, out[0].send_time_ms, true, true});
+  CHECK(out[3] == AppendOutcome{5, out[0].server_msg_id, out[0].send_time_ms, true, true});
+
+  // Nothing of the conflicts was stored: the rows hold the first contents.
+  auto all = ReadAll(s, c);
+  REQUIRE(all.size() == 5);
+  CHECK(all[0].payload == "one");
+  CHECK(all[0].content_type == 1);
+  CHECK(all[1].payload == nul);
+  CHECK(all[2].client_msg_id == "n1");
+  CHECK(all[3].client_msg_id == "n2");
+  CHECK(all[4].payload == "first");
+  CHECK(all[4].content_type == 3);
+
+  // Run again (a COMMIT with an unknown outcome): the same answers.
+  const std::vector<AppendRequest> batch = {Req(c, "carol", "r1", "x"),
+                                            Req(c, "alice", "k1", "not one")};
+  MaxSeqCache before = cache;
+  auto run = MustAppend(s, batch, cache);
+  CHECK(run[1] == conflict_k1);
+  auto again = MustAppend(s, batch, before);
+  CHECK(again == run);
+
+  // A recalled message has lost its content: any re-send is a duplicate.
+  REQUIRE_OK(s.SetStatus(c, 2, MessageStatus::kRecalled));
+  out = MustAppend(s, {Req(c, "alice", "k2", "anything", 9)}, cache);
+  CHECK(out[0] == AppendOutcome{2, first[1].server_msg_id, first[1].send_time_ms, true, false});
+  CHECK(ReadAll(s, c).size() == 6);
 }
 
 // Append run again with the very same requests (same server_msg_ids), as

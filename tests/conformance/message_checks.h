@@ -20,6 +20,7 @@ std::vector<StoredMessage> ReadAll(MessageStore& s, const std::string& conv);
 
 void CheckContiguousSeqs(Backend& b);
 void CheckDuplicates(Backend& b);
+void CheckMessageIdConflicts(Backend& b);
 void CheckAppendRunAgain(Backend& b);
 void CheckStaleCache(Backend& b);
 void CheckFailedAppend(Backend& b);
@@ -39,6 +40,10 @@ void CheckCountUnread(Backend& b);
   TEST_CASE(NAME ": duplicates return the original outcome and take no seq") {        \
     BACKEND b;                                                                        \
     CheckDuplicates(b);                                                               \
+  }                                                                                   \
+  TEST_CASE(NAME ": a used client message id with other content is a conflict") {     \
+    BACKEND b;                                                                        \
+    CheckMessageIdConflicts(b);                                                       \
   }                                                                                   \
   TEST_CASE(NAME ": Append run again with the same requests answers the first run") { \
     BACKEND b;                                                                        \

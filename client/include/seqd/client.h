@@ -49,6 +49,8 @@
 // connection loss, timeout, STORE_UNAVAILABLE or SHUTTING_DOWN. Retrying a
 // Send is safe: the server detects the re-send by (conv, sender,
 // client_msg_id) and answers the first message's seq with duplicate = true.
+// The same client_msg_id with another content_type or payload is another
+// message, not a re-send: it fails MESSAGE_ID_CONFLICT and is not stored.
 // STORE_UNAVAILABLE on a Send means "maybe stored" (e.g. the database
 // connection died after COMMIT): Send resends the same message by itself, so
 // a send that did commit comes back with its original seq. If Send still
@@ -123,8 +125,12 @@ enum class StatusCode : uint16_t {
   kTooLarge = 10,
   kNotServing = 11,  // no snowflake IDs now: no worker-id lease, or the clock moved back
   kWrongOwner = 12,  // cluster mode, with ClientOptions::no_forward: another instance owns the key
-  kUnauthenticated = 13,   // the server wants a token (ClientOptions::token), or it was refused
-  kPermissionDenied = 14,  // the token's scopes do not allow this op for this key
+  kUnauthenticated = 13,    // the server wants a token (ClientOptions::token), or it was refused
+  kPermissionDenied = 14,   // the token's scopes do not allow this op for this key
+  kResourceExhausted = 15,  // a rate limit (new auto-created keys per token); retry later
+  // Send: the client_msg_id is stored with another content_type or payload
+  // (a different message, not a re-send); nothing was stored. Not retried.
+  kMessageIdConflict = 16,
   kMalformedFrame = 64,
   kUnsupportedVersion = 65,
   kFrameTooLarge = 66,

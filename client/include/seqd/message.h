@@ -33,7 +33,10 @@ struct Message {
 
 // A message to send. Re-sending the same (conv_id, sender_id,
 // client_msg_id) stores nothing and answers the first one's values with
-// duplicate = true: retry a lost SEND with the same client_msg_id.
+// duplicate = true: retry a lost SEND with the same client_msg_id. A
+// re-send must carry the same content_type and payload: with others it is
+// another message under a used id, refused MESSAGE_ID_CONFLICT (nothing
+// stored), unless the stored one was recalled or deleted.
 struct OutgoingMessage {
   std::string conv_id;
   std::string sender_id;
