@@ -29,6 +29,10 @@ const (
 	CodeUnauthenticated    Code = 13
 	CodePermissionDenied   Code = 14
 	CodeResourceExhausted  Code = 15
+	// CodeMessageIDConflict: Send's ClientMsgID is stored with another
+	// ContentType or Payload, so this is another message, not a re-send;
+	// nothing was stored. Not retried: send it under a new ClientMsgID.
+	CodeMessageIDConflict  Code = 16
 	CodeMalformedFrame     Code = 64
 	CodeUnsupportedVersion Code = 65
 	CodeFrameTooLarge      Code = 66
@@ -54,10 +58,10 @@ var codeNames = map[Code]string{
 	CodeNotFound: "NOT_FOUND", CodeFailedPrecondition: "FAILED_PRECONDITION",
 	CodeTooLarge: "TOO_LARGE", CodeNotServing: "NOT_SERVING", CodeWrongOwner: "WRONG_OWNER",
 	CodeUnauthenticated: "UNAUTHENTICATED", CodePermissionDenied: "PERMISSION_DENIED",
-	CodeResourceExhausted: "RESOURCE_EXHAUSTED", CodeMalformedFrame: "MALFORMED_FRAME",
-	CodeUnsupportedVersion: "UNSUPPORTED_VERSION", CodeFrameTooLarge: "FRAME_TOO_LARGE",
-	CodeTimeout: "TIMEOUT", CodeUnavailable: "UNAVAILABLE", CodeProtocol: "PROTOCOL",
-	CodeCancelled: "CANCELLED",
+	CodeResourceExhausted: "RESOURCE_EXHAUSTED", CodeMessageIDConflict: "MESSAGE_ID_CONFLICT",
+	CodeMalformedFrame: "MALFORMED_FRAME", CodeUnsupportedVersion: "UNSUPPORTED_VERSION",
+	CodeFrameTooLarge: "FRAME_TOO_LARGE", CodeTimeout: "TIMEOUT", CodeUnavailable: "UNAVAILABLE",
+	CodeProtocol: "PROTOCOL", CodeCancelled: "CANCELLED",
 }
 
 // String is the code's name as docs/protocol.md spells it ("UNKNOWN_KEY"),
@@ -132,6 +136,7 @@ var (
 	ErrUnauthenticated    = &Error{Code: CodeUnauthenticated}
 	ErrPermissionDenied   = &Error{Code: CodePermissionDenied}
 	ErrResourceExhausted  = &Error{Code: CodeResourceExhausted}
+	ErrMessageIDConflict  = &Error{Code: CodeMessageIDConflict}
 	ErrMalformedFrame     = &Error{Code: CodeMalformedFrame}
 	ErrUnsupportedVersion = &Error{Code: CodeUnsupportedVersion}
 	ErrFrameTooLarge      = &Error{Code: CodeFrameTooLarge}

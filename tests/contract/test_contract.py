@@ -273,6 +273,8 @@ class Contract(ContractCalls, unittest.TestCase):
         again = self.json_call("POST", "/conversations/{conv}/messages", conv, body=msg)
         self.assertTrue(again["duplicate"])
         self.assertEqual(again["seq"], sent["seq"])
+        c("POST", "/conversations/{conv}/messages", conv, body=dict(msg, payload="other"),
+          expect=409)
         for i in range(2, 5):
             c("POST", "/conversations/{conv}/messages", conv,
               body={"sender_id": "bob", "client_msg_id": "c-%d" % i, "payload": "m%d" % i},

@@ -57,7 +57,7 @@ STOPPED_EXTRA_S = 3.0
 
 NEXT_IDS, SEND = 0x02, 0x20
 NO_FORWARD = 0x0004
-OK, WRONG_OWNER = 0, 12
+OK, WRONG_OWNER, MESSAGE_ID_CONFLICT = 0, 12, 16
 
 
 # ---------------------------------------------------------------- owners
@@ -327,6 +327,19 @@ class ClusterServing(unittest.TestCase):
             self.assertEqual((opcode, rid, status), (SEND, 5, OK), result)
             seq, _, _, duplicate = struct.unpack(">qqqB", result)
             self.assertEqual((seq, duplicate), (1, 0))
+            # Another content under the used id, forwarded: the owner's
+            # MESSAGE_ID_CONFLICT comes back as it is, naming no instance.
+            s.sendall(send_frame(7, conv, "alice", "nf-1", b"other"))
+            opcode, _, rid, status, result = read_frame_with_flags(s)
+            self.assertEqual((opcode, rid, status), (SEND, 7, MESSAGE_ID_CONFLICT), result)
+            self.assertIn("client_msg_id", error_text(result))
+        status, body, _ = other.request("POST", "/conversations/%s/messages" % conv,
+                                        {"sender_id": "alice", "client_msg_id": "nf-1",
+                                         "content_type": 1, "payload": "other"})
+        self.assertEqual(status, 409, body)
+        self.assertEqual(json.loads(body)["error"]["code"], "message_id_conflict")
+        for a in (m["advertise"] for m in self.nodes[0].cluster()["members"]):
+            self.assertNotIn(a.encode(), body)
         with owner.tcp() as s:
             s.sendall(send_frame(6, conv, "alice", "nf-2", b"y", flags=NO_FORWARD))
             opcode, _, rid, status, result = read_frame_with_flags(s)

@@ -197,6 +197,65 @@ class Messages(unittest.TestCase):
         self.assertEqual(sorted(status for status, _ in results), [200] * 7 + [201])
         self.assertEqual(len(pull_all(s, c)), 1)
 
+    def test_reused_id_with_other_content_is_refused(self):
+        """Two processes, eight senders: per client message id, some send one
+        content and the others each their own. Exactly one message is stored
+        per id; everyone whose content it is gets its seq (one 201, the rest
+        200 duplicate), everyone else 409 message_id_conflict; after kill -9
+        and a restart the same holds for late re-sends."""
+        a, b = self.start(), self.start()
+        c = conv("collide")
+        rounds, told = 25, []
+        lock = threading.Lock()
+
+        def sender(srv, t):
+            conn = srv.conn()
+            for i in range(rounds):
+                payload = "shared-text" if t % 2 == 0 else "own-text-%d" % t
+                status, body = send(srv, c, "alice", "r%d" % i, payload=payload, conn=conn)
+                with lock:
+                    told.append((i, payload, status, body))
+            conn.close()
+
+        threads = [threading.Thread(target=sender, args=(srv, t))
+                   for t, srv in enumerate((a, b) * 4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        stored = pull_all(a, c)
+        self.assert_contiguous(stored)
+        self.assertEqual(len(stored), rounds)
+        by_id = {m["client_msg_id"]: m for m in stored}
+        for i, payload, status, body in told:
+            m = by_id["r%d" % i]
+            if payload == m["payload"]:
+                self.assertIn(status, (200, 201), body)
+                self.assertEqual((body["seq"], body["duplicate"]), (m["seq"], status == 200))
+            else:
+                self.assertEqual((status, body["error"]["code"]), (409, "message_id_conflict"),
+                                 body)
+                self.assertNotIn("-text", json.dumps(body))  # no content echoed
+        for i in range(rounds):
+            self.assertEqual(sum(1 for r in told if r[0] == i and r[2] == 201), 1, i)
+
+        a.stop(signal.SIGKILL)
+        a2 = self.start()
+        for m in stored[:5]:
+            status, body = send(a2, c, "alice", m["client_msg_id"], payload=m["payload"])
+            self.assertEqual((status, body["seq"], body["duplicate"]), (200, m["seq"], True))
+            status, body = send(a2, c, "alice", m["client_msg_id"], payload=m["payload"] + "!")
+            self.assertEqual((status, body["error"]["code"]), (409, "message_id_conflict"))
+        # A recalled message has lost its content: a re-send is a duplicate.
+        first = stored[0]
+        status, _, _ = a2.request("POST", "/conversations/%s/messages/1/recall" % c)
+        self.assertEqual(status, 200)
+        status, body = send(a2, c, "alice", first["client_msg_id"], payload="anything")
+        self.assertEqual((status, body["seq"]), (200, 1))
+        self.assertEqual(len(pull_all(a2, c)), rounds)
+        _, metrics, _ = a2.request("GET", "/metrics")
+        self.assertIn(b'seqd_message_send_errors_total{status="message_id_conflict"} 5', metrics)
+
     def test_bad_input(self):
         s = self.start("--msg-max-payload-bytes", "1000")
         c = conv("bad")

@@ -125,7 +125,8 @@ proto::PullRangeReq Range(std::string_view conv, int64_t from, int64_t to, uint3
 
 }  // namespace
 
-TEST_CASE("binary messages: send, pull both ways, re-send is a duplicate") {
+TEST_CASE(
+    "binary messages: send, pull both ways, re-send is a duplicate, other content a conflict") {
   World w;
   REQUIRE(w.listening);
   Client c(w.server.port());
@@ -140,6 +141,16 @@ TEST_CASE("binary messages: send, pull both ways, re-send is a duplicate") {
   auto first = c.Call(Msg("sg_1", "c1", "hello 1")).Result<proto::SendRes>();
   CHECK(first.seq == 1);
   CHECK(first.duplicate);
+
+  // The same client id with another payload or content type is another
+  // message: MESSAGE_ID_CONFLICT, nothing stored, the connection stays.
+  for (const proto::SendReq& other :
+       {Msg("sg_1", "c1", "hello 2"), proto::SendReq{"sg_1", "u1", "c1", 2, "hello 1"}}) {
+    proto::ResponseView refused = c.Call(other).response();
+    CHECK(refused.status == WireStatus::kMessageIdConflict);
+    CHECK(refused.message.find("client_msg_id") != std::string_view::npos);
+  }
+  CHECK(c.Call(Msg("sg_1", "c1", "hello 1")).Result<proto::SendRes>().seq == 1);
 
   Frame page_frame = c.Call(Range("sg_1", 1, 0, 100));
   auto page = page_frame.Result<proto::PullRangeRes>();

@@ -190,6 +190,13 @@ TEST_CASE("message codec: vectors carry the values their comments name") {
   CHECK_FALSE(member->min_seq);
   CHECK(member->max_seq == 7);
   CHECK_FALSE(member->clear_max);
+
+  const FrameView conflict_frame = Decode(good.back().bytes);
+  auto conflict = ParseResponse(conflict_frame.payload);
+  REQUIRE(conflict);
+  CHECK(static_cast<Opcode>(conflict_frame.opcode) == kOpSend);
+  CHECK(conflict->status == Status::kMessageIdConflict);
+  CHECK(conflict->message == "client_msg_id in use");
 }
 
 TEST_CASE("message codec: bad request vectors do not parse") {

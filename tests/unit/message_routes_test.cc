@@ -78,10 +78,15 @@ TEST_CASE("HTTP: send, re-send and pull") {
   CHECK(sent["server_msg_id"].get<int64_t>() > 0);
   CHECK(sent["send_time"].get<int64_t>() > 0);
   CHECK(sent["duplicate"] == false);
-  auto again = f.Send("sg_1", "alice", "m1", "other");
+  auto again = f.Send("sg_1", "alice", "m1", "hello \"world\"");
   CHECK(again.result() == http::status::ok);
   CHECK(f.Json(again)["seq"] == 1);
   CHECK(f.Json(again)["duplicate"] == true);
+  // Another payload under the same client id: another message, refused.
+  auto other = f.Send("sg_1", "alice", "m1", "other");
+  CHECK(other.result() == http::status::conflict);
+  CHECK(ErrorCode(f.Json(other)) == "message_id_conflict");
+  CHECK(f.Json(other)["error"]["message"].get<std::string>().find("seq 1") != std::string::npos);
   for (int i = 2; i <= 5; ++i)
     REQUIRE(f.Send("sg_1", "bob", Id("b", i)).result() == http::status::created);
 

@@ -109,7 +109,7 @@ TEST_CASE("a re-send gets the original answer and stores nothing new") {
   REQUIRE(first.ok());
   CHECK(first->seq == 1);
   CHECK_FALSE(first->duplicate);
-  auto again = f.Send("si_a_b", "alice", "m1", "hello, changed");
+  auto again = f.Send("si_a_b", "alice", "m1", "hello");
   REQUIRE(again.ok());
   CHECK(again->duplicate);
   CHECK(again->seq == first->seq);
@@ -122,6 +122,53 @@ TEST_CASE("a re-send gets the original answer and stores nothing new") {
   REQUIRE(page.ok());
   CHECK(Seqs(*page) == std::vector<int64_t>{1, 2});
   CHECK(page->messages[0].payload == "hello");
+}
+
+TEST_CASE("senders racing with other contents under one client id: one message, the rest refused") {
+  Fixture f;
+  constexpr int kThreads = 8, kRounds = 40;
+  std::vector<std::thread> threads;
+  std::mutex mu;
+  // Per round: what each sender was told.
+  std::vector<std::vector<Result<AppendOutcome>>> told(kRounds);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < kRounds; ++round) {
+        // Even threads send one content, odd threads each their own.
+        const std::string payload = t % 2 == 0 ? "same" : Id("own", t);
+        auto r = f.Send("sg_race", "alice", Id("m", round), payload);
+        std::lock_guard lock(mu);
+        told[round].push_back(std::move(r));
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  auto page = f.Pull({.conv_id = "sg_race", .limit = 1000});
+  REQUIRE(page.ok());
+  REQUIRE(page->messages.size() == kRounds);
+  for (int round = 0; round < kRounds; ++round) {
+    CAPTURE(round);
+    const StoredMessage& stored = page->messages[round];
+    CHECK(stored.client_msg_id == Id("m", round));
+    int fresh = 0;
+    for (const Result<AppendOutcome>& r : told[round]) {
+      if (!r.ok()) {
+        // Refused: only a sender whose content is not the stored one.
+        CHECK(r.error().code == ErrorCode::kMessageIdConflict);
+        continue;
+      }
+      CHECK(r->seq == stored.seq);
+      CHECK(r->server_msg_id == stored.server_msg_id);
+      fresh += r->duplicate ? 0 : 1;
+    }
+    CHECK(fresh == 1);
+    // Everyone sending the stored content was answered its seq; every other
+    // sender was refused.
+    const bool same_won = stored.payload == "same";
+    const int told_ok = static_cast<int>(
+        std::count_if(told[round].begin(), told[round].end(), [](auto& r) { return r.ok(); }));
+    CHECK(told_ok == (same_won ? kThreads / 2 : 1));
+  }
 }
 
 TEST_CASE("bad input is refused with a clear error") {

@@ -24,8 +24,9 @@ MESSAGE_STATUS = {0: "normal", 1: "recalled", 2: "deleted"}
 BINARY_STATUS = {0: "OK", 1: "INVALID_ARGUMENT", 2: "UNKNOWN_KEY", 3: "KEY_EXISTS",
                  4: "STORE_UNAVAILABLE", 5: "SHUTTING_DOWN", 6: "INTERNAL", 7: "UNKNOWN_OPCODE",
                  8: "NOT_FOUND", 9: "FAILED_PRECONDITION", 10: "TOO_LARGE", 11: "NOT_SERVING",
-                 12: "WRONG_OWNER", 64: "MALFORMED_FRAME", 65: "UNSUPPORTED_VERSION",
-                 66: "FRAME_TOO_LARGE"}
+                 12: "WRONG_OWNER", 13: "UNAUTHENTICATED", 14: "PERMISSION_DENIED",
+                 15: "RESOURCE_EXHAUSTED", 16: "MESSAGE_ID_CONFLICT", 64: "MALFORMED_FRAME",
+                 65: "UNSUPPORTED_VERSION", 66: "FRAME_TOO_LARGE"}
 BINARY_EXPECTED = {"STORE_UNAVAILABLE", "SHUTTING_DOWN"}
 HTTP_EXPECTED = {(503, "store_unavailable"), (503, "shutting_down")}
 # RESP error texts the contract allows, by the part that names them.
