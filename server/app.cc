@@ -4,7 +4,6 @@
 #include "server/app.h"
 
 #include <malloc.h>
-#include <sys/resource.h>
 
 #include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
@@ -22,6 +21,7 @@
 #include "server/app_security.h"
 #include "server/auth/audit.h"
 #include "server/base/asio_clock.h"
+#include "server/base/file_limit.h"
 #include "server/base/log.h"
 #include "server/base/task_runner.h"
 #include "server/cluster/cluster_metrics.h"
@@ -146,24 +146,29 @@ Status CheckSnowflakeLayout(const Config& config, const SnowflakeOptions& o,
   return OkStatus();
 }
 
-// Raises the soft limit on open files to cover every listener's connection
-// cap plus the database connections and some slack (up to the hard limit;
-// a warning says when that is lower).
-void RaiseFileLimit(const Config& c) {
+// The open files every listener's connection cap needs, plus the database
+// connections and some slack.
+uint64_t OpenFilesWanted(const Config& c) {
   const int listeners_tcp = (c.tcp_port >= 0 ? 1 : 0) + (c.resp_port >= 0 ? 1 : 0);
-  const rlim_t want =
-      static_cast<rlim_t>(c.http_max_connections * (c.admin_port >= 0 ? 2 : 1) +
-                          c.tcp_max_connections * listeners_tcp + 2 * c.db_threads + 256);
-  rlimit lim{};
-  if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= want) return;
-  const rlim_t old = lim.rlim_cur;
-  lim.rlim_cur = lim.rlim_max == RLIM_INFINITY ? want : std::min(want, lim.rlim_max);
-  if (setrlimit(RLIMIT_NOFILE, &lim) != 0) lim.rlim_cur = old;
-  if (lim.rlim_cur < want) {
-    SEQD_LOG(kWarn) << "open files limit " << lim.rlim_cur << " is below the " << want
-                    << " the connection caps need (raise the hard limit, e.g. LimitNOFILE)";
-  } else {
-    SEQD_LOG(kDebug) << "open files limit raised from " << old << " to " << lim.rlim_cur;
+  return static_cast<uint64_t>(c.http_max_connections * (c.admin_port >= 0 ? 2 : 1) +
+                               c.tcp_max_connections * listeners_tcp + 2 * c.db_threads + 256);
+}
+
+// Raises the open-files limit to what the caps need (server/base/file_limit.h)
+// and warns only if it is still short: the hard limit is lower and this
+// process may not raise it.
+void RaiseFileLimit(const Config& c) {
+  const FileLimitOutcome o = RaiseProcessFileLimit(OpenFilesWanted(c));
+  if (!o.enough()) {
+    SEQD_LOG(kWarn) << "open files limit " << o.after.soft << " (hard " << o.after.hard
+                    << ") is below the " << o.want
+                    << " the connection caps need: raise the hard limit (LimitNOFILE= in a "
+                       "systemd unit, --ulimit nofile= for a container) or lower "
+                       "http_max_connections and tcp_max_connections";
+  } else if (o.raised()) {
+    SEQD_LOG(kDebug) << "open files limit raised from " << o.before.soft << " (hard "
+                     << o.before.hard << ") to " << o.after.soft << " (hard " << o.after.hard
+                     << ")";
   }
 }
 

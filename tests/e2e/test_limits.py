@@ -19,7 +19,8 @@ the limit:
 - the RESP port closes on an HTTP request instead of running its body;
 - HTTP: Transfer-Encoding other than chunked, a missing Host and a form
   POST (CSRF) are refused;
-- the open-files limit is raised to cover the connection caps.
+- the open-files limit is raised to cover the connection caps, with a warning
+  only when the hard limit is too low and may not be raised.
 
 Usage: python3 tests/e2e/test_limits.py [unittest args]
 """
@@ -527,35 +528,95 @@ class BinaryUnreadAnswers(StoredMessagesCase):
             time.sleep(0.1)
 
 
+WARNING = "open files limit"
+
+
+def hard_files_limit():
+    hard = subprocess.run(["sh", "-c", "ulimit -Hn"], capture_output=True,
+                          text=True).stdout.strip()
+    return 1 << 20 if hard == "unlimited" else int(hard)
+
+
+def may_raise_hard_limit():
+    """True if this process may raise its hard open-files limit
+    (CAP_SYS_RESOURCE: root, unless a container or sandbox dropped it)."""
+    probe = "ulimit -Sn 1024; ulimit -Hn 1500; ulimit -Hn 1600"
+    return subprocess.run(["sh", "-c", probe], capture_output=True).returncode == 0
+
+
+def start_limited(tmp, ulimits, cap, prefix=()):
+    """seqd after `ulimits` (sh commands), with HTTP, binary and RESP caps of
+    `cap` each, its log at info level; (process, log path) once it listens."""
+    log = os.path.join(tmp, "seqd-%d.log" % time.monotonic_ns())
+    cmd = "%s; exec %s --store %s --http-port 0 --tcp-port 0 --resp-port 0 " \
+          "--http-max-connections %d --tcp-max-connections %d --log-level info 2>%s" % (
+              ulimits, SEQD, store_spec("sqlite", tmp), cap, cap, log)
+    p = subprocess.Popen([*prefix, "sh", "-c", cmd], stdout=subprocess.DEVNULL)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        try:
+            with open(log, errors="replace") as f:
+                if "listening on" in f.read():
+                    return p, log
+        except FileNotFoundError:
+            pass  # the shell has not opened it yet
+        if p.poll() is not None:
+            break
+        time.sleep(0.05)
+    p.kill()
+    with open(log, errors="replace") as f:
+        raise AssertionError("seqd did not start: " + f.read()[-2000:])
+
+
+def files_limits(pid):
+    """(soft, hard) open-files limits of `pid`."""
+    with open("/proc/%d/limits" % pid) as f:
+        m = re.search(r"Max open files\s+(\d+)\s+(\d+|unlimited)", f.read())
+    hard = 1 << 62 if m.group(2) == "unlimited" else int(m.group(2))
+    return int(m.group(1)), hard
+
+
 class FileLimit(unittest.TestCase):
-    def test_open_files_limit_is_raised(self):
+    """The open-files limit: raised to what the connection caps need, with a
+    warning only when the hard limit is too low and cannot be raised."""
+
+    def run_limited(self, ulimits, cap, prefix=()):
         with tempfile.TemporaryDirectory() as tmp:
-            hard = subprocess.run(["sh", "-c", "ulimit -Hn"], capture_output=True,
-                                  text=True).stdout.strip()
-            hard = 1 << 20 if hard == "unlimited" else int(hard)
-            # Caps whose sum fits under the hard limit, well above 1024.
-            cap = min(10000, (hard - 1024) // 4)
-            self.assertGreater(cap, 1024, "hard open-files limit %d is too low to test" % hard)
-            cmd = "ulimit -Sn 1024; exec %s --store %s --http-port 0 --tcp-port 0 " \
-                  "--resp-port 0 --http-max-connections %d --tcp-max-connections %d" % (
-                      SEQD, store_spec("sqlite", tmp), cap, cap)
-            p = subprocess.Popen(["sh", "-c", cmd], stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL)
+            p, log = start_limited(tmp, ulimits, cap, prefix)
             try:
-                deadline = time.time() + 10
-                soft = 0
-                while time.time() < deadline:
-                    with open("/proc/%d/limits" % p.pid) as f:
-                        m = re.search(r"Max open files\s+(\d+)", f.read())
-                    soft = int(m.group(1))
-                    if soft > 1024:
-                        break
-                    time.sleep(0.05)
-                # HTTP + binary + RESP caps (no admin listener).
-                self.assertGreaterEqual(soft, 3 * cap)
+                limits = files_limits(p.pid)
             finally:
                 p.terminate()
                 p.wait(timeout=15)
+            with open(log, errors="replace") as f:
+                return limits, f.read()
+
+    def test_open_files_limit_is_raised(self):
+        hard = hard_files_limit()
+        # Caps whose sum fits under the hard limit, well above 1024.
+        cap = min(10000, (hard - 1024) // 4)
+        self.assertGreater(cap, 1024, "hard open-files limit %d is too low to test" % hard)
+        (soft, _), log = self.run_limited("ulimit -Sn 1024", cap)
+        self.assertGreaterEqual(soft, 3 * cap)  # HTTP + binary + RESP caps (no admin listener)
+        self.assertNotIn(WARNING, log)
+
+    def test_a_low_hard_limit_warns(self):
+        # Without CAP_SYS_RESOURCE (dropped when run as root) the hard limit
+        # stays: the soft one reaches it, and the log says what to change.
+        prefix = ("setpriv", "--bounding-set", "-sys_resource", "--inh-caps",
+                  "-sys_resource") if may_raise_hard_limit() else ()
+        (soft, hard), log = self.run_limited("ulimit -Sn 1024; ulimit -Hn 1500", 1000, prefix)
+        self.assertEqual((soft, hard), (1500, 1500))
+        self.assertIn(WARNING + " 1500 (hard 1500) is below the", log)
+        self.assertIn("LimitNOFILE", log)
+
+    def test_a_low_hard_limit_is_raised_with_the_right_to(self):
+        if not may_raise_hard_limit():
+            self.skipTest("raising a hard limit needs CAP_SYS_RESOURCE, which this process lacks")
+        (soft, hard), log = self.run_limited("ulimit -Sn 1024; ulimit -Hn 1500", 1000)
+        self.assertGreaterEqual(soft, 3 * 1000)
+        self.assertGreaterEqual(hard, soft)
+        self.assertNotIn(WARNING, log)
 
 
 if __name__ == "__main__":
