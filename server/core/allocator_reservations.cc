@@ -313,9 +313,7 @@ bool SegmentAllocator::FailReservationLocked(KeyState& s, const Error& error, do
     SEQD_LOG(kDebug) << ErrorCodeName(error.code) << " key=" << LogValue(s.key);  // not ours
     // Fail everyone and forget the key.
     const Error answer =
-        error.code == ErrorCode::kUnknownKey
-            ? MakeError(ErrorCode::kUnknownKey, "unknown key '" + s.key.str() + "'")
-            : error;
+        error.code == ErrorCode::kUnknownKey ? UnknownKeyError(s.key.str()) : error;
     for (auto& w : s.TakeParkedLocked()) answers.emplace_back(w, answer);
     MarkErasedLocked(s);
     return true;

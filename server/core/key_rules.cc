@@ -63,6 +63,14 @@ Result<AutoKeyRule> ParseAutoKeyRule(std::string_view full) {
   return rule;
 }
 
+Error UnknownKeyError(std::string_view key) {
+  return MakeError(ErrorCode::kUnknownKey,
+                   "unknown key '" + std::string(key) +
+                       "': it is not registered and no auto-create rule matches it; register it "
+                       "(POST /admin/keys) or start seqd with a rule for its prefix "
+                       "(--auto-keys PREFIX:STEP[:dense])");
+}
+
 std::string KeyMetricLabel(std::string_view key, const AutoKeyRule* rule) {
   if (rule) return "auto:" + rule->prefix;
   return std::string(key);

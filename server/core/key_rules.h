@@ -50,6 +50,11 @@ class KeyRules {
 // one label.
 std::string KeyMetricLabel(std::string_view key, const AutoKeyRule* rule);
 
+// kUnknownKey for `key`, a key or conversation id that is neither a row of
+// the store nor matched by a rule: the one text every interface answers,
+// saying how to make such a key served (it names no rule, row or table).
+Error UnknownKeyError(std::string_view key);
+
 // Parses "prefix:step" or "prefix:step:dense" (as used by --auto-key;
 // ":segment" is the default). kInvalidArgument on error.
 Result<AutoKeyRule> ParseAutoKeyRule(std::string_view text);

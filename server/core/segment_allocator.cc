@@ -129,7 +129,7 @@ void SegmentAllocator::TakeSlow(std::string_view key, int64_t count, TakeCallbac
     bool inserted = false;
     KeyRef state = FindOrInsert(key, requester, &inserted);
     if (!state) {
-      return done(MakeError(ErrorCode::kUnknownKey, "unknown key '" + std::string(key) + "'"));
+      return done(UnknownKeyError(key));
     }
     IdBatch got;
     bool served = false;

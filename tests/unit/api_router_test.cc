@@ -221,6 +221,12 @@ TEST_CASE("percent-encoded key characters are decoded") {
 TEST_CASE("unknown key is 404 unless an auto-create rule matches") {
   Fixture f(KeyRules({{"sg_", 100}}));
   CheckError(f.Get("/seq/nope"), http::status::not_found, "unknown_key");
+  // The answer says how to make the key served, without naming the rules.
+  const std::string message = Body(f.Get("/seq/nope"))["error"]["message"];
+  CHECK(message.starts_with("unknown key 'nope': "));
+  CHECK(message.find("POST /admin/keys") != std::string::npos);
+  CHECK(message.find("--auto-keys") != std::string::npos);
+  CHECK(message.find("sg_") == std::string::npos);
   CheckError(f.Get("/admin/keys/nope"), http::status::not_found, "unknown_key");
 
   auto res = f.Get("/seq/sg_42?count=2");
