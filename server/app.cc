@@ -408,7 +408,8 @@ void App::BuildServices(Parts& p) {
   } else {
     p.key_router.emplace(*p.allocator, *p.messages, &*p.dense);
   }
-  p.admin.emplace(*p.stores.segments, *p.db, *p.allocator);
+  p.admin.emplace(*p.stores.segments, *p.db, *p.allocator,
+                  [&messages = *p.messages](std::string_view key) { messages.OnKeyCreated(key); });
   SnowflakeOptions snowflake_options = ToSnowflakeOptions(config);
   snowflake_options.metrics = &p.metrics;
   p.snowflake.emplace(p.wall, p.clock, snowflake_options);

@@ -134,6 +134,7 @@ MessageServiceOptions ToMessageOptions(const Config& c) {
   o.max_queued_sends = static_cast<size_t>(c.msg_max_queued);
   o.max_pull_bytes = static_cast<size_t>(c.msg_max_pull_bytes);
   o.max_queued_reads = static_cast<size_t>(c.db_queue_max);
+  o.key_rules = KeyRules(c.auto_keys);  // one rule for IDs and conversations
   return o;
 }
 

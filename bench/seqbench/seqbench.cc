@@ -78,6 +78,7 @@ throughput and latency.
   --messages CONV     send messages to conversation CONV instead (SEND, or
                       POST /conversations/CONV/messages), each with a fresh
                       client_msg_id; the report counts messages stored
+                      (CONV should match an auto-create rule, as a key)
   --convs N           with --messages: spread over CONV_0 .. CONV_{N-1}
   --payload B         with --messages: payload bytes (default 100, min 16)
   --subscribe N       with --messages and --tcp: N more connections that

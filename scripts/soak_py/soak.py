@@ -87,8 +87,10 @@ def start_seqd(args, out, ports):
            "--threads", "2", "--tokens-file", os.path.join(out, "tokens"),
            "--key-idle-timeout-s", str(args.key_idle_timeout_s), "--auto-create-rate", "0",
            # n_ keys are segment keys, so idle ones are evicted; si_ keys
-           # are dense, each block a durable write (load.py's new keys).
-           "--auto-keys", "n_:50:segment,si_:50:dense",
+           # are dense, each block a durable write (load.py's new keys);
+           # sg_soak_ serves load.py's conversations (the key rules apply
+           # to them too).
+           "--auto-keys", "n_:50:segment,si_:50:dense,sg_soak_:100",
            "--log-level", "warn"]
     log = open(os.path.join(out, "seqd.log"), "w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)

@@ -160,10 +160,14 @@ const std::vector<Option>& Options() {
                 "Auto-created keys a token may create at once before auto_create_rate applies.",
                 &Config::auto_create_burst, 1, 100'000'000),
       Option{"auto_keys",
-             "Auto-created key rules, PREFIX:STEP[:dense|:segment][,...]. :dense keys never skip "
-             "an ID and their max is the last one handed out (docs/dense-keys.md); :segment "
-             "keys (the mode without a suffix) are Leaf's, fastest, with holes at restarts. "
-             "The default covers OpenIM's conversation prefixes, dense. Empty disables.",
+             "Auto-created key rules, PREFIX:STEP[:dense|:segment][,...]: the keys served without "
+             "a row of leaf_alloc. One rule for IDs and conversations: a message send, member or "
+             "min_seq change to a conversation id that no rule matches and that has no row is "
+             "unknown_key too. A PREFIX of * matches every key (every conversation id works; "
+             "its mode then applies to registered keys too). :dense keys never skip an ID and "
+             "their max is the last one handed out (docs/dense-keys.md); :segment keys (the "
+             "mode without a suffix) are Leaf's, fastest, with holes at restarts. The default "
+             "covers OpenIM's conversation prefixes, dense. Empty: registered keys only.",
              [](Config& c, std::string_view v) {
                std::vector<AutoKeyRule> rules;
                while (!v.empty()) {

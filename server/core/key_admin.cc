@@ -52,7 +52,10 @@ void KeyAdmin::CreateKey(std::string key, int64_t step, std::string description,
   db_.Post([this, key = std::move(key), step, description = std::move(description),
             done = std::move(done)] {
     Result<KeyRow> row = store_.CreateKey(key, step, description);
-    if (row) allocator_.OnKeyCreated(key);
+    if (row) {
+      allocator_.OnKeyCreated(key);
+      if (on_created_) on_created_(key);
+    }
     done(std::move(row));
   });
 }

@@ -8,6 +8,8 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "server/base/task_runner.h"
@@ -19,9 +21,14 @@ namespace seqd {
 
 class KeyAdmin final : public KeyAdminApi {
  public:
-  // All references must outlive this object.
-  KeyAdmin(SegmentStore& store, TaskRunner& db, SegmentAllocator& allocator)
-      : store_(store), db_(db), allocator_(allocator) {}
+  // Told each key CreateKey made, on a database runner thread; must not
+  // block (the message service forgets that the key was unknown).
+  using CreatedListener = std::function<void(std::string_view key)>;
+
+  // All references must outlive this object. `on_created` is optional.
+  KeyAdmin(SegmentStore& store, TaskRunner& db, SegmentAllocator& allocator,
+           CreatedListener on_created = {})
+      : store_(store), db_(db), allocator_(allocator), on_created_(std::move(on_created)) {}
 
   // KeyAdminApi (server/service/key_admin_api.h).
   void ListKeys(std::string after, size_t limit, Callback<std::vector<KeyRow>> done) override;
@@ -37,6 +44,7 @@ class KeyAdmin final : public KeyAdminApi {
   SegmentStore& store_;
   TaskRunner& db_;
   SegmentAllocator& allocator_;
+  const CreatedListener on_created_;
 };
 
 }  // namespace seqd

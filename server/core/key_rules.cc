@@ -15,14 +15,22 @@ std::vector<AutoKeyRule> DefaultAutoKeyRules() {
           {"n_", 50, KeyMode::kDense}};
 }
 
+namespace {
+
+bool MatchesAnyKey(const AutoKeyRule& rule) { return rule.prefix == kAnyKeyPrefix; }
+
+}  // namespace
+
 KeyRules::KeyRules(std::vector<AutoKeyRule> rules) : rules_(std::move(rules)) {
   std::stable_sort(rules_.begin(), rules_.end(), [](const AutoKeyRule& a, const AutoKeyRule& b) {
+    if (MatchesAnyKey(a) != MatchesAnyKey(b)) return MatchesAnyKey(b);
     return a.prefix.size() > b.prefix.size();
   });
 }
 
 const AutoKeyRule* KeyRules::Match(std::string_view key) const {
   for (const AutoKeyRule& rule : rules_) {
+    if (MatchesAnyKey(rule)) return key.empty() ? nullptr : &rule;
     if (key.size() > rule.prefix.size() && key.substr(0, rule.prefix.size()) == rule.prefix) {
       return &rule;
     }

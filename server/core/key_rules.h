@@ -21,7 +21,11 @@ namespace seqd {
 // skipped (server/core/dense_allocator.h).
 enum class KeyMode { kSegment, kDense };
 
-// Keys starting with `prefix` are created on first use with `step`.
+// The prefix of a rule that matches every key (`--auto-keys '*:100:dense'`).
+inline constexpr std::string_view kAnyKeyPrefix = "*";
+
+// Keys starting with `prefix` (every key for kAnyKeyPrefix) are served
+// without a row of their own: created on first use with `step`.
 struct AutoKeyRule {
   std::string prefix;
   int64_t step = 0;
@@ -36,13 +40,14 @@ class KeyRules {
  public:
   explicit KeyRules(std::vector<AutoKeyRule> rules = {});
 
-  // The longest matching rule, if any.
+  // The longest matching prefix rule, else the kAnyKeyPrefix rule, if any.
   const AutoKeyRule* Match(std::string_view key) const;
 
   const std::vector<AutoKeyRule>& rules() const { return rules_; }
 
  private:
-  std::vector<AutoKeyRule> rules_;  // sorted by prefix length, longest first
+  // Sorted by prefix length, longest first; a kAnyKeyPrefix rule last.
+  std::vector<AutoKeyRule> rules_;
 };
 
 // The metrics `key` label of `key`: the key itself, or "auto:<prefix>" when
@@ -55,8 +60,9 @@ std::string KeyMetricLabel(std::string_view key, const AutoKeyRule* rule);
 // saying how to make such a key served (it names no rule, row or table).
 Error UnknownKeyError(std::string_view key);
 
-// Parses "prefix:step" or "prefix:step:dense" (as used by --auto-key;
-// ":segment" is the default). kInvalidArgument on error.
+// Parses "prefix:step" or "prefix:step:dense" (as used by --auto-keys;
+// ":segment" is the default; a prefix of "*" matches every key).
+// kInvalidArgument on error.
 Result<AutoKeyRule> ParseAutoKeyRule(std::string_view text);
 
 }  // namespace seqd

@@ -14,6 +14,7 @@
 #include "server/base/task_runner.h"
 #include "server/core/key_rules.h"
 #include "server/metrics/metrics.h"
+#include "server/msg/conversation_rule.h"
 #include "server/msg/message_bus.h"
 #include "server/msg/server_msg_id_source.h"
 #include "server/msg/write_shard.h"
@@ -103,6 +104,7 @@ struct MessageService::Impl {
   Impl(MessageStore& store_, SegmentStore& id_store, MessageServiceOptions options_)
       : options(options_),
         store(store_),
+        conversations(options_.key_rules, id_store),
         ids(id_store, kServerMsgIdBlock),
         readers(static_cast<size_t>(std::max(1, options_.readers)), options_.max_queued_reads) {
     const int writers = std::max(1, options.writers);
@@ -116,6 +118,18 @@ struct MessageService::Impl {
 
   WriteShard& ShardFor(std::string_view conv) {
     return *shards[std::hash<std::string_view>{}(conv) % shards.size()];
+  }
+
+  // Queues a checked send on its conversation's writer.
+  void Enqueue(SendRequest request, Callback<AppendOutcome> done) {
+    WriteShard& shard = ShardFor(request.conv_id);
+    shard.Enqueue({AppendRequest{std::move(request)}, std::move(done)});
+  }
+
+  // Answers a send refused before it was queued, and counts it.
+  void RefuseSend(Error error, const Callback<AppendOutcome>& done) {
+    if (options.metrics) options.metrics->MessageSendError(error.code);
+    done(std::move(error));
   }
 
   // Runs `work` on a reader thread, answering `done` with its result.
@@ -156,6 +170,7 @@ struct MessageService::Impl {
 
   const MessageServiceOptions options;
   MessageStore& store;
+  ConversationRule conversations;
   ServerMsgIdSource ids;
   MessageBus bus;
   ThreadPoolRunner readers;
@@ -207,8 +222,24 @@ void MessageService::Send(SendRequest request, Callback<AppendOutcome> done) {
                                             " bytes; the limit is " +
                                             std::to_string(impl_->options.max_payload_bytes)));
   }
-  WriteShard& shard = impl_->ShardFor(request.conv_id);
-  shard.Enqueue({AppendRequest{std::move(request)}, std::move(done)});
+  Impl* impl = impl_.get();
+  switch (impl->conversations.Check(request.conv_id)) {
+    case ConversationRule::Verdict::kServed:
+      return impl->Enqueue(std::move(request), std::move(done));
+    case ConversationRule::Verdict::kUnknown:
+      return impl->RefuseSend(UnknownKeyError(request.conv_id), done);
+    case ConversationRule::Verdict::kAskStore:
+      break;
+  }
+  // No rule matches: whether the conversation is a registered key is read
+  // on a reader thread first.
+  std::string conv = request.conv_id;
+  impl->Read<Ok>(
+      [impl, request = std::move(request), done = std::move(done)](Status served) mutable {
+        if (!served) return impl->RefuseSend(served.error(), done);
+        impl->Enqueue(std::move(request), std::move(done));
+      },
+      [impl, conv = std::move(conv)] { return impl->conversations.AskStore(conv); });
 }
 
 void MessageService::Pull(PullRequest request, Callback<MessagePage> done) {
@@ -330,6 +361,9 @@ void MessageService::SetMember(std::string conv_id, std::string user_id,
   impl->Read<MemberView>(std::move(done),
                          [impl, conv_id = std::move(conv_id), user_id = std::move(user_id), min_seq,
                           max_seq, clear_max]() -> Result<MemberView> {
+                           if (Status s = impl->conversations.AskStore(conv_id); !s) {
+                             return s.error();
+                           }
                            Result<std::optional<MemberState>> current =
                                impl->store.GetMember(conv_id, user_id);
                            if (!current) return current.error();
@@ -420,6 +454,9 @@ void MessageService::SetConvMinSeq(std::string conv_id, int64_t min_seq, Callbac
   Impl* impl = impl_.get();
   impl->Read<int64_t>(std::move(done),
                       [impl, conv_id = std::move(conv_id), min_seq]() -> Result<int64_t> {
+                        if (Status s = impl->conversations.AskStore(conv_id); !s) {
+                          return s.error();
+                        }
                         Result<int64_t> max = impl->store.MaxSeq(conv_id);
                         if (!max) return max.error();
                         if (Status s = CheckMinSeq(min_seq, *max); !s) return s.error();
@@ -429,6 +466,8 @@ void MessageService::SetConvMinSeq(std::string conv_id, int64_t min_seq, Callbac
                         return min_seq;
                       });
 }
+
+void MessageService::OnKeyCreated(std::string_view key) { impl_->conversations.Forget(key); }
 
 void MessageService::PublishRelayed(const StoredMessage& message) { impl_->bus.Publish(message); }
 

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "server/core/key_rules.h"
 #include "server/service/message_api.h"
 #include "storage/message_store.h"
 
@@ -53,6 +54,11 @@ struct MessageServiceOptions {
   size_t max_queued_reads = 0;
   size_t seq_cache_entries = 1 << 20;  // conversations whose max seq is cached
   Metrics* metrics = nullptr;          // optional; must outlive the service
+  // The key rules a write naming a conversation must pass (Send,
+  // SetMember, SetConvMinSeq): a rule matches it or it is a registered key,
+  // else kUnknownKey (server/msg/conversation_rule.h). None: every
+  // conversation is served.
+  std::optional<KeyRules> key_rules;
   // Cluster mode (server/core/shard_gate.h): store only sends of
   // conversations whose shard this instance holds (others are answered
   // kWrongOwner), in transactions fenced with the shards' epochs. Optional;
@@ -83,6 +89,8 @@ class MessageService {
   MessageServiceStats stats() const;
 
   // Stamps and stores one message; answered after its transaction commits.
+  // kUnknownKey if the conversation fails `key_rules` (a conversation no
+  // rule matches is looked up in leaf_alloc first, on a reader thread).
   // With a gate, kWrongOwner if the conversation's shard is not (or no
   // longer) held here: nothing was stored by this call.
   void Send(SendRequest request, Callback<AppendOutcome> done);
@@ -96,7 +104,8 @@ class MessageService {
   void SyncUser(std::string user_id, std::vector<std::string> conv_ids,
                 Callback<std::vector<ConvSync>> done);
 
-  // Adds or updates a member. min_seq defaults to the conversation's max + 1
+  // Adds or updates a member (kUnknownKey as Send for the conversation).
+  // min_seq defaults to the conversation's max + 1
   // for a new member (it sees only what comes after it joined); max_seq set
   // means the user left or was kicked at that seq. read_seq starts at
   // min_seq - 1. A min_seq above the conversation's max seq + 1 is
@@ -113,8 +122,13 @@ class MessageService {
   void SetStatus(std::string conv_id, int64_t seq, MessageStatus status,
                  Callback<StoredMessage> done);
   // Hides the history before `min_seq`; kInvalidArgument above the
-  // conversation's max seq + 1.
+  // conversation's max seq + 1; kUnknownKey as Send.
   void SetConvMinSeq(std::string conv_id, int64_t min_seq, Callback<int64_t> done);
+
+  // A key was just registered (POST /admin/keys): a conversation of that
+  // id is served at once, even if it was found unknown a moment ago.
+  // Thread-safe; does not block.
+  void OnKeyCreated(std::string_view key);
 
   // Push: `listener` receives every message of `conv_ids` committed from
   // now on. kInvalidArgument for a bad id or more than kMaxListItems.

@@ -446,6 +446,8 @@ TEST_CASE("bad options are rejected") {
 TEST_CASE("status names") {
   CHECK(seqd::client::StatusCodeName(StatusCode::kOk) == "OK");
   CHECK(seqd::client::StatusCodeName(StatusCode::kUnknownKey) == "UNKNOWN_KEY");
+  CHECK(seqd::client::StatusCodeName(StatusCode::kResourceExhausted) == "RESOURCE_EXHAUSTED");
+  CHECK(seqd::client::StatusCodeName(StatusCode::kMessageIdConflict) == "MESSAGE_ID_CONFLICT");
   CHECK(seqd::client::StatusCodeName(StatusCode::kTimeout) == "TIMEOUT");
   CHECK(ClientResult<int64_t>(StatusCode::kUnavailable, "x").ToString() == "UNAVAILABLE: x");
 }

@@ -54,7 +54,7 @@ class LostPushAfterTakeover(ClusterCase):
         owners = wait_stable(nodes)
         a, b, c = nodes
         ids = [n.instance for n in nodes]
-        conv = next(k for k in ("sg_lost%d" % i for i in itertools.count())
+        conv = next(k for k in ("ck_lost%d" % i for i in itertools.count())
                     if owners[shard_of(k, SHARDS)] == b.instance
                     and owner_among(shard_of(k, SHARDS), ids) == b.instance
                     and owner_among(shard_of(k, SHARDS), [a.instance, c.instance]) == c.instance)

@@ -324,7 +324,8 @@ def main():
             names = ["gal_%s_%s_%d" % (group, RUN, k) for k in range(2)]
             for k in names:
                 procs[group[0]].create_key(k, 10)
-            conv_names = ["sg_gal_%s_%s_%d" % (group, RUN, c) for c in range(2)]
+            # Served by the gd_ rule: a conversation follows the key rules.
+            conv_names = ["gd_gal_%s_%s_%d" % (group, RUN, c) for c in range(2)]
             for inst in group:
                 keys[inst], convs[inst] = names, conv_names
         h = History()

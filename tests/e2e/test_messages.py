@@ -23,7 +23,7 @@ RUN = "%06x" % random.getrandbits(24)  # unique conversation ids per run (MariaD
 
 
 def conv(name):
-    return "e2e_%s_%s" % (name, RUN)
+    return "sg_e2e_%s_%s" % (name, RUN)
 
 
 def send(s, c, sender, cmid, payload="hello", conn=None):

@@ -120,24 +120,24 @@ class SeqbenchModes(SeqdCase):
 
     def test_messages_are_stored_and_pushed_to_every_subscriber(self):
         # A burst of 600 sends over 3 conversations, 2 subscribers on all three.
-        r = self.bench("--messages", "sbm", "--convs", "3", "--requests", "600",
+        r = self.bench("--messages", "sb_m", "--convs", "3", "--requests", "600",
                        "--connections", "2", "--pipeline", "8", "--subscribe", "2")
         self.assertEqual(r["mode"], "messages")
         self.assertEqual((r["requests"], r["ids"], r["errors"]), (600, 600, 0), r)
-        self.assertEqual(sum(self.max_seq("sbm_%d" % i) for i in range(3)), 600)
+        self.assertEqual(sum(self.max_seq("sb_m_%d" % i) for i in range(3)), 600)
         push = r["push"]
         self.assertEqual(push["errors"], 0, r)
         self.assertEqual(push["pushes"], push["expected"], r)  # a burst: none in flight at the end
         self.assertEqual(push["expected"], 1200, r)
         self.assertGreater(push["latency_us"]["max"], 0, r)
         # Over HTTP too (201 counts as success); seqs go on where they were.
-        before = self.max_seq("sbm_http")
+        before = self.max_seq("sb_m_http")
         p = subprocess.run([SEQBENCH, "--http", "127.0.0.1:%d" % self.seqd.port, "--json",
-                            "--messages", "sbm_http", "--requests", "50"],
+                            "--messages", "sb_m_http", "--requests", "50"],
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertEqual(json.loads(p.stdout)["ids"], 50)
-        self.assertEqual(self.max_seq("sbm_http"), before + 50)
+        self.assertEqual(self.max_seq("sb_m_http"), before + 50)
 
     def test_bad_flags_are_usage_errors(self):
         for args in (["--key", "k", "--new-keys", "p_"], ["--new-keys", ""],

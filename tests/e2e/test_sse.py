@@ -140,24 +140,24 @@ class Sse(unittest.TestCase):
         return c
 
     def test_live_events_then_resume_by_last_event_id(self):
-        c = self.stream("/conversations/sse_live/events")
+        c = self.stream("/conversations/sg_sse_live/events")
         self.assertEqual(c.status(), 200)
         self.assertEqual(c.header("Content-Type"), "text/event-stream")
         self.assertEqual(c.header("Cache-Control"), "no-store")
         self.assertEqual(c.header("X-Accel-Buffering"), "no")
         for i in range(1, 6):
-            send(self.seqd, "sse_live", i)
+            send(self.seqd, "sg_sse_live", i)
         events = c.messages(5)
         self.assertEqual([e["id"] for e in events], ["1", "2", "3", "4", "5"])
         # The data is the pull API's item, byte for byte in JSON terms.
-        self.assertEqual([json.loads(e["data"]) for e in events], pulled(self.seqd, "sse_live", 1))
+        self.assertEqual([json.loads(e["data"]) for e in events], pulled(self.seqd, "sg_sse_live", 1))
         c.close()
         for i in range(6, 9):
-            send(self.seqd, "sse_live", i)
+            send(self.seqd, "sg_sse_live", i)
         # Reconnect as a browser does: the same URL, Last-Event-ID added.
-        r = self.stream("/conversations/sse_live/events?from=1", ["Last-Event-ID: 5"])
+        r = self.stream("/conversations/sg_sse_live/events?from=1", ["Last-Event-ID: 5"])
         got = r.messages(3)
-        send(self.seqd, "sse_live", 9)
+        send(self.seqd, "sg_sse_live", 9)
         got += r.messages(1)
         self.assertEqual([e["id"] for e in got], ["6", "7", "8", "9"])
         with self.assertRaises(AssertionError):  # nothing repeated after
@@ -165,10 +165,10 @@ class Sse(unittest.TestCase):
 
     def test_from_replays_from_that_seq(self):
         for i in range(1, 5):
-            send(self.seqd, "sse_from", i)
-        c = self.stream("/conversations/sse_from/events?from=2")
+            send(self.seqd, "sg_sse_from", i)
+        c = self.stream("/conversations/sg_sse_from/events?from=2")
         self.assertEqual([e["id"] for e in c.messages(3)], ["2", "3", "4"])
-        send(self.seqd, "sse_from", 5)
+        send(self.seqd, "sg_sse_from", 5)
         self.assertEqual(c.next()["id"], "5")
 
     def test_resume_under_concurrent_sends_has_no_gap_or_repeat(self):
@@ -179,14 +179,14 @@ class Sse(unittest.TestCase):
             i = 0
             while not stop.is_set() and i < 300:
                 i += 1
-                sent.append(send(self.seqd, "sse_race", i))
+                sent.append(send(self.seqd, "sg_sse_race", i))
         t = threading.Thread(target=sender)
         t.start()
         seen = []
         last = 0
         try:
             for _ in range(4):  # reconnect four times while sends go on
-                c = self.stream("/conversations/sse_race/events",
+                c = self.stream("/conversations/sg_sse_race/events",
                                 ["Last-Event-ID: %d" % last])
                 for ev in c.messages(20, timeout=20):
                     seen.append(int(ev["id"]))
@@ -198,27 +198,27 @@ class Sse(unittest.TestCase):
         self.assertEqual(seen, list(range(1, len(seen) + 1)))
 
     def test_several_conversations_on_one_stream(self):
-        send(self.seqd, "sse_m1", 1)
-        c = self.stream("/events?conv=sse_m1&conv=sse_m2&from=sse_m1%3D0")
+        send(self.seqd, "sg_sse_m1", 1)
+        c = self.stream("/events?conv=sg_sse_m1&conv=sg_sse_m2&from=sg_sse_m1%3D0")
         first = c.next()
-        self.assertEqual(first["id"], "sse_m1=1,sse_m2=0")
-        self.assertEqual(json.loads(first["data"])["conv_id"], "sse_m1")
-        send(self.seqd, "sse_m2", 1)
+        self.assertEqual(first["id"], "sg_sse_m1=1,sg_sse_m2=0")
+        self.assertEqual(json.loads(first["data"])["conv_id"], "sg_sse_m1")
+        send(self.seqd, "sg_sse_m2", 1)
         ev = c.next()
-        self.assertEqual(ev["id"], "sse_m1=1,sse_m2=1")
-        self.assertEqual(json.loads(ev["data"])["conv_id"], "sse_m2")
+        self.assertEqual(ev["id"], "sg_sse_m1=1,sg_sse_m2=1")
+        self.assertEqual(json.loads(ev["data"])["conv_id"], "sg_sse_m2")
         c.close()
-        send(self.seqd, "sse_m1", 2)
-        send(self.seqd, "sse_m2", 2)
-        r = self.stream("/events?conv=sse_m1&conv=sse_m2", ["Last-Event-ID: " + ev["id"]])
+        send(self.seqd, "sg_sse_m1", 2)
+        send(self.seqd, "sg_sse_m2", 2)
+        r = self.stream("/events?conv=sg_sse_m1&conv=sg_sse_m2", ["Last-Event-ID: " + ev["id"]])
         evs = r.messages(2)
         got = sorted((json.loads(e["data"])["conv_id"], json.loads(e["data"])["seq"])
                      for e in evs)
-        self.assertEqual(got, [("sse_m1", 2), ("sse_m2", 2)])
+        self.assertEqual(got, [("sg_sse_m1", 2), ("sg_sse_m2", 2)])
         # Each conversation resumes after its own seq; which one replays
         # first is not promised (docs/http-api.md), the token after both is.
-        self.assertIn(evs[0]["id"], ("sse_m1=2,sse_m2=1", "sse_m1=1,sse_m2=2"))
-        self.assertEqual(evs[1]["id"], "sse_m1=2,sse_m2=2")
+        self.assertIn(evs[0]["id"], ("sg_sse_m1=2,sg_sse_m2=1", "sg_sse_m1=1,sg_sse_m2=2"))
+        self.assertEqual(evs[1]["id"], "sg_sse_m1=2,sg_sse_m2=2")
         status, body = self.seqd.get_json("/events")
         self.assertEqual((status, body["error"]["code"]), (400, "invalid_argument"))
         many = "&".join("conv=c%d" % i for i in range(101))
@@ -226,7 +226,7 @@ class Sse(unittest.TestCase):
         self.assertEqual(self.seqd.get("/events?conv=a&from=nonsense")[0], 400)
 
     def test_retry_and_heartbeat(self):
-        c = Curl(self.seqd.port, "/conversations/sse_hb/events")
+        c = Curl(self.seqd.port, "/conversations/sg_sse_hb/events")
         self.addCleanup(c.close)
         self.assertEqual(c.next(kind="retry")["retry"], "1500")
         t0 = time.time()
@@ -235,19 +235,19 @@ class Sse(unittest.TestCase):
         self.assertLess(time.time() - t0, 3)
 
     def test_bad_requests(self):
-        for path, want in [("/conversations/sse_x/events?from=0", 400),
-                           ("/conversations/sse_x/events?from=abc", 400),
+        for path, want in [("/conversations/sg_sse_x/events?from=0", 400),
+                           ("/conversations/sg_sse_x/events?from=abc", 400),
                            ("/conversations/bad%09id/events", 400)]:
             self.assertEqual(self.seqd.get(path)[0], want, path)
-        status, _ = self.seqd.get("/conversations/sse_x/events",
+        status, _ = self.seqd.get("/conversations/sg_sse_x/events",
                                   headers={"Last-Event-ID": "x"})
         self.assertEqual(status, 400)
-        status, _, r = self.seqd.request("POST", "/conversations/sse_x/events", {})
+        status, _, r = self.seqd.request("POST", "/conversations/sg_sse_x/events", {})
         self.assertEqual(status, 405)
         self.assertEqual(r.getheader("Allow"), "GET")
 
     def test_long_poll(self):
-        conv = "sse_lp"
+        conv = "sg_sse_lp"
         t0 = time.time()
         status, body = self.seqd.get_json("/conversations/%s/messages?from=1&wait_ms=1000" % conv)
         self.assertEqual((status, body["messages"]), (200, []))
@@ -271,8 +271,8 @@ class Sse(unittest.TestCase):
                          400)
 
     def test_metrics(self):
-        c = self.stream("/conversations/sse_metrics/events")
-        send(self.seqd, "sse_metrics", 1)
+        c = self.stream("/conversations/sg_sse_metrics/events")
+        send(self.seqd, "sg_sse_metrics", 1)
         c.next()
         _, text = self.seqd.get("/metrics")
         text = text.decode()
@@ -291,14 +291,14 @@ class SlowReader(unittest.TestCase):
             s = socket.socket()
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
             s.connect(("127.0.0.1", seqd.port))
-            s.sendall(b"GET /conversations/sse_slow/events HTTP/1.1\r\nHost: x\r\n\r\n")
+            s.sendall(b"GET /conversations/sg_sse_slow/events HTTP/1.1\r\nHost: x\r\n\r\n")
             time.sleep(0.3)
             n = 0
             payload = "x" * 20000
             # Never read while sending: the kernel's buffers fill, then ours.
             while n < 800:
                 n += 1
-                send(seqd, "sse_slow", n, payload)
+                send(seqd, "sg_sse_slow", n, payload)
                 if n % 100 == 0 and b"dropped" in self.peek(s):
                     break
             data = b""
@@ -320,7 +320,7 @@ class SlowReader(unittest.TestCase):
             self.assertEqual(info["last_event_id"], str(ids[-1]))
             self.assertLess(ids[-1], n)
             # Reconnect with that id: the rest, nothing lost or repeated.
-            c = Curl(seqd.port, "/conversations/sse_slow/events",
+            c = Curl(seqd.port, "/conversations/sg_sse_slow/events",
                      ["Last-Event-ID: " + info["last_event_id"]])
             try:
                 rest = [int(e["id"]) for e in c.messages(n - ids[-1], timeout=30)]
@@ -425,14 +425,14 @@ class Shutdown(unittest.TestCase):
     def test_sigterm_ends_streams_and_long_polls(self):
         with tempfile.TemporaryDirectory() as tmp, \
                 Seqd("sqlite:" + os.path.join(tmp, "d.db")) as seqd:
-            c = Curl(seqd.port, "/conversations/sse_down/events")
+            c = Curl(seqd.port, "/conversations/sg_sse_down/events")
             self.addCleanup(c.close)
             c.next(kind="retry")
             answer = {}
 
             def long_poll():
                 answer["r"] = seqd.get_json(
-                    "/conversations/sse_down/messages?from=1&wait_ms=30000")
+                    "/conversations/sg_sse_down/messages?from=1&wait_ms=30000")
             t = threading.Thread(target=long_poll)
             t.start()
             time.sleep(0.5)

@@ -171,6 +171,37 @@ TEST_CASE("senders racing with other contents under one client id: one message, 
   }
 }
 
+TEST_CASE("with key rules, writes to a conversation follow them as IDs do; reads do not") {
+  MessageServiceOptions o;
+  o.key_rules = KeyRules({{"sg_", 100, KeyMode::kDense}});
+  Fixture f(o);
+  CHECK(f.Send("sg_team", "u", "1").ok());
+  auto unknown = f.Send("room1", "u", "1");
+  REQUIRE_FALSE(unknown.ok());
+  CHECK(unknown.error().code == ErrorCode::kUnknownKey);
+  CHECK(unknown.error().message.starts_with("unknown key 'room1': "));
+  auto reserved = f.Send("seqd.server_msg_id", "u", "1");
+  REQUIRE_FALSE(reserved.ok());
+  CHECK(reserved.error().code == ErrorCode::kInvalidArgument);
+  CHECK(f.SetMember("room1", "bob", std::nullopt, std::nullopt).error().code ==
+        ErrorCode::kUnknownKey);
+  CHECK(Wait<int64_t>([&](auto done) { f.service->SetConvMinSeq("room1", 1, std::move(done)); })
+            .error()
+            .code == ErrorCode::kUnknownKey);
+  // Reads answer as for any conversation without messages.
+  auto page = f.Pull({.conv_id = "room1"});
+  REQUIRE(page.ok());
+  CHECK(page->messages.empty());
+  // Registered (POST /admin/keys tells the service): served at once.
+  REQUIRE(f.ids.CreateKey("room1", 10, "").ok());
+  f.service->OnKeyCreated("room1");
+  auto sent = f.Send("room1", "u", "1");
+  REQUIRE(sent.ok());
+  CHECK(sent->seq == 1);
+  CHECK(f.SetMember("room1", "bob", std::nullopt, std::nullopt).ok());
+  CHECK(f.store.append_calls() == 2);  // nothing refused reached the store
+}
+
 TEST_CASE("bad input is refused with a clear error") {
   MessageServiceOptions o;
   o.max_payload_bytes = 10;

@@ -33,6 +33,11 @@ TEST_CASE("client messages: every call against the real server") {
   REQUIRE(dup);
   CHECK(dup->seq == 2);
   CHECK(dup->duplicate);
+  // Another payload under the used client id: another message, refused
+  // with a status of its own (and not retried).
+  auto other = c.Send(Out("sg_cl", "m2", "another body"));
+  CHECK(other.code() == seqd::client::StatusCode::kMessageIdConflict);
+  CHECK(other.ToString().starts_with("MESSAGE_ID_CONFLICT: "));
 
   auto page = c.PullRange("sg_cl");
   REQUIRE(page);

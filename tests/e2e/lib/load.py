@@ -19,7 +19,8 @@ from lib.clients import Connections
 
 KEYS = ("ck0", "ck1", "ck2", "ck3", "ck4", "ck5", "cz0", "cz1")
 # Every instance's flags besides store, lease and ports: small auto-created
-# steps for KEYS (ck*: 100, cz*: 1); the dynamic step would reach 1,000,000
+# steps for KEYS (ck*: 100, cz*: 1), a rule CONVS match too (a conversation
+# is served as a key is); the dynamic step would reach 1,000,000
 # within seconds, so capped at 20: every key keeps reserving (each
 # reservation a fenced transaction) all along. SSE heartbeats as the
 # subscribers expect them.
@@ -28,7 +29,7 @@ SEQD_FLAGS = ("--snowflake", "off", "--sse-heartbeat-ms", str(subscribers.HEARTB
               "--max-step", "20", "--log-level", "info")
 INTERFACES = ("http", "http_count", "binary", "resp_incr", "resp_incrby")
 MAX_COUNT = 10          # counts asked for are 1..MAX_COUNT
-CONVS = ("cc0", "cc1", "cc2", "cc3")
+CONVS = ("ck_conv0", "ck_conv1", "ck_conv2", "ck_conv3")
 MSG_INTERFACES = ("http", "binary")
 MSG_RESOLVE_S = 30.0    # a message unanswered this long after its first try is unresolved
 MSG_RETRY_PAUSE_S = 0.05

@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from lib import load  # noqa: E402
 from lib.checkers import Msg, MsgAttempt  # noqa: E402
 
-MSG = Msg("cc0", "w1", "w1-1", "payload of w1-1")
+MSG = Msg("ck_conv0", "w1", "w1-1", "payload of w1-1")
 Instance = collections.namedtuple("Instance", "name http_port binary_port resp_port")
 
 
@@ -93,6 +93,7 @@ class Probes(unittest.TestCase):
         flags = dict(zip(load.SEQD_FLAGS[::2], load.SEQD_FLAGS[1::2]))
         prefixes = [rule.split(":")[0] for rule in flags["--auto-keys"].split(",")]
         self.assertTrue(all(any(k.startswith(p) for p in prefixes) for k in load.KEYS))
+        self.assertTrue(all(any(c.startswith(p) for p in prefixes) for c in load.CONVS))
 
 
 if __name__ == "__main__":
