@@ -41,6 +41,10 @@ type IDsCall struct {
 // It may start further calls (NextIDsFunc, GoNextIDs): their frames leave
 // in one write with the rest of the batch. The ranges are the caller's.
 func (c *Client) NextIDsFunc(ctx context.Context, key string, count int, done func([]Range, error)) {
+	if ctx == nil {
+		go done(nil, errNilContext("NextIDsFunc"))
+		return
+	}
 	if ctx.Done() != nil || (count == 1 && c.opts.Prefetch > 0) || !c.startNextIDs(nil, key, count, done, false) {
 		go func() { done(c.NextIDs(ctx, key, count)) }()
 	}
@@ -66,6 +70,10 @@ func (c *Client) Lane() *Lane { return &Lane{c: c} }
 // NextIDsFunc is Client.NextIDsFunc on the lane's connection.
 func (l *Lane) NextIDsFunc(ctx context.Context, key string, count int, done func([]Range, error)) {
 	c := l.c
+	if ctx == nil {
+		go done(nil, errNilContext("NextIDsFunc"))
+		return
+	}
 	if ctx.Done() != nil || (count == 1 && c.opts.Prefetch > 0) || !c.startNextIDs(l, key, count, done, false) {
 		go func() { done(c.NextIDs(ctx, key, count)) }()
 	}
@@ -88,6 +96,10 @@ func (c *Client) GoNextIDs(ctx context.Context, key string, count int, done chan
 		panic("seqd: GoNextIDs: done channel is unbuffered")
 	}
 	call := &IDsCall{Key: key, Count: count, Done: done}
+	if ctx == nil {
+		call.finish(nil, errNilContext("GoNextIDs"))
+		return call
+	}
 	if ctx.Done() != nil || (count == 1 && c.opts.Prefetch > 0) || !c.startNextIDs(nil, key, count, call.finish, true) {
 		go func() { call.finish(c.NextIDs(ctx, key, count)) }()
 	}
@@ -154,6 +166,7 @@ func (c *Client) startNextIDs(lane *Lane, key string, count int, done func([]Ran
 		pendingPool.Put(pc)
 		return false
 	}
+	c.counters.calls.Add(1)
 	return true
 }
 
@@ -179,10 +192,11 @@ func (a *asyncIDs) complete(payload []byte, err error) {
 	}
 	if c.opts.MaxAttempts > 1 && (code.Retryable() || (a.routed && code == CodeWrongOwner)) && !c.isClosed() {
 		key, count, done := a.key, a.count, a.done
-		go func() { done(c.NextIDs(context.Background(), key, count)) }()
+		prior := &failedAttempt{ep: a.ep, routed: a.routed, err: err}
+		go func() { done(c.nextIDsAfter(context.Background(), key, count, prior)) }()
 		return
 	}
-	a.done(nil, err)
+	a.done(nil, c.counters.failed(err))
 }
 
 // finish sets call's results and sends it on Done (from a goroutine of its

@@ -23,6 +23,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -37,8 +38,12 @@ import (
 func (c *Client) dial(ctx context.Context, ep *endpoint, pooled bool, onPush func(byte, []byte), onClose func(error)) (*conn, error) {
 	dctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout)
 	defer cancel()
-	var d net.Dialer
-	nc, err := d.DialContext(dctx, "tcp", ep.addr)
+	dialContext := c.opts.Dial
+	if dialContext == nil {
+		var d net.Dialer
+		dialContext = d.DialContext
+	}
+	nc, err := dialContext(dctx, "tcp", ep.addr)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctxError(ctx, "connect to "+ep.addr)
@@ -84,9 +89,7 @@ func (c *Client) dial(ctx context.Context, ep *endpoint, pooled bool, onPush fun
 	cn := &conn{c: c, ep: ep, pooled: pooled, nc: nc, onPush: onPush, onClose: onClose,
 		done: make(chan struct{}),
 		kick: make(chan struct{}, 1)}
-	if tc, ok := nc.(*net.TCPConn); ok {
-		cn.raw, _ = tc.SyscallConn()
-	}
+	cn.raw = rawConn(nc)
 	if !c.track(cn) {
 		nc.Close()
 		return nil, errorf(CodeCancelled, "client closed")
@@ -94,6 +97,26 @@ func (c *Client) dial(ctx context.Context, ep *endpoint, pooled bool, onPush fun
 	go cn.readLoop()
 	go cn.writeLoop()
 	return cn, nil
+}
+
+// rawConn is nc's file descriptor for the reader's non-blocking writes
+// (writeNow): a TCP or unix socket's; nil for any other net.Conn (TLS, a
+// custom Dial's wrapper), whose writes go through the writer goroutine.
+func rawConn(nc net.Conn) syscall.RawConn {
+	var sc syscall.Conn
+	switch x := nc.(type) {
+	case *net.TCPConn:
+		sc = x
+	case *net.UnixConn:
+		sc = x
+	default:
+		return nil
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return raw
 }
 
 func netReason(err error) error {
@@ -363,6 +386,9 @@ func (cn *conn) fail(err error, markDown bool) {
 	close(cn.done)
 	if markDown {
 		cn.c.markDown(cn.ep)
+	}
+	if err != nil && CodeOf(err) != CodeCancelled {
+		cn.c.noteConnLost(cn.ep, err, !markDown && len(pending) == 0)
 	}
 	for _, pc := range pending {
 		pc.deliver(nil, callErr)
