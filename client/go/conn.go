@@ -208,32 +208,54 @@ func (cn *conn) callTimeout(ctx context.Context, timeout time.Duration, op byte,
 		pendingPool.Put(pc)
 		return nil, err
 	}
-	done := ctx.Done()
-	if done == nil {
-		r := <-pc.ch
+	res, _, err := cn.await(ctx, pc, id)
+	return res, err
+}
+
+// callKeyCount is callTimeout for op with a payload of a str key and a
+// u32 count, written straight into the write buffer (no payload buffer).
+// start is the monoNow time the call was entered, 0 when timeout is 0.
+// REQUIRES: len(key) <= 0xFFFF.
+func (cn *conn) callKeyCount(ctx context.Context, timeout time.Duration, op byte, flags uint16, key string, count uint32) (res []byte, start int64, err error) {
+	pc := pendingPool.Get().(*pendingCall)
+	pc.op, pc.ctx, pc.timeout, pc.deadline = op, ctx, timeout, 0
+	id, err := cn.enqueueKeyCount(pc, flags, key, count)
+	if err != nil {
 		pc.ctx = nil
 		pendingPool.Put(pc)
-		return r.payload, r.err
+		return nil, 0, err
 	}
-	select {
-	case r := <-pc.ch:
-		pc.ctx = nil
-		pendingPool.Put(pc)
-		return r.payload, r.err
-	case <-done:
+	return cn.await(ctx, pc, id)
+}
+
+// await waits for the result of pc, entered as id, or for ctx to end
+// (then pc leaves the pending table: a late answer is dropped), and puts
+// pc back in the pool. start: as callKeyCount's.
+func (cn *conn) await(ctx context.Context, pc *pendingCall, id uint32) (res []byte, start int64, err error) {
+	var r callResult
+	if done := ctx.Done(); done == nil {
+		r = <-pc.ch
+	} else {
+		select {
+		case r = <-pc.ch:
+		case <-done:
+			r.err = ctxError(ctx, "no answer from "+cn.ep.addr)
+			cn.mu.Lock()
+			mine := cn.pending.remove(id, pc)
+			cn.mu.Unlock()
+			if !mine {
+				// Whoever took it from the table sends its result: wait for
+				// that before reusing pc (it comes at once).
+				<-pc.ch
+			}
+		}
 	}
-	err = ctxError(ctx, "no answer from "+cn.ep.addr)
-	cn.mu.Lock()
-	mine := cn.pending.remove(id, pc)
-	cn.mu.Unlock()
-	if !mine {
-		// Whoever took it from the table sends its result: wait for that
-		// before reusing pc (it comes at once).
-		<-pc.ch
+	if pc.timeout > 0 {
+		start = pc.deadline - int64(pc.timeout)
 	}
 	pc.ctx = nil
 	pendingPool.Put(pc)
-	return nil, err
+	return r.payload, start, r.err
 }
 
 // enqueue gives pc (op, ctx, timeout and async set) a request id, enters
@@ -255,19 +277,19 @@ func (cn *conn) enqueue(pc *pendingCall, flags uint16, payload []byte) (uint32, 
 
 // enqueueKeyCount is enqueue for a payload of a str key and a u32 count,
 // written straight into the write buffer. REQUIRES: len(key) <= 0xFFFF.
-func (cn *conn) enqueueKeyCount(pc *pendingCall, flags uint16, key string, count uint32) error {
+func (cn *conn) enqueueKeyCount(pc *pendingCall, flags uint16, key string, count uint32) (uint32, error) {
 	cn.mu.Lock()
 	id, err := cn.enterLocked(pc)
 	if err != nil {
 		cn.mu.Unlock()
-		return err
+		return 0, err
 	}
 	b := appendHeader(cn.wbuf, pc.op, flags, id, 2+len(key)+4)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(key)))
 	b = append(b, key...)
 	cn.wbuf = binary.BigEndian.AppendUint32(b, count)
 	cn.queuedLocked()
-	return nil
+	return id, nil
 }
 
 // enterLocked gives pc a request id and enters it in the pending table

@@ -32,7 +32,7 @@ func TestRetryAndFailoverHooks(t *testing.T) {
 	var mu sync.Mutex
 	var retries []RetryEvent
 	var failovers []FailoverEvent
-	c := newClient(t, Options{Endpoints: []string{a.addr(), b.addr()}, Logger: log,
+	c := newClient(t, Options{Endpoints: []string{a.addr(), b.addr()}, ConnsPerEndpoint: 1, Logger: log,
 		OnRetry: func(ev RetryEvent) { mu.Lock(); retries = append(retries, ev); mu.Unlock() },
 		OnFailover: func(ev FailoverEvent) {
 			mu.Lock()

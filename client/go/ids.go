@@ -52,10 +52,36 @@ func checkCount(count int, limit string) error {
 	return nil
 }
 
-// nextIDs is one NEXT_IDS call (never from the cache). REQUIRES: ctx not
-// nil, count checked.
+// nextIDs is one NEXT_IDS call (never from the cache). Its first attempt
+// goes the cheap way when a connection is open (firstTarget): the frame
+// written straight into the connection's buffer, no payload buffer, no
+// retry state; a failure continues by the retry rules (nextIDsAfter).
+// REQUIRES: ctx not nil, count checked.
 func (c *Client) nextIDs(ctx context.Context, key string, count int) ([]Range, error) {
-	return c.nextIDsAfter(ctx, key, count, nil)
+	if len(key) > 0xFFFF || c.opts.RetryBudget < c.opts.CallTimeout || c.isClosed() {
+		return c.nextIDsAfter(ctx, key, count, nil)
+	}
+	cn, ep, flags, routed := c.firstTarget(nil, key)
+	if cn == nil {
+		return c.nextIDsAfter(ctx, key, count, nil)
+	}
+	c.counters.calls.Add(1)
+	res, start, err := cn.callKeyCount(ctx, c.opts.CallTimeout, opNextIDs, flags, key, uint32(count))
+	if err == nil {
+		if !routed && ep.index < len(c.opts.Endpoints) {
+			c.current.Store(int32(ep.index))
+		}
+		return decodeNextIDs(res, count)
+	}
+	if ctx.Err() != nil {
+		cs := callState{op: opNextIDs}
+		return nil, c.counters.failed(c.endedError(ctx, &cs))
+	}
+	prior := c.afterFirst(&failedAttempt{ep: ep, routed: routed, err: err, start: start})
+	if prior == nil {
+		return nil, c.counters.failed(err)
+	}
+	return c.nextIDsAfter(ctx, key, count, prior)
 }
 
 // nextIDsAfter is nextIDs continuing after prior, a failed first attempt

@@ -35,11 +35,20 @@ type callLimit struct {
 	end    int64         // monoNow time the budget ends
 }
 
-func (c *Client) limitFor(ctx context.Context) callLimit {
+// limitFor is the limit of a call under ctx that starts now, or started
+// with prior's attempt.
+func (c *Client) limitFor(ctx context.Context, prior *failedAttempt) callLimit {
 	if _, ok := ctx.Deadline(); ok {
 		return callLimit{}
 	}
-	return callLimit{budget: c.opts.RetryBudget, end: monoNow() + int64(c.opts.RetryBudget)}
+	start := int64(0)
+	if prior != nil {
+		start = prior.start
+	}
+	if start == 0 {
+		start = monoNow()
+	}
+	return callLimit{budget: c.opts.RetryBudget, end: start + int64(c.opts.RetryBudget)}
 }
 
 // left is the time left of the budget (meaningful when budget > 0).
@@ -61,6 +70,7 @@ type failedAttempt struct {
 	ep     *endpoint
 	routed bool
 	err    error
+	start  int64 // monoNow time the attempt began (the call's start), 0 if unknown
 }
 
 // invoke runs a call's attempts by the retry rules. The first attempt
@@ -82,7 +92,7 @@ func (c *Client) invokeAfter(ctx context.Context, key string, op byte, payload [
 	if c.isClosed() {
 		return nil, c.counters.failed(errorf(CodeCancelled, "client closed"))
 	}
-	lim := c.limitFor(ctx)
+	lim := c.limitFor(ctx, prior)
 	cs := callState{op: op, next: int(c.current.Load()), routable: c.router != nil && key != ""}
 	if prior != nil {
 		cs.attempt, cs.failedEP, cs.lastErr = 1, prior.ep, prior.err

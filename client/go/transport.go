@@ -168,6 +168,7 @@ func (pc *pendingCall) deliver(payload []byte, err error) {
 		return
 	}
 	a := pc.async
+	a.start = pc.deadline - int64(pc.timeout)
 	pc.async, pc.ctx = asyncIDs{}, nil
 	pendingPool.Put(pc)
 	a.complete(payload, err)
