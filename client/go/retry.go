@@ -98,10 +98,11 @@ func (c *Client) invokeAfter(ctx context.Context, key string, op byte, payload [
 		cs.attempt, cs.failedEP, cs.lastErr = 1, prior.ep, prior.err
 		cs.routable = cs.routable && !prior.routed
 		cs.next = c.following(prior.ep)
-		if !(prior.routed && CodeOf(prior.err) == CodeWrongOwner) {
-			if err := c.waitBackoff(ctx, &cs, lim); err != nil {
-				return nil, c.counters.failed(err)
-			}
+		if prior.routed && CodeOf(prior.err) == CodeWrongOwner {
+			// Sent again at once, the ordinary way (a server forwards it).
+			c.noteRetry(RetryEvent{Op: opName(op), Attempt: 1, Endpoint: prior.ep.addr, Err: prior.err})
+		} else if err := c.waitBackoff(ctx, &cs, lim); err != nil {
+			return nil, c.counters.failed(err)
 		}
 	}
 	for {
@@ -173,6 +174,8 @@ func (c *Client) attempt(ctx context.Context, key string, payload []byte, cs *ca
 			c.router.onWrongOwner()
 		}
 		if code == CodeWrongOwner && cs.attempt < c.opts.MaxAttempts {
+			// Sent again at once, the ordinary way (a server forwards it).
+			c.noteRetry(RetryEvent{Op: opName(cs.op), Attempt: cs.attempt, Endpoint: ep.addr, Err: err})
 			cs.next = int(c.current.Load())
 			return c.attempt(ctx, key, payload, cs, lim)
 		}
