@@ -98,6 +98,7 @@ type slot struct {
 	cn      *conn
 	dialing chan struct{} // closed when the dial ends
 	err     error         // the last dial's error (read after dialing closes)
+	used    bool          // a dial succeeded before (the next one is a reconnect)
 }
 
 // conn is one TCP (or TLS) connection with its pipelined calls.
@@ -167,6 +168,7 @@ func (pc *pendingCall) deliver(payload []byte, err error) {
 		return
 	}
 	a := pc.async
+	a.start = pc.deadline - int64(pc.timeout)
 	pc.async, pc.ctx = asyncIDs{}, nil
 	pendingPool.Put(pc)
 	a.complete(payload, err)
@@ -321,8 +323,13 @@ func (c *Client) pooled(ctx context.Context, ep *endpoint) (*conn, error) {
 
 	ep.mu.Lock()
 	s.dialing, s.cn, s.err = nil, cn, err
+	again := s.used
+	s.used = s.used || err == nil
 	ep.mu.Unlock()
 	close(ch)
+	if err == nil {
+		c.noteConnected(ep, again)
+	}
 	return cn, err
 }
 
@@ -379,5 +386,10 @@ func (c *Client) openConn(ctx context.Context, endpoint string, onPush func(op b
 	if c.isClosed() {
 		return nil, errorf(CodeCancelled, "client closed")
 	}
-	return c.dial(ctx, c.endpointFor(endpoint), false, onPush, onClose)
+	ep := c.endpointFor(endpoint)
+	cn, err := c.dial(ctx, ep, false, onPush, onClose)
+	if err == nil {
+		c.noteConnected(ep, false)
+	}
+	return cn, err
 }
