@@ -150,6 +150,9 @@ func (c *Client) firstTarget(lane *Lane, key string) (cn *conn, ep *endpoint, fl
 	} else if cn = ep.hot.Load(); cn == nil || !cn.usable() {
 		cn, _ = c.pooledFast(ep)
 	}
+	if cn != nil && c.router != nil && key != "" {
+		c.router.sent(routed)
+	}
 	return cn, ep, flags, routed
 }
 

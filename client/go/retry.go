@@ -134,6 +134,7 @@ func (c *Client) attempt(ctx context.Context, key string, payload []byte, cs *ca
 				flags |= flagNoForward
 			}
 		}
+		c.router.sent(routed)
 	}
 	if ep == nil {
 		ep = c.pickEndpoint(cs.next)

@@ -60,7 +60,11 @@ type router interface {
 	// route: the endpoint ("host:port") that owns key, whether to send it
 	// with NO_FORWARD, and ok = false when there is no answer (no map yet,
 	// no live owner): the call then goes the ordinary way.
+	// It counts nothing: see sent.
 	route(key string) (endpoint string, noForward bool, ok bool)
+	// sent: an attempt of a keyed call went out on route's answer (routed:
+	// route said ok), counted once in Stats.
+	sent(routed bool)
 	// onWrongOwner: a routed call found the map wrong or its owner
 	// unreachable; fetch the map again (in the background).
 	onWrongOwner()
