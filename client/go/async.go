@@ -127,7 +127,8 @@ type asyncIDs struct {
 
 // firstTarget is where the first attempt of a call on key goes without
 // waiting: an open connection (lane's, when lane is set; else the one
-// delivering a batch, if any; else the pool's next), its endpoint, the
+// that delivered last while it has room, ep.hotConn; else the pool's
+// next), its endpoint, the
 // frame's flags and whether the router chose it. cn nil: none is open.
 func (c *Client) firstTarget(lane *Lane, key string) (cn *conn, ep *endpoint, flags uint16, routed bool) {
 	if c.router != nil && key != "" {
@@ -147,7 +148,7 @@ func (c *Client) firstTarget(lane *Lane, key string) (cn *conn, ep *endpoint, fl
 				lane.cn.Store(cn)
 			}
 		}
-	} else if cn = ep.hot.Load(); cn == nil || !cn.usable() {
+	} else if cn = ep.hotConn(); cn == nil {
 		cn, _ = c.pooledFast(ep)
 	}
 	return cn, ep, flags, routed
