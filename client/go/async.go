@@ -54,9 +54,11 @@ func (c *Client) NextIDsFunc(ctx context.Context, key string, count int, done fu
 // connection of each endpoint (while it stays open), as seqbench keeps
 // each of its pipelines on one connection. A chain of NextIDsFunc
 // callbacks on a lane then reads and writes its batches on its own
-// connection; without lanes, the calls callbacks start go to whichever
-// connection is delivering a batch at that moment. Lanes are cheap (one
-// pointer); use as many as the pool has connections
+// connection; without lanes, the calls callbacks start go to the
+// connection that delivered last while it has room (endpoint.hotConn), so
+// chains gather on one connection (larger batches, fewer writes: the
+// cheaper choice while one connection, one server I/O thread, suffices).
+// Lanes are cheap (one pointer); use as many as the pool has connections
 // (Options.ConnsPerEndpoint) for an even spread. Safe for concurrent use.
 type Lane struct {
 	c  *Client
