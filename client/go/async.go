@@ -54,9 +54,11 @@ func (c *Client) NextIDsFunc(ctx context.Context, key string, count int, done fu
 // connection of each endpoint (while it stays open), as seqbench keeps
 // each of its pipelines on one connection. A chain of NextIDsFunc
 // callbacks on a lane then reads and writes its batches on its own
-// connection; without lanes, the calls callbacks start go to whichever
-// connection is delivering a batch at that moment. Lanes are cheap (one
-// pointer); use as many as the pool has connections
+// connection; without lanes, the calls callbacks start go to the
+// connection that delivered last while it has room (endpoint.hotConn), so
+// chains gather on one connection (larger batches, fewer writes: the
+// cheaper choice while one connection, one server I/O thread, suffices).
+// Lanes are cheap (one pointer); use as many as the pool has connections
 // (Options.ConnsPerEndpoint) for an even spread. Safe for concurrent use.
 type Lane struct {
 	c  *Client
@@ -127,7 +129,8 @@ type asyncIDs struct {
 
 // firstTarget is where the first attempt of a call on key goes without
 // waiting: an open connection (lane's, when lane is set; else the one
-// delivering a batch, if any; else the pool's next), its endpoint, the
+// that delivered last while it has room, ep.hotConn; else the pool's
+// next), its endpoint, the
 // frame's flags and whether the router chose it. cn nil: none is open.
 func (c *Client) firstTarget(lane *Lane, key string) (cn *conn, ep *endpoint, flags uint16, routed bool) {
 	if c.router != nil && key != "" {
@@ -147,7 +150,7 @@ func (c *Client) firstTarget(lane *Lane, key string) (cn *conn, ep *endpoint, fl
 				lane.cn.Store(cn)
 			}
 		}
-	} else if cn = ep.hot.Load(); cn == nil || !cn.usable() {
+	} else if cn = ep.hotConn(); cn == nil {
 		cn, _ = c.pooledFast(ep)
 	}
 	if cn != nil && c.router != nil && key != "" {

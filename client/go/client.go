@@ -73,8 +73,10 @@ type Options struct {
 	// verifies the server before its first frame. A failed handshake fails
 	// the attempt like a refused connect (UNAVAILABLE, next endpoint).
 	TLSConfig *tls.Config
-	// ConnsPerEndpoint: pooled connections per endpoint, calls spread
-	// round-robin over them. Default 2, at most 64.
+	// ConnsPerEndpoint: pooled connections per endpoint. Calls go to the
+	// one that delivered answers last while it has fewer than 128 in
+	// flight (one batch per round trip for all of them), else round robin
+	// over the pool. Default 2, at most 64.
 	ConnsPerEndpoint int
 	// CallTimeout: per attempt. Default 1s.
 	CallTimeout time.Duration

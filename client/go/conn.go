@@ -242,6 +242,7 @@ func (cn *conn) await(ctx context.Context, pc *pendingCall, id uint32) (res []by
 			r.err = ctxError(ctx, "no answer from "+cn.ep.addr)
 			cn.mu.Lock()
 			mine := cn.pending.remove(id, pc)
+			cn.inFlight.Store(int32(cn.pending.len()))
 			cn.mu.Unlock()
 			if !mine {
 				// Whoever took it from the table sends its result: wait for
@@ -300,6 +301,7 @@ func (cn *conn) enterLocked(pc *pendingCall) (uint32, error) {
 	}
 	pc.reads = cn.reads.Load()
 	id := cn.pending.add(pc)
+	cn.inFlight.Store(int32(cn.pending.len()))
 	if pc.timeout > 0 {
 		// In a batch, the clock read at its start: a deadline at most the
 		// batch's delivery (microseconds) early, for one clock read per
@@ -363,6 +365,7 @@ func (cn *conn) expire() {
 	if next != 0 {
 		cn.armLocked(next, now)
 	}
+	cn.inFlight.Store(int32(cn.pending.len()))
 	reads := cn.reads.Load()
 	cn.mu.Unlock()
 	stalled := false
@@ -400,6 +403,11 @@ func (cn *conn) fail(err error, markDown bool) {
 	}
 	cn.closeErr = callErr
 	pending := cn.pending.removeIf(func(*pendingCall) bool { return true })
+	cn.inFlight.Store(0)
+	if cn.pooled {
+		cn.ep.full.Store(false)
+		cn.ep.hot.CompareAndSwap(cn, nil)
+	}
 	if cn.timer != nil {
 		cn.timer.Stop()
 	}
@@ -541,6 +549,7 @@ func (cn *conn) takeAnswer(id uint32, inBatch *bool, woken *int) *pendingCall {
 	if pc == nil {
 		return nil
 	}
+	cn.inFlight.Store(int32(cn.pending.len()))
 	if !*inBatch {
 		*inBatch, cn.delivering, cn.batchAt = true, true, monoNow()
 		if cn.pooled {
@@ -567,6 +576,9 @@ func (cn *conn) deliverAnswer(pc *pendingCall, f inFrame) {
 		cn.mu.Lock()
 		cn.draining = true
 		cn.unusable.Store(true)
+		if cn.pooled {
+			cn.ep.full.Store(false)
+		}
 		cn.mu.Unlock()
 		cn.c.markDown(cn.ep)
 	}
