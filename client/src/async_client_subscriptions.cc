@@ -167,8 +167,10 @@ void AsyncClient::Unsubscribe(std::vector<std::string> conv_ids, Done<bool> done
 
 // --- Subscription handles ------------------------------------------------------------
 
+// Holds its client weakly: once the client is destroyed, calls complete at
+// once (in the calling thread) with kCancelled.
 struct Subscription::Impl {
-  std::shared_ptr<AsyncClient::Impl> client;
+  std::weak_ptr<AsyncClient::Impl> client;
   uint64_t id = 0;
 };
 
@@ -209,28 +211,34 @@ std::optional<ClientResult<bool>> CheckAdd(const std::vector<std::string>& conv_
   return std::nullopt;
 }
 
+ClientResult<bool> ClientGone() {
+  return ClientResult<bool>(StatusCode::kCancelled, "client destroyed");
+}
+
 }  // namespace
 
 void Subscription::Add(std::vector<std::string> conv_ids, std::map<std::string, int64_t> from,
                        AsyncClient::Done<bool> done) {
-  AsyncClient::Impl& impl = *impl_->client;
+  std::shared_ptr<AsyncClient::Impl> client = impl_->client.lock();
+  if (!client) return done(ClientGone());
   if (std::optional<ClientResult<bool>> bad = CheckAdd(conv_ids, from)) {
-    return impl.Deliver(std::move(done), std::move(*bad));
+    return client->Deliver(std::move(done), std::move(*bad));
   }
-  asio::post(impl.strand, [client = impl_->client, id = impl_->id, conv_ids = std::move(conv_ids),
-                           from = std::move(from), done = std::move(done)]() mutable {
+  asio::post(client->strand, [client, id = impl_->id, conv_ids = std::move(conv_ids),
+                              from = std::move(from), done = std::move(done)]() mutable {
     if (client->closed) return done(ClientResult<bool>(StatusCode::kCancelled, "client closed"));
     client->Keeper().Add(id, std::move(conv_ids), std::move(from), std::move(done));
   });
 }
 
 void Subscription::Remove(std::vector<std::string> conv_ids, AsyncClient::Done<bool> done) {
-  asio::post(impl_->client->strand,
-             [client = impl_->client, id = impl_->id, conv_ids = std::move(conv_ids),
-              done = std::move(done)]() mutable {
-               if (client->closed) return done(ClientResult<bool>(true));
-               client->Keeper().Remove(id, std::move(conv_ids), std::move(done));
-             });
+  std::shared_ptr<AsyncClient::Impl> client = impl_->client.lock();
+  if (!client) return done(ClientGone());
+  asio::post(client->strand, [client, id = impl_->id, conv_ids = std::move(conv_ids),
+                              done = std::move(done)]() mutable {
+    if (client->closed) return done(ClientResult<bool>(true));
+    client->Keeper().Remove(id, std::move(conv_ids), std::move(done));
+  });
 }
 
 ClientResult<bool> Subscription::Add(std::vector<std::string> conv_ids,
@@ -251,7 +259,9 @@ ClientResult<bool> Subscription::Remove(std::vector<std::string> conv_ids) {
 }
 
 void Subscription::Close() {
-  asio::post(impl_->client->strand, [client = impl_->client, id = impl_->id] {
+  std::shared_ptr<AsyncClient::Impl> client = impl_->client.lock();
+  if (!client) return;
+  asio::post(client->strand, [client, id = impl_->id] {
     if (!client->closed && client->keeper) client->keeper->CloseSubscription(id);
   });
 }

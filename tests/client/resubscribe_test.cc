@@ -281,3 +281,16 @@ TEST_CASE("subscriptions: two handles share a conversation, each from its own st
   for (const auto& m : a_inbox.messages) CHECK(m.payload == "m" + std::to_string(m.seq));
   CHECK(a_inbox.lost.empty());
 }
+
+// A Subscription may outlive its client: its calls then complete at once
+// with kCancelled, and destroying it is safe.
+TEST_CASE("subscriptions: a handle that outlives its client") {
+  std::unique_ptr<seqd::client::Subscription> sub;
+  {
+    seqd::client::Client client(Options(1));
+    sub = client.NewSubscription([](seqd::client::Message) {});
+  }
+  CHECK(sub->Add({"sg_a"}).code() == seqd::client::StatusCode::kCancelled);
+  CHECK(sub->Remove({"sg_a"}).code() == seqd::client::StatusCode::kCancelled);
+  sub.reset();
+}

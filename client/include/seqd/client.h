@@ -467,8 +467,10 @@ class Client {
 
 // A subscription to a changing set of conversations, made by
 // AsyncClient::NewSubscription (see "Push" above). Its calls may be made
-// from any thread; `done` callbacks run on the client's strand. Destroying
-// it closes it.
+// from any thread; `done` callbacks run on the client's strand, except
+// once the client is destroyed: then they run at once with kCancelled (do
+// not use a Subscription while its client is being destroyed). Destroying
+// it closes it; it may outlive its client.
 class Subscription {
  public:
   ~Subscription();
