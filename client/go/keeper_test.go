@@ -2,6 +2,7 @@ package seqd
 
 import (
 	"context"
+	"net"
 	"reflect"
 	"testing"
 	"time"
@@ -275,10 +276,17 @@ func TestPushConnDemultiplexesAndCapsEachInbox(t *testing.T) {
 		t.Fatalf("b's inbox %v", k)
 	}
 	// Losses: a stale generation is ignored; the current one is lost once.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	cn, err := a.c.openConn(ctxT(t, 5*time.Second), l.Addr().String(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h.mu.Lock()
-	h.cn, h.gen = &conn{c: a.c, done: make(chan struct{})}, 1
-	h.cn.unusable.Store(true)
-	h.cn.closed = true // nothing to close: a stand-in
+	h.cn, h.gen = cn, 1
 	h.mu.Unlock()
 	h.onPush(0)(opPushDropped, pushFrame("x", 1)[:0])
 	if h.cn == nil {

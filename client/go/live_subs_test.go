@@ -403,3 +403,62 @@ func TestLiveSubscriptionsAddRemoveThroughKills(t *testing.T) {
 	t.Logf("%d deliveries over %d memberships, %d push connections opened; held at the end %v; A %+v B %+v C %+v",
 		n, len(w.members), subClient.pushConn().opened.Load(), held, a.Stats(), b.Stats(), c.Stats())
 }
+
+// The server's per-connection cap applies to the union of a client's
+// subscriptions: a conversation another subscription holds costs nothing,
+// one past the cap fails with TOO_LARGE and is not added. Remove may be
+// called from the handler: nothing of the conversation follows.
+func TestLiveSubscriptionsCapAndRemoveFromHandler(t *testing.T) {
+	s, c := startClient(t, "--tcp-max-subscriptions", "3")
+	ctx := ctxT(t, 20*time.Second)
+	var rec recorder
+	var a *Subscription
+	var removeErr atomic.Value
+	a, err := c.Subscribe(ctx, []string{"sg_c1", "sg_c2", "sg_c3"}, nil, func(m Message) {
+		rec.handle(m)
+		if m.ConvID == "sg_c3" {
+			if err := a.Remove(ctx, "sg_c3"); err != nil {
+				removeErr.Store(err)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := c.Subscribe(ctx, []string{"sg_c1"}, nil, func(Message) {})
+	if err != nil {
+		t.Fatalf("a conversation already held: %v", err)
+	}
+	defer b.Close()
+	if err := b.Add(ctx, []string{"sg_c4", "sg_c2"}, nil); CodeOf(err) != CodeTooLarge {
+		t.Fatalf("past the cap: %v, want TOO_LARGE", err)
+	}
+	if got := b.Conversations(); len(got) != 1 || got[0] != "sg_c1" {
+		t.Fatalf("after the refused Add b holds %v", got)
+	}
+	for i := 0; i < 3; i++ {
+		for _, cv := range []string{"sg_c3", "sg_c2"} {
+			id := cv + "-" + strconv.Itoa(i)
+			if _, err := c.Send(ctx, OutgoingMessage{ConvID: cv, SenderID: "u", ClientMsgID: id, Payload: []byte(id)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if !waitFor(5*time.Second, func() bool { return len(rec.snapshot()) >= 4 }) {
+		t.Fatalf("delivered %v", rec.snapshot())
+	}
+	time.Sleep(200 * time.Millisecond)
+	var c3 []int64
+	for _, m := range rec.snapshot() {
+		if m.ConvID == "sg_c3" {
+			c3 = append(c3, m.Seq)
+		}
+	}
+	if len(c3) != 1 || c3[0] != 1 || removeErr.Load() != nil {
+		t.Fatalf("sg_c3 delivered %v after Remove from the handler (error %v)", c3, removeErr.Load())
+	}
+	if n := metric(t, s, "seqd_message_subscriptions", ""); n != 2 {
+		t.Fatalf("seqd holds %v subscriptions, want 2 (sg_c1, sg_c2)", n)
+	}
+}
