@@ -121,8 +121,9 @@ class Driver:
         raise AssertionError("no %s within %d s: %s" % (what, WAIT_S, "".join(self.errors)))
 
     def stop(self):
+        """Ends the driver (end of its stdin); its exit status."""
         self.proc.stdin.close()
-        self.proc.wait(timeout=20)
+        return self.proc.wait(timeout=20)
 
 
 class Membership:
@@ -235,7 +236,7 @@ class LiveSubscriptions(unittest.TestCase):
                          "the subscriptions do not share the client's connection")
         held = {m.conv for m in self.members if m.removed_idx is None}
         self.assertEqual(self.metric("seqd_message_subscriptions"), len(held))
-        self.driver.stop()
+        self.assertEqual(self.driver.stop(), 0, "".join(self.driver.errors))
         deliveries = self.check(senders)
         lost = [ev for _, ev in self.driver.snapshot() if ev["ev"] == "lost"]
         self.assertGreaterEqual(len({ev["sub"] for ev in lost}), 3, lost)
