@@ -6,6 +6,12 @@ package seqd
 // subscribed again, answers of the calls it started on other goroutines)
 // and a 100 ms tick (MAX_SEQS after each SUBSCRIBE answer and every
 // subResyncEvery, pulls unanswered for a second).
+//
+// Per conversation the loop keeps its memberships in Add order (runs); the
+// first owns the queue. A member's run takes pushes and pulls; a removed
+// one takes only pulls, up to its cut, then ends, and the next run starts
+// afresh at its own start: one membership's messages all reach the handler
+// before the next one's.
 
 import (
 	"sort"
@@ -51,7 +57,7 @@ func (s *Subscription) exit() {
 func (s *Subscription) handle(ev subEvent) {
 	switch ev.kind {
 	case evPush:
-		if _, ok := s.active[ev.msg.ConvID]; ok {
+		if r := s.head(ev.msg.ConvID); r != nil && r.cut < 0 {
 			s.q.offer(ev.msg)
 		}
 	case evOverflow:
@@ -73,37 +79,101 @@ func (s *Subscription) handle(ev subEvent) {
 		s.checkMaxSeqs()
 	case evAdd:
 		for i, cv := range ev.convs {
-			s.q.forget(cv)
-			delete(s.misses, cv)
-			s.active[cv] = ev.epoch
-			s.q.setLocalSeq(cv, ev.starts[i])
+			s.runs[cv] = append(s.runs[cv], &subRun{epoch: ev.epoch, start: ev.starts[i], cut: -1})
+			if len(s.runs[cv]) == 1 {
+				s.startRun(cv)
+			}
 		}
+		s.checkMaxSeqs()
 	case evRemove:
-		for _, cv := range ev.convs {
-			delete(s.active, cv)
-			delete(s.maxDue, cv)
-			delete(s.misses, cv)
-			s.q.forget(cv)
+		for i, cv := range ev.convs {
+			s.cutRun(cv, ev.epochs[i], ev.cuts[i])
 		}
 	case evMaxSeqs:
 		s.onMaxSeqs(ev)
 	case evPulled:
-		if _, ok := s.active[ev.conv]; ok && ev.err == nil {
+		if s.head(ev.conv) != nil && ev.err == nil {
 			s.onPulled(ev.conv, ev.from, ev.to, ev.page)
+			s.endRunIfCut(ev.conv)
 		} // else asked again after subPullRetry (the queue's tick)
 	}
 }
 
-// markDue: convs (nil: every active one) need a MAX_SEQS.
+// head is the run that owns conv's queue state, nil if none.
+func (s *Subscription) head(conv string) *subRun {
+	if rs := s.runs[conv]; len(rs) > 0 {
+		return rs[0]
+	}
+	return nil
+}
+
+// startRun gives conv's queue to its first run, afresh at its start: a
+// member asks MAX_SEQS (what came since its start is pulled), a removed
+// one pulls up to its cut.
+func (s *Subscription) startRun(conv string) {
+	r := s.head(conv)
+	s.q.forget(conv)
+	delete(s.misses, conv)
+	s.q.setLocalSeq(conv, r.start)
+	if r.cut < 0 {
+		s.maxDue[conv] = true
+		return
+	}
+	delete(s.maxDue, conv)
+	s.q.noteMaxSeq(conv, r.cut)
+	s.endRunIfCut(conv)
+}
+
+// cutRun: the membership epoch of conv was removed at cut.
+func (s *Subscription) cutRun(conv string, epoch uint64, cut int64) {
+	for i, r := range s.runs[conv] {
+		if r.epoch != epoch {
+			continue
+		}
+		r.cut = cut
+		if i == 0 {
+			delete(s.maxDue, conv)
+			s.q.noteMaxSeq(conv, cut)
+			s.endRunIfCut(conv)
+		}
+		return
+	}
+}
+
+// endRunIfCut ends conv's first run once it delivered through its cut,
+// and starts the next one, if any.
+func (s *Subscription) endRunIfCut(conv string) {
+	for {
+		r := s.head(conv)
+		if r == nil || r.cut < 0 || s.q.localSeq(conv) < r.cut {
+			return
+		}
+		s.endCut(r.epoch)
+		s.runs[conv] = s.runs[conv][1:]
+		if len(s.runs[conv]) == 0 {
+			delete(s.runs, conv)
+			delete(s.maxDue, conv)
+			delete(s.misses, conv)
+			s.q.forget(conv)
+			return
+		}
+		s.startRun(conv)
+	}
+}
+
+// markDue: convs (nil: every conversation whose first run is a member)
+// need a MAX_SEQS.
 func (s *Subscription) markDue(convs []string) {
 	if convs == nil {
-		for cv := range s.active {
-			s.maxDue[cv] = true
+		for cv, rs := range s.runs {
+			if rs[0].cut < 0 {
+				s.maxDue[cv] = true
+			}
 		}
 		return
 	}
 	for _, cv := range convs {
-		if _, ok := s.active[cv]; ok {
+		if r := s.head(cv); r != nil && r.cut < 0 {
 			s.maxDue[cv] = true
 		}
 	}
@@ -157,7 +227,7 @@ func (s *Subscription) onMaxSeqs(ev subEvent) {
 		return
 	}
 	for i, cv := range ev.convs {
-		if _, ok := s.active[cv]; ok {
+		if r := s.head(cv); r != nil && r.cut < 0 {
 			s.q.noteMaxSeq(cv, ev.maxes[i])
 		}
 	}
@@ -203,11 +273,11 @@ func (s *Subscription) onPulled(conv string, from, to int64, page PullPage) {
 	s.q.setLocalSeq(conv, first-1)
 }
 
-// deliver is the queue's delivery: the handler, while the message's
-// conversation is still a member of the epoch the loop started it with.
+// deliver is the queue's delivery: the handler, while the membership that
+// owns the queue is a member, or removed with a cut at or above m.
 func (s *Subscription) deliver(m Message) {
-	epoch, ok := s.active[m.ConvID]
-	if !ok || !s.begin(m, epoch) {
+	r := s.head(m.ConvID)
+	if r == nil || !s.begin(m, r.epoch) {
 		return
 	}
 	s.delivered.Add(1)

@@ -20,8 +20,9 @@ func newTestSubscription(t *testing.T, convs ...string) (*Subscription, *[]int64
 	var asks [][2]int64
 	s := &Subscription{c: c, ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1),
 		done: make(chan struct{}), misses: map[string]*subMiss{}, members: map[string]uint64{},
-		active: map[string]uint64{}, maxDue: map[string]bool{}, maxInbox: subMaxInboxBytes,
-		handler: func(m Message) { got = append(got, m.Seq) }}
+		cuts: map[uint64]int64{}, runs: map[string][]*subRun{}, maxDue: map[string]bool{},
+		maxInbox: subMaxInboxBytes,
+		handler:  func(m Message) { got = append(got, m.Seq) }}
 	s.q = newReceiveQueue(s.deliver, func(conv string, from, to int64) { asks = append(asks, [2]int64{from, to}) },
 		subPullRetry, subMaxHeld, nil)
 	for _, cv := range convs {
@@ -142,11 +143,11 @@ func TestKeeperSkipsSeqsGoneAfterThreeMisses(t *testing.T) {
 	}
 }
 
-// Added conversations start where Add said; removed ones deliver nothing,
-// also what was queued before the removal; added again, a conversation
-// starts afresh.
-func TestKeeperAddRemoveAndAddAgain(t *testing.T) {
-	s, got, _ := newTestSubscription(t)
+// Added conversations start where Add said. A removed one delivers
+// through its cut (what is queued, then what is pulled), nothing after; added
+// again before that, it starts afresh once the removed membership is done.
+func TestKeeperAddRemoveAtACutAndAddAgain(t *testing.T) {
+	s, got, asks := newTestSubscription(t)
 	s.addMembers([]string{"a", "b"}, []int64{4, 0})
 	handleInbox(s)
 	s.handle(subEvent{kind: evPush, msg: msg("a", 4)}) // at the start: not delivered
@@ -155,29 +156,37 @@ func TestKeeperAddRemoveAndAddAgain(t *testing.T) {
 	if want := []int64{5, 1}; !reflect.DeepEqual(*got, want) {
 		t.Fatalf("delivered %v, want %v", *got, want)
 	}
-	// Removed while a push of it waits in the inbox: it is dropped.
+	// Removed at cut 6 while 6 waits in the inbox: 6 is delivered, 7 not.
 	s.post(subEvent{kind: evPush, msg: msg("a", 6)})
-	if gone := s.dropMembers([]string{"a", "zz"}); !reflect.DeepEqual(gone, []string{"a"}) {
-		t.Fatalf("dropMembers: %v", gone)
+	present, epochs := s.membersOf([]string{"a", "zz", "a"})
+	if !reflect.DeepEqual(present, []string{"a"}) {
+		t.Fatalf("membersOf: %v", present)
 	}
+	s.cutMembers(present, epochs, []int64{6})
 	handleInbox(s)
 	s.handle(subEvent{kind: evPush, msg: msg("a", 7)})
-	if want := []int64{5, 1}; !reflect.DeepEqual(*got, want) {
-		t.Fatalf("after Remove delivered %v, want %v", *got, want)
+	if want := []int64{5, 1, 6}; !reflect.DeepEqual(*got, want) {
+		t.Fatalf("after the cut delivered %v, want %v", *got, want)
 	}
-	// Removed and added again before the loop saw either: the old queue's
-	// pushes do not reach the new epoch, which starts at 9.
-	s.post(subEvent{kind: evPush, msg: msg("b", 2)})
-	s.dropMembers([]string{"b"})
-	s.addMembers([]string{"b", "a"}, []int64{9, 20})
+	if s.head("a") != nil || len(s.cuts) != 0 {
+		t.Fatalf("a removed membership delivered through its cut is still there: %v %v", s.head("a"), s.cuts)
+	}
+	// b removed at cut 3 with 2..3 still to pull, added again from 9 before
+	// they came: b's new pushes wait until the old membership is done.
+	present, epochs = s.membersOf([]string{"b"})
+	s.cutMembers(present, epochs, []int64{3})
+	s.addMembers([]string{"b"}, []int64{9})
 	handleInbox(s)
-	s.handle(subEvent{kind: evPush, msg: msg("b", 9)})
 	s.handle(subEvent{kind: evPush, msg: msg("b", 10)})
-	s.handle(subEvent{kind: evPush, msg: msg("a", 21)})
-	if want := []int64{5, 1, 10, 21}; !reflect.DeepEqual(*got, want) {
+	if last := (*asks)[len(*asks)-1]; last != [2]int64{2, 3} {
+		t.Fatalf("asks %v, want 2..3 last", *asks)
+	}
+	s.handle(subEvent{kind: evPulled, conv: "b", from: 2, to: 3, page: PullPage{Messages: msgs("b", 2, 3), IsEnd: true}})
+	s.handle(subEvent{kind: evPush, msg: msg("b", 10)})
+	if want := []int64{5, 1, 6, 2, 3, 10}; !reflect.DeepEqual(*got, want) {
 		t.Fatalf("delivered %v, want %v", *got, want)
 	}
-	if cv := s.Conversations(); !reflect.DeepEqual(cv, []string{"a", "b"}) {
+	if cv := s.Conversations(); !reflect.DeepEqual(cv, []string{"b"}) {
 		t.Fatalf("Conversations %v", cv)
 	}
 }

@@ -19,8 +19,8 @@ import (
 // liveWorld records what a live-subscription run did, each event stamped
 // with the next tick of one clock: messages sent (send start and ack),
 // memberships (Add called and returned, Remove called and returned) and
-// deliveries (the moment the subscription handed the message over, which
-// Remove is ordered against: Subscription.beginHook).
+// deliveries (the moment the subscription handed the message over, and the
+// membership it belongs to: Subscription.beginHook).
 type liveWorld struct {
 	t     *testing.T
 	clock atomic.Int64
@@ -39,13 +39,15 @@ type liveSent struct {
 }
 
 type liveGot struct {
-	m  Message
-	at int64
+	m     Message
+	at    int64
+	epoch uint64
 }
 
 // liveMember is one conversation's time in one subscription.
 type liveMember struct {
 	sub, conv            string
+	epoch                uint64
 	from                 int64 // -1: from now
 	addCalled, addReturn int64
 	rmCalled, rmReturn   int64 // 0 while still a member
@@ -57,22 +59,25 @@ func newLiveWorld(t *testing.T) *liveWorld {
 }
 
 // subscribe makes an empty subscription named name whose deliveries are
-// recorded.
-func (w *liveWorld) subscribe(ctx context.Context, c *Client, name string) *Subscription {
-	var at int64 // the loop goroutine's: set by beginHook, read by the handler
+// recorded; its handler takes delay per message (so messages queue up).
+func (w *liveWorld) subscribe(ctx context.Context, c *Client, name string, delay time.Duration) *Subscription {
+	// The loop goroutine's: set by beginHook, read by the handler.
+	var at int64
+	var epoch uint64
 	w.mu.Lock()
 	w.got[name] = map[string][]liveGot{}
 	w.mu.Unlock()
 	s, err := c.Subscribe(ctx, nil, nil, func(m Message) {
 		w.mu.Lock()
-		w.got[name][m.ConvID] = append(w.got[name][m.ConvID], liveGot{m: m, at: at})
+		w.got[name][m.ConvID] = append(w.got[name][m.ConvID], liveGot{m: m, at: at, epoch: epoch})
 		w.mu.Unlock()
+		time.Sleep(delay)
 	})
 	if err != nil {
 		w.t.Fatalf("Subscribe %s: %v", name, err)
 	}
 	s.mu.Lock()
-	s.beginHook = func(Message) { at = w.clock.Add(1) }
+	s.beginHook = func(_ Message, e uint64) { at, epoch = w.clock.Add(1), e }
 	s.mu.Unlock()
 	w.t.Cleanup(func() { s.Close() })
 	return s
@@ -88,23 +93,26 @@ func (w *liveWorld) add(ctx context.Context, s *Subscription, name string, convs
 		return fmt.Errorf("%s.Add(%v): %w", name, convs, err)
 	}
 	returned := w.clock.Add(1)
+	_, epochs := s.membersOf(fresh)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, cv := range fresh {
+	for i, cv := range fresh {
 		f, ok := from[cv]
 		if !ok {
 			f = -1
 		}
-		w.members = append(w.members, &liveMember{sub: name, conv: cv, from: f, addCalled: called, addReturn: returned})
+		w.members = append(w.members, &liveMember{sub: name, conv: cv, epoch: epochs[i], from: f,
+			addCalled: called, addReturn: returned})
 	}
 	return nil
 }
 
-// remove is Remove, recorded.
+// remove is Remove, recorded. Any goroutine.
 func (w *liveWorld) remove(ctx context.Context, s *Subscription, name string, convs ...string) {
 	called := w.clock.Add(1)
 	if err := s.Remove(ctx, convs...); err != nil {
 		w.t.Errorf("%s.Remove(%v): %v", name, convs, err)
+		return
 	}
 	returned := w.clock.Add(1)
 	w.mu.Lock()
@@ -155,23 +163,25 @@ func (w *liveWorld) maxAcked(conv string) int64 {
 	return max
 }
 
-// caughtUp: every membership still open delivered its conversation's
-// last acknowledged message.
+// caughtUp: every membership delivered its conversation's last message
+// acknowledged (before its Remove was called, if it was).
 func (w *liveWorld) caughtUp() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, m := range w.members {
-		if m.rmCalled != 0 {
-			continue
-		}
 		var max int64
 		for _, s := range w.sent[m.conv] {
-			if s.seq > max {
+			if s.seq > max && (m.rmCalled == 0 || s.ackAt < m.rmCalled) && s.seq > m.from {
 				max = s.seq
 			}
 		}
-		got := w.got[m.sub][m.conv]
-		if max > 0 && (len(got) == 0 || got[len(got)-1].m.Seq < max) {
+		var last int64
+		for _, g := range w.got[m.sub][m.conv] {
+			if g.epoch == m.epoch {
+				last = g.m.Seq
+			}
+		}
+		if last < max {
 			return false
 		}
 	}
@@ -189,9 +199,12 @@ func (w *liveWorld) check() int {
 	for sub, byConv := range w.got {
 		for conv, got := range byConv {
 			total += len(got)
-			for _, g := range got {
-				if w.memberAt(sub, conv, g.at) == nil {
+			for i, g := range got {
+				if m := w.memberOf(sub, conv, g.epoch); m == nil || g.at < m.addCalled {
 					t.Errorf("%s got %s seq %d at %d, outside its memberships %s", sub, conv, g.m.Seq, g.at, w.describe(sub, conv))
+				}
+				if i > 0 && g.epoch < got[i-1].epoch {
+					t.Errorf("%s/%s: seq %d of an earlier membership after one of a later", sub, conv, g.m.Seq)
 				}
 			}
 		}
@@ -202,11 +215,10 @@ func (w *liveWorld) check() int {
 	return total
 }
 
-// memberAt: the membership of sub in conv that the moment at falls in
-// (after Add was called, before Remove returned).
-func (w *liveWorld) memberAt(sub, conv string, at int64) *liveMember {
+// memberOf: the membership of sub in conv with this epoch.
+func (w *liveWorld) memberOf(sub, conv string, epoch uint64) *liveMember {
 	for _, m := range w.members {
-		if m.sub == sub && m.conv == conv && at > m.addCalled && (m.rmReturn == 0 || at < m.rmReturn) {
+		if m.sub == sub && m.conv == conv && m.epoch == epoch {
 			return m
 		}
 	}
@@ -224,14 +236,16 @@ func (w *liveWorld) describe(sub, conv string) string {
 }
 
 // checkMember: the membership's deliveries are consecutive seqs, each the
-// stored message; they start after the Add's start; every message sent
-// after Add returned and acknowledged before Remove was called is among
-// them; an open membership delivered everything.
+// stored message, and they reached the handler after the deliveries of the
+// memberships before it; they start after the Add's start; every message
+// sent after Add returned and acknowledged before Remove was called is
+// among them, and none sent after Remove returned; an open membership
+// delivered everything.
 func (w *liveWorld) checkMember(m *liveMember) {
 	t := w.t
 	var got []liveGot
 	for _, g := range w.got[m.sub][m.conv] {
-		if w.memberAt(m.sub, m.conv, g.at) == m {
+		if g.epoch == m.epoch {
 			got = append(got, g)
 		}
 	}
@@ -248,6 +262,9 @@ func (w *liveWorld) checkMember(m *liveMember) {
 			return
 		}
 		delivered[g.m.Seq] = true
+		if s := w.bySeq[m.conv][g.m.Seq]; m.rmReturn != 0 && s.startAt > m.rmReturn {
+			t.Errorf("%s: seq %d sent at %d, after Remove returned, delivered", name, g.m.Seq, s.startAt)
+		}
 	}
 	var before int64 // the highest seq acknowledged before Add was called
 	for _, s := range w.sent[m.conv] {
@@ -304,10 +321,11 @@ func metric(t *testing.T, s *testseqd.Server, name, label string) float64 {
 // (the SQLite store survives): conversations added from now and from a
 // given seq, removed, added again, one added and one removed while seqd is
 // down, one conversation held by all three. Per subscription and
-// conversation, every message sent after Add returned and acknowledged
-// before Remove was called is delivered once, in seq order, with its
-// content; nothing from before the Add's start, nothing after Remove
-// returned (queued messages are dropped). The three share one push
+// conversation membership, every message sent after Add returned and
+// acknowledged before Remove was called is delivered once, in seq order,
+// with its content; nothing from before the Add's start, nothing sent
+// after Remove returned, and a membership's messages all before the next
+// membership's of the same conversation. The three share one push
 // connection: seqd counts 3 binary connections (sender's pool, the
 // subscriber's pool, the push connection) where a connection per
 // subscription makes 5, and its subscription gauge matches what the client
@@ -338,7 +356,10 @@ func TestLiveSubscriptionsAddRemoveThroughKills(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a, b, c := w.subscribe(ctx, subClient, "A"), w.subscribe(ctx, subClient, "B"), w.subscribe(ctx, subClient, "C")
+	// A's handler is slow: its removals find messages queued, which they
+	// must still deliver up to the cut.
+	a := w.subscribe(ctx, subClient, "A", 400*time.Microsecond)
+	b, c := w.subscribe(ctx, subClient, "B", 0), w.subscribe(ctx, subClient, "C", 0)
 	time.Sleep(100 * time.Millisecond)
 	must(w.add(ctx, a, "A", []string{"sg_l0", "sg_l1", "sg_l2"}, nil))
 	from3 := w.maxAcked("sg_l3") - 5 // what exists above it is pulled first
@@ -360,7 +381,11 @@ func TestLiveSubscriptionsAddRemoveThroughKills(t *testing.T) {
 	time.Sleep(150 * time.Millisecond)
 
 	s.Kill()
-	w.remove(ctx, b, "B", "sg_l1") // no connection: nothing to unsubscribe
+	removed := make(chan struct{})
+	go func() { // waits for seqd for its cut
+		w.remove(ctx, b, "B", "sg_l1")
+		close(removed)
+	}()
 	added := make(chan error, 1)
 	go func() { // waits for seqd: the next connection carries it
 		added <- w.add(ctx, c, "C", []string{"sg_l2"}, map[string]int64{"sg_l2": w.maxAcked("sg_l2")})
@@ -368,6 +393,7 @@ func TestLiveSubscriptionsAddRemoveThroughKills(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	s.Start()
 	must(<-added)
+	<-removed
 	time.Sleep(150 * time.Millisecond)
 	must(w.add(ctx, a, "A", []string{"sg_l0"}, nil)) // again, afresh
 	w.remove(ctx, c, "C", "sg_l5")
@@ -407,19 +433,18 @@ func TestLiveSubscriptionsAddRemoveThroughKills(t *testing.T) {
 // The server's per-connection cap applies to the union of a client's
 // subscriptions: a conversation another subscription holds costs nothing,
 // one past the cap fails with TOO_LARGE and is not added. Remove may be
-// called from the handler: nothing of the conversation follows.
+// called from the handler: the conversation ends at its cut (its max seq
+// then), and nothing sent after that arrives.
 func TestLiveSubscriptionsCapAndRemoveFromHandler(t *testing.T) {
 	s, c := startClient(t, "--tcp-max-subscriptions", "3")
 	ctx := ctxT(t, 20*time.Second)
 	var rec recorder
 	var a *Subscription
-	var removeErr atomic.Value
+	removed := make(chan error, 1)
 	a, err := c.Subscribe(ctx, []string{"sg_c1", "sg_c2", "sg_c3"}, nil, func(m Message) {
 		rec.handle(m)
-		if m.ConvID == "sg_c3" {
-			if err := a.Remove(ctx, "sg_c3"); err != nil {
-				removeErr.Store(err)
-			}
+		if m.ConvID == "sg_c3" && m.Seq == 1 {
+			removed <- a.Remove(ctx, "sg_c3")
 		}
 	})
 	if err != nil {
@@ -437,13 +462,24 @@ func TestLiveSubscriptionsCapAndRemoveFromHandler(t *testing.T) {
 	if got := b.Conversations(); len(got) != 1 || got[0] != "sg_c1" {
 		t.Fatalf("after the refused Add b holds %v", got)
 	}
-	for i := 0; i < 3; i++ {
-		for _, cv := range []string{"sg_c3", "sg_c2"} {
-			id := cv + "-" + strconv.Itoa(i)
-			if _, err := c.Send(ctx, OutgoingMessage{ConvID: cv, SenderID: "u", ClientMsgID: id, Payload: []byte(id)}); err != nil {
-				t.Fatal(err)
-			}
+	send := func(cv string, i int) {
+		id := cv + "-" + strconv.Itoa(i)
+		if _, err := c.Send(ctx, OutgoingMessage{ConvID: cv, SenderID: "u", ClientMsgID: id, Payload: []byte(id)}); err != nil {
+			t.Fatal(err)
 		}
+	}
+	send("sg_c3", 0)
+	select {
+	case err := <-removed:
+		if err != nil {
+			t.Fatalf("Remove from the handler: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the handler's Remove did not return")
+	}
+	for i := 1; i < 4; i++ {
+		send("sg_c3", i)
+		send("sg_c2", i)
 	}
 	if !waitFor(5*time.Second, func() bool { return len(rec.snapshot()) >= 4 }) {
 		t.Fatalf("delivered %v", rec.snapshot())
@@ -455,8 +491,8 @@ func TestLiveSubscriptionsCapAndRemoveFromHandler(t *testing.T) {
 			c3 = append(c3, m.Seq)
 		}
 	}
-	if len(c3) != 1 || c3[0] != 1 || removeErr.Load() != nil {
-		t.Fatalf("sg_c3 delivered %v after Remove from the handler (error %v)", c3, removeErr.Load())
+	if len(c3) != 1 || c3[0] != 1 {
+		t.Fatalf("sg_c3 delivered %v, want [1]: its cut", c3)
 	}
 	if n := metric(t, s, "seqd_message_subscriptions", ""); n != 2 {
 		t.Fatalf("seqd holds %v subscriptions, want 2 (sg_c1, sg_c2)", n)

@@ -72,14 +72,17 @@ type Subscription struct {
 	opMu sync.Mutex // one Add or Remove at a time
 
 	mu sync.Mutex
-	// members: conversation -> the epoch of the Add that took it. A message
-	// is handed to the handler only while its conversation's epoch is the
-	// one the loop started it with.
+	// members: conversation -> the epoch of the Add that took it (a
+	// membership). cuts: epoch -> the last seq a removed membership still
+	// delivers. A message is handed to the handler only while its
+	// membership is a member, or removed with a cut at or above its seq.
 	members   map[string]uint64
+	cuts      map[uint64]int64
 	lastEpoch uint64
-	// beginHook, when set (tests), runs under mu as a message is handed
-	// to the handler: the moment Remove and Close are ordered against.
-	beginHook func(Message)
+	// beginHook, when set (tests), runs under mu as a message of a
+	// membership (its epoch) is handed to the handler: the moment Remove and
+	// Close are ordered against.
+	beginHook func(m Message, epoch uint64)
 
 	inboxMu    sync.Mutex
 	inbox      []subEvent
@@ -97,9 +100,12 @@ type Subscription struct {
 	delivered, resubscribes, lost, pulls atomic.Uint64
 
 	// Loop state: touched only by the loop goroutine.
-	q           *receiveQueue
-	active      map[string]uint64 // conversation -> epoch, as evAdd / evRemove said
-	maxDue      map[string]bool   // MAX_SEQS needed (a SUBSCRIBE answered since the last)
+	q *receiveQueue
+	// runs: per conversation its memberships in Add order, as evAdd and
+	// evRemove said; the first owns the queue's state of the conversation,
+	// the next starts once it ended (a removed one, at its cut).
+	runs        map[string][]*subRun
+	maxDue      map[string]bool // MAX_SEQS needed (a SUBSCRIBE answered since the last)
 	maxInFlight bool
 	live        bool // the push connection is live
 	everLive    bool
@@ -112,6 +118,13 @@ type subMiss struct {
 	n    int
 }
 
+// subRun is one membership of a conversation in the loop.
+type subRun struct {
+	epoch uint64
+	start int64 // the last seq not to deliver
+	cut   int64 // -1 while a member; else the last seq to deliver
+}
+
 // subEvent is one thing for the loop to handle.
 type subEvent struct {
 	kind   int
@@ -122,9 +135,11 @@ type subEvent struct {
 	to     int64
 	page   PullPage
 	convs  []string
-	starts []int64 // evAdd: each conversation's last seq not to deliver
-	epoch  uint64  // evAdd
-	all    bool    // evSubscribed: every conversation (a new connection)
+	starts []int64  // evAdd: each conversation's last seq not to deliver
+	cuts   []int64  // evRemove: each conversation's last seq to deliver
+	epochs []uint64 // evRemove: each conversation's membership
+	epoch  uint64   // evAdd
+	all    bool     // evSubscribed: every conversation (a new connection)
 	maxes  []int64
 }
 
@@ -172,8 +187,9 @@ func (c *Client) Subscribe(ctx context.Context, convs []string, from map[string]
 	}
 	sctx, cancel := context.WithCancel(context.Background())
 	s := &Subscription{c: c, hub: c.pushConn(), handler: handler, ctx: sctx, cancel: cancel,
-		members: map[string]uint64{}, wake: make(chan struct{}, 1), done: make(chan struct{}),
-		maxInbox: subMaxInboxBytes, active: map[string]uint64{}, maxDue: map[string]bool{},
+		members: map[string]uint64{}, cuts: map[uint64]int64{}, wake: make(chan struct{}, 1),
+		done: make(chan struct{}), maxInbox: subMaxInboxBytes, runs: map[string][]*subRun{},
+		maxDue: map[string]bool{},
 		misses: map[string]*subMiss{}}
 	s.q = newReceiveQueue(s.deliver, s.requestPull, subPullRetry, subMaxHeld, nil)
 	if err := s.hub.attach(s); err != nil {
@@ -198,7 +214,9 @@ func (c *Client) Subscribe(ctx context.Context, convs []string, from map[string]
 //
 // Add returns once the server accepted their SUBSCRIBE on the client's
 // push connection, or with the error (of MAX_SEQS, the SUBSCRIBE, or ctx);
-// on an error none of convs was added. A client's subscriptions together
+// on an error none of convs was added (and nothing of them was delivered).
+// A conversation removed and added again starts once the removed
+// membership delivered through its cut (see Remove). A client's subscriptions together
 // hold at most the server's --tcp-max-subscriptions distinct
 // conversations (10,000 by default): past it Add fails with TOO_LARGE.
 // Add and Remove of one subscription run one at a time.
@@ -219,34 +237,42 @@ func (s *Subscription) Add(ctx context.Context, convs []string, from map[string]
 	if err != nil {
 		return err
 	}
-	s.addMembers(fresh, starts)
 	if err := s.hub.subscribe(ctx, s, fresh); err != nil {
-		s.dropMembers(fresh)
 		s.hub.release(nil, s, fresh)
 		return err
 	}
+	s.addMembers(fresh, starts)
 	return nil
 }
 
-// Remove takes conversations out of the subscription. Once Remove returns
-// (or from its start when called from the handler), no message of them
-// is handed to the handler: messages of them still queued (pushed or
-// pulled, not yet handled) are dropped; a handler call already under way
-// finishes. Conversations the subscription does not have are ignored; a
-// removed conversation may be added again (it starts afresh).
+// Remove takes conversations out of the subscription at a cut: each one's
+// max seq when Remove asks (MAX_SEQS). Every message up to the cut is
+// still delivered, once, in order, with the rest (those queued, and those
+// still to pull; some may reach the handler after Remove returned); none
+// after it. So every message acknowledged before Remove was called is
+// delivered, and none sent after it returned. Conversations the
+// subscription does not have are ignored; a removed conversation may be
+// added again (it starts afresh, once the removed membership delivered
+// through its cut). Remove may be called from the handler.
 //
-// When no other subscription of the client holds a conversation, Remove
-// unsubscribes it and waits for the server's answer (or the connection's
-// loss) within ctx; an error means only that ctx ended first: the
-// conversations are removed all the same.
+// Remove fails, removing nothing, when MAX_SEQS fails (by the retry rules,
+// within ctx). When no other subscription of the client holds a
+// conversation, Remove then unsubscribes it and waits for the server's
+// answer (or the connection's loss) within ctx; an error there means only
+// that ctx ended first: the conversations are removed all the same.
 func (s *Subscription) Remove(ctx context.Context, convs ...string) error {
 	s.opMu.Lock()
 	defer s.opMu.Unlock()
-	gone := s.dropMembers(convs)
-	if len(gone) == 0 {
+	present, epochs := s.membersOf(convs)
+	if len(present) == 0 {
 		return nil
 	}
-	return s.hub.release(ctx, s, gone)
+	cuts, err := s.maxSeqs(ctx, present)
+	if err != nil {
+		return err
+	}
+	s.cutMembers(present, epochs, cuts)
+	return s.hub.release(ctx, s, present)
 }
 
 // Conversations are the subscription's conversations, sorted.
@@ -361,8 +387,9 @@ func (s *Subscription) startsOf(ctx context.Context, convs []string, from map[st
 	return starts, nil
 }
 
-// addMembers makes convs members under a new epoch and tells the loop
-// where each starts, before any push of them can reach the inbox.
+// addMembers makes convs members under a new epoch (their SUBSCRIBE was
+// answered) and tells the loop where each starts. Until the loop has it,
+// pushes of them are dropped; the MAX_SEQS that follows pulls them.
 func (s *Subscription) addMembers(convs []string, starts []int64) {
 	s.mu.Lock()
 	s.lastEpoch++
@@ -374,34 +401,58 @@ func (s *Subscription) addMembers(convs []string, starts []int64) {
 	s.post(subEvent{kind: evAdd, convs: convs, starts: starts, epoch: epoch})
 }
 
-// dropMembers ends the membership of those of convs that are members
-// (returned); nothing of them is handed to the handler from now on.
-func (s *Subscription) dropMembers(convs []string) []string {
+// membersOf: those of convs that are members, with their epochs.
+func (s *Subscription) membersOf(convs []string) ([]string, []uint64) {
 	s.mu.Lock()
-	var gone []string
+	defer s.mu.Unlock()
+	var present []string
+	var epochs []uint64
+	seen := map[string]bool{}
 	for _, cv := range convs {
-		if _, ok := s.members[cv]; ok {
-			delete(s.members, cv)
-			gone = append(gone, cv)
+		if e, ok := s.members[cv]; ok && !seen[cv] {
+			seen[cv] = true
+			present = append(present, cv)
+			epochs = append(epochs, e)
 		}
 	}
-	s.mu.Unlock()
-	if len(gone) > 0 {
-		s.post(subEvent{kind: evRemove, convs: gone})
-	}
-	return gone
+	return present, epochs
 }
 
-// begin reports whether m (of the loop's epoch for its conversation) may
-// be handed to the handler now; Remove and Close order against it.
+// cutMembers ends the memberships (convs with their epochs) at cuts: from
+// now on only their messages up to the cut are handed to the handler.
+// REQUIRES: opMu held since membersOf returned them.
+func (s *Subscription) cutMembers(convs []string, epochs []uint64, cuts []int64) {
+	s.mu.Lock()
+	for i, cv := range convs {
+		delete(s.members, cv)
+		s.cuts[epochs[i]] = cuts[i]
+	}
+	s.mu.Unlock()
+	s.post(subEvent{kind: evRemove, convs: convs, epochs: epochs, cuts: cuts})
+}
+
+// endCut forgets a removed membership that delivered through its cut.
+func (s *Subscription) endCut(epoch uint64) {
+	s.mu.Lock()
+	delete(s.cuts, epoch)
+	s.mu.Unlock()
+}
+
+// begin reports whether m, of the membership epoch, may be handed to the
+// handler now; Remove and Close order against it.
 func (s *Subscription) begin(m Message, epoch uint64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed.Load() || s.members[m.ConvID] != epoch {
+	if s.closed.Load() {
 		return false
 	}
+	if s.members[m.ConvID] != epoch {
+		if cut, ok := s.cuts[epoch]; !ok || m.Seq > cut {
+			return false
+		}
+	}
 	if s.beginHook != nil {
-		s.beginHook(m)
+		s.beginHook(m, epoch)
 	}
 	return true
 }
