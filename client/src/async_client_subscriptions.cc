@@ -161,7 +161,7 @@ void AsyncClient::Unsubscribe(std::vector<std::string> conv_ids, Done<bool> done
   asio::post(impl_->strand, [impl = impl_, conv_ids = std::move(conv_ids),
                              done = std::move(done)]() mutable {
     if (impl->closed) return done(ClientResult<bool>(true));
-    impl->Keeper().Remove(SubscriptionKeeper::kDefaultSub, std::move(conv_ids), std::move(done));
+    impl->Keeper().Unsubscribe(std::move(conv_ids), std::move(done));
   });
 }
 

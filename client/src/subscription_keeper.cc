@@ -1,9 +1,9 @@
-// SubscriptionKeeper's members and raw subscriptions: Subscribe, Add,
-// Remove, lost subscriptions and re-subscribing (subscription_keeper.h).
+// SubscriptionKeeper's calls: Subscribe and Unsubscribe (the default
+// subscription), subscriptions made, Add and Remove, closing
+// (subscription_keeper.h).
 #include "subscription_keeper.h"
 
 #include <algorithm>
-#include <map>
 #include <set>
 
 namespace seqd::client::detail {
@@ -12,12 +12,6 @@ namespace {
 
 constexpr auto kPullRetryAfter = std::chrono::milliseconds(1000);
 constexpr size_t kMaxHeld = 1000;
-
-bool Transient(StatusCode code) {
-  return code == StatusCode::kTimeout || code == StatusCode::kUnavailable ||
-         code == StatusCode::kStoreUnavailable || code == StatusCode::kShuttingDown ||
-         code == StatusCode::kWrongOwner || code == StatusCode::kInternal;
-}
 
 }  // namespace
 
@@ -45,15 +39,6 @@ SubscriptionKeeper::Sub& SubscriptionKeeper::MakeSub(uint64_t id,
   return s;
 }
 
-SubscriptionKeeper::Member* SubscriptionKeeper::Current(const Key& key) {
-  if (closed_) return nullptr;
-  auto s = subs_.find(key.sub);
-  if (s == subs_.end()) return nullptr;
-  auto m = s->second.members.find(key.conv);
-  if (m == s->second.members.end() || m->second.epoch != key.epoch) return nullptr;
-  return &m->second;
-}
-
 void SubscriptionKeeper::Subscribe(std::vector<std::string> conv_ids,
                                    AsyncClient::MessageFn on_message, AsyncClient::LostFn on_lost,
                                    Done<bool> done) {
@@ -61,6 +46,17 @@ void SubscriptionKeeper::Subscribe(std::vector<std::string> conv_ids,
   AddMembers(kDefaultSub, std::move(conv_ids), {},
              std::make_shared<Handlers>(Handlers{std::move(on_message), std::move(on_lost)}),
              std::move(done));
+}
+
+void SubscriptionKeeper::Unsubscribe(std::vector<std::string> conv_ids, Done<bool> done) {
+  std::vector<std::string> held;
+  for (const std::string& conv : conv_ids) {
+    Member* m = Holding(kDefaultSub, conv);
+    if (!m) continue;
+    DropMember(kDefaultSub, conv, m->epoch);
+    held.push_back(conv);
+  }
+  Release(kDefaultSub, held, std::move(done));
 }
 
 void SubscriptionKeeper::NewSubscription(uint64_t id, AsyncClient::MessageFn on_message,
@@ -71,17 +67,57 @@ void SubscriptionKeeper::NewSubscription(uint64_t id, AsyncClient::MessageFn on_
 
 void SubscriptionKeeper::Add(uint64_t sub, std::vector<std::string> conv_ids,
                              std::map<std::string, int64_t> from, Done<bool> done) {
+  Serialize(
+      sub,
+      [self = shared_from_this(), sub, conv_ids = std::move(conv_ids),
+       from = std::move(from)](Done2 finish) mutable {
+        auto it = self->subs_.find(sub);
+        if (it == self->subs_.end()) {
+          return finish(ClientResult<bool>(StatusCode::kCancelled, "subscription closed"));
+        }
+        self->AddMembers(sub, std::move(conv_ids), std::move(from), it->second.handlers,
+                         std::move(finish));
+      },
+      std::move(done));
+}
+
+void SubscriptionKeeper::Remove(uint64_t sub, std::vector<std::string> conv_ids, Done<bool> done) {
+  Serialize(
+      sub,
+      [self = shared_from_this(), sub, conv_ids = std::move(conv_ids)](Done2 finish) mutable {
+        self->CutMembers(sub, std::move(conv_ids), std::move(finish));
+      },
+      std::move(done));
+}
+
+void SubscriptionKeeper::Serialize(uint64_t sub, std::function<void(Done2)> op, Done<bool> done) {
   auto it = subs_.find(sub);
   if (closed_ || sub == kDefaultSub || it == subs_.end()) {
     return done(ClientResult<bool>(StatusCode::kCancelled, "subscription closed"));
   }
-  AddMembers(sub, std::move(conv_ids), std::move(from), it->second.handlers, std::move(done));
+  it->second.ops.push_back(
+      [self = shared_from_this(), sub, op = std::move(op), done = std::move(done)](Done2) mutable {
+        op([self, sub, done = std::move(done)](ClientResult<bool> r) mutable {
+          done(std::move(r));
+          if (auto s = self->subs_.find(sub); s != self->subs_.end()) s->second.busy = false;
+          self->RunNext(sub);
+        });
+      });
+  RunNext(sub);
+}
+
+void SubscriptionKeeper::RunNext(uint64_t sub) {
+  auto it = subs_.find(sub);
+  if (closed_ || it == subs_.end() || it->second.busy || it->second.ops.empty()) return;
+  std::function<void(Done2)> op = std::move(it->second.ops.front());
+  it->second.ops.pop_front();
+  it->second.busy = true;
+  op(nullptr);
 }
 
 void SubscriptionKeeper::AddMembers(uint64_t sub, std::vector<std::string> conv_ids,
                                     std::map<std::string, int64_t> from,
                                     std::shared_ptr<Handlers> handlers, Done<bool> done) {
-  Sub& s = subs_[sub];
   std::vector<Key> fresh;
   std::vector<int64_t> starts;
   std::vector<std::string> ask;  // those that start at their max seq now
@@ -90,23 +126,22 @@ void SubscriptionKeeper::AddMembers(uint64_t sub, std::vector<std::string> conv_
   std::set<std::string> seen;
   for (std::string& conv : conv_ids) {
     if (!seen.insert(conv).second) continue;
-    if (auto m = s.members.find(conv); m != s.members.end()) {
+    if (Member* m = Holding(sub, conv)) {
       if (sub != kDefaultSub) continue;  // already there: left as it is
-      m->second.handlers = handlers;
+      m->handlers = handlers;
       again.push_back(conv);
       continue;
     }
-    Member& m = s.members[conv];
-    m.handlers = handlers;
-    m.epoch = next_epoch_++;
-    raw_[conv].subs.insert(sub);
+    std::deque<Member>& runs = subs_[sub].convs[conv];
+    runs.push_back(Member{handlers, std::make_shared<Gate>(), next_epoch_++});
+    Hold(sub, conv);
     auto f = from.find(conv);
     starts.push_back(f != from.end() ? f->second : 0);
     if (f == from.end()) {
       ask.push_back(conv);
       ask_at.push_back(fresh.size());
     }
-    fresh.push_back(Key{sub, std::move(conv), m.epoch});
+    fresh.push_back(Key{sub, std::move(conv), runs.back().epoch});
   }
   if (ask.empty()) return Start(fresh, std::move(starts), std::move(again), std::move(done));
   // The starting point first: every seq above today's max is delivered,
@@ -126,182 +161,121 @@ void SubscriptionKeeper::AddMembers(uint64_t sub, std::vector<std::string> conv_
                 });
 }
 
+// Subscribes the memberships; once the SUBSCRIBE answered they are ready
+// (pushes before that are pulled after: a failed Add delivers nothing).
 void SubscriptionKeeper::Start(const std::vector<Key>& keys, std::vector<int64_t> starts,
                                std::vector<std::string> again, Done<bool> done) {
   std::vector<std::string> convs = std::move(again);
   for (size_t i = 0; i < keys.size(); ++i) {
-    Member* m = Current(keys[i]);
-    if (!m) continue;  // removed meanwhile
-    ReceiveQueue& q = *subs_[keys[i].sub].queue;
-    q.Forget(keys[i].conv);
-    q.SetLocalSeq(keys[i].conv, starts[i]);
-    m->started = true;
+    Member* m = Find(keys[i]);
+    if (!m) continue;  // dropped meanwhile
+    m->start = starts[i];
     convs.push_back(keys[i].conv);
   }
   if (convs.empty()) return done(ClientResult<bool>(true));
   SubscribeRaw(std::move(convs), [self = shared_from_this(), keys,
                                   done = std::move(done)](ClientResult<bool> r) mutable {
-    if (!r.ok()) self->Abandon(keys);
+    if (!r.ok()) {
+      self->Abandon(keys);
+      return done(std::move(r));
+    }
+    for (const Key& key : keys) {
+      Member* m = self->Find(key);
+      if (!m) continue;
+      m->ready = true;
+      if (self->Front(key.sub, key.conv) == m) {
+        self->StartFront(key.sub, key.conv);
+        self->EndIfCut(key.sub, key.conv);
+      }
+    }
     done(std::move(r));
   });
 }
 
 void SubscriptionKeeper::Abandon(const std::vector<Key>& keys) {
-  std::vector<std::string> gone;
+  std::map<uint64_t, std::vector<std::string>> released;
   for (const Key& key : keys) {
-    if (Current(key) && DropMember(key.sub, key.conv)) gone.push_back(key.conv);
+    if (!Find(key)) continue;
+    DropMember(key.sub, key.conv, key.epoch);
+    released[key.sub].push_back(key.conv);
   }
-  if (!gone.empty()) Unsubscribe(std::move(gone), nullptr);
+  for (auto& [sub, convs] : released) Release(sub, convs, nullptr);
 }
 
-bool SubscriptionKeeper::DropMember(uint64_t sub, const std::string& conv) {
-  auto s = subs_.find(sub);
-  if (s == subs_.end() || s->second.members.erase(conv) == 0) return false;
-  s->second.queue->Forget(conv);
-  auto r = raw_.find(conv);
-  if (r == raw_.end()) return false;
-  r->second.subs.erase(sub);
-  if (!r->second.subs.empty()) return false;
-  // A lost one is gone from the server with its connection.
-  const bool sent = r->second.state == State::kSubscribing || r->second.state == State::kLive;
-  raw_.erase(r);
-  max_unchecked_.erase(conv);
-  return sent;
-}
-
-void SubscriptionKeeper::Remove(uint64_t sub, std::vector<std::string> conv_ids, Done<bool> done) {
-  std::vector<std::string> gone;
+void SubscriptionKeeper::CutMembers(uint64_t sub, std::vector<std::string> conv_ids,
+                                    Done<bool> done) {
+  std::vector<Key> keys;
+  std::vector<std::string> convs;
+  std::set<std::string> seen;
   for (const std::string& conv : conv_ids) {
-    if (DropMember(sub, conv)) gone.push_back(conv);
+    Member* m = Holding(sub, conv);
+    if (!m || !seen.insert(conv).second) continue;
+    keys.push_back(Key{sub, conv, m->epoch});
+    convs.push_back(conv);
   }
-  if (gone.empty()) return done(ClientResult<bool>(true));
-  Unsubscribe(std::move(gone), std::move(done));
+  if (keys.empty()) return done(ClientResult<bool>(true));
+  const size_t n = convs.size();
+  ops_.max_seqs(std::move(convs), [self = shared_from_this(), sub, keys, n, done = std::move(done)](
+                                      ClientResult<std::vector<int64_t>> r) mutable {
+    if (!r.ok() || r->size() != n) {  // nothing removed
+      if (r.ok()) return done(ClientResult<bool>(StatusCode::kProtocol, "malformed MAX_SEQS"));
+      return done(ClientResult<bool>(r.code(), r.message()));
+    }
+    std::vector<std::string> cut;
+    for (size_t i = 0; i < n; ++i) {
+      Member* m = self->Find(keys[i]);
+      if (!m || m->removed()) continue;
+      m->gate->cut = std::max<int64_t>((*r)[i], 0);
+      cut.push_back(keys[i].conv);
+      if (m->ready && self->Front(sub, keys[i].conv) == m) {
+        self->subs_[sub].queue->NoteMaxSeq(keys[i].conv, m->gate->cut);
+        self->EndIfCut(sub, keys[i].conv);
+      }
+    }
+    self->ArmTick();
+    self->Release(sub, cut, std::move(done));
+  });
+}
+
+void SubscriptionKeeper::DropMember(uint64_t sub, const std::string& conv, uint64_t epoch) {
+  auto s = subs_.find(sub);
+  if (s == subs_.end()) return;
+  auto c = s->second.convs.find(conv);
+  if (c == s->second.convs.end()) return;
+  std::deque<Member>& runs = c->second;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].epoch != epoch) continue;
+    runs[i].gate->dropped = true;
+    const bool owned = i == 0 && runs[i].ready;
+    runs.erase(runs.begin() + static_cast<std::ptrdiff_t>(i));
+    if (owned) s->second.queue->Forget(conv);
+    break;
+  }
+  if (runs.empty()) {
+    s->second.convs.erase(c);
+    s->second.queue->Forget(conv);
+    return;
+  }
+  if (runs.front().ready) {
+    StartFront(sub, conv);
+    EndIfCut(sub, conv);
+  }
 }
 
 void SubscriptionKeeper::CloseSubscription(uint64_t sub) {
   auto s = subs_.find(sub);
   if (s == subs_.end() || sub == kDefaultSub) return;
-  std::vector<std::string> convs;
-  for (const auto& [conv, m] : s->second.members) convs.push_back(conv);
-  std::vector<std::string> gone;
-  for (const std::string& conv : convs) {
-    if (DropMember(sub, conv)) gone.push_back(conv);
-  }
-  subs_.erase(sub);
-  if (!gone.empty()) Unsubscribe(std::move(gone), nullptr);
-}
-
-// A conversation subscribed again while its UNSUBSCRIBE was in flight may
-// have reached the server in either order: it is subscribed once more.
-void SubscriptionKeeper::Unsubscribe(std::vector<std::string> convs, Done<bool> done) {
-  ops_.unsubscribe(convs, [self = shared_from_this(), convs,
-                           done = std::move(done)](ClientResult<bool> r) mutable {
-    for (const std::string& conv : convs) {
-      auto it = self->raw_.find(conv);
-      if (self->closed_ || it == self->raw_.end() || it->second.state == State::kIdle) continue;
-      it->second.state = State::kLost;
-      self->max_unchecked_.erase(conv);
-    }
-    self->ArmTick();
-    if (done) done(std::move(r));
-  });
-}
-
-// Sends SUBSCRIBE for convs; on its answer they are live (a MAX_SEQS to
-// follow), or lost (re-subscribed on a later tick).
-void SubscriptionKeeper::SubscribeRaw(std::vector<std::string> convs,
-                                      std::function<void(ClientResult<bool>)> then) {
-  for (const std::string& conv : convs) {
-    if (auto it = raw_.find(conv); it != raw_.end()) it->second.state = State::kSubscribing;
-  }
-  auto self = shared_from_this();
-  ops_.subscribe(
-      convs, [self](Message m) { self->OnPush(m); },
-      [self](std::vector<std::string> lost, std::string reason) {
-        self->OnLost(std::move(lost), reason);
-      },
-      [self, convs, then = std::move(then)](ClientResult<bool> r) {
-        for (const std::string& conv : convs) {
-          auto it = self->raw_.find(conv);
-          if (self->closed_ || it == self->raw_.end()) continue;
-          if (it->second.state != State::kSubscribing) continue;  // lost again meanwhile
-          it->second.state = r.ok() ? State::kLive : State::kLost;
-          if (r.ok()) self->max_unchecked_.insert(conv);
-        }
-        if (!self->closed_) {
-          self->CheckMaxSeqs();
-          self->ArmTick();
-        }
-        then(std::move(r));
-      });
-}
-
-void SubscriptionKeeper::OnLost(std::vector<std::string> convs, const std::string& reason) {
-  std::vector<std::string> ours;
-  for (std::string& conv : convs) {
-    auto it = raw_.find(conv);
-    if (closed_ || it == raw_.end() || it->second.state == State::kIdle) continue;
-    it->second.state = State::kLost;
-    max_unchecked_.erase(conv);
-    ours.push_back(std::move(conv));
-  }
-  if (ours.empty()) return;
-  if (!resubscribe_in_flight_ && resubscribe_at_ <= Clock::now()) {
-    resubscribe_at_ = Clock::now() + Backoff();
-  }
-  Tell(ours, reason);
-  ArmTick();
-}
-
-void SubscriptionKeeper::Resubscribe() {
-  std::vector<std::string> lost;
-  for (const auto& [conv, r] : raw_) {
-    if (r.state == State::kLost) lost.push_back(conv);
-  }
-  if (lost.empty()) return;
-  resubscribe_in_flight_ = true;
-  SubscribeRaw(lost, [self = shared_from_this(), lost](ClientResult<bool> r) {
-    self->resubscribe_in_flight_ = false;
-    if (self->closed_) return;
-    if (r.ok()) {
-      self->failures_ = 0;
-      return;
-    }
-    if (!Transient(r.code())) {
-      std::vector<std::string> refused;
-      for (const std::string& conv : lost) {
-        if (self->raw_.count(conv)) refused.push_back(conv);
-      }
-      self->Tell(refused, "gave up re-subscribing: " + r.ToString());
-      for (const std::string& conv : refused) {
-        const std::set<uint64_t> holders = self->raw_[conv].subs;
-        for (uint64_t sub : holders) self->DropMember(sub, conv);
-      }
-    }
-    ++self->failures_;
-    self->resubscribe_at_ = Clock::now() + self->Backoff();
-  });
-}
-
-// Posts on_lost once per callback set, for the started members of convs.
-void SubscriptionKeeper::Tell(const std::vector<std::string>& convs, const std::string& reason) {
-  std::map<std::shared_ptr<Handlers>, std::vector<std::string>> by_handlers;
-  for (const std::string& conv : convs) {
-    auto r = raw_.find(conv);
-    if (r == raw_.end()) continue;
-    for (uint64_t sub : r->second.subs) {
-      auto m = subs_[sub].members.find(conv);
-      if (m != subs_[sub].members.end() && m->second.started) {
-        by_handlers[m->second.handlers].push_back(conv);
-      }
+  std::vector<std::string> held;
+  for (auto& [conv, runs] : s->second.convs) {
+    for (Member& m : runs) {
+      m.gate->dropped = true;
+      if (!m.removed()) held.push_back(conv);
     }
   }
-  for (auto& [handlers, list] : by_handlers) {
-    std::sort(list.begin(), list.end());
-    ops_.post([handlers = handlers, list = std::move(list), reason]() mutable {
-      if (handlers->on_lost) handlers->on_lost(std::move(list), reason);
-    });
-  }
+  std::deque<std::function<void(Done2)>> waiting = std::move(s->second.ops);
+  subs_.erase(s);
+  Release(sub, held, nullptr);
+  for (auto& op : waiting) op(nullptr);  // each finds the subscription gone: kCancelled
 }
 
 void SubscriptionKeeper::Close() {

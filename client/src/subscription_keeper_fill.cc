@@ -1,6 +1,7 @@
-// SubscriptionKeeper's delivery and gap filling: pushes to every member's
-// queue, the application's callbacks, MAX_SEQS after each SUBSCRIBE answer
-// and every resync_every, pulls, and the tick (subscription_keeper.h).
+// SubscriptionKeeper's memberships taking a subscription's queue, delivery
+// and gap filling: pushes to every holder's queue, the application's
+// callbacks, MAX_SEQS after each SUBSCRIBE answer and every resync_every,
+// pulls, and the tick (subscription_keeper.h).
 #include <algorithm>
 
 #include "subscription_keeper.h"
@@ -19,26 +20,85 @@ constexpr int kMissesToSkip = 3;
 
 }  // namespace
 
+SubscriptionKeeper::Member* SubscriptionKeeper::Find(const Key& key) {
+  auto s = subs_.find(key.sub);
+  if (closed_ || s == subs_.end()) return nullptr;
+  auto c = s->second.convs.find(key.conv);
+  if (c == s->second.convs.end()) return nullptr;
+  for (Member& m : c->second) {
+    if (m.epoch == key.epoch) return &m;
+  }
+  return nullptr;
+}
+
+SubscriptionKeeper::Member* SubscriptionKeeper::Front(uint64_t sub, const std::string& conv) {
+  auto s = subs_.find(sub);
+  if (closed_ || s == subs_.end()) return nullptr;
+  auto c = s->second.convs.find(conv);
+  return c == s->second.convs.end() || c->second.empty() ? nullptr : &c->second.front();
+}
+
+SubscriptionKeeper::Member* SubscriptionKeeper::Holding(uint64_t sub, const std::string& conv) {
+  auto s = subs_.find(sub);
+  if (closed_ || s == subs_.end()) return nullptr;
+  auto c = s->second.convs.find(conv);
+  if (c == s->second.convs.end() || c->second.empty() || c->second.back().removed()) {
+    return nullptr;
+  }
+  return &c->second.back();
+}
+
+// A member takes pushes and asks MAX_SEQS (what came since its start is
+// pulled); a removed one pulls up to its cut.
+void SubscriptionKeeper::StartFront(uint64_t sub, const std::string& conv) {
+  Member& m = *Front(sub, conv);
+  ReceiveQueue& q = *subs_[sub].queue;
+  q.Forget(conv);
+  m.misses = 0;
+  q.SetLocalSeq(conv, m.start);
+  if (m.removed()) {
+    q.NoteMaxSeq(conv, m.gate->cut);
+  } else if (raw_.count(conv)) {
+    max_unchecked_.insert(conv);
+    CheckMaxSeqs();
+  }
+}
+
+void SubscriptionKeeper::EndIfCut(uint64_t sub, const std::string& conv) {
+  for (;;) {
+    Member* f = Front(sub, conv);  // null also when sub is gone
+    if (!f || !f->ready || !f->removed()) return;
+    Sub& s = subs_[sub];
+    if (s.queue->local_seq(conv) < f->gate->cut) return;
+    std::deque<Member>& runs = s.convs[conv];
+    runs.pop_front();
+    s.queue->Forget(conv);
+    if (runs.empty()) {
+      s.convs.erase(conv);
+      return;
+    }
+    if (!runs.front().ready) return;  // it starts when its SUBSCRIBE answers
+    StartFront(sub, conv);
+  }
+}
+
 void SubscriptionKeeper::OnPush(const Message& m) {
   auto r = raw_.find(m.conv_id);
   if (closed_ || r == raw_.end()) return;
   for (uint64_t sub : r->second.subs) {
-    Sub& s = subs_[sub];
-    auto member = s.members.find(m.conv_id);
-    if (member != s.members.end() && member->second.started) s.queue->Offer(m);
+    Member* f = Front(sub, m.conv_id);
+    if (f && f->ready && !f->removed()) subs_[sub].queue->Offer(m);
   }
 }
 
-// Posts on_message; it runs only if the member is still the one that was
-// delivered to (not removed, not added again) when its turn comes.
+// Posts on_message; when its turn comes it runs only if its membership was
+// not dropped and the message is at or below the cut of a removal.
 void SubscriptionKeeper::Deliver(uint64_t sub, const Message& m) {
-  auto s = subs_.find(sub);
-  if (s == subs_.end()) return;
-  auto member = s->second.members.find(m.conv_id);
-  if (member == s->second.members.end()) return;
-  ops_.post([self = shared_from_this(), key = Key{sub, m.conv_id, member->second.epoch},
-             handlers = member->second.handlers, m]() mutable {
-    if (self->Current(key) && handlers->on_message) handlers->on_message(std::move(m));
+  Member* f = Front(sub, m.conv_id);
+  if (!f) return;
+  ops_.post([self = shared_from_this(), gate = f->gate, handlers = f->handlers, m]() mutable {
+    if (self->closed_ || gate->dropped || (gate->cut >= 0 && m.seq > gate->cut)) return;
+    if (handlers->on_message) handlers->on_message(std::move(m));
   });
 }
 
@@ -61,11 +121,8 @@ void SubscriptionKeeper::CheckMaxSeqs() {
         continue;
       }
       for (uint64_t sub : it->second.subs) {
-        Sub& s = self->subs_[sub];
-        auto member = s.members.find(convs[i]);
-        if (member != s.members.end() && member->second.started) {
-          s.queue->NoteMaxSeq(convs[i], (*r)[i]);
-        }
+        Member* f = self->Front(sub, convs[i]);
+        if (f && f->ready && !f->removed()) self->subs_[sub].queue->NoteMaxSeq(convs[i], (*r)[i]);
       }
     }
   });
@@ -78,11 +135,10 @@ void SubscriptionKeeper::Pull(uint64_t sub, const std::string& conv, int64_t fro
   o.limit = kPullLimit;
   ops_.pull(conv, o, [self = shared_from_this(), sub, conv, from, to](ClientResult<PullPage> page) {
     if (self->closed_ || !page.ok()) return;  // re-asked on a tick
-    auto s = self->subs_.find(sub);
-    if (s == self->subs_.end()) return;
-    auto member = s->second.members.find(conv);
-    if (member == s->second.members.end() || !member->second.started) return;
+    Member* f = self->Front(sub, conv);
+    if (!f || !f->ready) return;
     self->OnPulled(sub, conv, from, to, *page);
+    self->EndIfCut(sub, conv);
   });
 }
 
@@ -93,9 +149,7 @@ void SubscriptionKeeper::OnPulled(uint64_t sub, const std::string& conv, int64_t
   if (s.queue->local_seq(conv) >= from || !page.is_end) return;
   // The range's start did not come back. A server that lags (a replica
   // behind) answers it later; seqs below the conversation's min seq never.
-  auto member = s.members.find(conv);
-  if (member == s.members.end()) return;
-  Member& m = member->second;
+  Member& m = *Front(sub, conv);
   if (m.miss_from != from) {
     m.miss_from = from;
     m.misses = 0;
@@ -109,8 +163,13 @@ void SubscriptionKeeper::OnPulled(uint64_t sub, const std::string& conv, int64_t
   s.queue->SetLocalSeq(conv, first_present - 1);
 }
 
+bool SubscriptionKeeper::HasMembers() const {
+  return std::any_of(subs_.begin(), subs_.end(),
+                     [](const auto& s) { return !s.second.convs.empty(); });
+}
+
 void SubscriptionKeeper::ArmTick() {
-  if (ticking_ || closed_ || raw_.empty()) return;
+  if (ticking_ || closed_ || (raw_.empty() && !HasMembers())) return;
   ticking_ = true;
   timer_.expires_after(kTickEvery);
   timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {

@@ -294,3 +294,33 @@ TEST_CASE("subscriptions: a handle that outlives its client") {
   CHECK(sub->Remove({"sg_a"}).code() == seqd::client::StatusCode::kCancelled);
   sub.reset();
 }
+
+// Remove ends a membership at a cut, the conversation's max seq when
+// Remove asks: what was stored before is delivered even if it had not come
+// yet (it is pulled), nothing stored after.
+TEST_CASE("subscriptions: Remove delivers through its cut, nothing after") {
+  std::map<std::string, ScriptedConv> convs;
+  Inbox inbox;
+  std::optional<ScriptedServer> server;
+  server.emplace(convs, [&convs](int n, std::string& out) {
+    ScriptedConv& c = convs["sg_r"];
+    if (n == 1) {
+      for (int64_t s = 1; s <= 3; ++s) c.Store(s);  // never pushed
+    } else if (n == 2) {
+      c.Store(4);
+      Push(out, "sg_r", c, 4);
+    }
+  });
+  {
+    seqd::client::Client client(Options(server->port()));
+    std::unique_ptr<seqd::client::Subscription> a =
+        client.NewSubscription(inbox.OnMessage(), inbox.OnLost());
+    REQUIRE(a->Add({"sg_r"}, {{"sg_r", 0}}).ok());
+    REQUIRE(a->Remove({"sg_r"}).ok());
+    REQUIRE(inbox.Wait([&] { return inbox.messages.size() >= 3; }));
+    REQUIRE(a->Add({"sg_x"}).ok());  // its SUBSCRIBE stores and pushes sg_r 4
+    std::this_thread::sleep_for(300ms);
+  }
+  server.reset();
+  CHECK(Seqs(inbox) == std::vector<int64_t>{1, 2, 3});
+}

@@ -17,13 +17,17 @@
 //   {"ev":"lost","sub":S,"convs":[...],"reason":"..."}
 // Ends at end of stdin (exit 0).
 //
-// Usage: client_live_subs_driver HOST:PORT SUB [SUB...]
+// Usage: client_live_subs_driver HOST:PORT SUB[:DELAY_US] [SUB[:DELAY_US]...]
+// (DELAY_US: how long SUB's on_message sleeps per message, on the client's
+// I/O thread: messages queue up behind it).
+#include <chrono>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "seqd/client.h"
@@ -106,7 +110,7 @@ void Run(const std::string& line,
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::cerr << "usage: client_live_subs_driver HOST:PORT SUB [SUB...]\n";
+    std::cerr << "usage: client_live_subs_driver HOST:PORT SUB[:DELAY_US] [SUB[:DELAY_US]...]\n";
     return 2;
   }
   seqd::client::ClientOptions o;
@@ -116,12 +120,15 @@ int main(int argc, char** argv) {
   seqd::client::Client client(o);
   std::map<std::string, std::unique_ptr<seqd::client::Subscription>> subs;
   for (int i = 2; i < argc; ++i) {
-    const std::string name = argv[i];
+    const std::vector<std::string> parts = Split(argv[i], ':');
+    const std::string name = parts.at(0);
+    const auto delay = std::chrono::microseconds(parts.size() > 1 ? std::stoll(parts[1]) : 0);
     subs[name] = client.NewSubscription(
-        [name](seqd::client::Message m) {
+        [name, delay](seqd::client::Message m) {
           Emit("{\"ev\":\"msg\",\"sub\":" + Quote(name) + ",\"conv\":" + Quote(m.conv_id) +
                ",\"seq\":" + std::to_string(m.seq) + ",\"cmid\":" + Quote(m.client_msg_id) +
                ",\"payload\":" + Quote(m.payload) + "}");
+          std::this_thread::sleep_for(delay);
         },
         [name](std::vector<std::string> convs, std::string reason) {
           Emit(Call("lost", name, convs) + ",\"reason\":" + Quote(reason) + "}");

@@ -10,16 +10,20 @@ adds one again, holds one in all three subscriptions, and adds one and
 removes one while seqd is down; seqd is killed twice (the SQLite store
 survives).
 
-The check, per subscription and conversation membership (from its "adding"
-line to its "removed" line): the messages delivered are consecutive seqs,
-each the acked message (client_msg_id, payload); the first is from + 1, or
-above every seq acked before the add command was written; every message sent
-after "added" was read and acked before the remove command was written is
-among them; a membership still open delivered everything. No message is
-delivered outside a membership: nothing before it, nothing after "removed"
-(messages queued at the removal are dropped). The subscriptions share the
-client's one connection: seqd counts 1 binary connection (the senders use
-HTTP), and its subscription gauge matches the conversations held.
+The check, per subscription and conversation membership (a delivery
+belongs to the membership whose "adding" line came last before it; a
+removed membership delivers through its cut, which may come after its
+"removed" line, and a later membership of the conversation only after that;
+the script re-adds long after a removal): the messages delivered are
+consecutive seqs, each the acked message (client_msg_id, payload); the first
+is from + 1, or above every seq acked before the add command was written;
+every message sent after "added" was read and acked before the remove
+command was written is among them, and none sent after "removed" was read
+(A's on_message is slow: it holds the client's I/O thread, so pushes and
+calls queue up behind it); a membership
+still open delivered everything. The subscriptions share the client's one
+connection: seqd counts 1 binary connection (the senders use HTTP), and its
+subscription gauge matches the conversations held.
 """
 import json
 import os
@@ -130,7 +134,7 @@ class Membership:
     def __init__(self, sub, conv, frm, cmd_t):
         self.sub, self.conv, self.frm, self.cmd_t = sub, conv, frm, cmd_t
         self.adding_idx = self.added_t = None
-        self.rm_cmd_t = self.removed_idx = None
+        self.rm_cmd_t = self.removed_idx = self.removed_t = None
 
     def __repr__(self):
         return "%s/%s[%s..%s]" % (self.sub, self.conv, self.adding_idx, self.removed_idx)
@@ -142,7 +146,7 @@ class LiveSubscriptions(unittest.TestCase):
         self.http_port, self.tcp_port = free_port(), free_port()
         self.store = store_spec("sqlite", self.tmp.name)
         self.holder = {"seqd": self.start_seqd()}
-        self.driver = Driver(self.tcp_port, ["A", "B", "C"])
+        self.driver = Driver(self.tcp_port, ["A:300", "B", "C"])
         self.driver.wait_for(lambda ev: ev["ev"] == "ready", "ready")
         self.members = []
         self.n_cmds = 0
@@ -200,15 +204,18 @@ class LiveSubscriptions(unittest.TestCase):
         for m in fresh:
             m.adding_idx, m.added_t = i, t
 
-    def remove(self, sub, convs):
+    def remove(self, sub, convs, wait=True):
         t = self.driver.command("remove %s %s" % (sub, ",".join(convs)))
-        j, _ = self.driver.wait_for(
+        return self.finish_remove(sub, convs, t) if wait else (sub, convs, t)
+
+    def finish_remove(self, sub, convs, t):
+        j, read_t = self.driver.wait_for(
             lambda ev: ev["ev"] == "removed" and ev["sub"] == sub and ev["convs"] == convs and
             not self.seen(ev), "removed %s %s" % (sub, convs))
         self.mark(j)
         for m in self.members:
             if m.sub == sub and m.conv in convs and m.removed_idx is None:
-                m.rm_cmd_t, m.removed_idx = t, j
+                m.rm_cmd_t, m.removed_idx, m.removed_t = t, j, read_t
 
     # Each result line matches one command: the ones taken are marked.
     def seen(self, ev):
@@ -260,10 +267,11 @@ class LiveSubscriptions(unittest.TestCase):
         time.sleep(0.2)
 
         self.kill_seqd()
-        self.remove("B", ["sg_lv1"])  # seqd is down
+        removing = self.remove("B", ["sg_lv1"], wait=False)  # its cut waits for seqd
         pending = self.add("C", ["sg_lv2"], {"sg_lv2": senders["sg_lv2"].max_seq()}, wait=False)
         time.sleep(0.3)
         self.holder["seqd"] = self.start_seqd()
+        self.finish_remove(*removing)
         self.finish_add(pending)  # it waited for seqd
         time.sleep(0.2)
         self.add("A", ["sg_lv0"])  # again, afresh
@@ -279,24 +287,35 @@ class LiveSubscriptions(unittest.TestCase):
         time.sleep(0.3)
 
     def wait_caught_up(self, senders):
+        """Until each membership delivered the last message acked (before its
+        remove command, if removed)."""
         deadline = time.time() + WAIT_S
         while time.time() < deadline:
-            last = {}
-            for _, ev in self.driver.snapshot():
+            got = {}
+            for idx, (_, ev) in enumerate(self.driver.snapshot()):
                 if ev["ev"] == "msg":
-                    last[(ev["sub"], ev["conv"])] = ev["seq"]
-            if all(last.get((m.sub, m.conv), 0) >= senders[m.conv].max_seq()
-                   for m in self.members if m.removed_idx is None):
+                    m = self.member_at(ev["sub"], ev["conv"], idx)
+                    got[id(m)] = max(got.get(id(m), 0), ev["seq"])
+            if all(got.get(id(m), 0) >= self.last_due(m, senders[m.conv].snapshot())
+                   for m in self.members):
                 return
             time.sleep(0.05)
-        self.fail("open memberships not caught up: %s" % self.members)
+        self.fail("memberships not caught up: %s" % self.members)
+
+    @staticmethod
+    def last_due(m, acked):
+        due = [seq for seq, (_, _, ack) in acked.items()
+               if (m.rm_cmd_t is None or ack < m.rm_cmd_t) and (m.frm is None or seq > m.frm)]
+        return max(due, default=0)
 
     def member_at(self, sub, conv, idx):
+        """The membership of sub in conv whose "adding" line came last before idx."""
+        best = None
         for m in self.members:
-            if (m.sub == sub and m.conv == conv and m.adding_idx < idx and
-                    (m.removed_idx is None or idx < m.removed_idx)):
-                return m
-        return None
+            if m.sub == sub and m.conv == conv and m.adding_idx < idx:
+                if best is None or m.adding_idx > best.adding_idx:
+                    best = m
+        return best
 
     def check(self, senders):
         got = {id(m): [] for m in self.members}
@@ -319,9 +338,12 @@ class LiveSubscriptions(unittest.TestCase):
                              % (m, b, a))
         for ev in got:
             self.assertIn(ev["seq"], acked, "%s: seq %d was never acked" % (m, ev["seq"]))
-            cid = acked[ev["seq"]][0]
+            cid, start, _ = acked[ev["seq"]]
             self.assertEqual((ev["cmid"], ev["payload"]), (cid, cid + "/payload"),
                              "%s: seq %d is another message" % (m, ev["seq"]))
+            if m.removed_t is not None:
+                self.assertLess(start, m.removed_t, "%s: seq %d sent after Remove returned"
+                                % (m, ev["seq"]))
         if seqs and m.frm is not None:
             self.assertEqual(seqs[0], m.frm + 1, "%s: starts at %d" % (m, seqs[0]))
         if seqs and m.frm is None:

@@ -90,7 +90,9 @@
 // contract above per conversation (whatever ClientOptions::resubscribe
 // says): each starts after from[conv] (the last seq the caller has; what
 // exists above it is pulled first), or after its max seq when Add was
-// called. Every subscription of a client, and its calls, share the
+// called, and Remove ends it at a cut, its max seq when Remove was called
+// (every message up to the cut still arrives, none after it). Every
+// subscription of a client, and its calls, share the
 // client's one connection per endpoint; two subscriptions holding the
 // same conversation each get every message of it. Do not mix them with
 // raw subscriptions (resubscribe = false) of the same conversations.
@@ -488,19 +490,25 @@ class Subscription {
   // server's tcp_max_subscriptions (10,000 by default): past it, kTooLarge.
   void Add(std::vector<std::string> conv_ids, std::map<std::string, int64_t> from,
            AsyncClient::Done<bool> done);
-  // Removes conversations: from the moment Remove runs on the strand, no
-  // on_message of them runs (those already posted are dropped). The server
-  // is told when no other subscription of the client holds them; `done`
-  // runs after that answer (true; an error means only that the server was
-  // not told: its pushes are dropped). Unknown conversations are ignored;
-  // a removed one may be added again (it starts afresh).
+  // Removes conversations at a cut: each one's max seq when Remove asks
+  // (MAX_SEQS). Every message up to the cut still reaches on_message, once,
+  // in order (those queued, and those still to pull: some after `done`),
+  // none after it: every message acked before Remove was called arrives,
+  // none sent after `done` ran. `done` gets the MAX_SEQS error (nothing
+  // removed), or runs once the cut is set and, for conversations no other
+  // subscription of the client holds, the server answered the UNSUBSCRIBE
+  // (true; an error means only that the server was not told: its pushes
+  // are dropped). Unknown conversations are ignored; a removed one may be
+  // added again: it starts afresh once the removed one reached its cut.
+  // Add and Remove of one subscription run one at a time, in call order.
   void Remove(std::vector<std::string> conv_ids, AsyncClient::Done<bool> done);
   // Blocking forms: wait for `done`. Never call them on the client's
   // executor (from a callback): they would wait forever.
   ClientResult<bool> Add(std::vector<std::string> conv_ids,
                          std::map<std::string, int64_t> from = {});
   ClientResult<bool> Remove(std::vector<std::string> conv_ids);
-  // Removes every conversation; later Adds fail with kCancelled.
+  // Drops every conversation at once (nothing more of them arrives, not
+  // even what is queued); later Adds fail with kCancelled.
   void Close();
 
   struct Impl;
