@@ -24,7 +24,7 @@ Status ValidateKeyText(std::string_view key) {
   return OkStatus();
 }
 
-Status ValidateClientKey(std::string_view key) {
+Status ValidateOtherClientKey(std::string_view key) {
   if (Status s = ValidateKeyText(key); !s) return s;
   if (KeyIsReserved(key)) {
     return MakeError(ErrorCode::kInvalidArgument,

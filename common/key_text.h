@@ -31,10 +31,25 @@ inline bool KeyIsReserved(std::string_view key) { return key.starts_with(kReserv
 // conversation, user and client message ids are checked with it too.
 Status ValidateKeyText(std::string_view key);
 
+// True for the common key: 1 to kMaxKeyLength bytes of printable ASCII
+// (0x20 to 0x7E), not reserved. Such a key passes ValidateClientKey(); a
+// key for which this is false may still pass it (UTF-8 text).
+inline bool IsPlainClientKey(std::string_view key) {
+  if (key.empty() || key.size() > kMaxKeyLength || KeyIsReserved(key)) return false;
+  for (char c : key) {
+    if (c < 0x20 || c > 0x7E) return false;  // char may be signed: bytes >= 0x80 are < 0
+  }
+  return true;
+}
+
 // ValidateKeyText(), and kInvalidArgument "keys starting with 'seqd.' are
 // reserved" for a reserved key: the check for every key a client names
 // (IdApi's Take, KeyAdmin), so each protocol refuses reserved keys as it
-// refuses a bad key.
-Status ValidateClientKey(std::string_view key);
+// refuses a bad key. Inline for the common key (a take's hot path).
+Status ValidateOtherClientKey(std::string_view key);
+inline Status ValidateClientKey(std::string_view key) {
+  if (IsPlainClientKey(key)) return OkStatus();
+  return ValidateOtherClientKey(key);
+}
 
 }  // namespace seqd

@@ -10,11 +10,6 @@ Error CountError(int64_t max) {
                    "count must be an integer in [1, " + std::to_string(max) + "]");
 }
 
-Status CheckCount(int64_t count, int64_t max) {
-  if (count < 1 || count > max) return CountError(max);
-  return OkStatus();
-}
-
 int64_t ParseCountText(std::string_view text) {
   if (text.empty()) return -1;
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();

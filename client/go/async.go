@@ -41,6 +41,10 @@ type IDsCall struct {
 // It may start further calls (NextIDsFunc, GoNextIDs): their frames leave
 // in one write with the rest of the batch. The ranges are the caller's.
 func (c *Client) NextIDsFunc(ctx context.Context, key string, count int, done func([]Range, error)) {
+	if ctx == nil {
+		go done(nil, errNilContext("NextIDsFunc"))
+		return
+	}
 	if ctx.Done() != nil || (count == 1 && c.opts.Prefetch > 0) || !c.startNextIDs(nil, key, count, done, false) {
 		go func() { done(c.NextIDs(ctx, key, count)) }()
 	}
@@ -50,9 +54,11 @@ func (c *Client) NextIDsFunc(ctx context.Context, key string, count int, done fu
 // connection of each endpoint (while it stays open), as seqbench keeps
 // each of its pipelines on one connection. A chain of NextIDsFunc
 // callbacks on a lane then reads and writes its batches on its own
-// connection; without lanes, the calls callbacks start go to whichever
-// connection is delivering a batch at that moment. Lanes are cheap (one
-// pointer); use as many as the pool has connections
+// connection; without lanes, the calls callbacks start go to the
+// connection that delivered last while it has room (endpoint.hotConn), so
+// chains gather on one connection (larger batches, fewer writes: the
+// cheaper choice while one connection, one server I/O thread, suffices).
+// Lanes are cheap (one pointer); use as many as the pool has connections
 // (Options.ConnsPerEndpoint) for an even spread. Safe for concurrent use.
 type Lane struct {
 	c  *Client
@@ -66,6 +72,10 @@ func (c *Client) Lane() *Lane { return &Lane{c: c} }
 // NextIDsFunc is Client.NextIDsFunc on the lane's connection.
 func (l *Lane) NextIDsFunc(ctx context.Context, key string, count int, done func([]Range, error)) {
 	c := l.c
+	if ctx == nil {
+		go done(nil, errNilContext("NextIDsFunc"))
+		return
+	}
 	if ctx.Done() != nil || (count == 1 && c.opts.Prefetch > 0) || !c.startNextIDs(l, key, count, done, false) {
 		go func() { done(c.NextIDs(ctx, key, count)) }()
 	}
@@ -88,6 +98,10 @@ func (c *Client) GoNextIDs(ctx context.Context, key string, count int, done chan
 		panic("seqd: GoNextIDs: done channel is unbuffered")
 	}
 	call := &IDsCall{Key: key, Count: count, Done: done}
+	if ctx == nil {
+		call.finish(nil, errNilContext("GoNextIDs"))
+		return call
+	}
 	if ctx.Done() != nil || (count == 1 && c.opts.Prefetch > 0) || !c.startNextIDs(nil, key, count, call.finish, true) {
 		go func() { call.finish(c.NextIDs(ctx, key, count)) }()
 	}
@@ -108,20 +122,17 @@ type asyncIDs struct {
 	// writing its batch (endBatch). A callback's next frame is queued
 	// before done returns.
 	wakes bool
+	// start: the monoNow time the attempt was entered (for the call's
+	// retry budget); set on delivery.
+	start int64
 }
 
-// startNextIDs sends the first attempt of NEXT_IDS(key, count) on an open
-// connection (lane's, when lane is set; else the one delivering a batch,
-// if any) and arranges for its answer to reach done (asyncIDs.complete);
-// false when that cannot be done without waiting (no open connection,
-// client closed, a bad count or key), and nothing was sent.
-func (c *Client) startNextIDs(lane *Lane, key string, count int, done func([]Range, error), wakes bool) bool {
-	if count < 1 || count > 0xFFFFFFFF || len(key) > 0xFFFF || c.isClosed() {
-		return false
-	}
-	var ep *endpoint
-	var flags uint16
-	routed := false
+// firstTarget is where the first attempt of a call on key goes without
+// waiting: an open connection (lane's, when lane is set; else the one
+// that delivered last while it has room, ep.hotConn; else the pool's
+// next), its endpoint, the
+// frame's flags and whether the router chose it. cn nil: none is open.
+func (c *Client) firstTarget(lane *Lane, key string) (cn *conn, ep *endpoint, flags uint16, routed bool) {
 	if c.router != nil && key != "" {
 		if addr, noForward, ok := c.router.route(key); ok {
 			ep, routed = c.endpointFor(addr), true
@@ -133,34 +144,50 @@ func (c *Client) startNextIDs(lane *Lane, key string, count int, done func([]Ran
 	if ep == nil {
 		ep = c.pickEndpoint(int(c.current.Load()))
 	}
-	var cn *conn
 	if lane != nil {
 		if cn = lane.cn.Load(); cn == nil || cn.ep != ep || !cn.usable() {
-			if cn, _ = c.pooledFast(ep); cn == nil {
-				return false
+			if cn, _ = c.pooledFast(ep); cn != nil {
+				lane.cn.Store(cn)
 			}
-			lane.cn.Store(cn)
 		}
-	} else if cn = ep.hot.Load(); cn == nil || !cn.usable() {
-		if cn, _ = c.pooledFast(ep); cn == nil {
-			return false
-		}
+	} else if cn = ep.hotConn(); cn == nil {
+		cn, _ = c.pooledFast(ep)
+	}
+	if cn != nil && c.router != nil && key != "" {
+		c.router.sent(routed)
+	}
+	return cn, ep, flags, routed
+}
+
+// startNextIDs sends the first attempt of NEXT_IDS(key, count) on an open
+// connection (firstTarget) and arranges for its answer to reach done
+// (asyncIDs.complete); false when that cannot be done without waiting (no
+// open connection, client closed, a bad count or key), and nothing was
+// sent.
+func (c *Client) startNextIDs(lane *Lane, key string, count int, done func([]Range, error), wakes bool) bool {
+	if count < 1 || count > 0xFFFFFFFF || len(key) > 0xFFFF || c.isClosed() {
+		return false
+	}
+	cn, ep, flags, routed := c.firstTarget(lane, key)
+	if cn == nil {
+		return false
 	}
 	pc := pendingPool.Get().(*pendingCall)
 	pc.op, pc.ctx, pc.timeout, pc.deadline = opNextIDs, context.Background(), c.opts.CallTimeout, 0
 	pc.async = asyncIDs{c: c, key: key, count: count, ep: ep, routed: routed, done: done, wakes: wakes}
-	if err := cn.enqueueKeyCount(pc, flags, key, uint32(count)); err != nil {
+	if _, err := cn.enqueueKeyCount(pc, flags, key, uint32(count)); err != nil {
 		pc.async, pc.ctx = asyncIDs{}, nil
 		pendingPool.Put(pc)
 		return false
 	}
+	c.counters.calls.Add(1)
 	return true
 }
 
 // complete takes the answer to the first attempt (payload: the OK result,
 // valid only during the call; or err): done, or continued as NextIDs
-// continues a failed attempt (the router told, then the retry rules on a
-// goroutine). Runs on the delivering goroutine: never blocks.
+// continues a failed attempt (the retry rules, on a goroutine). Runs on
+// the delivering goroutine: never blocks.
 func (a *asyncIDs) complete(payload []byte, err error) {
 	c := a.c
 	if err == nil {
@@ -170,19 +197,31 @@ func (a *asyncIDs) complete(payload []byte, err error) {
 		a.done(decodeNextIDs(payload, a.count))
 		return
 	}
-	code := CodeOf(err)
-	if a.routed {
+	prior := c.afterFirst(&failedAttempt{ep: a.ep, routed: a.routed, err: err, start: a.start})
+	if prior == nil {
+		a.done(nil, c.counters.failed(err))
+		return
+	}
+	key, count, done := a.key, a.count, a.done
+	go func() { done(c.nextIDsAfter(context.Background(), key, count, prior)) }()
+}
+
+// afterFirst: a first attempt made outside invoke (f) failed. It tells
+// the router, and returns f when the call goes on (a retryable error, or
+// a routed WRONG_OWNER, with attempts left and the client open), nil when
+// f.err is the call's error.
+func (c *Client) afterFirst(f *failedAttempt) *failedAttempt {
+	code := CodeOf(f.err)
+	if f.routed {
 		switch code {
 		case CodeWrongOwner, CodeUnavailable, CodeTimeout, CodeShuttingDown:
 			c.router.onWrongOwner()
 		}
 	}
-	if c.opts.MaxAttempts > 1 && (code.Retryable() || (a.routed && code == CodeWrongOwner)) && !c.isClosed() {
-		key, count, done := a.key, a.count, a.done
-		go func() { done(c.NextIDs(context.Background(), key, count)) }()
-		return
+	if c.opts.MaxAttempts > 1 && (code.Retryable() || (f.routed && code == CodeWrongOwner)) && !c.isClosed() {
+		return f
 	}
-	a.done(nil, err)
+	return nil
 }
 
 // finish sets call's results and sends it on Done (from a goroutine of its

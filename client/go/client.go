@@ -8,16 +8,25 @@
 // the context of every call. It is safe for concurrent use; make one per
 // process and share it.
 //
+// Contexts: every call takes a context, and its deadline is the call's
+// limit, retries included: a call retries a retryable failure until it
+// succeeds or its context ends (then a CodeTimeout error that matches
+// context.DeadlineExceeded, or CodeCancelled matching context.Canceled).
+// A context without a deadline gets Options.RetryBudget (10s by default)
+// as the call's limit instead. A nil context is refused with
+// CodeInvalidArgument (use context.Background() or context.TODO()).
+//
 // Retry rules (the C++ client's, client/include/seqd/client.h):
-//   - Each attempt is bounded by Options.CallTimeout (and by ctx). A call
-//     makes at most Options.MaxAttempts attempts.
+//   - Each attempt is bounded by Options.CallTimeout and by what is left of
+//     the call's limit. Options.MaxAttempts, when set, caps the attempts.
 //   - Retried: connection loss or a refused connect (UNAVAILABLE), an
 //     attempt's timeout (TIMEOUT), STORE_UNAVAILABLE, SHUTTING_DOWN and
 //     NOT_SERVING. Every other code is about the request itself and is
 //     returned at once.
 //   - A retry goes to the next endpoint in order, after a jittered
 //     exponential backoff (uniform in [b/2, b], b = BackoffInitial doubled
-//     per attempt, at most BackoffMax), unless ctx ends first.
+//     per attempt, at most BackoffMax), cut to half the time left when
+//     the budget would end first, unless ctx ends first.
 //   - Retrying NEXT_IDS / NEXT_BLOCK / SNOWFLAKE is safe: the IDs of a lost
 //     answer are skipped, never handed out twice.
 //   - SEND is re-sent byte for byte, with the same client message id: the
@@ -42,7 +51,6 @@ package seqd
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"net"
 	"strconv"
 	"sync"
@@ -65,13 +73,21 @@ type Options struct {
 	// verifies the server before its first frame. A failed handshake fails
 	// the attempt like a refused connect (UNAVAILABLE, next endpoint).
 	TLSConfig *tls.Config
-	// ConnsPerEndpoint: pooled connections per endpoint, calls spread
-	// round-robin over them. Default 2, at most 64.
+	// ConnsPerEndpoint: pooled connections per endpoint. Calls go to the
+	// one that delivered answers last while it has fewer than 128 in
+	// flight (one batch per round trip for all of them), else round robin
+	// over the pool. Default 2, at most 64.
 	ConnsPerEndpoint int
 	// CallTimeout: per attempt. Default 1s.
 	CallTimeout time.Duration
-	// MaxAttempts: attempts per call. Default 3.
+	// MaxAttempts: a cap on the attempts of one call. 0 (the default): no
+	// cap; the call's context deadline, or RetryBudget, ends its retries.
 	MaxAttempts int
+	// RetryBudget: how long a call whose context has no deadline may take
+	// in all, attempts and backoffs together; then it fails with
+	// CodeTimeout. A context's deadline, shorter or longer, takes its
+	// place. Default 10s.
+	RetryBudget time.Duration
 	// RouteByShard: cluster mode (docs/cluster.md): send keyed calls
 	// straight to the key's owner as the shard map says, with NO_FORWARD;
 	// on WRONG_OWNER fetch the map again and retry the ordinary way.
@@ -86,6 +102,30 @@ type Options struct {
 	// BackoffMax: cap of the retry delay and of an endpoint's down time.
 	// Default 1s.
 	BackoffMax time.Duration
+
+	// Dial, when set, opens every connection instead of a net.Dialer,
+	// called with network "tcp" and an endpoint as listed in Endpoints,
+	// bounded by ctx (ConnectTimeout and the call's context). TLS and AUTH
+	// still follow on what it returns. For a unix socket, a proxy or a
+	// dialer with its own settings (e.g. &net.Dialer{KeepAlive: ...}):
+	//
+	//	Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+	//		var d net.Dialer
+	//		return d.DialContext(ctx, "unix", "/run/seqd.sock")
+	//	},
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+	// Logger receives the client's log records (see Logger); nil: none.
+	// A *slog.Logger fits as it is.
+	Logger Logger
+	// OnRetry, when set, is called for every failed attempt that is tried
+	// again, before its backoff, on the call's goroutine. It must not
+	// block. (Also logged at Warn and counted in Metrics.Retries.)
+	OnRetry func(RetryEvent)
+	// OnFailover, when set, is called when a call's next attempt goes to
+	// another endpoint than its failed one, on the call's goroutine. It
+	// must not block. (Also logged at Warn and counted in
+	// Metrics.Failovers.)
+	OnFailover func(FailoverEvent)
 }
 
 // Client is a seqd client. Safe for concurrent use by many goroutines.
@@ -119,6 +159,8 @@ type Client struct {
 	// extras lets other files of the package keep per-client state (the
 	// router, the subscription keeper) without touching this struct.
 	extras sync.Map
+
+	counters counters // Metrics
 }
 
 var roundRobin atomic.Uint32
@@ -143,7 +185,10 @@ func New(opts Options) (*Client, error) {
 		opts.CallTimeout = time.Second
 	}
 	if opts.MaxAttempts == 0 {
-		opts.MaxAttempts = 3
+		opts.MaxAttempts = noAttemptCap
+	}
+	if opts.RetryBudget == 0 {
+		opts.RetryBudget = defaultRetryBudget
 	}
 	if opts.ConnectTimeout == 0 {
 		opts.ConnectTimeout = time.Second
@@ -157,10 +202,10 @@ func New(opts Options) (*Client, error) {
 	switch {
 	case opts.ConnsPerEndpoint < 1 || opts.ConnsPerEndpoint > 64:
 		return nil, errorf(CodeInvalidArgument, "ConnsPerEndpoint must be 1..64")
-	case opts.CallTimeout < 0 || opts.ConnectTimeout < 0:
+	case opts.CallTimeout < 0 || opts.ConnectTimeout < 0 || opts.RetryBudget < 0:
 		return nil, errorf(CodeInvalidArgument, "timeouts must be positive")
 	case opts.MaxAttempts < 1:
-		return nil, errorf(CodeInvalidArgument, "MaxAttempts must be at least 1")
+		return nil, errorf(CodeInvalidArgument, "MaxAttempts must be 0 (no cap) or more")
 	case opts.BackoffInitial < 0 || opts.BackoffMax < opts.BackoffInitial:
 		return nil, errorf(CodeInvalidArgument, "need 0 <= BackoffInitial <= BackoffMax")
 	case len(opts.Token) > maxAuthSecret:
@@ -231,90 +276,6 @@ func (c *Client) callEnc(ctx context.Context, key string, op byte, e *enc) ([]by
 // callKeyed is the full call path of a keyed op (see SEAMS in transport.go).
 func (c *Client) callKeyed(ctx context.Context, key string, op byte, payload []byte) ([]byte, error) {
 	return c.invoke(ctx, key, op, payload)
-}
-
-// invoke runs a call's attempts by the retry rules (package comment). The
-// first attempt goes to the key's owner when the router knows it; any
-// other to the current endpoint, then the next ones in order.
-func (c *Client) invoke(ctx context.Context, key string, op byte, payload []byte) ([]byte, error) {
-	if c.isClosed() {
-		return nil, errorf(CodeCancelled, "client closed")
-	}
-	next := int(c.current.Load())
-	routable := c.router != nil && key != ""
-	var lastErr error
-	for attempt := 1; ; attempt++ {
-		var ep *endpoint
-		var flags uint16
-		routed := false
-		if routable {
-			if addr, noForward, ok := c.router.route(key); ok {
-				ep, routed = c.endpointFor(addr), true
-				if noForward {
-					flags |= flagNoForward
-				}
-			}
-		}
-		if ep == nil {
-			ep = c.pickEndpoint(next)
-		}
-		res, err := c.callEP(ctx, ep, c.opts.CallTimeout, op, flags, payload)
-		if err == nil {
-			if !routed && ep.index < len(c.opts.Endpoints) {
-				c.current.Store(int32(ep.index))
-			}
-			return res, nil
-		}
-		if ctx.Err() != nil {
-			if c.isClosed() {
-				return nil, errorf(CodeCancelled, "client closed")
-			}
-			return nil, ctxError(ctx, opName(op))
-		}
-		code := CodeOf(err)
-		lastErr = err
-		if routed {
-			routable = false // the next attempts go the ordinary way
-			switch code {
-			case CodeWrongOwner, CodeUnavailable, CodeTimeout, CodeShuttingDown:
-				c.router.onWrongOwner()
-			}
-			if code == CodeWrongOwner && attempt < c.opts.MaxAttempts {
-				next = int(c.current.Load())
-				continue
-			}
-		}
-		if !code.Retryable() || attempt >= c.opts.MaxAttempts {
-			break
-		}
-		if ep.index < len(c.opts.Endpoints) {
-			next = ep.index + 1
-		} else {
-			next = int(c.current.Load())
-		}
-		t := time.NewTimer(c.jittered(attempt))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			if c.isClosed() {
-				return nil, errorf(CodeCancelled, "client closed")
-			}
-			return nil, ctxError(ctx, opName(op))
-		case <-c.closing:
-			t.Stop()
-			return nil, errorf(CodeCancelled, "client closed")
-		}
-	}
-	var e *Error
-	if errors.As(lastErr, &e) {
-		e2 := *e
-		if c.opts.MaxAttempts > 1 && e2.Code.Retryable() {
-			e2.Message += " (after " + strconv.Itoa(c.opts.MaxAttempts) + " attempts)"
-		}
-		return nil, &e2
-	}
-	return nil, lastErr
 }
 
 func opName(op byte) string {

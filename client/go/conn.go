@@ -23,6 +23,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -37,8 +38,12 @@ import (
 func (c *Client) dial(ctx context.Context, ep *endpoint, pooled bool, onPush func(byte, []byte), onClose func(error)) (*conn, error) {
 	dctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout)
 	defer cancel()
-	var d net.Dialer
-	nc, err := d.DialContext(dctx, "tcp", ep.addr)
+	dialContext := c.opts.Dial
+	if dialContext == nil {
+		var d net.Dialer
+		dialContext = d.DialContext
+	}
+	nc, err := dialContext(dctx, "tcp", ep.addr)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctxError(ctx, "connect to "+ep.addr)
@@ -84,9 +89,7 @@ func (c *Client) dial(ctx context.Context, ep *endpoint, pooled bool, onPush fun
 	cn := &conn{c: c, ep: ep, pooled: pooled, nc: nc, onPush: onPush, onClose: onClose,
 		done: make(chan struct{}),
 		kick: make(chan struct{}, 1)}
-	if tc, ok := nc.(*net.TCPConn); ok {
-		cn.raw, _ = tc.SyscallConn()
-	}
+	cn.raw = rawConn(nc)
 	if !c.track(cn) {
 		nc.Close()
 		return nil, errorf(CodeCancelled, "client closed")
@@ -94,6 +97,26 @@ func (c *Client) dial(ctx context.Context, ep *endpoint, pooled bool, onPush fun
 	go cn.readLoop()
 	go cn.writeLoop()
 	return cn, nil
+}
+
+// rawConn is nc's file descriptor for the reader's non-blocking writes
+// (writeNow): a TCP or unix socket's; nil for any other net.Conn (TLS, a
+// custom Dial's wrapper), whose writes go through the writer goroutine.
+func rawConn(nc net.Conn) syscall.RawConn {
+	var sc syscall.Conn
+	switch x := nc.(type) {
+	case *net.TCPConn:
+		sc = x
+	case *net.UnixConn:
+		sc = x
+	default:
+		return nil
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return raw
 }
 
 func netReason(err error) error {
@@ -185,32 +208,55 @@ func (cn *conn) callTimeout(ctx context.Context, timeout time.Duration, op byte,
 		pendingPool.Put(pc)
 		return nil, err
 	}
-	done := ctx.Done()
-	if done == nil {
-		r := <-pc.ch
+	res, _, err := cn.await(ctx, pc, id)
+	return res, err
+}
+
+// callKeyCount is callTimeout for op with a payload of a str key and a
+// u32 count, written straight into the write buffer (no payload buffer).
+// start is the monoNow time the call was entered, 0 when timeout is 0.
+// REQUIRES: len(key) <= 0xFFFF.
+func (cn *conn) callKeyCount(ctx context.Context, timeout time.Duration, op byte, flags uint16, key string, count uint32) (res []byte, start int64, err error) {
+	pc := pendingPool.Get().(*pendingCall)
+	pc.op, pc.ctx, pc.timeout, pc.deadline = op, ctx, timeout, 0
+	id, err := cn.enqueueKeyCount(pc, flags, key, count)
+	if err != nil {
 		pc.ctx = nil
 		pendingPool.Put(pc)
-		return r.payload, r.err
+		return nil, 0, err
 	}
-	select {
-	case r := <-pc.ch:
-		pc.ctx = nil
-		pendingPool.Put(pc)
-		return r.payload, r.err
-	case <-done:
+	return cn.await(ctx, pc, id)
+}
+
+// await waits for the result of pc, entered as id, or for ctx to end
+// (then pc leaves the pending table: a late answer is dropped), and puts
+// pc back in the pool. start: as callKeyCount's.
+func (cn *conn) await(ctx context.Context, pc *pendingCall, id uint32) (res []byte, start int64, err error) {
+	var r callResult
+	if done := ctx.Done(); done == nil {
+		r = <-pc.ch
+	} else {
+		select {
+		case r = <-pc.ch:
+		case <-done:
+			r.err = ctxError(ctx, "no answer from "+cn.ep.addr)
+			cn.mu.Lock()
+			mine := cn.pending.remove(id, pc)
+			cn.inFlight.Store(int32(cn.pending.len()))
+			cn.mu.Unlock()
+			if !mine {
+				// Whoever took it from the table sends its result: wait for
+				// that before reusing pc (it comes at once).
+				<-pc.ch
+			}
+		}
 	}
-	err = ctxError(ctx, "no answer from "+cn.ep.addr)
-	cn.mu.Lock()
-	mine := cn.pending.remove(id, pc)
-	cn.mu.Unlock()
-	if !mine {
-		// Whoever took it from the table sends its result: wait for that
-		// before reusing pc (it comes at once).
-		<-pc.ch
+	if pc.timeout > 0 {
+		start = pc.deadline - int64(pc.timeout)
 	}
 	pc.ctx = nil
 	pendingPool.Put(pc)
-	return nil, err
+	return r.payload, start, r.err
 }
 
 // enqueue gives pc (op, ctx, timeout and async set) a request id, enters
@@ -232,19 +278,19 @@ func (cn *conn) enqueue(pc *pendingCall, flags uint16, payload []byte) (uint32, 
 
 // enqueueKeyCount is enqueue for a payload of a str key and a u32 count,
 // written straight into the write buffer. REQUIRES: len(key) <= 0xFFFF.
-func (cn *conn) enqueueKeyCount(pc *pendingCall, flags uint16, key string, count uint32) error {
+func (cn *conn) enqueueKeyCount(pc *pendingCall, flags uint16, key string, count uint32) (uint32, error) {
 	cn.mu.Lock()
 	id, err := cn.enterLocked(pc)
 	if err != nil {
 		cn.mu.Unlock()
-		return err
+		return 0, err
 	}
 	b := appendHeader(cn.wbuf, pc.op, flags, id, 2+len(key)+4)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(key)))
 	b = append(b, key...)
 	cn.wbuf = binary.BigEndian.AppendUint32(b, count)
 	cn.queuedLocked()
-	return nil
+	return id, nil
 }
 
 // enterLocked gives pc a request id and enters it in the pending table
@@ -255,6 +301,7 @@ func (cn *conn) enterLocked(pc *pendingCall) (uint32, error) {
 	}
 	pc.reads = cn.reads.Load()
 	id := cn.pending.add(pc)
+	cn.inFlight.Store(int32(cn.pending.len()))
 	if pc.timeout > 0 {
 		// In a batch, the clock read at its start: a deadline at most the
 		// batch's delivery (microseconds) early, for one clock read per
@@ -318,6 +365,7 @@ func (cn *conn) expire() {
 	if next != 0 {
 		cn.armLocked(next, now)
 	}
+	cn.inFlight.Store(int32(cn.pending.len()))
 	reads := cn.reads.Load()
 	cn.mu.Unlock()
 	stalled := false
@@ -355,6 +403,11 @@ func (cn *conn) fail(err error, markDown bool) {
 	}
 	cn.closeErr = callErr
 	pending := cn.pending.removeIf(func(*pendingCall) bool { return true })
+	cn.inFlight.Store(0)
+	if cn.pooled {
+		cn.ep.full.Store(false)
+		cn.ep.hot.CompareAndSwap(cn, nil)
+	}
 	if cn.timer != nil {
 		cn.timer.Stop()
 	}
@@ -363,6 +416,9 @@ func (cn *conn) fail(err error, markDown bool) {
 	close(cn.done)
 	if markDown {
 		cn.c.markDown(cn.ep)
+	}
+	if err != nil && CodeOf(err) != CodeCancelled {
+		cn.c.noteConnLost(cn.ep, err, !markDown && len(pending) == 0)
 	}
 	for _, pc := range pending {
 		pc.deliver(nil, callErr)
@@ -493,6 +549,7 @@ func (cn *conn) takeAnswer(id uint32, inBatch *bool, woken *int) *pendingCall {
 	if pc == nil {
 		return nil
 	}
+	cn.inFlight.Store(int32(cn.pending.len()))
 	if !*inBatch {
 		*inBatch, cn.delivering, cn.batchAt = true, true, monoNow()
 		if cn.pooled {
@@ -519,6 +576,9 @@ func (cn *conn) deliverAnswer(pc *pendingCall, f inFrame) {
 		cn.mu.Lock()
 		cn.draining = true
 		cn.unusable.Store(true)
+		if cn.pooled {
+			cn.ep.full.Store(false)
+		}
 		cn.mu.Unlock()
 		cn.c.markDown(cn.ep)
 	}

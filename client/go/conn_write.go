@@ -84,9 +84,6 @@ func (cn *conn) endBatch(woken int) {
 	}
 	cn.delivering = false
 	cn.batchIn = 0
-	if cn.pooled {
-		cn.ep.hot.CompareAndSwap(cn, nil)
-	}
 	if cn.raw != nil && !cn.kicked && len(cn.wbuf) > 0 && !cn.closed {
 		cn.writeNow() // unlocks cn.mu
 		return

@@ -36,8 +36,9 @@ const (
 
 // The client's own codes.
 const (
-	// CodeTimeout: no answer within the call's deadline (the context's, or
-	// Options.CallTimeout on the last attempt).
+	// CodeTimeout: no answer within the call's limit (its context's
+	// deadline, or Options.RetryBudget), or within Options.CallTimeout on
+	// the last attempt Options.MaxAttempts allows.
 	CodeTimeout Code = 100
 	// CodeUnavailable: no endpoint reachable, or the connection was lost.
 	CodeUnavailable Code = 101

@@ -16,8 +16,11 @@ func (r Range) Len() int64 { return r.Last - r.First + 1 }
 // prefetch cache (see NextID). Retried by the retry rules: the IDs of a
 // lost answer are skipped, never handed out twice.
 func (c *Client) NextIDs(ctx context.Context, key string, count int) ([]Range, error) {
-	if count < 1 || count > 0xFFFFFFFF {
-		return nil, errorf(CodeInvalidArgument, "count must be at least 1")
+	if ctx == nil {
+		return nil, errNilContext("NEXT_IDS")
+	}
+	if err := checkCount(count, idsCountLimit); err != nil {
+		return nil, err
 	}
 	if count == 1 && c.opts.Prefetch > 0 {
 		id, err := c.nextFromCache(ctx, key)
@@ -29,12 +32,69 @@ func (c *Client) NextIDs(ctx context.Context, key string, count int) ([]Range, e
 	return c.nextIDs(ctx, key, count)
 }
 
-// nextIDs is one NEXT_IDS call (never from the cache).
+// The protocol's largest count (a u32), and what bounds it further on
+// the server, for checkCount's error.
+const (
+	maxCount            = 0xFFFFFFFF
+	idsCountLimit       = "the server's max_count, 10,000 by default, is lower"
+	snowflakeCountLimit = "the server's snowflake max count, 4,096 by default, is lower"
+)
+
+// checkCount is the error of a count outside 1..maxCount, nil for one
+// inside; limit says what bounds it further on the server.
+func checkCount(count int, limit string) error {
+	switch {
+	case count < 1:
+		return errorf(CodeInvalidArgument, "count must be at least 1, got %d", count)
+	case int64(count) > maxCount:
+		return errorf(CodeInvalidArgument, "count must be at most %d (%s), got %d", int64(maxCount), limit, count)
+	}
+	return nil
+}
+
+// nextIDs is one NEXT_IDS call (never from the cache). Its first attempt
+// goes the cheap way when a connection is open (firstTarget): the frame
+// written straight into the connection's buffer, no payload buffer, no
+// retry state; a failure continues by the retry rules (nextIDsAfter).
+// REQUIRES: ctx not nil, count checked.
 func (c *Client) nextIDs(ctx context.Context, key string, count int) ([]Range, error) {
+	if len(key) > 0xFFFF || c.opts.RetryBudget < c.opts.CallTimeout || c.isClosed() {
+		return c.nextIDsAfter(ctx, key, count, nil)
+	}
+	cn, ep, flags, routed := c.firstTarget(nil, key)
+	if cn == nil {
+		return c.nextIDsAfter(ctx, key, count, nil)
+	}
+	c.counters.calls.Add(1)
+	res, start, err := cn.callKeyCount(ctx, c.opts.CallTimeout, opNextIDs, flags, key, uint32(count))
+	if err == nil {
+		if !routed && ep.index < len(c.opts.Endpoints) {
+			c.current.Store(int32(ep.index))
+		}
+		return decodeNextIDs(res, count)
+	}
+	if ctx.Err() != nil {
+		cs := callState{op: opNextIDs}
+		return nil, c.counters.failed(c.endedError(ctx, &cs))
+	}
+	prior := c.afterFirst(&failedAttempt{ep: ep, routed: routed, err: err, start: start})
+	if prior == nil {
+		return nil, c.counters.failed(err)
+	}
+	return c.nextIDsAfter(ctx, key, count, prior)
+}
+
+// nextIDsAfter is nextIDs continuing after prior, a failed first attempt
+// made elsewhere (async.go), when prior is set.
+func (c *Client) nextIDsAfter(ctx context.Context, key string, count int, prior *failedAttempt) ([]Range, error) {
 	var e enc
 	e.str(key)
 	e.u32(uint32(count))
-	res, err := c.callEnc(ctx, key, opNextIDs, &e)
+	p, err := e.payload()
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.invokeAfter(ctx, key, opNextIDs, p, prior)
 	if err != nil {
 		return nil, err
 	}
@@ -84,8 +144,8 @@ func (c *Client) NextID(ctx context.Context, key string) (int64, error) {
 // never spanning two segments (IDs left in a segment too short for the
 // block are skipped, never handed out). Never from the prefetch cache.
 func (c *Client) NextBlock(ctx context.Context, key string, count int) (first, last int64, err error) {
-	if count < 1 || count > 0xFFFFFFFF {
-		return 0, 0, errorf(CodeInvalidArgument, "count must be at least 1")
+	if err := checkCount(count, idsCountLimit); err != nil {
+		return 0, 0, err
 	}
 	var e enc
 	e.str(key)
@@ -100,8 +160,8 @@ func (c *Client) NextBlock(ctx context.Context, key string, count int) (first, l
 // token is 1 to 64 printable ASCII bytes without spaces, unique per key
 // (a random hex string will do).
 func (c *Client) NextBlockOnce(ctx context.Context, key string, count int, token string) (first, last int64, err error) {
-	if count < 1 || count > 0xFFFFFFFF {
-		return 0, 0, errorf(CodeInvalidArgument, "count must be at least 1")
+	if err := checkCount(count, idsCountLimit); err != nil {
+		return 0, 0, err
 	}
 	if len(token) == 0 || len(token) > 255 {
 		return 0, 0, errorf(CodeInvalidArgument, "token must be 1 to 64 printable ASCII bytes")
@@ -258,8 +318,8 @@ func (c *Client) SetMinSeqs(ctx context.Context, minSeqs map[string]int64) error
 // endpoint: the IDs of a lost answer are never issued again. After a
 // failover, the next server's IDs may be smaller than the last ones seen.
 func (c *Client) Snowflake(ctx context.Context, count int) ([]int64, error) {
-	if count < 1 || count > 0xFFFFFFFF {
-		return nil, errorf(CodeInvalidArgument, "count must be at least 1")
+	if err := checkCount(count, snowflakeCountLimit); err != nil {
+		return nil, err
 	}
 	var e enc
 	e.u32(uint32(count))

@@ -75,7 +75,7 @@ func (c *Client) Send(ctx context.Context, m OutgoingMessage) (SendResult, error
 type PullOptions struct {
 	FromSeq    int64  // default 1
 	ToSeq      int64  // 0: up to the conversation's max
-	Limit      int    // 1..1000, default 100
+	Limit      int    // default 100; above 1000 (the protocol's maximum) counts as 1000
 	Descending bool   // from ToSeq down
 	UserID     string // "": no member window applies
 }
@@ -104,7 +104,10 @@ func (d *dec) messages(conv string) []Message {
 // messageMin: the fewest bytes a message takes on the wire.
 const messageMin = 8 + 8 + 2 + 2 + 4 + 1 + 8 + 4
 
-// PullRange returns the messages with FromSeq <= seq <= ToSeq (PULL_RANGE).
+// PullRange returns the messages with FromSeq <= seq <= ToSeq (PULL_RANGE),
+// at most o.Limit of them: 100 when 0, and at most 1000 (a larger Limit is
+// clamped to 1000, the protocol's maximum page; IsEnd tells whether more
+// follow).
 func (c *Client) PullRange(ctx context.Context, convID string, o PullOptions) (PullPage, error) {
 	if o.FromSeq == 0 {
 		o.FromSeq = 1
@@ -112,8 +115,11 @@ func (c *Client) PullRange(ctx context.Context, convID string, o PullOptions) (P
 	if o.Limit == 0 {
 		o.Limit = 100
 	}
-	if o.Limit < 1 || o.Limit > maxListItems {
-		return PullPage{}, errorf(CodeInvalidArgument, "limit must be 1..1000")
+	if o.Limit > maxListItems {
+		o.Limit = maxListItems // a page holds at most that; IsEnd says whether more follow
+	}
+	if o.Limit < 0 {
+		return PullPage{}, errorf(CodeInvalidArgument, "Limit must not be negative (0: 100, at most 1000)")
 	}
 	var e enc
 	e.str(convID)

@@ -9,10 +9,7 @@ package seqd
 import (
 	"context"
 	"sync"
-	"time"
 )
-
-func timeDuration(n int) time.Duration { return time.Duration(n) }
 
 type keyCache struct {
 	mu     sync.Mutex
@@ -74,13 +71,12 @@ func (c *Client) nextFromCache(ctx context.Context, key string) (int64, error) {
 }
 
 // startRefill fetches Prefetch IDs of key in the background, bounded by
-// MaxAttempts × CallTimeout and by the client's life. kc.mu held.
+// RetryBudget and by the client's life. kc.mu held.
 func (c *Client) startRefill(key string, kc *keyCache) {
 	rf := &refill{done: make(chan struct{})}
 	kc.refill = rf
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(),
-			c.opts.CallTimeout*timeDuration(c.opts.MaxAttempts)+c.opts.BackoffMax*timeDuration(c.opts.MaxAttempts))
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.RetryBudget)
 		defer cancel()
 		go func() {
 			select {

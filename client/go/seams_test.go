@@ -20,6 +20,7 @@ type fakeRouter struct {
 
 func (r *fakeRouter) route(key string) (string, bool, bool) { return r.to, r.noForward, true }
 func (r *fakeRouter) onWrongOwner()                         { r.wrong.Add(1) }
+func (r *fakeRouter) sent(routed bool)                      {}
 
 func TestRouterSeam(t *testing.T) {
 	s := testseqd.Start(t)

@@ -96,22 +96,26 @@ type shardRouter struct {
 
 func (r *shardRouter) route(key string) (string, bool, bool) {
 	if r.unsupported.Load() {
-		r.unrouted.Add(1)
 		return "", false, false
 	}
 	r.fetch(false)
 	t := r.table.Load()
 	if t == nil {
-		r.unrouted.Add(1)
 		return "", false, false
 	}
 	addr := t.owner[ShardOf(key, t.shards)]
 	if addr == "" || r.c.endpointFor(addr).isDown() {
-		r.unrouted.Add(1)
 		return "", false, false
 	}
-	r.routed.Add(1)
 	return addr, true, true
+}
+
+func (r *shardRouter) sent(routed bool) {
+	if routed {
+		r.routed.Add(1)
+	} else {
+		r.unrouted.Add(1)
+	}
 }
 
 func (r *shardRouter) onWrongOwner() {

@@ -60,7 +60,11 @@ type router interface {
 	// route: the endpoint ("host:port") that owns key, whether to send it
 	// with NO_FORWARD, and ok = false when there is no answer (no map yet,
 	// no live owner): the call then goes the ordinary way.
+	// It counts nothing: see sent.
 	route(key string) (endpoint string, noForward bool, ok bool)
+	// sent: an attempt of a keyed call went out on route's answer (routed:
+	// route said ok), counted once in Stats.
+	sent(routed bool)
 	// onWrongOwner: a routed call found the map wrong or its owner
 	// unreachable; fetch the map again (in the background).
 	onWrongOwner()
@@ -85,12 +89,38 @@ type endpoint struct {
 	// not down. Atomic: read on every call without a lock or a clock read.
 	downUntil atomic.Int64
 
-	// hot: the pooled connection whose reader is handing out a batch of
-	// answers, nil if none. New calls go there (the calls its answers
-	// woke, in a closed loop): their frames then leave in the one write
-	// the reader wakes at the batch's end, as with the C++ client's
-	// per-connection pipelines, instead of one write per connection.
+	// hot: the pooled connection whose reader began a batch of answers
+	// last, nil if none. New calls go there while it has room (hotConn):
+	// the calls its answers woke, in a closed loop, queue their frames
+	// while it delivers and leave in the one write at the batch's end, so
+	// the calls in flight gather on one connection in batches as large as
+	// they are many, instead of one smaller batch (and one write, one read,
+	// one wake-up of a thread) per pooled connection.
 	hot atomic.Pointer[conn]
+	// full: every slot of the pool held an open connection when one was
+	// last dialed, and none has closed since. Until then hotConn is
+	// nil, so calls go round robin and fill the pool (pooled dials).
+	full atomic.Bool
+}
+
+// hotMaxInFlight: calls in flight on ep.hot beyond which new calls go
+// round robin over the pool instead (pooledFast), so that heavy load
+// still spreads over the pool's connections (and the server's threads).
+// Batches of this size already amortize a read and a write well.
+const hotMaxInFlight = 128
+
+// hotConn is ep.hot if it takes new calls (the pool is full, and it is
+// open with fewer than hotMaxInFlight calls in flight), else nil.
+// Lock-free.
+func (ep *endpoint) hotConn() *conn {
+	if !ep.full.Load() {
+		return nil
+	}
+	cn := ep.hot.Load()
+	if cn == nil || !cn.usable() || cn.inFlight.Load() >= hotMaxInFlight {
+		return nil
+	}
+	return cn
 }
 
 // slot holds one pooled connection, or the dial making it.
@@ -98,6 +128,7 @@ type slot struct {
 	cn      *conn
 	dialing chan struct{} // closed when the dial ends
 	err     error         // the last dial's error (read after dialing closes)
+	used    bool          // a dial succeeded before (the next one is a reconnect)
 }
 
 // conn is one TCP (or TLS) connection with its pipelined calls.
@@ -127,6 +158,7 @@ type conn struct {
 	spare      []byte        // the buffer the last write used, for reuse
 	kick       chan struct{} // buffered 1: wakes the writer goroutine
 	pending    callTable     // the calls in flight
+	inFlight   atomic.Int32  // pending.len(), for hotConn without mu
 	closed     bool
 	closeErr   error
 	draining   bool        // SHUTTING_DOWN seen: no new calls
@@ -167,6 +199,7 @@ func (pc *pendingCall) deliver(payload []byte, err error) {
 		return
 	}
 	a := pc.async
+	a.start = pc.deadline - int64(pc.timeout)
 	pc.async, pc.ctx = asyncIDs{}, nil
 	pendingPool.Put(pc)
 	a.complete(payload, err)
@@ -321,9 +354,26 @@ func (c *Client) pooled(ctx context.Context, ep *endpoint) (*conn, error) {
 
 	ep.mu.Lock()
 	s.dialing, s.cn, s.err = nil, cn, err
+	again := s.used
+	s.used = s.used || err == nil
+	ep.full.Store(ep.allOpenLocked())
 	ep.mu.Unlock()
 	close(ch)
+	if err == nil {
+		c.noteConnected(ep, again)
+	}
 	return cn, err
+}
+
+// allOpenLocked: every slot of ep's pool holds an open connection.
+// REQUIRES: ep.mu held.
+func (ep *endpoint) allOpenLocked() bool {
+	for _, s := range ep.slots {
+		if s.cn == nil || !s.cn.usable() {
+			return false
+		}
+	}
+	return true
 }
 
 // call is ONE attempt of op on a pooled connection to endpoint (see SEAMS).
@@ -337,9 +387,9 @@ func (c *Client) callEP(ctx context.Context, ep *endpoint, timeout time.Duration
 	if c.isClosed() {
 		return nil, errorf(CodeCancelled, "client closed")
 	}
-	cn := ep.hot.Load()
+	cn := ep.hotConn()
 	var err error
-	if cn == nil || !cn.usable() {
+	if cn == nil {
 		cn, err = c.pooledFast(ep)
 	}
 	if cn == nil {
@@ -379,5 +429,10 @@ func (c *Client) openConn(ctx context.Context, endpoint string, onPush func(op b
 	if c.isClosed() {
 		return nil, errorf(CodeCancelled, "client closed")
 	}
-	return c.dial(ctx, c.endpointFor(endpoint), false, onPush, onClose)
+	ep := c.endpointFor(endpoint)
+	cn, err := c.dial(ctx, ep, false, onPush, onClose)
+	if err == nil {
+		c.noteConnected(ep, false)
+	}
+	return cn, err
 }

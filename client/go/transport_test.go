@@ -62,3 +62,111 @@ func TestHotConnectionIsAlwaysPooled(t *testing.T) {
 		t.Fatal("no pooled connection was ever seen delivering a batch")
 	}
 }
+
+// fillPool opens every connection of c's pool to addr (one Ping per slot,
+// in turn) and returns them with their endpoint.
+func fillPool(t *testing.T, c *Client, addr string) (*endpoint, []*conn) {
+	t.Helper()
+	ep := c.endpointFor(addr)
+	for range ep.slots {
+		if err := c.Ping(ctxT(t, 5*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	var conns []*conn
+	for _, s := range ep.slots {
+		if s.cn == nil {
+			t.Fatal("a pool slot is still empty")
+		}
+		conns = append(conns, s.cn)
+	}
+	if !ep.full.Load() {
+		t.Fatal("the pool is open but not marked full")
+	}
+	return ep, conns
+}
+
+// Blocking calls in a closed loop gather on the connection that delivered
+// last (one batch, one write per round trip), not one batch per pooled
+// connection.
+func TestBlockingCallsGatherOnOneConnection(t *testing.T) {
+	s := testseqd.Start(t)
+	c := newClient(t, Options{Endpoints: []string{s.Addr()}, ConnsPerEndpoint: 4})
+	_, conns := fillPool(t, c, s.Addr())
+	before := make([]uint64, len(conns))
+	for i, cn := range conns {
+		before[i] = cn.reads.Load()
+	}
+	ctx := ctxT(t, 20*time.Second)
+	parallel(16, func(int) {
+		for i := 0; i < 300; i++ {
+			if _, err := c.NextID(ctx, "n_gather"); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	var total, busiest uint64
+	for i, cn := range conns {
+		n := cn.reads.Load() - before[i]
+		total += n
+		if n > busiest {
+			busiest = n
+		}
+	}
+	if total != 16*300 || busiest < total*8/10 {
+		t.Fatalf("answers per connection: busiest %d of %d (want all %d, 80%% on one)", busiest, total, 16*300)
+	}
+}
+
+// Beyond hotMaxInFlight calls in flight on the hot connection, new calls
+// spread over the pool; every call still completes, no ID twice.
+func TestCallsSpreadWhenHotConnectionIsFull(t *testing.T) {
+	s := testseqd.Start(t)
+	c := newClient(t, Options{Endpoints: []string{s.Addr()}, ConnsPerEndpoint: 4, CallTimeout: 10 * time.Second})
+	_, conns := fillPool(t, c, s.Addr())
+	if _, err := c.NextID(ctxT(t, 5*time.Second), "n_spread"); err != nil {
+		t.Fatal(err)
+	}
+	s.Pause()
+	n := 2 * hotMaxInFlight
+	ids := make([]int64, n)
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		ctx := ctxT(t, 20*time.Second)
+		parallel(n, func(g int) {
+			var err error
+			if ids[g], err = c.NextID(ctx, "n_spread"); err != nil {
+				t.Error(err)
+			}
+		})
+	}()
+	inFlight := func() (sum, used int) {
+		for _, cn := range conns {
+			if k := int(cn.inFlight.Load()); k > 0 {
+				sum, used = sum+k, used+1
+			}
+		}
+		return sum, used
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for sum, _ := inFlight(); sum < n && time.Now().Before(deadline); sum, _ = inFlight() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	sum, used := inFlight()
+	s.Resume()
+	<-finished
+	if sum != n || used < 2 {
+		t.Fatalf("%d calls in flight over %d connections, want %d over at least 2", sum, used, n)
+	}
+	seen := map[int64]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			t.Fatalf("ID %d handed out twice", id)
+		}
+		seen[id] = true
+	}
+}

@@ -57,6 +57,9 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
 
   asio::strand<asio::any_io_executor> strand;
   const ClientOptions options;
+  // options.max_attempts, or the largest int for 0 (no cap: the call's
+  // deadline ends its retries).
+  const int attempt_cap;
   std::shared_ptr<asio::ssl::context> tls_context;  // options.tls only
   // Grows (never shrinks) as the shard map names owners not given in
   // options.endpoints: index it, never keep references across handlers.

@@ -181,11 +181,11 @@ void AsyncClient::Impl::RetryOrFail(const std::shared_ptr<Call>& call, StatusCod
     // the next attempt go the ordinary way (a server forwards it).
     call->routed = false;
     FetchShardMap(/*force=*/true);
-    if (code == StatusCode::kWrongOwner && call->attempt < options.max_attempts) {
+    if (code == StatusCode::kWrongOwner && call->attempt < attempt_cap) {
       return StartAttempt(call, current);
     }
   }
-  if (Retryable(code) && call->attempt < options.max_attempts) {
+  if (Retryable(code) && call->attempt < attempt_cap) {
     const size_t next = (static_cast<size_t>(call->endpoint) + 1) % endpoints.size();
     Clock::duration backoff = JitteredBackoff(call->attempt);
     if (call->deadline != Clock::time_point::max()) {

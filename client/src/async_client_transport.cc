@@ -9,6 +9,7 @@
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/write.hpp>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
 #include "async_client_impl.h"
@@ -28,6 +29,8 @@ std::atomic<size_t> g_round_robin{0};
 AsyncClient::Impl::Impl(asio::any_io_executor executor, ClientOptions opts)
     : strand(asio::make_strand(std::move(executor))),
       options(std::move(opts)),
+      attempt_cap(options.max_attempts > 0 ? options.max_attempts
+                                           : std::numeric_limits<int>::max()),
       rng(std::random_device{}()) {
   if (options.endpoints.empty()) throw std::invalid_argument("seqd client: no endpoints");
   for (const std::string& name : options.endpoints) {
@@ -39,7 +42,7 @@ AsyncClient::Impl::Impl(asio::any_io_executor executor, ClientOptions opts)
     ep.name = name;
     endpoints.push_back(std::move(ep));
   }
-  if (options.max_attempts < 1) throw std::invalid_argument("seqd client: max_attempts < 1");
+  if (options.max_attempts < 0) throw std::invalid_argument("seqd client: max_attempts < 0");
   if (options.token.size() > proto::kMaxAuthSecret) {
     throw std::invalid_argument("seqd client: token longer than 256 bytes");
   }
@@ -48,6 +51,10 @@ AsyncClient::Impl::Impl(asio::any_io_executor executor, ClientOptions opts)
   }
   if (options.call_deadline.count() < 0) {
     throw std::invalid_argument("seqd client: call_deadline < 0");
+  }
+  if (options.max_attempts == 0 && options.call_deadline.count() == 0) {
+    throw std::invalid_argument(
+        "seqd client: max_attempts 0 (no cap) needs a call_deadline (0: none)");
   }
   if (options.connect_timeout.count() <= 0 || options.call_timeout.count() <= 0) {
     throw std::invalid_argument("seqd client: timeouts must be positive");

@@ -171,6 +171,10 @@ std::unique_ptr<client::Client> MakeClient(const Args& args, std::chrono::millis
   options.endpoints = args.tcp;
   options.call_timeout = timeout;
   options.connect_timeout = timeout;
+  // A command reports an unreachable server after a few quick attempts
+  // rather than retrying for the library's default call_deadline.
+  options.max_attempts = 3;
+  options.call_deadline = std::chrono::milliseconds(0);
   options.token = args.token;
   args.tls.ApplyTo(options);
   try {

@@ -5,31 +5,26 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include "server/metrics/series.h"
+
 namespace seqd {
 namespace {
 
-prometheus::Counter* Counter(prometheus::Registry& r, const char* name, const char* help,
-                             const prometheus::Labels& labels = {}) {
-  return &prometheus::BuildCounter().Name(name).Help(help).Register(r).Add(labels);
+prometheus::Counter* Counter(prometheus::Registry& r, const char* name, const char* help) {
+  return &OneCounter(r, name, help);
 }
 
 prometheus::Gauge* Gauge(prometheus::Registry& r, const char* name, const char* help) {
-  return &prometheus::BuildGauge().Name(name).Help(help).Register(r).Add({});
+  return &OneGauge(r, name, help);
 }
 
 // A counter family by result: sets `ok` and `failed` to its "ok" and
 // "error" children.
 void CountersByResult(prometheus::Registry& r, const char* name, const char* help,
                       prometheus::Counter*& ok, prometheus::Counter*& failed) {
-  auto& family = prometheus::BuildCounter().Name(name).Help(help).Register(r);
+  auto& family = CounterFamily(r, name, help);
   ok = &family.Add({{"result", "ok"}});
   failed = &family.Add({{"result", "error"}});
-}
-
-// Set a counter that mirrors a running total kept elsewhere.
-void AdvanceTo(prometheus::Counter* c, int64_t total) {
-  const double delta = static_cast<double>(total) - c->Value();
-  if (delta > 0) c->Increment(delta);
 }
 
 }  // namespace
@@ -72,8 +67,8 @@ void ClusterMetrics::Round(bool ok, double seconds, int64_t shards_owned, int64_
   shards_unowned_->Set(static_cast<double>(shards_unowned));
 }
 
-void ClusterMetrics::TakeoversTo(int64_t total) { AdvanceTo(takeovers_, total); }
-void ClusterMetrics::HandoffsTo(int64_t total) { AdvanceTo(handoffs_, total); }
+void ClusterMetrics::TakeoversTo(int64_t total) { CatchUp(takeovers_, total); }
+void ClusterMetrics::HandoffsTo(int64_t total) { CatchUp(handoffs_, total); }
 void ClusterMetrics::Fenced() { fenced_->Increment(); }
 void ClusterMetrics::Forwarded(bool ok) { (ok ? forwards_ok_ : forwards_failed_)->Increment(); }
 void ClusterMetrics::WrongOwner() { wrong_owner_->Increment(); }

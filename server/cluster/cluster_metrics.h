@@ -7,12 +7,7 @@
 
 #include <cstdint>
 
-namespace prometheus {
-class Registry;
-class Counter;
-class Gauge;
-class Histogram;
-}  // namespace prometheus
+#include "server/metrics/series.h"  // names the prometheus classes held here
 
 namespace seqd {
 

@@ -1,7 +1,8 @@
 // One HTTP/1.1 connection (as Beast's advanced server example): the TLS
 // handshake, reading one request at a time (parser, limits, header checks),
-// ApiRouter, writing the answer or a stream's sink, keep-alive, the
-// deadline, lingering after a final answer (bytes, checks: http_exchange.h).
+// ApiRouter, writing the answer, keep-alive, the deadline, lingering after
+// a final answer (bytes, checks: http_exchange.h). An answer that is an
+// event stream hands the connection to an SseSession (sse_session.h).
 // One class template over three streams whose flags every handler shares;
 // Beast's templates compile here only.
 #include "server/http/http_session.h"
@@ -25,7 +26,6 @@
 
 #include "server/base/log.h"
 #include "server/http/api_router.h"
-#include "server/http/stream/event_sink.h"
 #include "server/http/http_deadline.h"
 #include "server/http/http_exchange.h"
 #include "server/http/http_ops.h"
@@ -34,6 +34,8 @@
 #include "server/http/http_sockets.h"
 #include "server/http/request_ids.h"
 #include "server/http/request_parser.h"
+#include "server/http/sse_session.h"
+#include "server/http/stream/event_sink.h"
 #include "server/service/request_metrics.h"
 #include "server/service/services.h"
 #include "server/service/wire_errors.h"
@@ -50,11 +52,9 @@ namespace {
 
 using Response = HttpResponse;
 
-// How long a connection we are closing may keep sending before we drop it,
-// and how much of that we read (so our last response is not lost to a RST).
-constexpr std::chrono::seconds kLingerTime{2};
+// How much a connection we are closing may send while it lingers
+// (kHttpLingerTime) before we drop it.
 constexpr size_t kLingerBytes = 1 << 20;
-constexpr size_t kDiscardBufferBytes = 4096;
 // A connection's response buffer keeps at most this much room between answers.
 constexpr size_t kKeptResponseBytes = 64 * 1024;
 // The most one read asks for (as Beast's reads).
@@ -101,10 +101,6 @@ class Session : public ListenedSession,
     if constexpr (!kTls) Tcp().non_blocking(true, ec);
   }
 
-  ~Session() override {
-    if (stream_sink_) stream_sink_->End();
-  }
-
   // Starts serving (after the TLS handshake, which must finish within the
   // idle timeout); with `reject`, answers 503 and closes instead.
   void Start(bool reject) override {
@@ -117,16 +113,13 @@ class Session : public ListenedSession,
     });
   }
 
-  // Server shutdown: close now if idle, else after the response in flight;
-  // a streamed answer ends after what is queued (within the linger time).
+  // Server shutdown: close now if idle, else after the response in flight.
+  // Once the connection is handed to an SseSession, that session stops it.
   void Stop() override {
     net::post(ex_, [self = shared_from_this()] {
+      if (self->handed_over_) return;
       self->stopping_ = true;
       if (!self->busy_) return self->Close();
-      if (self->stream_sink_) {
-        self->ExpiresAfter(self->StreamWriteTime());
-        self->stream_sink_->CloseAfter("");
-      }
     });
   }
 
@@ -401,103 +394,34 @@ class Session : public ListenedSession,
     DoRead();  // one request at a time: read the next only now
   }
 
-  // --- streaming (server/http/stream/event_sink.h) ----------------------------------
-  // After the head, one write in flight at a time drains the sink, and a
-  // read stays pending to notice the client leaving (what it sends is
-  // discarded). No idle deadline: only each write must finish within the
-  // write timeout (a reader that stopped reading).
+  // --- streaming (server/http/stream/event_sink.h) ---------------------------
+  // The router answers with an event stream: the connection goes on as an
+  // SseSession, which writes `head` and then what the sink is given.
   std::shared_ptr<EventSink> StartStream(Response head, size_t max_bytes) override {
     auto sink = std::make_shared<EventSink>(max_bytes);
-    sink->SetWake([weak = weak_from_this()] {
-      if (auto self = weak.lock()) net::post(self->ex_, [self] { self->DoStreamWrite(); });
-    });
     net::post(ex_, [self = shared_from_this(), head = std::move(head), sink]() mutable {
-      self->OnStreamStart(std::move(head), std::move(sink));
+      self->HandOverStream(std::move(head), std::move(sink));
     });
     return sink;
   }
 
-  void OnStreamStart(Response head, std::shared_ptr<EventSink> sink) {
+  void HandOverStream(Response head, std::shared_ptr<EventSink> sink) {
     if (stopping_ || !Tcp().is_open()) {
       sink->End();
       return Close();
     }
-    stream_sink_ = std::move(sink);
     head.keep_alive(false);  // the body ends with the connection
-    out_.clear();
-    SerializeResponse(head, /*head=*/false, out_);
-    if (head_) stream_sink_->CloseAfter("");  // HEAD: the head alone
-    stream_writing_ = true;
-    WriteExpiresAfter(StreamWriteTime());
-    net::async_write(stream_, net::buffer(out_),
-                     beast::bind_front_handler(&Session<Stream>::OnStreamHead, shared_from_this()));
-  }
-
-  void OnStreamHead(error_code ec, size_t /*bytes*/) {
-    stream_writing_ = false;
-    deadline_.WriteDone();
-    if (ec) return EndStream();
-    buffer_.clear();  // what the client sent after its request (it should send none)
-    discard_ = std::make_unique<char[]>(kDiscardBufferBytes);
-    DoStreamRead();
-    DoStreamWrite();
-  }
-
-  void DoStreamRead() {
-    stream_.async_read_some(
-        net::buffer(discard_.get(), kDiscardBufferBytes),
-        beast::bind_front_handler(&Session<Stream>::OnStreamRead, shared_from_this()));
-  }
-
-  void OnStreamRead(error_code ec, size_t /*bytes*/) {
-    if (ec) return EndStream();  // the client closed (or the socket was closed)
-    DoStreamRead();
-  }
-
-  void DoStreamWrite() {
-    if (stream_writing_ || !stream_sink_) return;
-    out_.clear();
-    switch (stream_sink_->Take(out_)) {
-      case EventSink::Took::kIdle:
-        return ExpiresNever();
-      case EventSink::Took::kClose:
-        // Everything written: half-close; the pending read sees the client
-        // close (or the linger deadline closes).
-        stream_sink_->End();
-        stream_sink_.reset();
-        ShutdownSend();
-        ExpiresAfter(std::min<Clock::duration>(kLingerTime, server_->options.idle_timeout));
-        return;
-      case EventSink::Took::kBytes:
-        break;
-    }
-    stream_writing_ = true;
-    WriteExpiresAfter(StreamWriteTime());
-    net::async_write(
-        stream_, net::buffer(out_),
-        beast::bind_front_handler(&Session<Stream>::OnStreamWrite, shared_from_this()));
-  }
-
-  void OnStreamWrite(error_code ec, size_t bytes) {
-    stream_writing_ = false;
-    deadline_.WriteDone();
-    if (stream_sink_) stream_sink_->Written(bytes);
-    if (ec) return EndStream();
-    DoStreamWrite();
-  }
-
-  // How long one write of a stream may take: the write timeout, as an
-  // answer's, or the linger time once the server is stopping (so the drain
-  // does not wait for a reader that stopped reading).
-  Clock::duration StreamWriteTime() const {
-    const Clock::duration write = server_->options.write_timeout;
-    return stopping_ ? std::min<Clock::duration>(kLingerTime, write) : write;
-  }
-
-  // The connection is over: tell the producer, close.
-  void EndStream() {
-    if (auto sink = std::move(stream_sink_)) sink->End();
-    Close();
+    std::string head_bytes;
+    SerializeResponse(head, /*head=*/false, head_bytes);
+    if (head_) sink->CloseAfter("");  // HEAD: the head alone
+    // Nothing is pending on the stream: the request was read whole, and
+    // its answer is this stream.
+    deadline_.Cancel();
+    handed_over_ = true;
+    auto next = std::make_shared<SseSession<Stream>>(std::move(tls_), std::move(stream_), server_,
+                                                     peer_, std::move(sink), std::move(head_bytes));
+    HandOverTo(next);
+    next->Start(/*reject=*/false);
   }
 
   // --- closing ---------------------------------------------------------------
@@ -532,14 +456,14 @@ class Session : public ListenedSession,
   void Linger() {
     ShutdownSend();
     buffer_.clear();
-    discard_ = std::make_unique<char[]>(kDiscardBufferBytes);
-    ExpiresAfter(std::min<Clock::duration>(kLingerTime, server_->options.idle_timeout));
+    discard_ = std::make_unique<char[]>(kHttpDiscardBufferBytes);
+    ExpiresAfter(std::min<Clock::duration>(kHttpLingerTime, server_->options.idle_timeout));
     DoDiscard();
   }
 
   void DoDiscard() {
     stream_.async_read_some(
-        net::buffer(discard_.get(), kDiscardBufferBytes),
+        net::buffer(discard_.get(), kHttpDiscardBufferBytes),
         beast::bind_front_handler(&Session<Stream>::OnDiscard, shared_from_this()));
   }
 
@@ -571,9 +495,8 @@ class Session : public ListenedSession,
   std::string peer_;                     // the client's address:port (audit lines)
   UnreadShare unread_;                   // out_'s bytes the socket has not taken
   bool stopping_ = false;
-  std::unique_ptr<char[]> discard_;         // only while lingering or streaming
-  std::shared_ptr<EventSink> stream_sink_;  // a streamed answer's body, until it ends
-  bool stream_writing_ = false;             // a write of the stream is in flight
+  bool handed_over_ = false;         // the connection is an SseSession's now
+  std::unique_ptr<char[]> discard_;  // only while lingering
   size_t discarded_ = 0;
 };
 

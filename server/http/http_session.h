@@ -5,6 +5,8 @@
 // Thread safety: MakeHttpSession may be called from any thread.
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <memory>
 
 #include "server/http/http_server.h"
@@ -16,6 +18,12 @@ class context;
 }  // namespace boost::asio::ssl
 
 namespace seqd {
+
+// How long a connection we are closing may keep sending before we drop it
+// (so our last bytes are not lost to a RST), and the buffer its bytes are
+// read into and dropped.
+inline constexpr std::chrono::seconds kHttpLingerTime{2};
+inline constexpr size_t kHttpDiscardBufferBytes = 4096;
 
 struct HttpServer::Impl {
   Impl(HttpOptions options_, ApiRouter& router_)

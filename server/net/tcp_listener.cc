@@ -30,6 +30,12 @@ ListenedSession::~ListenedSession() {
   if (listener_) listener_->Unregister(this);
 }
 
+void ListenedSession::HandOverTo(const std::shared_ptr<ListenedSession>& next) {
+  std::shared_ptr<TcpListener> listener = std::move(listener_);
+  if (!listener) return;
+  if (listener->Replace(this, next)) next->Stop();
+}
+
 TcpListener::TcpListener(net::io_context& io, TcpListenerOptions options, MakeSession make_session)
     : io_(io),
       options_(std::move(options)),
@@ -158,6 +164,18 @@ void TcpListener::Unregister(ListenedSession* session) {
     drained_ = nullptr;
   }
   net::post(io_, std::move(done));  // not from inside the session's destructor
+}
+
+bool TcpListener::Replace(ListenedSession* from, const std::shared_ptr<ListenedSession>& to) {
+  MutexLock lock(mu_);
+  auto it = sessions_.find(from);
+  if (it != sessions_.end()) {
+    Registered registered{to, std::move(it->second.peer)};
+    sessions_.erase(it);
+    to->listener_ = shared_from_this();
+    sessions_.emplace(to.get(), std::move(registered));
+  }
+  return stopping_;
 }
 
 size_t TcpListener::open_connections() const {

@@ -55,6 +55,15 @@ class ListenedSession {
   // once, and before or after Start().
   virtual void Stop() = 0;
 
+ protected:
+  // Hands the connection to `next`, which takes this session's place among
+  // the listener's sessions (and in its connection counts); this session
+  // must then touch the connection no more. If the listener is stopping,
+  // `next` is told to Stop(). REQUIRES: called on the connection's strand,
+  // before `next` is started. Does nothing if this session is not
+  // registered.
+  void HandOverTo(const std::shared_ptr<ListenedSession>& next);
+
  private:
   friend class TcpListener;
   std::shared_ptr<TcpListener> listener_;  // set while registered
@@ -124,6 +133,8 @@ class TcpListener : public std::enable_shared_from_this<TcpListener> {
   // Starts a session on a connected socket (or closes it when full/stopping).
   void Adopt(Socket socket) EXCLUDES(mu_);
   void Unregister(ListenedSession* session) EXCLUDES(mu_);
+  // Registers `to` in `from`'s place; true if the listener is stopping.
+  bool Replace(ListenedSession* from, const std::shared_ptr<ListenedSession>& to) EXCLUDES(mu_);
   // The io_context the next connection's socket is bound to.
   boost::asio::io_context& ConnectionContext();
 

@@ -71,31 +71,31 @@ void KeyRouter::Take(const TakeRequest& request, TakeCallback done) {
   const bool contiguous = request.contiguous || dense;
   if (!cluster_) {
     return TakeHere(request.key, request.count, std::move(done), request.requester, request.token,
-                    contiguous);
+                    contiguous, dense);
   }
   TakeRequest routed = request;
   routed.contiguous = contiguous;
-  TakeRouted(routed, std::move(done));
+  TakeRouted(routed, std::move(done), dense);
 }
 
 Status KeyRouter::CheckTake(const TakeRequest& request, bool dense) const {
   const int64_t max = dense ? dense_->options().max_count : ids_.options().max_count;
   if (Status s = CheckCount(request.count, max); !s) return s;
   if (Status s = ValidateClientKey(request.key); !s) return s;
+  if (request.token.empty()) return OkStatus();
   if (Status s = DenseAllocator::ValidateToken(request.token); !s) return s;
-  if (!dense && !request.token.empty()) {
-    return MakeError(ErrorCode::kInvalidArgument, std::string(kTokenNeedsDenseKey));
-  }
+  if (!dense) return MakeError(ErrorCode::kInvalidArgument, std::string(kTokenNeedsDenseKey));
   return OkStatus();
 }
 
 void KeyRouter::TakeHere(std::string_view key, int64_t count, TakeCallback done,
-                         std::string_view requester, std::string_view token, bool contiguous) {
-  if (IsDense(key)) return dense_->Take(key, count, token, std::move(done), requester);
+                         std::string_view requester, std::string_view token, bool contiguous,
+                         bool dense) {
+  if (dense) return dense_->Take(key, count, token, std::move(done), requester);
   ids_.Take(key, count, std::move(done), requester, contiguous);
 }
 
-void KeyRouter::TakeRouted(const TakeRequest& request, TakeCallback done) {
+void KeyRouter::TakeRouted(const TakeRequest& request, TakeCallback done, bool dense) {
   auto a = NewAttempt(std::string(request.key), request.hop);
   auto shared_done = std::make_shared<TakeCallback>(std::move(done));
   const int64_t count = request.count;
@@ -103,13 +103,13 @@ void KeyRouter::TakeRouted(const TakeRequest& request, TakeCallback done) {
   // The Attempt's calls capture what they answer with, never the Attempt
   // (no cycle); Route()'s continuation holds it while a call is pending.
   a->local = [this, k = a->key, count, shared_done, who = std::string(request.requester),
-              once = std::string(request.token), contiguous](std::function<void(bool)> next) {
+              once = std::string(request.token), contiguous, dense](std::function<void(bool)> next) {
     auto answer = [shared_done, next = std::move(next)](Result<IdBatch> r) {
       if (!r && Moved(r.error())) return next(true);
       (*shared_done)(std::move(r));
       next(false);
     };
-    TakeHere(k, count, std::move(answer), who, once, contiguous);
+    TakeHere(k, count, std::move(answer), who, once, contiguous, dense);
   };
   a->forward = [this, k = a->key, count, shared_done, who = std::string(request.requester),
                 once = std::string(request.token),

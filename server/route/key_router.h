@@ -121,10 +121,12 @@ class KeyRouter final : public IdApi {
   // Count, key and token of a take, or the error to answer.
   Status CheckTake(const TakeRequest& request, bool dense) const;
   // A checked take, in cluster mode: served here or at the key's owner.
-  void TakeRouted(const TakeRequest& request, TakeCallback done);
-  // Serves a checked take here: the dense or the segment allocator.
+  // `dense`: IsDense(request.key).
+  void TakeRouted(const TakeRequest& request, TakeCallback done, bool dense);
+  // Serves a checked take here: the dense allocator if `dense`
+  // (IsDense(key)), else the segment allocator.
   void TakeHere(std::string_view key, int64_t count, TakeCallback done, std::string_view requester,
-                std::string_view token, bool contiguous);
+                std::string_view token, bool contiguous, bool dense);
   // A request over many keys, split by owner (key_router_batch.cc).
   struct BatchJob;
   void RouteParts(std::shared_ptr<BatchJob> job, std::vector<size_t> part);

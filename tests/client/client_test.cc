@@ -8,6 +8,7 @@
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -180,6 +181,35 @@ TEST_CASE("call_deadline: a call retries past max_attempts' usual 3 while time i
   CHECK(bad.code() == StatusCode::kTimeout);
   CHECK_MESSAGE(bad.message().find("store down") != std::string::npos, bad.message());
   CHECK(std::chrono::steady_clock::now() - start < 1s);
+}
+
+TEST_CASE("default options: a call rides out an outage shorter than call_deadline") {
+  // Nothing listens for 1.2 s (connections refused), then a server does.
+  const std::string endpoint = ClosedEndpoint();
+  const auto port = static_cast<uint16_t>(std::stoi(endpoint.substr(endpoint.rfind(':') + 1)));
+  ClientOptions o;
+  o.endpoints = {endpoint};
+  Client client(o);
+  std::unique_ptr<FakeServer> server;
+  std::thread later([&server, port] {
+    std::this_thread::sleep_for(1200ms);
+    server = std::make_unique<FakeServer>(FakeOptions{.port = port});
+  });
+  const TimedResult timed = TimedNextIds(client);
+  later.join();
+  REQUIRE_MESSAGE(timed.result.ok(), timed.result.ToString());
+  CHECK(timed.elapsed >= 1100ms);
+  CHECK(server->next_ids_requests == 1);
+  // A call_deadline shorter than the outage ends the call at the deadline.
+  o.endpoints = {ClosedEndpoint()};
+  o.call_deadline = 300ms;
+  Client short_client(o);
+  const TimedResult bad = TimedNextIds(short_client);
+  CHECK(bad.result.code() == StatusCode::kTimeout);
+  CHECK_MESSAGE(bad.result.message().find("call_deadline 300 ms") != std::string::npos,
+                bad.result.message());
+  CHECK(bad.elapsed >= 299ms);
+  CHECK(bad.elapsed < 800ms);
 }
 
 TEST_CASE("call_deadline: an attempt the deadline cuts short still reports the error before it") {
@@ -435,8 +465,13 @@ TEST_CASE("bad options are rejected") {
   CHECK_THROWS_AS(Client(QuickRetryOptions({"localhost"})), std::invalid_argument);
   CHECK_THROWS_AS(Client(QuickRetryOptions({"localhost:99999"})), std::invalid_argument);
   ClientOptions o = QuickRetryOptions({"127.0.0.1:1"});
-  o.max_attempts = 0;
+  o.max_attempts = -1;
   CHECK_THROWS_AS(Client{o}, std::invalid_argument);
+  o.max_attempts = 0;  // no cap: needs a call_deadline
+  o.call_deadline = 0ms;
+  CHECK_THROWS_AS(Client{o}, std::invalid_argument);
+  o.call_deadline = 1000ms;
+  CHECK_NOTHROW(Client{o});
   o.max_attempts = 3;
   o.call_deadline = -1ms;
   CHECK_THROWS_AS(Client{o}, std::invalid_argument);

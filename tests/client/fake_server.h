@@ -36,12 +36,14 @@ struct FakeOptions {
   int not_serving_first = 0;        // answer NOT_SERVING to the first n SNOWFLAKE
   bool snowflake_short = false;     // answer SNOWFLAKE with one ID fewer than asked
   bool snowflake_unsorted = false;  // answer SNOWFLAKE with its IDs in descending order
+  uint16_t port = 0;                // listen on this port (0: any free one)
 };
 
 class FakeServer {
  public:
   explicit FakeServer(FakeOptions options = {})
-      : options_(options), acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
+      : options_(options),
+        acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), options.port}) {
     port_ = acceptor_.local_endpoint().port();
     Accept();
     thread_ = std::thread([this] { io_.run(); });

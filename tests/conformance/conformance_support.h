@@ -23,6 +23,7 @@
 #include <sstream>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 #include "common/error.h"
@@ -250,6 +251,20 @@ class RawHosts {
   }
   void Kill(const std::vector<ConnId>& ids) const {
     for (const auto& [host, id] : ids) KillConnections(*raws_[host], {id});
+  }
+  // Makes a store's pool hold two connections at once (runs `touch`, a call
+  // into the store, on another thread and on this one together), then KILLs
+  // `user`'s connections other than ours and returns their ids. REQUIREs
+  // that there were some. `touch` must be safe to run on two threads.
+  template <typename Touch>
+  std::vector<ConnId> KillHeld(const std::string& user, Touch touch) const {
+    std::thread other(touch);
+    touch();
+    other.join();
+    std::vector<ConnId> ids = OtherIds(user);
+    REQUIRE_MESSAGE(!ids.empty(), "no connections of ", user, " to KILL");
+    Kill(ids);
+    return ids;
   }
 
  private:

@@ -136,6 +136,33 @@ class Tls(unittest.TestCase):
         self.assertEqual(code, 0, err)
         self.assertIn("seqd_", out)
 
+    def test_event_stream_over_tls(self):
+        """The HTTP session hands a TLS connection whose answer is an event
+        stream to the stream's session: the stream goes on over the same TLS
+        session (a message sent after it started arrives), and the server
+        keeps serving once the client leaves."""
+        sock = self.server.connect(self.server.http_port)
+        self.addCleanup(sock.close)
+        sock.sendall(b"GET /conversations/tls_chat/events HTTP/1.1\r\nHost: x\r\n"
+                     b"Accept: text/event-stream\r\n\r\n")
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            buf += sock.recv(4096)
+        self.assertTrue(buf.startswith(b"HTTP/1.1 200"), buf[:200])
+        code, out, err = self.server.curl(
+            "/conversations/tls_chat/messages", "--cacert", self.ca(), "--json",
+            '{"sender_id":"u1","client_msg_id":"m1","payload":"over tls"}')
+        self.assertEqual(code, 0, err)
+        self.assertIn('"seq":1', out)
+        deadline = time.time() + 10
+        while b"over tls" not in buf:
+            self.assertLess(time.time(), deadline, buf)
+            buf += sock.recv(4096)
+        self.assertIn(b"id: 1\n", buf)
+        sock.close()
+        code, out, err = self.server.curl("/seq/tls", "--cacert", self.ca())
+        self.assertEqual(code, 0, err)
+
     def test_plain_text_to_a_tls_port_gets_nothing(self):
         for port, data in ((self.server.http_port, b"GET /seq/tls HTTP/1.1\r\nHost: x\r\n\r\n"),
                            (self.server.tcp_port, frame(NEXT_IDS, 1, next_ids_payload("tls", 1))),

@@ -28,65 +28,20 @@ using nlohmann::json;
 
 namespace {
 
-constexpr char kSecret[] = "password=hunter2 host=db.internal:3306";
-
-// A store failing every call with an internal error whose message must
-// never leak.
-FailingSegmentStore BrokenStore() {
-  return FailingSegmentStore(MakeError(ErrorCode::kInternal, kSecret));
-}
-
-using Headers = std::vector<std::pair<http::field, std::string>>;
-
-struct Fixture {
-  explicit Fixture(KeyRules rules = KeyRules(), bool broken = false)
-      : faulty(mem),
-        allocator(broken ? static_cast<SegmentStore&>(broken_store) : faulty, runner, clock,
-                  std::move(rules), AllocatorOptions{}),
-        admin(broken ? static_cast<SegmentStore&>(broken_store) : faulty, runner, allocator),
-        services(faulty, runner, allocator, {.keys = &admin}),
-        router(services, RouterOptions{"9.9.9", std::chrono::steady_clock::now() - 5s}) {}
-
-  ~Fixture() { runner.RunAll(); }
-
-  ApiRouter::Response Call(http::verb method, std::string target, std::string body = "",
-                           Headers headers = {}, unsigned version = 11) {
-    ApiRouter::Request req{method, target, version};
-    // A body is JSON unless the test says otherwise (the CSRF rule).
-    if (!body.empty()) req.set(http::field::content_type, "application/json");
-    for (auto& [field, value] : headers) req.set(field, value);
-    req.body() = std::move(body);
-    req.prepare_payload();
-    std::optional<ApiRouter::Response> out;
-    int calls = 0;
-    router.Handle(std::move(req), [&](ApiRouter::Response res) {
-      ++calls;
-      out = std::move(res);
-    });
-    // Run database work; let time pass if something is parked on a deadline.
-    for (int i = 0; i < 10 && !out; ++i) {
-      runner.RunAll();
-      if (!out) clock.Advance(500ms);
-    }
-    runner.RunAll();
-    REQUIRE(out.has_value());
-    CHECK(calls == 1);
-    return std::move(*out);
-  }
-
-  ApiRouter::Response Get(std::string target, Headers headers = {}) {
-    return Call(http::verb::get, std::move(target), "", std::move(headers));
-  }
-
+// The stores a Fixture's router runs on; a base so that they are built
+// before the router and outlive it.
+struct FixtureStores {
   MemoryStore mem;
-  FaultyStore faulty;
+  FaultyStore faulty{mem};
   FailingSegmentStore broken_store = BrokenStore();
-  ManualRunner runner;
-  ManualClock clock;
-  SegmentAllocator allocator;
-  KeyAdmin admin;
-  TestServices services;
-  ApiRouter router;
+};
+
+// A router up for 5 s over `faulty` (over `mem`), or over a store that
+// always fails when `broken`.
+struct Fixture : FixtureStores, RouterFixture {
+  explicit Fixture(KeyRules rules = KeyRules(), bool broken = false)
+      : RouterFixture(broken ? static_cast<SegmentStore&>(broken_store) : faulty, 5s,
+                      std::move(rules)) {}
 };
 
 // Checks an error response's status, code and (optionally) message substring.

@@ -14,6 +14,7 @@
 #include "server/base/manual_clock.h"
 #include "server/cluster/shard_map.h"
 #include "storage/memory/memory_shard_lease_store.h"
+#include "tests/unit/wait_for.h"
 
 namespace seqd {
 namespace {
@@ -27,16 +28,6 @@ ClusterNodeOptions Options(const std::string& id) {
   o.shards = kShards;
   o.timing.lease = 2s;  // rounds every 500 ms: a test waits only on nudges
   return o;
-}
-
-// Polls `done` for up to 3 s.
-template <typename F>
-bool Eventually(F done) {
-  for (int i = 0; i < 300; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return done();
 }
 
 size_t Serving(const ClusterNode& n) {
@@ -82,11 +73,11 @@ TEST_CASE("cluster node: two nodes split the shards, nudges move them, a leave h
   });
 
   a.Start("a:1");
-  REQUIRE(Eventually([&] { return Serving(a) == kShards; }));  // alone: every shard
+  REQUIRE(WaitFor([&] { return Serving(a) == kShards; }, 3s));  // alone: every shard
   b.Start("b:1");
   // b's first round nudges a, which releases b's half and nudges b, which
   // takes the released rows at once: no lease wait anywhere.
-  REQUIRE(Eventually([&] { return Serving(a) + Serving(b) == kShards && Serving(b) > 0; }));
+  REQUIRE(WaitFor([&] { return Serving(a) + Serving(b) == kShards && Serving(b) > 0; }, 3s));
   CHECK(Serving(a) > 0);
   for (uint32_t s = 0; s < kShards; ++s) {
     std::string key = "x";
@@ -97,14 +88,14 @@ TEST_CASE("cluster node: two nodes split the shards, nudges move them, a leave h
   // A clean leave: a stops serving at once, its map names b for everything.
   std::atomic<bool> left{false};  // set on a's thread
   a.Leave([&left] { left = true; });
-  REQUIRE(Eventually([&] { return left.load(); }));
+  REQUIRE(WaitFor([&] { return left.load(); }, 3s));
   CHECK(Serving(a) == 0);
   const auto snap = a.snapshot();
   REQUIRE(snap);
   for (const auto& shard : snap->shards) CHECK(shard.owner == "b");
   CHECK_FALSE(snap->members.at("a").live);
   // b was nudged and takes every released shard without a lease wait.
-  REQUIRE(Eventually([&] { return Serving(b) == kShards; }));
+  REQUIRE(WaitFor([&] { return Serving(b) == kShards; }, 3s));
   CHECK(a.Route("any").owner == "b");
 
   stop = true;
@@ -118,7 +109,7 @@ TEST_CASE("cluster node: a burst of map refreshes runs a few rounds, not one per
   ManualClock clock;
   ClusterNode a(store, clock, Options("a"), nullptr);
   a.Start("a:1");
-  REQUIRE(Eventually([&] { return a.ready() && Serving(a) == kShards; }));
+  REQUIRE(WaitFor([&] { return a.ready() && Serving(a) == kShards; }, 3s));
   auto beats = [&]() -> int64_t {  // one heartbeat per round
     auto members = store.ReadMembers();
     REQUIRE(members.ok());
@@ -159,22 +150,22 @@ TEST_CASE("cluster node: shards released to a node whose nudge was lost move on 
     answered();
   });
   a.Start("a:1");
-  REQUIRE(Eventually([&] { return Serving(a) == kShards; }));
+  REQUIRE(WaitFor([&] { return Serving(a) == kShards; }, 3s));
   b.Start("b:1");
-  REQUIRE(Eventually([&] { return Serving(a) + Serving(b) == kShards && Serving(b) > 0; }));
+  REQUIRE(WaitFor([&] { return Serving(a) + Serving(b) == kShards && Serving(b) > 0; }, 3s));
 
   // a leaves; its wake-up to b is lost. b's map (from its last round)
   // still names a for a's shards, so nothing moves on its own for 15 s.
   lose_nudges_to_b = true;
   std::atomic<bool> left{false};
   a.Leave([&left] { left = true; });
-  REQUIRE(Eventually([&] { return left.load(); }));
+  REQUIRE(WaitFor([&] { return left.load(); }, 3s));
   CHECK(Serving(b) < kShards);
   // What KeyRouter does when a peer forwards a request b's map gives to
   // another (NO_FORWARD), or when b's map shows a shard released to b: it
   // refreshes the map, and the round takes the released rows at once.
   b.RefreshSoon();
-  CHECK(Eventually([&] { return Serving(b) == kShards; }));
+  CHECK(WaitFor([&] { return Serving(b) == kShards; }, 3s));
   a.Stop();
   b.Stop();
 }

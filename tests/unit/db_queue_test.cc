@@ -9,7 +9,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <thread>
 #include <vector>
 
 #include "server/base/manual_clock.h"
@@ -23,21 +22,12 @@
 #include "storage/memory/memory_store.h"
 #include "storage/memory/memory_worker_lease_store.h"
 #include "storage/store_shedding.h"
+#include "tests/unit/wait_for.h"
 
 namespace seqd {
 namespace {
 
 using namespace std::chrono_literals;
-
-// Polls `cond` for up to 5 s of real time.
-template <typename F>
-bool Eventually(F cond) {
-  for (int i = 0; i < 500; ++i) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return cond();
-}
 
 }  // namespace
 
@@ -50,7 +40,7 @@ TEST_CASE("db queue: a bounded runner refuses TryPost and sheds Post beyond its 
     std::lock_guard wait(gate);  // the one thread blocks here
     ++ran;
   });
-  REQUIRE(Eventually([&] { return runner.queued() == 0; }));  // taken by the thread
+  REQUIRE(WaitFor([&] { return runner.queued() == 0; }, 5s));  // taken by the thread
   CHECK(runner.TryPost([&] { ++ran; }));
   CHECK(runner.TryPost([&] { ++ran; }));
   CHECK_FALSE(runner.TryPost([&] { ++ran; }));  // full: dropped
@@ -59,7 +49,7 @@ TEST_CASE("db queue: a bounded runner refuses TryPost and sheds Post beyond its 
   // where store calls are shed.
   std::atomic<int> shed{-1};
   runner.Post([&] { shed = ShedThisThread() ? 1 : 0; });
-  CHECK(Eventually([&] { return shed.load() == 1; }));
+  CHECK(WaitFor([&] { return shed.load() == 1; }, 5s));
   CHECK(runner.refused() == 2);
   CHECK(ran.load() == 0);
   hold.unlock();
@@ -107,7 +97,7 @@ TEST_CASE(
       got[i].emplace(std::move(r));
     });
   }
-  REQUIRE(Eventually([&] { return faulty.reserve_calls() == 1; }));
+  REQUIRE(WaitFor([&] { return faulty.reserve_calls() == 1; }, 5s));
   CHECK(db.queued() == 0);
   CHECK(db.refused() == 0);
   // Key admin calls fill the 4 slots; beyond them, 503 at once.
@@ -119,15 +109,15 @@ TEST_CASE(
       admin_code[i] = r ? -2 : static_cast<int>(r.error().code);
     });
   }
-  CHECK(Eventually([&] { return db.refused() == 1; }));
+  CHECK(WaitFor([&] { return db.refused() == 1; }, 5s));
   for (int i = 4; i < kAdmin; ++i) {
-    CHECK(Eventually([&] { return admin_code[i].load() != -1; }));
+    CHECK(WaitFor([&] { return admin_code[i].load() != -1; }, 5s));
     CHECK(admin_code[i].load() == static_cast<int>(ErrorCode::kStoreUnavailable));
   }
 
   // Meanwhile the snowflake keeper claims and renews its worker id.
   keeper.Start();
-  REQUIRE(Eventually([&] { return keeper.status().worker_id >= 0; }));
+  REQUIRE(WaitFor([&] { return keeper.status().worker_id >= 0; }, 5s));
   const int64_t first_expiry = keeper.status().expires_ms;
   for (int round = 0; round < 3; ++round) {
     const int64_t before = keeper.status().expires_ms;
@@ -136,12 +126,14 @@ TEST_CASE(
     // The keeper sets its next renewal timer after the previous renewal
     // returns, on its own thread: time keeps moving in small steps until
     // it fires (advancing once could land before the timer exists).
-    CHECK(Eventually([&] {
-      if (keeper.status().expires_ms > before) return true;
-      wall.Advance(10);
-      lease_clock.Advance(10ms);
-      return false;
-    }));
+    CHECK(WaitFor(
+        [&] {
+          if (keeper.status().expires_ms > before) return true;
+          wall.Advance(10);
+          lease_clock.Advance(10ms);
+          return false;
+        },
+        5s));
   }
   CHECK(keeper.status().expires_ms >= first_expiry + 3000);
   CHECK(keeper.status().last_error.empty());
@@ -153,12 +145,14 @@ TEST_CASE(
     for (auto& g : got) CHECK_FALSE(g.has_value());
   }
   clock.Advance(1500ms);
-  CHECK(Eventually([&] {
-    std::lock_guard lock(mu);
-    int answered = 0;
-    for (auto& g : got) answered += g.has_value();
-    return answered == kKeys;
-  }));
+  CHECK(WaitFor(
+      [&] {
+        std::lock_guard lock(mu);
+        int answered = 0;
+        for (auto& g : got) answered += g.has_value();
+        return answered == kKeys;
+      },
+      5s));
   {
     std::lock_guard lock(mu);
     for (auto& g : got) CHECK((!*g && g->error().code == ErrorCode::kStoreUnavailable));

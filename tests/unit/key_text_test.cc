@@ -5,7 +5,9 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "common/key_text.h"
 #include "common/utf8.h"
 #include "server/core/key_rules.h"
 
@@ -77,4 +79,35 @@ TEST_CASE("utf8: sequence lengths and code points") {
   CHECK(Utf8SequenceLength("\xE5\xBC", 0, bad) == 0);
   CHECK(bad == 2);
   CHECK(CheckIdentifierText("plain") == TextFault::kOk);
+}
+
+TEST_CASE("keys: the plain-key fast path agrees with the full check on every byte") {
+  // Every one-byte key, each byte between two plain ones, the length edges
+  // and the reserved prefix: a key the fast path calls plain must pass the
+  // full check, and one it does not must get the full check's answer.
+  std::vector<std::string> keys;
+  for (int b = 0; b < 256; ++b) {
+    keys.push_back(std::string(1, static_cast<char>(b)));
+    std::string between = "a";
+    between += static_cast<char>(b);
+    between += 'z';
+    keys.push_back(between);
+  }
+  keys.push_back(std::string(255, 'k'));
+  keys.push_back(std::string(256, 'k'));
+  keys.push_back("");
+  keys.push_back("seqd.x");
+  keys.push_back("seqd");
+  keys.push_back("g_\xE4\xB8\xAD");
+  for (const std::string& key : keys) {
+    CAPTURE(key);
+    const bool full = ValidateOtherClientKey(key).ok();
+    if (IsPlainClientKey(key)) CHECK(full);
+    CHECK(ValidateClientKey(key).ok() == full);
+  }
+  CHECK(IsPlainClientKey("k"));
+  CHECK(IsPlainClientKey("si_order 7"));
+  CHECK_FALSE(IsPlainClientKey("seqd.server_msg_id"));
+  CHECK_FALSE(IsPlainClientKey("g_\xE4\xB8\xAD"));  // valid, but not plain
+  CHECK(ValidateClientKey("g_\xE4\xB8\xAD").ok());
 }

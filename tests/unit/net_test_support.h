@@ -28,6 +28,7 @@
 #include "storage/faulty_store.h"
 #include "storage/memory/memory_store.h"
 #include "tests/unit/test_services.h"
+#include "tests/unit/wait_for.h"
 
 namespace seqd::nettest {
 
@@ -37,16 +38,9 @@ using error_code = boost::system::error_code;
 using SteadyClock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-// Polls `pred` every 5 ms until it holds (true) or `timeout` passes (false).
-template <typename Pred>
-bool WaitFor(Pred pred, SteadyClock::duration timeout = 5s) {
-  const auto deadline = SteadyClock::now() + timeout;
-  while (!pred()) {
-    if (SteadyClock::now() > deadline) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
-}
+// WaitFor(pred, timeout) of tests/unit/wait_for.h, also found through
+// nettest (a `using namespace seqd::nettest` or a nettest:: name).
+using seqd::WaitFor;
 
 // Allocator options whose wait deadline never fires in a test.
 inline AllocatorOptions LongDeadline() {

@@ -1,6 +1,7 @@
 // What the tests of ApiRouter without sockets share: the allocator and key
-// admin under a router, ways to hand the router a request and get its
-// answer, and readers of an answer.
+// admin under a router, a router over any store, a store that always fails,
+// ways to hand the router a request and get its answer, and readers of an
+// answer.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -12,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "server/base/manual_clock.h"
 #include "server/base/task_runner.h"
@@ -19,6 +21,8 @@
 #include "server/core/segment_allocator.h"
 #include "server/http/api_router.h"
 #include "storage/memory/memory_store.h"
+#include "tests/unit/test_services.h"
+#include "tests/unit/test_stores.h"
 
 namespace seqd {
 
@@ -31,6 +35,72 @@ struct AdminOverMemory {
   ManualClock clock;
   SegmentAllocator allocator{segments, runner, clock, KeyRules(), AllocatorOptions{}};
   KeyAdmin admin{segments, runner, allocator};
+};
+
+// The internal detail in BrokenStore's errors; no answer may show it.
+inline constexpr char kSecret[] = "password=hunter2 host=db.internal:3306";
+
+// A store failing every call with an internal error whose message must
+// never leak.
+inline FailingSegmentStore BrokenStore() {
+  return FailingSegmentStore(MakeError(ErrorCode::kInternal, kSecret));
+}
+
+// An ApiRouter (version "9.9.9", started `uptime` ago) over real services,
+// an allocator under `rules` and a key admin, all on `store`; database tasks
+// run when Call runs `runner`, parked requests wake when it moves `clock`.
+//
+// Ownership: `store` must outlive the fixture. Thread safety: the test's
+// thread only.
+struct RouterFixture {
+  using Headers = std::vector<std::pair<boost::beast::http::field, std::string>>;
+
+  RouterFixture(SegmentStore& store, std::chrono::seconds uptime, KeyRules rules = KeyRules())
+      : allocator(store, runner, clock, std::move(rules), AllocatorOptions{}),
+        admin(store, runner, allocator),
+        services(store, runner, allocator, {.keys = &admin}),
+        router(services, RouterOptions{"9.9.9", std::chrono::steady_clock::now() - uptime}) {}
+
+  ~RouterFixture() { runner.RunAll(); }
+
+  // Hands the router a request and returns its answer, running database
+  // work and letting time pass (500 ms at a time) while it is parked.
+  // REQUIREs an answer; CHECKs that it came exactly once. A body is sent as
+  // JSON unless `headers` say otherwise (the CSRF rule).
+  ApiRouter::Response Call(boost::beast::http::verb method, std::string target,
+                           std::string body = "", Headers headers = {}, unsigned version = 11) {
+    namespace http = boost::beast::http;
+    ApiRouter::Request req{method, target, version};
+    if (!body.empty()) req.set(http::field::content_type, "application/json");
+    for (auto& [field, value] : headers) req.set(field, value);
+    req.body() = std::move(body);
+    req.prepare_payload();
+    std::optional<ApiRouter::Response> out;
+    int calls = 0;
+    router.Handle(std::move(req), [&](ApiRouter::Response res) {
+      ++calls;
+      out = std::move(res);
+    });
+    for (int i = 0; i < 10 && !out; ++i) {
+      runner.RunAll();
+      if (!out) clock.Advance(std::chrono::milliseconds(500));
+    }
+    runner.RunAll();
+    REQUIRE(out.has_value());
+    CHECK(calls == 1);
+    return std::move(*out);
+  }
+
+  ApiRouter::Response Get(std::string target, Headers headers = {}) {
+    return Call(boost::beast::http::verb::get, std::move(target), "", std::move(headers));
+  }
+
+  ManualRunner runner;
+  ManualClock clock;
+  SegmentAllocator allocator;
+  KeyAdmin admin;
+  TestServices services;
+  ApiRouter router;
 };
 
 // Hands `router` a GET of `target`, runs `db` and returns the answer;

@@ -5,7 +5,6 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,7 +15,7 @@
 #include "server/core/segment_allocator.h"
 #include "server/http/api_router.h"
 #include "storage/memory/memory_store.h"
-#include "tests/unit/test_services.h"
+#include "tests/unit/router_fixture.h"
 #include "tests/unit/test_stores.h"
 
 using namespace seqd;
@@ -45,48 +44,6 @@ StatusPageInput UpInput() {
   in.store_up = true;
   in.rows.emplace();
   return in;
-}
-
-constexpr char kSecret[] = "password=hunter2 host=db.internal:3306";
-
-// A store failing every call with an internal error whose message must
-// never leak.
-FailingSegmentStore BrokenStore() {
-  return FailingSegmentStore(MakeError(ErrorCode::kInternal, kSecret));
-}
-
-struct RouterFixture {
-  explicit RouterFixture(SegmentStore& store)
-      : allocator(store, runner, clock, KeyRules(), AllocatorOptions{}),
-        admin(store, runner, allocator),
-        services(store, runner, allocator, {.keys = &admin}),
-        router(services, RouterOptions{"9.9.9", std::chrono::steady_clock::now() - 65s}) {}
-  ~RouterFixture() { runner.RunAll(); }
-
-  ApiRouter::Response Call(http::verb method, std::string target) {
-    ApiRouter::Request req{method, target, 11};
-    req.prepare_payload();
-    std::optional<ApiRouter::Response> out;
-    router.Handle(std::move(req), [&](ApiRouter::Response res) { out = std::move(res); });
-    for (int i = 0; i < 10 && !out; ++i) {
-      runner.RunAll();
-      if (!out) clock.Advance(500ms);
-    }
-    REQUIRE(out.has_value());
-    return std::move(*out);
-  }
-
-  ManualRunner runner;
-  ManualClock clock;
-  SegmentAllocator allocator;
-  KeyAdmin admin;
-  TestServices services;
-  ApiRouter router;
-};
-
-std::string ContentType(const ApiRouter::Response& res) {
-  auto it = res.find(http::field::content_type);
-  return it == res.end() ? std::string() : std::string(it->value());
 }
 
 }  // namespace
@@ -275,12 +232,12 @@ TEST_CASE("status page: GET / through ApiRouter shows a key that was used") {
   MemoryStore mem;
   REQUIRE(mem.CreateKey("order", 1000, "orders <main>").ok());
   REQUIRE(mem.CreateKey("unused", 10, "").ok());
-  RouterFixture f(mem);
+  RouterFixture f(mem, 65s);
   REQUIRE(f.Call(http::verb::get, "/seq/order?count=5").result() == http::status::ok);
 
   ApiRouter::Response res = f.Call(http::verb::get, "/");
   CHECK(res.result() == http::status::ok);
-  CHECK(ContentType(res) == "text/html; charset=utf-8");
+  CHECK(Header(res, http::field::content_type) == "text/html; charset=utf-8");
   const std::string& page = res.body();
   CHECK(Contains(page, ">order<"));
   CHECK(Contains(page, "orders &lt;main&gt;"));
@@ -300,10 +257,10 @@ TEST_CASE("status page: GET / through ApiRouter shows a key that was used") {
 
 TEST_CASE("status page: GET / with the store down answers 200 with the public message only") {
   FailingSegmentStore broken = BrokenStore();
-  RouterFixture f(broken);
+  RouterFixture f(broken, 65s);
   ApiRouter::Response res = f.Call(http::verb::get, "/");
   CHECK(res.result() == http::status::ok);
-  CHECK(ContentType(res) == "text/html; charset=utf-8");
+  CHECK(Header(res, http::field::content_type) == "text/html; charset=utf-8");
   CHECK(Contains(res.body(), "id=\"store-down\""));
   CHECK(Contains(res.body(), "internal error"));
   CHECK_FALSE(Contains(res.body(), "hunter2"));

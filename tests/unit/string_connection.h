@@ -2,7 +2,8 @@
 // BinaryDispatcher tests without sockets.
 //
 // Thread safety: Call() from the test thread; deliveries from any thread
-// (a recursive mutex stands for the strand).
+// (a recursive mutex stands for the strand); pushes from any thread, under
+// their own lock.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -45,10 +46,32 @@ class StringConnection final : public BinaryConnection {
     dispatcher_.WriteRun(*this, run, r);
     cv_.notify_all();
   }
-  void CloseAfterAnswers() override {}
+  void CloseAfterAnswers() override { close_after_ = true; }
   SubscriptionMap& subscriptions() override { return subs_; }
+  // Records each push as "conv#seq". Like the real push box it takes its own
+  // lock, never the strand's (the bus calls listeners under its lock, and
+  // unsubscribing on the strand takes the bus's lock).
   MessageListener PushListener() override {
-    return [](const StoredMessage&) {};
+    return [this](const StoredMessage& m) {
+      std::lock_guard lock(push_mu_);
+      pushed_.push_back(m.conv_id + "#" + std::to_string(m.seq));
+    };
+  }
+
+  // The pushes so far, as "conv#seq", in the order they came.
+  std::vector<std::string> pushed() {
+    std::lock_guard lock(push_mu_);
+    return pushed_;
+  }
+  // Whether the dispatcher asked to close once the answers are written.
+  bool close_after() {
+    std::lock_guard lock(mu_);
+    return close_after_;
+  }
+  // Answers held in flight (counted by Hold, released by the deliveries).
+  int held() {
+    std::lock_guard lock(mu_);
+    return held_;
   }
 
   // The frames handled as one read's (NEXT_IDS of one key gathered into
@@ -121,7 +144,10 @@ class StringConnection final : public BinaryConnection {
   int answered_ = 0;
   int held_ = 0;
   bool batching_ = false;
+  bool close_after_ = false;
   SubscriptionMap subs_;
+  std::mutex push_mu_;
+  std::vector<std::string> pushed_;  // guarded by push_mu_
 };
 
 // The status and body of one answer frame.

@@ -16,12 +16,14 @@
 //     from many threads at once.
 //
 // Both pipeline many requests on one TCP connection per endpoint (responses
-// are matched by request id), time out each attempt after call_timeout (and
-// a whole call after call_deadline, if set), and retry calls that failed on connection loss,
-// timeout, STORE_UNAVAILABLE or SHUTTING_DOWN (and snowflake calls on NOT_SERVING) on the next
-// endpoint, with exponential backoff and jitter, up to max_attempts. Retrying NEXT_IDS is safe: at
-// worst the IDs of a lost answer are skipped, never handed out twice. Errors the server answers
-// about the request itself (INVALID_ARGUMENT, UNKNOWN_KEY, ...) are not retried.
+// are matched by request id), time out each attempt after call_timeout and
+// a whole call after call_deadline (10 s by default), and retry calls that failed on connection
+// loss, timeout, STORE_UNAVAILABLE or SHUTTING_DOWN (and snowflake calls on NOT_SERVING) on the
+// next endpoint, with exponential backoff and jitter, while the call_deadline leaves time (and
+// up to max_attempts, if set): an outage shorter than the deadline is ridden through. Retrying
+// NEXT_IDS is safe: at worst the IDs of a lost answer are skipped, never handed out twice. Errors
+// the server answers about the request itself (INVALID_ARGUMENT, UNKNOWN_KEY, ...) are not
+// retried.
 //
 // Endpoint choice: each client starts at a round-robin position among
 // `endpoints` (so clients in one process spread over the servers) and sticks
@@ -236,21 +238,22 @@ struct ClientOptions {
   std::vector<std::string> endpoints;               // "host:port" or "[v6addr]:port"
   std::chrono::milliseconds connect_timeout{1000};  // resolve + connect, per attempt
   std::chrono::milliseconds call_timeout{1000};     // per attempt
-  int max_attempts = 3;                             // attempts per call, >= 1
+  int max_attempts = 0;  // a cap on attempts per call; 0 = none (call_deadline ends the retries)
   std::chrono::milliseconds backoff_initial{20};    // first retry delay (jittered)
   std::chrono::milliseconds backoff_max{1000};      // cap of retry delay and endpoint down time
   size_t prefetch = 0;                              // local prefetch batch size per key, 0 = off
   size_t max_in_flight_per_connection = 1024;       // more calls wait in the client
-  // An overall bound on one call, across all its attempts and backoffs
-  // (0 = none: a call ends after max_attempts). With it, a call is retried
-  // (up to max_attempts) while time is left: each attempt waits at most
+  // The overall bound on one call, across all its attempts and backoffs: a
+  // call is retried (up to max_attempts, if set) while time is left, so an
+  // outage shorter than it is ridden through. Each attempt waits at most
   // min(call_timeout, the time left), a backoff that would end past the
   // deadline is cut to half the time left, no attempt starts with under
   // 1 ms left, and a call still unanswered then (at most 1 ms before the
-  // deadline) fails with kTimeout ("... within call_deadline N ms").
-  // To ride out a cluster takeover, set it to what the caller can wait and
-  // max_attempts high (client/README.md, "Faults and deadlines").
-  std::chrono::milliseconds call_deadline{0};
+  // deadline) fails with kTimeout ("... within call_deadline N ms"). Set it
+  // to what the caller can wait (client/README.md, "Faults and
+  // deadlines"). 0 = none: then max_attempts must be set, and a call ends
+  // after that many attempts.
+  std::chrono::milliseconds call_deadline{10000};
   // Cluster mode (docs/cluster.md): ask servers to answer WRONG_OWNER rather
   // than forward a request for a key they do not own (request flag
   // NO_FORWARD). Servers before cluster mode refuse the flag.

@@ -1,6 +1,6 @@
 // The body of a streamed HTTP response (Server-Sent Events) on its way from
 // whoever produces it (the event stream: bus listeners, store pulls,
-// timers) to the connection that writes it (http_session.cc). Free of
+// timers) to the connection that writes it (sse_session.h). Free of
 // Beast and of sockets, so the stream logic is tested without either.
 //
 // Bytes queued and not yet written by the connection are bounded by
@@ -61,7 +61,7 @@ class EventSink {
 
   // --- connection ------------------------------------------------------------
   // `fn` runs when bytes (or the close) become available after Take()
-  // returned kIdle. Set once, before the stream starts.
+  // returned kIdle. Set once, before the first Take().
   void SetWake(std::function<void()> fn) EXCLUDES(mu_);
   enum class Took { kBytes, kIdle, kClose };
   // kBytes: moves the queued bytes into `out` (appended); they count as
