@@ -179,6 +179,9 @@ const (
 // Err says why. In cluster mode any instance serves a subscription (it
 // relays the other instances' messages), so subscriptions are not routed.
 func (c *Client) Subscribe(ctx context.Context, convs []string, from map[string]int64, handler func(Message)) (*Subscription, error) {
+	if ctx == nil {
+		return nil, errNilContext("SUBSCRIBE")
+	}
 	if handler == nil {
 		return nil, errorf(CodeInvalidArgument, "Subscribe needs a handler")
 	}
@@ -221,6 +224,9 @@ func (c *Client) Subscribe(ctx context.Context, convs []string, from map[string]
 // conversations (10,000 by default): past it Add fails with TOO_LARGE.
 // Add and Remove of one subscription run one at a time.
 func (s *Subscription) Add(ctx context.Context, convs []string, from map[string]int64) error {
+	if ctx == nil {
+		return errNilContext("SUBSCRIBE")
+	}
 	if err := checkSubConvs(convs, from); err != nil {
 		return err
 	}
@@ -261,6 +267,9 @@ func (s *Subscription) Add(ctx context.Context, convs []string, from map[string]
 // answer (or the connection's loss) within ctx; an error there means only
 // that ctx ended first: the conversations are removed all the same.
 func (s *Subscription) Remove(ctx context.Context, convs ...string) error {
+	if ctx == nil {
+		return errNilContext("UNSUBSCRIBE")
+	}
 	s.opMu.Lock()
 	defer s.opMu.Unlock()
 	present, epochs := s.membersOf(convs)
