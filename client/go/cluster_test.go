@@ -1,7 +1,6 @@
 package seqd
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -131,25 +130,7 @@ func forwards(t *testing.T, nodes []*testseqd.Server) float64 {
 	t.Helper()
 	var sum float64
 	for _, n := range nodes {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", n.HTTPPort))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			if !strings.HasPrefix(line, "seqd_cluster_forwards_total") {
-				continue
-			}
-			f := strings.Fields(line)
-			v, err := strconv.ParseFloat(f[len(f)-1], 64)
-			if err != nil {
-				t.Fatalf("metrics line %q", line)
-			}
-			sum += v
-		}
-		resp.Body.Close()
+		sum += metric(t, n, "seqd_cluster_forwards_total", "")
 	}
 	return sum
 }

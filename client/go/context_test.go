@@ -166,6 +166,10 @@ func TestNilContextIsRefused(t *testing.T) {
 			return <-ch
 		},
 		"GoNextIDs": func() error { return (<-c.GoNextIDs(nilCtx, "n_a", 1, nil).Done).Err },
+		"Subscribe": func() error {
+			_, err := c.Subscribe(nilCtx, []string{"sg_1"}, nil, func(Message) {})
+			return err
+		},
 	}
 	for name, call := range calls {
 		err := call()

@@ -1,15 +1,20 @@
 package seqd
 
 // The subscription loop (see subscribe.go): one goroutine per Subscription
-// owns its receive queue and connection state. It handles the inbox
-// (pushes, PUSH_DROPPED, a closed connection, answers of the calls it
-// started on other goroutines) and a 100 ms tick (re-subscribe when due,
-// MAX_SEQS after each (re)subscribe and every subResyncEvery, pulls
-// unanswered for a second).
+// owns its receive queue and calls its handler. It handles the inbox
+// (pushes, conversations added and removed, the push connection lost and
+// subscribed again, answers of the calls it started on other goroutines)
+// and a 100 ms tick (MAX_SEQS after each SUBSCRIBE answer and every
+// subResyncEvery, pulls unanswered for a second).
+//
+// Per conversation the loop keeps its memberships in Add order (runs); the
+// first owns the queue. A member's run takes pushes and pulls; a removed
+// one takes only pulls, up to its cut, then ends, and the next run starts
+// afresh at its own start: one membership's messages all reach the handler
+// before the next one's.
 
 import (
-	"context"
-	"math/rand"
+	"sort"
 	"time"
 )
 
@@ -30,6 +35,7 @@ func (s *Subscription) run() {
 		evs := s.inbox
 		s.inbox = nil
 		s.inboxBytes = 0
+		s.overflow = false
 		s.inboxMu.Unlock()
 		for _, ev := range evs {
 			if s.closed.Load() {
@@ -40,80 +46,136 @@ func (s *Subscription) run() {
 	}
 }
 
-// exit ends the loop: the connection is closed, and so is any that a
-// (re)subscription in flight brings later (post sees exited).
+// exit ends the loop: nothing is queued any more.
 func (s *Subscription) exit() {
 	s.inboxMu.Lock()
 	s.exited = true
-	evs := s.inbox
 	s.inbox = nil
 	s.inboxMu.Unlock()
-	for _, ev := range evs {
-		if ev.cn != nil {
-			ev.cn.close()
-		}
-	}
-	if s.cn != nil {
-		s.cn.close()
-	}
 }
 
 func (s *Subscription) handle(ev subEvent) {
 	switch ev.kind {
 	case evPush:
-		s.q.offer(ev.msg)
-	case evDropped, evClosed:
-		if (ev.gen == s.gen || ev.gen == genCurrent) && s.live {
-			s.onLost()
+		if r := s.head(ev.msg.ConvID); r != nil && r.cut < 0 {
+			s.q.offer(ev.msg)
 		}
+	case evOverflow:
+		s.lost.Add(1)
+		s.markDue(nil)
+	case evLost:
+		s.live = false
+		s.lost.Add(1)
 	case evSubscribed:
-		s.subscribing = false
-		if ev.err == nil {
-			s.cn, s.live, s.maxDue, s.failures = ev.cn, true, true, 0
+		if ev.all && s.everLive {
 			s.resubscribes.Add(1)
-			s.checkMaxSeqs()
-			return
 		}
-		if !transientSub(ev.err) {
-			s.finish(ev.err)
-			return
+		s.live, s.everLive = true, true
+		if ev.all {
+			s.markDue(nil)
+		} else {
+			s.markDue(ev.convs)
 		}
-		s.failures++
-		s.resubAt = time.Now().Add(s.backoff())
-	case evMaxSeqs:
-		s.maxInFlight = false
-		if ev.err != nil || len(ev.maxes) != len(ev.convs) {
-			return // redone on a tick while maxDue
-		}
+		s.checkMaxSeqs()
+	case evAdd:
 		for i, cv := range ev.convs {
-			s.q.noteMaxSeq(cv, ev.maxes[i])
+			s.runs[cv] = append(s.runs[cv], &subRun{epoch: ev.epoch, start: ev.starts[i], cut: -1})
+			if len(s.runs[cv]) == 1 {
+				s.startRun(cv)
+			}
 		}
-		if ev.gen == s.gen && s.live {
-			s.maxDue, s.resyncedAt = false, time.Now()
+		s.checkMaxSeqs()
+	case evRemove:
+		for i, cv := range ev.convs {
+			s.cutRun(cv, ev.epochs[i], ev.cuts[i])
 		}
-	case evPinged:
-		s.pingInFlight = false
-		if ev.err != nil && ev.gen == s.gen && s.live && s.ctx.Err() == nil {
-			s.onLost()
-		}
+	case evMaxSeqs:
+		s.onMaxSeqs(ev)
 	case evPulled:
-		if ev.err == nil {
+		if s.head(ev.conv) != nil && ev.err == nil {
 			s.onPulled(ev.conv, ev.from, ev.to, ev.page)
+			s.endRunIfCut(ev.conv)
 		} // else asked again after subPullRetry (the queue's tick)
 	}
 }
 
-// onLost: pushes stopped (connection lost, PUSH_DROPPED, backlog full).
-// The connection is dropped and a re-subscription scheduled.
-func (s *Subscription) onLost() {
-	s.live, s.maxDue = false, false
-	s.lost.Add(1)
-	if s.cn != nil {
-		s.cn.close()
-		s.cn = nil
+// head is the run that owns conv's queue state, nil if none.
+func (s *Subscription) head(conv string) *subRun {
+	if rs := s.runs[conv]; len(rs) > 0 {
+		return rs[0]
 	}
-	if !s.resubAt.After(time.Now()) {
-		s.resubAt = time.Now().Add(s.backoff())
+	return nil
+}
+
+// startRun gives conv's queue to its first run, afresh at its start: a
+// member asks MAX_SEQS (what came since its start is pulled), a removed
+// one pulls up to its cut.
+func (s *Subscription) startRun(conv string) {
+	r := s.head(conv)
+	s.q.forget(conv)
+	delete(s.misses, conv)
+	s.q.setLocalSeq(conv, r.start)
+	if r.cut < 0 {
+		s.maxDue[conv] = true
+		return
+	}
+	delete(s.maxDue, conv)
+	s.q.noteMaxSeq(conv, r.cut)
+	s.endRunIfCut(conv)
+}
+
+// cutRun: the membership epoch of conv was removed at cut.
+func (s *Subscription) cutRun(conv string, epoch uint64, cut int64) {
+	for i, r := range s.runs[conv] {
+		if r.epoch != epoch {
+			continue
+		}
+		r.cut = cut
+		if i == 0 {
+			delete(s.maxDue, conv)
+			s.q.noteMaxSeq(conv, cut)
+			s.endRunIfCut(conv)
+		}
+		return
+	}
+}
+
+// endRunIfCut ends conv's first run once it delivered through its cut,
+// and starts the next one, if any.
+func (s *Subscription) endRunIfCut(conv string) {
+	for {
+		r := s.head(conv)
+		if r == nil || r.cut < 0 || s.q.localSeq(conv) < r.cut {
+			return
+		}
+		s.endCut(r.epoch)
+		s.runs[conv] = s.runs[conv][1:]
+		if len(s.runs[conv]) == 0 {
+			delete(s.runs, conv)
+			delete(s.maxDue, conv)
+			delete(s.misses, conv)
+			s.q.forget(conv)
+			return
+		}
+		s.startRun(conv)
+	}
+}
+
+// markDue: convs (nil: every conversation whose first run is a member)
+// need a MAX_SEQS.
+func (s *Subscription) markDue(convs []string) {
+	if convs == nil {
+		for cv, rs := range s.runs {
+			if rs[0].cut < 0 {
+				s.maxDue[cv] = true
+			}
+		}
+		return
+	}
+	for _, cv := range convs {
+		if r := s.head(cv); r != nil && r.cut < 0 {
+			s.maxDue[cv] = true
+		}
 	}
 }
 
@@ -122,12 +184,8 @@ func (s *Subscription) tick() {
 		s.finish(errorf(CodeCancelled, "client closed"))
 		return
 	}
-	if !s.live && !s.subscribing && !s.resubAt.After(time.Now()) {
-		s.resubscribe()
-	}
 	s.maybeResync(time.Now())
 	s.checkMaxSeqs()
-	s.maybePing()
 	s.q.tick()
 }
 
@@ -135,56 +193,46 @@ func (s *Subscription) tick() {
 // again, so a push lost with no later push to show the gap (a cluster
 // owner move) is pulled.
 func (s *Subscription) maybeResync(now time.Time) {
-	if s.live && !s.maxDue && now.Sub(s.resyncedAt) >= time.Duration(subResyncEvery.Load()) {
-		s.maxDue = true
+	if s.live && len(s.maxDue) == 0 && !s.maxInFlight &&
+		now.Sub(s.resyncedAt) >= time.Duration(subResyncEvery.Load()) {
+		s.markDue(nil)
 	}
 }
 
-// resubscribe starts a connection and SUBSCRIBE on the next endpoint; its
-// outcome comes back as evSubscribed.
-func (s *Subscription) resubscribe() {
-	s.subscribing = true
-	s.inboxMu.Lock()
-	s.overflow = false
-	s.inboxMu.Unlock()
-	ep := s.nextEndpoint()
-	s.gen++
-	gen := s.gen
-	go func() {
-		cn, err := s.connectAndSubscribe(s.ctx, ep, gen)
-		s.post(subEvent{kind: evSubscribed, gen: gen, cn: cn, err: err})
-	}()
-}
-
-// checkMaxSeqs: one MAX_SEQS at a time after each (re)subscribe answer,
-// until one answers for the current connection.
+// checkMaxSeqs: one MAX_SEQS at a time, while live, of the conversations
+// due.
 func (s *Subscription) checkMaxSeqs() {
-	if !s.live || !s.maxDue || s.maxInFlight {
+	if !s.live || s.maxInFlight || len(s.maxDue) == 0 {
 		return
 	}
+	convs := make([]string, 0, len(s.maxDue))
+	for cv := range s.maxDue {
+		convs = append(convs, cv)
+	}
+	sort.Strings(convs)
+	s.maxDue = map[string]bool{}
 	s.maxInFlight = true
-	gen, convs := s.gen, s.convs
 	go func() {
 		maxes, err := s.maxSeqs(s.ctx, convs)
-		s.post(subEvent{kind: evMaxSeqs, gen: gen, convs: convs, maxes: maxes, err: err})
+		s.post(subEvent{kind: evMaxSeqs, convs: convs, maxes: maxes, err: err})
 	}()
 }
 
-// maybePing: a PING on the live connection every subPingEvery, so a
-// connection that died silently (a half-open TCP connection: no FIN, no
-// RST) is noticed: no answer within CallTimeout counts as lost.
-func (s *Subscription) maybePing() {
-	if !s.live || s.pingInFlight || time.Since(s.pingedAt) < time.Duration(subPingEvery.Load()) {
+// onMaxSeqs: what exists is noted (and pulled); a failed MAX_SEQS is due
+// again on the next tick.
+func (s *Subscription) onMaxSeqs(ev subEvent) {
+	s.maxInFlight = false
+	if ev.err != nil || len(ev.maxes) != len(ev.convs) {
+		s.markDue(ev.convs)
 		return
 	}
-	s.pingInFlight, s.pingedAt = true, time.Now()
-	cn, gen := s.cn, s.gen
-	go func() {
-		ctx, cancel := context.WithTimeout(s.ctx, s.c.opts.CallTimeout)
-		_, err := cn.call(ctx, opPing, 0, []byte("ping"))
-		cancel()
-		s.post(subEvent{kind: evPinged, gen: gen, err: err})
-	}()
+	for i, cv := range ev.convs {
+		if r := s.head(cv); r != nil && r.cut < 0 {
+			s.q.noteMaxSeq(cv, ev.maxes[i])
+		}
+	}
+	s.resyncedAt = time.Now()
+	s.checkMaxSeqs()
 }
 
 // requestPull is the queue's pull request: PULL_RANGE on another
@@ -225,27 +273,13 @@ func (s *Subscription) onPulled(conv string, from, to int64, page PullPage) {
 	s.q.setLocalSeq(conv, first-1)
 }
 
-// deliver is the queue's delivery: the handler, unless closed.
+// deliver is the queue's delivery: the handler, while the membership that
+// owns the queue is a member, or removed with a cut at or above m.
 func (s *Subscription) deliver(m Message) {
-	if s.closed.Load() {
+	r := s.head(m.ConvID)
+	if r == nil || !s.begin(m, r.epoch) {
 		return
 	}
 	s.delivered.Add(1)
 	s.handler(m)
-}
-
-// backoff: BackoffInitial doubled per consecutive failed re-subscription,
-// at most BackoffMax, jittered to [1/2, 1].
-func (s *Subscription) backoff() time.Duration {
-	d := s.c.opts.BackoffInitial
-	for i := 0; i < s.failures && d < s.c.opts.BackoffMax; i++ {
-		d *= 2
-	}
-	if d > s.c.opts.BackoffMax {
-		d = s.c.opts.BackoffMax
-	}
-	if d <= 1 {
-		return d
-	}
-	return d/2 + time.Duration(rand.Int63n(int64(d/2)+1))
 }

@@ -1,26 +1,28 @@
 package seqd
 
-// Subscriptions that survive connection loss, PUSH_DROPPED and server
-// restarts: the contract of the C++ client's subscription keeper
-// (client/src/subscription_keeper.h), on a connection of their own.
+// Subscriptions to a changing set of conversations that survive connection
+// loss, PUSH_DROPPED and server restarts: the contract of the C++ client's
+// subscription keeper (client/src/subscription_keeper.h).
 //
-// How: a receiveQueue holds each conversation's last delivered seq.
-// Pushes are offered to it; a gap is pulled (PULL_RANGE, through the
-// client's pool and retry rules). After every (re)subscribe answer a
-// MAX_SEQS tells the queue what exists, so messages sent while no
-// subscription was live are pulled even if no push follows. A lost
-// connection (or PUSH_DROPPED, or a backlog the handler does not keep up
-// with) is re-subscribed on a new connection after a jittered backoff
-// (doubling per consecutive failure, at most Options.BackoffMax), without
-// end. Seqs the server no longer has (below a conversation's min seq) are
-// skipped once three pulls of the range, at least a second apart, came
-// back without them (as the C++ keeper does).
+// How: the subscriptions of one Client share one push connection
+// (push_conn.go), which subscribes the union of their conversations and
+// hands each push to every subscription holding its conversation. Each
+// subscription has a receiveQueue holding each conversation's last
+// delivered seq. Pushes are offered to it; a gap is pulled (PULL_RANGE,
+// through the client's pool and retry rules). After every SUBSCRIBE that
+// answered for a conversation (an Add, a re-subscription) a MAX_SEQS tells
+// the queue what exists, so messages sent while no subscription was live
+// are pulled even if no push follows. Seqs the server no longer has (below
+// a conversation's min seq) are skipped once three pulls of the range, at
+// least a second apart, came back without them (as the C++ keeper does).
 //
-// Everything runs on one goroutine per Subscription (the loop); the
-// connection's reader only appends to its inbox and never blocks.
+// Each Subscription runs one goroutine (the loop, keeper.go) that owns its
+// queue and calls its handler; the push connection's reader only appends
+// to its inbox and never blocks.
 
 import (
 	"context"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,7 +37,7 @@ const (
 	subMaxInboxBytes = 64 << 20 // pushes waiting for the loop; past it: re-sync
 )
 
-// subPingEvery: how often a live subscription's connection is pinged, in
+// subPingEvery: how often the live push connection is pinged, in
 // nanoseconds (a variable for tests).
 var subPingEvery atomic.Int64
 
@@ -53,7 +55,7 @@ func init() {
 // SubscriptionStats count what a Subscription did (Subscription.Stats).
 type SubscriptionStats struct {
 	Delivered    uint64 // messages passed to the handler
-	Resubscribes uint64 // SUBSCRIBEs after the first one that the server accepted
+	Resubscribes uint64 // re-subscriptions on a new connection that the server accepted
 	Lost         uint64 // times pushes stopped (connection lost, PUSH_DROPPED, backlog)
 	Pulls        uint64 // PULL_RANGE calls made to fill gaps
 }
@@ -62,10 +64,25 @@ type SubscriptionStats struct {
 // methods are safe for concurrent use.
 type Subscription struct {
 	c       *Client
+	hub     *pushConn
 	handler func(Message)
-	convs   []string
 	ctx     context.Context // ended by Close
 	cancel  context.CancelFunc
+
+	opMu sync.Mutex // one Add or Remove at a time
+
+	mu sync.Mutex
+	// members: conversation -> the epoch of the Add that took it (a
+	// membership). cuts: epoch -> the last seq a removed membership still
+	// delivers. A message is handed to the handler only while its
+	// membership is a member, or removed with a cut at or above its seq.
+	members   map[string]uint64
+	cuts      map[uint64]int64
+	lastEpoch uint64
+	// beginHook, when set (tests), runs under mu as a message of a
+	// membership (its epoch) is handed to the handler: the moment Remove and
+	// Close are ordered against.
+	beginHook func(m Message, epoch uint64)
 
 	inboxMu    sync.Mutex
 	inbox      []subEvent
@@ -83,20 +100,17 @@ type Subscription struct {
 	delivered, resubscribes, lost, pulls atomic.Uint64
 
 	// Loop state: touched only by the loop goroutine.
-	q            *receiveQueue
-	cn           *conn
-	gen          int // generation of cn: events of older connections are stale
-	live         bool
-	subscribing  bool
-	failures     int
-	resubAt      time.Time
-	maxDue       bool // live, MAX_SEQS not answered since the (re)subscribe
-	maxInFlight  bool
-	resyncedAt   time.Time // when MAX_SEQS last answered for the live connection
-	pingedAt     time.Time
-	pingInFlight bool
-	misses       map[string]*subMiss
-	next         int // the endpoint to (re)subscribe on next
+	q *receiveQueue
+	// runs: per conversation its memberships in Add order, as evAdd and
+	// evRemove said; the first owns the queue's state of the conversation,
+	// the next starts once it ended (a removed one, at its cut).
+	runs        map[string][]*subRun
+	maxDue      map[string]bool // MAX_SEQS needed (a SUBSCRIBE answered since the last)
+	maxInFlight bool
+	live        bool // the push connection is live
+	everLive    bool
+	resyncedAt  time.Time // when MAX_SEQS last answered
+	misses      map[string]*subMiss
 }
 
 type subMiss struct {
@@ -104,44 +118,52 @@ type subMiss struct {
 	n    int
 }
 
-// subEvent is one thing for the loop to handle.
-type subEvent struct {
-	kind  int
-	gen   int
-	msg   Message
-	err   error
-	conv  string
-	from  int64
-	to    int64
-	page  PullPage
-	convs []string
-	maxes []int64
-	cn    *conn
+// subRun is one membership of a conversation in the loop.
+type subRun struct {
+	epoch uint64
+	start int64 // the last seq not to deliver
+	cut   int64 // -1 while a member; else the last seq to deliver
 }
 
-// genCurrent in an event: whatever connection is current (tests use it to
-// drop a subscription's connection under it).
-const genCurrent = -1
+// subEvent is one thing for the loop to handle.
+type subEvent struct {
+	kind   int
+	msg    Message
+	err    error
+	conv   string
+	from   int64
+	to     int64
+	page   PullPage
+	convs  []string
+	starts []int64  // evAdd: each conversation's last seq not to deliver
+	cuts   []int64  // evRemove: each conversation's last seq to deliver
+	epochs []uint64 // evRemove: each conversation's membership
+	epoch  uint64   // evAdd
+	all    bool     // evSubscribed: every conversation (a new connection)
+	maxes  []int64
+}
 
 const (
-	evPush = iota
-	evDropped
-	evClosed
-	evSubscribed
+	evPush       = iota
+	evOverflow   // pushes were dropped past the inbox cap: re-sync
+	evLost       // the push connection stopped pushing
+	evSubscribed // a SUBSCRIBE answered for convs (all: a new connection)
+	evAdd
+	evRemove
 	evMaxSeqs
 	evPulled
-	evPinged
 )
 
 // Subscribe delivers every committed message of convs to handler, once
 // each, in seq order per conversation, through lost connections, server
-// restarts and PUSH_DROPPED (the C++ client's resubscribe contract).
+// restarts and PUSH_DROPPED (the C++ client's resubscribe contract); Add
+// and Remove change the conversations later.
 //
 // from[conv] is the last seq the caller already has of conv: delivery
 // starts at from[conv]+1 (what exists already is pulled first). A
 // conversation not in from starts after its max seq at the time of the
 // call (MAX_SEQS), as the C++ client's Subscribe does. A conversation must
-// be listed once.
+// be listed once. convs may be empty (Add them later).
 //
 // handler runs on one goroutine of the Subscription, one message at a
 // time, never concurrently; a slow handler delays the next messages (they
@@ -149,77 +171,134 @@ const (
 // pulling). After Close returns, handler is not called again (a call
 // already under way finishes).
 //
-// Subscribe returns once the server accepted the first SUBSCRIBE (tried
-// on the endpoints by the retry rules, within ctx), or with that error.
-// Later failures are retried without end, except a re-subscription the
-// server refuses for a reason that is not transient (e.g.
-// PERMISSION_DENIED): the subscription then ends, Done closes and Err
-// says why. In cluster mode any instance serves a subscription (it relays
-// the other instances' messages), so subscriptions are not routed.
+// Subscribe returns once the server accepted the SUBSCRIBE of convs (on
+// the client's push connection, connected by the retry rules within ctx),
+// or with that error. Later failures are retried without end, except a
+// re-subscription the server refuses for a reason that is not transient
+// (e.g. PERMISSION_DENIED): the subscription then ends, Done closes and
+// Err says why. In cluster mode any instance serves a subscription (it
+// relays the other instances' messages), so subscriptions are not routed.
 func (c *Client) Subscribe(ctx context.Context, convs []string, from map[string]int64, handler func(Message)) (*Subscription, error) {
-	if handler == nil || len(convs) == 0 {
-		return nil, errorf(CodeInvalidArgument, "Subscribe needs conversations and a handler")
+	if ctx == nil {
+		return nil, errNilContext("SUBSCRIBE")
 	}
-	seen := map[string]bool{}
-	var unknown []string
-	for _, cv := range convs {
-		if cv == "" || seen[cv] {
-			return nil, errorf(CodeInvalidArgument, "conversation %q empty or listed twice", cv)
-		}
-		seen[cv] = true
-		if f, ok := from[cv]; ok && f < 0 {
-			return nil, errorf(CodeInvalidArgument, "from[%q] is negative", cv)
-		} else if !ok {
-			unknown = append(unknown, cv)
-		}
+	if handler == nil {
+		return nil, errorf(CodeInvalidArgument, "Subscribe needs a handler")
+	}
+	if err := checkSubConvs(convs, from); err != nil {
+		return nil, err
 	}
 	sctx, cancel := context.WithCancel(context.Background())
-	s := &Subscription{c: c, handler: handler, convs: append([]string(nil), convs...), ctx: sctx,
-		cancel: cancel, wake: make(chan struct{}, 1), done: make(chan struct{}),
-		misses: map[string]*subMiss{}, next: int(c.current.Load()), maxInbox: subMaxInboxBytes}
+	s := &Subscription{c: c, hub: c.pushConn(), handler: handler, ctx: sctx, cancel: cancel,
+		members: map[string]uint64{}, cuts: map[uint64]int64{}, wake: make(chan struct{}, 1),
+		done: make(chan struct{}), maxInbox: subMaxInboxBytes, runs: map[string][]*subRun{},
+		maxDue: map[string]bool{},
+		misses: map[string]*subMiss{}}
 	s.q = newReceiveQueue(s.deliver, s.requestPull, subPullRetry, subMaxHeld, nil)
-	for cv, f := range from {
-		if seen[cv] {
-			s.q.setLocalSeq(cv, f)
-		}
+	if err := s.hub.attach(s); err != nil {
+		cancel()
+		return nil, err
 	}
-	// The starting point first: every seq above today's max is delivered,
-	// whether it comes pushed or pulled.
-	if len(unknown) > 0 {
-		maxes, err := s.maxSeqs(ctx, unknown)
-		if err != nil {
-			cancel()
-			return nil, err
-		}
-		for i, cv := range unknown {
-			s.q.setLocalSeq(cv, maxes[i])
-		}
-	}
-	var err error
-	for attempt := 1; ; attempt++ {
-		err = s.subscribeOnce(ctx)
-		if err == nil {
-			break
-		}
-		if !CodeOf(err).Retryable() || attempt >= c.opts.MaxAttempts || ctx.Err() != nil {
-			cancel()
-			if ctx.Err() != nil {
-				return nil, ctxError(ctx, "SUBSCRIBE")
-			}
-			return nil, err
-		}
-		select {
-		case <-time.After(c.jittered(attempt)):
-		case <-ctx.Done():
-		}
-	}
-	s.live, s.maxDue = true, true
 	go s.run()
+	if len(convs) > 0 {
+		if err := s.Add(ctx, convs, from); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
-// Close ends the subscription and its connection. Safe to call more than
-// once, from any goroutine, also from the handler.
+// Add adds conversations to the subscription, with Subscribe's rules for
+// convs and from: each conversation's messages after from[conv] (after its
+// max seq at the time of the call when not in from) are delivered, once,
+// in seq order. Conversations the subscription already has are left as
+// they are (their from is ignored).
+//
+// Add returns once the server accepted their SUBSCRIBE on the client's
+// push connection, or with the error (of MAX_SEQS, the SUBSCRIBE, or ctx);
+// on an error none of convs was added (and nothing of them was delivered).
+// A conversation removed and added again starts once the removed
+// membership delivered through its cut (see Remove). A client's subscriptions together
+// hold at most the server's --tcp-max-subscriptions distinct
+// conversations (10,000 by default): past it Add fails with TOO_LARGE.
+// Add and Remove of one subscription run one at a time.
+func (s *Subscription) Add(ctx context.Context, convs []string, from map[string]int64) error {
+	if ctx == nil {
+		return errNilContext("SUBSCRIBE")
+	}
+	if err := checkSubConvs(convs, from); err != nil {
+		return err
+	}
+	s.opMu.Lock()
+	defer s.opMu.Unlock()
+	if s.closed.Load() {
+		return errorf(CodeCancelled, "subscription closed")
+	}
+	fresh := s.notMembers(convs)
+	if len(fresh) == 0 {
+		return nil
+	}
+	starts, err := s.startsOf(ctx, fresh, from)
+	if err != nil {
+		return err
+	}
+	if err := s.hub.subscribe(ctx, s, fresh); err != nil {
+		s.hub.release(nil, s, fresh)
+		return err
+	}
+	s.addMembers(fresh, starts)
+	return nil
+}
+
+// Remove takes conversations out of the subscription at a cut: each one's
+// max seq when Remove asks (MAX_SEQS). Every message up to the cut is
+// still delivered, once, in order, with the rest (those queued, and those
+// still to pull; some may reach the handler after Remove returned); none
+// after it. So every message acknowledged before Remove was called is
+// delivered, and none sent after it returned. Conversations the
+// subscription does not have are ignored; a removed conversation may be
+// added again (it starts afresh, once the removed membership delivered
+// through its cut). Remove may be called from the handler.
+//
+// Remove fails, removing nothing, when MAX_SEQS fails (by the retry rules,
+// within ctx). When no other subscription of the client holds a
+// conversation, Remove then unsubscribes it and waits for the server's
+// answer (or the connection's loss) within ctx; an error there means only
+// that ctx ended first: the conversations are removed all the same.
+func (s *Subscription) Remove(ctx context.Context, convs ...string) error {
+	if ctx == nil {
+		return errNilContext("UNSUBSCRIBE")
+	}
+	s.opMu.Lock()
+	defer s.opMu.Unlock()
+	present, epochs := s.membersOf(convs)
+	if len(present) == 0 {
+		return nil
+	}
+	cuts, err := s.maxSeqs(ctx, present)
+	if err != nil {
+		return err
+	}
+	s.cutMembers(present, epochs, cuts)
+	return s.hub.release(ctx, s, present)
+}
+
+// Conversations are the subscription's conversations, sorted.
+func (s *Subscription) Conversations() []string {
+	s.mu.Lock()
+	out := make([]string, 0, len(s.members))
+	for cv := range s.members {
+		out = append(out, cv)
+	}
+	s.mu.Unlock()
+	sort.Strings(out)
+	return out
+}
+
+// Close ends the subscription; the client's push connection closes once
+// no subscription of it remains. Safe to call more than once, from any
+// goroutine, also from the handler.
 func (s *Subscription) Close() error {
 	s.closed.Store(true)
 	s.finish(nil)
@@ -249,12 +328,142 @@ func (s *Subscription) Stats() SubscriptionStats {
 
 func (s *Subscription) finish(err error) {
 	s.doneOnce.Do(func() {
+		s.mu.Lock()
 		s.err = err
 		s.closed.Store(true)
+		s.mu.Unlock()
 		s.cancel()
+		if s.hub != nil {
+			s.hub.detach(s)
+		}
 		close(s.done)
 		s.poke()
 	})
+}
+
+// checkSubConvs: ids not empty, none listed twice, no negative from.
+func checkSubConvs(convs []string, from map[string]int64) error {
+	seen := map[string]bool{}
+	for _, cv := range convs {
+		if cv == "" || seen[cv] {
+			return errorf(CodeInvalidArgument, "conversation %q empty or listed twice", cv)
+		}
+		seen[cv] = true
+		if f, ok := from[cv]; ok && f < 0 {
+			return errorf(CodeInvalidArgument, "from[%q] is negative", cv)
+		}
+	}
+	return nil
+}
+
+// ------------------------------------------------------------- membership
+
+func (s *Subscription) notMembers(convs []string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, cv := range convs {
+		if _, ok := s.members[cv]; !ok {
+			out = append(out, cv)
+		}
+	}
+	return out
+}
+
+// startsOf: each conversation's last seq not to deliver: from, else its max
+// seq now.
+func (s *Subscription) startsOf(ctx context.Context, convs []string, from map[string]int64) ([]int64, error) {
+	starts := make([]int64, len(convs))
+	var unknown []string
+	var at []int
+	for i, cv := range convs {
+		if f, ok := from[cv]; ok {
+			starts[i] = f
+		} else {
+			unknown = append(unknown, cv)
+			at = append(at, i)
+		}
+	}
+	if len(unknown) > 0 {
+		maxes, err := s.maxSeqs(ctx, unknown)
+		if err != nil {
+			return nil, err
+		}
+		for k, i := range at {
+			starts[i] = maxes[k]
+		}
+	}
+	return starts, nil
+}
+
+// addMembers makes convs members under a new epoch (their SUBSCRIBE was
+// answered) and tells the loop where each starts. Until the loop has it,
+// pushes of them are dropped; the MAX_SEQS that follows pulls them.
+func (s *Subscription) addMembers(convs []string, starts []int64) {
+	s.mu.Lock()
+	s.lastEpoch++
+	epoch := s.lastEpoch
+	for _, cv := range convs {
+		s.members[cv] = epoch
+	}
+	s.mu.Unlock()
+	s.post(subEvent{kind: evAdd, convs: convs, starts: starts, epoch: epoch})
+}
+
+// membersOf: those of convs that are members, with their epochs.
+func (s *Subscription) membersOf(convs []string) ([]string, []uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var present []string
+	var epochs []uint64
+	seen := map[string]bool{}
+	for _, cv := range convs {
+		if e, ok := s.members[cv]; ok && !seen[cv] {
+			seen[cv] = true
+			present = append(present, cv)
+			epochs = append(epochs, e)
+		}
+	}
+	return present, epochs
+}
+
+// cutMembers ends the memberships (convs with their epochs) at cuts: from
+// now on only their messages up to the cut are handed to the handler.
+// REQUIRES: opMu held since membersOf returned them.
+func (s *Subscription) cutMembers(convs []string, epochs []uint64, cuts []int64) {
+	s.mu.Lock()
+	for i, cv := range convs {
+		delete(s.members, cv)
+		s.cuts[epochs[i]] = cuts[i]
+	}
+	s.mu.Unlock()
+	s.post(subEvent{kind: evRemove, convs: convs, epochs: epochs, cuts: cuts})
+}
+
+// endCut forgets a removed membership that delivered through its cut.
+func (s *Subscription) endCut(epoch uint64) {
+	s.mu.Lock()
+	delete(s.cuts, epoch)
+	s.mu.Unlock()
+}
+
+// begin reports whether m, of the membership epoch, may be handed to the
+// handler now; Remove and Close order against it.
+func (s *Subscription) begin(m Message, epoch uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return false
+	}
+	if s.members[m.ConvID] != epoch {
+		if cut, ok := s.cuts[epoch]; !ok || m.Seq > cut {
+			return false
+		}
+	}
+	if s.beginHook != nil {
+		s.beginHook(m, epoch)
+	}
+	return true
 }
 
 // ------------------------------------------------------------- the inbox
@@ -263,9 +472,6 @@ func (s *Subscription) post(ev subEvent) {
 	s.inboxMu.Lock()
 	if s.exited {
 		s.inboxMu.Unlock()
-		if ev.cn != nil {
-			ev.cn.close()
-		}
 		return
 	}
 	s.inbox = append(s.inbox, ev)
@@ -280,130 +486,41 @@ func (s *Subscription) poke() {
 	}
 }
 
-// onPush is the dedicated connection's push handler (its reader
-// goroutine): decode and queue, never block. Past subMaxInboxBytes the
-// pushes are dropped and the loop re-syncs, as after PUSH_DROPPED.
-func (s *Subscription) onPush(gen int) func(op byte, payload []byte) {
-	return func(op byte, payload []byte) {
-		switch op {
-		case opPushMessage:
-			d := dec{b: payload}
-			if d.u16() != 0 {
-				return
-			}
-			conv := d.str()
-			m := d.message(conv)
-			if d.done("PUSH_MESSAGE") != nil {
-				s.post(subEvent{kind: evDropped, gen: gen, err: errorf(CodeProtocol, "malformed push")})
-				return
-			}
-			s.inboxMu.Lock()
-			if s.overflow || s.inboxBytes+len(payload) > s.maxInbox {
-				over := !s.overflow
-				s.overflow = true
-				s.inboxMu.Unlock()
-				if over {
-					s.post(subEvent{kind: evDropped, gen: gen,
-						err: errorf(CodeResourceExhausted, "handler behind: push backlog full, re-syncing")})
-				}
-				return
-			}
-			s.inboxBytes += len(payload)
-			s.inbox = append(s.inbox, subEvent{kind: evPush, gen: gen, msg: m})
-			s.inboxMu.Unlock()
-			s.poke()
-		case opPushDropped:
-			_, err := parseResponse(payload)
-			if err == nil {
-				err = errorf(CodeTooLarge, "push dropped")
-			}
-			s.post(subEvent{kind: evDropped, gen: gen, err: err})
-		}
+// offerPush queues a pushed message (the push connection's reader: never
+// blocks). Past maxInbox bytes the pushes are dropped and the loop
+// re-syncs by MAX_SEQS and pulls.
+func (s *Subscription) offerPush(m Message, size int) {
+	s.inboxMu.Lock()
+	if s.exited {
+		s.inboxMu.Unlock()
+		return
 	}
-}
-
-// ------------------------------------------------------------- the calls
-
-// subscribeOnce opens a connection on the next endpoint and sends
-// SUBSCRIBE for every conversation (at most 1000 per frame). On success
-// the connection is the subscription's (the loop is not running yet, or
-// this runs on it).
-func (s *Subscription) subscribeOnce(ctx context.Context) error {
-	ep := s.nextEndpoint()
-	s.gen++
-	cn, err := s.connectAndSubscribe(ctx, ep, s.gen)
-	if err != nil {
-		return err
-	}
-	s.cn = cn
-	return nil
-}
-
-// nextEndpoint: where the next (re)subscription goes, in the failover
-// order (an endpoint marked down is skipped while another is not).
-// Loop state: call only from Subscribe or the loop.
-func (s *Subscription) nextEndpoint() *endpoint {
-	ep := s.c.pickEndpoint(s.next)
-	s.next = ep.index + 1
-	return ep
-}
-
-// connectAndSubscribe opens a dedicated connection to ep whose events
-// carry gen, and subscribes every conversation on it. Any goroutine.
-func (s *Subscription) connectAndSubscribe(ctx context.Context, ep *endpoint, gen int) (*conn, error) {
-	cctx, cancel := context.WithTimeout(ctx, s.c.opts.ConnectTimeout)
-	cn, err := s.c.openConn(cctx, ep.addr, s.onPush(gen), func(err error) {
-		if err == nil {
-			err = errorf(CodeUnavailable, "connection closed")
+	if s.overflow || s.inboxBytes+size > s.maxInbox {
+		first := !s.overflow
+		s.overflow = true
+		if first {
+			s.inbox = append(s.inbox, subEvent{kind: evOverflow,
+				err: errorf(CodeResourceExhausted, "handler behind: push backlog full, re-syncing")})
 		}
-		s.post(subEvent{kind: evClosed, gen: gen, err: err})
-	})
-	cancel()
-	if err != nil {
-		return nil, err
+		s.inboxMu.Unlock()
+		s.poke()
+		return
 	}
-	if err := s.sendSubscribe(ctx, cn); err != nil {
-		cn.close()
-		return nil, err
-	}
-	return cn, nil
-}
-
-func (s *Subscription) sendSubscribe(ctx context.Context, cn *conn) error {
-	for i := 0; i < len(s.convs); i += maxListItems {
-		j := i + maxListItems
-		if j > len(s.convs) {
-			j = len(s.convs)
-		}
-		var e enc
-		e.strList(s.convs[i:j])
-		p, err := e.payload()
-		if err != nil {
-			return err
-		}
-		cctx, cancel := context.WithTimeout(ctx, s.c.opts.CallTimeout)
-		_, err = cn.call(cctx, opSubscribe, 0, p)
-		cancel()
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	s.inboxBytes += size
+	s.inbox = append(s.inbox, subEvent{kind: evPush, msg: m})
+	s.inboxMu.Unlock()
+	s.poke()
 }
 
 // maxSeqs is MAX_SEQS of convs, 1000 per call.
 func (s *Subscription) maxSeqs(ctx context.Context, convs []string) ([]int64, error) {
 	out := make([]int64, 0, len(convs))
-	for i := 0; i < len(convs); i += maxListItems {
-		j := i + maxListItems
-		if j > len(convs) {
-			j = len(convs)
-		}
-		m, err := s.c.MaxSeqs(ctx, convs[i:j])
+	for _, chunk := range chunks(convs) {
+		m, err := s.c.MaxSeqs(ctx, chunk)
 		if err != nil {
 			return nil, err
 		}
-		if len(m) != j-i {
+		if len(m) != len(chunk) {
 			return nil, errorf(CodeProtocol, "malformed MAX_SEQS result")
 		}
 		out = append(out, m...)

@@ -46,6 +46,15 @@ func (r *recorder) snapshot() []Message {
 	return append([]Message(nil), r.msgs...)
 }
 
+// dropPushConn loses c's push connection as PUSH_DROPPED would.
+func dropPushConn(c *Client, err error) {
+	h := c.pushConn()
+	h.mu.Lock()
+	gen := h.gen
+	h.mu.Unlock()
+	h.lose(gen, err)
+}
+
 // waitFor polls cond every 20 ms until it holds or `within` passes.
 func waitFor(within time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(within)
@@ -200,7 +209,7 @@ func TestSubscribeFromAndConnectionLoss(t *testing.T) {
 	send(6)
 	// Close the subscription's connection under it: the keeper re-subscribes.
 	waitFor(5*time.Second, func() bool { return len(rec.snapshot()) == 4 })
-	sub.post(subEvent{kind: evDropped, gen: genCurrent, err: errorf(CodeTooLarge, "push backlog full")})
+	dropPushConn(c, errorf(CodeTooLarge, "push backlog full"))
 	for i := 7; i <= 9; i++ {
 		send(i)
 	}

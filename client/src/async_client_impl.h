@@ -19,6 +19,7 @@
 // re-entrant callback cannot leave a connection half-updated.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
@@ -84,9 +85,11 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
     std::shared_ptr<Connection> conn;
   };
   std::unordered_map<std::string, SubEntry> subs;
-  // ClientOptions::resubscribe: the application's subscriptions, kept over
-  // the raw ones in `subs`. Made at the first Subscribe.
+  // ClientOptions::resubscribe and Subscription handles: the application's
+  // subscriptions, kept over the raw ones in `subs`. Made at first use.
   std::shared_ptr<SubscriptionKeeper> keeper;
+  // The next Subscription handle's id (any thread).
+  std::atomic<uint64_t> next_subscription{SubscriptionKeeper::kDefaultSub + 1};
 
   // Local prefetch, per key.
   struct KeyCache {

@@ -4,7 +4,11 @@
 // keeps the application's subscriptions over the raw ones. On the strand
 // unless said otherwise (async_client_impl.h).
 #include <algorithm>
+#include <future>
 #include <map>
+#include <optional>
+#include <set>
+#include <string_view>
 
 #include "async_client_impl.h"
 
@@ -154,10 +158,112 @@ void AsyncClient::Unsubscribe(std::vector<std::string> conv_ids, Done<bool> done
   if (!impl_->options.resubscribe) {
     return impl_->UnsubscribeRaw(std::move(conv_ids), std::move(done));
   }
-  asio::post(impl_->strand,
-             [impl = impl_, conv_ids = std::move(conv_ids), done = std::move(done)]() mutable {
-               impl->Keeper().Unsubscribe(std::move(conv_ids), std::move(done));
-             });
+  asio::post(impl_->strand, [impl = impl_, conv_ids = std::move(conv_ids),
+                             done = std::move(done)]() mutable {
+    if (impl->closed) return done(ClientResult<bool>(true));
+    impl->Keeper().Unsubscribe(std::move(conv_ids), std::move(done));
+  });
+}
+
+// --- Subscription handles ------------------------------------------------------------
+
+// Holds its client weakly: once the client is destroyed, calls complete at
+// once (in the calling thread) with kCancelled.
+struct Subscription::Impl {
+  std::weak_ptr<AsyncClient::Impl> client;
+  uint64_t id = 0;
+};
+
+std::unique_ptr<Subscription> AsyncClient::NewSubscription(MessageFn on_message, LostFn on_lost) {
+  auto sub = std::make_shared<Subscription::Impl>();
+  sub->client = impl_;
+  sub->id = impl_->next_subscription.fetch_add(1);
+  asio::post(impl_->strand, [impl = impl_, id = sub->id, on_message = std::move(on_message),
+                             on_lost = std::move(on_lost)]() mutable {
+    if (!impl->closed)
+      impl->Keeper().NewSubscription(id, std::move(on_message), std::move(on_lost));
+  });
+  return std::unique_ptr<Subscription>(new Subscription(std::move(sub)));
+}
+
+Subscription::Subscription(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Subscription::~Subscription() { Close(); }
+
+namespace {
+
+// Add's arguments as the keeper takes them: an error for an empty id, an
+// id listed twice or too long for the wire, or a negative from.
+std::optional<ClientResult<bool>> CheckAdd(const std::vector<std::string>& conv_ids,
+                                           const std::map<std::string, int64_t>& from) {
+  std::set<std::string_view> seen;
+  for (const std::string& conv : conv_ids) {
+    if (conv.empty() || conv.size() > 0xFFFF || !seen.insert(conv).second) {
+      return ClientResult<bool>(StatusCode::kInvalidArgument,
+                                "conversation '" + conv.substr(0, 64) +
+                                    "' empty, longer than 65535 bytes or listed twice");
+    }
+    if (auto f = from.find(conv); f != from.end() && f->second < 0) {
+      return ClientResult<bool>(StatusCode::kInvalidArgument,
+                                "from of '" + conv.substr(0, 64) + "' is negative");
+    }
+  }
+  return std::nullopt;
+}
+
+ClientResult<bool> ClientGone() {
+  return ClientResult<bool>(StatusCode::kCancelled, "client destroyed");
+}
+
+}  // namespace
+
+void Subscription::Add(std::vector<std::string> conv_ids, std::map<std::string, int64_t> from,
+                       AsyncClient::Done<bool> done) {
+  std::shared_ptr<AsyncClient::Impl> client = impl_->client.lock();
+  if (!client) return done(ClientGone());
+  if (std::optional<ClientResult<bool>> bad = CheckAdd(conv_ids, from)) {
+    return client->Deliver(std::move(done), std::move(*bad));
+  }
+  asio::post(client->strand, [client, id = impl_->id, conv_ids = std::move(conv_ids),
+                              from = std::move(from), done = std::move(done)]() mutable {
+    if (client->closed) return done(ClientResult<bool>(StatusCode::kCancelled, "client closed"));
+    client->Keeper().Add(id, std::move(conv_ids), std::move(from), std::move(done));
+  });
+}
+
+void Subscription::Remove(std::vector<std::string> conv_ids, AsyncClient::Done<bool> done) {
+  std::shared_ptr<AsyncClient::Impl> client = impl_->client.lock();
+  if (!client) return done(ClientGone());
+  asio::post(client->strand, [client, id = impl_->id, conv_ids = std::move(conv_ids),
+                              done = std::move(done)]() mutable {
+    if (client->closed) return done(ClientResult<bool>(true));
+    client->Keeper().Remove(id, std::move(conv_ids), std::move(done));
+  });
+}
+
+ClientResult<bool> Subscription::Add(std::vector<std::string> conv_ids,
+                                     std::map<std::string, int64_t> from) {
+  auto promise = std::make_shared<std::promise<ClientResult<bool>>>();
+  std::future<ClientResult<bool>> future = promise->get_future();
+  Add(std::move(conv_ids), std::move(from),
+      [promise](ClientResult<bool> r) { promise->set_value(std::move(r)); });
+  return future.get();
+}
+
+ClientResult<bool> Subscription::Remove(std::vector<std::string> conv_ids) {
+  auto promise = std::make_shared<std::promise<ClientResult<bool>>>();
+  std::future<ClientResult<bool>> future = promise->get_future();
+  Remove(std::move(conv_ids),
+         [promise](ClientResult<bool> r) { promise->set_value(std::move(r)); });
+  return future.get();
+}
+
+void Subscription::Close() {
+  std::shared_ptr<AsyncClient::Impl> client = impl_->client.lock();
+  if (!client) return;
+  asio::post(client->strand, [client, id = impl_->id] {
+    if (!client->closed && client->keeper) client->keeper->CloseSubscription(id);
+  });
 }
 
 }  // namespace seqd::client

@@ -174,6 +174,11 @@ ClientResult<int64_t> Client::SetConvMinSeq(const std::string& conv_id, int64_t 
       [&](auto done) { impl_->async.SetConvMinSeq(conv_id, min_seq, std::move(done)); });
 }
 
+std::unique_ptr<Subscription> Client::NewSubscription(AsyncClient::MessageFn on_message,
+                                                      AsyncClient::LostFn on_lost) {
+  return impl_->async.NewSubscription(std::move(on_message), std::move(on_lost));
+}
+
 ClientResult<bool> Client::Subscribe(std::vector<std::string> conv_ids,
                                      AsyncClient::MessageFn on_message,
                                      AsyncClient::LostFn on_lost) {

@@ -44,7 +44,7 @@ void Push(std::string& out, const std::string& conv, ScriptedConv& c, int64_t se
   seqd::proto::AppendPushMessage(out, {conv, View(seq, c.rows.at(seq))});
 }
 
-// Serves one connection on its own thread. `on_subscribe(n, out)` runs at
+// Serves one connection (the only one it accepts) on its own thread. `on_subscribe(n, out)` runs at
 // the n-th SUBSCRIBE (1-based), after its answer, to push whatever the test
 // wants; `on_max_seqs(n)` (if set) runs after the n-th MAX_SEQS is answered;
 // MAX_SEQS and PULL_RANGE answer from `convs`.
@@ -62,6 +62,7 @@ class ScriptedServer {
   ~ScriptedServer() { thread_.join(); }
   uint16_t port() const { return acceptor_.local_endpoint().port(); }
   int pulls() const { return pulls_; }
+  int unsubscribes() const { return unsubscribes_; }
 
  private:
   void Serve() {
@@ -104,6 +105,7 @@ class ScriptedServer {
           }
           seqd::proto::AppendOkResult(out, op, f.request_id, res);
         } else {
+          if (op == seqd::proto::kOpUnsubscribe) ++unsubscribes_;
           seqd::proto::AppendOkResult(out, op, f.request_id, seqd::proto::EmptyRes{});
         }
         in.erase(0, r.consumed);
@@ -118,6 +120,7 @@ class ScriptedServer {
   OnSubscribe on_subscribe_;
   std::function<void(int n)> on_max_seqs_;
   std::atomic<int> pulls_{0};
+  std::atomic<int> unsubscribes_{0};
   std::thread thread_;
 };
 
@@ -227,4 +230,97 @@ TEST_CASE("resubscribe: resync_every < 0 is refused") {
   seqd::client::ClientOptions o = Options(1);
   o.resync_every = std::chrono::milliseconds(-1);
   CHECK_THROWS_AS(seqd::client::Client{o}, std::invalid_argument);
+}
+
+// Subscription handles on the client's one connection (the scripted server
+// accepts one): two subscriptions of one conversation, each from its own
+// start (a given seq: what exists is pulled first; now); a removal stops
+// one of them while the other goes on, and only the last holder's removal
+// unsubscribes at the server.
+TEST_CASE("subscriptions: two handles share a conversation, each from its own start") {
+  std::map<std::string, ScriptedConv> convs;
+  for (int64_t s = 1; s <= 3; ++s) convs["sg_m"].Store(s);
+  Inbox a_inbox, b_inbox;
+  std::optional<ScriptedServer> server;
+  server.emplace(convs, [&convs](int n, std::string& out) {
+    ScriptedConv& c = convs["sg_m"];
+    if (n <= 3) {
+      c.Store(c.max + 1);  // 4 at A's SUBSCRIBE, 5 at B's, 6 at B's second
+      Push(out, "sg_m", c, c.max);
+    }
+  });
+  {
+    seqd::client::Client client(Options(server->port()));
+    std::unique_ptr<seqd::client::Subscription> a =
+        client.NewSubscription(a_inbox.OnMessage(), a_inbox.OnLost());
+    std::unique_ptr<seqd::client::Subscription> b =
+        client.NewSubscription(b_inbox.OnMessage(), b_inbox.OnLost());
+    REQUIRE(a->Add({"sg_m"}, {{"sg_m", 1}}).ok());
+    REQUIRE(a_inbox.Wait([&] { return a_inbox.messages.size() >= 3; }));  // 2, 3 pulled; 4
+    REQUIRE(b->Add({"sg_m"}).ok());                                       // from now: after 4
+    REQUIRE(b_inbox.Wait([&] { return b_inbox.messages.size() >= 1; }));
+    REQUIRE(a_inbox.Wait([&] { return a_inbox.messages.size() >= 4; }));
+    REQUIRE(a->Remove({"sg_m"}).ok());
+    CHECK(server->unsubscribes() == 0);  // B holds it still
+    REQUIRE(b->Add({"sg_other"}).ok());  // its SUBSCRIBE pushes sg_m 6
+    REQUIRE(b_inbox.Wait([&] { return b_inbox.messages.size() >= 2; }));
+    REQUIRE(b->Remove({"sg_m", "sg_other"}).ok());
+    CHECK(server->unsubscribes() == 1);
+    std::this_thread::sleep_for(200ms);  // a duplicate or a late one would show by now
+    // Bad arguments, and a closed subscription.
+    CHECK(a->Add({"sg_a", "sg_a"}).code() == seqd::client::StatusCode::kInvalidArgument);
+    CHECK(a->Add({""}).code() == seqd::client::StatusCode::kInvalidArgument);
+    CHECK(a->Add({"sg_a"}, {{"sg_a", -1}}).code() == seqd::client::StatusCode::kInvalidArgument);
+    a->Close();
+    CHECK(a->Add({"sg_a"}).code() == seqd::client::StatusCode::kCancelled);
+  }
+  server.reset();
+  CHECK(Seqs(a_inbox) == std::vector<int64_t>{2, 3, 4, 5});
+  CHECK(Seqs(b_inbox) == std::vector<int64_t>{5, 6});
+  std::lock_guard<std::mutex> l(a_inbox.mu);
+  for (const auto& m : a_inbox.messages) CHECK(m.payload == "m" + std::to_string(m.seq));
+  CHECK(a_inbox.lost.empty());
+}
+
+// A Subscription may outlive its client: its calls then complete at once
+// with kCancelled, and destroying it is safe.
+TEST_CASE("subscriptions: a handle that outlives its client") {
+  std::unique_ptr<seqd::client::Subscription> sub;
+  {
+    seqd::client::Client client(Options(1));
+    sub = client.NewSubscription([](seqd::client::Message) {});
+  }
+  CHECK(sub->Add({"sg_a"}).code() == seqd::client::StatusCode::kCancelled);
+  CHECK(sub->Remove({"sg_a"}).code() == seqd::client::StatusCode::kCancelled);
+  sub.reset();
+}
+
+// Remove ends a membership at a cut, the conversation's max seq when
+// Remove asks: what was stored before is delivered even if it had not come
+// yet (it is pulled), nothing stored after.
+TEST_CASE("subscriptions: Remove delivers through its cut, nothing after") {
+  std::map<std::string, ScriptedConv> convs;
+  Inbox inbox;
+  std::optional<ScriptedServer> server;
+  server.emplace(convs, [&convs](int n, std::string& out) {
+    ScriptedConv& c = convs["sg_r"];
+    if (n == 1) {
+      for (int64_t s = 1; s <= 3; ++s) c.Store(s);  // never pushed
+    } else if (n == 2) {
+      c.Store(4);
+      Push(out, "sg_r", c, 4);
+    }
+  });
+  {
+    seqd::client::Client client(Options(server->port()));
+    std::unique_ptr<seqd::client::Subscription> a =
+        client.NewSubscription(inbox.OnMessage(), inbox.OnLost());
+    REQUIRE(a->Add({"sg_r"}, {{"sg_r", 0}}).ok());
+    REQUIRE(a->Remove({"sg_r"}).ok());
+    REQUIRE(inbox.Wait([&] { return inbox.messages.size() >= 3; }));
+    REQUIRE(a->Add({"sg_x"}).ok());  // its SUBSCRIBE stores and pushes sg_r 4
+    std::this_thread::sleep_for(300ms);
+  }
+  server.reset();
+  CHECK(Seqs(inbox) == std::vector<int64_t>{1, 2, 3});
 }

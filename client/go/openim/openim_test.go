@@ -21,21 +21,8 @@ type dbSeqTime struct {
 	Time int64
 }
 
-// seqConversationCache is OpenIM's cache.SeqConversationCache as of the
-// versions with the *WithTime methods (database.SeqTime -> dbSeqTime).
-type seqConversationCache interface {
-	Malloc(ctx context.Context, conversationID string, size int64) (int64, error)
-	GetMaxSeq(ctx context.Context, conversationID string) (int64, error)
-	SetMinSeq(ctx context.Context, conversationID string, seq int64) error
-	GetMinSeq(ctx context.Context, conversationID string) (int64, error)
-	GetMaxSeqs(ctx context.Context, conversationIDs []string) (map[string]int64, error)
-	SetMinSeqs(ctx context.Context, seqs map[string]int64) error
-	GetCacheMaxSeqWithTime(ctx context.Context, conversationIDs []string) (map[string]dbSeqTime, error)
-	GetMaxSeqsWithTime(ctx context.Context, conversationIDs []string) (map[string]dbSeqTime, error)
-	GetMaxSeqWithTime(ctx context.Context, conversationID string) (dbSeqTime, error)
-}
-
-// seqConversationCacheV1 is the interface of the versions without them.
+// seqConversationCacheV1 is OpenIM's cache.SeqConversationCache in the
+// versions without the *WithTime methods.
 type seqConversationCacheV1 interface {
 	Malloc(ctx context.Context, conversationID string, size int64) (int64, error)
 	GetMaxSeq(ctx context.Context, conversationID string) (int64, error)
@@ -43,6 +30,15 @@ type seqConversationCacheV1 interface {
 	GetMinSeq(ctx context.Context, conversationID string) (int64, error)
 	GetMaxSeqs(ctx context.Context, conversationIDs []string) (map[string]int64, error)
 	SetMinSeqs(ctx context.Context, seqs map[string]int64) error
+}
+
+// seqConversationCache is the interface of the versions with them
+// (database.SeqTime -> dbSeqTime): the same methods and three more.
+type seqConversationCache interface {
+	seqConversationCacheV1
+	GetCacheMaxSeqWithTime(ctx context.Context, conversationIDs []string) (map[string]dbSeqTime, error)
+	GetMaxSeqsWithTime(ctx context.Context, conversationIDs []string) (map[string]dbSeqTime, error)
+	GetMaxSeqWithTime(ctx context.Context, conversationID string) (dbSeqTime, error)
 }
 
 // The method sets match at compile time.

@@ -85,8 +85,21 @@
 // once when they stop, and nothing is re-subscribed.
 // Either way, once Unsubscribe's `done` has run, no callback of those
 // conversations runs again; after Close() none runs but those already
-// queued on the strand. Callbacks capture what they use: keep it alive
-// until the client is destroyed.
+// queued on the strand (with resubscribe, not even those). Callbacks capture
+// what they use: keep it alive until the client is destroyed.
+//
+// Subscriptions to a changing set of conversations: NewSubscription(
+// on_message, on_lost) returns a Subscription whose Add(conv_ids, from)
+// and Remove(conv_ids) change its conversations as it runs, with the
+// contract above per conversation (whatever ClientOptions::resubscribe
+// says): each starts after from[conv] (the last seq the caller has; what
+// exists above it is pulled first), or after its max seq when Add was
+// called, and Remove ends it at a cut, its max seq when Remove was called
+// (every message up to the cut still arrives, none after it). Every
+// subscription of a client, and its calls, share the
+// client's one connection per endpoint; two subscriptions holding the
+// same conversation each get every message of it. Do not mix them with
+// raw subscriptions (resubscribe = false) of the same conversations.
 //
 // Thread safety: all public member functions of AsyncClient and Client may be
 // called from any thread concurrently. AsyncClient callbacks run on an
@@ -99,6 +112,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -110,6 +124,8 @@
 #include "seqd/message.h"
 
 namespace seqd::client {
+
+class Subscription;
 
 // Status codes: 0-66 mirror the binary protocol's codes; 100 and above are
 // produced by the client itself.
@@ -382,6 +398,9 @@ class AsyncClient {
   void Subscribe(std::vector<std::string> conv_ids, MessageFn on_message, LostFn on_lost,
                  Done<bool> done);
   void Unsubscribe(std::vector<std::string> conv_ids, Done<bool> done);
+  // A subscription with no conversation yet (see "Push" above and
+  // Subscription below). Its callbacks run on the client's strand.
+  std::unique_ptr<Subscription> NewSubscription(MessageFn on_message, LostFn on_lost = nullptr);
   // Cluster mode, between seqd instances: asks the server to run its lease
   // round now (CLUSTER_NUDGE). UNKNOWN_OPCODE without cluster mode.
   void ClusterNudge(Done<bool> done);
@@ -391,6 +410,7 @@ class AsyncClient {
   const ClientOptions& options() const;
 
  private:
+  friend class Subscription;
   struct Impl;
   std::shared_ptr<Impl> impl_;
 };
@@ -444,12 +464,68 @@ class Client {
   ClientResult<bool> Subscribe(std::vector<std::string> conv_ids, AsyncClient::MessageFn on_message,
                                AsyncClient::LostFn on_lost = nullptr);
   ClientResult<bool> Unsubscribe(std::vector<std::string> conv_ids);
+  // AsyncClient::NewSubscription; the callbacks run on the client's I/O
+  // thread. Use the Subscription's blocking Add and Remove from other threads.
+  std::unique_ptr<Subscription> NewSubscription(AsyncClient::MessageFn on_message,
+                                                AsyncClient::LostFn on_lost = nullptr);
 
   AsyncClient& async();
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+};
+
+// A subscription to a changing set of conversations, made by
+// AsyncClient::NewSubscription (see "Push" above). Its calls may be made
+// from any thread; `done` callbacks run on the client's strand, except
+// once the client is destroyed: then they run at once with kCancelled (do
+// not use a Subscription while its client is being destroyed). Destroying
+// it closes it; it may outlive its client.
+class Subscription {
+ public:
+  ~Subscription();
+  Subscription(const Subscription&) = delete;
+  Subscription& operator=(const Subscription&) = delete;
+
+  // Adds conversations. Each one's messages after from[conv] (after its max
+  // seq when Add was called, if not in `from`) reach on_message, once, in
+  // seq order, through lost connections and restarts. Conversations the
+  // subscription has already are left as they are (their from is ignored).
+  // `done` gets true once the server accepted their SUBSCRIBE, or the error
+  // (of MAX_SEQS or SUBSCRIBE; kInvalidArgument for an empty id, an id
+  // listed twice or a negative from; kCancelled once closed): then none of
+  // conv_ids was added. A client's conversations together are at most the
+  // server's tcp_max_subscriptions (10,000 by default): past it, kTooLarge.
+  void Add(std::vector<std::string> conv_ids, std::map<std::string, int64_t> from,
+           AsyncClient::Done<bool> done);
+  // Removes conversations at a cut: each one's max seq when Remove asks
+  // (MAX_SEQS). Every message up to the cut still reaches on_message, once,
+  // in order (those queued, and those still to pull: some after `done`),
+  // none after it: every message acked before Remove was called arrives,
+  // none sent after `done` ran. `done` gets the MAX_SEQS error (nothing
+  // removed), or runs once the cut is set and, for conversations no other
+  // subscription of the client holds, the server answered the UNSUBSCRIBE
+  // (true; an error means only that the server was not told: its pushes
+  // are dropped). Unknown conversations are ignored; a removed one may be
+  // added again: it starts afresh once the removed one reached its cut.
+  // Add and Remove of one subscription run one at a time, in call order.
+  void Remove(std::vector<std::string> conv_ids, AsyncClient::Done<bool> done);
+  // Blocking forms: wait for `done`. Never call them on the client's
+  // executor (from a callback): they would wait forever.
+  ClientResult<bool> Add(std::vector<std::string> conv_ids,
+                         std::map<std::string, int64_t> from = {});
+  ClientResult<bool> Remove(std::vector<std::string> conv_ids);
+  // Drops every conversation at once (nothing more of them arrives, not
+  // even what is queued); later Adds fail with kCancelled.
+  void Close();
+
+  struct Impl;
+
+ private:
+  friend class AsyncClient;
+  explicit Subscription(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;
 };
 
 // Cluster mode (docs/cluster.md): the shard of `key` among `shards`, as
