@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "proto/shard_hash.h"
 #include "server/app_options.h"
 #include "server/app_security.h"
 #include "server/auth/audit.h"
@@ -40,6 +41,7 @@
 #include "server/service/services.h"
 #include "server/snowflake/wall_clock.h"
 #include "server/snowflake/worker_lease_keeper.h"
+#include "storage/grouped_shard_lease_store.h"
 #include "storage/store_factory.h"
 
 namespace seqd {
@@ -338,11 +340,23 @@ Status App::OpenStorage(Parts& p) {
   needs.cluster = config.cluster;
   // A lease round's retries must leave time for the next round.
   needs.cluster_retry_budget_ms = static_cast<int>(config.cluster_lease_ms / 4);
-  auto stores = OpenStores(config.store, needs);
+  needs.groups = config.store_groups;
+  needs.shard_of = &proto::ShardOfKey;
+  const std::string& spec =
+      config.store_groups.size() == 1 ? config.store_groups.front().second : config.store;
+  auto stores = OpenStores(spec, needs);
   if (!stores) {
     return MakeError(stores.error().code, "cannot open store: " + stores.error().message);
   }
   p.stores = std::move(stores).value();
+  if (p.stores.grouped_leases != nullptr) {
+    // A database that is another group's refuses the start; one that does
+    // not answer yet is checked again before the cluster's first round.
+    Status claimed = p.stores.grouped_leases->ClaimGroups();
+    if (!claimed && claimed.error().code == ErrorCode::kFailedPrecondition) {
+      return MakeError(ErrorCode::kInvalidArgument, claimed.error().message);
+    }
+  }
   SnowflakeOptions snowflake_options = ToSnowflakeOptions(config);
   return CheckSnowflakeLayout(config, snowflake_options, p.wall);
 }

@@ -26,6 +26,7 @@
 #include "storage/segment_store.h"
 #include "storage/sqlite/sqlite_store.h"
 #include "tests/conformance/conformance_support.h"
+#include "tests/conformance/grouped_backends.h"
 #include "tests/unit/test_stores.h"
 
 namespace seqd::conformance {
@@ -83,6 +84,38 @@ class MemoryBackend final : public Backend {
 
  private:
   std::unique_ptr<MemoryStore> store_;
+};
+
+// Two memory stores as two store groups (tests/conformance/grouped_backends.h).
+class GroupedBackend final : public Backend {
+ public:
+  GroupedBackend() : placement_(TwoGroupPlacement()) { Reset(); }
+  SegmentStore& store() override { return *store_; }
+  std::unique_ptr<SegmentStore> NewInstance() override {
+    std::vector<std::unique_ptr<SegmentStore>> groups;
+    for (auto& g : groups_) groups.push_back(std::make_unique<ForwardingStore>(*g));
+    return std::make_unique<GroupedSegmentStore>(std::move(groups), *placement_);
+  }
+  void Reopen() override {}
+  void InstallLeafTable() override {
+    Reset();
+    REQUIRE_OK(store_->CreateKey(kLeafTag, 2000, kLeafDescription));
+  }
+  bool durable() const override { return false; }
+  bool tracks_update_time() const override { return false; }
+
+ private:
+  void Reset() {
+    store_.reset();
+    groups_.clear();
+    groups_.push_back(std::make_unique<MemoryStore>());
+    groups_.push_back(std::make_unique<MemoryStore>());
+    store_ = NewInstance();
+  }
+
+  std::shared_ptr<StorePlacement> placement_;
+  std::vector<std::unique_ptr<MemoryStore>> groups_;
+  std::unique_ptr<SegmentStore> store_;
 };
 
 inline std::unique_ptr<SqliteStore> OpenSqlite(const std::string& path) {
