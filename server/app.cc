@@ -27,6 +27,7 @@
 #include "server/base/task_runner.h"
 #include "server/cluster/cluster_metrics.h"
 #include "server/cluster/cluster_node.h"
+#include "server/cluster/shard_mover.h"
 #include "server/core/allocator_gauges.h"
 #include "server/core/key_admin.h"
 #include "server/http/api_router.h"
@@ -239,6 +240,9 @@ struct App::Parts {
   // Cluster mode only. The peers outlive the node (its thread nudges them).
   std::optional<PeerClients> peers;
   std::unique_ptr<ClusterNode> cluster;
+  // Store groups only: moves shards between groups (its thread nudges the
+  // peers).
+  std::unique_ptr<ShardMover> mover;
   std::optional<MessageService> messages;
   std::optional<PushRelay> relay;  // cluster mode only
   std::optional<SegmentAllocator> allocator;
@@ -387,7 +391,33 @@ Status App::JoinCluster(Parts& p, Security& security) {
       [peers = &*p.peers](const std::string& address, std::function<void()> answered) {
         peers->Nudge(address, std::move(answered));
       });
+  if (p.stores.grouped_leases != nullptr) BuildShardMover(p);
   return OkStatus();
+}
+
+// Store groups: the shard mover on each group's stores; a placement change
+// wakes every live member's lease round.
+void App::BuildShardMover(Parts& p) {
+  std::vector<ShardLeaseStore*> leases;
+  std::vector<ShardDataStore*> data;
+  for (size_t i = 0; i < p.stores.group_data.size(); ++i) {
+    leases.push_back(&p.stores.grouped_leases->leases(i));
+    data.push_back(p.stores.group_data[i].get());
+  }
+  ShardMoverOptions options;
+  options.lease = std::chrono::milliseconds(p.config.cluster_lease_ms);
+  options.max_drift = p.cluster->max_drift();
+  options.nudge_all = [cluster = p.cluster.get(), peers = &*p.peers] {
+    cluster->Nudge();
+    const auto snap = cluster->snapshot();
+    if (!snap) return;
+    for (const auto& [id, member] : snap->members) {
+      if (member.live && id != cluster->instance()) peers->Nudge(member.advertise, [] {});
+    }
+  };
+  p.mover =
+      std::make_unique<ShardMover>(*p.stores.placement, p.stores.grouped_leases->home_placement(),
+                                   std::move(leases), std::move(data), std::move(options));
 }
 
 // The message service, the database runner, the allocators, the router,
@@ -423,7 +453,7 @@ void App::BuildServices(Parts& p) {
   p.snowflake.emplace(p.wall, p.clock, snowflake_options);
   p.routed_messages.emplace(*p.key_router, *p.messages);
   p.services.emplace(Services{*p.key_router, *p.routed_messages, *p.admin, *p.snowflake, p.metrics,
-                              p.cluster.get(), p.auth.get(), config.metrics_auth});
+                              p.cluster.get(), p.auth.get(), config.metrics_auth, p.mover.get()});
 }
 
 // The scrape-time gauges of the allocators and the message service.

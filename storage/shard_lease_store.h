@@ -111,9 +111,16 @@ class ShardLeaseStore {
   //
   // Seals `shard`'s row: owner "", epoch + 1, version + 1, in one
   // transaction; a sealed row can never be taken nor fenced, so no write for
-  // the shard commits in this database after it. Returns the sealed epoch.
-  // Idempotent: a sealed row is left as it is.
-  virtual Result<int64_t> Seal(uint32_t shard) {
+  // the shard commits in this database after it. Idempotent: a sealed row is
+  // left as it is. `may_serve`: an owner may still be serving the shard from
+  // memory until its lease runs out (the row was owned, or was sealed
+  // before, when nobody knows): whoever serves it next waits as a taker of
+  // a dead owner's row does (docs/cluster.md, "Clocks").
+  struct Sealed {
+    int64_t epoch = 0;
+    bool may_serve = true;
+  };
+  virtual Result<Sealed> Seal(uint32_t shard) {
     (void)shard;
     return MakeError(ErrorCode::kFailedPrecondition, "this store cannot seal shards");
   }

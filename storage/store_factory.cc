@@ -9,6 +9,7 @@
 #include "storage/mysql/mysql_message_store.h"
 #include "storage/mysql/mysql_placement_store.h"
 #include "storage/mysql/mysql_pool.h"
+#include "storage/mysql/mysql_shard_data.h"
 #include "storage/mysql/mysql_shard_lease_store.h"
 #include "storage/mysql/mysql_store.h"
 #include "storage/mysql/mysql_worker_lease_store.h"
@@ -67,6 +68,7 @@ Result<OpenedStores> OpenStoreGroups(const StoreNeeds& needs) {
                        "store group '" + name + "': " + opened.error().message);
     }
     names.push_back(name);
+    out.group_data.push_back(std::make_unique<MysqlShardData>(opened->pool, needs.shard_of));
     out.group_segments.push_back(opened->segments.get());
     out.group_messages.push_back(opened->messages.get());
     segments.push_back(std::move(opened->segments));

@@ -11,6 +11,7 @@
 
 #include "storage/message_store.h"
 #include "storage/segment_store.h"
+#include "storage/shard_data_store.h"
 #include "storage/shard_lease_store.h"
 #include "storage/store_placement.h"
 #include "storage/worker_lease_store.h"
@@ -58,6 +59,8 @@ struct OpenedStores {
   // grouped stores above route to them and own them.
   std::vector<SegmentStore*> group_segments;
   std::vector<MessageStore*> group_messages;
+  // Each group's rows of a shard, for the shard mover (empty with one group).
+  std::vector<std::unique_ptr<ShardDataStore>> group_data;
 
   // EnsureSchema() of each store, stopping at the first error.
   Status EnsureSchemas();

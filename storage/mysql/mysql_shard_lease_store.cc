@@ -51,6 +51,7 @@ enum StmtId {
   kSeal,
   kReadSealed,
   kOpen,
+  kReadForSeal,
   kNumStmts,
 };
 
@@ -93,6 +94,7 @@ const char* const kSql[kNumStmts] = {
     "INSERT INTO seqd_shard_lease (shard, owner, epoch, version, sealed) VALUES (?, '', ?, 1, 0) "
     "ON DUPLICATE KEY UPDATE owner = '', epoch = GREATEST(epoch + 1, VALUES(epoch)), "
     "version = version + 1, sealed = 0",
+    /* kReadForSeal */ "SELECT owner, sealed FROM seqd_shard_lease WHERE shard = ? FOR UPDATE",
 };
 
 const MysqlSession kSession{kSql, nullptr, std::nullopt};
@@ -252,11 +254,17 @@ Result<std::vector<ShardLeaseRow>> MysqlShardLeaseStore::AcquireMany(
       });
 }
 
-Result<int64_t> MysqlShardLeaseStore::Seal(uint32_t shard) {
-  return pool_->Run<int64_t>(kSession, "seal shard", [&](MysqlConn& c) -> Result<int64_t> {
+Result<ShardLeaseStore::Sealed> MysqlShardLeaseStore::Seal(uint32_t shard) {
+  return pool_->Run<Sealed>(kSession, "seal shard", [&](MysqlConn& c) -> Result<Sealed> {
+    // Locked until COMMIT: the owner read is the one the seal replaces.
+    auto before = c.QueryRow(
+        kReadForSeal,
+        [](sql::ResultSet& rs) {
+          return std::pair<std::string, bool>(rs.getString(1).asStdString(), rs.getInt(2) != 0);
+        },
+        static_cast<int>(shard));
+    if (!before) return MakeError(ErrorCode::kInvalidArgument, "no shard " + std::to_string(shard));
     c.Execute(kSeal, static_cast<int>(shard));
-    // Idempotent: a row sealed before (a re-run, a resumed move) is left as
-    // it is.
     auto row = c.QueryRow(
         kReadSealed,
         [](sql::ResultSet& rs) {
@@ -264,8 +272,9 @@ Result<int64_t> MysqlShardLeaseStore::Seal(uint32_t shard) {
         },
         static_cast<int>(shard));
     c.Commit();
-    if (!row) return MakeError(ErrorCode::kInvalidArgument, "no shard " + std::to_string(shard));
-    return row->first;
+    // A re-run after a lost COMMIT finds the row sealed: may_serve, as for
+    // any row sealed before (waiting is always safe).
+    return Sealed{row->first, before->second || !before->first.empty()};
   });
 }
 
