@@ -407,6 +407,7 @@ void App::BuildShardMover(Parts& p) {
   ShardMoverOptions options;
   options.lease = std::chrono::milliseconds(p.config.cluster_lease_ms);
   options.max_drift = p.cluster->max_drift();
+  options.metrics = &*p.cluster_metrics;
   options.nudge_all = [cluster = p.cluster.get(), peers = &*p.peers] {
     cluster->Nudge();
     const auto snap = cluster->snapshot();

@@ -76,12 +76,17 @@ Status ShardMover::StartMove(const MoveRequest& request) {
   status_.phase = "starting";
   status_.moves_done = done;
   status_.moves_failed = failed;
+  if (options_.metrics) options_.metrics->MoveRunning(true);
   thread_ = std::thread([this, request] { Run(request); });
   return OkStatus();
 }
 
 void ShardMover::Run(MoveRequest request) {
   Status s = Move(request);
+  if (options_.metrics) {
+    options_.metrics->MoveRunning(false);
+    options_.metrics->MoveEnded(s.ok());
+  }
   MutexLock lock(mu_);
   status_.running = false;
   if (s) {
@@ -210,6 +215,7 @@ Status ShardMover::Copy(const PlacementRow& row, bool delta, int64_t rate) {
   Status guard = OkStatus();
   ShardDataStore::Pace pace = [&](int64_t n) {
     rows += n;
+    if (options_.metrics) options_.metrics->RowsCopied(n);
     {
       MutexLock lock(mu_);
       status_.rows_copied += n;
@@ -286,6 +292,7 @@ void ShardMover::MeasurePause(uint32_t shard, size_t group,
         if (r.shard != shard || r.owner.empty()) continue;
         const auto ms =
             std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - sealed).count();
+        if (options_.metrics) options_.metrics->MovePause(static_cast<double>(ms) / 1000.0);
         MutexLock lock(mu_);
         status_.pause_ms = ms;
         SEQD_LOG(kInfo) << "shard move: shard " << shard << " served again " << ms

@@ -30,6 +30,7 @@
 
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
+#include "server/cluster/cluster_metrics.h"
 #include "server/service/placement_api.h"
 #include "storage/placement_store.h"
 #include "storage/shard_data_store.h"
@@ -43,6 +44,7 @@ struct ShardMoverOptions {
   double max_drift = 0.01;
   // Wakes every instance's lease round (the placement moved). May be empty.
   std::function<void()> nudge_all;
+  ClusterMetrics* metrics = nullptr;  // may be null
 };
 
 class ShardMover final : public PlacementApi {

@@ -83,7 +83,7 @@ Result<Page> Select(MysqlPool& pool, const std::string& query, const char* page_
     std::vector<bool> numeric(n);
     unsigned page_index = 0;
     for (unsigned i = 1; i <= n; ++i) {
-      page.columns.push_back(meta->getColumnName(i).asStdString());
+      page.columns.push_back(meta->getColumnLabel(i).asStdString());
       numeric[i - 1] = Numeric(meta->getColumnType(i));
       if (page_column != nullptr && page.columns.back() == page_column) page_index = i;
     }

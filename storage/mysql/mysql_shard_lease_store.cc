@@ -137,8 +137,13 @@ Result<uint32_t> MysqlShardLeaseStore::EnsureSchema(uint32_t shards) {
     // Store groups' moves seal a shard's row in the group it leaves: a
     // sealed row is never taken (Acquire) nor fenced (its owner is "").
     if (c.QueryInt64(kHasSealed).value_or(0) == 0) {
-      c.Plain().execute(
-          "ALTER TABLE seqd_shard_lease ADD COLUMN sealed TINYINT NOT NULL DEFAULT 0");
+      try {
+        c.Plain().execute(
+            "ALTER TABLE seqd_shard_lease ADD COLUMN sealed TINYINT NOT NULL DEFAULT 0");
+      } catch (const sql::SQLException& e) {
+        // Another instance added it meanwhile.
+        if (e.getErrorCode() != kMysqlErrDupFieldName) throw;
+      }
     }
     c.Commit();
     c.Execute(kFixShards, int64_t{shards});
