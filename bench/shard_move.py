@@ -36,7 +36,7 @@ CONV = next("bench%d" % i for i in range(1000) if shard_of("bench%d" % i, SHARDS
 
 
 def main():
-    ws = Workspace("seqd-move-bench-")
+    ws = Workspace("seqd-move-bench-", keep=bool(os.environ.get("KEEP")))
     try:
         dbs = []
         for i in range(2):
