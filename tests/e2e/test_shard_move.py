@@ -240,6 +240,24 @@ class ShardMoveTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout)
         self.assertIn("placement version", r.stdout)
 
+    def test_3_rebalance_moves_count_shards_one_at_a_time(self):
+        before = {int(r[0]) for r in self.dbs[0].query(
+            "SELECT shard FROM seqd_shard_placement WHERE group_name = 'b'")}
+        r = seqctl(self.nodes[1].http_port, "shard", "rebalance", "--to", "b", "--count", "2",
+                   "--rate", "1000")
+        self.assertEqual(r.returncode, 0, r.stdout)
+        self.assertIn("2 shards moved", r.stdout)
+        after = {int(r[0]) for r in self.dbs[0].query(
+            "SELECT shard FROM seqd_shard_placement WHERE group_name = 'b' AND move_state = ''")}
+        self.assertEqual(len(after - before), 2, (before, after))
+        # Each moved shard is served from b: an ID of a key in it.
+        for shard in after - before:
+            key = names_in(shard, "seg_rb", 1)[0]
+            status, body = request(self.nodes[1].http_port, "GET", "/seq/%s" % key)
+            self.assertEqual(status, 200, body)
+            self.assertEqual(self.dbs[1].query(
+                "SELECT COUNT(*) FROM leaf_alloc WHERE biz_tag = '%s'" % key), [["1"]])
+
 
 if __name__ == "__main__":
     unittest.main()
