@@ -197,6 +197,12 @@ Status GroupedSegmentStore::SetMinSeqs(const std::vector<MinSeqValue>& values,
     part_fences[g].push_back(f);
   }
   for (size_t g = 0; g < groups_.size(); ++g) {
+    // A fence goes with its shard's keys, in their group's transaction.
+    if (part[g].empty() && !part_fences[g].empty()) {
+      return MakeError(ErrorCode::kInvalidArgument, "a fence for a shard without a key here");
+    }
+  }
+  for (size_t g = 0; g < groups_.size(); ++g) {
     if (part[g].empty()) continue;
     if (Status s = groups_[g]->SetMinSeqs(part[g], part_fences[g], refused_shard); !s) return s;
   }

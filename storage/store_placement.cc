@@ -43,6 +43,7 @@ uint32_t StorePlacement::ShardOf(std::string_view key) const {
 
 size_t StorePlacement::GroupOfShard(uint32_t shard) const {
   std::shared_ptr<const Index> idx = index();
+  if (idx->shards > 0 && shard >= idx->shards) return kUnknownGroup;  // no such shard
   return shard < idx->group_of.size() ? idx->group_of[shard] : 0;
 }
 

@@ -60,7 +60,8 @@ class StorePlacement {
   uint32_t ShardOf(std::string_view key) const EXCLUDES(mu_);
 
   // The group holding `shard` / `key`'s shard: an index into groups(), or
-  // kUnknownGroup for a group this process was not configured with.
+  // kUnknownGroup for a group this process was not configured with (or a
+  // shard beyond the cluster's count).
   size_t GroupOfShard(uint32_t shard) const EXCLUDES(mu_);
   size_t GroupOfKey(std::string_view key) const EXCLUDES(mu_);
 

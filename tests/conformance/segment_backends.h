@@ -39,14 +39,20 @@ inline int64_t NowMs() {
 }
 
 // Non-owning SegmentStore that forwards to another (a second "instance" of
-// the memory store, which cannot be shared otherwise), its batch
-// reservations included.
+// the memory store, which cannot be shared otherwise, or a store group's
+// store), its batch reservations, token pruning and max IDs included.
 class ForwardingStore final : public ForwardingSegmentStore {
  public:
   explicit ForwardingStore(SegmentStore& inner) : ForwardingSegmentStore(inner) {}
   std::vector<Result<ReservedSegment>> ReserveMany(
       const std::vector<ReserveRequest>& requests) override {
     return inner().ReserveMany(requests);
+  }
+  Result<int64_t> PruneBlockTokens(int64_t before_unix_ms) override {
+    return inner().PruneBlockTokens(before_unix_ms);
+  }
+  Result<std::vector<int64_t>> GetMaxIds(const std::vector<std::string>& keys) override {
+    return inner().GetMaxIds(keys);
   }
 };
 
