@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "proto/shard_hash.h"
 #include "server/app_options.h"
 #include "server/app_security.h"
 #include "server/auth/audit.h"
@@ -26,6 +27,7 @@
 #include "server/base/task_runner.h"
 #include "server/cluster/cluster_metrics.h"
 #include "server/cluster/cluster_node.h"
+#include "server/cluster/shard_mover.h"
 #include "server/core/allocator_gauges.h"
 #include "server/core/key_admin.h"
 #include "server/http/api_router.h"
@@ -40,6 +42,7 @@
 #include "server/service/services.h"
 #include "server/snowflake/wall_clock.h"
 #include "server/snowflake/worker_lease_keeper.h"
+#include "storage/grouped_shard_lease_store.h"
 #include "storage/store_factory.h"
 
 namespace seqd {
@@ -242,6 +245,9 @@ struct App::Parts {
   // Cluster mode only. The peers outlive the node (its thread nudges them).
   std::optional<PeerClients> peers;
   std::unique_ptr<ClusterNode> cluster;
+  // Store groups only: moves shards between groups (its thread nudges the
+  // peers).
+  std::unique_ptr<ShardMover> mover;
   std::optional<MessageService> messages;
   std::optional<PushRelay> relay;  // cluster mode only
   std::optional<SegmentAllocator> allocator;
@@ -343,11 +349,23 @@ Status App::OpenStorage(Parts& p) {
   needs.cluster = config.cluster;
   // A lease round's retries must leave time for the next round.
   needs.cluster_retry_budget_ms = static_cast<int>(config.cluster_lease_ms / 4);
-  auto stores = OpenStores(config.store, needs);
+  needs.groups = config.store_groups;
+  needs.shard_of = &proto::ShardOfKey;
+  const std::string& spec =
+      config.store_groups.size() == 1 ? config.store_groups.front().second : config.store;
+  auto stores = OpenStores(spec, needs);
   if (!stores) {
     return MakeError(stores.error().code, "cannot open store: " + stores.error().message);
   }
   p.stores = std::move(stores).value();
+  if (p.stores.grouped_leases != nullptr) {
+    // A database that is another group's refuses the start; one that does
+    // not answer yet is checked again before the cluster's first round.
+    Status claimed = p.stores.grouped_leases->ClaimGroups();
+    if (!claimed && claimed.error().code == ErrorCode::kFailedPrecondition) {
+      return MakeError(ErrorCode::kInvalidArgument, claimed.error().message);
+    }
+  }
   SnowflakeOptions snowflake_options = ToSnowflakeOptions(config);
   return CheckSnowflakeLayout(config, snowflake_options, p.wall);
 }
@@ -378,7 +396,34 @@ Status App::JoinCluster(Parts& p, Security& security) {
       [peers = &*p.peers](const std::string& address, std::function<void()> answered) {
         peers->Nudge(address, std::move(answered));
       });
+  if (p.stores.grouped_leases != nullptr) BuildShardMover(p);
   return OkStatus();
+}
+
+// Store groups: the shard mover on each group's stores; a placement change
+// wakes every live member's lease round.
+void App::BuildShardMover(Parts& p) {
+  std::vector<ShardLeaseStore*> leases;
+  std::vector<ShardDataStore*> data;
+  for (size_t i = 0; i < p.stores.group_data.size(); ++i) {
+    leases.push_back(&p.stores.grouped_leases->leases(i));
+    data.push_back(p.stores.group_data[i].get());
+  }
+  ShardMoverOptions options;
+  options.lease = std::chrono::milliseconds(p.config.cluster_lease_ms);
+  options.max_drift = p.cluster->max_drift();
+  options.metrics = &*p.cluster_metrics;
+  options.nudge_all = [cluster = p.cluster.get(), peers = &*p.peers] {
+    cluster->Nudge();
+    const auto snap = cluster->snapshot();
+    if (!snap) return;
+    for (const auto& [id, member] : snap->members) {
+      if (member.live && id != cluster->instance()) peers->Nudge(member.advertise, [] {});
+    }
+  };
+  p.mover =
+      std::make_unique<ShardMover>(*p.stores.placement, p.stores.grouped_leases->home_placement(),
+                                   std::move(leases), std::move(data), std::move(options));
 }
 
 // The message service, the database runner, the allocators, the router,
@@ -415,7 +460,7 @@ void App::BuildServices(Parts& p) {
   p.snowflake.emplace(p.wall, p.clock, snowflake_options);
   p.routed_messages.emplace(*p.key_router, *p.messages);
   p.services.emplace(Services{*p.key_router, *p.routed_messages, *p.admin, *p.snowflake, p.metrics,
-                              p.cluster.get(), p.auth.get(), config.metrics_auth});
+                              p.cluster.get(), p.auth.get(), config.metrics_auth, p.mover.get()});
 }
 
 // The scrape-time gauges of the allocators and the message service.

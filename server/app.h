@@ -48,6 +48,7 @@ class App {
   static Result<Security> SetUpSecurity(Parts& p);
   static Status OpenStorage(Parts& p);
   static Status JoinCluster(Parts& p, Security& security);
+  static void BuildShardMover(Parts& p);
   static void BuildServices(Parts& p);
   static void WatchServices(Parts& p);
   static Status OpenListeners(Parts& p, const Security& security);

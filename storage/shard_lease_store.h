@@ -106,6 +106,36 @@ class ShardLeaseStore {
   virtual Result<std::vector<ShardLeaseRow>> AcquireMany(
       std::string_view owner, const std::vector<std::pair<uint32_t, int64_t>>& wanted);
 
+  // Store groups' shard moves (docs/cluster.md, "Store groups"). Stores
+  // without them answer kFailedPrecondition.
+  //
+  // Seals `shard`'s row: owner "", epoch + 1, version + 1, in one
+  // transaction; a sealed row can never be taken nor fenced, so no write for
+  // the shard commits in this database after it. Idempotent: a sealed row is
+  // left as it is. `may_serve`: an owner may still be serving the shard from
+  // memory until its lease runs out (the row was owned, or was sealed
+  // before, when nobody knows): whoever serves it next waits as a taker of
+  // a dead owner's row does (docs/cluster.md, "Clocks").
+  struct Sealed {
+    int64_t epoch = 0;
+    bool may_serve = true;
+  };
+  virtual Result<Sealed> Seal(uint32_t shard) {
+    (void)shard;
+    return MakeError(ErrorCode::kFailedPrecondition, "this store cannot seal shards");
+  }
+  // The epoch of `shard`'s row if it is sealed; -1 if it is not.
+  virtual Result<int64_t> SealedEpoch(uint32_t shard) {
+    (void)shard;
+    return MakeError(ErrorCode::kFailedPrecondition, "this store cannot seal shards");
+  }
+  // Makes `shard`'s row takeable here: created if missing, owner "",
+  // unsealed, epoch at least `min_epoch` and above the row's own.
+  virtual Status Open(uint32_t shard, int64_t min_epoch) {
+    (void)shard, (void)min_epoch;
+    return MakeError(ErrorCode::kFailedPrecondition, "this store cannot seal shards");
+  }
+
   // One heartbeat of `instance` (created on first beat; clears `left`).
   virtual Status Heartbeat(std::string_view instance, std::string_view advertise) = 0;
   // A clean leave: `left` = 1, heartbeat + 1.

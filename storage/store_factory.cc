@@ -2,9 +2,14 @@
 
 #include <algorithm>
 
+#include "storage/grouped_message_store.h"
+#include "storage/grouped_segment_store.h"
+#include "storage/grouped_shard_lease_store.h"
 #include "storage/message_store_factory.h"
 #include "storage/mysql/mysql_message_store.h"
+#include "storage/mysql/mysql_placement_store.h"
 #include "storage/mysql/mysql_pool.h"
+#include "storage/mysql/mysql_shard_data.h"
 #include "storage/mysql/mysql_shard_lease_store.h"
 #include "storage/mysql/mysql_store.h"
 #include "storage/mysql/mysql_worker_lease_store.h"
@@ -36,7 +41,61 @@ Status OpenedStores::EnsureSchemas() {
   return s;
 }
 
+namespace {
+
+// Every group's stores (each as OpenStores on its URL; worker leases in the
+// home group only), composed behind the grouped stores.
+Result<OpenedStores> OpenStoreGroups(const StoreNeeds& needs) {
+  if (!needs.cluster) {
+    return MakeError(ErrorCode::kInvalidArgument, "several store groups need cluster mode");
+  }
+  if (needs.shard_of == nullptr) {
+    return MakeError(ErrorCode::kInvalidArgument, "store groups: no shard hash given");
+  }
+  std::vector<std::string> names;
+  std::vector<std::unique_ptr<SegmentStore>> segments;
+  std::vector<std::unique_ptr<MessageStore>> messages;
+  std::vector<GroupedShardLeaseStore::Group> leases;
+  OpenedStores out;
+  for (size_t i = 0; i < needs.groups.size(); ++i) {
+    const auto& [name, url] = needs.groups[i];
+    StoreNeeds one = needs;
+    one.groups.clear();
+    one.worker_leases = needs.worker_leases && i == 0;
+    auto opened = OpenStores(url, one);
+    if (!opened) {
+      return MakeError(opened.error().code,
+                       "store group '" + name + "': " + opened.error().message);
+    }
+    names.push_back(name);
+    out.group_data.push_back(std::make_unique<MysqlShardData>(opened->pool, needs.shard_of));
+    out.group_segments.push_back(opened->segments.get());
+    out.group_messages.push_back(opened->messages.get());
+    segments.push_back(std::move(opened->segments));
+    messages.push_back(std::move(opened->messages));
+    leases.push_back(
+        GroupedShardLeaseStore::Group{std::move(opened->shard_leases),
+                                      std::make_unique<MysqlPlacementStore>(opened->cluster_pool)});
+    if (i == 0) {
+      out.pool = opened->pool;
+      out.lease_pool = opened->lease_pool;
+      out.cluster_pool = opened->cluster_pool;
+      out.leases = std::move(opened->leases);
+    }
+  }
+  out.placement = std::make_shared<StorePlacement>(std::move(names), needs.shard_of);
+  out.segments = std::make_unique<GroupedSegmentStore>(std::move(segments), *out.placement);
+  out.messages = std::make_unique<GroupedMessageStore>(std::move(messages), *out.placement);
+  auto grouped = std::make_unique<GroupedShardLeaseStore>(std::move(leases), *out.placement);
+  out.grouped_leases = grouped.get();
+  out.shard_leases = std::move(grouped);
+  return out;
+}
+
+}  // namespace
+
 Result<OpenedStores> OpenStores(std::string_view spec, const StoreNeeds& needs) {
+  if (needs.groups.size() > 1) return OpenStoreGroups(needs);
   auto parsed = ParseStoreSpec(spec, /*allow_memory=*/false);
   if (!parsed.ok()) return parsed.error();
   OpenedStores out;

@@ -6,15 +6,20 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "storage/message_store.h"
 #include "storage/segment_store.h"
+#include "storage/shard_data_store.h"
 #include "storage/shard_lease_store.h"
+#include "storage/store_placement.h"
 #include "storage/worker_lease_store.h"
 
 namespace seqd {
 
 class MysqlPool;
+class GroupedShardLeaseStore;
 
 // `spec` is one of
 //   sqlite:PATH                        SqliteStore on PATH (parent dir created)
@@ -45,6 +50,17 @@ struct OpenedStores {
   std::shared_ptr<MysqlPool> pool;
   std::shared_ptr<MysqlPool> lease_pool;
   std::shared_ptr<MysqlPool> cluster_pool;
+  // Store groups (StoreNeeds::groups): where each shard's rows are, read by
+  // `shard_leases` every lease round; `grouped_leases` is `shard_leases`,
+  // with each group's own stores for the shard mover. Null with one group.
+  std::shared_ptr<StorePlacement> placement;
+  GroupedShardLeaseStore* grouped_leases = nullptr;
+  // Each group's own stores, by group index (empty with one group); the
+  // grouped stores above route to them and own them.
+  std::vector<SegmentStore*> group_segments;
+  std::vector<MessageStore*> group_messages;
+  // Each group's rows of a shard, for the shard mover (empty with one group).
+  std::vector<std::unique_ptr<ShardDataStore>> group_data;
 
   // EnsureSchema() of each store, stopping at the first error.
   Status EnsureSchemas();
@@ -63,6 +79,13 @@ struct StoreNeeds {
   // fraction of the lease (kInvalidArgument on a store other than MySQL).
   bool cluster = false;
   int cluster_retry_budget_ms = 500;
+  // Store groups (cluster mode, mysql:// only): name and URL of each, the
+  // home group first; the spec is then ignored. Empty or one: the spec
+  // alone, as a single group.
+  std::vector<std::pair<std::string, std::string>> groups;
+  // The cluster's key hash (proto/shard_hash.h's ShardOfKey). REQUIRED with
+  // several groups.
+  StorePlacement::ShardOfKey shard_of = nullptr;
 };
 
 // As OpenStore, for every store `needs` asks for.

@@ -62,6 +62,15 @@ Commands:
   cluster [KEY]                 cluster mode: the members, the shards each
                                 owns and, with KEY, the key's shard and owner
                                 (GET /admin/cluster)
+  shard status                  store groups: where each shard's rows are, and
+                                the move in progress (GET /admin/placement)
+  shard move SHARD --to GROUP [--rate ROWS_PER_S]
+  shard move SHARD --undo       move a shard's rows to another store group
+                                online (or undo the move before its seal);
+                                waits for it; run it again after a failure
+                                to finish it (docs/cluster.md)
+  shard rebalance --to GROUP --count N [--rate ROWS_PER_S]
+                                move N shards onto GROUP, one at a time
   openim-import seq|seq-user FILE
                                 OpenIM's Mongo `seq` or `seq_user` collection,
                                 as mongoexport writes it, into seqd (needs
@@ -77,7 +86,7 @@ Commands:
                                 line to add to seqd's tokens file (which
                                 keeps only its SHA-256); talks to no server
 
-Admin commands (keys, key, create, set-step, cluster) always use HTTP.
+Admin commands (keys, key, create, set-step, cluster, shard) always use HTTP.
 
 TLS applies to --http and --tcp alike; e.g.
   seqctl --http seqd.internal:8080 --tls --tls-ca ca.crt next order 3
@@ -116,6 +125,7 @@ std::optional<std::string>* KeptFlag(Args& args, const std::string& flag) {
       {"--count", &args.msg.count},
       {"--id", &args.token_id},
       {"--scopes", &args.token_scopes},
+      {"--rate", &args.rate},
   };
   for (const auto& [name, field] : kept) {
     if (flag == name) return field;
@@ -144,6 +154,8 @@ Args ParseArgs(int argc, char** argv) {
       args.json = true;
     } else if (a == "--dry-run") {
       args.dry_run = true;
+    } else if (a == "--undo") {
+      args.undo = true;
     } else if (a == "--desc") {
       args.msg.desc = true;
     } else if (a == "--timeout") {
@@ -229,6 +241,12 @@ int Run(const Args& args) {
   const bool admin =
       cmd == "keys" || cmd == "key" || cmd == "create" || cmd == "set-step" || cmd == "cluster";
   if (cmd == "msg") return RunMsgCommand(args, timeout);
+  if (cmd == "shard") {
+    // --to and --count name the target group and the shards to move.
+    Args shard_args = args;
+    shard_args.count = args.msg.count;
+    return ShardCommand(shard_args, MakeHttp(args, timeout));
+  }
   if (args.dry_run && cmd != "openim-import") {
     throw UsageError{"--dry-run only applies to openim-import"};
   }

@@ -41,6 +41,8 @@ struct Args {
   TlsFlags tls;                                       // --tls, --tls-*
   std::optional<std::string> token_id, token_scopes;  // token new
   MsgArgs msg;                                        // msg: its flags
+  bool undo = false;                                  // shard move --undo
+  std::optional<std::string> rate, count;             // shard move/rebalance
   std::vector<std::string> positional;
 };
 
@@ -99,6 +101,10 @@ int ShowKey(const Args& args, const Http& http);
 int CreateKey(const Args& args, const Http& http);
 int SetStep(const Args& args, const Http& http);
 int ShowCluster(const Args& args, const Http& http);
+
+// seqctl_shard.cc: shard status, shard move SHARD --to GROUP [--undo]
+// [--rate N], shard rebalance --to GROUP --count N [--rate N].
+int ShardCommand(const Args& args, const Http& http);
 
 // seqctl_token.cc: token new --id ID --scopes S[,S...].
 int NewToken(const Args& args);

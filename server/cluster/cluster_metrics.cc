@@ -56,6 +56,15 @@ ClusterMetrics::ClusterMetrics(prometheus::Registry& r) {
       Counter(r, "seqd_cluster_wrong_owner_total", "NO_FORWARD requests answered WRONG_OWNER");
   owner_waits_ = Counter(r, "seqd_cluster_owner_waits_total",
                          "Times a request waited for its key's shard to get an owner");
+  placement_version_ = Gauge(r, "seqd_placement_version",
+                             "Store groups: the placement version this instance last read");
+  move_running_ = Gauge(r, "seqd_shard_move_running", "1 while this instance moves a shard");
+  CountersByResult(r, "seqd_shard_moves_total", "Shard moves this instance ended, by result",
+                   moves_ok_, moves_failed_);
+  rows_copied_ = Counter(r, "seqd_shard_move_rows_copied_total",
+                         "Rows this instance's shard moves copied to their target group");
+  move_pause_ = Gauge(r, "seqd_shard_move_pause_seconds",
+                      "The last move's pause: its seal to the new owner's lease");
 }
 
 void ClusterMetrics::Round(bool ok, double seconds, int64_t shards_owned, int64_t members_live,
@@ -73,5 +82,19 @@ void ClusterMetrics::Fenced() { fenced_->Increment(); }
 void ClusterMetrics::Forwarded(bool ok) { (ok ? forwards_ok_ : forwards_failed_)->Increment(); }
 void ClusterMetrics::WrongOwner() { wrong_owner_->Increment(); }
 void ClusterMetrics::WaitedForOwner() { owner_waits_->Increment(); }
+
+void ClusterMetrics::PlacementVersion(int64_t version) {
+  placement_version_->Set(static_cast<double>(version));
+}
+
+void ClusterMetrics::MoveRunning(bool running) { move_running_->Set(running ? 1 : 0); }
+
+void ClusterMetrics::MoveEnded(bool ok) { (ok ? moves_ok_ : moves_failed_)->Increment(); }
+
+void ClusterMetrics::RowsCopied(int64_t rows) {
+  rows_copied_->Increment(static_cast<double>(rows));
+}
+
+void ClusterMetrics::MovePause(double seconds) { move_pause_->Set(seconds); }
 
 }  // namespace seqd

@@ -29,6 +29,14 @@ class ClusterMetrics {
   void WrongOwner();
   void WaitedForOwner();
 
+  // Store groups (docs/cluster.md): the placement version this instance
+  // last read, and its shard mover's moves.
+  void PlacementVersion(int64_t version);
+  void MoveRunning(bool running);
+  void MoveEnded(bool ok);
+  void RowsCopied(int64_t rows);
+  void MovePause(double seconds);  // seal to the new owner's lease, last move
+
  private:
   prometheus::Counter* rounds_ok_;
   prometheus::Counter* rounds_failed_;
@@ -43,6 +51,12 @@ class ClusterMetrics {
   prometheus::Counter* forwards_failed_;
   prometheus::Counter* wrong_owner_;
   prometheus::Counter* owner_waits_;
+  prometheus::Gauge* placement_version_;
+  prometheus::Gauge* move_running_;
+  prometheus::Counter* moves_ok_;
+  prometheus::Counter* moves_failed_;
+  prometheus::Counter* rows_copied_;
+  prometheus::Gauge* move_pause_;
 };
 
 }  // namespace seqd

@@ -144,6 +144,7 @@ void ClusterNode::Loop() {
     }
     if (s) s = keeper_->Tick();
     SendNudges(/*wait=*/false);
+    if (round_hook_) round_hook_();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (!s && clock_.Now() - last_warned > std::chrono::seconds(10)) {

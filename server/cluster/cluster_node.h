@@ -76,6 +76,9 @@ class ClusterNode final : public ShardGate, public ClusterApi {
   // the nudge was answered (or failed); must not block. Set before Start().
   using Nudger = std::function<void(const std::string& address, std::function<void()> answered)>;
   void SetNudger(Nudger nudger);
+  // Runs after every round, on the node's thread (store groups: the
+  // placement version's gauge); must not block. Set before Start().
+  void SetRoundHook(std::function<void()> hook) { round_hook_ = std::move(hook); }
 
   // ShardGate.
   ShardGrant Check(std::string_view key) const override;
@@ -115,6 +118,7 @@ class ClusterNode final : public ShardGate, public ClusterApi {
   bool nudged_ GUARDED_BY(mu_) = false;
   std::atomic<int64_t> last_refresh_ns_{0};  // steady_clock, the last RefreshSoon() honoured
   Nudger nudger_;                            // set before Start()
+  std::function<void()> round_hook_;         // set before Start()
   std::thread thread_;
 };
 

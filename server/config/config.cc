@@ -56,6 +56,41 @@ Option StringOption(const char* name, const char* help, std::string Config::*fie
                 [=](const Config& c) { return c.*field; }};
 }
 
+// A group's name: 1-64 of [a-z0-9_-].
+bool ValidGroupName(std::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char ch : name) {
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// An empty value adds none (what --print-config shows without groups).
+Status AddStoreGroup(Config& c, std::string_view v) {
+  if (v.empty()) return OkStatus();
+  const size_t eq = v.find('=');
+  const std::string_view name = v.substr(0, eq == std::string_view::npos ? 0 : eq);
+  if (!ValidGroupName(name)) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "expected NAME=mysql://user:pass@host:port/db, NAME 1-64 of a-z 0-9 _ -");
+  }
+  const std::string_view url = v.substr(eq + 1);
+  if (!url.starts_with("mysql://")) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "store group '" + std::string(name) + "': expected a mysql:// URL");
+  }
+  for (const auto& [have, _] : c.store_groups) {
+    if (have == name) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "store group '" + std::string(name) + "' given twice");
+    }
+  }
+  c.store_groups.emplace_back(std::string(name), std::string(url));
+  return OkStatus();
+}
+
 std::string FormatRules(const std::vector<AutoKeyRule>& rules) {
   std::string out;
   for (const auto& r : rules) {
@@ -83,6 +118,22 @@ const std::vector<Option>& Options() {
                return OkStatus();
              },
              [](const Config& c) { return c.store; }},
+      Option{"store_group",
+             "Cluster mode: a store group NAME=URL (a MySQL/MariaDB database or Galera "
+             "cluster of its own); give it once per group, the home group first, the same on "
+             "every instance. Each shard's rows live in one group (docs/cluster.md, \"Store "
+             "groups\"). Without it: --store is the one group.",
+             [](Config& c, std::string_view v) { return AddStoreGroup(c, v); },
+             [](const Config& c) {
+               std::string out;
+               for (const auto& [name, url] : c.store_groups) {
+                 if (!out.empty()) out += ' ';
+                 out += name + '=' + url;
+               }
+               return out;
+             },
+             /*bare_means_on=*/false, /*secret=*/false,
+             /*reset=*/[](Config& c) { c.store_groups.clear(); }},
       StringOption("http_address", "Address the HTTP listener binds.", &Config::http_address),
       IntOption("http_port", "HTTP port (0 picks a free one).", &Config::http_port, 0, 65535),
       IntOption("threads", "Network threads; 0 means one per core.", &Config::threads, 0, 256),
@@ -430,12 +481,39 @@ const Option* FindOption(std::string_view name) {
 
 Status Apply(Config& c, const Option& o, std::string_view value, const std::string& source,
              OptionOrigin origin) {
+  if (o.reset != nullptr) {
+    auto seen = c.origins.find(o.name);
+    if (seen != c.origins.end() && seen->second.source != origin.source) o.reset(c);
+  }
   if (auto s = o.set(c, value); !s) {
     return MakeError(ErrorCode::kInvalidArgument, source + ": " + s.error().message);
   }
   c.origins[o.name] = std::move(origin);
   return OkStatus();
 }
+
+namespace {
+
+// With store groups: several need cluster mode; `store`, if given, must be
+// one group's URL; else it becomes the home group's.
+Status CheckStoreGroups(Config& c) {
+  if (c.store_groups.empty()) return OkStatus();
+  if (c.store_groups.size() > 1 && !c.cluster) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "several store groups need cluster mode (--cluster)");
+  }
+  if (c.origins.count("store") == 0) {
+    c.store = c.store_groups.front().second;
+    return OkStatus();
+  }
+  for (const auto& [name, url] : c.store_groups) {
+    if (url == c.store) return OkStatus();
+  }
+  return MakeError(ErrorCode::kInvalidArgument,
+                   "store: with store groups, --store must be one group's URL (or left out)");
+}
+
+}  // namespace
 
 Result<Config> LoadConfig(int argc, const char* const* argv,
                           const std::map<std::string, std::string>& env) {
@@ -536,6 +614,7 @@ Result<Config> LoadConfig(int argc, const char* const* argv,
                        "snowflake_owner: printable ASCII without spaces only (host:port)");
     }
   }
+  if (auto s = CheckStoreGroups(c); !s) return s.error();
   if (c.cluster && !c.store.starts_with("mysql://")) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "cluster mode needs a mysql:// store (the instances share its lease tables)");

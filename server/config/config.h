@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -21,6 +22,9 @@ namespace seqd {
 struct Config {
   std::string config_file;  // --config; empty means none
   std::string store = "sqlite:./data/seqd.db";
+  // Store groups (--store-group NAME=URL, repeated; docs/cluster.md): name
+  // and URL of each, the home group first. Empty: `store` alone.
+  std::vector<std::pair<std::string, std::string>> store_groups;
   std::string http_address = "127.0.0.1";
   int64_t http_port = 8080;
   int64_t threads = 0;              // network threads; 0 = one per core

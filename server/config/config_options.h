@@ -21,6 +21,10 @@ struct Option {
   std::function<std::string(const Config&)> show;
   bool bare_means_on = false;  // "--name" alone (no value follows) means "on"
   bool secret = false;  // never shown: --help shows no default, --print-config <redacted>
+  // Set: the option may be given several times (each value is added); the
+  // first value from a later source (file, environment, flags) calls it to
+  // drop the earlier source's values.
+  void (*reset)(Config&) = nullptr;
 };
 
 // Every option, in --help order.

@@ -160,6 +160,8 @@ class ApiRouter {
   void HandleSetStep(const std::shared_ptr<Call>& call, std::string key);
   void HandleCache(const std::shared_ptr<Call>& call);
   void HandleCluster(const std::shared_ptr<Call>& call);
+  void HandlePlacement(const std::shared_ptr<Call>& call);
+  void HandleMoveShard(const std::shared_ptr<Call>& call);
   void HandleLeafCache(const std::shared_ptr<Call>& call);
   void HandleLeafDb(const std::shared_ptr<Call>& call);
   void HandleHealth(const std::shared_ptr<Call>& call);

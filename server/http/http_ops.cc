@@ -42,7 +42,7 @@ constexpr bool InEnumOrder() {
 static_assert(InEnumOrder(), "kRows: one row per HttpOp, in enum order");
 
 // In docs/openapi.yaml's order.
-constexpr std::array<HttpRoute, 40> kRoutes = {{
+constexpr std::array<HttpRoute, 42> kRoutes = {{
     {"GET", "/", HttpOp::kStatusPage},
     {"GET", "/seq/{key}", HttpOp::kSeq},
     {"GET", "/api/segment/get/{key}", HttpOp::kLeafSegment},
@@ -62,6 +62,8 @@ constexpr std::array<HttpRoute, 40> kRoutes = {{
     {"GET", "/cache", HttpOp::kLeafCache},
     {"GET", "/db", HttpOp::kLeafDb},
     {"GET", "/admin/cluster", HttpOp::kAdmin},
+    {"GET", "/admin/placement", HttpOp::kAdmin},
+    {"POST", "/admin/placement/move", HttpOp::kAdmin},
     {"GET", "/admin/snowflake", HttpOp::kAdmin},
     {"GET", "/healthz", HttpOp::kHealth},
     {"GET", "/readyz", HttpOp::kHealth},

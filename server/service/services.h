@@ -30,6 +30,7 @@
 #include "server/service/id_api.h"
 #include "server/service/key_admin_api.h"
 #include "server/service/message_api.h"
+#include "server/service/placement_api.h"
 #include "server/service/request_metrics.h"
 #include "server/service/snowflake_api.h"
 
@@ -46,6 +47,7 @@ struct Services {
   ClusterApi* cluster = nullptr;        // cluster mode's membership and map; null when off
   const Authenticator* auth = nullptr;  // tokens (server/auth/authenticator.h); null: open
   bool metrics_auth = false;            // /metrics needs the metrics scope
+  PlacementApi* placement = nullptr;    // store groups' placement and mover; null without
 };
 
 }  // namespace seqd

@@ -19,6 +19,7 @@ class SQLException;
 namespace seqd {
 
 constexpr int kMysqlErrDupKey = 1062;                 // ER_DUP_ENTRY
+constexpr int kMysqlErrDupFieldName = 1060;           // ER_DUP_FIELDNAME
 constexpr int kMysqlErrDeadlock = 1213;               // ER_LOCK_DEADLOCK
 constexpr int kMysqlErrLockWaitTimeout = 1205;        // ER_LOCK_WAIT_TIMEOUT
 constexpr int kMysqlErrUnknownSystemVariable = 1193;  // ER_UNKNOWN_SYSTEM_VARIABLE

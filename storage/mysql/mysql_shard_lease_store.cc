@@ -47,6 +47,11 @@ enum StmtId {
   kLeave,
   kMembers,
   kForget,
+  kHasSealed,
+  kSeal,
+  kReadSealed,
+  kOpen,
+  kReadForSeal,
   kNumStmts,
 };
 
@@ -58,7 +63,7 @@ const char* const kSql[kNumStmts] = {
     /* kReadOne */ "SELECT shard, owner, epoch, version FROM seqd_shard_lease WHERE shard = ?",
     /* kAcquire */
     "UPDATE seqd_shard_lease SET owner = ?, epoch = epoch + 1, version = version + 1 "
-    "WHERE shard = ? AND version = ?",
+    "WHERE shard = ? AND version = ? AND sealed = 0",
     /* kRenew */
     "UPDATE seqd_shard_lease SET version = version + 1 "
     "WHERE shard = ? AND owner = ? AND owner <> '' AND epoch = ?",
@@ -78,6 +83,18 @@ const char* const kSql[kNumStmts] = {
     "TIMESTAMPDIFF(SECOND, update_time, CURRENT_TIMESTAMP) FROM seqd_cluster_member "
     "ORDER BY instance",
     /* kForget */ "DELETE FROM seqd_cluster_member WHERE instance = ? AND heartbeat = ?",
+    /* kHasSealed */
+    "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
+    "AND TABLE_NAME = 'seqd_shard_lease' AND COLUMN_NAME = 'sealed'",
+    /* kSeal */
+    "UPDATE seqd_shard_lease SET owner = '', epoch = epoch + 1, version = version + 1, "
+    "sealed = 1 WHERE shard = ? AND sealed = 0",
+    /* kReadSealed */ "SELECT epoch, sealed FROM seqd_shard_lease WHERE shard = ?",
+    /* kOpen */
+    "INSERT INTO seqd_shard_lease (shard, owner, epoch, version, sealed) VALUES (?, '', ?, 1, 0) "
+    "ON DUPLICATE KEY UPDATE owner = '', epoch = GREATEST(epoch + 1, VALUES(epoch)), "
+    "version = version + 1, sealed = 0",
+    /* kReadForSeal */ "SELECT owner, sealed FROM seqd_shard_lease WHERE shard = ? FOR UPDATE",
 };
 
 const MysqlSession kSession{kSql, nullptr, std::nullopt};
@@ -116,6 +133,18 @@ Result<uint32_t> MysqlShardLeaseStore::EnsureSchema(uint32_t shards) {
   if (Status s = shard_lease::CheckShards(shards); !s) return s.error();
   return pool_->Run<uint32_t>(kSession, "cluster schema", [&](MysqlConn& c) -> Result<uint32_t> {
     for (const char* ddl : kSchema) c.Plain().execute(ddl);
+    c.Commit();
+    // Store groups' moves seal a shard's row in the group it leaves: a
+    // sealed row is never taken (Acquire) nor fenced (its owner is "").
+    if (c.QueryInt64(kHasSealed).value_or(0) == 0) {
+      try {
+        c.Plain().execute(
+            "ALTER TABLE seqd_shard_lease ADD COLUMN sealed TINYINT NOT NULL DEFAULT 0");
+      } catch (const sql::SQLException& e) {
+        // Another instance added it meanwhile.
+        if (e.getErrorCode() != kMysqlErrDupFieldName) throw;
+      }
+    }
     c.Commit();
     c.Execute(kFixShards, int64_t{shards});
     c.Commit();
@@ -228,6 +257,48 @@ Result<std::vector<ShardLeaseRow>> MysqlShardLeaseStore::AcquireMany(
         }
         return taken;
       });
+}
+
+Result<ShardLeaseStore::Sealed> MysqlShardLeaseStore::Seal(uint32_t shard) {
+  return pool_->Run<Sealed>(kSession, "seal shard", [&](MysqlConn& c) -> Result<Sealed> {
+    // Locked until COMMIT: the owner read is the one the seal replaces.
+    auto before = c.QueryRow(
+        kReadForSeal,
+        [](sql::ResultSet& rs) {
+          return std::pair<std::string, bool>(rs.getString(1).asStdString(), rs.getInt(2) != 0);
+        },
+        static_cast<int>(shard));
+    if (!before) return MakeError(ErrorCode::kInvalidArgument, "no shard " + std::to_string(shard));
+    c.Execute(kSeal, static_cast<int>(shard));
+    auto row = c.QueryRow(
+        kReadSealed,
+        [](sql::ResultSet& rs) {
+          return std::pair<int64_t, bool>(rs.getInt64(1), rs.getInt(2) != 0);
+        },
+        static_cast<int>(shard));
+    c.Commit();
+    // A re-run after a lost COMMIT finds the row sealed: may_serve, as for
+    // any row sealed before (waiting is always safe).
+    return Sealed{row->first, before->second || !before->first.empty()};
+  });
+}
+
+Result<int64_t> MysqlShardLeaseStore::SealedEpoch(uint32_t shard) {
+  return pool_->Run<int64_t>(kSession, "read seal", [&](MysqlConn& c) -> Result<int64_t> {
+    auto row = c.QueryRow(
+        kReadSealed,
+        [](sql::ResultSet& rs) {
+          return std::pair<int64_t, bool>(rs.getInt64(1), rs.getInt(2) != 0);
+        },
+        static_cast<int>(shard));
+    c.Commit();
+    if (!row || !row->second) return int64_t{-1};
+    return row->first;
+  });
+}
+
+Status MysqlShardLeaseStore::Open(uint32_t shard, int64_t min_epoch) {
+  return pool_->Execute(kSession, "open shard", kOpen, static_cast<int>(shard), min_epoch);
 }
 
 Status MysqlShardLeaseStore::Heartbeat(std::string_view instance, std::string_view advertise) {

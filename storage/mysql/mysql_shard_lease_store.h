@@ -33,6 +33,9 @@ class MysqlShardLeaseStore final : public MysqlStoreBase<ShardLeaseStore> {
   Status ReleaseMany(std::string_view owner, const std::vector<ShardLeaseRow>& held) override;
   Result<std::vector<ShardLeaseRow>> AcquireMany(
       std::string_view owner, const std::vector<std::pair<uint32_t, int64_t>>& wanted) override;
+  Result<Sealed> Seal(uint32_t shard) override;
+  Result<int64_t> SealedEpoch(uint32_t shard) override;
+  Status Open(uint32_t shard, int64_t min_epoch) override;
   Status Heartbeat(std::string_view instance, std::string_view advertise) override;
   Status Leave(std::string_view instance) override;
   Result<std::vector<ClusterMember>> ReadMembers() override;

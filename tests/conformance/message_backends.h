@@ -22,6 +22,7 @@
 #include "storage/mysql/mysql_store.h"
 #include "storage/sqlite/sqlite_message_store.h"
 #include "tests/conformance/conformance_support.h"
+#include "tests/conformance/grouped_backends.h"
 
 namespace seqd::message_conformance {
 
@@ -115,6 +116,9 @@ class Backend : public StoreBackend<MessageStore> {
     fresh.server_msg_id = stored.server_msg_id;
     return fresh;
   }
+  // False for a store whose batch of several conversations may be several
+  // transactions (store groups: one per group).
+  virtual bool atomic_batches() const { return true; }
 };
 
 class MemoryBackend final : public Backend {
@@ -127,6 +131,26 @@ class MemoryBackend final : public Backend {
 
  private:
   MemoryMessageStore store_;
+};
+
+// Two memory stores as two store groups (tests/conformance/grouped_backends.h).
+class GroupedBackend final : public Backend {
+ public:
+  GroupedBackend() : placement_(TwoGroupPlacement()) { store_ = NewInstance(); }
+  MessageStore& store() override { return *store_; }
+  bool atomic_batches() const override { return false; }
+  std::unique_ptr<MessageStore> NewInstance() override {
+    std::vector<std::unique_ptr<MessageStore>> groups;
+    groups.push_back(std::make_unique<ForwardingMessageStore>(home_));
+    groups.push_back(std::make_unique<ForwardingMessageStore>(b_));
+    return std::make_unique<GroupedMessageStore>(std::move(groups), *placement_);
+  }
+
+ private:
+  std::shared_ptr<StorePlacement> placement_;
+  MemoryMessageStore home_;
+  MemoryMessageStore b_;
+  std::unique_ptr<MessageStore> store_;
 };
 
 inline std::unique_ptr<SqliteMessageStore> OpenSqlite(const std::string& path) {

@@ -71,6 +71,8 @@ TEST_SUITE("memory") {
   }
 }
 
+TEST_SUITE("groups"){SEQD_MESSAGE_CONFORMANCE_CASES(GroupedBackend, "two groups")}
+
 TEST_SUITE("sqlite") {
   SEQD_MESSAGE_CONFORMANCE_CASES(SqliteBackend, "sqlite")
 

@@ -26,6 +26,7 @@
 #include "storage/segment_store.h"
 #include "storage/sqlite/sqlite_store.h"
 #include "tests/conformance/conformance_support.h"
+#include "tests/conformance/grouped_backends.h"
 #include "tests/unit/test_stores.h"
 
 namespace seqd::conformance {
@@ -38,14 +39,20 @@ inline int64_t NowMs() {
 }
 
 // Non-owning SegmentStore that forwards to another (a second "instance" of
-// the memory store, which cannot be shared otherwise), its batch
-// reservations included.
+// the memory store, which cannot be shared otherwise, or a store group's
+// store), its batch reservations, token pruning and max IDs included.
 class ForwardingStore final : public ForwardingSegmentStore {
  public:
   explicit ForwardingStore(SegmentStore& inner) : ForwardingSegmentStore(inner) {}
   std::vector<Result<ReservedSegment>> ReserveMany(
       const std::vector<ReserveRequest>& requests) override {
     return inner().ReserveMany(requests);
+  }
+  Result<int64_t> PruneBlockTokens(int64_t before_unix_ms) override {
+    return inner().PruneBlockTokens(before_unix_ms);
+  }
+  Result<std::vector<int64_t>> GetMaxIds(const std::vector<std::string>& keys) override {
+    return inner().GetMaxIds(keys);
   }
 };
 
@@ -83,6 +90,38 @@ class MemoryBackend final : public Backend {
 
  private:
   std::unique_ptr<MemoryStore> store_;
+};
+
+// Two memory stores as two store groups (tests/conformance/grouped_backends.h).
+class GroupedBackend final : public Backend {
+ public:
+  GroupedBackend() : placement_(TwoGroupPlacement()) { Reset(); }
+  SegmentStore& store() override { return *store_; }
+  std::unique_ptr<SegmentStore> NewInstance() override {
+    std::vector<std::unique_ptr<SegmentStore>> groups;
+    for (auto& g : groups_) groups.push_back(std::make_unique<ForwardingStore>(*g));
+    return std::make_unique<GroupedSegmentStore>(std::move(groups), *placement_);
+  }
+  void Reopen() override {}
+  void InstallLeafTable() override {
+    Reset();
+    REQUIRE_OK(store_->CreateKey(kLeafTag, 2000, kLeafDescription));
+  }
+  bool durable() const override { return false; }
+  bool tracks_update_time() const override { return false; }
+
+ private:
+  void Reset() {
+    store_.reset();
+    groups_.clear();
+    groups_.push_back(std::make_unique<MemoryStore>());
+    groups_.push_back(std::make_unique<MemoryStore>());
+    store_ = NewInstance();
+  }
+
+  std::shared_ptr<StorePlacement> placement_;
+  std::vector<std::unique_ptr<MemoryStore>> groups_;
+  std::unique_ptr<SegmentStore> store_;
 };
 
 inline std::unique_ptr<SqliteStore> OpenSqlite(const std::string& path) {

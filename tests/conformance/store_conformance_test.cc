@@ -62,6 +62,8 @@ void CheckChildrenSucceed(int procs, Child child) {
 
 TEST_SUITE("memory"){SEQD_CONFORMANCE_CASES(MemoryBackend, "memory")}
 
+TEST_SUITE("groups"){SEQD_CONFORMANCE_CASES(GroupedBackend, "two groups")}
+
 TEST_SUITE("sqlite") {
   SEQD_CONFORMANCE_CASES(SqliteBackend, "sqlite")
 

@@ -48,6 +48,9 @@ PENDING_FEATURES: set = set()
 # SQLite seqd, and why.
 EXPECTED_GAPS = {
     ("GET", "/admin/cluster", "2xx"): "cluster mode is off here (tests/e2e/test_cluster.py runs it)",
+    ("GET", "/admin/placement", "2xx"): "store groups need cluster mode (test_shard_move.py runs it)",
+    ("POST", "/admin/placement/move", "2xx"):
+        "store groups need cluster mode (test_shard_move.py runs it)",
     ("GET", "/healthz", "error"): "an open probe with no error of its own",
     ("GET", "/readyz", "error"): "503 only while the store is down or warming",
 }
@@ -205,6 +208,10 @@ class Contract(ContractCalls, unittest.TestCase):
         c("GET", "/admin/cluster", expect=404)
         c("GET", "/admin/cluster", token="bad", expect=401)
         c("GET", "/admin/cluster", token="orders", expect=403)
+        c("GET", "/admin/placement", expect=404)
+        c("GET", "/admin/placement", token="orders", expect=403)
+        c("POST", "/admin/placement/move", body={"shard": 1, "to": "b"}, expect=404)
+        c("POST", "/admin/placement/move", body={"shard": 1, "to": "b"}, token="bad", expect=401)
         c("GET", "/admin/snowflake")
         c("GET", "/admin/snowflake", token="bad", expect=401)
         c("GET", "/admin/snowflake", token="orders", expect=403)

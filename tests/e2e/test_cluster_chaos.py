@@ -138,9 +138,12 @@ from lib.cluster import Cluster, Workspace  # noqa: E402
 from lib.load import (CONVS, INTERFACES, KEYS, MSG_INTERFACES, MSG_RESOLVE_S,  # noqa: E402
                       SEQD_FLAGS, Client, Sender)
 from lib.mariadb import MariaDB  # noqa: E402
+from lib.moves import Mover  # noqa: E402
 from lib.progress import log, rel  # noqa: E402
 
 INSTANCES = 3
+SEQCTL = os.environ.get("SEQCTL_BINARY", os.path.join(
+    os.path.dirname(os.environ.get("SEQD_BINARY", "build/seqd")), "client", "seqctl"))
 CLIENT_THREADS = 6
 PROBERS = 1             # client threads that also send to frozen instances
 MIN_ANSWERS = 2000
@@ -492,11 +495,30 @@ def print_summary(fig, failures):
         p("subscribers (seconds to catch up after the load / after the final round):")
         subscribers.print_figures(fig["subscribers"], fig["subscriber_verdict"], p)
     p("cluster metrics (running instances): %s" % fig.get("cluster_metrics"))
+    for mv in fig.get("moves", []):
+        p("shard move: %s" % mv)
     logs = fig.get("seqd_logs", {})
     p("seqd WARN/ERROR lines: %d" % logs.get("count", 0))
     for g in logs.get("groups", [])[:12]:
         p("  %4d x %s" % (g["count"], g["example"][:220]))
     p("PASS" if not failures else "FAIL:\n  " + "\n  ".join(failures))
+
+
+def store_groups(db, base, groups, ws):
+    """With `groups` > 1: that many MariaDB servers (`db` the home group's,
+    g1) and the seqd flags naming them; else ([db], SEQD_FLAGS)."""
+    dbs = [db]
+    for i in range(1, groups):
+        sub = os.path.join(base, "g%d" % (i + 1))
+        os.makedirs(sub)
+        other = MariaDB(sub)
+        ws.on_cleanup(other.stop)
+        dbs.append(other)
+    flags = list(SEQD_FLAGS)
+    if groups > 1:
+        for i, d in enumerate(dbs):
+            flags += ["--store-group", "g%d=%s" % (i + 1, d.url)]
+    return dbs, flags
 
 
 def start_subscribers(cluster, rng, base):
@@ -519,11 +541,13 @@ def run(args):
     ws = Workspace("seqd-chaos-", keep=args.keep)
     base = ws.base
     stop = threading.Event()
+    mover = None
     try:
         db = MariaDB(base)
         ws.on_cleanup(db.stop)
         log("MariaDB at %s (pid %s)" % (db.url.split("@")[-1], db.pid()))
-        cluster = Cluster(db.url, args.lease_ms, base, SEQD_FLAGS, INSTANCES)
+        dbs, flags = store_groups(db, base, args.groups, ws)
+        cluster = Cluster(db.url, args.lease_ms, base, flags, INSTANCES)
         ws.on_cleanup(cluster.kill_all)
         for _ in range(INSTANCES):
             cluster.start_instance()
@@ -540,8 +564,15 @@ def run(args):
             t.start()
         lease_s = args.lease_ms / 1000.0
         nemesis = Nemesis(cluster, db, random.Random(rng.getrandbits(32)), lease_s,
-                          time.monotonic() + args.seconds)
+                          time.monotonic() + args.seconds, dbs=dbs)
+        if len(dbs) > 2:
+            mover = Mover(cluster, ["g%d" % (i + 1) for i in range(len(dbs))], dbs, KEYS[0],
+                          CONVS[0], SEQCTL, args.seconds / 4, broken=args.break_move)
+            mover.start()
         nemesis.play_out()
+        if mover:
+            mover.join(max(0.0, args.seconds))
+            log("moves: %s" % mover.moves)
         end = time.monotonic()
         stop.set()
         for c in clients:
@@ -571,9 +602,13 @@ def run(args):
         harness_errors += ["a client thread did not stop" for c in clients if c.is_alive()]
         harness_errors += ["a message sender did not stop" for t in msg_threads if t.is_alive()]
         harness_errors += ["the nemesis did not stop"] if nemesis.is_alive() else []
+        if mover:
+            harness_errors += [e for e in [mover.error] if e]
+            harness_errors += ["the mover did not stop"] if mover.is_alive() else []
         fig = figures_of(args, answers, final, nemesis.faults, end, started, messages,
                          final_msgs, stored, pull_problems)
         fig["cluster_metrics"] = cluster_metrics(cluster)
+        fig["moves"] = mover.moves if mover else []
         fig["seqd_logs"] = scan_logs(base)
         fig["crashes"] = crashes
         acked |= {(a.msg.conv, a.seq) for a in final_msgs if a.ok}
@@ -595,12 +630,30 @@ def run(args):
             json.dump(fig, f, indent=2)
     if args.history:
         write_history(args.history, answers, messages)
+    if args.break_move:
+        return 0 if caught_broken_move(failures) else 1
     return 0 if not failures else 1
+
+
+def caught_broken_move(failures):
+    """--break-move's verdict: the checkers must have failed the run for
+    what serving a shard from two groups breaks (IDs twice or out of order,
+    acked messages lost or out of order), and for nothing of the harness."""
+    caught = [f for f in failures if re.search(
+        r"duplicate|order violation|acked messages not stored|seq twice|hole", f)]
+    harness = [f for f in failures if f.startswith("harness error")]
+    print("--break-move: the checkers %s (%s)" % (
+        "caught it" if caught and not harness else "did NOT catch it", "; ".join(caught)))
+    return bool(caught) and not harness
 
 
 def main():
     p = chaos.parser(__doc__, seconds=60)
     p.add_argument("--history", help="write every answer here, one JSON object a line")
+    p.add_argument("--groups", type=int, default=1,
+                   help="store groups, each a MariaDB of its own; 3: two shard moves too")
+    p.add_argument("--break-move", action="store_true",
+                   help="the first move switches groups with no seal and no copy: must FAIL")
     return chaos.main(p.parse_args(), self_test, run)
 
 

@@ -193,6 +193,15 @@ void ApiRouter::RouteAdmin(const std::shared_ptr<Call>& call, const Routed& r) {
     if (r.method != http::verb::get) return MethodNotAllowed(*call, "GET");
     return seg[1] == "cluster" ? HandleCluster(call) : HandleCache(call);
   }
+  if (seg.size() == 2 && seg[1] == "placement") {
+    if (r.method != http::verb::get) return MethodNotAllowed(*call, "GET");
+    return HandlePlacement(call);
+  }
+  if (seg.size() == 3 && seg[1] == "placement" && seg[2] == "move") {
+    if (r.method != http::verb::post) return MethodNotAllowed(*call, "POST");
+    if (call->PassesCrossSiteRule()) HandleMoveShard(call);
+    return;
+  }
   RouteToClasses(call, r);  // /admin/snowflake
 }
 

@@ -231,6 +231,35 @@ std::string ClusterSection(const StatusPageInput::Cluster& c) {
   return h;
 }
 
+// Store groups: the groups, where shards are away from home or moving, and
+// this instance's mover.
+std::string PlacementSection(const PlacementView& v) {
+  std::string h = "<h2>Store groups</h2>\n";
+  std::map<std::string, int64_t> away;  // group -> shards placed there
+  int64_t moving = 0;
+  for (const PlacementRow& row : v.map->rows) {
+    ++away[row.group];
+    if (!row.move_state.empty() && row.move_state != "cleanup") ++moving;
+  }
+  h += R"(<p class="summary" id="placement">)" + std::to_string(v.groups.size()) +
+       " groups (home " + HtmlEscape(v.groups.front()) + ") &middot; placement version " +
+       std::to_string(v.map->version) + " &middot; " + std::to_string(moving) +
+       " moves in progress</p>\n<p>";
+  for (const std::string& g : v.groups) {
+    if (g == v.groups.front()) continue;
+    h += HtmlEscape(g) + ": " + std::to_string(away[g]) + " shards &middot; ";
+  }
+  const MoverStatus& m = v.mover;
+  h += "this instance's mover: " + std::string(m.running ? "moving" : "idle");
+  if (!m.phase.empty()) {
+    h += ", shard " + std::to_string(m.shard) + " " + HtmlEscape(m.from) + " &rarr; " +
+         HtmlEscape(m.to) + " " + HtmlEscape(m.phase) + ", " + std::to_string(m.rows_copied) +
+         " rows copied";
+    if (m.pause_ms >= 0) h += ", pause " + std::to_string(m.pause_ms) + " ms";
+  }
+  return h + "</p>\n";
+}
+
 }  // namespace
 
 std::string RenderStatusPage(const StatusPageInput& in) {
@@ -288,6 +317,7 @@ std::string RenderStatusPage(const StatusPageInput& in) {
 
   h += "<main>";
   if (in.cluster) h += ClusterSection(*in.cluster);
+  if (in.placement) h += PlacementSection(*in.placement);
   if (in.snowflake) h += SnowflakeSection(*in.snowflake);
   if (in.dense) h += DenseSection(*in.dense);
   h += "<h2>Keys</h2><p class=\"summary\">";

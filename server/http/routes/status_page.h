@@ -17,6 +17,7 @@
 #include "server/service/cluster_api.h"
 #include "server/service/id_api.h"
 #include "server/service/key_admin_api.h"
+#include "server/service/placement_api.h"
 #include "server/service/snowflake_api.h"
 
 namespace seqd {
@@ -50,6 +51,9 @@ struct StatusPageInput {
     std::shared_ptr<const ClusterSnapshot> snapshot;  // null until the tables were read
   };
   std::optional<Cluster> cluster;
+  // Store groups' placement and this instance's mover; nullopt without
+  // store groups.
+  std::optional<PlacementView> placement;
   // Seconds between automatic reloads; 0: none.
   int refresh_s = 5;
 };

@@ -46,9 +46,11 @@ class Nemesis(threading.Thread):
     FREEZE_S = 2.0         # how long freeze_db keeps mariadbd stopped
     RESTART_PAUSE_S = 1.0  # between a kill -9 and the restart or replacement
 
-    def __init__(self, cluster, db, rng, lease_s, until, kinds=FAULTS, warmup_s=WARMUP_S):
+    def __init__(self, cluster, db, rng, lease_s, until, kinds=FAULTS, warmup_s=WARMUP_S,
+                 dbs=None):
         super().__init__(daemon=True)
         self.cluster, self.db, self.rng, self.lease_s, self.until = cluster, db, rng, lease_s, until
+        self.dbs = dbs or [db]  # the database faults pick one (store groups: several)
         self.kinds, self.warmup_s = kinds, warmup_s
         self.faults = []
         self.answers = []  # the late probes' (see fault_stop_owner)
@@ -170,23 +172,29 @@ class Nemesis(threading.Thread):
         except (RuntimeError, IndexError, ValueError, subprocess.TimeoutExpired):
             return None
 
+    def pick_db(self):
+        """The database a fault hits: the one, or a random store group's."""
+        return self.db if len(self.dbs) == 1 else self.rng.choice(self.dbs)
+
     def fault_freeze_db(self, fault):
         """SIGSTOP mariadbd for FREEZE_S, then SIGCONT."""
-        pid = self.db.pid()
+        db = self.pick_db()
+        pid = db.pid()
         self.begin(fault, "mariadbd %s" % pid, "SIGSTOP for %.1f s" % self.FREEZE_S)
-        self.db.freeze()
+        db.freeze()
         time.sleep(self.FREEZE_S)
-        self.db.thaw()
+        db.thaw()
         fault["end"] = time.monotonic()
 
     def fault_kill_db(self, fault):
         """kill -9 mariadbd; restart it on the same port about 1 s later."""
-        pid = self.db.pid()
+        db = self.pick_db()
+        pid = db.pid()
         self.begin(fault, "mariadbd %s" % pid, "kill -9")
-        self.db.kill9()
+        db.kill9()
         time.sleep(self.RESTART_PAUSE_S)
-        self.db.restart()
-        fault["end"], fault["detail"] = time.monotonic(), "restarted as pid %s" % self.db.pid()
+        db.restart()
+        fault["end"], fault["detail"] = time.monotonic(), "restarted as pid %s" % db.pid()
 
     def fault_leave_join(self, fault):
         """SIGTERM a random instance (a clean leave); once it exited, a new

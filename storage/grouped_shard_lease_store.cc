@@ -1,0 +1,176 @@
+#include "storage/grouped_shard_lease_store.h"
+
+#include <algorithm>
+#include <map>
+
+namespace seqd {
+namespace {
+
+Error UnknownGroup(uint32_t shard) {
+  return MakeError(ErrorCode::kStoreUnavailable,
+                   "shard " + std::to_string(shard) + " is in a store group unknown here");
+}
+
+}  // namespace
+
+GroupedShardLeaseStore::GroupedShardLeaseStore(std::vector<Group> groups, StorePlacement& placement)
+    : groups_(std::move(groups)), placement_(placement) {}
+
+ShardLeaseStore* GroupedShardLeaseStore::StoreOf(uint32_t shard) const {
+  const size_t g = placement_.GroupOfShard(shard);
+  return g < groups_.size() ? groups_[g].leases.get() : nullptr;
+}
+
+Status GroupedShardLeaseStore::ClaimGroups() {
+  const std::vector<std::string>& names = placement_.groups();
+  for (size_t i = 0; i < groups_.size(); ++i) {
+    if (Status s = groups_[i].placement->ClaimGroup(names[i]); !s) return s;
+  }
+  return OkStatus();
+}
+
+Result<uint32_t> GroupedShardLeaseStore::EnsureSchema(uint32_t shards) {
+  if (Status s = ClaimGroups(); !s) return s.error();
+  auto fixed = groups_[0].leases->EnsureSchema(shards);
+  if (!fixed) return fixed;
+  for (size_t i = 1; i < groups_.size(); ++i) {
+    if (auto s = groups_[i].leases->EnsureSchema(*fixed); !s) return s.error();
+  }
+  if (Status s = groups_[0].placement->EnsureSchema(); !s) return s.error();
+  placement_.SetShards(*fixed);
+  auto map = groups_[0].placement->ReadPlacement();
+  if (!map) return map.error();
+  if (Status s = placement_.Apply(std::move(map).value()); !s) return s.error();
+  return fixed;
+}
+
+Status GroupedShardLeaseStore::RefreshPlacement() {
+  auto version = groups_[0].placement->ReadVersion();
+  if (!version) return version.error();
+  if (*version == placement_.version()) return OkStatus();
+  auto map = groups_[0].placement->ReadPlacement();
+  if (!map) return map.error();
+  return placement_.Apply(std::move(map).value());
+}
+
+Result<std::vector<ShardLeaseRow>> GroupedShardLeaseStore::ReadLeases() {
+  // An unknown group's name is logged by the caller's error path only once
+  // the map itself cannot be read; its shards are left out below.
+  if (Status s = RefreshPlacement(); !s && s.error().code != ErrorCode::kFailedPrecondition) {
+    return s.error();
+  }
+  std::vector<ShardLeaseRow> out;
+  std::optional<Error> failed;
+  size_t answered = 0;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    auto rows = groups_[g].leases->ReadLeases();
+    if (!rows) {
+      failed = rows.error();
+      continue;
+    }
+    ++answered;
+    for (ShardLeaseRow& row : *rows) {
+      if (placement_.GroupOfShard(row.shard) == g) out.push_back(std::move(row));
+    }
+  }
+  if (answered == 0 && failed) return *failed;
+  std::sort(out.begin(), out.end(),
+            [](const ShardLeaseRow& a, const ShardLeaseRow& b) { return a.shard < b.shard; });
+  return out;
+}
+
+Result<ShardLeaseRow> GroupedShardLeaseStore::Acquire(uint32_t shard, int64_t expected_version,
+                                                      std::string_view owner) {
+  ShardLeaseStore* store = StoreOf(shard);
+  if (store == nullptr) return UnknownGroup(shard);
+  return store->Acquire(shard, expected_version, owner);
+}
+
+Result<ShardLeaseRow> GroupedShardLeaseStore::Renew(uint32_t shard, std::string_view owner,
+                                                    int64_t epoch) {
+  ShardLeaseStore* store = StoreOf(shard);
+  if (store == nullptr) return UnknownGroup(shard);
+  return store->Renew(shard, owner, epoch);
+}
+
+Result<std::vector<ShardLeaseRow>> GroupedShardLeaseStore::RenewAll(std::string_view owner) {
+  std::vector<ShardLeaseRow> out;
+  std::optional<Error> failed;
+  size_t answered = 0;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    auto rows = groups_[g].leases->RenewAll(owner);
+    if (!rows) {
+      failed = rows.error();
+      continue;
+    }
+    ++answered;
+    // A row held in a group the shard is no longer placed in is not a
+    // grant: the shard is served from its group's row only.
+    for (ShardLeaseRow& row : *rows) {
+      if (placement_.GroupOfShard(row.shard) == g) out.push_back(std::move(row));
+    }
+  }
+  if (answered == 0 && failed) return *failed;
+  std::sort(out.begin(), out.end(),
+            [](const ShardLeaseRow& a, const ShardLeaseRow& b) { return a.shard < b.shard; });
+  return out;
+}
+
+Status GroupedShardLeaseStore::Release(uint32_t shard, std::string_view owner, int64_t epoch) {
+  ShardLeaseStore* store = StoreOf(shard);
+  if (store == nullptr) return UnknownGroup(shard);
+  return store->Release(shard, owner, epoch);
+}
+
+Status GroupedShardLeaseStore::ReleaseMany(std::string_view owner,
+                                           const std::vector<ShardLeaseRow>& held) {
+  std::map<size_t, std::vector<ShardLeaseRow>> by_group;
+  for (const ShardLeaseRow& row : held) {
+    by_group[placement_.GroupOfShard(row.shard)].push_back(row);
+  }
+  Status result = OkStatus();
+  for (auto& [g, rows] : by_group) {
+    if (g >= groups_.size()) continue;  // unknown here: never held here either
+    if (Status s = groups_[g].leases->ReleaseMany(owner, rows); !s) result = s;
+  }
+  return result;
+}
+
+Result<std::vector<ShardLeaseRow>> GroupedShardLeaseStore::AcquireMany(
+    std::string_view owner, const std::vector<std::pair<uint32_t, int64_t>>& wanted) {
+  std::map<size_t, std::vector<std::pair<uint32_t, int64_t>>> by_group;
+  for (const auto& w : wanted) by_group[placement_.GroupOfShard(w.first)].push_back(w);
+  std::vector<ShardLeaseRow> out;
+  std::optional<Error> failed;
+  for (auto& [g, part] : by_group) {
+    if (g >= groups_.size()) continue;
+    auto taken = groups_[g].leases->AcquireMany(owner, part);
+    if (!taken) {
+      failed = taken.error();
+      continue;
+    }
+    out.insert(out.end(), taken->begin(), taken->end());
+  }
+  if (out.empty() && failed) return *failed;
+  std::sort(out.begin(), out.end(),
+            [](const ShardLeaseRow& a, const ShardLeaseRow& b) { return a.shard < b.shard; });
+  return out;
+}
+
+Status GroupedShardLeaseStore::Heartbeat(std::string_view instance, std::string_view advertise) {
+  return groups_[0].leases->Heartbeat(instance, advertise);
+}
+
+Status GroupedShardLeaseStore::Leave(std::string_view instance) {
+  return groups_[0].leases->Leave(instance);
+}
+
+Result<std::vector<ClusterMember>> GroupedShardLeaseStore::ReadMembers() {
+  return groups_[0].leases->ReadMembers();
+}
+
+Status GroupedShardLeaseStore::Forget(std::string_view instance, int64_t heartbeat) {
+  return groups_[0].leases->Forget(instance, heartbeat);
+}
+
+}  // namespace seqd

@@ -1,0 +1,72 @@
+// Cluster mode's lease tables over several store groups (docs/cluster.md,
+// "Store groups"): each shard's lease row is the one in the group the
+// placement puts it in; the members live in the home group (index 0).
+//
+// ReadLeases() first reads the placement version in the home group (one
+// small SELECT per lease round) and the whole map only when it changed, and
+// applies it to the shared StorePlacement, so every store call of the
+// process follows the same map the leases were read under.
+//
+// A group that does not answer costs only its own shards: RenewAll and
+// ReadLeases return the rows of the groups that answered (an error only
+// when none did), so its shards are simply not renewed (their holders stop
+// serving) and not taken.
+//
+// Thread safety: as ShardLeaseStore; the placement is shared and safe.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "storage/placement_store.h"
+#include "storage/shard_lease_store.h"
+#include "storage/store_placement.h"
+
+namespace seqd {
+
+class GroupedShardLeaseStore final : public ShardLeaseStore {
+ public:
+  struct Group {
+    std::unique_ptr<ShardLeaseStore> leases;
+    std::unique_ptr<PlacementStore> placement;  // its seqd_store_group (home: the map too)
+  };
+  // groups[i] is placement.groups()[i]'s; `placement` must outlive the store.
+  GroupedShardLeaseStore(std::vector<Group> groups, StorePlacement& placement);
+
+  // Every group: its name claimed and its lease tables; the home group's
+  // placement tables and map. The shard count is the home group's.
+  Result<uint32_t> EnsureSchema(uint32_t shards) override;
+  Result<std::vector<ShardLeaseRow>> ReadLeases() override;
+  Result<ShardLeaseRow> Acquire(uint32_t shard, int64_t expected_version,
+                                std::string_view owner) override;
+  Result<ShardLeaseRow> Renew(uint32_t shard, std::string_view owner, int64_t epoch) override;
+  Result<std::vector<ShardLeaseRow>> RenewAll(std::string_view owner) override;
+  Status Release(uint32_t shard, std::string_view owner, int64_t epoch) override;
+  Status ReleaseMany(std::string_view owner, const std::vector<ShardLeaseRow>& held) override;
+  Result<std::vector<ShardLeaseRow>> AcquireMany(
+      std::string_view owner, const std::vector<std::pair<uint32_t, int64_t>>& wanted) override;
+  Status Heartbeat(std::string_view instance, std::string_view advertise) override;
+  Status Leave(std::string_view instance) override;
+  Result<std::vector<ClusterMember>> ReadMembers() override;
+  Status Forget(std::string_view instance, int64_t heartbeat) override;
+
+  // Each group's name claimed in its database (PlacementStore::ClaimGroup):
+  // kFailedPrecondition if a database is another group's.
+  Status ClaimGroups();
+  // Reads the placement version and, if it moved, the map. Blocks.
+  Status RefreshPlacement();
+  // Group `index`'s stores (0: home), for the shard mover.
+  ShardLeaseStore& leases(size_t index) { return *groups_[index].leases; }
+  PlacementStore& home_placement() { return *groups_[0].placement; }
+
+ private:
+  // The lease store of `shard`'s group; null for a group unknown here.
+  ShardLeaseStore* StoreOf(uint32_t shard) const;
+
+  std::vector<Group> groups_;
+  StorePlacement& placement_;
+};
+
+}  // namespace seqd
