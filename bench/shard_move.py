@@ -32,7 +32,7 @@ MESSAGES = int(os.environ.get("MESSAGES", "1000000"))
 LEASE_MS = int(os.environ.get("LEASE_MS", "3000"))
 SHARDS = 64
 SEQCTL = os.path.join(REPO, os.environ.get("BUILD_DIR", "build"), "client", "seqctl")
-CONV = next("bench%d" % i for i in range(1000) if shard_of("bench%d" % i, SHARDS) == 3)
+CONV = next("sg_bench%d" % i for i in range(1000) if shard_of("sg_bench%d" % i, SHARDS) == 3)
 
 
 def main():
