@@ -59,24 +59,7 @@ Result<std::vector<ShardLeaseRow>> GroupedShardLeaseStore::ReadLeases() {
   if (Status s = RefreshPlacement(); !s && s.error().code != ErrorCode::kFailedPrecondition) {
     return s.error();
   }
-  std::vector<ShardLeaseRow> out;
-  std::optional<Error> failed;
-  size_t answered = 0;
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    auto rows = groups_[g].leases->ReadLeases();
-    if (!rows) {
-      failed = rows.error();
-      continue;
-    }
-    ++answered;
-    for (ShardLeaseRow& row : *rows) {
-      if (placement_.GroupOfShard(row.shard) == g) out.push_back(std::move(row));
-    }
-  }
-  if (answered == 0 && failed) return *failed;
-  std::sort(out.begin(), out.end(),
-            [](const ShardLeaseRow& a, const ShardLeaseRow& b) { return a.shard < b.shard; });
-  return out;
+  return RowsPlacedHere([](ShardLeaseStore& group) { return group.ReadLeases(); });
 }
 
 Result<ShardLeaseRow> GroupedShardLeaseStore::Acquire(uint32_t shard, int64_t expected_version,
@@ -94,18 +77,23 @@ Result<ShardLeaseRow> GroupedShardLeaseStore::Renew(uint32_t shard, std::string_
 }
 
 Result<std::vector<ShardLeaseRow>> GroupedShardLeaseStore::RenewAll(std::string_view owner) {
+  // A row held in a group the shard is no longer placed in is not a grant:
+  // the shard is served from its group's row only.
+  return RowsPlacedHere([owner](ShardLeaseStore& group) { return group.RenewAll(owner); });
+}
+
+Result<std::vector<ShardLeaseRow>> GroupedShardLeaseStore::RowsPlacedHere(
+    const std::function<Result<std::vector<ShardLeaseRow>>(ShardLeaseStore&)>& ask) {
   std::vector<ShardLeaseRow> out;
   std::optional<Error> failed;
   size_t answered = 0;
   for (size_t g = 0; g < groups_.size(); ++g) {
-    auto rows = groups_[g].leases->RenewAll(owner);
+    auto rows = ask(*groups_[g].leases);
     if (!rows) {
       failed = rows.error();
       continue;
     }
     ++answered;
-    // A row held in a group the shard is no longer placed in is not a
-    // grant: the shard is served from its group's row only.
     for (ShardLeaseRow& row : *rows) {
       if (placement_.GroupOfShard(row.shard) == g) out.push_back(std::move(row));
     }

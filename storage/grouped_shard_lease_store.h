@@ -15,6 +15,7 @@
 // Thread safety: as ShardLeaseStore; the placement is shared and safe.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -64,6 +65,12 @@ class GroupedShardLeaseStore final : public ShardLeaseStore {
  private:
   // The lease store of `shard`'s group; null for a group unknown here.
   ShardLeaseStore* StoreOf(uint32_t shard) const;
+  // `ask` of every group, keeping each row only from the group its shard
+  // is placed in (a row in another group is not a grant), in shard order.
+  // A group that fails costs only its rows; an error only when none
+  // answered.
+  Result<std::vector<ShardLeaseRow>> RowsPlacedHere(
+      const std::function<Result<std::vector<ShardLeaseRow>>(ShardLeaseStore&)>& ask);
 
   std::vector<Group> groups_;
   StorePlacement& placement_;

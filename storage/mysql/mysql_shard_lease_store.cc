@@ -7,7 +7,9 @@
 #include <cppconn/statement.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "storage/mysql/mysql_errors.h"
 
@@ -125,6 +127,17 @@ Result<ShardLeaseRow> ReadOne(MysqlConn& c, uint32_t shard) {
   if (!row) return MakeError(ErrorCode::kInvalidArgument, "no shard " + std::to_string(shard));
   c.Commit();
   return *row;
+}
+
+// A shard's epoch and whether its row is sealed; nullopt for no such
+// shard. REQUIRES: inside Run.
+std::optional<std::pair<int64_t, bool>> ReadSeal(MysqlConn& c, uint32_t shard) {
+  return c.QueryRow(
+      kReadSealed,
+      [](sql::ResultSet& rs) {
+        return std::pair<int64_t, bool>(rs.getInt64(1), rs.getInt(2) != 0);
+      },
+      static_cast<int>(shard));
 }
 
 }  // namespace
@@ -270,12 +283,7 @@ Result<ShardLeaseStore::Sealed> MysqlShardLeaseStore::Seal(uint32_t shard) {
         static_cast<int>(shard));
     if (!before) return MakeError(ErrorCode::kInvalidArgument, "no shard " + std::to_string(shard));
     c.Execute(kSeal, static_cast<int>(shard));
-    auto row = c.QueryRow(
-        kReadSealed,
-        [](sql::ResultSet& rs) {
-          return std::pair<int64_t, bool>(rs.getInt64(1), rs.getInt(2) != 0);
-        },
-        static_cast<int>(shard));
+    auto row = ReadSeal(c, shard);
     c.Commit();
     // A re-run after a lost COMMIT finds the row sealed: may_serve, as for
     // any row sealed before (waiting is always safe).
@@ -285,12 +293,7 @@ Result<ShardLeaseStore::Sealed> MysqlShardLeaseStore::Seal(uint32_t shard) {
 
 Result<int64_t> MysqlShardLeaseStore::SealedEpoch(uint32_t shard) {
   return pool_->Run<int64_t>(kSession, "read seal", [&](MysqlConn& c) -> Result<int64_t> {
-    auto row = c.QueryRow(
-        kReadSealed,
-        [](sql::ResultSet& rs) {
-          return std::pair<int64_t, bool>(rs.getInt64(1), rs.getInt(2) != 0);
-        },
-        static_cast<int>(shard));
+    auto row = ReadSeal(c, shard);
     c.Commit();
     if (!row || !row->second) return int64_t{-1};
     return row->first;

@@ -143,14 +143,14 @@ class Tls(unittest.TestCase):
         keeps serving once the client leaves."""
         sock = self.server.connect(self.server.http_port)
         self.addCleanup(sock.close)
-        sock.sendall(b"GET /conversations/tls_chat/events HTTP/1.1\r\nHost: x\r\n"
+        sock.sendall(b"GET /conversations/sg_tls_chat/events HTTP/1.1\r\nHost: x\r\n"
                      b"Accept: text/event-stream\r\n\r\n")
         buf = b""
         while b"\r\n\r\n" not in buf:
             buf += sock.recv(4096)
         self.assertTrue(buf.startswith(b"HTTP/1.1 200"), buf[:200])
         code, out, err = self.server.curl(
-            "/conversations/tls_chat/messages", "--cacert", self.ca(), "--json",
+            "/conversations/sg_tls_chat/messages", "--cacert", self.ca(), "--json",
             '{"sender_id":"u1","client_msg_id":"m1","payload":"over tls"}')
         self.assertEqual(code, 0, err)
         self.assertIn('"seq":1', out)
