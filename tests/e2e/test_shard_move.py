@@ -230,10 +230,19 @@ class ShardMoveTest(unittest.TestCase):
         self.assertEqual(self.dbs[0].query(
             "SELECT group_name, move_state FROM seqd_shard_placement WHERE shard = %d" % shard),
             [["home", ""]])
-        # Home serves on: the next message follows the last one.
-        status, body = request(self.nodes[1].http_port, "POST",
-                               "/conversations/%s/messages" % convs[0],
-                               {"sender_id": "f", "client_msg_id": "after-undo", "payload": "x"})
+        # Home serves on: the next message follows the last one. The killed
+        # mover may have owned the shard: until its lease runs out a send
+        # may be answered 503 (retryable), and a client sends it again
+        # (the same client_msg_id, so a retry can never store it twice).
+        deadline = time.time() + 15
+        while True:
+            status, body = request(self.nodes[1].http_port, "POST",
+                                   "/conversations/%s/messages" % convs[0],
+                                   {"sender_id": "f", "client_msg_id": "after-undo",
+                                    "payload": "x"})
+            if status != 503 or time.time() > deadline:
+                break
+            time.sleep(0.2)
         self.assertIn(status, (200, 201), body)
         self.assertEqual(body["seq"], MESSAGES // 3 + 1)
         r = seqctl(self.nodes[1].http_port, "shard", "status")
