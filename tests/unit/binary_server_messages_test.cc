@@ -146,7 +146,8 @@ TEST_CASE(
   // message: MESSAGE_ID_CONFLICT, nothing stored, the connection stays.
   for (const proto::SendReq& other :
        {Msg("sg_1", "c1", "hello 2"), proto::SendReq{"sg_1", "u1", "c1", 2, "hello 1"}}) {
-    proto::ResponseView refused = c.Call(other).response();
+    Frame refused_frame = c.Call(other);  // the view below points into it
+    proto::ResponseView refused = refused_frame.response();
     CHECK(refused.status == WireStatus::kMessageIdConflict);
     CHECK(refused.message.find("client_msg_id") != std::string_view::npos);
   }
