@@ -85,4 +85,19 @@ std::shared_ptr<const PlacementMap> StorePlacement::map() const {
   return map_;
 }
 
+void StorePlacement::ReportStale() const {
+  std::shared_ptr<const std::function<void()>> hook;
+  {
+    MutexLock lock(mu_);
+    hook = stale_hook_;
+  }
+  if (hook && *hook) (*hook)();
+}
+
+void StorePlacement::SetStaleHook(std::function<void()> hook) {
+  auto shared = std::make_shared<const std::function<void()>>(std::move(hook));
+  MutexLock lock(mu_);
+  stale_hook_ = std::move(shared);
+}
+
 }  // namespace seqd

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -74,6 +75,15 @@ class StorePlacement {
   // The map last applied.
   std::shared_ptr<const PlacementMap> map() const EXCLUDES(mu_);
 
+  // A write found this view stale: the group it put a shard in no longer
+  // holds the shard (storage/mysql/mysql_shard_guard.h). Runs the hook set
+  // by SetStaleHook, which should have the map read again soon. Never
+  // blocks, if the hook does not.
+  void ReportStale() const EXCLUDES(mu_);
+  // `hook` runs on the thread of the write that found the view stale; it
+  // must not block. Empty: none.
+  void SetStaleHook(std::function<void()> hook) EXCLUDES(mu_);
+
  private:
   struct Index {
     uint32_t shards = 0;
@@ -86,6 +96,7 @@ class StorePlacement {
   mutable Mutex mu_;
   std::shared_ptr<const Index> index_ GUARDED_BY(mu_);
   std::shared_ptr<const PlacementMap> map_ GUARDED_BY(mu_);
+  std::shared_ptr<const std::function<void()>> stale_hook_ GUARDED_BY(mu_);
 };
 
 }  // namespace seqd
