@@ -9,9 +9,10 @@ are unique and in real-time order, the shard's rows are gone from home and
 its home lease row is sealed. A second move is killed mid-copy and undone
 with `seqctl shard move S --undo`: b's copies are deleted and home serves on.
 Then, while a shard moves, writes that no lease fences (recalls, members,
-read seqs, conversations' min seqs, user seqs) and fenced key min seqs go to
-it through its owner and through an instance whose map stays stale after
-the switch: every acknowledged one must be in b afterwards.
+read seqs, conversations' min seqs, user seqs, new keys and their steps)
+and fenced key min seqs go to it through its owner and through an instance
+whose map stays stale after the switch: every acknowledged one must be in b
+afterwards.
 
 Usage: python3 tests/e2e/test_shard_move.py [-v]
 """
@@ -317,14 +318,14 @@ class ShardMoveTest(unittest.TestCase):
               "503s or no answer by port %s; lost %d by kind and port %s; first ones %s"
               % (shard, m["pause_ms"], owner.http_port, stale.http_port, writes.counts(),
                  writes.refused, len(lost), count_by_kind_and_port(lost), lost[:5]))
-        self.assertEqual(self.rows_of(self.dbs[0], shard), [])
+        self.assertEqual(lost, [], "acknowledged writes missing from the new group")
+        self.assertEqual(writes.unexpected, [])
         self.assertTrue(all(n > 0 for n in writes.counts().values()), writes.counts())
+        self.assertEqual(self.rows_of(self.dbs[0], shard), [])
         # Both instances refused writes in the sealed group (and retried).
         for node in (owner, stale):
             self.assertGreater(node.metrics().get("seqd_shard_move_writes_refused_total", 0), 0,
                                node.name)
-        self.assertEqual(writes.unexpected, [])
-        self.assertEqual(lost, [], "acknowledged writes missing from the new group")
 
 
 if __name__ == "__main__":

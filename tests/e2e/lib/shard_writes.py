@@ -4,8 +4,9 @@ acknowledged ones was lost.
 
 The kinds, each over HTTP: a message's recall or delete (`recall`), a new
 member (`member`) and its read seq (`read_seq`), a conversation's min seq
-(`conv_min_seq`), a user seq (`user_seq`), and a key's min seq (`min_seq`,
-the one of them a lease fences: the others are served by any instance).
+(`conv_min_seq`), a user seq (`user_seq`), a new key (`key`, admin) and its
+step (`key_step`), and a key's min seq (`min_seq`, the one of them a lease
+fences: the others are served by any instance).
 Every write goes to a row of its own (a message, member, conversation,
 user or key no other write touches), so a later write can never hide an
 earlier one that was lost. A write answered 503, or not at all, is sent
@@ -28,7 +29,8 @@ import time
 
 from lib.cluster import shard_of
 
-KINDS = ("recall", "member", "read_seq", "conv_min_seq", "user_seq", "min_seq")
+KINDS = ("recall", "member", "read_seq", "conv_min_seq", "user_seq", "key", "key_step",
+         "min_seq")
 HTTP_ERRORS = (OSError, http.client.HTTPException)
 
 
@@ -96,10 +98,12 @@ class ShardWrites:
         self.conv = names_in(shard, shards, "sg_%sr" % prefix, 1)[0]
         self.min_convs = names_in(shard, shards, "sg_%sm" % prefix, messages)
         self.keys = names_in(shard, shards, "seg_%sk" % prefix, 2 * messages)
+        self.new_keys = names_in(shard, shards, "k%sn" % prefix, messages)
         self.messages = messages
         self.seqs = iter(range(1, messages + 1))
         self.free_convs = iter(self.min_convs)
         self.free_keys = iter(self.keys)
+        self.free_new_keys = iter(self.new_keys)
         self.users = itertools.count()
         self.lock = threading.Lock()
         self.acked = []       # (kind, row id, value, port)
@@ -128,7 +132,7 @@ class ShardWrites:
         """One writer thread per kind pair and port."""
         for port in ports:
             for run in (self.recalls, self.members, self.conv_min_seqs, self.user_seqs,
-                        self.min_seqs):
+                        self.new_keys_and_steps, self.min_seqs):
                 t = threading.Thread(target=run, args=(port,), daemon=True)
                 t.start()
                 self.threads.append(t)
@@ -217,6 +221,19 @@ class ShardWrites:
             return True
         self.paced(port, one)
 
+    def new_keys_and_steps(self, port):
+        def one(port):
+            key = self.next_of(self.free_new_keys)
+            if key is None:
+                return False
+            if self.write("key", port, "POST", "/admin/keys",
+                          {"key": key, "step": 10, "description": "w"}, key, 1):
+                step = 11 + len(key)
+                self.write("key_step", port, "PUT", "/admin/keys/%s/step" % key, {"step": step},
+                           key, step)
+            return True
+        self.paced(port, one)
+
     def min_seqs(self, port):
         def one(port):
             key = self.next_of(self.free_keys)
@@ -234,8 +251,10 @@ class ShardWrites:
         conv = "'%s'" % self.conv
         convs = ",".join("'%s'" % c for c in self.min_convs)
         keys = ",".join("'%s'" % k for k in self.keys)
+        new_keys = ",".join("'%s'" % k for k in self.new_keys)
         members = query("SELECT user_id, min_seq, read_seq FROM seqd_conv_member "
                         "WHERE conv_id = %s" % conv)
+        created = query("SELECT biz_tag, step FROM leaf_alloc WHERE biz_tag IN (%s)" % new_keys)
         return {
             "recall": {int(r[0]): r[1] for r in query(
                 "SELECT seq, status FROM seqd_message WHERE conv_id = %s" % conv)},
@@ -245,6 +264,8 @@ class ShardWrites:
                 "SELECT conv_id, min_seq FROM seqd_conv WHERE conv_id IN (%s)" % convs)},
             "user_seq": {r[0]: r[1] for r in query(
                 "SELECT user_id, read_seq FROM seqd_user_seq WHERE conv = %s" % conv)},
+            "key": {r[0]: "1" for r in created},
+            "key_step": {r[0]: r[1] for r in created},
             "min_seq": {r[0]: r[1] for r in query(
                 "SELECT biz_tag, min_seq FROM seqd_min_seq WHERE biz_tag IN (%s)" % keys)},
         }

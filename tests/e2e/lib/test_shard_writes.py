@@ -72,6 +72,8 @@ class ShardWritesTest(unittest.TestCase):
         self.assertEqual(counts["recall"], 6)        # the pool of messages, each once
         self.assertEqual(counts["conv_min_seq"], 6)  # the pool of conversations
         self.assertEqual(counts["min_seq"], 12)      # the pool of keys
+        self.assertEqual(counts["key"], 6)           # the pool of new keys
+        self.assertEqual(counts["key_step"], 6)
         self.assertGreater(counts["member"], 0)
         self.assertGreater(counts["user_seq"], 0)
         self.assertEqual(counts["read_seq"], 0)
@@ -94,20 +96,22 @@ class ShardWritesTest(unittest.TestCase):
         acked = [("recall", 1, "recalled", 1), ("recall", 2, "deleted", 1),
                  ("member", "u1", 1, 2), ("read_seq", "u1", 7, 2),
                  ("conv_min_seq", "sg_c", 2, 1), ("user_seq", "s1", 4, 2),
-                 ("min_seq", "k1", 9, 1)]
+                 ("key", "kn", 1, 2), ("key_step", "kn", 15, 2), ("min_seq", "k1", 9, 1)]
         kept = {"recall": {1: "1", 2: "2", 3: "0"}, "member": {"u1": "1"},
                 "read_seq": {"u1": "7"}, "conv_min_seq": {"sg_c": "2"},
-                "user_seq": {"s1": "4"}, "min_seq": {"k1": "9"}}
+                "user_seq": {"s1": "4"}, "key": {"kn": "1"}, "key_step": {"kn": "15"},
+                "min_seq": {"k1": "9"}}
         self.assertEqual(shard_writes.check_lost(acked, kept), [])
         lossy = {"recall": {1: "0", 2: "2"}, "member": {}, "read_seq": {"u1": "6"},
-                 "conv_min_seq": {"sg_c": "1"}, "user_seq": {"s1": "4"}, "min_seq": {}}
+                 "conv_min_seq": {"sg_c": "1"}, "user_seq": {"s1": "4"}, "key": {"kn": "1"},
+                 "key_step": {"kn": "10"}, "min_seq": {}}
         lost = shard_writes.check_lost(acked, lossy)
         self.assertEqual(lost, [("recall", 1, "recalled", 1, "0"), ("member", "u1", 1, 2, None),
                                 ("read_seq", "u1", 7, 2, "6"), ("conv_min_seq", "sg_c", 2, 1, "1"),
-                                ("min_seq", "k1", 9, 1, None)])
+                                ("key_step", "kn", 15, 2, "10"), ("min_seq", "k1", 9, 1, None)])
         self.assertEqual(shard_writes.count_by_kind_and_port(lost),
                          {"recall": {1: 1}, "member": {2: 1}, "read_seq": {2: 1},
-                          "conv_min_seq": {1: 1}, "min_seq": {1: 1}})
+                          "conv_min_seq": {1: 1}, "key_step": {2: 1}, "min_seq": {1: 1}})
 
 
 if __name__ == "__main__":
