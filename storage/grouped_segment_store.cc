@@ -5,11 +5,6 @@
 
 namespace seqd {
 
-Error UnknownStoreGroup() {
-  return MakeError(ErrorCode::kStoreUnavailable,
-                   "this key's shard is placed in a store group this instance does not know");
-}
-
 GroupedSegmentStore::GroupedSegmentStore(std::vector<std::unique_ptr<SegmentStore>> groups,
                                          const StorePlacement& placement)
     : groups_(std::move(groups)), placement_(placement) {}
@@ -17,28 +12,6 @@ GroupedSegmentStore::GroupedSegmentStore(std::vector<std::unique_ptr<SegmentStor
 SegmentStore* GroupedSegmentStore::StoreOf(std::string_view key) const {
   const size_t g = placement_.GroupOfKey(key);
   return g < groups_.size() ? groups_[g].get() : nullptr;
-}
-
-Status GroupedSegmentStore::EnsureSchema() {
-  for (auto& g : groups_) {
-    if (Status s = g->EnsureSchema(); !s) return s;
-  }
-  return OkStatus();
-}
-
-Result<ReservedSegment> GroupedSegmentStore::Reserve(std::string_view key,
-                                                     std::optional<int64_t> step) {
-  SegmentStore* store = StoreOf(key);
-  if (store == nullptr) return UnknownStoreGroup();
-  return store->Reserve(key, step);
-}
-
-Result<ReservedSegment> GroupedSegmentStore::ReserveFenced(std::string_view key,
-                                                           std::optional<int64_t> step,
-                                                           const ShardFence& fence) {
-  SegmentStore* store = StoreOf(key);
-  if (store == nullptr) return UnknownStoreGroup();
-  return store->ReserveFenced(key, step, fence);
 }
 
 std::vector<std::vector<size_t>> GroupedSegmentStore::SplitRequests(
@@ -108,19 +81,6 @@ Status GroupedSegmentStore::CreateKeys(const std::vector<NewKey>& keys,
   return OkStatus();
 }
 
-Result<KeyRow> GroupedSegmentStore::CreateKey(std::string_view key, int64_t step,
-                                              std::string_view description) {
-  SegmentStore* store = StoreOf(key);
-  if (store == nullptr) return UnknownStoreGroup();
-  return store->CreateKey(key, step, description);
-}
-
-Result<KeyRow> GroupedSegmentStore::GetKey(std::string_view key) {
-  SegmentStore* store = StoreOf(key);
-  if (store == nullptr) return UnknownStoreGroup();
-  return store->GetKey(key);
-}
-
 Result<std::vector<KeyRow>> GroupedSegmentStore::ListKeys(std::string_view after, size_t limit) {
   std::vector<KeyRow> all;
   for (size_t g = 0; g < groups_.size(); ++g) {
@@ -135,50 +95,6 @@ Result<std::vector<KeyRow>> GroupedSegmentStore::ListKeys(std::string_view after
   std::sort(all.begin(), all.end(), [](const KeyRow& a, const KeyRow& b) { return a.key < b.key; });
   if (all.size() > limit) all.resize(limit);
   return all;
-}
-
-Result<KeyRow> GroupedSegmentStore::SetStep(std::string_view key, int64_t step) {
-  SegmentStore* store = StoreOf(key);
-  if (store == nullptr) return UnknownStoreGroup();
-  return store->SetStep(key, step);
-}
-
-Result<std::vector<int64_t>> GroupedSegmentStore::ReadByGroup(
-    const std::vector<std::string>& keys,
-    const std::function<Result<std::vector<int64_t>>(SegmentStore&,
-                                                     const std::vector<std::string>&)>& read) {
-  std::vector<std::vector<size_t>> index(groups_.size());
-  std::vector<std::vector<std::string>> part(groups_.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const size_t g = placement_.GroupOfKey(keys[i]);
-    if (g >= groups_.size()) return UnknownStoreGroup();
-    index[g].push_back(i);
-    part[g].push_back(keys[i]);
-  }
-  std::vector<int64_t> out(keys.size(), 0);
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    if (part[g].empty()) continue;
-    auto got = read(*groups_[g], part[g]);
-    if (!got) return got;
-    for (size_t j = 0; j < got->size() && j < index[g].size(); ++j) out[index[g][j]] = (*got)[j];
-  }
-  return out;
-}
-
-Result<std::vector<int64_t>> GroupedSegmentStore::GetMaxIds(const std::vector<std::string>& keys) {
-  return ReadByGroup(
-      keys, [](SegmentStore& s, const std::vector<std::string>& k) { return s.GetMaxIds(k); });
-}
-
-Result<std::vector<int64_t>> GroupedSegmentStore::GetAllocTimes(
-    const std::vector<std::string>& keys) {
-  return ReadByGroup(
-      keys, [](SegmentStore& s, const std::vector<std::string>& k) { return s.GetAllocTimes(k); });
-}
-
-Result<std::vector<int64_t>> GroupedSegmentStore::GetMinSeqs(const std::vector<std::string>& keys) {
-  return ReadByGroup(
-      keys, [](SegmentStore& s, const std::vector<std::string>& k) { return s.GetMinSeqs(k); });
 }
 
 Status GroupedSegmentStore::SetMinSeqs(const std::vector<MinSeqValue>& values,
@@ -209,13 +125,6 @@ Status GroupedSegmentStore::SetMinSeqs(const std::vector<MinSeqValue>& values,
   return OkStatus();
 }
 
-Result<std::vector<int64_t>> GroupedSegmentStore::GetUserSeqs(
-    std::string_view user, UserSeqField field, const std::vector<std::string>& convs) {
-  return ReadByGroup(convs, [&](SegmentStore& s, const std::vector<std::string>& c) {
-    return s.GetUserSeqs(user, field, c);
-  });
-}
-
 Status GroupedSegmentStore::SetUserSeqs(std::string_view user, UserSeqField field, bool raise_only,
                                         const std::vector<UserSeqValue>& values) {
   std::vector<std::vector<UserSeqValue>> part(groups_.size());
@@ -227,20 +136,6 @@ Status GroupedSegmentStore::SetUserSeqs(std::string_view user, UserSeqField fiel
   for (size_t g = 0; g < groups_.size(); ++g) {
     if (part[g].empty()) continue;
     if (Status s = groups_[g]->SetUserSeqs(user, field, raise_only, part[g]); !s) return s;
-  }
-  return OkStatus();
-}
-
-Status GroupedSegmentStore::Ping() {
-  for (auto& g : groups_) {
-    if (Status s = g->Ping(); !s) return s;
-  }
-  return OkStatus();
-}
-
-Status GroupedSegmentStore::Warm() {
-  for (auto& g : groups_) {
-    if (Status s = g->Warm(); !s) return s;
   }
   return OkStatus();
 }
