@@ -68,17 +68,11 @@ Result<int64_t> GroupedSegmentStore::PruneBlockTokens(int64_t before_unix_ms) {
 
 Status GroupedSegmentStore::CreateKeys(const std::vector<NewKey>& keys,
                                        std::string_view description) {
-  std::vector<std::vector<NewKey>> parts(groups_.size());
-  for (const NewKey& k : keys) {
-    const size_t g = placement_.GroupOfKey(k.key);
-    if (g >= groups_.size()) return UnknownStoreGroup();
-    parts[g].push_back(k);
-  }
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    if (parts[g].empty()) continue;
-    if (Status s = groups_[g]->CreateKeys(parts[g], description); !s) return s;
-  }
-  return OkStatus();
+  auto group_of = [this](const NewKey& k) { return placement_.GroupOfKey(k.key); };
+  return WriteByGroup(groups_, keys, group_of, &UnknownStoreGroup,
+                      [&](SegmentStore& s, const std::vector<NewKey>& part) {
+                        return s.CreateKeys(part, description);
+                      });
 }
 
 Result<std::vector<KeyRow>> GroupedSegmentStore::ListKeys(std::string_view after, size_t limit) {
@@ -127,17 +121,11 @@ Status GroupedSegmentStore::SetMinSeqs(const std::vector<MinSeqValue>& values,
 
 Status GroupedSegmentStore::SetUserSeqs(std::string_view user, UserSeqField field, bool raise_only,
                                         const std::vector<UserSeqValue>& values) {
-  std::vector<std::vector<UserSeqValue>> part(groups_.size());
-  for (const UserSeqValue& v : values) {
-    const size_t g = placement_.GroupOfKey(v.conv);
-    if (g >= groups_.size()) return UnknownStoreGroup();
-    part[g].push_back(v);
-  }
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    if (part[g].empty()) continue;
-    if (Status s = groups_[g]->SetUserSeqs(user, field, raise_only, part[g]); !s) return s;
-  }
-  return OkStatus();
+  auto group_of = [this](const UserSeqValue& v) { return placement_.GroupOfKey(v.conv); };
+  return WriteByGroup(groups_, values, group_of, &UnknownStoreGroup,
+                      [&](SegmentStore& s, const std::vector<UserSeqValue>& part) {
+                        return s.SetUserSeqs(user, field, raise_only, part);
+                      });
 }
 
 }  // namespace seqd

@@ -56,4 +56,25 @@ Result<std::vector<int64_t>> ReadByGroup(const std::vector<std::unique_ptr<Store
   return out;
 }
 
+// Splits `values` by the group `group_of(value)` puts each in and runs
+// `write(*stores[g], part)` once per group with any, in group order,
+// stopping at the first error. A value whose group is not in `stores`
+// answers `refusal()` before anything is written.
+template <class Store, class Value, class GroupOf, class Refusal, class Write>
+Status WriteByGroup(const std::vector<std::unique_ptr<Store>>& stores,
+                    const std::vector<Value>& values, const GroupOf& group_of,
+                    const Refusal& refusal, const Write& write) {
+  std::vector<std::vector<Value>> part(stores.size());
+  for (const Value& v : values) {
+    const size_t g = group_of(v);
+    if (g >= stores.size()) return refusal();
+    part[g].push_back(v);
+  }
+  for (size_t g = 0; g < stores.size(); ++g) {
+    if (part[g].empty()) continue;
+    if (Status s = write(*stores[g], part[g]); !s) return s;
+  }
+  return OkStatus();
+}
+
 }  // namespace seqd
