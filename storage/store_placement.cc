@@ -4,6 +4,16 @@
 
 namespace seqd {
 
+Error UnknownStoreGroup() {
+  return MakeError(ErrorCode::kStoreUnavailable,
+                   "this key's shard is placed in a store group this instance does not know");
+}
+
+Error UnknownGroupOf(uint32_t shard) {
+  return MakeError(ErrorCode::kStoreUnavailable,
+                   "shard " + std::to_string(shard) + " is in a store group unknown here");
+}
+
 StorePlacement::StorePlacement(std::vector<std::string> groups, ShardOfKey shard_of)
     : groups_(std::move(groups)),
       shard_of_(shard_of),

@@ -24,6 +24,11 @@
 
 namespace seqd {
 
+// kStoreUnavailable for a key whose group this instance does not know.
+Error UnknownStoreGroup();
+// The same for a shard.
+Error UnknownGroupOf(uint32_t shard);
+
 // One row of seqd_shard_placement. A shard without a row is in the home
 // group, with no move under way.
 struct PlacementRow {
