@@ -314,10 +314,15 @@ class ShardMoveTest(unittest.TestCase):
         time.sleep(0.3)  # writes after the clean-up too
         writes.stop()
         lost = check_lost(writes.acked, writes.read_rows(self.dbs[1].query))
+        last = writes.last_refused
         print("moved shard %d (pause %s ms); owner port %d, stale port %d; acked %s; "
-              "503s or no answer by port %s; lost %d by kind and port %s; first ones %s"
+              "503s or no answer by port %s; the stale one's last 503 %s ms after the owner's; "
+              "lost %d by kind and port %s; first ones %s"
               % (shard, m["pause_ms"], owner.http_port, stale.http_port, writes.counts(),
-                 writes.refused, len(lost), count_by_kind_and_port(lost), lost[:5]))
+                 writes.refused,
+                 round((last[stale.http_port] - last[owner.http_port]) * 1000)
+                 if len(last) == 2 else None,
+                 len(lost), count_by_kind_and_port(lost), lost[:5]))
         self.assertEqual(lost, [], "acknowledged writes missing from the new group")
         self.assertEqual(writes.unexpected, [])
         self.assertTrue(all(n > 0 for n in writes.counts().values()), writes.counts())

@@ -19,7 +19,7 @@ of the group that keeps the shard (`read_rows`), the writes it does not
 hold.
 
 Thread safety: `ShardWrites.start` starts one thread per kind and port;
-read `acked`, `unexpected` and `refused` after `stop`.
+read `acked`, `unexpected`, `refused` and `last_refused` after `stop`.
 """
 import http.client
 import itertools
@@ -109,6 +109,7 @@ class ShardWrites:
         self.acked = []       # (kind, row id, value, port)
         self.unexpected = []  # (kind, port, status, body)
         self.refused = {}     # port -> 503s and failed connections
+        self.last_refused = {}  # port -> time.monotonic() of its last 503
         self.stopping = threading.Event()
         self.threads = []
 
@@ -163,6 +164,7 @@ class ShardWrites:
                 return False
             with self.lock:
                 self.refused[port] = self.refused.get(port, 0) + 1
+                self.last_refused[port] = time.monotonic()
             time.sleep(0.01)
         return False
 
