@@ -29,22 +29,12 @@ from lib.cluster import Instance, Workspace, shard_of  # noqa: E402
 from test_store_groups import (FLAGS, LEASE_MS, SHARDS, group_flags, request,  # noqa: E402
                                wait_all_owned)
 from lib.mariadb import MariaDB  # noqa: E402
-from lib.shard_writes import ShardWrites, check_lost, count_by_kind_and_port  # noqa: E402
+from lib.shard_writes import (ShardWrites, check_lost, count_by_kind_and_port,  # noqa: E402
+                              names_in)
 
 SEQCTL = os.environ.get("SEQCTL_BINARY", os.path.join(REPO, "build", "client", "seqctl"))
 MESSAGES = 1500   # messages of the moved shard before the move
 RATE = 400        # rows per second: the copy takes a few seconds
-
-
-def names_in(shard, prefix, n):
-    """`n` names PREFIXi that hash to `shard`."""
-    out, i = [], 0
-    while len(out) < n:
-        name = "%s%d" % (prefix, i)
-        if shard_of(name, SHARDS) == shard:
-            out.append(name)
-        i += 1
-    return out
 
 
 def seqctl(port, *words):
@@ -124,8 +114,8 @@ class ShardMoveTest(unittest.TestCase):
 
     def fill(self, shard):
         """Rows of every kind for `shard`; returns (convs, keys)."""
-        convs = names_in(shard, "sg_mc", 3)
-        keys = names_in(shard, "sg_mk", 2) + names_in(shard, "seg_mk", 2)
+        convs = names_in(shard, SHARDS, "sg_mc", 3)
+        keys = names_in(shard, SHARDS, "sg_mk", 2) + names_in(shard, SHARDS, "seg_mk", 2)
         port = self.nodes[1].http_port
         for i in range(MESSAGES):
             for _ in range(20):  # a 503 while a shard changes hands: sent again
@@ -267,7 +257,7 @@ class ShardMoveTest(unittest.TestCase):
         self.assertEqual(len(after - before), 2, (before, after))
         # Each moved shard is served from b: an ID of a key in it.
         for shard in after - before:
-            key = names_in(shard, "seg_rb", 1)[0]
+            key = names_in(shard, SHARDS, "seg_rb", 1)[0]
             status, body = request(self.nodes[1].http_port, "GET", "/seq/%s" % key)
             self.assertEqual(status, 200, body)
             self.assertEqual(self.dbs[1].query(
