@@ -178,6 +178,15 @@ inline MysqlOptions TestMysqlOptions() {
   return *opts;
 }
 
+// The options of `all`, on its host `i` only (one node of a Galera cluster
+// whose nodes the URL lists).
+inline MysqlOptions OnHost(MysqlOptions all, size_t i) {
+  REQUIRE_MESSAGE(all.hosts.size() > i, "SEQD_TEST_MYSQL_URL lists ", all.hosts.size(),
+                  " hosts; this check needs at least ", i + 1, " nodes of one Galera cluster");
+  all.hosts = {all.hosts[i]};
+  return all;
+}
+
 // Raw Connector/C++ connection for test setup, outside the store.
 inline std::unique_ptr<sql::Connection> RawMysql(const MysqlOptions& o) {
   sql::ConnectOptionsMap props;

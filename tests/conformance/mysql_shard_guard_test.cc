@@ -40,6 +40,7 @@
 namespace seqd {
 namespace {
 
+using conformance::OnHost;
 using conformance::RawExec;
 using conformance::RawMysql;
 using conformance::TestMysqlOptions;
@@ -128,14 +129,6 @@ void CheckWrites(MessageStore& messages, SegmentStore& ids, const std::string& c
   expect(ids.SetUserSeqs("u", UserSeqField::kRead, false, {UserSeqValue{conv, 4}}), "SetUserSeqs");
   expect(ids.SetStep(key, 20), "SetStep");
   expect(ids.CreateKey(new_key, 10, ""), "CreateKey");
-}
-
-// The options of `all`, on its host `i` only.
-MysqlOptions OnHost(MysqlOptions all, size_t i) {
-  REQUIRE_MESSAGE(all.hosts.size() > i, "SEQD_TEST_MYSQL_URL lists ", all.hosts.size(),
-                  " hosts; this check needs two nodes of one Galera cluster");
-  all.hosts = {all.hosts[i]};
-  return all;
 }
 
 // The member ids of `conv` as a new transaction on `node` reads them,
