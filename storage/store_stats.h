@@ -35,6 +35,9 @@ struct StoreStats {
   std::atomic<int64_t> commits_unknown{0};   // COMMITs with an unknown outcome
   std::atomic<int64_t> conflicts{0};         // conflicts met, at a statement or at COMMIT
   std::atomic<int64_t> conflict_retries{0};  // transactions re-run after a conflict
+  // of the conflicts, transactions a Galera node rolled back while it
+  // prepared one of their statements, with no error (MysqlConn::PrepareInto)
+  std::atomic<int64_t> silent_rollbacks{0};
   std::atomic<int64_t> ranges_skipped{0};    // reservations never served (outcome unknown)
   // reservation batches rolled back after a short lock wait, then run per key
   std::atomic<int64_t> batch_lock_timeouts{0};

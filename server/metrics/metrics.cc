@@ -131,6 +131,7 @@ struct Metrics::Impl {
   prometheus::Counter* commits_unknown = nullptr;
   prometheus::Counter* conflicts = nullptr;
   prometheus::Counter* conflict_retries = nullptr;
+  prometheus::Counter* silent_rollbacks = nullptr;
   prometheus::Counter* ranges_skipped = nullptr;
   prometheus::Counter* batch_lock_timeouts = nullptr;
   prometheus::Counter* stored = nullptr;
@@ -277,6 +278,10 @@ void Metrics::Impl::RegisterStore(prometheus::Registry& r) {
   conflict_retries =
       &OneCounter(r, "seqd_store_conflict_retries_total",
                   "Transactions run again after a deadlock or certification conflict");
+  silent_rollbacks =
+      &OneCounter(r, "seqd_store_silent_rollbacks_total",
+                  "Of the conflicts, transactions a Galera node rolled back without an error "
+                  "while it prepared one of their statements (caught, run again)");
   ranges_skipped =
       &OneCounter(r, "seqd_store_reserved_ranges_skipped_total",
                   "Reserved ranges never served because their COMMIT's outcome was unknown");
@@ -478,6 +483,7 @@ void Metrics::Impl::RefreshStoreStats() {
   CatchUp(commits_unknown, store.commits_unknown);
   CatchUp(conflicts, store.conflicts);
   CatchUp(conflict_retries, store.conflict_retries);
+  CatchUp(silent_rollbacks, store.silent_rollbacks);
   CatchUp(ranges_skipped, store.ranges_skipped);
   CatchUp(batch_lock_timeouts, store.batch_lock_timeouts);
 }

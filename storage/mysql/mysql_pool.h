@@ -45,6 +45,11 @@
 // - a conflict (deadlock or Galera certification failure, 1213; lock wait
 //   timeout, 1205): the transaction was rolled back, and the body runs again
 //   after a jittered exponential backoff, at most kMaxConflictRetries times.
+//   A Galera node that rolls a transaction back while it prepares one of its
+//   statements reports nothing; on Galera nodes a prepare inside a
+//   transaction checks that the transaction is still open after it, and
+//   fails with 1213 if not (MysqlConn::PrepareInto). Every other statement
+//   reports such a roll-back itself.
 //
 // Thread safety: MysqlPool is safe to use from any number of threads. A
 // MysqlConn belongs to one Run() call at a time.
@@ -236,7 +241,10 @@ struct MysqlConn {
     return SetParams(List(kind, n), params...);
   }
   // The same statements, prepared on first use, parameters as they are;
-  // no transaction (warming a connection).
+  // no transaction (warming a connection). On a Galera node, a prepare
+  // inside a transaction that the node rolled back meanwhile (PrepareInto)
+  // throws sql::SQLException 1213, a conflict: MysqlPool::Run runs the
+  // body again.
   sql::PreparedStatement& Prepare(int id);
   sql::PreparedStatement& PrepareList(int kind, size_t n);
   // Commits and marks the transaction closed. Throws sql::SQLException on
@@ -265,6 +273,13 @@ struct MysqlConn {
   // the server's default). Runs a statement only when the value changes.
   // MysqlPool::Run calls it before each body.
   void UseLockWait(std::optional<int> seconds);
+
+  // Prepares `sql` into `slot`. On a Galera node with a transaction open,
+  // checks that it still is once the statement is prepared (one round trip
+  // before and one after; none elsewhere): a conflicting commit of another
+  // node applied meanwhile rolls it back without any error. Throws
+  // sql::SQLException (1213 for that roll-back; `slot` keeps the statement).
+  void PrepareInto(std::unique_ptr<sql::PreparedStatement>& slot, const std::string& sql);
 
   struct Prepared {
     std::vector<std::unique_ptr<sql::PreparedStatement>> stmts;  // by id

@@ -293,9 +293,10 @@ Result<ShardLeaseStore::Sealed> MysqlShardLeaseStore::Seal(uint32_t shard) {
     }
     c.Execute(kSeal, static_cast<int>(shard));
     auto row = ReadSeal(c, shard);
-    // A Galera node may roll the transaction back for a conflicting
-    // commit of another node without failing the next statement, which
-    // then runs in a new transaction: the row must read sealed here.
+    // The row must read sealed in the seal's own transaction. (A Galera
+    // node can roll a transaction back without any error while it prepares
+    // a statement; the pool catches that, MysqlConn::PrepareInto, and this
+    // checks the outcome whatever the cause.)
     if (!row || !row->second) return SealRolledBack(shard);
     c.Commit();
     // A re-run after a lost COMMIT finds the row sealed: may_serve, as for
@@ -303,8 +304,8 @@ Result<ShardLeaseStore::Sealed> MysqlShardLeaseStore::Seal(uint32_t shard) {
     return Sealed{row->first, before->second || !before->first.empty()};
   });
   if (!sealed) return sealed;
-  // The same roll-back after the read would leave COMMIT nothing to commit,
-  // and succeed: the seal counts once a new transaction reads it.
+  // A COMMIT with nothing left to commit succeeds: the seal counts once a
+  // new transaction reads it.
   auto now = SealedEpoch(shard);
   if (!now) return now.error();
   if (*now < 0) return SealRolledBack(shard);

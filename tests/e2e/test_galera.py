@@ -543,6 +543,7 @@ def main():
         conflicts = sum(metric(s, "seqd_store_conflicts_total")
                         for s in procs.values()) - conflicts_before
         retries = sum(metric(s, "seqd_store_conflict_retries_total") for s in procs.values())
+        silent = sum(metric(s, "seqd_store_silent_rollbacks_total") for s in procs.values())
         lost = sum(metric(s, 'seqd_store_commit_failures_total{reason="lost"}')
                    for s in procs.values())
         if conflicts <= 0:
@@ -553,8 +554,8 @@ def main():
             statuses[(what, status)] += n
         log("galera: %d IDs (%d twice), %d messages acked, %d stored; answers %s" %
             (len(h.ids), dups, acked, stored_total, dict(statuses)))
-        log("galera: seqd_store_conflicts_total %d, conflict retries %d, COMMITs lost %d" %
-            (conflicts, retries, lost))
+        log("galera: seqd_store_conflicts_total %d (%d rolled back while preparing a statement), "
+            "conflict retries %d, COMMITs lost %d" % (conflicts, silent, retries, lost))
         for k in kills:
             log("galera: node %d: first answer after the kill, per seqd that used it first: %s s "
                 "after the last one before; longest wait between answers while it was down, "
