@@ -1,12 +1,12 @@
 // SegmentStore on a Galera cluster, suite "mariadb_galera" (scripts/galera-test
 // runs it with a URL listing the nodes): stores on different nodes reserve
-// one key at once, each on new connections (as after a failover, when every
-// statement is prepared inside its first transaction), and no ID may be
+// one key at once, each on new connections (as after a failover: statements
+// are prepared on their first use, inside transactions), and no ID may be
 // handed out twice. A conflicting commit of another node can roll a
 // reservation's transaction back while one of its statements is being
 // prepared, and the server reports nothing: the rest of the transaction
 // then runs in a new one, reads the other node's max_id, and would hand out
-// that node's range (MysqlConn::Prepare).
+// that node's range (MysqlConn::PrepareInto).
 #include <doctest/doctest.h>
 
 #include <algorithm>
