@@ -133,7 +133,13 @@ const std::vector<Option>& Options() {
                return out;
              },
              /*bare_means_on=*/false, /*secret=*/false,
-             /*reset=*/[](Config& c) { c.store_groups.clear(); }},
+             /*reset=*/[](Config& c) { c.store_groups.clear(); },
+             /*show_each=*/
+             [](const Config& c) {
+               std::vector<std::string> out;
+               for (const auto& [name, url] : c.store_groups) out.push_back(name + '=' + url);
+               return out;
+             }},
       StringOption("http_address", "Address the HTTP listener binds.", &Config::http_address),
       IntOption("http_port", "HTTP port (0 picks a free one).", &Config::http_port, 0, 65535),
       IntOption("threads", "Network threads; 0 means one per core.", &Config::threads, 0, 256),
