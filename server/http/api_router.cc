@@ -192,8 +192,8 @@ void ApiRouter::HandleStatusPage(const std::shared_ptr<Call>& call) {
     in->is_dense = [&router = services_.ids](std::string_view key) { return router.IsDense(key); };
     if (const ClusterApi* node = services_.cluster) {
       in->cluster = StatusPageInput::Cluster{node->instance(), node->snapshot()};
-      if (services_.placement) in->placement = services_.placement->View();
     }
+    if (services_.placement) in->placement = services_.placement->View();
     in->uptime = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
                                                                   options_.started);
     in->store_up = health.ok();
