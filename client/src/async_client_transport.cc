@@ -310,6 +310,17 @@ void AsyncClient::Impl::HandleFrame(const std::shared_ptr<Connection>& conn,
     return ConnFail(conn, static_cast<StatusCode>(resp->status),
                     ep.name + " closed the connection: " + std::string(resp->message), false);
   }
+  if (f.opcode == static_cast<uint8_t>(proto::kOpPlacement)) {
+    // The answer to a PLACEMENT TellPlacement sent (no call waits for it):
+    // the server's version, or an error from a server that does not know
+    // the op (ignored).
+    std::optional<int64_t> version;
+    if (resp && resp->status == proto::Status::kOk) {
+      version = proto::ParsePlacementVersion(resp->result);
+    }
+    if (version) NotePlacement(*version);
+    return;
+  }
   OnAnswer(conn, f, resp);
 }
 

@@ -69,6 +69,9 @@ void BinaryDispatcher::Handle(const proto::FrameView& f, BinaryConnection& c) {
         c.Queued();
         return;
       }
+      if (services_.cluster && f.opcode == static_cast<uint8_t>(proto::kOpPlacement)) {
+        return HandlePlacement(f, c);
+      }
       break;
   }
   char message[32];
@@ -127,6 +130,22 @@ bool BinaryDispatcher::PermitAs(const proto::FrameView& f, BinaryConnection& c, 
   const BinaryError w = ToBinaryError(s.error());
   AnswerError(c, static_cast<proto::Opcode>(f.opcode), f.request_id, w.status, w.message);
   return false;
+}
+
+// --- placement version -----------------------------------------------------------
+
+void BinaryDispatcher::HandlePlacement(const proto::FrameView& f, BinaryConnection& c) {
+  if (!Permit(f, c)) return;
+  const std::optional<int64_t> told = proto::ParsePlacementVersion(f.payload);
+  if (!told) {
+    return AnswerError(c, proto::kOpPlacement, f.request_id, proto::Status::kInvalidArgument,
+                       "PLACEMENT takes one i64 version >= 0");
+  }
+  PlacementApi* placement = services_.placement;  // null: no store groups, version 0
+  if (placement) placement->Heard(*told);
+  Count(f.opcode, f.request_id, proto::Status::kOk);
+  proto::AppendOkPlacement(c.out(), f.request_id, placement ? placement->version() : 0);
+  c.Queued();
 }
 
 // --- cluster map ---------------------------------------------------------------

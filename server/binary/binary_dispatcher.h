@@ -9,7 +9,8 @@
 // Ops: PING; AUTH; NEXT_IDS (services.ids); the message store ops 0x20-0x2B and
 // SUBSCRIBE/UNSUBSCRIBE (services.messages, binary_message_ops.cc); the
 // snowflake ops 0x10-0x11 (services.snowflake; UNKNOWN_OPCODE while it is
-// not enabled). Anything else: UNKNOWN_OPCODE. Errors map through
+// not enabled); in cluster mode CLUSTER_MAP, CLUSTER_NUDGE and PLACEMENT
+// (services.cluster, services.placement). Anything else: UNKNOWN_OPCODE. Errors map through
 // server/service/wire_errors.h; every answer is counted in
 // services.metrics and logged (warn for STORE_UNAVAILABLE and INTERNAL).
 //
@@ -94,6 +95,8 @@ class BinaryDispatcher {
                  uint32_t count, std::string_view on_behalf_of, std::string_view token);
   void HandleSnowflakeOp(const proto::FrameView& f, BinaryConnection& c);
   void HandleClusterMap(const proto::FrameView& f, BinaryConnection& c);
+  // PLACEMENT from a peer: its version heard, ours answered.
+  void HandlePlacement(const proto::FrameView& f, BinaryConnection& c);
   void HandleMessageOp(const proto::FrameView& f, BinaryConnection& c);  // binary_message_ops.cc
   void HandleSubscribe(const proto::FrameView& f, BinaryConnection& c);  // binary_message_ops.cc
   void HandleUnsubscribe(const proto::FrameView& f, BinaryConnection& c);

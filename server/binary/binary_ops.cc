@@ -16,7 +16,7 @@ namespace {
 
 constexpr uint8_t Op(proto::Opcode op) { return static_cast<uint8_t>(op); }
 
-constexpr std::array<BinaryOpRow, 27> kRows = {{
+constexpr std::array<BinaryOpRow, 28> kRows = {{
     {Op(proto::Opcode::kPing), "PING", "ping", std::nullopt},
     {Op(proto::Opcode::kNextIds), "NEXT_IDS", "next_ids", Permission::kIds},
     {Op(proto::Opcode::kAuth), "AUTH", "auth", std::nullopt},
@@ -46,6 +46,9 @@ constexpr std::array<BinaryOpRow, 27> kRows = {{
     // Any token: clients that route by themselves need the map.
     {Op(proto::kOpClusterMap), "CLUSTER_MAP", "cluster_map", std::nullopt},
     {Op(proto::kOpClusterNudge), "CLUSTER_NUDGE", "cluster_map", Permission::kCluster},
+    // Sent by instances to each other: a newer version makes this one read
+    // the placement (a database read), so only peers may.
+    {Op(proto::kOpPlacement), "PLACEMENT", "cluster_map", Permission::kCluster},
 }};
 
 constexpr bool InOpcodeOrder() {

@@ -374,6 +374,12 @@ const std::vector<Option>& Options() {
                 "Cluster mode: shards the keys hash into, fixed when the cluster's tables are "
                 "created (later values are ignored).",
                 &Config::cluster_shards, 1, 65'536),
+      IntOption("placement_poll_ms",
+                "Store groups: how often a lease round reads the placement version on its own "
+                "(ms); 0: every round. A round reads it sooner when nudged (a move's switch "
+                "nudges every instance) and when a peer's reply or request carries a newer "
+                "version (docs/cluster.md, \"Store groups\").",
+                &Config::placement_poll_ms, 0, 3'600'000),
       StringOption("tokens_file",
                    "Tokens (docs/security.md): one per line, ID SHA256HEX SCOPE[,SCOPE...]; every "
                    "listener then requires one. SIGHUP reloads it. Without it seqd serves only on "

@@ -3,6 +3,7 @@
 #include <boost/beast/http/error.hpp>
 #include <charconv>
 
+#include "server/http/http_responder.h"
 #include "server/service/wire_errors.h"
 
 namespace seqd {
@@ -115,7 +116,7 @@ void SerializeResponse(const HttpResponse& res, bool head, std::string& out) {
 }
 
 void AppendOkHeader(std::string_view content_type, size_t body_size, std::string_view request_id,
-                    std::string& out) {
+                    int64_t placement_version, std::string& out) {
   out += "HTTP/1.1 200 OK\r\nContent-Type: ";
   out += content_type;
   out += "\r\nCache-Control: no-store\r\n";
@@ -124,8 +125,14 @@ void AppendOkHeader(std::string_view content_type, size_t body_size, std::string
     out += request_id;
     out += "\r\n";
   }
-  out += "Content-Length: ";
   char digits[24];
+  if (placement_version >= 0) {
+    out += kPlacementVersionField;
+    out += ": ";
+    out.append(digits, std::to_chars(digits, digits + sizeof digits, placement_version).ptr);
+    out += "\r\n";
+  }
+  out += "Content-Length: ";
   const auto end = std::to_chars(digits, digits + sizeof digits, body_size).ptr;
   out.append(digits, end);
   out += "\r\n\r\n";

@@ -18,6 +18,10 @@ HttpResponse HttpResponder::ToResponse(const OkAnswer& answer) {
     res.set("X-Request-Id",
             boost::beast::string_view(answer.request_id.data(), answer.request_id.size()));
   }
+  if (answer.placement_version >= 0) {
+    res.set(boost::beast::string_view(kPlacementVersionField.data(), kPlacementVersionField.size()),
+            std::to_string(answer.placement_version));
+  }
   res.keep_alive(answer.keep_alive);
   res.body().assign(answer.body.data(), answer.body.size());
   res.prepare_payload();

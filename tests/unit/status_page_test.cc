@@ -15,6 +15,7 @@
 #include "server/core/segment_allocator.h"
 #include "server/http/api_router.h"
 #include "storage/memory/memory_store.h"
+#include "tests/unit/fake_placement.h"
 #include "tests/unit/router_fixture.h"
 #include "tests/unit/test_stores.h"
 
@@ -295,17 +296,6 @@ std::string PlacementPart(const std::string& page) {
   if (at == std::string::npos) return "";
   return page.substr(at, page.find("<h2>", at + 1) - at);
 }
-
-// A PlacementApi that shows `view` and records the moves asked of it.
-struct FakePlacement final : PlacementApi {
-  PlacementView view;
-  std::vector<MoveRequest> moves;
-  PlacementView View() const override { return view; }
-  Status StartMove(const MoveRequest& request) override {
-    moves.push_back(request);
-    return OkStatus();
-  }
-};
 
 }  // namespace
 
