@@ -35,6 +35,7 @@ struct ServiceOverrides {
   Metrics* metrics = nullptr;
   KeyRouter* router = nullptr;  // default: straight to the test's allocator
   PlacementApi* placement = nullptr;  // default: no store groups
+  ClusterApi* cluster = nullptr;      // default: no cluster mode
 };
 
 class TestServices {
@@ -59,6 +60,7 @@ class TestServices {
                   given.snowflake ? *given.snowflake : *snowflake_,
                   given.metrics ? *given.metrics : *metrics_} {
     services_.placement = given.placement;
+    services_.cluster = given.cluster;
   }
 
   TestServices(const TestServices&) = delete;
