@@ -126,6 +126,11 @@ type Options struct {
 	// must not block. (Also logged at Warn and counted in
 	// Metrics.Failovers.)
 	OnFailover func(FailoverEvent)
+	// OnPlacementVersion, when set, is called with each placement version
+	// (store groups: docs/cluster.md) a server tells above every one told
+	// before (see Client.PlacementVersion), on a connection's reader
+	// goroutine. It must not block.
+	OnPlacementVersion func(version int64)
 }
 
 // Client is a seqd client. Safe for concurrent use by many goroutines.
@@ -161,6 +166,8 @@ type Client struct {
 	extras sync.Map
 
 	counters counters // Metrics
+
+	placementVersion atomic.Int64 // PlacementVersion
 }
 
 var roundRobin atomic.Uint32

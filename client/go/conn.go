@@ -465,6 +465,8 @@ func (cn *conn) readLoop() {
 		case f.flags != flagResponse && f.flags != flagResponse|flagPush:
 			cn.fail(errorf(CodeProtocol, "frame with flags %#x from %s", f.flags, cn.ep.addr), true)
 			return
+		case f.flags&flagPush != 0 && f.op == opPlacement:
+			cn.c.notePlacement(f.body)
 		case f.flags&flagPush != 0:
 			if cn.onPush != nil {
 				cn.onPush(f.op, append([]byte(nil), f.body...))
