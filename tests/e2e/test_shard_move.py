@@ -12,20 +12,17 @@ with `seqctl shard move S --undo`: b's copies are deleted and home serves on.
 Usage: python3 tests/e2e/test_shard_move.py [-v]
 """
 import os
-import subprocess
 import sys
 import threading
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import REPO  # noqa: E402
 from lib.cluster import Instance, Workspace, shard_of  # noqa: E402
 from test_store_groups import (FLAGS, LEASE_MS, SHARDS, group_flags, request,  # noqa: E402
-                               wait_all_owned)
+                               seqctl, wait_all_owned)
 from lib.mariadb import MariaDB  # noqa: E402
 
-SEQCTL = os.environ.get("SEQCTL_BINARY", os.path.join(REPO, "build", "client", "seqctl"))
 MESSAGES = 1500   # messages of the moved shard before the move
 RATE = 400        # rows per second: the copy takes a few seconds
 
@@ -39,11 +36,6 @@ def names_in(shard, prefix, n):
             out.append(name)
         i += 1
     return out
-
-
-def seqctl(port, *words):
-    return subprocess.run([SEQCTL, "--http", "127.0.0.1:%d" % port, *words],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
 
 
 class Writer(threading.Thread):
