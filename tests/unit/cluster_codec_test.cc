@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include "proto/message_codec.h"
+#include "tests/unit/protocol_vectors.h"
 
 using namespace seqd::proto;
 
@@ -102,4 +103,46 @@ TEST_CASE("placement: anything but one non-negative i64 is refused") {
   CHECK_FALSE(ParsePlacementVersion(seven + "x"));
   CHECK_FALSE(ParsePlacementVersion(std::string("\xff\xff\xff\xff\xff\xff\xff\xff", 8)));  // -1
   CHECK(ParsePlacementVersion(std::string(8, '\0')) == 0);
+}
+
+TEST_CASE("placement: the vectors of docs/protocol.md decode and re-encode byte for byte") {
+  auto blocks = seqd::testing::LoadProtocolVectors("Placement test vectors");
+  REQUIRE(blocks.size() == 2);
+  REQUIRE(blocks[0].size() == 3);
+  REQUIRE(blocks[1].size() == 3);
+  for (const auto& v : blocks[0]) {
+    CAPTURE(v.comment);
+    const DecodeResult d = DecodeServerFrame(v.bytes);
+    REQUIRE(d.state == DecodeState::kFrame);
+    REQUIRE(d.consumed == v.bytes.size());
+    CHECK(d.frame.opcode == static_cast<uint8_t>(kOpPlacement));
+    std::string again;
+    if (!d.frame.is_response()) {
+      const auto version = ParsePlacementVersion(d.frame.payload);
+      REQUIRE(version);
+      AppendPlacementRequest(again, d.frame.request_id, *version);
+    } else {
+      auto resp = ParseResponse(d.frame.payload);
+      REQUIRE(resp);
+      const auto version = ParsePlacementVersion(resp->result);
+      REQUIRE(version);
+      const std::string_view result = resp->result;
+      for (size_t k = 0; k < result.size(); ++k)
+        CHECK_FALSE(ParsePlacementVersion(result.substr(0, k)));
+      CHECK_FALSE(ParsePlacementVersion(std::string(result) + "x"));
+      if (d.frame.flags & kFlagPush) {
+        CHECK(d.frame.request_id == 0);
+        AppendPlacementPush(again, *version);
+      } else {
+        AppendOkPlacement(again, d.frame.request_id, *version);
+      }
+    }
+    CHECK(again == v.bytes);
+  }
+  for (const auto& v : blocks[1]) {
+    CAPTURE(v.comment);
+    const DecodeResult d = DecodeFrame(v.bytes);
+    REQUIRE(d.state == DecodeState::kFrame);              // a well-formed frame...
+    CHECK_FALSE(ParsePlacementVersion(d.frame.payload));  // ...whose payload is refused
+  }
 }
