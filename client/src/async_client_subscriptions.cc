@@ -26,10 +26,12 @@ void AsyncClient::Impl::HandlePush(const std::shared_ptr<Connection>& conn,
     return LoseSubscriptions(conn,
                              name + " dropped the subscriptions: " + std::string(resp->message));
   }
-  if (f.opcode == static_cast<uint8_t>(proto::kOpPlacement) && resp->status == proto::Status::kOk) {
-    std::optional<int64_t> version = proto::ParsePlacementVersion(resp->result);
-    if (!version) return ConnFail(conn, StatusCode::kProtocol, "bad push from " + name, true);
-    return NotePlacement(*version);
+  if (f.opcode == static_cast<uint8_t>(proto::kOpPlacement)) {
+    // A hint, not data: one that does not parse is ignored like an unknown push.
+    std::optional<int64_t> version;
+    if (resp->status == proto::Status::kOk) version = proto::ParsePlacementVersion(resp->result);
+    if (version) NotePlacement(*version);
+    return;
   }
   if (f.opcode != static_cast<uint8_t>(proto::kOpPushMessage) ||
       resp->status != proto::Status::kOk) {

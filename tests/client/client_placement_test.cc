@@ -77,6 +77,20 @@ TEST_CASE("placement: the client records the highest version a server pushes bef
     CHECK(seen == std::vector<int64_t>{5, 9});
   }
 
+  // Pushes that do not parse (a version below 0, a short payload) are
+  // ignored; the connection and the version stay.
+  {
+    std::string frames;
+    seqd::proto::AppendFrame(frames, seqd::proto::kOpPlacement, 0x0003, 0,
+                             std::string("\0\0\xff\xff\xff\xff\xff\xff\xff\xff", 10));
+    seqd::proto::AppendFrame(frames, seqd::proto::kOpPlacement, 0x0003, 0,
+                             std::string("\0\0\0", 3));
+    server.PushRaw(frames);
+    REQUIRE(client.Ping().ok());
+    CHECK(client.PlacementVersion() == 9);
+    CHECK(server.connections == 1);
+  }
+
   // Another server behind this one (a new connection told a lower
   // version): the highest stays.
   FakeServer behind(FakeOptions{.store_groups = true});

@@ -76,6 +76,12 @@ class FakeServer {
   std::atomic<int64_t> placement{0};
   std::atomic<int> cluster_map_requests{0};
 
+  // Writes `frames` before the next answer the server writes, on whichever
+  // connection that is (any thread may call it).
+  void PushRaw(std::string frames) {
+    boost::asio::post(io_, [this, frames = std::move(frames)] { raw_pushes_ = frames; });
+  }
+
   // Every request frame received, in order: its opcode and, for
   // PLACEMENT, the version told (else -1). Any thread.
   std::vector<std::pair<uint8_t, int64_t>> Received() {
@@ -254,6 +260,7 @@ class FakeServer {
 
   void Send(const std::shared_ptr<Conn>& c, std::string frame) {
     --c->outstanding;
+    c->out += std::exchange(raw_pushes_, std::string());
     const int64_t version = placement.load();
     if (options_.store_groups && version > c->told_placement) {
       c->told_placement = version;
@@ -284,6 +291,7 @@ class FakeServer {
   int not_serving_answers_ = 0;
   int64_t snowflake_ms_ = 1'000'000'000;  // since the epoch (2010-11-16)
   int64_t snowflake_sequence_ = 0;
+  std::string raw_pushes_;  // PushRaw's frames not written yet (server thread)
   std::mutex received_mu_;
   std::vector<std::pair<uint8_t, int64_t>> received_;  // guarded by received_mu_
   std::thread thread_;
