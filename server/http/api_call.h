@@ -177,9 +177,7 @@ struct ApiRouter::Call {
     Account(res);
     try {
       StampRequestId(res, ids.request.view());
-      if (placement) {
-        res.set(ToBeast(kPlacementVersionField), std::to_string(placement->version()));
-      }
+      if (placement) StampPlacementVersion(res, placement->version());
       res.prepare_payload();
       // No Content-Length on a 204 (RFC 9110 8.6).
       if (res.result() == http::status::no_content) res.erase(http::field::content_length);

@@ -1,5 +1,7 @@
 #include "server/http/http_exchange.h"
 
+#include <algorithm>
+#include <array>
 #include <boost/beast/http/error.hpp>
 #include <charconv>
 
@@ -115,6 +117,30 @@ void SerializeResponse(const HttpResponse& res, bool head, std::string& out) {
   if (!head) out += res.body();
 }
 
+namespace {
+
+// "Seqd-Placement-Version: N\r\n" for `version` >= 0: formatted once per
+// version on each thread (the version changes with moves, not requests).
+std::string_view PlacementVersionLine(int64_t version) {
+  thread_local int64_t formatted = -1;
+  thread_local std::array<char, 64> line;
+  thread_local size_t size = 0;
+  if (version != formatted) {
+    char* end =
+        std::copy(kPlacementVersionField.begin(), kPlacementVersionField.end(), line.data());
+    *end++ = ':';
+    *end++ = ' ';
+    end = std::to_chars(end, line.data() + line.size() - 2, version).ptr;
+    *end++ = '\r';
+    *end++ = '\n';
+    size = static_cast<size_t>(end - line.data());
+    formatted = version;
+  }
+  return {line.data(), size};
+}
+
+}  // namespace
+
 void AppendOkHeader(std::string_view content_type, size_t body_size, std::string_view request_id,
                     int64_t placement_version, std::string& out) {
   out += "HTTP/1.1 200 OK\r\nContent-Type: ";
@@ -125,14 +151,9 @@ void AppendOkHeader(std::string_view content_type, size_t body_size, std::string
     out += request_id;
     out += "\r\n";
   }
-  char digits[24];
-  if (placement_version >= 0) {
-    out += kPlacementVersionField;
-    out += ": ";
-    out.append(digits, std::to_chars(digits, digits + sizeof digits, placement_version).ptr);
-    out += "\r\n";
-  }
+  if (placement_version >= 0) out += PlacementVersionLine(placement_version);
   out += "Content-Length: ";
+  char digits[24];
   const auto end = std::to_chars(digits, digits + sizeof digits, body_size).ptr;
   out.append(digits, end);
   out += "\r\n\r\n";

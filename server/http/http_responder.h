@@ -23,6 +23,9 @@ using HttpResponse = boost::beast::http::response<boost::beast::http::string_bod
 // carries, the placement version the instance read last.
 inline constexpr std::string_view kPlacementVersionField = "Seqd-Placement-Version";
 
+// Sets `res`'s Seqd-Placement-Version field to `version`.
+void StampPlacementVersion(HttpResponse& res, int64_t version);
+
 // A 200 answer with Cache-Control: no-store, X-Request-Id (and, with store
 // groups, Seqd-Placement-Version) and nothing else to say: what the ID
 // routes send. Its views are valid only during the call.
