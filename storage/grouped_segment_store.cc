@@ -5,11 +5,6 @@
 
 namespace seqd {
 
-Error UnknownStoreGroup() {
-  return MakeError(ErrorCode::kStoreUnavailable,
-                   "this key's shard is placed in a store group this instance does not know");
-}
-
 GroupedSegmentStore::GroupedSegmentStore(std::vector<std::unique_ptr<SegmentStore>> groups,
                                          const StorePlacement& placement)
     : groups_(std::move(groups)), placement_(placement) {}
@@ -17,28 +12,6 @@ GroupedSegmentStore::GroupedSegmentStore(std::vector<std::unique_ptr<SegmentStor
 SegmentStore* GroupedSegmentStore::StoreOf(std::string_view key) const {
   const size_t g = placement_.GroupOfKey(key);
   return g < groups_.size() ? groups_[g].get() : nullptr;
-}
-
-Status GroupedSegmentStore::EnsureSchema() {
-  for (auto& g : groups_) {
-    if (Status s = g->EnsureSchema(); !s) return s;
-  }
-  return OkStatus();
-}
-
-Result<ReservedSegment> GroupedSegmentStore::Reserve(std::string_view key,
-                                                     std::optional<int64_t> step) {
-  SegmentStore* store = StoreOf(key);
-  if (store == nullptr) return UnknownStoreGroup();
-  return store->Reserve(key, step);
-}
-
-Result<ReservedSegment> GroupedSegmentStore::ReserveFenced(std::string_view key,
-                                                           std::optional<int64_t> step,
-                                                           const ShardFence& fence) {
-  SegmentStore* store = StoreOf(key);
-  if (store == nullptr) return UnknownStoreGroup();
-  return store->ReserveFenced(key, step, fence);
 }
 
 std::vector<std::vector<size_t>> GroupedSegmentStore::SplitRequests(
@@ -95,30 +68,11 @@ Result<int64_t> GroupedSegmentStore::PruneBlockTokens(int64_t before_unix_ms) {
 
 Status GroupedSegmentStore::CreateKeys(const std::vector<NewKey>& keys,
                                        std::string_view description) {
-  std::vector<std::vector<NewKey>> parts(groups_.size());
-  for (const NewKey& k : keys) {
-    const size_t g = placement_.GroupOfKey(k.key);
-    if (g >= groups_.size()) return UnknownStoreGroup();
-    parts[g].push_back(k);
-  }
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    if (parts[g].empty()) continue;
-    if (Status s = groups_[g]->CreateKeys(parts[g], description); !s) return s;
-  }
-  return OkStatus();
-}
-
-Result<KeyRow> GroupedSegmentStore::CreateKey(std::string_view key, int64_t step,
-                                              std::string_view description) {
-  SegmentStore* store = StoreOf(key);
-  if (store == nullptr) return UnknownStoreGroup();
-  return store->CreateKey(key, step, description);
-}
-
-Result<KeyRow> GroupedSegmentStore::GetKey(std::string_view key) {
-  SegmentStore* store = StoreOf(key);
-  if (store == nullptr) return UnknownStoreGroup();
-  return store->GetKey(key);
+  auto group_of = [this](const NewKey& k) { return placement_.GroupOfKey(k.key); };
+  return WriteByGroup(groups_, keys, group_of, &UnknownStoreGroup,
+                      [&](SegmentStore& s, const std::vector<NewKey>& part) {
+                        return s.CreateKeys(part, description);
+                      });
 }
 
 Result<std::vector<KeyRow>> GroupedSegmentStore::ListKeys(std::string_view after, size_t limit) {
@@ -135,50 +89,6 @@ Result<std::vector<KeyRow>> GroupedSegmentStore::ListKeys(std::string_view after
   std::sort(all.begin(), all.end(), [](const KeyRow& a, const KeyRow& b) { return a.key < b.key; });
   if (all.size() > limit) all.resize(limit);
   return all;
-}
-
-Result<KeyRow> GroupedSegmentStore::SetStep(std::string_view key, int64_t step) {
-  SegmentStore* store = StoreOf(key);
-  if (store == nullptr) return UnknownStoreGroup();
-  return store->SetStep(key, step);
-}
-
-Result<std::vector<int64_t>> GroupedSegmentStore::ReadByGroup(
-    const std::vector<std::string>& keys,
-    const std::function<Result<std::vector<int64_t>>(SegmentStore&,
-                                                     const std::vector<std::string>&)>& read) {
-  std::vector<std::vector<size_t>> index(groups_.size());
-  std::vector<std::vector<std::string>> part(groups_.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const size_t g = placement_.GroupOfKey(keys[i]);
-    if (g >= groups_.size()) return UnknownStoreGroup();
-    index[g].push_back(i);
-    part[g].push_back(keys[i]);
-  }
-  std::vector<int64_t> out(keys.size(), 0);
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    if (part[g].empty()) continue;
-    auto got = read(*groups_[g], part[g]);
-    if (!got) return got;
-    for (size_t j = 0; j < got->size() && j < index[g].size(); ++j) out[index[g][j]] = (*got)[j];
-  }
-  return out;
-}
-
-Result<std::vector<int64_t>> GroupedSegmentStore::GetMaxIds(const std::vector<std::string>& keys) {
-  return ReadByGroup(
-      keys, [](SegmentStore& s, const std::vector<std::string>& k) { return s.GetMaxIds(k); });
-}
-
-Result<std::vector<int64_t>> GroupedSegmentStore::GetAllocTimes(
-    const std::vector<std::string>& keys) {
-  return ReadByGroup(
-      keys, [](SegmentStore& s, const std::vector<std::string>& k) { return s.GetAllocTimes(k); });
-}
-
-Result<std::vector<int64_t>> GroupedSegmentStore::GetMinSeqs(const std::vector<std::string>& keys) {
-  return ReadByGroup(
-      keys, [](SegmentStore& s, const std::vector<std::string>& k) { return s.GetMinSeqs(k); });
 }
 
 Status GroupedSegmentStore::SetMinSeqs(const std::vector<MinSeqValue>& values,
@@ -209,40 +119,13 @@ Status GroupedSegmentStore::SetMinSeqs(const std::vector<MinSeqValue>& values,
   return OkStatus();
 }
 
-Result<std::vector<int64_t>> GroupedSegmentStore::GetUserSeqs(
-    std::string_view user, UserSeqField field, const std::vector<std::string>& convs) {
-  return ReadByGroup(convs, [&](SegmentStore& s, const std::vector<std::string>& c) {
-    return s.GetUserSeqs(user, field, c);
-  });
-}
-
 Status GroupedSegmentStore::SetUserSeqs(std::string_view user, UserSeqField field, bool raise_only,
                                         const std::vector<UserSeqValue>& values) {
-  std::vector<std::vector<UserSeqValue>> part(groups_.size());
-  for (const UserSeqValue& v : values) {
-    const size_t g = placement_.GroupOfKey(v.conv);
-    if (g >= groups_.size()) return UnknownStoreGroup();
-    part[g].push_back(v);
-  }
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    if (part[g].empty()) continue;
-    if (Status s = groups_[g]->SetUserSeqs(user, field, raise_only, part[g]); !s) return s;
-  }
-  return OkStatus();
-}
-
-Status GroupedSegmentStore::Ping() {
-  for (auto& g : groups_) {
-    if (Status s = g->Ping(); !s) return s;
-  }
-  return OkStatus();
-}
-
-Status GroupedSegmentStore::Warm() {
-  for (auto& g : groups_) {
-    if (Status s = g->Warm(); !s) return s;
-  }
-  return OkStatus();
+  auto group_of = [this](const UserSeqValue& v) { return placement_.GroupOfKey(v.conv); };
+  return WriteByGroup(groups_, values, group_of, &UnknownStoreGroup,
+                      [&](SegmentStore& s, const std::vector<UserSeqValue>& part) {
+                        return s.SetUserSeqs(user, field, raise_only, part);
+                      });
 }
 
 }  // namespace seqd

@@ -4,15 +4,6 @@
 #include <map>
 
 namespace seqd {
-namespace {
-
-Error UnknownGroup(uint32_t shard) {
-  return MakeError(ErrorCode::kStoreUnavailable,
-                   "shard " + std::to_string(shard) + " is in a store group unknown here");
-}
-
-}  // namespace
-
 GroupedShardLeaseStore::GroupedShardLeaseStore(std::vector<Group> groups, StorePlacement& placement)
     : groups_(std::move(groups)), placement_(placement) {}
 
@@ -58,26 +49,6 @@ Result<std::vector<ShardLeaseRow>> GroupedShardLeaseStore::ReadLeases() {
   return RowsPlacedHere([](ShardLeaseStore& group) { return group.ReadLeases(); });
 }
 
-Result<ShardLeaseRow> GroupedShardLeaseStore::Acquire(uint32_t shard, int64_t expected_version,
-                                                      std::string_view owner) {
-  ShardLeaseStore* store = StoreOf(shard);
-  if (store == nullptr) return UnknownGroup(shard);
-  return store->Acquire(shard, expected_version, owner);
-}
-
-Result<ShardLeaseRow> GroupedShardLeaseStore::Renew(uint32_t shard, std::string_view owner,
-                                                    int64_t epoch) {
-  ShardLeaseStore* store = StoreOf(shard);
-  if (store == nullptr) return UnknownGroup(shard);
-  return store->Renew(shard, owner, epoch);
-}
-
-Result<std::vector<ShardLeaseRow>> GroupedShardLeaseStore::RenewAll(std::string_view owner) {
-  // A row held in a group the shard is no longer placed in is not a grant:
-  // the shard is served from its group's row only.
-  return RowsPlacedHere([owner](ShardLeaseStore& group) { return group.RenewAll(owner); });
-}
-
 Result<std::vector<ShardLeaseRow>> GroupedShardLeaseStore::RowsPlacedHere(
     const std::function<Result<std::vector<ShardLeaseRow>>(ShardLeaseStore&)>& ask) {
   std::vector<ShardLeaseRow> out;
@@ -98,12 +69,6 @@ Result<std::vector<ShardLeaseRow>> GroupedShardLeaseStore::RowsPlacedHere(
   std::sort(out.begin(), out.end(),
             [](const ShardLeaseRow& a, const ShardLeaseRow& b) { return a.shard < b.shard; });
   return out;
-}
-
-Status GroupedShardLeaseStore::Release(uint32_t shard, std::string_view owner, int64_t epoch) {
-  ShardLeaseStore* store = StoreOf(shard);
-  if (store == nullptr) return UnknownGroup(shard);
-  return store->Release(shard, owner, epoch);
 }
 
 Status GroupedShardLeaseStore::ReleaseMany(std::string_view owner,
@@ -139,22 +104,6 @@ Result<std::vector<ShardLeaseRow>> GroupedShardLeaseStore::AcquireMany(
   std::sort(out.begin(), out.end(),
             [](const ShardLeaseRow& a, const ShardLeaseRow& b) { return a.shard < b.shard; });
   return out;
-}
-
-Status GroupedShardLeaseStore::Heartbeat(std::string_view instance, std::string_view advertise) {
-  return groups_[0].leases->Heartbeat(instance, advertise);
-}
-
-Status GroupedShardLeaseStore::Leave(std::string_view instance) {
-  return groups_[0].leases->Leave(instance);
-}
-
-Result<std::vector<ClusterMember>> GroupedShardLeaseStore::ReadMembers() {
-  return groups_[0].leases->ReadMembers();
-}
-
-Status GroupedShardLeaseStore::Forget(std::string_view instance, int64_t heartbeat) {
-  return groups_[0].leases->Forget(instance, heartbeat);
 }
 
 }  // namespace seqd

@@ -25,6 +25,7 @@
 
 #include "storage/placement_store.h"
 #include "storage/shard_lease_store.h"
+#include "storage/store_calls.h"
 #include "storage/store_placement.h"
 
 namespace seqd {
@@ -43,17 +44,32 @@ class GroupedShardLeaseStore final : public ShardLeaseStore {
   Result<uint32_t> EnsureSchema(uint32_t shards) override;
   Result<std::vector<ShardLeaseRow>> ReadLeases() override;
   Result<ShardLeaseRow> Acquire(uint32_t shard, int64_t expected_version,
-                                std::string_view owner) override;
-  Result<ShardLeaseRow> Renew(uint32_t shard, std::string_view owner, int64_t epoch) override;
-  Result<std::vector<ShardLeaseRow>> RenewAll(std::string_view owner) override;
-  Status Release(uint32_t shard, std::string_view owner, int64_t epoch) override;
+                                std::string_view owner) override {
+    return OnShardsGroup(shard, &ShardLeaseStore::Acquire, shard, expected_version, owner);
+  }
+  Result<ShardLeaseRow> Renew(uint32_t shard, std::string_view owner, int64_t epoch) override {
+    return OnShardsGroup(shard, &ShardLeaseStore::Renew, shard, owner, epoch);
+  }
+  // A row held in a group the shard is no longer placed in is not a grant:
+  // the shard is served from its group's row only.
+  Result<std::vector<ShardLeaseRow>> RenewAll(std::string_view owner) override {
+    return RowsPlacedHere([owner](ShardLeaseStore& group) { return group.RenewAll(owner); });
+  }
+  Status Release(uint32_t shard, std::string_view owner, int64_t epoch) override {
+    return OnShardsGroup(shard, &ShardLeaseStore::Release, shard, owner, epoch);
+  }
   Status ReleaseMany(std::string_view owner, const std::vector<ShardLeaseRow>& held) override;
   Result<std::vector<ShardLeaseRow>> AcquireMany(
       std::string_view owner, const std::vector<std::pair<uint32_t, int64_t>>& wanted) override;
-  Status Heartbeat(std::string_view instance, std::string_view advertise) override;
-  Status Leave(std::string_view instance) override;
-  Result<std::vector<ClusterMember>> ReadMembers() override;
-  Status Forget(std::string_view instance, int64_t heartbeat) override;
+  // The members live in the home group.
+  Status Heartbeat(std::string_view instance, std::string_view advertise) override {
+    return home_leases().Heartbeat(instance, advertise);
+  }
+  Status Leave(std::string_view instance) override { return home_leases().Leave(instance); }
+  Result<std::vector<ClusterMember>> ReadMembers() override { return home_leases().ReadMembers(); }
+  Status Forget(std::string_view instance, int64_t heartbeat) override {
+    return home_leases().Forget(instance, heartbeat);
+  }
 
   // Each group's name claimed in its database (PlacementStore::ClaimGroup):
   // kFailedPrecondition if a database is another group's.
@@ -67,6 +83,14 @@ class GroupedShardLeaseStore final : public ShardLeaseStore {
  private:
   // The lease store of `shard`'s group; null for a group unknown here.
   ShardLeaseStore* StoreOf(uint32_t shard) const;
+  ShardLeaseStore& home_leases() const { return *groups_[0].leases; }
+  // `call` on the lease store of `shard`'s group, or kStoreUnavailable.
+  template <class R, class... Params, class... Args>
+  R OnShardsGroup(uint32_t shard, R (ShardLeaseStore::*call)(Params...), Args&&... args) {
+    return CallOrRefuse(
+        StoreOf(shard), [shard] { return UnknownGroupOf(shard); }, call,
+        std::forward<Args>(args)...);
+  }
   // `ask` of every group, keeping each row only from the group its shard
   // is placed in (a row in another group is not a grant), in shard order.
   // A group that fails costs only its rows; an error only when none

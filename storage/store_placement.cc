@@ -4,6 +4,16 @@
 
 namespace seqd {
 
+Error UnknownStoreGroup() {
+  return MakeError(ErrorCode::kStoreUnavailable,
+                   "this key's shard is placed in a store group this instance does not know");
+}
+
+Error UnknownGroupOf(uint32_t shard) {
+  return MakeError(ErrorCode::kStoreUnavailable,
+                   "shard " + std::to_string(shard) + " is in a store group unknown here");
+}
+
 StorePlacement::StorePlacement(std::vector<std::string> groups, ShardOfKey shard_of)
     : groups_(std::move(groups)),
       shard_of_(shard_of),
@@ -79,6 +89,21 @@ Status StorePlacement::Apply(PlacementMap map) {
 std::shared_ptr<const PlacementMap> StorePlacement::map() const {
   MutexLock lock(mu_);
   return map_;
+}
+
+void StorePlacement::ReportStale() const {
+  std::shared_ptr<const std::function<void()>> hook;
+  {
+    MutexLock lock(mu_);
+    hook = stale_hook_;
+  }
+  if (hook && *hook) (*hook)();
+}
+
+void StorePlacement::SetStaleHook(std::function<void()> hook) {
+  auto shared = std::make_shared<const std::function<void()>>(std::move(hook));
+  MutexLock lock(mu_);
+  stale_hook_ = std::move(shared);
 }
 
 }  // namespace seqd

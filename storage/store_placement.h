@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,6 +25,11 @@
 #include "common/thread_annotations.h"
 
 namespace seqd {
+
+// kStoreUnavailable for a key whose group this instance does not know.
+Error UnknownStoreGroup();
+// The same for a shard.
+Error UnknownGroupOf(uint32_t shard);
 
 // One row of seqd_shard_placement. A shard without a row is in the home
 // group, with no move under way.
@@ -77,6 +83,15 @@ class StorePlacement {
   // The map last applied.
   std::shared_ptr<const PlacementMap> map() const EXCLUDES(mu_);
 
+  // A write found this view stale: the group it put a shard in no longer
+  // holds the shard (storage/mysql/mysql_shard_guard.h). Runs the hook set
+  // by SetStaleHook, which should have the map read again soon. Never
+  // blocks, if the hook does not.
+  void ReportStale() const EXCLUDES(mu_);
+  // `hook` runs on the thread of the write that found the view stale; it
+  // must not block. Empty: none.
+  void SetStaleHook(std::function<void()> hook) EXCLUDES(mu_);
+
  private:
   struct Index {
     uint32_t shards = 0;
@@ -89,6 +104,7 @@ class StorePlacement {
   mutable Mutex mu_;
   std::shared_ptr<const Index> index_ GUARDED_BY(mu_);
   std::shared_ptr<const PlacementMap> map_ GUARDED_BY(mu_);
+  std::shared_ptr<const std::function<void()>> stale_hook_ GUARDED_BY(mu_);
   std::atomic<int64_t> version_{0};  // map_->version, stored after map_
 };
 

@@ -65,6 +65,10 @@ ClusterMetrics::ClusterMetrics(prometheus::Registry& r) {
                          "Rows this instance's shard moves copied to their target group");
   move_pause_ = Gauge(r, "seqd_shard_move_pause_seconds",
                       "The last move's pause: its seal to the new owner's lease");
+  moved_writes_refused_ =
+      Counter(r, "seqd_shard_move_writes_refused_total",
+              "Unfenced writes refused (retryable) because their shard had left, or was "
+              "leaving, the store group this instance's placement named");
 }
 
 void ClusterMetrics::Round(bool ok, double seconds, int64_t shards_owned, int64_t members_live,
@@ -96,5 +100,7 @@ void ClusterMetrics::RowsCopied(int64_t rows) {
 }
 
 void ClusterMetrics::MovePause(double seconds) { move_pause_->Set(seconds); }
+
+void ClusterMetrics::MovedWriteRefused() { moved_writes_refused_->Increment(); }
 
 }  // namespace seqd

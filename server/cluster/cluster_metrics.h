@@ -36,6 +36,9 @@ class ClusterMetrics {
   void MoveEnded(bool ok);
   void RowsCopied(int64_t rows);
   void MovePause(double seconds);  // seal to the new owner's lease, last move
+  // A write no lease fences refused: its shard's lease row was sealed in the
+  // group this instance's placement named (storage/mysql/mysql_shard_guard.h).
+  void MovedWriteRefused();
 
  private:
   prometheus::Counter* rounds_ok_;
@@ -57,6 +60,7 @@ class ClusterMetrics {
   prometheus::Counter* moves_failed_;
   prometheus::Counter* rows_copied_;
   prometheus::Gauge* move_pause_;
+  prometheus::Counter* moved_writes_refused_;
 };
 
 }  // namespace seqd

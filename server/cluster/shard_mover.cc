@@ -16,6 +16,9 @@ constexpr auto kGuardEvery = std::chrono::seconds(1);
 constexpr auto kPausePoll = std::chrono::milliseconds(5);
 constexpr auto kPauseGiveUp = std::chrono::seconds(10);
 
+constexpr auto kSealTries = std::chrono::seconds(10);
+constexpr auto kSealRetryEvery = std::chrono::milliseconds(20);
+
 Error MoveError(ErrorCode code, uint32_t shard, const std::string& what) {
   return MakeError(code, "shard " + std::to_string(shard) + ": " + what);
 }
@@ -258,7 +261,7 @@ Status ShardMover::Finish(PlacementRow row, int64_t rate) {
   const size_t target = placement_.IndexOf(row.move_target);
   SetPhase("sealing");
   const Steady::time_point sent = Steady::now();
-  auto sealed = leases_[source]->Seal(shard);
+  auto sealed = SealRetrying(*leases_[source], shard);
   if (!sealed) return sealed.error();
   if (row.move_state != "sealed") {
     const PlacementRow next{shard, row.group, row.move_target, "sealed"};
@@ -284,6 +287,16 @@ Status ShardMover::Finish(PlacementRow row, int64_t rate) {
   if (options_.nudge_all) options_.nudge_all();
   MeasurePause(shard, target, sent);
   return Cleanup(moved);
+}
+
+Result<ShardLeaseStore::Sealed> ShardMover::SealRetrying(ShardLeaseStore& leases, uint32_t shard) {
+  const Steady::time_point give_up = Steady::now() + kSealTries;
+  for (;;) {
+    auto sealed = leases.Seal(shard);
+    if (sealed || sealed.error().code != ErrorCode::kStoreUnavailable) return sealed;
+    if (Steady::now() >= give_up || stop_) return sealed;
+    std::this_thread::sleep_for(kSealRetryEvery);
+  }
 }
 
 void ShardMover::MeasurePause(uint32_t shard, size_t group,

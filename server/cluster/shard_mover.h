@@ -80,6 +80,11 @@ class ShardMover final : public PlacementApi {
   Status Transition(const PlacementRow& from, const PlacementRow& to);
   Status Copy(const PlacementRow& row, bool delta, int64_t rate);
   Status Finish(PlacementRow row, int64_t rate);
+  // Seal(shard), tried again while it fails kStoreUnavailable, for a few
+  // seconds: on a Galera group, each commit of the shard's writes through
+  // another node may roll a seal back (a certification conflict on the
+  // lease row); the seal is idempotent.
+  Result<ShardLeaseStore::Sealed> SealRetrying(ShardLeaseStore& leases, uint32_t shard);
   Status Cleanup(PlacementRow row);
   // Waits until `shard` has an owner in group `group`; returns when.
   void MeasurePause(uint32_t shard, size_t group, std::chrono::steady_clock::time_point sealed);

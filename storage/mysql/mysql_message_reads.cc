@@ -1,10 +1,12 @@
 // MysqlMessageStore's reads (max seqs, a range, by seqs), message status,
 // the conversation's min seq, members and unread counts: each one short
-// transaction on the statements of mysql_message_sql.h.
+// transaction on the statements of mysql_message_sql.h; the writes pass
+// the store group guard (MysqlShardGuard) before their COMMIT.
 #include <cppconn/prepared_statement.h>
 #include <cppconn/resultset.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -31,6 +33,20 @@ StoredMessage ReadMessage(sql::ResultSet& rs) {
   m.send_time_ms = rs.getInt64(8);
   m.status = MessageStatusFromColumn(rs.getInt(9));
   return m;
+}
+
+// SetReadSeq's rules: never backwards, never above `upper`.
+std::optional<Error> ReadSeqRuleBroken(const MemberState& m, int64_t read_seq, int64_t upper) {
+  if (read_seq < m.read_seq) {
+    return MakeError(ErrorCode::kFailedPrecondition, "read_seq " + std::to_string(read_seq) +
+                                                         " is below the stored read_seq " +
+                                                         std::to_string(m.read_seq));
+  }
+  if (read_seq > upper) {
+    return MakeError(ErrorCode::kFailedPrecondition,
+                     "read_seq " + std::to_string(read_seq) + " is above " + std::to_string(upper));
+  }
+  return std::nullopt;
 }
 
 MemberState ReadMember(sql::ResultSet& rs) {
@@ -116,10 +132,13 @@ Result<StoredMessage> MysqlMessageStore::SetStatus(std::string_view conv_id, int
   if (Status valid = message_store::CheckNewStatus(status); !valid.ok()) return valid.error();
   return pool_->Run<StoredMessage>(
       kSession, "set status", [&](MysqlConn& c) -> Result<StoredMessage> {
-        if (c.Execute(kSetStatus, static_cast<int>(status), conv_id, seq) == 0) {
-          return MakeError(ErrorCode::kNotFound, "no such message");
+        std::optional<StoredMessage> m;
+        if (c.Execute(kSetStatus, static_cast<int>(status), conv_id, seq) > 0) {
+          m = c.QueryRow(kSelectOne, ReadMessage, conv_id, seq);
         }
-        std::optional<StoredMessage> m = c.QueryRow(kSelectOne, ReadMessage, conv_id, seq);
+        // A message missing from a group the shard has left may be in the
+        // new one: the guard's answer (retry) comes first.
+        if (auto refused = guard_.Admit(c, conv_id)) return *refused;
         if (!m) return MakeError(ErrorCode::kNotFound, "no such message");
         c.Commit();
         return std::move(*m);
@@ -131,7 +150,12 @@ Result<int64_t> MysqlMessageStore::GetConvMinSeq(std::string_view conv_id) {
 }
 
 Status MysqlMessageStore::SetConvMinSeq(std::string_view conv_id, int64_t min_seq) {
-  return pool_->Execute(kSession, "set conv min seq", kSetConvMin, conv_id, min_seq);
+  return pool_->Run<Ok>(kSession, "set conv min seq", [&](MysqlConn& c) -> Result<Ok> {
+    c.Execute(kSetConvMin, conv_id, min_seq);
+    if (auto refused = guard_.Admit(c, conv_id)) return *refused;
+    c.Commit();
+    return Ok{};
+  });
 }
 
 Result<std::optional<MemberState>> MysqlMessageStore::GetMember(std::string_view conv_id,
@@ -146,8 +170,12 @@ Result<std::optional<MemberState>> MysqlMessageStore::GetMember(std::string_view
 
 Status MysqlMessageStore::PutMember(std::string_view conv_id, std::string_view user_id,
                                     const MemberState& state) {
-  return pool_->Execute(kSession, "put member", kPutMember, conv_id, user_id, state.min_seq,
-                        state.max_seq, state.read_seq);
+  return pool_->Run<Ok>(kSession, "put member", [&](MysqlConn& c) -> Result<Ok> {
+    c.Execute(kPutMember, conv_id, user_id, state.min_seq, state.max_seq, state.read_seq);
+    if (auto refused = guard_.Admit(c, conv_id)) return *refused;
+    c.Commit();
+    return Ok{};
+  });
 }
 
 Result<MemberState> MysqlMessageStore::SetReadSeq(std::string_view conv_id,
@@ -157,18 +185,14 @@ Result<MemberState> MysqlMessageStore::SetReadSeq(std::string_view conv_id,
       kSession, "set read seq", [&](MysqlConn& c) -> Result<MemberState> {
         std::optional<MemberState> m =
             c.QueryRow(kGetMemberForUpdate, ReadMember, conv_id, user_id);
-        if (!m) return MakeError(ErrorCode::kNotFound, "not a member");
-        if (read_seq < m->read_seq) {
-          return MakeError(ErrorCode::kFailedPrecondition, "read_seq " + std::to_string(read_seq) +
-                                                               " is below the stored read_seq " +
-                                                               std::to_string(m->read_seq));
-        }
-        if (read_seq > upper) {
-          return MakeError(
-              ErrorCode::kFailedPrecondition,
-              "read_seq " + std::to_string(read_seq) + " is above " + std::to_string(upper));
-        }
-        if (read_seq != m->read_seq) c.Execute(kSetRead, read_seq, conv_id, user_id);
+        const std::optional<Error> broken =
+            m ? ReadSeqRuleBroken(*m, read_seq, upper)
+              : std::optional<Error>(MakeError(ErrorCode::kNotFound, "not a member"));
+        if (!broken && read_seq != m->read_seq) c.Execute(kSetRead, read_seq, conv_id, user_id);
+        // A refusal read in a group the shard has left may be stale: the
+        // guard's (retry) comes first.
+        if (auto refused = guard_.Admit(c, conv_id)) return *refused;
+        if (broken) return *broken;
         c.Commit();
         m->read_seq = read_seq;
         return *m;

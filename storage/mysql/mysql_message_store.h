@@ -22,16 +22,24 @@
 // Connections: a pool of at most `pool_size` connections, opened lazily (the
 // constructor never connects); each keeps its prepared statements.
 //
+// Store groups: a status, member, read seq or conversation min seq is
+// written only while its shard's lease row here is unsealed, checked in
+// its transaction (MysqlShardGuard); else kStoreUnavailable, nothing
+// written.
+//
 // Thread safety: all methods are safe to call concurrently. Calls block on
 // network I/O.
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "storage/message_store.h"
 #include "storage/mysql/mysql_pool.h"
+#include "storage/mysql/mysql_shard_guard.h"
 #include "storage/mysql/mysql_store.h"
 #include "storage/mysql/mysql_store_base.h"
 
@@ -41,6 +49,10 @@ class MysqlMessageStore final : public MysqlStoreBase<MessageStore> {
  public:
   // On its own pool (from MysqlOptions) or a shared one.
   using MysqlStoreBase::MysqlStoreBase;
+  // One store group of `placement`'s, on `pool`.
+  MysqlMessageStore(std::shared_ptr<MysqlPool> pool,
+                    std::shared_ptr<const StorePlacement> placement)
+      : MysqlStoreBase(std::move(pool)), guard_(std::move(placement)) {}
 
   Status EnsureSchema() override;
   bool KeepsTrailingSpaces() const override { return exact_ids_.load(std::memory_order_relaxed); }
@@ -77,6 +89,8 @@ class MysqlMessageStore final : public MysqlStoreBase<MessageStore> {
   // as read by EnsureSchema: true for the tables seqd creates, false for an
   // older seqd's, whose VARCHAR utf8mb4_bin columns pad trailing spaces.
   std::atomic<bool> exact_ids_{true};
+  // Keeps the unfenced writes out of a group their shard left.
+  const MysqlShardGuard guard_;
 };
 
 }  // namespace seqd

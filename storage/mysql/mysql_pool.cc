@@ -236,8 +236,8 @@ std::optional<int> ConnectorSslMode(MysqlOptions::SslMode mode) {
 // On a Galera node (wsrep_on): true if the node serves (wsrep_ready, and
 // Synced unless `!synced_only`), after setting the session's
 // wsrep_sync_wait (-1: 1). Elsewhere (MySQL: no such variable; MariaDB
-// without Galera: wsrep_on off) true with nothing set. Throws
-// sql::SQLException.
+// without Galera: wsrep_on off) true with nothing set. Sets c.galera.
+// Throws sql::SQLException.
 bool GaleraReady(MysqlConn& c, int sync_wait, bool synced_only, bool* not_synced) {
   bool wsrep_on = false;
   try {
@@ -246,6 +246,7 @@ bool GaleraReady(MysqlConn& c, int sync_wait, bool synced_only, bool* not_synced
   } catch (const sql::SQLException& e) {
     if (e.getErrorCode() != kMysqlErrUnknownSystemVariable) throw;  // MySQL: no Galera
   }
+  c.galera = wsrep_on;
   if (!wsrep_on) return true;
   bool ready = false;
   int state = 0;

@@ -281,6 +281,7 @@ struct MysqlConn {
   int own_lock_wait_s = 0;         // MysqlOptions::lock_wait_timeout_s (0: the server's default)
   std::optional<int> lock_wait_s;  // as UseLockWait() left it; unset: the connection's own
   size_t host = 0;                 // index in MysqlOptions::hosts
+  bool galera = false;             // the server is a Galera node (wsrep_on)
   std::optional<CommitFailure> commit_failure;  // of the last Commit(); unset if it succeeded
 };
 

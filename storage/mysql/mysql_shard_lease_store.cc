@@ -140,6 +140,13 @@ std::optional<std::pair<int64_t, bool>> ReadSeal(MysqlConn& c, uint32_t shard) {
       static_cast<int>(shard));
 }
 
+// kStoreUnavailable: the seal's transaction was rolled back (retryable).
+Error SealRolledBack(uint32_t shard) {
+  return MakeError(ErrorCode::kStoreUnavailable,
+                   "the seal of shard " + std::to_string(shard) +
+                       " was rolled back by a conflicting commit; retry");
+}
+
 }  // namespace
 
 Result<uint32_t> MysqlShardLeaseStore::EnsureSchema(uint32_t shards) {
@@ -273,7 +280,7 @@ Result<std::vector<ShardLeaseRow>> MysqlShardLeaseStore::AcquireMany(
 }
 
 Result<ShardLeaseStore::Sealed> MysqlShardLeaseStore::Seal(uint32_t shard) {
-  return pool_->Run<Sealed>(kSession, "seal shard", [&](MysqlConn& c) -> Result<Sealed> {
+  auto sealed = pool_->Run<Sealed>(kSession, "seal shard", [&](MysqlConn& c) -> Result<Sealed> {
     // Locked until COMMIT: the owner read is the one the seal replaces.
     auto before = c.QueryRow(
         kReadForSeal,
@@ -281,14 +288,27 @@ Result<ShardLeaseStore::Sealed> MysqlShardLeaseStore::Seal(uint32_t shard) {
           return std::pair<std::string, bool>(rs.getString(1).asStdString(), rs.getInt(2) != 0);
         },
         static_cast<int>(shard));
-    if (!before) return MakeError(ErrorCode::kInvalidArgument, "no shard " + std::to_string(shard));
+    if (!before) {
+      return MakeError(ErrorCode::kInvalidArgument, "no shard " + std::to_string(shard));
+    }
     c.Execute(kSeal, static_cast<int>(shard));
     auto row = ReadSeal(c, shard);
+    // A Galera node may roll the transaction back for a conflicting
+    // commit of another node without failing the next statement, which
+    // then runs in a new transaction: the row must read sealed here.
+    if (!row || !row->second) return SealRolledBack(shard);
     c.Commit();
     // A re-run after a lost COMMIT finds the row sealed: may_serve, as for
     // any row sealed before (waiting is always safe).
     return Sealed{row->first, before->second || !before->first.empty()};
   });
+  if (!sealed) return sealed;
+  // The same roll-back after the read would leave COMMIT nothing to commit,
+  // and succeed: the seal counts once a new transaction reads it.
+  auto now = SealedEpoch(shard);
+  if (!now) return now.error();
+  if (*now < 0) return SealRolledBack(shard);
+  return sealed;
 }
 
 Result<int64_t> MysqlShardLeaseStore::SealedEpoch(uint32_t shard) {

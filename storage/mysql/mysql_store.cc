@@ -356,6 +356,7 @@ Result<KeyRow> MysqlStore::CreateKey(std::string_view key, int64_t step,
   return pool_->Run<KeyRow>(kSession, "create key", [&](MysqlConn& c) -> Result<KeyRow> {
     try {
       c.Execute(kInsert, key, step, description);
+      if (auto refused = guard_.Admit(c, key)) return *refused;
     } catch (const sql::SQLException& e) {
       if (e.getErrorCode() != 1062) throw;
       if (inserted == Inserted::kNo) {
@@ -396,8 +397,11 @@ Result<std::vector<KeyRow>> MysqlStore::ListKeys(std::string_view after, size_t 
 
 Result<KeyRow> MysqlStore::SetStep(std::string_view key, int64_t step) {
   return pool_->Run<KeyRow>(kSession, "set step", [&](MysqlConn& c) -> Result<KeyRow> {
-    if (c.Execute(kSetStep, step, key) == 0)
-      return MakeError(ErrorCode::kUnknownKey, "no such key");
+    const bool found = c.Execute(kSetStep, step, key) > 0;
+    // A key missing from a group its shard has left may be in the new one:
+    // the guard's answer (retry) comes first.
+    if (auto refused = guard_.Admit(c, key)) return *refused;
+    if (!found) return MakeError(ErrorCode::kUnknownKey, "no such key");
     return SelectOne(c, key);
   });
 }

@@ -16,17 +16,28 @@
 // Timeouts: connect `connect_timeout_s`, each read/write `rw_timeout_s`, so a
 // dead or hung server is reported within seconds rather than hanging.
 //
+// Store groups: user seqs, a key's creation (CreateKey) and its step are
+// written only while their shard's lease row here is unsealed, checked in
+// their transaction (MysqlShardGuard); else kStoreUnavailable, nothing
+// written. Reservations and min seqs are fenced instead (ReserveFenced,
+// SetMinSeqs), and CreateKeys is not checked: it creates rows (max_id 1)
+// for a fenced reservation that follows, which stores nothing in a group
+// the shard has left; rows it leaves there are deleted with the shard's.
+//
 // Thread safety: all methods are safe to call concurrently. Calls block on
 // network I/O.
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "storage/mysql/mysql_pool.h"
+#include "storage/mysql/mysql_shard_guard.h"
 #include "storage/mysql/mysql_store_base.h"
 #include "storage/segment_store.h"
 
@@ -36,6 +47,9 @@ class MysqlStore final : public MysqlStoreBase<SegmentStore> {
  public:
   // On its own pool (from MysqlOptions) or a shared one.
   using MysqlStoreBase::MysqlStoreBase;
+  // One store group of `placement`'s, on `pool`.
+  MysqlStore(std::shared_ptr<MysqlPool> pool, std::shared_ptr<const StorePlacement> placement)
+      : MysqlStoreBase(std::move(pool)), guard_(std::move(placement)) {}
 
   // Parses mysql://user[:password]@host[:port]/database, or with several
   // hosts of one database (a Galera cluster's nodes) separated by commas,
@@ -118,6 +132,8 @@ class MysqlStore final : public MysqlStoreBase<SegmentStore> {
   // as read by EnsureSchema. Until then, and for a table that folds case
   // or pads spaces, each key's row is checked to be its own.
   std::atomic<bool> exact_tags_{false};
+  // Keeps the unfenced writes out of a group their shard left.
+  const MysqlShardGuard guard_;
 };
 
 }  // namespace seqd

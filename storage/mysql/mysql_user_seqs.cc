@@ -2,8 +2,9 @@
 // Leaf's leaf_alloc (which stays as it is), one row per (user,
 // conversation) with its min, max and read seq. Reads are one IN list per
 // kListMax conversations; a set is one multi-row upsert per kListMax of
-// them, all in one transaction. User ids and conversations compare byte
-// for byte. A COMMIT whose outcome is unknown is run again by the pool:
+// them, all in one transaction (with store groups, checked by the guard
+// before its COMMIT: MysqlShardGuard). User ids and conversations compare
+// byte for byte. A COMMIT whose outcome is unknown is run again by the pool:
 // setting the same values twice is harmless, and a raise is a raise.
 #include <cppconn/resultset.h>
 #include <cppconn/statement.h>
@@ -12,6 +13,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "storage/keyed_values.h"
 #include "storage/mysql/mysql_store.h"
@@ -95,6 +98,10 @@ Status MysqlStore::SetUserSeqs(std::string_view user, UserSeqField field, bool r
                             : "VALUES(" + column + ")";
           c.Update(sql);
         }
+        std::vector<std::string_view> convs;
+        convs.reserve(sorted.size());
+        for (const UserSeqValue* v : sorted) convs.push_back(v->conv);
+        if (auto refused = guard_.Admit(c, convs)) return *refused;
         c.Commit();
         return Ok{};
       });

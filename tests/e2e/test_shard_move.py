@@ -8,6 +8,11 @@ every acked message is in b at its seq, seqs have no hole, IDs of each key
 are unique and in real-time order, the shard's rows are gone from home and
 its home lease row is sealed. A second move is killed mid-copy and undone
 with `seqctl shard move S --undo`: b's copies are deleted and home serves on.
+Then, while a shard moves, writes that no lease fences (recalls, members,
+read seqs, conversations' min seqs, user seqs, new keys and their steps)
+and fenced key min seqs go to it through its owner and through an instance
+whose map stays stale after the switch: every acknowledged one must be in b
+afterwards.
 
 Usage: python3 tests/e2e/test_shard_move.py [-v]
 """
@@ -18,24 +23,16 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import free_port  # noqa: E402
 from lib.cluster import Instance, Workspace, shard_of  # noqa: E402
 from test_store_groups import (FLAGS, LEASE_MS, SHARDS, group_flags, request,  # noqa: E402
                                seqctl, wait_all_owned)
 from lib.mariadb import MariaDB  # noqa: E402
+from lib.shard_writes import (ShardWrites, check_lost, count_by_kind_and_port,  # noqa: E402
+                              names_in)
 
 MESSAGES = 1500   # messages of the moved shard before the move
 RATE = 400        # rows per second: the copy takes a few seconds
-
-
-def names_in(shard, prefix, n):
-    """`n` names PREFIXi that hash to `shard`."""
-    out, i = [], 0
-    while len(out) < n:
-        name = "%s%d" % (prefix, i)
-        if shard_of(name, SHARDS) == shard:
-            out.append(name)
-        i += 1
-    return out
 
 
 class Writer(threading.Thread):
@@ -110,8 +107,8 @@ class ShardMoveTest(unittest.TestCase):
 
     def fill(self, shard):
         """Rows of every kind for `shard`; returns (convs, keys)."""
-        convs = names_in(shard, "sg_mc", 3)
-        keys = names_in(shard, "sg_mk", 2) + names_in(shard, "seg_mk", 2)
+        convs = names_in(shard, SHARDS, "sg_mc", 3)
+        keys = names_in(shard, SHARDS, "sg_mk", 2) + names_in(shard, SHARDS, "seg_mk", 2)
         port = self.nodes[1].http_port
         for i in range(MESSAGES):
             for _ in range(20):  # a 503 while a shard changes hands: sent again
@@ -253,11 +250,70 @@ class ShardMoveTest(unittest.TestCase):
         self.assertEqual(len(after - before), 2, (before, after))
         # Each moved shard is served from b: an ID of a key in it.
         for shard in after - before:
-            key = names_in(shard, "seg_rb", 1)[0]
+            key = names_in(shard, SHARDS, "seg_rb", 1)[0]
             status, body = request(self.nodes[1].http_port, "GET", "/seq/%s" % key)
             self.assertEqual(status, 200, body)
             self.assertEqual(self.dbs[1].query(
                 "SELECT COUNT(*) FROM leaf_alloc WHERE biz_tag = '%s'" % key), [["1"]])
+
+    def home_shard_owned_by(self, node):
+        """A shard in the home group, with no move, that `node` owns."""
+        placed = {int(r[0]) for r in self.dbs[0].query("SELECT shard FROM seqd_shard_placement")}
+        status, body = request(node.http_port, "GET", "/admin/cluster")
+        self.assertEqual(status, 200, body)
+        for s in body["shard_map"]:
+            if s["owner"] == node.instance_id and s["shard"] not in placed:
+                return s["shard"]
+        self.fail("%s owns no shard of the home group" % node.name)
+
+    def test_4_unfenced_writes_survive_a_move(self):
+        # An instance whose advertised address is dead: the mover's nudge
+        # never reaches it, so its map stays stale after the switch until
+        # its next lease round (or until a write of it is refused).
+        stale = Instance("s4", self.dbs[0].url, LEASE_MS, self.ws.base,
+                         FLAGS + group_flags([db.url for db in self.dbs])
+                         + ["--advertise", "127.0.0.1:%d" % free_port()])
+        self.ws.on_cleanup(stale.kill)
+        time.sleep(LEASE_MS / 1000.0)  # it joins: shards move to it
+        wait_all_owned(stale)
+        owner = self.nodes[1]
+        shard = self.home_shard_owned_by(owner)
+        writes = ShardWrites(shard, SHARDS, "w4")
+        writes.setup(owner.http_port)
+        writes.start([owner.http_port, stale.http_port])
+        time.sleep(0.5)
+        status, body = request(owner.http_port, "POST", "/admin/placement/move",
+                               {"shard": shard, "to": "b", "rate": 0})
+        self.assertEqual(status, 202, body)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            m = request(owner.http_port, "GET", "/admin/placement")[1]["mover"]
+            self.assertNotEqual(m["phase"], "failed", m)
+            if not m["running"] and m["phase"] == "done":
+                break
+            time.sleep(0.05)
+        else:
+            self.fail("the move did not finish: %s" % m)
+        time.sleep(0.3)  # writes after the clean-up too
+        writes.stop()
+        lost = check_lost(writes.acked, writes.read_rows(self.dbs[1].query))
+        last = writes.last_refused
+        print("moved shard %d (pause %s ms); owner port %d, stale port %d; acked %s; "
+              "503s or no answer by port %s; the stale one's last 503 %s ms after the owner's; "
+              "lost %d by kind and port %s; first ones %s"
+              % (shard, m["pause_ms"], owner.http_port, stale.http_port, writes.counts(),
+                 writes.refused,
+                 round((last[stale.http_port] - last[owner.http_port]) * 1000)
+                 if len(last) == 2 else None,
+                 len(lost), count_by_kind_and_port(lost), lost[:5]))
+        self.assertEqual(lost, [], "acknowledged writes missing from the new group")
+        self.assertEqual(writes.unexpected, [])
+        self.assertTrue(all(n > 0 for n in writes.counts().values()), writes.counts())
+        self.assertEqual(self.rows_of(self.dbs[0], shard), [])
+        # Both instances refused writes in the sealed group (and retried).
+        for node in (owner, stale):
+            self.assertGreater(node.metrics().get("seqd_shard_move_writes_refused_total", 0), 0,
+                               node.name)
 
 
 if __name__ == "__main__":

@@ -72,8 +72,13 @@ class MariaDB:
         r = subprocess.run([self.script_path, action, self.dir], stdout=subprocess.PIPE,
                            stderr=self.err, text=True, timeout=120)
         if r.returncode != 0:
-            raise RuntimeError("scripts/mariadb.sh %s failed (%d); see %s" %
-                               (action, r.returncode, self.err.name))
+            # The log lives in the test's temporary directory, which is
+            # deleted with it: its tail goes into the error.
+            self.err.flush()
+            with open(self.err.name, "rb") as log:
+                tail = log.read()[-2000:].decode(errors="replace")
+            raise RuntimeError("scripts/mariadb.sh %s failed (%d); the end of %s:\n%s" %
+                               (action, r.returncode, self.err.name, tail))
         lines = r.stdout.strip().splitlines()
         return lines[-1] if lines else ""
 

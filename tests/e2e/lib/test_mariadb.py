@@ -106,6 +106,18 @@ class Server(unittest.TestCase):
             self.assertIn("starting", f.read())
 
 
+class FailedStart(unittest.TestCase):
+    def test_the_scripts_log_is_in_the_error(self):
+        # The log is deleted with the test's directory: a failed start must
+        # carry its reason in the exception.
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        script = executable(os.path.join(tmp.name, "mariadb.sh"),
+                            "#!/usr/bin/env bash\necho 'mariadb.sh: no free port' >&2\nexit 1\n")
+        with self.assertRaisesRegex(RuntimeError, "start failed .*\n.*no free port"):
+            mariadb.MariaDB(tmp.name, script=script)
+
+
 class Client(unittest.TestCase):
     def setUp(self):
         tmp = tempfile.TemporaryDirectory()
