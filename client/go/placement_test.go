@@ -35,23 +35,39 @@ func pushesOf(version *atomic.Int64) func(told int64) ([]byte, int64) {
 	}
 }
 
+// answerIDs answers PLACEMENT with *version and anything else with one ID.
+func answerIDs(version *atomic.Int64) func(op byte, p []byte) (Code, []byte) {
+	return func(op byte, p []byte) (Code, []byte) {
+		if op == opPlacement {
+			return CodeOK, binary.BigEndian.AppendUint64(nil, uint64(version.Load()))
+		}
+		return CodeOK, oneRangeAnswer(1, 1)
+	}
+}
+
 func TestPlacementVersionRecordsTheHighestPushed(t *testing.T) {
 	var version atomic.Int64
-	f := startFake(t, func(op byte, p []byte) (Code, []byte) { return CodeOK, oneRangeAnswer(1, 1) })
+	f := startFake(t, answerIDs(&version))
 	f.setPushes(pushesOf(&version))
 	var mu sync.Mutex
 	var seen []int64
-	c := newClient(t, Options{Endpoints: []string{f.addr()}, OnPlacementVersion: func(v int64) {
-		mu.Lock()
-		seen = append(seen, v)
-		mu.Unlock()
-	}})
+	c := newClient(t, Options{Endpoints: []string{f.addr()}, WatchPlacement: true,
+		OnPlacementVersion: func(v int64) {
+			mu.Lock()
+			seen = append(seen, v)
+			mu.Unlock()
+		}})
 	ctx := ctxT(t, 5*time.Second)
 	if _, err := c.NextIDs(ctx, "k", 1); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.PlacementVersion(); got != 0 {
 		t.Fatalf("PlacementVersion = %d before any push, want 0", got)
+	}
+	// The connection asked first: PLACEMENT with version 0, then the call.
+	if reqs := f.requests(); len(reqs) < 2 || reqs[0].op != opPlacement ||
+		binary.BigEndian.Uint64(reqs[0].payload) != 0 || reqs[1].op != opNextIDs {
+		t.Fatalf("requests %v, want PLACEMENT(0) first", reqs)
 	}
 	for _, v := range []int64{5, 9} {
 		version.Store(v)
@@ -87,6 +103,9 @@ func TestPlacementRiseRefreshesTheShardMap(t *testing.T) {
 	var maps atomic.Int32
 	var addr atomic.Value
 	f := startFake(t, func(op byte, p []byte) (Code, []byte) {
+		if op == opPlacement {
+			return CodeOK, binary.BigEndian.AppendUint64(nil, 0)
+		}
 		if op == opClusterMap { // one member, this server, owning the 4 shards
 			maps.Add(1)
 			var e enc
@@ -136,5 +155,48 @@ func TestPlacementRiseRefreshesTheShardMap(t *testing.T) {
 	waitMaps(2)
 	if got := c.PlacementVersion(); got != 3 {
 		t.Fatalf("PlacementVersion = %d, want 3", got)
+	}
+}
+
+func TestPlacementNotWatchedAsksNothing(t *testing.T) {
+	var version atomic.Int64
+	version.Store(5)
+	f := startFake(t, answerIDs(&version))
+	c := newClient(t, Options{Endpoints: []string{f.addr()}})
+	ctx := ctxT(t, 5*time.Second)
+	for i := 0; i < 3; i++ {
+		if _, err := c.NextIDs(ctx, "k", 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range f.requests() {
+		if r.op != opNextIDs {
+			t.Fatalf("request op %#x from a client that does not watch the placement", r.op)
+		}
+	}
+	if got := c.PlacementVersion(); got != 0 {
+		t.Fatalf("PlacementVersion = %d, want 0", got)
+	}
+}
+
+func TestPlacementAnsweredUnknownOpcodeIsIgnored(t *testing.T) {
+	f := startFake(t, func(op byte, p []byte) (Code, []byte) {
+		if op == opPlacement {
+			return CodeUnknownOpcode, nil // a server before the op
+		}
+		return CodeOK, oneRangeAnswer(1, 1)
+	})
+	c := newClient(t, Options{Endpoints: []string{f.addr()}, WatchPlacement: true})
+	ctx := ctxT(t, 5*time.Second)
+	for i := 0; i < 3; i++ {
+		if _, err := c.NextIDs(ctx, "k", 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := c.PlacementVersion(); got != 0 {
+		t.Fatalf("PlacementVersion = %d, want 0", got)
+	}
+	if m := c.Metrics(); m.ConnectionsLost != 0 || m.Reconnects != 0 {
+		t.Fatalf("metrics %+v: the connection should stay", m)
 	}
 }

@@ -62,6 +62,9 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
   // options.max_attempts, or the largest int for 0 (no cap: the call's
   // deadline ends its retries).
   const int attempt_cap;
+  // Every connection asks for placement pushes (ClientOptions::
+  // watch_placement, or what implies it).
+  const bool watch_placement;
   std::shared_ptr<asio::ssl::context> tls_context;  // options.tls only
   // Grows (never shrinks) as the shard map names owners not given in
   // options.endpoints: index it, never keep references across handlers.

@@ -46,9 +46,10 @@ constexpr std::array<BinaryOpRow, 28> kRows = {{
     // Any token: clients that route by themselves need the map.
     {Op(proto::kOpClusterMap), "CLUSTER_MAP", "cluster_map", std::nullopt},
     {Op(proto::kOpClusterNudge), "CLUSTER_NUDGE", "cluster_map", Permission::kCluster},
-    // Sent by instances to each other: a newer version makes this one read
-    // the placement (a database read), so only peers may.
-    {Op(proto::kOpPlacement), "PLACEMENT", "cluster_map", Permission::kCluster},
+    // Any token: a client asks for the pushes with it. The version it
+    // tells counts only from peers (the cluster scope): a newer one makes
+    // this instance read the placement (binary_dispatcher.cc).
+    {Op(proto::kOpPlacement), "PLACEMENT", "cluster_map", std::nullopt},
 }};
 
 constexpr bool InOpcodeOrder() {

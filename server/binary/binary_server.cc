@@ -390,15 +390,17 @@ class Session final : public ListenedSession,
                      [self = shared_from_this()](error_code ec, size_t) { self->OnWrite(ec); });
   }
 
-  // Store groups: the answers about to go out are preceded by a PLACEMENT
-  // push when the instance's version rose above the last one this
-  // connection was told (one atomic load per write otherwise), so a client
-  // holding an answer knows a version at least as new as the one the
-  // instance held when it answered.
+  // Store groups: on a connection that asked for them (PLACEMENT), the
+  // answers about to go out are preceded by a PLACEMENT push when the
+  // instance's version rose above the last one the connection was told
+  // (one atomic load per write otherwise), so a client holding an answer
+  // knows a version at least as new as the one the instance held when it
+  // answered.
   void AnnouncePlacement() {
+    if (!placement_pushes || closing_) return;
     const int64_t version = server_->placement->version();
-    if (version <= told_placement_ || closing_) return;
-    told_placement_ = version;
+    if (version <= placement_told) return;
+    placement_told = version;
     std::string push;
     proto::AppendPlacementPush(push, version);
     out_.insert(0, push);
@@ -567,8 +569,7 @@ class Session final : public ListenedSession,
   SteadyClock::time_point partial_since_{};  // when the partial frame's bytes began
   SteadyClock::time_point write_started_{};  // of the write in flight
   size_t discarded_ = 0;
-  int64_t told_placement_ = 0;  // the placement version this connection was pushed
-  bool partial_ = false;        // a frame has begun and is not whole yet
+  bool partial_ = false;  // a frame has begun and is not whole yet
 
   bool reading_ = false;        // an async_read_some is in flight
   bool writing_ = false;        // an async_write is in flight (what SendNow could not send)

@@ -1,9 +1,10 @@
 // Store groups in the client library (docs/cluster.md, "Store groups"):
-// the placement version servers push is recorded (PlacementVersion(),
-// on_placement_version), a rise refreshes the shard map of a client that
-// routes by shard, and ClientOptions::placement_version is told to each
-// connection once per rise, ahead of the request that follows it. Against
-// the fake server.
+// with watch_placement each connection asks for the placement version's
+// pushes, which are recorded (PlacementVersion(), on_placement_version); a
+// rise refreshes the shard map of a client that routes by shard;
+// ClientOptions::placement_version is told to each connection once per
+// rise, ahead of the request that follows it; a client that does not watch
+// sends nothing new. Against the fake server.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -52,6 +53,7 @@ TEST_CASE("placement: the client records the highest version a server pushes bef
   std::mutex mu;
   std::vector<int64_t> seen;  // on_placement_version's calls
   ClientOptions options = QuickRetryOptions({server.endpoint()});
+  options.watch_placement = true;
   options.on_placement_version = [&](int64_t v) {
     std::lock_guard<std::mutex> lock(mu);
     seen.push_back(v);
@@ -96,6 +98,7 @@ TEST_CASE("placement: the client records the highest version a server pushes bef
   FakeServer behind(FakeOptions{.store_groups = true});
   behind.placement = 7;
   ClientOptions two = QuickRetryOptions({behind.endpoint()});
+  two.watch_placement = true;
   Client other(two);
   REQUIRE(other.NextIds("k", 1).ok());
   CHECK(other.PlacementVersion() == 7);
@@ -128,12 +131,14 @@ TEST_CASE("placement: placement_version is told to each connection once per rise
   options.placement_version = [&] { return mine.load(); };
   Client client(options);
   REQUIRE(client.NextIds("k", 1).ok());
-  CHECK(Told(server).empty());  // 0: nothing to tell
+  // The connection asked for the pushes first (telling 0: nothing yet).
+  CHECK(Told(server) == std::vector<int64_t>{0});
+  CHECK(server.Received().front().first == kPlacement);
 
   mine = 4;
   REQUIRE(client.NextIds("k", 1).ok());
   REQUIRE(client.NextIds("k", 1).ok());
-  CHECK(Told(server) == std::vector<int64_t>{4});
+  CHECK(Told(server) == std::vector<int64_t>{0, 4});
   // Told ahead of the request that followed the rise.
   const auto received = server.Received();
   size_t told_at = 0;
@@ -145,8 +150,17 @@ TEST_CASE("placement: placement_version is told to each connection once per rise
 
   mine = 6;
   REQUIRE(client.Ping().ok());
-  CHECK(Told(server) == std::vector<int64_t>{4, 6});
+  CHECK(Told(server) == std::vector<int64_t>{0, 4, 6});
   CHECK(client.PlacementVersion() == 11);  // the server's own, pushed and answered
+}
+
+TEST_CASE("placement: a client that does not watch the placement asks nothing and hears nothing") {
+  FakeServer server(FakeOptions{.store_groups = true});
+  server.placement = 5;
+  Client client(QuickRetryOptions({server.endpoint()}));
+  for (int i = 0; i < 3; ++i) REQUIRE(client.NextIds("k", 1).ok());
+  for (const auto& [opcode, version] : server.Received()) CHECK(opcode == kNextIds);
+  CHECK(client.PlacementVersion() == 0);  // pushed only to connections that asked
 }
 
 TEST_CASE("placement: a server without PLACEMENT answers it UNKNOWN_OPCODE and calls go on") {

@@ -40,10 +40,10 @@ struct FakeOptions {
   bool snowflake_short = false;     // answer SNOWFLAKE with one ID fewer than asked
   bool snowflake_unsorted = false;  // answer SNOWFLAKE with its IDs in descending order
   uint16_t port = 0;                // listen on this port (0: any free one)
-  // Store groups: push FakeServer::placement before the next answer on each
-  // connection when it rose (as seqd does), and answer PLACEMENT requests
-  // with it; off: PLACEMENT and CLUSTER_MAP are unknown opcodes (a server
-  // without them).
+  // Store groups: answer PLACEMENT with FakeServer::placement and, on a
+  // connection that sent it, push it before the next answer when it rose
+  // (as seqd does); off: PLACEMENT and CLUSTER_MAP are unknown opcodes (a
+  // server before them).
   bool store_groups = false;
 };
 
@@ -101,7 +101,8 @@ class FakeServer {
     std::vector<std::string> held;
     int outstanding = 0;
     bool seen_frame = false;
-    int64_t told_placement = 0;  // pushed on this connection
+    bool placement_pushes = false;  // the connection sent PLACEMENT
+    int64_t told_placement = 0;     // pushed or answered on this connection
     char buf[8192];
   };
 
@@ -152,7 +153,9 @@ class FakeServer {
       }
       bool answer = true;
       if (options_.store_groups && f.opcode == static_cast<uint8_t>(proto::kOpPlacement)) {
-        proto::AppendOkPlacement(frame_out, f.request_id, placement.load());
+        c->placement_pushes = true;
+        c->told_placement = std::max(c->told_placement, placement.load());
+        proto::AppendOkPlacement(frame_out, f.request_id, c->told_placement);
       } else if (options_.store_groups && f.opcode == static_cast<uint8_t>(proto::kOpClusterMap)) {
         ++cluster_map_requests;
         proto::ClusterMapWire map;
@@ -262,7 +265,7 @@ class FakeServer {
     --c->outstanding;
     c->out += std::exchange(raw_pushes_, std::string());
     const int64_t version = placement.load();
-    if (options_.store_groups && version > c->told_placement) {
+    if (c->placement_pushes && version > c->told_placement) {
       c->told_placement = version;
       proto::AppendPlacementPush(c->out, version);
     }

@@ -1,5 +1,5 @@
-// client_placement_driver: one seqd::client::Client kept open while a
-// test changes the store groups' placement, for
+// client_placement_driver: one seqd::client::Client (watch_placement) kept
+// open while a test changes the store groups' placement, for
 // tests/e2e/test_store_groups.py. Commands on stdin, one a line, each
 // answered by one line on stdout:
 //   next KEY   NextIds(KEY, 1): "ids FIRST placement V" or "error CODE MESSAGE"
@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   seqd::client::ClientOptions options;
   options.endpoints.assign(argv + 1, argv + argc);
   options.call_deadline = std::chrono::seconds(5);
+  options.watch_placement = true;
   seqd::client::Client client(options);
   std::string line;
   while (std::getline(std::cin, line)) {

@@ -1,18 +1,28 @@
 // Store groups over the binary protocol (docs/protocol.md, "Cluster ops"):
-// answers are preceded by a PLACEMENT push once the instance's placement
-// version rose, and a peer's PLACEMENT request is heard and answered with
-// this instance's version. Real loopback sockets, a fake placement.
+// on a connection that asked (PLACEMENT), answers are preceded by a
+// PLACEMENT push once the instance's placement version rose; a peer's
+// PLACEMENT is heard (only from a token with the cluster scope) and
+// answered with this instance's version. Real loopback sockets (and the
+// dispatcher alone for tokens), a fake placement.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <fstream>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "proto/cluster_codec.h"
 #include "proto/message_codec.h"
+#include "server/auth/access.h"
+#include "server/auth/authenticator.h"
 #include "server/binary/binary_server.h"
 #include "tests/unit/binary_test_client.h"
+#include "tests/unit/dispatcher_fixture.h"
 #include "tests/unit/fake_placement.h"
+#include "tests/unit/string_connection.h"
 
 using namespace seqd;
 using namespace seqd::nettest;
@@ -84,36 +94,43 @@ std::string PlacementRequest(uint32_t id, int64_t version) {
 
 }  // namespace
 
-TEST_CASE("binary: answers are preceded by a PLACEMENT push once the placement version rose") {
+TEST_CASE("binary: a connection that asked (PLACEMENT) gets a push before answers once it rose") {
   World w;
   REQUIRE(w.listening);
   REQUIRE(w.mem.CreateKey("k", 100, "").ok());
   Client a(w.server.port());
   REQUIRE(a.connected());
+  w.front.placement.current = 7;
 
-  // Version 0 (no change yet): nothing is pushed.
+  // Not asked: no push, whatever the version.
   auto frames = a.Exchange(binarytest::Ping(1, "x"));
   REQUIRE(frames.size() == 1);
 
-  // It rose: the next answer comes after one push, the one after that alone.
-  w.front.placement.current = 7;
-  frames = a.Exchange(binarytest::NextIds(2, "k", 1));
-  REQUIRE(frames.size() == 2);
-  CHECK(PushedVersion(frames[0]) == 7);
-  CHECK(frames[1].ranges().size() == 1);
-  frames = a.Exchange(binarytest::Ping(3, "x"));
+  // Asked: the answer carries 7; nothing is pushed until it rises.
+  frames = a.Exchange(PlacementRequest(2, 0));
+  REQUIRE(frames.size() == 1);
+  CHECK(proto::ParsePlacementVersion(frames[0].result()) == 7);
+  frames = a.Exchange(binarytest::NextIds(3, "k", 1));
   CHECK(frames.size() == 1);
 
-  // A new connection is told before its first answer.
+  // It rose: the next answer comes after one push, the one after that alone.
+  w.front.placement.current = 9;
+  frames = a.Exchange(binarytest::NextIds(4, "k", 1));
+  REQUIRE(frames.size() == 2);
+  CHECK(PushedVersion(frames[0]) == 9);
+  CHECK(frames[1].ranges().size() == 1);
+  frames = a.Exchange(binarytest::Ping(5, "x"));
+  CHECK(frames.size() == 1);
+
+  // Another connection that never asked hears nothing.
   Client b(w.server.port());
   REQUIRE(b.connected());
   frames = b.Exchange(binarytest::Ping(1, "y"));
-  REQUIRE(frames.size() == 2);
-  CHECK(PushedVersion(frames[0]) == 7);
+  CHECK(frames.size() == 1);
 
   // Pipelined requests after a rise: one push, ahead of all their answers.
-  w.front.placement.current = 9;
-  std::string batch = binarytest::Ping(4, "p") + binarytest::NextIds(5, "k", 2);
+  w.front.placement.current = 11;
+  std::string batch = binarytest::Ping(6, "p") + binarytest::NextIds(7, "k", 2);
   a.Send(batch);
   std::vector<binarytest::Frame> got;
   while (got.size() < 3) {
@@ -121,10 +138,11 @@ TEST_CASE("binary: answers are preceded by a PLACEMENT push once the placement v
     REQUIRE(f);
     got.push_back(*f);
   }
-  CHECK(PushedVersion(got[0]) == 9);
+  CHECK(PushedVersion(got[0]) == 11);
   CHECK_FALSE(PushedVersion(got[1]));
   CHECK_FALSE(PushedVersion(got[2]));
   CHECK_FALSE(a.Read(100ms));  // nothing more
+  CHECK_FALSE(b.Read(100ms));
 }
 
 TEST_CASE("binary: a peer's PLACEMENT is heard and answered with this instance's version") {
@@ -134,12 +152,11 @@ TEST_CASE("binary: a peer's PLACEMENT is heard and answered with this instance's
   Client c(w.server.port());
   REQUIRE(c.connected());
   auto frames = c.Exchange(PlacementRequest(1, 12));
-  REQUIRE(frames.size() == 2);  // the push (4), then the answer
-  CHECK(PushedVersion(frames[0]) == 4);
-  CHECK(frames[1].opcode == static_cast<uint8_t>(proto::kOpPlacement));
-  CHECK(frames[1].flags == proto::kFlagResponse);
-  CHECK(proto::ParsePlacementVersion(frames[1].result()) == 4);
-  CHECK(w.front.placement.heard() == std::vector<int64_t>{12});
+  REQUIRE(frames.size() == 1);  // the answer carries 4: no push
+  CHECK(frames[0].opcode == static_cast<uint8_t>(proto::kOpPlacement));
+  CHECK(frames[0].flags == proto::kFlagResponse);
+  CHECK(proto::ParsePlacementVersion(frames[0].result()) == 4);
+  CHECK(w.front.placement.heard() == std::vector<int64_t>{12});  // open: any connection is a peer
 
   // A payload that is not one i64 >= 0: INVALID_ARGUMENT, nothing heard,
   // the connection stays.
@@ -153,11 +170,64 @@ TEST_CASE("binary: a peer's PLACEMENT is heard and answered with this instance's
   CHECK(c.Exchange(binarytest::Ping(4, "still")).back().result() == "still");
 }
 
-TEST_CASE("binary: without cluster mode PLACEMENT is an unknown opcode and nothing is pushed") {
+TEST_CASE("binary: without store groups PLACEMENT is answered 0 and nothing is ever pushed") {
   binarytest::ServerFixture f;
   REQUIRE(f.listening);
-  binarytest::Client c(f.server.port());
+  Client c(f.server.port());
   REQUIRE(c.connected());
-  binarytest::Frame r = binarytest::RoundTrip(c, PlacementRequest(1, 3));
-  CHECK(r.status() == WireStatus::kUnknownOpcode);
+  auto frames = c.Exchange(PlacementRequest(1, 3));
+  REQUIRE(frames.size() == 1);
+  CHECK(proto::ParsePlacementVersion(frames[0].result()) == 0);
+  CHECK(c.Exchange(binarytest::Ping(2, "x")).size() == 1);
+}
+
+namespace {
+
+struct TokensFile {
+  std::string path = "/tmp/seqd_placement_test_" + std::to_string(::getpid()) + ".tokens";
+  explicit TokensFile(const std::string& text) { std::ofstream(path, std::ios::trunc) << text; }
+  ~TokensFile() { std::remove(path.c_str()); }
+};
+
+std::string TokenLine(const std::string& id, const std::string& secret, const std::string& scopes) {
+  return id + " " + DigestHex(Sha256(secret)) + " " + scopes + "\n";
+}
+
+}  // namespace
+
+TEST_CASE("binary: with tokens, PLACEMENT is heard from a peer's token only, answered to any") {
+  TokensFile file(TokenLine("peer", "p-secret", "cluster") + TokenLine("app", "a-secret", "ids:*"));
+  auto auth = Authenticator::FromFile(file.path);
+  REQUIRE(auth.ok());
+  DispatcherFixture<StringConnection> f;
+  FakePlacement placement;
+  placement.current = 4;
+  TestServices services(f.store, f.db, f.allocator, {.placement = &placement});
+  BinaryDispatcher dispatcher(services, BinaryDispatchLimits{});
+  auto ask = [&](const std::string& secret, int64_t told) {
+    StringConnection c(dispatcher);
+    c.access() = IdentifyBy(auth->get(), secret, "binary", "127.0.0.1:1");
+    std::string frame;
+    proto::AppendPlacementRequest(frame, 1, told);
+    dispatcher.Handle(proto::DecodeFrame(frame).frame, c);
+    const proto::DecodeResult r = proto::DecodeServerFrame(c.out());
+    REQUIRE(r.state == proto::DecodeState::kFrame);
+    auto resp = proto::ParseResponse(r.frame.payload);
+    REQUIRE(resp);
+    return std::make_pair(resp->status, c.placement_pushes);
+  };
+  // An application's token: answered (and pushed to), its version ignored.
+  auto [app_status, app_pushes] = ask("a-secret", 50);
+  CHECK(app_status == proto::Status::kOk);
+  CHECK(app_pushes);
+  CHECK(placement.heard().empty());
+  // A peer's token: heard.
+  auto [peer_status, peer_pushes] = ask("p-secret", 60);
+  CHECK(peer_status == proto::Status::kOk);
+  CHECK(placement.heard() == std::vector<int64_t>{60});
+  // No token: UNAUTHENTICATED, nothing asked for.
+  auto [none_status, none_pushes] = ask("", 70);
+  CHECK(none_status == proto::Status::kUnauthenticated);
+  CHECK_FALSE(none_pushes);
+  CHECK(placement.heard() == std::vector<int64_t>{60});
 }
