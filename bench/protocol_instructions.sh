@@ -12,13 +12,19 @@
 # Background timers (leases, metrics) and how often a read finds the next
 # request already there vary from run to run (±5% on one binary at
 # N=20000), so each figure is the median of REPEAT (3) such differences.
+# STORE (default: a fresh SQLite file per run) and SEQD_ARGS (extra flags)
+# run another setup, e.g. a cluster with store groups on MariaDB:
+#   STORE=mysql://... SEQD_ARGS='--cluster --cluster-lease-ms 60000
+#     --store-group home=mysql://.../a --store-group b=mysql://.../b'
+# PROTOS (default "http binary resp") picks the protocols.
 #
 #   REPEAT=3 bench/protocol_instructions.sh OLD_SEQD NEW_SEQD [N]   (N: 20000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[[ $# -ge 2 ]] || { sed -n '2,15p' "$0"; exit 2; }
+[[ $# -ge 2 ]] || { sed -n '2,21p' "$0"; exit 2; }
 A=$1 B=$2 N=${3:-20000}
 REPEAT=${REPEAT:-3}
+PROTOS=${PROTOS:-http binary resp}
 command -v valgrind >/dev/null || { echo "protocol_instructions: needs valgrind" >&2; exit 2; }
 
 WORK=$(mktemp -d /tmp/seqd-pi.XXXXXX)
@@ -75,9 +81,10 @@ instructions() {
   local bin=$1 proto=$2 count=$3 http tcp resp out=$WORK/cg.out
   http=$(free_port) tcp=$(free_port) resp=$(free_port)
   rm -f "$WORK"/*.db* "$out"
-  valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" --store "sqlite:$WORK/pi.db" \
+  # shellcheck disable=SC2086 # SEQD_ARGS: several flags
+  valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" --store "${STORE:-sqlite:$WORK/pi.db}" \
     --http-port "$http" --tcp-port "$tcp" --resp-port "$resp" --threads 1 --log-level error \
-    >"$WORK/seqd.log" 2>&1 &
+    ${SEQD_ARGS:-} >"$WORK/seqd.log" 2>&1 &
   PID=$!
   for _ in $(seq 600); do curl -sf "localhost:$http/healthz" >/dev/null && break; sleep 0.1; done
   curl -sf -X POST "localhost:$http/admin/keys" -H 'Content-Type: application/json' \
@@ -103,7 +110,7 @@ per_request() {
 }
 
 printf '%-8s %14s %14s %8s\n' proto 'A instr/req' 'B instr/req' 'B/A'
-for proto in http binary resp; do
+for proto in $PROTOS; do
   a=$(per_request "$A" "$proto")
   b=$(per_request "$B" "$proto")
   python3 -c "print('%-8s %14d %14d %8.3f' % ('$proto', $a, $b, $b / $a))"

@@ -1,5 +1,6 @@
 #include "proto/cluster_codec.h"
 
+#include "proto/message_codec.h"
 #include "proto/wire_io.h"
 
 namespace seqd::proto {
@@ -7,6 +8,7 @@ namespace {
 
 using wire::Put16;
 using wire::Put32;
+using wire::Put64;
 using wire::PutStr16;
 using wire::Reader;
 
@@ -52,6 +54,39 @@ std::optional<ClusterMapWire> ParseClusterMapResult(std::string_view result) {
   }
   if (!r.done()) return std::nullopt;
   return map;
+}
+
+namespace {
+
+// status OK, then the version.
+std::string OkVersion(int64_t version) {
+  std::string payload;
+  Put16(payload, 0);
+  Put64(payload, version);
+  return payload;
+}
+
+}  // namespace
+
+void AppendPlacementPush(std::string& out, int64_t version) {
+  AppendFrame(out, kOpPlacement, kFlagResponse | kFlagPush, 0, OkVersion(version));
+}
+
+void AppendPlacementRequest(std::string& out, uint32_t request_id, int64_t version) {
+  std::string payload;
+  Put64(payload, version);
+  AppendFrame(out, kOpPlacement, 0, request_id, payload);
+}
+
+void AppendOkPlacement(std::string& out, uint32_t request_id, int64_t version) {
+  AppendFrame(out, kOpPlacement, kFlagResponse, request_id, OkVersion(version));
+}
+
+std::optional<int64_t> ParsePlacementVersion(std::string_view bytes) {
+  Reader r(bytes);
+  const int64_t version = r.I64();
+  if (!r.done() || version < 0) return std::nullopt;
+  return version;
 }
 
 }  // namespace seqd::proto

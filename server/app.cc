@@ -396,7 +396,10 @@ Status App::JoinCluster(Parts& p, Security& security) {
       [peers = &*p.peers](const std::string& address, std::function<void()> answered) {
         peers->Nudge(address, std::move(answered));
       });
-  if (p.stores.grouped_leases != nullptr) BuildShardMover(p);
+  if (p.stores.grouped_leases != nullptr) {
+    WatchPlacement(p);
+    BuildShardMover(p);
+  }
   if (p.stores.placement) {
     // A write refused in a group its shard left: the placement is read
     // again at a round soon, so the caller's retry goes to the new group.
@@ -408,6 +411,24 @@ Status App::JoinCluster(Parts& p, Security& security) {
     });
   }
   return OkStatus();
+}
+
+// Store groups: the node reads the placement when its poll says so, and
+// sooner when a peer tells a newer version (PeerClients hears it in their
+// replies, the binary listener in their requests, the mover in its own
+// changes); every request to a peer tells it this instance's version; the
+// gauge follows the version read.
+void App::WatchPlacement(Parts& p) {
+  const StorePlacement* placement = p.stores.placement.get();
+  GroupedShardLeaseStore* leases = p.stores.grouped_leases;
+  ClusterNode* node = p.cluster.get();
+  node->SetPlacementReader(PlacementReader{[leases] { return leases->RefreshPlacement(); },
+                                           [placement] { return placement->version(); }});
+  node->SetRoundHook([metrics = &*p.cluster_metrics, placement] {
+    metrics->PlacementVersion(placement->version());
+  });
+  p.peers->SetPlacement(PeerPlacement{[placement] { return placement->version(); },
+                                      [node](int64_t version) { node->HeardPlacement(version); }});
 }
 
 // Store groups: the shard mover on each group's stores; a placement change
@@ -423,6 +444,7 @@ void App::BuildShardMover(Parts& p) {
   options.lease = std::chrono::milliseconds(p.config.cluster_lease_ms);
   options.max_drift = p.cluster->max_drift();
   options.metrics = &*p.cluster_metrics;
+  options.heard = [node = p.cluster.get()](int64_t version) { node->HeardPlacement(version); };
   options.nudge_all = [cluster = p.cluster.get(), peers = &*p.peers] {
     cluster->Nudge();
     const auto snap = cluster->snapshot();

@@ -49,6 +49,7 @@ class App {
   static Status OpenStorage(Parts& p);
   static Status JoinCluster(Parts& p, Security& security);
   static void BuildShardMover(Parts& p);
+  static void WatchPlacement(Parts& p);
   static void BuildServices(Parts& p);
   static void WatchServices(Parts& p);
   static Status OpenListeners(Parts& p, const Security& security);

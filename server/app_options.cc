@@ -176,6 +176,7 @@ ClusterNodeOptions ToClusterOptions(const Config& c) {
   o.instance = HostName().substr(0, 64) + "-" + std::to_string(::getpid()) + "-" + suffix;
   o.shards = static_cast<uint32_t>(c.cluster_shards);
   o.timing.lease = std::chrono::milliseconds(c.cluster_lease_ms);
+  o.placement_poll = std::chrono::milliseconds(c.placement_poll_ms);
   return o;
 }
 

@@ -45,11 +45,7 @@ Status GroupedShardLeaseStore::RefreshPlacement() {
 }
 
 Result<std::vector<ShardLeaseRow>> GroupedShardLeaseStore::ReadLeases() {
-  // An unknown group's name is logged by the caller's error path only once
-  // the map itself cannot be read; its shards are left out below.
-  if (Status s = RefreshPlacement(); !s && s.error().code != ErrorCode::kFailedPrecondition) {
-    return s.error();
-  }
+  // Shards of a group unknown here are left out below.
   return RowsPlacedHere([](ShardLeaseStore& group) { return group.ReadLeases(); });
 }
 

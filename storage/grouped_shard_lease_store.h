@@ -2,10 +2,12 @@
 // "Store groups"): each shard's lease row is the one in the group the
 // placement puts it in; the members live in the home group (index 0).
 //
-// ReadLeases() first reads the placement version in the home group (one
-// small SELECT per lease round) and the whole map only when it changed, and
-// applies it to the shared StorePlacement, so every store call of the
-// process follows the same map the leases were read under.
+// RefreshPlacement() reads the placement version in the home group (one
+// small SELECT) and the whole map only when it changed, and applies it to
+// the shared StorePlacement, so every store call of the process follows
+// the same map; the cluster node calls it before each lease round that
+// should read it (server/cluster/placement_poll.h), so a round's leases are
+// read under the map it read.
 //
 // A group that does not answer costs only its own shards: RenewAll and
 // ReadLeases return the rows of the groups that answered (an error only

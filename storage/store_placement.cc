@@ -79,15 +79,11 @@ Status StorePlacement::Apply(PlacementMap map) {
   }
   index_ = std::move(next);
   map_ = std::make_shared<PlacementMap>(std::move(map));
+  version_.store(map_->version, std::memory_order_release);
   if (unknown.empty()) return OkStatus();
   return MakeError(ErrorCode::kFailedPrecondition,
                    "the placement names store group '" + unknown +
                        "', which this instance was not configured with (--store-group)");
-}
-
-int64_t StorePlacement::version() const {
-  MutexLock lock(mu_);
-  return map_->version;
 }
 
 std::shared_ptr<const PlacementMap> StorePlacement::map() const {

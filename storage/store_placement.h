@@ -6,9 +6,11 @@
 // configured), which also holds every shard without a placement row.
 //
 // Thread safety: every method is safe from any thread; reads take a short
-// lock and copy nothing but a shared pointer.
+// lock and copy nothing but a shared pointer, but version(), one atomic
+// load (the listeners read it for every answer they send).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -76,7 +78,8 @@ class StorePlacement {
   // and their calls fail) and returned as an error message for the log;
   // Ok otherwise.
   Status Apply(PlacementMap map) EXCLUDES(mu_);
-  int64_t version() const EXCLUDES(mu_);
+  // The version of the map last applied.
+  int64_t version() const { return version_.load(std::memory_order_acquire); }
   // The map last applied.
   std::shared_ptr<const PlacementMap> map() const EXCLUDES(mu_);
 
@@ -102,6 +105,7 @@ class StorePlacement {
   std::shared_ptr<const Index> index_ GUARDED_BY(mu_);
   std::shared_ptr<const PlacementMap> map_ GUARDED_BY(mu_);
   std::shared_ptr<const std::function<void()>> stale_hook_ GUARDED_BY(mu_);
+  std::atomic<int64_t> version_{0};  // map_->version, stored after map_
 };
 
 }  // namespace seqd

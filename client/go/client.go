@@ -91,7 +91,15 @@ type Options struct {
 	// RouteByShard: cluster mode (docs/cluster.md): send keyed calls
 	// straight to the key's owner as the shard map says, with NO_FORWARD;
 	// on WRONG_OWNER fetch the map again and retry the ordinary way.
+	// Implies WatchPlacement (a rise of the placement version refreshes the
+	// map too).
 	RouteByShard bool
+	// WatchPlacement: store groups (docs/cluster.md): every connection asks
+	// for the placement version (op PLACEMENT, after AUTH), which servers
+	// with store groups then tell again before their first answer after it
+	// rose (Client.PlacementVersion). A server before the op answers it
+	// UNKNOWN_OPCODE (ignored). Off: no frame is added.
+	WatchPlacement bool
 	// Prefetch: local prefetch batch size per key for NextID (and
 	// NextIDs(key, 1)), 0 = off (the default). See NextID.
 	Prefetch int
@@ -126,6 +134,11 @@ type Options struct {
 	// must not block. (Also logged at Warn and counted in
 	// Metrics.Failovers.)
 	OnFailover func(FailoverEvent)
+	// OnPlacementVersion, when set, is called with each placement version
+	// (store groups: docs/cluster.md) a server tells above every one told
+	// before (see Client.PlacementVersion; WatchPlacement), on a
+	// connection's reader goroutine. It must not block.
+	OnPlacementVersion func(version int64)
 }
 
 // Client is a seqd client. Safe for concurrent use by many goroutines.
@@ -161,6 +174,8 @@ type Client struct {
 	extras sync.Map
 
 	counters counters // Metrics
+
+	placementVersion atomic.Int64 // PlacementVersion
 }
 
 var roundRobin atomic.Uint32

@@ -86,6 +86,16 @@ func (c *Client) dial(ctx context.Context, ep *endpoint, pooled bool, onPush fun
 			return nil, err
 		}
 	}
+	if c.opts.WatchPlacement || c.opts.RouteByShard {
+		if err := askPlacement(dctx, nc); err != nil {
+			nc.Close()
+			if ctx.Err() != nil {
+				return nil, ctxError(ctx, "PLACEMENT to "+ep.addr)
+			}
+			c.markDown(ep)
+			return nil, errorf(CodeUnavailable, "PLACEMENT to %s: %v", ep.addr, netReason(err))
+		}
+	}
 	cn := &conn{c: c, ep: ep, pooled: pooled, nc: nc, onPush: onPush, onClose: onClose,
 		done: make(chan struct{}),
 		kick: make(chan struct{}, 1)}
@@ -156,6 +166,20 @@ func authenticate(ctx context.Context, nc net.Conn, token string) error {
 		return err
 	}
 	return nil
+}
+
+// askPlacement writes PLACEMENT (version 0) on a new connection: the
+// server pushes its placement version on it from then on. The answer is
+// read by the connection's reader (notePlacement).
+func askPlacement(ctx context.Context, nc net.Conn) error {
+	if dl, ok := ctx.Deadline(); ok {
+		nc.SetWriteDeadline(dl)
+		defer nc.SetWriteDeadline(time.Time{})
+	}
+	frame := appendHeader(nil, opPlacement, 0, placementRequestID, 8)
+	frame = binary.BigEndian.AppendUint64(frame, 0)
+	_, err := nc.Write(frame)
+	return err
 }
 
 // parseResponse splits an answer's payload: the OK result, or an *Error.
@@ -465,6 +489,10 @@ func (cn *conn) readLoop() {
 		case f.flags != flagResponse && f.flags != flagResponse|flagPush:
 			cn.fail(errorf(CodeProtocol, "frame with flags %#x from %s", f.flags, cn.ep.addr), true)
 			return
+		case f.op == opPlacement:
+			// A push, or the answer to askPlacement (no call's): the
+			// server's version, or an error from a server before the op.
+			cn.c.notePlacement(f.body)
 		case f.flags&flagPush != 0:
 			if cn.onPush != nil {
 				cn.onPush(f.op, append([]byte(nil), f.body...))

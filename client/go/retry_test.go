@@ -12,12 +12,23 @@ import (
 )
 
 // fakeServer answers each request frame with answer(op, payload), which
-// returns the status and the OK result. It records every request.
+// returns the status and the OK result. It records every request. With
+// pushes set (setPushes), each answer on a connection is preceded by the
+// frames pushes(told) returns, told being what it returned last there.
 type fakeServer struct {
 	l      net.Listener
 	mu     sync.Mutex
 	seen   []fakeReq
 	answer func(op byte, payload []byte) (Code, []byte)
+	pushes func(told int64) ([]byte, int64) // guarded by mu
+}
+
+// setPushes sets the frames written before each answer: push(told) returns
+// them and the connection's new told value.
+func (f *fakeServer) setPushes(push func(told int64) ([]byte, int64)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pushes = push
 }
 
 type fakeReq struct {
@@ -56,6 +67,7 @@ func (f *fakeServer) requests() []fakeReq {
 func (f *fakeServer) serve(nc net.Conn) {
 	defer nc.Close()
 	var head [headerSize]byte
+	var told int64
 	for {
 		if _, err := io.ReadFull(nc, head[:]); err != nil {
 			return
@@ -68,7 +80,12 @@ func (f *fakeServer) serve(nc net.Conn) {
 		op, flags, id := head[5], binary.BigEndian.Uint16(head[6:8]), binary.BigEndian.Uint32(head[8:12])
 		f.mu.Lock()
 		f.seen = append(f.seen, fakeReq{op, flags, payload})
+		push := f.pushes
 		f.mu.Unlock()
+		var frame []byte
+		if push != nil {
+			frame, told = push(told)
+		}
 		code, result := f.answer(op, payload)
 		var body []byte
 		body = binary.BigEndian.AppendUint16(body, uint16(code))
@@ -78,7 +95,7 @@ func (f *fakeServer) serve(nc net.Conn) {
 			body = binary.BigEndian.AppendUint16(body, 4)
 			body = append(body, "fake"...)
 		}
-		frame := binary.BigEndian.AppendUint32(nil, uint32(8+len(body)))
+		frame = binary.BigEndian.AppendUint32(frame, uint32(8+len(body)))
 		frame = append(frame, 1, op)
 		frame = binary.BigEndian.AppendUint16(frame, flagResponse)
 		frame = binary.BigEndian.AppendUint32(frame, id)

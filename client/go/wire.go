@@ -53,6 +53,7 @@ const (
 	opPushDropped   byte = 0x2D
 	opClusterMap    byte = 0x40
 	opClusterNudge  byte = 0x41
+	opPlacement     byte = 0x42
 )
 
 // appendHeader appends a request frame header for a payload of n bytes.

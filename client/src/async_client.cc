@@ -69,6 +69,10 @@ AsyncClient::~AsyncClient() { Close(); }
 
 const ClientOptions& AsyncClient::options() const { return impl_->options; }
 
+int64_t AsyncClient::PlacementVersion() const {
+  return impl_->placement_version.load(std::memory_order_acquire);
+}
+
 void AsyncClient::NextIds(std::string key, uint32_t count,
                           std::function<void(ClientResult<IdBatch>)> done) {
   if (key.size() > kMaxKeyBytes) {

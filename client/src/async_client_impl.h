@@ -3,7 +3,8 @@
 //                                  reading and writing frames;
 //   async_client_requests.cc       a call's attempts: submit, send, match the
 //                                  answer, time out, retry or fail; cluster
-//                                  mode's routing by shard;
+//                                  mode's routing by shard; store groups'
+//                                  placement version;
 //   async_client_subscriptions.cc  pushes, lost subscriptions, the glue to
 //                                  SubscriptionKeeper;
 //   async_client_prefetch.cc       local ID prefetch (ClientOptions::prefetch);
@@ -14,7 +15,8 @@
 // Thread safety: everything here runs on one strand of the user's executor:
 // public calls post to it, and every socket and timer uses it as its
 // executor, so no state needs a lock (only `strand` and `options` are read
-// from other threads, and never change). Callbacks are posted to the strand
+// from other threads, and never change, and `placement_version`, an
+// atomic). Callbacks are posted to the strand
 // as well, never run from inside our own bookkeeping, so a throwing or
 // re-entrant callback cannot leave a connection half-updated.
 #pragma once
@@ -60,6 +62,9 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
   // options.max_attempts, or the largest int for 0 (no cap: the call's
   // deadline ends its retries).
   const int attempt_cap;
+  // Every connection asks for placement pushes (ClientOptions::
+  // watch_placement, or what implies it).
+  const bool watch_placement;
   std::shared_ptr<asio::ssl::context> tls_context;  // options.tls only
   // Grows (never shrinks) as the shard map names owners not given in
   // options.endpoints: index it, never keep references across handlers.
@@ -72,6 +77,9 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
     bool unsupported = false;  // the server has no cluster mode: stop asking
     Clock::time_point fetched_at{};
   } routes;
+  // Store groups: the highest placement version a server told (read from
+  // any thread by PlacementVersion(); written on the strand).
+  std::atomic<int64_t> placement_version{0};
   size_t current = 0;  // where new calls start
   bool closed = false;
   uint64_t next_call_seq = 1;
@@ -225,6 +233,14 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
   // kShardMapRefresh, and (force) when a routed call found it wrong.
   void FetchShardMap(bool force);
   void UseShardMap(const proto::ClusterMapWire& map);
+
+  // Store groups: a server told placement `version` (a push, or the answer
+  // to the PLACEMENT this client sent): recorded if it is the highest, then
+  // ClientOptions::on_placement_version and, when routing, a map refresh.
+  void NotePlacement(int64_t version);
+  // ClientOptions::placement_version: appends a PLACEMENT request to
+  // conn->out if the version rose above what `conn` was told.
+  void TellPlacement(const std::shared_ptr<Connection>& conn);
 
   // --- subscriptions (async_client_subscriptions.cc) -----------------------------
 

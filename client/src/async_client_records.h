@@ -126,6 +126,8 @@ struct Connection {
   // (timed out, finished, or already sent) are skipped when popped.
   std::deque<std::shared_ptr<Call>> waiting;
   uint32_t next_request_id = 1;
+  // ClientOptions::placement_version: the version this connection was told.
+  int64_t told_placement = 0;
 };
 
 struct Endpoint {

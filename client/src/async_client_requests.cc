@@ -109,6 +109,7 @@ void AsyncClient::Impl::StartAttempt(const std::shared_ptr<Call>& call, size_t s
 
 void AsyncClient::Impl::Send(const std::shared_ptr<Connection>& conn,
                              const std::shared_ptr<Call>& call) {
+  if (options.placement_version) TellPlacement(conn);
   uint32_t id;
   do {
     id = conn->next_request_id++;
@@ -324,6 +325,29 @@ void AsyncClient::Impl::UseShardMap(const proto::ClusterMapWire& map) {
   for (size_t s = 0; s < map.owners.size(); ++s) {
     if (map.owners[s] != proto::kNoOwner) routes.owner[s] = member_endpoint[map.owners[s]];
   }
+}
+
+// --- store groups: the placement version ---------------------------------------
+
+void AsyncClient::Impl::NotePlacement(int64_t version) {
+  if (version <= placement_version.load(std::memory_order_relaxed)) return;
+  placement_version.store(version, std::memory_order_release);
+  if (options.on_placement_version) {
+    asio::post(strand, [fn = options.on_placement_version, version] { fn(version); });
+  }
+  // Shards may have new owners after a move (its pause): the map again.
+  if (options.route_by_shard) FetchShardMap(/*force=*/true);
+}
+
+void AsyncClient::Impl::TellPlacement(const std::shared_ptr<Connection>& conn) {
+  const int64_t version = options.placement_version();
+  if (version <= conn->told_placement) return;
+  conn->told_placement = version;
+  uint32_t id;
+  do {
+    id = conn->next_request_id++;
+  } while (id == 0 || conn->pending.count(id) != 0);
+  proto::AppendPlacementRequest(conn->out, id, version);
 }
 
 }  // namespace seqd::client

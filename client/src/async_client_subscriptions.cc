@@ -1,5 +1,6 @@
 // AsyncClient's subscriptions: the raw SUBSCRIBE and UNSUBSCRIBE, pushed
-// messages to their subscriber, subscriptions lost with their connection,
+// messages to their subscriber (and the other pushes to where they go),
+// subscriptions lost with their connection,
 // and the glue to SubscriptionKeeper (ClientOptions::resubscribe), which
 // keeps the application's subscriptions over the raw ones. On the strand
 // unless said otherwise (async_client_impl.h).
@@ -24,6 +25,13 @@ void AsyncClient::Impl::HandlePush(const std::shared_ptr<Connection>& conn,
   if (f.opcode == static_cast<uint8_t>(proto::kOpPushDropped)) {
     return LoseSubscriptions(conn,
                              name + " dropped the subscriptions: " + std::string(resp->message));
+  }
+  if (f.opcode == static_cast<uint8_t>(proto::kOpPlacement)) {
+    // A hint, not data: one that does not parse is ignored like an unknown push.
+    std::optional<int64_t> version;
+    if (resp->status == proto::Status::kOk) version = proto::ParsePlacementVersion(resp->result);
+    if (version) NotePlacement(*version);
+    return;
   }
   if (f.opcode != static_cast<uint8_t>(proto::kOpPushMessage) ||
       resp->status != proto::Status::kOk) {

@@ -31,6 +31,8 @@ AsyncClient::Impl::Impl(asio::any_io_executor executor, ClientOptions opts)
       options(std::move(opts)),
       attempt_cap(options.max_attempts > 0 ? options.max_attempts
                                            : std::numeric_limits<int>::max()),
+      watch_placement(options.watch_placement || options.route_by_shard ||
+                      static_cast<bool>(options.placement_version)),
       rng(std::random_device{}()) {
   if (options.endpoints.empty()) throw std::invalid_argument("seqd client: no endpoints");
   for (const std::string& name : options.endpoints) {
@@ -121,6 +123,13 @@ std::shared_ptr<Connection> AsyncClient::Impl::GetConnection(int e) {
     // in no call's `pending`: the answer is dropped (a refused token shows
     // in every call's own answer).
     proto::AppendFrame(conn->out, proto::Opcode::kAuth, 0, conn->next_request_id++, options.token);
+  }
+  if (watch_placement) {
+    // Next, PLACEMENT: asks for the placement version's pushes (store
+    // groups) and tells ours, if we have one. Like AUTH's, its answer is no
+    // call's; a server before the op answers UNKNOWN_OPCODE, ignored.
+    conn->told_placement = options.placement_version ? options.placement_version() : 0;
+    proto::AppendPlacementRequest(conn->out, conn->next_request_id++, conn->told_placement);
   }
   ep.conn = conn;
   conns.insert(conn);
@@ -309,6 +318,17 @@ void AsyncClient::Impl::HandleFrame(const std::shared_ptr<Connection>& conn,
       return ConnFail(conn, StatusCode::kProtocol, "bad error frame from " + ep.name, true);
     return ConnFail(conn, static_cast<StatusCode>(resp->status),
                     ep.name + " closed the connection: " + std::string(resp->message), false);
+  }
+  if (f.opcode == static_cast<uint8_t>(proto::kOpPlacement)) {
+    // The answer to a PLACEMENT TellPlacement sent (no call waits for it):
+    // the server's version, or an error from a server that does not know
+    // the op (ignored).
+    std::optional<int64_t> version;
+    if (resp && resp->status == proto::Status::kOk) {
+      version = proto::ParsePlacementVersion(resp->result);
+    }
+    if (version) NotePlacement(*version);
+    return;
   }
   OnAnswer(conn, f, resp);
 }

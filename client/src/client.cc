@@ -44,6 +44,8 @@ Client::~Client() = default;
 
 AsyncClient& Client::async() { return impl_->async; }
 
+int64_t Client::PlacementVersion() { return impl_->async.PlacementVersion(); }
+
 ClientResult<IdBatch> Client::NextIds(const std::string& key, uint32_t count) {
   return impl_->Wait<IdBatch>(
       [&](auto done) { impl_->async.NextIds(key, count, std::move(done)); });

@@ -300,6 +300,13 @@ std::string Http::Call(std::string_view method, const std::string& target,
   std::optional<HttpResponse> res =
       HttpCall(host, port, method, target, body, timeout, error, token, tls);
   if (!res) throw Failure{error};
+  if (const std::string* field = res->Header("seqd-placement-version")) {
+    int64_t version = -1;
+    const char* end = field->data() + field->size();
+    if (std::from_chars(field->data(), end, version).ptr == end && version > placement_version) {
+      placement_version = version;
+    }
+  }
   if (res->status / 100 != 2) {
     Json j = Json::parse(res->body, nullptr, false);
     if (j.is_object() && j.contains("error") && j["error"].is_object()) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -52,6 +53,10 @@ struct Http {
   std::chrono::milliseconds timeout;
   std::string token;
   TlsFlags tls;
+  // Store groups (docs/cluster.md): the highest Seqd-Placement-Version an
+  // answer carried so far; -1 while none did (a server without them). Each
+  // Call raises it.
+  mutable int64_t placement_version = -1;
 
   // The body of a 2xx answer; anything else throws Failure.
   std::string Call(std::string_view method, const std::string& target,

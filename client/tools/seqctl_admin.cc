@@ -2,6 +2,7 @@
 // key KEY, create KEY STEP [DESCRIPTION], set-step KEY STEP (/admin/keys)
 // and cluster [KEY] (/admin/cluster).
 #include <cstdint>
+#include <functional>
 #include <iostream>
 #include <map>
 
@@ -23,7 +24,9 @@ void PrintBody(const Args& args, const std::string& body) {
 
 // `seqctl cluster`: members with their shard counts, the shards without a
 // live owner, and optionally where one key lives.
-int PrintCluster(const Json& j, const std::optional<std::string>& key) {
+// `group_of`: with store groups, the group of a shard ("" unknown).
+int PrintCluster(const Json& j, const std::optional<std::string>& key,
+                 const std::function<std::string(uint32_t)>& group_of) {
   const std::string me = Scalar(j.value("instance", Json("?")));
   const int64_t shards = j.value("shards", int64_t{0});
   std::cout << "instance " << me << " (answering), " << shards << " shards, lease "
@@ -53,8 +56,10 @@ int PrintCluster(const Json& j, const std::optional<std::string>& key) {
       if (!s.value("owner", Json()).is_null()) owner = Scalar(s["owner"]);
       epoch = Scalar(s.value("epoch", Json()));
     }
-    std::cout << "key " << *key << ": shard " << shard << ", owner " << owner << ", epoch " << epoch
-              << "\n";
+    std::cout << "key " << *key << ": shard " << shard << ", owner " << owner << ", epoch "
+              << epoch;
+    if (group_of) std::cout << ", group " << group_of(shard);
+    std::cout << "\n";
   }
   return 0;
 }
@@ -132,9 +137,21 @@ int ShowCluster(const Args& args, const Http& http) {
     std::cout << body << "\n";
     return 0;
   }
-  return PrintCluster(ParseJson(body), args.positional.size() > 1
-                                           ? std::optional<std::string>(args.positional[1])
-                                           : std::nullopt);
+  std::optional<std::string> key;
+  if (args.positional.size() > 1) key = args.positional[1];
+  std::function<std::string(uint32_t)> group_of;
+  if (key && http.placement_version >= 0) {
+    // Store groups (the answer carried a placement version): where the
+    // key's shard is, as the same instance reads it.
+    const Json placement = ParseJson(http.Call("GET", "/admin/placement"));
+    group_of = [placement](uint32_t shard) {
+      for (const Json& s : placement.value("placed", Json::array())) {
+        if (s.value("shard", int64_t{-1}) == shard) return s.value("group", "");
+      }
+      return placement.value("home", "");
+    };
+  }
+  return PrintCluster(ParseJson(body), key, group_of);
 }
 
 }  // namespace seqd::tools

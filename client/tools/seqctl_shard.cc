@@ -48,12 +48,35 @@ int ShowPlacement(const Args& args, const Http& http) {
   return 0;
 }
 
-// Starts the move and waits for this instance's mover to end it.
+// "placement version V: shard S in G[, copying to T]" from the placement
+// answer `j`: where `shard` is in the version the answer carried.
+void PrintShardPlacement(int64_t version, int64_t shard, const Json& j) {
+  std::string where = j.value("home", "");
+  std::string move;
+  for (const Json& s : j.value("placed", Json::array())) {
+    if (s.value("shard", -1) != shard) continue;
+    where = s.value("group", "");
+    if (!s.value("move_state", "").empty()) {
+      move = ", " + s.value("move_state", "") + " (" + s.value("move_target", "") + ")";
+    }
+  }
+  std::cout << "placement version " << version << ": shard " << shard << " in " << where << move
+            << "\n";
+}
+
+// Starts the move and waits for this instance's mover to end it, showing
+// the shard's placement each time an answer carries a newer version.
 int MoveOne(const Http& http, const Json& request, bool quiet) {
   http.Call("POST", "/admin/placement/move", request.dump());
+  int64_t shown = http.placement_version;
   for (;;) {
     std::this_thread::sleep_for(kPoll);
-    const Json m = ParseJson(http.Call("GET", "/admin/placement")).value("mover", Json::object());
+    const Json placement = ParseJson(http.Call("GET", "/admin/placement"));
+    if (!quiet && http.placement_version > shown) {
+      shown = http.placement_version;
+      PrintShardPlacement(shown, request.value("shard", int64_t{0}), placement);
+    }
+    const Json m = placement.value("mover", Json::object());
     if (m.value("running", true)) continue;
     if (!quiet || m.value("phase", "") == "failed") PrintMover(m);
     if (m.value("phase", "") == "failed") {

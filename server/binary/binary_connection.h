@@ -72,6 +72,12 @@ class BinaryConnection {
   Access& access() { return access_; }
   // Failed AUTHs so far (the dispatcher closes the connection at 3).
   int failed_auths = 0;
+  // Store groups: the connection sent PLACEMENT, so its answers are
+  // preceded by a PLACEMENT push whenever the instance's placement version
+  // rose above `placement_told`, the last version it was told (answered or
+  // pushed).
+  bool placement_pushes = false;
+  int64_t placement_told = 0;
 
  private:
   Access access_ = IdentifyBy(nullptr, {}, "binary", {});

@@ -69,6 +69,7 @@ void BinaryDispatcher::Handle(const proto::FrameView& f, BinaryConnection& c) {
         c.Queued();
         return;
       }
+      if (f.opcode == static_cast<uint8_t>(proto::kOpPlacement)) return HandlePlacement(f, c);
       break;
   }
   char message[32];
@@ -127,6 +128,29 @@ bool BinaryDispatcher::PermitAs(const proto::FrameView& f, BinaryConnection& c, 
   const BinaryError w = ToBinaryError(s.error());
   AnswerError(c, static_cast<proto::Opcode>(f.opcode), f.request_id, w.status, w.message);
   return false;
+}
+
+// --- placement version -----------------------------------------------------------
+
+void BinaryDispatcher::HandlePlacement(const proto::FrameView& f, BinaryConnection& c) {
+  const std::optional<int64_t> told = proto::ParsePlacementVersion(f.payload);
+  if (!told) {
+    return AnswerError(c, proto::kOpPlacement, f.request_id, proto::Status::kInvalidArgument,
+                       "PLACEMENT takes one i64 version >= 0");
+  }
+  PlacementApi* placement = services_.placement;  // null: no store groups, version 0
+  // Heard from peers only: a newer version costs this instance a database
+  // read, which a client's word must not buy.
+  const Principal* who = c.access().principal();
+  if (placement && *told > 0 && who && who->May(Permission::kCluster, {})) {
+    placement->Heard(*told);
+  }
+  const int64_t version = placement ? placement->version() : 0;
+  Count(f.opcode, f.request_id, proto::Status::kOk);
+  proto::AppendOkPlacement(c.out(), f.request_id, version);
+  c.Queued();
+  c.placement_pushes = true;
+  if (version > c.placement_told) c.placement_told = version;
 }
 
 // --- cluster map ---------------------------------------------------------------

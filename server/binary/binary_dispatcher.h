@@ -9,7 +9,9 @@
 // Ops: PING; AUTH; NEXT_IDS (services.ids); the message store ops 0x20-0x2B and
 // SUBSCRIBE/UNSUBSCRIBE (services.messages, binary_message_ops.cc); the
 // snowflake ops 0x10-0x11 (services.snowflake; UNKNOWN_OPCODE while it is
-// not enabled). Anything else: UNKNOWN_OPCODE. Errors map through
+// not enabled); in cluster mode CLUSTER_MAP and CLUSTER_NUDGE
+// (services.cluster); PLACEMENT (services.placement; version 0 without
+// store groups). Anything else: UNKNOWN_OPCODE. Errors map through
 // server/service/wire_errors.h; every answer is counted in
 // services.metrics and logged (warn for STORE_UNAVAILABLE and INTERNAL).
 //
@@ -94,6 +96,9 @@ class BinaryDispatcher {
                  uint32_t count, std::string_view on_behalf_of, std::string_view token);
   void HandleSnowflakeOp(const proto::FrameView& f, BinaryConnection& c);
   void HandleClusterMap(const proto::FrameView& f, BinaryConnection& c);
+  // PLACEMENT: the connection asks for placement pushes; a peer's version
+  // is heard; ours is answered.
+  void HandlePlacement(const proto::FrameView& f, BinaryConnection& c);
   void HandleMessageOp(const proto::FrameView& f, BinaryConnection& c);  // binary_message_ops.cc
   void HandleSubscribe(const proto::FrameView& f, BinaryConnection& c);  // binary_message_ops.cc
   void HandleUnsubscribe(const proto::FrameView& f, BinaryConnection& c);

@@ -16,7 +16,7 @@ namespace {
 
 constexpr uint8_t Op(proto::Opcode op) { return static_cast<uint8_t>(op); }
 
-constexpr std::array<BinaryOpRow, 27> kRows = {{
+constexpr std::array<BinaryOpRow, 28> kRows = {{
     {Op(proto::Opcode::kPing), "PING", "ping", std::nullopt},
     {Op(proto::Opcode::kNextIds), "NEXT_IDS", "next_ids", Permission::kIds},
     {Op(proto::Opcode::kAuth), "AUTH", "auth", std::nullopt},
@@ -46,6 +46,10 @@ constexpr std::array<BinaryOpRow, 27> kRows = {{
     // Any token: clients that route by themselves need the map.
     {Op(proto::kOpClusterMap), "CLUSTER_MAP", "cluster_map", std::nullopt},
     {Op(proto::kOpClusterNudge), "CLUSTER_NUDGE", "cluster_map", Permission::kCluster},
+    // Any token: a client asks for the pushes with it. The version it
+    // tells counts only from peers (the cluster scope): a newer one makes
+    // this instance read the placement (binary_dispatcher.cc).
+    {Op(proto::kOpPlacement), "PLACEMENT", "cluster_map", std::nullopt},
 }};
 
 constexpr bool InOpcodeOrder() {

@@ -12,8 +12,12 @@
 #include <boost/asio/write.hpp>
 #include <vector>
 
+#include "proto/cluster_codec.h"
 #include "proto/message_codec.h"
 #include "server/base/log.h"
+#include "server/binary/binary_dispatcher.h"
+#include "server/binary/binary_push_box.h"
+#include "server/binary/frame_read_room.h"
 #include "server/net/conn_check.h"
 #include "server/net/conn_stream.h"
 #include "server/net/tcp_listener.h"
@@ -22,9 +26,6 @@
 #include "server/service/message_api.h"
 #include "server/service/request_metrics.h"
 #include "server/service/services.h"
-#include "server/binary/binary_dispatcher.h"
-#include "server/binary/binary_push_box.h"
-#include "server/binary/frame_read_room.h"
 
 namespace seqd {
 
@@ -53,12 +54,14 @@ struct BinaryServer::Impl {
                                         options.max_subscriptions}),
         auth(services.auth),
         metrics(services.metrics),
+        placement(services.placement),
         unread(options.max_unread_bytes_per_peer) {}
 
   const BinaryServerOptions options;
   BinaryDispatcher dispatcher;
   const Authenticator* const auth;        // null: open
   RequestMetrics& metrics;                // outlives the server (Services)
+  const PlacementApi* const placement;    // store groups; null without
   std::shared_ptr<TcpListener> listener;  // set once, by the constructor
   UnreadBytes unread;                     // answers written and not taken, per address
 };
@@ -374,6 +377,7 @@ class Session final : public ListenedSession,
     if (closed_) return;
     if (writing_) return CountUnread();  // more answers behind a write not taken
     if (out_.empty()) return;
+    if (server_->placement) AnnouncePlacement();
     if (!socket_.is_tls() && SendNow()) return;
     writing_ = true;
     out_.swap(wbuf_);  // wbuf_ was empty: out_ keeps its capacity for next time
@@ -384,6 +388,22 @@ class Session final : public ListenedSession,
     write_started_ = SteadyClock::now();
     net::async_write(socket_, net::buffer(wbuf_),
                      [self = shared_from_this()](error_code ec, size_t) { self->OnWrite(ec); });
+  }
+
+  // Store groups: on a connection that asked for them (PLACEMENT), the
+  // answers about to go out are preceded by a PLACEMENT push when the
+  // instance's version rose above the last one the connection was told
+  // (one atomic load per write otherwise), so a client holding an answer
+  // knows a version at least as new as the one the instance held when it
+  // answered.
+  void AnnouncePlacement() {
+    if (!placement_pushes || closing_) return;
+    const int64_t version = server_->placement->version();
+    if (version <= placement_told) return;
+    placement_told = version;
+    std::string push;
+    proto::AppendPlacementPush(push, version);
+    out_.insert(0, push);
   }
 
   // Plain TCP: sends out_ as far as the socket takes it now, without

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "server/base/log.h"
+#include "server/base/log_throttle.h"
 #include "server/cluster/shard_map.h"
 
 namespace seqd {
@@ -21,7 +22,11 @@ constexpr auto kRefreshSpacing = std::chrono::milliseconds(50);
 
 ClusterNode::ClusterNode(ShardLeaseStore& store, const Clock& clock, ClusterNodeOptions options,
                          ClusterMetrics* metrics)
-    : store_(store), clock_(clock), options_(std::move(options)), metrics_(metrics) {}
+    : store_(store),
+      clock_(clock),
+      options_(std::move(options)),
+      metrics_(metrics),
+      placement_poll_(options_.placement_poll) {}
 
 ClusterNode::~ClusterNode() { Stop(); }
 
@@ -79,6 +84,31 @@ void ClusterNode::RefreshSoon() {
 
 void ClusterNode::SetNudger(Nudger nudger) { nudger_ = std::move(nudger); }
 
+void ClusterNode::SetPlacementReader(PlacementReader reader) {
+  placement_reader_ = std::move(reader);
+}
+
+void ClusterNode::HeardPlacement(int64_t version) {
+  if (!placement_reader_.read) return;
+  if (placement_poll_.Heard(version, placement_reader_.version())) RefreshSoon();
+}
+
+Status ClusterNode::ReadPlacementIfDue(bool nudged) {
+  if (!placement_reader_.read) return OkStatus();
+  const Clock::TimePoint now = clock_.Now();
+  if (!placement_poll_.Due(now, nudged, placement_reader_.version())) return OkStatus();
+  Status s = placement_reader_.read();
+  if (!s && s.error().code == ErrorCode::kFailedPrecondition) {
+    // Read, but naming a group this instance was not configured with: its
+    // shards are served by nobody here until the configuration is fixed.
+    static LogThrottle throttle(std::chrono::seconds(60));
+    if (throttle.Take()) SEQD_LOG(kWarn) << "cluster: " << s.error().message;
+    s = OkStatus();
+  }
+  placement_poll_.Read(now, s.ok());
+  return s;
+}
+
 void ClusterNode::SendNudges(bool wait) {
   struct Pending {
     Mutex mu;
@@ -107,6 +137,7 @@ void ClusterNode::Loop() {
   const auto period =
       std::chrono::duration_cast<std::chrono::milliseconds>(options_.timing.lease) / 4;
   Clock::TimePoint last_warned{};
+  bool nudged = false;  // the coming round was asked for (Nudge, RefreshSoon)
   for (;;) {
     std::function<void()> leave_done;
     bool leave = false;
@@ -142,7 +173,14 @@ void ClusterNode::Loop() {
         SEQD_LOG(kInfo) << "cluster: tables ready, " << keeper_->shards() << " shards";
       }
     }
-    if (s) s = keeper_->Tick();
+    if (s) {
+      // The placement first, so the leases are read under the map it reads;
+      // a failed read fails the round, whose renewals go on under the map
+      // held.
+      const Status placement = ReadPlacementIfDue(nudged);
+      s = keeper_->Tick();
+      if (s && !placement) s = placement;
+    }
     SendNudges(/*wait=*/false);
     if (round_hook_) round_hook_();
     const double seconds =
@@ -175,6 +213,7 @@ void ClusterNode::Loop() {
       wake_.wait_for(lock.native(), kMinRoundSpacing - since,
                      [this]() REQUIRES(mu_) { return stop_ || leave_requested_; });
     }
+    nudged = nudged_;
     nudged_ = false;  // nudges until now are served by the coming round
   }
 }

@@ -7,14 +7,17 @@
 // database answers), then Tick() every lease/4, sooner when a takeover wait ends or when
 // nudged (at most one round per 10 ms); on Leave(), a clean leave
 // (every shard released at once, so its next owner takes it without a lease
-// wait).
+// wait). With store groups, a round first reads the placement when its
+// PlacementPoll says so (server/cluster/placement_poll.h).
 //
 // Thread safety: every public method is safe from any thread. Check(),
 // Route() and snapshot() never block; Stop() joins the thread.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -25,6 +28,7 @@
 #include "common/thread_annotations.h"
 #include "server/cluster/cluster_keeper.h"
 #include "server/cluster/cluster_metrics.h"
+#include "server/cluster/placement_poll.h"
 #include "server/core/shard_gate.h"
 
 namespace seqd {
@@ -33,6 +37,15 @@ struct ClusterNodeOptions {
   std::string instance;  // unique per process
   uint32_t shards = 1024;
   LeaseTiming timing;
+  // Store groups: how often a round reads the placement on its own; 0:
+  // every round (PlacementPoll).
+  std::chrono::milliseconds placement_poll{0};
+};
+
+// Store groups: how the node reads the placement. Both set, or neither.
+struct PlacementReader {
+  std::function<Status()> read;      // blocks; kFailedPrecondition: read, a group unknown here
+  std::function<int64_t()> version;  // the version read last; never blocks
 };
 
 // Where a key goes now, as of the latest round.
@@ -79,6 +92,14 @@ class ClusterNode final : public ShardGate, public ClusterApi {
   // Runs after every round, on the node's thread (store groups: the
   // placement version's gauge); must not block. Set before Start().
   void SetRoundHook(std::function<void()> hook) { round_hook_ = std::move(hook); }
+  // Store groups: reads the placement before a round when the poll says so
+  // (options().placement_poll). Set before Start().
+  void SetPlacementReader(PlacementReader reader);
+  // Store groups: a peer (its reply or its request), or this instance's
+  // mover, said the placement is at `version`. Above the version read
+  // last, a round reads it soon (as RefreshSoon). Never blocks; nothing
+  // without a reader.
+  void HeardPlacement(int64_t version);
 
   // ShardGate.
   ShardGrant Check(std::string_view key) const override;
@@ -103,6 +124,10 @@ class ClusterNode final : public ShardGate, public ClusterApi {
   // answered, at most kLeaveNudgeWait (a leaving process must not exit
   // before its successors were woken).
   void SendNudges(bool wait);
+  // Reads the placement if the round (`nudged` or not) should: Ok, or why
+  // the read failed (kFailedPrecondition, a group unknown here, is logged
+  // and counts as read).
+  Status ReadPlacementIfDue(bool nudged);
 
   ShardLeaseStore& store_;
   const Clock& clock_;
@@ -119,6 +144,8 @@ class ClusterNode final : public ShardGate, public ClusterApi {
   std::atomic<int64_t> last_refresh_ns_{0};  // steady_clock, the last RefreshSoon() honoured
   Nudger nudger_;                            // set before Start()
   std::function<void()> round_hook_;         // set before Start()
+  PlacementReader placement_reader_;         // set before Start()
+  PlacementPoll placement_poll_;
   std::thread thread_;
 };
 

@@ -127,7 +127,11 @@ Status ShardMover::Transition(const PlacementRow& from, const PlacementRow& to) 
                        "its placement changed meanwhile (another mover?); re-run the move");
     }
     auto changed = home_.Change(now->second, to);
-    if (changed) return OkStatus();
+    if (changed) {
+      // This instance follows its own changes at once, not at its next poll.
+      if (options_.heard) options_.heard(*changed);
+      return OkStatus();
+    }
     if (changed.error().code != ErrorCode::kFailedPrecondition) return changed.error();
   }
   return MoveError(ErrorCode::kStoreUnavailable, from.shard, "the placement keeps changing");

@@ -44,6 +44,10 @@ struct ShardMoverOptions {
   double max_drift = 0.01;
   // Wakes every instance's lease round (the placement moved). May be empty.
   std::function<void()> nudge_all;
+  // Tells this instance's cluster node a placement version it should read
+  // (ClusterNode::HeardPlacement): a peer's, or the mover's own after each
+  // change it made. Never blocks. May be empty.
+  std::function<void(int64_t version)> heard;
   ClusterMetrics* metrics = nullptr;  // may be null
 };
 
@@ -59,6 +63,10 @@ class ShardMover final : public PlacementApi {
 
   PlacementView View() const override EXCLUDES(mu_);
   Status StartMove(const MoveRequest& request) override EXCLUDES(mu_);
+  int64_t version() const override { return placement_.version(); }
+  void Heard(int64_t version) override {
+    if (options_.heard) options_.heard(version);
+  }
 
  private:
   // The move, on the mover's thread; its outcome goes to status_.

@@ -133,7 +133,13 @@ const std::vector<Option>& Options() {
                return out;
              },
              /*bare_means_on=*/false, /*secret=*/false,
-             /*reset=*/[](Config& c) { c.store_groups.clear(); }},
+             /*reset=*/[](Config& c) { c.store_groups.clear(); },
+             /*show_each=*/
+             [](const Config& c) {
+               std::vector<std::string> out;
+               for (const auto& [name, url] : c.store_groups) out.push_back(name + '=' + url);
+               return out;
+             }},
       StringOption("http_address", "Address the HTTP listener binds.", &Config::http_address),
       IntOption("http_port", "HTTP port (0 picks a free one).", &Config::http_port, 0, 65535),
       IntOption("threads", "Network threads; 0 means one per core.", &Config::threads, 0, 256),
@@ -368,6 +374,12 @@ const std::vector<Option>& Options() {
                 "Cluster mode: shards the keys hash into, fixed when the cluster's tables are "
                 "created (later values are ignored).",
                 &Config::cluster_shards, 1, 65'536),
+      IntOption("placement_poll_ms",
+                "Store groups: how often a lease round reads the placement version on its own "
+                "(ms); 0: every round. A round reads it sooner when nudged (a move's switch "
+                "nudges every instance) and when a peer's reply or request carries a newer "
+                "version (docs/cluster.md, \"Store groups\").",
+                &Config::placement_poll_ms, 0, 3'600'000),
       StringOption("tokens_file",
                    "Tokens (docs/security.md): one per line, ID SHA256HEX SCOPE[,SCOPE...]; every "
                    "listener then requires one. SIGHUP reloads it. Without it seqd serves only on "

@@ -91,6 +91,7 @@ struct Config {
   std::string advertise;                  // host:port peers reach our binary port at
   int64_t cluster_lease_ms = 3000;        // shard lease
   int64_t cluster_shards = 1024;          // used only when the cluster's tables are created
+  int64_t placement_poll_ms = 0;          // store groups: a round reads it this often; 0: every
   std::string log_level = "info";
   std::string log_format = "text";   // or json: one JSON object per line
   std::string tokens_file;           // docs/security.md; empty: no tokens (loopback only)

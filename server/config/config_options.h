@@ -25,6 +25,9 @@ struct Option {
   // first value from a later source (file, environment, flags) calls it to
   // drop the earlier source's values.
   void (*reset)(Config&) = nullptr;
+  // Set for a repeatable option: each value, as --print-config writes it,
+  // one config line a value (show() joins them on one line, for --help).
+  std::function<std::vector<std::string>(const Config&)> show_each;
 };
 
 // Every option, in --help order.

@@ -53,6 +53,15 @@ std::string SourceText(const OptionOrigin* origin) {
   return "default";
 }
 
+// The values `o` prints, one line each: a repeatable option's values (one
+// empty line when it has none), else its one value.
+std::vector<std::string> ShownValues(const Option& o, const Config& config) {
+  if (!o.show_each) return {o.show(config)};
+  std::vector<std::string> values = o.show_each(config);
+  if (values.empty()) values.emplace_back();
+  return values;
+}
+
 }  // namespace
 
 std::string PrintConfig(const Config& config) {
@@ -66,25 +75,26 @@ std::string PrintConfig(const Config& config) {
   for (const Option& o : Options()) {
     auto it = config.origins.find(o.name);
     const OptionOrigin* origin = it == config.origins.end() ? nullptr : &it->second;
-    std::string value = o.show(config);
-    if (o.secret) {
-      if (!value.empty()) value = kRedacted;
-    } else {
-      value = RedactUrlPassword(value);
+    for (std::string value : ShownValues(o, config)) {
+      if (o.secret) {
+        if (!value.empty()) value = kRedacted;
+      } else {
+        value = RedactUrlPassword(value);
+      }
+      const bool commented = std::string_view(o.name) == "config" ||
+                             value.find(kRedacted) != std::string::npos || HasComment(value);
+      lines.push_back({commented, std::string(o.name) + " = " + value, SourceText(origin)});
+      width = std::max(width, lines.back().key_value.size() + (commented ? 2 : 0));
     }
-    const bool commented = std::string_view(o.name) == "config" ||
-                           value.find(kRedacted) != std::string::npos || HasComment(value);
-    lines.push_back({commented, std::string(o.name) + " = " + value, SourceText(origin)});
-    width = std::max(width, lines.back().key_value.size() + (commented ? 2 : 0));
   }
   width = std::min<size_t>(width, 48);
   std::ostringstream out;
   out << "# seqd " << SEQD_VERSION
       << " --print-config: the effective configuration, one option a line as\n"
-         "# `name = value  # source`; the source is default, file PATH:LINE, environment\n"
-         "# VARIABLE or flag --NAME. Secrets show as <redacted>; lines that a config\n"
-         "# file cannot hold (config itself, redacted values, values with \" #\") are\n"
-         "# commented out.\n";
+         "# `name = value  # source` (a repeatable option: one line per value); the\n"
+         "# source is default, file PATH:LINE, environment VARIABLE or flag --NAME.\n"
+         "# Secrets show as <redacted>; lines that a config file cannot hold (config\n"
+         "# itself, redacted values, values with \" #\") are commented out.\n";
   for (const Line& l : lines) {
     std::string text = l.commented ? "# " : "";
     text += l.key_value;

@@ -26,8 +26,10 @@
 #include "server/base/request_id.h"
 #include "server/http/api_router.h"
 #include "server/http/http_ops.h"
+#include "server/http/http_responder.h"
 #include "server/http/http_util.h"
 #include "server/http/request_ids.h"
+#include "server/service/placement_api.h"
 #include "server/service/request_metrics.h"
 #include "server/service/wire_errors.h"
 
@@ -79,6 +81,9 @@ struct ApiRouter::Call {
   // the HTTP status).
   std::string_view op = "other";
   std::optional<Access> access;  // set by the router before any route runs
+  // Store groups: its version goes on every answer (Seqd-Placement-Version);
+  // null without them.
+  const PlacementApi* placement = nullptr;
   mutable std::string_view status_label;
   // This call, held by itself while a service holds a callback that
   // points to it without owning it (HandleSeq): such a callback can stay
@@ -172,6 +177,7 @@ struct ApiRouter::Call {
     Account(res);
     try {
       StampRequestId(res, ids.request.view());
+      if (placement) StampPlacementVersion(res, placement->version());
       res.prepare_payload();
       // No Content-Length on a 204 (RFC 9110 8.6).
       if (res.result() == http::status::no_content) res.erase(http::field::content_length);
@@ -190,7 +196,8 @@ struct ApiRouter::Call {
     try {
       if (metrics)
         metrics->CountRequest(Interface::kHttp, op, "ok", RequestMetrics::Since(started));
-      to->RespondOk(OkAnswer{req.version, req.keep_alive, type, body, ids.request.view()});
+      to->RespondOk(OkAnswer{req.version, req.keep_alive, type, body, ids.request.view(),
+                             placement ? placement->version() : -1});
     } catch (const std::exception& e) {
       SEQD_LOG(kError).With(ids) << "respond callback threw: " << e.what();
     }

@@ -111,6 +111,7 @@ std::optional<ApiRouter::Response> ApiRouter::RefuseBeforeBody(const HttpRequest
   call->req.keep_alive = false;  // the body is left unread: the connection ends
   call->responder = RespondTo([&out](Response res) { out = std::move(res); });
   call->ids = ids;
+  call->placement = services_.placement;
   call->op = row.metric_label;
   call->access.emplace(std::move(access));
   Status s = call->access->Check(*row.permission, {}, row.metric_label);
@@ -125,6 +126,7 @@ void ApiRouter::Handle(HttpRequest req, std::string_view peer, std::shared_ptr<H
   call->req = std::move(req);
   call->responder = std::move(to);
   call->ids = RequestIdsOf(call->req);
+  call->placement = services_.placement;
   try {
     std::string_view target = call->req.target;
     const size_t q = target.find('?');
@@ -192,8 +194,8 @@ void ApiRouter::HandleStatusPage(const std::shared_ptr<Call>& call) {
     in->is_dense = [&router = services_.ids](std::string_view key) { return router.IsDense(key); };
     if (const ClusterApi* node = services_.cluster) {
       in->cluster = StatusPageInput::Cluster{node->instance(), node->snapshot()};
-      if (services_.placement) in->placement = services_.placement->View();
     }
+    if (services_.placement) in->placement = services_.placement->View();
     in->uptime = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
                                                                   options_.started);
     in->store_up = health.ok();

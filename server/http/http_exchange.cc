@@ -1,8 +1,11 @@
 #include "server/http/http_exchange.h"
 
+#include <algorithm>
+#include <array>
 #include <boost/beast/http/error.hpp>
 #include <charconv>
 
+#include "server/http/http_responder.h"
 #include "server/service/wire_errors.h"
 
 namespace seqd {
@@ -114,8 +117,32 @@ void SerializeResponse(const HttpResponse& res, bool head, std::string& out) {
   if (!head) out += res.body();
 }
 
+namespace {
+
+// "Seqd-Placement-Version: N\r\n" for `version` >= 0: formatted once per
+// version on each thread (the version changes with moves, not requests).
+std::string_view PlacementVersionLine(int64_t version) {
+  thread_local int64_t formatted = -1;
+  thread_local std::array<char, 64> line;
+  thread_local size_t size = 0;
+  if (version != formatted) {
+    char* end =
+        std::copy(kPlacementVersionField.begin(), kPlacementVersionField.end(), line.data());
+    *end++ = ':';
+    *end++ = ' ';
+    end = std::to_chars(end, line.data() + line.size() - 2, version).ptr;
+    *end++ = '\r';
+    *end++ = '\n';
+    size = static_cast<size_t>(end - line.data());
+    formatted = version;
+  }
+  return {line.data(), size};
+}
+
+}  // namespace
+
 void AppendOkHeader(std::string_view content_type, size_t body_size, std::string_view request_id,
-                    std::string& out) {
+                    int64_t placement_version, std::string& out) {
   out += "HTTP/1.1 200 OK\r\nContent-Type: ";
   out += content_type;
   out += "\r\nCache-Control: no-store\r\n";
@@ -124,6 +151,7 @@ void AppendOkHeader(std::string_view content_type, size_t body_size, std::string
     out += request_id;
     out += "\r\n";
   }
+  if (placement_version >= 0) out += PlacementVersionLine(placement_version);
   out += "Content-Length: ";
   char digits[24];
   const auto end = std::to_chars(digits, digits + sizeof digits, body_size).ptr;

@@ -62,8 +62,8 @@ void SerializeResponse(const HttpResponse& res, bool head, std::string& out);
 
 // Appends to `out` the head of what HttpResponder::ToResponse() makes of a
 // 200 HTTP/1.1 keep-alive answer, as SerializeResponse() writes it: no
-// Connection field.
+// Connection field. `placement_version` < 0: no Seqd-Placement-Version.
 void AppendOkHeader(std::string_view content_type, size_t body_size, std::string_view request_id,
-                    std::string& out);
+                    int64_t placement_version, std::string& out);
 
 }  // namespace seqd

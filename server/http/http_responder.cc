@@ -9,6 +9,11 @@ namespace seqd {
 
 namespace http = boost::beast::http;
 
+void StampPlacementVersion(HttpResponse& res, int64_t version) {
+  res.set(boost::beast::string_view(kPlacementVersionField.data(), kPlacementVersionField.size()),
+          std::to_string(version));
+}
+
 HttpResponse HttpResponder::ToResponse(const OkAnswer& answer) {
   HttpResponse res{http::status::ok, answer.version};
   res.set(http::field::content_type,
@@ -18,6 +23,7 @@ HttpResponse HttpResponder::ToResponse(const OkAnswer& answer) {
     res.set("X-Request-Id",
             boost::beast::string_view(answer.request_id.data(), answer.request_id.size()));
   }
+  if (answer.placement_version >= 0) StampPlacementVersion(res, answer.placement_version);
   res.keep_alive(answer.keep_alive);
   res.body().assign(answer.body.data(), answer.body.size());
   res.prepare_payload();

@@ -8,6 +8,7 @@
 
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string_view>
@@ -18,15 +19,23 @@ class EventSink;
 
 using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
 
-// A 200 answer with Cache-Control: no-store, X-Request-Id and nothing else
-// to say: what the ID routes send. Its views are valid only during the
-// call.
+// Store groups (docs/cluster.md, "Store groups"): the field every answer
+// carries, the placement version the instance read last.
+inline constexpr std::string_view kPlacementVersionField = "Seqd-Placement-Version";
+
+// Sets `res`'s Seqd-Placement-Version field to `version`.
+void StampPlacementVersion(HttpResponse& res, int64_t version);
+
+// A 200 answer with Cache-Control: no-store, X-Request-Id (and, with store
+// groups, Seqd-Placement-Version) and nothing else to say: what the ID
+// routes send. Its views are valid only during the call.
 struct OkAnswer {
   unsigned version = 11;  // the request's
   bool keep_alive = true;
   std::string_view content_type;
   std::string_view body;
-  std::string_view request_id;  // "": no X-Request-Id field
+  std::string_view request_id;     // "": no X-Request-Id field
+  int64_t placement_version = -1;  // < 0: no Seqd-Placement-Version field
 };
 
 class HttpResponder {
@@ -50,9 +59,9 @@ class HttpResponder {
   // caller then answers with Respond().
   virtual std::shared_ptr<EventSink> StartStream(HttpResponse head, size_t max_bytes);
 
-  // Content-Type, Cache-Control: no-store, X-Request-Id, the Connection
-  // field message::keep_alive() sets for the version, Content-Length; the
-  // body.
+  // Content-Type, Cache-Control: no-store, X-Request-Id,
+  // Seqd-Placement-Version, the Connection field message::keep_alive()
+  // sets for the version, Content-Length; the body.
   static HttpResponse ToResponse(const OkAnswer& answer);
 };
 

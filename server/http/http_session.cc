@@ -331,7 +331,8 @@ class Session : public ListenedSession,
       return OnResponse(ToResponse(answer));
     }
     out_.clear();
-    AppendOkHeader(answer.content_type, answer.body.size(), answer.request_id, out_);
+    AppendOkHeader(answer.content_type, answer.body.size(), answer.request_id,
+                   answer.placement_version, out_);
     if (!head_) out_.append(answer.body.data(), answer.body.size());
     DoWrite(/*close=*/false);
   }

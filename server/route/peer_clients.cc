@@ -105,6 +105,8 @@ client::AsyncClient* PeerClients::For(const std::string& address) {
   o.tls_ca_file = credentials_.tls_ca_file;
   o.tls_cert_file = credentials_.tls_cert_file;
   o.tls_key_file = credentials_.tls_key_file;
+  o.placement_version = placement_.version;
+  o.on_placement_version = placement_.heard;
   try {
     auto peer = std::make_unique<client::AsyncClient>(executor_, std::move(o));
     return peers_.emplace(address, std::move(peer)).first->second.get();

@@ -39,6 +39,18 @@ struct PeerCredentials {
   std::string tls_ca_file, tls_cert_file, tls_key_file;
 };
 
+// Store groups (docs/cluster.md, "Store groups"): the placement version
+// this instance tells its peers, and where the versions they tell go.
+struct PeerPlacement {
+  // This instance's version, read before each request to a peer (never
+  // blocks): a connection is told it (op PLACEMENT) when it rose.
+  std::function<int64_t()> version;
+  // A version a peer told (a push before its answers, or the answer to
+  // PLACEMENT) above every one told before, on a network thread; must not
+  // block.
+  std::function<void(int64_t version)> heard;
+};
+
 class PeerClients {
  public:
   PeerClients(boost::asio::any_io_executor executor, std::chrono::milliseconds call_timeout,
@@ -84,6 +96,9 @@ class PeerClients {
   // was answered or failed (never inside this call).
   void Nudge(const std::string& address, std::function<void()> answered);
 
+  // Store groups: set before the first call.
+  void SetPlacement(PeerPlacement placement) { placement_ = std::move(placement); }
+
   // Closes every connection; later calls fail with kWrongOwner.
   void Close() EXCLUDES(mu_);
 
@@ -93,6 +108,7 @@ class PeerClients {
   const boost::asio::any_io_executor executor_;
   const std::chrono::milliseconds call_timeout_;
   const PeerCredentials credentials_;
+  PeerPlacement placement_;  // set before the first call
   Mutex mu_;
   bool closed_ GUARDED_BY(mu_) = false;
   std::map<std::string, std::unique_ptr<client::AsyncClient>> peers_ GUARDED_BY(mu_);

@@ -46,6 +46,13 @@ class PlacementApi {
  public:
   virtual ~PlacementApi() = default;
   virtual PlacementView View() const = 0;
+  // The placement version this instance read last: one atomic load. The
+  // listeners tell it in their answers (an HTTP header, a binary PLACEMENT
+  // push; docs/cluster.md, "Store groups").
+  virtual int64_t version() const = 0;
+  // A peer's request said its placement is at `version` (binary op
+  // PLACEMENT): above version(), this instance reads the placement soon.
+  virtual void Heard(int64_t version) = 0;
   // Starts moving `request.shard` (or resumes or undoes the move the home
   // database records for it) on the mover's thread. kInvalidArgument for a
   // bad shard or group; kFailedPrecondition while this instance's mover

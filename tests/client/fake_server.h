@@ -13,12 +13,15 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "proto/binary_codec.h"
+#include "proto/cluster_codec.h"
 #include "proto/snowflake_codec.h"
 #include "seqd/client.h"
 
@@ -37,6 +40,11 @@ struct FakeOptions {
   bool snowflake_short = false;     // answer SNOWFLAKE with one ID fewer than asked
   bool snowflake_unsorted = false;  // answer SNOWFLAKE with its IDs in descending order
   uint16_t port = 0;                // listen on this port (0: any free one)
+  // Store groups: answer PLACEMENT with FakeServer::placement and, on a
+  // connection that sent it, push it before the next answer when it rose
+  // (as seqd does); off: PLACEMENT and CLUSTER_MAP are unknown opcodes (a
+  // server before them).
+  bool store_groups = false;
 };
 
 class FakeServer {
@@ -63,6 +71,23 @@ class FakeServer {
   std::atomic<uint32_t> last_count{0};
   std::atomic<int> max_outstanding{0};  // most unanswered requests seen on one connection
   std::atomic<int> first_opcode{-1};    // the opcode of the last connection's first frame
+  // Store groups (FakeOptions::store_groups): the server's placement
+  // version; CLUSTER_MAP requests answered (an empty map of 4 shards).
+  std::atomic<int64_t> placement{0};
+  std::atomic<int> cluster_map_requests{0};
+
+  // Writes `frames` before the next answer the server writes, on whichever
+  // connection that is (any thread may call it).
+  void PushRaw(std::string frames) {
+    boost::asio::post(io_, [this, frames = std::move(frames)] { raw_pushes_ = frames; });
+  }
+
+  // Every request frame received, in order: its opcode and, for
+  // PLACEMENT, the version told (else -1). Any thread.
+  std::vector<std::pair<uint8_t, int64_t>> Received() {
+    std::lock_guard<std::mutex> lock(received_mu_);
+    return received_;
+  }
 
  private:
   using tcp = boost::asio::ip::tcp;
@@ -76,6 +101,8 @@ class FakeServer {
     std::vector<std::string> held;
     int outstanding = 0;
     bool seen_frame = false;
+    bool placement_pushes = false;  // the connection sent PLACEMENT
+    int64_t told_placement = 0;     // pushed or answered on this connection
     char buf[8192];
   };
 
@@ -118,8 +145,23 @@ class FakeServer {
         c->seen_frame = true;
         first_opcode = f.opcode;
       }
+      {
+        std::lock_guard<std::mutex> lock(received_mu_);
+        const bool told = f.opcode == static_cast<uint8_t>(proto::kOpPlacement);
+        received_.emplace_back(f.opcode,
+                               told ? proto::ParsePlacementVersion(f.payload).value_or(-2) : -1);
+      }
       bool answer = true;
-      if (f.opcode == static_cast<uint8_t>(proto::Opcode::kPing)) {
+      if (options_.store_groups && f.opcode == static_cast<uint8_t>(proto::kOpPlacement)) {
+        c->placement_pushes = true;
+        c->told_placement = std::max(c->told_placement, placement.load());
+        proto::AppendOkPlacement(frame_out, f.request_id, c->told_placement);
+      } else if (options_.store_groups && f.opcode == static_cast<uint8_t>(proto::kOpClusterMap)) {
+        ++cluster_map_requests;
+        proto::ClusterMapWire map;
+        map.shards = 4;
+        proto::AppendOkClusterMap(frame_out, f.request_id, map);
+      } else if (f.opcode == static_cast<uint8_t>(proto::Opcode::kPing)) {
         ++pings;
         proto::AppendOkPing(frame_out, f.request_id, f.payload);
       } else if (f.opcode == static_cast<uint8_t>(proto::Opcode::kNextIds)) {
@@ -221,6 +263,12 @@ class FakeServer {
 
   void Send(const std::shared_ptr<Conn>& c, std::string frame) {
     --c->outstanding;
+    c->out += std::exchange(raw_pushes_, std::string());
+    const int64_t version = placement.load();
+    if (c->placement_pushes && version > c->told_placement) {
+      c->told_placement = version;
+      proto::AppendPlacementPush(c->out, version);
+    }
     c->out += frame;
     Flush(c);
   }
@@ -246,6 +294,9 @@ class FakeServer {
   int not_serving_answers_ = 0;
   int64_t snowflake_ms_ = 1'000'000'000;  // since the epoch (2010-11-16)
   int64_t snowflake_sequence_ = 0;
+  std::string raw_pushes_;  // PushRaw's frames not written yet (server thread)
+  std::mutex received_mu_;
+  std::vector<std::pair<uint8_t, int64_t>> received_;  // guarded by received_mu_
   std::thread thread_;
 };
 

@@ -17,29 +17,22 @@ afterwards.
 Usage: python3 tests/e2e/test_shard_move.py [-v]
 """
 import os
-import subprocess
 import sys
 import threading
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import REPO, free_port  # noqa: E402
+from harness import free_port  # noqa: E402
 from lib.cluster import Instance, Workspace, shard_of  # noqa: E402
 from test_store_groups import (FLAGS, LEASE_MS, SHARDS, group_flags, request,  # noqa: E402
-                               wait_all_owned)
+                               seqctl, wait_all_owned)
 from lib.mariadb import MariaDB  # noqa: E402
 from lib.shard_writes import (ShardWrites, check_lost, count_by_kind_and_port,  # noqa: E402
                               names_in)
 
-SEQCTL = os.environ.get("SEQCTL_BINARY", os.path.join(REPO, "build", "client", "seqctl"))
 MESSAGES = 1500   # messages of the moved shard before the move
 RATE = 400        # rows per second: the copy takes a few seconds
-
-
-def seqctl(port, *words):
-    return subprocess.run([SEQCTL, "--http", "127.0.0.1:%d" % port, *words],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
 
 
 class Writer(threading.Thread):

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "proto/binary_codec.h"
+#include "proto/cluster_codec.h"
 #include "proto/message_codec.h"
 #include "proto/resp_codec.h"
 #include "proto/snowflake_codec.h"
@@ -70,6 +71,23 @@ void SnowflakeBodies(std::string_view payload) {
   }
 }
 
+// The PLACEMENT parser over a request's payload and over a result (after
+// a u16 status): a version that parses must re-encode to the same bytes.
+void PlacementBodies(std::string_view payload) {
+  if (auto version = proto::ParsePlacementVersion(payload)) {
+    FUZZ_CHECK(*version >= 0);
+    std::string frame;
+    proto::AppendPlacementRequest(frame, 1, *version);
+    FUZZ_CHECK(std::string_view(frame).substr(proto::kHeaderSize) == payload);
+  }
+  if (payload.size() < 2) return;
+  if (auto version = proto::ParsePlacementVersion(payload.substr(2))) {
+    std::string frame;
+    proto::AppendOkPlacement(frame, 1, *version);
+    FUZZ_CHECK(std::string_view(frame).substr(proto::kHeaderSize + 2) == payload.substr(2));
+  }
+}
+
 }  // namespace
 
 void BinaryDecoder(const uint8_t* data, size_t size) {
@@ -98,6 +116,7 @@ void BinaryDecoder(const uint8_t* data, size_t size) {
       if (resp->status == proto::Status::kOk) (void)proto::ParseNextIdsResult(resp->result);
     }
     SnowflakeBodies(r.frame.payload);
+    PlacementBodies(r.frame.payload);
     if (proto::IsMessageOpcode(r.frame.opcode)) {
       MessageBodies(r.frame.payload);
       if (r.frame.payload.size() >= 2) MessageBodies(r.frame.payload.substr(2));  // a result

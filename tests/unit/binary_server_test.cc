@@ -209,7 +209,7 @@ TEST_CASE("binary: unknown opcode gets UNKNOWN_OPCODE and the connection stays u
   REQUIRE(f.listening);
   Client c(f.server.port());
   REQUIRE(c.connected());
-  for (uint8_t op : {uint8_t{0x00}, uint8_t{0x04}, uint8_t{0x10}, uint8_t{0x42}, uint8_t{0xFF}}) {
+  for (uint8_t op : {uint8_t{0x00}, uint8_t{0x04}, uint8_t{0x10}, uint8_t{0x43}, uint8_t{0xFF}}) {
     INFO(int{op});
     std::string req;
     proto::AppendFrame(req, static_cast<Opcode>(op), 0, 100 + op, "payload");

@@ -131,6 +131,56 @@ TEST_CASE("print-config redacts the password of a store URL and store_password")
   CHECK(Parse(PrintConfig(*none))["store_password"].value.empty());
 }
 
+// The lines of `text` that set `name` (commented out or not), in order.
+std::vector<std::string> LinesOf(const std::string& text, const std::string& name) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t end = text.find('\n', at);
+    const std::string line = text.substr(at, end - at);
+    at = end + 1;
+    if (line.starts_with(name + " = ") || line.starts_with("# " + name + " = ")) {
+      out.push_back(line);
+    }
+  }
+  return out;
+}
+
+TEST_CASE("print-config prints each store group on a line of its own, its password redacted") {
+  auto c = Load({"--print-config", "--cluster", "--store-group",
+                 "home=mysql://seqd:hunter2@db1:3306/seqd", "--store-group",
+                 "b=mysql://seqd:p@ss/w0rd@db2:3306,db3:3306/seqd", "--store-group",
+                 "c=mysql://seqd@db4:3306/seqd"});
+  REQUIRE_MESSAGE(c, (c ? "" : c.error().message));
+  const std::string text = PrintConfig(*c);
+  CHECK(text.find("hunter2") == std::string::npos);
+  CHECK(text.find("p@ss/w0rd") == std::string::npos);
+  const std::vector<std::string> lines = LinesOf(text, "store_group");
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0].starts_with("# store_group = home=mysql://seqd:<redacted>@db1:3306/seqd "));
+  CHECK(lines[1].starts_with("# store_group = b=mysql://seqd:<redacted>@db2:3306,db3:3306/seqd "));
+  // No password: a line a config file can hold, as given.
+  CHECK(lines[2].starts_with("store_group = c=mysql://seqd@db4:3306/seqd "));
+  for (const std::string& line : lines) CHECK(line.ends_with("  # flag --store-group"));
+
+  // None given: one empty line, as any unset option.
+  auto none = Load({"--print-config"});
+  REQUIRE(none);
+  const std::vector<std::string> empty = LinesOf(PrintConfig(*none), "store_group");
+  REQUIRE(empty.size() == 1);
+  CHECK(empty[0].starts_with("store_group =  "));
+
+  // Read back as a config file: the same groups, in order.
+  auto plain = Load({"--print-config", "--cluster", "--store-group", "home=mysql://u@db1/seqd",
+                     "--store-group", "b=mysql://u@db2/seqd"});
+  REQUIRE(plain);
+  const std::string path = WriteFile("groups.conf", PrintConfig(*plain));
+  auto again = Load({"--config", path.c_str()});
+  REQUIRE_MESSAGE(again, (again ? "" : again.error().message));
+  CHECK(again->store_groups == plain->store_groups);
+  std::remove(path.c_str());
+}
+
 TEST_CASE("print-config's output read back as a config file gives the same configuration") {
   auto c = Load({"--print-config", "--http-port", "9001", "--auto-keys", "a_:10,b_:20",
                  "--prefetch-fraction", "0.25"},

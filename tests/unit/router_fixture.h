@@ -55,10 +55,12 @@ inline FailingSegmentStore BrokenStore() {
 struct RouterFixture {
   using Headers = std::vector<std::pair<boost::beast::http::field, std::string>>;
 
-  RouterFixture(SegmentStore& store, std::chrono::seconds uptime, KeyRules rules = KeyRules())
+  // `placement`: store groups' view (null: none); it must outlive the fixture.
+  RouterFixture(SegmentStore& store, std::chrono::seconds uptime, KeyRules rules = KeyRules(),
+                PlacementApi* placement = nullptr)
       : allocator(store, runner, clock, std::move(rules), AllocatorOptions{}),
         admin(store, runner, allocator),
-        services(store, runner, allocator, {.keys = &admin}),
+        services(store, runner, allocator, {.keys = &admin, .placement = placement}),
         router(services, RouterOptions{"9.9.9", std::chrono::steady_clock::now() - uptime}) {}
 
   ~RouterFixture() { runner.RunAll(); }

@@ -15,6 +15,7 @@
 #include "server/core/segment_allocator.h"
 #include "server/http/api_router.h"
 #include "storage/memory/memory_store.h"
+#include "tests/unit/fake_placement.h"
 #include "tests/unit/router_fixture.h"
 #include "tests/unit/test_stores.h"
 
@@ -265,4 +266,105 @@ TEST_CASE("status page: GET / with the store down answers 200 with the public me
   CHECK(Contains(res.body(), "internal error"));
   CHECK_FALSE(Contains(res.body(), "hunter2"));
   CHECK_FALSE(Contains(res.body(), "db.internal"));
+}
+
+namespace {
+
+// Groups home, b and c at version 42: shard 3 in b; 4 in b moving to c
+// (copying); 7 at home moving to b (sealed); 9 moved to c, its old rows in
+// b not yet deleted (cleanup). This instance's mover runs shard 7's delta.
+PlacementView MovingPlacement() {
+  PlacementView v;
+  v.groups = {"home", "b", "c"};
+  auto map = std::make_shared<PlacementMap>();
+  map->version = 42;
+  map->rows = {PlacementRow{3, "b", "", ""}, PlacementRow{4, "b", "c", "copying"},
+               PlacementRow{7, "home", "b", "sealed"}, PlacementRow{9, "c", "b", "cleanup"}};
+  v.map = std::move(map);
+  v.mover.running = true;
+  v.mover.shard = 7;
+  v.mover.from = "home";
+  v.mover.to = "b";
+  v.mover.phase = "delta";
+  v.mover.rows_copied = 1234;
+  return v;
+}
+
+// The placement section of `page` (from its heading to the next one).
+std::string PlacementPart(const std::string& page) {
+  const size_t at = page.find("<h2>Store groups</h2>");
+  if (at == std::string::npos) return "";
+  return page.substr(at, page.find("<h2>", at + 1) - at);
+}
+
+}  // namespace
+
+TEST_CASE("status page: store groups show the version, shards away from home, moves and mover") {
+  StatusPageInput in = UpInput();
+  CHECK(PlacementPart(RenderStatusPage(in)).empty());  // no store groups: no section
+  CHECK_FALSE(Contains(RenderStatusPage(in), "id=\"placement\""));
+
+  in.placement = MovingPlacement();
+  std::string part = PlacementPart(RenderStatusPage(in));
+  REQUIRE_FALSE(part.empty());
+  CHECK(Contains(part, "id=\"placement\""));
+  CHECK(Contains(part, "3 groups (home home)"));
+  CHECK(Contains(part, "placement version 42"));
+  // copying and sealed are moves in progress; cleanup is a move done.
+  CHECK(Contains(part, "2 moves in progress"));
+  // Shards by the group that serves them; the home group is not listed.
+  CHECK(Contains(part, "b: 2 shards"));
+  CHECK(Contains(part, "c: 1 shards"));
+  CHECK_FALSE(Contains(part, "home: "));
+  CHECK(Contains(part,
+                 "this instance's mover: moving, shard 7 home &rarr; b delta, "
+                 "1234 rows copied"));
+  CHECK_FALSE(Contains(part, "pause"));
+
+  // Done: idle, with the pause it measured.
+  in.placement->mover.running = false;
+  in.placement->mover.phase = "done";
+  in.placement->mover.pause_ms = 1023;
+  part = PlacementPart(RenderStatusPage(in));
+  CHECK(Contains(part, "this instance's mover: idle, shard 7 home &rarr; b done"));
+  CHECK(Contains(part, "pause 1023 ms"));
+
+  // A mover that never ran: idle, nothing more.
+  in.placement->mover = MoverStatus{};
+  part = PlacementPart(RenderStatusPage(in));
+  CHECK(Contains(part, "this instance's mover: idle</p>"));
+
+  // Names from the placement rows and the mover are escaped.
+  in.placement->mover.phase = "copying";
+  in.placement->mover.from = "<script>";
+  in.placement->groups = {"h&1", "b"};
+  part = PlacementPart(RenderStatusPage(in));
+  CHECK(Contains(part, "(home h&amp;1)"));
+  CHECK(Contains(part, "&lt;script&gt; &rarr;"));
+  CHECK_FALSE(Contains(part, "<script>"));
+}
+
+TEST_CASE("status page: GET / through ApiRouter shows the store groups' placement") {
+  MemoryStore mem;
+  FakePlacement placement;
+  placement.view = MovingPlacement();
+  RouterFixture f(mem, 65s, KeyRules(), &placement);
+  ApiRouter::Response res = f.Call(http::verb::get, "/");
+  CHECK(res.result() == http::status::ok);
+  const std::string part = PlacementPart(res.body());
+  CHECK(Contains(part, "placement version 42"));
+  CHECK(Contains(part, "2 moves in progress"));
+  CHECK(Contains(part, "shard 7 home &rarr; b delta"));
+
+  // The page reads the view anew each time.
+  placement.view.map = std::make_shared<PlacementMap>(PlacementMap{43, {}});
+  placement.view.mover = MoverStatus{};
+  const std::string later = PlacementPart(f.Call(http::verb::get, "/").body());
+  CHECK(Contains(later, "placement version 43"));
+  CHECK(Contains(later, "0 moves in progress"));
+  CHECK(placement.moves.empty());  // showing the page moves nothing
+
+  // Without store groups: no section.
+  RouterFixture plain(mem, 65s);
+  CHECK(PlacementPart(plain.Call(http::verb::get, "/").body()).empty());
 }

@@ -34,6 +34,8 @@ struct ServiceOverrides {
   SnowflakeGenerator* snowflake = nullptr;
   Metrics* metrics = nullptr;
   KeyRouter* router = nullptr;  // default: straight to the test's allocator
+  PlacementApi* placement = nullptr;  // default: no store groups
+  ClusterApi* cluster = nullptr;      // default: no cluster mode
 };
 
 class TestServices {
@@ -56,7 +58,10 @@ class TestServices {
         services_{given.router ? *given.router : *router_, routed_messages_,
                   given.keys ? *given.keys : *keys_,
                   given.snowflake ? *given.snowflake : *snowflake_,
-                  given.metrics ? *given.metrics : *metrics_} {}
+                  given.metrics ? *given.metrics : *metrics_} {
+    services_.placement = given.placement;
+    services_.cluster = given.cluster;
+  }
 
   TestServices(const TestServices&) = delete;
   TestServices& operator=(const TestServices&) = delete;

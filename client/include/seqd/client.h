@@ -269,8 +269,25 @@ struct ClientOptions {
   // adding owners' advertised addresses to the endpoints as needed. A
   // WRONG_OWNER answer refreshes the map; that attempt is then retried the
   // ordinary way (the server forwards it). Against a server without cluster
-  // mode the client stops asking after its UNKNOWN_OPCODE.
+  // mode the client stops asking after its UNKNOWN_OPCODE. Implies
+  // watch_placement: a rise of the placement version refreshes the map too.
   bool route_by_shard = false;
+  // Store groups (docs/cluster.md, "Store groups"): every connection asks
+  // for the placement version (op PLACEMENT, after AUTH), which servers
+  // with store groups then tell again before their first answer after it
+  // rose (see PlacementVersion()). A server before the op answers it
+  // UNKNOWN_OPCODE (ignored). Off: no frame is added.
+  bool watch_placement = false;
+  // With watch_placement: called, on the client's strand (it must not
+  // block), with each placement version a server tells above every one
+  // told before.
+  std::function<void(int64_t version)> on_placement_version;
+  // Between seqd instances (store groups; implies watch_placement): this
+  // instance's own placement version, read before each request is sent
+  // (it must not block); when it is above what the request's connection
+  // was told, a PLACEMENT request telling it goes first, so a peer behind
+  // it reads the placement. Empty: nothing is told.
+  std::function<int64_t()> placement_version;
   // A token's secret (docs/security.md), sent as the first frame (AUTH) of
   // every connection; "" sends none. A server with tokens answers calls
   // without one UNAUTHENTICATED, and PERMISSION_DENIED for keys outside
@@ -407,6 +424,14 @@ class AsyncClient {
   // Closes connections; pending and later calls complete with kCancelled.
   void Close();
 
+  // Store groups (docs/cluster.md, "Store groups"), with
+  // ClientOptions::watch_placement (or route_by_shard): the highest
+  // placement version (of the shard -> store group map) any server told
+  // this client; 0 before one did (servers without store groups tell
+  // none). Once a call's answer is delivered, this is at least the
+  // answering server's version at the time it answered. Any thread.
+  int64_t PlacementVersion() const;
+
   const ClientOptions& options() const;
 
  private:
@@ -468,6 +493,9 @@ class Client {
   // thread. Use the Subscription's blocking Add and Remove from other threads.
   std::unique_ptr<Subscription> NewSubscription(AsyncClient::MessageFn on_message,
                                                 AsyncClient::LostFn on_lost = nullptr);
+
+  // AsyncClient::PlacementVersion().
+  int64_t PlacementVersion();
 
   AsyncClient& async();
 
