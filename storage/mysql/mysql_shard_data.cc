@@ -309,18 +309,21 @@ Result<ShardCopyStats> MysqlShardData::CopyShard(uint32_t shard, uint32_t shards
   return stats;
 }
 
+Result<int64_t> MysqlShardData::DeleteNow(const std::string& text) {
+  return pool_->Run<int64_t>(kSession, "delete shard rows", [&](MysqlConn& c) -> Result<int64_t> {
+    const int64_t rows = c.Update(text);
+    c.Commit();
+    return rows;
+  });
+}
+
 Result<int64_t> MysqlShardData::DeleteKey(const Table& table, const std::string& key,
                                           const Pace& pace) {
   const std::string text = std::string("DELETE FROM ") + table.name + " WHERE " + table.key +
                            " = " + Hex(key) + " LIMIT " + std::to_string(kDeleteRows);
   int64_t deleted = 0;
   for (;;) {
-    auto n =
-        pool_->Run<int64_t>(kSession, "delete shard rows", [&](MysqlConn& c) -> Result<int64_t> {
-          const int64_t rows = c.Update(text);
-          c.Commit();
-          return rows;
-        });
+    auto n = DeleteNow(text);
     if (!n) return n.error();
     deleted += *n;
     if (*n > 0 && pace(*n) != kGoOn) return Stopped("shard clean-up stopped");
@@ -346,12 +349,7 @@ Result<int64_t> MysqlShardData::DeleteRows(const Table& table, uint32_t shard, u
     }
     if (!which.empty()) {
       const std::string text = std::string("DELETE FROM ") + table.name + " WHERE " + which;
-      auto n =
-          pool_->Run<int64_t>(kSession, "delete shard rows", [&](MysqlConn& c) -> Result<int64_t> {
-            const int64_t rows = c.Update(text);
-            c.Commit();
-            return rows;
-          });
+      auto n = DeleteNow(text);
       if (!n) return n.error();
       deleted += *n;
       if (pace(*n) != kGoOn) return Stopped("shard clean-up stopped");

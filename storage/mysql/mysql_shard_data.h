@@ -67,6 +67,8 @@ class MysqlShardData final : public MysqlStoreBase<ShardDataStore> {
                   const Pace& pace, ShardCopyStats& stats);
   Result<int64_t> DeleteRows(const Table& table, uint32_t shard, uint32_t shards, const Pace& pace);
   Result<int64_t> DeleteKey(const Table& table, const std::string& key, const Pace& pace);
+  // Runs the DELETE `text` in a transaction of its own; the rows it removed.
+  Result<int64_t> DeleteNow(const std::string& text);
   // Writes `rows` (value lists) to `table` here in one transaction.
   Status Upsert(const Table& table, const std::vector<std::string>& columns,
                 const std::vector<std::string>& rows, ShardCopyStats& stats);
