@@ -27,7 +27,7 @@ from harness import free_port  # noqa: E402
 from lib.cluster import Instance, Workspace, shard_of  # noqa: E402
 from test_store_groups import (FLAGS, LEASE_MS, SHARDS, group_flags, request,  # noqa: E402
                                seqctl, wait_all_owned)
-from lib.mariadb import MariaDB  # noqa: E402
+from lib.mariadb import start_all  # noqa: E402
 from lib.shard_writes import (ShardWrites, check_lost, count_by_kind_and_port,  # noqa: E402
                               names_in)
 
@@ -82,20 +82,7 @@ class ShardMoveTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.ws = Workspace("seqd-move-")
-        dbs = [None, None]
-
-        def start(i):
-            base = os.path.join(cls.ws.base, "db%d" % i)
-            os.makedirs(base)
-            dbs[i] = MariaDB(base)
-
-        threads = [threading.Thread(target=start, args=(i,)) for i in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        if None in dbs:
-            raise RuntimeError("a MariaDB did not start")
+        dbs = start_all(cls.ws.base, 2)
         for db in dbs:
             cls.ws.on_cleanup(db.stop)
         cls.dbs = dbs

@@ -20,14 +20,13 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import REPO  # noqa: E402
 from lib.cluster import Instance, Workspace, shard_of  # noqa: E402
-from lib.mariadb import MariaDB  # noqa: E402
+from lib.mariadb import start_all  # noqa: E402
 
 LEASE_MS = 1000
 SHARDS = 64
@@ -125,22 +124,9 @@ class StoreGroupsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.ws = Workspace("seqd-groups-", keep="--keep" in sys.argv)
-        dbs = [None, None]
-
-        def start(i):
-            base = os.path.join(cls.ws.base, "db%d" % i)
-            os.makedirs(base)
-            dbs[i] = MariaDB(base)
-
-        threads = [threading.Thread(target=start, args=(i,)) for i in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        dbs = start_all(cls.ws.base, 2)
         cls.dbs = dbs
         for db in dbs:
-            if db is None:
-                raise RuntimeError("a MariaDB did not start")
             cls.ws.on_cleanup(db.stop)
         cls.urls = [db.url for db in dbs]
         flags = FLAGS + group_flags(cls.urls)

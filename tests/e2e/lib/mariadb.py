@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 
@@ -159,6 +160,33 @@ class MariaDB:
 
 
 _databases = itertools.count()
+
+
+def start_all(base, count, script=None):
+    """`count` MariaDB started at once, under `base`/db0, db1, ...; returns
+    them in that order. If any did not start, the others are stopped and
+    the first error is raised, in the caller's thread."""
+    dbs, errors = [None] * count, []
+
+    def start(i):
+        path = os.path.join(base, "db%d" % i)
+        os.makedirs(path)
+        try:
+            dbs[i] = MariaDB(path, script=script) if script else MariaDB(path)
+        except Exception as e:  # noqa: BLE001 - raised below
+            errors.append(e)
+
+    threads = [threading.Thread(target=start, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        for db in dbs:
+            if db is not None:
+                db.stop()
+        raise errors[0]
+    return dbs
 
 
 class Database:

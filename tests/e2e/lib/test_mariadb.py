@@ -118,6 +118,27 @@ class FailedStart(unittest.TestCase):
             mariadb.MariaDB(tmp.name, script=script)
 
 
+class StartAll(unittest.TestCase):
+    def test_each_in_its_own_directory_in_order(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        script = executable(os.path.join(tmp.name, "mariadb.sh"), FAKE_MARIADB_SH)
+        dbs = mariadb.start_all(tmp.name, 2, script=script)
+        for db in dbs:
+            self.addCleanup(db.stop)
+        self.assertEqual([db.dir for db in dbs],
+                         [os.path.join(tmp.name, "db%d" % i, "db") for i in range(2)])
+        self.assertNotEqual(dbs[0].pid(), dbs[1].pid())
+
+    def test_a_failed_start_is_raised(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        script = executable(os.path.join(tmp.name, "mariadb.sh"),
+                            "#!/usr/bin/env bash\necho 'mariadb.sh: no free port' >&2\nexit 1\n")
+        with self.assertRaisesRegex(RuntimeError, "no free port"):
+            mariadb.start_all(tmp.name, 2, script=script)
+
+
 class Client(unittest.TestCase):
     def setUp(self):
         tmp = tempfile.TemporaryDirectory()
