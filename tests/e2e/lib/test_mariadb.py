@@ -35,6 +35,9 @@ esac
 echo "mysql://seqd:seqd@127.0.0.1:$(cat "$dir/port")/seqd_test"
 """
 
+# A mariadb.sh whose start fails, saying why on stderr.
+FAILING_MARIADB_SH = "#!/usr/bin/env bash\necho 'mariadb.sh: no free port' >&2\nexit 1\n"
+
 # A mariadb client that prints its arguments and password, or fails on "bad".
 FAKE_CLIENT = r"""#!/usr/bin/env bash
 for a in "$@"; do [ "$a" = bad ] && { echo "ERROR 1064: bad" >&2; exit 1; }; done
@@ -112,8 +115,7 @@ class FailedStart(unittest.TestCase):
         # carry its reason in the exception.
         tmp = tempfile.TemporaryDirectory()
         self.addCleanup(tmp.cleanup)
-        script = executable(os.path.join(tmp.name, "mariadb.sh"),
-                            "#!/usr/bin/env bash\necho 'mariadb.sh: no free port' >&2\nexit 1\n")
+        script = executable(os.path.join(tmp.name, "mariadb.sh"), FAILING_MARIADB_SH)
         with self.assertRaisesRegex(RuntimeError, "start failed .*\n.*no free port"):
             mariadb.MariaDB(tmp.name, script=script)
 
@@ -133,8 +135,7 @@ class StartAll(unittest.TestCase):
     def test_a_failed_start_is_raised(self):
         tmp = tempfile.TemporaryDirectory()
         self.addCleanup(tmp.cleanup)
-        script = executable(os.path.join(tmp.name, "mariadb.sh"),
-                            "#!/usr/bin/env bash\necho 'mariadb.sh: no free port' >&2\nexit 1\n")
+        script = executable(os.path.join(tmp.name, "mariadb.sh"), FAILING_MARIADB_SH)
         with self.assertRaisesRegex(RuntimeError, "no free port"):
             mariadb.start_all(tmp.name, 2, script=script)
 
