@@ -401,14 +401,19 @@ Status App::JoinCluster(Parts& p, Security& security) {
     BuildShardMover(p);
   }
   if (p.stores.placement) {
-    // A write refused in a group its shard left: the placement is read
-    // again at a round soon, so the caller's retry goes to the new group.
-    // The node and its metrics outlive every store call (Run stops the
-    // database threads; the message service is destroyed first).
-    p.stores.placement->SetStaleHook([cluster = p.cluster.get(), metrics = &*p.cluster_metrics] {
-      metrics->MovedWriteRefused();
-      cluster->RefreshSoon();
-    });
+    // A read or write refused in a group its shard left: the placement is
+    // read again at a round soon, so the caller's retry goes to the new
+    // group. The node and its metrics outlive every store call (Run stops
+    // the database threads; the message service is destroyed first).
+    p.stores.placement->SetStaleHook(
+        [cluster = p.cluster.get(), metrics = &*p.cluster_metrics](StaleAccess access) {
+          if (access == StaleAccess::kRead) {
+            metrics->MovedReadRefused();
+          } else {
+            metrics->MovedWriteRefused();
+          }
+          cluster->RefreshSoon();
+        });
   }
   return OkStatus();
 }

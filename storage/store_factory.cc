@@ -43,10 +43,11 @@ Status OpenedStores::EnsureSchemas() {
 
 namespace {
 
-// OpenStores on a mysql:// spec (`parsed`). `placement`: set for one store
-// group's stores, whose unfenced writes it guards (MysqlShardGuard).
+// OpenStores on a mysql:// spec (`parsed`). `guard`: for one store group's
+// stores, what keeps their unfenced reads and writes out of a group their
+// shard left.
 OpenedStores OpenMysqlStores(const StoreSpec& parsed, const StoreNeeds& needs,
-                             std::shared_ptr<const StorePlacement> placement) {
+                             const MysqlShardGuard& guard) {
   OpenedStores out;
   MysqlOptions options = parsed.mysql;
   options.pool_size = needs.connections;
@@ -60,8 +61,8 @@ OpenedStores OpenMysqlStores(const StoreSpec& parsed, const StoreNeeds& needs,
   if (!url_budget) options.retry_budget_ms = needs.retry_budget_ms;
   out.pool = std::make_shared<MysqlPool>(options);
   out.segments =
-      std::make_unique<SheddingSegmentStore>(std::make_unique<MysqlStore>(out.pool, placement));
-  out.messages = std::make_unique<MysqlMessageStore>(out.pool, placement);
+      std::make_unique<SheddingSegmentStore>(std::make_unique<MysqlStore>(out.pool, guard));
+  out.messages = std::make_unique<MysqlMessageStore>(out.pool, guard);
   options.pool_size = 1;
   if (needs.worker_leases) {
     out.lease_pool = std::make_shared<MysqlPool>(options);
@@ -109,7 +110,7 @@ Result<OpenedStores> OpenStoreGroups(const StoreNeeds& needs) {
       return MakeError(parsed.error().code,
                        "store group '" + name + "': " + parsed.error().message);
     }
-    OpenedStores opened = OpenMysqlStores(*parsed, one, out.placement);
+    OpenedStores opened = OpenMysqlStores(*parsed, one, MysqlShardGuard(out.placement, i));
     out.group_data.push_back(std::make_unique<MysqlShardData>(opened.pool, needs.shard_of));
     out.group_segments.push_back(opened.segments.get());
     out.group_messages.push_back(opened.messages.get());
@@ -139,7 +140,7 @@ Result<OpenedStores> OpenStores(std::string_view spec, const StoreNeeds& needs) 
   if (needs.groups.size() > 1) return OpenStoreGroups(needs);
   auto parsed = ParseStoreSpec(spec, /*allow_memory=*/false);
   if (!parsed.ok()) return parsed.error();
-  if (parsed->kind == StoreKind::kMysql) return OpenMysqlStores(*parsed, needs, nullptr);
+  if (parsed->kind == StoreKind::kMysql) return OpenMysqlStores(*parsed, needs, MysqlShardGuard());
   OpenedStores out;
   const bool with_leases = needs.worker_leases;
   if (needs.cluster) {

@@ -91,17 +91,17 @@ std::shared_ptr<const PlacementMap> StorePlacement::map() const {
   return map_;
 }
 
-void StorePlacement::ReportStale() const {
-  std::shared_ptr<const std::function<void()>> hook;
+void StorePlacement::ReportStale(StaleAccess access) const {
+  std::shared_ptr<const std::function<void(StaleAccess)>> hook;
   {
     MutexLock lock(mu_);
     hook = stale_hook_;
   }
-  if (hook && *hook) (*hook)();
+  if (hook && *hook) (*hook)(access);
 }
 
-void StorePlacement::SetStaleHook(std::function<void()> hook) {
-  auto shared = std::make_shared<const std::function<void()>>(std::move(hook));
+void StorePlacement::SetStaleHook(std::function<void(StaleAccess)> hook) {
+  auto shared = std::make_shared<const std::function<void(StaleAccess)>>(std::move(hook));
   MutexLock lock(mu_);
   stale_hook_ = std::move(shared);
 }

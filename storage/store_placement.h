@@ -42,6 +42,10 @@ struct PlacementRow {
   bool operator==(const PlacementRow&) const = default;
 };
 
+// What found a placement view stale: a read or a write refused in a group
+// its shard had left (storage/mysql/mysql_shard_guard.h).
+enum class StaleAccess { kRead, kWrite };
+
 // The whole map as the home group holds it.
 struct PlacementMap {
   int64_t version = 0;             // +1 on every change (seqd_placement)
@@ -83,14 +87,14 @@ class StorePlacement {
   // The map last applied.
   std::shared_ptr<const PlacementMap> map() const EXCLUDES(mu_);
 
-  // A write found this view stale: the group it put a shard in no longer
-  // holds the shard (storage/mysql/mysql_shard_guard.h). Runs the hook set
-  // by SetStaleHook, which should have the map read again soon. Never
-  // blocks, if the hook does not.
-  void ReportStale() const EXCLUDES(mu_);
-  // `hook` runs on the thread of the write that found the view stale; it
+  // A read or write (`access`) found this view stale: the group it put a
+  // shard in no longer holds the shard (storage/mysql/mysql_shard_guard.h).
+  // Runs the hook set by SetStaleHook, which should have the map read again
+  // soon. Never blocks, if the hook does not.
+  void ReportStale(StaleAccess access) const EXCLUDES(mu_);
+  // `hook` runs on the thread of the call that found the view stale; it
   // must not block. Empty: none.
-  void SetStaleHook(std::function<void()> hook) EXCLUDES(mu_);
+  void SetStaleHook(std::function<void(StaleAccess)> hook) EXCLUDES(mu_);
 
  private:
   struct Index {
@@ -104,7 +108,7 @@ class StorePlacement {
   mutable Mutex mu_;
   std::shared_ptr<const Index> index_ GUARDED_BY(mu_);
   std::shared_ptr<const PlacementMap> map_ GUARDED_BY(mu_);
-  std::shared_ptr<const std::function<void()>> stale_hook_ GUARDED_BY(mu_);
+  std::shared_ptr<const std::function<void(StaleAccess)>> stale_hook_ GUARDED_BY(mu_);
   std::atomic<int64_t> version_{0};  // map_->version, stored after map_
 };
 

@@ -69,6 +69,10 @@ ClusterMetrics::ClusterMetrics(prometheus::Registry& r) {
       Counter(r, "seqd_shard_move_writes_refused_total",
               "Unfenced writes refused (retryable) because their shard had left, or was "
               "leaving, the store group this instance's placement named");
+  moved_reads_refused_ =
+      Counter(r, "seqd_shard_move_reads_refused_total",
+              "Reads refused (retryable) because their shard had left, or was leaving, the "
+              "store group this instance's placement named");
 }
 
 void ClusterMetrics::Round(bool ok, double seconds, int64_t shards_owned, int64_t members_live,
@@ -102,5 +106,7 @@ void ClusterMetrics::RowsCopied(int64_t rows) {
 void ClusterMetrics::MovePause(double seconds) { move_pause_->Set(seconds); }
 
 void ClusterMetrics::MovedWriteRefused() { moved_writes_refused_->Increment(); }
+
+void ClusterMetrics::MovedReadRefused() { moved_reads_refused_->Increment(); }
 
 }  // namespace seqd

@@ -39,6 +39,8 @@ class ClusterMetrics {
   // A write no lease fences refused: its shard's lease row was sealed in the
   // group this instance's placement named (storage/mysql/mysql_shard_guard.h).
   void MovedWriteRefused();
+  // The same for a read.
+  void MovedReadRefused();
 
  private:
   prometheus::Counter* rounds_ok_;
@@ -61,6 +63,7 @@ class ClusterMetrics {
   prometheus::Counter* rows_copied_;
   prometheus::Gauge* move_pause_;
   prometheus::Counter* moved_writes_refused_;
+  prometheus::Counter* moved_reads_refused_;
 };
 
 }  // namespace seqd

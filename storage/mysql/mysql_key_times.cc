@@ -26,8 +26,8 @@ const char* MysqlStore::KeyTimeTableSql() {
 }
 
 Result<std::vector<int64_t>> MysqlStore::GetAllocTimes(const std::vector<std::string>& keys) {
-  return pool_->Run<std::vector<int64_t>>(
-      mysql_leaf::kSession, "get allocation times",
+  return guard_.Read<std::vector<int64_t>>(
+      *pool_, mysql_leaf::kSession, "get allocation times", keys,
       [&](MysqlConn& c) -> Result<std::vector<int64_t>> {
         // Each key's own row only: under a column that folds case or pads
         // spaces, a row of another key may have answered too.
@@ -39,7 +39,6 @@ Result<std::vector<int64_t>> MysqlStore::GetAllocTimes(const std::vector<std::st
         const std::map<std::string, int64_t> stamps =
             tags.empty() ? std::map<std::string, int64_t>{}
                          : mysql_leaf::ReadPairs(c, mysql_leaf::kStampsIn, tags);
-        c.Commit();  // ends the read's transaction
         std::vector<int64_t> out;
         out.reserve(keys.size());
         for (const std::string& k : keys) {

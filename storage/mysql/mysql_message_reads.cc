@@ -1,7 +1,7 @@
 // MysqlMessageStore's reads (max seqs, a range, by seqs), message status,
 // the conversation's min seq, members and unread counts: each one short
-// transaction on the statements of mysql_message_sql.h; the writes pass
-// the store group guard (MysqlShardGuard) before their COMMIT.
+// transaction on the statements of mysql_message_sql.h; reads and writes
+// pass the store group guard (MysqlShardGuard) before their COMMIT.
 #include <cppconn/prepared_statement.h>
 #include <cppconn/resultset.h>
 
@@ -60,7 +60,9 @@ MemberState ReadMember(sql::ResultSet& rs) {
 }  // namespace
 
 Result<int64_t> MysqlMessageStore::MaxSeq(std::string_view conv_id) {
-  return pool_->QueryInt64(kSession, "max seq", kMaxSeq, 0, conv_id);
+  return guard_.Read<int64_t>(
+      *pool_, kSession, "max seq", conv_id,
+      [&](MysqlConn& c) -> Result<int64_t> { return c.QueryInt64(kMaxSeq, conv_id).value_or(0); });
 }
 
 Result<std::vector<int64_t>> MysqlMessageStore::MaxSeqs(std::span<const std::string> conv_ids) {
@@ -72,38 +74,36 @@ Result<std::vector<int64_t>> MysqlMessageStore::MaxSeqs(std::span<const std::str
       if (seen.emplace(c, true).second) distinct.push_back(c);
     }
   }
-  return pool_->Run<std::vector<int64_t>>(kSession, "max seqs",
-                                          [&](MysqlConn& c) -> Result<std::vector<int64_t>> {
-                                            std::unordered_map<std::string, int64_t> max;
-                                            ReadMaxSeqs(c, distinct, max);
-                                            c.Commit();
-                                            std::vector<int64_t> out;
-                                            out.reserve(conv_ids.size());
-                                            for (const std::string& conv : conv_ids)
-                                              out.push_back(max[conv]);
-                                            return out;
-                                          });
+  return guard_.Read<std::vector<int64_t>>(*pool_, kSession, "max seqs", distinct,
+                                           [&](MysqlConn& c) -> Result<std::vector<int64_t>> {
+                                             std::unordered_map<std::string, int64_t> max;
+                                             ReadMaxSeqs(c, distinct, max);
+                                             std::vector<int64_t> out;
+                                             out.reserve(conv_ids.size());
+                                             for (const std::string& conv : conv_ids)
+                                               out.push_back(max[conv]);
+                                             return out;
+                                           });
 }
 
 Result<MessagePage> MysqlMessageStore::GetRange(const RangeQuery& q) {
   if (Status valid = message_store::CheckRange(q); !valid.ok()) return valid.error();
   const int64_t limit = ClampRangeLimit(q.limit);
-  return pool_->Run<MessagePage>(kSession, "get range", [&](MysqlConn& c) -> Result<MessagePage> {
-    sql::PreparedStatement& s =
-        c.Stmt(q.descending ? kRangeDesc : kRangeAsc, q.conv_id, q.from_seq, q.to_seq, limit + 1);
-    std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
-    MessagePage page;
-    while (rs->next()) {
-      if (static_cast<int64_t>(page.messages.size()) == limit) {
-        page.more = true;
-        break;
-      }
-      page.messages.push_back(ReadMessage(*rs));
-    }
-    rs.reset();
-    c.Commit();
-    return page;
-  });
+  return guard_.Read<MessagePage>(
+      *pool_, kSession, "get range", q.conv_id, [&](MysqlConn& c) -> Result<MessagePage> {
+        sql::PreparedStatement& s = c.Stmt(q.descending ? kRangeDesc : kRangeAsc, q.conv_id,
+                                           q.from_seq, q.to_seq, limit + 1);
+        std::unique_ptr<sql::ResultSet> rs(s.executeQuery());
+        MessagePage page;
+        while (rs->next()) {
+          if (static_cast<int64_t>(page.messages.size()) == limit) {
+            page.more = true;
+            break;
+          }
+          page.messages.push_back(ReadMessage(*rs));
+        }
+        return page;
+      });
 }
 
 Result<std::vector<StoredMessage>> MysqlMessageStore::GetBySeqs(std::string_view conv_id,
@@ -112,8 +112,9 @@ Result<std::vector<StoredMessage>> MysqlMessageStore::GetBySeqs(std::string_view
   std::sort(sorted.begin(), sorted.end());
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
   if (sorted.empty()) return std::vector<StoredMessage>();
-  return pool_->Run<std::vector<StoredMessage>>(
-      kSession, "get by seqs", [&](MysqlConn& c) -> Result<std::vector<StoredMessage>> {
+  return guard_.Read<std::vector<StoredMessage>>(
+      *pool_, kSession, "get by seqs", conv_id,
+      [&](MysqlConn& c) -> Result<std::vector<StoredMessage>> {
         std::vector<StoredMessage> out;
         for (size_t at = 0; at < sorted.size(); at += kInListMax) {
           const size_t n = std::min(kInListMax, sorted.size() - at);
@@ -122,7 +123,6 @@ Result<std::vector<StoredMessage>> MysqlMessageStore::GetBySeqs(std::string_view
           for (size_t i = 0; i < n; ++i) SetParam(s, static_cast<unsigned>(i + 2), sorted[at + i]);
           ForEachRow(s, [&](sql::ResultSet& rs) { out.push_back(ReadMessage(rs)); });
         }
-        c.Commit();
         return out;
       });
 }
@@ -146,7 +146,10 @@ Result<StoredMessage> MysqlMessageStore::SetStatus(std::string_view conv_id, int
 }
 
 Result<int64_t> MysqlMessageStore::GetConvMinSeq(std::string_view conv_id) {
-  return pool_->QueryInt64(kSession, "get conv min seq", kGetConvMin, 1, conv_id);
+  return guard_.Read<int64_t>(*pool_, kSession, "get conv min seq", conv_id,
+                              [&](MysqlConn& c) -> Result<int64_t> {
+                                return c.QueryInt64(kGetConvMin, conv_id).value_or(1);
+                              });
 }
 
 Status MysqlMessageStore::SetConvMinSeq(std::string_view conv_id, int64_t min_seq) {
@@ -160,11 +163,10 @@ Status MysqlMessageStore::SetConvMinSeq(std::string_view conv_id, int64_t min_se
 
 Result<std::optional<MemberState>> MysqlMessageStore::GetMember(std::string_view conv_id,
                                                                 std::string_view user_id) {
-  return pool_->Run<std::optional<MemberState>>(
-      kSession, "get member", [&](MysqlConn& c) -> Result<std::optional<MemberState>> {
-        std::optional<MemberState> m = c.QueryRow(kGetMember, ReadMember, conv_id, user_id);
-        c.Commit();
-        return m;
+  return guard_.Read<std::optional<MemberState>>(
+      *pool_, kSession, "get member", conv_id,
+      [&](MysqlConn& c) -> Result<std::optional<MemberState>> {
+        return c.QueryRow(kGetMember, ReadMember, conv_id, user_id);
       });
 }
 
@@ -201,8 +203,10 @@ Result<MemberState> MysqlMessageStore::SetReadSeq(std::string_view conv_id,
 
 Result<int64_t> MysqlMessageStore::CountUnread(std::string_view conv_id, std::string_view user_id,
                                                int64_t after_seq, int64_t upto_seq) {
-  return pool_->QueryInt64(kSession, "count unread", kCountUnread, 0, conv_id, after_seq, upto_seq,
-                           user_id);
+  return guard_.Read<int64_t>(
+      *pool_, kSession, "count unread", conv_id, [&](MysqlConn& c) -> Result<int64_t> {
+        return c.QueryInt64(kCountUnread, conv_id, after_seq, upto_seq, user_id).value_or(0);
+      });
 }
 
 }  // namespace seqd

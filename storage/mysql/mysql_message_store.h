@@ -49,10 +49,9 @@ class MysqlMessageStore final : public MysqlStoreBase<MessageStore> {
  public:
   // On its own pool (from MysqlOptions) or a shared one.
   using MysqlStoreBase::MysqlStoreBase;
-  // One store group of `placement`'s, on `pool`.
-  MysqlMessageStore(std::shared_ptr<MysqlPool> pool,
-                    std::shared_ptr<const StorePlacement> placement)
-      : MysqlStoreBase(std::move(pool)), guard_(std::move(placement)) {}
+  // One store group's, on `pool`, its reads and writes passing `guard`.
+  MysqlMessageStore(std::shared_ptr<MysqlPool> pool, MysqlShardGuard guard)
+      : MysqlStoreBase(std::move(pool)), guard_(std::move(guard)) {}
 
   Status EnsureSchema() override;
   bool KeepsTrailingSpaces() const override { return exact_ids_.load(std::memory_order_relaxed); }
@@ -89,7 +88,7 @@ class MysqlMessageStore final : public MysqlStoreBase<MessageStore> {
   // as read by EnsureSchema: true for the tables seqd creates, false for an
   // older seqd's, whose VARCHAR utf8mb4_bin columns pad trailing spaces.
   std::atomic<bool> exact_ids_{true};
-  // Keeps the unfenced writes out of a group their shard left.
+  // Keeps the unfenced reads and writes out of a group their shard left.
   const MysqlShardGuard guard_;
 };
 

@@ -21,10 +21,9 @@ namespace seqd {
 using namespace mysql_leaf;  // NOLINT: this store's private header
 
 Result<std::vector<int64_t>> MysqlStore::GetMaxIds(const std::vector<std::string>& keys) {
-  return pool_->Run<std::vector<int64_t>>(
-      kSession, "get max ids", [&](MysqlConn& c) -> Result<std::vector<int64_t>> {
+  return guard_.Read<std::vector<int64_t>>(
+      *pool_, kSession, "get max ids", keys, [&](MysqlConn& c) -> Result<std::vector<int64_t>> {
         std::map<std::string, int64_t> reserved = ReadPairs(c, kMaxIdsIn, keys);
-        c.Commit();  // ends the read's transaction
         for (auto& [tag, max_id] : reserved) --max_id;  // every ID below max_id was reserved
         // Exactly its own row: under a column that folds case or pads
         // spaces, a row of another key may have answered too.
@@ -46,10 +45,9 @@ const char* MysqlStore::MinSeqTableUpgradeSql() {
 }
 
 Result<std::vector<int64_t>> MysqlStore::GetMinSeqs(const std::vector<std::string>& keys) {
-  return pool_->Run<std::vector<int64_t>>(
-      kSession, "get min seqs", [&](MysqlConn& c) -> Result<std::vector<int64_t>> {
+  return guard_.Read<std::vector<int64_t>>(
+      *pool_, kSession, "get min seqs", keys, [&](MysqlConn& c) -> Result<std::vector<int64_t>> {
         const std::map<std::string, int64_t> found = ReadPairs(c, kMinSeqsIn, keys);
-        c.Commit();  // ends the read's transaction
         return ValuesInOrder(keys, found, 0);
       });
 }

@@ -11,18 +11,6 @@
 namespace seqd {
 namespace {
 
-// The distinct shards of `keys`, ascending: every write locks its lease
-// rows in one order.
-std::vector<uint32_t> ShardsOf(const StorePlacement& placement,
-                               std::span<const std::string_view> keys) {
-  std::vector<uint32_t> shards;
-  shards.reserve(keys.size());
-  for (std::string_view key : keys) shards.push_back(placement.ShardOf(key));
-  std::sort(shards.begin(), shards.end());
-  shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
-  return shards;
-}
-
 std::string InList(const std::vector<uint32_t>& shards) {
   std::string out;
   for (uint32_t s : shards) {
@@ -32,10 +20,16 @@ std::string InList(const std::vector<uint32_t>& shards) {
   return out;
 }
 
-// How many of `shards` have an unsealed lease row here, their rows locked
-// until the transaction ends: shared, or, on a Galera node, written.
-size_t UnsealedLocked(MysqlConn& c, const std::vector<uint32_t>& shards) {
+// How many of `shards` have an unsealed lease row here. For a write, their
+// rows are locked until the transaction ends: shared, or, on a Galera
+// node, written.
+size_t Unsealed(MysqlConn& c, const std::vector<uint32_t>& shards, StaleAccess access) {
   const std::string in = InList(shards);
+  if (access == StaleAccess::kRead) {
+    std::unique_ptr<sql::ResultSet> rs(c.Plain().executeQuery(
+        "SELECT COUNT(*) FROM seqd_shard_lease WHERE shard IN (" + in + ") AND sealed = 0"));
+    return rs->next() ? static_cast<size_t>(rs->getInt64(1)) : 0;
+  }
   if (c.galera) {
     return static_cast<size_t>(
         c.Update("UPDATE seqd_shard_lease SET fences = fences + 1 WHERE shard IN (" + in +
@@ -52,16 +46,28 @@ size_t UnsealedLocked(MysqlConn& c, const std::vector<uint32_t>& shards) {
 
 }  // namespace
 
-std::optional<Error> MysqlShardGuard::Admit(MysqlConn& c,
-                                            std::span<const std::string_view> keys) const {
-  if (!placement_ || keys.empty()) return std::nullopt;
+std::optional<Error> MysqlShardGuard::AdmitListed(MysqlConn& c,
+                                                  const std::vector<std::string>& keys) const {
+  if (!placement_) return std::nullopt;
+  std::vector<uint32_t> shards;
+  for (const std::string& key : keys) {
+    if (placement_->GroupOfKey(key) == group_) shards.push_back(placement_->ShardOf(key));
+  }
+  return Check(c, std::move(shards), StaleAccess::kRead);
+}
+
+std::optional<Error> MysqlShardGuard::Check(MysqlConn& c, std::vector<uint32_t> shards,
+                                            StaleAccess access) const {
+  if (!placement_ || shards.empty()) return std::nullopt;
   if (placement_->shards() == 0) {
     return MakeError(ErrorCode::kStoreUnavailable,
                      "the cluster's store groups are not read yet; retry");
   }
-  const std::vector<uint32_t> shards = ShardsOf(*placement_, keys);
-  if (UnsealedLocked(c, shards) == shards.size()) return std::nullopt;
-  placement_->ReportStale();
+  // Distinct and ascending: every write locks its lease rows in one order.
+  std::sort(shards.begin(), shards.end());
+  shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
+  if (Unsealed(c, shards, access) == shards.size()) return std::nullopt;
+  placement_->ReportStale(access);
   return MakeError(ErrorCode::kStoreUnavailable,
                    "this key's shard is moving or moved to another store group; retry");
 }

@@ -385,14 +385,23 @@ Result<KeyRow> MysqlStore::CreateKey(std::string_view key, int64_t step,
 }
 
 Result<KeyRow> MysqlStore::GetKey(std::string_view key) {
-  return pool_->Run<KeyRow>(kSession, "get key",
-                            [&](MysqlConn& c) -> Result<KeyRow> { return SelectOne(c, key); });
+  return guard_.Read<KeyRow>(*pool_, kSession, "get key", key,
+                             [&](MysqlConn& c) -> Result<KeyRow> { return SelectOne(c, key); });
 }
 
 Result<std::vector<KeyRow>> MysqlStore::ListKeys(std::string_view after, size_t limit) {
   const auto max = static_cast<size_t>(std::numeric_limits<int64_t>::max());
   const auto lim = static_cast<int64_t>(limit < max ? limit : max);
-  return pool_->QueryRows(kSession, "list keys", kList, ReadRow, after, lim);
+  return pool_->Run<std::vector<KeyRow>>(
+      kSession, "list keys", [&](MysqlConn& c) -> Result<std::vector<KeyRow>> {
+        std::vector<KeyRow> rows = c.QueryRows(kList, ReadRow, after, lim);
+        std::vector<std::string> keys;
+        keys.reserve(rows.size());
+        for (const KeyRow& row : rows) keys.push_back(row.key);
+        if (auto refused = guard_.AdmitListed(c, keys)) return *refused;
+        c.Commit();
+        return rows;
+      });
 }
 
 Result<KeyRow> MysqlStore::SetStep(std::string_view key, int64_t step) {

@@ -47,9 +47,9 @@ class MysqlStore final : public MysqlStoreBase<SegmentStore> {
  public:
   // On its own pool (from MysqlOptions) or a shared one.
   using MysqlStoreBase::MysqlStoreBase;
-  // One store group of `placement`'s, on `pool`.
-  MysqlStore(std::shared_ptr<MysqlPool> pool, std::shared_ptr<const StorePlacement> placement)
-      : MysqlStoreBase(std::move(pool)), guard_(std::move(placement)) {}
+  // One store group's, on `pool`, its reads and writes passing `guard`.
+  MysqlStore(std::shared_ptr<MysqlPool> pool, MysqlShardGuard guard)
+      : MysqlStoreBase(std::move(pool)), guard_(std::move(guard)) {}
 
   // Parses mysql://user[:password]@host[:port]/database, or with several
   // hosts of one database (a Galera cluster's nodes) separated by commas,
@@ -132,7 +132,7 @@ class MysqlStore final : public MysqlStoreBase<SegmentStore> {
   // as read by EnsureSchema. Until then, and for a table that folds case
   // or pads spaces, each key's row is checked to be its own.
   std::atomic<bool> exact_tags_{false};
-  // Keeps the unfenced writes out of a group their shard left.
+  // Keeps the unfenced reads and writes out of a group their shard left.
   const MysqlShardGuard guard_;
 };
 

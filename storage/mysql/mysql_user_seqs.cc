@@ -50,8 +50,9 @@ const char* MysqlStore::UserSeqTableSql() {
 
 Result<std::vector<int64_t>> MysqlStore::GetUserSeqs(std::string_view user, UserSeqField field,
                                                      const std::vector<std::string>& convs) {
-  return pool_->Run<std::vector<int64_t>>(
-      mysql_leaf::kSession, "get user seqs", [&](MysqlConn& c) -> Result<std::vector<int64_t>> {
+  return guard_.Read<std::vector<int64_t>>(
+      *pool_, mysql_leaf::kSession, "get user seqs", convs,
+      [&](MysqlConn& c) -> Result<std::vector<int64_t>> {
         std::map<std::string, int64_t> found;
         for (size_t at = 0; at < convs.size(); at += mysql_leaf::kListMax) {
           const size_t n = std::min(mysql_leaf::kListMax, convs.size() - at);
@@ -67,7 +68,6 @@ Result<std::vector<int64_t>> MysqlStore::GetUserSeqs(std::string_view user, User
           std::unique_ptr<sql::ResultSet> rs(c.Plain().executeQuery(sql));
           while (rs->next()) found[rs->getString(1).asStdString()] = rs->getInt64(2);
         }
-        c.Commit();  // ends the read's transaction
         return ValuesInOrder(convs, found, 0);
       });
 }

@@ -5,13 +5,16 @@
 // (kStoreUnavailable, nothing written, the placement told) once it is
 // sealed, and again accepted once it is opened; a write behind a seal in
 // flight waits for it and is refused, and a seal waits for a write in
-// flight. Without store groups nothing is checked.
+// flight. Every read of a shard's rows (pulls, max seqs, members, min seqs,
+// user seqs, keys and their listing) is answered the same way. Without
+// store groups nothing is checked.
 //
 // Suite mariadb_galera (scripts/galera-test runs it, with a URL listing the
 // nodes): writes through the second node race seals through the first;
 // every write acknowledged must be in a read made through the first node
-// right after its seal (as the move's delta copy reads), and a seal that
-// reports success must have sealed the row.
+// right after its seal (as the move's delta copy reads), a seal that
+// reports success must have sealed the row, and a read through the second
+// node right after it must be refused.
 #include <cppconn/connection.h>
 #include <cppconn/resultset.h>
 #include <cppconn/statement.h>
@@ -62,8 +65,9 @@ std::string InShard(const std::string& base, uint32_t shard) {
   return UniqueName(base) + "#" + std::to_string(shard);
 }
 
-// The stores of one group of two, fresh lease tables, and the count of
-// stale-view reports.
+// The stores of one group of two, fresh lease tables, the count of
+// stale-view reports, and stores without the guard on the same database
+// (what its rows hold).
 struct GroupStores {
   GroupStores() : options(TestMysqlOptions()) {
     auto raw = RawMysql(options);
@@ -76,11 +80,15 @@ struct GroupStores {
     placement =
         std::make_shared<StorePlacement>(std::vector<std::string>{"home", "b"}, &ShardAfterHash);
     placement->SetShards(kShards);
-    placement->SetStaleHook([this] { ++stale_reports; });
-    ids = std::make_unique<MysqlStore>(pool, placement);
-    messages = std::make_unique<MysqlMessageStore>(pool, placement);
+    placement->SetStaleHook([this](StaleAccess access) {
+      ++(access == StaleAccess::kRead ? stale_reads : stale_reports);
+    });
+    ids = std::make_unique<MysqlStore>(pool, MysqlShardGuard(placement, 0));
+    messages = std::make_unique<MysqlMessageStore>(pool, MysqlShardGuard(placement, 0));
     REQUIRE_OK(ids->EnsureSchema());
     REQUIRE_OK(messages->EnsureSchema());
+    rows_ids = std::make_unique<MysqlStore>(pool);
+    rows_messages = std::make_unique<MysqlMessageStore>(pool);
   }
 
   // `conv` with `n` messages.
@@ -102,9 +110,12 @@ struct GroupStores {
   MysqlOptions options;
   std::unique_ptr<MysqlShardLeaseStore> leases;
   std::shared_ptr<StorePlacement> placement;
-  std::atomic<int> stale_reports{0};
+  std::atomic<int> stale_reports{0};  // by writes
+  std::atomic<int> stale_reads{0};
   std::unique_ptr<MysqlStore> ids;
   std::unique_ptr<MysqlMessageStore> messages;
+  std::unique_ptr<MysqlStore> rows_ids;
+  std::unique_ptr<MysqlMessageStore> rows_messages;
   int64_t next_msg_id = 1;
 };
 
@@ -129,6 +140,47 @@ void CheckWrites(MessageStore& messages, SegmentStore& ids, const std::string& c
   expect(ids.SetUserSeqs("u", UserSeqField::kRead, false, {UserSeqValue{conv, 4}}), "SetUserSeqs");
   expect(ids.SetStep(key, 20), "SetStep");
   expect(ids.CreateKey(new_key, 10, ""), "CreateKey");
+}
+
+constexpr int kReadKinds = 13;
+
+// Every read of `conv` (with 5 messages, member "m") and `key`: all
+// succeed, or all fail with `want`. Returns how many were made.
+int CheckReads(MessageStore& messages, SegmentStore& ids, const std::string& conv,
+               const std::string& key, std::optional<ErrorCode> want) {
+  int made = 0;
+  auto expect = [&](const auto& result, const char* what) {
+    INFO(what);
+    ++made;
+    if (want) {
+      CHECK_ERR(result, *want);
+    } else {
+      CHECK_MESSAGE(result.ok(), what, " -> ", conformance::Describe(result));
+    }
+  };
+  const std::vector<std::string> convs{conv};
+  const std::vector<std::string> keys{key};
+  RangeQuery range;
+  range.conv_id = conv;
+  range.from_seq = 1;
+  range.to_seq = 5;
+  range.limit = 10;
+  expect(messages.MaxSeq(conv), "MaxSeq");
+  expect(messages.MaxSeqs(convs), "MaxSeqs");
+  expect(messages.GetRange(range), "GetRange");
+  expect(messages.GetBySeqs(conv, std::vector<int64_t>{1, 2}), "GetBySeqs");
+  expect(messages.GetConvMinSeq(conv), "GetConvMinSeq");
+  expect(messages.GetMember(conv, "m"), "GetMember");
+  expect(messages.CountUnread(conv, "m", 0, 5), "CountUnread");
+  expect(ids.GetKey(key), "GetKey");
+  expect(ids.GetMaxIds(keys), "GetMaxIds");
+  expect(ids.GetAllocTimes(keys), "GetAllocTimes");
+  expect(ids.GetMinSeqs(keys), "GetMinSeqs");
+  expect(ids.GetUserSeqs("u", UserSeqField::kRead, convs), "GetUserSeqs");
+  // The listing's page holds `key` alone: its name less its last character
+  // sorts just before it, and no other key starts that way.
+  expect(ids.ListKeys(key.substr(0, key.size() - 1), 1), "ListKeys");
+  return made;
 }
 
 // The member ids of `conv` as a new transaction on `node` reads them,
@@ -172,7 +224,7 @@ TEST_SUITE("mariadb_galera") {
     auto placement =
         std::make_shared<StorePlacement>(std::vector<std::string>{"home", "b"}, &ShardAfterHash);
     placement->SetShards(kShards);
-    MysqlMessageStore writer(std::make_shared<MysqlPool>(second), placement);
+    MysqlMessageStore writer(std::make_shared<MysqlPool>(second), MysqlShardGuard(placement));
     REQUIRE_OK(writer.EnsureSchema());
     int lost = 0, acked_total = 0;
     for (uint32_t shard = 1; shard < kShards; ++shard) {
@@ -196,6 +248,8 @@ TEST_SUITE("mariadb_galera") {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       const bool sealed = SealRetrying(leases, shard);
       const std::set<std::string> copied = MembersRead(first, conv);
+      // The other node's reads see the seal (wsrep_sync_wait).
+      CHECK_ERR(writer.MaxSeq(conv), ErrorCode::kStoreUnavailable);
       const int64_t epoch = leases.SealedEpoch(shard).value();
       std::this_thread::sleep_for(std::chrono::milliseconds(50));  // writes after the seal too
       stop = true;
@@ -226,14 +280,32 @@ TEST_SUITE("mariadb") {
     REQUIRE(g.leases->Seal(3).ok());
     CheckWrites(*g.messages, *g.ids, conv, key, new_key, ErrorCode::kStoreUnavailable);
     CHECK(g.stale_reports == 7);
-    CHECK(g.messages->GetBySeqs(conv, std::vector<int64_t>{2}).value().at(0).status ==
+    CHECK(g.stale_reads == 0);
+    MessageStore& rows = *g.rows_messages;
+    CHECK(rows.GetBySeqs(conv, std::vector<int64_t>{2}).value().at(0).status ==
           MessageStatus::kNormal);
-    CHECK_FALSE(g.messages->GetMember(conv, "n").value().has_value());
-    CHECK(g.messages->GetMember(conv, "m").value()->read_seq == 1);
-    CHECK(g.messages->GetConvMinSeq(conv).value() == 1);
-    CHECK(g.ids->GetUserSeqs("u", UserSeqField::kRead, {conv}).value() == std::vector<int64_t>{0});
-    CHECK(g.ids->GetKey(key).value().step == 10);
-    CHECK_ERR(g.ids->GetKey(new_key), ErrorCode::kUnknownKey);
+    CHECK_FALSE(rows.GetMember(conv, "n").value().has_value());
+    CHECK(rows.GetMember(conv, "m").value()->read_seq == 1);
+    CHECK(rows.GetConvMinSeq(conv).value() == 1);
+    CHECK(g.rows_ids->GetUserSeqs("u", UserSeqField::kRead, {conv}).value() ==
+          std::vector<int64_t>{0});
+    CHECK(g.rows_ids->GetKey(key).value().step == 10);
+    CHECK_ERR(g.rows_ids->GetKey(new_key), ErrorCode::kUnknownKey);
+    // Every read is refused too, retryable, and the placement told each
+    // time: this group's rows of the shard are as the seal left them.
+    CHECK(CheckReads(*g.messages, *g.ids, conv, key, ErrorCode::kStoreUnavailable) == kReadKinds);
+    CHECK(g.stale_reads == kReadKinds);
+    // So is a read's answer of "none" (no such key) the old rows would give.
+    CHECK_ERR(g.ids->GetKey(new_key), ErrorCode::kStoreUnavailable);
+    // A listing checks only the keys the view puts in this group: with the
+    // shard placed in "b", its rows left here are not this group's to
+    // answer for (the grouped store drops them).
+    PlacementMap moved;
+    moved.version = 1;
+    moved.rows.push_back(PlacementRow{3, "b", "", ""});
+    REQUIRE_OK(g.placement->Apply(moved));
+    REQUIRE_OK(g.ids->ListKeys(key.substr(0, key.size() - 1), 1));
+    REQUIRE_OK(g.placement->Apply(PlacementMap{2, {}}));
     // A refusal the old rows would make (no such member, no such message,
     // no such key) is not answered from them: retry instead.
     CHECK_ERR(g.messages->SetReadSeq(conv, "nobody", 1, 5), ErrorCode::kStoreUnavailable);
@@ -246,7 +318,10 @@ TEST_SUITE("mariadb") {
                                  {UserSeqValue{other, 7}, UserSeqValue{conv, 4}}),
               ErrorCode::kStoreUnavailable);
     CHECK(g.ids->GetUserSeqs("u", UserSeqField::kRead, {other}).value() == std::vector<int64_t>{0});
-    // Another shard's writes go on.
+    // So is a read of both.
+    CHECK_ERR(g.ids->GetUserSeqs("u", UserSeqField::kRead, {other, conv}),
+              ErrorCode::kStoreUnavailable);
+    // Another shard's reads and writes go on.
     REQUIRE_OK(g.ids->SetUserSeqs("u", UserSeqField::kRead, false, {UserSeqValue{other, 7}}));
 
     // Opened again (a move back): the writes commit.
@@ -254,20 +329,24 @@ TEST_SUITE("mariadb") {
     REQUIRE(epoch.ok());
     REQUIRE(g.leases->Open(3, *epoch + 1).ok());
     const int reports = g.stale_reports;
+    const int read_reports = g.stale_reads;
+    CheckReads(*g.messages, *g.ids, conv, key, std::nullopt);
     CheckWrites(*g.messages, *g.ids, conv, key, new_key, std::nullopt);
     CHECK(g.stale_reports == reports);
+    CHECK(g.stale_reads == read_reports);
     CHECK(g.messages->GetMember(conv, "m").value()->read_seq == 3);
     CHECK(g.ids->GetUserSeqs("u", UserSeqField::kRead, {conv}).value() == std::vector<int64_t>{4});
   }
 
-  TEST_CASE("mariadb: store groups: nothing is written before the shard count is known") {
+  TEST_CASE("mariadb: store groups: nothing is read or written before the shard count is known") {
     GroupStores g;
     auto unread =
         std::make_shared<StorePlacement>(std::vector<std::string>{"home", "b"}, &ShardAfterHash);
-    MysqlMessageStore messages(std::make_shared<MysqlPool>(g.options), unread);
+    MysqlMessageStore messages(std::make_shared<MysqlPool>(g.options), MysqlShardGuard(unread));
     const std::string conv = InShard("gearly", 2);
-    CHECK_ERR(messages.SetConvMinSeq(conv, 1), ErrorCode::kStoreUnavailable);
-    CHECK(messages.GetConvMinSeq(conv).value() == 1);
+    CHECK_ERR(messages.SetConvMinSeq(conv, 7), ErrorCode::kStoreUnavailable);
+    CHECK_ERR(messages.GetConvMinSeq(conv), ErrorCode::kStoreUnavailable);
+    CHECK(g.rows_messages->GetConvMinSeq(conv).value() == 1);
   }
 
   TEST_CASE("mariadb: without store groups a sealed row stops no write") {
@@ -281,7 +360,9 @@ TEST_SUITE("mariadb") {
     REQUIRE_OK(ids.CreateKey(key, 10, ""));
     REQUIRE(g.leases->Seal(6).ok());
     CheckWrites(messages, ids, conv, key, InShard("gsinglenew", 6), std::nullopt);
+    CheckReads(messages, ids, conv, key, std::nullopt);
     CHECK(g.stale_reports == 0);
+    CHECK(g.stale_reads == 0);
   }
 
   TEST_CASE("mariadb: store groups: a write behind a seal in flight waits and is refused") {
@@ -305,7 +386,7 @@ TEST_SUITE("mariadb") {
     RawExec(*sealer, "COMMIT");
     writer.join();
     CHECK_ERR(put, ErrorCode::kStoreUnavailable);
-    CHECK_FALSE(g.messages->GetMember(conv, "w").value().has_value());
+    CHECK_FALSE(g.rows_messages->GetMember(conv, "w").value().has_value());
   }
 
   TEST_CASE("mariadb: store groups: a seal waits for a write that read the row unsealed") {

@@ -12,7 +12,9 @@ Then, while a shard moves, writes that no lease fences (recalls, members,
 read seqs, conversations' min seqs, user seqs, new keys and their steps)
 and fenced key min seqs go to it through its owner and through an instance
 whose map stays stale after the switch: every acknowledged one must be in b
-afterwards.
+afterwards. Last, while a shard moves, every write acknowledged through its
+owner is read at once through such an instance (a pull, max seq, member,
+user seq, key): every read must see the write before it.
 
 Usage: python3 tests/e2e/test_shard_move.py [-v]
 """
@@ -28,6 +30,7 @@ from lib.cluster import Instance, Workspace, shard_of  # noqa: E402
 from test_store_groups import (FLAGS, LEASE_MS, SHARDS, group_flags, request,  # noqa: E402
                                seqctl, wait_all_owned)
 from lib.mariadb import start_all  # noqa: E402
+from lib.shard_reads import ShardReads  # noqa: E402
 from lib.shard_writes import (ShardWrites, check_lost, count_by_kind_and_port,  # noqa: E402
                               names_in)
 
@@ -259,34 +262,42 @@ class ShardMoveTest(unittest.TestCase):
                 return s["shard"]
         self.fail("%s owns no shard of the home group" % node.name)
 
-    def test_4_unfenced_writes_survive_a_move(self):
-        # An instance whose advertised address is dead: the mover's nudge
-        # never reaches it, so its map stays stale after the switch until
-        # its next lease round (or until a write of it is refused).
-        stale = Instance("s4", self.dbs[0].url, LEASE_MS, self.ws.base,
+    def stale_instance(self, name):
+        """A new instance whose advertised address is dead: the mover's
+        nudge never reaches it, so its map stays stale after a switch until
+        its next lease round (or until a read or write of it is refused)."""
+        stale = Instance(name, self.dbs[0].url, LEASE_MS, self.ws.base,
                          FLAGS + group_flags([db.url for db in self.dbs])
                          + ["--advertise", "127.0.0.1:%d" % free_port()])
         self.ws.on_cleanup(stale.kill)
         time.sleep(LEASE_MS / 1000.0)  # it joins: shards move to it
         wait_all_owned(stale)
+        return stale
+
+    def move_to_b(self, node, shard):
+        """Moves `shard` to b through `node`, unthrottled; the mover's
+        state once done."""
+        status, body = request(node.http_port, "POST", "/admin/placement/move",
+                               {"shard": shard, "to": "b", "rate": 0})
+        self.assertEqual(status, 202, body)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            m = request(node.http_port, "GET", "/admin/placement")[1]["mover"]
+            self.assertNotEqual(m["phase"], "failed", m)
+            if not m["running"] and m["phase"] == "done":
+                return m
+            time.sleep(0.05)
+        self.fail("the move did not finish: %s" % m)
+
+    def test_4_unfenced_writes_survive_a_move(self):
+        stale = self.stale_instance("s4")
         owner = self.nodes[1]
         shard = self.home_shard_owned_by(owner)
         writes = ShardWrites(shard, SHARDS, "w4")
         writes.setup(owner.http_port)
         writes.start([owner.http_port, stale.http_port])
         time.sleep(0.5)
-        status, body = request(owner.http_port, "POST", "/admin/placement/move",
-                               {"shard": shard, "to": "b", "rate": 0})
-        self.assertEqual(status, 202, body)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            m = request(owner.http_port, "GET", "/admin/placement")[1]["mover"]
-            self.assertNotEqual(m["phase"], "failed", m)
-            if not m["running"] and m["phase"] == "done":
-                break
-            time.sleep(0.05)
-        else:
-            self.fail("the move did not finish: %s" % m)
+        m = self.move_to_b(owner, shard)
         time.sleep(0.3)  # writes after the clean-up too
         writes.stop()
         lost = check_lost(writes.acked, writes.read_rows(self.dbs[1].query))
@@ -307,6 +318,32 @@ class ShardMoveTest(unittest.TestCase):
         for node in (owner, stale):
             self.assertGreater(node.metrics().get("seqd_shard_move_writes_refused_total", 0), 0,
                                node.name)
+
+    def test_5_reads_see_the_writes_before_them(self):
+        # Only reads go through the stale instance: before reads were
+        # checked, nothing it did told it the placement changed, so after
+        # the switch it read the old group, as the seal left it, for up to
+        # a lease round.
+        stale = self.stale_instance("s5")
+        owner = self.nodes[1]
+        shard = self.home_shard_owned_by(owner)
+        reads = ShardReads(shard, SHARDS, "r5", owner.http_port, stale.http_port)
+        reads.start()
+        time.sleep(0.5)
+        m = self.move_to_b(owner, shard)
+        time.sleep(0.3)  # reads after the clean-up too
+        reads.stop()
+        refused = stale.metrics().get("seqd_shard_move_reads_refused_total", 0)
+        print("moved shard %d (pause %s ms); reads that saw their write %s; stale reads %d, "
+              "first ones %s; reads refused (503, sent again) %d, counted by the stale "
+              "instance %s"
+              % (shard, m["pause_ms"], reads.rounds, len(reads.stale), reads.stale[:5],
+                 reads.refused, refused))
+        self.assertEqual(reads.stale, [], "reads that missed a write acknowledged before them")
+        self.assertEqual(reads.unexpected, [])
+        self.assertTrue(all(n > 0 for n in reads.rounds.values()), reads.rounds)
+        # The reads met the moved shard in the old group (and were retried).
+        self.assertGreater(refused, 0)
 
 
 if __name__ == "__main__":
