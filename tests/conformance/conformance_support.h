@@ -187,11 +187,16 @@ inline MysqlOptions OnHost(MysqlOptions all, size_t i) {
   return all;
 }
 
-// Raw Connector/C++ connection for test setup, outside the store.
+// Raw Connector/C++ connection for test setup, outside the store: to the
+// first host of `o` (where a store on these options connects first), or,
+// under tests/faults/mysql_fault_relay.py, straight to the server behind it
+// (SEQD_TEST_MYSQL_DIRECT, HOST:PORT): the relay's faults are the store's.
 inline std::unique_ptr<sql::Connection> RawMysql(const MysqlOptions& o) {
   sql::ConnectOptionsMap props;
-  // The first host: where a store on these options connects first.
-  props["hostName"] = "tcp://" + o.hosts.front().host + ":" + std::to_string(o.hosts.front().port);
+  const char* direct = std::getenv("SEQD_TEST_MYSQL_DIRECT");
+  props["hostName"] = direct && *direct ? "tcp://" + std::string(direct)
+                                        : "tcp://" + o.hosts.front().host + ":" +
+                                              std::to_string(o.hosts.front().port);
   props["userName"] = o.user;
   props["password"] = o.password;
   props["schema"] = o.database;

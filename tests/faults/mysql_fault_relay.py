@@ -31,7 +31,9 @@ give blackouts: every COMMIT fails while they are on.
 
 With --exec, the relay runs CMD with SEQD_TEST_MYSQL_URL pointed at itself
 (the target is taken from that variable when --target is not given; its
-query becomes --url-query) and exits
+query becomes --url-query) and SEQD_TEST_MYSQL_DIRECT set to the target's
+HOST:PORT (for the test's own connections, which set up and look at the
+database outside the store: no fault is meant for them), and exits
 with CMD's status, or 1 if CMD passed but a configured fault never fired (a
 run that saw no faults proves nothing).
 """
@@ -241,6 +243,7 @@ async def main(args):
         creds = netloc[0] + "@" if len(netloc) == 2 else ""
         env["SEQD_TEST_MYSQL_URL"] = urllib.parse.urlunparse(
             url._replace(netloc="%s127.0.0.1:%d" % (creds, port), query=args.url_query))
+        env["SEQD_TEST_MYSQL_DIRECT"] = args.target
         print("relay: running %s through 127.0.0.1:%d -> %s" % (args.cmd[0], port, args.target),
               flush=True)
         proc = await asyncio.create_subprocess_exec(*args.cmd, env=env)
