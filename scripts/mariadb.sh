@@ -133,13 +133,21 @@ install_db() {
   mkdir -p "$DATADIR"
   local uf
   uf="$(user_flag)"
-  # shellcheck disable=SC2086
-  if ! mariadb-install-db --no-defaults $uf --auth-root-authentication-method=normal \
-    --datadir="$DATADIR" --skip-test-db >"$DIR/install.log" 2>&1; then
-    log "mariadb-install-db failed; last lines of $DIR/install.log:"
-    tail -n 30 "$DIR/install.log" >&2 || true
-    exit 1
-  fi
+  local try
+  for try in 1 2; do
+    # shellcheck disable=SC2086
+    if mariadb-install-db --no-defaults $uf --auth-root-authentication-method=normal \
+      --datadir="$DATADIR" --skip-test-db >"$DIR/install.log" 2>&1; then
+      return 0
+    fi
+    # The server's own words come first; the advice after them is the same
+    # every time.
+    log "mariadb-install-db failed (try $try of 2); the first lines of $DIR/install.log:"
+    head -n 40 "$DIR/install.log" >&2 || true
+    rm -rf "$DATADIR"
+    mkdir -p "$DATADIR"
+  done
+  exit 1
 }
 
 # Launches mariadbd on port $1 and waits until it answers. Returns 3 if the
