@@ -29,7 +29,7 @@ Thread safety: `ShardReads.start` starts one thread per round kind; read
 import threading
 import time
 
-from lib.shard_writes import http_call, names_in
+from lib.shard_writes import Load, http_call, names_in
 
 KINDS = ("max_seq", "pull", "member", "user_seq", "key")
 RETRY = "retry"
@@ -58,11 +58,12 @@ def verdict(kind, wanted, status, body):
     raise ValueError("unknown kind %r" % kind)
 
 
-class ShardReads:
+class ShardReads(Load):
     """Rounds of write-then-read for `shard` (of `shards`), names PREFIX...,
     writes through `writer` and reads through `reader` (HTTP ports)."""
 
     def __init__(self, shard, shards, prefix, writer, reader, pace_s=0.01):
+        super().__init__()
         self.writer, self.reader, self.pace_s = writer, reader, pace_s
         self.conv = names_in(shard, shards, "sg_%sr" % prefix, 1)[0]
         self.keys = iter(names_in(shard, shards, "k%sn" % prefix, 2000))
@@ -72,19 +73,10 @@ class ShardReads:
         self.unexpected = []  # (what, status, body): a write or read answer of no kind above
         self.refused = 0      # reads answered 503 or not at all
         self.acked_max = 0    # the highest seq acknowledged so far
-        self.stopping = threading.Event()
-        self.threads = []
 
     def start(self):
         for run in (self.messages, self.max_seqs, self.members, self.user_seqs, self.new_keys):
-            t = threading.Thread(target=run, daemon=True)
-            t.start()
-            self.threads.append(t)
-
-    def stop(self):
-        self.stopping.set()
-        for t in self.threads:
-            t.join()
+            self.spawn(run)
 
     def write(self, what, method, path, body):
         """The acknowledged answer's body, sent again after a 503 or no

@@ -88,12 +88,31 @@ def count_by_kind_and_port(records):
     return out
 
 
-class ShardWrites:
+class Load:
+    """Threads that run until `stop`, which sets `stopping` and joins them."""
+
+    def __init__(self):
+        self.stopping = threading.Event()
+        self.threads = []
+
+    def spawn(self, run, *args):
+        t = threading.Thread(target=run, args=args, daemon=True)
+        t.start()
+        self.threads.append(t)
+
+    def stop(self):
+        self.stopping.set()
+        for t in self.threads:
+            t.join()
+
+
+class ShardWrites(Load):
     """The writes of KINDS to `shard` (of `shards`): conversations and keys
     named PREFIX..., `messages` messages to recall and as many
     conversations of one message for their min seqs."""
 
     def __init__(self, shard, shards, prefix, messages=450, pace_s=0.025):
+        super().__init__()
         self.pace_s = pace_s
         self.conv = names_in(shard, shards, "sg_%sr" % prefix, 1)[0]
         self.min_convs = names_in(shard, shards, "sg_%sm" % prefix, messages)
@@ -110,8 +129,6 @@ class ShardWrites:
         self.unexpected = []  # (kind, port, status, body)
         self.refused = {}     # port -> 503s and failed connections
         self.last_refused = {}  # port -> time.monotonic() of its last 503
-        self.stopping = threading.Event()
-        self.threads = []
 
     def setup(self, port):
         """The messages to recall and the conversations to set min seqs of,
@@ -134,14 +151,7 @@ class ShardWrites:
         for port in ports:
             for run in (self.recalls, self.members, self.conv_min_seqs, self.user_seqs,
                         self.new_keys_and_steps, self.min_seqs):
-                t = threading.Thread(target=run, args=(port,), daemon=True)
-                t.start()
-                self.threads.append(t)
-
-    def stop(self):
-        self.stopping.set()
-        for t in self.threads:
-            t.join()
+                self.spawn(run, port)
 
     def counts(self):
         """Acknowledged writes by kind."""
