@@ -43,11 +43,11 @@ Status OpenedStores::EnsureSchemas() {
 
 namespace {
 
-// OpenStores on a mysql:// spec (`parsed`). `guard`: for one store group's
-// stores, what keeps their unfenced reads and writes out of a group their
-// shard left.
+// OpenStores on a mysql:// spec (`parsed`). `placement`: set for the stores
+// of store group `group`, whose unfenced reads and writes it guards
+// (MysqlShardGuard, with a pool of snapshot reads of its own).
 OpenedStores OpenMysqlStores(const StoreSpec& parsed, const StoreNeeds& needs,
-                             const MysqlShardGuard& guard) {
+                             std::shared_ptr<const StorePlacement> placement, size_t group) {
   OpenedStores out;
   MysqlOptions options = parsed.mysql;
   options.pool_size = needs.connections;
@@ -60,6 +60,13 @@ OpenedStores OpenMysqlStores(const StoreSpec& parsed, const StoreNeeds& needs,
   const bool url_budget = options.retry_budget_ms >= 0;
   if (!url_budget) options.retry_budget_ms = needs.retry_budget_ms;
   out.pool = std::make_shared<MysqlPool>(options);
+  std::shared_ptr<MysqlPool> read_pool;
+  if (placement) {
+    MysqlOptions reads = options;
+    reads.snapshot_reads = true;
+    read_pool = std::make_shared<MysqlPool>(reads);
+  }
+  const MysqlShardGuard guard(std::move(placement), group, std::move(read_pool));
   out.segments =
       std::make_unique<SheddingSegmentStore>(std::make_unique<MysqlStore>(out.pool, guard));
   out.messages = std::make_unique<MysqlMessageStore>(out.pool, guard);
@@ -110,7 +117,7 @@ Result<OpenedStores> OpenStoreGroups(const StoreNeeds& needs) {
       return MakeError(parsed.error().code,
                        "store group '" + name + "': " + parsed.error().message);
     }
-    OpenedStores opened = OpenMysqlStores(*parsed, one, MysqlShardGuard(out.placement, i));
+    OpenedStores opened = OpenMysqlStores(*parsed, one, out.placement, i);
     out.group_data.push_back(std::make_unique<MysqlShardData>(opened.pool, needs.shard_of));
     out.group_segments.push_back(opened.segments.get());
     out.group_messages.push_back(opened.messages.get());
@@ -140,7 +147,7 @@ Result<OpenedStores> OpenStores(std::string_view spec, const StoreNeeds& needs) 
   if (needs.groups.size() > 1) return OpenStoreGroups(needs);
   auto parsed = ParseStoreSpec(spec, /*allow_memory=*/false);
   if (!parsed.ok()) return parsed.error();
-  if (parsed->kind == StoreKind::kMysql) return OpenMysqlStores(*parsed, needs, MysqlShardGuard());
+  if (parsed->kind == StoreKind::kMysql) return OpenMysqlStores(*parsed, needs, nullptr, 0);
   OpenedStores out;
   const bool with_leases = needs.worker_leases;
   if (needs.cluster) {

@@ -145,7 +145,8 @@ const std::vector<Option>& Options() {
       IntOption("threads", "Network threads; 0 means one per core.", &Config::threads, 0, 256),
       IntOption("db_threads",
                 "Threads for blocking store calls, and the MySQL connections the segment and "
-                "message stores share (leases use one more).",
+                "message stores share (leases use one more; with store groups, each group gets "
+                "this many, and as many more for reads, which run in one snapshot each).",
                 &Config::db_threads, 1, 256),
       IntOption("db_queue_max",
                 "Store calls (segment reservations, key admin, message reads) waiting for a "

@@ -385,7 +385,9 @@ Result<std::unique_ptr<MysqlConn>> MysqlPool::ConnectTo(size_t host, bool synced
     // READ COMMITTED: no gap locks between the message writers; every
     // store's transactions are correct under it (conditional UPDATEs read
     // the latest committed row). UTC: the lease store's time arithmetic.
-    c->Plain().execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+    c->Plain().execute(options_.snapshot_reads
+                           ? "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"
+                           : "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
     c->Plain().execute("SET SESSION time_zone = '+00:00'");
     // Strict: a value a column cannot hold (a key too long for an older
     // table, characters its charset lacks) fails its statement, never

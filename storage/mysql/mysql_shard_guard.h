@@ -21,12 +21,14 @@
 // and a write that races the seal on another node fails certification.
 //
 // Reads: after the read's statements, the same rows are read, without a
-// lock, and a sealed row refuses the read. Each statement sees what
-// committed before it began (READ COMMITTED; on a Galera node
-// wsrep_sync_wait, 1 unless the store URL sets it, makes a read wait for
-// what any node committed first), so a row read unsealed was unsealed
-// when the read's own statements ran: the group then still held the
-// shard, and no write of it had been served by another group yet.
+// lock, in the same snapshot (the guard's read pool runs REPEATABLE READ),
+// and a sealed row refuses the read. The snapshot is taken by the read's
+// first statement, after everything committed before it began (on a
+// Galera node wsrep_sync_wait, 1 unless the store URL sets it, makes it
+// wait for what any node committed first), so a row unsealed in it means
+// the group held the shard when the snapshot was taken: no other group
+// had served a write of it yet. A seal and a reopening of the row between
+// the read's statements (a move out and back) cannot pass a stale read.
 //
 // Without store groups (no placement) nothing is checked and nothing is
 // added to a read or a write.
@@ -63,10 +65,14 @@ concept GuardedKeys =
 class MysqlShardGuard {
  public:
   // `placement`: the store groups' placement, this database being the
-  // group of index `group`; null: the only group.
+  // group of index `group`; null: the only group. `read_pool`: where
+  // Read() runs, a pool with MysqlOptions::snapshot_reads on this
+  // database. Required with a placement: without it reads run on the
+  // caller's pool (READ COMMITTED), where a check in a statement of its
+  // own can pass a read made while the row was sealed.
   explicit MysqlShardGuard(std::shared_ptr<const StorePlacement> placement = nullptr,
-                           size_t group = 0)
-      : placement_(std::move(placement)), group_(group) {}
+                           size_t group = 0, std::shared_ptr<MysqlPool> read_pool = nullptr)
+      : placement_(std::move(placement)), group_(group), read_pool_(std::move(read_pool)) {}
 
   // Whether the write of `keys` (keys or conversation ids) may commit:
   // nullopt if so, or without store groups; else the error the write must
@@ -86,7 +92,8 @@ class MysqlShardGuard {
 
   // The same for a read of `keys` made by the transaction's statements so
   // far: nullopt if its answer may be given.
-  // REQUIRES: inside MysqlPool::Run, after the read's statements.
+  // REQUIRES: inside the read pool's Run (see Read), after the read's
+  // statements.
   template <GuardedKeys Keys>
   std::optional<Error> AdmitRead(MysqlConn& c, const Keys& keys) const {
     return Check(c, ShardsOf(keys), StaleAccess::kRead);
@@ -99,18 +106,27 @@ class MysqlShardGuard {
   std::optional<Error> AdmitListed(MysqlConn& c, const std::vector<std::string>& keys) const;
 
   // A guarded read: runs `body(MysqlConn&) -> Result<T>` in
-  // pool.Run(session, op), then AdmitRead(keys), then COMMIT. The answer
-  // is `body`'s (an error of it too, such as no such key) if admitted,
-  // else the guard's refusal. `keys`: one key or a list of them.
+  // Run(session, op) of the read pool (with store groups; else of `pool`:
+  // `body` must use only `session`'s statements and plain reads),
+  // then AdmitRead(keys), then COMMIT. The answer is `body`'s (an error of
+  // it too, such as no such key) if admitted, else the guard's refusal.
+  // `keys`: one key or a list of them.
   template <typename T, typename Keys, typename Body>
   Result<T> Read(MysqlPool& pool, const MysqlSession& session, const char* op, const Keys& keys,
                  Body body) const {
-    return pool.Run<T>(session, op, [&](MysqlConn& c) -> Result<T> {
-      Result<T> answer = body(c);
-      if (auto refused = AdmitRead(c, keys)) return *refused;
-      c.Commit();  // ends the read's transaction
-      return answer;
-    });
+    return ReadChecked<T>(pool, session, op, body,
+                          [&](MysqlConn& c, const Result<T>&) { return AdmitRead(c, keys); });
+  }
+  // The same for a listing of this group's rows: `keys_of(const T&)` names
+  // the keys `body` found, checked by AdmitListed.
+  template <typename T, typename Body, typename KeysOf>
+  Result<T> ReadListed(MysqlPool& pool, const MysqlSession& session, const char* op, Body body,
+                       KeysOf keys_of) const {
+    return ReadChecked<T>(pool, session, op, body,
+                          [&](MysqlConn& c, const Result<T>& answer) -> std::optional<Error> {
+                            if (!answer) return std::nullopt;
+                            return AdmitListed(c, keys_of(*answer));
+                          });
   }
 
  private:
@@ -122,11 +138,30 @@ class MysqlShardGuard {
     for (const auto& key : keys) shards.push_back(placement_->ShardOf(key));
     return shards;
   }
+  // Read and ReadListed: `body`, then `check(c, answer)` (a refusal or
+  // nullopt), then COMMIT, in one transaction of the read pool (else of
+  // `pool`).
+  template <typename T, typename Body, typename Check>
+  Result<T> ReadChecked(MysqlPool& pool, const MysqlSession& session, const char* op, Body& body,
+                        const Check& check) const {
+    MysqlPool& reads = placement_ && read_pool_ ? *read_pool_ : pool;
+    return reads.Run<T>(session, op, [&](MysqlConn& c) -> Result<T> {
+      // Whatever way the call ends, the pool ends the transaction (a
+      // refusal, an error: rolled back), so the next read on this
+      // connection takes a snapshot of its own.
+      c.in_txn = true;
+      Result<T> answer = body(c);
+      if (auto refused = check(c, answer)) return *refused;
+      c.Commit();  // ends the read's transaction
+      return answer;
+    });
+  }
   // nullopt if every one of `shards` has an unsealed lease row here.
   std::optional<Error> Check(MysqlConn& c, std::vector<uint32_t> shards, StaleAccess access) const;
 
   const std::shared_ptr<const StorePlacement> placement_;
   const size_t group_;
+  const std::shared_ptr<MysqlPool> read_pool_;
 };
 
 }  // namespace seqd

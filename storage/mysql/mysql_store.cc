@@ -392,15 +392,16 @@ Result<KeyRow> MysqlStore::GetKey(std::string_view key) {
 Result<std::vector<KeyRow>> MysqlStore::ListKeys(std::string_view after, size_t limit) {
   const auto max = static_cast<size_t>(std::numeric_limits<int64_t>::max());
   const auto lim = static_cast<int64_t>(limit < max ? limit : max);
-  return pool_->Run<std::vector<KeyRow>>(
-      kSession, "list keys", [&](MysqlConn& c) -> Result<std::vector<KeyRow>> {
-        std::vector<KeyRow> rows = c.QueryRows(kList, ReadRow, after, lim);
+  return guard_.ReadListed<std::vector<KeyRow>>(
+      *pool_, kSession, "list keys",
+      [&](MysqlConn& c) -> Result<std::vector<KeyRow>> {
+        return c.QueryRows(kList, ReadRow, after, lim);
+      },
+      [](const std::vector<KeyRow>& rows) {
         std::vector<std::string> keys;
         keys.reserve(rows.size());
         for (const KeyRow& row : rows) keys.push_back(row.key);
-        if (auto refused = guard_.AdmitListed(c, keys)) return *refused;
-        c.Commit();
-        return rows;
+        return keys;
       });
 }
 

@@ -65,6 +65,12 @@ std::string InShard(const std::string& base, uint32_t shard) {
   return UniqueName(base) + "#" + std::to_string(shard);
 }
 
+// The guard's pool of reads on `options`' database.
+std::shared_ptr<MysqlPool> SnapshotPool(MysqlOptions options) {
+  options.snapshot_reads = true;
+  return std::make_shared<MysqlPool>(std::move(options));
+}
+
 // The stores of one group of two, fresh lease tables, the count of
 // stale-view reports, and stores without the guard on the same database
 // (what its rows hold).
@@ -83,8 +89,9 @@ struct GroupStores {
     placement->SetStaleHook([this](StaleAccess access) {
       ++(access == StaleAccess::kRead ? stale_reads : stale_reports);
     });
-    ids = std::make_unique<MysqlStore>(pool, MysqlShardGuard(placement, 0));
-    messages = std::make_unique<MysqlMessageStore>(pool, MysqlShardGuard(placement, 0));
+    const MysqlShardGuard guard(placement, 0, SnapshotPool(options));
+    ids = std::make_unique<MysqlStore>(pool, guard);
+    messages = std::make_unique<MysqlMessageStore>(pool, guard);
     REQUIRE_OK(ids->EnsureSchema());
     REQUIRE_OK(messages->EnsureSchema());
     rows_ids = std::make_unique<MysqlStore>(pool);
@@ -224,7 +231,8 @@ TEST_SUITE("mariadb_galera") {
     auto placement =
         std::make_shared<StorePlacement>(std::vector<std::string>{"home", "b"}, &ShardAfterHash);
     placement->SetShards(kShards);
-    MysqlMessageStore writer(std::make_shared<MysqlPool>(second), MysqlShardGuard(placement));
+    MysqlMessageStore writer(std::make_shared<MysqlPool>(second),
+                             MysqlShardGuard(placement, 0, SnapshotPool(second)));
     REQUIRE_OK(writer.EnsureSchema());
     int lost = 0, acked_total = 0;
     for (uint32_t shard = 1; shard < kShards; ++shard) {
@@ -387,6 +395,41 @@ TEST_SUITE("mariadb") {
     writer.join();
     CHECK_ERR(put, ErrorCode::kStoreUnavailable);
     CHECK_FALSE(g.rows_messages->GetMember(conv, "w").value().has_value());
+  }
+
+  TEST_CASE("mariadb: store groups: a read made while sealed is refused though opened since") {
+    // A move out and back between a read's statement and its check: the
+    // statement read this group while the shard lived elsewhere, and the
+    // row is open again when the check reads it. The check reads the
+    // read's own snapshot, in which the row was sealed.
+    GroupStores g;
+    const MysqlSession session{};
+    auto pool = std::make_shared<MysqlPool>(g.options);
+    const std::string conv = InShard("gaba", 7);
+    REQUIRE(g.leases->Seal(7).ok());
+    auto read_across_a_reopening = [&](const MysqlShardGuard& guard) {
+      bool reopened = false;
+      return guard.Read<int64_t>(
+          *pool, session, "aba read", conv, [&](MysqlConn& c) -> Result<int64_t> {
+            std::unique_ptr<sql::ResultSet> rs(
+                c.Plain().executeQuery("SELECT COUNT(*) FROM seqd_shard_lease"));
+            // The move back opens the row, unless a
+            // retry of this read already did.
+            if (!reopened) {
+              const int64_t epoch = g.leases->SealedEpoch(7).value();
+              REQUIRE(g.leases->Open(7, epoch + 1).ok());
+              reopened = true;
+            }
+            return rs->next() ? rs->getInt64(1) : 0;
+          });
+    };
+    CHECK_ERR(read_across_a_reopening(MysqlShardGuard(g.placement, 0, SnapshotPool(g.options))),
+              ErrorCode::kStoreUnavailable);
+    // What the snapshot is for: checked in a statement of its own (READ
+    // COMMITTED), the same read passes.
+    REQUIRE(g.leases->Seal(7).ok());
+    CHECK_MESSAGE(read_across_a_reopening(MysqlShardGuard(g.placement, 0)).ok(),
+                  "a check outside the read's snapshot was expected to miss the seal");
   }
 
   TEST_CASE("mariadb: store groups: a seal waits for a write that read the row unsealed") {
