@@ -520,6 +520,9 @@ Status MysqlPool::RunBody(const MysqlSession& session, const char* op, const Bod
     Error err;
     try {
       c->UseLockWait(lock_wait_s);
+      // A snapshot lasts until its transaction ends, which a call of plain
+      // reads alone would not mark: its end is made certain.
+      if (options_.snapshot_reads) c->in_txn = true;
       body(*c, retryable);
       c->RollbackQuietly();  // no-op unless fn returned early inside a transaction
       const bool broken = c->broken;

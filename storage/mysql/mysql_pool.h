@@ -118,9 +118,11 @@ struct MysqlOptions {
   // -1: 1 (reads). Elsewhere ignored.
   int wsrep_sync_wait = -1;
   // Sessions at REPEATABLE READ instead of READ COMMITTED: every statement
-  // of a transaction reads one snapshot. For a pool of reads only (the
-  // store group guard's, storage/mysql/mysql_shard_guard.h); the stores'
-  // writes are made for READ COMMITTED.
+  // of a transaction reads one snapshot, and every Run ends its transaction
+  // (committed, or rolled back however it ends), so each call takes a
+  // snapshot of its own. For a pool of reads only (the store group
+  // guard's, storage/mysql/mysql_shard_guard.h); the stores' writes are
+  // made for READ COMMITTED.
   bool snapshot_reads = false;
   // TLS to the server (URL: ssl-mode, ssl-ca, ssl-cert, ssl-key).
   // kDefault: the client library's default (no TLS unless the server asks).

@@ -146,10 +146,6 @@ class MysqlShardGuard {
                         const Check& check) const {
     MysqlPool& reads = placement_ && read_pool_ ? *read_pool_ : pool;
     return reads.Run<T>(session, op, [&](MysqlConn& c) -> Result<T> {
-      // Whatever way the call ends, the pool ends the transaction (a
-      // refusal, an error: rolled back), so the next read on this
-      // connection takes a snapshot of its own.
-      c.in_txn = true;
       Result<T> answer = body(c);
       if (auto refused = check(c, answer)) return *refused;
       c.Commit();  // ends the read's transaction
